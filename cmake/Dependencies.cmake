@@ -1,0 +1,25 @@
+# Every dependency comes from a Debian package, found with pkg-config. A missing
+# one stops configure with the package to install.
+find_package(PkgConfig)
+if(NOT PKG_CONFIG_FOUND)
+  message(FATAL_ERROR "pkg-config not found: apt-get install pkg-config")
+endif()
+
+function(tm_require_pkg var module debian_package)
+  pkg_check_modules(${var} IMPORTED_TARGET ${module})
+  if(NOT ${var}_FOUND)
+    message(FATAL_ERROR "dependency '${module}' not found by pkg-config: apt-get install ${debian_package}")
+  endif()
+endfunction()
+
+tm_require_pkg(RDKAFKA rdkafka librdkafka-dev)
+tm_require_pkg(LIBPQ libpq libpq-dev)
+tm_require_pkg(JANSSON jansson libjansson-dev)
+tm_require_pkg(SQLITE3 sqlite3 libsqlite3-dev)
+if(BUILD_TESTING)
+  tm_require_pkg(CHECK check check)
+endif()
+find_library(DL_LIBRARY dl)
+if(NOT DL_LIBRARY)
+  message(FATAL_ERROR "libdl not found: apt-get install libc6-dev")
+endif()

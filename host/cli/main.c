@@ -1,0 +1,62 @@
+/* tidemark: the command-line entry. Each command lives in its own file
+ * (cmd_*.c) behind one function; this file only dispatches. */
+#include <stdio.h>
+#include <string.h>
+
+#include <tidemark/sink.h>
+
+#include "cli/commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"plugins", tm_cmd_plugins,
+     "list the sink plugins found in the plugin directories"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: tidemark COMMAND [ARGS...]\n"
+                 "\n"
+                 "A Kafka sink plugin host with exactly-once commits.\n"
+                 "\n"
+                 "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "  %-10s %s\n"
+            "  %-10s %s\n"
+            "\n"
+            "Run 'tidemark COMMAND --help' for a command's options.\n"
+            "Environment: TIDEMARK_PLUGIN_PATH (colon-separated plugin "
+            "directories),\n"
+            "TIDEMARK_LOG_LEVEL (debug|info|warn|error).\n",
+            "help", "show this help", "version", "print the version");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+        strcmp(name, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("tidemark %s (sink ABI %d.%d)\n", TIDEMARK_VERSION,
+               TM_SINK_ABI_MAJOR, TM_SINK_ABI_MINOR);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tidemark: unknown command '%s' (see 'tidemark --help')\n",
+            name);
+    return 2;
+}

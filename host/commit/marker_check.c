@@ -1,0 +1,139 @@
+/* The marker check: the one place that decides whether a batch continues
+ * what the sink has stored. Every plugin reaches it through
+ * tm_host_api.marker_check, inside its commit transaction, with the
+ * markers locked. */
+#include "commit/marker_check.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "services/error.h"
+
+typedef enum range_verdict {
+    RANGE_APPLY,
+    RANGE_ALREADY,
+    RANGE_FENCED,
+    RANGE_CONFLICT
+} range_verdict;
+
+/* One partition: DESIGN.md's four rules, in their order. */
+static range_verdict check_range(const tm_range *r, const tm_marker *m) {
+    if (m->epoch == TM_NO_EPOCH)
+        return RANGE_CONFLICT; /* never claimed: the host cannot own it */
+    if (m->epoch != r->epoch)
+        return RANGE_FENCED;
+    if (r->start_offset == m->next_offset)
+        return RANGE_APPLY;
+    if (r->end_offset <= m->next_offset)
+        return RANGE_ALREADY;
+    return RANGE_CONFLICT;
+}
+
+static void describe(tm_error *err, range_verdict v, const tm_range *r,
+                     const tm_marker *m, const char *batch_id) {
+    const char *topic = r->topic ? r->topic : "?";
+    switch (v) {
+    case RANGE_FENCED:
+        tm_error_set(err,
+                     "%s[%" PRId32 "]: fenced: batch %s carries epoch %" PRId64
+                     ", the sink's marker has epoch %" PRId64
+                     " (another owner claimed the partition)",
+                     topic, r->partition, batch_id, r->epoch, m->epoch);
+        break;
+    case RANGE_CONFLICT:
+        if (m->epoch == TM_NO_EPOCH)
+            tm_error_set(err,
+                         "%s[%" PRId32 "]: conflict: the sink has no marker "
+                         "for this partition (never claimed)",
+                         topic, r->partition);
+        else
+            tm_error_set(err,
+                         "%s[%" PRId32 "]: conflict: batch %s covers [%" PRId64
+                         ", %" PRId64 ") but the sink's marker is at %" PRId64
+                         " (%s)",
+                         topic, r->partition, batch_id, r->start_offset,
+                         r->end_offset, m->next_offset,
+                         r->start_offset > m->next_offset ? "gap" : "overlap");
+        break;
+    case RANGE_ALREADY:
+        tm_error_set(
+            err,
+            "%s[%" PRId32 "]: batch %s [%" PRId64 ", %" PRId64
+            ") was already applied (marker at %" PRId64 ", last batch %s)",
+            topic, r->partition, batch_id, r->start_offset, r->end_offset,
+            m->next_offset, m->last_batch_id[0] ? m->last_batch_id : "-");
+        break;
+    case RANGE_APPLY: break;
+    }
+}
+
+tm_status tm_marker_check(const tm_batch *batch, const tm_marker *stored,
+                          tm_error *err) {
+    const char *batch_id = batch->batch_id ? batch->batch_id : "?";
+    size_t applies = 0, already = 0;
+    /* The first fenced partition wins the message: FENCED outranks
+     * CONFLICT because its remedy (drop and wait for revoke) is the safe
+     * one when both are true. */
+    const tm_range *first_conflict = NULL, *first_already = NULL;
+    const tm_marker *conflict_marker = NULL, *already_marker = NULL;
+
+    for (size_t i = 0; i < batch->nranges; i++) {
+        const tm_range *r = TM_CELEM(tm_range, batch->ranges, i);
+        const tm_marker *m = TM_CELEM(tm_marker, stored, i);
+        range_verdict v = check_range(r, m);
+        switch (v) {
+        case RANGE_FENCED: describe(err, v, r, m, batch_id); return TM_FENCED;
+        case RANGE_CONFLICT:
+            if (!first_conflict) {
+                first_conflict = r;
+                conflict_marker = m;
+            }
+            break;
+        case RANGE_ALREADY:
+            already++;
+            if (!first_already) {
+                first_already = r;
+                already_marker = m;
+            }
+            break;
+        case RANGE_APPLY: applies++; break;
+        }
+    }
+    if (first_conflict) {
+        describe(err, RANGE_CONFLICT, first_conflict, conflict_marker,
+                 batch_id);
+        return TM_CONFLICT;
+    }
+    if (already > 0 && applies > 0) {
+        /* Part applied, part not: the batch was not built from the
+         * markers as they are; rebuilding is the only safe answer. */
+        tm_error_set(
+            err,
+            "conflict: batch %s is partly applied: %zu partition(s) "
+            "already applied (first %s[%" PRId32 "] at %" PRId64 "), %zu not",
+            batch_id, already,
+            first_already->topic ? first_already->topic : "?",
+            first_already->partition, already_marker->next_offset, applies);
+        return TM_CONFLICT;
+    }
+    if (already > 0) {
+        describe(err, RANGE_ALREADY, first_already, already_marker, batch_id);
+        return TM_ALREADY;
+    }
+    if (err)
+        err->message[0] = '\0';
+    return TM_OK;
+}
+
+void tm_marker_advance(tm_marker *stored, const tm_batch *batch, size_t range,
+                       uint64_t rows, uint64_t dead_letters,
+                       uint64_t duplicates) {
+    const tm_range *r = TM_CELEM(tm_range, batch->ranges, range);
+    stored->next_offset = r->end_offset;
+    snprintf(stored->last_batch_id, sizeof stored->last_batch_id, "%s",
+             batch->batch_id ? batch->batch_id : "");
+    stored->rows += rows;
+    stored->dead_letters += dead_letters;
+    stored->filtered += r->filtered;
+    stored->duplicates += r->duplicates + duplicates;
+}

@@ -1,0 +1,55 @@
+#include "services/fault.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static atomic_long hits;
+
+static long env_long(const char *name, long dflt) {
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return (errno || *end) ? dflt : v;
+}
+
+/* Writes all of buf, retrying on EINTR; best effort: a test that finds no
+ * name on its descriptor reports "inconclusive". */
+static void write_all(int fd, const char *buf, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+void tm_fault(const char *point) {
+    const char *want = getenv("TIDEMARK_FAULT");
+    if (!want || !point || strcmp(want, point) != 0)
+        return;
+    if (atomic_fetch_add(&hits, 1) + 1 < env_long("TIDEMARK_FAULT_HIT", 1))
+        return;
+    long fd = env_long("TIDEMARK_FAULT_FD", -1);
+    if (fd >= 0) {
+        write_all((int)fd, point, strlen(point));
+        write_all((int)fd, "\n", 1);
+    }
+    const char *action = getenv("TIDEMARK_FAULT_ACTION");
+    if (action && strcmp(action, "stop") == 0) {
+        kill(getpid(), SIGSTOP);
+        return; /* resumed by SIGCONT: the zombie goes on where it was */
+    }
+    kill(getpid(), SIGKILL);
+    for (;;)
+        pause(); /* SIGKILL is not deliverable late, but never return */
+}

@@ -1,0 +1,16 @@
+/* Crash points (tm_host_api.fault). Plugins call tm_fault(point) at named
+ * points of a commit; nothing happens unless the environment asks:
+ *   TIDEMARK_FAULT=<point>        the point to fire at
+ *   TIDEMARK_FAULT_FD=<fd>        where the point's name is written first,
+ *                                 so a test can prove the point was reached
+ *   TIDEMARK_FAULT_ACTION=kill|stop  SIGKILL (default) or SIGSTOP (zombie
+ *                                 tests: the process resumes on SIGCONT)
+ *   TIDEMARK_FAULT_HIT=<n>        fire on the n-th time the point is
+ *                                 reached in this process (default 1)
+ * Plugins never implement faults themselves. */
+#ifndef TM_FAULT_H
+#define TM_FAULT_H
+
+void tm_fault(const char *point);
+
+#endif

@@ -1,0 +1,437 @@
+/*
+ * tidemark/sink.h - the one public header of the tidemark sink SDK.
+ *
+ * A sink plugin is a shared object exporting exactly one function,
+ * tidemark_sink_entry(), produced by TM_SINK_DEFINE(). The function returns a
+ * static table of callbacks (tm_sink_api). Everything the plugin calls in the
+ * host comes through the host services table (tm_host_api) handed to open()
+ * and validate(), as SQLite hands extensions sqlite3_api_routines: a plugin
+ * links against nothing of the host.
+ *
+ * The contract every sink keeps (docs/writing-a-sink.md says it in words):
+ *   - a commit writes the batch's effects (rows, dead letters, business keys)
+ *     and the advanced markers in ONE atomic step, or writes nothing;
+ *   - before writing, it runs host->marker_check() on the markers it holds
+ *     locked inside that step, and obeys its answer: a batch already applied
+ *     gives TM_ALREADY with no effect.
+ *
+ * Versioning: TM_SINK_ABI_MAJOR changes break compatibility (host and plugin
+ * must match). Minor versions only ever append fields at the end of structs;
+ * a plugin whose minor is newer than the host's is refused. Every struct that
+ * crosses the boundary starts with struct_size, set by whoever fills it; the
+ * reader never reads past it. Arrays are walked with TM_ELEM(), whose stride
+ * is the element's own struct_size, so an element grown in a later minor
+ * version stays walkable by an older reader.
+ *
+ * Ownership: whoever allocates frees. The host owns the config, the batch and
+ * every string in them for the duration of one call; the plugin copies what
+ * it keeps. The plugin owns its instance from open() until close(). Nothing
+ * is freed across the boundary. Error text goes into the caller-owned
+ * tm_error (librdkafka's errstr convention). Plugins never call exit() or
+ * abort() and never longjmp across the boundary.
+ *
+ * Threads: the entry function and the descriptor are pure. open() and close()
+ * never run concurrently with anything on that instance. claim(),
+ * read_markers(), scan() and commit() are serialised per instance by the host
+ * (one connector thread). interrupt() may come from any thread. Different
+ * instances may run on different threads at the same time.
+ */
+#ifndef TIDEMARK_SINK_H
+#define TIDEMARK_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TM_SINK_MAGIC 0x544D534Bu /* "TMSK" */
+#define TM_SINK_ABI_MAJOR 1       /* host and plugin must match */
+#define TM_SINK_ABI_MINOR 0       /* fields are only ever appended */
+
+/* The name of the one symbol a plugin exports. */
+#define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TM_EXPORT __attribute__((visibility("default")))
+#define TM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define TM_EXPORT
+#define TM_PRINTF(fmt, args)
+#endif
+
+/* Element i of an array whose elements start with struct_size. */
+#define TM_ELEM(type, base, i)                                                 \
+    ((type *)(void *)((char *)(base) + (size_t)(i) * (base)->struct_size))
+#define TM_CELEM(type, base, i)                                                \
+    ((const type *)(const void *)((const char *)(base) +                       \
+                                  (size_t)(i) * (base)->struct_size))
+
+/* What the caller does next. Numbered once; the numbers are ABI. */
+typedef enum tm_status {
+    TM_OK = 0,       /* done; for marker_check: apply the batch */
+    TM_ALREADY = 1,  /* this batch was applied before; nothing changed now */
+    TM_RETRY = 2,    /* transient (connection lost, lock timeout, unknown
+                        commit outcome): the host retries the same call */
+    TM_FENCED = 3,   /* another owner claimed a partition since: the host
+                        drops the batch and waits for the group to revoke */
+    TM_CONFLICT = 4, /* the batch does not continue the marker (gap or
+                        overlap): the host re-reads markers and rebuilds */
+    TM_FATAL = 5,    /* cannot go on; the connector goes to FAILED */
+    TM_INVALID = 6   /* bad settings or arguments; nothing was done */
+} tm_status;
+
+/* Caller-owned error buffer. Callees write a NUL-terminated message that
+ * names what failed (key, partition, offsets), never a secret. */
+#define TM_ERROR_MAX 512
+typedef struct tm_error {
+    uint32_t struct_size;
+    char message[TM_ERROR_MAX];
+} tm_error;
+
+/* ---- Column schema the connector maps records to ------------------------ */
+
+typedef enum tm_type {
+    TM_TYPE_TEXT = 1,      /* UTF-8 text: v.s */
+    TM_TYPE_INT = 2,       /* 64-bit signed: v.i */
+    TM_TYPE_FLOAT = 3,     /* IEEE double: v.f */
+    TM_TYPE_BOOL = 4,      /* 0 or 1: v.i */
+    TM_TYPE_TIMESTAMP = 5, /* microseconds since 1970-01-01 UTC: v.i */
+    TM_TYPE_JSON = 6,      /* JSON text, canonical form: v.s */
+    TM_TYPE_BYTES = 7      /* opaque bytes (raw key/value): v.s */
+} tm_type;
+
+typedef struct tm_column {
+    uint32_t struct_size;
+    const char *name;
+    tm_type type;
+    uint8_t required; /* never null */
+    uint8_t key;      /* part of the upsert key (mode upsert) */
+} tm_column;
+
+typedef struct tm_value {
+    uint32_t struct_size;
+    uint8_t is_null;
+    union {
+        int64_t i;
+        double f;
+        struct {
+            const char *ptr; /* not NUL-terminated for BYTES */
+            size_t len;
+        } s;
+    } v;
+} tm_value;
+
+/* Opaque: the sink's own settings, read through host->setting_*(). */
+typedef struct tm_settings tm_settings;
+
+#define TM_CONFIG_DEDUP 0x1u /* records carry business keys to dedup */
+#define TM_CONFIG_RAW 0x2u   /* raw ("bronze") mapping */
+
+typedef struct tm_sink_config {
+    uint32_t struct_size;
+    const char *connector; /* connector name; markers are per connector */
+    const tm_settings *settings;
+    const tm_column *columns; /* walk with TM_CELEM */
+    size_t ncolumns;
+    uint32_t flags;       /* TM_CONFIG_* */
+    const char *state_dir; /* connector's local directory, may be NULL */
+    void *host_ctx;        /* pass to host->log() */
+} tm_sink_config;
+
+/* ---- Markers ------------------------------------------------------------ */
+
+#define TM_NO_EPOCH 0         /* marker absent (never claimed) */
+#define TM_NO_OFFSET (-1)     /* next_offset of an absent marker */
+#define TM_BATCH_ID_MAX 64    /* including the NUL */
+
+/* One per (connector, topic, partition). topic and partition are set by the
+ * host (it owns the string); the sink fills the rest. */
+typedef struct tm_marker {
+    uint32_t struct_size;
+    const char *topic;
+    int32_t partition;
+    int64_t next_offset; /* consumer position after the last applied batch */
+    int64_t epoch;       /* fencing token of the current owner */
+    char last_batch_id[TM_BATCH_ID_MAX];
+    uint64_t rows, dead_letters, filtered, duplicates; /* cumulative */
+} tm_marker;
+
+/* claim() flags */
+#define TM_CLAIM_RESET 0x1u /* also set next_offset to the given value
+                               (offline `offsets --reset-to`) */
+
+/* ---- Batches ------------------------------------------------------------ */
+
+/* One partition's part of a batch: offsets [start_offset, end_offset).
+ * Offsets are not dense; a range may carry no record at all and only move
+ * the marker (holes left by transaction markers, compaction, filters). */
+typedef struct tm_range {
+    uint32_t struct_size;
+    const char *topic;
+    int32_t partition;
+    int64_t start_offset;
+    int64_t end_offset;
+    int64_t epoch;
+    uint64_t filtered;   /* records the host filtered out */
+    uint64_t duplicates; /* in-batch duplicate keys the host collapsed */
+} tm_range;
+
+typedef struct tm_record {
+    uint32_t struct_size;
+    uint32_t range; /* index into tm_batch.ranges */
+    int64_t offset;
+    int64_t timestamp_ms; /* Kafka timestamp, -1 if none */
+    const void *key;      /* NULL: null key */
+    size_t key_len;
+    const void *value; /* NULL: tombstone */
+    size_t value_len;
+    const char *headers_json; /* JSON array of [name, value] or NULL */
+    const tm_value *values;   /* config ncolumns values, walk with TM_CELEM */
+    /* Business identity (TM_CONFIG_DEDUP): the canonical key and the hash
+     * of the canonical mapped columns; NULL without dedup. Same key and
+     * same hash as a stored key: a duplicate (count it, write no row);
+     * same key, different hash: a dead letter TM_DL_IDENTITY_CONFLICT. */
+    const char *identity;
+    const char *identity_hash;
+} tm_record;
+
+typedef enum tm_dl_reason {
+    TM_DL_PARSE_ERROR = 1,       /* value is not valid JSON */
+    TM_DL_MISSING_FIELD = 2,     /* a required column is absent */
+    TM_DL_TYPE_MISMATCH = 3,     /* a column does not convert to its type */
+    TM_DL_IDENTITY_CONFLICT = 4, /* business key applied with other payload */
+    TM_DL_REJECTED = 5           /* the sink refused the row (constraint) */
+} tm_dl_reason;
+
+typedef struct tm_dead_letter {
+    uint32_t struct_size;
+    uint32_t range;
+    int64_t offset;
+    int64_t timestamp_ms;
+    tm_dl_reason reason;
+    const char *detail; /* human-readable, e.g. "/id: expected int" */
+    const void *key;
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+    const char *headers_json;
+} tm_dead_letter;
+
+typedef struct tm_batch {
+    uint32_t struct_size;
+    const char *connector;
+    const char *batch_id;  /* unique per connector across hosts */
+    int64_t deadline_ms;   /* CLOCK_MONOTONIC ms; long calls give up with
+                              TM_RETRY past it */
+    const tm_range *ranges; /* walk with TM_CELEM */
+    size_t nranges;
+    const tm_record *records; /* in offset order per partition */
+    size_t nrecords;
+    const tm_dead_letter *dead_letters; /* made by the host */
+    size_t ndead_letters;
+} tm_batch;
+
+/* ---- Read-back (scan) --------------------------------------------------- */
+
+typedef enum tm_item_kind { TM_ITEM_ROW = 1, TM_ITEM_DEAD_LETTER = 2 } tm_item_kind;
+
+typedef struct tm_scan_item {
+    uint32_t struct_size;
+    tm_item_kind kind;
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    const char *identity; /* business key, or NULL */
+    tm_dl_reason reason;  /* dead letters only */
+    const char *detail;   /* dead letters only, may be NULL */
+} tm_scan_item;
+
+/* ---- Host services ------------------------------------------------------ */
+
+typedef enum tm_log_level {
+    TM_LOG_ERROR = 3,
+    TM_LOG_WARN = 4,
+    TM_LOG_INFO = 6,
+    TM_LOG_DEBUG = 7
+} tm_log_level;
+
+/* Crash point names for host->fault(). */
+#define TM_FAULT_BEFORE_BEGIN "before_begin"
+#define TM_FAULT_AFTER_EFFECTS "after_effects"
+#define TM_FAULT_AFTER_MARKER "after_marker"
+#define TM_FAULT_AFTER_COMMIT "after_commit"
+
+typedef struct tm_host_api {
+    uint32_t struct_size;
+    uint16_t abi_major, abi_minor;
+
+    /* The marker check, the one implementation of the commit protocol's
+     * step 4. stored[i] is the sink's marker for batch->ranges[i], read
+     * inside the commit's transaction with the markers locked (walk with
+     * TM_CELEM; absent: epoch TM_NO_EPOCH). Returns TM_OK (apply every
+     * range), TM_ALREADY (every range already applied: write nothing),
+     * TM_FENCED or TM_CONFLICT (roll back, write nothing) with a message
+     * naming the partition and the offsets. Pure; any thread. */
+    tm_status (*marker_check)(const tm_batch *batch, const tm_marker *stored,
+                              tm_error *err);
+
+    /* Advances a stored marker past batch->ranges[range] after applying it:
+     * next_offset = end_offset, epoch kept, last_batch_id = batch id, and
+     * counts += the host's filtered/duplicates plus the sink's own rows,
+     * dead letters and duplicates for that range. Pure; any thread. */
+    void (*marker_advance)(tm_marker *stored, const tm_batch *batch,
+                           size_t range, uint64_t rows, uint64_t dead_letters,
+                           uint64_t duplicates);
+
+    /* Settings of the sink (the connector's "sink.settings" object).
+     * Return 1 found (out set), 0 absent (out untouched), -1 wrong type
+     * (err names the JSON path, what was expected and what was found). The
+     * returned strings live as long as the config. */
+    int (*setting_string)(const tm_settings *s, const char *key,
+                          const char **out, tm_error *err);
+    int (*setting_int)(const tm_settings *s, const char *key, int64_t *out,
+                       tm_error *err);
+    int (*setting_bool)(const tm_settings *s, const char *key, int *out,
+                        tm_error *err);
+    /* 0 when every key of the settings is in known[0..n); -1 otherwise,
+     * with err naming the path of the first unknown key and the closest
+     * known one ("did you mean"). */
+    int (*settings_check_keys)(const tm_settings *s, const char *const *known,
+                               size_t n, tm_error *err);
+
+    /* Formats a message into err (printf-style). The one error formatter. */
+    void (*set_error)(tm_error *err, const char *fmt, ...) TM_PRINTF(2, 3);
+
+    /* Logs with the host's context (connector, plugin) added. */
+    void (*log)(void *host_ctx, tm_log_level level, const char *fmt, ...)
+        TM_PRINTF(3, 4);
+
+    /* Crash point: plugins call it at each TM_FAULT_* point of a commit.
+     * Returns at once unless TIDEMARK_FAULT names the point; then it writes
+     * the name to TIDEMARK_FAULT_FD and kills (or stops) the process. */
+    void (*fault)(const char *point);
+
+    /* Read-back: scan() calls it once per stored row and dead letter.
+     * Returns 0 to go on, non-zero to stop the scan (scan returns TM_OK). */
+    int (*emit)(void *emit_ctx, const tm_scan_item *item);
+} tm_host_api;
+
+/* ---- The sink's callback table ------------------------------------------ */
+
+#define TM_CAP_DEDUP 0x1u        /* business-key dedup (tm_record.identity) */
+#define TM_CAP_DEAD_LETTERS 0x2u /* stores dead letters with the batch */
+#define TM_CAP_UPSERT 0x4u       /* mode upsert on key columns */
+
+typedef struct tm_sink_api {
+    uint32_t magic;                 /* TM_SINK_MAGIC */
+    uint16_t abi_major, abi_minor;  /* TM_SINK_ABI_* of the plugin's build */
+    uint32_t struct_size;           /* sizeof(tm_sink_api) of that build */
+    const char *name, *version;
+    uint32_t capabilities; /* TM_CAP_* */
+
+    /* Creates an instance from the config; *sink is the plugin's handle.
+     * Unknown or invalid settings -> TM_INVALID naming the key; unreachable
+     * database -> TM_RETRY; may create tables. Connector thread; may block.
+     * host and config outlive the instance's close(). */
+    tm_status (*open)(const tm_host_api *host, const tm_sink_config *config,
+                      void **sink, tm_error *err);
+
+    /* Called by the host only from the consumer group's assign callback.
+     * On input each marker has topic, partition and next_offset (where to
+     * start if the sink has none). In ONE atomic step the sink creates each
+     * missing marker with that offset (flags TM_CLAIM_RESET: sets it on
+     * existing ones too), raises every given partition's epoch by one, and
+     * fills the markers with what it stored. TM_OK, TM_RETRY, TM_FATAL. */
+    tm_status (*claim)(void *sink, tm_marker *markers, size_t n,
+                       uint32_t flags, tm_error *err);
+
+    /* Read-only: fills the markers of the given partitions, never raises an
+     * epoch; absent markers get epoch TM_NO_EPOCH and next_offset
+     * TM_NO_OFFSET. Used by status, verify, offsets and after CONFLICT. */
+    tm_status (*read_markers)(void *sink, tm_marker *markers, size_t n,
+                              tm_error *err);
+
+    /* Applies a batch atomically (see the top of this file), calling
+     * host->fault() at the four TM_FAULT_* points. Returns TM_OK, or the
+     * marker check's TM_ALREADY / TM_FENCED / TM_CONFLICT with nothing
+     * written, or TM_RETRY (outcome unknown or transient: the host sends the
+     * same batch again), or TM_FATAL. */
+    tm_status (*commit)(void *sink, const tm_batch *batch, tm_error *err);
+
+    /* Releases everything of the instance. Never concurrent with anything. */
+    void (*close)(void *sink);
+
+    /* ---- optional (NULL when absent); appended only ---- */
+
+    /* Checks settings, connectivity, privileges and table shape without
+     * changing anything; refuses configs the sink cannot keep (e.g. dedup
+     * without TM_CAP_DEDUP). TM_OK or TM_INVALID / TM_RETRY with a message
+     * (a shape mismatch prints both shapes). */
+    tm_status (*validate)(const tm_host_api *host, const tm_sink_config *config,
+                          tm_error *err);
+
+    /* Emits every stored row and dead letter of one partition through
+     * host->emit(emit_ctx, item), in offset order. Read-only. */
+    tm_status (*scan)(void *sink, const char *topic, int32_t partition,
+                      void *emit_ctx, tm_error *err);
+
+    /* Asks a call in progress on the instance to give up soon (it returns
+     * TM_RETRY). Any thread; must not block. */
+    void (*interrupt)(void *sink);
+
+    /* The settings schema as static JSON text. Pure. */
+    const char *(*describe)(void);
+} tm_sink_api;
+
+/* The size of tm_sink_api at ABI 1.0: the loader refuses anything smaller. */
+#define TM_SINK_API_SIZE_1_0 (offsetof(tm_sink_api, describe) + sizeof(void *))
+
+typedef const tm_sink_api *(*tm_sink_entry_fn)(void);
+
+/* Defines the plugin's one exported function. Use once per plugin:
+ *   TM_SINK_DEFINE(.name = "mysink", .version = "1.0.0",
+ *                  .open = my_open, .claim = my_claim, ...)
+ * magic, ABI version and struct_size are filled in, so none is forgotten. */
+#define TM_SINK_DEFINE(...)                                                    \
+    TM_EXPORT const tm_sink_api *tidemark_sink_entry(void);                    \
+    TM_EXPORT const tm_sink_api *tidemark_sink_entry(void) {                   \
+        static const tm_sink_api tm_sink_api_table_ = {                        \
+            .magic = TM_SINK_MAGIC,                                            \
+            .abi_major = TM_SINK_ABI_MAJOR,                                    \
+            .abi_minor = TM_SINK_ABI_MINOR,                                    \
+            .struct_size = (uint32_t)sizeof(tm_sink_api),                      \
+            __VA_ARGS__};                                                      \
+        return &tm_sink_api_table_;                                            \
+    }
+
+/* The reason's name as stored in dead-letter tables ("identity_conflict"). */
+static inline const char *tm_dl_reason_name(tm_dl_reason r) {
+    switch (r) {
+    case TM_DL_PARSE_ERROR: return "parse_error";
+    case TM_DL_MISSING_FIELD: return "missing_field";
+    case TM_DL_TYPE_MISMATCH: return "type_mismatch";
+    case TM_DL_IDENTITY_CONFLICT: return "identity_conflict";
+    case TM_DL_REJECTED: return "rejected";
+    }
+    return "unknown";
+}
+
+static inline const char *tm_status_name(tm_status s) {
+    switch (s) {
+    case TM_OK: return "OK";
+    case TM_ALREADY: return "ALREADY";
+    case TM_RETRY: return "RETRY";
+    case TM_FENCED: return "FENCED";
+    case TM_CONFLICT: return "CONFLICT";
+    case TM_FATAL: return "FATAL";
+    case TM_INVALID: return "INVALID";
+    }
+    return "UNKNOWN";
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TIDEMARK_SINK_H */

@@ -1,0 +1,234 @@
+/* The marker check, table-driven: every combination of epoch (older, equal,
+ * newer), start (before, at, after next), end (before, at, after next),
+ * empty ranges, absent markers and multi-partition mixes. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commit/marker_check.h"
+
+static tm_range range(int32_t p, int64_t start, int64_t end, int64_t epoch) {
+    tm_range r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.topic = "t";
+    r.partition = p;
+    r.start_offset = start;
+    r.end_offset = end;
+    r.epoch = epoch;
+    return r;
+}
+
+static tm_marker marker(int32_t p, int64_t next, int64_t epoch) {
+    tm_marker m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.topic = "t";
+    m.partition = p;
+    m.next_offset = next;
+    m.epoch = epoch;
+    return m;
+}
+
+static tm_status check1(tm_range r, tm_marker m, tm_error *err) {
+    tm_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    b.batch_id = "b-1";
+    b.ranges = &r;
+    b.nranges = 1;
+    return tm_marker_check(&b, &m, err);
+}
+
+/* One partition, stored marker at next=100 epoch=5. */
+typedef struct single_case {
+    int64_t epoch, start, end;
+    tm_status want;
+    const char *want_text; /* a part of the message, or NULL */
+} single_case;
+
+static const single_case single_cases[] = {
+    /* epoch equal */
+    {5, 100, 150, TM_OK, NULL},                 /* start at next */
+    {5, 100, 100, TM_OK, NULL},                 /* empty range at next */
+    {5, 50, 80, TM_ALREADY, "already applied"}, /* end before next */
+    {5, 50, 100, TM_ALREADY, "[50, 100)"},      /* end at next */
+    {5, 100 - 0, 100, TM_OK, NULL},             /* start at next, end at next */
+    {5, 50, 150, TM_CONFLICT, "overlap"},       /* start before, end after */
+    {5, 120, 150, TM_CONFLICT, "gap"},          /* start after next */
+    {5, 120, 120, TM_CONFLICT, "gap"},          /* empty range beyond next */
+    {5, 80, 80, TM_ALREADY, NULL},              /* empty range behind next */
+    /* epoch older / newer: fenced whatever the offsets */
+    {4, 100, 150, TM_FENCED, "epoch 4"},
+    {4, 50, 80, TM_FENCED, "epoch 5"},
+    {4, 120, 150, TM_FENCED, "fenced"},
+    {6, 100, 150, TM_FENCED, "epoch 6"},
+    {6, 50, 100, TM_FENCED, NULL},
+};
+
+START_TEST(single_partition) {
+    const single_case *c = &single_cases[_i];
+    tm_error err = {sizeof err, ""};
+    tm_status got =
+        check1(range(3, c->start, c->end, c->epoch), marker(3, 100, 5), &err);
+    ck_assert_msg(got == c->want,
+                  "case %d (epoch %lld [%lld,%lld)): got %s, want %s (%s)", _i,
+                  (long long)c->epoch, (long long)c->start, (long long)c->end,
+                  tm_status_name(got), tm_status_name(c->want), err.message);
+    if (c->want != TM_OK)
+        ck_assert_msg(strstr(err.message, "t[3]") != NULL,
+                      "message names the partition: %s", err.message);
+    if (c->want_text)
+        ck_assert_msg(strstr(err.message, c->want_text) != NULL,
+                      "message '%s' lacks '%s'", err.message, c->want_text);
+}
+END_TEST
+
+START_TEST(absent_marker_is_conflict) {
+    tm_error err = {sizeof err, ""};
+    tm_status got =
+        check1(range(0, 0, 10, 1), marker(0, TM_NO_OFFSET, TM_NO_EPOCH), &err);
+    ck_assert_int_eq(got, TM_CONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "no marker"));
+}
+END_TEST
+
+static tm_status check_n(const tm_range *r, const tm_marker *m, size_t n,
+                         tm_error *err) {
+    tm_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    b.batch_id = "b-2";
+    b.ranges = r;
+    b.nranges = n;
+    return tm_marker_check(&b, m, err);
+}
+
+START_TEST(multi_all_apply) {
+    tm_range r[3] = {range(0, 10, 20, 2), range(1, 0, 5, 2), range(2, 7, 7, 2)};
+    tm_marker m[3] = {marker(0, 10, 2), marker(1, 0, 2), marker(2, 7, 2)};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(check_n(r, m, 3, &err), TM_OK);
+}
+END_TEST
+
+START_TEST(multi_all_already) {
+    tm_range r[2] = {range(0, 10, 20, 2), range(1, 0, 5, 2)};
+    tm_marker m[2] = {marker(0, 20, 2), marker(1, 9, 2)};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(check_n(r, m, 2, &err), TM_ALREADY);
+    ck_assert_ptr_nonnull(strstr(err.message, "b-2"));
+}
+END_TEST
+
+START_TEST(multi_mixed_apply_already_is_conflict) {
+    tm_range r[2] = {range(0, 10, 20, 2), range(1, 0, 5, 2)};
+    tm_marker m[2] = {marker(0, 10, 2), marker(1, 5, 2)};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(check_n(r, m, 2, &err), TM_CONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "partly applied"));
+}
+END_TEST
+
+START_TEST(multi_one_conflict) {
+    tm_range r[3] = {range(0, 10, 20, 2), range(1, 3, 5, 2), range(2, 0, 1, 2)};
+    tm_marker m[3] = {marker(0, 10, 2), marker(1, 0, 2), marker(2, 0, 2)};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(check_n(r, m, 3, &err), TM_CONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "t[1]"));
+    ck_assert_ptr_nonnull(strstr(err.message, "gap"));
+}
+END_TEST
+
+START_TEST(multi_fenced_outranks_conflict) {
+    tm_range r[3] = {range(0, 3, 5, 2), range(1, 0, 5, 1), range(2, 0, 1, 2)};
+    tm_marker m[3] = {marker(0, 0, 2), marker(1, 0, 2), marker(2, 0, 2)};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(check_n(r, m, 3, &err), TM_FENCED);
+    ck_assert_ptr_nonnull(strstr(err.message, "t[1]"));
+}
+END_TEST
+
+START_TEST(no_ranges_is_ok) {
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(check_n(NULL, NULL, 0, &err), TM_OK);
+}
+END_TEST
+
+/* A plugin built against a later minor version hands larger elements: the
+ * check walks by struct_size, not by its own sizeof. */
+START_TEST(walks_by_struct_size) {
+    struct big_range {
+        tm_range r;
+        char future[40];
+    } r[2];
+    struct big_marker {
+        tm_marker m;
+        char future[24];
+    } m[2];
+    memset(r, 0xAB, sizeof r);
+    memset(m, 0xCD, sizeof m);
+    for (int i = 0; i < 2; i++) {
+        r[i].r = range(i, 10, 20, 3);
+        r[i].r.struct_size = sizeof r[0];
+        m[i].m = marker(i, 10, 3);
+        m[i].m.struct_size = sizeof m[0];
+    }
+    m[1].m.next_offset = 20;
+    tm_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    b.batch_id = "b-3";
+    b.ranges = &r[0].r;
+    b.nranges = 2;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(tm_marker_check(&b, &m[0].m, &err), TM_CONFLICT);
+    m[1].m.next_offset = 10;
+    ck_assert_int_eq(tm_marker_check(&b, &m[0].m, &err), TM_OK);
+}
+END_TEST
+
+START_TEST(advance_moves_marker_and_counts) {
+    tm_range r[2] = {range(0, 10, 20, 2), range(1, 0, 5, 2)};
+    r[1].filtered = 2;
+    r[1].duplicates = 1;
+    tm_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    b.batch_id = "inst-7";
+    b.ranges = r;
+    b.nranges = 2;
+    tm_marker m = marker(1, 0, 2);
+    m.rows = 100;
+    tm_marker_advance(&m, &b, 1, 1, 1, 0);
+    ck_assert_int_eq(m.next_offset, 5);
+    ck_assert_int_eq(m.epoch, 2);
+    ck_assert_str_eq(m.last_batch_id, "inst-7");
+    ck_assert_uint_eq(m.rows, 101);
+    ck_assert_uint_eq(m.dead_letters, 1);
+    ck_assert_uint_eq(m.filtered, 2);
+    ck_assert_uint_eq(m.duplicates, 1);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("marker_check");
+    TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, single_partition, 0,
+                        (int)(sizeof single_cases / sizeof single_cases[0]));
+    tcase_add_test(tc, absent_marker_is_conflict);
+    tcase_add_test(tc, multi_all_apply);
+    tcase_add_test(tc, multi_all_already);
+    tcase_add_test(tc, multi_mixed_apply_already_is_conflict);
+    tcase_add_test(tc, multi_one_conflict);
+    tcase_add_test(tc, multi_fenced_outranks_conflict);
+    tcase_add_test(tc, no_ranges_is_ok);
+    tcase_add_test(tc, walks_by_struct_size);
+    tcase_add_test(tc, advance_moves_marker_and_counts);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
