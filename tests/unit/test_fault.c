@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "services/fault.h"
+#include "check_main.h"
 
 /* Runs the hook in a child with the given environment; returns its wait
  * status and what it wrote to the pipe. */
@@ -91,10 +92,5 @@ int main(void) {
     tcase_add_test(tc, nth_hit);
     tcase_add_test(tc, stop_then_resume);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK); /* the tests fork themselves */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tm_check_run(s, 0);
 }

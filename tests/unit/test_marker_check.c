@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commit/marker_check.h"
+#include "check_main.h"
 
 static tm_range range(int32_t p, int64_t start, int64_t end, int64_t epoch) {
     tm_range r;
@@ -226,9 +227,5 @@ int main(void) {
     tcase_add_test(tc, walks_by_struct_size);
     tcase_add_test(tc, advance_moves_marker_and_counts);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tm_check_run(s, 1);
 }

@@ -6,6 +6,7 @@
 
 #include "config/did_you_mean.h"
 #include "config/settings.h"
+#include "check_main.h"
 
 static tm_settings *load(const char *text) {
     json_error_t jerr;
@@ -84,9 +85,5 @@ int main(void) {
     tcase_add_test(tc, unknown_key_did_you_mean);
     tcase_add_test(tc, did_you_mean_limits);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tm_check_run(s, 1);
 }
