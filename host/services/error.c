@@ -26,17 +26,23 @@ void tm_error_set(tm_error *err, const char *fmt, ...) {
 void tm_error_prefix(tm_error *err, const char *fmt, ...) {
     if (!err)
         return;
-    char prefix[TM_ERROR_MAX], old[TM_ERROR_MAX];
+    char out[TM_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(out, sizeof out, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    memcpy(old, err->message, sizeof old);
-    old[sizeof old - 1] = '\0';
-    if (snprintf(err->message, sizeof err->message, "%s: %s", prefix, old) >=
-        (int)sizeof err->message) {
-        /* truncated: the context comes first, so it survives */
-    }
+    /* Context first, then as much of the old message as fits: the context
+     * is what the reader needs to find the failing piece. */
+    size_t used = strlen(out);
+    const char *sep = ": ";
+    for (const char *p = sep; *p && used < sizeof out - 1; p++)
+        out[used++] = *p;
+    size_t old = strnlen(err->message, sizeof err->message);
+    size_t room = sizeof out - 1 - used;
+    size_t take = old < room ? old : room;
+    memcpy(out + used, err->message, take);
+    out[used + take] = '\0';
+    memcpy(err->message, out, used + take + 1);
 }

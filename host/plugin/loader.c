@@ -1,0 +1,297 @@
+/* Loading one sink plugin: the only file of the project that includes
+ * <dlfcn.h>. Every refusal is one line naming the file, the field and both
+ * values, because the person reading it is usually holding a .so built
+ * against some other version of sink.h and needs to know which.
+ *
+ * Plugins are never dlclose()d. A plugin's code may still be referenced
+ * after its instance is closed: threads its client library started (libpq,
+ * librdkafka-style background threads), atexit() and pthread_key
+ * destructors, TLS destructors, function pointers it registered with other
+ * libraries. Unmapping that code turns a clean shutdown into a crash in a
+ * random place, and the memory saved is a few pages per plugin type.
+ *
+ * RTLD_NOW: an unresolved symbol is reported here, at load, with the
+ * file's name, instead of killing a connector thread at its first call.
+ * RTLD_LOCAL: each plugin's dependencies stay private to it, so the postgres
+ * plugin's libpq and the sqlite plugin's libsqlite3 (or two plugins linked
+ * against different versions of one library) never resolve each other's
+ * symbols. */
+#include "plugin/loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* dlerror() reports the last error of the calling thread on glibc but of
+ * the process on other libcs, and its buffer is reused by the next dl*
+ * call: every dl* call plus the read of its error happens under this lock. */
+static pthread_mutex_t dl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Writes one line into errstr: any newline (from dlerror text) becomes a
+ * space so that logs and the table of `tidemark plugins` stay one line per
+ * plugin. */
+static void refuse(char *errstr, size_t errstr_size, const char *fmt, ...)
+    TM_PRINTF(3, 4);
+static void refuse(char *errstr, size_t errstr_size, const char *fmt, ...) {
+    if (errstr == NULL || errstr_size == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(errstr, errstr_size, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        snprintf(errstr, errstr_size, "plugin: cannot format error");
+        return;
+    }
+    for (char *p = errstr; *p != '\0'; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+static const char *file_type_name(mode_t mode) {
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* Before dlopen(), which already runs the file's constructors: refuse what
+ * anyone but its owner could have replaced. (This guards against mistakes
+ * such as an 0666 file from a careless copy, not against someone who can
+ * already write to the directory between this stat and the dlopen.) */
+static int check_file(const char *path, char *errstr, size_t errstr_size) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int err = errno;
+        char msg[128];
+        if (strerror_r(err, msg, sizeof msg) != 0)
+            snprintf(msg, sizeof msg, "errno %d", err);
+        refuse(errstr, errstr_size, "plugin %s: cannot stat: %s", path, msg);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        refuse(errstr, errstr_size,
+               "plugin %s: file type is %s, expected a regular file", path,
+               file_type_name(st.st_mode));
+        return -1;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        refuse(errstr, errstr_size,
+               "plugin %s: mode is %04o, writable by group or others; "
+               "expected no group/other write (chmod go-w)",
+               path, (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
+/* glibc's dlopen() errors start with the file name; ours already does. */
+static const char *strip_path_prefix(const char *msg, const char *path) {
+    size_t n = strlen(path);
+    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        return msg + n + 2;
+    return msg;
+}
+
+static void *open_library(const char *path, char *errstr, size_t errstr_size) {
+    if (pthread_mutex_lock(&dl_lock) != 0) {
+        refuse(errstr, errstr_size, "plugin %s: cannot lock the loader", path);
+        return NULL;
+    }
+    (void)dlerror(); /* drop an error left by someone else's dl* call */
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *msg = dlerror();
+        refuse(errstr, errstr_size, "plugin %s: cannot load: %s", path,
+               msg != NULL ? strip_path_prefix(msg, path) : "unknown error");
+    }
+    (void)pthread_mutex_unlock(&dl_lock);
+    return handle;
+}
+
+static tm_sink_entry_fn find_entry(void *handle, const char *path, char *errstr,
+                                   size_t errstr_size) {
+    if (pthread_mutex_lock(&dl_lock) != 0) {
+        refuse(errstr, errstr_size, "plugin %s: cannot lock the loader", path);
+        return NULL;
+    }
+    (void)dlerror();
+    void *sym = dlsym(handle, TM_SINK_ENTRY_SYMBOL);
+    /* A symbol may legitimately have the value NULL; dlerror() is the one
+     * way to tell. Either way there is nothing to call. */
+    const char *msg = dlerror();
+    (void)pthread_mutex_unlock(&dl_lock);
+    if (sym == NULL || msg != NULL) {
+        refuse(errstr, errstr_size,
+               "plugin %s: entry symbol '%s' is missing (not a tidemark sink "
+               "plugin, or built without TM_SINK_DEFINE)",
+               path, TM_SINK_ENTRY_SYMBOL);
+        return NULL;
+    }
+    /* POSIX guarantees that a dlsym() result for a function converts to a
+     * function pointer; ISO C alone does not. */
+    return (tm_sink_entry_fn)sym;
+}
+
+/* The version fields, in the order that makes each later read meaningful:
+ * without the magic nothing else is ours to interpret; without the right
+ * major the layout is unknown; the size says which fields exist. */
+static int check_version(const tm_sink_api *api, const char *path, char *errstr,
+                         size_t errstr_size) {
+    if (api->magic != TM_SINK_MAGIC) {
+        refuse(errstr, errstr_size,
+               "plugin %s: magic is 0x%08lx, expected 0x%08lx (\"TMSK\")", path,
+               (unsigned long)api->magic, (unsigned long)TM_SINK_MAGIC);
+        return -1;
+    }
+    if (api->abi_major != TM_SINK_ABI_MAJOR) {
+        refuse(errstr, errstr_size,
+               "plugin %s: abi_major is %u, this host speaks %u", path,
+               (unsigned)api->abi_major, (unsigned)TM_SINK_ABI_MAJOR);
+        return -1;
+    }
+    if (api->abi_minor > TM_SINK_ABI_MINOR) {
+        refuse(errstr, errstr_size,
+               "plugin %s: abi_minor is %u, newer than this host's %u "
+               "(host speaks ABI %u.%u)",
+               path, (unsigned)api->abi_minor, (unsigned)TM_SINK_ABI_MINOR,
+               (unsigned)TM_SINK_ABI_MAJOR, (unsigned)TM_SINK_ABI_MINOR);
+        return -1;
+    }
+    if (api->struct_size < TM_SINK_API_SIZE_1_0) {
+        refuse(errstr, errstr_size,
+               "plugin %s: struct_size is %lu, expected at least %lu "
+               "(tm_sink_api of ABI 1.0)",
+               path, (unsigned long)api->struct_size,
+               (unsigned long)TM_SINK_API_SIZE_1_0);
+        return -1;
+    }
+    return 0;
+}
+
+/* Only called once struct_size says every 1.0 field is there. */
+static int check_callbacks(const tm_sink_api *api, const char *path,
+                           char *errstr, size_t errstr_size) {
+    const struct {
+        const char *name;
+        int present;
+    } required[] = {
+        {"open", api->open != NULL},
+        {"claim", api->claim != NULL},
+        {"read_markers", api->read_markers != NULL},
+        {"commit", api->commit != NULL},
+        {"close", api->close != NULL},
+    };
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        if (!required[i].present) {
+            refuse(errstr, errstr_size,
+                   "plugin %s: required callback '%s' is NULL", path,
+                   required[i].name);
+            return -1;
+        }
+    }
+    if (api->name == NULL) {
+        refuse(errstr, errstr_size, "plugin %s: name is NULL", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_path(const char *path, tm_plugin *out, char *errstr,
+                     size_t errstr_size) {
+    if (strlen(path) >= sizeof out->path) {
+        refuse(errstr, errstr_size, "plugin %.64s...: path longer than %zu",
+               path, sizeof out->path - 1);
+        return -1;
+    }
+    if (check_file(path, errstr, errstr_size) != 0)
+        return -1;
+    /* From here on a failure leaves the library mapped: see the top of the
+     * file for why nothing is ever unloaded. */
+    void *handle = open_library(path, errstr, errstr_size);
+    if (handle == NULL)
+        return -1;
+    tm_sink_entry_fn entry = find_entry(handle, path, errstr, errstr_size);
+    if (entry == NULL)
+        return -1;
+    const tm_sink_api *api = entry();
+    if (api == NULL) {
+        refuse(errstr, errstr_size, "plugin %s: %s() returned NULL", path,
+               TM_SINK_ENTRY_SYMBOL);
+        return -1;
+    }
+    if (check_version(api, path, errstr, errstr_size) != 0 ||
+        check_callbacks(api, path, errstr, errstr_size) != 0)
+        return -1;
+    /* The table is static in the plugin and the plugin is never unloaded:
+     * keeping the pointer is safe, and a copy would hide fields appended by
+     * a newer minor version that a later host could read. */
+    out->api = api;
+    memcpy(out->path, path, strlen(path) + 1);
+    return 0;
+}
+
+/* "<dir>/<name>.so" of the first dir that has it; -1 when none has. */
+static int find_by_name(const char *name, const char *const *dirs, size_t ndirs,
+                        char *path, size_t path_size) {
+    for (size_t i = 0; i < ndirs; i++) {
+        int n = snprintf(path, path_size, "%s/%s.so", dirs[i], name);
+        if (n < 0 || (size_t)n >= path_size)
+            continue; /* cannot exist: longer than any path we load */
+        struct stat st;
+        /* Anything but "not there" (the file, or the directory itself)
+         * means something is there: load_path then names what is wrong. */
+        if (stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
+            return 0;
+    }
+    return -1;
+}
+
+static void refuse_not_found(const char *name, const char *const *dirs,
+                             size_t ndirs, char *errstr, size_t errstr_size) {
+    char list[1024] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < ndirs && used < sizeof list; i++) {
+        int n = snprintf(list + used, sizeof list - used, "%s%s",
+                         i > 0 ? ":" : "", dirs[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    if (ndirs == 0)
+        refuse(errstr, errstr_size,
+               "plugin '%s': no plugin directory to search", name);
+    else
+        refuse(errstr, errstr_size,
+               "plugin '%s': no %s.so in the plugin path %s "
+               "(see --plugin-dir, TIDEMARK_PLUGIN_PATH)",
+               name, name, list);
+}
+
+int tm_plugin_load(const char *name_or_path, const char *const *dirs,
+                   size_t ndirs, tm_plugin *out, char *errstr,
+                   size_t errstr_size) {
+    if (name_or_path == NULL || name_or_path[0] == '\0') {
+        refuse(errstr, errstr_size, "plugin: empty name");
+        return -1;
+    }
+    if (strchr(name_or_path, '/') != NULL)
+        return load_path(name_or_path, out, errstr, errstr_size);
+    char path[TM_PLUGIN_PATH_MAX];
+    if (find_by_name(name_or_path, dirs, ndirs, path, sizeof path) != 0) {
+        refuse_not_found(name_or_path, dirs, ndirs, errstr, errstr_size);
+        return -1;
+    }
+    return load_path(path, out, errstr, errstr_size);
+}
