@@ -1,0 +1,204 @@
+/* tidemark-sinkcheck PLUGIN [--config FILE] [--seed N] [--kills N]
+ *                    [--case NAME]... [--list]
+ *
+ * The conformance kit: loads a sink plugin the way the host does and runs
+ * the cases of the commit protocol against it, each from fresh sink state
+ * and each in its own process (a crash is that case's FAIL). Output: one
+ * line per case, PASS / FAIL / SKIP, then "N passed, N failed[, N skipped]".
+ * Exit status 0 only when nothing failed. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kit.h"
+#include "kit_config.h"
+#include "plugin/loader.h"
+
+#define MAX_SELECTED 32
+/* Fewer kills than this cannot reach every crash window reliably. */
+#define MIN_KILLS 50
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tidemark-sinkcheck PLUGIN [--config FILE] [--seed N] "
+               "[--kills N] [--case NAME]... [--list]\n"
+               "  --kills N  random kills of case random_kills (default "
+               "and minimum 50)\n"
+               "  PLUGIN   a path to a .so, or a plugin name looked up in "
+               "TIDEMARK_PLUGIN_PATH and the default plugin directory\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || !*s || *end || *s == '-')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Runs one case in a child process; the verdict comes back on a shared
+ * page. A child that dies, or exits non-zero (e.g. LeakSanitizer), fails. */
+static void run_case(const kit_run *run, const kit_case *c, kit_result *out) {
+    kit_result *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    memset(out, 0, sizeof *out);
+    if (shared == MAP_FAILED) {
+        kit_fail(out, "mmap: %s", strerror(errno));
+        return;
+    }
+    memset(shared, 0, sizeof *shared);
+    kit_fail(shared, "the case ended without a verdict");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        kit_fail(out, "fork: %s", strerror(errno));
+        munmap(shared, sizeof *shared);
+        return;
+    }
+    if (pid == 0) {
+        kit_result res = {.verdict = KIT_PASS};
+        c->fn(run, &res);
+        *shared = res;
+        fflush(NULL);
+        exit(0); /* exit, not _exit: sanitizers check for leaks here */
+    }
+    int status;
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (w != pid)
+        kit_fail(out, "waitpid: %s", strerror(errno));
+    else if (WIFSIGNALED(status))
+        kit_fail(out, "the case's process crashed (signal %d)",
+                 WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0)
+        kit_fail(out,
+                 "the case's process exited %d (sanitizer report on "
+                 "stderr?)%s%s",
+                 WEXITSTATUS(status), shared->verdict != KIT_PASS ? ": " : "",
+                 shared->verdict != KIT_PASS ? shared->reason : "");
+    else
+        *out = *shared;
+    munmap(shared, sizeof *shared);
+}
+
+int main(int argc, char **argv) {
+    kit_run run = {.kills = 50};
+    const char *plugin = NULL, *config = NULL;
+    const char *selected[MAX_SELECTED];
+    size_t nselected = 0;
+    int have_seed = 0, list = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        uint64_t v;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--list") == 0) {
+            list = 1;
+        } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
+            config = argv[++i];
+        } else if (strcmp(a, "--seed") == 0 && i + 1 < argc &&
+                   parse_u64(argv[i + 1], &v) == 0) {
+            run.seed = v, have_seed = 1, i++;
+        } else if (strcmp(a, "--kills") == 0 && i + 1 < argc &&
+                   parse_u64(argv[i + 1], &v) == 0 && v >= MIN_KILLS &&
+                   v < 100000) {
+            run.kills = (int)v, i++;
+        } else if (strcmp(a, "--case") == 0 && i + 1 < argc &&
+                   nselected < MAX_SELECTED) {
+            selected[nselected++] = argv[++i];
+        } else if (a[0] != '-' && !plugin) {
+            plugin = a;
+        } else {
+            fprintf(stderr, "tidemark-sinkcheck: bad argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (list) {
+        for (size_t k = 0; k < kit_ncases; k++)
+            printf("%-24s %s\n", kit_cases[k].name, kit_cases[k].proves);
+        return 0;
+    }
+    if (!plugin) {
+        usage(stderr);
+        return 2;
+    }
+    for (size_t s = 0; s < nselected; s++) {
+        size_t k = 0;
+        while (k < kit_ncases && strcmp(kit_cases[k].name, selected[s]) != 0)
+            k++;
+        if (k == kit_ncases) {
+            fprintf(stderr,
+                    "tidemark-sinkcheck: no case '%s' (--list shows "
+                    "them)\n",
+                    selected[s]);
+            return 2;
+        }
+    }
+    if (!have_seed)
+        run.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+
+    const char *dirs[16];
+    size_t ndirs = tm_plugin_dirs(NULL, 0, dirs, 16);
+    tm_plugin loaded;
+    char errstr[1024];
+    if (tm_plugin_load(plugin, dirs, ndirs, &loaded, errstr, sizeof errstr)) {
+        fprintf(stderr, "tidemark-sinkcheck: %s\n", errstr);
+        return 2;
+    }
+    run.api = loaded.api;
+    run.plugin_path = loaded.path;
+    if (kit_config_load(&run, config, errstr, sizeof errstr) != 0) {
+        fprintf(stderr, "tidemark-sinkcheck: %s\n", errstr);
+        kit_config_free(&run);
+        return 2;
+    }
+    printf("# tidemark-sinkcheck: %s %s (%s), seed %" PRIu64 ", kills %d\n",
+           run.api->name ? run.api->name : "?",
+           run.api->version ? run.api->version : "?", run.plugin_path, run.seed,
+           run.kills);
+    fflush(stdout);
+
+    int passed = 0, failed = 0, skipped = 0;
+    for (size_t k = 0; k < kit_ncases; k++) {
+        int want = nselected == 0;
+        for (size_t s = 0; s < nselected; s++)
+            want |= strcmp(kit_cases[k].name, selected[s]) == 0;
+        if (!want)
+            continue;
+        kit_result res;
+        run_case(&run, &kit_cases[k], &res);
+        switch (res.verdict) {
+        case KIT_PASS:
+            printf("PASS %s\n", kit_cases[k].name);
+            passed++;
+            break;
+        case KIT_FAIL:
+            printf("FAIL %s: %s\n", kit_cases[k].name, res.reason);
+            failed++;
+            break;
+        case KIT_SKIP:
+            printf("SKIP %s: %s\n", kit_cases[k].name, res.reason);
+            skipped++;
+            break;
+        }
+        fflush(stdout);
+    }
+    if (skipped)
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else
+        printf("%d passed, %d failed\n", passed, failed);
+    kit_config_free(&run);
+    return failed ? 1 : 0;
+}
