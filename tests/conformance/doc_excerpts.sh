@@ -1,7 +1,7 @@
 #!/bin/sh
 # The guide must never drift from the code: every ```c block of
 # docs/writing-a-sink.md must appear, line for line and contiguously, in
-# sdk/examples/jsonl_sink.c.
+# sdk/examples/file_sink.c.
 #
 # usage: doc_excerpts.sh SOURCE_DIR
 set -eu
@@ -32,4 +32,4 @@ awk -v doc="$src/docs/writing-a-sink.md" '
         if (bad) exit 1
         printf "%d excerpts match the example\n", blocks
     }
-' "$src/sdk/examples/jsonl_sink.c" "$src/docs/writing-a-sink.md"
+' "$src/sdk/examples/file_sink.c" "$src/docs/writing-a-sink.md"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the example sink the way an author out of tree does: install the
-# build tree, then compile sdk/examples/jsonl_sink.c with nothing but
+# build tree, then compile sdk/examples/file_sink.c with nothing but
 #   cc $(pkg-config --cflags tidemark-sdk) -shared -fPIC
 # and run the INSTALLED tidemark-sinkcheck against the result.
 #
@@ -39,12 +39,12 @@ fi
 
 cflags=$(PKG_CONFIG_SYSROOT_DIR="$stage/root" \
          PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags tidemark-sdk)
-echo "out_of_tree: cc $cflags -shared -fPIC -o example.so jsonl_sink.c"
+echo "out_of_tree: cc $cflags -shared -fPIC -o example.so file_sink.c"
 # The plugin directory must not be group/other-writable for the loader.
 mkdir -m 0755 "$stage/plugin"
 # shellcheck disable=SC2086 # cflags is a list of flags
 cc $cflags -shared -fPIC -o "$stage/plugin/example.so" \
-    "$src/sdk/examples/jsonl_sink.c"
+    "$src/sdk/examples/file_sink.c"
 chmod 0755 "$stage/plugin/example.so"
 
 "$kit" "$stage/plugin/example.so" --config "$config"
