@@ -46,15 +46,15 @@
 extern "C" {
 #endif
 
-#define TM_SINK_MAGIC 0x544D534Bu /* "TMSK" */
-#define TM_SINK_ABI_MAJOR 1       /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 0       /* fields are only ever appended */
+#define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
+#define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
+#define TM_SINK_ABI_MINOR 0           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
 
 #if defined(__GNUC__) || defined(__clang__)
-#define TM_EXPORT __attribute__((visibility("default")))
+#define TM_EXPORT            __attribute__((visibility("default")))
 #define TM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define TM_EXPORT
@@ -127,7 +127,7 @@ typedef struct tm_value {
 typedef struct tm_settings tm_settings;
 
 #define TM_CONFIG_DEDUP 0x1u /* records carry business keys to dedup */
-#define TM_CONFIG_RAW 0x2u   /* raw ("bronze") mapping */
+#define TM_CONFIG_RAW   0x2u /* raw ("bronze") mapping */
 
 typedef struct tm_sink_config {
     uint32_t struct_size;
@@ -135,16 +135,16 @@ typedef struct tm_sink_config {
     const tm_settings *settings;
     const tm_column *columns; /* walk with TM_CELEM */
     size_t ncolumns;
-    uint32_t flags;       /* TM_CONFIG_* */
+    uint32_t flags;        /* TM_CONFIG_* */
     const char *state_dir; /* connector's local directory, may be NULL */
     void *host_ctx;        /* pass to host->log() */
 } tm_sink_config;
 
 /* ---- Markers ------------------------------------------------------------ */
 
-#define TM_NO_EPOCH 0         /* marker absent (never claimed) */
-#define TM_NO_OFFSET (-1)     /* next_offset of an absent marker */
-#define TM_BATCH_ID_MAX 64    /* including the NUL */
+#define TM_NO_EPOCH     0    /* marker absent (never claimed) */
+#define TM_NO_OFFSET    (-1) /* next_offset of an absent marker */
+#define TM_BATCH_ID_MAX 64   /* including the NUL */
 
 /* One per (connector, topic, partition). topic and partition are set by the
  * host (it owns the string); the sink fills the rest. */
@@ -159,8 +159,9 @@ typedef struct tm_marker {
 } tm_marker;
 
 /* claim() flags */
-#define TM_CLAIM_RESET 0x1u /* also set next_offset to the given value
-                               (offline `offsets --reset-to`) */
+#define TM_CLAIM_RESET                                                         \
+    0x1u /* also set next_offset to the given value                            \
+            (offline `offsets --reset-to`) */
 
 /* ---- Batches ------------------------------------------------------------ */
 
@@ -222,9 +223,9 @@ typedef struct tm_dead_letter {
 typedef struct tm_batch {
     uint32_t struct_size;
     const char *connector;
-    const char *batch_id;  /* unique per connector across hosts */
-    int64_t deadline_ms;   /* CLOCK_MONOTONIC ms; long calls give up with
-                              TM_RETRY past it */
+    const char *batch_id;   /* unique per connector across hosts */
+    int64_t deadline_ms;    /* CLOCK_MONOTONIC ms; long calls give up with
+                               TM_RETRY past it */
     const tm_range *ranges; /* walk with TM_CELEM */
     size_t nranges;
     const tm_record *records; /* in offset order per partition */
@@ -235,7 +236,10 @@ typedef struct tm_batch {
 
 /* ---- Read-back (scan) --------------------------------------------------- */
 
-typedef enum tm_item_kind { TM_ITEM_ROW = 1, TM_ITEM_DEAD_LETTER = 2 } tm_item_kind;
+typedef enum tm_item_kind {
+    TM_ITEM_ROW = 1,
+    TM_ITEM_DEAD_LETTER = 2
+} tm_item_kind;
 
 typedef struct tm_scan_item {
     uint32_t struct_size;
@@ -258,10 +262,10 @@ typedef enum tm_log_level {
 } tm_log_level;
 
 /* Crash point names for host->fault(). */
-#define TM_FAULT_BEFORE_BEGIN "before_begin"
+#define TM_FAULT_BEFORE_BEGIN  "before_begin"
 #define TM_FAULT_AFTER_EFFECTS "after_effects"
-#define TM_FAULT_AFTER_MARKER "after_marker"
-#define TM_FAULT_AFTER_COMMIT "after_commit"
+#define TM_FAULT_AFTER_MARKER  "after_marker"
+#define TM_FAULT_AFTER_COMMIT  "after_commit"
 
 typedef struct tm_host_api {
     uint32_t struct_size;
@@ -320,14 +324,14 @@ typedef struct tm_host_api {
 
 /* ---- The sink's callback table ------------------------------------------ */
 
-#define TM_CAP_DEDUP 0x1u        /* business-key dedup (tm_record.identity) */
+#define TM_CAP_DEDUP        0x1u /* business-key dedup (tm_record.identity) */
 #define TM_CAP_DEAD_LETTERS 0x2u /* stores dead letters with the batch */
-#define TM_CAP_UPSERT 0x4u       /* mode upsert on key columns */
+#define TM_CAP_UPSERT       0x4u /* mode upsert on key columns */
 
 typedef struct tm_sink_api {
-    uint32_t magic;                 /* TM_SINK_MAGIC */
-    uint16_t abi_major, abi_minor;  /* TM_SINK_ABI_* of the plugin's build */
-    uint32_t struct_size;           /* sizeof(tm_sink_api) of that build */
+    uint32_t magic;                /* TM_SINK_MAGIC */
+    uint16_t abi_major, abi_minor; /* TM_SINK_ABI_* of the plugin's build */
+    uint32_t struct_size;          /* sizeof(tm_sink_api) of that build */
     const char *name, *version;
     uint32_t capabilities; /* TM_CAP_* */
 
@@ -344,8 +348,8 @@ typedef struct tm_sink_api {
      * missing marker with that offset (flags TM_CLAIM_RESET: sets it on
      * existing ones too), raises every given partition's epoch by one, and
      * fills the markers with what it stored. TM_OK, TM_RETRY, TM_FATAL. */
-    tm_status (*claim)(void *sink, tm_marker *markers, size_t n,
-                       uint32_t flags, tm_error *err);
+    tm_status (*claim)(void *sink, tm_marker *markers, size_t n, uint32_t flags,
+                       tm_error *err);
 
     /* Read-only: fills the markers of the given partitions, never raises an
      * epoch; absent markers get epoch TM_NO_EPOCH and next_offset

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# THE test command (README; .ci/run execs it): deps, release + ASan builds, format check,
+# services, all tests, sanitized unit/conformance/abi tests. Non-interactive, fresh-clone safe.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+export CI="${CI:-}"
+exec </dev/null
+
+T_ALL=$SECONDS
+stage_start=0
+stage() { stage_name="$1"; stage_start=$SECONDS; echo; echo "=== [test.sh] $1"; }
+stage_end() { echo "=== [test.sh] $stage_name: ok in $((SECONDS - stage_start)) s"; }
+
+services_started=0
+cleanup() {
+  rc=$?
+  if [ "$services_started" = 1 ]; then
+    echo "=== [test.sh] stopping services"
+    bash "$ROOT/scripts/kafka.sh" stop || true
+    bash "$ROOT/scripts/postgres.sh" stop || true
+  fi
+  if [ "$rc" -ne 0 ]; then
+    echo "=== [test.sh] FAILED in stage '${stage_name:-?}' (exit $rc) after $((SECONDS - T_ALL)) s" >&2
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+stage "install deps"
+bash scripts/install-deps.sh
+stage_end
+
+GEN=()
+command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
+
+stage "configure+build release (build/)"
+cmake -S . -B build "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j2
+stage_end
+
+stage "configure+build sanitized (build-asan/)"
+cmake -S . -B build-asan "${GEN[@]}" -DCMAKE_BUILD_TYPE=Debug -DTIDEMARK_SANITIZE=ON
+cmake --build build-asan -j2
+stage_end
+
+stage "clang-format check"
+if [ ! -f .clang-format ]; then
+  echo "FAIL: .clang-format is missing at the repository root" >&2
+  exit 1
+fi
+files="$(git ls-files '*.c' '*.h')"
+if [ -n "$files" ]; then
+  printf '%s\n' "$files" | xargs clang-format --dry-run --Werror
+fi
+stage_end
+
+stage "start kafka + postgres"
+services_started=1
+bash scripts/kafka.sh start
+bash scripts/postgres.sh start
+# shellcheck source=env.sh
+. scripts/env.sh
+echo "TIDEMARK_KAFKA_BOOTSTRAP=$TIDEMARK_KAFKA_BOOTSTRAP"
+echo "TIDEMARK_PG_CONNINFO=$TIDEMARK_PG_CONNINFO"
+stage_end
+
+stage "ctest build/ (all tests)"
+ctest --test-dir build --output-on-failure
+stage_end
+
+stage "ctest build-asan/ (unit|conformance|abi)"
+ctest --test-dir build-asan --output-on-failure -L 'unit|conformance|abi'
+stage_end
+
+stage "stop services"
+services_started=0
+bash scripts/kafka.sh stop
+bash scripts/postgres.sh stop
+stage_end
+
+echo
+echo "=== [test.sh] ALL OK in $((SECONDS - T_ALL)) s"
