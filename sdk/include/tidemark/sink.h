@@ -336,56 +336,84 @@ typedef struct tm_sink_api {
     uint32_t capabilities; /* TM_CAP_* */
 
     /* Creates an instance from the config; *sink is the plugin's handle.
-     * Unknown or invalid settings -> TM_INVALID naming the key; unreachable
-     * database -> TM_RETRY; may create tables. Connector thread; may block.
-     * host and config outlive the instance's close(). */
+     * @locality the connector's thread (or the kit's), before anything else
+     *           on this instance.
+     * @blocks   may connect and create tables (bounded by its own timeouts).
+     * @owns     host and config outlive the instance (until close returns);
+     *           copy nothing, keep the pointers. *sink is the plugin's.
+     * @returns  TM_OK; TM_INVALID for unknown, missing or invalid settings,
+     *           naming the key; TM_RETRY when the store is unreachable;
+     *           TM_FATAL otherwise. On failure *sink is not used. */
     tm_status (*open)(const tm_host_api *host, const tm_sink_config *config,
                       void **sink, tm_error *err);
 
-    /* Called by the host only from the consumer group's assign callback.
-     * On input each marker has topic, partition and next_offset (where to
-     * start if the sink has none). In ONE atomic step the sink creates each
-     * missing marker with that offset (flags TM_CLAIM_RESET: sets it on
-     * existing ones too), raises every given partition's epoch by one, and
-     * fills the markers with what it stored. TM_OK, TM_RETRY, TM_FATAL. */
+    /* Claims partitions for this host. In ONE atomic step the sink creates
+     * each missing marker at the given next_offset (with TM_CLAIM_RESET it
+     * also sets next_offset on existing ones), raises every given
+     * partition's epoch by one, and fills the markers with what it stored.
+     * @locality the connector's thread, only from the consumer group's
+     *           assign callback (and offline `offsets --reset-to`).
+     * @blocks   on the store's locks (bounded by its lock timeout).
+     * @owns     markers: the host's array (walk with TM_ELEM); topic is the
+     *           host's, every other field is written by the sink.
+     * @returns  TM_OK, TM_RETRY (nothing changed), TM_FATAL. */
     tm_status (*claim)(void *sink, tm_marker *markers, size_t n, uint32_t flags,
                        tm_error *err);
 
-    /* Read-only: fills the markers of the given partitions, never raises an
-     * epoch; absent markers get epoch TM_NO_EPOCH and next_offset
-     * TM_NO_OFFSET. Used by status, verify, offsets and after CONFLICT. */
+    /* Reads markers without claiming: never raises an epoch, never writes.
+     * Absent markers get epoch TM_NO_EPOCH and next_offset TM_NO_OFFSET.
+     * @locality the connector's thread (after CONFLICT) or a CLI command
+     *           (status, verify, offsets), serialised per instance.
+     * @blocks   briefly on the store; must not wait for a writer's lock.
+     * @owns     as claim.
+     * @returns  TM_OK, TM_RETRY, TM_FATAL. */
     tm_status (*read_markers)(void *sink, tm_marker *markers, size_t n,
                               tm_error *err);
 
-    /* Applies a batch atomically (see the top of this file), calling
-     * host->fault() at the four TM_FAULT_* points. Returns TM_OK, or the
-     * marker check's TM_ALREADY / TM_FENCED / TM_CONFLICT with nothing
-     * written, or TM_RETRY (outcome unknown or transient: the host sends the
-     * same batch again), or TM_FATAL. */
+    /* Applies a batch atomically (see the top of this file): lock the
+     * markers, host->marker_check(), effects, host->marker_advance(),
+     * commit, calling host->fault() at the four TM_FAULT_* points.
+     * @locality the connector's thread, serialised per instance.
+     * @blocks   on the store; gives up with TM_RETRY past batch->deadline_ms
+     *           or when interrupted.
+     * @owns     the batch and all it points to are the host's for the call.
+     * @returns  TM_OK; the marker check's TM_ALREADY / TM_FENCED /
+     *           TM_CONFLICT with nothing written; TM_RETRY (transient, or
+     *           outcome unknown: the host sends the same batch again and the
+     *           check settles it); TM_FATAL. */
     tm_status (*commit)(void *sink, const tm_batch *batch, tm_error *err);
 
-    /* Releases everything of the instance. Never concurrent with anything. */
+    /* Releases everything of the instance, which is not used again.
+     * @locality any thread, never concurrent with anything on the instance.
+     * @blocks   may close connections. */
     void (*close)(void *sink);
 
     /* ---- optional (NULL when absent); appended only ---- */
 
     /* Checks settings, connectivity, privileges and table shape without
      * changing anything; refuses configs the sink cannot keep (e.g. dedup
-     * without TM_CAP_DEDUP). TM_OK or TM_INVALID / TM_RETRY with a message
-     * (a shape mismatch prints both shapes). */
+     * without TM_CAP_DEDUP).
+     * @locality any thread (`tidemark validate`); no instance exists.
+     * @owns     as open, for the call only.
+     * @returns  TM_OK, TM_INVALID (a shape mismatch prints both shapes),
+     *           TM_RETRY (unreachable). */
     tm_status (*validate)(const tm_host_api *host, const tm_sink_config *config,
                           tm_error *err);
 
     /* Emits every stored row and dead letter of one partition through
-     * host->emit(emit_ctx, item), in offset order. Read-only. */
+     * host->emit(emit_ctx, item), in offset order; stops early when emit
+     * returns non-zero. Read-only.
+     * @locality as read_markers. @owns items are the plugin's for the emit
+     * call only. @returns TM_OK, TM_RETRY, TM_FATAL. */
     tm_status (*scan)(void *sink, const char *topic, int32_t partition,
                       void *emit_ctx, tm_error *err);
 
-    /* Asks a call in progress on the instance to give up soon (it returns
-     * TM_RETRY). Any thread; must not block. */
+    /* Asks a call in progress on the instance to give up soon (that call
+     * returns TM_RETRY). @locality any thread, concurrently with the call;
+     * must not block or free anything. */
     void (*interrupt)(void *sink);
 
-    /* The settings schema as static JSON text. Pure. */
+    /* The settings schema as static JSON text. @locality any thread; pure. */
     const char *(*describe)(void);
 } tm_sink_api;
 
