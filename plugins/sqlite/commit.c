@@ -1,0 +1,392 @@
+/* One batch, one SQLite transaction: the marker check, the rows, the
+ * business keys, the dead letters and the advanced markers commit together
+ * or not at all (seed 003: "one SQLite transaction for marker and effect").
+ * The host's fault hook marks each crash window. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sqlite_sink.h"
+
+/* What one commit call holds. */
+typedef struct sq_run {
+    sq_sink *s;
+    const tm_batch *b;
+    tm_marker *stored;           /* per range, read inside the transaction */
+    uint64_t *rows, *dls, *dups; /* per range, this batch's own counts */
+    const char *step;            /* for the error message */
+} sq_run;
+
+static int bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n) {
+    /* An empty non-NULL value stays an empty blob, not NULL. */
+    return p ? sqlite3_bind_blob64(st, i, n ? p : "", n, SQLITE_STATIC)
+             : sqlite3_bind_null(st, i);
+}
+
+static int bind_text(sqlite3_stmt *st, int i, const char *p) {
+    return p ? sqlite3_bind_text(st, i, p, -1, SQLITE_STATIC)
+             : sqlite3_bind_null(st, i);
+}
+
+/* One dead letter into tidemark_dead_letters. */
+static int insert_dead_letter(sq_run *x, const tm_range *g, int64_t offset,
+                              int64_t ts, const char *reason,
+                              const char *detail, const void *key,
+                              size_t key_len, const void *value,
+                              size_t value_len, const char *headers) {
+    sqlite3_stmt *st = x->s->stmt[SQ_INS_DL];
+    int rc =
+        sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, g->topic, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 3, g->partition);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, offset);
+    if (rc == SQLITE_OK)
+        rc = ts >= 0 ? sqlite3_bind_int64(st, 5, ts) : sqlite3_bind_null(st, 5);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = bind_text(st, 7, detail);
+    if (rc == SQLITE_OK)
+        rc = bind_blob(st, 8, key, key_len);
+    if (rc == SQLITE_OK)
+        rc = bind_blob(st, 9, value, value_len);
+    if (rc == SQLITE_OK)
+        rc = bind_text(st, 10, headers);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 11, x->b->batch_id ? x->b->batch_id : "", -1,
+                               SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sq_reuse(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int record_dead_letter(sq_run *x, const tm_record *r, const tm_range *g,
+                              tm_dl_reason reason, const char *detail) {
+    x->dls[r->range]++;
+    return insert_dead_letter(
+        x, g, r->offset, r->timestamp_ms, tm_dl_reason_name(reason), detail,
+        r->key, r->key_len, r->value, r->value_len, r->headers_json);
+}
+
+/* Binds one record's mapped values and coordinates, steps, resets. */
+static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
+    const tm_sink_config *c = x->s->config;
+    sqlite3_stmt *st = x->s->stmt[SQ_INS_ROW];
+    int rc = SQLITE_OK;
+    int i = 1;
+    for (size_t k = 0; rc == SQLITE_OK && k < c->ncolumns; k++, i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, k);
+        const tm_value *v = TM_CELEM(tm_value, r->values, k);
+        if (v->is_null) {
+            rc = sqlite3_bind_null(st, i);
+            continue;
+        }
+        switch (col->type) {
+        case TM_TYPE_INT:
+        case TM_TYPE_BOOL:
+        case TM_TYPE_TIMESTAMP: rc = sqlite3_bind_int64(st, i, v->v.i); break;
+        case TM_TYPE_FLOAT: rc = sqlite3_bind_double(st, i, v->v.f); break;
+        case TM_TYPE_TEXT:
+        case TM_TYPE_JSON:
+            rc = sqlite3_bind_text64(st, i, v->v.s.ptr ? v->v.s.ptr : "",
+                                     v->v.s.len, SQLITE_STATIC, SQLITE_UTF8);
+            break;
+        case TM_TYPE_BYTES:
+            rc = sqlite3_bind_blob64(st, i, v->v.s.ptr ? v->v.s.ptr : "",
+                                     v->v.s.len, SQLITE_STATIC);
+            break;
+        }
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, i++, g->topic, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, i++, g->partition);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, i++, r->offset);
+    if (rc == SQLITE_OK)
+        rc = bind_text(st, i, r->identity);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sq_reuse(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* When a business key counts as applied: the record's Kafka timestamp
+ * (so the retention boundary is a fact of the data, the same on every
+ * resend), or the wall clock for records without one. */
+static int64_t applied_at(const tm_record *r) {
+    if (r->timestamp_ms >= 0)
+        return r->timestamp_ms;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Outcome of a business key: 0 new (write the row), 1 duplicate, 2
+ * conflict (detail filled). SQLite result code in *rc. */
+static int key_outcome(sq_run *x, const tm_record *r, const tm_range *g,
+                       char *detail, size_t size, int *rc) {
+    sq_sink *s = x->s;
+    sqlite3_stmt *st = s->stmt[SQ_KEY_INS];
+    *rc = sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 2, r->identity, -1, SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = bind_text(st, 3, r->identity_hash);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 4, g->topic, -1, SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int(st, 5, g->partition);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int64(st, 6, r->offset);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int64(st, 7, applied_at(r));
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_step(st);
+    sq_reuse(st);
+    if (*rc != SQLITE_DONE)
+        return 0;
+    *rc = SQLITE_OK;
+    if (sqlite3_changes(s->db) == 1)
+        return 0; /* first time: the key is stored, the row follows */
+    st = s->stmt[SQ_KEY_GET];
+    *rc = sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 2, r->identity, -1, SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_step(st);
+    int out = 0;
+    if (*rc == SQLITE_ROW) {
+        const char *h = (const char *)sqlite3_column_text(st, 0);
+        const char *ft = (const char *)sqlite3_column_text(st, 1);
+        int same = (!h && !r->identity_hash) ||
+                   (h && r->identity_hash && strcmp(h, r->identity_hash) == 0);
+        out = same ? 1 : 2;
+        if (!same)
+            snprintf(detail, size,
+                     "identity %.120s first applied from %.100s[%d]@%lld "
+                     "with payload hash %.80s, now %.80s",
+                     r->identity, ft ? ft : "?", sqlite3_column_int(st, 2),
+                     (long long)sqlite3_column_int64(st, 3), h ? h : "(none)",
+                     r->identity_hash ? r->identity_hash : "(none)");
+        *rc = SQLITE_OK;
+    } else if (*rc == SQLITE_DONE) {
+        *rc = SQLITE_CORRUPT; /* ignored, yet not there: cannot happen */
+    }
+    sq_reuse(st);
+    return out;
+}
+
+/* A key stored for a row the table then refused must go again. */
+static int forget_key(sq_run *x, const tm_record *r) {
+    sqlite3_stmt *st = x->s->stmt[SQ_KEY_DEL];
+    int rc =
+        sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, r->identity, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sq_reuse(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Dedup retention: forget keys applied more than the retention before the
+ * newest record of this batch (inside the batch's transaction, so a
+ * resend of the batch prunes exactly the same). */
+static int prune_keys(sq_run *x) {
+    const tm_batch *b = x->b;
+    int64_t newest = INT64_MIN;
+    for (size_t j = 0; j < b->nrecords; j++) {
+        const tm_record *r = TM_CELEM(tm_record, b->records, j);
+        if (r->identity && applied_at(r) > newest)
+            newest = applied_at(r);
+    }
+    if (newest == INT64_MIN)
+        return SQLITE_OK;
+    sqlite3_stmt *st = x->s->stmt[SQ_KEY_PRUNE];
+    int rc =
+        sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, newest - x->s->set.retention_s * 1000);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sq_reuse(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Every record: a row, or with dedup a duplicate or a conflict. A row the
+ * table refuses (a constraint) becomes a dead letter "rejected". */
+static int write_records(sq_run *x) {
+    const tm_batch *b = x->b;
+    int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
+    int rc = SQLITE_OK;
+    char detail[512];
+    if (dedup && x->s->set.retention_s > 0) {
+        x->step = "pruning expired business keys";
+        if ((rc = prune_keys(x)) != SQLITE_OK)
+            return rc;
+    }
+    x->step = "writing rows";
+    for (size_t j = 0; rc == SQLITE_OK && j < b->nrecords; j++) {
+        const tm_record *r = TM_CELEM(tm_record, b->records, j);
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, r->range);
+        /* The progress handler covers long statements; this covers a
+         * call that starts late or a batch of many short ones. */
+        if ((j & 255) == 0 && sq_should_stop(x->s)) {
+            rc = SQLITE_INTERRUPT;
+            break;
+        }
+        int keyed = dedup && r->identity;
+        int outcome =
+            keyed ? key_outcome(x, r, g, detail, sizeof detail, &rc) : 0;
+        if (rc != SQLITE_OK)
+            break;
+        if (outcome == 1) {
+            x->dups[r->range]++;
+            continue;
+        }
+        if (outcome == 2) {
+            rc = record_dead_letter(x, r, g, TM_DL_IDENTITY_CONFLICT, detail);
+            continue;
+        }
+        rc = insert_row(x, r, g);
+        if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+            /* Only this statement was undone; the transaction goes on. */
+            snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
+            rc = keyed ? forget_key(x, r) : SQLITE_OK;
+            if (rc == SQLITE_OK)
+                rc = record_dead_letter(x, r, g, TM_DL_REJECTED, detail);
+            continue;
+        }
+        if (rc == SQLITE_OK)
+            x->rows[r->range]++;
+    }
+    if (rc != SQLITE_OK)
+        return rc;
+    x->step = "writing dead letters";
+    for (size_t j = 0; rc == SQLITE_OK && j < b->ndead_letters; j++) {
+        const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, j);
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, d->range);
+        x->dls[d->range]++;
+        rc = insert_dead_letter(x, g, d->offset, d->timestamp_ms,
+                                tm_dl_reason_name(d->reason), d->detail, d->key,
+                                d->key_len, d->value, d->value_len,
+                                d->headers_json);
+    }
+    return rc;
+}
+
+/* Ranges named by records and dead letters must exist. */
+static int batch_ok(sq_sink *s, const tm_batch *b, tm_error *err) {
+    for (size_t j = 0; j < b->nrecords; j++)
+        if (TM_CELEM(tm_record, b->records, j)->range >= b->nranges) {
+            s->host->set_error(
+                err, "batch %s: record %zu names range %u of %zu", b->batch_id,
+                j, TM_CELEM(tm_record, b->records, j)->range, b->nranges);
+            return 0;
+        }
+    for (size_t j = 0; j < b->ndead_letters; j++)
+        if (TM_CELEM(tm_dead_letter, b->dead_letters, j)->range >= b->nranges) {
+            s->host->set_error(err,
+                               "batch %s: dead letter %zu names a range "
+                               "it does not have",
+                               b->batch_id, j);
+            return 0;
+        }
+    return 1;
+}
+
+/* Steps 1-3 inside the transaction; COMMIT is the caller's. */
+static tm_status apply(sq_run *x, tm_error *err) {
+    sq_sink *s = x->s;
+    const tm_batch *b = x->b;
+    int rc = SQLITE_OK;
+    x->step = "reading the markers";
+    for (size_t i = 0; rc == SQLITE_OK && i < b->nranges; i++) {
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
+        x->stored[i].struct_size = sizeof(tm_marker);
+        x->stored[i].topic = g->topic;
+        x->stored[i].partition = g->partition;
+        rc = sq_marker_get(s, g->topic, g->partition, &x->stored[i]);
+    }
+    if (rc != SQLITE_OK)
+        return sq_fail(s, rc, x->step, err);
+    /* The write lock is held (BEGIN IMMEDIATE): the markers cannot move
+     * under the check. ALREADY / FENCED / CONFLICT write nothing. */
+    tm_status r = s->host->marker_check(b, x->stored, err);
+    if (r != TM_OK)
+        return r;
+    if ((rc = write_records(x)) != SQLITE_OK)
+        return sq_fail(s, rc, x->step, err);
+    s->host->fault(TM_FAULT_AFTER_EFFECTS);
+    x->step = "updating the markers";
+    for (size_t i = 0; rc == SQLITE_OK && i < b->nranges; i++) {
+        s->host->marker_advance(&x->stored[i], b, i, x->rows[i], x->dls[i],
+                                x->dups[i]);
+        rc = sq_marker_put(s, &x->stored[i]);
+    }
+    if (rc == SQLITE_NOTFOUND) {
+        s->host->set_error(err,
+                           "batch %s: a marker checked in this "
+                           "transaction has no row to update",
+                           b->batch_id);
+        return TM_FATAL;
+    }
+    if (rc != SQLITE_OK)
+        return sq_fail(s, rc, x->step, err);
+    s->host->fault(TM_FAULT_AFTER_MARKER);
+    return TM_OK;
+}
+
+tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
+    sq_sink *s = sink;
+    sq_run x = {.s = s, .b = b};
+    s->host->fault(TM_FAULT_BEFORE_BEGIN);
+    if (!batch_ok(s, b, err))
+        return TM_FATAL;
+    tm_status r = sq_db_ready(s, err);
+    if (r != TM_OK)
+        return r;
+    sq_call_begin(s, b->deadline_ms);
+    size_t n = b->nranges ? b->nranges : 1;
+    x.stored = calloc(n, sizeof *x.stored);
+    x.rows = calloc(3 * n, sizeof *x.rows);
+    if (!x.stored || !x.rows) {
+        free(x.stored);
+        free(x.rows);
+        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+        return TM_RETRY;
+    }
+    x.dls = x.rows + n;
+    x.dups = x.rows + 2 * n;
+    int rc = sq_exec(s, "BEGIN IMMEDIATE");
+    r = rc == SQLITE_OK ? apply(&x, err)
+                        : sq_fail(s, rc, "BEGIN IMMEDIATE", err);
+    if (r != TM_OK) {
+        sq_rollback(s);
+    } else {
+        /* A commit that got this far is not thrown away for the deadline;
+         * interrupt() still stops it. */
+        s->deadline_ms = 0;
+        if ((rc = sq_exec(s, "COMMIT")) != SQLITE_OK) {
+            /* Outcome unknown (SQLite may or may not have made it durable):
+             * roll back what is left, start from a fresh connection, and
+             * let the resend's marker check settle it (OK or ALREADY). */
+            tm_error scratch = {sizeof scratch, ""};
+            sq_fail(s, rc, "COMMIT", err);
+            sq_rollback(s);
+            sq_db_reopen(s, &scratch);
+            r = TM_RETRY;
+        }
+    }
+    free(x.stored);
+    free(x.rows);
+    if (r == TM_OK)
+        s->host->fault(TM_FAULT_AFTER_COMMIT);
+    return r;
+}

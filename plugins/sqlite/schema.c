@@ -1,0 +1,568 @@
+/* SQL text, the tables the sink creates, and the check that an existing
+ * target table fits the mapping. Identifiers are always double-quoted with
+ * embedded quotes doubled; values are always bound parameters. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sqlite_sink.h"
+
+/* ---- text --------------------------------------------------------------- */
+
+void sq_buf_add(sq_buf *b, const char *s) {
+    size_t n = strlen(s);
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n + 1);
+    b->len += n;
+}
+
+void sq_buf_ident(sq_buf *b, const char *name) {
+    char one[2] = {0, 0};
+    sq_buf_add(b, "\"");
+    for (const char *p = name; *p; p++) {
+        one[0] = *p;
+        sq_buf_add(b, *p == '"' ? "\"\"" : one);
+    }
+    sq_buf_add(b, "\"");
+}
+
+void sq_buf_free(sq_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+const char *sq_type_sql(tm_type t) {
+    switch (t) {
+    case TM_TYPE_TEXT: return "TEXT";
+    case TM_TYPE_INT: return "INTEGER";
+    case TM_TYPE_FLOAT: return "REAL";
+    case TM_TYPE_BOOL: return "INTEGER";      /* 0 or 1 */
+    case TM_TYPE_TIMESTAMP: return "INTEGER"; /* microseconds since epoch */
+    case TM_TYPE_JSON: return "TEXT";
+    case TM_TYPE_BYTES: return "BLOB";
+    }
+    return NULL;
+}
+
+/* The hidden coordinate columns, in the order of every INSERT. */
+static const char *const HIDDEN[SQ_NHIDDEN][2] = {
+    {"_tm_topic", "TEXT NOT NULL"},
+    {"_tm_partition", "INTEGER NOT NULL"},
+    {"_tm_offset", "INTEGER NOT NULL"},
+    {"_tm_identity", "TEXT"}};
+
+/* ---- DDL ---------------------------------------------------------------- */
+
+static const char HELPERS[] =
+    "CREATE TABLE IF NOT EXISTS " SQ_MARKERS " ("
+    "connector TEXT NOT NULL, topic TEXT NOT NULL, \"partition\" INTEGER NOT "
+    "NULL, next_offset INTEGER NOT NULL, epoch INTEGER NOT NULL, "
+    "last_batch_id TEXT NOT NULL DEFAULT '', rows INTEGER NOT NULL DEFAULT 0, "
+    "dead_letters INTEGER NOT NULL DEFAULT 0, filtered INTEGER NOT NULL "
+    "DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0, "
+    "PRIMARY KEY (connector, topic, \"partition\"));"
+    "CREATE TABLE IF NOT EXISTS " SQ_DEAD_LETTERS " ("
+    "connector TEXT NOT NULL, topic TEXT NOT NULL, \"partition\" INTEGER NOT "
+    "NULL, \"offset\" INTEGER NOT NULL, timestamp_ms INTEGER, reason TEXT NOT "
+    "NULL, detail TEXT, \"key\" BLOB, \"value\" BLOB, headers TEXT, batch_id "
+    "TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS " SQ_DEAD_LETTERS
+    "_by_offset ON " SQ_DEAD_LETTERS
+    " (connector, topic, \"partition\", \"offset\");"
+    "CREATE TABLE IF NOT EXISTS " SQ_KEYS " ("
+    "connector TEXT NOT NULL, identity TEXT NOT NULL, payload_hash TEXT, "
+    "first_topic TEXT NOT NULL, first_partition INTEGER NOT NULL, "
+    "first_offset INTEGER NOT NULL, applied_at INTEGER NOT NULL, "
+    "PRIMARY KEY (connector, identity));"
+    "CREATE INDEX IF NOT EXISTS " SQ_KEYS "_by_age ON " SQ_KEYS
+    " (connector, applied_at);";
+
+/* CREATE TABLE for the target, and its unique index for upsert. */
+static void target_ddl(const sq_sink *s, sq_buf *b) {
+    const tm_sink_config *c = s->config;
+    sq_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+    sq_buf_ident(b, s->set.table);
+    sq_buf_add(b, " (");
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        sq_buf_ident(b, col->name);
+        sq_buf_add(b, " ");
+        sq_buf_add(b, sq_type_sql(col->type));
+        sq_buf_add(b, col->required ? " NOT NULL, " : ", ");
+    }
+    for (int h = 0; h < SQ_NHIDDEN; h++) {
+        sq_buf_add(b, HIDDEN[h][0]);
+        sq_buf_add(b, " ");
+        sq_buf_add(b, HIDDEN[h][1]);
+        sq_buf_add(b, h + 1 < SQ_NHIDDEN ? ", " : ");");
+    }
+    if (s->set.mode != SQ_UPSERT)
+        return;
+    sq_buf b2 = {0};
+    sq_buf_add(&b2, s->set.table);
+    sq_buf_add(&b2, "_tm_key");
+    sq_buf_add(b, "CREATE UNIQUE INDEX IF NOT EXISTS ");
+    sq_buf_ident(b, b2.oom ? "tm_key" : b2.p);
+    sq_buf_free(&b2);
+    sq_buf_add(b, " ON ");
+    sq_buf_ident(b, s->set.table);
+    sq_buf_add(b, " (");
+    const char *sep = "";
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (!col->key)
+            continue;
+        sq_buf_add(b, sep);
+        sq_buf_ident(b, col->name);
+        sep = ", ";
+    }
+    sq_buf_add(b, ");");
+}
+
+/* 1 when every object the DDL would create is there already: then open
+ * needs no write lock (a restart beside a busy writer does not wait). */
+static int schema_complete(sq_sink *s) {
+    static const char *const HELPER_NAMES[] = {SQ_MARKERS, SQ_DEAD_LETTERS,
+                                               SQ_DEAD_LETTERS "_by_offset",
+                                               SQ_KEYS, SQ_KEYS "_by_age"};
+    sq_buf key = {0};
+    sq_buf_add(&key, s->set.table);
+    sq_buf_add(&key, "_tm_key");
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT count(*) FROM sqlite_schema WHERE name "
+                                "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                -1, &st, NULL);
+    for (int i = 0; rc == SQLITE_OK && i < 5; i++)
+        rc = sqlite3_bind_text(st, i + 1, HELPER_NAMES[i], -1, SQLITE_STATIC);
+    int want = 5;
+    if (rc == SQLITE_OK && s->set.create) {
+        rc = sqlite3_bind_text(st, 6, s->set.table, -1, SQLITE_STATIC);
+        want++;
+    }
+    if (rc == SQLITE_OK && s->set.create && s->set.mode == SQ_UPSERT &&
+        !key.oom) {
+        rc = sqlite3_bind_text(st, 7, key.p, -1, SQLITE_STATIC);
+        want++;
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    int complete = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == want;
+    sqlite3_finalize(st);
+    sq_buf_free(&key);
+    return complete; /* on any error: not known complete, run the DDL */
+}
+
+tm_status sq_schema_create(sq_sink *s, tm_error *err) {
+    if (schema_complete(s))
+        return TM_OK;
+    sq_buf b = {0};
+    sq_buf_add(&b, HELPERS);
+    if (s->set.create)
+        target_ddl(s, &b);
+    if (b.oom) {
+        sq_buf_free(&b);
+        s->host->set_error(err, "out of memory");
+        return TM_FATAL;
+    }
+    /* One write transaction: a host killed half-way leaves nothing, and
+     * two hosts opening at once create each table once. */
+    int rc = sq_exec(s, "BEGIN IMMEDIATE");
+    const char *step = "BEGIN IMMEDIATE (creating tables)";
+    if (rc == SQLITE_OK) {
+        rc = sq_exec(s, b.p);
+        step = "creating the tables";
+    }
+    if (rc == SQLITE_OK) {
+        rc = sq_exec(s, "COMMIT");
+        step = "COMMIT (creating tables)";
+    }
+    sq_buf_free(&b);
+    if (rc == SQLITE_OK)
+        return TM_OK;
+    tm_status r = sq_fail(s, rc, step, err);
+    sq_rollback(s);
+    return r;
+}
+
+/* ---- shape -------------------------------------------------------------- */
+
+/* SQLite's column affinity of a declared type (datatype3.html, 3.1). */
+static const char *affinity(const char *decl) {
+    char up[128];
+    size_t i;
+    for (i = 0; decl && decl[i] && i + 1 < sizeof up; i++)
+        up[i] =
+            (char)(decl[i] >= 'a' && decl[i] <= 'z' ? decl[i] - 32 : decl[i]);
+    up[i] = '\0';
+    if (strstr(up, "INT"))
+        return "INTEGER";
+    if (strstr(up, "CHAR") || strstr(up, "CLOB") || strstr(up, "TEXT"))
+        return "TEXT";
+    if (!up[0] || strstr(up, "BLOB"))
+        return "BLOB";
+    if (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB"))
+        return "REAL";
+    return "NUMERIC";
+}
+
+tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, s->set.table, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    *exists = rc == SQLITE_ROW;
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+        return TM_OK;
+    tm_status r = sq_fail(s, rc, "looking up the table", err);
+    /* Not a database, or unreadable: a setting to fix, not a retry. */
+    return r == TM_FATAL ? TM_INVALID : r;
+}
+
+/* The expected column list, for messages: "id INTEGER NOT NULL, ...". */
+static void expected_shape(const sq_sink *s, sq_buf *b) {
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        sq_buf_add(b, i ? ", " : "");
+        sq_buf_add(b, col->name);
+        sq_buf_add(b, " ");
+        sq_buf_add(b, sq_type_sql(col->type));
+    }
+    for (int h = 0; h < SQ_NHIDDEN; h++) {
+        sq_buf_add(b, ", ");
+        sq_buf_add(b, HIDDEN[h][0]);
+        sq_buf_add(b, " ");
+        sq_buf_add(b, HIDDEN[h][1]);
+    }
+}
+
+typedef struct found_col {
+    char *name, *decl;
+    int notnull, pk;
+} found_col;
+
+/* Reads the table's columns (PRAGMA table_info, the table name bound). */
+static int read_columns(sq_sink *s, found_col **out, size_t *n, sq_buf *shape) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1) "
+        "ORDER BY cid",
+        -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, s->set.table, -1, SQLITE_STATIC);
+    *out = NULL;
+    *n = 0;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        const char *decl = (const char *)sqlite3_column_text(st, 1);
+        found_col *f = realloc(*out, (*n + 1) * sizeof *f);
+        if (!f) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        *out = f;
+        f = &f[(*n)++];
+        f->name = strdup(name ? name : "");
+        f->decl = strdup(decl ? decl : "");
+        f->notnull = sqlite3_column_int(st, 2);
+        f->pk = sqlite3_column_int(st, 3);
+        if (!f->name || !f->decl) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        sq_buf_add(shape, *n > 1 ? ", " : "");
+        sq_buf_add(shape, f->name);
+        sq_buf_add(shape, f->decl[0] ? " " : "");
+        sq_buf_add(shape, f->decl);
+        sq_buf_add(shape, f->notnull ? " NOT NULL" : "");
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static void free_columns(found_col *f, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(f[i].name);
+        free(f[i].decl);
+    }
+    free(f);
+}
+
+static const found_col *find_col(const found_col *f, size_t n,
+                                 const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(f[i].name, name) == 0) /* SQLite's own rule */
+            return &f[i];
+    return NULL;
+}
+
+/* 1 when a unique index (or the primary key) covers exactly the key
+ * columns, so that ON CONFLICT (keys) has a constraint to act on. */
+static int has_key_index(sq_sink *s, const found_col *f, size_t n, int *rc) {
+    size_t nkeys = 0;
+    for (size_t i = 0; i < s->config->ncolumns; i++)
+        nkeys += TM_CELEM(tm_column, s->config->columns, i)->key != 0;
+    /* INTEGER PRIMARY KEY is the rowid: it has no index of its own. */
+    size_t npk = 0;
+    const found_col *pk = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (f[i].pk)
+            npk++, pk = &f[i];
+    if (nkeys == 1 && npk == 1 && strcasecmp(pk->decl, "INTEGER") == 0)
+        for (size_t i = 0; i < s->config->ncolumns; i++) {
+            const tm_column *c = TM_CELEM(tm_column, s->config->columns, i);
+            if (c->key && strcasecmp(c->name, pk->name) == 0)
+                return 1;
+        }
+    sqlite3_stmt *st = NULL;
+    *rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT il.name, ii.name FROM pragma_index_list(?1) AS il, "
+        "pragma_index_info(il.name) AS ii WHERE il.\"unique\" = 1 "
+        "AND il.partial = 0 ORDER BY il.name",
+        -1, &st, NULL);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 1, s->set.table, -1, SQLITE_STATIC);
+    int found = 0;
+    char index[256] = "";
+    size_t cols = 0, matched = 0;
+    while (*rc == SQLITE_OK && !found &&
+           (*rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *iname = (const char *)sqlite3_column_text(st, 0);
+        const char *cname = (const char *)sqlite3_column_text(st, 1);
+        if (!iname || strcmp(iname, index) != 0) { /* next index */
+            found = cols > 0 && cols == nkeys && matched == nkeys;
+            snprintf(index, sizeof index, "%s", iname ? iname : "");
+            cols = matched = 0;
+        }
+        cols++;
+        for (size_t i = 0; cname && i < s->config->ncolumns; i++) {
+            const tm_column *c = TM_CELEM(tm_column, s->config->columns, i);
+            matched += c->key && strcasecmp(c->name, cname) == 0;
+        }
+        *rc = SQLITE_OK;
+    }
+    if (*rc == SQLITE_DONE) {
+        *rc = SQLITE_OK;
+        found = found || (cols > 0 && cols == nkeys && matched == nkeys);
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+tm_status sq_shape_check(sq_sink *s, tm_error *err) {
+    found_col *f;
+    size_t n;
+    sq_buf shape = {0}, want = {0};
+    char why[256] = "";
+    int rc = read_columns(s, &f, &n, &shape);
+    expected_shape(s, &want);
+    tm_status r = TM_OK;
+    if (rc != SQLITE_OK) {
+        r = sq_fail(s, rc, "reading the table's columns", err);
+        goto out;
+    }
+    for (size_t i = 0; i < s->config->ncolumns && !why[0]; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        const found_col *fc = find_col(f, n, col->name);
+        const char *aff = fc ? affinity(fc->decl) : NULL;
+        if (!fc)
+            snprintf(why, sizeof why, "column \"%s\" is missing", col->name);
+        else if (strcmp(aff, sq_type_sql(col->type)) != 0)
+            snprintf(why, sizeof why,
+                     "column \"%s\" is %s (%s affinity), the mapping needs %s",
+                     col->name, fc->decl[0] ? fc->decl : "untyped", aff,
+                     sq_type_sql(col->type));
+    }
+    for (int h = 0; h < SQ_NHIDDEN && !why[0]; h++) {
+        const found_col *fc = find_col(f, n, HIDDEN[h][0]);
+        if (!fc || strncmp(affinity(fc->decl), HIDDEN[h][1],
+                           strlen(affinity(fc->decl))) != 0)
+            snprintf(why, sizeof why,
+                     "hidden column \"%s\" %s is missing or of another type "
+                     "(create the table with the sink, or add it)",
+                     HIDDEN[h][0], HIDDEN[h][1]);
+    }
+    for (size_t i = 0; i < n && !why[0]; i++) {
+        /* ours: a hidden column or a mapped one (checked above) */
+        int ours = strncasecmp(f[i].name, SQ_HIDDEN_PREFIX,
+                               strlen(SQ_HIDDEN_PREFIX)) == 0;
+        for (size_t k = 0; k < s->config->ncolumns && !ours; k++)
+            ours = strcasecmp(TM_CELEM(tm_column, s->config->columns, k)->name,
+                              f[i].name) == 0;
+        if (!ours && f[i].notnull)
+            snprintf(why, sizeof why,
+                     "column \"%s\" is NOT NULL but not in the mapping: "
+                     "every insert would fail",
+                     f[i].name);
+    }
+    if (!why[0] && s->set.mode == SQ_UPSERT && !has_key_index(s, f, n, &rc)) {
+        if (rc != SQLITE_OK) {
+            r = sq_fail(s, rc, "reading the table's indexes", err);
+            goto out;
+        }
+        snprintf(why, sizeof why,
+                 "mode upsert needs a UNIQUE index on exactly the key "
+                 "columns; the table has none");
+    }
+    if (why[0]) {
+        s->host->set_error(err,
+                           "setting \"table\": \"%s\" does not fit the "
+                           "mapping: %s. Table: (%s). Mapping: (%s)",
+                           s->set.table, why, shape.oom ? "?" : shape.p,
+                           want.oom ? "?" : want.p);
+        r = TM_INVALID;
+    }
+out:
+    free_columns(f, n);
+    sq_buf_free(&shape);
+    sq_buf_free(&want);
+    return r;
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+/* INSERT of one row: mapped columns, then the hidden ones; for upsert an
+ * ON CONFLICT on the key columns that updates the others. */
+static void insert_sql(const sq_sink *s, sq_buf *b) {
+    const tm_sink_config *c = s->config;
+    char num[32];
+    sq_buf_add(b, "INSERT INTO ");
+    sq_buf_ident(b, s->set.table);
+    sq_buf_add(b, " (");
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        sq_buf_ident(b, TM_CELEM(tm_column, c->columns, i)->name);
+        sq_buf_add(b, ", ");
+    }
+    for (int h = 0; h < SQ_NHIDDEN; h++) {
+        sq_buf_add(b, HIDDEN[h][0]);
+        sq_buf_add(b, h + 1 < SQ_NHIDDEN ? ", " : ") VALUES (");
+    }
+    for (size_t i = 0; i < c->ncolumns + SQ_NHIDDEN; i++) {
+        snprintf(num, sizeof num, "%s?%zu", i ? ", " : "", i + 1);
+        sq_buf_add(b, num);
+    }
+    sq_buf_add(b, ")");
+    if (s->set.mode != SQ_UPSERT)
+        return;
+    const char *sep = "";
+    sq_buf_add(b, " ON CONFLICT (");
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (col->key) {
+            sq_buf_add(b, sep);
+            sq_buf_ident(b, col->name);
+            sep = ", ";
+        }
+    }
+    sq_buf_add(b, ") DO UPDATE SET ");
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (col->key)
+            continue;
+        sq_buf_ident(b, col->name);
+        sq_buf_add(b, " = excluded.");
+        sq_buf_ident(b, col->name);
+        sq_buf_add(b, ", ");
+    }
+    for (int h = 0; h < SQ_NHIDDEN; h++) {
+        sq_buf_add(b, HIDDEN[h][0]);
+        sq_buf_add(b, " = excluded.");
+        sq_buf_add(b, HIDDEN[h][0]);
+        sq_buf_add(b, h + 1 < SQ_NHIDDEN ? ", " : "");
+    }
+}
+
+/* SELECT of one partition's rows and dead letters, in offset order. */
+static void scan_sql(const sq_sink *s, sq_buf *b) {
+    sq_buf_add(b, "SELECT _tm_offset, 1, _tm_identity, NULL, NULL FROM ");
+    sq_buf_ident(b, s->set.table);
+    sq_buf_add(
+        b, " WHERE _tm_topic = ?2 AND _tm_partition = ?3 UNION ALL "
+           "SELECT \"offset\", 2, NULL, reason, detail FROM " SQ_DEAD_LETTERS
+           " WHERE connector = ?1 AND topic = ?2 AND \"partition\" = ?3 "
+           "ORDER BY 1, 2");
+}
+
+static const char *const FIXED_SQL[SQ_NSTMTS] = {
+    [SQ_INS_DL] = "INSERT INTO " SQ_DEAD_LETTERS
+                  " (connector, topic, \"partition\", \"offset\", "
+                  "timestamp_ms, reason, detail, \"key\", \"value\", headers, "
+                  "batch_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                  "?11)",
+    [SQ_MK_GET] = "SELECT next_offset, epoch, last_batch_id, rows, "
+                  "dead_letters, filtered, duplicates FROM " SQ_MARKERS
+                  " WHERE connector = ?1 AND topic = ?2 AND \"partition\" = ?3",
+    /* Creates a missing marker at the offset given, raises the epoch of
+     * an existing one (and with ?5 = 1, TM_CLAIM_RESET, sets its offset). */
+    [SQ_MK_CLAIM] = "INSERT INTO " SQ_MARKERS
+                    " (connector, topic, \"partition\", next_offset, epoch) "
+                    "VALUES (?1, ?2, ?3, ?4, 1) ON CONFLICT (connector, topic, "
+                    "\"partition\") DO UPDATE SET epoch = epoch + 1, "
+                    "next_offset = CASE WHEN ?5 THEN excluded.next_offset "
+                    "ELSE next_offset END",
+    [SQ_MK_UPD] = "UPDATE " SQ_MARKERS
+                  " SET next_offset = ?4, epoch = ?5, last_batch_id = ?6, "
+                  "rows = ?7, dead_letters = ?8, filtered = ?9, duplicates = "
+                  "?10 WHERE connector = ?1 AND topic = ?2 AND \"partition\" = "
+                  "?3",
+    [SQ_KEY_INS] = "INSERT OR IGNORE INTO " SQ_KEYS
+                   " (connector, identity, payload_hash, first_topic, "
+                   "first_partition, first_offset, applied_at) VALUES (?1, "
+                   "?2, ?3, ?4, ?5, ?6, ?7)",
+    [SQ_KEY_GET] =
+        "SELECT payload_hash, first_topic, first_partition, "
+        "first_offset FROM " SQ_KEYS " WHERE connector = ?1 AND identity = ?2",
+    [SQ_KEY_DEL] =
+        "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND identity = ?2",
+    [SQ_KEY_PRUNE] =
+        "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND applied_at < ?2",
+};
+
+tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
+    sq_buf ins = {0}, scan = {0};
+    insert_sql(s, &ins);
+    scan_sql(s, &scan);
+    tm_status r = TM_OK;
+    if (ins.oom || scan.oom) {
+        s->host->set_error(err, "out of memory");
+        r = TM_FATAL;
+    }
+    for (int i = 0; r == TM_OK && i < SQ_NSTMTS; i++) {
+        const char *sql = i == SQ_INS_ROW ? ins.p
+                          : i == SQ_SCAN  ? scan.p
+                                          : FIXED_SQL[i];
+        int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                    &s->stmt[i], NULL);
+        if (rc != SQLITE_OK) {
+            /* A table that changed under us, or upsert without the index. */
+            s->host->set_error(err, "setting \"table\": preparing %.200s: %s",
+                               sql, sqlite3_errmsg(s->db));
+            r = (rc & 0xff) == SQLITE_BUSY ? TM_RETRY : TM_INVALID;
+        }
+    }
+    sq_buf_free(&ins);
+    sq_buf_free(&scan);
+    return r;
+}

@@ -1,0 +1,147 @@
+/* The SQLite sink's internals, shared by its files (one concern each):
+ *   sqlite_sink.c  the callback table, open, close, interrupt, describe
+ *   settings.c     reading and checking the settings
+ *   db.c           the connection: open, PRAGMAs, busy/progress handlers,
+ *                  error mapping, reopen
+ *   schema.c       SQL text (quoting), DDL, the table's shape check
+ *   markers.c      claim and read_markers, marker rows
+ *   commit.c       one batch in one transaction
+ *   scan.c         read-back of rows and dead letters
+ *   validate.c     the read-only check of settings and table shape
+ * Nothing here is exported: the plugin exports only tidemark_sink_entry. */
+#ifndef TM_SQLITE_SINK_H
+#define TM_SQLITE_SINK_H
+
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <tidemark/sink.h>
+
+/* Helper tables beside the target, all named with this prefix. */
+#define SQ_MARKERS      "tidemark_markers"
+#define SQ_DEAD_LETTERS "tidemark_dead_letters"
+#define SQ_KEYS         "tidemark_keys"
+/* Hidden columns of the target table: where each row came from, so that
+ * scan (and tidemark verify) read offsets back from the effects. */
+#define SQ_HIDDEN_PREFIX "_tm_"
+#define SQ_NHIDDEN       4
+
+typedef enum sq_mode { SQ_APPEND = 0, SQ_UPSERT = 1 } sq_mode;
+
+typedef struct sq_settings {
+    /* Strings point into the host's config, which outlives the instance
+     * (sink.h: "host and config outlive the instance's close()"). */
+    const char *path;
+    const char *table;
+    int create;
+    sq_mode mode;
+    const char *synchronous; /* "FULL", "NORMAL" or "OFF" (static) */
+    int64_t busy_timeout_ms;
+    int64_t retention_s; /* 0: keys are kept for ever */
+} sq_settings;
+
+/* Prepared statements, made once per connection and reused. */
+typedef enum sq_stmt_id {
+    SQ_INS_ROW,
+    SQ_INS_DL,
+    SQ_MK_GET,
+    SQ_MK_CLAIM,
+    SQ_MK_UPD,
+    SQ_KEY_INS,
+    SQ_KEY_GET,
+    SQ_KEY_DEL,
+    SQ_KEY_PRUNE,
+    SQ_SCAN,
+    SQ_NSTMTS
+} sq_stmt_id;
+
+typedef struct sq_sink {
+    const tm_host_api *host;
+    const tm_sink_config *config;
+    sq_settings set;
+    sqlite3 *db; /* NULL after a failed reopen: the next call reopens */
+    sqlite3_stmt *stmt[SQ_NSTMTS];
+    atomic_int interrupted;  /* set by interrupt(), any thread */
+    atomic_flag db_busy;     /* guards db against interrupt() during reopen */
+    int64_t deadline_ms;     /* of the call in progress, 0: none */
+    int64_t busy_started_ms; /* first busy callback of the current wait */
+} sq_sink;
+
+/* settings.c */
+tm_status sq_settings_load(const tm_host_api *host,
+                           const tm_sink_config *config, sq_settings *out,
+                           tm_error *err);
+
+/* db.c */
+int64_t sq_now_ms(void);
+/* Opens s->db (read-write-create, or read-only) with the PRAGMAs and the
+ * handlers. TM_OK, TM_RETRY (cannot open), TM_INVALID (not a database,
+ * WAL refused). */
+tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err);
+/* Finalizes the statements and closes the connection. */
+void sq_db_close(sq_sink *s);
+/* Close, open, prepare: after an unknown COMMIT outcome. */
+tm_status sq_db_reopen(sq_sink *s, tm_error *err);
+/* Makes sure a connection with prepared statements exists. */
+tm_status sq_db_ready(sq_sink *s, tm_error *err);
+/* Starts a call: clears the interrupt flag, sets the deadline. */
+void sq_call_begin(sq_sink *s, int64_t deadline_ms);
+/* 1 when the call in progress should give up (interrupt, deadline). */
+int sq_should_stop(sq_sink *s);
+/* Maps an SQLite result code: BUSY/LOCKED/INTERRUPT -> TM_RETRY, anything
+ * else TM_FATAL; the message names the step and sqlite3_errmsg. */
+tm_status sq_fail(sq_sink *s, int rc, const char *step, tm_error *err);
+/* Runs SQL without results (BEGIN, COMMIT, DDL). SQLite result code. */
+int sq_exec(sq_sink *s, const char *sql);
+/* Rolls back if a transaction is open (never fails loudly: the caller is
+ * already reporting the first error). */
+void sq_rollback(sq_sink *s);
+/* sqlite3_reset + sqlite3_clear_bindings. */
+void sq_reuse(sqlite3_stmt *st);
+
+/* schema.c */
+typedef struct sq_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sq_buf;
+void sq_buf_add(sq_buf *b, const char *s);
+void sq_buf_ident(sq_buf *b, const char *name); /* "na""me" */
+void sq_buf_free(sq_buf *b);
+const char *sq_type_sql(tm_type t);
+/* Creates missing helper tables (and the target table when create). */
+tm_status sq_schema_create(sq_sink *s, tm_error *err);
+/* *exists: whether the target table exists. TM_OK, TM_RETRY (busy), or
+ * TM_INVALID (not a database). */
+tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err);
+/* Checks the table's shape against the mapping (and, for upsert, a unique
+ * index on the key columns). TM_OK, TM_INVALID with both shapes. */
+tm_status sq_shape_check(sq_sink *s, tm_error *err);
+/* Prepares every statement of s->stmt. */
+tm_status sq_prepare_all(sq_sink *s, tm_error *err);
+
+/* markers.c */
+tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
+                   tm_error *err);
+tm_status sq_read_markers(void *sink, tm_marker *markers, size_t n,
+                          tm_error *err);
+/* Reads the stored marker of (topic, partition) into *m (absent: epoch
+ * TM_NO_EPOCH, next_offset TM_NO_OFFSET). SQLite result code. */
+int sq_marker_get(sq_sink *s, const char *topic, int32_t partition,
+                  tm_marker *m);
+/* Writes *m back. SQLite result code; SQLITE_NOTFOUND if no row. */
+int sq_marker_put(sq_sink *s, const tm_marker *m);
+
+/* commit.c */
+tm_status sq_commit(void *sink, const tm_batch *batch, tm_error *err);
+
+/* scan.c */
+tm_status sq_scan(void *sink, const char *topic, int32_t partition,
+                  void *emit_ctx, tm_error *err);
+
+/* validate.c */
+tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
+                      tm_error *err);
+
+#endif

@@ -1,0 +1,651 @@
+/* The SQLite sink through its plugin API (loaded like the host loads it):
+ * settings refusals naming the key, upsert, identity conflicts, the dedup
+ * retention boundary, validate's shape mismatch, the deadline, quoting.
+ * What the sink wrote is read back with libsqlite3 directly. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <check.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "config/settings.h"
+#include "plugin/loader.h"
+#include "services/host_services.h"
+
+static const tm_sink_api *api;
+static char dir[256], db_path[512];
+
+/* ---- fixture ------------------------------------------------------------ */
+
+static void load_plugin(void) {
+    static tm_plugin plugin;
+    char errstr[512];
+    if (!api) {
+        ck_assert_msg(tm_plugin_load(TM_SQLITE_PLUGIN, NULL, 0, &plugin, errstr,
+                                     sizeof errstr) == 0,
+                      "%s", errstr);
+        api = plugin.api;
+    }
+}
+
+static void setup(void) {
+    load_plugin();
+    snprintf(dir, sizeof dir, "%s/tm-sqlite-test-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(db_path, sizeof db_path, "%s/sink.db", dir);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int t,
+                    struct FTW *f) {
+    (void)sb, (void)t, (void)f;
+    return remove(p);
+}
+
+static void teardown(void) {
+    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* id int (key), body text: the mapping of every test. */
+static const tm_column COLS[] = {
+    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+    {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+};
+
+typedef struct conf {
+    tm_settings *settings;
+    tm_sink_config config;
+} conf;
+
+/* Settings from JSON text; "$DB" becomes the test's database path. */
+static void conf_init(conf *c, const char *json_text, uint32_t flags,
+                      size_t ncols) {
+    char text[1024], *at;
+    snprintf(text, sizeof text, "%s", json_text);
+    if ((at = strstr(text, "$DB")) != NULL) {
+        char rest[1024];
+        snprintf(rest, sizeof rest, "%s", at + 3);
+        snprintf(at, sizeof text - (size_t)(at - text), "%s%s", db_path, rest);
+    }
+    json_error_t je;
+    json_t *obj = json_loads(text, 0, &je);
+    ck_assert_msg(obj != NULL, "bad test JSON: %s", je.text);
+    c->settings = tm_settings_new(obj, "$.sink.settings");
+    json_decref(obj);
+    ck_assert_ptr_nonnull(c->settings);
+    c->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
+                                 .connector = "unit",
+                                 .settings = c->settings,
+                                 .columns = COLS,
+                                 .ncolumns = ncols,
+                                 .flags = flags};
+}
+
+static void conf_done(conf *c) {
+    tm_settings_free(c->settings);
+}
+
+static void *open_ok(conf *c) {
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    tm_status rc = api->open(tm_host_services(), &c->config, &sink, &err);
+    ck_assert_msg(rc == TM_OK, "open: %s: %s", tm_status_name(rc), err.message);
+    return sink;
+}
+
+static tm_marker claim1(void *sink) {
+    tm_marker m = {.struct_size = sizeof m,
+                   .topic = "t",
+                   .partition = 0,
+                   .next_offset = 0};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(api->claim(sink, &m, 1, 0, &err), TM_OK);
+    return m;
+}
+
+/* A one-partition batch [start, end) of records given by the caller. */
+typedef struct rec {
+    int64_t offset, id, ts;
+    const char *body, *identity, *hash;
+} rec;
+
+typedef struct batch {
+    tm_batch b;
+    tm_range range;
+    tm_record records[8];
+    tm_value values[8][2];
+    char id[32];
+} batch;
+
+static void batch_make(batch *bt, int64_t start, int64_t end, int64_t epoch,
+                       const rec *recs, size_t n) {
+    static int seq;
+    memset(bt, 0, sizeof *bt);
+    snprintf(bt->id, sizeof bt->id, "unit-%d", ++seq);
+    bt->range = (tm_range){.struct_size = sizeof(tm_range),
+                           .topic = "t",
+                           .partition = 0,
+                           .start_offset = start,
+                           .end_offset = end,
+                           .epoch = epoch};
+    for (size_t i = 0; i < n; i++) {
+        bt->values[i][0] =
+            (tm_value){.struct_size = sizeof(tm_value), .v.i = recs[i].id};
+        bt->values[i][1] = (tm_value){.struct_size = sizeof(tm_value),
+                                      .is_null = !recs[i].body};
+        bt->values[i][1].v.s.ptr = recs[i].body;
+        bt->values[i][1].v.s.len = recs[i].body ? strlen(recs[i].body) : 0;
+        bt->records[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                     .range = 0,
+                                     .offset = recs[i].offset,
+                                     .timestamp_ms = recs[i].ts,
+                                     .value = "{}",
+                                     .value_len = 2,
+                                     .values = bt->values[i],
+                                     .identity = recs[i].identity,
+                                     .identity_hash = recs[i].hash};
+    }
+    bt->b = (tm_batch){.struct_size = sizeof(tm_batch),
+                       .connector = "unit",
+                       .batch_id = bt->id,
+                       .deadline_ms = 0,
+                       .ranges = &bt->range,
+                       .nranges = 1,
+                       .records = bt->records,
+                       .nrecords = n};
+}
+
+static tm_status commit(void *sink, batch *bt, tm_error *err) {
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return api->commit(sink, &bt->b, err);
+}
+
+static void commit_ok(void *sink, batch *bt) {
+    tm_error err;
+    tm_status rc = commit(sink, bt, &err);
+    ck_assert_msg(rc == TM_OK, "commit %s: %s: %s", bt->id, tm_status_name(rc),
+                  err.message);
+}
+
+static tm_marker read1(void *sink) {
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(api->read_markers(sink, &m, 1, &err), TM_OK);
+    return m;
+}
+
+/* One integer from SQL run on the database directly. */
+static int64_t q_int(const char *sql) {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void q_text(const char *sql, char *buf, size_t size) {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    const char *t = (const char *)sqlite3_column_text(st, 0);
+    snprintf(buf, size, "%s", t ? t : "(null)");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+static void exec_sql(const char *sql) {
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* ---- settings ----------------------------------------------------------- */
+
+static const struct {
+    const char *json;
+    size_t ncols;
+    const char *want[2]; /* substrings of the message */
+} BAD[] = {
+    {"{\"table\": \"t\"}", 2, {"\"path\"", "required"}},
+    {"{\"path\": \"$DB\"}", 2, {"\"table\"", "required"}},
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"mode\": \"merge\"}",
+     2,
+     {"\"mode\"", "append, upsert"}},
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"synchronous\": \"EXTRA\"}",
+     2,
+     {"\"synchronous\"", "FULL, NORMAL, OFF"}},
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"busy_timeout_ms\": -1}",
+     2,
+     {"\"busy_timeout_ms\"", "range"}},
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"busy_timeout_ms\": \"5s\"}",
+     2,
+     {"busy_timeout_ms", "integer"}},
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": 0}",
+     2,
+     {"\"dedup_retention_s\"", "omit"}},
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"create\": \"yes\"}",
+     2,
+     {"create", "boolean"}},
+    {"{\"path\": \"$DB\", \"tabel\": \"t\"}", 2, {"tabel", "table"}},
+    /* only "body" mapped: no key column for upsert */
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"mode\": \"upsert\"}",
+     1,
+     {"\"mode\"", "key"}},
+    {"{\"path\": \"$DB\", \"table\": \"t\", \"create\": false}",
+     2,
+     {"\"table\"", "create"}},
+};
+
+START_TEST(settings_errors_name_the_key) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    /* ncols 1 maps "body" only: start the columns at COLS[1] */
+    conf_init(&c, BAD[_i].json, 0, BAD[_i].ncols);
+    if (BAD[_i].ncols == 1)
+        c.config.columns = &COLS[1];
+    tm_status rc = api->open(tm_host_services(), &c.config, &sink, &err);
+    ck_assert_msg(rc == TM_INVALID, "%s: %s (%s)", BAD[_i].json,
+                  tm_status_name(rc), err.message);
+    for (int k = 0; k < 2; k++)
+        ck_assert_msg(strstr(err.message, BAD[_i].want[k]) != NULL,
+                      "%s: message lacks '%s': %s", BAD[_i].json,
+                      BAD[_i].want[k], err.message);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- upsert ------------------------------------------------------------- */
+
+START_TEST(upsert_updates_by_key) {
+    conf c;
+    batch b1, b2;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\", \"mode\": \"upsert\"}",
+              0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 1, 1000, "one", NULL, NULL},
+                      {1, 2, 1001, "two", NULL, NULL}};
+    const rec r2[] = {{2, 1, 1002, "uno", NULL, NULL}};
+    batch_make(&b1, 0, 2, m.epoch, r1, 2);
+    batch_make(&b2, 2, 3, m.epoch, r2, 1);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2);
+    char body[64];
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 2);
+    q_text("SELECT body FROM t WHERE id = 1", body, sizeof body);
+    ck_assert_str_eq(body, "uno");
+    ck_assert_int_eq(q_int("SELECT _tm_offset FROM t WHERE id = 1"), 2);
+    q_text("SELECT body FROM t WHERE id = 2", body, sizeof body);
+    ck_assert_str_eq(body, "two");
+    tm_marker now = read1(sink);
+    ck_assert_int_eq(now.next_offset, 3);
+    ck_assert_uint_eq(now.rows, 3);
+    /* the same batch again changes nothing */
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b2, &err), TM_ALREADY);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- business keys ------------------------------------------------------ */
+
+START_TEST(identity_conflict_is_a_dead_letter) {
+    conf c;
+    batch b1, b2;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 1, 1000, "a", "order-1", "h1"}};
+    const rec r2[] = {{1, 1, 2000, "a", "order-1", "h1"},  /* duplicate */
+                      {2, 1, 2001, "b", "order-1", "h2"}}; /* conflict */
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 3, m.epoch, r2, 2);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "reason = 'identity_conflict' AND \"offset\" = 2"),
+                     1);
+    char detail[512];
+    q_text("SELECT detail FROM tidemark_dead_letters", detail, sizeof detail);
+    ck_assert_msg(strstr(detail, "order-1") && strstr(detail, "h1") &&
+                      strstr(detail, "h2") && strstr(detail, "t[0]@0"),
+                  "detail: %s", detail);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 1);
+    ck_assert_uint_eq(now.duplicates, 1);
+    ck_assert_uint_eq(now.dead_letters, 1);
+    ck_assert_int_eq(now.next_offset, 3);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* Retention 10 s, measured on record timestamps: a resend 10 000 ms after
+ * the first application is still caught; one 10 001 ms after it is not
+ * (the key was forgotten, the resend is applied as new). */
+START_TEST(retention_boundary) {
+    conf c;
+    batch b1, b2, b3;
+    const int64_t T = 1700000000000;
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "10}",
+              TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 7, T, "x", "order-7", "h"}};
+    const rec r2[] = {{1, 7, T + 10000, "x", "order-7", "h"}};
+    const rec r3[] = {{2, 7, T + 10001, "x", "order-7", "h"}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    batch_make(&b3, 2, 3, m.epoch, r3, 1);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 1);
+    ck_assert_uint_eq(now.duplicates, 1); /* inside the retention: caught */
+    commit_ok(sink, &b3);
+    now = read1(sink);
+    ck_assert_uint_eq(now.rows, 2); /* past it: applied again */
+    ck_assert_uint_eq(now.duplicates, 1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 2);
+    ck_assert_int_eq(q_int("SELECT applied_at FROM tidemark_keys"), T + 10001);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* Without a retention, keys are kept however old. */
+START_TEST(no_retention_keeps_keys) {
+    conf c;
+    batch b1, b2;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 7, 1000, "x", "order-7", "h"}};
+    const rec r2[] = {{1, 7, 1000 + 86400000LL * 3650, "x", "order-7", "h"}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 1);
+    ck_assert_uint_eq(now.duplicates, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- validate ----------------------------------------------------------- */
+
+START_TEST(validate_reports_both_shapes) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    exec_sql("CREATE TABLE t (id TEXT, body TEXT)");
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    ck_assert_ptr_nonnull(api->validate);
+    tm_status rc = api->validate(tm_host_services(), &c.config, &err);
+    ck_assert_int_eq(rc, TM_INVALID);
+    ck_assert_msg(strstr(err.message, "Table: (id TEXT, body TEXT)") &&
+                      strstr(err.message, "Mapping: (id INTEGER, body TEXT, "
+                                          "_tm_topic TEXT NOT NULL") &&
+                      strstr(err.message, "column \"id\" is TEXT"),
+                  "%s", err.message);
+    /* validate changed nothing: no helper tables appeared */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM sqlite_schema WHERE name "
+                           "LIKE 'tidemark_%'"),
+                     0);
+    /* open refuses the same table the same way */
+    void *sink = NULL;
+    ck_assert_int_eq(api->open(tm_host_services(), &c.config, &sink, &err),
+                     TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "Table: (id TEXT, body TEXT)"));
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(validate_upsert_needs_keys_and_index) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\", \"mode\": \"upsert\"}",
+              0, 1);
+    c.config.columns = &COLS[1]; /* body only: no key */
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "\"mode\""));
+    conf_done(&c);
+    /* a table of the right columns but no unique index on id */
+    exec_sql("CREATE TABLE t (id INTEGER NOT NULL, body TEXT, _tm_topic TEXT "
+             "NOT NULL, _tm_partition INTEGER NOT NULL, _tm_offset INTEGER NOT "
+             "NULL, _tm_identity TEXT)");
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"mode\": \"upsert\", "
+              "\"create\": false}",
+              0, 2);
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "UNIQUE index"), "%s", err.message);
+    exec_sql("CREATE UNIQUE INDEX t_id ON t (id)");
+    ck_assert_msg(api->validate(tm_host_services(), &c.config, &err) == TM_OK,
+                  "%s", err.message);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(validate_missing_database) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\", \"create\": false}", 0,
+              2);
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "\"path\""));
+    conf_done(&c);
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err), TM_OK);
+    ck_assert_int_eq(access(db_path, F_OK), -1); /* and created nothing */
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- deadline, quoting -------------------------------------------------- */
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+START_TEST(past_deadline_is_retry_with_nothing_written) {
+    conf c;
+    batch b;
+    tm_error err;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 1, 1000, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    b.b.deadline_ms = mono_ms() - 1;
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    ck_assert_ptr_nonnull(strstr(err.message, "deadline"));
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 0);
+    ck_assert_int_eq(read1(sink).next_offset, 0);
+    b.b.deadline_ms = mono_ms() + 60000;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(read1(sink).next_offset, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(identifiers_are_quoted) {
+    static const tm_column odd[] = {
+        {sizeof(tm_column), "select", TM_TYPE_INT, 1, 1},
+        {sizeof(tm_column), "we\"ird col", TM_TYPE_TEXT, 0, 0},
+    };
+    conf c;
+    batch b;
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"ta\\\"ble; DROP TABLE x\", "
+              "\"mode\": \"upsert\"}",
+              0, 2);
+    c.config.columns = odd;
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 5, 1000, "it's \"quoted\"", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    commit_ok(sink, &b);
+    char body[64];
+    q_text("SELECT \"we\"\"ird col\" FROM \"ta\"\"ble; DROP TABLE x\"", body,
+           sizeof body);
+    ck_assert_str_eq(body, "it's \"quoted\"");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(not_a_database_is_invalid) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    FILE *f = fopen(db_path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("this is not an SQLite database, but long enough to look at it "
+          "twice: 0123456789012345678901234567890123456789\n",
+          f);
+    fclose(f);
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    ck_assert_int_eq(api->open(tm_host_services(), &c.config, &sink, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "\"path\""), "%s", err.message);
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_INVALID);
+    conf_done(&c);
+}
+END_TEST
+
+/* interrupt() asks the call in progress to give up; on an idle instance
+ * it must not poison the next call. */
+START_TEST(interrupt_when_idle_is_harmless) {
+    conf c;
+    batch b;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 1, 1000, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    api->interrupt(sink);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(read1(sink).next_offset, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* Another writer holds the lock: the commit waits at most busy_timeout_ms
+ * and says RETRY; interrupt() from another thread cuts the wait short. */
+typedef struct poke {
+    void *sink;
+    int delay_ms;
+} poke;
+
+static void *interrupter(void *arg) {
+    poke *p = arg;
+    struct timespec ts = {0, p->delay_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    api->interrupt(p->sink);
+    return NULL;
+}
+
+START_TEST(lock_wait_is_bounded_and_interruptible) {
+    conf c;
+    batch b;
+    tm_error err;
+    sqlite3 *other;
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"busy_timeout_ms\": "
+              "300}",
+              0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 1, 1000, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    ck_assert_int_eq(sqlite3_open(db_path, &other), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                     SQLITE_OK);
+    int64_t t0 = mono_ms();
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    int64_t waited = mono_ms() - t0;
+    ck_assert_msg(waited >= 250 && waited < 3000, "waited %lld ms",
+                  (long long)waited);
+    conf_done(&c);
+    api->close(sink);
+    /* now with the default 5 s wait, interrupted after 100 ms */
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    sink = open_ok(&c);
+    poke p = {sink, 100};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
+    t0 = mono_ms();
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    waited = mono_ms() - t0;
+    pthread_join(th, NULL);
+    ck_assert_msg(waited < 2000, "interrupt took %lld ms", (long long)waited);
+    ck_assert_int_eq(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(other);
+    commit_ok(sink, &b); /* the lock is free: the resend applies */
+    ck_assert_int_eq(read1(sink).next_offset, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("sqlite_sink");
+    TCase *tc = tcase_create("api");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, settings_errors_name_the_key, 0,
+                        (int)(sizeof BAD / sizeof BAD[0]));
+    tcase_add_test(tc, upsert_updates_by_key);
+    tcase_add_test(tc, identity_conflict_is_a_dead_letter);
+    tcase_add_test(tc, retention_boundary);
+    tcase_add_test(tc, no_retention_keeps_keys);
+    tcase_add_test(tc, validate_reports_both_shapes);
+    tcase_add_test(tc, validate_upsert_needs_keys_and_index);
+    tcase_add_test(tc, validate_missing_database);
+    tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
+    tcase_add_test(tc, identifiers_are_quoted);
+    tcase_add_test(tc, not_a_database_is_invalid);
+    tcase_add_test(tc, interrupt_when_idle_is_harmless);
+    tcase_add_test(tc, lock_wait_is_bounded_and_interruptible);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}

@@ -1,0 +1,301 @@
+/* sqlite_bench: rows/s of the SQLite sink alone, through the plugin API
+ * (loaded with the host's loader), against a bare C loop doing prepared
+ * inserts of the same rows into a table of the same shape, in the same
+ * batch transactions (BEGIN IMMEDIATE ... COMMIT), with the same PRAGMAs
+ * (journal_mode=WAL, the same synchronous), in the same run. Prints both
+ * and the ratio sink/bare. Not a ctest test: docs/benchmarks.md.
+ *
+ *   sqlite_bench [--rows N] [--batch N] [--reps N] [--dir DIR]
+ *                [--sync FULL|NORMAL|OFF] [--plugin PATH]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/settings.h"
+#include "plugin/loader.h"
+#include "services/host_services.h"
+
+#define NCOLS 6
+static const tm_column COLS[NCOLS] = {
+    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 0},
+    {sizeof(tm_column), "name", TM_TYPE_TEXT, 0, 0},
+    {sizeof(tm_column), "amount", TM_TYPE_FLOAT, 0, 0},
+    {sizeof(tm_column), "flag", TM_TYPE_BOOL, 0, 0},
+    {sizeof(tm_column), "at", TM_TYPE_TIMESTAMP, 0, 0},
+    {sizeof(tm_column), "doc", TM_TYPE_JSON, 0, 0},
+};
+/* The table the sink creates for COLS (plugins/sqlite/schema.c). */
+static const char BARE_DDL[] =
+    "CREATE TABLE bench (\"id\" INTEGER NOT NULL, \"name\" TEXT, \"amount\" "
+    "REAL, \"flag\" INTEGER, \"at\" INTEGER, \"doc\" TEXT, _tm_topic TEXT NOT "
+    "NULL, _tm_partition INTEGER NOT NULL, _tm_offset INTEGER NOT NULL, "
+    "_tm_identity TEXT)";
+static const char BARE_INSERT[] =
+    "INSERT INTO bench (\"id\", \"name\", \"amount\", \"flag\", \"at\", "
+    "\"doc\", _tm_topic, _tm_partition, _tm_offset, _tm_identity) VALUES "
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+static const char *TOPIC = "bench.orders";
+
+typedef struct data {
+    size_t nrows, batch, nbatches;
+    tm_record *records;
+    tm_value *values; /* nrows * NCOLS */
+    char *text;       /* the strings the values point at */
+    tm_range *ranges; /* one per batch */
+    tm_batch *batches;
+    char (*ids)[32];
+} data;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const char *why) {
+    fprintf(stderr, "sqlite_bench: %s: %s\n", what, why);
+    exit(1);
+}
+
+/* Every row's values, made once: both sides bind the very same bytes. */
+static void make_data(data *d, size_t nrows, size_t batch) {
+    d->nrows = nrows;
+    d->batch = batch;
+    d->nbatches = (nrows + batch - 1) / batch;
+    d->records = calloc(nrows, sizeof *d->records);
+    d->values = calloc(nrows * NCOLS, sizeof *d->values);
+    d->text = malloc(nrows * 96);
+    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
+    d->batches = calloc(d->nbatches, sizeof *d->batches);
+    d->ids = calloc(d->nbatches, sizeof *d->ids);
+    if (!d->records || !d->values || !d->text || !d->ranges || !d->batches ||
+        !d->ids)
+        die("data", "out of memory");
+    for (size_t i = 0; i < nrows; i++) {
+        tm_value *v = &d->values[i * NCOLS];
+        char *name = d->text + i * 96, *doc = name + 32;
+        int nl = snprintf(name, 32, "customer-%zu", i % 977);
+        int dl = snprintf(doc, 64, "{\"sku\":\"A-%zu\",\"qty\":%zu}", i % 131,
+                          i % 7 + 1);
+        for (int c = 0; c < NCOLS; c++)
+            v[c].struct_size = sizeof(tm_value);
+        v[0].v.i = (int64_t)i;
+        v[1].v.s.ptr = name;
+        v[1].v.s.len = (size_t)nl;
+        v[2].v.f = (double)(i % 10000) / 100.0;
+        v[3].v.i = (int64_t)(i % 2);
+        v[4].v.i = 1700000000000000 + (int64_t)i * 1000;
+        v[5].v.s.ptr = doc;
+        v[5].v.s.len = (size_t)dl;
+        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                    .range = 0,
+                                    .offset = (int64_t)i,
+                                    .timestamp_ms = 1700000000000 + (int64_t)i,
+                                    .value = doc,
+                                    .value_len = (size_t)dl,
+                                    .values = v};
+    }
+}
+
+/* The batches for one sink run (epoch from that run's claim). */
+static void make_batches(data *d, int64_t epoch) {
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch;
+        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
+        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
+        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
+                                  .topic = TOPIC,
+                                  .partition = 0,
+                                  .start_offset = (int64_t)first,
+                                  .end_offset = (int64_t)(first + n),
+                                  .epoch = epoch};
+        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
+                                   .connector = "bench",
+                                   .batch_id = d->ids[k],
+                                   .deadline_ms = 0,
+                                   .ranges = &d->ranges[k],
+                                   .nranges = 1,
+                                   .records = &d->records[first],
+                                   .nrecords = n};
+    }
+}
+
+static void fresh_db(const char *path) {
+    char p[1100];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s%s", path, suffix[i]);
+        if (unlink(p) != 0 && errno != ENOENT)
+            die(p, strerror(errno));
+    }
+}
+
+/* ---- the sink ----------------------------------------------------------- */
+
+static double run_sink(const tm_sink_api *api, data *d, const char *path,
+                       const char *sync) {
+    fresh_db(path);
+    json_t *obj = json_pack("{s:s,s:s,s:s}", "path", path, "table", "bench",
+                            "synchronous", sync);
+    tm_settings *set = obj ? tm_settings_new(obj, "$.sink.settings") : NULL;
+    json_decref(obj);
+    if (!set)
+        die("settings", "out of memory");
+    tm_log_context logctx = {"bench", "sqlite"};
+    tm_sink_config config = {.struct_size = sizeof config,
+                             .connector = "bench",
+                             .settings = set,
+                             .columns = COLS,
+                             .ncolumns = NCOLS,
+                             .host_ctx = &logctx};
+    tm_error err = {sizeof err, ""};
+    void *sink;
+    if (api->open(tm_host_services(), &config, &sink, &err) != TM_OK)
+        die("open", err.message);
+    tm_marker m = {.struct_size = sizeof m,
+                   .topic = TOPIC,
+                   .partition = 0,
+                   .next_offset = 0};
+    if (api->claim(sink, &m, 1, 0, &err) != TM_OK)
+        die("claim", err.message);
+    make_batches(d, m.epoch);
+    double t0 = now_s();
+    for (size_t k = 0; k < d->nbatches; k++) {
+        tm_status rc = api->commit(sink, &d->batches[k], &err);
+        if (rc != TM_OK)
+            die(tm_status_name(rc), err.message);
+    }
+    double t = now_s() - t0;
+    api->close(sink);
+    tm_settings_free(set);
+    return t;
+}
+
+/* ---- the bare loop ------------------------------------------------------ */
+
+static void check(sqlite3 *db, int rc, int want, const char *what) {
+    if (rc != want)
+        die(what, sqlite3_errmsg(db));
+}
+
+static double run_bare(data *d, const char *path, const char *sync) {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    char pragma[64];
+    fresh_db(path);
+    int rc = sqlite3_open_v2(
+        path, &db,
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    check(db, rc, SQLITE_OK, "open");
+    snprintf(pragma, sizeof pragma, "PRAGMA synchronous=%s", sync);
+    check(db, sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL),
+          SQLITE_OK, "WAL");
+    check(db, sqlite3_exec(db, pragma, NULL, NULL, NULL), SQLITE_OK, pragma);
+    check(db, sqlite3_busy_timeout(db, 5000), SQLITE_OK, "busy_timeout");
+    check(db, sqlite3_exec(db, BARE_DDL, NULL, NULL, NULL), SQLITE_OK, "DDL");
+    check(db,
+          sqlite3_prepare_v3(db, BARE_INSERT, -1, SQLITE_PREPARE_PERSISTENT,
+                             &st, NULL),
+          SQLITE_OK, "prepare");
+    double t0 = now_s();
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch;
+        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
+        check(db, sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+              SQLITE_OK, "BEGIN");
+        for (size_t i = first; i < first + n; i++) {
+            const tm_value *v = &d->values[i * NCOLS];
+            sqlite3_bind_int64(st, 1, v[0].v.i);
+            sqlite3_bind_text64(st, 2, v[1].v.s.ptr, v[1].v.s.len,
+                                SQLITE_STATIC, SQLITE_UTF8);
+            sqlite3_bind_double(st, 3, v[2].v.f);
+            sqlite3_bind_int64(st, 4, v[3].v.i);
+            sqlite3_bind_int64(st, 5, v[4].v.i);
+            sqlite3_bind_text64(st, 6, v[5].v.s.ptr, v[5].v.s.len,
+                                SQLITE_STATIC, SQLITE_UTF8);
+            sqlite3_bind_text(st, 7, TOPIC, -1, SQLITE_STATIC);
+            sqlite3_bind_int(st, 8, 0);
+            sqlite3_bind_int64(st, 9, (int64_t)i);
+            sqlite3_bind_null(st, 10);
+            check(db, sqlite3_step(st), SQLITE_DONE, "insert");
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+        }
+        check(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK,
+              "COMMIT");
+    }
+    double t = now_s() - t0;
+    sqlite3_finalize(st);
+    check(db, sqlite3_close(db), SQLITE_OK, "close");
+    return t;
+}
+
+static int by_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    size_t rows = 200000, batch = 1000, reps = 5;
+    const char *dir = "/tmp", *sync = "FULL", *plugin = TM_SQLITE_PLUGIN;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--rows"))
+            rows = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--batch"))
+            batch = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--dir"))
+            dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--sync"))
+            sync = argv[i + 1];
+        else if (!strcmp(argv[i], "--plugin"))
+            plugin = argv[i + 1];
+        else
+            die("bad argument", argv[i]);
+    }
+    if (!rows || !batch || !reps || reps > 100)
+        die("arguments",
+            "--rows, --batch and --reps must be > 0 (reps <= 100)");
+    tm_plugin loaded;
+    char errstr[1024], sink_db[1024], bare_db[1024];
+    if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
+        die("load", errstr);
+    snprintf(sink_db, sizeof sink_db, "%s/tm-bench-sink.db", dir);
+    snprintf(bare_db, sizeof bare_db, "%s/tm-bench-bare.db", dir);
+    data d;
+    make_data(&d, rows, batch);
+    printf("# sqlite_bench: %zu rows, %zu per batch, %zu reps, "
+           "synchronous=%s, dir %s, SQLite %s\n",
+           rows, batch, reps, sync, dir, sqlite3_libversion());
+    double ts[100], tb[100];
+    for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
+        tb[r] = run_bare(&d, bare_db, sync);
+        ts[r] = run_sink(loaded.api, &d, sink_db, sync);
+        printf("rep %zu: bare %.0f rows/s, sink %.0f rows/s\n", r + 1,
+               (double)rows / tb[r], (double)rows / ts[r]);
+    }
+    qsort(ts, reps, sizeof ts[0], by_double);
+    qsort(tb, reps, sizeof tb[0], by_double);
+    double ms = ts[reps / 2], mb = tb[reps / 2];
+    printf("bare loop: %.0f rows/s (median of %zu)\n", (double)rows / mb, reps);
+    printf("sink:      %.0f rows/s (median of %zu)\n", (double)rows / ms, reps);
+    printf("ratio sink/bare: %.3f\n", mb / ms);
+    fresh_db(sink_db);
+    fresh_db(bare_db);
+    free(d.records);
+    free(d.values);
+    free(d.text);
+    free(d.ranges);
+    free(d.batches);
+    free(d.ids);
+    return 0;
+}
