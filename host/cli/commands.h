@@ -7,4 +7,7 @@
 /* tidemark plugins [--json] [--plugin-dir DIR]... (cli/cmd_plugins.c) */
 int tm_cmd_plugins(int argc, char **argv);
 
+/* tidemark validate [--plugin-dir DIR]... CONFIG... (cli/cmd_validate.c) */
+int tm_cmd_validate(int argc, char **argv);
+
 #endif

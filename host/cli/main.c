@@ -16,6 +16,8 @@ typedef struct command {
 static const command commands[] = {
     {"plugins", tm_cmd_plugins,
      "list the sink plugins found in the plugin directories"},
+    {"validate", tm_cmd_validate,
+     "check connector configs, their plugins and the plugins' settings"},
 };
 
 static void usage(FILE *out) {

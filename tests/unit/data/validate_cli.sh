@@ -1,0 +1,63 @@
+#!/bin/sh
+# `tidemark validate` end to end: the shipped configs pass with the sqlite
+# plugin of the build tree (TIDEMARK_PLUGIN_PATH, set by ctest), a broken
+# config fails with exactly the expected lines (secrets redacted), and
+# usage errors exit 2.
+# usage: validate_cli.sh TIDEMARK_BINARY SOURCE_DIR WORK_DIR
+set -u
+bin=$1 src=$2 work=$3
+data=$src/tests/unit/data
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+rm -rf "$work" && mkdir -p "$work/var/demo" || exit 1
+
+# The shipped configs (their sqlite paths are relative: var/demo/...).
+(cd "$work" && "$bin" validate "$src/configs/orders-to-sqlite.json" \
+    "$src/configs/wikimedia-to-sqlite.json") >"$work/ok.out" 2>&1
+rc=$?
+cat "$work/ok.out"
+[ "$rc" -eq 0 ] || fail "shipped configs: exit $rc, expected 0"
+[ "$(grep -c ': OK (' "$work/ok.out")" -eq 2 ] || fail "shipped configs: no two OK lines"
+
+# The broken one: every error, exactly, and no secret.
+(cd "$data" && env -u TM_VALIDATE_TEST_UNSET TM_VALIDATE_TEST_SECRET=hunter2 \
+    "$bin" validate broken-connector.json) >"$work/broken.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "broken config: exit $rc, expected 1"
+if ! diff -u "$data/broken-connector.expected" "$work/broken.out"; then
+    fail "broken config: output differs from broken-connector.expected"
+fi
+if grep -q hunter2 "$work/broken.out"; then
+    fail "broken config: the secret shows in the output"
+fi
+
+# The host refuses dedup for a plugin without TM_CAP_DEDUP; the plugin's
+# own validate() refuses its bad settings. Both in one run: exit 1.
+(cd "$data" && "$bin" validate dedup-no-capability.json \
+    sqlite-bad-settings.json) >"$work/plugin.out" 2>&1
+rc=$?
+cat "$work/plugin.out"
+[ "$rc" -eq 1 ] || fail "plugin checks: exit $rc, expected 1"
+grep -q '^dedup-no-capability.json: \$.dedup: plugin "example_file" (.*example_file.so) cannot dedup: it lacks the dedup capability (TM_CAP_DEDUP); remove \$.dedup or use another sink$' \
+    "$work/plugin.out" || fail "dedup without TM_CAP_DEDUP: no refusal line"
+grep -qx 'sqlite-bad-settings.json: $.sink: plugin "sqlite" refused the config (INVALID): $.sink.settings.tabel: unknown setting (did you mean "table"?)' \
+    "$work/plugin.out" || fail "sqlite validate: no refusal line"
+
+# A missing file is an error naming it; usage errors exit 2.
+"$bin" validate "$work/no-such.json" >"$work/missing.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "missing file: exit $rc, expected 1"
+grep -q "^$work/no-such.json: \\$: cannot read the file: " "$work/missing.out" ||
+    fail "missing file: $(cat "$work/missing.out")"
+"$bin" validate >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "no CONFIG: exit $rc, expected 2"
+"$bin" validate --bogus x.json >/dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "unknown option: exit $rc, expected 2"
+"$bin" validate --help | grep -q '^usage: tidemark validate' ||
+    fail "--help: no usage line"
+
+[ "$failed" -eq 0 ] && echo "validate_cli: all passed"
+exit "$failed"

@@ -1,0 +1,730 @@
+/* The connector config: defaults, every class of error (each naming the
+ * JSON path, what was expected and what was found), all errors collected,
+ * interpolation and redaction. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/connector_config.h"
+#include "config/settings.h"
+#include "check_main.h"
+
+static const char *const BASE =
+    "{\"name\":\"orders\","
+    " \"kafka\":{\"bootstrap_servers\":\"localhost:9092\","
+    "            \"topics\":[\"orders\"]},"
+    " \"sink\":{\"plugin\":\"sqlite\","
+    "           \"settings\":{\"path\":\"/tmp/x.db\",\"table\":\"t\"}},"
+    " \"mapping\":{\"mode\":\"json\",\"columns\":["
+    "   {\"name\":\"id\",\"pointer\":\"/id\",\"type\":\"int\","
+    "    \"required\":true,\"key\":true},"
+    "   {\"name\":\"body\",\"pointer\":\"/body\",\"type\":\"json\"}]}}";
+
+static json_t *base(void) {
+    json_error_t jerr;
+    json_t *root = json_loads(BASE, 0, &jerr);
+    ck_assert_msg(root != NULL, "BASE: %s", jerr.text);
+    return root;
+}
+
+/* root[a] (or root[a][b] when b is not NULL) = the JSON text (NULL:
+ * remove the key). */
+static void set(json_t *root, const char *a, const char *b, const char *text) {
+    json_t *obj = root;
+    const char *key = a;
+    if (b) {
+        obj = json_object_get(root, a);
+        ck_assert_ptr_nonnull(obj);
+        key = b;
+    }
+    if (!text) {
+        json_object_del(obj, key);
+        return;
+    }
+    json_error_t jerr;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
+    ck_assert_msg(v != NULL, "%s: %s", text, jerr.text);
+    json_object_set_new(obj, key, v);
+}
+
+/* Loads root (consumed). */
+static tm_connector_config *load(json_t *root, tm_config_errors *errs) {
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    ck_assert_ptr_nonnull(text);
+    tm_connector_config *cfg = tm_config_load_string(text, "t.json", errs);
+    free(text);
+    return cfg;
+}
+
+static int has_line(const tm_config_errors *e, const char *line) {
+    for (size_t i = 0; i < e->count; i++)
+        if (strcmp(e->lines[i], line) == 0)
+            return 1;
+    return 0;
+}
+
+#define ck_assert_line(errs, line)                                             \
+    do {                                                                       \
+        if (!has_line((errs), (line))) {                                       \
+            for (size_t i_ = 0; i_ < (errs)->count; i_++)                      \
+                fprintf(stderr, "  got: %s\n", (errs)->lines[i_]);             \
+            ck_abort_msg("missing error line: %s", (line));                    \
+        }                                                                      \
+    } while (0)
+
+/* Loads root expecting failure with exactly one error line. */
+static void expect_one(json_t *root, const char *line) {
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    tm_connector_config *cfg = load(root, &errs);
+    ck_assert_ptr_null(cfg);
+    ck_assert_line(&errs, line);
+    ck_assert_msg(errs.count == 1, "expected 1 error, got %zu", errs.count);
+    tm_config_errors_free(&errs);
+}
+
+static tm_connector_config *expect_ok(json_t *root) {
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    tm_connector_config *cfg = load(root, &errs);
+    for (size_t i = 0; i < errs.count; i++)
+        fprintf(stderr, "  unexpected: %s\n", errs.lines[i]);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_uint_eq(errs.count, 0);
+    return cfg;
+}
+
+START_TEST(defaults) {
+    json_t *root = base();
+    set(root, "mapping", NULL, "{\"mode\":\"raw\"}");
+    set(root, "sink", NULL, "{\"plugin\":\"sqlite\"}");
+    tm_connector_config *cfg = expect_ok(root);
+    ck_assert_str_eq(cfg->name, "orders");
+    ck_assert_str_eq(cfg->file, "t.json");
+    ck_assert_str_eq(cfg->kafka.bootstrap_servers, "localhost:9092");
+    ck_assert_uint_eq(cfg->kafka.ntopics, 1);
+    ck_assert_str_eq(cfg->kafka.topics[0], "orders");
+    ck_assert_ptr_null(cfg->kafka.topic_regex);
+    ck_assert_str_eq(cfg->kafka.group_id, "tidemark-orders");
+    ck_assert_int_eq(cfg->kafka.start, TM_START_EARLIEST);
+    ck_assert_uint_eq(cfg->kafka.nproperties, 0);
+    ck_assert_int_eq(cfg->batch.max_records, 10000);
+    ck_assert_int_eq(cfg->batch.max_bytes, 16 * 1024 * 1024);
+    ck_assert_int_eq(cfg->batch.max_wait_ms, 500);
+    ck_assert_str_eq(cfg->sink.plugin, "sqlite");
+    ck_assert(json_is_object(cfg->sink.settings));
+    ck_assert_uint_eq(json_object_size(cfg->sink.settings), 0);
+    ck_assert_int_eq(cfg->dedup.enabled, 0);
+    ck_assert_int_eq(cfg->dead_letters.sink, 1);
+    ck_assert_ptr_null(cfg->dead_letters.topic);
+    ck_assert_ptr_null(cfg->state_dir);
+    ck_assert_int_eq(cfg->mapping.filter.op, TM_FILTER_NONE);
+    ck_assert_uint_eq(cfg->nsecrets, 0);
+    tm_config_free(cfg);
+}
+END_TEST
+
+START_TEST(raw_mode_columns) {
+    json_t *root = base();
+    set(root, "mapping", NULL, "{\"mode\":\"raw\"}");
+    tm_connector_config *cfg = expect_ok(root);
+    ck_assert_int_eq(cfg->mapping.mode, TM_MAPPING_RAW);
+    ck_assert_ptr_null(cfg->mapping.pointers);
+    static const struct {
+        const char *name;
+        tm_type type;
+    } want[] = {{"key", TM_TYPE_BYTES},          {"value", TM_TYPE_BYTES},
+                {"headers", TM_TYPE_JSON},       {"topic", TM_TYPE_TEXT},
+                {"partition", TM_TYPE_INT},      {"offset", TM_TYPE_INT},
+                {"timestamp", TM_TYPE_TIMESTAMP}};
+    ck_assert_uint_eq(cfg->mapping.ncolumns, 7);
+
+    tm_settings *settings =
+        tm_settings_new(cfg->sink.settings, TM_CONFIG_SETTINGS_PATH);
+    ck_assert_ptr_nonnull(settings);
+    int ctx = 0;
+    tm_sink_config sc;
+    tm_config_sink_config(cfg, settings, &ctx, &sc);
+    ck_assert_uint_eq(sc.struct_size, sizeof(tm_sink_config));
+    ck_assert_str_eq(sc.connector, "orders");
+    ck_assert_uint_eq(sc.flags, TM_CONFIG_RAW);
+    ck_assert_ptr_eq(sc.host_ctx, &ctx);
+    ck_assert_ptr_eq(sc.settings, settings);
+    ck_assert_uint_eq(sc.ncolumns, 7);
+    for (size_t i = 0; i < 7; i++) {
+        const tm_column *c = TM_CELEM(tm_column, sc.columns, i);
+        ck_assert_uint_eq(c->struct_size, sizeof(tm_column));
+        ck_assert_str_eq(c->name, want[i].name);
+        ck_assert_int_eq(c->type, want[i].type);
+        ck_assert_int_eq(c->key, 0);
+    }
+    tm_settings_free(settings);
+    tm_config_free(cfg);
+
+    root = base();
+    set(root, "mapping", NULL,
+        "{\"mode\":\"raw\",\"columns\":[],\"filter\":\"/a == b\"}");
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(load(root, &errs));
+    ck_assert_uint_eq(errs.count, 2);
+    ck_assert_line(&errs, "$.mapping.columns: not allowed with mode \"raw\" "
+                          "(its columns are fixed: key, value, headers, "
+                          "topic, partition, offset, timestamp)");
+    ck_assert_line(&errs, "$.mapping.filter: not allowed with mode \"raw\" "
+                          "(record values are not parsed)");
+    tm_config_errors_free(&errs);
+}
+END_TEST
+
+START_TEST(json_mapping_full) {
+    json_t *root = base();
+    set(root, "kafka", NULL,
+        "{\"bootstrap_servers\":\"k:9092\",\"topic_regex\":\"^orders\\\\..*\","
+        "\"group_id\":\"g1\",\"start\":\"latest\","
+        "\"properties\":{\"fetch.max.bytes\":\"1048576\","
+        "\"client.id\":\"me\"}}");
+    set(root, "batch", NULL,
+        "{\"max_records\":7,\"max_bytes\":1024,\"max_wait_ms\":9}");
+    set(root, "mapping", "filter", "\"/meta/type in [edit, \\\"a, b\\\"]\"");
+    set(root, "dedup", NULL, "{\"key\":[\"body\",\"id\"]}");
+    set(root, "dead_letters", NULL, "{\"sink\":false,\"topic\":\"dlq\"}");
+    set(root, "state_dir", NULL, "\"/var/lib/tm\"");
+    tm_connector_config *cfg = expect_ok(root);
+    ck_assert_ptr_null(cfg->kafka.topics);
+    ck_assert_str_eq(cfg->kafka.topic_regex, "^orders\\..*");
+    ck_assert_str_eq(cfg->kafka.group_id, "g1");
+    ck_assert_int_eq(cfg->kafka.start, TM_START_LATEST);
+    ck_assert_uint_eq(cfg->kafka.nproperties, 2);
+    ck_assert_str_eq(cfg->kafka.properties[0].key, "fetch.max.bytes");
+    ck_assert_str_eq(cfg->kafka.properties[0].value, "1048576");
+    ck_assert_int_eq(cfg->batch.max_records, 7);
+    ck_assert_int_eq(cfg->batch.max_bytes, 1024);
+    ck_assert_int_eq(cfg->batch.max_wait_ms, 9);
+    ck_assert_int_eq(cfg->mapping.mode, TM_MAPPING_JSON);
+    ck_assert_uint_eq(cfg->mapping.ncolumns, 2);
+    ck_assert_str_eq(cfg->mapping.columns[0].name, "id");
+    ck_assert_int_eq(cfg->mapping.columns[0].type, TM_TYPE_INT);
+    ck_assert_int_eq(cfg->mapping.columns[0].required, 1);
+    ck_assert_int_eq(cfg->mapping.columns[0].key, 1);
+    ck_assert_int_eq(cfg->mapping.columns[1].type, TM_TYPE_JSON);
+    ck_assert_int_eq(cfg->mapping.columns[1].required, 0);
+    ck_assert_str_eq(cfg->mapping.pointers[0], "/id");
+    ck_assert_str_eq(cfg->mapping.pointers[1], "/body");
+    ck_assert_int_eq(cfg->mapping.filter.op, TM_FILTER_IN);
+    ck_assert_str_eq(cfg->mapping.filter.pointer, "/meta/type");
+    ck_assert_uint_eq(cfg->mapping.filter.nvalues, 2);
+    ck_assert_str_eq(cfg->mapping.filter.values[0], "edit");
+    ck_assert_str_eq(cfg->mapping.filter.values[1], "a, b");
+    ck_assert_int_eq(cfg->dedup.enabled, 1);
+    ck_assert_uint_eq(cfg->dedup.nkey, 2);
+    ck_assert_str_eq(cfg->dedup.key[0], "body");
+    ck_assert_uint_eq(cfg->dedup.key_columns[0], 1);
+    ck_assert_uint_eq(cfg->dedup.key_columns[1], 0);
+    ck_assert_int_eq(cfg->dead_letters.sink, 0);
+    ck_assert_str_eq(cfg->dead_letters.topic, "dlq");
+    ck_assert_str_eq(cfg->state_dir, "/var/lib/tm");
+
+    tm_settings *settings =
+        tm_settings_new(cfg->sink.settings, TM_CONFIG_SETTINGS_PATH);
+    tm_sink_config sc;
+    tm_config_sink_config(cfg, settings, NULL, &sc);
+    ck_assert_uint_eq(sc.flags, TM_CONFIG_DEDUP);
+    ck_assert_str_eq(sc.state_dir, "/var/lib/tm");
+    tm_error err = {sizeof err, ""};
+    const char *table = NULL;
+    int64_t n;
+    ck_assert_int_eq(tm_settings_string(settings, "table", &table, &err), 1);
+    ck_assert_str_eq(table, "t");
+    ck_assert_int_eq(tm_settings_int(settings, "path", &n, &err), -1);
+    ck_assert_str_eq(err.message,
+                     "$.sink.settings.path: expected an integer, found string");
+    tm_settings_free(settings);
+    tm_config_free(cfg);
+
+    root = base();
+    set(root, "mapping", "filter", "\"/type == \\\"new\\\"\"");
+    cfg = expect_ok(root);
+    ck_assert_int_eq(cfg->mapping.filter.op, TM_FILTER_EQ);
+    ck_assert_str_eq(cfg->mapping.filter.pointer, "/type");
+    ck_assert_uint_eq(cfg->mapping.filter.nvalues, 1);
+    ck_assert_str_eq(cfg->mapping.filter.values[0], "new");
+    tm_config_free(cfg);
+}
+END_TEST
+
+START_TEST(unknown_keys_did_you_mean) {
+    json_t *root = base();
+    set(root, "batch", NULL, "{\"max_record\":5}");
+    expect_one(root, "$.batch.max_record: unknown setting (did you mean "
+                     "\"max_records\"?)");
+
+    root = base();
+    set(root, "stat_dir", NULL, "\"/x\"");
+    expect_one(root, "$.stat_dir: unknown setting (did you mean "
+                     "\"state_dir\"?)");
+
+    root = base();
+    set(root, "zzzzzz", NULL, "1");
+    expect_one(root, "$.zzzzzz: unknown setting");
+
+    root = base();
+    json_array_append_new(
+        json_object_get(json_object_get(root, "mapping"), "columns"),
+        json_pack("{s:s,s:s,s:s,s:b}", "name", "x", "pointer", "/x", "type",
+                  "text", "requird", 1));
+    expect_one(root, "$.mapping.columns[2].requird: unknown setting (did you "
+                     "mean \"required\"?)");
+
+    root = base();
+    set(root, "kafka", "bootstrap_server", "\"x\"");
+    expect_one(root, "$.kafka.bootstrap_server: unknown setting (did you mean "
+                     "\"bootstrap_servers\"?)");
+}
+END_TEST
+
+START_TEST(wrong_types) {
+    json_t *root = base();
+    set(root, "batch", NULL, "{\"max_records\":\"ten\"}");
+    expect_one(root, "$.batch.max_records: expected a positive integer, "
+                     "found string \"ten\"");
+
+    root = base();
+    set(root, "batch", NULL, "{\"max_bytes\":-1}");
+    expect_one(root, "$.batch.max_bytes: expected a positive integer, found "
+                     "integer -1");
+
+    root = base();
+    set(root, "batch", NULL, "{\"max_wait_ms\":1.5}");
+    expect_one(root, "$.batch.max_wait_ms: expected a positive integer, "
+                     "found number 1.5");
+
+    root = base();
+    set(root, "dead_letters", NULL, "{\"sink\":\"yes\"}");
+    expect_one(root, "$.dead_letters.sink: expected a boolean, found string "
+                     "\"yes\"");
+
+    root = base();
+    set(root, "kafka", "start", "\"first\"");
+    expect_one(root, "$.kafka.start: expected \"earliest\" or \"latest\", "
+                     "found string \"first\"");
+
+    root = base();
+    set(root, "sink", "settings", "[1]");
+    expect_one(root, "$.sink.settings: expected an object, found array");
+
+    root = base();
+    set(root, "name", NULL, "\"bad name!\"");
+    expect_one(root, "$.name: expected a name of letters, digits, '.', '_' "
+                     "or '-', found string \"bad name!\"");
+
+    root = base();
+    set(root, "mapping", "mode", "\"avro\"");
+    expect_one(root, "$.mapping.mode: expected \"raw\" or \"json\", found "
+                     "string \"avro\"");
+
+    root = base();
+    set(root, "kafka", "topics", "[\"a\", 5]");
+    expect_one(root, "$.kafka.topics[1]: expected a topic name (non-empty "
+                     "string), found integer 5");
+
+    root = base();
+    set(root, "kafka", "properties", "{\"linger.ms\":5}");
+    expect_one(root, "$.kafka.properties[\"linger.ms\"]: expected a string "
+                     "(librdkafka takes string values), found integer 5");
+
+    root = base();
+    set(root, "mapping", "columns",
+        "[{\"name\":\"a\",\"pointer\":\"/a\",\"type\":\"string\"}]");
+    expect_one(root, "$.mapping.columns[0].type: expected \"text\", \"int\", "
+                     "\"float\", \"bool\", \"timestamp\" or \"json\", found "
+                     "string \"string\"");
+
+    root = base();
+    set(root, "mapping", "columns",
+        "[{\"name\":\"a\",\"pointer\":\"/a\",\"type\":\"int\"},"
+        " {\"name\":\"a\",\"pointer\":\"/b\",\"type\":\"int\"}]");
+    expect_one(root, "$.mapping.columns[1].name: expected a unique column "
+                     "name, found string \"a\" (also $.mapping.columns[0])");
+}
+END_TEST
+
+START_TEST(missing_required) {
+    json_t *root = base();
+    set(root, "name", NULL, NULL);
+    expect_one(root, "$.name: missing required setting (expected a name of "
+                     "letters, digits, '.', '_' or '-')");
+
+    root = base();
+    set(root, "sink", "plugin", NULL);
+    expect_one(root, "$.sink.plugin: missing required setting (expected a "
+                     "non-empty string)");
+
+    root = base();
+    set(root, "kafka", "bootstrap_servers", NULL);
+    expect_one(root, "$.kafka.bootstrap_servers: missing required setting "
+                     "(expected a non-empty string)");
+
+    root = base();
+    set(root, "mapping", NULL, NULL);
+    expect_one(root,
+               "$.mapping: missing required setting (expected an object)");
+
+    root = base();
+    set(root, "mapping", "columns", "[{\"name\":\"a\",\"type\":\"int\"}]");
+    expect_one(root, "$.mapping.columns[0].pointer: missing required setting "
+                     "(expected a JSON pointer (RFC 6901))");
+}
+END_TEST
+
+START_TEST(all_errors_collected) {
+    json_t *root = base();
+    set(root, "name", NULL, NULL);
+    set(root, "batch", NULL, "{\"max_records\":0,\"max_bytes\":\"x\"}");
+    set(root, "kafka", "strat", "\"latest\"");
+    set(root, "dead_letters", NULL, "{\"topic\":\"\"}");
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(load(root, &errs));
+    ck_assert_uint_eq(errs.count, 5);
+    ck_assert_line(&errs, "$.batch.max_records: expected a positive integer, "
+                          "found integer 0");
+    ck_assert_line(&errs, "$.batch.max_bytes: expected a positive integer, "
+                          "found string \"x\"");
+    ck_assert_line(&errs, "$.kafka.strat: unknown setting (did you mean "
+                          "\"start\"?)");
+    ck_assert_line(&errs, "$.dead_letters.topic: expected a non-empty string, "
+                          "found string \"\"");
+    tm_config_errors_free(&errs);
+}
+END_TEST
+
+START_TEST(topics_xor_regex) {
+    json_t *root = base();
+    set(root, "kafka", "topic_regex", "\"^o.*\"");
+    expect_one(root, "$.kafka: expected exactly one of \"topics\" or "
+                     "\"topic_regex\", found both");
+
+    root = base();
+    set(root, "kafka", "topics", NULL);
+    expect_one(root, "$.kafka: expected exactly one of \"topics\" or "
+                     "\"topic_regex\", found neither");
+
+    root = base();
+    set(root, "kafka", "topics", "[]");
+    expect_one(root, "$.kafka.topics: expected an array of topic names, "
+                     "found array");
+}
+END_TEST
+
+START_TEST(bad_pointer) {
+    json_t *root = base();
+    set(root, "mapping", "columns",
+        "[{\"name\":\"a\",\"pointer\":\"a\",\"type\":\"int\"},"
+        " {\"name\":\"b\",\"pointer\":\"/a~2b\",\"type\":\"int\"},"
+        " {\"name\":\"c\",\"pointer\":\"/a~0~1b\",\"type\":\"int\"},"
+        " {\"name\":\"d\",\"pointer\":\"\",\"type\":\"json\"}]");
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(load(root, &errs));
+    ck_assert_uint_eq(errs.count, 2);
+    ck_assert_line(&errs, "$.mapping.columns[0].pointer: expected a JSON "
+                          "pointer (RFC 6901), found string \"a\": a JSON "
+                          "pointer starts with '/'");
+    ck_assert_line(&errs, "$.mapping.columns[1].pointer: expected a JSON "
+                          "pointer (RFC 6901), found string \"/a~2b\": '~' "
+                          "must be followed by 0 or 1 (~0 is '~', ~1 is '/')");
+    tm_config_errors_free(&errs);
+}
+END_TEST
+
+START_TEST(bad_filter) {
+    static const struct {
+        const char *filter, *why;
+    } cases[] = {
+        {"type in [edit]", "it must start with a JSON pointer (\"/field\")"},
+        {"/type = edit", "the operator must be \"==\" or \"in\""},
+        {"/type in edit", "\"in\" needs a list in brackets"},
+        {"/type in []", "the list is empty"},
+        {"/type in [a, b", "the list is not closed with ']'"},
+        {"/type in [a b]", "expected ',' or ']' in the list"},
+        {"/type in [a,]", "a value is missing"},
+        {"/type ==", "a value is missing"},
+        {"/type == \"x", "unterminated quoted value"},
+        {"/type == a b", "unexpected text after the filter"},
+        {"/a~3 == x", "'~' must be followed by 0 or 1 (~0 is '~', ~1 is '/')"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *root = base();
+        json_object_set_new(json_object_get(root, "mapping"), "filter",
+                            json_string(cases[i].filter));
+        char line[512];
+        snprintf(line, sizeof line,
+                 "$.mapping.filter: expected \"/pointer in [a, b, ...]\" or "
+                 "\"/pointer == value\", found string \"%s\": %s",
+                 cases[i].filter, cases[i].why);
+        expect_one(root, line);
+    }
+    json_t *root = base();
+    set(root, "mapping", "filter", "42");
+    expect_one(root, "$.mapping.filter: expected a string \"/pointer in [a, "
+                     "b]\" or \"/pointer == value\", found integer 42");
+}
+END_TEST
+
+START_TEST(dedup_key_not_a_column) {
+    json_t *root = base();
+    set(root, "dedup", NULL, "{\"key\":[\"idd\", \"nope_at_all\"]}");
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(load(root, &errs));
+    ck_assert_uint_eq(errs.count, 2);
+    ck_assert_line(&errs, "$.dedup.key[0]: expected a column of "
+                          "$.mapping.columns, found string \"idd\" (did you "
+                          "mean \"id\"?)");
+    ck_assert_line(&errs, "$.dedup.key[1]: expected a column of "
+                          "$.mapping.columns, found string \"nope_at_all\"");
+    tm_config_errors_free(&errs);
+
+    root = base();
+    set(root, "dedup", NULL, "{\"key\":[]}");
+    expect_one(root, "$.dedup.key: expected a non-empty array of column "
+                     "names, found array");
+    root = base();
+    set(root, "dedup", NULL, "{}");
+    expect_one(root, "$.dedup.key: missing required setting (expected a "
+                     "non-empty array of column names)");
+}
+END_TEST
+
+START_TEST(reserved_properties) {
+    static const char *const reserved[] = {
+        "enable.auto.commit", "auto.offset.reset", "group.id",
+        "bootstrap.servers",  "isolation.level",   "enable.auto.offset.store"};
+    for (size_t i = 0; i < 6; i++) {
+        json_t *root = base();
+        json_t *props = json_object();
+        json_object_set_new(props, reserved[i], json_string("x"));
+        json_object_set_new(props, "client.id", json_string("ok"));
+        json_object_set_new(json_object_get(root, "kafka"), "properties",
+                            props);
+        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+        ck_assert_ptr_null(load(root, &errs));
+        ck_assert_uint_eq(errs.count, 1);
+        char prefix[256];
+        snprintf(prefix, sizeof prefix,
+                 "$.kafka.properties[\"%s\"]: reserved: tidemark sets \"%s\" "
+                 "itself (",
+                 reserved[i], reserved[i]);
+        ck_assert_msg(strncmp(errs.lines[0], prefix, strlen(prefix)) == 0,
+                      "got: %s", errs.lines[0]);
+        tm_config_errors_free(&errs);
+    }
+    json_t *root = base();
+    set(root, "kafka", "properties", "{\"group.id\":\"g\"}");
+    expect_one(root, "$.kafka.properties[\"group.id\"]: reserved: tidemark "
+                     "sets \"group.id\" itself (set $.kafka.group_id "
+                     "instead)");
+}
+END_TEST
+
+START_TEST(interpolation_env) {
+    setenv("TM_TEST_HOST", "broker-1", 1);
+    setenv("TM_TEST_TABLE", "orders_v2", 1);
+    unsetenv("TM_TEST_UNSET");
+    json_t *root = base();
+    set(root, "kafka", "bootstrap_servers", "\"${env:TM_TEST_HOST}:9092\"");
+    set(root, "sink", "settings",
+        "{\"table\":\"${env:TM_TEST_TABLE}\",\"x\":[\"a${env:TM_TEST_HOST}\"],"
+        "\"lit\":\"$${env:NOT_RESOLVED} and $5\"}");
+    tm_connector_config *cfg = expect_ok(root);
+    ck_assert_str_eq(cfg->kafka.bootstrap_servers, "broker-1:9092");
+    json_t *set_ = cfg->sink.settings;
+    ck_assert_str_eq(json_string_value(json_object_get(set_, "table")),
+                     "orders_v2");
+    ck_assert_str_eq(
+        json_string_value(json_array_get(json_object_get(set_, "x"), 0)),
+        "abroker-1");
+    ck_assert_str_eq(json_string_value(json_object_get(set_, "lit")),
+                     "${env:NOT_RESOLVED} and $5");
+    ck_assert_uint_eq(cfg->nsecrets, 2);
+    tm_config_free(cfg);
+
+    root = base();
+    set(root, "sink", "settings", "{\"password\":\"${env:TM_TEST_UNSET}\"}");
+    expect_one(root, "$.sink.settings.password: environment variable "
+                     "TM_TEST_UNSET is not set");
+
+    root = base();
+    set(root, "state_dir", NULL, "\"${env:1BAD}\"");
+    expect_one(root, "$.state_dir: expected ${env:NAME} with NAME of letters, "
+                     "digits and '_', found \"${env:1BAD}\"");
+
+    root = base();
+    set(root, "state_dir", NULL, "\"${vault:x}\"");
+    expect_one(root, "$.state_dir: unknown reference \"${vault:x}\": "
+                     "expected ${env:NAME} or ${file:PATH} (write $${ for a "
+                     "literal \"${\")");
+
+    root = base();
+    set(root, "state_dir", NULL, "\"/x/${env:TM_TEST_HOST\"");
+    expect_one(root, "$.state_dir: unterminated \"${\": expected ${env:NAME} "
+                     "or ${file:PATH} (write $${ for a literal \"${\")");
+    unsetenv("TM_TEST_HOST");
+    unsetenv("TM_TEST_TABLE");
+}
+END_TEST
+
+START_TEST(interpolation_file) {
+    char path[] = "/tmp/tm-config-secret-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "s3cr3t-pw\n", 10), 10);
+    close(fd);
+    json_t *root = base();
+    char text[256];
+    snprintf(text, sizeof text, "\"user:${file:%s}@db\"", path);
+    set(root, "sink", "settings", "{}");
+    json_error_t jerr;
+    json_object_set_new(
+        json_object_get(json_object_get(root, "sink"), "settings"), "dsn",
+        json_loads(text, JSON_DECODE_ANY, &jerr));
+    tm_connector_config *cfg = expect_ok(root);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(cfg->sink.settings, "dsn")),
+        "user:s3cr3t-pw@db");
+    ck_assert_uint_eq(cfg->nsecrets, 1);
+    ck_assert_str_eq(cfg->secrets[0], "s3cr3t-pw");
+    tm_config_free(cfg);
+
+    /* The secret from the file never shows in an error. */
+    root = base();
+    snprintf(text, sizeof text, "\"${file:%s}\"", path);
+    json_object_set_new(root, "batch",
+                        json_pack("{s:o}", "max_records",
+                                  json_loads(text, JSON_DECODE_ANY, &jerr)));
+    expect_one(root, "$.batch.max_records: expected a positive integer, "
+                     "found string \"***\"");
+    unlink(path);
+
+    root = base();
+    set(root, "state_dir", NULL, "\"${file:/nonexistent/tm/secret}\"");
+    expect_one(root, "$.state_dir: cannot read file /nonexistent/tm/secret: "
+                     "No such file or directory");
+}
+END_TEST
+
+START_TEST(redaction) {
+    setenv("TM_TEST_PW", "hunter2", 1);
+    setenv("TM_TEST_PW_LONG", "hunter2-and-more", 1);
+    json_t *root = base();
+    set(root, "sink", "settings",
+        "{\"a\":\"${env:TM_TEST_PW}\",\"b\":\"${env:TM_TEST_PW_LONG}\"}");
+    tm_connector_config *cfg = expect_ok(root);
+    char out[128];
+    ck_assert_str_eq(
+        tm_config_redact(cfg, "login hunter2 failed", out, sizeof out),
+        "login *** failed");
+    ck_assert_str_eq(tm_config_redact(cfg, "hunter2-and-more/hunter2hunter2",
+                                      out, sizeof out),
+                     "***/******");
+    ck_assert_str_eq(tm_config_redact(cfg, "nothing here", out, sizeof out),
+                     "nothing here");
+    ck_assert_str_eq(tm_config_redact(cfg, "", out, sizeof out), "");
+    char small[6];
+    ck_assert_str_eq(tm_config_redact(cfg, "ab hunter2", small, sizeof small),
+                     "ab **");
+    ck_assert_str_eq(tm_config_redact(NULL, "hunter2", out, sizeof out),
+                     "hunter2");
+    tm_config_free(cfg);
+
+    /* In error lines: a secret in a wrong-typed value, and one that was
+     * used inside a longer string. */
+    root = base();
+    set(root, "batch", NULL, "{\"max_wait_ms\":\"${env:TM_TEST_PW}\"}");
+    set(root, "name", NULL, "\"x ${env:TM_TEST_PW} y\"");
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(load(root, &errs));
+    ck_assert_uint_eq(errs.count, 2);
+    ck_assert_line(&errs, "$.batch.max_wait_ms: expected a positive integer, "
+                          "found string \"***\"");
+    ck_assert_line(&errs, "$.name: expected a name of letters, digits, '.', "
+                          "'_' or '-', found string \"x *** y\"");
+    for (size_t i = 0; i < errs.count; i++)
+        ck_assert_ptr_null(strstr(errs.lines[i], "hunter2"));
+    tm_config_errors_free(&errs);
+    unsetenv("TM_TEST_PW");
+    unsetenv("TM_TEST_PW_LONG");
+}
+END_TEST
+
+START_TEST(syntax_and_files) {
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(tm_config_load_string("{\"name\": ", "x", &errs));
+    ck_assert_uint_eq(errs.count, 1);
+    ck_assert_msg(strncmp(errs.lines[0],
+                          "$: expected JSON, found a syntax error at line 1",
+                          48) == 0,
+                  "got: %s", errs.lines[0]);
+    tm_config_errors_free(&errs);
+
+    ck_assert_ptr_null(tm_config_load_string("[1]", "x", &errs));
+    ck_assert_line(&errs, "$: expected an object (one connector), found array");
+    tm_config_errors_free(&errs);
+
+    ck_assert_ptr_null(
+        tm_config_load_string("{\"name\":\"a\",\"name\":\"b\"}", "x", &errs));
+    ck_assert_uint_eq(errs.count, 1);
+    ck_assert_ptr_nonnull(strstr(errs.lines[0], "duplicate object key"));
+    tm_config_errors_free(&errs);
+
+    ck_assert_ptr_null(tm_config_load("/nonexistent/tm.json", &errs));
+    ck_assert_line(&errs, "$: cannot read the file: No such file or directory");
+    tm_config_errors_free(&errs);
+
+    /* errs may be NULL. */
+    ck_assert_ptr_null(tm_config_load_string("[]", NULL, NULL));
+
+    char path[] = "/tmp/tm-config-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, BASE, strlen(BASE)), (ssize_t)strlen(BASE));
+    close(fd);
+    tm_connector_config *cfg = tm_config_load(path, &errs);
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_str_eq(cfg->file, path);
+    ck_assert_str_eq(cfg->name, "orders");
+    tm_config_free(cfg);
+    unlink(path);
+    tm_config_free(NULL);
+    tm_config_errors_free(&errs);
+}
+END_TEST
+
+START_TEST(type_names) {
+    ck_assert_str_eq(tm_config_type_name(TM_TYPE_TIMESTAMP), "timestamp");
+    ck_assert_str_eq(tm_config_type_name(TM_TYPE_BYTES), "bytes");
+    ck_assert_ptr_null(tm_config_type_name((tm_type)99));
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("connector_config");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, defaults);
+    tcase_add_test(tc, raw_mode_columns);
+    tcase_add_test(tc, json_mapping_full);
+    tcase_add_test(tc, unknown_keys_did_you_mean);
+    tcase_add_test(tc, wrong_types);
+    tcase_add_test(tc, missing_required);
+    tcase_add_test(tc, all_errors_collected);
+    tcase_add_test(tc, topics_xor_regex);
+    tcase_add_test(tc, bad_pointer);
+    tcase_add_test(tc, bad_filter);
+    tcase_add_test(tc, dedup_key_not_a_column);
+    tcase_add_test(tc, reserved_properties);
+    tcase_add_test(tc, interpolation_env);
+    tcase_add_test(tc, interpolation_file);
+    tcase_add_test(tc, redaction);
+    tcase_add_test(tc, syntax_and_files);
+    tcase_add_test(tc, type_names);
+    suite_add_tcase(s, tc);
+    return tm_check_run(s, 1);
+}
