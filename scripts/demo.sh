@@ -53,6 +53,10 @@ build/host/tidemark --help
 step "build/host/tidemark plugins (plugins built in this tree: build/plugins-out)"
 TIDEMARK_PLUGIN_PATH="$PWD/build/plugins-out${TIDEMARK_PLUGIN_PATH:+:$TIDEMARK_PLUGIN_PATH}" build/host/tidemark plugins
 
+step "validate the demo connector config (configs/wikimedia-to-sqlite.json)"
+mkdir -p var/demo
+TIDEMARK_PLUGIN_PATH="$PWD/build/plugins-out" build/host/tidemark validate configs/wikimedia-to-sqlite.json
+
 step "prove the example sink with the conformance kit (build/host/sinkcheck/tidemark-sinkcheck)"
 build/host/sinkcheck/tidemark-sinkcheck build/plugins-out/example_file.so \
   --config tests/conformance/example_file.json
