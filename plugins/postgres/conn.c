@@ -1,0 +1,260 @@
+/* The connection: connecting with application_name and timeouts, the
+ * cancel object interrupt() uses, the mapping of server errors to what the
+ * host does next, a lost connection reset, and small SQL text helpers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg_sink.h"
+
+int64_t pg_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+void pg_buf_addn(pg_buf *b, const char *s, size_t n) {
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void pg_buf_add(pg_buf *b, const char *s) {
+    pg_buf_addn(b, s, strlen(s));
+}
+
+void pg_buf_free(pg_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+void pg_buf_ident(pg_sink *s, pg_buf *b, const char *name) {
+    char *q = s->conn ? PQescapeIdentifier(s->conn, name, strlen(name)) : NULL;
+    if (!q) {
+        b->oom = 1;
+        return;
+    }
+    pg_buf_add(b, q);
+    PQfreemem(q);
+}
+
+/* "schema"."name", malloc'd; NULL on failure. */
+static char *qualified(pg_sink *s, const char *name) {
+    pg_buf b = {0};
+    pg_buf_ident(s, &b, s->set.schema);
+    pg_buf_add(&b, ".");
+    pg_buf_ident(s, &b, name);
+    if (b.oom) {
+        pg_buf_free(&b);
+        return NULL;
+    }
+    return b.p;
+}
+
+/* ---- connection --------------------------------------------------------- */
+
+static void quiet_notices(void *arg, const char *message) {
+    (void)arg, (void)message; /* "already exists, skipping" and the like */
+}
+
+static void set_cancel(pg_sink *s, PGcancel *c) {
+    while (atomic_flag_test_and_set(&s->cancel_busy))
+        ; /* interrupt() holds it for one PQcancel at most */
+    PGcancel *old = s->cancel;
+    s->cancel = c;
+    atomic_flag_clear(&s->cancel_busy);
+    if (old)
+        PQfreeCancel(old);
+}
+
+static void trimmed(char *out, size_t size, const char *msg) {
+    snprintf(out, size, "%s", msg ? msg : "");
+    size_t n = strlen(out);
+    while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        out[--n] = '\0';
+}
+
+tm_status pg_connect(pg_sink *s, tm_error *err) {
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "%lld",
+             (long long)s->set.connect_timeout_s);
+    /* dbname first and expanded (keywords or URI); what follows
+     * overrides it: application_name is the connector's name. */
+    const char *const keys[] = {"dbname", "application_name", "connect_timeout",
+                                "client_encoding", NULL};
+    const char *const vals[] = {s->set.conninfo, s->config->connector, timeout,
+                                "UTF8", NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        char msg[400];
+        trimmed(msg, sizeof msg, c ? PQerrorMessage(c) : "out of memory");
+        s->host->set_error(err, "setting \"conninfo\": cannot connect: %s",
+                           msg);
+        PQfinish(c);
+        return TM_RETRY;
+    }
+    PQsetNoticeProcessor(c, quiet_notices, NULL);
+    s->conn = c;
+    char st[32];
+    snprintf(st, sizeof st, "%lld", (long long)s->set.statement_timeout_ms);
+    const char *p[1] = {st};
+    tm_status r = TM_OK;
+    PGresult *res =
+        pg_query(s,
+                 "SELECT set_config('statement_timeout', $1, "
+                 "false), set_config('TimeZone', 'UTC', false)",
+                 1, p, NULL, NULL, 1, "setting statement_timeout", &r, err);
+    if (!res)
+        return r;
+    PQclear(res);
+    if (!s->q_schema) {
+        pg_buf b = {0};
+        pg_buf_ident(s, &b, s->set.schema);
+        s->q_schema = b.p;
+        s->q_table = qualified(s, s->set.table);
+        s->q_markers = qualified(s, PG_MARKERS);
+        s->q_dls = qualified(s, PG_DEAD_LETTERS);
+        s->q_keys = qualified(s, PG_KEYS);
+        if (b.oom || !s->q_table || !s->q_markers || !s->q_dls || !s->q_keys) {
+            s->host->set_error(err, "out of memory (escaping identifiers)");
+            pg_disconnect(s);
+            return TM_FATAL;
+        }
+    }
+    set_cancel(s, PQgetCancel(c));
+    return TM_OK;
+}
+
+void pg_disconnect(pg_sink *s) {
+    set_cancel(s, NULL);
+    if (s->conn)
+        PQfinish(s->conn);
+    s->conn = NULL;
+}
+
+tm_status pg_ready(pg_sink *s, tm_error *err) {
+    if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
+        return TM_OK;
+    pg_disconnect(s);
+    tm_status r = pg_connect(s, err);
+    return r == TM_OK ? TM_OK : r == TM_FATAL ? TM_FATAL : TM_RETRY;
+}
+
+void pg_call_begin(pg_sink *s, int64_t deadline_ms) {
+    atomic_store(&s->interrupted, 0);
+    s->deadline_ms = deadline_ms > 0 ? deadline_ms : 0;
+}
+
+int pg_should_stop(pg_sink *s) {
+    return atomic_load(&s->interrupted) ||
+           (s->deadline_ms > 0 && pg_now_ms() > s->deadline_ms);
+}
+
+/* Transient server conditions: the same call again may well work. */
+static int retryable(const char *state) {
+    static const char *const STATES[] = {
+        "40P01", /* deadlock_detected */
+        "40001", /* serialization_failure */
+        "55P03", /* lock_not_available */
+        "57014", /* query_canceled: interrupt() or statement_timeout */
+        "23505", /* unique_violation: a concurrent writer's key */
+        "57P01", "57P02", "57P03", /* admin shutdown, crash, cannot connect */
+        "08000", "08003", "08006", "08001", "08004", /* connection */
+        "53300",                                     /* too_many_connections */
+    };
+    for (size_t i = 0; state && i < sizeof STATES / sizeof STATES[0]; i++)
+        if (strcmp(state, STATES[i]) == 0)
+            return 1;
+    return 0;
+}
+
+tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *prim =
+        res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    char msg[400];
+    trimmed(msg, sizeof msg,
+            prim                                ? prim
+            : res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
+            : s->conn                           ? PQerrorMessage(s->conn)
+                                                : "no connection");
+    int lost = !s->conn || PQstatus(s->conn) != CONNECTION_OK;
+    if (state && strcmp(state, "57014") == 0 && atomic_load(&s->interrupted))
+        s->host->set_error(err, "%s: given up (interrupted)", step);
+    else
+        s->host->set_error(err, "%s on %s: %s%s%s%s", step,
+                           s->q_table ? s->q_table : s->set.table, msg,
+                           state ? " (SQLSTATE " : "", state ? state : "",
+                           state ? ")" : "");
+    int again = retryable(state); /* state lives in res */
+    snprintf(s->last_state, sizeof s->last_state, "%s", state ? state : "");
+    PQclear(res);
+    if (lost) {
+        pg_disconnect(s); /* the next call connects afresh */
+        return TM_RETRY;
+    }
+    return again ? TM_RETRY : TM_FATAL;
+}
+
+PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
+                   const int *lens, const int *formats, int want_tuples,
+                   const char *step, tm_status *r, tm_error *err) {
+    if (!s->conn) {
+        s->host->set_error(err, "%s: no connection", step);
+        *r = TM_RETRY;
+        return NULL;
+    }
+    PGresult *res =
+        n == 0 && !want_tuples
+            ? PQexec(s->conn, sql)
+            : PQexecParams(s->conn, sql, n, NULL, vals, lens, formats, 0);
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st == (want_tuples ? PGRES_TUPLES_OK : PGRES_COMMAND_OK)) {
+        *r = TM_OK;
+        return res;
+    }
+    *r = pg_fail(s, res, step, err);
+    return NULL;
+}
+
+tm_status pg_exec(pg_sink *s, const char *sql, const char *step,
+                  tm_error *err) {
+    tm_status r;
+    PGresult *res = pg_query(s, sql, 0, NULL, NULL, NULL, 0, step, &r, err);
+    PQclear(res);
+    return r;
+}
+
+void pg_rollback(pg_sink *s) {
+    if (!s->conn)
+        return;
+    PGTransactionStatusType t = PQtransactionStatus(s->conn);
+    if (t == PQTRANS_IDLE)
+        return;
+    if (t == PQTRANS_UNKNOWN || t == PQTRANS_ACTIVE) {
+        pg_disconnect(s); /* the server rolls back a closed session */
+        return;
+    }
+    PGresult *res = PQexec(s->conn, "ROLLBACK");
+    int ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    if (!ok)
+        pg_disconnect(s);
+}

@@ -1,0 +1,109 @@
+/* The PostgreSQL sink: the callback table, open, close, interrupt,
+ * describe. DESIGN.md "Built-in sinks: PostgreSQL": one transaction per
+ * batch; marker rows locked FOR UPDATE; rows written with COPY; append or
+ * upsert by key columns; keys inserted with ON CONFLICT and compared after;
+ * DDL at start under an advisory lock; identifiers escaped by libpq; an
+ * unknown commit outcome is settled by the check. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_sink.h"
+
+static void free_names(pg_sink *s) {
+    PQfreemem(s->q_schema);
+    free(s->q_table);
+    free(s->q_markers);
+    free(s->q_dls);
+    free(s->q_keys);
+    s->q_schema = s->q_table = s->q_markers = s->q_dls = s->q_keys = NULL;
+}
+
+static tm_status pg_open(const tm_host_api *host, const tm_sink_config *config,
+                         void **sink, tm_error *err) {
+    pg_settings set;
+    tm_status r = pg_settings_load(host, config, &set, err);
+    if (r != TM_OK)
+        return r;
+    pg_sink *s = calloc(1, sizeof *s);
+    if (!s) {
+        host->set_error(err, "out of memory");
+        return TM_FATAL;
+    }
+    s->host = host;
+    s->config = config;
+    s->set = set;
+    atomic_init(&s->interrupted, 0);
+    atomic_flag_clear(&s->cancel_busy);
+    if ((r = pg_connect(s, err)) == TM_OK &&
+        (r = pg_schema_create(s, err)) == TM_OK) {
+        int exists = 0;
+        if ((r = pg_table_exists(s, &exists, err)) == TM_OK && !exists) {
+            host->set_error(err,
+                            "setting \"table\": no table %s and \"create\" "
+                            "is false",
+                            s->q_table);
+            r = TM_INVALID;
+        } else if (r == TM_OK) {
+            r = pg_shape_check(s, err);
+        }
+    }
+    if (r != TM_OK) {
+        pg_disconnect(s);
+        free_names(s);
+        free(s);
+        return r;
+    }
+    *sink = s;
+    return TM_OK;
+}
+
+static void pg_close(void *sink) {
+    pg_sink *s = sink;
+    if (!s)
+        return;
+    pg_disconnect(s);
+    free_names(s);
+    free(s);
+}
+
+/* Any thread: the flag makes the commit loop give up; PQcancel (made for
+ * this, thread-safe) stops a statement in progress, which then fails with
+ * SQLSTATE 57014 and the call returns TM_RETRY. */
+static void pg_interrupt(void *sink) {
+    pg_sink *s = sink;
+    atomic_store(&s->interrupted, 1);
+    if (atomic_flag_test_and_set(&s->cancel_busy))
+        return; /* a reconnect is swapping it: the flag will do */
+    if (s->cancel) {
+        char buf[256];
+        (void)PQcancel(s->cancel, buf, sizeof buf);
+    }
+    atomic_flag_clear(&s->cancel_busy);
+}
+
+static const char *pg_describe(void) {
+    return "{\"type\":\"object\",\"required\":[\"conninfo\",\"table\"],"
+           "\"additionalProperties\":false,\"properties\":{"
+           "\"conninfo\":{\"type\":\"string\",\"description\":\"libpq "
+           "connection string (keywords or URI)\"},"
+           "\"schema\":{\"type\":\"string\",\"default\":\"public\"},"
+           "\"table\":{\"type\":\"string\",\"description\":\"target table\"},"
+           "\"create\":{\"type\":\"boolean\",\"default\":true},"
+           "\"mode\":{\"enum\":[\"append\",\"upsert\"],\"default\":"
+           "\"append\"},"
+           "\"connect_timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
+           "\"default\":10},"
+           "\"statement_timeout_ms\":{\"type\":\"integer\",\"minimum\":0,"
+           "\"default\":30000},"
+           "\"dedup_retention_s\":{\"type\":\"integer\",\"minimum\":1,"
+           "\"description\":\"forget business keys this long after their "
+           "record timestamp; absent: keep for ever\"}}}";
+}
+
+TM_SINK_DEFINE(.name = "postgres", .version = "0.1.0",
+               .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
+                               TM_CAP_UPSERT,
+               .open = pg_open, .claim = pg_claim,
+               .read_markers = pg_read_markers, .commit = pg_commit,
+               .close = pg_close, .validate = pg_validate, .scan = pg_scan,
+               .interrupt = pg_interrupt, .describe = pg_describe)

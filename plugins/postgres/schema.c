@@ -1,0 +1,349 @@
+/* The tables the sink creates (in one transaction at open, under an
+ * advisory lock so that hosts starting together do not collide), and the
+ * check that an existing target table fits the mapping. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_sink.h"
+
+/* The hidden coordinate columns, in the order of every COPY. */
+static const char *const HIDDEN[PG_NHIDDEN][2] = {{"_tm_topic", "text"},
+                                                  {"_tm_partition", "integer"},
+                                                  {"_tm_offset", "bigint"},
+                                                  {"_tm_identity", "text"}};
+static const int HIDDEN_NOTNULL[PG_NHIDDEN] = {1, 1, 1, 0};
+
+/* Any key of the two-int advisory lock space: "TMDL" (tidemark DDL). */
+#define PG_DDL_LOCK_CLASS 0x544D444C
+
+static void helpers_ddl(pg_sink *s, pg_buf *b) {
+    pg_buf_add(b, "CREATE SCHEMA IF NOT EXISTS ");
+    pg_buf_add(b, s->q_schema);
+    pg_buf_add(b, "; CREATE TABLE IF NOT EXISTS ");
+    pg_buf_add(b, s->q_markers);
+    pg_buf_add(b, " (connector text NOT NULL, topic text NOT NULL, "
+                  "\"partition\" integer NOT NULL, next_offset bigint NOT "
+                  "NULL, epoch bigint NOT NULL, last_batch_id text NOT NULL "
+                  "DEFAULT '', \"rows\" bigint NOT NULL DEFAULT 0, "
+                  "dead_letters bigint NOT NULL DEFAULT 0, filtered bigint "
+                  "NOT NULL DEFAULT 0, duplicates bigint NOT NULL DEFAULT 0, "
+                  "PRIMARY KEY (connector, topic, \"partition\")); "
+                  "CREATE TABLE IF NOT EXISTS ");
+    pg_buf_add(b, s->q_dls);
+    pg_buf_add(
+        b,
+        " (connector text NOT NULL, topic text NOT NULL, "
+        "\"partition\" integer NOT NULL, \"offset\" bigint NOT "
+        "NULL, timestamp_ms bigint, reason text NOT NULL, detail "
+        "text, \"key\" bytea, \"value\" bytea, headers text, "
+        "batch_id text NOT NULL); CREATE INDEX IF NOT EXISTS " PG_DEAD_LETTERS
+        "_by_offset ON ");
+    pg_buf_add(b, s->q_dls);
+    pg_buf_add(b, " (connector, topic, \"partition\", \"offset\"); "
+                  "CREATE TABLE IF NOT EXISTS ");
+    pg_buf_add(b, s->q_keys);
+    pg_buf_add(b,
+               " (connector text NOT NULL, identity text NOT NULL, "
+               "payload_hash text, first_topic text NOT NULL, "
+               "first_partition integer NOT NULL, first_offset bigint NOT "
+               "NULL, applied_at bigint NOT NULL, PRIMARY KEY (connector, "
+               "identity)); CREATE INDEX IF NOT EXISTS " PG_KEYS "_by_age ON ");
+    pg_buf_add(b, s->q_keys);
+    pg_buf_add(b, " (connector, applied_at);");
+}
+
+static void key_index_name(const pg_sink *s, char *out, size_t size) {
+    snprintf(out, size, "%.50s_tm_key", s->set.table);
+}
+
+static void target_ddl(pg_sink *s, pg_buf *b) {
+    const tm_sink_config *c = s->config;
+    pg_buf_add(b, " CREATE TABLE IF NOT EXISTS ");
+    pg_buf_add(b, s->q_table);
+    pg_buf_add(b, " (");
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        pg_buf_ident(s, b, col->name);
+        pg_buf_add(b, " ");
+        pg_buf_add(b, pg_type_sql(col->type));
+        pg_buf_add(b, col->required ? " NOT NULL, " : ", ");
+    }
+    for (int h = 0; h < PG_NHIDDEN; h++) {
+        pg_buf_add(b, HIDDEN[h][0]);
+        pg_buf_add(b, " ");
+        pg_buf_add(b, HIDDEN[h][1]);
+        pg_buf_add(b, HIDDEN_NOTNULL[h] ? " NOT NULL" : "");
+        pg_buf_add(b, h + 1 < PG_NHIDDEN ? ", " : ");");
+    }
+    if (s->set.mode != PG_UPSERT)
+        return;
+    char name[80];
+    key_index_name(s, name, sizeof name);
+    pg_buf_add(b, " CREATE UNIQUE INDEX IF NOT EXISTS ");
+    pg_buf_ident(s, b, name);
+    pg_buf_add(b, " ON ");
+    pg_buf_add(b, s->q_table);
+    pg_buf_add(b, " (");
+    const char *sep = "";
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (!col->key)
+            continue;
+        pg_buf_add(b, sep);
+        pg_buf_ident(s, b, col->name);
+        sep = ", ";
+    }
+    pg_buf_add(b, ");");
+}
+
+/* 1 when every object the DDL would create is there already: then open
+ * takes no lock at all (a restart beside a busy writer does not wait). */
+static int schema_complete(pg_sink *s) {
+    char idx[80];
+    pg_buf bi = {0}, bk = {0}, bd = {0};
+    key_index_name(s, idx, sizeof idx);
+    pg_buf_add(&bi, s->q_schema);
+    pg_buf_add(&bi, ".");
+    pg_buf_ident(s, &bi, idx);
+    pg_buf_add(&bk, s->q_schema);
+    pg_buf_add(&bk, "." PG_KEYS "_by_age");
+    pg_buf_add(&bd, s->q_schema);
+    pg_buf_add(&bd, "." PG_DEAD_LETTERS "_by_offset");
+    int complete = 0;
+    if (!bi.oom && !bk.oom && !bd.oom) {
+        const char *v[7] = {
+            s->q_markers,
+            s->q_dls,
+            s->q_keys,
+            bk.p,
+            bd.p,
+            s->set.create ? s->q_table : s->q_markers,
+            s->set.create && s->set.mode == PG_UPSERT ? bi.p : s->q_markers};
+        tm_status r;
+        tm_error scratch = {sizeof scratch, ""};
+        PGresult *res = pg_query(
+            s,
+            "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT "
+            "NULL AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT "
+            "NULL AND to_regclass($5) IS NOT NULL AND to_regclass($6) IS NOT "
+            "NULL AND to_regclass($7) IS NOT NULL",
+            7, v, NULL, NULL, 1, "checking the tables", &r, &scratch);
+        complete = res && PQntuples(res) == 1 &&
+                   strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+        PQclear(res);
+    }
+    pg_buf_free(&bi);
+    pg_buf_free(&bk);
+    pg_buf_free(&bd);
+    return complete;
+}
+
+tm_status pg_schema_create(pg_sink *s, tm_error *err) {
+    if (schema_complete(s))
+        return TM_OK;
+    if (!s->conn)
+        return pg_ready(s, err);
+    pg_buf b = {0};
+    helpers_ddl(s, &b);
+    if (s->set.create)
+        target_ddl(s, &b);
+    if (b.oom) {
+        pg_buf_free(&b);
+        s->host->set_error(err, "out of memory");
+        return TM_FATAL;
+    }
+    /* One transaction under a transaction-level advisory lock (released by
+     * COMMIT or by the session's end): a host killed half-way leaves
+     * nothing, and two hosts opening at once do not race on the catalog
+     * (CREATE ... IF NOT EXISTS alone can still fail with 23505 then). */
+    char cls[32];
+    snprintf(cls, sizeof cls, "%d", PG_DDL_LOCK_CLASS);
+    const char *v[2] = {cls, s->set.schema};
+    tm_status r = pg_exec(s, "BEGIN", "BEGIN (creating tables)", err);
+    if (r == TM_OK) {
+        PGresult *res = pg_query(s,
+                                 "SELECT pg_advisory_xact_lock($1::int, "
+                                 "hashtext($2))",
+                                 2, v, NULL, NULL, 1,
+                                 "taking the DDL advisory lock", &r, err);
+        PQclear(res);
+    }
+    if (r == TM_OK)
+        r = pg_exec(s, b.p, "creating the tables", err);
+    if (r == TM_OK)
+        r = pg_exec(s, "COMMIT", "COMMIT (creating tables)", err);
+    pg_buf_free(&b);
+    if (r != TM_OK) {
+        pg_rollback(s);
+        /* A missing privilege or a bad name is a setting to fix. */
+        if (r == TM_FATAL)
+            r = TM_INVALID;
+    }
+    return r;
+}
+
+tm_status pg_table_exists(pg_sink *s, int *exists, tm_error *err) {
+    const char *v[1] = {s->q_table};
+    tm_status r;
+    PGresult *res = pg_query(s, "SELECT to_regclass($1) IS NOT NULL", 1, v,
+                             NULL, NULL, 1, "looking up the table", &r, err);
+    if (!res)
+        return r;
+    *exists = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return TM_OK;
+}
+
+static int type_fits(const char *found, const char *want) {
+    if (strcmp(found, want) == 0)
+        return 1;
+    return strcmp(want, "text") == 0 &&
+           strncmp(found, "character varying", 17) == 0;
+}
+
+/* "id bigint NOT NULL, ..." of the mapping, for messages. */
+static void expected_shape(const pg_sink *s, pg_buf *b) {
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        pg_buf_add(b, i ? ", " : "");
+        pg_buf_add(b, col->name);
+        pg_buf_add(b, " ");
+        pg_buf_add(b, pg_type_sql(col->type));
+        pg_buf_add(b, col->required ? " NOT NULL" : "");
+    }
+    for (int h = 0; h < PG_NHIDDEN; h++) {
+        pg_buf_add(b, ", ");
+        pg_buf_add(b, HIDDEN[h][0]);
+        pg_buf_add(b, " ");
+        pg_buf_add(b, HIDDEN[h][1]);
+        pg_buf_add(b, HIDDEN_NOTNULL[h] ? " NOT NULL" : "");
+    }
+}
+
+static int find_col(PGresult *res, const char *name) {
+    for (int i = 0; i < PQntuples(res); i++)
+        if (strcmp(PQgetvalue(res, i, 0), name) == 0)
+            return i;
+    return -1;
+}
+
+/* 1 when a unique, non-partial index covers exactly the key columns, so
+ * that ON CONFLICT (keys) has a constraint to infer. */
+static tm_status has_key_index(pg_sink *s, int *found, tm_error *err) {
+    pg_buf names = {0};
+    int nkeys = 0;
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *c = TM_CELEM(tm_column, s->config->columns, i);
+        if (!c->key)
+            continue;
+        if (nkeys++)
+            pg_buf_add(&names, "\x01");
+        pg_buf_add(&names, c->name);
+    }
+    char n[16];
+    snprintf(n, sizeof n, "%d", nkeys);
+    const char *v[3] = {s->q_table, names.oom ? "" : names.p, n};
+    tm_status r;
+    PGresult *res = pg_query(
+        s,
+        "SELECT 1 FROM pg_index i WHERE i.indrelid = to_regclass($1) AND "
+        "i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL AND "
+        "i.indnkeyatts = $3::int AND (SELECT count(*) FROM pg_attribute a "
+        "WHERE a.attrelid = i.indrelid AND a.attnum = ANY "
+        "((i.indkey::int2[])[0:i.indnkeyatts - 1]) AND a.attname = ANY "
+        "(string_to_array($2, chr(1)))) = $3::int LIMIT 1",
+        3, v, NULL, NULL, 1, "reading the table's indexes", &r, err);
+    pg_buf_free(&names);
+    if (!res)
+        return r;
+    *found = PQntuples(res) > 0;
+    PQclear(res);
+    return TM_OK;
+}
+
+tm_status pg_shape_check(pg_sink *s, tm_error *err) {
+    const char *v[1] = {s->q_table};
+    tm_status r;
+    PGresult *res = pg_query(
+        s,
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
+        "a.attnotnull, a.atthasdef FROM pg_attribute a WHERE a.attrelid = "
+        "to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY "
+        "a.attnum",
+        1, v, NULL, NULL, 1, "reading the table's columns", &r, err);
+    if (!res)
+        return r;
+    pg_buf shape = {0}, want = {0};
+    char why[300] = "";
+    for (int i = 0; i < PQntuples(res); i++) {
+        pg_buf_add(&shape, i ? ", " : "");
+        pg_buf_add(&shape, PQgetvalue(res, i, 0));
+        pg_buf_add(&shape, " ");
+        pg_buf_add(&shape, PQgetvalue(res, i, 1));
+        pg_buf_add(&shape, *PQgetvalue(res, i, 2) == 't' ? " NOT NULL" : "");
+    }
+    expected_shape(s, &want);
+    for (size_t i = 0; i < s->config->ncolumns && !why[0]; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        int k = find_col(res, col->name);
+        if (k < 0)
+            snprintf(why, sizeof why, "column \"%.100s\" is missing",
+                     col->name);
+        else if (!type_fits(PQgetvalue(res, k, 1), pg_type_sql(col->type)))
+            snprintf(why, sizeof why,
+                     "column \"%.100s\" is %.60s, the mapping needs %s",
+                     col->name, PQgetvalue(res, k, 1), pg_type_sql(col->type));
+    }
+    for (int h = 0; h < PG_NHIDDEN && !why[0]; h++) {
+        int k = find_col(res, HIDDEN[h][0]);
+        if (k < 0 || strcmp(PQgetvalue(res, k, 1), HIDDEN[h][1]) != 0)
+            snprintf(why, sizeof why,
+                     "hidden column \"%s\" %s is missing or of another type "
+                     "(create the table with the sink, or add it)",
+                     HIDDEN[h][0], HIDDEN[h][1]);
+    }
+    for (int i = 0; i < PQntuples(res) && !why[0]; i++) {
+        const char *name = PQgetvalue(res, i, 0);
+        int ours =
+            strncmp(name, PG_HIDDEN_PREFIX, strlen(PG_HIDDEN_PREFIX)) == 0;
+        for (size_t k = 0; k < s->config->ncolumns && !ours; k++)
+            ours = strcmp(TM_CELEM(tm_column, s->config->columns, k)->name,
+                          name) == 0;
+        if (!ours && *PQgetvalue(res, i, 2) == 't' &&
+            *PQgetvalue(res, i, 3) != 't')
+            snprintf(why, sizeof why,
+                     "column \"%.100s\" is NOT NULL without a default but not "
+                     "in the mapping: every insert would fail",
+                     name);
+    }
+    int ncols = PQntuples(res);
+    PQclear(res);
+    if (ncols == 0 && !why[0])
+        snprintf(why, sizeof why, "the table has no columns");
+    if (!why[0] && s->set.mode == PG_UPSERT) {
+        int found = 0;
+        if ((r = has_key_index(s, &found, err)) != TM_OK)
+            goto out;
+        if (!found)
+            snprintf(why, sizeof why,
+                     "mode upsert needs a UNIQUE index on exactly the key "
+                     "columns; the table has none");
+    }
+    r = TM_OK;
+    if (why[0]) {
+        s->host->set_error(err,
+                           "setting \"table\": %s does not fit the mapping: "
+                           "%s. Table: (%s). Mapping: (%s)",
+                           s->q_table, why,
+                           shape.oom ? "?"
+                           : shape.p ? shape.p
+                                     : "",
+                           want.oom ? "?" : want.p);
+        r = TM_INVALID;
+    }
+out:
+    pg_buf_free(&shape);
+    pg_buf_free(&want);
+    return r;
+}

@@ -1,0 +1,669 @@
+/* The PostgreSQL sink through its plugin API (loaded like the host loads
+ * it), against the server of scripts/postgres.sh: settings refusals naming
+ * the key, upsert, identity conflicts, validate's shape mismatch, every
+ * column type through COPY, a lost connection (between calls and inside a
+ * commit) giving RETRY and an exactly-once resend, interrupt() of a lock
+ * wait, application_name. Each test has a schema of its own; what the sink
+ * wrote is read back with libpq directly. */
+#include <check.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "config/settings.h"
+#include "plugin/loader.h"
+#include "services/host_services.h"
+
+static const tm_sink_api *api;
+static char schema[64], connector[64];
+static PGconn *admin; /* the test's own connection */
+
+static const char *conninfo(void) {
+    const char *c = getenv("TIDEMARK_PG_CONNINFO");
+    ck_assert_msg(c && *c, "TIDEMARK_PG_CONNINFO is not set: bash "
+                           "scripts/postgres.sh start; source scripts/env.sh");
+    return c;
+}
+
+static PGresult *sql(const char *text) {
+    PGresult *r = PQexec(admin, text);
+    ExecStatusType st = PQresultStatus(r);
+    ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s",
+                  text, PQerrorMessage(admin));
+    return r;
+}
+
+/* One value of SQL (with "$S" replaced by the test's schema), as text. */
+static void sql_text(const char *fmt, char *out, size_t size) {
+    char text[2048], *at;
+    snprintf(text, sizeof text, "%s", fmt);
+    while ((at = strstr(text, "$S")) != NULL) {
+        char rest[2048];
+        snprintf(rest, sizeof rest, "%s", at + 2);
+        snprintf(at, sizeof text - (size_t)(at - text), "\"%s\"%s", schema,
+                 rest);
+    }
+    PGresult *r = sql(text);
+    ck_assert_msg(PQntuples(r) == 1, "%s: %d rows", text, PQntuples(r));
+    snprintf(out, size, "%s",
+             PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
+static long long sql_int(const char *fmt) {
+    char v[64];
+    sql_text(fmt, v, sizeof v);
+    return atoll(v);
+}
+
+static void quiet(void *arg, const char *message) {
+    (void)arg, (void)message; /* DROP ... CASCADE notices */
+}
+
+static void setup(void) {
+    static tm_plugin plugin;
+    char errstr[512];
+    if (!api) {
+        ck_assert_msg(tm_plugin_load(TM_POSTGRES_PLUGIN, NULL, 0, &plugin,
+                                     errstr, sizeof errstr) == 0,
+                      "%s", errstr);
+        api = plugin.api;
+    }
+    static int n;
+    snprintf(schema, sizeof schema, "pgunit_%d_%d", (int)getpid(), ++n);
+    snprintf(connector, sizeof connector, "unit_%d_%d", (int)getpid(), n);
+    admin = PQconnectdb(conninfo());
+    ck_assert_msg(PQstatus(admin) == CONNECTION_OK, "cannot connect: %s",
+                  PQerrorMessage(admin));
+    PQsetNoticeProcessor(admin, quiet, NULL);
+}
+
+static void teardown(void) {
+    char text[256];
+    snprintf(text, sizeof text, "DROP SCHEMA IF EXISTS \"%s\" CASCADE", schema);
+    PQclear(PQexec(admin, text));
+    PQfinish(admin);
+    admin = NULL;
+}
+
+/* id bigint (key), body text, and optionally every other type. */
+static const tm_column COLS[] = {
+    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+    {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+    {sizeof(tm_column), "amount", TM_TYPE_FLOAT, 0, 0},
+    {sizeof(tm_column), "flag", TM_TYPE_BOOL, 0, 0},
+    {sizeof(tm_column), "at", TM_TYPE_TIMESTAMP, 0, 0},
+    {sizeof(tm_column), "doc", TM_TYPE_JSON, 0, 0},
+    {sizeof(tm_column), "raw", TM_TYPE_BYTES, 0, 0},
+};
+#define NCOLS 7
+
+typedef struct conf {
+    tm_settings *settings;
+    tm_sink_config config;
+} conf;
+
+/* Settings from JSON text: "$C" is the conninfo, "$S" the schema. */
+static void conf_init(conf *c, const char *json_text, uint32_t flags,
+                      size_t ncols) {
+    char text[2048], *at;
+    snprintf(text, sizeof text, "%s", json_text);
+    while ((at = strstr(text, "$C")) != NULL || (at = strstr(text, "$S"))) {
+        char rest[2048];
+        const char *v = at[1] == 'C' ? conninfo() : schema;
+        snprintf(rest, sizeof rest, "%s", at + 2);
+        snprintf(at, sizeof text - (size_t)(at - text), "%s%s", v, rest);
+    }
+    json_error_t je;
+    json_t *obj = json_loads(text, 0, &je);
+    ck_assert_msg(obj != NULL, "bad test JSON: %s: %s", je.text, text);
+    c->settings = tm_settings_new(obj, "$.sink.settings");
+    json_decref(obj);
+    ck_assert_ptr_nonnull(c->settings);
+    c->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
+                                 .connector = connector,
+                                 .settings = c->settings,
+                                 .columns = COLS,
+                                 .ncolumns = ncols,
+                                 .flags = flags};
+}
+
+#define BASIC "{\"conninfo\": \"$C\", \"schema\": \"$S\", \"table\": \"t\""
+
+static void conf_done(conf *c) {
+    tm_settings_free(c->settings);
+}
+
+static void *open_with(conf *c, const tm_host_api *host) {
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    tm_status rc = api->open(host, &c->config, &sink, &err);
+    ck_assert_msg(rc == TM_OK, "open: %s: %s", tm_status_name(rc), err.message);
+    return sink;
+}
+
+static void *open_ok(conf *c) {
+    return open_with(c, tm_host_services());
+}
+
+static tm_marker claim1(void *sink) {
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->claim(sink, &m, 1, 0, &err);
+    ck_assert_msg(rc == TM_OK, "claim: %s", err.message);
+    return m;
+}
+
+typedef struct rec {
+    int64_t offset, id;
+    const char *body, *identity, *hash;
+} rec;
+
+typedef struct batch {
+    tm_batch b;
+    tm_range range;
+    tm_record records[8];
+    tm_value values[8][NCOLS];
+    char id[32];
+} batch;
+
+static const char RAW[] = {'\0', '\t', '\n', '\\', 'x', (char)0xff};
+
+static void batch_make(batch *bt, int64_t start, int64_t end, int64_t epoch,
+                       const rec *recs, size_t n) {
+    static int seq;
+    memset(bt, 0, sizeof *bt);
+    snprintf(bt->id, sizeof bt->id, "unit-%d", ++seq);
+    bt->range = (tm_range){.struct_size = sizeof(tm_range),
+                           .topic = "t",
+                           .partition = 0,
+                           .start_offset = start,
+                           .end_offset = end,
+                           .epoch = epoch};
+    for (size_t i = 0; i < n; i++) {
+        tm_value *v = bt->values[i];
+        for (int k = 0; k < NCOLS; k++)
+            v[k] = (tm_value){.struct_size = sizeof(tm_value)};
+        v[0].v.i = recs[i].id;
+        v[1].v.s.ptr = recs[i].body;
+        v[1].v.s.len = strlen(recs[i].body);
+        v[2].v.f = 0.1;
+        v[3].v.i = 1;
+        v[4].v.i = -1; /* 1969-12-31 23:59:59.999999 UTC */
+        v[5].v.s.ptr = "{\"a\": [1, \"x\\ty\"]}";
+        v[5].v.s.len = strlen(v[5].v.s.ptr);
+        v[6].v.s.ptr = RAW;
+        v[6].v.s.len = sizeof RAW;
+        bt->records[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                     .offset = recs[i].offset,
+                                     .timestamp_ms = 1000,
+                                     .key = "k",
+                                     .key_len = 1,
+                                     .value = "{}",
+                                     .value_len = 2,
+                                     .values = v,
+                                     .identity = recs[i].identity,
+                                     .identity_hash = recs[i].hash};
+    }
+    bt->b = (tm_batch){.struct_size = sizeof(tm_batch),
+                       .connector = connector,
+                       .batch_id = bt->id,
+                       .ranges = &bt->range,
+                       .nranges = 1,
+                       .records = bt->records,
+                       .nrecords = n};
+}
+
+static tm_status commit(void *sink, batch *bt, tm_error *err) {
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return api->commit(sink, &bt->b, err);
+}
+
+static void commit_ok(void *sink, batch *bt) {
+    tm_error err;
+    tm_status rc = commit(sink, bt, &err);
+    ck_assert_msg(rc == TM_OK, "commit: %s: %s", tm_status_name(rc),
+                  err.message);
+}
+
+/* ---- settings ----------------------------------------------------------- */
+
+static const struct {
+    const char *json, *needle;
+} BAD[] = {
+    {"{\"schema\": \"$S\", \"table\": \"t\"}", "conninfo"},
+    {"{\"conninfo\": \"$C\"}", "table"},
+    {BASIC ", \"colour\": 1}", "colour"},
+    {BASIC ", \"mode\": \"merge\"}", "mode"},
+    {BASIC ", \"create\": \"yes\"}", "create"},
+    {BASIC ", \"connect_timeout_s\": 0}", "connect_timeout_s"},
+    {BASIC ", \"statement_timeout_ms\": -1}", "statement_timeout_ms"},
+    {BASIC ", \"dedup_retention_s\": 0}", "dedup_retention_s"},
+    {BASIC ", \"schema\": \"\"}", "schema"},
+    {"{\"conninfo\": \"host=x nosuchoption=1\", \"table\": \"t\"}", "conninfo"},
+    {BASIC ", \"create\": false}", "table"}, /* no such table */
+};
+
+START_TEST(settings_errors_name_the_key) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    conf_init(&c, BAD[_i].json, 0, 2);
+    tm_status rc = api->open(tm_host_services(), &c.config, &sink, &err);
+    ck_assert_msg(rc == TM_INVALID, "%s: %s (%s)", BAD[_i].json,
+                  tm_status_name(rc), err.message);
+    ck_assert_msg(strstr(err.message, BAD[_i].needle), "%s: %s", BAD[_i].needle,
+                  err.message);
+    err.message[0] = '\0';
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, BAD[_i].needle), "validate: %s",
+                  err.message);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(unreachable_is_retry) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    conf_init(&c,
+              "{\"conninfo\": \"host=127.0.0.1 port=1 dbname=x\", \"table\": "
+              "\"t\", \"connect_timeout_s\": 2}",
+              0, 2);
+    ck_assert_int_eq(api->open(tm_host_services(), &c.config, &sink, &err),
+                     TM_RETRY);
+    ck_assert_ptr_nonnull(strstr(err.message, "conninfo"));
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_RETRY);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- effects ------------------------------------------------------------ */
+
+START_TEST(every_type_through_copy) {
+    conf c;
+    conf_init(&c, BASIC "}", 0, NCOLS);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 7, "tab\there\nnew line \\ back é", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    commit_ok(sink, &b);
+    char v[256];
+    sql_text("SELECT body FROM $S.t", v, sizeof v);
+    ck_assert_str_eq(v, "tab\there\nnew line \\ back é");
+    sql_text("SELECT amount = 0.1::float8 AND flag AND at = "
+             "'1969-12-31 23:59:59.999999+00'::timestamptz AND doc = "
+             "'{\"a\": [1, \"x\\ty\"]}'::jsonb AND raw = "
+             "'\\x00090a5c78ff'::bytea FROM $S.t",
+             v, sizeof v);
+    ck_assert_str_eq(v, "t");
+    sql_text("SELECT _tm_topic || _tm_partition || '@' || _tm_offset FROM $S.t",
+             v, sizeof v);
+    ck_assert_str_eq(v, "t0@0");
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name "
+             "= '%s'",
+             connector);
+    ck_assert_int_eq(sql_int(q), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(upsert_updates_by_key) {
+    conf c;
+    conf_init(&c, BASIC ", \"mode\": \"upsert\"}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 1, "a", NULL, NULL},
+                {1, 2, "b", NULL, NULL},
+                {2, 1, "c", NULL, NULL}};
+    batch_make(&b, 0, 3, m.epoch, r1, 3);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
+    char v[64];
+    sql_text("SELECT body || _tm_offset FROM $S.t WHERE id = 1", v, sizeof v);
+    ck_assert_str_eq(v, "c2");
+    rec r2[] = {{3, 2, "d", NULL, NULL}};
+    batch_make(&b, 3, 4, m.epoch, r2, 1);
+    commit_ok(sink, &b);
+    sql_text("SELECT body FROM $S.t WHERE id = 2", v, sizeof v);
+    ck_assert_str_eq(v, "d");
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM pg_indexes WHERE "
+                             "indexname = 't_tm_key'"),
+                     1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(identity_conflict_is_a_dead_letter) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 1, "a", "k1", "h1"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    rec r2[] = {{1, 1, "a", "k1", "h1"},
+                {2, 1, "x", "k1", "h2"},
+                {3, 2, "b", "k2", "h3"}};
+    batch_make(&b, 1, 4, m.epoch, r2, 3);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
+    char v[512];
+    sql_text("SELECT reason || '@' || \"offset\" FROM $S.tidemark_dead_letters",
+             v, sizeof v);
+    ck_assert_str_eq(v, "identity_conflict@2");
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || duplicates || "
+             "'/' || next_offset FROM $S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "2/1/1/4");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(refused_rows_are_dead_letters) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id bigint NOT "
+             "NULL, body text CHECK (body <> 'bad'), _tm_topic text NOT NULL, "
+             "_tm_partition int NOT NULL, _tm_offset bigint NOT NULL, "
+             "_tm_identity text)",
+             schema, schema);
+    PQclear(sql(text));
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 1, "a", "k0", "h0"},
+                {1, 2, "bad", "k1", "h1"},
+                {2, 3, "c", "k2", "h2"}};
+    batch_make(&b, 0, 3, m.epoch, r1, 3);
+    commit_ok(sink, &b);
+    char v[512];
+    sql_text("SELECT string_agg(body, ',' ORDER BY _tm_offset) FROM $S.t", v,
+             sizeof v);
+    ck_assert_str_eq(v, "a,c");
+    sql_text("SELECT reason || '@' || \"offset\" || ':' || (detail LIKE "
+             "'%23514%') FROM $S.tidemark_dead_letters",
+             v, sizeof v);
+    ck_assert_str_eq(v, "rejected@1:true");
+    sql_text("SELECT \"rows\" || '/' || dead_letters FROM $S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "2/1");
+    /* the refused row's key was forgotten: the fixed record applies */
+    rec r2[] = {{3, 2, "fixed", "k1", "h9"}};
+    batch_make(&b, 3, 4, m.epoch, r2, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE body = 'fixed'"),
+                     1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(validate_reports_both_shapes) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id text, body "
+             "text)",
+             schema, schema);
+    PQclear(sql(text));
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "\"id\" is text") &&
+                      strstr(err.message, "Table: (id text, body text)") &&
+                      strstr(err.message, "Mapping: (id bigint NOT NULL"),
+                  "%s", err.message);
+    void *sink = NULL;
+    ck_assert_int_eq(api->open(tm_host_services(), &c.config, &sink, &err),
+                     TM_INVALID);
+    conf_done(&c);
+    /* upsert on a fitting table without the unique index */
+    snprintf(text, sizeof text,
+             "DROP TABLE \"%s\".t; CREATE TABLE \"%s\".t (id bigint, body "
+             "text, _tm_topic text, _tm_partition int, _tm_offset bigint, "
+             "_tm_identity text)",
+             schema, schema);
+    PQclear(sql(text));
+    conf_init(&c, BASIC ", \"mode\": \"upsert\", \"create\": false}", 0, 2);
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
+                     TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "UNIQUE index"));
+    conf_done(&c);
+    conf_init(&c, BASIC ", \"create\": false}", 0, 2);
+    ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err), TM_OK);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(identifiers_are_escaped) {
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"conninfo\": \"$C\", \"schema\": \"$S\", \"table\": "
+             "\"we\\\"ird'; DROP TABLE x; --\"}");
+    conf c;
+    conf_init(&c, json, 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 1, "a'); --", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM $S.\"we\"\"ird'; DROP TABLE x; --\""), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- failures ----------------------------------------------------------- */
+
+static void terminate_sink_backend(void) {
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(pg_terminate_backend(pid, 5000)) FROM "
+             "pg_stat_activity WHERE application_name = '%s'",
+             connector);
+    PQclear(sql(q));
+}
+
+static int rows_exactly(int64_t end) {
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) = %lld AND count(DISTINCT _tm_offset) = %lld "
+             "AND max(_tm_offset) = %lld FROM $S.t",
+             (long long)end, (long long)end, (long long)end - 1);
+    char v[8];
+    sql_text(q, v, sizeof v);
+    return strcmp(v, "t") == 0;
+}
+
+START_TEST(lost_connection_between_calls_is_retry) {
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}, {1, 2, "b", NULL, NULL}};
+    batch_make(&b, 0, 2, m.epoch, r, 2);
+    terminate_sink_backend();
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    commit_ok(sink, &b); /* reconnected */
+    ck_assert_int_eq(commit(sink, &b, &err), TM_ALREADY);
+    ck_assert(rows_exactly(2));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static const char *kill_at;
+static void killing_fault(const char *point) {
+    if (kill_at && strcmp(point, kill_at) == 0)
+        terminate_sink_backend();
+}
+
+START_TEST(lost_connection_inside_commit_is_retry) {
+    static const char *const POINTS[] = {TM_FAULT_AFTER_EFFECTS,
+                                         TM_FAULT_AFTER_MARKER};
+    static tm_host_api host;
+    host = *tm_host_services();
+    host.fault = killing_fault;
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_with(&c, &host);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}, {1, 2, "b", NULL, NULL}};
+    batch_make(&b, 0, 2, m.epoch, r, 2);
+    kill_at = POINTS[_i];
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    kill_at = NULL;
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+    commit_ok(sink, &b); /* the resend's check: not landed, apply */
+    ck_assert(rows_exactly(2));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct poke {
+    void *sink;
+    int ms;
+} poke;
+
+static void *interrupter(void *arg) {
+    poke *p = arg;
+    struct timespec ts = {p->ms / 1000, (long)(p->ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    api->interrupt(p->sink);
+    return NULL;
+}
+
+START_TEST(interrupt_cancels_a_lock_wait) {
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    api->interrupt(sink); /* idle: harmless */
+    char q[256];
+    snprintf(q, sizeof q,
+             "BEGIN; SELECT * FROM \"%s\".tidemark_markers FOR UPDATE", schema);
+    PQclear(sql(q));
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    poke p = {sink, 300};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
+    int64_t t0 = mono_ms();
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    int64_t waited = mono_ms() - t0;
+    pthread_join(th, NULL);
+    ck_assert_msg(waited >= 250 && waited < 5000, "waited %lld ms",
+                  (long long)waited);
+    PQclear(sql("ROLLBACK"));
+    commit_ok(sink, &b);
+    ck_assert(rows_exactly(1));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(past_deadline_is_retry_with_nothing_written) {
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    b.b.deadline_ms = mono_ms() - 1;
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    ck_assert_ptr_nonnull(strstr(err.message, "deadline"));
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+    b.b.deadline_ms = 0;
+    commit_ok(sink, &b);
+    ck_assert(rows_exactly(1));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(statement_timeout_is_retry) {
+    conf c;
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 300}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    char q[256];
+    snprintf(q, sizeof q,
+             "BEGIN; SELECT * FROM \"%s\".tidemark_markers FOR UPDATE", schema);
+    PQclear(sql(q));
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
+    ck_assert_msg(strstr(err.message, "57014"), "%s", err.message);
+    PQclear(sql("ROLLBACK"));
+    commit_ok(sink, &b);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("postgres_sink");
+    TCase *tc = tcase_create("api");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, settings_errors_name_the_key, 0,
+                        (int)(sizeof BAD / sizeof BAD[0]));
+    tcase_add_test(tc, unreachable_is_retry);
+    tcase_add_test(tc, every_type_through_copy);
+    tcase_add_test(tc, upsert_updates_by_key);
+    tcase_add_test(tc, identity_conflict_is_a_dead_letter);
+    tcase_add_test(tc, refused_rows_are_dead_letters);
+    tcase_add_test(tc, validate_reports_both_shapes);
+    tcase_add_test(tc, identifiers_are_escaped);
+    tcase_add_test(tc, lost_connection_between_calls_is_retry);
+    tcase_add_loop_test(tc, lost_connection_inside_commit_is_retry, 0, 2);
+    tcase_add_test(tc, interrupt_cancels_a_lock_wait);
+    tcase_add_test(tc, statement_timeout_is_retry);
+    tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}
