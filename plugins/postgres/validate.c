@@ -1,9 +1,152 @@
-/* validate(): settings, the connection and the table's shape, checked
- * without changing anything (a read-only transaction). */
+/* validate(): settings, the connection, the privileges of the session's
+ * role and the table's shape, checked without changing anything (a
+ * read-only transaction). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pg_sink.h"
+
+/* One has_*_privilege answer: 1 granted, 0 refused, -1 unknown (NULL, the
+ * object does not exist). */
+static int priv_answer(PGresult *res, int col) {
+    if (PQgetisnull(res, 0, col))
+        return -1;
+    return *PQgetvalue(res, 0, col) == 't';
+}
+
+static tm_status refuse(pg_sink *s, const char *role, const char *priv,
+                        const char *kind, const char *object, const char *why,
+                        tm_error *err) {
+    s->host->set_error(err,
+                       "privileges: role \"%s\" lacks %s on %s %s%s (GRANT %s "
+                       "ON %s%s TO \"%s\")",
+                       role, priv, kind, object, why, priv,
+                       strcmp(kind, "table") == 0 ? "" : "SCHEMA ", object,
+                       role);
+    return TM_INVALID;
+}
+
+/* The schema: USAGE, and CREATE when anything must be created in it (the
+ * target with "create", a helper table); a missing schema needs CREATE on
+ * the database. *target_exists: whether the target table exists. */
+static tm_status schema_privileges(pg_sink *s, char *role, size_t role_size,
+                                   int *target_exists, tm_error *err) {
+    const char *v[5] = {s->q_schema, s->q_table, s->q_markers, s->q_dls,
+                        s->q_keys};
+    tm_status r;
+    /* Each to_regclass only with USAGE: without it the lookup fails. */
+    PGresult *res = pg_query(
+        s,
+        "SELECT current_user, n.oid IS NOT NULL, "
+        "has_schema_privilege(current_user, n.oid, 'USAGE'), "
+        "has_schema_privilege(current_user, n.oid, 'CREATE'), "
+        "has_database_privilege(current_database(), 'CREATE'), "
+        "current_database(), "
+        "CASE WHEN has_schema_privilege(current_user, n.oid, 'USAGE') THEN "
+        "to_regclass($2) IS NOT NULL END, "
+        "CASE WHEN has_schema_privilege(current_user, n.oid, 'USAGE') THEN "
+        "to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND "
+        "to_regclass($5) IS NOT NULL END "
+        "FROM (SELECT to_regnamespace($1) AS oid) n",
+        5, v, NULL, NULL, 1, "validate: reading privileges", &r, err);
+    if (!res)
+        return r;
+    snprintf(role, role_size, "%s", PQgetvalue(res, 0, 0));
+    int schema_exists = *PQgetvalue(res, 0, 1) == 't';
+    int usage = priv_answer(res, 2), create = priv_answer(res, 3);
+    int db_create = priv_answer(res, 4);
+    char db[128];
+    snprintf(db, sizeof db, "%s", PQgetvalue(res, 0, 5));
+    *target_exists = priv_answer(res, 6) == 1;
+    int helpers_exist = priv_answer(res, 7) == 1;
+    PQclear(res);
+    if (!schema_exists) {
+        if (db_create != 1) {
+            s->host->set_error(err,
+                               "privileges: role \"%s\" lacks CREATE on "
+                               "database \"%s\", needed to create the schema "
+                               "%s (GRANT CREATE ON DATABASE \"%s\" TO \"%s\")",
+                               role, db, s->q_schema, db, role);
+            return TM_INVALID;
+        }
+        return TM_OK;
+    }
+    if (usage != 1)
+        return refuse(s, role, "USAGE", "schema", s->q_schema, "", err);
+    if (create != 1 && !helpers_exist)
+        return refuse(s, role, "CREATE", "schema", s->q_schema,
+                      ", needed to create the helper tables", err);
+    if (create != 1 && !*target_exists && s->set.create)
+        return refuse(s, role, "CREATE", "schema", s->q_schema,
+                      ", needed to create the table (\"create\" is true)", err);
+    return TM_OK;
+}
+
+/* Each of PRIVS (NULL-terminated) on TABLE, if it exists. */
+static tm_status table_privileges(pg_sink *s, const char *role,
+                                  const char *table, const char *const *privs,
+                                  const char *why, tm_error *err) {
+    for (size_t i = 0; privs[i]; i++) {
+        const char *v[2] = {table, privs[i]};
+        tm_status r;
+        PGresult *res = pg_query(s,
+                                 "SELECT has_table_privilege(current_user, "
+                                 "to_regclass($1), $2)",
+                                 2, v, NULL, NULL, 1,
+                                 "validate: reading privileges", &r, err);
+        if (!res)
+            return r;
+        int granted = priv_answer(res, 0);
+        PQclear(res);
+        if (granted == 0)
+            return refuse(s, role, privs[i], "table", table, why, err);
+    }
+    return TM_OK;
+}
+
+/* What the sink does with each table (commit.c, markers.c, scan.c). */
+static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
+    static const char *const APPEND[] = {"INSERT", "SELECT", NULL};
+    static const char *const UPSERT[] = {"INSERT", "SELECT", "UPDATE", NULL};
+    static const char *const MARKERS[] = {"INSERT", "UPDATE", "SELECT", NULL};
+    static const char *const KEYS[] = {"INSERT", "SELECT", "DELETE", NULL};
+    static const char *const DLS[] = {"INSERT", "SELECT", NULL};
+    tm_status r =
+        table_privileges(s, role, s->q_table,
+                         s->set.mode == PG_UPSERT ? UPSERT : APPEND, "", err);
+    if (r == TM_OK)
+        r = table_privileges(s, role, s->q_markers, MARKERS,
+                             " (the sink's markers)", err);
+    if (r == TM_OK)
+        r = table_privileges(s, role, s->q_keys, KEYS,
+                             " (the sink's business keys)", err);
+    if (r == TM_OK)
+        r = table_privileges(s, role, s->q_dls, DLS,
+                             " (the sink's dead letters)", err);
+    if (r != TM_OK || s->set.mode != PG_UPSERT)
+        return r;
+    /* Upsert stages rows in a temporary table. */
+    tm_status q;
+    PGresult *res = pg_query(s,
+                             "SELECT has_database_privilege(current_database(),"
+                             " 'TEMP'), current_database()",
+                             0, NULL, NULL, NULL, 1,
+                             "validate: reading privileges", &q, err);
+    if (!res)
+        return q;
+    if (priv_answer(res, 0) == 0) {
+        s->host->set_error(err,
+                           "privileges: role \"%s\" lacks TEMP on database "
+                           "\"%s\", needed by mode upsert's staging table "
+                           "(GRANT TEMP ON DATABASE \"%s\" TO \"%s\")",
+                           role, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 1),
+                           role);
+        r = TM_INVALID;
+    }
+    PQclear(res);
+    return r;
+}
 
 tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
                       tm_error *err) {
@@ -16,17 +159,20 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
     if ((r = pg_connect(&s, err)) == TM_OK &&
         (r = pg_exec(&s, "BEGIN READ ONLY", "validate: BEGIN", err)) == TM_OK) {
         int exists = 0;
-        if ((r = pg_table_exists(&s, &exists, err)) != TM_OK)
+        char role[128] = "";
+        if ((r = schema_privileges(&s, role, sizeof role, &exists, err)) !=
+            TM_OK)
             ; /* err says why */
-        else if (exists)
-            r = pg_shape_check(&s, err);
-        else if (!s.set.create) {
+        else if (!exists && !s.set.create) {
             host->set_error(err,
                             "setting \"table\": no table %s and \"create\" "
                             "is false",
                             s.q_table);
             r = TM_INVALID;
-        }
+        } else if ((r = privileges(&s, role, err)) != TM_OK)
+            ; /* err says why */
+        else if (exists)
+            r = pg_shape_check(&s, err);
         pg_rollback(&s);
     }
     pg_disconnect(&s);

@@ -1,0 +1,233 @@
+/* validate() and the privileges of the session's role: a role with USAGE
+ * and SELECT only is refused naming INSERT, the table and the role; with
+ * the privileges granted it passes. Also a schema without USAGE, and one
+ * without CREATE when the table must be created. The role (tm_ro_<pid>) is
+ * made through the superuser "postgres" of the private server (trust auth
+ * on loopback: TIDEMARK_PG_CONNINFO with user=postgres) and dropped
+ * afterwards, with the test's schema. */
+#include <check.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "config/settings.h"
+#include "plugin/loader.h"
+#include "services/host_services.h"
+
+static const tm_sink_api *api;
+static char schema[64], role[64];
+static PGconn *admin; /* the tables' owner (the tests' usual user) */
+static PGconn *super; /* creates and drops the role */
+
+static const char *conninfo(void) {
+    const char *c = getenv("TIDEMARK_PG_CONNINFO");
+    ck_assert_msg(c && *c, "TIDEMARK_PG_CONNINFO is not set: bash "
+                           "scripts/postgres.sh start; source scripts/env.sh");
+    return c;
+}
+
+static void quiet(void *arg, const char *message) {
+    (void)arg, (void)message; /* DROP ... CASCADE notices */
+}
+
+static PGconn *connect_as(const char *user) {
+    char ci[1024];
+    if (user)
+        snprintf(ci, sizeof ci, "%s user=%s", conninfo(), user);
+    else
+        snprintf(ci, sizeof ci, "%s", conninfo());
+    PGconn *c = PQconnectdb(ci);
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "cannot connect (%s): %s", ci,
+                  PQerrorMessage(c));
+    PQsetNoticeProcessor(c, quiet, NULL);
+    return c;
+}
+
+/* Runs SQL with "$S" replaced by the schema and "$R" by the role. */
+static void sql(PGconn *c, const char *fmt) {
+    char text[1024], *at;
+    snprintf(text, sizeof text, "%s", fmt);
+    while ((at = strstr(text, "$S")) != NULL || (at = strstr(text, "$R"))) {
+        char rest[1024];
+        const char *v = at[1] == 'S' ? schema : role;
+        snprintf(rest, sizeof rest, "%s", at + 2);
+        snprintf(at, sizeof text - (size_t)(at - text), "\"%s\"%s", v, rest);
+    }
+    PGresult *r = PQexec(c, text);
+    ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", text,
+                  PQerrorMessage(c));
+    PQclear(r);
+}
+
+static void setup(void) {
+    static tm_plugin plugin;
+    char errstr[512];
+    if (!api) {
+        ck_assert_msg(tm_plugin_load(TM_POSTGRES_PLUGIN, NULL, 0, &plugin,
+                                     errstr, sizeof errstr) == 0,
+                      "%s", errstr);
+        api = plugin.api;
+    }
+    static int n;
+    snprintf(schema, sizeof schema, "pgval_%d_%d", (int)getpid(), ++n);
+    snprintf(role, sizeof role, "tm_ro_%d", (int)getpid());
+    admin = connect_as(NULL);
+    super = connect_as("postgres");
+    sql(super, "DROP ROLE IF EXISTS $R");
+    sql(super, "CREATE ROLE $R LOGIN");
+}
+
+static void teardown(void) {
+    char text[256];
+    snprintf(text, sizeof text, "DROP SCHEMA IF EXISTS \"%s\" CASCADE", schema);
+    PQclear(PQexec(admin, text));
+    snprintf(text, sizeof text, "DROP OWNED BY \"%s\"", role);
+    PQclear(PQexec(super, text));
+    snprintf(text, sizeof text, "DROP ROLE IF EXISTS \"%s\"", role);
+    PQclear(PQexec(super, text));
+    PQfinish(admin);
+    PQfinish(super);
+    admin = super = NULL;
+}
+
+static const tm_column COLS[] = {
+    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+    {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+};
+
+typedef struct conf {
+    tm_settings *settings;
+    tm_sink_config config;
+} conf;
+
+/* The sink's settings for USER (NULL: the tests' usual user). */
+static void conf_init(conf *c, const char *user, const char *extra) {
+    char ci[1024], text[2048];
+    if (user)
+        snprintf(ci, sizeof ci, "%s user=%s", conninfo(), user);
+    else
+        snprintf(ci, sizeof ci, "%s", conninfo());
+    json_t *obj = json_pack("{s:s,s:s,s:s}", "conninfo", ci, "schema", schema,
+                            "table", "t");
+    ck_assert_ptr_nonnull(obj);
+    snprintf(text, sizeof text, "{%s}", extra ? extra : "");
+    json_t *more = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(more);
+    json_object_update(obj, more);
+    json_decref(more);
+    c->settings = tm_settings_new(obj, "$.sink.settings");
+    json_decref(obj);
+    ck_assert_ptr_nonnull(c->settings);
+    c->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
+                                 .connector = "validate",
+                                 .settings = c->settings,
+                                 .columns = COLS,
+                                 .ncolumns = 2};
+}
+
+/* The tables, made by the sink as the usual user. */
+static void make_tables(const char *extra) {
+    conf c;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    conf_init(&c, NULL, extra);
+    ck_assert_msg(api->open(tm_host_services(), &c.config, &sink, &err) ==
+                      TM_OK,
+                  "open: %s", err.message);
+    api->close(sink);
+    tm_settings_free(c.settings);
+}
+
+static tm_status validate_as_role(const char *extra, tm_error *err) {
+    conf c;
+    conf_init(&c, role, extra);
+    err->message[0] = '\0';
+    tm_status rc = api->validate(tm_host_services(), &c.config, err);
+    tm_settings_free(c.settings);
+    return rc;
+}
+
+static void assert_mentions(const char *message, const char *a, const char *b) {
+    ck_assert_msg(
+        strstr(message, a) && strstr(message, b) && strstr(message, role),
+        "want \"%s\", \"%s\" and the role %s in: %s", a, b, role, message);
+}
+
+START_TEST(missing_insert_is_refused_naming_it) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL);
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT SELECT ON ALL TABLES IN SCHEMA $S TO $R");
+    ck_assert_int_eq(validate_as_role("\"create\": false", &err), TM_INVALID);
+    assert_mentions(err.message, "lacks INSERT", ".\"t\"");
+
+    /* INSERT on the table: now the markers want more. */
+    sql(admin, "GRANT INSERT ON $S.t TO $R");
+    ck_assert_int_eq(validate_as_role("\"create\": false", &err), TM_INVALID);
+    assert_mentions(err.message, "lacks INSERT", "tidemark_markers");
+
+    sql(admin, "GRANT INSERT, UPDATE ON $S.tidemark_markers TO $R");
+    sql(admin, "GRANT INSERT, DELETE ON $S.tidemark_keys TO $R");
+    sql(admin, "GRANT INSERT ON $S.tidemark_dead_letters TO $R");
+    ck_assert_msg(validate_as_role("\"create\": false", &err) == TM_OK,
+                  "with the privileges: %s", err.message);
+    /* The helper tables exist: "create" needs no CREATE on the schema. */
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "create: %s",
+                  err.message);
+}
+END_TEST
+
+START_TEST(upsert_needs_update) {
+    tm_error err = {sizeof err, ""};
+    make_tables("\"mode\": \"upsert\"");
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA $S TO $R");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_markers TO $R");
+    sql(admin, "GRANT DELETE ON $S.tidemark_keys TO $R");
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "append: %s",
+                  err.message);
+    ck_assert_int_eq(validate_as_role("\"mode\": \"upsert\"", &err),
+                     TM_INVALID);
+    assert_mentions(err.message, "lacks UPDATE", ".\"t\"");
+    sql(admin, "GRANT UPDATE ON $S.t TO $R");
+    ck_assert_msg(validate_as_role("\"mode\": \"upsert\"", &err) == TM_OK,
+                  "upsert: %s", err.message);
+}
+END_TEST
+
+START_TEST(schema_usage_and_create) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL);
+    sql(admin, "GRANT ALL ON ALL TABLES IN SCHEMA $S TO $R");
+    ck_assert_int_eq(validate_as_role(NULL, &err), TM_INVALID);
+    assert_mentions(err.message, "lacks USAGE", schema);
+
+    /* USAGE but no CREATE, and the table must be created. */
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "DROP TABLE $S.t");
+    ck_assert_int_eq(validate_as_role(NULL, &err), TM_INVALID);
+    assert_mentions(err.message, "lacks CREATE", schema);
+    sql(admin, "GRANT CREATE ON SCHEMA $S TO $R");
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "CREATE: %s",
+                  err.message);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("postgres_validate");
+    TCase *tc = tcase_create("privileges");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, missing_insert_is_refused_naming_it);
+    tcase_add_test(tc, upsert_needs_update);
+    tcase_add_test(tc, schema_usage_and_create);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}

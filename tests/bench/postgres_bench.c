@@ -1,0 +1,591 @@
+/* postgres_bench: rows/s of the PostgreSQL sink alone, through the plugin
+ * API (loaded with the host's loader; open and claim outside the timing,
+ * every commit inside), against three bare libpq loops writing the same
+ * rows (the same tm_value bytes, made once) into a fresh table of the same
+ * shape, one transaction per batch, in the same run:
+ *   (b) COPY ... FROM STDIN, text format (what the sink sends),
+ *   (c) COPY ... FROM STDIN (FORMAT binary),
+ *   (d) a prepared single-row INSERT per row.
+ * The JSON column is jsonb (what the sink creates for a json mapping) or
+ * text (the column mapped as text), or both. Runs alternate the four,
+ * each on a fresh table (the sink: a fresh schema); medians. Prints rows/s
+ * and the ratios sink/(b), sink/(c), sink/(d). Not a ctest test:
+ * docs/benchmarks.md. Needs TIDEMARK_PG_CONNINFO (scripts/env.sh).
+ *
+ *   postgres_bench [--rows N] [--batch N] [--reps N]
+ *                  [--json jsonb|text|both] [--plugin PATH]
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/settings.h"
+#include "plugin/loader.h"
+#include "services/host_services.h"
+
+#define NCOLS    6
+#define DOC_SIZE 512
+#define MAXREPS  100
+
+static const char *TOPIC = "bench.events";
+
+typedef struct data {
+    size_t nrows, batch, nbatches;
+    tm_record *records;
+    tm_value *values; /* nrows * NCOLS */
+    char *text;       /* the strings the values point at */
+    tm_range *ranges; /* one per batch */
+    tm_batch *batches;
+    char (*ids)[32];
+    size_t doc_bytes; /* total, for the average printed */
+} data;
+
+typedef struct pg_buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const char *why) {
+    fprintf(stderr, "postgres_bench: %s: %s\n", what, why);
+    exit(1);
+}
+
+static void buf_addn(buf *b, const void *p, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1 << 16;
+        while (cap < b->len + n)
+            cap *= 2;
+        b->p = realloc(b->p, cap);
+        if (!b->p)
+            die("buffer", "out of memory");
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static void buf_add(buf *b, const char *s) {
+    buf_addn(b, s, strlen(s));
+}
+
+/* ---- the rows ------------------------------------------------------------ */
+
+static const char *const TYPES[] = {
+    "PushEvent", "IssuesEvent", "PullRequestEvent", "WatchEvent", "ForkEvent"};
+
+/* A realistic mapped event: id bigint, type, title, user text, ts
+ * timestamptz, doc (the event as JSON, ~300 bytes). */
+static void make_data(data *d, size_t nrows, size_t batch) {
+    d->nrows = nrows;
+    d->batch = batch;
+    d->nbatches = (nrows + batch - 1) / batch;
+    d->records = calloc(nrows, sizeof *d->records);
+    d->values = calloc(nrows * NCOLS, sizeof *d->values);
+    d->text = malloc(nrows * (128 + DOC_SIZE));
+    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
+    d->batches = calloc(d->nbatches, sizeof *d->batches);
+    d->ids = calloc(d->nbatches, sizeof *d->ids);
+    d->doc_bytes = 0;
+    if (!d->records || !d->values || !d->text || !d->ranges || !d->batches ||
+        !d->ids)
+        die("data", "out of memory");
+    for (size_t i = 0; i < nrows; i++) {
+        tm_value *v = &d->values[i * NCOLS];
+        char *title = d->text + i * (128 + DOC_SIZE), *user = title + 80;
+        char *doc = title + 128;
+        const char *type = TYPES[i % 5];
+        int tl = snprintf(title, 80, "Fix flaky test in module %zu (#%zu)",
+                          i % 311, 1000 + i % 9973);
+        int ul = snprintf(user, 48, "user-%zu", i % 4999);
+        int dl = snprintf(
+            doc, DOC_SIZE,
+            "{\"id\":\"%zu\",\"type\":\"%s\",\"actor\":{\"id\":%zu,"
+            "\"login\":\"%s\",\"url\":\"https://api.example.com/users/%s\"},"
+            "\"repo\":{\"id\":%zu,\"name\":\"org-%zu/repo-%zu\"},"
+            "\"payload\":{\"ref\":\"refs/heads/main\",\"size\":%zu,"
+            "\"head\":\"%016zx%08zx\",\"title\":\"%s\"},"
+            "\"public\":true,\"created_at\":\"2026-12-02T10:%02zu:%02zuZ\"}",
+            20000000000 + i, type, 4000 + i % 4999, user, user, 70000 + i % 977,
+            i % 53, i % 977, i % 4 + 1, i * 2654435761u, i, title, i / 60 % 60,
+            i % 60);
+        d->doc_bytes += (size_t)dl;
+        for (int c = 0; c < NCOLS; c++)
+            v[c].struct_size = sizeof(tm_value);
+        v[0].v.i = 20000000000 + (int64_t)i;
+        v[1].v.s.ptr = type;
+        v[1].v.s.len = strlen(type);
+        v[2].v.s.ptr = title;
+        v[2].v.s.len = (size_t)tl;
+        v[3].v.s.ptr = user;
+        v[3].v.s.len = (size_t)ul;
+        v[4].v.i = 1796205600000000 + (int64_t)i * 1000;
+        v[5].v.s.ptr = doc;
+        v[5].v.s.len = (size_t)dl;
+        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                    .range = 0,
+                                    .offset = (int64_t)i,
+                                    .timestamp_ms = 1796205600000 + (int64_t)i,
+                                    .value = doc,
+                                    .value_len = (size_t)dl,
+                                    .values = v};
+    }
+}
+
+static size_t batch_len(const data *d, size_t k) {
+    size_t first = k * d->batch;
+    return first + d->batch <= d->nrows ? d->batch : d->nrows - first;
+}
+
+static void make_batches(data *d, int64_t epoch) {
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch, n = batch_len(d, k);
+        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
+        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
+                                  .topic = TOPIC,
+                                  .partition = 0,
+                                  .start_offset = (int64_t)first,
+                                  .end_offset = (int64_t)(first + n),
+                                  .epoch = epoch};
+        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
+                                   .connector = "bench",
+                                   .batch_id = d->ids[k],
+                                   .deadline_ms = 0,
+                                   .ranges = &d->ranges[k],
+                                   .nranges = 1,
+                                   .records = &d->records[first],
+                                   .nrecords = n};
+    }
+}
+
+/* ---- SQL helpers -----------------------------------------------------------
+ */
+
+static const char *conninfo(void) {
+    const char *c = getenv("TIDEMARK_PG_CONNINFO");
+    if (!c || !*c)
+        die("TIDEMARK_PG_CONNINFO", "not set (bash scripts/postgres.sh start; "
+                                    ". scripts/env.sh)");
+    return c;
+}
+
+static void quiet(void *arg, const char *message) {
+    (void)arg, (void)message; /* DROP ... notices */
+}
+
+static PGconn *connect_db(void) {
+    PGconn *c = PQconnectdb(conninfo());
+    if (PQstatus(c) != CONNECTION_OK)
+        die("connect", PQerrorMessage(c));
+    PQsetNoticeProcessor(c, quiet, NULL);
+    return c;
+}
+
+static void exec(PGconn *c, const char *sql) {
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        die(sql, PQerrorMessage(c));
+    PQclear(r);
+}
+
+/* The table the sink creates for the mapping (plugins/postgres/schema.c). */
+static void fresh_table(PGconn *c, const char *json_type) {
+    char ddl[1024];
+    exec(c, "DROP SCHEMA IF EXISTS tm_bench_bare CASCADE");
+    exec(c, "CREATE SCHEMA tm_bench_bare");
+    snprintf(ddl, sizeof ddl,
+             "CREATE TABLE tm_bench_bare.events (\"id\" bigint NOT NULL, "
+             "\"type\" text, \"title\" text, \"user\" text, \"ts\" "
+             "timestamptz, \"doc\" %s, _tm_topic text NOT NULL, "
+             "_tm_partition integer NOT NULL, _tm_offset bigint NOT NULL, "
+             "_tm_identity text)",
+             json_type);
+    exec(c, ddl);
+}
+
+static const char COLUMNS[] =
+    "(\"id\", \"type\", \"title\", \"user\", \"ts\", \"doc\", _tm_topic, "
+    "_tm_partition, _tm_offset, _tm_identity)";
+
+/* ---- the sink ------------------------------------------------------------ */
+
+static double run_sink(const tm_sink_api *api, data *d, int json_text) {
+    PGconn *c = connect_db();
+    exec(c, "DROP SCHEMA IF EXISTS tm_bench_sink CASCADE");
+    PQfinish(c);
+    const tm_column cols[NCOLS] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 1, 0},
+        {sizeof(tm_column), "type", TM_TYPE_TEXT, 0, 0},
+        {sizeof(tm_column), "title", TM_TYPE_TEXT, 0, 0},
+        {sizeof(tm_column), "user", TM_TYPE_TEXT, 0, 0},
+        {sizeof(tm_column), "ts", TM_TYPE_TIMESTAMP, 0, 0},
+        {sizeof(tm_column), "doc", json_text ? TM_TYPE_TEXT : TM_TYPE_JSON, 0,
+         0},
+    };
+    json_t *obj = json_pack("{s:s,s:s,s:s}", "conninfo", conninfo(), "schema",
+                            "tm_bench_sink", "table", "events");
+    tm_settings *set = obj ? tm_settings_new(obj, "$.sink.settings") : NULL;
+    json_decref(obj);
+    if (!set)
+        die("settings", "out of memory");
+    tm_log_context logctx = {"bench", "postgres"};
+    tm_sink_config config = {.struct_size = sizeof config,
+                             .connector = "bench",
+                             .settings = set,
+                             .columns = cols,
+                             .ncolumns = NCOLS,
+                             .host_ctx = &logctx};
+    tm_error err = {sizeof err, ""};
+    void *sink;
+    if (api->open(tm_host_services(), &config, &sink, &err) != TM_OK)
+        die("open", err.message);
+    tm_marker m = {.struct_size = sizeof m,
+                   .topic = TOPIC,
+                   .partition = 0,
+                   .next_offset = 0};
+    if (api->claim(sink, &m, 1, 0, &err) != TM_OK)
+        die("claim", err.message);
+    make_batches(d, m.epoch);
+    double t0 = now_s();
+    for (size_t k = 0; k < d->nbatches; k++) {
+        tm_status rc = api->commit(sink, &d->batches[k], &err);
+        if (rc != TM_OK)
+            die(tm_status_name(rc), err.message);
+    }
+    double t = now_s() - t0;
+    api->close(sink);
+    tm_settings_free(set);
+    return t;
+}
+
+/* ---- (b) COPY text ----------------------------------------------------------
+ */
+
+static void copy_text(buf *b, const char *p, size_t n) {
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *esc;
+        switch (p[i]) {
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default: continue;
+        }
+        buf_addn(b, p + from, i - from);
+        buf_add(b, esc);
+        from = i + 1;
+    }
+    buf_addn(b, p + from, n - from);
+}
+
+static void text_timestamp(char *out, size_t size, int64_t us) {
+    int64_t secs = us / 1000000, frac = us % 1000000;
+    if (frac < 0) {
+        frac += 1000000;
+        secs -= 1;
+    }
+    time_t t = (time_t)secs;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(out, size, "%04d-%02d-%02d %02d:%02d:%02d.%06d+00",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (int)frac);
+}
+
+static void copy_end(PGconn *c) {
+    if (PQputCopyEnd(c, NULL) != 1)
+        die("COPY end", PQerrorMessage(c));
+    PGresult *r;
+    while ((r = PQgetResult(c)) != NULL) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            die("COPY", PQerrorMessage(c));
+        PQclear(r);
+    }
+}
+
+static void copy_start(PGconn *c, const char *with) {
+    char sql[512];
+    snprintf(sql, sizeof sql, "COPY tm_bench_bare.events %s FROM STDIN%s",
+             COLUMNS, with);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN)
+        die(sql, PQerrorMessage(c));
+    PQclear(r);
+}
+
+/* Sends B in 64 KiB chunks, as the sink does. */
+static void copy_send(PGconn *c, buf *b, int last) {
+    if (b->len >= 65536 || (last && b->len)) {
+        if (PQputCopyData(c, b->p, (int)b->len) != 1)
+            die("COPY data", PQerrorMessage(c));
+        b->len = 0;
+    }
+}
+
+static double run_copy_text(data *d, const char *json_type) {
+    PGconn *c = connect_db();
+    fresh_table(c, json_type);
+    buf b = {0};
+    char num[64];
+    double t0 = now_s();
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch, n = batch_len(d, k);
+        exec(c, "BEGIN");
+        copy_start(c, "");
+        for (size_t i = first; i < first + n; i++) {
+            const tm_value *v = &d->values[i * NCOLS];
+            snprintf(num, sizeof num, "%lld\t", (long long)v[0].v.i);
+            buf_add(&b, num);
+            for (int col = 1; col <= 3; col++) {
+                copy_text(&b, v[col].v.s.ptr, v[col].v.s.len);
+                buf_add(&b, "\t");
+            }
+            text_timestamp(num, sizeof num, v[4].v.i);
+            buf_add(&b, num);
+            buf_add(&b, "\t");
+            copy_text(&b, v[5].v.s.ptr, v[5].v.s.len);
+            buf_add(&b, "\t");
+            copy_text(&b, TOPIC, strlen(TOPIC));
+            snprintf(num, sizeof num, "\t0\t%lld\t\\N\n",
+                     (long long)d->records[i].offset);
+            buf_add(&b, num);
+            copy_send(c, &b, 0);
+        }
+        copy_send(c, &b, 1);
+        copy_end(c);
+        exec(c, "COMMIT");
+    }
+    double t = now_s() - t0;
+    free(b.p);
+    PQfinish(c);
+    return t;
+}
+
+/* ---- (c) COPY binary --------------------------------------------------------
+ */
+
+static void be16(buf *b, int v) {
+    unsigned char x[2] = {(unsigned char)(v >> 8), (unsigned char)v};
+    buf_addn(b, x, 2);
+}
+
+static void be32(buf *b, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    unsigned char x[4] = {(unsigned char)(u >> 24), (unsigned char)(u >> 16),
+                          (unsigned char)(u >> 8), (unsigned char)u};
+    buf_addn(b, x, 4);
+}
+
+static void be64(buf *b, int64_t v) {
+    be32(b, (int32_t)((uint64_t)v >> 32));
+    be32(b, (int32_t)(uint32_t)(uint64_t)v);
+}
+
+static void bin_text(buf *b, const char *p, size_t n) {
+    be32(b, (int32_t)n);
+    buf_addn(b, p, n);
+}
+
+/* Microseconds between 1970-01-01 and 2000-01-01 (PostgreSQL's epoch). */
+#define PG_EPOCH_US INT64_C(946684800000000)
+
+static double run_copy_binary(data *d, const char *json_type) {
+    static const char HEADER[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+    int jsonb = strcmp(json_type, "jsonb") == 0;
+    PGconn *c = connect_db();
+    fresh_table(c, json_type);
+    buf b = {0};
+    double t0 = now_s();
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch, n = batch_len(d, k);
+        exec(c, "BEGIN");
+        copy_start(c, " (FORMAT binary)");
+        buf_addn(&b, HEADER, sizeof HEADER);
+        for (size_t i = first; i < first + n; i++) {
+            const tm_value *v = &d->values[i * NCOLS];
+            be16(&b, 10);
+            be32(&b, 8);
+            be64(&b, v[0].v.i);
+            for (int col = 1; col <= 3; col++)
+                bin_text(&b, v[col].v.s.ptr, v[col].v.s.len);
+            be32(&b, 8);
+            be64(&b, v[4].v.i - PG_EPOCH_US);
+            if (jsonb) { /* version 1, then the text */
+                be32(&b, (int32_t)v[5].v.s.len + 1);
+                buf_addn(&b, "\1", 1);
+                buf_addn(&b, v[5].v.s.ptr, v[5].v.s.len);
+            } else
+                bin_text(&b, v[5].v.s.ptr, v[5].v.s.len);
+            bin_text(&b, TOPIC, strlen(TOPIC));
+            be32(&b, 4);
+            be32(&b, 0);
+            be32(&b, 8);
+            be64(&b, d->records[i].offset);
+            be32(&b, -1);
+            copy_send(c, &b, 0);
+        }
+        be16(&b, -1);
+        copy_send(c, &b, 1);
+        copy_end(c);
+        exec(c, "COMMIT");
+    }
+    double t = now_s() - t0;
+    free(b.p);
+    PQfinish(c);
+    return t;
+}
+
+/* ---- (d) prepared INSERT per row ------------------------------------------
+ */
+
+static double run_insert(data *d, const char *json_type) {
+    PGconn *c = connect_db();
+    fresh_table(c, json_type);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO tm_bench_bare.events %s VALUES ($1, $2, $3, $4, "
+             "$5, $6, $7, $8, $9, $10)",
+             COLUMNS);
+    PGresult *r = PQprepare(c, "ins", sql, 10, NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        die("prepare", PQerrorMessage(c));
+    PQclear(r);
+    char id[32], ts[64], off[32];
+    double t0 = now_s();
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch, n = batch_len(d, k);
+        exec(c, "BEGIN");
+        for (size_t i = first; i < first + n; i++) {
+            const tm_value *v = &d->values[i * NCOLS];
+            snprintf(id, sizeof id, "%lld", (long long)v[0].v.i);
+            text_timestamp(ts, sizeof ts, v[4].v.i);
+            snprintf(off, sizeof off, "%lld", (long long)d->records[i].offset);
+            const char *vals[10] = {
+                id,           v[1].v.s.ptr, v[2].v.s.ptr, v[3].v.s.ptr, ts,
+                v[5].v.s.ptr, TOPIC,        "0",          off,          NULL};
+            int lens[10] = {0,
+                            (int)v[1].v.s.len,
+                            (int)v[2].v.s.len,
+                            (int)v[3].v.s.len,
+                            0,
+                            (int)v[5].v.s.len,
+                            0,
+                            0,
+                            0,
+                            0};
+            r = PQexecPrepared(c, "ins", 10, vals, lens, NULL, 0);
+            if (PQresultStatus(r) != PGRES_COMMAND_OK)
+                die("insert", PQerrorMessage(c));
+            PQclear(r);
+        }
+        exec(c, "COMMIT");
+    }
+    double t = now_s() - t0;
+    PQfinish(c);
+    return t;
+}
+
+/* ---- main ------------------------------------------------------------------
+ */
+
+static int by_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, size_t n) {
+    qsort(t, n, sizeof t[0], by_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static void bench(const tm_sink_api *api, data *d, size_t reps, int json_text) {
+    const char *jt = json_text ? "text" : "jsonb";
+    double ts[MAXREPS], tt[MAXREPS], tb[MAXREPS], ti[MAXREPS];
+    size_t rows = d->nrows;
+    printf("## doc as %s\n", jt);
+    for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
+        ts[r] = run_sink(api, d, json_text);
+        tt[r] = run_copy_text(d, jt);
+        tb[r] = run_copy_binary(d, jt);
+        ti[r] = run_insert(d, jt);
+        printf("rep %zu: sink %.0f, copy text %.0f, copy binary %.0f, "
+               "insert %.0f rows/s\n",
+               r + 1, (double)rows / ts[r], (double)rows / tt[r],
+               (double)rows / tb[r], (double)rows / ti[r]);
+        fflush(stdout);
+    }
+    double ms = median(ts, reps), mt = median(tt, reps);
+    double mb = median(tb, reps), mi = median(ti, reps);
+    printf("doc %s: sink            %.0f rows/s (median of %zu)\n", jt,
+           (double)rows / ms, reps);
+    printf("doc %s: (b) copy text   %.0f rows/s\n", jt, (double)rows / mt);
+    printf("doc %s: (c) copy binary %.0f rows/s\n", jt, (double)rows / mb);
+    printf("doc %s: (d) insert/row  %.0f rows/s\n", jt, (double)rows / mi);
+    printf("doc %s: sink/(b) %.3f  sink/(c) %.3f  sink/(d) %.3f  "
+           "(c)/(b) %.3f\n",
+           jt, mt / ms, mb / ms, mi / ms, mt / mb);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    size_t rows = 200000, batch = 1000, reps = 3;
+    const char *json = "both", *plugin = TM_POSTGRES_PLUGIN;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--rows"))
+            rows = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--batch"))
+            batch = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--json"))
+            json = argv[i + 1];
+        else if (!strcmp(argv[i], "--plugin"))
+            plugin = argv[i + 1];
+        else
+            die("bad argument", argv[i]);
+    }
+    if (!rows || !batch || !reps || reps > MAXREPS)
+        die("arguments",
+            "--rows, --batch and --reps must be > 0 (reps <= 100)");
+    if (strcmp(json, "jsonb") && strcmp(json, "text") && strcmp(json, "both"))
+        die("--json", "jsonb, text or both");
+    tm_plugin loaded;
+    char errstr[1024];
+    if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
+        die("load", errstr);
+    data d;
+    make_data(&d, rows, batch);
+    PGconn *c = connect_db();
+    printf("# postgres_bench: %zu rows, %zu per batch, %zu reps, doc %s "
+           "(avg %zu bytes), server %d, libpq %d\n",
+           rows, batch, reps, json, d.doc_bytes / rows, PQserverVersion(c),
+           PQlibVersion());
+    PQfinish(c);
+    if (strcmp(json, "text"))
+        bench(loaded.api, &d, reps, 0);
+    if (strcmp(json, "jsonb"))
+        bench(loaded.api, &d, reps, 1);
+    c = connect_db();
+    exec(c, "DROP SCHEMA IF EXISTS tm_bench_bare CASCADE");
+    exec(c, "DROP SCHEMA IF EXISTS tm_bench_sink CASCADE");
+    PQfinish(c);
+    free(d.records);
+    free(d.values);
+    free(d.text);
+    free(d.ranges);
+    free(d.batches);
+    free(d.ids);
+    return 0;
+}
