@@ -67,9 +67,54 @@ static void describe(tm_error *err, range_verdict v, const tm_range *r,
     }
 }
 
+/* Every record and dead letter must name a range of the batch and lie in
+ * it. The host builds batches, so a failure here is a host bug; checking
+ * it once, here, keeps every sink from indexing past its arrays. */
+static int batch_well_formed(const tm_batch *b, const char *batch_id,
+                             tm_error *err) {
+    for (size_t j = 0; j < b->nrecords + b->ndead_letters; j++) {
+        int is_record = j < b->nrecords;
+        uint32_t range;
+        int64_t offset;
+        if (is_record) {
+            const tm_record *r = TM_CELEM(tm_record, b->records, j);
+            range = r->range;
+            offset = r->offset;
+        } else {
+            const tm_dead_letter *d =
+                TM_CELEM(tm_dead_letter, b->dead_letters, j - b->nrecords);
+            range = d->range;
+            offset = d->offset;
+        }
+        const char *what = is_record ? "record" : "dead letter";
+        size_t index = is_record ? j : j - b->nrecords;
+        if (range >= b->nranges) {
+            tm_error_set(err,
+                         "batch %s is malformed: %s %zu names range %" PRIu32
+                         " of %zu",
+                         batch_id, what, index, range, b->nranges);
+            return 0;
+        }
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, range);
+        if (offset < g->start_offset || offset >= g->end_offset) {
+            tm_error_set(err,
+                         "batch %s is malformed: %s %zu at offset %" PRId64
+                         " lies outside its range %s[%" PRId32 "] [%" PRId64
+                         ", %" PRId64 ")",
+                         batch_id, what, index, offset,
+                         g->topic ? g->topic : "?", g->partition,
+                         g->start_offset, g->end_offset);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 tm_status tm_marker_check(const tm_batch *batch, const tm_marker *stored,
                           tm_error *err) {
     const char *batch_id = batch->batch_id ? batch->batch_id : "?";
+    if (!batch_well_formed(batch, batch_id, err))
+        return TM_INVALID;
     size_t applies = 0, already = 0;
     /* The first fenced partition wins the message: FENCED outranks
      * CONFLICT because its remedy (drop and wait for revoke) is the safe

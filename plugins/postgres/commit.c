@@ -575,25 +575,6 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
     return TM_OK;
 }
 
-static int batch_ok(pg_sink *s, const tm_batch *b, tm_error *err) {
-    for (size_t j = 0; j < b->nrecords; j++)
-        if (TM_CELEM(tm_record, b->records, j)->range >= b->nranges) {
-            s->host->set_error(
-                err, "batch %s: record %zu names range %u of %zu", b->batch_id,
-                j, TM_CELEM(tm_record, b->records, j)->range, b->nranges);
-            return 0;
-        }
-    for (size_t j = 0; j < b->ndead_letters; j++)
-        if (TM_CELEM(tm_dead_letter, b->dead_letters, j)->range >= b->nranges) {
-            s->host->set_error(err,
-                               "batch %s: dead letter %zu names a range it "
-                               "does not have",
-                               b->batch_id, j);
-            return 0;
-        }
-    return 1;
-}
-
 /* Inside the transaction: lock and check the markers, effects, markers. */
 static tm_status apply(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
@@ -630,8 +611,6 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     pg_sink *s = sink;
     pg_run x = {.s = s, .b = b, .only = -1};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
-    if (!batch_ok(s, b, err))
-        return TM_FATAL;
     tm_status r = pg_ready(s, err);
     if (r != TM_OK)
         return r;

@@ -281,26 +281,6 @@ static int write_records(sq_run *x) {
     return rc;
 }
 
-/* Ranges named by records and dead letters must exist. */
-static int batch_ok(sq_sink *s, const tm_batch *b, tm_error *err) {
-    for (size_t j = 0; j < b->nrecords; j++)
-        if (TM_CELEM(tm_record, b->records, j)->range >= b->nranges) {
-            s->host->set_error(
-                err, "batch %s: record %zu names range %u of %zu", b->batch_id,
-                j, TM_CELEM(tm_record, b->records, j)->range, b->nranges);
-            return 0;
-        }
-    for (size_t j = 0; j < b->ndead_letters; j++)
-        if (TM_CELEM(tm_dead_letter, b->dead_letters, j)->range >= b->nranges) {
-            s->host->set_error(err,
-                               "batch %s: dead letter %zu names a range "
-                               "it does not have",
-                               b->batch_id, j);
-            return 0;
-        }
-    return 1;
-}
-
 /* Steps 1-3 inside the transaction; COMMIT is the caller's. */
 static tm_status apply(sq_run *x, tm_error *err) {
     sq_sink *s = x->s;
@@ -347,8 +327,6 @@ tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
     sq_sink *s = sink;
     sq_run x = {.s = s, .b = b};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
-    if (!batch_ok(s, b, err))
-        return TM_FATAL;
     tm_status r = sq_db_ready(s, err);
     if (r != TM_OK)
         return r;

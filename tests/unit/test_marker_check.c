@@ -189,6 +189,51 @@ START_TEST(walks_by_struct_size) {
 }
 END_TEST
 
+/* A malformed batch is refused before any marker is looked at, so no sink
+ * ever indexes past its arrays. */
+START_TEST(malformed_batch_is_invalid) {
+    tm_range r[2] = {range(0, 10, 20, 2), range(1, 0, 5, 2)};
+    tm_marker m[2] = {marker(0, 10, 2), marker(1, 0, 2)};
+    tm_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.struct_size = sizeof rec;
+    tm_dead_letter dl;
+    memset(&dl, 0, sizeof dl);
+    dl.struct_size = sizeof dl;
+    tm_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    b.batch_id = "b-9";
+    b.ranges = r;
+    b.nranges = 2;
+    tm_error err = {sizeof err, ""};
+
+    b.records = &rec;
+    b.nrecords = 1;
+    rec.range = 1;
+    rec.offset = 4;
+    ck_assert_int_eq(tm_marker_check(&b, m, &err), TM_OK);
+    rec.range = 2; /* no such range */
+    ck_assert_int_eq(tm_marker_check(&b, m, &err), TM_INVALID);
+    ck_assert_str_eq(err.message,
+                     "batch b-9 is malformed: record 0 names range 2 of 2");
+    rec.range = 1;
+    rec.offset = 5; /* the range is [0, 5) */
+    ck_assert_int_eq(tm_marker_check(&b, m, &err), TM_INVALID);
+    ck_assert_str_eq(err.message, "batch b-9 is malformed: record 0 at offset "
+                                  "5 lies outside its range t[1] [0, 5)");
+    rec.offset = 0;
+    b.dead_letters = &dl;
+    b.ndead_letters = 1;
+    dl.range = 0;
+    dl.offset = 9; /* the range is [10, 20) */
+    ck_assert_int_eq(tm_marker_check(&b, m, &err), TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "dead letter 0 at offset 9"));
+    dl.offset = 19;
+    ck_assert_int_eq(tm_marker_check(&b, m, &err), TM_OK);
+}
+END_TEST
+
 START_TEST(advance_moves_marker_and_counts) {
     tm_range r[2] = {range(0, 10, 20, 2), range(1, 0, 5, 2)};
     r[1].filtered = 2;
@@ -225,6 +270,7 @@ int main(void) {
     tcase_add_test(tc, multi_fenced_outranks_conflict);
     tcase_add_test(tc, no_ranges_is_ok);
     tcase_add_test(tc, walks_by_struct_size);
+    tcase_add_test(tc, malformed_batch_is_invalid);
     tcase_add_test(tc, advance_moves_marker_and_counts);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);

@@ -277,7 +277,10 @@ typedef struct tm_host_api {
      * TM_CELEM; absent: epoch TM_NO_EPOCH). Returns TM_OK (apply every
      * range), TM_ALREADY (every range already applied: write nothing),
      * TM_FENCED or TM_CONFLICT (roll back, write nothing) with a message
-     * naming the partition and the offsets. Pure; any thread. */
+     * naming the partition and the offsets; TM_INVALID (roll back, write
+     * nothing) for a malformed batch, a record or dead letter naming a
+     * range it does not have or lying outside it, so that sinks may index
+     * ranges by tm_record.range without checking. Pure; any thread. */
     tm_status (*marker_check)(const tm_batch *batch, const tm_marker *stored,
                               tm_error *err);
 
@@ -378,9 +381,9 @@ typedef struct tm_sink_api {
      *           or when interrupted.
      * @owns     the batch and all it points to are the host's for the call.
      * @returns  TM_OK; the marker check's TM_ALREADY / TM_FENCED /
-     *           TM_CONFLICT with nothing written; TM_RETRY (transient, or
-     *           outcome unknown: the host sends the same batch again and the
-     *           check settles it); TM_FATAL. */
+     *           TM_CONFLICT / TM_INVALID with nothing written; TM_RETRY
+     * (transient, or outcome unknown: the host sends the same batch again and
+     * the check settles it); TM_FATAL. */
     tm_status (*commit)(void *sink, const tm_batch *batch, tm_error *err);
 
     /* Releases everything of the instance, which is not used again.
