@@ -24,9 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/settings.h"
+#include "bench_common.h"
 #include "plugin/loader.h"
-#include "services/host_services.h"
 
 #define NCOLS    6
 #define DOC_SIZE 512
@@ -49,12 +48,6 @@ typedef struct pg_buf {
     char *p;
     size_t len, cap;
 } buf;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, const char *why) {
     fprintf(stderr, "postgres_bench: %s: %s\n", what, why);
@@ -226,6 +219,10 @@ static const char COLUMNS[] =
 
 /* ---- the sink ------------------------------------------------------------ */
 
+static void stamp(void *d, int64_t epoch) {
+    make_batches(d, epoch);
+}
+
 static double run_sink(const tm_sink_api *api, data *d, int json_text) {
     PGconn *c = connect_db();
     exec(c, "DROP SCHEMA IF EXISTS tm_bench_sink CASCADE");
@@ -241,37 +238,15 @@ static double run_sink(const tm_sink_api *api, data *d, int json_text) {
     };
     json_t *obj = json_pack("{s:s,s:s,s:s}", "conninfo", conninfo(), "schema",
                             "tm_bench_sink", "table", "events");
-    tm_settings *set = obj ? tm_settings_new(obj, "$.sink.settings") : NULL;
-    json_decref(obj);
-    if (!set)
+    if (!obj)
         die("settings", "out of memory");
-    tm_log_context logctx = {"bench", "postgres"};
-    tm_sink_config config = {.struct_size = sizeof config,
-                             .connector = "bench",
-                             .settings = set,
-                             .columns = cols,
-                             .ncolumns = NCOLS,
-                             .host_ctx = &logctx};
-    tm_error err = {sizeof err, ""};
-    void *sink;
-    if (api->open(tm_host_services(), &config, &sink, &err) != TM_OK)
-        die("open", err.message);
-    tm_marker m = {.struct_size = sizeof m,
-                   .topic = TOPIC,
-                   .partition = 0,
-                   .next_offset = 0};
-    if (api->claim(sink, &m, 1, 0, &err) != TM_OK)
-        die("claim", err.message);
-    make_batches(d, m.epoch);
-    double t0 = now_s();
-    for (size_t k = 0; k < d->nbatches; k++) {
-        tm_status rc = api->commit(sink, &d->batches[k], &err);
-        if (rc != TM_OK)
-            die(tm_status_name(rc), err.message);
-    }
-    double t = now_s() - t0;
-    api->close(sink);
-    tm_settings_free(set);
+    char errstr[1024];
+    double t =
+        bench_time_sink(api, obj, "postgres", cols, NCOLS, TOPIC, stamp, d,
+                        d->batches, d->nbatches, errstr, sizeof errstr);
+    json_decref(obj);
+    if (t < 0)
+        die("sink", errstr);
     return t;
 }
 
@@ -345,7 +320,7 @@ static double run_copy_text(data *d, const char *json_type) {
     fresh_table(c, json_type);
     buf b = {0};
     char num[64];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t k = 0; k < d->nbatches; k++) {
         size_t first = k * d->batch, n = batch_len(d, k);
         exec(c, "BEGIN");
@@ -373,7 +348,7 @@ static double run_copy_text(data *d, const char *json_type) {
         copy_end(c);
         exec(c, "COMMIT");
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     free(b.p);
     PQfinish(c);
     return t;
@@ -413,7 +388,7 @@ static double run_copy_binary(data *d, const char *json_type) {
     PGconn *c = connect_db();
     fresh_table(c, json_type);
     buf b = {0};
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t k = 0; k < d->nbatches; k++) {
         size_t first = k * d->batch, n = batch_len(d, k);
         exec(c, "BEGIN");
@@ -447,7 +422,7 @@ static double run_copy_binary(data *d, const char *json_type) {
         copy_end(c);
         exec(c, "COMMIT");
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     free(b.p);
     PQfinish(c);
     return t;
@@ -469,7 +444,7 @@ static double run_insert(data *d, const char *json_type) {
         die("prepare", PQerrorMessage(c));
     PQclear(r);
     char id[32], ts[64], off[32];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t k = 0; k < d->nbatches; k++) {
         size_t first = k * d->batch, n = batch_len(d, k);
         exec(c, "BEGIN");
@@ -498,23 +473,13 @@ static double run_insert(data *d, const char *json_type) {
         }
         exec(c, "COMMIT");
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     PQfinish(c);
     return t;
 }
 
 /* ---- main ------------------------------------------------------------------
  */
-
-static int by_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, size_t n) {
-    qsort(t, n, sizeof t[0], by_double);
-    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
 
 static void bench(const tm_sink_api *api, data *d, size_t reps, int json_text) {
     const char *jt = json_text ? "text" : "jsonb";
@@ -532,8 +497,8 @@ static void bench(const tm_sink_api *api, data *d, size_t reps, int json_text) {
                (double)rows / tb[r], (double)rows / ti[r]);
         fflush(stdout);
     }
-    double ms = median(ts, reps), mt = median(tt, reps);
-    double mb = median(tb, reps), mi = median(ti, reps);
+    double ms = bench_median(ts, reps), mt = bench_median(tt, reps);
+    double mb = bench_median(tb, reps), mi = bench_median(ti, reps);
     printf("doc %s: sink            %.0f rows/s (median of %zu)\n", jt,
            (double)rows / ms, reps);
     printf("doc %s: (b) copy text   %.0f rows/s\n", jt, (double)rows / mt);

@@ -18,9 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/settings.h"
+#include "bench_common.h"
 #include "plugin/loader.h"
-#include "services/host_services.h"
 
 #define NCOLS 6
 static const tm_column COLS[NCOLS] = {
@@ -53,12 +52,6 @@ typedef struct data {
     tm_batch *batches;
     char (*ids)[32];
 } data;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, const char *why) {
     fprintf(stderr, "sqlite_bench: %s: %s\n", what, why);
@@ -140,46 +133,25 @@ static void fresh_db(const char *path) {
 
 /* ---- the sink ----------------------------------------------------------- */
 
+static void stamp(void *d, int64_t epoch) {
+    make_batches(d, epoch);
+}
+
 static double run_sink(const tm_sink_api *api, data *d, const char *path,
                        const char *sync) {
     fresh_db(path);
     json_t *obj = json_pack("{s:s,s:s,s:s}", "path", path, "table", "bench",
                             "synchronous", sync);
-    tm_settings *set = obj ? tm_settings_new(obj, "$.sink.settings") : NULL;
-    json_decref(obj);
-    if (!set)
+    if (!obj)
         die("settings", "out of memory");
-    tm_log_context logctx = {"bench", "sqlite"};
-    tm_sink_config config = {.struct_size = sizeof config,
-                             .connector = "bench",
-                             .settings = set,
-                             .columns = COLS,
-                             .ncolumns = NCOLS,
-                             .host_ctx = &logctx};
-    tm_error err = {sizeof err, ""};
-    void *sink;
-    if (api->open(tm_host_services(), &config, &sink, &err) != TM_OK)
-        die("open", err.message);
-    tm_marker m = {.struct_size = sizeof m,
-                   .topic = TOPIC,
-                   .partition = 0,
-                   .next_offset = 0};
-    if (api->claim(sink, &m, 1, 0, &err) != TM_OK)
-        die("claim", err.message);
-    make_batches(d, m.epoch);
-    double t0 = now_s();
-    for (size_t k = 0; k < d->nbatches; k++) {
-        tm_status rc = api->commit(sink, &d->batches[k], &err);
-        if (rc != TM_OK)
-            die(tm_status_name(rc), err.message);
-    }
-    double t = now_s() - t0;
-    api->close(sink);
-    tm_settings_free(set);
+    char errstr[1024];
+    double t = bench_time_sink(api, obj, "sqlite", COLS, NCOLS, TOPIC, stamp, d,
+                               d->batches, d->nbatches, errstr, sizeof errstr);
+    json_decref(obj);
+    if (t < 0)
+        die("sink", errstr);
     return t;
 }
-
-/* ---- the bare loop ------------------------------------------------------ */
 
 static void check(sqlite3 *db, int rc, int want, const char *what) {
     if (rc != want)
@@ -205,7 +177,7 @@ static double run_bare(data *d, const char *path, const char *sync) {
           sqlite3_prepare_v3(db, BARE_INSERT, -1, SQLITE_PREPARE_PERSISTENT,
                              &st, NULL),
           SQLITE_OK, "prepare");
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t k = 0; k < d->nbatches; k++) {
         size_t first = k * d->batch;
         size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
@@ -232,15 +204,10 @@ static double run_bare(data *d, const char *path, const char *sync) {
         check(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK,
               "COMMIT");
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     sqlite3_finalize(st);
     check(db, sqlite3_close(db), SQLITE_OK, "close");
     return t;
-}
-
-static int by_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
@@ -283,9 +250,7 @@ int main(int argc, char **argv) {
         printf("rep %zu: bare %.0f rows/s, sink %.0f rows/s\n", r + 1,
                (double)rows / tb[r], (double)rows / ts[r]);
     }
-    qsort(ts, reps, sizeof ts[0], by_double);
-    qsort(tb, reps, sizeof tb[0], by_double);
-    double ms = ts[reps / 2], mb = tb[reps / 2];
+    double ms = bench_median(ts, reps), mb = bench_median(tb, reps);
     printf("bare loop: %.0f rows/s (median of %zu)\n", (double)rows / mb, reps);
     printf("sink:      %.0f rows/s (median of %zu)\n", (double)rows / ms, reps);
     printf("ratio sink/bare: %.3f\n", mb / ms);
