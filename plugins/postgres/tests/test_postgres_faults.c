@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "pg_test_common.h"
 #include "config/settings.h"
 #include "plugin/loader.h"
 #include "services/host_services.h"
@@ -40,73 +41,28 @@ static const tm_sink_api *api;
 static char schema[64], connector[64];
 static PGconn *admin; /* the test's own connection, to the real server */
 
-static const char *conninfo(void) {
-    const char *c = getenv("TIDEMARK_PG_CONNINFO");
-    ck_assert_msg(c && *c, "TIDEMARK_PG_CONNINFO is not set: bash "
-                           "scripts/postgres.sh start; source scripts/env.sh");
-    return c;
-}
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-static void quiet(void *arg, const char *message) {
-    (void)arg, (void)message; /* DROP ... CASCADE notices */
-}
-
 static void admin_connect(void) {
     if (admin)
         PQfinish(admin);
-    admin = PQconnectdb(conninfo());
-    ck_assert_msg(PQstatus(admin) == CONNECTION_OK, "cannot connect: %s",
-                  PQerrorMessage(admin));
-    PQsetNoticeProcessor(admin, quiet, NULL);
+    admin = pgt_connect(pgt_conninfo());
 }
 
 static PGresult *sql(const char *text) {
-    PGresult *r = PQexec(admin, text);
-    ExecStatusType st = PQresultStatus(r);
-    ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s",
-                  text, PQerrorMessage(admin));
-    return r;
+    return pgt_sql(admin, text);
 }
 
-/* One value of SQL ("$S" is the test's schema), as text. */
 static void sql_text(const char *fmt, char *out, size_t size) {
-    char text[2048], *at;
-    snprintf(text, sizeof text, "%s", fmt);
-    while ((at = strstr(text, "$S")) != NULL) {
-        char rest[2048];
-        snprintf(rest, sizeof rest, "%s", at + 2);
-        snprintf(at, sizeof text - (size_t)(at - text), "\"%s\"%s", schema,
-                 rest);
-    }
-    PGresult *r = sql(text);
-    ck_assert_msg(PQntuples(r) == 1, "%s: %d rows", text, PQntuples(r));
-    snprintf(out, size, "%s",
-             PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0));
-    PQclear(r);
+    pgt_sql_text(admin, schema, fmt, out, size);
 }
 
 static void setup(void) {
-    static tm_plugin plugin;
-    char errstr[512];
-    const char *c = conninfo(); /* fails, never skips, without it */
-    (void)c;
-    if (!api) {
-        ck_assert_msg(tm_plugin_load(TM_POSTGRES_PLUGIN, NULL, 0, &plugin,
-                                     errstr, sizeof errstr) == 0,
-                      "%s", errstr);
-        api = plugin.api;
-    }
+    (void)pgt_conninfo(); /* fails, never skips, without it */
+    api = pgt_plugin(TM_POSTGRES_PLUGIN);
     static int n;
     snprintf(schema, sizeof schema, "pgfault_%d_%d", (int)getpid(), ++n);
     snprintf(connector, sizeof connector, "fault_%d_%d", (int)getpid(), n);
@@ -157,19 +113,11 @@ static void conf_done(conf *c) {
 }
 
 static void *open_ok(conf *c) {
-    tm_error err = {sizeof err, ""};
-    void *sink = NULL;
-    tm_status rc = api->open(tm_host_services(), &c->config, &sink, &err);
-    ck_assert_msg(rc == TM_OK, "open: %s: %s", tm_status_name(rc), err.message);
-    return sink;
+    return pgt_open(api, tm_host_services(), &c->config);
 }
 
 static tm_marker claim1(void *sink) {
-    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
-    tm_error err = {sizeof err, ""};
-    tm_status rc = api->claim(sink, &m, 1, 0, &err);
-    ck_assert_msg(rc == TM_OK, "claim: %s", err.message);
-    return m;
+    return pgt_claim1(api, sink);
 }
 
 #define PER_BATCH 3
@@ -533,7 +481,7 @@ static void proxy_start(proxy *x, char *sink_conninfo, size_t size) {
     for (int i = 0; i < MAXPAIRS; i++)
         x->pairs[i].cfd = x->pairs[i].sfd = -1;
     char *e = NULL;
-    PQconninfoOption *o = PQconninfoParse(conninfo(), &e);
+    PQconninfoOption *o = PQconninfoParse(pgt_conninfo(), &e);
     ck_assert_msg(o != NULL, "TIDEMARK_PG_CONNINFO: %s", e ? e : "?");
     const char *host = conn_value(o, "hostaddr");
     if (!host || !*host)
@@ -623,8 +571,8 @@ START_TEST(commit_cut_by_proxy) {
         /* The server got the COMMIT: wait until it answered it (the proxy
          * read and dropped CommandComplete "COMMIT"), then the batch must
          * show on the server. */
-        int64_t until = mono_ms() + 10000;
-        while (!atomic_load(&x.srv_committed) && mono_ms() < until)
+        int64_t until = pgt_mono_ms() + 10000;
+        while (!atomic_load(&x.srv_committed) && pgt_mono_ms() < until)
             sleep_ms(20);
         ck_assert_msg(atomic_load(&x.srv_committed),
                       "inconclusive: the server never answered the forwarded "
@@ -664,7 +612,7 @@ typedef struct watch {
 /* Sees the sink's backend waiting on a lock (pg_stat_activity). */
 static void *lock_watcher(void *arg) {
     watch *w = arg;
-    PGconn *c = PQconnectdb(conninfo());
+    PGconn *c = PQconnectdb(pgt_conninfo());
     char q[256];
     snprintf(q, sizeof q,
              "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
@@ -684,7 +632,7 @@ static void *lock_watcher(void *arg) {
 
 START_TEST(marker_lock_past_statement_timeout) {
     conf c;
-    conf_init(&c, conninfo(), 500);
+    conf_init(&c, pgt_conninfo(), 500);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     batch b1, b2;
@@ -706,9 +654,9 @@ START_TEST(marker_lock_past_statement_timeout) {
     ck_assert_int_eq(pthread_create(&th, NULL, lock_watcher, &w), 0);
     batch_make(&b2, PER_BATCH, m.epoch);
     tm_error err;
-    int64_t t0 = mono_ms();
+    int64_t t0 = pgt_mono_ms();
     tm_status rc = commit(sink, &b2, &err);
-    int64_t took = mono_ms() - t0;
+    int64_t took = pgt_mono_ms() - t0;
     atomic_store(&w.stop, 1);
     pthread_join(th, NULL);
     ck_assert_msg(atomic_load(&w.saw_lock_wait),
@@ -752,7 +700,7 @@ static void *starter(void *arg) {
 
 START_TEST(server_restarted_mid_stream) {
     conf c;
-    conf_init(&c, conninfo(), 30000);
+    conf_init(&c, pgt_conninfo(), 30000);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     const int before = 3, after = 3;
@@ -763,18 +711,18 @@ START_TEST(server_restarted_mid_stream) {
     }
     assert_rows_exactly(before * PER_BATCH);
     ck_assert_int_eq(pg_script("stop"), 0);
-    ck_assert_msg(PQping(conninfo()) == PQPING_NO_RESPONSE,
+    ck_assert_msg(PQping(pgt_conninfo()) == PQPING_NO_RESPONSE,
                   "inconclusive: the server still answers after stop");
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, starter, NULL), 0);
     int retries = 0, down_retries = 0;
-    int64_t until = mono_ms() + 30000;
+    int64_t until = pgt_mono_ms() + 30000;
     for (int i = before; i < before + after; i++) {
         batch_make(&b, (int64_t)i * PER_BATCH, m.epoch);
         int backoff = 50;
         for (;;) {
             tm_error err;
-            int down = PQping(conninfo()) == PQPING_NO_RESPONSE;
+            int down = PQping(pgt_conninfo()) == PQPING_NO_RESPONSE;
             tm_status rc = commit(sink, &b, &err);
             if (rc == TM_OK)
                 break;
@@ -782,7 +730,7 @@ START_TEST(server_restarted_mid_stream) {
                           tm_status_name(rc), err.message);
             retries++;
             down_retries += down;
-            ck_assert_msg(mono_ms() < until,
+            ck_assert_msg(pgt_mono_ms() < until,
                           "still RETRY after 30 s: %s (%d retries)",
                           err.message, retries);
             sleep_ms(backoff);

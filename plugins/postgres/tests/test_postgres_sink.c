@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "pg_test_common.h"
 #include "config/settings.h"
 #include "plugin/loader.h"
 #include "services/host_services.h"
@@ -23,36 +24,12 @@ static const tm_sink_api *api;
 static char schema[64], connector[64];
 static PGconn *admin; /* the test's own connection */
 
-static const char *conninfo(void) {
-    const char *c = getenv("TIDEMARK_PG_CONNINFO");
-    ck_assert_msg(c && *c, "TIDEMARK_PG_CONNINFO is not set: bash "
-                           "scripts/postgres.sh start; source scripts/env.sh");
-    return c;
-}
-
 static PGresult *sql(const char *text) {
-    PGresult *r = PQexec(admin, text);
-    ExecStatusType st = PQresultStatus(r);
-    ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s",
-                  text, PQerrorMessage(admin));
-    return r;
+    return pgt_sql(admin, text);
 }
 
-/* One value of SQL (with "$S" replaced by the test's schema), as text. */
 static void sql_text(const char *fmt, char *out, size_t size) {
-    char text[2048], *at;
-    snprintf(text, sizeof text, "%s", fmt);
-    while ((at = strstr(text, "$S")) != NULL) {
-        char rest[2048];
-        snprintf(rest, sizeof rest, "%s", at + 2);
-        snprintf(at, sizeof text - (size_t)(at - text), "\"%s\"%s", schema,
-                 rest);
-    }
-    PGresult *r = sql(text);
-    ck_assert_msg(PQntuples(r) == 1, "%s: %d rows", text, PQntuples(r));
-    snprintf(out, size, "%s",
-             PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0));
-    PQclear(r);
+    pgt_sql_text(admin, schema, fmt, out, size);
 }
 
 static long long sql_int(const char *fmt) {
@@ -61,26 +38,12 @@ static long long sql_int(const char *fmt) {
     return atoll(v);
 }
 
-static void quiet(void *arg, const char *message) {
-    (void)arg, (void)message; /* DROP ... CASCADE notices */
-}
-
 static void setup(void) {
-    static tm_plugin plugin;
-    char errstr[512];
-    if (!api) {
-        ck_assert_msg(tm_plugin_load(TM_POSTGRES_PLUGIN, NULL, 0, &plugin,
-                                     errstr, sizeof errstr) == 0,
-                      "%s", errstr);
-        api = plugin.api;
-    }
+    api = pgt_plugin(TM_POSTGRES_PLUGIN);
     static int n;
     snprintf(schema, sizeof schema, "pgunit_%d_%d", (int)getpid(), ++n);
     snprintf(connector, sizeof connector, "unit_%d_%d", (int)getpid(), n);
-    admin = PQconnectdb(conninfo());
-    ck_assert_msg(PQstatus(admin) == CONNECTION_OK, "cannot connect: %s",
-                  PQerrorMessage(admin));
-    PQsetNoticeProcessor(admin, quiet, NULL);
+    admin = pgt_connect(pgt_conninfo());
 }
 
 static void teardown(void) {
@@ -115,7 +78,7 @@ static void conf_init(conf *c, const char *json_text, uint32_t flags,
     snprintf(text, sizeof text, "%s", json_text);
     while ((at = strstr(text, "$C")) != NULL || (at = strstr(text, "$S"))) {
         char rest[2048];
-        const char *v = at[1] == 'C' ? conninfo() : schema;
+        const char *v = at[1] == 'C' ? pgt_conninfo() : schema;
         snprintf(rest, sizeof rest, "%s", at + 2);
         snprintf(at, sizeof text - (size_t)(at - text), "%s%s", v, rest);
     }
@@ -140,11 +103,7 @@ static void conf_done(conf *c) {
 }
 
 static void *open_with(conf *c, const tm_host_api *host) {
-    tm_error err = {sizeof err, ""};
-    void *sink = NULL;
-    tm_status rc = api->open(host, &c->config, &sink, &err);
-    ck_assert_msg(rc == TM_OK, "open: %s: %s", tm_status_name(rc), err.message);
-    return sink;
+    return pgt_open(api, host, &c->config);
 }
 
 static void *open_ok(conf *c) {
@@ -152,11 +111,7 @@ static void *open_ok(conf *c) {
 }
 
 static tm_marker claim1(void *sink) {
-    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
-    tm_error err = {sizeof err, ""};
-    tm_status rc = api->claim(sink, &m, 1, 0, &err);
-    ck_assert_msg(rc == TM_OK, "claim: %s", err.message);
-    return m;
+    return pgt_claim1(api, sink);
 }
 
 typedef struct rec {
@@ -548,12 +503,6 @@ START_TEST(lost_connection_inside_commit_is_retry) {
 }
 END_TEST
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 typedef struct poke {
     void *sink;
     int ms;
@@ -583,10 +532,10 @@ START_TEST(interrupt_cancels_a_lock_wait) {
     poke p = {sink, 300};
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
-    int64_t t0 = mono_ms();
+    int64_t t0 = pgt_mono_ms();
     tm_error err;
     ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
-    int64_t waited = mono_ms() - t0;
+    int64_t waited = pgt_mono_ms() - t0;
     pthread_join(th, NULL);
     ck_assert_msg(waited >= 250 && waited < 5000, "waited %lld ms",
                   (long long)waited);
@@ -606,7 +555,7 @@ START_TEST(past_deadline_is_retry_with_nothing_written) {
     batch b;
     rec r[] = {{0, 1, "a", NULL, NULL}};
     batch_make(&b, 0, 1, m.epoch, r, 1);
-    b.b.deadline_ms = mono_ms() - 1;
+    b.b.deadline_ms = pgt_mono_ms() - 1;
     tm_error err;
     ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
     ck_assert_ptr_nonnull(strstr(err.message, "deadline"));

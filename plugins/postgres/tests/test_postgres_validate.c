@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "pg_test_common.h"
 #include "config/settings.h"
 #include "plugin/loader.h"
 #include "services/host_services.h"
@@ -22,28 +23,13 @@ static char schema[64], role[64];
 static PGconn *admin; /* the tables' owner (the tests' usual user) */
 static PGconn *super; /* creates and drops the role */
 
-static const char *conninfo(void) {
-    const char *c = getenv("TIDEMARK_PG_CONNINFO");
-    ck_assert_msg(c && *c, "TIDEMARK_PG_CONNINFO is not set: bash "
-                           "scripts/postgres.sh start; source scripts/env.sh");
-    return c;
-}
-
-static void quiet(void *arg, const char *message) {
-    (void)arg, (void)message; /* DROP ... CASCADE notices */
-}
-
 static PGconn *connect_as(const char *user) {
     char ci[1024];
     if (user)
-        snprintf(ci, sizeof ci, "%s user=%s", conninfo(), user);
+        snprintf(ci, sizeof ci, "%s user=%s", pgt_conninfo(), user);
     else
-        snprintf(ci, sizeof ci, "%s", conninfo());
-    PGconn *c = PQconnectdb(ci);
-    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "cannot connect (%s): %s", ci,
-                  PQerrorMessage(c));
-    PQsetNoticeProcessor(c, quiet, NULL);
-    return c;
+        snprintf(ci, sizeof ci, "%s", pgt_conninfo());
+    return pgt_connect(ci);
 }
 
 /* Runs SQL with "$S" replaced by the schema and "$R" by the role. */
@@ -63,14 +49,7 @@ static void sql(PGconn *c, const char *fmt) {
 }
 
 static void setup(void) {
-    static tm_plugin plugin;
-    char errstr[512];
-    if (!api) {
-        ck_assert_msg(tm_plugin_load(TM_POSTGRES_PLUGIN, NULL, 0, &plugin,
-                                     errstr, sizeof errstr) == 0,
-                      "%s", errstr);
-        api = plugin.api;
-    }
+    api = pgt_plugin(TM_POSTGRES_PLUGIN);
     static int n;
     snprintf(schema, sizeof schema, "pgval_%d_%d", (int)getpid(), ++n);
     snprintf(role, sizeof role, "tm_ro_%d", (int)getpid());
@@ -107,9 +86,9 @@ typedef struct conf {
 static void conf_init(conf *c, const char *user, const char *extra) {
     char ci[1024], text[2048];
     if (user)
-        snprintf(ci, sizeof ci, "%s user=%s", conninfo(), user);
+        snprintf(ci, sizeof ci, "%s user=%s", pgt_conninfo(), user);
     else
-        snprintf(ci, sizeof ci, "%s", conninfo());
+        snprintf(ci, sizeof ci, "%s", pgt_conninfo());
     json_t *obj = json_pack("{s:s,s:s,s:s}", "conninfo", ci, "schema", schema,
                             "table", "t");
     ck_assert_ptr_nonnull(obj);

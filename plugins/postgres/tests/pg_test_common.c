@@ -1,0 +1,86 @@
+#include "pg_test_common.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugin/loader.h"
+
+const char *pgt_conninfo(void) {
+    const char *c = getenv("TIDEMARK_PG_CONNINFO");
+    ck_assert_msg(c && *c, "TIDEMARK_PG_CONNINFO is not set: bash "
+                           "scripts/postgres.sh start; source scripts/env.sh");
+    return c;
+}
+
+static void quiet(void *arg, const char *message) {
+    (void)arg, (void)message; /* DROP ... CASCADE notices */
+}
+
+PGconn *pgt_connect(const char *conninfo) {
+    PGconn *c = PQconnectdb(conninfo);
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "cannot connect: %s",
+                  PQerrorMessage(c));
+    PQsetNoticeProcessor(c, quiet, NULL);
+    return c;
+}
+
+PGresult *pgt_sql(PGconn *c, const char *text) {
+    PGresult *r = PQexec(c, text);
+    ExecStatusType st = PQresultStatus(r);
+    ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s",
+                  text, PQerrorMessage(c));
+    return r;
+}
+
+void pgt_sql_text(PGconn *c, const char *schema, const char *fmt, char *out,
+                  size_t size) {
+    char text[2048], *at;
+    snprintf(text, sizeof text, "%s", fmt);
+    while ((at = strstr(text, "$S")) != NULL) {
+        char rest[2048];
+        snprintf(rest, sizeof rest, "%s", at + 2);
+        snprintf(at, sizeof text - (size_t)(at - text), "\"%s\"%s", schema,
+                 rest);
+    }
+    PGresult *r = pgt_sql(c, text);
+    ck_assert_msg(PQntuples(r) == 1, "%s: %d rows", text, PQntuples(r));
+    snprintf(out, size, "%s",
+             PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
+const tm_sink_api *pgt_plugin(const char *path) {
+    static tm_plugin plugin;
+    char errstr[512];
+    if (!plugin.api)
+        ck_assert_msg(
+            tm_plugin_load(path, NULL, 0, &plugin, errstr, sizeof errstr) == 0,
+            "%s", errstr);
+    return plugin.api;
+}
+
+void *pgt_open(const tm_sink_api *api, const tm_host_api *host,
+               const tm_sink_config *config) {
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    tm_status rc = api->open(host, config, &sink, &err);
+    ck_assert_msg(rc == TM_OK, "open: %s: %s", tm_status_name(rc), err.message);
+    return sink;
+}
+
+tm_marker pgt_claim1(const tm_sink_api *api, void *sink) {
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->claim(sink, &m, 1, 0, &err);
+    ck_assert_msg(rc == TM_OK, "claim: %s", err.message);
+    return m;
+}
+
+int64_t pgt_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
