@@ -11,11 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/connector_config.h"
-#include "config/settings.h"
-#include "plugin/loader.h"
+#include "cli/cli_sink.h"
 #include "services/error.h"
-#include "services/host_services.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -33,84 +30,48 @@ static void usage(FILE *out) {
             tm_plugin_default_dir());
 }
 
-/* One line "FILE: PATH: message", redacted. */
-static void report(const tm_connector_config *cfg, const char *file,
-                   const char *path, const char *msg) {
-    char line[TM_PLUGIN_PATH_MAX + 2048], red[sizeof line];
-    snprintf(line, sizeof line, "%s: %s: %s", file, path, msg);
-    tm_config_redact(cfg, line, red, sizeof red);
-    fprintf(stderr, "%s\n", red);
-}
-
 /* 0 valid, 1 not. */
 static int validate_one(const char *file, const char *const *dirs,
                         size_t ndirs) {
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load(file, &errs);
-    if (!cfg) {
-        for (size_t i = 0; i < errs.count; i++)
-            fprintf(stderr, "%s: %s\n", file, errs.lines[i]);
-        if (errs.oom || errs.count == 0)
-            fprintf(stderr, "%s: $: out of memory\n", file);
-        tm_config_errors_free(&errs);
+    tm_cli_sink s;
+    if (tm_cli_sink_load(&s, file, dirs, ndirs) != 0)
         return 1;
-    }
-
     int bad = 0;
-    tm_plugin plugin;
-    char errstr[1024] = "";
-    if (tm_plugin_load(cfg->sink.plugin, dirs, ndirs, &plugin, errstr,
-                       sizeof errstr) != 0) {
-        report(cfg, file, "$.sink.plugin", errstr);
-        tm_config_free(cfg);
-        return 1;
-    }
-    const tm_sink_api *api = plugin.api;
-    if (cfg->dedup.enabled && !(api->capabilities & TM_CAP_DEDUP)) {
+    const tm_sink_api *api = s.plugin.api;
+    if (s.cfg->dedup.enabled && !(api->capabilities & TM_CAP_DEDUP)) {
         char msg[TM_PLUGIN_PATH_MAX + 512];
         snprintf(msg, sizeof msg,
                  "plugin \"%s\" (%s) cannot dedup: it lacks the dedup "
                  "capability (TM_CAP_DEDUP); remove $.dedup or use another "
                  "sink",
-                 api->name, plugin.path);
-        report(cfg, file, "$.dedup", msg);
+                 api->name, s.plugin.path);
+        tm_cli_report(s.cfg, file, "$.dedup", msg);
         bad = 1;
     }
     if (!bad && api->validate) {
-        tm_settings *settings =
-            tm_settings_new(cfg->sink.settings, TM_CONFIG_SETTINGS_PATH);
-        if (!settings) {
-            report(cfg, file, TM_CONFIG_SETTINGS_PATH, "out of memory");
-            tm_config_free(cfg);
-            return 1;
-        }
-        tm_log_context ctx = {cfg->name, api->name};
-        tm_sink_config sc;
-        tm_config_sink_config(cfg, settings, &ctx, &sc);
         tm_error err = tm_error_init();
-        tm_status st = api->validate(tm_host_services(), &sc, &err);
+        tm_status st = api->validate(tm_host_services(), &s.sc, &err);
         if (st != TM_OK) {
             char msg[TM_ERROR_MAX + 128];
             snprintf(msg, sizeof msg,
                      "plugin \"%s\" refused the config (%s): %s", api->name,
                      tm_status_name(st),
                      err.message[0] ? err.message : "(no message)");
-            report(cfg, file, "$.sink", msg);
+            tm_cli_report(s.cfg, file, "$.sink", msg);
             bad = 1;
         }
-        tm_settings_free(settings);
     }
     if (!bad) {
         char line[1024], red[1024];
         snprintf(line, sizeof line,
                  "%s: OK (connector \"%s\", plugin \"%s\" %s%s)", file,
-                 cfg->name, api->name, api->version ? api->version : "",
+                 s.cfg->name, api->name, api->version ? api->version : "",
                  api->validate ? ""
                                : ", no validate callback: settings not "
                                  "checked");
-        printf("%s\n", tm_config_redact(cfg, line, red, sizeof red));
+        printf("%s\n", tm_config_redact(s.cfg, line, red, sizeof red));
     }
-    tm_config_free(cfg);
+    tm_cli_sink_free(&s);
     return bad;
 }
 
@@ -157,14 +118,13 @@ int tm_cmd_validate(int argc, char **argv) {
         rc = 2;
         goto out;
     }
-    size_t max = nextra + TM_PLUGIN_DIRS_MAX;
-    const char **dirs = calloc(max, sizeof *dirs);
+    size_t ndirs = 0;
+    const char **dirs = tm_cli_plugin_dirs(extra, nextra, &ndirs);
     if (!dirs) {
         fprintf(stderr, "tidemark validate: out of memory\n");
         rc = 1;
         goto out;
     }
-    size_t ndirs = tm_plugin_dirs(extra, nextra, dirs, max);
     for (size_t i = 0; i < nfiles; i++)
         if (validate_one(files[i], dirs, ndirs) != 0)
             rc = 1;

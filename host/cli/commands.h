@@ -10,4 +10,18 @@ int tm_cmd_plugins(int argc, char **argv);
 /* tidemark validate [--plugin-dir DIR]... CONFIG... (cli/cmd_validate.c) */
 int tm_cmd_validate(int argc, char **argv);
 
+/* tidemark run [--plugin-dir DIR]... [--state-dir DIR] CONFIG...
+ * (cli/cmd_run.c). Exit 0 stopped by a signal, 1 a connector failed or
+ * could not start, 2 usage error or invalid config. */
+int tm_cmd_run(int argc, char **argv);
+
+/* tidemark status [--state-dir DIR] [CONNECTOR] [--json] [--watch [SECONDS]]
+ * [--config FILE] (cli/cmd_status.c). Exit 0 healthy, 1 usage or I/O
+ * error, 2 a connector FAILED, STOPPED or not running. */
+int tm_cmd_status(int argc, char **argv);
+
+/* tidemark offsets CONFIG [--reset-to SPEC] [--json] (cli/cmd_offsets.c).
+ * Exit 0 done, 1 refused or failed, 2 usage error. */
+int tm_cmd_offsets(int argc, char **argv);
+
 #endif

@@ -14,10 +14,15 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"run", tm_cmd_run, "run connector configs until SIGTERM or SIGINT"},
     {"plugins", tm_cmd_plugins,
      "list the sink plugins found in the plugin directories"},
     {"validate", tm_cmd_validate,
      "check connector configs, their plugins and the plugins' settings"},
+    {"status", tm_cmd_status,
+     "show connectors' state, markers and lag (a health check)"},
+    {"offsets", tm_cmd_offsets,
+     "show a connector's markers; reset them offline (--reset-to)"},
 };
 
 static void usage(FILE *out) {

@@ -1,0 +1,183 @@
+/* tidemark run [--plugin-dir DIR]... [--state-dir DIR] CONFIG...
+ *
+ * Runs each connector config on its own thread, with its own consumer and
+ * sink instance, until SIGTERM or SIGINT. Every config is loaded and
+ * checked before anything starts: one bad file starts nothing. */
+#include "cli/commands.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/connector_config.h"
+#include "plugin/loader.h"
+#include "runtime/connector.h"
+#include "runtime/signals.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: tidemark run [--plugin-dir DIR]... [--state-dir DIR] "
+            "CONFIG...\n"
+            "\n"
+            "Runs the connectors until SIGTERM or SIGINT (the first signal\n"
+            "finishes or abandons each batch in flight and leaves the\n"
+            "group; a second exits at once). Status: `tidemark status`.\n"
+            "Exit status: 0 stopped by a signal, 1 a connector FAILED or\n"
+            "could not start, 2 usage error or invalid config.\n"
+            "\n"
+            "  --plugin-dir DIR  search DIR for plugins first (repeatable);\n"
+            "                    then TIDEMARK_PLUGIN_PATH, then %s\n"
+            "  --state-dir DIR   status files and locks (default: the\n"
+            "                    config's state_dir, else "
+            "$TIDEMARK_STATE_DIR,\n"
+            "                    else $XDG_STATE_HOME/tidemark, else\n"
+            "                    ~/.local/state/tidemark)\n",
+            tm_plugin_default_dir());
+}
+
+typedef struct job {
+    const tm_connector_config *cfg;
+    const tm_run_options *opt;
+    const atomic_int *stop;
+    tm_run_result result;
+    pthread_t thread;
+    int started;
+} job;
+
+static void *job_main(void *arg) {
+    job *j = arg;
+    j->result = tm_connector_run(j->cfg, j->opt, j->stop);
+    return NULL;
+}
+
+static int load_all(const char **files, size_t n, tm_connector_config **cfgs) {
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+        cfgs[i] = tm_config_load(files[i], &errs);
+        if (!cfgs[i]) {
+            for (size_t e = 0; e < errs.count; e++)
+                fprintf(stderr, "%s: %s\n", files[i], errs.lines[e]);
+            if (errs.oom || errs.count == 0)
+                fprintf(stderr, "%s: $: out of memory\n", files[i]);
+            bad = 1;
+        }
+        tm_config_errors_free(&errs);
+    }
+    /* Markers and status files are per connector name: two configs of
+     * one name in one process would fence each other. */
+    for (size_t i = 0; !bad && i < n; i++)
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(cfgs[i]->name, cfgs[k]->name) == 0) {
+                fprintf(stderr,
+                        "%s: $.name: connector \"%s\" is also defined by %s; "
+                        "names must be unique\n",
+                        files[i], cfgs[i]->name, files[k]);
+                bad = 1;
+            }
+    return bad ? -1 : 0;
+}
+
+int tm_cmd_run(int argc, char **argv) {
+    size_t cap = (size_t)(argc > 0 ? argc : 1);
+    const char **extra = calloc(cap, sizeof *extra);
+    const char **files = calloc(cap, sizeof *files);
+    size_t nextra = 0, nfiles = 0;
+    const char *state_dir = NULL;
+    int rc = 0;
+    tm_connector_config **cfgs = NULL;
+    const char **dirs = NULL;
+    job *jobs = NULL;
+    if (!extra || !files) {
+        fprintf(stderr, "tidemark run: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--plugin-dir") == 0 || strcmp(a, "--state-dir") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tidemark run: %s needs a directory\n", a);
+                rc = 2;
+                goto out;
+            }
+            if (a[2] == 'p')
+                extra[nextra++] = argv[++i];
+            else
+                state_dir = argv[++i];
+        } else if (strncmp(a, "--plugin-dir=", 13) == 0) {
+            extra[nextra++] = a + 13;
+        } else if (strncmp(a, "--state-dir=", 12) == 0) {
+            state_dir = a + 12;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            goto out;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "tidemark run: unknown option '%s'\n", a);
+            usage(stderr);
+            rc = 2;
+            goto out;
+        } else {
+            files[nfiles++] = a;
+        }
+    }
+    if (nfiles == 0) {
+        fprintf(stderr, "tidemark run: no CONFIG given\n");
+        usage(stderr);
+        rc = 2;
+        goto out;
+    }
+    cfgs = calloc(nfiles, sizeof *cfgs);
+    jobs = calloc(nfiles, sizeof *jobs);
+    size_t max = nextra + TM_PLUGIN_DIRS_MAX;
+    dirs = calloc(max, sizeof *dirs);
+    if (!cfgs || !jobs || !dirs) {
+        fprintf(stderr, "tidemark run: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    if (load_all(files, nfiles, cfgs) != 0) {
+        rc = 2;
+        goto out;
+    }
+    tm_run_options opt = {.plugin_dirs = dirs,
+                          .nplugin_dirs =
+                              tm_plugin_dirs(extra, nextra, dirs, max),
+                          .state_dir = state_dir};
+    static atomic_int stop;
+    atomic_store(&stop, 0);
+    if (tm_signals_start(&stop) != 0) {
+        fprintf(stderr, "tidemark run: cannot set up signal handling\n");
+        rc = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < nfiles; i++) {
+        jobs[i] = (job){.cfg = cfgs[i], .opt = &opt, .stop = &stop};
+        if (pthread_create(&jobs[i].thread, NULL, job_main, &jobs[i]) != 0) {
+            fprintf(stderr, "tidemark run: %s: cannot start a thread\n",
+                    files[i]);
+            atomic_store(&stop, 1);
+            rc = 1;
+            break;
+        }
+        jobs[i].started = 1;
+    }
+    for (size_t i = 0; i < nfiles; i++) {
+        if (!jobs[i].started)
+            continue;
+        pthread_join(jobs[i].thread, NULL);
+        if (jobs[i].result != TM_RUN_STOPPED)
+            rc = 1;
+    }
+out:
+    for (size_t i = 0; cfgs && i < nfiles; i++)
+        tm_config_free(cfgs[i]);
+    free(cfgs);
+    free(jobs);
+    free(dirs);
+    free(extra);
+    free(files);
+    return rc;
+}

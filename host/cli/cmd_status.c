@@ -1,0 +1,458 @@
+/* tidemark status [--state-dir DIR] [CONNECTOR] [--json] [--watch [SECONDS]]
+ *                 [--config FILE] [--plugin-dir DIR]...
+ *
+ * Shows what running hosts published in the state directory (one status
+ * file and one host lock per connector, host/status/), with no server to
+ * ask: the lock says whether the host is alive, the file what it last saw.
+ * With --config it also reads the sink's markers (read-only, never a claim)
+ * and the broker's watermarks itself, so it works with no host running.
+ * The exit status makes it a health check: 0 healthy, 2 a connector is
+ * FAILED, STOPPED or not running, 1 usage or I/O errors. */
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli_sink.h"
+#include "kafka/kafka_conf.h"
+#include "kafka/partitions.h"
+#include "services/error.h"
+#include "status/status_file.h"
+#include "status/status_print.h"
+
+#define KAFKA_TIMEOUT_MS 10000
+
+typedef struct options {
+    const char *state_dir; /* --state-dir, NULL when not given */
+    const char *connector;
+    const char *config;
+    int json;
+    int watch; /* seconds between redraws, 0: once */
+    const char **extra;
+    size_t nextra;
+} options;
+
+/* With --config: the connector's sink and an admin client, kept across
+ * redraws. */
+typedef struct config_source {
+    tm_cli_sink sink;
+    rd_kafka_t *rk;
+} config_source;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static void usage(FILE *out) {
+    fprintf(
+        out,
+        "usage: tidemark status [--state-dir DIR] [CONNECTOR] [--json]\n"
+        "                       [--watch [SECONDS]] [--config FILE]\n"
+        "                       [--plugin-dir DIR]...\n"
+        "\n"
+        "Shows each connector's state (STARTING, RUNNING, PAUSED, FAILED;\n"
+        "STOPPED when its host is gone), plugin, pid, uptime, last batch,\n"
+        "totals, last error, and per partition the sink's marker, the high\n"
+        "watermark and the lag, from the status files running hosts write in\n"
+        "the state directory (all connectors there, or just CONNECTOR).\n"
+        "\n"
+        "  --state-dir DIR   the state directory (default: the config's\n"
+        "                    state_dir with --config, else "
+        "$TIDEMARK_STATE_DIR,\n"
+        "                    $XDG_STATE_HOME/tidemark, "
+        "~/.local/state/tidemark)\n"
+        "  --json            one JSON document instead of the tables\n"
+        "  --watch [SECONDS] redraw every SECONDS (default 2) until Ctrl-C\n"
+        "  --config FILE     also works with no host running: reads the\n"
+        "                    sink's markers (read-only) and the broker's\n"
+        "                    watermarks for FILE's connector\n"
+        "  --plugin-dir DIR  search DIR for plugins first (with --config)\n"
+        "\n"
+        "Exit status: 0 every connector STARTING, RUNNING or PAUSED; 2 any\n"
+        "FAILED, STOPPED or not running; 1 usage or I/O error.\n");
+}
+
+static int is_seconds(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > 86400)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* 0 parsed, 3 --help shown, 1 usage error (message printed). */
+static int parse_args(int argc, char **argv, options *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **value = NULL;
+        if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--watch") == 0) {
+            o->watch = 2;
+            if (i + 1 < argc && is_seconds(argv[i + 1], &o->watch))
+                i++;
+        } else if (strncmp(a, "--watch=", 8) == 0) {
+            if (!is_seconds(a + 8, &o->watch)) {
+                fprintf(stderr,
+                        "tidemark status: --watch: \"%s\" is not a number "
+                        "of seconds (1..86400)\n",
+                        a + 8);
+                return 1;
+            }
+        } else if (strcmp(a, "--state-dir") == 0) {
+            value = &o->state_dir;
+        } else if (strncmp(a, "--state-dir=", 12) == 0) {
+            o->state_dir = a + 12;
+        } else if (strcmp(a, "--config") == 0) {
+            value = &o->config;
+        } else if (strncmp(a, "--config=", 9) == 0) {
+            o->config = a + 9;
+        } else if (strcmp(a, "--plugin-dir") == 0) {
+            value = &o->extra[o->nextra++];
+        } else if (strncmp(a, "--plugin-dir=", 13) == 0) {
+            o->extra[o->nextra++] = a + 13;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 3;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "tidemark status: unknown option '%s'\n", a);
+            usage(stderr);
+            return 1;
+        } else if (o->connector) {
+            fprintf(stderr,
+                    "tidemark status: one CONNECTOR at most ('%s' and "
+                    "'%s')\n",
+                    o->connector, a);
+            return 1;
+        } else {
+            o->connector = a;
+        }
+        if (value) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "tidemark status: %s needs a value\n", a);
+                return 1;
+            }
+            *value = argv[++i];
+        }
+    }
+    return 0;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The paused flag the host published for a partition, 0 when unknown. */
+static int was_paused(const tm_status_report *r, const char *topic,
+                      int32_t partition) {
+    for (size_t i = 0; i < r->snap.npartitions; i++)
+        if (r->snap.partitions[i].partition == partition &&
+            strcmp(r->snap.partitions[i].topic, topic) == 0)
+            return r->snap.partitions[i].paused;
+    return 0;
+}
+
+/* Replaces v's partitions with the sink's markers and the broker's
+ * watermarks, read now. 0, or -1 with errstr. */
+static int read_from_sink(config_source *src, tm_status_view *v, char *errstr,
+                          size_t errsize) {
+    const tm_connector_config *cfg = src->sink.cfg;
+    rd_kafka_topic_partition_list_t *list = NULL;
+    if (tm_kafka_list_partitions(src->rk, cfg, KAFKA_TIMEOUT_MS, &list, errstr,
+                                 errsize) != 0)
+        return -1;
+    size_t n = (size_t)list->cnt;
+    tm_marker *m = calloc(n ? n : 1, sizeof *m);
+    tm_status_partition *p = calloc(n ? n : 1, sizeof *p);
+    int rc = -1;
+    if (!m || !p) {
+        snprintf(errstr, errsize, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        m[i].struct_size = sizeof m[i];
+        m[i].topic = list->elems[i].topic;
+        m[i].partition = list->elems[i].partition;
+    }
+    tm_error err = tm_error_init();
+    const tm_sink_api *api = src->sink.plugin.api;
+    tm_status st = n ? api->read_markers(src->sink.sink, m, n, &err) : TM_OK;
+    if (st != TM_OK) {
+        snprintf(errstr, errsize, "reading the sink's markers (%s): %s",
+                 tm_status_name(st), err.message);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        snprintf(p[i].topic, sizeof p[i].topic, "%s", m[i].topic);
+        p[i].partition = m[i].partition;
+        p[i].next_offset = m[i].next_offset;
+        p[i].epoch = m[i].epoch;
+        p[i].rows = m[i].rows;
+        p[i].dead_letters = m[i].dead_letters;
+        p[i].filtered = m[i].filtered;
+        p[i].duplicates = m[i].duplicates;
+        p[i].paused = was_paused(&v->r, m[i].topic, m[i].partition);
+        int64_t low, high;
+        char why[512];
+        if (tm_kafka_watermarks(src->rk, m[i].topic, m[i].partition,
+                                KAFKA_TIMEOUT_MS, &low, &high, why,
+                                sizeof why) != 0) {
+            snprintf(errstr, errsize, "%s", why);
+            goto out;
+        }
+        p[i].high_watermark = high;
+    }
+    free(v->r.parts);
+    v->r.parts = p;
+    v->r.snap.partitions = p;
+    v->r.snap.npartitions = n;
+    v->from_sink = 1;
+    p = NULL;
+    rc = 0;
+out:
+    free(m);
+    free(p);
+    rd_kafka_topic_partition_list_destroy(list);
+    return rc;
+}
+
+/* One connector's view: its status file (if any), then with --config the
+ * sink and broker. 0, or -1 with errstr. */
+static int read_view(const char *state_dir, const char *connector,
+                     config_source *src, tm_status_view *v, char *errstr,
+                     size_t errsize) {
+    memset(v, 0, sizeof *v);
+    int rc = tm_status_read(state_dir, connector, &v->r, errstr, errsize);
+    if (rc < 0 || (rc == 1 && !src))
+        return -1;
+    v->running = rc == 0;
+    if (!src)
+        return 0;
+    tm_status_snapshot *s = &v->r.snap;
+    if (!v->running)
+        snprintf(s->connector, sizeof s->connector, "%s", connector);
+    if (!s->plugin[0]) {
+        const tm_sink_api *api = src->sink.plugin.api;
+        snprintf(s->plugin, sizeof s->plugin, "%s", api->name);
+        snprintf(s->plugin_version, sizeof s->plugin_version, "%s",
+                 api->version ? api->version : "");
+    }
+    if (read_from_sink(src, v, errstr, errsize) != 0) {
+        tm_status_view_free(v);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct views {
+    tm_status_view *v;
+    size_t n;
+} views;
+
+static void views_free(views *vs) {
+    for (size_t i = 0; i < vs->n; i++)
+        tm_status_view_free(&vs->v[i]);
+    free(vs->v);
+    vs->v = NULL;
+    vs->n = 0;
+}
+
+static int collect(const options *o, const char *state_dir, config_source *src,
+                   views *vs, char *errstr, size_t errsize) {
+    char **names = NULL;
+    size_t n = 1;
+    const char *one = src ? src->sink.cfg->name : o->connector;
+    if (!one && tm_status_list(state_dir, &names, &n, errstr, errsize) != 0)
+        return -1;
+    if (!one && n == 0) {
+        snprintf(errstr, errsize, "no connector has a status in %s", state_dir);
+        return -1;
+    }
+    vs->v = calloc(n, sizeof *vs->v);
+    vs->n = 0;
+    int rc = 0;
+    if (!vs->v) {
+        snprintf(errstr, errsize, "out of memory");
+        rc = -1;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = read_view(state_dir, one ? one : names[i], src, &vs->v[i], errstr,
+                       errsize);
+        if (rc == 0)
+            vs->n++;
+    }
+    tm_status_names_free(names, names ? n : 0);
+    if (rc != 0)
+        views_free(vs);
+    return rc;
+}
+
+/* One redraw into OUT. Returns the exit status it stands for. */
+static int render(FILE *out, const options *o, const char *state_dir,
+                  config_source *src) {
+    views vs = {NULL, 0};
+    char errstr[2048];
+    if (collect(o, state_dir, src, &vs, errstr, sizeof errstr) != 0) {
+        if (src)
+            tm_config_redact(src->sink.cfg, errstr, errstr, sizeof errstr);
+        fprintf(o->watch ? out : stderr, "tidemark status: %s\n", errstr);
+        return 1;
+    }
+    int64_t now = now_ms();
+    int rc = tm_status_health(vs.v, vs.n);
+    if (o->json) {
+        json_t *doc = tm_status_views_json(state_dir, vs.v, vs.n, now);
+        char *text =
+            doc ? json_dumps(doc, o->watch ? JSON_COMPACT : JSON_INDENT(2))
+                : NULL;
+        if (text)
+            fprintf(out, "%s\n", text);
+        else {
+            fprintf(stderr, "tidemark status: out of memory\n");
+            rc = 1;
+        }
+        free(text);
+        json_decref(doc);
+    } else {
+        tm_status_print_text(out, vs.v, vs.n, now);
+    }
+    views_free(&vs);
+    return rc;
+}
+
+/* Redraws every o->watch seconds until SIGINT; the exit status is the last
+ * redraw's. Each frame is built in memory and written at once, so the
+ * screen never shows half a frame. */
+static int watch(const options *o, const char *state_dir, config_source *src) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint; /* no SA_RESTART: the sleep must end */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) != 0 ||
+        sigaction(SIGTERM, &sa, NULL) != 0) {
+        fprintf(stderr, "tidemark status: cannot catch SIGINT: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    int tty = isatty(STDOUT_FILENO) && !o->json;
+    int rc = 0;
+    while (!interrupted) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        if (!mem) {
+            fprintf(stderr, "tidemark status: out of memory\n");
+            return 1;
+        }
+        if (!o->json) {
+            char t[32];
+            tm_status_format_time(now_ms(), t, sizeof t);
+            fprintf(mem, "every %ds: tidemark status (%s)    %s\n\n", o->watch,
+                    state_dir, t);
+        }
+        rc = render(mem, o, state_dir, src);
+        if (fclose(mem) != 0 || !buf) {
+            free(buf);
+            fprintf(stderr, "tidemark status: out of memory\n");
+            return 1;
+        }
+        if (tty)
+            fputs("\033[H\033[2J", stdout); /* home, clear screen */
+        else if (!o->json)
+            fputs("\n", stdout);
+        fwrite(buf, 1, len, stdout);
+        fflush(stdout);
+        free(buf);
+        struct timespec ts = {o->watch, 0};
+        while (!interrupted && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    return rc;
+}
+
+static int open_config(const options *o, config_source *src) {
+    size_t ndirs = 0;
+    const char **dirs = tm_cli_plugin_dirs(o->extra, o->nextra, &ndirs);
+    if (!dirs) {
+        fprintf(stderr, "tidemark status: out of memory\n");
+        return -1;
+    }
+    int rc = tm_cli_sink_load(&src->sink, o->config, dirs, ndirs);
+    free(dirs);
+    if (rc != 0)
+        return -1;
+    if (o->connector && strcmp(o->connector, src->sink.cfg->name) != 0) {
+        fprintf(stderr,
+                "tidemark status: CONNECTOR '%s' is not the config's "
+                "connector '%s'\n",
+                o->connector, src->sink.cfg->name);
+        tm_cli_sink_free(&src->sink);
+        return -1;
+    }
+    if (tm_cli_sink_open(&src->sink) != 0) {
+        tm_cli_sink_free(&src->sink);
+        return -1;
+    }
+    char errstr[1024];
+    src->rk = tm_kafka_client_new(src->sink.cfg, TM_KAFKA_ADMIN, errstr,
+                                  sizeof errstr);
+    if (!src->rk) {
+        tm_cli_report(src->sink.cfg, o->config, "$.kafka", errstr);
+        tm_cli_sink_free(&src->sink);
+        return -1;
+    }
+    return 0;
+}
+
+int tm_cmd_status(int argc, char **argv) {
+    options o;
+    memset(&o, 0, sizeof o);
+    o.extra = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o.extra);
+    if (!o.extra) {
+        fprintf(stderr, "tidemark status: out of memory\n");
+        return 1;
+    }
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0) {
+        free(o.extra);
+        return rc == 3 ? 0 : 1;
+    }
+    config_source src;
+    memset(&src, 0, sizeof src);
+    if (o.config && open_config(&o, &src) != 0) {
+        free(o.extra);
+        return 1;
+    }
+    char state_dir[PATH_MAX];
+    if (o.state_dir)
+        snprintf(state_dir, sizeof state_dir, "%s", o.state_dir);
+    else if (o.config && src.sink.cfg->state_dir)
+        snprintf(state_dir, sizeof state_dir, "%s", src.sink.cfg->state_dir);
+    else
+        tm_status_default_dir(state_dir, sizeof state_dir);
+
+    config_source *s = o.config ? &src : NULL;
+    rc = o.watch ? watch(&o, state_dir, s) : render(stdout, &o, state_dir, s);
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = 1;
+    if (src.rk)
+        rd_kafka_destroy(src.rk);
+    if (o.config)
+        tm_cli_sink_free(&src.sink);
+    free(o.extra);
+    return rc;
+}

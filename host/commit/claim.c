@@ -1,0 +1,148 @@
+#include "commit/claim.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kafka/partitions.h"
+#include "services/error.h"
+#include "services/log.h"
+
+#define WATERMARK_TIMEOUT_MS 10000
+#define CLAIM_ATTEMPTS       8
+
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static tm_part *add_part(tm_connector *c, const char *topic,
+                         int32_t partition) {
+    tm_part *p = tm_conn_part(c, topic, partition);
+    if (p)
+        return p; /* eager protocol: assigned again after a revoke */
+    if (c->nparts == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        tm_part *np = realloc(c->parts, cap * sizeof *np);
+        if (!np)
+            return NULL;
+        c->parts = np;
+        c->cap = cap;
+    }
+    p = &c->parts[c->nparts];
+    memset(p, 0, sizeof *p);
+    p->topic = strdup(topic);
+    if (!p->topic)
+        return NULL;
+    p->partition = partition;
+    p->high_watermark = -1;
+    c->nparts++;
+    return p;
+}
+
+/* The claim itself, retried while the store says RETRY: a rebalance waits
+ * for it, so the attempts are bounded well inside max.poll.interval.ms. */
+static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
+                                    size_t n, tm_error *err) {
+    tm_backoff b;
+    tm_backoff_init(&b, 200, 5000, (uint64_t)tm_now_ms());
+    tm_status st = TM_RETRY;
+    for (int attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
+        *err = tm_error_init();
+        st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
+        if (st != TM_RETRY)
+            return st;
+        c->totals.retries++;
+        tm_conn_error(c, 0, "claim: attempt %d of %d: RETRY: %s", attempt,
+                      CLAIM_ATTEMPTS, err->message);
+        sleep_ms(tm_backoff_next(&b));
+    }
+    return st;
+}
+
+int tm_claim_assigned(tm_connector *c,
+                      rd_kafka_topic_partition_list_t *assigned) {
+    size_t n = (size_t)assigned->cnt;
+    if (n == 0)
+        return 0;
+    tm_marker *markers = calloc(n, sizeof *markers);
+    int64_t *low = calloc(n, sizeof *low), *high = calloc(n, sizeof *high);
+    int rc = -1;
+    if (!markers || !low || !high) {
+        tm_conn_error(c, 1, "claim: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
+        char why[512];
+        if (tm_kafka_watermarks(c->rk, tp->topic, tp->partition,
+                                WATERMARK_TIMEOUT_MS, &low[i], &high[i], why,
+                                sizeof why) != 0) {
+            tm_conn_error(c, 1, "claim: %s", why);
+            goto out;
+        }
+        markers[i].struct_size = sizeof markers[i];
+        markers[i].topic = tp->topic;
+        markers[i].partition = tp->partition;
+        markers[i].next_offset =
+            c->cfg->kafka.start == TM_START_EARLIEST ? low[i] : high[i];
+    }
+    tm_error err = tm_error_init();
+    tm_status st = claim_with_retries(c, markers, n, &err);
+    if (st != TM_OK) {
+        tm_conn_error(c, 1, "claim of %zu partition(s): %s: %s", n,
+                      tm_status_name(st), err.message);
+        goto out;
+    }
+    /* auto.offset.reset=error: a marker outside the log is never a silent
+     * jump; the operator decides (offsets --reset-to). */
+    for (size_t i = 0; i < n; i++) {
+        const tm_marker *m = &markers[i];
+        if (m->next_offset < low[i]) {
+            tm_conn_error(c, 1,
+                          "%s [%" PRId32 "]: the sink's marker %" PRId64
+                          " is below the log start offset %" PRId64
+                          ": records %" PRId64 "..%" PRId64
+                          " were deleted by retention before they were "
+                          "applied; reset with `tidemark offsets --reset-to`",
+                          m->topic, m->partition, m->next_offset, low[i],
+                          m->next_offset, low[i] - 1);
+            goto out;
+        }
+        if (m->next_offset > high[i]) {
+            tm_conn_error(c, 1,
+                          "%s [%" PRId32 "]: the sink's marker %" PRId64
+                          " is above the high watermark %" PRId64
+                          ": was the topic deleted and created again? reset "
+                          "with `tidemark offsets --reset-to`",
+                          m->topic, m->partition, m->next_offset, high[i]);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        tm_part *p = add_part(c, markers[i].topic, markers[i].partition);
+        if (!p) {
+            tm_conn_error(c, 1, "claim: out of memory");
+            goto out;
+        }
+        p->epoch = markers[i].epoch;
+        p->committed = p->next_expected = markers[i].next_offset;
+        p->high_watermark = high[i];
+        p->needs_seek = p->paused = p->fenced = 0;
+        p->marker = markers[i];
+        p->marker.topic = p->topic;
+        assigned->elems[i].offset = markers[i].next_offset;
+        tm_log(TM_LOG_INFO, c->cfg->name,
+               "claimed %s [%" PRId32 "] epoch=%" PRId64 " next_offset=%" PRId64
+               " log=[%" PRId64 ",%" PRId64 ")",
+               p->topic, p->partition, p->epoch, p->committed, low[i], high[i]);
+    }
+    c->markers_dirty = 1;
+    rc = 0;
+out:
+    free(markers);
+    free(low);
+    free(high);
+    return rc;
+}

@@ -1,0 +1,267 @@
+/* Step 4's call and step 6's outcomes: the one place that decides what a
+ * sink's answer to commit() means for the partitions of the batch. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commit/commit_internal.h"
+#include "commit/commit_loop.h"
+#include "kafka/dead_letter_producer.h"
+#include "services/error.h"
+#include "services/log.h"
+
+/* CONFLICT after CONFLICT means the rebuild does not converge (something
+ * else writes the markers): stop rather than spin. */
+#define MAX_CONFLICTS_IN_ROW 5
+/* How long one commit() call may take before it gives up with RETRY. */
+#define COMMIT_DEADLINE_MS 60000
+
+void tm_commit_pause_all(tm_connector *c, int pause) {
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new((int)(c->nparts ? c->nparts : 1));
+    if (!l)
+        return;
+    for (size_t i = 0; i < c->nparts; i++) {
+        tm_part *p = &c->parts[i];
+        if (p->fenced || p->paused == pause)
+            continue;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+        p->paused = pause;
+        if (!pause)
+            p->needs_seek = 1; /* whatever was fetched before the pause */
+    }
+    if (l->cnt > 0) {
+        rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(c->rk, l)
+                                        : rd_kafka_resume_partitions(c->rk, l);
+        if (err)
+            tm_log(TM_LOG_WARN, c->cfg->name, "%s: %s",
+                   pause ? "pause" : "resume", rd_kafka_err2str(err));
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+void tm_commit_drop_batch(tm_connector *c, const char *why) {
+    if (!c->batch_open)
+        return;
+    const tm_batch *b = tm_bb_batch(c->bb);
+    for (size_t i = 0; b && i < b->nranges; i++) {
+        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
+        tm_part *p = tm_conn_part(c, r->topic, r->partition);
+        if (!p)
+            continue;
+        p->next_expected = p->committed;
+        p->needs_seek = 1;
+    }
+    tm_log(TM_LOG_INFO, c->cfg->name, "batch %s dropped (%s)", c->batch_id,
+           why);
+    c->batch_open = 0;
+    c->batch_abandoned = 0;
+}
+
+/* After FENCED or CONFLICT: the sink's markers, read without claiming,
+ * say which partitions are still ours and where each must go on. */
+static void reread_markers(tm_connector *c, const tm_batch *b) {
+    tm_marker *m = calloc(b->nranges ? b->nranges : 1, sizeof *m);
+    if (!m) {
+        tm_conn_error(c, 1, "out of memory re-reading markers");
+        return;
+    }
+    for (size_t i = 0; i < b->nranges; i++) {
+        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
+        m[i].struct_size = sizeof m[i];
+        m[i].topic = r->topic;
+        m[i].partition = r->partition;
+    }
+    tm_error err = tm_error_init();
+    tm_status st = c->sink.api->read_markers(c->sink.sink, m, b->nranges, &err);
+    if (st != TM_OK) {
+        /* Not knowing where to go on: start over from the last known
+         * commit; the next batch's check will say again. */
+        tm_log(TM_LOG_WARN, c->cfg->name, "read_markers: %s: %s",
+               tm_status_name(st), err.message);
+        free(m);
+        return;
+    }
+    for (size_t i = 0; i < b->nranges; i++) {
+        tm_part *p = tm_conn_part(c, m[i].topic, m[i].partition);
+        if (!p)
+            continue;
+        if (m[i].epoch != p->epoch) {
+            /* Another host claimed it: ours no more. Pause it and wait for
+             * the group to revoke it; claiming back here would start a
+             * fencing war. */
+            if (!p->fenced) {
+                rd_kafka_topic_partition_list_t *l =
+                    rd_kafka_topic_partition_list_new(1);
+                if (l) {
+                    rd_kafka_topic_partition_list_add(l, p->topic,
+                                                      p->partition);
+                    rd_kafka_pause_partitions(c->rk, l);
+                    rd_kafka_topic_partition_list_destroy(l);
+                }
+                tm_log(TM_LOG_WARN, c->cfg->name,
+                       "%s [%" PRId32 "] fenced: epoch %" PRId64
+                       " is now %" PRId64
+                       " (another host claimed it); paused until revoked",
+                       p->topic, p->partition, p->epoch, m[i].epoch);
+            }
+            p->fenced = 1;
+            continue;
+        }
+        p->committed = p->next_expected = m[i].next_offset;
+        p->needs_seek = 1;
+        p->marker = m[i];
+        p->marker.topic = p->topic;
+    }
+    free(m);
+}
+
+static void commit_group_offsets(tm_connector *c, const tm_batch *b) {
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new((int)(b->nranges ? b->nranges : 1));
+    if (!l)
+        return;
+    for (size_t i = 0; i < b->nranges; i++) {
+        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
+        if (tm_conn_part(c, r->topic, r->partition))
+            rd_kafka_topic_partition_list_add(l, r->topic, r->partition)
+                ->offset = r->end_offset;
+    }
+    /* Asynchronous and best effort: only lag tools read these. */
+    if (l->cnt > 0) {
+        rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, l, 1);
+        if (err)
+            tm_log(TM_LOG_DEBUG, c->cfg->name, "group offset commit: %s",
+                   rd_kafka_err2str(err));
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
+    tm_bb_counts n;
+    tm_bb_counts(c->bb, &n);
+    uint64_t records = 0;
+    for (size_t i = 0; i < b->nranges; i++) {
+        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
+        tm_part *p = tm_conn_part(c, r->topic, r->partition);
+        if (p && r->end_offset > p->committed)
+            p->committed = r->end_offset;
+    }
+    records = n.rows + n.dead_letters + n.filtered + n.duplicates;
+    if (st == TM_ALREADY) {
+        tm_log(TM_LOG_INFO, c->cfg->name,
+               "batch %s was already applied (an earlier attempt's commit "
+               "went through)",
+               c->batch_id);
+    } else {
+        c->totals.rows += n.rows;
+        c->totals.dead_letters += n.dead_letters;
+        c->totals.filtered += n.filtered;
+        c->totals.duplicates += n.duplicates;
+    }
+    c->totals.batches++;
+    snprintf(c->last_batch_id, sizeof c->last_batch_id, "%s", c->batch_id);
+    c->last_batch_ms = tm_wall_ms();
+    c->last_batch_records = records;
+    c->conflicts_in_row = 0;
+    c->markers_dirty = 1;
+    tm_log(TM_LOG_DEBUG, c->cfg->name,
+           "batch %s committed: %zu range(s), %" PRIu64 " rows, %" PRIu64
+           " dead letters, %" PRIu64 " filtered, %" PRIu64 " duplicates",
+           c->batch_id, b->nranges, n.rows, n.dead_letters, n.filtered,
+           n.duplicates);
+    commit_group_offsets(c, b);
+}
+
+void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
+    if (!c->batch_open)
+        return;
+    const tm_batch *built = tm_bb_batch(c->bb);
+    if (!built || built->nranges == 0) {
+        c->batch_open = 0;
+        return;
+    }
+    /* A shallow copy: each attempt gets its own deadline, and dead letters
+     * stay out of the sink when $.dead_letters.sink is false. */
+    tm_batch b = *built;
+    if (!c->cfg->dead_letters.sink) {
+        b.dead_letters = NULL;
+        b.ndead_letters = 0;
+    }
+    int paused = 0, dlq_sent = !c->dlq || built->ndead_letters == 0;
+    tm_backoff_reset(&c->backoff);
+    for (;;) {
+        tm_status st;
+        tm_error err = tm_error_init();
+        if (!dlq_sent) {
+            /* Before the sink commit, confirmed: at-least-once into the
+             * topic, never lost when the sink commit then succeeds. */
+            char why[512];
+            if (tm_dlq_send(c->dlq, built, why, sizeof why) == 0) {
+                dlq_sent = 1;
+            } else {
+                tm_error_set(&err, "dead-letter topic: %s", why);
+            }
+        }
+        if (dlq_sent) {
+            b.deadline_ms = tm_now_ms() + COMMIT_DEADLINE_MS;
+            st = c->sink.api->commit(c->sink.sink, &b, &err);
+        } else {
+            st = TM_RETRY;
+        }
+        if (st == TM_OK || st == TM_ALREADY) {
+            on_applied(c, &b, st);
+            break;
+        }
+        if (st == TM_RETRY) {
+            c->totals.retries++;
+            tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id,
+                          err.message);
+            if (give_up_ms && tm_now_ms() >= give_up_ms) {
+                tm_commit_drop_batch(c, "giving up retries while stopping");
+                break;
+            }
+            if (!paused) {
+                /* Backpressure: nothing more is fetched while we wait,
+                 * but the consumer is served so the group keeps us. */
+                tm_commit_pause_all(c, 1);
+                paused = 1;
+            }
+            tm_commit_serve(c, tm_backoff_next(&c->backoff));
+            if (c->batch_abandoned || c->state == TM_CONN_FAILED) {
+                tm_commit_drop_batch(c, "partitions revoked during retries");
+                break;
+            }
+            if (atomic_load(c->stop) && !give_up_ms)
+                give_up_ms = tm_now_ms() + 5000;
+            continue;
+        }
+        if (st == TM_FENCED) {
+            c->totals.fenced++;
+            tm_conn_error(c, 0, "batch %s: FENCED: %s", c->batch_id,
+                          err.message);
+            reread_markers(c, &b);
+            tm_commit_drop_batch(c, "fenced");
+            break;
+        }
+        if (st == TM_CONFLICT) {
+            c->totals.conflicts++;
+            c->conflicts_in_row++;
+            tm_conn_error(c, c->conflicts_in_row >= MAX_CONFLICTS_IN_ROW,
+                          "batch %s: CONFLICT (%d in a row): %s", c->batch_id,
+                          c->conflicts_in_row, err.message);
+            reread_markers(c, &b);
+            tm_commit_drop_batch(c, "conflict: rebuilding from the markers");
+            break;
+        }
+        tm_conn_error(c, 1, "batch %s: %s: %s", c->batch_id, tm_status_name(st),
+                      err.message[0] ? err.message : "(no message)");
+        tm_commit_drop_batch(c, "failed");
+        break;
+    }
+    c->batch_open = 0;
+    if (paused && c->state != TM_CONN_FAILED)
+        tm_commit_pause_all(c, 0);
+    tm_conn_status_tick(c, 1);
+}

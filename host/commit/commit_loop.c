@@ -1,0 +1,282 @@
+#include "commit/commit_loop.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commit/commit_internal.h"
+#include "services/log.h"
+
+#define MAX_HEADERS 64
+#define POLL_MS     100
+
+/* Opens a batch when none is: a new id, unique across hosts (the random
+ * instance id) and within this one (the sequence). */
+static void ensure_batch(tm_connector *c) {
+    if (c->batch_open)
+        return;
+    snprintf(c->batch_id, sizeof c->batch_id, "%s-%" PRIu64, c->instance_id,
+             ++c->seq);
+    tm_bb_reset(c->bb, c->batch_id, 0);
+    c->batch_open = 1;
+    c->batch_abandoned = 0;
+    c->batch_opened_ms = tm_now_ms();
+}
+
+static int range_of(tm_connector *c, tm_part *p) {
+    ensure_batch(c);
+    int r = tm_bb_range(c->bb, p->topic, p->partition, p->committed, p->epoch);
+    if (r < 0)
+        tm_conn_error(c, 1, "batch: out of memory");
+    return r;
+}
+
+/* Partition end: the consumer's position may be past the last record
+ * (transaction markers, aborted records); an empty range carries the
+ * marker there so that lag reaches 0. */
+static void on_partition_end(tm_connector *c, tm_part *p, int64_t position) {
+    if (position > p->high_watermark)
+        p->high_watermark = position;
+    if (position <= p->next_expected)
+        return;
+    int r = range_of(c, p);
+    if (r < 0)
+        return;
+    tm_bb_extend(c->bb, (uint32_t)r, position);
+    p->next_expected = position;
+}
+
+static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
+    tm_header_view hv[MAX_HEADERS];
+    size_t nh = 0;
+    rd_kafka_headers_t *hdrs = NULL;
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char *name;
+        const void *val;
+        size_t len;
+        while (nh < MAX_HEADERS &&
+               rd_kafka_header_get_all(hdrs, nh, &name, &val, &len) ==
+                   RD_KAFKA_RESP_ERR_NO_ERROR) {
+            hv[nh] = (tm_header_view){name, val, len};
+            nh++;
+        }
+        if (nh == MAX_HEADERS)
+            tm_log(TM_LOG_WARN, c->cfg->name,
+                   "%s [%" PRId32 "] offset %" PRId64
+                   ": more than %d headers, the rest are not kept",
+                   p->topic, p->partition, m->offset, MAX_HEADERS);
+    }
+    rd_kafka_timestamp_type_t tstype;
+    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+    tm_msg_view v = {
+        .topic = p->topic,
+        .partition = p->partition,
+        .offset = m->offset,
+        .timestamp_ms = tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts,
+        .key = m->key,
+        .key_len = m->key_len,
+        .value = m->payload,
+        .value_len = m->len,
+        .headers = nh ? hv : NULL,
+        .nheaders = nh,
+    };
+    int r = range_of(c, p);
+    if (r < 0)
+        return;
+    if (tm_bb_add(c->bb, (uint32_t)r, &v) != 0) {
+        tm_conn_error(c, 1,
+                      "batch: out of memory converting %s [%" PRId32
+                      "] offset %" PRId64,
+                      p->topic, p->partition, m->offset);
+        return;
+    }
+    p->next_expected = m->offset + 1;
+}
+
+static void on_error(tm_connector *c, rd_kafka_message_t *m) {
+    const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "?";
+    switch (m->err) {
+    case RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET:
+    case RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE:
+        /* auto.offset.reset=error: the log moved under us (retention
+         * deleted records we had not applied yet). Never a silent jump. */
+        tm_conn_error(c, 1,
+                      "%s [%" PRId32 "]: offset %" PRId64
+                      " is no longer in the log (%s): records were deleted "
+                      "before they were applied; reset with `tidemark "
+                      "offsets --reset-to` once you have decided",
+                      topic, m->partition, m->offset,
+                      rd_kafka_message_errstr(m));
+        return;
+    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+        tm_conn_error(c, 1, "%s: %s", topic, rd_kafka_message_errstr(m));
+        return;
+    default:
+        tm_log(TM_LOG_WARN, c->cfg->name, "consumer: %s: %s",
+               rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+    }
+}
+
+static void on_message(tm_connector *c, rd_kafka_message_t *m) {
+    if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        on_error(c, m);
+        return;
+    }
+    if (!m->rkt)
+        return;
+    tm_part *p = tm_conn_part(c, rd_kafka_topic_name(m->rkt), m->partition);
+    /* Not ours (revoked), lost to another owner, waiting for a seek after
+     * dropped records, or before what the batch already has (delivered
+     * again after a seek): not taken. */
+    if (!p || p->fenced || p->needs_seek || c->state == TM_CONN_FAILED)
+        return;
+    if (p->paused) {
+        p->needs_seek = 1;
+        return;
+    }
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        on_partition_end(c, p, m->offset);
+        return;
+    }
+    if (m->offset < p->next_expected)
+        return;
+    on_record(c, p, m);
+}
+
+/* Re-reads what was dropped: seek each marked partition back to where the
+ * next batch must start. rd_kafka_seek_partitions() waits for the seek, and
+ * librdkafka discards what was fetched before it. */
+static void apply_seeks(tm_connector *c) {
+    rd_kafka_topic_partition_list_t *l = NULL;
+    for (size_t i = 0; i < c->nparts; i++) {
+        tm_part *p = &c->parts[i];
+        if (!p->needs_seek || p->fenced || p->paused)
+            continue;
+        if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
+            return;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset =
+            p->next_expected;
+    }
+    if (!l)
+        return;
+    rd_kafka_error_t *err = rd_kafka_seek_partitions(c->rk, l, 10000);
+    if (err) {
+        tm_log(TM_LOG_WARN, c->cfg->name, "seek: %s; trying again",
+               rd_kafka_error_string(err));
+        rd_kafka_error_destroy(err);
+    } else {
+        for (int i = 0; i < l->cnt; i++) {
+            tm_part *p =
+                tm_conn_part(c, l->elems[i].topic, l->elems[i].partition);
+            if (!p)
+                continue;
+            if (l->elems[i].err)
+                tm_log(TM_LOG_WARN, c->cfg->name,
+                       "seek %s [%" PRId32 "] to %" PRId64 ": %s", p->topic,
+                       p->partition, p->next_expected,
+                       rd_kafka_err2str(l->elems[i].err));
+            else
+                p->needs_seek = 0;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static int batch_due(tm_connector *c) {
+    if (!c->batch_open)
+        return 0;
+    const tm_connector_config *cfg = c->cfg;
+    return (int64_t)tm_bb_messages(c->bb) >= cfg->batch.max_records ||
+           (int64_t)tm_bb_bytes(c->bb) >= cfg->batch.max_bytes ||
+           tm_now_ms() - c->batch_opened_ms >= cfg->batch.max_wait_ms;
+}
+
+void tm_commit_serve(tm_connector *c, int64_t ms) {
+    int64_t until = tm_now_ms() + ms;
+    for (;;) {
+        int64_t left = until - tm_now_ms();
+        if (left <= 0 || c->batch_abandoned)
+            return;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(
+            c->rk, (int)(left < POLL_MS ? left : POLL_MS));
+        if (m) {
+            if (!m->err && m->rkt) {
+                tm_part *p =
+                    tm_conn_part(c, rd_kafka_topic_name(m->rkt), m->partition);
+                if (p)
+                    p->needs_seek = 1;
+            } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                on_error(c, m);
+            }
+            rd_kafka_message_destroy(m);
+        }
+        tm_conn_status_tick(c, 0);
+    }
+}
+
+void tm_commit_loop_run(tm_connector *c) {
+    while (!atomic_load(c->stop) && c->state != TM_CONN_FAILED) {
+        int timeout = POLL_MS;
+        if (c->batch_open) {
+            int64_t left =
+                c->batch_opened_ms + c->cfg->batch.max_wait_ms - tm_now_ms();
+            timeout = left <= 0 ? 0 : left < POLL_MS ? (int)left : POLL_MS;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, timeout);
+        if (m) {
+            on_message(c, m);
+            rd_kafka_message_destroy(m);
+        }
+        if (c->state == TM_CONN_FAILED)
+            break;
+        if (c->batch_open && c->batch_abandoned)
+            tm_commit_drop_batch(c, "partitions revoked");
+        if (batch_due(c))
+            tm_commit_batch(c, 0);
+        apply_seeks(c);
+        tm_conn_status_tick(c, 0);
+    }
+    /* SIGTERM: finish the batch in flight if it can be done promptly,
+     * else abandon it (safe: the markers did not move). */
+    if (c->batch_open && c->state != TM_CONN_FAILED)
+        tm_commit_batch(c, tm_now_ms() + 5000);
+    if (c->batch_open)
+        tm_commit_drop_batch(c, "stopping");
+}
+
+void tm_commit_on_revoke(tm_connector *c,
+                         const rd_kafka_topic_partition_list_t *revoked,
+                         int lost) {
+    int hit = lost;
+    if (c->batch_open && !hit) {
+        const tm_batch *b = tm_bb_batch(c->bb);
+        for (size_t i = 0; b && i < b->nranges && !hit; i++) {
+            const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
+            for (int j = 0; j < revoked->cnt && !hit; j++)
+                hit = revoked->elems[j].partition == r->partition &&
+                      strcmp(revoked->elems[j].topic, r->topic) == 0;
+        }
+    }
+    if (c->batch_open && hit) {
+        /* Inside tm_commit_batch's retries the batch is in use: flag it,
+         * the retry loop drops it as soon as the callback returns. */
+        c->batch_abandoned = 1;
+        tm_log(TM_LOG_WARN, c->cfg->name, "batch %s abandoned: partitions %s",
+               c->batch_id, lost ? "lost" : "revoked");
+    }
+    for (int j = 0; j < revoked->cnt; j++) {
+        tm_part *p = tm_conn_part(c, revoked->elems[j].topic,
+                                  revoked->elems[j].partition);
+        if (!p)
+            continue;
+        tm_log(TM_LOG_INFO, c->cfg->name,
+               "%s %s [%" PRId32 "] at next_offset=%" PRId64,
+               lost ? "lost" : "revoked", p->topic, p->partition, p->committed);
+        free(p->topic);
+        *p = c->parts[--c->nparts];
+    }
+    c->markers_dirty = 1;
+}

@@ -1,0 +1,24 @@
+/* Steps 2-6 of the commit protocol (../docs/architecture.md walks a batch
+ * through them): poll, cut a batch by records, bytes or time, convert,
+ * commit it atomically in the sink, and act on what the sink answers. */
+#ifndef TM_COMMIT_LOOP_H
+#define TM_COMMIT_LOOP_H
+
+#include "runtime/connector_state.h"
+
+/* Runs until *c->stop is set (then finishes or abandons the batch in
+ * flight) or the connector is FAILED. */
+void tm_commit_loop_run(tm_connector *c);
+
+/* The rebalance callback's revoke: a batch never outlives the assignment
+ * of its partitions. Drops the batch in flight when it holds a revoked
+ * partition (every batch when lost), and forgets the revoked partitions. */
+void tm_commit_on_revoke(tm_connector *c,
+                         const rd_kafka_topic_partition_list_t *revoked,
+                         int lost);
+
+/* Writes the status file when a second has passed since the last write, or
+ * at once with force (runtime/connector_status.c). */
+void tm_conn_status_tick(tm_connector *c, int force);
+
+#endif

@@ -1,0 +1,17 @@
+/* Opaque bytes (header values, raw keys and values) as JSON: a string when
+ * they are valid UTF-8, else {"base64": "..."} (RFC 4648, padded), so any
+ * byte string has one JSON form and binary data survives a round trip. */
+#ifndef TM_BYTES_JSON_H
+#define TM_BYTES_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* A new reference; NULL on OOM. */
+json_t *tm_bytes_json(const void *p, size_t n);
+
+/* Standard base64 of n bytes, padded and NUL-terminated (malloc'd; NULL
+ * on OOM). */
+char *tm_base64(const void *p, size_t n);
+
+#endif

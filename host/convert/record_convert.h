@@ -1,0 +1,55 @@
+/* One message to one outcome, for the mapping of a connector config: a
+ * row (its column values), a dead letter (reason and detail), or filtered.
+ * Pure: no Kafka, no batch; everything kept goes into the caller's arena.
+ * In-batch dedup is the batch builder's, after this. */
+#ifndef TM_RECORD_CONVERT_H
+#define TM_RECORD_CONVERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/connector_config.h"
+#include "convert/arena.h"
+
+/* A message as the builder stored it (the bytes already in the arena, so
+ * raw-mode values point at them and need no second copy). */
+typedef struct tm_conv_input {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    int64_t timestamp_ms; /* -1: none */
+    const void *key;      /* NULL: null key */
+    size_t key_len;
+    const void *value; /* NULL: tombstone */
+    size_t value_len;
+    const char *headers_json; /* NULL: no headers */
+} tm_conv_input;
+
+typedef enum tm_conv_outcome {
+    TM_CONV_OOM = -1,
+    TM_CONV_ROW = 0,
+    TM_CONV_DEAD_LETTER = 1,
+    TM_CONV_FILTERED = 2
+} tm_conv_outcome;
+
+typedef struct tm_conv_result {
+    tm_value *values;    /* ROW: ncolumns values (arena) */
+    tm_dl_reason reason; /* DEAD_LETTER */
+    const char *detail;  /* DEAD_LETTER: "/count: expected int, ..." (arena) */
+} tm_conv_result;
+
+/* The config with its pointers compiled. */
+typedef struct tm_converter tm_converter;
+
+/* NULL on OOM (or a pointer the config loader would have refused). cfg
+ * outlives the converter. */
+tm_converter *tm_converter_new(const tm_connector_config *cfg);
+void tm_converter_free(tm_converter *cv);
+
+/* Converts in: raw mode always a ROW; json mode parse, then filter, then
+ * columns, the first failure deciding (docs/configuration.md, "How
+ * records are converted"). */
+tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
+                           const tm_conv_input *in, tm_conv_result *out);
+
+#endif

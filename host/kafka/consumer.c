@@ -1,0 +1,215 @@
+#include "kafka/consumer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commit/claim.h"
+#include "commit/commit_loop.h"
+#include "kafka/kafka_conf.h"
+#include "services/log.h"
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque) {
+    tm_connector *c = opaque;
+    int cooperative =
+        strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    rd_kafka_error_t *aerr = NULL;
+    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (c->state != TM_CONN_FAILED && tm_claim_assigned(c, parts) != 0) {
+            /* Assign anyway, to complete the group protocol; a FAILED
+             * connector never takes records and leaves the group next. */
+            tm_log(TM_LOG_ERROR, c->cfg->name,
+                   "assignment of %d partition(s) not claimed: %s", parts->cnt,
+                   c->last_error);
+        }
+        if (c->state == TM_CONN_FAILED)
+            for (int i = 0; i < parts->cnt; i++)
+                parts->elems[i].offset = RD_KAFKA_OFFSET_END;
+        if (cooperative)
+            aerr = rd_kafka_incremental_assign(rk, parts);
+        else
+            rerr = rd_kafka_assign(rk, parts);
+    } else {
+        int lost = rd_kafka_assignment_lost(rk);
+        tm_commit_on_revoke(c, parts, lost);
+        if (cooperative)
+            aerr = rd_kafka_incremental_unassign(rk, parts);
+        else
+            rerr = rd_kafka_assign(rk, NULL);
+    }
+    if (aerr) {
+        tm_conn_error(c, 1, "rebalance: %s", rd_kafka_error_string(aerr));
+        rd_kafka_error_destroy(aerr);
+    } else if (rerr) {
+        tm_conn_error(c, 1, "rebalance: %s", rd_kafka_err2str(rerr));
+    }
+}
+
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *buf) {
+    const tm_connector *c = rd_kafka_opaque(rk);
+    tm_log(level <= 3   ? TM_LOG_ERROR
+           : level <= 4 ? TM_LOG_WARN
+                        : TM_LOG_DEBUG,
+           c ? c->cfg->name : NULL, "librdkafka %s: %s", fac, buf);
+}
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason,
+                     void *opaque) {
+    tm_connector *c = opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char why[512];
+        rd_kafka_fatal_error(rk, why, sizeof why);
+        tm_conn_error(c, 1, "Kafka consumer fatal error: %s", why);
+        return;
+    }
+    /* Transient (brokers down, timeouts): librdkafka retries by itself. */
+    tm_log(TM_LOG_WARN, c->cfg->name, "Kafka: %s: %s",
+           rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* librdkafka anchors a pattern subscription at the start ("^..."); the
+ * config's pattern is a POSIX one matched anywhere, as in `grep -E`. */
+static char *subscription_pattern(const char *regex) {
+    size_t n = strlen(regex) + 8;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, regex[0] == '^' ? "%s" : "^.*(%s)", regex);
+    return s;
+}
+
+int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
+    const tm_connector_config *cfg = c->cfg;
+    rd_kafka_conf_t *conf =
+        tm_kafka_conf_new(cfg, TM_KAFKA_CONSUMER, errstr, errsize);
+    if (!conf)
+        return -1;
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    rd_kafka_conf_set_log_cb(conf, log_cb);
+    rd_kafka_conf_set_error_cb(conf, error_cb);
+    char why[512];
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
+    if (!c->rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(errstr, errsize, "cannot create the consumer: %s", why);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(c->rk);
+    size_t n = cfg->kafka.topic_regex ? 1 : cfg->kafka.ntopics;
+    rd_kafka_topic_partition_list_t *subs =
+        rd_kafka_topic_partition_list_new((int)n);
+    char *pattern = NULL;
+    if (!subs)
+        goto oom;
+    if (cfg->kafka.topic_regex) {
+        pattern = subscription_pattern(cfg->kafka.topic_regex);
+        if (!pattern)
+            goto oom;
+        rd_kafka_topic_partition_list_add(subs, pattern, RD_KAFKA_PARTITION_UA);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            rd_kafka_topic_partition_list_add(subs, cfg->kafka.topics[i],
+                                              RD_KAFKA_PARTITION_UA);
+    }
+    rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, subs);
+    rd_kafka_topic_partition_list_destroy(subs);
+    free(pattern);
+    if (err) {
+        snprintf(errstr, errsize, "cannot subscribe: %s",
+                 rd_kafka_err2str(err));
+        rd_kafka_destroy(c->rk);
+        c->rk = NULL;
+        return -1;
+    }
+    return 0;
+oom:
+    if (subs)
+        rd_kafka_topic_partition_list_destroy(subs);
+    snprintf(errstr, errsize, "out of memory");
+    rd_kafka_destroy(c->rk);
+    c->rk = NULL;
+    return -1;
+}
+
+typedef struct close_job {
+    rd_kafka_t *rk;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int abandoned; /* the waiter gave up: the closing thread frees the job */
+} close_job;
+
+static void *close_thread(void *arg) {
+    close_job *j = arg;
+    rd_kafka_consumer_close(j->rk);
+    rd_kafka_destroy(j->rk);
+    pthread_mutex_lock(&j->mu);
+    j->done = 1;
+    int abandoned = j->abandoned;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (abandoned) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+    }
+    return NULL;
+}
+
+void tm_consumer_stop(tm_connector *c, int timeout_ms) {
+    if (!c->rk)
+        return;
+    close_job *j = calloc(1, sizeof *j);
+    pthread_t th;
+    if (!j || pthread_mutex_init(&j->mu, NULL) != 0) {
+        free(j);
+        rd_kafka_consumer_close(c->rk); /* no watchdog: close inline */
+        rd_kafka_destroy(c->rk);
+        c->rk = NULL;
+        return;
+    }
+    pthread_cond_init(&j->cv, NULL);
+    j->rk = c->rk;
+    c->rk = NULL;
+    if (pthread_create(&th, NULL, close_thread, j) != 0) {
+        rd_kafka_consumer_close(j->rk);
+        rd_kafka_destroy(j->rk);
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+        return;
+    }
+    pthread_detach(th);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&j->mu);
+    int rc = 0;
+    while (!j->done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&j->cv, &j->mu, &until);
+    int done = j->done;
+    if (!done)
+        j->abandoned = 1;
+    pthread_mutex_unlock(&j->mu);
+    if (done) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+    } else {
+        tm_log(TM_LOG_WARN, c->cfg->name,
+               "consumer close did not finish within %d ms; leaving it "
+               "behind (the group will time this member out)",
+               timeout_ms);
+    }
+}

@@ -1,0 +1,19 @@
+/* The connector's group consumer: created with the protocol's settings,
+ * its rebalance callback wired to the claim (assign) and to abandoning
+ * batches (revoke), and closed under a watchdog. */
+#ifndef TM_KAFKA_CONSUMER_H
+#define TM_KAFKA_CONSUMER_H
+
+#include "runtime/connector_state.h"
+
+/* Creates c->rk and subscribes to the connector's topics (or pattern).
+ * 0, or -1 with errstr. */
+int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize);
+
+/* Leaves the group (rd_kafka_consumer_close) and destroys c->rk. librdkafka
+ * 2.0.x can hang in close after lost partitions: past timeout_ms the handle
+ * is abandoned instead (the process is about to exit; nothing of the
+ * commit protocol depends on a clean close). */
+void tm_consumer_stop(tm_connector *c, int timeout_ms);
+
+#endif

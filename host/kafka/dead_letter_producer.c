@@ -1,0 +1,149 @@
+#include "kafka/dead_letter_producer.h"
+
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka/kafka_conf.h"
+
+#define FLUSH_TIMEOUT_MS 30000
+
+struct tm_dead_letter_producer {
+    const tm_connector_config *cfg;
+    rd_kafka_t *rk;
+    /* Delivery results of the current send, written by the delivery report
+     * callback (on this thread, inside rd_kafka_flush/poll). */
+    size_t failed;
+    char first_error[512];
+};
+
+static void delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                        void *opaque) {
+    (void)rk;
+    tm_dead_letter_producer *q = opaque;
+    if (m->err) {
+        if (q->failed++ == 0)
+            snprintf(q->first_error, sizeof q->first_error,
+                     "delivery to %s failed: %s", q->cfg->dead_letters.topic,
+                     rd_kafka_err2str(m->err));
+    }
+}
+
+tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
+                                    char *errstr, size_t errsize) {
+    tm_dead_letter_producer *q = calloc(1, sizeof *q);
+    if (!q) {
+        snprintf(errstr, errsize, "out of memory");
+        return NULL;
+    }
+    q->cfg = cfg;
+    rd_kafka_conf_t *conf =
+        tm_kafka_conf_new(cfg, TM_KAFKA_PRODUCER, errstr, errsize);
+    if (!conf) {
+        free(q);
+        return NULL;
+    }
+    rd_kafka_conf_set_opaque(conf, q);
+    rd_kafka_conf_set_dr_msg_cb(conf, delivery_cb);
+    char why[512];
+    q->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!q->rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(errstr, errsize, "cannot create the dead-letter producer: %s",
+                 why);
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+static int add_header(rd_kafka_headers_t *h, const char *name,
+                      const char *value) {
+    return rd_kafka_header_add(h, name, -1, value, -1) ==
+                   RD_KAFKA_RESP_ERR_NO_ERROR
+               ? 0
+               : -1;
+}
+
+/* Kafka Connect's header names, so that tools built for its dead-letter
+ * queues read ours; the reason's name in a header of our own. */
+static rd_kafka_headers_t *headers_for(const tm_dead_letter_producer *q,
+                                       const tm_batch *b,
+                                       const tm_dead_letter *d) {
+    const tm_range *r = TM_CELEM(tm_range, b->ranges, d->range);
+    char part[16], off[32];
+    snprintf(part, sizeof part, "%" PRId32, r->partition);
+    snprintf(off, sizeof off, "%" PRId64, d->offset);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    if (!h)
+        return NULL;
+    if (add_header(h, "__connect.errors.topic", r->topic) ||
+        add_header(h, "__connect.errors.partition", part) ||
+        add_header(h, "__connect.errors.offset", off) ||
+        add_header(h, "__connect.errors.connector.name", q->cfg->name) ||
+        add_header(h, "__connect.errors.stage", "VALUE_CONVERTER") ||
+        add_header(h, "__connect.errors.exception.message",
+                   d->detail ? d->detail : "") ||
+        add_header(h, "tidemark.reason", tm_dl_reason_name(d->reason)) ||
+        add_header(h, "tidemark.batch_id", b->batch_id)) {
+        rd_kafka_headers_destroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b, char *errstr,
+                size_t errsize) {
+    q->failed = 0;
+    q->first_error[0] = '\0';
+    for (size_t i = 0; i < b->ndead_letters; i++) {
+        const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
+        rd_kafka_headers_t *h = headers_for(q, b, d);
+        if (!h) {
+            snprintf(errstr, errsize, "out of memory");
+            return -1;
+        }
+        rd_kafka_resp_err_t err;
+        for (;;) {
+            err = rd_kafka_producev(
+                q->rk, RD_KAFKA_V_TOPIC(q->cfg->dead_letters.topic),
+                RD_KAFKA_V_KEY((void *)d->key, d->key_len),
+                RD_KAFKA_V_VALUE((void *)d->value, d->value_len),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+                RD_KAFKA_V_END);
+            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                break;
+            rd_kafka_poll(q->rk, 100); /* make room: serve reports */
+        }
+        if (err) {
+            rd_kafka_headers_destroy(h); /* owned by us on failure */
+            snprintf(errstr, errsize, "cannot produce to %s: %s",
+                     q->cfg->dead_letters.topic, rd_kafka_err2str(err));
+            return -1;
+        }
+    }
+    rd_kafka_resp_err_t err = rd_kafka_flush(q->rk, FLUSH_TIMEOUT_MS);
+    if (err) {
+        snprintf(errstr, errsize,
+                 "dead letters to %s not confirmed within %d ms: %s",
+                 q->cfg->dead_letters.topic, FLUSH_TIMEOUT_MS,
+                 rd_kafka_err2str(err));
+        return -1;
+    }
+    if (q->failed) {
+        snprintf(errstr, errsize, "%zu of %zu dead letter(s) not delivered: %s",
+                 q->failed, b->ndead_letters, q->first_error);
+        return -1;
+    }
+    return 0;
+}
+
+void tm_dlq_free(tm_dead_letter_producer *q) {
+    if (!q)
+        return;
+    rd_kafka_flush(q->rk, 5000);
+    rd_kafka_destroy(q->rk);
+    free(q);
+}

@@ -1,0 +1,28 @@
+/* Dead letters to a Kafka topic ($.dead_letters.topic), in the manner of
+ * Kafka Connect's errors.deadletterqueue: the original key and value, and
+ * headers naming the source topic, partition, offset and reason. Sent and
+ * confirmed before the sink's commit, so at-least-once: a RETRY sends
+ * them again. */
+#ifndef TM_DEAD_LETTER_PRODUCER_H
+#define TM_DEAD_LETTER_PRODUCER_H
+
+#include <stddef.h>
+#include <tidemark/sink.h>
+
+#include "config/connector_config.h"
+
+typedef struct tm_dead_letter_producer tm_dead_letter_producer;
+
+/* An idempotent producer (acks=all) for cfg's dead-letter topic. NULL with
+ * errstr. */
+tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
+                                    char *errstr, size_t errsize);
+
+/* Produces every dead letter of the batch and waits until each is
+ * delivered. 0 when all were; -1 with errstr naming the first failure. */
+int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b, char *errstr,
+                size_t errsize);
+
+void tm_dlq_free(tm_dead_letter_producer *q);
+
+#endif

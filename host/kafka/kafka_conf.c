@@ -1,0 +1,133 @@
+#include "kafka/kafka_conf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config/json_path.h"
+
+static int set(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
+               const char *path, const char *key, const char *value,
+               char *errstr, size_t errsize) {
+    char why[512];
+    if (rd_kafka_conf_set(conf, key, value, why, sizeof why) ==
+        RD_KAFKA_CONF_OK)
+        return 0;
+    char line[2048];
+    snprintf(line, sizeof line, "%s: librdkafka refused \"%s\": %s", path, key,
+             why);
+    tm_config_redact(cfg, line, errstr, errsize);
+    return -1;
+}
+
+/* The queue between librdkafka's fetcher and our poll loop. librdkafka
+ * 2.0.x pauses fetching for fetch.wait.max.ms once the queue passes
+ * queued.min.messages, so the minimum must exceed a batch (or every batch
+ * waits out that pause); the byte cap bounds memory per connector (the
+ * default, 64 MiB, is too much for many connectors in one process and too
+ * little for a batch of large records). Two batches' worth of each. */
+static int set_queue_sizes(rd_kafka_conf_t *conf,
+                           const tm_connector_config *cfg, char *errstr,
+                           size_t errsize) {
+    char v[32];
+    int64_t min_msgs = cfg->batch.max_records * 2;
+    if (min_msgs < 10000)
+        min_msgs = 10000;
+    if (min_msgs > 10000000)
+        min_msgs = 10000000;
+    snprintf(v, sizeof v, "%lld", (long long)min_msgs);
+    if (set(conf, cfg, "$.batch.max_records", "queued.min.messages", v, errstr,
+            errsize) != 0)
+        return -1;
+    int64_t kbytes = cfg->batch.max_bytes * 2 / 1024;
+    if (kbytes < 16384)
+        kbytes = 16384;
+    if (kbytes > 2097151)
+        kbytes = 2097151; /* librdkafka's maximum */
+    snprintf(v, sizeof v, "%lld", (long long)kbytes);
+    return set(conf, cfg, "$.batch.max_bytes", "queued.max.messages.kbytes", v,
+               errstr, errsize);
+}
+
+static int set_role(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
+                    tm_kafka_role role, char *errstr, size_t errsize) {
+    const char *P = "$.kafka";
+    if (role == TM_KAFKA_CONSUMER) {
+        /* The protocol's fixed settings: the sink's markers are the only
+         * source of positions, offsets go to the group only after the
+         * sink's commit, and aborted records never reach a batch. */
+        static const char *const FIXED[][2] = {
+            {"enable.auto.commit", "false"},
+            {"enable.auto.offset.store", "false"},
+            {"auto.offset.reset", "error"},
+            {"isolation.level", "read_committed"},
+            {"enable.partition.eof", "true"},
+            {"partition.assignment.strategy", "cooperative-sticky"},
+        };
+        if (set(conf, cfg, "$.kafka.group_id", "group.id", cfg->kafka.group_id,
+                errstr, errsize) != 0)
+            return -1;
+        for (size_t i = 0; i < sizeof FIXED / sizeof FIXED[0]; i++)
+            if (set(conf, cfg, P, FIXED[i][0], FIXED[i][1], errstr, errsize) !=
+                0)
+                return -1;
+        return set_queue_sizes(conf, cfg, errstr, errsize);
+    }
+    if (role == TM_KAFKA_PRODUCER) {
+        /* Dead letters: no duplicates from producer retries, and a
+         * delivery report only once every in-sync replica has them. */
+        if (set(conf, cfg, P, "enable.idempotence", "true", errstr, errsize) !=
+                0 ||
+            set(conf, cfg, P, "acks", "all", errstr, errsize) != 0 ||
+            set(conf, cfg, P, "linger.ms", "5", errstr, errsize) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
+                                   tm_kafka_role role, char *errstr,
+                                   size_t errsize) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (!conf) {
+        snprintf(errstr, errsize, "out of memory");
+        return NULL;
+    }
+    char client_id[300];
+    snprintf(client_id, sizeof client_id, "tidemark-%s", cfg->name);
+    if (set(conf, cfg, "$.kafka.bootstrap_servers", "bootstrap.servers",
+            cfg->kafka.bootstrap_servers, errstr, errsize) != 0 ||
+        set(conf, cfg, "$.name", "client.id", client_id, errstr, errsize) !=
+            0 ||
+        set_role(conf, cfg, role, errstr, errsize) != 0)
+        goto fail;
+    for (size_t i = 0; i < cfg->kafka.nproperties; i++) {
+        const tm_config_property *p = &cfg->kafka.properties[i];
+        char path[512];
+        tm_json_path_key(path, sizeof path, "$.kafka.properties", p->key);
+        if (set(conf, cfg, path, p->key, p->value, errstr, errsize) != 0)
+            goto fail;
+    }
+    return conf;
+fail:
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+}
+
+rd_kafka_t *tm_kafka_client_new(const tm_connector_config *cfg,
+                                tm_kafka_role role, char *errstr,
+                                size_t errsize) {
+    rd_kafka_conf_t *conf = tm_kafka_conf_new(cfg, role, errstr, errsize);
+    if (!conf)
+        return NULL;
+    char why[512];
+    rd_kafka_t *rk = rd_kafka_new(role == TM_KAFKA_CONSUMER ? RD_KAFKA_CONSUMER
+                                                            : RD_KAFKA_PRODUCER,
+                                  conf, why, sizeof why);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf); /* rd_kafka_new owns it only on success */
+        char line[2048];
+        snprintf(line, sizeof line, "cannot create the Kafka client: %s", why);
+        tm_config_redact(cfg, line, errstr, errsize);
+    }
+    return rk;
+}

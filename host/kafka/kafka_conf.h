@@ -1,0 +1,40 @@
+/* The librdkafka configuration of a connector's clients.
+ *
+ * One place turns $.kafka into an rd_kafka_conf_t, so that the consumer,
+ * the dead-letter producer and the CLI's offline views (status --config,
+ * offsets) talk to the same cluster with the same TLS/SASL settings. */
+#ifndef TM_KAFKA_CONF_H
+#define TM_KAFKA_CONF_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+
+#include "config/connector_config.h"
+
+/* Which client the configuration is for: the consumer gets the group and
+ * the protocol's fixed settings (no auto commit or offset store,
+ * auto.offset.reset=error, read_committed), the others only the
+ * connection. */
+typedef enum tm_kafka_role {
+    TM_KAFKA_CONSUMER = 1,
+    TM_KAFKA_PRODUCER = 2, /* dead letters: idempotent, acks=all */
+    TM_KAFKA_ADMIN = 3     /* metadata, watermarks, group description */
+} tm_kafka_role;
+
+/* bootstrap.servers, client.id ("tidemark-" + name), the role's settings,
+ * then every $.kafka.properties entry (a user's property wins over a
+ * default, except the consumer's protocol settings, which are refused).
+ * Returns NULL with a message in errstr naming the JSON path of a
+ * property librdkafka refused. The secrets of cfg never reach errstr. */
+rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
+                                   tm_kafka_role role, char *errstr,
+                                   size_t errsize);
+
+/* A client of the role (rd_kafka_new with the conf above); for a consumer
+ * the conf gets opaque and callbacks set by the caller first, so this is
+ * for the producer and admin roles. NULL with errstr. */
+rd_kafka_t *tm_kafka_client_new(const tm_connector_config *cfg,
+                                tm_kafka_role role, char *errstr,
+                                size_t errsize);
+
+#endif

@@ -1,0 +1,193 @@
+#include "runtime/connector.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commit/commit_loop.h"
+#include "kafka/consumer.h"
+#include "kafka/dead_letter_producer.h"
+#include "runtime/connector_state.h"
+#include "services/log.h"
+#include "status/status_file.h"
+
+int64_t tm_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t tm_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition) {
+    for (size_t i = 0; i < c->nparts; i++)
+        if (c->parts[i].partition == partition &&
+            strcmp(c->parts[i].topic, topic) == 0)
+            return &c->parts[i];
+    return NULL;
+}
+
+void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
+    char raw[sizeof c->last_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    tm_config_redact(c->cfg, raw, c->last_error, sizeof c->last_error);
+    c->last_error_ms = tm_wall_ms();
+    if (fail && c->state != TM_CONN_FAILED) {
+        c->state = TM_CONN_FAILED;
+        tm_log(TM_LOG_ERROR, c->cfg->name, "FAILED: %s", c->last_error);
+        tm_conn_status_tick(c, 1);
+    } else {
+        tm_log(fail ? TM_LOG_ERROR : TM_LOG_WARN, c->cfg->name, "%s",
+               c->last_error);
+    }
+}
+
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Random per process start: batch ids of two hosts never collide, and a
+ * restarted host does not reuse its old ids. */
+static void make_instance_id(char *out, size_t size) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        r = (uint64_t)tm_wall_ms() ^ ((uint64_t)getpid() << 32);
+    snprintf(out, size, "%016" PRIx64, r);
+}
+
+/* Opening retries while the store is unreachable (a database still
+ * starting is not a reason to fail); bad settings fail at once. */
+static int open_sink(tm_connector *c) {
+    tm_backoff b;
+    tm_backoff_init(&b, 500, 30000, (uint64_t)tm_now_ms());
+    while (!atomic_load(c->stop)) {
+        char why[1024];
+        tm_status st = tm_sink_instance_open(&c->sink, why, sizeof why);
+        if (st == TM_OK)
+            return 0;
+        if (st != TM_RETRY) {
+            tm_conn_error(c, 1, "%s", why);
+            return -1;
+        }
+        c->totals.retries++;
+        tm_conn_error(c, 0, "%s; retrying", why);
+        int64_t until = tm_now_ms() + tm_backoff_next(&b);
+        while (!atomic_load(c->stop) && tm_now_ms() < until) {
+            tm_conn_status_tick(c, 0);
+            sleep_ms(100);
+        }
+    }
+    return -1;
+}
+
+/* A FAILED connector keeps its status (and its lock) until the process is
+ * told to stop, so that `tidemark status` shows FAILED, not STOPPED. */
+static void wait_failed(tm_connector *c) {
+    while (!atomic_load(c->stop)) {
+        tm_conn_status_tick(c, 0);
+        sleep_ms(200);
+    }
+}
+
+tm_run_result tm_connector_run(const tm_connector_config *cfg,
+                               const tm_run_options *opt,
+                               const atomic_int *stop) {
+    tm_connector *c = calloc(1, sizeof *c);
+    if (!c) {
+        tm_log(TM_LOG_ERROR, cfg->name, "out of memory");
+        return TM_RUN_FAILED;
+    }
+    c->cfg = cfg;
+    c->stop = stop;
+    c->state = TM_CONN_STARTING;
+    c->started_ms = tm_wall_ms();
+    make_instance_id(c->instance_id, sizeof c->instance_id);
+    tm_backoff_init(&c->backoff, 100, 30000,
+                    (uint64_t)tm_now_ms() ^ (uint64_t)getpid());
+    tm_run_result result = TM_RUN_FAILED;
+
+    char dir[4096], why[1024];
+    if (opt->state_dir)
+        snprintf(dir, sizeof dir, "%s", opt->state_dir);
+    else if (cfg->state_dir)
+        snprintf(dir, sizeof dir, "%s", cfg->state_dir);
+    else
+        tm_status_default_dir(dir, sizeof dir);
+    c->status = tm_status_writer_open(dir, cfg->name, why, sizeof why);
+    if (!c->status) {
+        tm_log(TM_LOG_ERROR, cfg->name, "cannot start: %s", why);
+        free(c);
+        return TM_RUN_REFUSED;
+    }
+    tm_log(TM_LOG_INFO, cfg->name, "starting (instance %s, state in %s/%s)",
+           c->instance_id, dir, cfg->name);
+
+    if (tm_sink_instance_load(&c->sink, cfg, opt->plugin_dirs,
+                              opt->nplugin_dirs, why, sizeof why) != 0) {
+        tm_conn_error(c, 1, "%s", why);
+        goto failed;
+    }
+    c->bb = tm_bb_new(cfg);
+    if (!c->bb) {
+        tm_conn_error(c, 1, "out of memory");
+        goto failed;
+    }
+    if (open_sink(c) != 0)
+        goto failed;
+    if (cfg->dead_letters.topic) {
+        c->dlq = tm_dlq_new(cfg, why, sizeof why);
+        if (!c->dlq) {
+            tm_conn_error(c, 1, "$.dead_letters.topic: %s", why);
+            goto failed;
+        }
+    }
+    if (tm_consumer_start(c, why, sizeof why) != 0) {
+        tm_conn_error(c, 1, "%s", why);
+        goto failed;
+    }
+    c->state = TM_CONN_RUNNING;
+    tm_log(TM_LOG_INFO, cfg->name, "running: plugin %s %s, group %s",
+           c->sink.api->name, c->sink.api->version ? c->sink.api->version : "",
+           cfg->kafka.group_id);
+    tm_conn_status_tick(c, 1);
+    tm_commit_loop_run(c);
+    /* Leave the group promptly: a stopping host hands its partitions
+     * over; a failed one must not keep them stuck. */
+    tm_consumer_stop(c, 5000);
+    if (c->state != TM_CONN_FAILED)
+        result = TM_RUN_STOPPED;
+
+failed:
+    if (c->rk)
+        tm_consumer_stop(c, 5000);
+    if (c->state == TM_CONN_FAILED)
+        wait_failed(c);
+    else
+        c->state = TM_CONN_STOPPED;
+    tm_dlq_free(c->dlq);
+    tm_conn_status_tick(c, 1);
+    tm_sink_instance_close(&c->sink);
+    tm_bb_free(c->bb);
+    for (size_t i = 0; i < c->nparts; i++)
+        free(c->parts[i].topic);
+    free(c->parts);
+    tm_status_writer_close(c->status);
+    tm_log(TM_LOG_INFO, cfg->name, "%s",
+           result == TM_RUN_STOPPED ? "stopped" : "stopped after FAILED");
+    free(c);
+    return result;
+}

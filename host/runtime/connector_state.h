@@ -1,0 +1,89 @@
+/* The state of one running connector, shared by the rooms that drive it:
+ * runtime/ (thread, lifecycle, status), kafka/ (consumer, rebalance),
+ * commit/ (claim, batches, outcomes). One thread owns it: the connector's
+ * own. librdkafka calls the rebalance callback from inside
+ * rd_kafka_consumer_poll() on that same thread, so nothing here is
+ * shared across threads except `stop`. */
+#ifndef TM_CONNECTOR_STATE_H
+#define TM_CONNECTOR_STATE_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "commit/backoff.h"
+#include "config/connector_config.h"
+#include "convert/batch_builder.h"
+#include "runtime/sink_instance.h"
+#include "status/status_model.h"
+
+struct tm_dead_letter_producer;
+struct tm_status_writer;
+
+/* One assigned partition. */
+typedef struct tm_part {
+    char *topic;
+    int32_t partition;
+    int64_t epoch;          /* ours, from the claim */
+    int64_t committed;      /* the marker's next_offset as last stored */
+    int64_t next_expected;  /* the next offset a batch accepts: committed,
+                               or the open range's end */
+    int64_t high_watermark; /* last known, -1 unknown */
+    int needs_seek;         /* records were dropped (paused, abandoned batch):
+                               seek to next_expected before consuming on */
+    int paused;             /* paused by us (retry backpressure) */
+    int fenced;             /* another owner claimed it: paused until revoked */
+    tm_marker marker;       /* last read or claimed, for status counts */
+} tm_part;
+
+typedef struct tm_connector {
+    const tm_connector_config *cfg;
+    tm_sink_instance sink;
+    rd_kafka_t *rk;
+    struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
+    const atomic_int *stop;              /* set by the signal thread */
+
+    tm_part *parts;
+    size_t nparts, cap;
+
+    tm_batch_builder *bb;
+    int batch_open;
+    int batch_abandoned;     /* set by a revoke during a commit's retries */
+    int64_t batch_opened_ms; /* monotonic */
+    char instance_id[24];    /* random per process start */
+    uint64_t seq;
+    char batch_id[TM_BATCH_ID_MAX];
+
+    tm_backoff backoff;
+    int conflicts_in_row;
+
+    tm_conn_state state;
+    char last_error[1024];
+    int64_t last_error_ms;
+    int64_t started_ms;
+    char last_batch_id[TM_BATCH_ID_MAX];
+    int64_t last_batch_ms;
+    uint64_t last_batch_records;
+    struct {
+        uint64_t rows, dead_letters, filtered, duplicates, batches, fenced,
+            conflicts, retries;
+    } totals;
+
+    struct tm_status_writer *status;
+    int64_t status_written_ms; /* monotonic */
+    int markers_dirty;         /* re-read marker counts for the status */
+} tm_connector;
+
+/* Monotonic and wall clocks in milliseconds. */
+int64_t tm_now_ms(void);
+int64_t tm_wall_ms(void);
+
+/* The partition, or NULL when it is not assigned to us. */
+tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition);
+
+/* Records an error for the status (redacted) and logs it; FAILED when
+ * fail is set. */
+void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

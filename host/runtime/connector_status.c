@@ -1,0 +1,119 @@
+/* The status file of a running connector: written at every commit and at
+ * least every second, from the connector's own state and the sink's
+ * markers (their counts are the sink's truth, re-read when they moved). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commit/commit_loop.h"
+#include "runtime/connector_state.h"
+#include "services/error.h"
+#include "services/log.h"
+#include "status/status_file.h"
+
+#define STATUS_PERIOD_MS 1000
+
+static void refresh_markers(tm_connector *c) {
+    if (!c->markers_dirty || !c->sink.sink || c->nparts == 0)
+        return;
+    tm_marker *m = calloc(c->nparts, sizeof *m);
+    if (!m)
+        return;
+    for (size_t i = 0; i < c->nparts; i++) {
+        m[i].struct_size = sizeof m[i];
+        m[i].topic = c->parts[i].topic;
+        m[i].partition = c->parts[i].partition;
+    }
+    tm_error err = tm_error_init();
+    tm_status st = c->sink.api->read_markers(c->sink.sink, m, c->nparts, &err);
+    if (st == TM_OK) {
+        for (size_t i = 0; i < c->nparts; i++) {
+            c->parts[i].marker = m[i];
+            c->parts[i].marker.topic = c->parts[i].topic;
+        }
+        c->markers_dirty = 0;
+    } else {
+        tm_log(TM_LOG_DEBUG, c->cfg->name, "status: read_markers: %s: %s",
+               tm_status_name(st), err.message);
+    }
+    free(m);
+}
+
+/* The broker's high watermark as librdkafka last saw it (no round trip). */
+static void refresh_watermarks(tm_connector *c) {
+    if (!c->rk)
+        return;
+    for (size_t i = 0; i < c->nparts; i++) {
+        tm_part *p = &c->parts[i];
+        int64_t lo = -1, hi = -1;
+        if (rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo,
+                                           &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+            hi >= 0)
+            p->high_watermark = hi;
+    }
+}
+
+void tm_conn_status_tick(tm_connector *c, int force) {
+    if (!c->status)
+        return;
+    int64_t now = tm_now_ms();
+    if (!force && now - c->status_written_ms < STATUS_PERIOD_MS)
+        return;
+    c->status_written_ms = now;
+    refresh_markers(c);
+    refresh_watermarks(c);
+
+    tm_status_partition *parts =
+        c->nparts ? calloc(c->nparts, sizeof *parts) : NULL;
+    if (c->nparts && !parts)
+        return;
+    int any_paused = 0;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const tm_part *p = &c->parts[i];
+        tm_status_partition *s = &parts[i];
+        snprintf(s->topic, sizeof s->topic, "%s", p->topic);
+        s->partition = p->partition;
+        s->next_offset = p->committed;
+        s->epoch = p->epoch;
+        s->high_watermark = p->high_watermark;
+        s->rows = p->marker.rows;
+        s->dead_letters = p->marker.dead_letters;
+        s->filtered = p->marker.filtered;
+        s->duplicates = p->marker.duplicates;
+        s->paused = p->paused || p->fenced;
+        any_paused |= s->paused;
+    }
+    tm_status_snapshot s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.connector, sizeof s.connector, "%s", c->cfg->name);
+    if (c->sink.api) {
+        snprintf(s.plugin, sizeof s.plugin, "%s", c->sink.api->name);
+        snprintf(s.plugin_version, sizeof s.plugin_version, "%s",
+                 c->sink.api->version ? c->sink.api->version : "");
+    }
+    snprintf(s.instance_id, sizeof s.instance_id, "%s", c->instance_id);
+    s.pid = (long)getpid();
+    s.state =
+        c->state == TM_CONN_RUNNING && any_paused ? TM_CONN_PAUSED : c->state;
+    s.started_ms = c->started_ms;
+    s.updated_ms = tm_wall_ms();
+    snprintf(s.last_batch_id, sizeof s.last_batch_id, "%s", c->last_batch_id);
+    s.last_batch_ms = c->last_batch_ms;
+    s.last_batch_records = c->last_batch_records;
+    s.partitions = parts;
+    s.npartitions = c->nparts;
+    s.totals.rows = c->totals.rows;
+    s.totals.dead_letters = c->totals.dead_letters;
+    s.totals.filtered = c->totals.filtered;
+    s.totals.duplicates = c->totals.duplicates;
+    s.totals.batches = c->totals.batches;
+    s.totals.fenced = c->totals.fenced;
+    s.totals.conflicts = c->totals.conflicts;
+    s.totals.retries = c->totals.retries;
+    snprintf(s.last_error, sizeof s.last_error, "%s", c->last_error);
+    s.last_error_ms = c->last_error_ms;
+    char why[512];
+    if (tm_status_writer_write(c->status, &s, why, sizeof why) != 0)
+        tm_log(TM_LOG_WARN, c->cfg->name, "status: %s", why);
+    free(parts);
+}

@@ -1,0 +1,60 @@
+/* What `tidemark status` knows about one connector: the snapshot a running
+ * host publishes (host/status/status_file.h writes it, status_read.h reads
+ * it back). Plain data, no I/O. */
+#ifndef TM_STATUS_MODEL_H
+#define TM_STATUS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tm_conn_state {
+    TM_CONN_STARTING = 0,
+    TM_CONN_RUNNING,
+    TM_CONN_PAUSED,
+    TM_CONN_FAILED,
+    TM_CONN_STOPPED
+} tm_conn_state;
+
+/* One assigned partition as the host last saw it. */
+typedef struct tm_status_partition {
+    char topic[256];
+    int32_t partition;
+    int64_t next_offset, epoch; /* the sink's marker as last committed or
+                                   claimed (TM_NO_OFFSET / TM_NO_EPOCH when
+                                   absent) */
+    int64_t high_watermark;     /* -1 unknown */
+    uint64_t rows, dead_letters, filtered, duplicates; /* the marker's
+                                                          cumulative counts */
+    int paused;
+} tm_status_partition;
+
+typedef struct tm_status_snapshot {
+    char connector[256], plugin[256], plugin_version[64], instance_id[64];
+    long pid;
+    tm_conn_state state;
+    int64_t started_ms, updated_ms; /* wall clock, ms since the epoch */
+    char last_batch_id[64];         /* "" when no batch was committed yet */
+    int64_t last_batch_ms;
+    uint64_t last_batch_records;
+    const tm_status_partition *partitions; /* caller-owned */
+    size_t npartitions;
+    struct {
+        uint64_t rows, dead_letters, filtered, duplicates, batches, fenced,
+            conflicts, retries;
+    } totals;              /* since this host started */
+    char last_error[1024]; /* "" when none; already redacted by the caller */
+    int64_t last_error_ms; /* 0 when none */
+} tm_status_snapshot;
+
+/* "STARTING", "RUNNING", "PAUSED", "FAILED", "STOPPED". */
+const char *tm_conn_state_name(tm_conn_state state);
+
+/* The state named NAME (as tm_conn_state_name gives it). 0, or -1 when
+ * NAME is none of them. */
+int tm_conn_state_parse(const char *name, tm_conn_state *out);
+
+/* Lag of a partition: high watermark - next offset when both are known,
+ * else -1. */
+int64_t tm_status_lag(int64_t next_offset, int64_t high_watermark);
+
+#endif

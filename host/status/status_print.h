@@ -1,0 +1,40 @@
+/* How `tidemark status` shows connectors: an aligned text block per
+ * connector with its partition table, or one JSON document for all. */
+#ifndef TM_STATUS_PRINT_H
+#define TM_STATUS_PRINT_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "status/status_read.h"
+
+/* One connector to show. */
+typedef struct tm_status_view {
+    tm_status_report r; /* owned; r.snap.partitions is what is shown */
+    int running;        /* 0: no status file and no live host ("not running");
+                           only --config shows such a connector */
+    int from_sink;      /* partitions read from the sink and the broker now,
+                           not from the status file */
+} tm_status_view;
+
+void tm_status_view_free(tm_status_view *v);
+
+void tm_status_print_text(FILE *out, const tm_status_view *views, size_t n,
+                          int64_t now_ms);
+
+/* {"state_dir": ..., "connectors": [...]}; NULL when memory ran out. */
+json_t *tm_status_views_json(const char *state_dir, const tm_status_view *views,
+                             size_t n, int64_t now_ms);
+
+/* The health: 0 when every connector is STARTING, RUNNING or PAUSED; 2
+ * when any is FAILED, STOPPED or not running. */
+int tm_status_health(const tm_status_view *views, size_t n);
+
+/* "2026-12-02T14:55:13Z" (UTC, second precision); "-" for 0. */
+void tm_status_format_time(int64_t ms, char *out, size_t size);
+
+/* "1h02m03s", "3d04h05m", "45s". */
+void tm_status_format_duration(int64_t ms, char *out, size_t size);
+
+#endif
