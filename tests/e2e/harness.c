@@ -1,0 +1,385 @@
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char bootstrap[256], tidemark_bin[4096], plugin_dir[4096];
+static char workdir[4096], run_id[32], scenario_name[64];
+static char last_log[4096];
+
+int64_t h_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void h_sleep_ms(int64_t ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+void h_dump_log(const char *log_name) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", workdir, log_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    fprintf(stderr, "---- %s (last 60 lines) ----\n", path);
+    char *lines[60] = {0};
+    char buf[4096];
+    size_t n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        free(lines[n % 60]);
+        lines[n % 60] = strdup(buf);
+        n++;
+    }
+    for (size_t i = n > 60 ? n - 60 : 0; i < n; i++) {
+        fputs(lines[i % 60] ? lines[i % 60] : "", stderr);
+        free(lines[i % 60]);
+        lines[i % 60] = NULL;
+    }
+    fclose(f);
+}
+
+void h_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL [%s]: ", scenario_name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    if (last_log[0])
+        h_dump_log(last_log);
+    exit(1);
+}
+
+void h_step(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%s] ", scenario_name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+void h_init(const char *bin, const char *plugins, const char *scenario) {
+    const char *b = getenv("TIDEMARK_KAFKA_BOOTSTRAP");
+    if (!b || !*b)
+        h_fail("TIDEMARK_KAFKA_BOOTSTRAP is not set (scripts/test.sh sets "
+               "it after starting the broker)");
+    snprintf(bootstrap, sizeof bootstrap, "%s", b);
+    snprintf(tidemark_bin, sizeof tidemark_bin, "%s", bin);
+    snprintf(plugin_dir, sizeof plugin_dir, "%s", plugins);
+    snprintf(scenario_name, sizeof scenario_name, "%s", scenario);
+    snprintf(run_id, sizeof run_id, "%ld%03ld", (long)time(NULL) % 100000,
+             (long)getpid() % 1000);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(workdir, sizeof workdir, "%s/tidemark-e2e-%s-%s",
+             tmp && *tmp ? tmp : "/tmp", scenario, run_id);
+    if (mkdir(workdir, 0700) != 0)
+        h_fail("mkdir %s: %s", workdir, strerror(errno));
+    setenv("TIDEMARK_PLUGIN_PATH", plugin_dir, 1);
+    h_step("work dir %s, broker %s", workdir, bootstrap);
+}
+
+const char *h_name(const char *base) {
+    static char bufs[8][256];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, 256, "%s-%s", base, run_id);
+    return b;
+}
+
+const char *h_workdir(void) {
+    return workdir;
+}
+const char *h_bootstrap(void) {
+    return bootstrap;
+}
+
+const char *h_write_file(const char *name, const char *text) {
+    static char paths[8][8192];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 8192, "%s/%s", workdir, name);
+    FILE *f = fopen(p, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        h_fail("write %s: %s", p, strerror(errno));
+    return p;
+}
+
+/* ---- Kafka ---------------------------------------------------------- */
+
+static void set(rd_kafka_conf_t *c, const char *k, const char *v) {
+    char err[512];
+    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK)
+        h_fail("librdkafka %s=%s: %s", k, v, err);
+}
+
+static rd_kafka_t *client(rd_kafka_type_t type, rd_kafka_conf_t *c) {
+    char err[512];
+    set(c, "bootstrap.servers", bootstrap);
+    rd_kafka_t *rk = rd_kafka_new(type, c, err, sizeof err);
+    if (!rk)
+        h_fail("rd_kafka_new: %s", err);
+    return rk;
+}
+
+void h_create_topic(const char *topic, int partitions, const char *cfg_key,
+                    const char *cfg_value) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    char err[512];
+    rd_kafka_NewTopic_t *nt =
+        rd_kafka_NewTopic_new(topic, partitions, 1, err, sizeof err);
+    if (!nt)
+        h_fail("NewTopic %s: %s", topic, err);
+    if (cfg_key && rd_kafka_NewTopic_set_config(nt, cfg_key, cfg_value))
+        h_fail("NewTopic %s: cannot set %s", topic, cfg_key);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opt =
+        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_operation_timeout(opt, 20000, err, sizeof err);
+    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev)
+        h_fail("CreateTopics %s: no answer in 30 s", topic);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(
+        rd_kafka_event_CreateTopics_result(ev), &n);
+    if (rd_kafka_event_error(ev) || n != 1 ||
+        rd_kafka_topic_result_error(tr[0]))
+        h_fail("CreateTopics %s: %s", topic,
+               rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev)
+               : n ? rd_kafka_topic_result_error_string(tr[0])
+                   : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opt);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    int64_t *out = m->_private;
+    if (out)
+        *out = m->err ? -1000 - (int64_t)m->err : m->offset;
+}
+
+rd_kafka_t *h_producer(const char *transactional_id, const char *max_bytes) {
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    set(c, "enable.idempotence", "true");
+    set(c, "linger.ms", "0");
+    if (max_bytes)
+        set(c, "message.max.bytes", max_bytes);
+    if (transactional_id)
+        set(c, "transactional.id", transactional_id);
+    rd_kafka_conf_set_dr_msg_cb(c, dr_cb);
+    rd_kafka_t *p = client(RD_KAFKA_PRODUCER, c);
+    if (transactional_id) {
+        rd_kafka_error_t *e = rd_kafka_init_transactions(p, 30000);
+        if (e)
+            h_fail("init_transactions: %s", rd_kafka_error_string(e));
+    }
+    return p;
+}
+
+int64_t h_produce(rd_kafka_t *p, const char *topic, int32_t partition,
+                  const void *key, size_t klen, const void *val, size_t vlen,
+                  const char *hname, const char *hval) {
+    int64_t off = -1;
+    rd_kafka_headers_t *h = NULL;
+    if (hname) {
+        h = rd_kafka_headers_new(1);
+        rd_kafka_header_add(h, hname, -1, hval, hval ? -1 : 0);
+    }
+    rd_kafka_resp_err_t err;
+    if (h)
+        err = rd_kafka_producev(
+            p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_KEY((void *)key, klen),
+            RD_KAFKA_V_VALUE((void *)val, vlen),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&off),
+            RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+    else
+        err = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic),
+                                RD_KAFKA_V_PARTITION(partition),
+                                RD_KAFKA_V_KEY((void *)key, klen),
+                                RD_KAFKA_V_VALUE((void *)val, vlen),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_OPAQUE(&off), RD_KAFKA_V_END);
+    if (err) {
+        if (h)
+            rd_kafka_headers_destroy(h);
+        h_fail("produce to %s: %s", topic, rd_kafka_err2str(err));
+    }
+    rd_kafka_flush(p, 30000);
+    if (off < 0)
+        h_fail("delivery to %s [%d] failed: %s", topic, (int)partition,
+               off <= -1000
+                   ? rd_kafka_err2str((rd_kafka_resp_err_t)(-(off + 1000)))
+                   : "no delivery report");
+    return off;
+}
+
+void h_watermarks(const char *topic, int32_t partition, int64_t *lo,
+                  int64_t *hi) {
+    static rd_kafka_t *rk;
+    if (!rk)
+        rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    rd_kafka_resp_err_t err =
+        rd_kafka_query_watermark_offsets(rk, topic, partition, lo, hi, 10000);
+    if (err)
+        h_fail("watermarks %s [%d]: %s", topic, (int)partition,
+               rd_kafka_err2str(err));
+}
+
+int64_t h_group_offset(const char *group, const char *topic,
+                       int32_t partition) {
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    set(c, "group.id", group);
+    rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, c);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition);
+    rd_kafka_resp_err_t err = rd_kafka_committed(rk, l, 10000);
+    if (err)
+        h_fail("committed offsets of %s: %s", group, rd_kafka_err2str(err));
+    int64_t off = l->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    return off;
+}
+
+/* ---- the host ------------------------------------------------------- */
+
+pid_t h_spawn(const char *config_path, const char *log_name) {
+    char log[8192];
+    snprintf(log, sizeof log, "%s/%s", workdir, log_name);
+    snprintf(last_log, sizeof last_log, "%s", log_name);
+    pid_t pid = fork();
+    if (pid < 0)
+        h_fail("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execl(tidemark_bin, tidemark_bin, "run", config_path, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+int h_stop(pid_t pid, int sig, int timeout_ms, int64_t *took_ms) {
+    int64_t t0 = h_now_ms();
+    if (sig)
+        kill(pid, sig);
+    for (;;) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            if (took_ms)
+                *took_ms = h_now_ms() - t0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        if (h_now_ms() - t0 > timeout_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            h_fail("tidemark (pid %ld) did not exit within %d ms of signal "
+                   "%d",
+                   (long)pid, timeout_ms, sig);
+        }
+        h_sleep_ms(20);
+    }
+}
+
+/* ---- SQLite --------------------------------------------------------- */
+
+int64_t h_sql_int(const char *db, const char *sql) {
+    sqlite3 *h = NULL;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(h);
+        return -1; /* not created yet */
+    }
+    sqlite3_busy_timeout(h, 5000);
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+void h_wait_caught_up(const char *db, const char *connector, const char *topic,
+                      int partitions, int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        int behind = -1;
+        int64_t at = 0, hw = 0;
+        for (int p = 0; p < partitions; p++) {
+            int64_t lo;
+            h_watermarks(topic, p, &lo, &hw);
+            char sql[1024];
+            snprintf(sql, sizeof sql,
+                     "SELECT next_offset FROM tidemark_markers WHERE "
+                     "connector='%s' AND topic='%s' AND \"partition\"=%d",
+                     connector, topic, p);
+            at = h_sql_int(db, sql);
+            if (at != hw) {
+                behind = p;
+                break;
+            }
+        }
+        if (behind < 0)
+            return;
+        if (h_now_ms() - t0 > timeout_ms)
+            h_fail("%s [%d]: marker at %lld, high watermark %lld after %d ms",
+                   topic, behind, (long long)at, (long long)hw, timeout_ms);
+        h_sleep_ms(100);
+    }
+}
+
+void h_produce_many(rd_kafka_t *p, const char *topic, int32_t partition,
+                    int first, int n, const char *fmt) {
+    int64_t *offs = malloc((size_t)n * sizeof *offs);
+    if (!offs)
+        h_fail("out of memory");
+    for (int i = 0; i < n; i++) {
+        char val[512];
+        snprintf(val, sizeof val, fmt, first + i);
+        offs[i] = -1;
+        rd_kafka_resp_err_t err;
+        while ((err = rd_kafka_producev(
+                    p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+                    RD_KAFKA_V_VALUE(val, strlen(val)),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_OPAQUE(&offs[i]), RD_KAFKA_V_END)) ==
+               RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            rd_kafka_poll(p, 50);
+        if (err)
+            h_fail("produce to %s: %s", topic, rd_kafka_err2str(err));
+        rd_kafka_poll(p, 0);
+    }
+    if (rd_kafka_flush(p, 60000))
+        h_fail("flush to %s: not all delivered in 60 s", topic);
+    for (int i = 0; i < n; i++)
+        if (offs[i] < 0)
+            h_fail("record %d to %s [%d] not delivered", first + i, topic,
+                   (int)partition);
+    free(offs);
+}

@@ -1,0 +1,71 @@
+/* The harness of the end-to-end tests of `tidemark run`: a real Kafka
+ * broker (scripts/kafka.sh), the real tidemark binary as a child process,
+ * real SQLite files. Every check reads the source of truth: the rows and
+ * markers in the SQLite file and Kafka's own offsets, never the host's
+ * counters or logs. A failed check exits the test with status 1. */
+#ifndef TM_E2E_HARNESS_H
+#define TM_E2E_HARNESS_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+void h_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
+__attribute__((noreturn));
+void h_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define H_CHECK(cond, ...)                                                     \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            h_fail(__VA_ARGS__);                                               \
+    } while (0)
+
+/* Setup: bootstrap from TIDEMARK_KAFKA_BOOTSTRAP, the tidemark binary and
+ * plugin dir from argv, a fresh work directory. Names made unique per run
+ * (h_name) so reruns against one broker never see old data. */
+void h_init(const char *tidemark_bin, const char *plugin_dir,
+            const char *scenario);
+const char *h_name(const char *base); /* "<base>-<run id>", static buffer
+                                         per call: copy it */
+const char *h_workdir(void);
+const char *h_bootstrap(void);
+
+/* Kafka. */
+void h_create_topic(const char *topic, int partitions, const char *cfg_key,
+                    const char *cfg_value);
+rd_kafka_t *h_producer(const char *transactional_id, const char *max_bytes);
+/* Produces and waits for the delivery report; returns the offset. */
+int64_t h_produce(rd_kafka_t *p, const char *topic, int32_t partition,
+                  const void *key, size_t klen, const void *val, size_t vlen,
+                  const char *hname, const char *hval);
+void h_watermarks(const char *topic, int32_t partition, int64_t *lo,
+                  int64_t *hi);
+/* The consumer group's committed offset (-1001 when none). */
+int64_t h_group_offset(const char *group, const char *topic, int32_t partition);
+
+/* The host. */
+pid_t h_spawn(const char *config_path, const char *log_name);
+/* Sends sig, waits up to timeout_ms; returns the exit status (or 128+sig
+ * when killed by a signal); fails the test when it does not exit. */
+int h_stop(pid_t pid, int sig, int timeout_ms, int64_t *took_ms);
+void h_dump_log(const char *log_name);
+
+/* SQLite (read-only connections, as an observer). */
+int64_t h_sql_int(const char *db, const char *sql);
+/* Waits until every listed partition's marker reached its high watermark
+ * (from the broker). Fails after timeout_ms. */
+void h_wait_caught_up(const char *db, const char *connector, const char *topic,
+                      int partitions, int timeout_ms);
+int64_t h_now_ms(void);
+void h_sleep_ms(int64_t ms);
+
+/* Writes a file (a config) into the work dir; returns its path. */
+const char *h_write_file(const char *name, const char *text);
+
+/* Produces n records to one partition without waiting for each; values are
+ * made by fmt with the record's index (printf "%d"); then flushes and checks
+ * every delivery report. */
+void h_produce_many(rd_kafka_t *p, const char *topic, int32_t partition,
+                    int first, int n, const char *fmt);
+
+#endif

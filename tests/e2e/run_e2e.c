@@ -1,0 +1,378 @@
+/* End-to-end tests of `tidemark run` against the real broker and the SQLite
+ * sink: usage run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO. Each scenario
+ * states what it proves; every expected value is written here from what
+ * the test produced, never read from the host's output. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* A connector config for the SQLite sink; extra is spliced in as further
+ * top-level members (mapping, dedup, dead_letters, ...). */
+static const char *sqlite_config(const char *file, const char *name,
+                                 const char *topic, const char *db,
+                                 const char *batch, const char *props,
+                                 const char *extra) {
+    static char text[8192];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\",\n"
+             " \"kafka\": {\"bootstrap_servers\": \"%s\", \"topics\": "
+             "[\"%s\"],\n"
+             "           \"properties\": {%s}},\n"
+             " \"batch\": {%s},\n"
+             " \"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s\", \"table\": \"t\"}},\n"
+             " \"state_dir\": \"%s/state-%s\",\n"
+             " %s}\n",
+             name, h_bootstrap(), topic, props ? props : "", batch, db,
+             h_workdir(), file, extra);
+    return h_write_file(file, text);
+}
+
+static const char *db_path(const char *name) {
+    static char p[8][4096];
+    static int next;
+    char *b = p[next++ % 8];
+    snprintf(b, 4096, "%s/%s", h_workdir(), name);
+    return b;
+}
+
+static int64_t q(const char *db, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int64_t q(const char *db, const char *fmt, ...) {
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    return h_sql_int(db, sql);
+}
+
+static void stop_clean(pid_t pid) {
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, 10000, &took);
+    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
+    h_step("SIGTERM: exit 0 after %lld ms", (long long)took);
+}
+
+/* Every delivered offset is accounted for exactly once: rows plus dead
+ * letters plus the marker's filtered and duplicate counts equal the data
+ * records, with no (partition, offset) twice. */
+static void check_no_dup(const char *db, int64_t want_rows) {
+    int64_t rows = q(db, "SELECT count(*) FROM t");
+    int64_t distinct = q(db, "SELECT count(*) FROM (SELECT DISTINCT "
+                             "_tm_partition, _tm_offset FROM t)");
+    H_CHECK(rows == want_rows, "rows: %lld, expected %lld", (long long)rows,
+            (long long)want_rows);
+    H_CHECK(distinct == rows,
+            "%lld rows but %lld distinct offsets: "
+            "duplicates",
+            (long long)rows, (long long)distinct);
+}
+
+static const char *JSON_MAPPING =
+    "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+    "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+    "\"required\": true},"
+    "{\"name\": \"name\", \"pointer\": \"/name\", \"type\": \"text\"}]}";
+
+/* Bad records end as dead letters with their reasons, at their offsets,
+ * while the partition keeps moving; the group's offsets reach the end. */
+static void scenario_bad_records(void) {
+    const char *topic = h_name("bad");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("badrec"));
+    h_create_topic(topic, 2, "max.message.bytes", "16777216");
+    rd_kafka_t *p = h_producer(NULL, "16777216");
+    h_produce_many(p, topic, 0, 0, 500, "{\"id\": %d, \"name\": \"n\"}");
+    struct {
+        const char *what, *reason;
+        int64_t offset;
+        size_t len;
+    } bad[6] = {
+        {"invalid JSON", "parse_error", 0, 0},
+        {"binary garbage", "parse_error", 0, 0},
+        {"a 10 MB value", "parse_error", 0, 10 * 1024 * 1024},
+        {"missing field", "missing_field", 0, 0},
+        {"wrong type", "type_mismatch", 0, 0},
+        {"tombstone", "parse_error", 0, 0},
+    };
+    static const unsigned char garbage[] = {0xff, 0xfe, 0x00, 0x01, 0x80, 0xc3};
+    char *big = malloc(bad[2].len);
+    H_CHECK(big != NULL, "out of memory");
+    memset(big, 'x', bad[2].len);
+    bad[0].offset = h_produce(p, topic, 0, NULL, 0, "{\"id\": 1,", 9, 0, 0);
+    bad[1].offset =
+        h_produce(p, topic, 0, NULL, 0, garbage, sizeof garbage, 0, 0);
+    bad[2].offset = h_produce(p, topic, 0, NULL, 0, big, bad[2].len, 0, 0);
+    bad[3].offset =
+        h_produce(p, topic, 0, NULL, 0, "{\"name\": \"x\"}", 13, 0, 0);
+    bad[4].offset =
+        h_produce(p, topic, 0, NULL, 0, "{\"id\": \"12\"}", 12, 0, 0);
+    bad[5].offset = h_produce(p, topic, 0, "k", 1, NULL, 0, 0, 0);
+    free(big);
+    h_produce_many(p, topic, 0, 500, 500, "{\"id\": %d, \"name\": \"n\"}");
+    h_produce_many(p, topic, 1, 1000, 300, "{\"id\": %d}");
+    h_step("produced 1300 good and 6 bad records (10 MB one delivered)");
+
+    const char *db = db_path("bad.db");
+    const char *cfg = sqlite_config(
+        "bad.json", name, topic, db,
+        "\"max_records\": 200, \"max_wait_ms\": 100", NULL, JSON_MAPPING);
+    pid_t pid = h_spawn(cfg, "bad.log");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    check_no_dup(db, 1300);
+    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 6,
+            "dead letters: %lld, expected 6",
+            (long long)q(db, "SELECT count(*) FROM tidemark_dead_letters"));
+    for (int i = 0; i < 6; i++) {
+        int64_t n = q(db,
+                      "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                      "\"partition\"=0 AND \"offset\"=%lld AND reason='%s'",
+                      (long long)bad[i].offset, bad[i].reason);
+        H_CHECK(n == 1, "%s at offset %lld: no dead letter with reason %s",
+                bad[i].what, (long long)bad[i].offset, bad[i].reason);
+    }
+    int64_t biglen = q(db,
+                       "SELECT length(value) FROM tidemark_dead_letters "
+                       "WHERE \"offset\"=%lld",
+                       (long long)bad[2].offset);
+    H_CHECK(biglen == (int64_t)bad[2].len,
+            "the 10 MB dead letter kept %lld bytes", (long long)biglen);
+    H_CHECK(q(db,
+              "SELECT count(*) FROM t WHERE _tm_partition=0 AND "
+              "_tm_offset > %lld",
+              (long long)bad[5].offset) == 500,
+            "the partition did not keep moving past the bad records");
+    /* Kafka's own view: the group's offsets reach the end too. */
+    const char *group = NULL;
+    char g[300];
+    snprintf(g, sizeof g, "tidemark-%s", name);
+    group = g;
+    for (int part = 0; part < 2; part++) {
+        int64_t lo, hi, got = -1;
+        h_watermarks(topic, part, &lo, &hi);
+        for (int tries = 0; tries < 50 && got != hi; tries++) {
+            got = h_group_offset(group, topic, part);
+            if (got != hi)
+                h_sleep_ms(100);
+        }
+        H_CHECK(got == hi, "group offset of [%d]: %lld, high watermark %lld",
+                part, (long long)got, (long long)hi);
+    }
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* SIGTERM in the middle of a backlog: exit 0 within 10 s, and after a
+ * restart every record is there exactly once. */
+static void scenario_sigterm_backlog(void) {
+    const char *topic = h_name("backlog");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("backlog"));
+    h_create_topic(topic, 3, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 3; part++)
+        h_produce_many(p, topic, part, part * 40000, 40000,
+                       "{\"id\": %d, \"name\": \"some payload text\"}");
+    h_step("produced 120000 records");
+    const char *db = db_path("backlog.db");
+    const char *cfg = sqlite_config("backlog.json", name, topic, db,
+                                    "\"max_records\": 500", NULL, JSON_MAPPING);
+    pid_t pid = h_spawn(cfg, "backlog.log");
+    int64_t t0 = h_now_ms(), rows = 0;
+    while ((rows = q(db, "SELECT count(*) FROM t")) < 5000) {
+        H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
+                (long long)rows);
+        h_sleep_ms(20);
+    }
+    stop_clean(pid);
+    rows = q(db, "SELECT count(*) FROM t");
+    H_CHECK(rows < 120000,
+            "inconclusive: the backlog was done (%lld rows) "
+            "before SIGTERM",
+            (long long)rows);
+    h_step("stopped mid-backlog at %lld rows", (long long)rows);
+    check_no_dup(db, rows);
+    pid = h_spawn(cfg, "backlog.log");
+    h_wait_caught_up(db, name, topic, 3, 120000);
+    check_no_dup(db, 120000);
+    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 120000,
+            "ids: not 120000 distinct");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* A transactional producer with aborted transactions: no aborted record
+ * lands, and the marker reaches the high watermark (past the control
+ * records) so that lag is 0. */
+static void scenario_transactions(void) {
+    const char *topic = h_name("txn");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("txn"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(h_name("txn-producer"), NULL);
+    int committed = 0;
+    for (int t = 0; t < 9; t++) {
+        rd_kafka_error_t *e = rd_kafka_begin_transaction(p);
+        H_CHECK(!e, "begin_transaction: %s", rd_kafka_error_string(e));
+        char fmt[128];
+        snprintf(fmt, sizeof fmt, "{\"id\": %%d, \"name\": \"txn%d\"}", t);
+        for (int i = 0; i < 50; i++) {
+            char val[128];
+            snprintf(val, sizeof val, fmt, t * 100 + i);
+            rd_kafka_resp_err_t err = rd_kafka_producev(
+                p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+                RD_KAFKA_V_VALUE(val, strlen(val)),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+            H_CHECK(!err, "produce: %s", rd_kafka_err2str(err));
+        }
+        int abort = t % 3 == 1;
+        /* Written to the log first, so that aborted records really sit
+         * between the committed ones. */
+        H_CHECK(rd_kafka_flush(p, 30000) == 0, "flush: not delivered");
+        e = abort ? rd_kafka_abort_transaction(p, 30000)
+                  : rd_kafka_commit_transaction(p, 30000);
+        H_CHECK(!e, "%s: %s", abort ? "abort" : "commit",
+                rd_kafka_error_string(e));
+        committed += abort ? 0 : 50;
+    }
+    int64_t lo, hi;
+    h_watermarks(topic, 0, &lo, &hi);
+    /* 450 records and 9 control records. */
+    H_CHECK(hi == 459,
+            "inconclusive: high watermark %lld, expected 459 "
+            "(450 records + 9 transaction markers)",
+            (long long)hi);
+    const char *db = db_path("txn.db");
+    const char *cfg = sqlite_config("txn.json", name, topic, db,
+                                    "\"max_records\": 40", NULL, JSON_MAPPING);
+    pid_t pid = h_spawn(cfg, "txn.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    check_no_dup(db, committed);
+    H_CHECK(q(db, "SELECT count(*) FROM t WHERE name IN ('txn1', 'txn4', "
+                  "'txn7')") == 0,
+            "records of aborted transactions landed");
+    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 0,
+            "unexpected dead letters");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* Filter and business-key dedup: filtered records are counted, a resend of
+ * the same event (a new Kafka message) is a duplicate, inside one batch and
+ * across batches, and the same key with another payload is a dead letter
+ * identity_conflict. */
+static void scenario_filter_dedup(void) {
+    const char *topic = h_name("dedup");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("dedup"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    static const char *const first[] = {
+        "{\"type\": \"edit\", \"k\": \"a\", \"v\": 1}", /* row */
+        "{\"type\": \"new\", \"k\": \"b\", \"v\": 1}",  /* row */
+        "{\"type\": \"log\", \"k\": \"c\", \"v\": 1}",  /* filtered */
+        "{\"type\": \"edit\", \"k\": \"a\", \"v\": 1}", /* dup in batch */
+        "{\"type\": \"new\", \"k\": \"b\", \"v\": 2}",  /* conflict */
+        "{\"v\": 3}",                                   /* filtered */
+    };
+    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++)
+        h_produce(p, topic, 0, NULL, 0, first[i], strlen(first[i]), 0, 0);
+    const char *db = db_path("dedup.db");
+    const char *cfg = sqlite_config(
+        "dedup.json", name, topic, db,
+        "\"max_records\": 100, \"max_wait_ms\": 300", NULL,
+        "\"mapping\": {\"mode\": \"json\", \"filter\": \"/type in [edit, "
+        "new]\", \"columns\": ["
+        "{\"name\": \"k\", \"pointer\": \"/k\", \"type\": \"text\", "
+        "\"required\": true},"
+        "{\"name\": \"v\", \"pointer\": \"/v\", \"type\": \"int\"}]},"
+        "\"dedup\": {\"key\": [\"k\"]}");
+    pid_t pid = h_spawn(cfg, "dedup.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    /* Across batches: the same events again, in a later batch. */
+    h_produce(p, topic, 0, NULL, 0, first[0], strlen(first[0]), 0, 0);
+    h_produce(p, topic, 0, NULL, 0, first[4], strlen(first[4]), 0, 0);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 2, "rows: %lld, expected 2",
+            (long long)q(db, "SELECT count(*) FROM t"));
+    H_CHECK(q(db, "SELECT v FROM t WHERE k='b'") == 1,
+            "the first payload of key b did not win");
+    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                  "reason='identity_conflict'") == 2,
+            "identity conflicts: %lld, expected 2 (one in the batch, one "
+            "against the stored key)",
+            (long long)q(db, "SELECT count(*) FROM tidemark_dead_letters "
+                             "WHERE reason='identity_conflict'"));
+    H_CHECK(q(db, "SELECT filtered FROM tidemark_markers") == 2,
+            "filtered count: %lld, expected 2",
+            (long long)q(db, "SELECT filtered FROM tidemark_markers"));
+    H_CHECK(q(db, "SELECT duplicates FROM tidemark_markers") == 2,
+            "duplicates: %lld, expected 2 (one in the batch, one across)",
+            (long long)q(db, "SELECT duplicates FROM tidemark_markers"));
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* Raw ("bronze") mode: key, value, headers and Kafka metadata as they are. */
+static void scenario_raw(void) {
+    const char *topic = h_name("raw");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("raw"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    static const unsigned char bin[] = {0x00, 0xff, 0x10};
+    int64_t o1 =
+        h_produce(p, topic, 0, "k1", 2, bin, sizeof bin, "trace", "abc");
+    int64_t o2 = h_produce(p, topic, 0, NULL, 0, NULL, 0, NULL, NULL);
+    const char *db = db_path("raw.db");
+    const char *cfg =
+        sqlite_config("raw.json", name, topic, db, "\"max_wait_ms\": 100", NULL,
+                      "\"mapping\": {\"mode\": \"raw\"}");
+    pid_t pid = h_spawn(cfg, "raw.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 2, "rows: expected 2");
+    H_CHECK(q(db,
+              "SELECT count(*) FROM t WHERE \"offset\"=%lld AND key=X'6B31' "
+              "AND value=X'00FF10' AND headers='[[\"trace\",\"abc\"]]'",
+              (long long)o1) == 1,
+            "record 1 not stored as it was (key k1, value 00ff10, header "
+            "trace=abc)");
+    H_CHECK(q(db,
+              "SELECT count(*) FROM t WHERE \"offset\"=%lld AND key IS "
+              "NULL AND value IS NULL AND headers IS NULL",
+              (long long)o2) == 1,
+            "the tombstone is not a row with null key, value and headers");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
+        return 2;
+    }
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } scenarios[] = {
+        {"bad_records", scenario_bad_records},
+        {"sigterm_backlog", scenario_sigterm_backlog},
+        {"transactions", scenario_transactions},
+        {"filter_dedup", scenario_filter_dedup},
+        {"raw", scenario_raw},
+    };
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+        if (strcmp(scenarios[i].name, argv[3]) == 0) {
+            h_init(argv[1], argv[2], argv[3]);
+            scenarios[i].fn();
+            h_step("PASS");
+            return 0;
+        }
+    fprintf(stderr, "run_e2e: unknown scenario %s\n", argv[3]);
+    return 2;
+}
