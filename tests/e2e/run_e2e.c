@@ -351,6 +351,59 @@ static void scenario_raw(void) {
     rd_kafka_destroy(p);
 }
 
+/* Scaling out, with the range (eager) assignor: a second host joins the
+ * group mid-stream, then the first is killed with SIGKILL mid-batch; the
+ * survivor takes every partition over from the sink's markers. Nothing is
+ * lost or applied twice. */
+static void scenario_two_hosts(void) {
+    const char *topic = h_name("scale");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("scale"));
+    h_create_topic(topic, 4, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 4; part++)
+        h_produce_many(p, topic, part, part * 100000, 15000,
+                       "{\"id\": %d, \"name\": \"first wave\"}");
+    const char *db = db_path("scale.db");
+    const char *props = "\"partition.assignment.strategy\": \"range\", "
+                        "\"session.timeout.ms\": \"6000\", "
+                        "\"heartbeat.interval.ms\": \"500\"";
+    const char *cfg_a = sqlite_config(
+        "a.json", name, topic, db, "\"max_records\": 300", props, JSON_MAPPING);
+    const char *cfg_b = sqlite_config(
+        "b.json", name, topic, db, "\"max_records\": 300", props, JSON_MAPPING);
+    pid_t a = h_spawn(cfg_a, "a.log");
+    int64_t t0 = h_now_ms();
+    while (q(db, "SELECT count(*) FROM t") < 3000) {
+        H_CHECK(h_now_ms() - t0 < 60000, "host A makes no progress");
+        h_sleep_ms(20);
+    }
+    pid_t b = h_spawn(cfg_b, "b.log");
+    for (int part = 0; part < 4; part++)
+        h_produce_many(p, topic, part, part * 100000 + 15000, 5000,
+                       "{\"id\": %d, \"name\": \"second wave\"}");
+    /* Host B owns partitions once their epoch moved past A's first claim. */
+    t0 = h_now_ms();
+    while (q(db, "SELECT max(epoch) FROM tidemark_markers") < 2) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "inconclusive: host B never claimed a partition");
+        h_sleep_ms(50);
+    }
+    int64_t before = q(db, "SELECT count(*) FROM t");
+    H_CHECK(before < 80000, "inconclusive: all applied before the kill");
+    int rc = h_stop(a, SIGKILL, 5000, NULL);
+    H_CHECK(rc == 128 + SIGKILL, "host A was not killed (exit %d)", rc);
+    h_step("killed host A at %lld rows", (long long)before);
+    h_wait_caught_up(db, name, topic, 4, 120000);
+    check_no_dup(db, 80000);
+    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 80000,
+            "ids: not 80000 distinct");
+    H_CHECK(q(db, "SELECT min(epoch) FROM tidemark_markers") >= 2,
+            "a partition was never claimed again after the kill");
+    stop_clean(b);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -365,6 +418,7 @@ int main(int argc, char **argv) {
         {"transactions", scenario_transactions},
         {"filter_dedup", scenario_filter_dedup},
         {"raw", scenario_raw},
+        {"two_hosts", scenario_two_hosts},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
