@@ -404,6 +404,144 @@ static void scenario_two_hosts(void) {
     rd_kafka_destroy(p);
 }
 
+static const char *header(rd_kafka_message_t *m, const char *name, char *out,
+                          size_t size) {
+    rd_kafka_headers_t *h = NULL;
+    const void *v = NULL;
+    size_t len = 0;
+    if (rd_kafka_message_headers(m, &h) ||
+        rd_kafka_header_get_last(h, name, &v, &len) || !v)
+        return NULL;
+    snprintf(out, size, "%.*s", (int)len, (const char *)v);
+    return out;
+}
+
+/* Dead letters also to a Kafka topic: delivered before the sink commit,
+ * with Kafka Connect's error headers naming the source record. */
+static void scenario_dead_letter_topic(void) {
+    const char *topic = h_name("src");
+    char name[256], dlq[256];
+    snprintf(name, sizeof name, "%s", h_name("dlq"));
+    snprintf(dlq, sizeof dlq, "%s", h_name("dlq-topic"));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    int64_t bad = h_produce(p, topic, 0, "key7", 4, "{oops", 5, 0, 0);
+    h_produce_many(p, topic, 0, 10, 10, "{\"id\": %d}");
+    const char *db = db_path("dlq.db");
+    char extra[1024];
+    snprintf(extra, sizeof extra,
+             "%s, \"dead_letters\": {\"sink\": true, \"topic\": \"%s\"}",
+             JSON_MAPPING, dlq);
+    const char *cfg = sqlite_config("dlq.json", name, topic, db,
+                                    "\"max_wait_ms\": 100", NULL, extra);
+    pid_t pid = h_spawn(cfg, "dlq.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    check_no_dup(db, 20);
+    H_CHECK(q(db,
+              "SELECT count(*) FROM tidemark_dead_letters WHERE "
+              "\"offset\"=%lld",
+              (long long)bad) == 1,
+            "the dead letter is not in the sink as well");
+    stop_clean(pid);
+
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    char err[512];
+    rd_kafka_conf_set(c, "bootstrap.servers", h_bootstrap(), err, sizeof err);
+    rd_kafka_conf_set(c, "group.id", h_name("dlq-reader"), err, sizeof err);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+    H_CHECK(rk != NULL, "consumer: %s", err);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, dlq, 0)->offset = 0;
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_message_t *m = NULL;
+    int64_t t0 = h_now_ms();
+    while (h_now_ms() - t0 < 20000) {
+        m = rd_kafka_consumer_poll(rk, 500);
+        if (m && !m->err)
+            break;
+        if (m)
+            rd_kafka_message_destroy(m);
+        m = NULL;
+    }
+    H_CHECK(m != NULL, "no record on the dead-letter topic %s", dlq);
+    char v[256], want_off[32];
+    snprintf(want_off, sizeof want_off, "%lld", (long long)bad);
+    H_CHECK(m->len == 5 && memcmp(m->payload, "{oops", 5) == 0,
+            "dead-letter value is not the original");
+    H_CHECK(m->key_len == 4 && memcmp(m->key, "key7", 4) == 0,
+            "dead-letter key is not the original");
+    H_CHECK(header(m, "__connect.errors.topic", v, sizeof v) &&
+                strcmp(v, topic) == 0,
+            "header __connect.errors.topic");
+    H_CHECK(header(m, "__connect.errors.partition", v, sizeof v) &&
+                strcmp(v, "0") == 0,
+            "header __connect.errors.partition");
+    H_CHECK(header(m, "__connect.errors.offset", v, sizeof v) &&
+                strcmp(v, want_off) == 0,
+            "header __connect.errors.offset: %s, expected %s",
+            header(m, "__connect.errors.offset", v, sizeof v) ? v : "(none)",
+            want_off);
+    H_CHECK(header(m, "tidemark.reason", v, sizeof v) &&
+                strcmp(v, "parse_error") == 0,
+            "header tidemark.reason");
+    rd_kafka_message_destroy(m);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    rd_kafka_destroy(p);
+}
+
+/* start=latest: a partition without a marker starts at the end; what was
+ * there before is not read. A pattern subscription finds both topics. */
+static void scenario_latest_and_regex(void) {
+    char t1[256], t2[256], name[256], re[300];
+    snprintf(t1, sizeof t1, "%s", h_name("rx-a"));
+    snprintf(t2, sizeof t2, "%s", h_name("rx-b"));
+    snprintf(name, sizeof name, "%s", h_name("latest"));
+    h_create_topic(t1, 1, NULL, NULL);
+    h_create_topic(t2, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, t1, 0, 0, 7, "{\"id\": %d, \"name\": \"old\"}");
+    h_produce_many(p, t2, 0, 0, 3, "{\"id\": %d, \"name\": \"old\"}");
+    const char *db = db_path("latest.db");
+    /* The suffix after "rx-a"/"rx-b" is this run's id: match both. */
+    snprintf(re, sizeof re, "^rx-[ab]%s$", t1 + 4);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+             "\"%s\", \"topic_regex\": \"%s\", \"start\": \"latest\", "
+             "\"properties\": {\"topic.metadata.refresh.interval.ms\": "
+             "\"1000\"}}, \"batch\": {\"max_wait_ms\": 100}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": "
+             "{\"path\": \"%s\", \"table\": \"t\"}}, \"state_dir\": "
+             "\"%s/state\", %s}",
+             name, h_bootstrap(), re, db, h_workdir(), JSON_MAPPING);
+    const char *cfg = h_write_file("latest.json", text);
+    pid_t pid = h_spawn(cfg, "latest.log");
+    int64_t t0 = h_now_ms();
+    while (q(db, "SELECT count(*) FROM tidemark_markers") < 2) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "the pattern did not claim both topics");
+        h_sleep_ms(50);
+    }
+    H_CHECK(q(db,
+              "SELECT next_offset FROM tidemark_markers WHERE "
+              "topic='%s'",
+              t1) == 7,
+            "start=latest: %s did not start at its end (7)", t1);
+    h_produce_many(p, t1, 0, 100, 4, "{\"id\": %d, \"name\": \"new\"}");
+    h_produce_many(p, t2, 0, 200, 2, "{\"id\": %d, \"name\": \"new\"}");
+    h_wait_caught_up(db, name, t1, 1, 60000);
+    h_wait_caught_up(db, name, t2, 1, 60000);
+    check_no_dup(db, 6);
+    H_CHECK(q(db, "SELECT count(*) FROM t WHERE name='old'") == 0,
+            "records from before the start were read");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -419,6 +557,8 @@ int main(int argc, char **argv) {
         {"filter_dedup", scenario_filter_dedup},
         {"raw", scenario_raw},
         {"two_hosts", scenario_two_hosts},
+        {"dead_letter_topic", scenario_dead_letter_topic},
+        {"latest_and_regex", scenario_latest_and_regex},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
