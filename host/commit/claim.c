@@ -133,10 +133,10 @@ int tm_claim_assigned(tm_connector *c,
         p->marker = markers[i];
         p->marker.topic = p->topic;
         assigned->elems[i].offset = markers[i].next_offset;
-        tm_log(TM_LOG_INFO, c->cfg->name,
-               "claimed %s [%" PRId32 "] epoch=%" PRId64 " next_offset=%" PRId64
-               " log=[%" PRId64 ",%" PRId64 ")",
-               p->topic, p->partition, p->epoch, p->committed, low[i], high[i]);
+        tm_conn_log(c, TM_LOG_INFO, p->topic, p->partition, NULL,
+                    "claimed: epoch=%" PRId64 " next_offset=%" PRId64
+                    " log=[%" PRId64 ",%" PRId64 ")",
+                    p->epoch, p->committed, low[i], high[i]);
     }
     c->markers_dirty = 1;
     rc = 0;

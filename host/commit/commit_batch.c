@@ -53,8 +53,8 @@ void tm_commit_drop_batch(tm_connector *c, const char *why) {
         p->next_expected = p->committed;
         p->needs_seek = 1;
     }
-    tm_log(TM_LOG_INFO, c->cfg->name, "batch %s dropped (%s)", c->batch_id,
-           why);
+    tm_conn_log(c, TM_LOG_INFO, NULL, -1, c->batch_id, "batch dropped (%s)",
+                why);
     c->batch_open = 0;
     c->batch_abandoned = 0;
 }
@@ -100,11 +100,11 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
                     rd_kafka_pause_partitions(c->rk, l);
                     rd_kafka_topic_partition_list_destroy(l);
                 }
-                tm_log(TM_LOG_WARN, c->cfg->name,
-                       "%s [%" PRId32 "] fenced: epoch %" PRId64
-                       " is now %" PRId64
-                       " (another host claimed it); paused until revoked",
-                       p->topic, p->partition, p->epoch, m[i].epoch);
+                tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
+                            "fenced: epoch %" PRId64 " is now %" PRId64
+                            " (another host claimed it); paused until "
+                            "revoked",
+                            p->epoch, m[i].epoch);
             }
             p->fenced = 1;
             continue;
@@ -150,10 +150,10 @@ static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
     }
     records = n.rows + n.dead_letters + n.filtered + n.duplicates;
     if (st == TM_ALREADY) {
-        tm_log(TM_LOG_INFO, c->cfg->name,
-               "batch %s was already applied (an earlier attempt's commit "
-               "went through)",
-               c->batch_id);
+        tm_conn_log(c, TM_LOG_INFO, NULL, -1, c->batch_id,
+                    "batch %s was already applied (an earlier attempt's "
+                    "commit went through)",
+                    c->batch_id);
     } else {
         c->totals.rows += n.rows;
         c->totals.dead_letters += n.dead_letters;
@@ -166,11 +166,10 @@ static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
     c->last_batch_records = records;
     c->conflicts_in_row = 0;
     c->markers_dirty = 1;
-    tm_log(TM_LOG_DEBUG, c->cfg->name,
-           "batch %s committed: %zu range(s), %" PRIu64 " rows, %" PRIu64
-           " dead letters, %" PRIu64 " filtered, %" PRIu64 " duplicates",
-           c->batch_id, b->nranges, n.rows, n.dead_letters, n.filtered,
-           n.duplicates);
+    tm_conn_log(c, TM_LOG_DEBUG, NULL, -1, c->batch_id,
+                "committed: %zu range(s), %" PRIu64 " rows, %" PRIu64
+                " dead letters, %" PRIu64 " filtered, %" PRIu64 " duplicates",
+                b->nranges, n.rows, n.dead_letters, n.filtered, n.duplicates);
     commit_group_offsets(c, b);
 }
 

@@ -264,17 +264,18 @@ void tm_commit_on_revoke(tm_connector *c,
         /* Inside tm_commit_batch's retries the batch is in use: flag it,
          * the retry loop drops it as soon as the callback returns. */
         c->batch_abandoned = 1;
-        tm_log(TM_LOG_WARN, c->cfg->name, "batch %s abandoned: partitions %s",
-               c->batch_id, lost ? "lost" : "revoked");
+        tm_conn_log(c, TM_LOG_WARN, NULL, -1, c->batch_id,
+                    "batch abandoned: partitions %s",
+                    lost ? "lost" : "revoked");
     }
     for (int j = 0; j < revoked->cnt; j++) {
         tm_part *p = tm_conn_part(c, revoked->elems[j].topic,
                                   revoked->elems[j].partition);
         if (!p)
             continue;
-        tm_log(TM_LOG_INFO, c->cfg->name,
-               "%s %s [%" PRId32 "] at next_offset=%" PRId64,
-               lost ? "lost" : "revoked", p->topic, p->partition, p->committed);
+        tm_conn_log(c, TM_LOG_INFO, p->topic, p->partition, NULL,
+                    "%s at next_offset=%" PRId64, lost ? "lost" : "revoked",
+                    p->committed);
         free(p->topic);
         *p = c->parts[--c->nparts];
     }

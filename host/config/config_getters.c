@@ -99,14 +99,19 @@ int cfg_get_bool(loader *L, json_t *obj, const char *parent, const char *key,
 }
 
 void cfg_get_positive(loader *L, json_t *obj, const char *parent,
-                      const char *key, int64_t *out) {
+                      const char *key, int64_t max, int64_t *out) {
     json_t *v = json_object_get(obj, key);
     if (!v)
         return;
+    char path[PATH_MAX_LEN];
+    tm_json_path_key(path, sizeof path, parent, key);
     if (!json_is_integer(v) || json_integer_value(v) <= 0) {
-        char path[PATH_MAX_LEN];
-        tm_json_path_key(path, sizeof path, parent, key);
         cfg_fail_type(L, path, "a positive integer", v);
+        return;
+    }
+    if (json_integer_value(v) > max) {
+        cfg_fail(L, path, "expected at most %lld, found %lld", (long long)max,
+                 (long long)json_integer_value(v));
         return;
     }
     *out = (int64_t)json_integer_value(v);

@@ -62,9 +62,9 @@ int cfg_get_object(loader *L, json_t *obj, const char *parent, const char *key,
                    int required, json_t **out);
 int cfg_get_bool(loader *L, json_t *obj, const char *parent, const char *key,
                  int *out);
-/* *out untouched unless a positive integer is there. */
+/* *out untouched unless an integer in [1, max] is there. */
 void cfg_get_positive(loader *L, json_t *obj, const char *parent,
-                      const char *key, int64_t *out);
+                      const char *key, int64_t max, int64_t *out);
 int cfg_get_enum(loader *L, json_t *obj, const char *parent, const char *key,
                  int required, const char *const *words, size_t n, size_t *out);
 

@@ -41,6 +41,11 @@ static const struct {
      "for partitions without one)"},
     {"group.id", "set $.kafka.group_id instead"},
     {"bootstrap.servers", "set $.kafka.bootstrap_servers instead"},
+    {"metadata.broker.list",
+     "an alias of bootstrap.servers: set $.kafka.bootstrap_servers instead"},
+    {"enable.partition.eof",
+     "tidemark needs partition-end events to move markers past transaction "
+     "markers"},
     {"isolation.level",
      "tidemark reads committed records only (read_committed)"},
 };
@@ -155,10 +160,13 @@ static void load_batch(loader *L, json_t *root) {
     if (cfg_get_object(L, root, "$", "batch", 0, &b) != 1)
         return;
     cfg_check_keys(L, b, "$.batch", KNOWN, N(KNOWN));
-    cfg_get_positive(L, b, "$.batch", "max_records",
+    /* Upper bounds keep the arithmetic on them (queue sizes, deadlines)
+     * far from overflow; none is near a sensible setting. */
+    cfg_get_positive(L, b, "$.batch", "max_records", 1000000,
                      &L->cfg->batch.max_records);
-    cfg_get_positive(L, b, "$.batch", "max_bytes", &L->cfg->batch.max_bytes);
-    cfg_get_positive(L, b, "$.batch", "max_wait_ms",
+    cfg_get_positive(L, b, "$.batch", "max_bytes", 1073741824,
+                     &L->cfg->batch.max_bytes);
+    cfg_get_positive(L, b, "$.batch", "max_wait_ms", 3600000,
                      &L->cfg->batch.max_wait_ms);
 }
 

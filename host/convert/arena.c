@@ -20,7 +20,6 @@ struct tm_arena_chunk {
 
 void tm_arena_init(tm_arena *a) {
     a->head = NULL;
-    a->used = 0;
 }
 
 static void free_chain(tm_arena_chunk *c) {
@@ -45,7 +44,6 @@ void tm_arena_reset(tm_arena *a) {
         c = next;
     }
     a->head = keep;
-    a->used = 0;
 }
 
 void tm_arena_free(tm_arena *a) {
@@ -85,7 +83,6 @@ void *tm_arena_alloc(tm_arena *a, size_t n) {
         } else {
             a->head = big;
         }
-        a->used += need;
         return big->data;
     }
     if (!c || c->size != CHUNK_SIZE || c->size - c->used < need) {
@@ -97,7 +94,6 @@ void *tm_arena_alloc(tm_arena *a, size_t n) {
     }
     void *p = c->data + c->used;
     c->used += need;
-    a->used += need;
     return p;
 }
 

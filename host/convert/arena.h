@@ -11,8 +11,7 @@
 typedef struct tm_arena_chunk tm_arena_chunk;
 
 typedef struct tm_arena {
-    tm_arena_chunk *head; /* the chunk being filled first */
-    size_t used;          /* bytes handed out since the last reset */
+    tm_arena_chunk *head; /* the chunk small allocations come from */
 } tm_arena;
 
 void tm_arena_init(tm_arena *a);

@@ -34,23 +34,23 @@ struct tm_batch_builder {
     const char *batch_id; /* in the arena */
     int64_t deadline_ms;
     size_t messages, bytes;
-    int broken; /* a call failed: no batch until reset */
+    size_t last_range; /* the consumer asks for one range per message */
+    int broken;        /* a call failed: no batch until reset */
     tm_batch batch;
 };
 
-/* Room for one more element of size elem in *arr. */
-static int reserve(void **arr, size_t *cap, size_t n, size_t elem) {
+/* arr with room for element n (elem bytes each): arr itself, or a larger
+ * copy (cap updated); NULL on OOM, arr untouched. */
+static void *room_for(void *arr, size_t *cap, size_t n, size_t elem) {
     if (n < *cap)
-        return 0;
+        return arr;
     size_t c = *cap ? *cap * 2 : 16;
     if (c > SIZE_MAX / elem)
-        return -1;
-    void *p = realloc(*arr, c * elem);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = c;
-    return 0;
+        return NULL;
+    void *p = realloc(arr, c * elem);
+    if (p)
+        *cap = c;
+    return p;
 }
 
 /* json mode: every mapped column. raw mode: the message's content (key,
@@ -120,14 +120,22 @@ int tm_bb_range(tm_batch_builder *bb, const char *topic, int32_t partition,
                 int64_t start_offset, int64_t epoch) {
     if (bb->broken)
         return -1;
+    if (bb->last_range < bb->nranges) {
+        const tm_range *last = &bb->ranges[bb->last_range];
+        if (last->partition == partition && strcmp(last->topic, topic) == 0)
+            return (int)bb->last_range;
+    }
     for (size_t i = 0; i < bb->nranges; i++)
         if (bb->ranges[i].partition == partition &&
             strcmp(bb->ranges[i].topic, topic) == 0)
-            return (int)i;
-    if (bb->nranges >= INT32_MAX ||
-        reserve((void **)&bb->ranges, &bb->cap_ranges, bb->nranges,
-                sizeof *bb->ranges) != 0)
+            return (int)(bb->last_range = i);
+    if (bb->nranges >= INT32_MAX)
         return -1;
+    tm_range *ranges =
+        room_for(bb->ranges, &bb->cap_ranges, bb->nranges, sizeof *ranges);
+    if (!ranges)
+        return -1;
+    bb->ranges = ranges;
     const char *t = tm_arena_strdup(&bb->arena, topic);
     if (!t)
         return -1;
@@ -138,6 +146,7 @@ int tm_bb_range(tm_batch_builder *bb, const char *topic, int32_t partition,
     r->partition = partition;
     r->start_offset = r->end_offset = start_offset;
     r->epoch = epoch;
+    bb->last_range = bb->nranges;
     return (int)bb->nranges++;
 }
 
@@ -149,8 +158,11 @@ void tm_bb_extend(tm_batch_builder *bb, uint32_t range, int64_t end_offset) {
 static int add_dead_letter(tm_batch_builder *bb, uint32_t range,
                            const tm_conv_input *in, tm_dl_reason reason,
                            const char *detail) {
-    if (reserve((void **)&bb->dls, &bb->cap_dls, bb->ndls, sizeof *bb->dls))
+    tm_dead_letter *dls =
+        room_for(bb->dls, &bb->cap_dls, bb->ndls, sizeof *dls);
+    if (!dls)
         return -1;
+    bb->dls = dls;
     tm_dead_letter *d = &bb->dls[bb->ndls++];
     memset(d, 0, sizeof *d);
     d->struct_size = (uint32_t)sizeof *d;
@@ -214,9 +226,11 @@ static int add_row(tm_batch_builder *bb, uint32_t range,
                                    detail);
         }
     }
-    if (reserve((void **)&bb->records, &bb->cap_records, bb->nrecords,
-                sizeof *bb->records) != 0)
+    tm_record *recs =
+        room_for(bb->records, &bb->cap_records, bb->nrecords, sizeof *recs);
+    if (!recs)
         return -1; /* an index entry without its record: batch is broken */
+    bb->records = recs;
     tm_record *rec = &bb->records[bb->nrecords++];
     memset(rec, 0, sizeof *rec);
     rec->struct_size = (uint32_t)sizeof *rec;

@@ -53,7 +53,7 @@ void tm_bb_reset(tm_batch_builder *bb, const char *batch_id,
 /* Opens the range of one partition (start_offset = consumer position, end
  * = start until records arrive). The same topic+partition again in one
  * batch returns the existing index (its start and epoch unchanged). -1 on
- * OOM. */
+ * OOM (or while the builder is unusable, see tm_bb_add). */
 int tm_bb_range(tm_batch_builder *bb, const char *topic, int32_t partition,
                 int64_t start_offset, int64_t epoch);
 

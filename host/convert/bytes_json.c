@@ -38,14 +38,49 @@ char *tm_base64(const void *p, size_t n) {
     return out;
 }
 
+int tm_utf8_valid(const void *p, size_t n) {
+    const unsigned char *s = p;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            cp = c & 0x07;
+        } else {
+            return 0; /* a continuation byte, C0/C1 (overlong) or F5+ */
+        }
+        if (n - i < len)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+            return 0; /* overlong, a surrogate, or past Unicode */
+        i += len;
+    }
+    return 1;
+}
+
 json_t *tm_bytes_json(const void *p, size_t n) {
-    /* jansson refuses invalid UTF-8 (overlong forms and surrogates
-     * included) and accepts NUL bytes, which it writes as \u0000: its
-     * check is the definition of "text" here. A NULL from it is either
-     * invalid UTF-8 or OOM; the base64 path settles which. */
-    json_t *s = json_stringn(p ? (const char *)p : "", n);
-    if (s)
-        return s;
+    /* Checked here rather than left to json_stringn, whose NULL would not
+     * tell invalid UTF-8 from OOM. Its rules are the same (NUL bytes are
+     * text, written as \u0000). */
+    if (tm_utf8_valid(p, n))
+        return json_stringn(n ? (const char *)p : "", n);
     char *b = tm_base64(p, n);
     if (!b)
         return NULL;

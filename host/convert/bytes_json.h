@@ -10,6 +10,10 @@
 /* A new reference; NULL on OOM. */
 json_t *tm_bytes_json(const void *p, size_t n);
 
+/* 1 when p[0..n) is well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF; NUL bytes allowed), else 0. */
+int tm_utf8_valid(const void *p, size_t n);
+
 /* Standard base64 of n bytes, padded and NUL-terminated (malloc'd; NULL
  * on OOM). */
 char *tm_base64(const void *p, size_t n);

@@ -57,7 +57,9 @@ static int put_value(buf *b, tm_type type, const tm_value *v) {
     if (v->is_null)
         return put(b, "null", 4);
     switch (type) {
-    case TM_TYPE_TEXT: return put_json(b, json_stringn(v->v.s.ptr, v->v.s.len));
+    case TM_TYPE_TEXT: /* UTF-8 always, unless raw mode's topic is not */
+    case TM_TYPE_BYTES:
+        return put_json(b, tm_bytes_json(v->v.s.ptr, v->v.s.len));
     case TM_TYPE_INT:
     case TM_TYPE_TIMESTAMP:
         snprintf(num, sizeof num, "%" PRId64, v->v.i);
@@ -65,8 +67,6 @@ static int put_value(buf *b, tm_type type, const tm_value *v) {
     case TM_TYPE_BOOL: return v->v.i ? put(b, "true", 4) : put(b, "false", 5);
     case TM_TYPE_FLOAT: return put_json(b, json_real(v->v.f));
     case TM_TYPE_JSON: return put(b, v->v.s.ptr, v->v.s.len);
-    case TM_TYPE_BYTES:
-        return put_json(b, tm_bytes_json(v->v.s.ptr, v->v.s.len));
     }
     return -1;
 }

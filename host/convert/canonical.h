@@ -19,7 +19,8 @@ char *tm_canonical_json(const json_t *v);
 
 /* The canonical JSON array of converted values, in the order of idx
  * (idx NULL: values 0..n-1), as malloc'd text; NULL on OOM. Each value
- * in its type's JSON form: null; text as a string; int, bool (true /
+ * in its type's JSON form: null; text as a string (as bytes, were it
+ * not UTF-8: raw mode's topic); int, bool (true /
  * false) and timestamp (microseconds) as integers; float as a real; json
  * as its canonical text; bytes as bytes_json.h says. columns and values
  * are plain arrays (the config's columns, the converter's values). */

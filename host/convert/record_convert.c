@@ -77,8 +77,9 @@ static void shorten(const char *s, size_t n, char *out, size_t size) {
 }
 
 /* What a value is, for "expected X, found Y": "string \"12\"",
- * "integer 5", "number 1.5", "boolean true", "object {...}". */
-static void describe(const json_t *v, char *out, size_t size) {
+ * "integer 5", "number 1.5", "boolean true", "object {...}". 0 ok, -1
+ * OOM. */
+static int describe(const json_t *v, char *out, size_t size) {
     char s[FOUND_MAX + 8];
     if (json_is_string(v)) {
         shorten(json_string_value(v), json_string_length(v), s, sizeof s);
@@ -93,11 +94,13 @@ static void describe(const json_t *v, char *out, size_t size) {
                            : json_is_object(v) ? "object"
                                                : "array";
         char *text = tm_canonical_json(v);
-        if (text)
-            shorten(text, strlen(text), s, sizeof s);
-        snprintf(out, size, "%s %s", kind, text ? s : "");
+        if (!text)
+            return -1;
+        shorten(text, strlen(text), s, sizeof s);
+        snprintf(out, size, "%s %s", kind, s);
         free(text);
     }
+    return 0;
 }
 
 /* The column's pointer as a detail shows it ("" for the whole value). */
@@ -209,7 +212,8 @@ static int convert_column(const tm_converter *cv, size_t i, json_t *v,
     case TM_TYPE_BYTES: break; /* not a json-mode type */
     }
     char found[FOUND_MAX + 64];
-    describe(v, found, sizeof found);
+    if (describe(v, found, sizeof found) != 0)
+        return -1;
     const char *expected = col->type == TM_TYPE_TIMESTAMP
                                ? "timestamp (RFC 3339 text or epoch "
                                  "milliseconds)"
@@ -223,6 +227,39 @@ static int convert_column(const tm_converter *cv, size_t i, json_t *v,
                : -1;
 }
 
+/* Whether jansson failed for want of memory rather than because of the
+ * text: it says so (json_error_out_of_memory), or it gives up with no
+ * message at all (an allocation inside the parser failed). Either way the
+ * record is not at fault and must not become a dead letter. */
+static int parse_oom(const json_error_t *e) {
+    return json_error_code(e) == json_error_out_of_memory || e->text[0] == '\0';
+}
+
+/* Parses the value. NULL with *oom clear: the text is not JSON (jerr says
+ * why). jansson reports a few allocation failures as syntax errors ("string
+ * or '}' expected" where a string failed to be copied), so a syntax error
+ * is believed only when a second read finds the very same one: the text
+ * decides deterministically, a failed allocation does not. (One failure
+ * jansson does not report at all, a lost byte when its token buffer cannot
+ * grow; nothing outside jansson can see that one.) */
+static json_t *parse(const tm_conv_input *in, json_error_t *jerr, int *oom) {
+    *oom = 0;
+    json_t *doc = json_loadb(in->value, in->value_len, JSON_DECODE_ANY, jerr);
+    if (doc)
+        return doc;
+    if (parse_oom(jerr)) {
+        *oom = 1;
+        return NULL;
+    }
+    json_error_t again;
+    doc = json_loadb(in->value, in->value_len, JSON_DECODE_ANY, &again);
+    if (doc)
+        return doc;
+    *oom = parse_oom(&again) || again.line != jerr->line ||
+           again.column != jerr->column || strcmp(again.text, jerr->text) != 0;
+    return NULL;
+}
+
 static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
                                     const tm_conv_input *in,
                                     tm_conv_result *out) {
@@ -230,9 +267,10 @@ static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
     if (!in->value)
         return dead(a, out, TM_DL_PARSE_ERROR, "tombstone (null value)");
     json_error_t jerr;
-    json_t *doc = json_loadb(in->value, in->value_len, JSON_DECODE_ANY, &jerr);
+    int oom = 0;
+    json_t *doc = parse(in, &jerr, &oom);
     if (!doc) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
+        if (oom)
             return TM_CONV_OOM;
         return dead(a, out, TM_DL_PARSE_ERROR,
                     "invalid JSON at line %d, column %d: %s", jerr.line,

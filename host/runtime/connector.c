@@ -47,12 +47,27 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     c->last_error_ms = tm_wall_ms();
     if (fail && c->state != TM_CONN_FAILED) {
         c->state = TM_CONN_FAILED;
-        tm_log(TM_LOG_ERROR, c->cfg->name, "FAILED: %s", c->last_error);
+        tm_log(TM_LOG_ERROR, c->cfg->name,
+               "FAILED: %s (the connector stays FAILED, out of the consumer "
+               "group, until the process is stopped; `tidemark status` "
+               "shows it)",
+               c->last_error);
         tm_conn_status_tick(c, 1);
     } else {
         tm_log(fail ? TM_LOG_ERROR : TM_LOG_WARN, c->cfg->name, "%s",
                c->last_error);
     }
+}
+
+void tm_conn_log(const tm_connector *c, tm_log_level level, const char *topic,
+                 int32_t partition, const char *batch_id, const char *fmt,
+                 ...) {
+    tm_log_fields f = {c->cfg->name, c->sink.api ? c->sink.api->name : NULL,
+                       topic, topic ? partition : -1, batch_id};
+    va_list ap;
+    va_start(ap, fmt);
+    tm_log_fields_v(level, &f, fmt, ap);
+    va_end(ap);
 }
 
 static void sleep_ms(int64_t ms) {

@@ -86,4 +86,10 @@ tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition);
 void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A log line with the connector, its plugin and, when given (topic non-NULL,
+ * batch_id non-NULL), the partition and the batch as fields. */
+void tm_conn_log(const tm_connector *c, tm_log_level level, const char *topic,
+                 int32_t partition, const char *batch_id, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 #endif

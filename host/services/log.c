@@ -7,6 +7,7 @@
 #include <time.h>
 
 static atomic_int max_level = -1; /* -1: not read from the environment yet */
+static atomic_int format = -1;
 
 static int level_from_env(void) {
     const char *s = getenv("TIDEMARK_LOG_LEVEL");
@@ -25,18 +26,95 @@ void tm_log_set_level(tm_log_level level) {
     atomic_store(&max_level, (int)level);
 }
 
+void tm_log_set_format(tm_log_format f) {
+    atomic_store(&format, (int)f);
+}
+
 static const char *level_name(tm_log_level level) {
     switch (level) {
-    case TM_LOG_ERROR: return "ERROR";
-    case TM_LOG_WARN: return "WARN";
-    case TM_LOG_INFO: return "INFO";
-    case TM_LOG_DEBUG: return "DEBUG";
+    case TM_LOG_ERROR: return "error";
+    case TM_LOG_WARN: return "warn";
+    case TM_LOG_INFO: return "info";
+    case TM_LOG_DEBUG: return "debug";
     }
     return "?";
 }
 
-void tm_log_v(tm_log_level level, const char *connector, const char *plugin,
-              const char *fmt, va_list ap) {
+/* A growing line buffer on the stack; text past its end is cut. */
+typedef struct line {
+    char buf[4096];
+    size_t n;
+} line;
+
+static void put(line *l, const char *s, size_t len) {
+    if (len > sizeof l->buf - 1 - l->n)
+        len = sizeof l->buf - 1 - l->n;
+    memcpy(l->buf + l->n, s, len);
+    l->n += len;
+}
+
+static void puts_(line *l, const char *s) {
+    put(l, s, strlen(s));
+}
+
+/* Escapes for both formats: quotes, backslashes and control characters,
+ * so that one event is always one line. */
+static void put_escaped(line *l, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            put(l, esc, 2);
+        } else if (c == '\n') {
+            put(l, "\\n", 2);
+        } else if (c == '\t') {
+            put(l, "\\t", 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            put(l, esc, 6);
+        } else {
+            put(l, (const char *)&c, 1);
+        }
+    }
+}
+
+static int needs_quotes(const char *s) {
+    if (!*s)
+        return 1;
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || *s == '"' || *s == '=' || *s == '\\')
+            return 1;
+    return 0;
+}
+
+static void field(line *l, int json, const char *key, const char *value,
+                  int quote) {
+    if (json) {
+        puts_(l, l->n > 1 ? ",\"" : "\"");
+        puts_(l, key);
+        puts_(l, quote ? "\":\"" : "\":");
+        put_escaped(l, value);
+        if (quote)
+            puts_(l, "\"");
+        return;
+    }
+    if (l->n)
+        puts_(l, " ");
+    puts_(l, key);
+    puts_(l, "=");
+    if (quote && needs_quotes(value)) {
+        puts_(l, "\"");
+        put_escaped(l, value);
+        puts_(l, "\"");
+    } else {
+        put_escaped(l, value);
+    }
+}
+
+void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
+                     const char *fmt, va_list ap) {
     int max = atomic_load(&max_level);
     if (max < 0) {
         max = level_from_env();
@@ -44,19 +122,64 @@ void tm_log_v(tm_log_level level, const char *connector, const char *plugin,
     }
     if ((int)level > max)
         return;
+    int fm = atomic_load(&format);
+    if (fm < 0) {
+        const char *s = getenv("TIDEMARK_LOG_FORMAT");
+        fm = s && strcmp(s, "json") == 0 ? TM_LOG_JSON : TM_LOG_LOGFMT;
+        atomic_store(&format, fm);
+    }
+    int json = fm == TM_LOG_JSON;
     char msg[2048];
     if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
         return;
     struct timespec ts = {0, 0};
     struct tm tm;
-    char when[32] = "";
-    if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && gmtime_r(&ts.tv_sec, &tm))
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    char when[40] = "";
+    if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && gmtime_r(&ts.tv_sec, &tm)) {
+        char sec[24];
+        strftime(sec, sizeof sec, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(when, sizeof when, "%s.%03dZ", sec,
+                 (int)(ts.tv_nsec / 1000000L % 1000));
+    }
+    line l = {.n = 0};
+    if (json)
+        puts_(&l, "{");
+    field(&l, json, "ts", when, 1);
+    field(&l, json, "level", level_name(level), 1);
+    field(&l, json, "connector", f && f->connector ? f->connector : "tidemark",
+          1);
+    if (f && f->plugin)
+        field(&l, json, "plugin", f->plugin, 1);
+    if (f && f->topic)
+        field(&l, json, "topic", f->topic, 1);
+    if (f && f->partition >= 0) {
+        char p[16];
+        snprintf(p, sizeof p, "%d", (int)f->partition);
+        field(&l, json, "partition", p, 0);
+    }
+    if (f && f->batch_id)
+        field(&l, json, "batch", f->batch_id, 1);
+    field(&l, json, "msg", msg, 1);
+    if (json)
+        puts_(&l, "}");
+    l.buf[l.n] = '\0';
     /* One fprintf per line: stdio locks the stream, so lines of different
      * connector threads never interleave. */
-    fprintf(stderr, "%s.%03ldZ %-5s [%s%s%s] %s\n", when, ts.tv_nsec / 1000000L,
-            level_name(level), connector ? connector : "tidemark",
-            plugin ? "/" : "", plugin ? plugin : "", msg);
+    fprintf(stderr, "%s\n", l.buf);
+}
+
+void tm_log_ctx(tm_log_level level, const tm_log_fields *f, const char *fmt,
+                ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tm_log_fields_v(level, f, fmt, ap);
+    va_end(ap);
+}
+
+void tm_log_v(tm_log_level level, const char *connector, const char *plugin,
+              const char *fmt, va_list ap) {
+    tm_log_fields f = {connector, plugin, NULL, -1, NULL};
+    tm_log_fields_v(level, &f, fmt, ap);
 }
 
 void tm_log(tm_log_level level, const char *connector, const char *fmt, ...) {

@@ -1,14 +1,34 @@
-/* The host's log: one line per event on stderr, with the context that makes
- * a plugin's message findable (connector, plugin). */
+/* The host's log: one line per event on stderr, logfmt by default or JSON
+ * (TIDEMARK_LOG_FORMAT=logfmt|json), with the context that makes a line
+ * findable: connector, plugin, and where it applies the partition and the
+ * batch (PostgreSQL's errcontext, as fields a log pipeline can index). */
 #ifndef TM_LOG_H
 #define TM_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <tidemark/sink.h>
+
+typedef enum tm_log_format { TM_LOG_LOGFMT = 0, TM_LOG_JSON = 1 } tm_log_format;
+
+/* The context fields of a line; NULL / negative members are left out. */
+typedef struct tm_log_fields {
+    const char *connector;
+    const char *plugin;
+    const char *topic;
+    int32_t partition; /* -1: none */
+    const char *batch_id;
+} tm_log_fields;
 
 /* Lines above this level are dropped
  * (TIDEMARK_LOG_LEVEL=debug|info|warn|error). */
 void tm_log_set_level(tm_log_level level);
+void tm_log_set_format(tm_log_format format);
+
+void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
+                     const char *fmt, va_list ap);
+void tm_log_ctx(tm_log_level level, const tm_log_fields *f, const char *fmt,
+                ...) TM_PRINTF(3, 4);
 void tm_log_v(tm_log_level level, const char *connector, const char *plugin,
               const char *fmt, va_list ap);
 void tm_log(tm_log_level level, const char *connector, const char *fmt, ...)

@@ -1,0 +1,305 @@
+#!/bin/sh
+# The malformed-config battery: `tidemark validate` on every NN-*.json of
+# this directory, each broken in one way (a few in two), must exit 1 and
+# print exactly the lines of the table below on stderr, nothing on stdout,
+# and never a resolved secret. The good-*.json files must pass.
+#
+# Every expected line is written by hand from the loader
+# (host/config/*.c) and docs/configuration.md, never captured from the
+# program. The table gives each line without its "FILE: " prefix, which
+# the script adds. A file without a table entry, or an entry without a
+# file, fails; so does a battery of fewer than 30 files.
+#
+# usage: run.sh TIDEMARK_BINARY WORK_DIR
+# TIDEMARK_PLUGIN_PATH must name the directory of the build's sqlite.so
+# (ctest sets it); the files are copied to WORK_DIR and run from there, so
+# the sqlite paths of the configs (battery.db) are relative to it.
+set -u
+if [ "$#" -ne 2 ]; then
+    echo "usage: $0 TIDEMARK_BINARY WORK_DIR" >&2
+    exit 2
+fi
+bin=$1 work=$2
+case $bin in /*) ;; *) bin=$PWD/$bin ;; esac # the script runs in WORK_DIR
+here=$(cd "$(dirname "$0")" && pwd) || exit 2
+MIN_FILES=30
+if [ -z "${TIDEMARK_PLUGIN_PATH:-}" ]; then
+    echo "config_battery: TIDEMARK_PLUGIN_PATH is not set (the build's plugin dir)" >&2
+    exit 2
+fi
+
+# The environment the table assumes: one variable set (its value must never
+# show), one certainly unset.
+SECRET=battery-s3cret-7f2e
+TM_BATTERY_SECRET=$SECRET
+export TM_BATTERY_SECRET
+unset TM_BATTERY_UNSET
+
+rm -rf "$work" && mkdir -p "$work/expected" || exit 2
+cp "$here"/*.json "$work"/ || exit 2
+
+# "@ FILE" starts a file's entry; each line after it, up to the next "@",
+# is one expected stderr line, in order. "#" lines and blank lines are
+# comments.
+cat >"$work/table" <<'TABLE'
+# --- JSON itself: jansson's message, line and column of the token's end
+@ 01-syntax-missing-comma.json
+$: expected JSON, found a syntax error at line 3, column 9: '}' expected near '"kafka"'
+@ 02-syntax-duplicate-key.json
+$: expected JSON, found a syntax error at line 3, column 8: duplicate object key near '"name"'
+@ 03-root-array.json
+$: expected an object (one connector), found array
+@ 22-batch-too-large.json
+$: expected JSON, found a syntax error at line 4, column 44: too big integer near '9223372036854775808'
+
+# --- name
+@ 04-name-missing.json
+$.name: missing required setting (expected a name of letters, digits, '.', '_' or '-')
+@ 05-name-bad-chars.json
+$.name: expected a name of letters, digits, '.', '_' or '-', found string "orders/sqlite"
+
+# --- unknown keys, with and without "did you mean"
+@ 06-unknown-top-level-hint.json
+$.dead_letter: unknown setting (did you mean "dead_letters"?)
+@ 07-unknown-top-level-no-hint.json
+$.version: unknown setting
+@ 08-unknown-kafka-key.json
+$.kafka.propertis: unknown setting (did you mean "properties"?)
+@ 09-unknown-batch-key.json
+$.batch.max_record: unknown setting (did you mean "max_records"?)
+@ 10-unknown-sink-key.json
+$.sink.setting: unknown setting (did you mean "settings"?)
+@ 11-unknown-mapping-key.json
+$.mapping.filtre: unknown setting (did you mean "filter"?)
+@ 12-unknown-column-key.json
+$.mapping.columns[1].requierd: unknown setting (did you mean "required"?)
+@ 13-unknown-dead-letters-key.json
+$.dead_letters.topik: unknown setting (did you mean "topic"?)
+
+# --- wrong types
+@ 14-type-string-for-int.json
+$.batch.max_records: expected a positive integer, found string "5000"
+@ 15-type-int-for-string.json
+$.kafka.bootstrap_servers: expected a non-empty string, found integer 9092
+@ 16-type-array-for-object.json
+$.batch: expected an object, found array
+@ 17-type-bool-as-string.json
+$.dead_letters.sink: expected a boolean, found string "false"
+@ 18-type-null.json
+$.state_dir: expected a non-empty string, found null
+@ 19-type-float-for-int.json
+$.batch.max_wait_ms: expected a positive integer, found number 2.5
+
+# --- batch limits
+@ 20-batch-negative.json
+$.batch.max_records: expected a positive integer, found integer -5
+@ 21-batch-zero.json
+$.batch.max_wait_ms: expected a positive integer, found integer 0
+
+# --- kafka
+@ 23-topics-and-regex.json
+$.kafka: expected exactly one of "topics" or "topic_regex", found both
+@ 24-topics-neither.json
+$.kafka: expected exactly one of "topics" or "topic_regex", found neither
+@ 25-topics-empty.json
+$.kafka.topics: expected an array of topic names, found array
+@ 26-topic-not-string.json
+$.kafka.topics[1]: expected a topic name (non-empty string), found integer 42
+@ 27-topic-regex-invalid.json
+$.kafka.topic_regex: expected a regular expression (POSIX extended), found string "orders.[0-9" (Unmatched [, [^, [:, [., or [=)
+@ 28-start-bad.json
+$.kafka.start: expected "earliest" or "latest", found string "beginning"
+@ 29-reserved-enable-auto-commit.json
+$.kafka.properties["enable.auto.commit"]: reserved: tidemark sets "enable.auto.commit" itself (offsets are committed to the group by tidemark, only after the sink's commit)
+@ 30-reserved-enable-auto-offset-store.json
+$.kafka.properties["enable.auto.offset.store"]: reserved: tidemark sets "enable.auto.offset.store" itself (offsets are stored by tidemark, only after the sink's commit)
+@ 31-reserved-auto-offset-reset.json
+$.kafka.properties["auto.offset.reset"]: reserved: tidemark sets "auto.offset.reset" itself (the start position comes from the sink's markers (set $.kafka.start for partitions without one))
+@ 32-reserved-group-id.json
+$.kafka.properties["group.id"]: reserved: tidemark sets "group.id" itself (set $.kafka.group_id instead)
+@ 33-reserved-bootstrap-servers.json
+$.kafka.properties["bootstrap.servers"]: reserved: tidemark sets "bootstrap.servers" itself (set $.kafka.bootstrap_servers instead)
+@ 34-reserved-isolation-level.json
+$.kafka.properties["isolation.level"]: reserved: tidemark sets "isolation.level" itself (tidemark reads committed records only (read_committed))
+@ 35-property-not-string.json
+$.kafka.properties["fetch.max.bytes"]: expected a string (librdkafka takes string values), found integer 1048576
+@ 72-kafka-missing.json
+$.kafka: missing required setting (expected an object)
+@ 73-batch-too-large.json
+$.batch.max_bytes: expected at most 1073741824, found 9223372036854775807
+@ 74-reserved-metadata-broker-list.json
+$.kafka.properties["metadata.broker.list"]: reserved: tidemark sets "metadata.broker.list" itself (an alias of bootstrap.servers: set $.kafka.bootstrap_servers instead)
+
+# --- sink
+@ 36-sink-plugin-missing.json
+$.sink.plugin: missing required setting (expected a non-empty string)
+
+# --- mapping and columns
+@ 37-mapping-mode-unknown.json
+$.mapping.mode: expected "raw" or "json", found string "avro"
+@ 38-raw-with-columns.json
+$.mapping.columns: not allowed with mode "raw" (its columns are fixed: key, value, headers, topic, partition, offset, timestamp)
+@ 39-raw-with-filter.json
+$.mapping.filter: not allowed with mode "raw" (record values are not parsed)
+@ 40-json-without-columns.json
+$.mapping.columns: missing required setting (expected a non-empty array of columns)
+@ 41-json-columns-empty.json
+$.mapping.columns: expected a non-empty array of columns, found array
+@ 42-column-duplicate-name.json
+$.mapping.columns[1].name: expected a unique column name, found string "id" (also $.mapping.columns[0])
+@ 43-column-bad-type.json
+$.mapping.columns[1].type: expected "text", "int", "float", "bool", "timestamp" or "json", found string "varchar"
+@ 44-pointer-no-slash.json
+$.mapping.columns[0].pointer: expected a JSON pointer (RFC 6901), found string "id": a JSON pointer starts with '/'
+@ 45-pointer-bad-tilde.json
+$.mapping.columns[1].pointer: expected a JSON pointer (RFC 6901), found string "/meta~2dt": '~' must be followed by 0 or 1 (~0 is '~', ~1 is '/')
+@ 70-column-not-object.json
+$.mapping.columns[0]: expected an object (name, pointer, type), found string "id"
+@ 71-column-pointer-missing.json
+$.mapping.columns[0].pointer: missing required setting (expected a JSON pointer (RFC 6901))
+
+# --- filter
+@ 46-filter-bad-operator.json
+$.mapping.filter: expected "/pointer in [a, b, ...]" or "/pointer == value", found string "/type != edit": the operator must be "==" or "in"
+@ 47-filter-unterminated-quote.json
+$.mapping.filter: expected "/pointer in [a, b, ...]" or "/pointer == value", found string "/type == "edit": unterminated quoted value
+@ 48-filter-missing-value.json
+$.mapping.filter: expected "/pointer in [a, b, ...]" or "/pointer == value", found string "/type ==": a value is missing
+@ 49-filter-list-unclosed.json
+$.mapping.filter: expected "/pointer in [a, b, ...]" or "/pointer == value", found string "/type in [edit, new": the list is not closed with ']'
+@ 50-filter-no-pointer.json
+$.mapping.filter: expected "/pointer in [a, b, ...]" or "/pointer == value", found string "type == edit": it must start with a JSON pointer ("/field")
+
+# --- dedup and dead letters
+@ 51-dedup-key-not-column.json
+$.dedup.key[0]: expected a column of $.mapping.columns, found string "sku"
+@ 52-dedup-key-typo.json
+$.dedup.key[1]: expected a column of $.mapping.columns, found string "tpye" (did you mean "type"?)
+@ 53-dedup-key-empty.json
+$.dedup.key: expected a non-empty array of column names, found array
+@ 54-dedup-key-empty-name.json
+$.dedup.key[0]: expected a column of $.mapping.columns, found string ""
+@ 55-dead-letters-topic-empty.json
+$.dead_letters.topic: expected a non-empty string, found string ""
+
+# --- interpolation
+@ 56-env-unset.json
+$.kafka.bootstrap_servers: environment variable TM_BATTERY_UNSET is not set
+@ 57-file-unreadable.json
+$.kafka.properties["sasl.password"]: cannot read file /nonexistent/tidemark-battery/password: No such file or directory
+@ 58-file-too-large.json
+$.sink.settings.path: cannot read file /dev/zero: File too large
+@ 59-ref-unterminated.json
+$.kafka.group_id: unterminated "${": expected ${env:NAME} or ${file:PATH} (write $${ for a literal "${")
+@ 60-ref-unknown-kind.json
+$.kafka.properties["sasl.password"]: unknown reference "${vault:kafka/password}": expected ${env:NAME} or ${file:PATH} (write $${ for a literal "${")
+@ 61-ref-bad-env-name.json
+$.kafka.bootstrap_servers: expected ${env:NAME} with NAME of letters, digits and '_', found "${env:KAFKA-HOST}"
+@ 62-ref-file-no-path.json
+$.state_dir: expected ${file:PATH}, found "${file:}"
+@ 63-secret-redacted.json
+$.batch.max_wait_ms: expected a positive integer, found string "***"
+
+# --- past the loader: the plugin
+@ 64-plugin-not-found.json
+$.sink.plugin: plugin ./no-such-sink.so: cannot stat: No such file or directory
+@ 65-plugin-refuses-upsert-without-key.json
+$.sink: plugin "sqlite" refused the config (INVALID): setting "mode": "upsert" needs key columns ("key": true on at least one column); none has it
+
+# --- two errors in one file: both reported, in the loader's order
+# (interpolation of the whole tree first, then the sections in order)
+@ 66-two-errors-dedup-keys.json
+$.dedup.keys: unknown setting (did you mean "key"?)
+$.dedup.key: missing required setting (expected a non-empty array of column names)
+@ 67-two-errors-dotted-bootstrap.json
+$.kafka["bootstrap.servers"]: unknown setting (did you mean "bootstrap_servers"?)
+$.kafka.bootstrap_servers: missing required setting (expected a non-empty string)
+@ 68-two-errors-name-and-batch.json
+$.name: expected a name of letters, digits, '.', '_' or '-', found string "battery!"
+$.batch.max_records: expected a positive integer, found integer 0
+@ 69-two-errors-env-and-start.json
+$.kafka.bootstrap_servers: environment variable TM_BATTERY_UNSET is not set
+$.kafka.start: expected "earliest" or "latest", found string "first"
+TABLE
+
+# Split the table into WORK_DIR/expected/FILE, each line prefixed "FILE: ".
+awk -v dir="$work/expected" '
+    /^#/ || /^[ \t]*$/ { next }
+    /^@ / { file = substr($0, 3); out = dir "/" file; printf "" > out; next }
+    file == "" { print "config_battery: table line before any @: " $0 > "/dev/stderr"; exit 1 }
+    { print file ": " $0 > out }
+' "$work/table" || exit 2
+
+cd "$work" || exit 2
+checked=0 failed=0
+fail() { # FILE REASON
+    echo "FAIL $1: $2"
+    failed=$((failed + 1))
+}
+
+for path in "$here"/[0-9][0-9]-*.json; do
+    [ -e "$path" ] || continue
+    f=${path##*/}
+    checked=$((checked + 1))
+    if [ ! -f "expected/$f" ]; then
+        fail "$f" "no entry in the table of run.sh"
+        continue
+    fi
+    "$bin" validate "$f" >"$f.out" 2>"$f.err"
+    rc=$?
+    bad=
+    [ "$rc" -eq 1 ] || bad="exit status $rc, expected 1"
+    if [ -z "$bad" ] && [ -s "$f.out" ]; then
+        bad="unexpected output on stdout: $(cat "$f.out")"
+    fi
+    if [ -z "$bad" ] && grep -qF "$SECRET" "$f.out" "$f.err"; then
+        bad="the secret value shows in the output"
+    fi
+    if [ -z "$bad" ] && ! cmp -s "expected/$f" "$f.err"; then
+        bad="stderr differs from the expected lines (- expected, + got):"
+    fi
+    if [ -n "$bad" ]; then
+        fail "$f" "$bad"
+        diff -u "expected/$f" "$f.err" | sed '1,2d; s/^/    /'
+    else
+        echo "ok   $f"
+    fi
+done
+
+# Every table entry names a file that exists (the battery cannot shrink
+# by deleting files and leaving their entries behind).
+for e in expected/*; do
+    f=${e##*/}
+    [ -f "$here/$f" ] || fail "$f" "in the table of run.sh, but no such file"
+done
+
+# The good configs pass, so the validator is shown to accept something.
+good=0
+for path in "$here"/good-*.json; do
+    [ -e "$path" ] || continue
+    f=${path##*/}
+    good=$((good + 1))
+    "$bin" validate "$f" >"$f.out" 2>"$f.err"
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+        fail "$f" "exit status $rc, expected 0; stderr:"
+        sed 's/^/    /' "$f.err"
+    elif [ -s "$f.err" ]; then
+        fail "$f" "unexpected stderr: $(cat "$f.err")"
+    elif ! grep -q "^$f: OK (connector \"" "$f.out"; then
+        fail "$f" "no OK line on stdout: $(cat "$f.out")"
+    elif grep -qF "$SECRET" "$f.out"; then
+        fail "$f" "the secret value shows in the output"
+    else
+        echo "ok   $f (valid)"
+    fi
+done
+[ "$good" -ge 1 ] || fail "good-*.json" "no good config to check"
+
+echo "config_battery: $checked malformed and $good good configs checked, $failed failed"
+if [ "$checked" -lt "$MIN_FILES" ]; then
+    echo "config_battery: FAIL: only $checked malformed configs, at least $MIN_FILES expected"
+    exit 1
+fi
+[ "$failed" -eq 0 ] || exit 1
+exit 0
