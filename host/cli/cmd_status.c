@@ -231,14 +231,17 @@ out:
 }
 
 /* One connector's view: its status file (if any), then with --config the
- * sink and broker. 0, or -1 with errstr. */
+ * sink and broker. 0; 1 (errstr says so) when there is no status and no
+ * --config; -1 with errstr. */
 static int read_view(const char *state_dir, const char *connector,
                      config_source *src, tm_status_view *v, char *errstr,
                      size_t errsize) {
     memset(v, 0, sizeof *v);
     int rc = tm_status_read(state_dir, connector, &v->r, errstr, errsize);
-    if (rc < 0 || (rc == 1 && !src))
+    if (rc < 0)
         return -1;
+    if (rc == 1 && !src)
+        return 1;
     v->running = rc == 0;
     if (!src)
         return 0;
@@ -278,11 +281,7 @@ static int collect(const options *o, const char *state_dir, config_source *src,
     const char *one = src ? src->sink.cfg->name : o->connector;
     if (!one && tm_status_list(state_dir, &names, &n, errstr, errsize) != 0)
         return -1;
-    if (!one && n == 0) {
-        snprintf(errstr, errsize, "no connector has a status in %s", state_dir);
-        return -1;
-    }
-    vs->v = calloc(n, sizeof *vs->v);
+    vs->v = calloc(n ? n : 1, sizeof *vs->v);
     vs->n = 0;
     int rc = 0;
     if (!vs->v) {
@@ -290,15 +289,21 @@ static int collect(const options *o, const char *state_dir, config_source *src,
         rc = -1;
     }
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = read_view(state_dir, one ? one : names[i], src, &vs->v[i], errstr,
-                       errsize);
+        rc = read_view(state_dir, one ? one : names[i], src, &vs->v[vs->n],
+                       errstr, errsize);
         if (rc == 0)
             vs->n++;
+        else if (rc == 1 && !one)
+            rc = 0; /* only a free lock left (an offsets reset): skip it */
+    }
+    if (rc == 0 && vs->n == 0) {
+        snprintf(errstr, errsize, "no connector has a status in %s", state_dir);
+        rc = -1;
     }
     tm_status_names_free(names, names ? n : 0);
     if (rc != 0)
         views_free(vs);
-    return rc;
+    return rc != 0 ? -1 : 0;
 }
 
 /* One redraw into OUT. Returns the exit status it stands for. */
@@ -307,9 +312,9 @@ static int render(FILE *out, const options *o, const char *state_dir,
     views vs = {NULL, 0};
     char errstr[2048];
     if (collect(o, state_dir, src, &vs, errstr, sizeof errstr) != 0) {
-        if (src)
-            tm_config_redact(src->sink.cfg, errstr, errstr, sizeof errstr);
-        fprintf(o->watch ? out : stderr, "tidemark status: %s\n", errstr);
+        char red[sizeof errstr];
+        tm_config_redact(src ? src->sink.cfg : NULL, errstr, red, sizeof red);
+        fprintf(o->watch ? out : stderr, "tidemark status: %s\n", red);
         return 1;
     }
     int64_t now = now_ms();

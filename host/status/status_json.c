@@ -139,6 +139,8 @@ static const json_t *field(reader *r, const json_t *o, const char *key,
     if (r->failed)
         return NULL;
     const json_t *v = json_object_get(o, key);
+    /* jansson has no boolean type, only JSON_TRUE and JSON_FALSE: asking
+     * for JSON_TRUE here means "a boolean". */
     int ok = v && (json_typeof(v) == type ||
                    (type == JSON_TRUE && json_is_boolean(v)));
     if (!ok) {
