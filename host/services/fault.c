@@ -46,10 +46,15 @@ void tm_fault(const char *point) {
     }
     const char *action = getenv("TIDEMARK_FAULT_ACTION");
     if (action && strcmp(action, "stop") == 0) {
-        kill(getpid(), SIGSTOP);
+        /* raise(), not kill(getpid()): a process-directed SIGSTOP may be
+         * taken by another thread, and this one would run on into the
+         * commit before the group stop reaches it (seen: a "zombie"
+         * stopped in COMMIT's fdatasync, holding SQLite's write lock).
+         * Directed at this thread, the stop happens before raise returns. */
+        raise(SIGSTOP);
         return; /* resumed by SIGCONT: the zombie goes on where it was */
     }
-    kill(getpid(), SIGKILL);
+    raise(SIGKILL);
     for (;;)
         pause(); /* SIGKILL is not deliverable late, but never return */
 }

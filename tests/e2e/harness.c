@@ -264,6 +264,11 @@ int64_t h_group_offset(const char *group, const char *topic,
 /* ---- the host ------------------------------------------------------- */
 
 pid_t h_spawn(const char *config_path, const char *log_name) {
+    return h_spawn_env(config_path, log_name, NULL);
+}
+
+pid_t h_spawn_env(const char *config_path, const char *log_name,
+                  const char *const *env) {
     char log[8192];
     snprintf(log, sizeof log, "%s/%s", workdir, log_name);
     snprintf(last_log, sizeof last_log, "%s", log_name);
@@ -276,6 +281,15 @@ pid_t h_spawn(const char *config_path, const char *log_name) {
             dup2(fd, 1);
             dup2(fd, 2);
             close(fd);
+        }
+        for (size_t i = 0; env && env[i]; i++) {
+            char kv[1024];
+            snprintf(kv, sizeof kv, "%s", env[i]);
+            char *eq = strchr(kv, '=');
+            if (eq) {
+                *eq = '\0';
+                setenv(kv, eq + 1, 1);
+            }
         }
         execl(tidemark_bin, tidemark_bin, "run", config_path, (char *)NULL);
         _exit(127);

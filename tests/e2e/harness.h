@@ -45,6 +45,9 @@ int64_t h_group_offset(const char *group, const char *topic, int32_t partition);
 
 /* The host. */
 pid_t h_spawn(const char *config_path, const char *log_name);
+/* The same with extra environment ("NAME=value" strings, NULL-ended). */
+pid_t h_spawn_env(const char *config_path, const char *log_name,
+                  const char *const *env);
 /* Sends sig, waits up to timeout_ms; returns the exit status (or 128+sig
  * when killed by a signal); fails the test when it does not exit. */
 int h_stop(pid_t pid, int sig, int timeout_ms, int64_t *took_ms);

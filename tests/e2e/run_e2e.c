@@ -3,6 +3,8 @@
  * states what it proves; every expected value is written here from what
  * the test produced, never read from the host's output. */
 #include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +544,162 @@ static void scenario_latest_and_regex(void) {
     rd_kafka_destroy(p);
 }
 
+/* A number from a status file ("key": N), or -1: the fault tests use the
+ * host's own counters only as proof that the fault happened, never as the
+ * result. */
+static int64_t status_number(const char *state_dir, const char *connector,
+                             const char *key) {
+    char path[8192], pat[128];
+    snprintf(path, sizeof path, "%s/%s/status.json", state_dir, connector);
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *at = strstr(buf, pat);
+    return at ? strtoll(at + strlen(pat), NULL, 10) : -1;
+}
+
+/* RETRY with backpressure: the test holds SQLite's write lock past the
+ * sink's busy timeout; commits return RETRY and are retried (the marker
+ * stays put meanwhile); once the lock is gone everything lands once. */
+static void scenario_retry_locked(void) {
+    const char *topic = h_name("retry");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("retry"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
+    const char *db = db_path("retry.db");
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+             "\"%s\", \"topics\": [\"%s\"]}, \"batch\": "
+             "{\"max_wait_ms\": 100}, \"sink\": {\"plugin\": \"sqlite\", "
+             "\"settings\": {\"path\": \"%s\", \"table\": \"t\", "
+             "\"busy_timeout_ms\": 100}}, \"state_dir\": \"%s/state\", %s}",
+             name, h_bootstrap(), topic, db, h_workdir(), JSON_MAPPING);
+    const char *cfg = h_write_file("retry.json", text);
+    char state[4096];
+    snprintf(state, sizeof state, "%s/state", h_workdir());
+    pid_t pid = h_spawn(cfg, "retry.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+
+    sqlite3 *lock = NULL;
+    H_CHECK(sqlite3_open(db, &lock) == SQLITE_OK &&
+                sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                    SQLITE_OK,
+            "cannot take the write lock: %s", sqlite3_errmsg(lock));
+    int64_t retries0 = status_number(state, name, "retries");
+    h_produce_many(p, topic, 0, 100, 200, "{\"id\": %d}");
+    int64_t t0 = h_now_ms();
+    while (status_number(state, name, "retries") < retries0 + 3) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "inconclusive: no RETRY seen while the lock was held");
+        h_sleep_ms(100);
+    }
+    H_CHECK(q(db, "SELECT next_offset FROM tidemark_markers") == 100,
+            "the marker moved while the sink could not write");
+    h_step("%lld retries while locked",
+           (long long)(status_number(state, name, "retries") - retries0));
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    check_no_dup(db, 300);
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+static char proc_state(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return '?';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp[2] : '?';
+}
+
+/* The zombie: host A stops itself inside a commit (fault point
+ * before_begin, action stop), the group gives its partitions to host B,
+ * which claims them (raising the epochs) and applies everything. When A
+ * resumes, its batch is FENCED: nothing of it lands, and A never claims
+ * outside a rebalance. Finally both share the work with nothing doubled. */
+static void scenario_zombie(void) {
+    const char *topic = h_name("zombie");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("zombie"));
+    h_create_topic(topic, 2, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 10000, 2000, "{\"id\": %d}");
+    const char *db = db_path("zombie.db");
+    const char *props = "\"session.timeout.ms\": \"6000\", "
+                        "\"heartbeat.interval.ms\": \"500\"";
+    const char *cfg_a =
+        sqlite_config("za.json", name, topic, db, "\"max_records\": 100", props,
+                      JSON_MAPPING);
+    const char *cfg_b =
+        sqlite_config("zb.json", name, topic, db, "\"max_records\": 100", props,
+                      JSON_MAPPING);
+    int fds[2];
+    H_CHECK(pipe(fds) == 0, "pipe");
+    char fdenv[64];
+    snprintf(fdenv, sizeof fdenv, "TIDEMARK_FAULT_FD=%d", fds[1]);
+    const char *env[] = {"TIDEMARK_FAULT=before_begin",
+                         "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=5",
+                         fdenv, NULL};
+    pid_t a = h_spawn_env(cfg_a, "za.log", env);
+    close(fds[1]);
+    char point[64] = "";
+    ssize_t got = read(fds[0], point, sizeof point - 1);
+    close(fds[0]);
+    H_CHECK(got > 0 && strncmp(point, "before_begin", 12) == 0,
+            "inconclusive: the fault point was not reached (read %zd)", got);
+    int64_t t0 = h_now_ms();
+    while (proc_state(a) != 'T') {
+        H_CHECK(h_now_ms() - t0 < 5000, "inconclusive: host A did not stop");
+        h_sleep_ms(10);
+    }
+    int64_t applied_by_a = q(db, "SELECT count(*) FROM t");
+    h_step("host A stopped inside a commit after %lld rows",
+           (long long)applied_by_a);
+
+    pid_t b = h_spawn(cfg_b, "zb.log");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    check_no_dup(db, 4000);
+    H_CHECK(q(db, "SELECT min(epoch) FROM tidemark_markers") >= 2,
+            "inconclusive: host B did not claim every partition");
+
+    kill(a, SIGCONT);
+    char state_a[4096];
+    snprintf(state_a, sizeof state_a, "%s/state-za.json", h_workdir());
+    t0 = h_now_ms();
+    while (status_number(state_a, name, "fenced") < 1) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "host A's in-flight batch was not FENCED after it resumed");
+        h_sleep_ms(100);
+    }
+    h_step("host A resumed and its batch was fenced");
+    check_no_dup(db, 4000);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 10000 + 2000, 500,
+                       "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    check_no_dup(db, 5000);
+    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 5000,
+            "ids: not 5000 distinct");
+    stop_clean(a);
+    stop_clean(b);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -559,6 +717,8 @@ int main(int argc, char **argv) {
         {"two_hosts", scenario_two_hosts},
         {"dead_letter_topic", scenario_dead_letter_topic},
         {"latest_and_regex", scenario_latest_and_regex},
+        {"retry_locked", scenario_retry_locked},
+        {"zombie", scenario_zombie},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
