@@ -397,3 +397,70 @@ void h_produce_many(rd_kafka_t *p, const char *topic, int32_t partition,
                    (int)partition);
     free(offs);
 }
+
+int h_tidemark(const char *out_name, const char *const *args) {
+    char out[8192];
+    snprintf(out, sizeof out, "%s/%s", workdir, out_name);
+    pid_t pid = fork();
+    if (pid < 0)
+        h_fail("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        const char *argv[32] = {tidemark_bin};
+        size_t n = 1;
+        for (size_t i = 0; args[i] && n < 31; i++)
+            argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(tidemark_bin, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) != pid)
+        h_fail("waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+const char *h_read_file(const char *name) {
+    static char buf[1 << 16];
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    FILE *f = fopen(path, "r");
+    buf[0] = '\0';
+    if (!f)
+        return buf;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+void h_delete_records(const char *topic, int32_t partition, int64_t offset) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
+    rd_kafka_DeleteRecords_t *del = rd_kafka_DeleteRecords_new(l);
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteRecords(rk, &del, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev || rd_kafka_event_error(ev))
+        h_fail("DeleteRecords %s [%d] below %lld: %s", topic, (int)partition,
+               (long long)offset,
+               ev ? rd_kafka_event_error_string(ev) : "no answer in 30 s");
+    const rd_kafka_topic_partition_list_t *res =
+        rd_kafka_DeleteRecords_result_offsets(
+            rd_kafka_event_DeleteRecords_result(ev));
+    if (!res || res->cnt != 1 || res->elems[0].err)
+        h_fail("DeleteRecords %s [%d]: %s", topic, (int)partition,
+               res && res->cnt ? rd_kafka_err2str(res->elems[0].err)
+                               : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_DeleteRecords_destroy(del);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}

@@ -53,6 +53,15 @@ pid_t h_spawn_env(const char *config_path, const char *log_name,
 int h_stop(pid_t pid, int sig, int timeout_ms, int64_t *took_ms);
 void h_dump_log(const char *log_name);
 
+/* Runs `tidemark ARGS...` (NULL-ended) to completion with stdout and
+ * stderr into the work dir's file out_name; returns the exit status. */
+int h_tidemark(const char *out_name, const char *const *args);
+/* The text of a file of the work dir (static buffer, up to 64 KiB). */
+const char *h_read_file(const char *name);
+/* Deletes the records of one partition below offset (DeleteRecords): the
+ * log start offset moves there, as retention would move it. */
+void h_delete_records(const char *topic, int32_t partition, int64_t offset);
+
 /* SQLite (read-only connections, as an observer). */
 int64_t h_sql_int(const char *db, const char *sql);
 /* Waits until every listed partition's marker reached its high watermark

@@ -700,6 +700,119 @@ static void scenario_zombie(void) {
     rd_kafka_destroy(p);
 }
 
+static void expect_contains(const char *what, const char *text,
+                            const char *needle) {
+    H_CHECK(strstr(text, needle) != NULL, "%s: \"%s\" not in:\n%s", what,
+            needle, text);
+}
+
+/* `tidemark status` on a live, a killed and a failed host (the failure: a
+ * marker below the log start offset, records deleted before they were
+ * applied), with the exit codes a health check relies on. */
+static void scenario_status_states(void) {
+    const char *topic = h_name("st");
+    char name[256], state[4096];
+    snprintf(name, sizeof name, "%s", h_name("st"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
+    const char *db = db_path("st.db");
+    /* A short session: the killed host's membership must lapse before
+     * the restarted one is given the partition. */
+    const char *cfg = sqlite_config(
+        "st.json", name, topic, db, "\"max_wait_ms\": 100",
+        "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"500\"",
+        JSON_MAPPING);
+    snprintf(state, sizeof state, "%s/state-st.json", h_workdir());
+    const char *status_args[] = {"status", "--state-dir", state, name, NULL};
+
+    pid_t pid = h_spawn(cfg, "st.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    h_sleep_ms(1500); /* a status write after the last commit */
+    int rc = h_tidemark("status-live.out", status_args);
+    const char *out = h_read_file("status-live.out");
+    H_CHECK(rc == 0, "status of a live host: exit %d, expected 0\n%s", rc, out);
+    expect_contains("live host", out, "RUNNING");
+    expect_contains("live host: its partition", out, topic);
+
+    rc = h_stop(pid, SIGKILL, 5000, NULL);
+    H_CHECK(rc == 128 + SIGKILL, "the host was not killed");
+    rc = h_tidemark("status-killed.out", status_args);
+    out = h_read_file("status-killed.out");
+    H_CHECK(rc == 2, "status of a killed host: exit %d, expected 2\n%s", rc,
+            out);
+    expect_contains("killed host", out, "STOPPED");
+
+    /* Records 100..199 arrive, and 100..149 are deleted before the host
+     * comes back: its marker (100) is below the log start (150). */
+    h_produce_many(p, topic, 0, 100, 100, "{\"id\": %d}");
+    h_delete_records(topic, 0, 150);
+    int64_t lo, hi;
+    h_watermarks(topic, 0, &lo, &hi);
+    H_CHECK(lo == 150, "inconclusive: log start %lld after DeleteRecords",
+            (long long)lo);
+    pid = h_spawn(cfg, "st-failed.log");
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        rc = h_tidemark("status-failed.out", status_args);
+        out = h_read_file("status-failed.out");
+        if (strstr(out, "FAILED"))
+            break;
+        H_CHECK(h_now_ms() - t0 < 30000, "the host did not go FAILED:\n%s",
+                out);
+        h_sleep_ms(200);
+    }
+    H_CHECK(rc == 2, "status of a failed host: exit %d, expected 2", rc);
+    expect_contains("failed host", out, "below the log start offset 150");
+    H_CHECK(q(db, "SELECT next_offset FROM tidemark_markers") == 100,
+            "the marker moved although the connector failed");
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 100,
+            "rows were written although the connector failed");
+    int64_t took;
+    rc = h_stop(pid, SIGTERM, 10000, &took);
+    H_CHECK(rc == 1, "a failed host exits %d on SIGTERM, expected 1", rc);
+    rd_kafka_destroy(p);
+}
+
+/* CONFLICT: the marker is moved under a running host (here by hand, as a
+ * stray writer would); its next batch no longer continues the marker, the
+ * sink refuses it whole, and the host re-reads the markers, seeks there and
+ * goes on from the marker, never writing over the gap. */
+static void scenario_conflict(void) {
+    const char *topic = h_name("cf");
+    char name[256], state[4096];
+    snprintf(name, sizeof name, "%s", h_name("cf"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
+    const char *db = db_path("cf.db");
+    const char *cfg = sqlite_config("cf.json", name, topic, db,
+                                    "\"max_wait_ms\": 300", NULL, JSON_MAPPING);
+    snprintf(state, sizeof state, "%s/state-cf.json", h_workdir());
+    pid_t pid = h_spawn(cfg, "cf.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    sqlite3 *w = NULL;
+    H_CHECK(sqlite3_open(db, &w) == SQLITE_OK, "open %s", db);
+    sqlite3_busy_timeout(w, 5000);
+    H_CHECK(sqlite3_exec(w, "UPDATE tidemark_markers SET next_offset = 150",
+                         NULL, NULL, NULL) == SQLITE_OK,
+            "cannot move the marker: %s", sqlite3_errmsg(w));
+    sqlite3_close(w);
+    h_produce_many(p, topic, 0, 100, 100, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(status_number(state, name, "conflicts") >= 1,
+            "inconclusive: no CONFLICT was answered");
+    check_no_dup(db, 150);
+    H_CHECK(q(db, "SELECT count(*) FROM t WHERE _tm_offset BETWEEN 100 AND "
+                  "149") == 0,
+            "records behind the moved marker were written");
+    H_CHECK(q(db, "SELECT count(*) FROM t WHERE _tm_offset BETWEEN 150 AND "
+                  "199") == 50,
+            "records after the moved marker are missing");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -719,6 +832,8 @@ int main(int argc, char **argv) {
         {"latest_and_regex", scenario_latest_and_regex},
         {"retry_locked", scenario_retry_locked},
         {"zombie", scenario_zombie},
+        {"status_states", scenario_status_states},
+        {"conflict", scenario_conflict},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
