@@ -1,6 +1,7 @@
 /* The steps every CLI command that talks to a connector's sink shares:
- * load and check the config, find and load its plugin, build the plugin's
- * view of the config, and (for commands that read the store) open an
+ * load and check the config, then (runtime/sink_instance.h, the same steps
+ * `run` takes) load its plugin, check its capabilities, build the plugin's
+ * view of the config, and for commands that read the store open an
  * instance. Every problem is printed on stderr as "FILE: PATH: message",
  * redacted, so validate, status and offsets word them the same way. */
 #ifndef TM_CLI_SINK_H
@@ -10,19 +11,14 @@
 #include <tidemark/sink.h>
 
 #include "config/connector_config.h"
-#include "plugin/loader.h"
-#include "services/host_services.h"
+#include "runtime/sink_instance.h"
 
-/* One connector's config, plugin and (once opened) sink instance. sc
- * points into the struct itself: never copy it after tm_cli_sink_load. */
+/* One connector's config and sink. inst.config points into the struct
+ * itself: never copy it after tm_cli_sink_load. */
 typedef struct tm_cli_sink {
     const char *file; /* the config's path, as given */
     tm_connector_config *cfg;
-    tm_plugin plugin;
-    tm_settings *settings;
-    tm_log_context logctx;
-    tm_sink_config sc;
-    void *sink; /* NULL until tm_cli_sink_open */
+    tm_sink_instance inst; /* inst.sink is NULL until tm_cli_sink_open */
 } tm_cli_sink;
 
 /* The plugin directories: each --plugin-dir in extra, then
@@ -31,8 +27,8 @@ typedef struct tm_cli_sink {
 const char **tm_cli_plugin_dirs(const char *const *extra, size_t nextra,
                                 size_t *ndirs);
 
-/* Loads FILE's config and its plugin and prepares sc. 0, or -1 with every
- * problem printed (s is then empty: nothing to free). */
+/* Loads FILE's config and its plugin and prepares inst.config. 0, or -1
+ * with every problem printed (s is then empty: nothing to free). */
 int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
                      size_t ndirs);
 
@@ -44,7 +40,7 @@ int tm_cli_sink_open(tm_cli_sink *s);
 void tm_cli_sink_free(tm_cli_sink *s);
 
 /* Prints "FILE: PATH: message" on stderr, through tm_config_redact (cfg
- * may be NULL). */
+ * may be NULL); path NULL when msg already starts with one. */
 void tm_cli_report(const tm_connector_config *cfg, const char *file,
                    const char *path, const char *msg);
 

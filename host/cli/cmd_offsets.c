@@ -208,8 +208,8 @@ static int read_all(ctx *c) {
         for (size_t i = 0; i < c->n; i++)
             m[i] = c->parts[i].m;
         tm_error err = tm_error_init();
-        const tm_sink_api *api = c->sink.plugin.api;
-        tm_status st = api->read_markers(c->sink.sink, m, c->n, &err);
+        const tm_sink_api *api = c->sink.inst.api;
+        tm_status st = api->read_markers(c->sink.inst.sink, m, c->n, &err);
         for (size_t i = 0; st == TM_OK && i < c->n; i++)
             c->parts[i].m = m[i];
         free(m);
@@ -530,8 +530,8 @@ static int apply_reset(ctx *c) {
         j++;
     }
     tm_error err = tm_error_init();
-    const tm_sink_api *api = c->sink.plugin.api;
-    tm_status st = api->claim(c->sink.sink, m, k, TM_CLAIM_RESET, &err);
+    const tm_sink_api *api = c->sink.inst.api;
+    tm_status st = api->claim(c->sink.inst.sink, m, k, TM_CLAIM_RESET, &err);
     int rc = 0;
     if (st != TM_OK) {
         fail(c, "the sink refused the reset (%s): %s%s", tm_status_name(st),

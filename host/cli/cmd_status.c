@@ -189,8 +189,9 @@ static int read_from_sink(config_source *src, tm_status_view *v, char *errstr,
         m[i].partition = list->elems[i].partition;
     }
     tm_error err = tm_error_init();
-    const tm_sink_api *api = src->sink.plugin.api;
-    tm_status st = n ? api->read_markers(src->sink.sink, m, n, &err) : TM_OK;
+    const tm_sink_api *api = src->sink.inst.api;
+    tm_status st =
+        n ? api->read_markers(src->sink.inst.sink, m, n, &err) : TM_OK;
     if (st != TM_OK) {
         snprintf(errstr, errsize, "reading the sink's markers (%s): %s",
                  tm_status_name(st), err.message);
@@ -249,7 +250,7 @@ static int read_view(const char *state_dir, const char *connector,
     if (!v->running)
         snprintf(s->connector, sizeof s->connector, "%s", connector);
     if (!s->plugin[0]) {
-        const tm_sink_api *api = src->sink.plugin.api;
+        const tm_sink_api *api = src->sink.inst.api;
         snprintf(s->plugin, sizeof s->plugin, "%s", api->name);
         snprintf(s->plugin_version, sizeof s->plugin_version, "%s",
                  api->version ? api->version : "");

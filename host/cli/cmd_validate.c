@@ -37,20 +37,11 @@ static int validate_one(const char *file, const char *const *dirs,
     if (tm_cli_sink_load(&s, file, dirs, ndirs) != 0)
         return 1;
     int bad = 0;
-    const tm_sink_api *api = s.plugin.api;
-    if (s.cfg->dedup.enabled && !(api->capabilities & TM_CAP_DEDUP)) {
-        char msg[TM_PLUGIN_PATH_MAX + 512];
-        snprintf(msg, sizeof msg,
-                 "plugin \"%s\" (%s) cannot dedup: it lacks the dedup "
-                 "capability (TM_CAP_DEDUP); remove $.dedup or use another "
-                 "sink",
-                 api->name, s.plugin.path);
-        tm_cli_report(s.cfg, file, "$.dedup", msg);
-        bad = 1;
-    }
-    if (!bad && api->validate) {
+    const tm_sink_api *api = s.inst.api;
+    /* Capabilities the config needs were checked by tm_cli_sink_load. */
+    if (api->validate) {
         tm_error err = tm_error_init();
-        tm_status st = api->validate(tm_host_services(), &s.sc, &err);
+        tm_status st = api->validate(tm_host_services(), &s.inst.config, &err);
         if (st != TM_OK) {
             char msg[TM_ERROR_MAX + 128];
             snprintf(msg, sizeof msg,
