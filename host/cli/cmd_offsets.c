@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_args.h"
 #include "cli/cli_sink.h"
 #include "kafka/group_admin.h"
 #include "kafka/kafka_conf.h"
@@ -89,21 +90,20 @@ static void usage(FILE *out) {
 static int parse_args(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char **value = NULL;
+        int m;
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
-        } else if (strcmp(a, "--reset-to") == 0) {
-            value = &o->reset_to;
-        } else if (strncmp(a, "--reset-to=", 11) == 0) {
-            o->reset_to = a + 11;
-        } else if (strcmp(a, "--state-dir") == 0) {
-            value = &o->state_dir;
-        } else if (strncmp(a, "--state-dir=", 12) == 0) {
-            o->state_dir = a + 12;
-        } else if (strcmp(a, "--plugin-dir") == 0) {
-            value = &o->extra[o->nextra++];
-        } else if (strncmp(a, "--plugin-dir=", 13) == 0) {
-            o->extra[o->nextra++] = a + 13;
+        } else if ((m = tm_cli_opt("offsets", "--reset-to", argc, argv, &i,
+                                   &o->reset_to)) != 0 ||
+                   (m = tm_cli_opt("offsets", "--state-dir", argc, argv, &i,
+                                   &o->state_dir)) != 0) {
+            if (m < 0)
+                return 2;
+        } else if ((m = tm_cli_opt("offsets", "--plugin-dir", argc, argv, &i,
+                                   &o->extra[o->nextra])) != 0) {
+            if (m < 0)
+                return 2;
+            o->nextra++;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 3;
@@ -117,21 +117,10 @@ static int parse_args(int argc, char **argv, options *o) {
         } else {
             o->config = a;
         }
-        if (value) {
-            if (i + 1 >= argc || !argv[i + 1][0]) {
-                fprintf(stderr, "tidemark offsets: %s needs a value\n", a);
-                return 2;
-            }
-            *value = argv[++i];
-        }
     }
     if (!o->config) {
         fprintf(stderr, "tidemark offsets: no CONFIG given\n");
         usage(stderr);
-        return 2;
-    }
-    if (o->reset_to && !o->reset_to[0]) {
-        fprintf(stderr, "tidemark offsets: --reset-to needs a value\n");
         return 2;
     }
     return 0;

@@ -6,6 +6,8 @@
  * directory does, since the listing is then incomplete. */
 #include "cli/commands.h"
 
+#include "cli/cli_args.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,17 +57,14 @@ static void usage(FILE *out) {
 static int parse_args(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int m;
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
-        } else if (strcmp(a, "--plugin-dir") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tidemark plugins: --plugin-dir needs a "
-                                "directory\n");
+        } else if ((m = tm_cli_opt("plugins", "--plugin-dir", argc, argv, &i,
+                                   &o->extra[o->nextra])) != 0) {
+            if (m < 0)
                 return 2;
-            }
-            o->extra[o->nextra++] = argv[++i];
-        } else if (strncmp(a, "--plugin-dir=", 13) == 0) {
-            o->extra[o->nextra++] = a + 13;
+            o->nextra++;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 1;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_args.h"
 #include "config/connector_config.h"
 #include "plugin/loader.h"
 #include "runtime/connector.h"
@@ -97,20 +98,17 @@ int tm_cmd_run(int argc, char **argv) {
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--plugin-dir") == 0 || strcmp(a, "--state-dir") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tidemark run: %s needs a directory\n", a);
+        int m;
+        if ((m = tm_cli_opt("run", "--plugin-dir", argc, argv, &i,
+                            &extra[nextra])) != 0 ||
+            (m = tm_cli_opt("run", "--state-dir", argc, argv, &i,
+                            &state_dir)) != 0) {
+            if (m < 0) {
                 rc = 2;
                 goto out;
             }
-            if (a[2] == 'p')
-                extra[nextra++] = argv[++i];
-            else
-                state_dir = argv[++i];
-        } else if (strncmp(a, "--plugin-dir=", 13) == 0) {
-            extra[nextra++] = a + 13;
-        } else if (strncmp(a, "--state-dir=", 12) == 0) {
-            state_dir = a + 12;
+            if (extra[nextra])
+                nextra++;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             goto out;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli_args.h"
 #include "cli/cli_sink.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/partitions.h"
@@ -96,7 +97,7 @@ static int is_seconds(const char *s, int *out) {
 static int parse_args(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char **value = NULL;
+        int m;
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
         } else if (strcmp(a, "--watch") == 0) {
@@ -111,18 +112,17 @@ static int parse_args(int argc, char **argv, options *o) {
                         a + 8);
                 return 1;
             }
-        } else if (strcmp(a, "--state-dir") == 0) {
-            value = &o->state_dir;
-        } else if (strncmp(a, "--state-dir=", 12) == 0) {
-            o->state_dir = a + 12;
-        } else if (strcmp(a, "--config") == 0) {
-            value = &o->config;
-        } else if (strncmp(a, "--config=", 9) == 0) {
-            o->config = a + 9;
-        } else if (strcmp(a, "--plugin-dir") == 0) {
-            value = &o->extra[o->nextra++];
-        } else if (strncmp(a, "--plugin-dir=", 13) == 0) {
-            o->extra[o->nextra++] = a + 13;
+        } else if ((m = tm_cli_opt("status", "--state-dir", argc, argv, &i,
+                                   &o->state_dir)) != 0 ||
+                   (m = tm_cli_opt("status", "--config", argc, argv, &i,
+                                   &o->config)) != 0) {
+            if (m < 0)
+                return 1;
+        } else if ((m = tm_cli_opt("status", "--plugin-dir", argc, argv, &i,
+                                   &o->extra[o->nextra])) != 0) {
+            if (m < 0)
+                return 1;
+            o->nextra++;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 3;
@@ -138,13 +138,6 @@ static int parse_args(int argc, char **argv, options *o) {
             return 1;
         } else {
             o->connector = a;
-        }
-        if (value) {
-            if (i + 1 >= argc || !argv[i + 1][0]) {
-                fprintf(stderr, "tidemark status: %s needs a value\n", a);
-                return 1;
-            }
-            *value = argv[++i];
         }
     }
     return 0;

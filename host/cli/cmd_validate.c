@@ -7,6 +7,8 @@
  * line printed goes through tm_config_redact(): no resolved secret shows. */
 #include "cli/commands.h"
 
+#include "cli/cli_args.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,16 +80,14 @@ int tm_cmd_validate(int argc, char **argv) {
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--plugin-dir") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr,
-                        "tidemark validate: --plugin-dir needs a directory\n");
+        int m = tm_cli_opt("validate", "--plugin-dir", argc, argv, &i,
+                           &extra[nextra]);
+        if (m != 0) {
+            if (m < 0) {
                 rc = 2;
                 goto out;
             }
-            extra[nextra++] = argv[++i];
-        } else if (strncmp(a, "--plugin-dir=", 13) == 0) {
-            extra[nextra++] = a + 13;
+            nextra++;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             goto out;

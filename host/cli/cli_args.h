@@ -1,0 +1,14 @@
+/* Option words shared by the CLI commands: one parser for an option that
+ * takes a value, in both spellings ("--state-dir DIR", "--state-dir=DIR"),
+ * so every command accepts and refuses them the same way. */
+#ifndef TM_CLI_ARGS_H
+#define TM_CLI_ARGS_H
+
+/* Matches argv[*i] against NAME. Returns 1 with *out set to the value (and
+ * *i moved past a separate value word); 0 when argv[*i] is not NAME; -1
+ * when NAME has no (or an empty) value, after printing "tidemark CMD: NAME
+ * needs a value" on stderr. */
+int tm_cli_opt(const char *cmd, const char *name, int argc, char **argv, int *i,
+               const char **out);
+
+#endif
