@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # THE test command (README; .ci/run execs it): deps, release + ASan builds, format check,
-# services, all tests, sanitized unit/conformance/abi tests. Non-interactive, fresh-clone safe.
+# services, all tests, sanitized unit/conformance/abi/e2e tests. Non-interactive, fresh-clone safe.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
@@ -69,8 +69,8 @@ stage "ctest build/ (all tests)"
 ctest --test-dir build --output-on-failure
 stage_end
 
-stage "ctest build-asan/ (unit|conformance|abi)"
-ctest --test-dir build-asan --output-on-failure -L 'unit|conformance|abi'
+stage "ctest build-asan/ (unit|conformance|abi|e2e)"
+ctest --test-dir build-asan --output-on-failure -L 'unit|conformance|abi|e2e'
 stage_end
 
 stage "stop services"

@@ -154,11 +154,6 @@ static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
                     "batch %s was already applied (an earlier attempt's "
                     "commit went through)",
                     c->batch_id);
-    } else {
-        c->totals.rows += n.rows;
-        c->totals.dead_letters += n.dead_letters;
-        c->totals.filtered += n.filtered;
-        c->totals.duplicates += n.duplicates;
     }
     c->totals.batches++;
     snprintf(c->last_batch_id, sizeof c->last_batch_id, "%s", c->batch_id);

@@ -250,6 +250,9 @@ void tm_commit_loop_run(tm_connector *c) {
 void tm_commit_on_revoke(tm_connector *c,
                          const rd_kafka_topic_partition_list_t *revoked,
                          int lost) {
+    /* The counts of the last commits, before the partitions are gone. */
+    if (!lost)
+        tm_conn_refresh_markers(c);
     int hit = lost;
     if (c->batch_open && !hit) {
         const tm_batch *b = tm_bb_batch(c->bb);

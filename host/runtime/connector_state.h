@@ -86,6 +86,11 @@ tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition);
 void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Re-reads the sink's markers of the assigned partitions when a commit
+ * moved them (markers_dirty), adding what the sink counted to the totals
+ * (runtime/connector_status.c). */
+void tm_conn_refresh_markers(tm_connector *c);
+
 /* A log line with the connector, its plugin and, when given (topic non-NULL,
  * batch_id non-NULL), the partition and the batch as fields. */
 void tm_conn_log(const tm_connector *c, tm_log_level level, const char *topic,

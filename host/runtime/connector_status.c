@@ -13,7 +13,7 @@
 
 #define STATUS_PERIOD_MS 1000
 
-static void refresh_markers(tm_connector *c) {
+void tm_conn_refresh_markers(tm_connector *c) {
     if (!c->markers_dirty || !c->sink.sink || c->nparts == 0)
         return;
     tm_marker *m = calloc(c->nparts, sizeof *m);
@@ -28,6 +28,15 @@ static void refresh_markers(tm_connector *c) {
     tm_status st = c->sink.api->read_markers(c->sink.sink, m, c->nparts, &err);
     if (st == TM_OK) {
         for (size_t i = 0; i < c->nparts; i++) {
+            /* Totals are what the sink counted since this host claimed:
+             * only it knows which rows were duplicates of stored keys. */
+            const tm_marker *was = &c->parts[i].marker;
+            if (was->epoch == m[i].epoch && m[i].rows >= was->rows) {
+                c->totals.rows += m[i].rows - was->rows;
+                c->totals.dead_letters += m[i].dead_letters - was->dead_letters;
+                c->totals.filtered += m[i].filtered - was->filtered;
+                c->totals.duplicates += m[i].duplicates - was->duplicates;
+            }
             c->parts[i].marker = m[i];
             c->parts[i].marker.topic = c->parts[i].topic;
         }
@@ -60,7 +69,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     if (!force && now - c->status_written_ms < STATUS_PERIOD_MS)
         return;
     c->status_written_ms = now;
-    refresh_markers(c);
+    tm_conn_refresh_markers(c);
     refresh_watermarks(c);
 
     tm_status_partition *parts =

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Deterministic Wikimedia EventStreams `recentchange`-shaped events, one per line as
-`<key>\\t<json>` for `kcat -P -K '\\t'`. Usage: gen-recentchange.py [count] [seed]."""
+`<key>\\t<json>` for `kcat -P -K '\\t'`. Usage: gen-recentchange.py [count] [seed] [first-id]."""
 import json
 import random
 import sys
@@ -20,7 +20,7 @@ users = [f"Editor{n}" for n in range(1, 60)] + ["InternetArchiveBot", "ClueBot N
 types = ["edit"] * 70 + ["new"] * 10 + ["log"] * 10 + ["categorize"] * 10
 namespaces = [0] * 70 + [1, 2, 3, 4, 6, 10, 14, 118] * 4
 t = datetime(2024, 6, 1, 12, 0, 0, tzinfo=timezone.utc)
-rc_id = 1_750_000_000
+rc_id = int(sys.argv[3]) if len(sys.argv) > 3 else 1_750_000_000
 out = sys.stdout
 for i in range(count):
     t += timedelta(milliseconds=rng.randint(5, 400))

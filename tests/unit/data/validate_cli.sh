@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*"; failed=1; }
 rm -rf "$work" && mkdir -p "$work/var/demo" || exit 1
 
 # The shipped configs (their sqlite paths are relative: var/demo/...).
-(cd "$work" && "$bin" validate "$src/configs/orders-to-sqlite.json" \
+(cd "$work" && KAFKA_BOOTSTRAP=localhost:9092 "$bin" validate "$src/configs/orders-to-sqlite.json" \
     "$src/configs/wikimedia-to-sqlite.json") >"$work/ok.out" 2>&1
 rc=$?
 cat "$work/ok.out"
