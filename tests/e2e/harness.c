@@ -267,8 +267,21 @@ pid_t h_spawn(const char *config_path, const char *log_name) {
     return h_spawn_env(config_path, log_name, NULL);
 }
 
+static pid_t spawn(const char *config_path, const char *config_b,
+                   const char *log_name, const char *const *env);
+
 pid_t h_spawn_env(const char *config_path, const char *log_name,
                   const char *const *env) {
+    return spawn(config_path, NULL, log_name, env);
+}
+
+pid_t h_spawn2(const char *config_a, const char *config_b,
+               const char *log_name) {
+    return spawn(config_a, config_b, log_name, NULL);
+}
+
+static pid_t spawn(const char *config_path, const char *config_b,
+                   const char *log_name, const char *const *env) {
     char log[8192];
     snprintf(log, sizeof log, "%s/%s", workdir, log_name);
     snprintf(last_log, sizeof last_log, "%s", log_name);
@@ -291,7 +304,8 @@ pid_t h_spawn_env(const char *config_path, const char *log_name,
                 setenv(kv, eq + 1, 1);
             }
         }
-        execl(tidemark_bin, tidemark_bin, "run", config_path, (char *)NULL);
+        execl(tidemark_bin, tidemark_bin, "run", config_path, config_b,
+              (char *)NULL);
         _exit(127);
     }
     return pid;

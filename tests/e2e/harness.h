@@ -45,6 +45,9 @@ int64_t h_group_offset(const char *group, const char *topic, int32_t partition);
 
 /* The host. */
 pid_t h_spawn(const char *config_path, const char *log_name);
+/* `tidemark run A B` (two connectors in one process). */
+pid_t h_spawn2(const char *config_a, const char *config_b,
+               const char *log_name);
 /* The same with extra environment ("NAME=value" strings, NULL-ended). */
 pid_t h_spawn_env(const char *config_path, const char *log_name,
                   const char *const *env);

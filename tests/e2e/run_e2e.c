@@ -4,6 +4,7 @@
  * the test produced, never read from the host's output. */
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -605,10 +606,55 @@ static void scenario_retry_locked(void) {
             "the marker moved while the sink could not write");
     h_step("%lld retries while locked",
            (long long)(status_number(state, name, "retries") - retries0));
+
+    /* A first SIGTERM cannot finish the batch while the lock is held (it
+     * tries for 5 s); a second one exits at once, and that is safe. */
+    kill(pid, SIGTERM);
+    h_sleep_ms(500);
+    H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+            "inconclusive: the host exited on the first SIGTERM although "
+            "its batch could not be committed");
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, 2000, &took);
+    H_CHECK(rc == 128 + SIGTERM, "second SIGTERM: exit %d, expected %d", rc,
+            128 + SIGTERM);
+    h_step("second SIGTERM: exit %d after %lld ms", rc, (long long)took);
+    H_CHECK(q(db, "SELECT next_offset FROM tidemark_markers") == 100,
+            "the marker moved although nothing could be written");
     sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(lock);
+    pid = h_spawn(cfg, "retry.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     check_no_dup(db, 300);
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* One process, two connectors (each on its own thread, with its own
+ * consumer and sink): both complete, neither sees the other's records. */
+static void scenario_two_connectors(void) {
+    char t1[256], t2[256], n1[256], n2[256];
+    snprintf(t1, sizeof t1, "%s", h_name("two-a"));
+    snprintf(t2, sizeof t2, "%s", h_name("two-b"));
+    snprintf(n1, sizeof n1, "%s", h_name("conn-a"));
+    snprintf(n2, sizeof n2, "%s", h_name("conn-b"));
+    h_create_topic(t1, 2, NULL, NULL);
+    h_create_topic(t2, 3, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, t1, part, part * 1000, 700, "{\"id\": %d}");
+    for (int part = 0; part < 3; part++)
+        h_produce_many(p, t2, part, part * 1000, 300, "{\"id\": %d}");
+    const char *db1 = db_path("two-a.db"), *db2 = db_path("two-b.db");
+    const char *c1 = sqlite_config("two-a.json", n1, t1, db1,
+                                   "\"max_records\": 100", NULL, JSON_MAPPING);
+    const char *c2 = sqlite_config("two-b.json", n2, t2, db2,
+                                   "\"max_records\": 100", NULL, JSON_MAPPING);
+    pid_t pid = h_spawn2(c1, c2, "two.log");
+    h_wait_caught_up(db1, n1, t1, 2, 60000);
+    h_wait_caught_up(db2, n2, t2, 3, 60000);
+    check_no_dup(db1, 1400);
+    check_no_dup(db2, 900);
     stop_clean(pid);
     rd_kafka_destroy(p);
 }
@@ -834,6 +880,7 @@ int main(int argc, char **argv) {
         {"zombie", scenario_zombie},
         {"status_states", scenario_status_states},
         {"conflict", scenario_conflict},
+        {"two_connectors", scenario_two_connectors},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
