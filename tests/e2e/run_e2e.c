@@ -2,6 +2,7 @@
  * sink: usage run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO. Each scenario
  * states what it proves; every expected value is written here from what
  * the test produced, never read from the host's output. */
+#include <libpq-fe.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -859,6 +860,120 @@ static void scenario_conflict(void) {
     rd_kafka_destroy(p);
 }
 
+/* One integer from PostgreSQL (TIDEMARK_PG_CONNINFO), -1 on error. */
+static int64_t pg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int64_t pg(const char *fmt, ...) {
+    static PGconn *conn;
+    if (!conn) {
+        const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+        H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
+        conn = PQconnectdb(ci);
+        H_CHECK(PQstatus(conn) == CONNECTION_OK, "PostgreSQL: %s",
+                PQerrorMessage(conn));
+    }
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(conn, sql);
+    int64_t v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+        !PQgetisnull(r, 0, 0))
+        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
+}
+
+static void pg_wait_caught_up(const char *connector, const char *topic,
+                              int partitions, int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    int64_t want = 0;
+    for (int part = 0; part < partitions; part++) {
+        int64_t lo, hi;
+        h_watermarks(topic, part, &lo, &hi);
+        want += hi;
+    }
+    for (;;) {
+        int64_t at = pg("SELECT sum(next_offset) FROM tidemark_markers WHERE "
+                        "connector = '%s' AND topic = '%s'",
+                        connector, topic);
+        if (at == want)
+            return;
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "markers at %lld of %lld after %d ms", (long long)at,
+                (long long)want, timeout_ms);
+        h_sleep_ms(100);
+    }
+}
+
+/* The PostgreSQL sink under `tidemark run`: dedup on the event id, resends
+ * and malformed records, a SIGKILL mid-backlog, a restart; checked in the
+ * database: every record once, every resend a duplicate, every malformed
+ * record a dead letter. */
+static void scenario_postgres_sigkill(void) {
+    const char *topic = h_name("pgk");
+    char name[256], table[256];
+    snprintf(name, sizeof name, "%s", h_name("pgk"));
+    snprintf(table, sizeof table, "e2e_%s", h_name("pgk") + 4);
+    h_create_topic(topic, 3, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 3; part++)
+        h_produce_many(p, topic, part, part * 100000, 10000,
+                       "{\"id\": %d, \"name\": \"pg\"}");
+    h_produce_many(p, topic, 0, 0, 300, "{\"id\": %d, \"name\": \"pg\"}");
+    h_produce(p, topic, 1, NULL, 0, "{broken", 7, 0, 0);
+    h_produce(p, topic, 2, NULL, 0, "{\"name\": \"no id\"}", 17, 0, 0);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+             "\"%s\", \"topics\": [\"%s\"]}, \"batch\": "
+             "{\"max_records\": 500}, \"sink\": {\"plugin\": "
+             "\"postgres\", \"settings\": {\"conninfo\": "
+             "\"${env:TIDEMARK_PG_CONNINFO}\", \"table\": \"%s\"}}, "
+             "\"state_dir\": \"%s/state\", %s, \"dedup\": {\"key\": "
+             "[\"id\"]}}",
+             name, h_bootstrap(), topic, table, h_workdir(), JSON_MAPPING);
+    const char *cfg = h_write_file("pgk.json", text);
+    pid_t pid = h_spawn(cfg, "pgk.log");
+    int64_t t0 = h_now_ms(), rows;
+    while ((rows = pg("SELECT count(*) FROM \"%s\"", table)) < 3000) {
+        H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
+                (long long)rows);
+        h_sleep_ms(20);
+    }
+    int rc = h_stop(pid, SIGKILL, 5000, NULL);
+    H_CHECK(rc == 128 + SIGKILL, "the host was not killed");
+    rows = pg("SELECT count(*) FROM \"%s\"", table);
+    H_CHECK(rows > 0 && rows < 30000,
+            "inconclusive: %lld rows at the kill (want 0 < rows < 30000)",
+            (long long)rows);
+    h_step("SIGKILL at %lld rows", (long long)rows);
+    pid = h_spawn(cfg, "pgk.log");
+    pg_wait_caught_up(name, topic, 3, 120000);
+    rows = pg("SELECT count(*) FROM \"%s\"", table);
+    H_CHECK(rows == 30000, "rows: %lld, expected 30000", (long long)rows);
+    H_CHECK(pg("SELECT count(*) FROM (SELECT DISTINCT _tm_partition, "
+               "_tm_offset FROM \"%s\") x",
+               table) == 30000,
+            "a (partition, offset) stored twice");
+    H_CHECK(pg("SELECT count(DISTINCT id) FROM \"%s\"", table) == 30000,
+            "ids: not 30000 distinct");
+    H_CHECK(pg("SELECT sum(duplicates) FROM tidemark_markers WHERE "
+               "connector = '%s'",
+               name) == 300,
+            "duplicates: %lld, expected the 300 resends",
+            (long long)pg("SELECT sum(duplicates) FROM tidemark_markers "
+                          "WHERE connector = '%s'",
+                          name));
+    H_CHECK(pg("SELECT count(*) FROM tidemark_dead_letters WHERE connector "
+               "= '%s'",
+               name) == 2,
+            "dead letters: expected the 2 malformed records");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -881,6 +996,7 @@ int main(int argc, char **argv) {
         {"status_states", scenario_status_states},
         {"conflict", scenario_conflict},
         {"two_connectors", scenario_two_connectors},
+        {"postgres_sigkill", scenario_postgres_sigkill},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
