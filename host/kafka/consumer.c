@@ -15,6 +15,22 @@
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque) {
     tm_connector *c = opaque;
+    if (atomic_load(&c->closing)) {
+        /* Leaving the group: complete whatever the group asks, take
+         * nothing (no records are processed any more), touch nothing of
+         * the connector. The partitions stay listed for the last status. */
+        int coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+        int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+        rd_kafka_error_t *e = NULL;
+        if (coop)
+            e = assign ? rd_kafka_incremental_assign(rk, parts)
+                       : rd_kafka_incremental_unassign(rk, parts);
+        else
+            rd_kafka_assign(rk, assign ? parts : NULL);
+        if (e)
+            rd_kafka_error_destroy(e);
+        return;
+    }
     int cooperative =
         strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     rd_kafka_error_t *aerr = NULL;
@@ -53,6 +69,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
     const tm_connector *c = rd_kafka_opaque(rk);
+    if (c && atomic_load(&c->closing))
+        c = NULL; /* on the close thread: the config may be gone */
     tm_log(level <= 3   ? TM_LOG_ERROR
            : level <= 4 ? TM_LOG_WARN
                         : TM_LOG_DEBUG,
@@ -62,6 +80,8 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
 static void error_cb(rd_kafka_t *rk, int err, const char *reason,
                      void *opaque) {
     tm_connector *c = opaque;
+    if (atomic_load(&c->closing))
+        return;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
         rd_kafka_fatal_error(rk, why, sizeof why);
@@ -169,12 +189,14 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
     pthread_t th;
     if (!j || pthread_mutex_init(&j->mu, NULL) != 0) {
         free(j);
+        atomic_store(&c->closing, 1);
         rd_kafka_consumer_close(c->rk); /* no watchdog: close inline */
         rd_kafka_destroy(c->rk);
         c->rk = NULL;
         return;
     }
     pthread_cond_init(&j->cv, NULL);
+    atomic_store(&c->closing, 1);
     j->rk = c->rk;
     c->rk = NULL;
     if (pthread_create(&th, NULL, close_thread, j) != 0) {
@@ -207,6 +229,7 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
         pthread_cond_destroy(&j->cv);
         free(j);
     } else {
+        c->close_abandoned = 1;
         tm_log(TM_LOG_WARN, c->cfg->name,
                "consumer close did not finish within %d ms; leaving it "
                "behind (the group will time this member out)",

@@ -42,6 +42,11 @@ typedef struct tm_connector {
     rd_kafka_t *rk;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
     const atomic_int *stop;              /* set by the signal thread */
+    /* Set before the consumer is closed on the watchdog's thread: from then
+     * on librdkafka's callbacks may run on that thread, and they touch
+     * nothing of the connector (not even its config) but this flag. */
+    atomic_int closing;
+    int close_abandoned; /* the close outlived its watchdog: c is leaked */
 
     tm_part *parts;
     size_t nparts, cap;
