@@ -1,8 +1,12 @@
 /* One batch, one PostgreSQL transaction: the marker check on markers held
  * FOR UPDATE, the rows (COPY), the business keys, the dead letters and the
  * advanced markers commit together or not at all. The host's fault hook
- * marks each crash window. */
-#include <math.h>
+ * marks each crash window.
+ *
+ * Round trips, because they dominate small batches: BEGIN and the marker
+ * locks go in one pipeline; the SAVEPOINT in the COPY's query; the marker
+ * updates and COMMIT in one pipeline. A plain batch thus costs what a bare
+ * BEGIN; COPY; COMMIT costs: four. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,276 +18,12 @@ typedef struct pg_run {
     pg_sink *s;
     const tm_batch *b;
     tm_marker *stored;           /* per range, locked in the transaction */
+    unsigned char *present;      /* per range: the marker row exists */
     uint64_t *rows, *dls, *dups; /* per range, this batch's own counts */
     unsigned char *write;        /* per record: 1 when it becomes a row */
     size_t nwrite;
     long only; /* >= 0: write only this record */
 } pg_run;
-
-/* ---- COPY text format ---------------------------------------------------- */
-
-/* Text per COPY's text format: backslash, newline, CR and tab escaped. */
-static void copy_text(pg_buf *b, const char *p, size_t n) {
-    size_t from = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *esc = NULL;
-        switch (p[i]) {
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        default: continue;
-        }
-        pg_buf_addn(b, p + from, i - from);
-        pg_buf_add(b, esc);
-        from = i + 1;
-    }
-    pg_buf_addn(b, p + from, n - from);
-}
-
-/* bytea in hex form; its leading backslash escaped for COPY. */
-static void copy_bytes(pg_buf *b, const unsigned char *p, size_t n) {
-    static const char HEX[] = "0123456789abcdef";
-    char chunk[128];
-    size_t k = 0;
-    pg_buf_add(b, "\\\\x");
-    for (size_t i = 0; i < n; i++) {
-        chunk[k++] = HEX[p[i] >> 4];
-        chunk[k++] = HEX[p[i] & 15];
-        if (k == sizeof chunk) {
-            pg_buf_addn(b, chunk, k);
-            k = 0;
-        }
-    }
-    pg_buf_addn(b, chunk, k);
-}
-
-/* Microseconds since 1970-01-01 UTC as a timestamptz literal. */
-static void copy_timestamp(pg_buf *b, int64_t us) {
-    int64_t secs = us / 1000000, frac = us % 1000000;
-    if (frac < 0) {
-        frac += 1000000;
-        secs -= 1;
-    }
-    time_t t = (time_t)secs;
-    struct tm tm;
-    char out[80];
-    if (!gmtime_r(&t, &tm)) {
-        b->oom = 1; /* out of range: refused as a whole below */
-        return;
-    }
-    long year = (long)tm.tm_year + 1900;
-    int bc = year <= 0;
-    snprintf(out, sizeof out, "%04ld-%02d-%02d %02d:%02d:%02d.%06d+00%s",
-             bc ? 1 - year : year, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int)frac, bc ? " BC" : "");
-    pg_buf_add(b, out);
-}
-
-static void copy_value(pg_buf *b, const tm_column *col, const tm_value *v) {
-    char num[64];
-    if (v->is_null) {
-        pg_buf_add(b, "\\N");
-        return;
-    }
-    switch (col->type) {
-    case TM_TYPE_INT:
-        snprintf(num, sizeof num, "%lld", (long long)v->v.i);
-        pg_buf_add(b, num);
-        break;
-    case TM_TYPE_BOOL: pg_buf_add(b, v->v.i ? "t" : "f"); break;
-    case TM_TYPE_FLOAT:
-        if (isnan(v->v.f))
-            pg_buf_add(b, "NaN");
-        else if (isinf(v->v.f))
-            pg_buf_add(b, v->v.f > 0 ? "Infinity" : "-Infinity");
-        else {
-            snprintf(num, sizeof num, "%.17g", v->v.f);
-            pg_buf_add(b, num);
-        }
-        break;
-    case TM_TYPE_TIMESTAMP: copy_timestamp(b, v->v.i); break;
-    case TM_TYPE_TEXT:
-    case TM_TYPE_JSON:
-        copy_text(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
-        break;
-    case TM_TYPE_BYTES:
-        copy_bytes(b, (const unsigned char *)(v->v.s.ptr ? v->v.s.ptr : ""),
-                   v->v.s.len);
-        break;
-    }
-}
-
-/* One COPY line: mapped values, then the hidden coordinates (and the
- * record's index for the upsert staging table). */
-static void copy_line(pg_run *x, pg_buf *b, size_t j, int with_seq) {
-    const tm_sink_config *c = x->s->config;
-    const tm_record *r = TM_CELEM(tm_record, x->b->records, j);
-    const tm_range *g = TM_CELEM(tm_range, x->b->ranges, r->range);
-    char num[64];
-    for (size_t k = 0; k < c->ncolumns; k++) {
-        copy_value(b, TM_CELEM(tm_column, c->columns, k),
-                   TM_CELEM(tm_value, r->values, k));
-        pg_buf_add(b, "\t");
-    }
-    copy_text(b, g->topic, strlen(g->topic));
-    snprintf(num, sizeof num, "\t%d\t%lld\t", (int)g->partition,
-             (long long)r->offset);
-    pg_buf_add(b, num);
-    if (r->identity)
-        copy_text(b, r->identity, strlen(r->identity));
-    else
-        pg_buf_add(b, "\\N");
-    if (with_seq) {
-        snprintf(num, sizeof num, "\t%zu", j);
-        pg_buf_add(b, num);
-    }
-    pg_buf_add(b, "\n");
-}
-
-static void column_list(pg_sink *s, pg_buf *b, int with_seq) {
-    for (size_t i = 0; i < s->config->ncolumns; i++) {
-        pg_buf_ident(s, b, TM_CELEM(tm_column, s->config->columns, i)->name);
-        pg_buf_add(b, ", ");
-    }
-    pg_buf_add(b, "_tm_topic, _tm_partition, _tm_offset, _tm_identity");
-    if (with_seq)
-        pg_buf_add(b, ", _tm_seq");
-}
-
-/* Ends a COPY, sending ERRMSG (abort) or nothing; the final result. */
-static tm_status copy_finish(pg_sink *s, const char *errmsg, tm_error *err) {
-    tm_status r = TM_OK;
-    if (PQputCopyEnd(s->conn, errmsg) != 1) {
-        r = pg_fail(s, NULL, "COPY: ending", err);
-        return r;
-    }
-    PGresult *res;
-    while (s->conn && (res = PQgetResult(s->conn)) != NULL) {
-        if (PQresultStatus(res) != PGRES_COMMAND_OK && r == TM_OK)
-            r = pg_fail(s, res, "COPY rows", err);
-        else
-            PQclear(res);
-    }
-    if (r == TM_OK && s->conn && PQstatus(s->conn) != CONNECTION_OK)
-        r = pg_fail(s, NULL, "COPY rows", err);
-    return r;
-}
-
-/* COPY of the records that become rows into TARGET. */
-static tm_status copy_rows(pg_run *x, const char *target, int with_seq,
-                           tm_error *err) {
-    pg_sink *s = x->s;
-    pg_buf sql = {0}, data = {0};
-    pg_buf_add(&sql, "COPY ");
-    pg_buf_add(&sql, target);
-    pg_buf_add(&sql, " (");
-    column_list(s, &sql, with_seq);
-    pg_buf_add(&sql, ") FROM STDIN");
-    if (sql.oom) {
-        pg_buf_free(&sql);
-        s->host->set_error(err, "out of memory");
-        return TM_RETRY;
-    }
-    PGresult *res = PQexec(s->conn, sql.p);
-    pg_buf_free(&sql);
-    if (!res || PQresultStatus(res) != PGRES_COPY_IN)
-        return pg_fail(s, res, "COPY: starting", err);
-    PQclear(res);
-    const char *abort_msg = NULL;
-    for (size_t j = 0; j < x->b->nrecords && !abort_msg; j++) {
-        if (!x->write[j] || (x->only >= 0 && (size_t)x->only != j))
-            continue;
-        copy_line(x, &data, j, with_seq);
-        if (data.oom) {
-            abort_msg = "out of memory (or a timestamp out of range)";
-            break;
-        }
-        if (data.len >= 65536 || j + 1 == x->b->nrecords) {
-            if (pg_should_stop(s))
-                abort_msg = "interrupted or past the batch deadline";
-            else if (PQputCopyData(s->conn, data.p, (int)data.len) != 1) {
-                pg_buf_free(&data);
-                return pg_fail(s, NULL, "COPY: sending rows", err);
-            }
-            data.len = 0;
-        }
-    }
-    if (!abort_msg && data.len > 0 &&
-        PQputCopyData(s->conn, data.p, (int)data.len) != 1) {
-        pg_buf_free(&data);
-        return pg_fail(s, NULL, "COPY: sending rows", err);
-    }
-    pg_buf_free(&data);
-    tm_status r = copy_finish(s, abort_msg, err);
-    if (abort_msg) {
-        s->host->set_error(err, "batch %s: COPY given up: %s", x->b->batch_id,
-                           abort_msg);
-        return strncmp(abort_msg, "out of", 6) == 0 ? TM_FATAL : TM_RETRY;
-    }
-    return r;
-}
-
-/* Upsert: COPY into a session-temporary staging table, then one INSERT ...
- * ON CONFLICT (keys) DO UPDATE; the last record of a key in the batch
- * wins, as if the records were applied one by one. */
-static tm_status upsert_rows(pg_run *x, tm_error *err) {
-    pg_sink *s = x->s;
-    const tm_sink_config *c = s->config;
-    pg_buf b = {0}, keys = {0};
-    pg_buf_add(&b, "CREATE TEMP TABLE IF NOT EXISTS tm_stage (LIKE ");
-    pg_buf_add(&b, s->q_table);
-    pg_buf_add(&b, ", _tm_seq bigint) ON COMMIT DELETE ROWS");
-    tm_status r =
-        b.oom ? TM_RETRY : pg_exec(s, b.p, "creating the staging table", err);
-    pg_buf_free(&b);
-    if (r != TM_OK)
-        return r;
-    if ((r = copy_rows(x, "pg_temp.tm_stage", 1, err)) != TM_OK)
-        return r;
-    const char *sep = "";
-    for (size_t i = 0; i < c->ncolumns; i++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (!col->key)
-            continue;
-        pg_buf_add(&keys, sep);
-        pg_buf_ident(s, &keys, col->name);
-        sep = ", ";
-    }
-    pg_buf_add(&b, "INSERT INTO ");
-    pg_buf_add(&b, s->q_table);
-    pg_buf_add(&b, " AS t (");
-    column_list(s, &b, 0);
-    pg_buf_add(&b, ") SELECT ");
-    column_list(s, &b, 0);
-    pg_buf_add(&b, " FROM (SELECT DISTINCT ON (");
-    pg_buf_add(&b, keys.p ? keys.p : "");
-    pg_buf_add(&b, ") * FROM pg_temp.tm_stage ORDER BY ");
-    pg_buf_add(&b, keys.p ? keys.p : "");
-    pg_buf_add(&b, ", _tm_seq DESC) AS staged ON CONFLICT (");
-    pg_buf_add(&b, keys.p ? keys.p : "");
-    pg_buf_add(&b, ") DO UPDATE SET ");
-    for (size_t i = 0; i < c->ncolumns; i++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (col->key)
-            continue;
-        pg_buf_ident(s, &b, col->name);
-        pg_buf_add(&b, " = EXCLUDED.");
-        pg_buf_ident(s, &b, col->name);
-        pg_buf_add(&b, ", ");
-    }
-    pg_buf_add(&b, "_tm_topic = EXCLUDED._tm_topic, _tm_partition = "
-                   "EXCLUDED._tm_partition, _tm_offset = EXCLUDED._tm_offset, "
-                   "_tm_identity = EXCLUDED._tm_identity");
-    r = b.oom || keys.oom ? TM_RETRY
-                          : pg_exec(s, b.p, "upserting the staged rows", err);
-    pg_buf_free(&b);
-    pg_buf_free(&keys);
-    if (r == TM_OK) /* one-by-one retries stage again */
-        r = pg_exec(s, "DELETE FROM pg_temp.tm_stage",
-                    "clearing the staging table", err);
-    return r;
-}
 
 /* ---- keys and dead letters ---------------------------------------------- */
 
@@ -442,9 +182,11 @@ static tm_status prune_keys(pg_run *x, tm_error *err) {
     return r;
 }
 
-static tm_status write_rows(pg_run *x, tm_error *err) {
-    return x->s->set.mode == PG_UPSERT ? upsert_rows(x, err)
-                                       : copy_rows(x, x->s->q_table, 0, err);
+/* LEAD (a SAVEPOINT) goes in the same round trip as the COPY. */
+static tm_status write_rows(pg_run *x, const char *lead, tm_error *err) {
+    const pg_rows rows = {.b = x->b, .write = x->write, .only = x->only};
+    return x->s->set.mode == PG_UPSERT ? pg_upsert_rows(x->s, &rows, lead, err)
+                                       : pg_copy_rows(x->s, &rows, lead, err);
 }
 
 /* A data exception (22xxx: bad encoding, NUL byte, out of range) or an
@@ -477,11 +219,10 @@ static tm_status forget_key(pg_run *x, const tm_record *r, tm_error *err) {
 static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
     int dedup = (s->config->flags & TM_CONFIG_DEDUP) != 0;
-    tm_status r = pg_exec(s, "SAVEPOINT tm_rows", "SAVEPOINT", err);
-    if (r != TM_OK)
-        return r;
+    tm_status r;
     s->last_state[0] = '\0';
-    if ((r = write_rows(x, err)) == TM_OK || !s->conn || !rejectable(s))
+    if ((r = write_rows(x, "SAVEPOINT tm_rows", err)) == TM_OK || !s->conn ||
+        !rejectable(s))
         return r;
     if ((r = pg_exec(s, "ROLLBACK TO SAVEPOINT tm_rows", "ROLLBACK TO", err)) !=
         TM_OK)
@@ -491,11 +232,9 @@ static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
             continue;
         const tm_record *rec = TM_CELEM(tm_record, x->b->records, j);
         const tm_range *g = TM_CELEM(tm_range, x->b->ranges, rec->range);
-        if ((r = pg_exec(s, "SAVEPOINT tm_row", "SAVEPOINT", err)) != TM_OK)
-            return r;
         x->only = (long)j;
         s->last_state[0] = '\0';
-        r = write_rows(x, err);
+        r = write_rows(x, "SAVEPOINT tm_row", err);
         x->only = -1;
         if (r == TM_OK) {
             if ((r = pg_exec(s, "RELEASE SAVEPOINT tm_row", "RELEASE", err)) !=
@@ -575,35 +314,128 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
     return TM_OK;
 }
 
-/* Inside the transaction: lock and check the markers, effects, markers. */
-static tm_status apply(pg_run *x, tm_error *err) {
+/* One round trip: BEGIN and every partition's SELECT ... FOR UPDATE of its
+ * marker, in one pipeline. */
+static tm_status begin_and_lock(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
     const tm_batch *b = x->b;
+    size_t n = b->nranges;
+    pg_stmt *st = calloc(n + 1, sizeof *st);
+    pg_marker_params *p = calloc(n ? n : 1, sizeof *p);
     tm_status r = TM_OK;
-    for (size_t i = 0; r == TM_OK && i < b->nranges; i++) {
-        const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
-        x->stored[i].struct_size = sizeof(tm_marker);
-        x->stored[i].topic = g->topic;
-        x->stored[i].partition = g->partition;
-        r = pg_marker_get(s, g->topic, g->partition, 1, &x->stored[i], err);
+    if (!st || !p) {
+        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+        r = TM_RETRY;
     }
+    if (r == TM_OK) {
+        st[0] = (pg_stmt){.sql = "BEGIN", .step = "BEGIN"};
+        for (size_t i = 0; i < n; i++) {
+            const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
+            x->stored[i].struct_size = sizeof(tm_marker);
+            x->stored[i].topic = g->topic;
+            x->stored[i].partition = g->partition;
+            pg_marker_params_of(s, &x->stored[i], &p[i]);
+            st[i + 1] = (pg_stmt){.name = PG_STMT_LOCK,
+                                  .n = 3,
+                                  .vals = p[i].v,
+                                  .want_tuples = 1,
+                                  .step = "locking the markers"};
+        }
+        r = pg_pipe_begin(s, "BEGIN", err);
+        for (size_t i = 0; r == TM_OK && i <= n; i++)
+            r = pg_pipe_send(s, &st[i], err);
+        r = r == TM_OK ? pg_pipe_end(s, st, n + 1, err) : pg_pipe_abort(s, r);
+    }
+    if (r == TM_OK) {
+        PQclear(st[0].res);
+        for (size_t i = 0; i < n; i++) {
+            x->present[i] =
+                (unsigned char)pg_marker_fill(&x->stored[i], st[i + 1].res);
+            PQclear(st[i + 1].res);
+        }
+    }
+    free(st);
+    free(p);
+    return r;
+}
+
+/* One round trip: every marker UPDATE, then COMMIT, in one pipeline. The
+ * UPDATEs are put on the wire before the after_marker crash point, so that
+ * it falls where its name says: markers sent, no COMMIT yet. */
+static tm_status update_and_commit(pg_run *x, tm_error *err) {
+    pg_sink *s = x->s;
+    const tm_batch *b = x->b;
+    size_t n = b->nranges;
+    pg_stmt *st = calloc(n + 1, sizeof *st);
+    pg_marker_params *p = calloc(n ? n : 1, sizeof *p);
+    tm_status r = TM_OK;
+    if (!st || !p) {
+        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+        r = TM_RETRY;
+    }
+    if (r == TM_OK) {
+        for (size_t i = 0; i < n; i++) {
+            s->host->marker_advance(&x->stored[i], b, i, x->rows[i], x->dls[i],
+                                    x->dups[i]);
+            pg_marker_params_of(s, &x->stored[i], &p[i]);
+            st[i] = (pg_stmt){.name = PG_STMT_UPDATE,
+                              .n = 10,
+                              .vals = p[i].v,
+                              .want_tuples = 1,
+                              .step = "updating the markers"};
+        }
+        st[n] = (pg_stmt){.sql = "COMMIT", .step = "COMMIT"};
+        r = pg_pipe_begin(s, "updating the markers", err);
+        for (size_t i = 0; r == TM_OK && i < n; i++)
+            r = pg_pipe_send(s, &st[i], err);
+        if (r == TM_OK)
+            r = pg_pipe_flush(s, "updating the markers", err);
+        if (r == TM_OK) {
+            s->host->fault(TM_FAULT_AFTER_MARKER);
+            /* A batch whose COMMIT is on its way is not given up. */
+            s->deadline_ms = 0;
+            r = pg_pipe_send(s, &st[n], err);
+        }
+        r = r == TM_OK ? pg_pipe_end(s, st, n + 1, err) : pg_pipe_abort(s, r);
+    }
+    if (r == TM_OK) {
+        if (strcmp(PQcmdStatus(st[n].res), "COMMIT") != 0) {
+            /* "ROLLBACK": the transaction had failed */
+            s->host->set_error(err, "batch %s: COMMIT rolled back",
+                               b->batch_id);
+            r = TM_RETRY;
+        }
+        for (size_t i = 0; i <= n; i++)
+            PQclear(st[i].res);
+    }
+    free(st);
+    free(p);
+    return r;
+}
+
+/* Inside the transaction: the markers locked and checked, the effects. */
+static tm_status lock_check_write(pg_run *x, tm_error *err) {
+    pg_sink *s = x->s;
+    const tm_batch *b = x->b;
+    tm_status r = begin_and_lock(x, err);
     if (r != TM_OK)
         return r;
     /* The marker rows are locked FOR UPDATE: they cannot move under the
      * check. ALREADY / FENCED / CONFLICT write nothing. */
     if ((r = s->host->marker_check(b, x->stored, err)) != TM_OK)
         return r;
+    for (size_t i = 0; i < b->nranges; i++)
+        if (!x->present[i]) {
+            const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
+            s->host->set_error(err,
+                               "%s[%d]: a marker checked in this transaction "
+                               "has no row to update",
+                               g->topic, (int)g->partition);
+            return TM_FATAL;
+        }
     if ((r = write_effects(x, err)) != TM_OK)
         return r;
     s->host->fault(TM_FAULT_AFTER_EFFECTS);
-    for (size_t i = 0; r == TM_OK && i < b->nranges; i++) {
-        s->host->marker_advance(&x->stored[i], b, i, x->rows[i], x->dls[i],
-                                x->dups[i]);
-        r = pg_marker_put(s, &x->stored[i], err);
-    }
-    if (r != TM_OK)
-        return r;
-    s->host->fault(TM_FAULT_AFTER_MARKER);
     return TM_OK;
 }
 
@@ -612,6 +444,8 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     pg_run x = {.s = s, .b = b, .only = -1};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
     tm_status r = pg_ready(s, err);
+    if (r == TM_OK)
+        r = pg_marker_prepare(s, err);
     if (r != TM_OK)
         return r;
     pg_call_begin(s, b->deadline_ms);
@@ -624,10 +458,12 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     }
     size_t n = b->nranges ? b->nranges : 1;
     x.stored = calloc(n, sizeof *x.stored);
+    x.present = calloc(n, 1);
     x.rows = calloc(3 * n, sizeof *x.rows);
     x.write = calloc(b->nrecords ? b->nrecords : 1, 1);
-    if (!x.stored || !x.rows || !x.write) {
+    if (!x.stored || !x.present || !x.rows || !x.write) {
         free(x.stored);
+        free(x.present);
         free(x.rows);
         free(x.write);
         s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
@@ -635,35 +471,20 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     }
     x.dls = x.rows + n;
     x.dups = x.rows + 2 * n;
-    r = pg_exec(s, "BEGIN", "BEGIN", err);
-    if (r == TM_OK)
-        r = apply(&x, err);
+    r = lock_check_write(&x, err);
     if (r != TM_OK) {
         pg_rollback(s);
-    } else {
-        /* A lost connection here leaves the outcome unknown: RETRY, and the
-         * resend's marker check settles it (OK or ALREADY). */
-        s->deadline_ms = 0;
-        PGresult *res = PQexec(s->conn, "COMMIT");
-        if (res && PQresultStatus(res) == PGRES_COMMAND_OK &&
-            strcmp(PQcmdStatus(res), "COMMIT") == 0) {
-            PQclear(res);
-        } else if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-            PQclear(res); /* "ROLLBACK": the transaction had failed */
-            s->host->set_error(err, "batch %s: COMMIT rolled back",
-                               b->batch_id);
+    } else if ((r = update_and_commit(&x, err)) != TM_OK) {
+        /* An error the server answered means no COMMIT happened (it skips
+         * the rest of a pipeline after an error); a lost connection leaves
+         * the outcome unknown: RETRY, and the resend's marker check settles
+         * it (OK or ALREADY). */
+        if (r != TM_FATAL || !s->conn || PQstatus(s->conn) != CONNECTION_OK)
             r = TM_RETRY;
-        } else {
-            r = pg_fail(s, res, "COMMIT", err);
-            if (r == TM_FATAL && s->conn &&
-                PQstatus(s->conn) == CONNECTION_OK) {
-                pg_rollback(s);
-            } else {
-                r = TM_RETRY;
-            }
-        }
+        pg_rollback(s);
     }
     free(x.stored);
+    free(x.present);
     free(x.rows);
     free(x.write);
     if (r == TM_OK)

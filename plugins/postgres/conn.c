@@ -112,6 +112,7 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
     }
     PQsetNoticeProcessor(c, quiet_notices, NULL);
     s->conn = c;
+    s->prepared = 0; /* prepared statements live in a session */
     char st[32];
     snprintf(st, sizeof st, "%lld", (long long)s->set.statement_timeout_ms);
     const char *p[1] = {st};

@@ -27,6 +27,15 @@ static void fill(tm_marker *m, PGresult *res) {
     m->duplicates = strtoull(PQgetvalue(res, 0, 6), NULL, 10);
 }
 
+int pg_marker_fill(tm_marker *m, PGresult *res) {
+    if (PQntuples(res) == 1) {
+        fill(m, res);
+        return 1;
+    }
+    set_absent(m);
+    return 0;
+}
+
 /* SQL: PREFIX markers-table SUFFIX, in buf. */
 static const char *sql_of(pg_sink *s, pg_buf *b, const char *prefix,
                           const char *suffix) {
@@ -37,73 +46,101 @@ static const char *sql_of(pg_sink *s, pg_buf *b, const char *prefix,
     return b->oom ? NULL : b->p;
 }
 
-tm_status pg_marker_get(pg_sink *s, const char *topic, int32_t partition,
-                        int for_update, tm_marker *m, tm_error *err) {
-    char part[16];
-    snprintf(part, sizeof part, "%d", (int)partition);
-    const char *v[3] = {s->config->connector, topic, part};
-    pg_buf b = {0};
-    const char *sql =
-        sql_of(s, &b, "SELECT " MARKER_COLS " FROM ",
-               for_update ? " WHERE connector = $1 AND topic = $2 AND "
-                            "\"partition\" = $3::int FOR UPDATE"
-                          : " WHERE connector = $1 AND topic = $2 AND "
-                            "\"partition\" = $3::int");
-    tm_status r = TM_FATAL;
-    PGresult *res = sql ? pg_query(s, sql, 3, v, NULL, NULL, 1,
-                                   for_update ? "locking the markers"
-                                              : "reading the markers",
-                                   &r, err)
-                        : NULL;
-    if (!sql)
-        s->host->set_error(err, "out of memory");
-    pg_buf_free(&b);
-    if (!res)
-        return r;
-    if (PQntuples(res) == 1)
-        fill(m, res);
-    else
-        set_absent(m);
+const char *pg_marker_select_sql(pg_sink *s, pg_buf *b, int for_update) {
+    return sql_of(s, b, "SELECT " MARKER_COLS " FROM ",
+                  for_update ? " WHERE connector = $1 AND topic = $2 AND "
+                               "\"partition\" = $3::int FOR UPDATE"
+                             : " WHERE connector = $1 AND topic = $2 AND "
+                               "\"partition\" = $3::int");
+}
+
+void pg_marker_params_of(pg_sink *s, const tm_marker *m, pg_marker_params *p) {
+    snprintf(p->part, sizeof p->part, "%d", (int)m->partition);
+    snprintf(p->next, sizeof p->next, "%lld", (long long)m->next_offset);
+    snprintf(p->epoch, sizeof p->epoch, "%lld", (long long)m->epoch);
+    snprintf(p->rows, sizeof p->rows, "%llu", (unsigned long long)m->rows);
+    snprintf(p->dls, sizeof p->dls, "%llu",
+             (unsigned long long)m->dead_letters);
+    snprintf(p->filt, sizeof p->filt, "%llu", (unsigned long long)m->filtered);
+    snprintf(p->dups, sizeof p->dups, "%llu",
+             (unsigned long long)m->duplicates);
+    const char *v[10] = {
+        s->config->connector, m->topic, p->part, p->next, p->epoch,
+        m->last_batch_id,     p->rows,  p->dls,  p->filt, p->dups};
+    memcpy(p->v, v, sizeof v);
+}
+
+/* The UPDATE goes out in one pipeline with the COMMIT, so a marker row
+ * that is not there must fail on the server, where it stops the COMMIT:
+ * the client would learn of it too late. The row is locked FOR UPDATE by
+ * this transaction, so this is a guard, not a path: the CASE yields text
+ * that is no boolean exactly when the UPDATE matched no single row (the
+ * cast is of a non-constant, so it runs at execution, never at planning). */
+static const char *marker_update_sql(pg_sink *s, pg_buf *b) {
+    return sql_of(
+        s, b, "WITH u AS (UPDATE ",
+        " SET next_offset = $4::bigint, epoch = $5::bigint, last_batch_id = "
+        "$6, \"rows\" = $7::bigint, dead_letters = $8::bigint, filtered = "
+        "$9::bigint, duplicates = $10::bigint WHERE connector = $1 AND topic "
+        "= $2 AND \"partition\" = $3::int RETURNING 1) SELECT (CASE count(*) "
+        "WHEN 1 THEN 'true' ELSE 'tidemark: no marker row to update for ' || "
+        "$2 || '[' || $3 || ']' END)::boolean FROM u");
+}
+
+static tm_status prepare(pg_sink *s, const char *name, const char *sql, int n,
+                         const char *step, tm_error *err) {
+    if (!sql) {
+        s->host->set_error(err, "%s: out of memory", step);
+        return TM_RETRY;
+    }
+    PGresult *res = PQprepare(s->conn, name, sql, n, NULL);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        return pg_fail(s, res, step, err);
     PQclear(res);
     return TM_OK;
 }
 
-tm_status pg_marker_put(pg_sink *s, const tm_marker *m, tm_error *err) {
-    char part[16], next[32], epoch[32], rows[32], dls[32], filt[32], dups[32];
-    snprintf(part, sizeof part, "%d", (int)m->partition);
-    snprintf(next, sizeof next, "%lld", (long long)m->next_offset);
-    snprintf(epoch, sizeof epoch, "%lld", (long long)m->epoch);
-    snprintf(rows, sizeof rows, "%llu", (unsigned long long)m->rows);
-    snprintf(dls, sizeof dls, "%llu", (unsigned long long)m->dead_letters);
-    snprintf(filt, sizeof filt, "%llu", (unsigned long long)m->filtered);
-    snprintf(dups, sizeof dups, "%llu", (unsigned long long)m->duplicates);
-    const char *v[10] = {s->config->connector, m->topic, part, next, epoch,
-                         m->last_batch_id,     rows,     dls,  filt, dups};
+tm_status pg_marker_prepare(pg_sink *s, tm_error *err) {
+    if (s->prepared)
+        return TM_OK;
+    if (!s->conn) {
+        s->host->set_error(err, "preparing the marker statements: no "
+                                "connection");
+        return TM_RETRY;
+    }
     pg_buf b = {0};
-    const char *sql = sql_of(
-        s, &b, "UPDATE ",
-        " SET next_offset = $4::bigint, epoch = $5::bigint, last_batch_id = "
-        "$6, \"rows\" = $7::bigint, dead_letters = $8::bigint, filtered = "
-        "$9::bigint, duplicates = $10::bigint WHERE connector = $1 AND topic "
-        "= $2 AND \"partition\" = $3::int");
+    tm_status r = prepare(s, PG_STMT_LOCK, pg_marker_select_sql(s, &b, 1), 3,
+                          "preparing the marker lock", err);
+    if (r == TM_OK)
+        r = prepare(s, PG_STMT_UPDATE, marker_update_sql(s, &b), 10,
+                    "preparing the marker update", err);
+    pg_buf_free(&b);
+    s->prepared = r == TM_OK;
+    /* Half prepared, a second try would fail on the name that exists: the
+     * next call starts from a new session instead. */
+    if (r != TM_OK)
+        pg_disconnect(s);
+    return r;
+}
+
+tm_status pg_marker_get(pg_sink *s, const char *topic, int32_t partition,
+                        tm_marker *m, tm_error *err) {
+    char part[16];
+    snprintf(part, sizeof part, "%d", (int)partition);
+    const char *v[3] = {s->config->connector, topic, part};
+    pg_buf b = {0};
+    const char *sql = pg_marker_select_sql(s, &b, 0);
     tm_status r = TM_FATAL;
-    PGresult *res = sql ? pg_query(s, sql, 10, v, NULL, NULL, 0,
-                                   "updating the markers", &r, err)
+    PGresult *res = sql ? pg_query(s, sql, 3, v, NULL, NULL, 1,
+                                   "reading the markers", &r, err)
                         : NULL;
     if (!sql)
         s->host->set_error(err, "out of memory");
     pg_buf_free(&b);
     if (!res)
         return r;
-    int one = strcmp(PQcmdTuples(res), "1") == 0;
+    pg_marker_fill(m, res);
     PQclear(res);
-    if (!one) {
-        s->host->set_error(err,
-                           "%s[%d]: a marker checked in this transaction has "
-                           "no row to update",
-                           m->topic, (int)m->partition);
-        return TM_FATAL;
-    }
     return TM_OK;
 }
 
@@ -188,7 +225,7 @@ tm_status pg_read_markers(void *sink, tm_marker *markers, size_t n,
                 "read_markers: BEGIN", err);
     for (size_t i = 0; r == TM_OK && i < n; i++) {
         tm_marker *m = TM_ELEM(tm_marker, markers, i);
-        r = pg_marker_get(s, m->topic, m->partition, 0, m, err);
+        r = pg_marker_get(s, m->topic, m->partition, m, err);
     }
     if (r == TM_OK)
         r = pg_exec(s, "COMMIT", "read_markers: COMMIT", err);

@@ -4,8 +4,10 @@
  *   conn.c      the connection: connect, reset, cancel object, error
  *               mapping (SQLSTATE -> what the host does next), SQL text
  *   schema.c    qualified names, DDL under an advisory lock, shape check
+ *   pipeline.c  several statements in one round trip (pipeline mode)
  *   markers.c   claim and read_markers, marker rows
- *   commit.c    one batch in one transaction (COPY for rows)
+ *   copy.c      rows with COPY (text format), upsert through staging
+ *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
  *   validate.c  the read-only check of settings, connection and table
  * Nothing here is exported: the plugin exports only tidemark_sink_entry.
@@ -60,6 +62,7 @@ typedef struct pg_sink {
     /* Escaped names, made at connect (PQescapeIdentifier needs a conn). */
     char *q_schema, *q_table, *q_markers, *q_dls, *q_keys;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
+    int prepared;       /* the marker statements are prepared on conn */
 } pg_sink;
 
 /* settings.c */
@@ -98,6 +101,28 @@ PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
 /* ROLLBACK if a transaction is open; never fails loudly. */
 void pg_rollback(pg_sink *s);
 
+/* pipeline.c: begin, send statements (flush to put the queued ones on the
+ * wire early), end: one Sync, every result read, pipeline mode left. */
+typedef struct pg_stmt {
+    const char *name; /* a prepared statement, or NULL: sql */
+    const char *sql;
+    int n;                   /* parameters, */
+    const char *const *vals; /* as text (NULL: SQL null) */
+    int want_tuples;
+    const char *step; /* names the statement in errors */
+    PGresult *res;    /* set by pg_pipe_end on TM_OK; PQclear it */
+} pg_stmt;
+tm_status pg_pipe_begin(pg_sink *s, const char *step, tm_error *err);
+tm_status pg_pipe_send(pg_sink *s, const pg_stmt *st, tm_error *err);
+tm_status pg_pipe_flush(pg_sink *s, const char *step, tm_error *err);
+/* TM_OK with every st[i].res set; else pg_fail's answer for the first
+ * statement that failed (the server skipped those after it) and no res.
+ * A connection that cannot be brought back to idle is dropped (RETRY). */
+tm_status pg_pipe_end(pg_sink *s, pg_stmt *st, size_t n, tm_error *err);
+/* After a failure to queue: the session is dropped (the server rolls back
+ * its transaction); R, the failure's status, mapped to RETRY or FATAL. */
+tm_status pg_pipe_abort(pg_sink *s, tm_status r);
+
 /* schema.c */
 tm_status pg_schema_create(pg_sink *s, tm_error *err);
 /* *exists: whether the target table exists. */
@@ -110,11 +135,41 @@ tm_status pg_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
                    tm_error *err);
 tm_status pg_read_markers(void *sink, tm_marker *markers, size_t n,
                           tm_error *err);
-/* Reads (optionally FOR UPDATE) the marker of (topic, partition). */
+/* Reads the marker of (topic, partition), not locking it. */
 tm_status pg_marker_get(pg_sink *s, const char *topic, int32_t partition,
-                        int for_update, tm_marker *m, tm_error *err);
-/* Writes *m back; TM_FATAL if no row. */
-tm_status pg_marker_put(pg_sink *s, const tm_marker *m, tm_error *err);
+                        tm_marker *m, tm_error *err);
+/* The parameters of the marker statements, as text: the SELECT takes
+ * v[0..2] (connector, topic, partition), the UPDATE all ten. The UPDATE
+ * fails on the server unless it updated exactly one row. */
+typedef struct pg_marker_params {
+    char part[16], next[32], epoch[32], rows[32], dls[32], filt[32], dups[32];
+    const char *v[10];
+} pg_marker_params;
+/* The marker SELECT (in b; NULL when out of memory). */
+const char *pg_marker_select_sql(pg_sink *s, pg_buf *b, int for_update);
+/* Prepares the commit's marker statements once per session (named
+ * PG_STMT_LOCK and PG_STMT_UPDATE): parsing and planning them for every
+ * batch costs about as much as the round trips the pipelines save. */
+#define PG_STMT_LOCK   "tm_marker_lock"
+#define PG_STMT_UPDATE "tm_marker_update"
+tm_status pg_marker_prepare(pg_sink *s, tm_error *err);
+void pg_marker_params_of(pg_sink *s, const tm_marker *m, pg_marker_params *p);
+/* Fills *m from a marker SELECT's result; 0 (absent) when it has no row. */
+int pg_marker_fill(tm_marker *m, PGresult *res);
+
+/* copy.c: the batch's records with write[j] set (only >= 0: that record
+ * alone) as rows, in one COPY; LEAD (NULL: none) is SQL without values
+ * sent in the same round trip just before it (SAVEPOINT ...). */
+typedef struct pg_rows {
+    const tm_batch *b;
+    const unsigned char *write;
+    long only;
+} pg_rows;
+tm_status pg_copy_rows(pg_sink *s, const pg_rows *rows, const char *lead,
+                       tm_error *err);
+/* Upsert: COPY into a staging table, then INSERT ... ON CONFLICT. */
+tm_status pg_upsert_rows(pg_sink *s, const pg_rows *rows, const char *lead,
+                         tm_error *err);
 
 /* commit.c */
 tm_status pg_commit(void *sink, const tm_batch *batch, tm_error *err);

@@ -14,6 +14,7 @@
  *
  *   postgres_bench [--rows N] [--batch N] [--reps N]
  *                  [--json jsonb|text|both] [--plugin PATH]
+ *                  [--loops sink,text,binary,insert]
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -481,38 +482,91 @@ static double run_insert(data *d, const char *json_type) {
 /* ---- main ------------------------------------------------------------------
  */
 
-static void bench(const tm_sink_api *api, data *d, size_t reps, int json_text) {
+/* Which loops run (--loops): the sink, (b), (c), (d). */
+typedef struct loops {
+    int sink, text, binary, insert;
+} loops;
+
+static int parse_loops(const char *list, loops *l) {
+    *l = (loops){0};
+    char copy[128];
+    snprintf(copy, sizeof copy, "%s", list);
+    for (char *save = NULL, *w = strtok_r(copy, ",", &save); w;
+         w = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(w, "sink"))
+            l->sink = 1;
+        else if (!strcmp(w, "text"))
+            l->text = 1;
+        else if (!strcmp(w, "binary"))
+            l->binary = 1;
+        else if (!strcmp(w, "insert"))
+            l->insert = 1;
+        else
+            return -1;
+    }
+    return l->sink || l->text || l->binary || l->insert ? 0 : -1;
+}
+
+/* rows/s of a median, or 0 for a loop not run. */
+static double rate(int ran, size_t rows, double *t, size_t reps) {
+    return ran ? (double)rows / bench_median(t, reps) : 0;
+}
+
+static void ratio(const char *name, double a, double b) {
+    if (a > 0 && b > 0)
+        printf("  %s %.3f", name, a / b);
+}
+
+static void bench(const tm_sink_api *api, data *d, size_t reps, int json_text,
+                  const loops *l) {
     const char *jt = json_text ? "text" : "jsonb";
     double ts[MAXREPS], tt[MAXREPS], tb[MAXREPS], ti[MAXREPS];
     size_t rows = d->nrows;
     printf("## doc as %s\n", jt);
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
-        ts[r] = run_sink(api, d, json_text);
-        tt[r] = run_copy_text(d, jt);
-        tb[r] = run_copy_binary(d, jt);
-        ti[r] = run_insert(d, jt);
+        ts[r] = l->sink ? run_sink(api, d, json_text) : 0;
+        tt[r] = l->text ? run_copy_text(d, jt) : 0;
+        tb[r] = l->binary ? run_copy_binary(d, jt) : 0;
+        ti[r] = l->insert ? run_insert(d, jt) : 0;
         printf("rep %zu: sink %.0f, copy text %.0f, copy binary %.0f, "
                "insert %.0f rows/s\n",
-               r + 1, (double)rows / ts[r], (double)rows / tt[r],
-               (double)rows / tb[r], (double)rows / ti[r]);
+               r + 1, ts[r] > 0 ? (double)rows / ts[r] : 0,
+               tt[r] > 0 ? (double)rows / tt[r] : 0,
+               tb[r] > 0 ? (double)rows / tb[r] : 0,
+               ti[r] > 0 ? (double)rows / ti[r] : 0);
         fflush(stdout);
     }
-    double ms = bench_median(ts, reps), mt = bench_median(tt, reps);
-    double mb = bench_median(tb, reps), mi = bench_median(ti, reps);
-    printf("doc %s: sink            %.0f rows/s (median of %zu)\n", jt,
-           (double)rows / ms, reps);
-    printf("doc %s: (b) copy text   %.0f rows/s\n", jt, (double)rows / mt);
-    printf("doc %s: (c) copy binary %.0f rows/s\n", jt, (double)rows / mb);
-    printf("doc %s: (d) insert/row  %.0f rows/s\n", jt, (double)rows / mi);
-    printf("doc %s: sink/(b) %.3f  sink/(c) %.3f  sink/(d) %.3f  "
-           "(c)/(b) %.3f\n",
-           jt, mt / ms, mb / ms, mi / ms, mt / mb);
+    /* Before the medians, which sort the times: each rep's sink and (b)
+     * ran back to back, so their ratio sees the same machine. */
+    double per[MAXREPS];
+    for (size_t r = 0; r < reps; r++)
+        per[r] = l->sink && l->text ? tt[r] / ts[r] : 0;
+    double per_median = bench_median(per, reps);
+    double ms = rate(l->sink, rows, ts, reps),
+           mt = rate(l->text, rows, tt, reps);
+    double mb = rate(l->binary, rows, tb, reps);
+    double mi = rate(l->insert, rows, ti, reps);
+    printf("doc %s: sink            %.0f rows/s (median of %zu)\n", jt, ms,
+           reps);
+    printf("doc %s: (b) copy text   %.0f rows/s\n", jt, mt);
+    printf("doc %s: (c) copy binary %.0f rows/s\n", jt, mb);
+    printf("doc %s: (d) insert/row  %.0f rows/s\n", jt, mi);
+    if (l->sink && l->text)
+        printf("doc %s: median of the reps' own sink/(b) %.3f\n", jt,
+               per_median);
+    printf("doc %s:", jt);
+    ratio("sink/(b)", ms, mt);
+    ratio("sink/(c)", ms, mb);
+    ratio("sink/(d)", ms, mi);
+    ratio("(c)/(b)", mb, mt);
+    printf("\n");
     fflush(stdout);
 }
 
 int main(int argc, char **argv) {
     size_t rows = 200000, batch = 1000, reps = 3;
     const char *json = "both", *plugin = TM_POSTGRES_PLUGIN;
+    const char *which = "sink,text,binary,insert";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--rows"))
             rows = strtoul(argv[i + 1], NULL, 10);
@@ -524,6 +578,8 @@ int main(int argc, char **argv) {
             json = argv[i + 1];
         else if (!strcmp(argv[i], "--plugin"))
             plugin = argv[i + 1];
+        else if (!strcmp(argv[i], "--loops"))
+            which = argv[i + 1];
         else
             die("bad argument", argv[i]);
     }
@@ -532,6 +588,9 @@ int main(int argc, char **argv) {
             "--rows, --batch and --reps must be > 0 (reps <= 100)");
     if (strcmp(json, "jsonb") && strcmp(json, "text") && strcmp(json, "both"))
         die("--json", "jsonb, text or both");
+    loops l;
+    if (parse_loops(which, &l) != 0)
+        die("--loops", "a comma list of sink, text, binary, insert");
     tm_plugin loaded;
     char errstr[1024];
     if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
@@ -545,9 +604,9 @@ int main(int argc, char **argv) {
            PQlibVersion());
     PQfinish(c);
     if (strcmp(json, "text"))
-        bench(loaded.api, &d, reps, 0);
+        bench(loaded.api, &d, reps, 0, &l);
     if (strcmp(json, "jsonb"))
-        bench(loaded.api, &d, reps, 1);
+        bench(loaded.api, &d, reps, 1, &l);
     c = connect_db();
     exec(c, "DROP SCHEMA IF EXISTS tm_bench_bare CASCADE");
     exec(c, "DROP SCHEMA IF EXISTS tm_bench_sink CASCADE");

@@ -927,7 +927,9 @@ static void scenario_postgres_sigkill(void) {
     char text[4096];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
-             "\"%s\", \"topics\": [\"%s\"]}, \"batch\": "
+             "\"%s\", \"topics\": [\"%s\"], \"properties\": "
+             "{\"session.timeout.ms\": \"6000\", "
+             "\"heartbeat.interval.ms\": \"500\"}}, \"batch\": "
              "{\"max_records\": 500}, \"sink\": {\"plugin\": "
              "\"postgres\", \"settings\": {\"conninfo\": "
              "\"${env:TIDEMARK_PG_CONNINFO}\", \"table\": \"%s\"}}, "

@@ -1,0 +1,326 @@
+/* Rows with COPY: the COPY text format of every column type, one COPY of
+ * a batch's rows straight into the table (append) or into a staging table
+ * followed by one INSERT ... ON CONFLICT (upsert). The statement that goes
+ * before a COPY (a SAVEPOINT) travels in the same round trip. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg_sink.h"
+
+/* ---- COPY text format ---------------------------------------------------- */
+
+/* Text per COPY's text format: backslash, newline, CR and tab escaped. */
+static void copy_text(pg_buf *b, const char *p, size_t n) {
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *esc = NULL;
+        switch (p[i]) {
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default: continue;
+        }
+        pg_buf_addn(b, p + from, i - from);
+        pg_buf_add(b, esc);
+        from = i + 1;
+    }
+    pg_buf_addn(b, p + from, n - from);
+}
+
+/* bytea in hex form; its leading backslash escaped for COPY. */
+static void copy_bytes(pg_buf *b, const unsigned char *p, size_t n) {
+    static const char HEX[] = "0123456789abcdef";
+    char chunk[128];
+    size_t k = 0;
+    pg_buf_add(b, "\\\\x");
+    for (size_t i = 0; i < n; i++) {
+        chunk[k++] = HEX[p[i] >> 4];
+        chunk[k++] = HEX[p[i] & 15];
+        if (k == sizeof chunk) {
+            pg_buf_addn(b, chunk, k);
+            k = 0;
+        }
+    }
+    pg_buf_addn(b, chunk, k);
+}
+
+/* Microseconds since 1970-01-01 UTC as a timestamptz literal. */
+static void copy_timestamp(pg_buf *b, int64_t us) {
+    int64_t secs = us / 1000000, frac = us % 1000000;
+    if (frac < 0) {
+        frac += 1000000;
+        secs -= 1;
+    }
+    time_t t = (time_t)secs;
+    struct tm tm;
+    char out[80];
+    if (!gmtime_r(&t, &tm)) {
+        b->oom = 1; /* out of range: refused as a whole below */
+        return;
+    }
+    long year = (long)tm.tm_year + 1900;
+    int bc = year <= 0;
+    snprintf(out, sizeof out, "%04ld-%02d-%02d %02d:%02d:%02d.%06d+00%s",
+             bc ? 1 - year : year, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (int)frac, bc ? " BC" : "");
+    pg_buf_add(b, out);
+}
+
+static void copy_value(pg_buf *b, const tm_column *col, const tm_value *v) {
+    char num[64];
+    if (v->is_null) {
+        pg_buf_add(b, "\\N");
+        return;
+    }
+    switch (col->type) {
+    case TM_TYPE_INT:
+        snprintf(num, sizeof num, "%lld", (long long)v->v.i);
+        pg_buf_add(b, num);
+        break;
+    case TM_TYPE_BOOL: pg_buf_add(b, v->v.i ? "t" : "f"); break;
+    case TM_TYPE_FLOAT:
+        if (isnan(v->v.f))
+            pg_buf_add(b, "NaN");
+        else if (isinf(v->v.f))
+            pg_buf_add(b, v->v.f > 0 ? "Infinity" : "-Infinity");
+        else {
+            snprintf(num, sizeof num, "%.17g", v->v.f);
+            pg_buf_add(b, num);
+        }
+        break;
+    case TM_TYPE_TIMESTAMP: copy_timestamp(b, v->v.i); break;
+    case TM_TYPE_TEXT:
+    case TM_TYPE_JSON:
+        copy_text(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
+        break;
+    case TM_TYPE_BYTES:
+        copy_bytes(b, (const unsigned char *)(v->v.s.ptr ? v->v.s.ptr : ""),
+                   v->v.s.len);
+        break;
+    }
+}
+
+/* One COPY line: mapped values, then the hidden coordinates (and the
+ * record's index for the upsert staging table). */
+static void copy_line(const pg_sink *s, const tm_batch *bt, pg_buf *b, size_t j,
+                      int with_seq) {
+    const tm_sink_config *c = s->config;
+    const tm_record *r = TM_CELEM(tm_record, bt->records, j);
+    const tm_range *g = TM_CELEM(tm_range, bt->ranges, r->range);
+    char num[64];
+    for (size_t k = 0; k < c->ncolumns; k++) {
+        copy_value(b, TM_CELEM(tm_column, c->columns, k),
+                   TM_CELEM(tm_value, r->values, k));
+        pg_buf_add(b, "\t");
+    }
+    copy_text(b, g->topic, strlen(g->topic));
+    snprintf(num, sizeof num, "\t%d\t%lld\t", (int)g->partition,
+             (long long)r->offset);
+    pg_buf_add(b, num);
+    if (r->identity)
+        copy_text(b, r->identity, strlen(r->identity));
+    else
+        pg_buf_add(b, "\\N");
+    if (with_seq) {
+        snprintf(num, sizeof num, "\t%zu", j);
+        pg_buf_add(b, num);
+    }
+    pg_buf_add(b, "\n");
+}
+
+static void column_list(pg_sink *s, pg_buf *b, int with_seq) {
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        pg_buf_ident(s, b, TM_CELEM(tm_column, s->config->columns, i)->name);
+        pg_buf_add(b, ", ");
+    }
+    pg_buf_add(b, "_tm_topic, _tm_partition, _tm_offset, _tm_identity");
+    if (with_seq)
+        pg_buf_add(b, ", _tm_seq");
+}
+
+/* Ends a COPY, sending ERRMSG (abort) or nothing; the final result. */
+static tm_status copy_finish(pg_sink *s, const char *errmsg, tm_error *err) {
+    tm_status r = TM_OK;
+    if (PQputCopyEnd(s->conn, errmsg) != 1) {
+        r = pg_fail(s, NULL, "COPY: ending", err);
+        return r;
+    }
+    PGresult *res;
+    while (s->conn && (res = PQgetResult(s->conn)) != NULL) {
+        if (PQresultStatus(res) != PGRES_COMMAND_OK && r == TM_OK)
+            r = pg_fail(s, res, "COPY rows", err);
+        else
+            PQclear(res);
+    }
+    if (r == TM_OK && s->conn && PQstatus(s->conn) != CONNECTION_OK)
+        r = pg_fail(s, NULL, "COPY rows", err);
+    return r;
+}
+
+/* Sends LEAD and the COPY as one simple query (one round trip) and reads
+ * up to the server's CopyInResponse. A failing LEAD statement makes the
+ * server skip the COPY: its error is the one reported. */
+static tm_status copy_start(pg_sink *s, const char *lead, const char *copy,
+                            tm_error *err) {
+    pg_buf sql = {0};
+    if (lead) {
+        pg_buf_add(&sql, lead);
+        pg_buf_add(&sql, "; ");
+    }
+    pg_buf_add(&sql, copy);
+    if (sql.oom) {
+        pg_buf_free(&sql);
+        s->host->set_error(err, "out of memory");
+        return TM_RETRY;
+    }
+    int sent = PQsendQuery(s->conn, sql.p);
+    pg_buf_free(&sql);
+    if (sent != 1)
+        return pg_fail(s, NULL, "COPY: starting", err);
+    for (;;) {
+        PGresult *res = PQgetResult(s->conn);
+        ExecStatusType t = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (t == PGRES_COPY_IN) {
+            PQclear(res);
+            return TM_OK;
+        }
+        if (res && t == PGRES_COMMAND_OK) { /* a LEAD statement */
+            PQclear(res);
+            continue;
+        }
+        tm_status r = pg_fail(s, res, "COPY: starting", err);
+        while (s->conn && PQstatus(s->conn) == CONNECTION_OK &&
+               (res = PQgetResult(s->conn)) != NULL)
+            PQclear(res); /* up to ReadyForQuery */
+        return r;
+    }
+}
+
+/* COPY of the records that become rows into TARGET. */
+static tm_status copy_rows(pg_sink *s, const pg_rows *x, const char *target,
+                           int with_seq, const char *lead, tm_error *err) {
+    pg_buf sql = {0}, data = {0};
+    pg_buf_add(&sql, "COPY ");
+    pg_buf_add(&sql, target);
+    pg_buf_add(&sql, " (");
+    column_list(s, &sql, with_seq);
+    pg_buf_add(&sql, ") FROM STDIN");
+    if (sql.oom) {
+        pg_buf_free(&sql);
+        s->host->set_error(err, "out of memory");
+        return TM_RETRY;
+    }
+    tm_status started = copy_start(s, lead, sql.p, err);
+    pg_buf_free(&sql);
+    if (started != TM_OK)
+        return started;
+    const char *abort_msg = NULL;
+    for (size_t j = 0; j < x->b->nrecords && !abort_msg; j++) {
+        if (!x->write[j] || (x->only >= 0 && (size_t)x->only != j))
+            continue;
+        copy_line(s, x->b, &data, j, with_seq);
+        if (data.oom) {
+            abort_msg = "out of memory (or a timestamp out of range)";
+            break;
+        }
+        if (data.len >= 65536 || j + 1 == x->b->nrecords) {
+            if (pg_should_stop(s))
+                abort_msg = "interrupted or past the batch deadline";
+            else if (PQputCopyData(s->conn, data.p, (int)data.len) != 1) {
+                pg_buf_free(&data);
+                return pg_fail(s, NULL, "COPY: sending rows", err);
+            }
+            data.len = 0;
+        }
+    }
+    if (!abort_msg && data.len > 0 &&
+        PQputCopyData(s->conn, data.p, (int)data.len) != 1) {
+        pg_buf_free(&data);
+        return pg_fail(s, NULL, "COPY: sending rows", err);
+    }
+    pg_buf_free(&data);
+    tm_status r = copy_finish(s, abort_msg, err);
+    if (abort_msg) {
+        s->host->set_error(err, "batch %s: COPY given up: %s", x->b->batch_id,
+                           abort_msg);
+        return strncmp(abort_msg, "out of", 6) == 0 ? TM_FATAL : TM_RETRY;
+    }
+    return r;
+}
+
+/* Upsert: COPY into a session-temporary staging table, then one INSERT ...
+ * ON CONFLICT (keys) DO UPDATE; the last record of a key in the batch
+ * wins, as if the records were applied one by one. */
+tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
+                         tm_error *err) {
+    const tm_sink_config *c = s->config;
+    pg_buf b = {0}, keys = {0};
+    if (lead) {
+        pg_buf_add(&b, lead);
+        pg_buf_add(&b, "; ");
+    }
+    pg_buf_add(&b, "CREATE TEMP TABLE IF NOT EXISTS tm_stage (LIKE ");
+    pg_buf_add(&b, s->q_table);
+    pg_buf_add(&b, ", _tm_seq bigint) ON COMMIT DELETE ROWS");
+    if (b.oom) {
+        pg_buf_free(&b);
+        s->host->set_error(err, "out of memory");
+        return TM_RETRY;
+    }
+    tm_status r = copy_rows(s, x, "pg_temp.tm_stage", 1, b.p, err);
+    pg_buf_free(&b);
+    if (r != TM_OK)
+        return r;
+    const char *sep = "";
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (!col->key)
+            continue;
+        pg_buf_add(&keys, sep);
+        pg_buf_ident(s, &keys, col->name);
+        sep = ", ";
+    }
+    pg_buf_add(&b, "INSERT INTO ");
+    pg_buf_add(&b, s->q_table);
+    pg_buf_add(&b, " AS t (");
+    column_list(s, &b, 0);
+    pg_buf_add(&b, ") SELECT ");
+    column_list(s, &b, 0);
+    pg_buf_add(&b, " FROM (SELECT DISTINCT ON (");
+    pg_buf_add(&b, keys.p ? keys.p : "");
+    pg_buf_add(&b, ") * FROM pg_temp.tm_stage ORDER BY ");
+    pg_buf_add(&b, keys.p ? keys.p : "");
+    pg_buf_add(&b, ", _tm_seq DESC) AS staged ON CONFLICT (");
+    pg_buf_add(&b, keys.p ? keys.p : "");
+    pg_buf_add(&b, ") DO UPDATE SET ");
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (col->key)
+            continue;
+        pg_buf_ident(s, &b, col->name);
+        pg_buf_add(&b, " = EXCLUDED.");
+        pg_buf_ident(s, &b, col->name);
+        pg_buf_add(&b, ", ");
+    }
+    pg_buf_add(&b, "_tm_topic = EXCLUDED._tm_topic, _tm_partition = "
+                   "EXCLUDED._tm_partition, _tm_offset = EXCLUDED._tm_offset, "
+                   "_tm_identity = EXCLUDED._tm_identity");
+    /* Emptied in the same round trip: one-by-one retries stage again. */
+    pg_buf_add(&b, "; DELETE FROM pg_temp.tm_stage");
+    r = b.oom || keys.oom ? TM_RETRY
+                          : pg_exec(s, b.p, "upserting the staged rows", err);
+    if (b.oom || keys.oom)
+        s->host->set_error(err, "out of memory");
+    pg_buf_free(&b);
+    pg_buf_free(&keys);
+    return r;
+}
+
+tm_status pg_copy_rows(pg_sink *s, const pg_rows *x, const char *lead,
+                       tm_error *err) {
+    return copy_rows(s, x, s->q_table, 0, lead, err);
+}
