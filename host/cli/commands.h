@@ -15,6 +15,10 @@ int tm_cmd_validate(int argc, char **argv);
  * could not start, 2 usage error or invalid config. */
 int tm_cmd_run(int argc, char **argv);
 
+/* tidemark verify [--plugin-dir DIR]... [--json] CONFIG (cli/cmd_verify.c).
+ * Exit 0 no duplicate and no gap, 1 some found, 2 could not verify. */
+int tm_cmd_verify(int argc, char **argv);
+
 /* tidemark status [--state-dir DIR] [CONNECTOR] [--json] [--watch [SECONDS]]
  * [--config FILE] (cli/cmd_status.c). Exit 0 healthy, 1 usage or I/O
  * error, 2 a connector FAILED, STOPPED or not running. */

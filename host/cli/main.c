@@ -23,6 +23,8 @@ static const command commands[] = {
      "show connectors' state, markers and lag (a health check)"},
     {"offsets", tm_cmd_offsets,
      "show a connector's markers; reset them offline (--reset-to)"},
+    {"verify", tm_cmd_verify,
+     "reconcile a connector's sink with Kafka: duplicates and gaps"},
 };
 
 static void usage(FILE *out) {

@@ -4,6 +4,21 @@
 #include <string.h>
 
 #include "config/json_path.h"
+#include "services/log.h"
+
+/* librdkafka's own lines into ours. One config serves every role, so the
+ * consumer-only properties a user sets make librdkafka warn on the
+ * producer and admin clients (CONFWARN): that is expected, not news. */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *buf) {
+    (void)rk;
+    tm_log_level l = level <= 3   ? TM_LOG_ERROR
+                     : level <= 4 ? TM_LOG_WARN
+                                  : TM_LOG_DEBUG;
+    if (strcmp(fac, "CONFWARN") == 0)
+        l = TM_LOG_DEBUG;
+    tm_log(l, NULL, "librdkafka %s: %s", fac, buf);
+}
 
 static int set(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
                const char *path, const char *key, const char *value,
@@ -92,6 +107,7 @@ rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
         snprintf(errstr, errsize, "out of memory");
         return NULL;
     }
+    rd_kafka_conf_set_log_cb(conf, log_cb);
     char client_id[300];
     snprintf(client_id, sizeof client_id, "tidemark-%s", cfg->name);
     if (set(conf, cfg, "$.kafka.bootstrap_servers", "bootstrap.servers",

@@ -478,3 +478,231 @@ void h_delete_records(const char *topic, int32_t partition, int64_t offset) {
     rd_kafka_queue_destroy(q);
     rd_kafka_destroy(rk);
 }
+
+/* ---- additions for the crash suite (tests/crash) ---------------------- */
+
+void h_create_topic_cfg(const char *topic, int partitions,
+                        const char *const *cfg) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    char err[512];
+    rd_kafka_NewTopic_t *nt =
+        rd_kafka_NewTopic_new(topic, partitions, 1, err, sizeof err);
+    if (!nt)
+        h_fail("NewTopic %s: %s", topic, err);
+    for (size_t i = 0; cfg && cfg[i] && cfg[i + 1]; i += 2)
+        if (rd_kafka_NewTopic_set_config(nt, cfg[i], cfg[i + 1]))
+            h_fail("NewTopic %s: cannot set %s", topic, cfg[i]);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opt =
+        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_operation_timeout(opt, 20000, err, sizeof err);
+    rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev)
+        h_fail("CreateTopics %s: no answer in 30 s", topic);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(
+        rd_kafka_event_CreateTopics_result(ev), &n);
+    if (rd_kafka_event_error(ev) || n != 1 ||
+        rd_kafka_topic_result_error(tr[0]))
+        h_fail("CreateTopics %s: %s", topic,
+               rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev)
+               : n ? rd_kafka_topic_result_error_string(tr[0])
+                   : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opt);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+size_t h_read_offsets(const char *topic, int32_t partition, int64_t **out) {
+    int64_t lo, hi;
+    h_watermarks(topic, partition, &lo, &hi);
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    set(c, "group.id", h_name("offset-reader"));
+    set(c, "isolation.level", "read_committed");
+    set(c, "enable.partition.eof", "true");
+    set(c, "enable.auto.commit", "false");
+    rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, c);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition)->offset =
+        RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_resp_err_t err = rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (err)
+        h_fail("assign %s [%d]: %s", topic, (int)partition,
+               rd_kafka_err2str(err));
+    size_t n = 0, cap = 1024;
+    int64_t *offs = malloc(cap * sizeof *offs);
+    if (!offs)
+        h_fail("out of memory");
+    int64_t t0 = h_now_ms();
+    for (int done = 0; !done;) {
+        if (h_now_ms() - t0 > 60000)
+            h_fail("reading %s [%d]: no end after 60 s (%zu records)", topic,
+                   (int)partition, n);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
+        if (!m)
+            continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            done = 1;
+        else if (m->err)
+            h_fail("reading %s [%d]: %s", topic, (int)partition,
+                   rd_kafka_message_errstr(m));
+        else {
+            if (n == cap) {
+                cap *= 2;
+                int64_t *grown = realloc(offs, cap * sizeof *offs);
+                if (!grown)
+                    h_fail("out of memory");
+                offs = grown;
+            }
+            offs[n++] = m->offset;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    *out = offs;
+    return n;
+}
+
+pid_t h_spawn_many(const char *const *configs, const char *log_name,
+                   const char *const *env) {
+    char log[8192];
+    snprintf(log, sizeof log, "%s/%s", workdir, log_name);
+    snprintf(last_log, sizeof last_log, "%s", log_name);
+    pid_t pid = fork();
+    if (pid < 0)
+        h_fail("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        for (size_t i = 0; env && env[i]; i++) {
+            char kv[1024];
+            snprintf(kv, sizeof kv, "%s", env[i]);
+            char *eq = strchr(kv, '=');
+            if (eq) {
+                *eq = '\0';
+                setenv(kv, eq + 1, 1);
+            }
+        }
+        const char *argv[34] = {tidemark_bin, "run"};
+        size_t n = 2;
+        for (size_t i = 0; configs[i] && n < 33; i++)
+            argv[n++] = configs[i];
+        argv[n] = NULL;
+        execv(tidemark_bin, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* One admin call's event, or a failure naming what. */
+static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, const char *what) {
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev)
+        h_fail("%s: no answer in 30 s", what);
+    if (rd_kafka_event_error(ev))
+        h_fail("%s: %s", what, rd_kafka_event_error_string(ev));
+    return ev;
+}
+
+int h_group_owners(const char *group, const char *topic, int partitions,
+                   char (*owners)[H_OWNER_MAX]) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    const char *groups[1] = {group};
+    rd_kafka_DescribeConsumerGroups(rk, groups, 1, NULL, q);
+    rd_kafka_event_t *ev = admin_wait(q, "DescribeConsumerGroups");
+    size_t n = 0;
+    const rd_kafka_ConsumerGroupDescription_t **d =
+        rd_kafka_DescribeConsumerGroups_result_groups(
+            rd_kafka_event_DescribeConsumerGroups_result(ev), &n);
+    if (n != 1)
+        h_fail("DescribeConsumerGroups %s: %zu results", group, n);
+    const rd_kafka_error_t *e = rd_kafka_ConsumerGroupDescription_error(d[0]);
+    if (e)
+        h_fail("DescribeConsumerGroups %s: %s", group,
+               rd_kafka_error_string(e));
+    for (int p = 0; owners && p < partitions; p++)
+        owners[p][0] = '\0';
+    int members = (int)rd_kafka_ConsumerGroupDescription_member_count(d[0]);
+    for (int i = 0; i < members; i++) {
+        const rd_kafka_MemberDescription_t *m =
+            rd_kafka_ConsumerGroupDescription_member(d[0], (size_t)i);
+        const char *id = rd_kafka_MemberDescription_group_instance_id(m);
+        if (!id || !*id)
+            id = rd_kafka_MemberDescription_consumer_id(m);
+        const rd_kafka_topic_partition_list_t *l =
+            rd_kafka_MemberAssignment_partitions(
+                rd_kafka_MemberDescription_assignment(m));
+        for (int j = 0; owners && l && j < l->cnt; j++)
+            if (strcmp(l->elems[j].topic, topic) == 0 &&
+                l->elems[j].partition >= 0 &&
+                l->elems[j].partition < partitions)
+                snprintf(owners[l->elems[j].partition], H_OWNER_MAX, "%s",
+                         id ? id : "?");
+    }
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return members;
+}
+
+void h_delete_group(const char *group) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteGroup_t *del = rd_kafka_DeleteGroup_new(group);
+    rd_kafka_DeleteGroups(rk, &del, 1, NULL, q);
+    rd_kafka_event_t *ev = admin_wait(q, "DeleteGroups");
+    size_t n = 0;
+    const rd_kafka_group_result_t **r = rd_kafka_DeleteGroups_result_groups(
+        rd_kafka_event_DeleteGroups_result(ev), &n);
+    if (n != 1 || rd_kafka_group_result_error(r[0]))
+        h_fail("DeleteGroups %s: %s", group,
+               n ? rd_kafka_error_string(rd_kafka_group_result_error(r[0]))
+                 : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_DeleteGroup_destroy(del);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+void h_alter_group_offsets(const char *group, const char *topic, int n,
+                           const int64_t *offsets) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+    for (int p = 0; p < n; p++)
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = offsets[p];
+    rd_kafka_AlterConsumerGroupOffsets_t *a =
+        rd_kafka_AlterConsumerGroupOffsets_new(group, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_AlterConsumerGroupOffsets(rk, &a, 1, NULL, q);
+    rd_kafka_event_t *ev = admin_wait(q, "AlterConsumerGroupOffsets");
+    size_t cnt = 0;
+    const rd_kafka_group_result_t **r =
+        rd_kafka_AlterConsumerGroupOffsets_result_groups(
+            rd_kafka_event_AlterConsumerGroupOffsets_result(ev), &cnt);
+    if (cnt != 1 || rd_kafka_group_result_error(r[0]))
+        h_fail("AlterConsumerGroupOffsets %s: %s", group,
+               cnt ? rd_kafka_error_string(rd_kafka_group_result_error(r[0]))
+                   : "no result");
+    const rd_kafka_topic_partition_list_t *res =
+        rd_kafka_group_result_partitions(r[0]);
+    for (int i = 0; res && i < res->cnt; i++)
+        if (res->elems[i].err)
+            h_fail("AlterConsumerGroupOffsets %s [%d]: %s", group,
+                   (int)res->elems[i].partition,
+                   rd_kafka_err2str(res->elems[i].err));
+    rd_kafka_event_destroy(ev);
+    rd_kafka_AlterConsumerGroupOffsets_destroy(a);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}

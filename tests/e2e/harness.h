@@ -83,4 +83,34 @@ const char *h_write_file(const char *name, const char *text);
 void h_produce_many(rd_kafka_t *p, const char *topic, int32_t partition,
                     int first, int n, const char *fmt);
 
+
+/* ---- additions for the crash suite (tests/crash) ---------------------- */
+
+/* Creates a topic with any number of configs: cfg is NULL-ended pairs
+ * {"key", "value", ..., NULL}. */
+void h_create_topic_cfg(const char *topic, int partitions,
+                        const char *const *cfg);
+/* The offsets of the records Kafka holds in one partition now, read with a
+ * read_committed consumer from the log start to the end (aborted records,
+ * control records and compacted-away records are not there): the source of
+ * truth the sink is compared with. Returns the count; *out (malloc'd, the
+ * caller frees it) gets the offsets in order. */
+size_t h_read_offsets(const char *topic, int32_t partition, int64_t **out);
+/* `tidemark run CONFIG...` with any number of configs (NULL-ended) and
+ * extra environment ("NAME=value", NULL-ended, or NULL). */
+pid_t h_spawn_many(const char *const *configs, const char *log_name,
+                   const char *const *env);
+/* The consumer group's description: returns its member count; when owners
+ * is given, owners[p] (for p < partitions of topic) gets the owning
+ * member's group.instance.id, else its member id, or "" when no member has
+ * the partition. */
+#define H_OWNER_MAX 160
+int h_group_owners(const char *group, const char *topic, int partitions,
+                   char (*owners)[H_OWNER_MAX]);
+/* DeleteGroups: the group and all its committed offsets. */
+void h_delete_group(const char *group);
+/* AlterConsumerGroupOffsets for partitions 0..n-1 of topic. */
+void h_alter_group_offsets(const char *group, const char *topic, int n,
+                           const int64_t *offsets);
+
 #endif

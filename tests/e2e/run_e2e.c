@@ -973,6 +973,96 @@ static void scenario_postgres_sigkill(void) {
                name) == 2,
             "dead letters: expected the 2 malformed records");
     stop_clean(pid);
+    const char *args[] = {"verify", cfg, NULL};
+    rc = h_tidemark("verify.out", args);
+    H_CHECK(rc == 0, "tidemark verify: exit %d\n%s", rc,
+            h_read_file("verify.out"));
+    rd_kafka_destroy(p);
+}
+
+static void sql_exec(const char *db, const char *sql) {
+    sqlite3 *h = NULL;
+    H_CHECK(sqlite3_open(db, &h) == SQLITE_OK, "open %s", db);
+    sqlite3_busy_timeout(h, 5000);
+    char *msg = NULL;
+    H_CHECK(sqlite3_exec(h, sql, NULL, NULL, &msg) == SQLITE_OK, "%s: %s", sql,
+            msg ? msg : sqlite3_errmsg(h));
+    sqlite3_close(h);
+}
+
+/* `tidemark verify` is itself tested by mutation: on a finished sink it
+ * passes; with one row stored twice, one row deleted, or one dead letter
+ * deleted (each in its own copy of the database) it fails, naming the
+ * partition and the offset. */
+static void scenario_verify_mutations(void) {
+    const char *topic = h_name("vm");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("vm"));
+    h_create_topic(topic, 2, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
+    int64_t bad = h_produce(p, topic, 0, NULL, 0, "{oops", 5, 0, 0);
+    h_produce_many(p, topic, 0, 100, 100, "{\"id\": %d}");
+    h_produce_many(p, topic, 1, 1000, 100, "{\"id\": %d}");
+    const char *db = db_path("vm.db");
+    const char *cfg = sqlite_config("vm.json", name, topic, db,
+                                    "\"max_wait_ms\": 100", NULL, JSON_MAPPING);
+    pid_t pid = h_spawn(cfg, "vm.log");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    stop_clean(pid);
+
+    const char *args[] = {"verify", cfg, NULL};
+    int rc = h_tidemark("verify-ok.out", args);
+    const char *out = h_read_file("verify-ok.out");
+    H_CHECK(rc == 0, "verify of an intact sink: exit %d\n%s", rc, out);
+    expect_contains("intact sink", out,
+                    "kafka_records=301 rows=300 "
+                    "dead_letters=1");
+    expect_contains("intact sink", out, "result=OK");
+
+    struct {
+        const char *what, *sql_fmt, *expect_fmt;
+        int64_t part, offset;
+    } mut[] = {
+        {"a row stored twice",
+         "INSERT INTO t SELECT * FROM t WHERE _tm_partition=%lld AND "
+         "_tm_offset=%lld",
+         "[%lld] offset %lld: stored 2 times", 0, 17},
+        {"a row deleted",
+         "DELETE FROM t WHERE _tm_partition=%lld AND _tm_offset=%lld",
+         "[%lld] offset %lld: in Kafka, below the marker, but not in the sink",
+         1, 42},
+        {"a dead letter deleted",
+         "DELETE FROM tidemark_dead_letters WHERE \"partition\"=%lld AND "
+         "\"offset\"=%lld",
+         "[%lld] offset %lld: in Kafka, below the marker, but not in the sink",
+         0, bad},
+    };
+    for (int i = 0; i < 3; i++) {
+        char copy[64], file[64], outname[64], sql[512], want[256];
+        snprintf(copy, sizeof copy, "vm-%d.db", i);
+        snprintf(file, sizeof file, "vm-%d.json", i);
+        snprintf(outname, sizeof outname, "verify-%d.out", i);
+        const char *copy_path = db_path(copy);
+        snprintf(sql, sizeof sql, "VACUUM INTO '%s'", copy_path);
+        sql_exec(db, sql);
+        snprintf(sql, sizeof sql, mut[i].sql_fmt, (long long)mut[i].part,
+                 (long long)mut[i].offset);
+        sql_exec(copy_path, sql);
+        const char *mcfg =
+            sqlite_config(file, name, topic, copy_path, "\"max_wait_ms\": 100",
+                          NULL, JSON_MAPPING);
+        const char *margs[] = {"verify", mcfg, NULL};
+        rc = h_tidemark(outname, margs);
+        out = h_read_file(outname);
+        H_CHECK(rc == 1, "verify with %s: exit %d, expected 1\n%s", mut[i].what,
+                rc, out);
+        snprintf(want, sizeof want, mut[i].expect_fmt, (long long)mut[i].part,
+                 (long long)mut[i].offset);
+        expect_contains(mut[i].what, out, want);
+        expect_contains(mut[i].what, out, "result=FAIL");
+        h_step("verify caught %s: %s", mut[i].what, want);
+    }
     rd_kafka_destroy(p);
 }
 
@@ -999,6 +1089,7 @@ int main(int argc, char **argv) {
         {"conflict", scenario_conflict},
         {"two_connectors", scenario_two_connectors},
         {"postgres_sigkill", scenario_postgres_sigkill},
+        {"verify_mutations", scenario_verify_mutations},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {

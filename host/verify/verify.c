@@ -1,0 +1,391 @@
+#include "verify/verify.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/batch_builder.h"
+#include "kafka/partition_reader.h"
+#include "kafka/partitions.h"
+#include "services/error.h"
+#include "services/host_services.h"
+
+#define KAFKA_TIMEOUT_MS 10000
+
+/* One stored row or dead letter, as the sink's scan gave it. */
+typedef struct item {
+    int64_t offset;
+    tm_item_kind kind;
+    char *identity; /* rows with dedup, else NULL */
+} item;
+
+typedef struct items {
+    item *v;
+    size_t n, cap;
+    int oom;
+} items;
+
+/* A stored business key and where it is. */
+typedef struct key_at {
+    const char *identity;
+    size_t part;
+    int64_t offset;
+} key_at;
+
+typedef struct run {
+    const tm_connector_config *cfg;
+    tm_verify_result *out;
+    items *stored; /* per partition */
+    key_at *keys;  /* sorted by identity */
+    size_t nkeys;
+    tm_batch_builder *bb; /* predicts each Kafka record's outcome */
+    size_t part;          /* the partition being walked */
+    size_t next_item;     /* merge position in stored[part] */
+    int64_t last_offset;
+    int oom;
+} run;
+
+static void problem(tm_verify_result *r, const char *fmt, ...) TM_PRINTF(2, 3);
+static void problem(tm_verify_result *r, const char *fmt, ...) {
+    if (r->nproblems < TM_VERIFY_MAX_PROBLEMS) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->problems[r->nproblems], sizeof r->problems[0], fmt, ap);
+        va_end(ap);
+    }
+    r->nproblems++;
+}
+
+static int collect(void *user, const tm_scan_item *it) {
+    items *s = user;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        item *nv = realloc(s->v, cap * sizeof *nv);
+        if (!nv) {
+            s->oom = 1;
+            return 1;
+        }
+        s->v = nv;
+        s->cap = cap;
+    }
+    item *e = &s->v[s->n];
+    e->offset = it->offset;
+    e->kind = it->kind;
+    e->identity = NULL;
+    if (it->kind == TM_ITEM_ROW && it->identity &&
+        !(e->identity = strdup(it->identity))) {
+        s->oom = 1;
+        return 1;
+    }
+    s->n++;
+    return 0;
+}
+
+static int by_offset(const void *a, const void *b) {
+    const item *x = a, *y = b;
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+static int by_identity(const void *a, const void *b) {
+    const key_at *x = a, *y = b;
+    return strcmp(x->identity, y->identity);
+}
+
+/* Every stored business key, sorted; a key stored twice is a problem. */
+static int index_keys(run *R) {
+    size_t n = 0;
+    for (size_t p = 0; p < R->out->nparts; p++)
+        for (size_t i = 0; i < R->stored[p].n; i++)
+            n += R->stored[p].v[i].identity != NULL;
+    R->keys = calloc(n ? n : 1, sizeof *R->keys);
+    if (!R->keys)
+        return -1;
+    for (size_t p = 0; p < R->out->nparts; p++)
+        for (size_t i = 0; i < R->stored[p].n; i++)
+            if (R->stored[p].v[i].identity)
+                R->keys[R->nkeys++] = (key_at){R->stored[p].v[i].identity, p,
+                                               R->stored[p].v[i].offset};
+    qsort(R->keys, R->nkeys, sizeof *R->keys, by_identity);
+    for (size_t i = 1; i < R->nkeys; i++)
+        if (strcmp(R->keys[i].identity, R->keys[i - 1].identity) == 0) {
+            const key_at *a = &R->keys[i - 1], *b = &R->keys[i];
+            R->out->duplicate_keys++;
+            problem(R->out,
+                    "business key %s stored twice: %s [%" PRId32
+                    "] offset %" PRId64 " and %s [%" PRId32 "] offset %" PRId64,
+                    a->identity, R->out->parts[a->part].topic,
+                    R->out->parts[a->part].partition, a->offset,
+                    R->out->parts[b->part].topic,
+                    R->out->parts[b->part].partition, b->offset);
+        }
+    return 0;
+}
+
+static int key_stored(const run *R, const char *identity) {
+    key_at k = {identity, 0, 0};
+    return R->nkeys &&
+           bsearch(&k, R->keys, R->nkeys, sizeof *R->keys, by_identity);
+}
+
+/* What the connector's own mapping makes of this record: 0 row (identity
+ * set with dedup), 1 dead letter, 2 filtered, -1 out of memory. */
+static int predict(run *R, const rd_kafka_message_t *m, const char **identity) {
+    tm_verify_partition *vp = &R->out->parts[R->part];
+    tm_bb_reset(R->bb, "verify", 0);
+    int r = tm_bb_range(R->bb, vp->topic, vp->partition, m->offset, 1);
+    rd_kafka_timestamp_type_t tt;
+    int64_t ts = rd_kafka_message_timestamp(m, &tt);
+    tm_header_view hv[64];
+    size_t nh = 0;
+    rd_kafka_headers_t *h = NULL;
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char *name;
+        const void *val;
+        size_t len;
+        while (nh < 64 && rd_kafka_header_get_all(h, nh, &name, &val, &len) ==
+                              RD_KAFKA_RESP_ERR_NO_ERROR) {
+            hv[nh] = (tm_header_view){name, val, len};
+            nh++;
+        }
+    }
+    tm_msg_view v = {
+        vp->topic,      vp->partition,
+        m->offset,      tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts,
+        m->key,         m->key_len,
+        m->payload,     m->len,
+        nh ? hv : NULL, nh};
+    if (r < 0 || tm_bb_add(R->bb, (uint32_t)r, &v) != 0)
+        return -1;
+    const tm_batch *b = tm_bb_batch(R->bb);
+    if (!b)
+        return -1;
+    if (b->nrecords == 1) {
+        *identity = TM_CELEM(tm_record, b->records, 0)->identity;
+        return 0;
+    }
+    return b->ndead_letters == 1 ? 1 : 2;
+}
+
+/* The merge of Kafka's records (in offset order) with the stored items
+ * (sorted by offset): each stored offset must be a record Kafka holds,
+ * stored once; each record Kafka holds must be stored or accounted for. */
+static void stored_before(run *R, int64_t offset) {
+    items *s = &R->stored[R->part];
+    tm_verify_partition *vp = &R->out->parts[R->part];
+    while (R->next_item < s->n && s->v[R->next_item].offset < offset) {
+        int64_t o = s->v[R->next_item].offset;
+        vp->unexpected++;
+        problem(R->out,
+                "%s [%" PRId32 "] offset %" PRId64
+                ": stored, but Kafka holds no such record below the marker "
+                "%" PRId64,
+                vp->topic, vp->partition, o, vp->marker);
+        R->next_item++;
+    }
+}
+
+static int on_record(void *user, const rd_kafka_message_t *m) {
+    run *R = user;
+    tm_verify_partition *vp = &R->out->parts[R->part];
+    items *s = &R->stored[R->part];
+    vp->kafka_records++;
+    stored_before(R, m->offset);
+    size_t copies = 0;
+    while (R->next_item < s->n && s->v[R->next_item].offset == m->offset) {
+        copies++;
+        R->next_item++;
+    }
+    if (copies > 1) {
+        vp->stored_twice += copies - 1;
+        problem(R->out, "%s [%" PRId32 "] offset %" PRId64 ": stored %zu times",
+                vp->topic, vp->partition, m->offset, copies);
+    }
+    if (copies > 0)
+        return 0;
+    const char *identity = NULL;
+    int outcome = predict(R, m, &identity);
+    if (outcome < 0) {
+        R->oom = 1;
+        return 1;
+    }
+    if (outcome == 2) {
+        vp->filtered++;
+    } else if (outcome == 0 && identity && key_stored(R, identity)) {
+        vp->duplicates++;
+    } else {
+        vp->gaps++;
+        problem(R->out,
+                "%s [%" PRId32 "] offset %" PRId64
+                ": in Kafka, below the marker, but not in the sink (a %s, "
+                "not filtered%s)",
+                vp->topic, vp->partition, m->offset,
+                outcome == 0 ? "row" : "dead letter",
+                identity ? ", its business key not stored" : "");
+    }
+    return 0;
+}
+
+static int scan_all(run *R, tm_sink_instance *si, char *errstr,
+                    size_t errsize) {
+    for (size_t p = 0; p < R->out->nparts; p++) {
+        tm_verify_partition *vp = &R->out->parts[p];
+        if (!vp->claimed)
+            continue;
+        tm_emit_target target = {.fn = collect, .user = &R->stored[p]};
+        tm_error err = tm_error_init();
+        tm_status st =
+            si->api->scan(si->sink, vp->topic, vp->partition, &target, &err);
+        if (R->stored[p].oom) {
+            snprintf(errstr, errsize, "out of memory reading the sink");
+            return -1;
+        }
+        if (st != TM_OK) {
+            snprintf(errstr, errsize, "%s [%" PRId32 "]: scan: %s: %s",
+                     vp->topic, vp->partition, tm_status_name(st), err.message);
+            return -1;
+        }
+        qsort(R->stored[p].v, R->stored[p].n, sizeof(item), by_offset);
+        for (size_t i = 0; i < R->stored[p].n; i++) {
+            if (R->stored[p].v[i].kind == TM_ITEM_ROW)
+                vp->rows++;
+            else
+                vp->dead_letters++;
+        }
+    }
+    return 0;
+}
+
+static int setup(run *R, const tm_connector_config *cfg, tm_sink_instance *si,
+                 rd_kafka_t *rk, char *errstr, size_t errsize) {
+    tm_verify_result *out = R->out;
+    rd_kafka_topic_partition_list_t *list = NULL;
+    if (tm_kafka_list_partitions(rk, cfg, KAFKA_TIMEOUT_MS, &list, errstr,
+                                 errsize) != 0)
+        return -1;
+    out->nparts = (size_t)list->cnt;
+    out->parts = calloc(out->nparts ? out->nparts : 1, sizeof *out->parts);
+    tm_marker *m = calloc(out->nparts ? out->nparts : 1, sizeof *m);
+    R->stored = calloc(out->nparts ? out->nparts : 1, sizeof *R->stored);
+    int rc = -1;
+    if (!out->parts || !m || !R->stored) {
+        snprintf(errstr, errsize, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < out->nparts; i++) {
+        snprintf(out->parts[i].topic, sizeof out->parts[i].topic, "%s",
+                 list->elems[i].topic);
+        out->parts[i].partition = list->elems[i].partition;
+        m[i].struct_size = sizeof m[i];
+        m[i].topic = out->parts[i].topic;
+        m[i].partition = out->parts[i].partition;
+    }
+    tm_error err = tm_error_init();
+    tm_status st = si->api->read_markers(si->sink, m, out->nparts, &err);
+    if (st != TM_OK) {
+        snprintf(errstr, errsize, "reading the sink's markers: %s: %s",
+                 tm_status_name(st), err.message);
+        goto done;
+    }
+    for (size_t i = 0; i < out->nparts; i++) {
+        tm_verify_partition *vp = &out->parts[i];
+        vp->m = m[i];
+        vp->m.topic = NULL; /* points into m, freed below */
+        vp->claimed = m[i].epoch != TM_NO_EPOCH;
+        int64_t low = 0, high = 0;
+        if (vp->claimed &&
+            tm_kafka_watermarks(rk, vp->topic, vp->partition, KAFKA_TIMEOUT_MS,
+                                &low, &high, errstr, errsize) != 0)
+            goto done;
+        vp->from = low;
+        vp->marker = m[i].next_offset;
+    }
+    rc = 0;
+done:
+    free(m);
+    rd_kafka_topic_partition_list_destroy(list);
+    return rc;
+}
+
+int tm_verify_run(const tm_connector_config *cfg, tm_sink_instance *si,
+                  rd_kafka_t *rk, tm_verify_result *out, char *errstr,
+                  size_t errsize) {
+    memset(out, 0, sizeof *out);
+    if (!si->api->scan) {
+        snprintf(errstr, errsize,
+                 "plugin \"%s\" has no scan callback: its store cannot be "
+                 "read back, so it cannot be verified",
+                 si->api->name);
+        return -1;
+    }
+    run R = {.cfg = cfg, .out = out};
+    int rc = -1;
+    if (setup(&R, cfg, si, rk, errstr, errsize) != 0 ||
+        scan_all(&R, si, errstr, errsize) != 0)
+        goto done;
+    if (index_keys(&R) != 0 || !(R.bb = tm_bb_new(cfg))) {
+        snprintf(errstr, errsize, "out of memory");
+        goto done;
+    }
+    for (size_t p = 0; p < out->nparts; p++) {
+        tm_verify_partition *vp = &out->parts[p];
+        if (!vp->claimed)
+            continue;
+        if (vp->marker < vp->from) {
+            problem(out,
+                    "%s [%" PRId32 "]: the marker %" PRId64
+                    " is below the log start offset %" PRId64
+                    ": records were deleted before they were applied",
+                    vp->topic, vp->partition, vp->marker, vp->from);
+            vp->gaps += (uint64_t)(vp->from - vp->marker);
+            continue;
+        }
+        R.part = p;
+        R.next_item = 0;
+        int r = tm_kafka_read_range(cfg, vp->topic, vp->partition, vp->from,
+                                    vp->marker, on_record, &R, errstr, errsize);
+        if (R.oom) {
+            snprintf(errstr, errsize, "out of memory");
+            goto done;
+        }
+        if (r != 0)
+            goto done;
+        stored_before(&R, INT64_MAX); /* stored at or past the marker */
+        vp->counts_agree = vp->kafka_records == vp->rows + vp->dead_letters +
+                                                    vp->m.filtered +
+                                                    vp->m.duplicates;
+        if (!vp->counts_agree)
+            problem(
+                out,
+                "%s [%" PRId32 "]: Kafka holds %" PRIu64
+                " records below the marker, the sink accounts for %" PRIu64
+                " (%" PRIu64 " rows + %" PRIu64 " dead letters + %" PRIu64
+                " filtered + %" PRIu64 " duplicates in its marker)",
+                vp->topic, vp->partition, vp->kafka_records,
+                vp->rows + vp->dead_letters + vp->m.filtered + vp->m.duplicates,
+                vp->rows, vp->dead_letters, vp->m.filtered, vp->m.duplicates);
+    }
+    rc = 0;
+done:
+    tm_bb_free(R.bb);
+    free(R.keys);
+    for (size_t p = 0; R.stored && p < out->nparts; p++) {
+        for (size_t i = 0; i < R.stored[p].n; i++)
+            free(R.stored[p].v[i].identity);
+        free(R.stored[p].v);
+    }
+    free(R.stored);
+    if (rc != 0)
+        tm_verify_result_free(out);
+    return rc;
+}
+
+int tm_verify_ok(const tm_verify_result *r) {
+    return r->nproblems == 0;
+}
+
+void tm_verify_result_free(tm_verify_result *r) {
+    free(r->parts);
+    memset(r, 0, sizeof *r);
+}

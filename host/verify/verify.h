@@ -1,0 +1,60 @@
+/* `tidemark verify`: the sink reconciled against Kafka itself, never
+ * against the pipeline's counters. For each claimed partition, the records
+ * Kafka holds (read_committed) from the log start up to the sink's marker
+ * are compared, offset by offset, with what the sink stores (rows and dead
+ * letters, through the plugin's scan): an offset stored twice is a
+ * duplicate; an offset Kafka holds that the sink neither stores nor can
+ * account for is a gap. An offset may be absent only when the connector's
+ * own mapping filters it out, or (with dedup) when its business key is
+ * stored from another offset; the sink's marker counts must then add up
+ * to what Kafka holds. With dedup, no business key may be stored twice. */
+#ifndef TM_VERIFY_H
+#define TM_VERIFY_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/connector_config.h"
+#include "runtime/sink_instance.h"
+
+typedef struct tm_verify_partition {
+    char topic[256];
+    int32_t partition;
+    int claimed;                   /* the sink has a marker for it */
+    int64_t from, marker;          /* the offsets checked: [from, marker) */
+    uint64_t kafka_records;        /* data records Kafka holds there */
+    uint64_t rows, dead_letters;   /* stored by the sink there */
+    uint64_t filtered, duplicates; /* absent, explained by the filter / a
+                                      stored key */
+    tm_marker m;                   /* the sink's marker (its counts) */
+    uint64_t stored_twice, gaps, unexpected;
+    int counts_agree; /* |Kafka| == rows + dead letters + the marker's
+                         filtered + duplicates */
+} tm_verify_partition;
+
+#define TM_VERIFY_MAX_PROBLEMS 50
+
+typedef struct tm_verify_result {
+    tm_verify_partition *parts;
+    size_t nparts;
+    uint64_t duplicate_keys; /* business keys stored more than once */
+    size_t nproblems;        /* all of them; the first ones are kept */
+    char problems[TM_VERIFY_MAX_PROBLEMS][512];
+} tm_verify_result;
+
+/* Runs the reconcile for cfg with an opened sink (si) and a client of the
+ * cluster (rk, for metadata and watermarks). 0 with out filled (its
+ * problems say whether it passed), -1 with errstr when it could not look
+ * (Kafka or the sink unreachable, no scan callback). */
+int tm_verify_run(const tm_connector_config *cfg, tm_sink_instance *si,
+                  rd_kafka_t *rk, tm_verify_result *out, char *errstr,
+                  size_t errsize);
+
+/* Whether the result found neither duplicates nor gaps nor disagreeing
+ * counts. */
+int tm_verify_ok(const tm_verify_result *r);
+
+void tm_verify_result_free(tm_verify_result *r);
+
+#endif
