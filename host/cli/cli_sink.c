@@ -24,20 +24,26 @@ void tm_cli_report(const tm_connector_config *cfg, const char *file,
     fprintf(stderr, "%s\n", red);
 }
 
-int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
-                     size_t ndirs) {
-    memset(s, 0, sizeof *s);
-    s->file = file;
+tm_connector_config *tm_cli_load_config(const char *file) {
     tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    s->cfg = tm_config_load(file, &errs);
-    if (!s->cfg) {
+    tm_connector_config *cfg = tm_config_load(file, &errs);
+    if (!cfg) {
         for (size_t i = 0; i < errs.count; i++)
             fprintf(stderr, "%s: %s\n", file, errs.lines[i]);
         if (errs.oom || errs.count == 0)
             fprintf(stderr, "%s: $: out of memory\n", file);
-        tm_config_errors_free(&errs);
-        return -1;
     }
+    tm_config_errors_free(&errs);
+    return cfg;
+}
+
+int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
+                     size_t ndirs) {
+    memset(s, 0, sizeof *s);
+    s->file = file;
+    s->cfg = tm_cli_load_config(file);
+    if (!s->cfg)
+        return -1;
     char errstr[TM_PLUGIN_PATH_MAX + 1024] = "";
     if (tm_sink_instance_load(&s->inst, s->cfg, dirs, ndirs, errstr,
                               sizeof errstr) != 0) {

@@ -27,6 +27,10 @@ typedef struct tm_cli_sink {
 const char **tm_cli_plugin_dirs(const char *const *extra, size_t nextra,
                                 size_t *ndirs);
 
+/* Loads and checks FILE's config; NULL with every error printed as
+ * "FILE: PATH: message". */
+tm_connector_config *tm_cli_load_config(const char *file);
+
 /* Loads FILE's config and its plugin and prepares inst.config. 0, or -1
  * with every problem printed (s is then empty: nothing to free). */
 int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 
 #include "cli/cli_args.h"
+#include "cli/cli_sink.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -308,13 +309,12 @@ static int print_json(const rows *rs) {
 /* ---- The command -------------------------------------------------------- */
 
 static int list_and_print(const options *o) {
-    size_t max = o->nextra + TM_PLUGIN_DIRS_MAX;
-    const char **dirs = calloc(max, sizeof *dirs);
+    size_t ndirs = 0;
+    const char **dirs = tm_cli_plugin_dirs(o->extra, o->nextra, &ndirs);
     if (dirs == NULL) {
         fprintf(stderr, "tidemark plugins: out of memory\n");
         return 1;
     }
-    size_t ndirs = tm_plugin_dirs(o->extra, o->nextra, dirs, max);
     rows rs = {0};
     char err[TM_ERROR_MAX] = "";
     int listed = tm_plugin_list(dirs, ndirs, collect, &rs, err, sizeof err);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli_args.h"
+#include "cli/cli_sink.h"
 #include "config/connector_config.h"
 #include "plugin/loader.h"
 #include "runtime/connector.h"
@@ -55,18 +56,9 @@ static void *job_main(void *arg) {
 
 static int load_all(const char **files, size_t n, tm_connector_config **cfgs) {
     int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-        cfgs[i] = tm_config_load(files[i], &errs);
-        if (!cfgs[i]) {
-            for (size_t e = 0; e < errs.count; e++)
-                fprintf(stderr, "%s: %s\n", files[i], errs.lines[e]);
-            if (errs.oom || errs.count == 0)
-                fprintf(stderr, "%s: $: out of memory\n", files[i]);
+    for (size_t i = 0; i < n; i++)
+        if (!(cfgs[i] = tm_cli_load_config(files[i])))
             bad = 1;
-        }
-        tm_config_errors_free(&errs);
-    }
     /* Markers and status files are per connector name: two configs of
      * one name in one process would fence each other. */
     for (size_t i = 0; !bad && i < n; i++)
@@ -129,8 +121,8 @@ int tm_cmd_run(int argc, char **argv) {
     }
     cfgs = calloc(nfiles, sizeof *cfgs);
     jobs = calloc(nfiles, sizeof *jobs);
-    size_t max = nextra + TM_PLUGIN_DIRS_MAX;
-    dirs = calloc(max, sizeof *dirs);
+    size_t ndirs = 0;
+    dirs = tm_cli_plugin_dirs(extra, nextra, &ndirs);
     if (!cfgs || !jobs || !dirs) {
         fprintf(stderr, "tidemark run: out of memory\n");
         rc = 1;
@@ -140,10 +132,8 @@ int tm_cmd_run(int argc, char **argv) {
         rc = 2;
         goto out;
     }
-    tm_run_options opt = {.plugin_dirs = dirs,
-                          .nplugin_dirs =
-                              tm_plugin_dirs(extra, nextra, dirs, max),
-                          .state_dir = state_dir};
+    tm_run_options opt = {
+        .plugin_dirs = dirs, .nplugin_dirs = ndirs, .state_dir = state_dir};
     static atomic_int stop;
     atomic_store(&stop, 0);
     if (tm_signals_start(&stop) != 0) {

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "commit/commit_internal.h"
+#include "kafka/message_view.h"
 #include "services/log.h"
 
-#define MAX_HEADERS 64
-#define POLL_MS     100
+#define POLL_MS 100
 
 /* Opens a batch when none is: a new id, unique across hosts (the random
  * instance id) and within this one (the sequence). */
@@ -48,39 +48,15 @@ static void on_partition_end(tm_connector *c, tm_part *p, int64_t position) {
 }
 
 static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
-    tm_header_view hv[MAX_HEADERS];
-    size_t nh = 0;
-    rd_kafka_headers_t *hdrs = NULL;
-    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        const char *name;
-        const void *val;
-        size_t len;
-        while (nh < MAX_HEADERS &&
-               rd_kafka_header_get_all(hdrs, nh, &name, &val, &len) ==
-                   RD_KAFKA_RESP_ERR_NO_ERROR) {
-            hv[nh] = (tm_header_view){name, val, len};
-            nh++;
-        }
-        if (nh == MAX_HEADERS)
-            tm_log(TM_LOG_WARN, c->cfg->name,
-                   "%s [%" PRId32 "] offset %" PRId64
-                   ": more than %d headers, the rest are not kept",
-                   p->topic, p->partition, m->offset, MAX_HEADERS);
-    }
-    rd_kafka_timestamp_type_t tstype;
-    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
-    tm_msg_view v = {
-        .topic = p->topic,
-        .partition = p->partition,
-        .offset = m->offset,
-        .timestamp_ms = tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts,
-        .key = m->key,
-        .key_len = m->key_len,
-        .value = m->payload,
-        .value_len = m->len,
-        .headers = nh ? hv : NULL,
-        .nheaders = nh,
-    };
+    tm_header_view hv[TM_MAX_HEADERS];
+    tm_msg_view v;
+    int truncated;
+    tm_kafka_message_view(m, p->topic, p->partition, hv, &v, &truncated);
+    if (truncated)
+        tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
+                    "offset %" PRId64 ": more than %d headers, the rest are "
+                    "not kept",
+                    m->offset, TM_MAX_HEADERS);
     int r = range_of(c, p);
     if (r < 0)
         return;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "convert/batch_builder.h"
+#include "kafka/message_view.h"
 #include "kafka/partition_reader.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
@@ -135,27 +136,10 @@ static int predict(run *R, const rd_kafka_message_t *m, const char **identity) {
     tm_verify_partition *vp = &R->out->parts[R->part];
     tm_bb_reset(R->bb, "verify", 0);
     int r = tm_bb_range(R->bb, vp->topic, vp->partition, m->offset, 1);
-    rd_kafka_timestamp_type_t tt;
-    int64_t ts = rd_kafka_message_timestamp(m, &tt);
-    tm_header_view hv[64];
-    size_t nh = 0;
-    rd_kafka_headers_t *h = NULL;
-    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        const char *name;
-        const void *val;
-        size_t len;
-        while (nh < 64 && rd_kafka_header_get_all(h, nh, &name, &val, &len) ==
-                              RD_KAFKA_RESP_ERR_NO_ERROR) {
-            hv[nh] = (tm_header_view){name, val, len};
-            nh++;
-        }
-    }
-    tm_msg_view v = {
-        vp->topic,      vp->partition,
-        m->offset,      tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? -1 : ts,
-        m->key,         m->key_len,
-        m->payload,     m->len,
-        nh ? hv : NULL, nh};
+    tm_header_view hv[TM_MAX_HEADERS];
+    tm_msg_view v;
+    int truncated;
+    tm_kafka_message_view(m, vp->topic, vp->partition, hv, &v, &truncated);
     if (r < 0 || tm_bb_add(R->bb, (uint32_t)r, &v) != 0)
         return -1;
     const tm_batch *b = tm_bb_batch(R->bb);
