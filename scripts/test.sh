@@ -31,6 +31,10 @@ stage "install deps"
 bash scripts/install-deps.sh
 stage_end
 
+stage "python venv (pyiceberg, pyarrow, DuckDB, fastavro: independent readers of our files)"
+bash scripts/python-venv.sh
+stage_end
+
 GEN=()
 command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 

@@ -1,0 +1,362 @@
+/* One batch, one new table version. The data files, the dead-letter file,
+ * the manifest and the manifest list are written and fsynced first; the
+ * next metadata (the new snapshot, whose summary carries every marker) goes
+ * to a temp file, fsynced; link() then publishes it as v<N+1>, failing if
+ * another writer created v<N+1> first: then the markers are read again
+ * from that version and checked again (FENCED, CONFLICT, ALREADY, or go
+ * on on top of it). Nothing is visible to a reader before the link, and
+ * everything is afterwards, so a kill anywhere leaves the table either
+ * without the batch or with all of it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "ice_sink.h"
+
+int64_t ice_new_snapshot_id(json_t *meta) {
+    for (;;) {
+        uint64_t r;
+        if (fs_random(&r, sizeof r) != 0)
+            r = (uint64_t)ice_now_ms() * 2654435761u;
+        int64_t id = (int64_t)(r & ((UINT64_C(1) << 53) - 1));
+        if (id > 0 && !ice_meta_snapshot(meta, id))
+            return id;
+    }
+}
+
+/* What one commit call holds across its attempts. */
+typedef struct ice_run {
+    ice_sink *s;
+    const tm_batch *b;
+    tm_marker *stored; /* per range */
+    int64_t snapshot_id;
+    ice_written w;
+    int written;
+    char own[2][4096]; /* manifest and manifest list of this attempt */
+} ice_run;
+
+static void drop_own(ice_run *x) {
+    for (int k = 0; k < 2; k++)
+        if (x->own[k][0]) {
+            unlink(x->own[k]);
+            x->own[k][0] = '\0';
+        }
+}
+
+/* Writes BYTES as a new file under metadata/ named NAME; its URI into uri
+ * and its path into x->own[slot]. */
+static tm_status write_meta_file(ice_run *x, int slot, const char *name,
+                                 const ib_buf *bytes, char *uri,
+                                 tm_error *err) {
+    char why[512];
+    snprintf(x->own[slot], sizeof x->own[slot], "%s/%s", x->s->table.meta_dir,
+             name);
+    if (fs_write_new(x->own[slot], bytes->p, bytes->len, x->s->table.fsync, why,
+                     sizeof why) != 0) {
+        x->own[slot][0] = '\0';
+        x->s->host->set_error(err, "%s", why);
+        return TM_RETRY;
+    }
+    snprintf(uri, ICE_URI_MAX, "file://%s", x->own[slot]);
+    return TM_OK;
+}
+
+/* The manifest list of the new snapshot: the parent's manifests plus one
+ * for the new files, or, past ICE_MANIFEST_MAX, one merged manifest of
+ * every live file. *total_files / *total_rows: what the snapshot holds. */
+static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
+                                 char *list_uri, int64_t *total_files,
+                                 int64_t *total_rows, tm_error *err) {
+    ice_sink *s = x->s;
+    json_t *cur = ice_meta_current_snapshot(s->table.meta);
+    ice_mfile *mf = NULL, *all = NULL;
+    ice_datafile *files = NULL;
+    size_t nmf = 0, nfiles = 0;
+    char why[512], uuid[37], name[256], uri[ICE_URI_MAX];
+    ib_buf bytes = {0};
+    tm_status r = TM_OK;
+    if (ice_snapshot_manifests(cur, &mf, &nmf, why, sizeof why) != 0) {
+        s->host->set_error(err, "reading the current snapshot: %s", why);
+        return TM_FATAL;
+    }
+    int merge = nmf + (x->w.nfiles > 0) > ICE_MANIFEST_MAX;
+    size_t keep = merge ? 0 : nmf;
+    all = calloc(keep + 1, sizeof *all);
+    if (!all || fs_uuid(uuid) != 0) {
+        r = TM_RETRY;
+        s->host->set_error(err, "out of memory");
+        goto out;
+    }
+    *total_files = *total_rows = 0;
+    for (size_t i = 0; i < keep; i++) {
+        all[i] = mf[i];
+        *total_files += mf[i].added_files + mf[i].existing_files;
+        *total_rows += mf[i].added_rows + mf[i].existing_rows;
+    }
+    if (merge &&
+        ice_manifests_files(mf, nmf, &files, &nfiles, why, sizeof why) != 0) {
+        s->host->set_error(err, "merging manifests: %s", why);
+        r = TM_FATAL;
+        goto out;
+    }
+    size_t nnew = nfiles + x->w.nfiles;
+    if (nnew > 0) {
+        ice_datafile *grown = realloc(files, nnew * sizeof *grown);
+        if (!grown) {
+            s->host->set_error(err, "out of memory");
+            r = TM_RETRY;
+            goto out;
+        }
+        files = grown;
+        /* Borrowed entries (paths stay owned by x->w). */
+        memcpy(files + nfiles, x->w.files, x->w.nfiles * sizeof *files);
+        ice_mfile *m = &all[keep];
+        m->seq = seq;
+        m->min_seq = seq;
+        m->added_snapshot_id = x->snapshot_id;
+        for (size_t i = 0; i < nnew; i++) {
+            int added = i >= nfiles;
+            if (added) {
+                m->added_files++;
+                m->added_rows += files[i].records;
+            } else {
+                m->existing_files++;
+                m->existing_rows += files[i].records;
+                if (files[i].seq < m->min_seq)
+                    m->min_seq = files[i].seq;
+            }
+        }
+        *total_files += m->added_files + m->existing_files;
+        *total_rows += m->added_rows + m->existing_rows;
+        snprintf(name, sizeof name, "%s-m0.avro", uuid);
+        if (ice_manifest_encode(files, nnew, x->snapshot_id, s->schema_json,
+                                &bytes) != 0) {
+            s->host->set_error(err, "out of memory (manifest)");
+            r = TM_RETRY;
+            goto out;
+        }
+        r = write_meta_file(x, 0, name, &bytes, uri, err);
+        if (r != TM_OK)
+            goto out;
+        m->length = (int64_t)bytes.len;
+        m->path = uri;
+        keep++;
+    }
+    ib_buf_reset(&bytes);
+    snprintf(name, sizeof name, "snap-%lld-1-%s.avro",
+             (long long)x->snapshot_id, uuid);
+    if (ice_manifest_list_encode(all, keep, x->snapshot_id, parent, seq,
+                                 &bytes) != 0) {
+        s->host->set_error(err, "out of memory (manifest list)");
+        r = TM_RETRY;
+        goto out;
+    }
+    r = write_meta_file(x, 1, name, &bytes, list_uri, err);
+out:
+    ib_buf_free(&bytes);
+    free(all); /* entries borrowed from mf or stack strings */
+    ice_mfiles_free(mf, nmf);
+    /* files: merged entries own their paths; the new ones are borrowed. */
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i].path);
+    free(files);
+    return r;
+}
+
+/* Adds one "key": "<n>" to the summary. */
+static int sum_int(json_t *sum, const char *key, int64_t v) {
+    char text[24];
+    snprintf(text, sizeof text, "%" PRId64, v);
+    return json_object_set_new(sum, key, json_string(text));
+}
+
+/* The summary of the new snapshot: Iceberg's usual counters, the batch's
+ * own keys, every marker carried over, the batch's advanced ones. */
+static json_t *summary(ice_run *x, int64_t total_files, int64_t total_rows) {
+    const tm_batch *b = x->b;
+    json_t *sum = json_object();
+    int64_t added_rows = 0, added_size = 0, dls = 0;
+    for (size_t i = 0; i < x->w.nfiles; i++) {
+        added_rows += x->w.files[i].records;
+        added_size += x->w.files[i].size;
+    }
+    for (size_t i = 0; i < b->nranges; i++)
+        dls += (int64_t)x->w.dls[i];
+    json_t *prev =
+        json_object_get(ice_meta_current_snapshot(x->s->table.meta), "summary");
+    const char *psize =
+        json_string_value(json_object_get(prev, "total-files-size"));
+    int64_t total_size = (psize ? strtoll(psize, NULL, 10) : 0) + added_size;
+    int bad =
+        !sum ||
+        json_object_set_new(sum, "operation", json_string("append")) != 0 ||
+        sum_int(sum, "added-data-files", (int64_t)x->w.nfiles) ||
+        sum_int(sum, "added-records", added_rows) ||
+        sum_int(sum, "added-files-size", added_size) ||
+        sum_int(sum, "total-data-files", total_files) ||
+        sum_int(sum, "total-records", total_rows) ||
+        sum_int(sum, "total-files-size", total_size) ||
+        sum_int(sum, "total-delete-files", 0) ||
+        sum_int(sum, "total-position-deletes", 0) ||
+        sum_int(sum, "total-equality-deletes", 0) ||
+        json_object_set_new(sum, "tidemark.connector",
+                            json_string(x->s->config->connector
+                                            ? x->s->config->connector
+                                            : "")) != 0 ||
+        json_object_set_new(sum, "tidemark.batch-id",
+                            json_string(b->batch_id ? b->batch_id : "")) != 0 ||
+        sum_int(sum, "tidemark.added-dead-letters", dls) ||
+        (x->w.dl_rel[0] &&
+         json_object_set_new(sum, "tidemark.dead-letters-file",
+                             json_string(x->w.dl_rel)) != 0) ||
+        ice_markers_carry(x->s->table.meta, sum) != 0;
+    for (size_t i = 0; !bad && i < b->nranges; i++) {
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
+        char prefix[ICE_KEY_MAX];
+        ice_marker_prefix(x->s, g->topic, g->partition, prefix, sizeof prefix);
+        bad = ice_marker_put_summary(sum, prefix, &x->stored[i]) != 0;
+    }
+    if (bad) {
+        json_decref(sum);
+        return NULL;
+    }
+    return sum;
+}
+
+/* Reads the stored markers from the loaded version and lets the host's
+ * check decide. */
+static tm_status check(ice_run *x, tm_error *err) {
+    const tm_batch *b = x->b;
+    for (size_t i = 0; i < b->nranges; i++) {
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
+        char prefix[ICE_KEY_MAX];
+        x->stored[i].struct_size = sizeof(tm_marker);
+        x->stored[i].topic = g->topic;
+        x->stored[i].partition = g->partition;
+        ice_marker_prefix(x->s, g->topic, g->partition, prefix, sizeof prefix);
+        ice_marker_get(x->s->table.meta, prefix, &x->stored[i]);
+    }
+    return x->s->host->marker_check(b, x->stored, err);
+}
+
+static int should_stop(ice_run *x) {
+    return atomic_load(&x->s->interrupted) ||
+           (x->b->deadline_ms > 0 && ice_mono_ms() > x->b->deadline_ms);
+}
+
+/* One attempt on the loaded version. TM_OK published; *lost when another
+ * writer published that version first (go again). */
+static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
+    ice_sink *s = x->s;
+    const tm_batch *b = x->b;
+    *lost = 0;
+    tm_status r = check(x, err);
+    if (r != TM_OK)
+        return r;
+    if (should_stop(x)) {
+        s->host->set_error(err, "batch %s: interrupted or past its deadline",
+                           b->batch_id);
+        return TM_RETRY;
+    }
+    if (!x->written) {
+        x->snapshot_id = ice_new_snapshot_id(s->table.meta);
+        if ((r = ice_write_effects(s, b, x->snapshot_id, &x->w, err)) != TM_OK)
+            return r;
+        x->written = 1;
+    }
+    json_t *cur = ice_meta_current_snapshot(s->table.meta);
+    int64_t parent = cur ? ice_json_int(cur, "snapshot-id", -1) : -1;
+    int64_t seq = ice_json_int(s->table.meta, "last-sequence-number", 0) + 1;
+    int64_t total_files = 0, total_rows = 0;
+    char list_uri[ICE_URI_MAX], why[512], tmp[4096];
+    r = write_manifests(x, seq, parent, list_uri, &total_files, &total_rows,
+                        err);
+    if (r != TM_OK)
+        return r;
+    if (s->table.fsync && fs_sync_dir(s->table.meta_dir, why, sizeof why)) {
+        s->host->set_error(err, "%s", why);
+        return TM_RETRY;
+    }
+    s->host->fault(TM_FAULT_AFTER_EFFECTS);
+    for (size_t i = 0; i < b->nranges; i++)
+        s->host->marker_advance(&x->stored[i], b, i, x->w.rows[i], x->w.dls[i],
+                                0);
+    json_t *next = ice_meta_next(&s->table);
+    json_t *sum = next ? summary(x, total_files, total_rows) : NULL;
+    if (!sum || ice_meta_add_snapshot(next, x->snapshot_id, parent, seq,
+                                      list_uri, sum) != 0) {
+        json_decref(next);
+        s->host->set_error(err, "out of memory (metadata)");
+        return TM_RETRY;
+    }
+    if (ice_meta_stage(&s->table, next, tmp, why, sizeof why) != 0) {
+        json_decref(next);
+        s->host->set_error(err, "batch %s: %s", b->batch_id, why);
+        return TM_RETRY;
+    }
+    s->host->fault(TM_FAULT_AFTER_MARKER);
+    int rc = ice_meta_link(&s->table, next, tmp, why, sizeof why);
+    json_decref(next);
+    if (rc == 1) {
+        *lost = 1;
+        return TM_OK;
+    }
+    if (rc == -1) {
+        s->host->set_error(err, "batch %s: %s", b->batch_id, why);
+        return TM_RETRY;
+    }
+    x->written = 2; /* published: the files belong to the table now */
+    if (rc == -2) {
+        /* Linked, but not known to be durable: the resend's check
+         * settles it (ALREADY if it stuck). */
+        s->host->set_error(err, "batch %s: outcome unknown: %s", b->batch_id,
+                           why);
+        return TM_RETRY;
+    }
+    if (ice_table_write_hint(&s->table, why, sizeof why) != 0)
+        s->host->log(s->config->host_ctx, TM_LOG_WARN,
+                     "version-hint.text not replaced (readers probe past "
+                     "it): %s",
+                     why);
+    return TM_OK;
+}
+
+tm_status ice_commit(void *sink, const tm_batch *b, tm_error *err) {
+    ice_sink *s = sink;
+    ice_run x = {.s = s, .b = b};
+    s->host->fault(TM_FAULT_BEFORE_BEGIN);
+    atomic_store(&s->interrupted, 0);
+    x.stored = calloc(b->nranges ? b->nranges : 1, sizeof *x.stored);
+    if (!x.stored) {
+        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+        return TM_RETRY;
+    }
+    tm_status r = TM_RETRY;
+    int lost = 1;
+    for (int i = 0; lost && i < ICE_RACE_MAX; i++) {
+        if ((r = ice_refresh(s, err)) != TM_OK)
+            break;
+        r = attempt(&x, &lost, err);
+        if (lost || (r != TM_OK && x.written != 2))
+            drop_own(&x); /* this attempt's manifests will never be used */
+        if (r != TM_OK)
+            break;
+    }
+    if (r == TM_OK && lost) {
+        s->host->set_error(err,
+                           "batch %s: another writer committed to %s first "
+                           "%d times in a row",
+                           b->batch_id, s->table.root, ICE_RACE_MAX);
+        r = TM_RETRY;
+    }
+    if (x.written == 1)
+        ice_written_discard(&x.w); /* never published */
+    ice_written_free(&x.w);
+    free(x.stored);
+    if (r == TM_OK)
+        s->host->fault(TM_FAULT_AFTER_COMMIT);
+    return r;
+}

@@ -1,0 +1,160 @@
+/* File-system helpers (see fsio.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsio.h"
+
+static int fail(char *why, size_t size, const char *what, const char *path,
+                int e) {
+    snprintf(why, size, "%s %s: %s", what, path, strerror(e));
+    return -1;
+}
+
+int fs_write_new(const char *path, const void *data, size_t len, int sync,
+                 char *why, size_t why_size) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fail(why, why_size, "create", path, errno);
+    const uint8_t *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            close(fd);
+            unlink(path);
+            return fail(why, why_size, "write", path, e);
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (sync && fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(path); /* never trusted again: a new file, a new name */
+        return fail(why, why_size, "fsync", path, e);
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlink(path);
+        return fail(why, why_size, "close", path, e);
+    }
+    return 0;
+}
+
+int fs_sync_dir(const char *dir, char *why, size_t why_size) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(why, why_size, "open directory", dir, errno);
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return fail(why, why_size, "fsync directory", dir, e);
+    }
+    if (close(fd) != 0)
+        return fail(why, why_size, "close directory", dir, errno);
+    return 0;
+}
+
+int fs_mkdir(const char *dir, char *why, size_t why_size) {
+    if (mkdir(dir, 0755) == 0 || errno == EEXIST) {
+        struct stat st;
+        if (stat(dir, &st) != 0)
+            return fail(why, why_size, "stat", dir, errno);
+        if (!S_ISDIR(st.st_mode))
+            return fail(why, why_size, "not a directory:", dir, ENOTDIR);
+        return 0;
+    }
+    return fail(why, why_size, "mkdir", dir, errno);
+}
+
+int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
+                size_t why_size) {
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        return fail(why, why_size, "open", path, errno);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return fail(why, why_size, "stat", path, e);
+    }
+    size_t cap = (size_t)st.st_size, n = 0;
+    uint8_t *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return fail(why, why_size, "read", path, ENOMEM);
+    }
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return fail(why, why_size, "read", path, e);
+        }
+        if (r == 0)
+            break; /* shorter than stat said: take what is there */
+        n += (size_t)r;
+    }
+    close(fd); /* read-only: nothing to lose on close */
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int fs_exists(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : -1;
+}
+
+int fs_random(void *buf, size_t n) {
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            close(fd);
+            return -1;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    close(fd);
+    return 0;
+}
+
+int fs_uuid(char out[37]) {
+    uint8_t b[16];
+    if (fs_random(b, sizeof b) != 0)
+        return -1;
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    snprintf(out, 37,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+             "%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+             b[11], b[12], b[13], b[14], b[15]);
+    return 0;
+}

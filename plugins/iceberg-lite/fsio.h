@@ -1,0 +1,32 @@
+/* File-system steps of a commit, each result checked: durable writes of new
+ * files (O_EXCL, full write, fsync), directory fsyncs, the no-overwrite
+ * publish (link), whole-file reads, and random names. A file whose write or
+ * fsync failed is removed and never used again: the caller writes a new
+ * one under a new name (after a failed fsync the page cache may hold data
+ * the disk does not). Every failure names the path and errno's text. */
+#ifndef TM_ICE_FSIO_H
+#define TM_ICE_FSIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Creates PATH (which must not exist) with DATA; fsyncs it when sync.
+ * 0, or -1 with why (a message) filled. */
+int fs_write_new(const char *path, const void *data, size_t len, int sync,
+                 char *why, size_t why_size);
+/* fsync of a directory, so that entries created in it are durable. */
+int fs_sync_dir(const char *dir, char *why, size_t why_size);
+/* Creates DIR when missing (one level). 0 or -1. */
+int fs_mkdir(const char *dir, char *why, size_t why_size);
+/* Reads the whole file into a malloc'd buffer (NUL-terminated too).
+ * 0; 1 when it does not exist; -1 on other errors. */
+int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
+                size_t why_size);
+/* 1 when PATH exists, 0 when not, -1 when it cannot be told. */
+int fs_exists(const char *path);
+/* Fills buf with n random bytes (getrandom-like, from /dev/urandom). */
+int fs_random(void *buf, size_t n);
+/* A random version-4 UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx". */
+int fs_uuid(char out[37]);
+
+#endif

@@ -1,0 +1,134 @@
+/* The iceberg-lite sink: the callback table, open, close, interrupt,
+ * describe. DESIGN.md "Built-in sinks: iceberg-lite": append-only,
+ * unpartitioned Apache Iceberg v2 tables on the local file system that
+ * pyiceberg, pyarrow and DuckDB read; every snapshot summary carries the
+ * markers; a commit is the atomic creation of the next metadata version. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ice_sink.h"
+
+/* Creates v1 when the directory holds no table yet (another writer
+ * creating it at the same time is fine: link() lets one of us win). */
+static tm_status create_table(ice_sink *s, tm_error *err) {
+    char why[512], tmp[4096];
+    json_t *meta = ice_meta_initial(&s->table, s->fields, (int64_t)s->ncols);
+    if (!meta) {
+        s->host->set_error(err, "out of memory (table metadata)");
+        return TM_FATAL;
+    }
+    int rc = ice_meta_stage(&s->table, meta, tmp, why, sizeof why);
+    if (rc == 0)
+        rc = ice_meta_link(&s->table, meta, tmp, why, sizeof why);
+    json_decref(meta);
+    if (rc < 0) {
+        s->host->set_error(err, "creating the table in %s: %s", s->set.path,
+                           why);
+        return TM_RETRY;
+    }
+    if (rc == 0 && ice_table_write_hint(&s->table, why, sizeof why) != 0)
+        s->host->log(s->config->host_ctx, TM_LOG_WARN,
+                     "version-hint.text not written: %s", why);
+    return ice_refresh(s, err);
+}
+
+static tm_status open_table(ice_sink *s, tm_error *err) {
+    char why[512];
+    int rc = ice_table_init(&s->table, s->set.path, s->set.create, s->set.fsync,
+                            why, sizeof why);
+    if (rc == 1) {
+        s->host->set_error(err,
+                           "setting \"path\": %s does not exist and "
+                           "\"create\" is false",
+                           s->set.path);
+        return TM_INVALID;
+    }
+    if (rc < 0) {
+        s->host->set_error(err, "setting \"path\": %s", why);
+        return TM_INVALID;
+    }
+    rc = ice_table_refresh(&s->table, why, sizeof why);
+    if (rc < 0) {
+        s->host->set_error(err, "setting \"path\": %s", why);
+        return TM_FATAL;
+    }
+    if (rc == 1 && !s->set.create) {
+        s->host->set_error(err,
+                           "setting \"path\": %s holds no Iceberg table and "
+                           "\"create\" is false",
+                           s->set.path);
+        return TM_INVALID;
+    }
+    tm_status r = rc == 1 ? create_table(s, err) : TM_OK;
+    return r == TM_OK ? ice_schema_check(s, err) : r;
+}
+
+static void ice_close(void *sink) {
+    ice_sink *s = sink;
+    if (!s)
+        return;
+    ice_table_free(&s->table);
+    ice_schema_free(s);
+    free(s);
+}
+
+static tm_status ice_open(const tm_host_api *host, const tm_sink_config *config,
+                          void **sink, tm_error *err) {
+    ice_settings set;
+    tm_status r = ice_settings_load(host, config, &set, err);
+    if (r != TM_OK)
+        return r;
+    ice_sink *s = calloc(1, sizeof *s);
+    if (!s) {
+        host->set_error(err, "out of memory");
+        return TM_FATAL;
+    }
+    s->host = host;
+    s->config = config;
+    s->set = set;
+    atomic_init(&s->interrupted, 0);
+    r = ice_schema_build(s, err);
+    if (r == TM_OK)
+        r = open_table(s, err);
+    if (r != TM_OK) {
+        ice_close(s);
+        return r;
+    }
+    if (!set.fsync)
+        host->log(config->host_ctx, TM_LOG_WARN,
+                  "fsync=false: an OS crash or power loss may lose or "
+                  "corrupt batches already reported committed "
+                  "(docs/iceberg-lite.md)");
+    *sink = s;
+    return TM_OK;
+}
+
+/* Any thread, never blocks: the commit looks at the flag between steps. */
+static void ice_interrupt(void *sink) {
+    ice_sink *s = sink;
+    atomic_store(&s->interrupted, 1);
+}
+
+static const char *ice_describe(void) {
+    return "{\"type\":\"object\",\"required\":[\"path\"],"
+           "\"additionalProperties\":false,\"properties\":{"
+           "\"path\":{\"type\":\"string\",\"description\":\"the Iceberg "
+           "table's directory on the local file system\"},"
+           "\"create\":{\"type\":\"boolean\",\"default\":true,"
+           "\"description\":\"create the table when the directory holds "
+           "none\"},"
+           "\"target_file_size\":{\"type\":\"integer\",\"minimum\":65536,"
+           "\"default\":134217728,\"description\":\"bytes per Parquet data "
+           "file before a batch rolls to the next\"},"
+           "\"fsync\":{\"type\":\"boolean\",\"default\":true,"
+           "\"description\":\"false weakens the durability of committed "
+           "batches\"}}}";
+}
+
+TM_SINK_DEFINE(.name = "iceberg_lite", .version = "1.0.0",
+               .capabilities = TM_CAP_DEAD_LETTERS, .open = ice_open,
+               .claim = ice_claim, .read_markers = ice_read_markers,
+               .commit = ice_commit, .close = ice_close,
+               .validate = ice_validate, .scan = ice_scan,
+               .interrupt = ice_interrupt, .describe = ice_describe)

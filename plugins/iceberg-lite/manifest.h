@@ -1,0 +1,56 @@
+/* Iceberg v2 manifests and manifest lists (format/spec.md, "Manifests",
+ * "Manifest Lists"), as Avro files with the spec's field ids and header
+ * keys, and their read-back (the plugin's own files only: the fields are
+ * decoded in the order manifest.c writes them). */
+#ifndef TM_ICE_MANIFEST_H
+#define TM_ICE_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ib_buf.h"
+
+/* manifest_entry.status */
+enum { ICE_EXISTING = 0, ICE_ADDED = 1, ICE_DELETED = 2 };
+
+/* One data file with its snapshot and sequence numbers resolved (the
+ * values an ADDED entry inherits from its manifest list entry filled in). */
+typedef struct ice_datafile {
+    char *path; /* as recorded: a file:// URI */
+    int64_t records, size;
+    int64_t snapshot_id, seq, file_seq;
+} ice_datafile;
+
+/* One manifest_file record of a manifest list. */
+typedef struct ice_mfile {
+    char *path;
+    int64_t length;
+    int64_t seq, min_seq, added_snapshot_id;
+    int32_t added_files, existing_files, deleted_files;
+    int64_t added_rows, existing_rows, deleted_rows;
+} ice_mfile;
+
+/* A manifest of files[0..n): those with snapshot_id == snapshot_id are
+ * ADDED (sequence numbers left null: inherited from the list), the others
+ * EXISTING with their values. table_schema is the table's schema JSON
+ * (the "schema" header key). Appends the file to out; 0 or -1 (memory). */
+int ice_manifest_encode(const ice_datafile *files, size_t n,
+                        int64_t snapshot_id, const char *table_schema,
+                        ib_buf *out);
+/* The manifest list of snapshot snapshot_id (parent < 0: none). */
+int ice_manifest_list_encode(const ice_mfile *m, size_t n, int64_t snapshot_id,
+                             int64_t parent_id, int64_t seq, ib_buf *out);
+
+/* Decodes a manifest list into a malloc'd array. 0 or -1 (malformed or
+ * memory). */
+int ice_manifest_list_decode(const uint8_t *data, size_t len, ice_mfile **out,
+                             size_t *n);
+/* Decodes the live entries (ADDED, EXISTING) of the manifest MF, appending
+ * them to *files (grown with realloc; *n and *cap updated). 0 or -1. */
+int ice_manifest_decode(const uint8_t *data, size_t len, const ice_mfile *mf,
+                        ice_datafile **files, size_t *n, size_t *cap);
+
+void ice_mfiles_free(ice_mfile *m, size_t n);
+void ice_datafiles_free(ice_datafile *f, size_t n);
+
+#endif

@@ -1,0 +1,348 @@
+/* Table metadata files and their atomic publication (see table_meta.h). */
+#define _XOPEN_SOURCE 700 /* realpath() is XSI, not in _POSIX_C_SOURCE */
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "table_meta.h"
+
+#define PATH_SIZE 4096
+
+int64_t ice_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ice_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ice_json_int(json_t *obj, const char *key, int64_t def) {
+    json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
+}
+
+static char *join(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s/%s", a, b);
+    return s;
+}
+
+void ice_table_free(ice_table *t) {
+    free(t->root);
+    free(t->location);
+    free(t->meta_dir);
+    free(t->data_dir);
+    free(t->dl_dir);
+    json_decref(t->meta);
+    memset(t, 0, sizeof *t);
+}
+
+int ice_table_init(ice_table *t, const char *path, int create, int fsync,
+                   char *why, size_t why_size) {
+    memset(t, 0, sizeof *t);
+    t->fsync = fsync;
+    if (create && fs_mkdir(path, why, why_size) != 0)
+        return -1;
+    char real[PATH_MAX];
+    if (!realpath(path, real)) {
+        if (errno == ENOENT && !create)
+            return 1;
+        snprintf(why, why_size, "table path %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t n = strlen(real) + 8;
+    t->root = strdup(real);
+    t->location = malloc(n);
+    t->meta_dir = join(real, "metadata");
+    t->data_dir = join(real, "data");
+    t->dl_dir = join(real, "dead_letters");
+    if (!t->root || !t->location || !t->meta_dir || !t->data_dir ||
+        !t->dl_dir) {
+        ice_table_free(t);
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    snprintf(t->location, n, "file://%s", real);
+    if (create && (fs_mkdir(t->meta_dir, why, why_size) != 0 ||
+                   fs_mkdir(t->data_dir, why, why_size) != 0 ||
+                   fs_mkdir(t->dl_dir, why, why_size) != 0)) {
+        ice_table_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+void ice_table_uri(const ice_table *t, const char *rel, char *out,
+                   size_t size) {
+    snprintf(out, size, "%s/%s", t->location, rel);
+}
+
+const char *ice_uri_path(const char *uri) {
+    if (strncmp(uri, "file://", 7) == 0)
+        return uri + 7;
+    return uri[0] == '/' ? uri : NULL;
+}
+
+static void version_path(const ice_table *t, int64_t v, char *out,
+                         size_t size) {
+    snprintf(out, size, "%s/v%lld.metadata.json", t->meta_dir, (long long)v);
+}
+
+/* The highest v<N>.metadata.json in the directory (0 when none). */
+static int64_t scan_versions(const ice_table *t, char *why, size_t why_size) {
+    DIR *d = opendir(t->meta_dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, why_size, "open %s: %s", t->meta_dir, strerror(errno));
+        return -1;
+    }
+    int64_t best = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long long v;
+        int end = 0;
+        if (sscanf(e->d_name, "v%lld.metadata.json%n", &v, &end) == 1 &&
+            end > 0 && e->d_name[end] == '\0' && v > best)
+            best = v;
+    }
+    closedir(d);
+    return best;
+}
+
+/* The hint's number, 0 when absent or not a number. */
+static int64_t read_hint(const ice_table *t) {
+    char path[PATH_SIZE], why[256];
+    snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
+    uint8_t *data;
+    size_t len;
+    if (fs_read_all(path, &data, &len, why, sizeof why) != 0)
+        return 0;
+    char *end;
+    long long v = strtoll((char *)data, &end, 10);
+    int ok = end != (char *)data && (*end == '\0' || *end == '\n');
+    free(data);
+    return ok && v > 0 ? v : 0;
+}
+
+int ice_table_refresh(ice_table *t, char *why, size_t why_size) {
+    char path[PATH_SIZE];
+    int64_t v = t->version;
+    if (v == 0) {
+        v = read_hint(t);
+        version_path(t, v, path, sizeof path);
+        if (v == 0 || fs_exists(path) != 1)
+            v = scan_versions(t, why, why_size);
+        if (v < 0)
+            return -1;
+        if (v == 0)
+            return 1;
+    }
+    /* Never trust the hint (or our cache) alone: probe what follows. */
+    for (;;) {
+        version_path(t, v + 1, path, sizeof path);
+        int e = fs_exists(path);
+        if (e < 0) {
+            snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
+            return -1;
+        }
+        if (e == 0)
+            break;
+        v++;
+    }
+    if (v == t->version && t->meta)
+        return 0;
+    version_path(t, v, path, sizeof path);
+    json_error_t jerr;
+    json_t *m = json_load_file(path, 0, &jerr);
+    if (!m || !json_is_object(m)) {
+        json_decref(m);
+        snprintf(why, why_size, "%s: not valid table metadata: %s", path,
+                 jerr.text);
+        return -1;
+    }
+    json_decref(t->meta);
+    t->meta = m;
+    t->version = v;
+    return 0;
+}
+
+json_t *ice_meta_initial(const ice_table *t, json_t *fields,
+                         int64_t last_column_id) {
+    char uuid[37];
+    if (fs_uuid(uuid) != 0)
+        return NULL;
+    return json_pack(
+        "{s:i, s:s, s:s, s:i, s:I, s:I, s:i, s:[{s:s, s:i, s:O}], s:i,"
+        " s:[{s:i, s:[]}], s:i, s:i, s:[{s:i, s:[]}], s:{s:s},"
+        " s:i, s:{}, s:[], s:[], s:[]}",
+        "format-version", 2, "table-uuid", uuid, "location", t->location,
+        "last-sequence-number", 0, "last-updated-ms", (json_int_t)ice_now_ms(),
+        "last-column-id", (json_int_t)last_column_id, "current-schema-id", 0,
+        "schemas", "type", "struct", "schema-id", 0, "fields", fields,
+        "default-spec-id", 0, "partition-specs", "spec-id", 0, "fields",
+        "last-partition-id", 999, "default-sort-order-id", 0, "sort-orders",
+        "order-id", 0, "fields", "properties", "write.format.default",
+        "parquet", "current-snapshot-id", -1, "refs", "snapshots",
+        "snapshot-log", "metadata-log");
+}
+
+json_t *ice_meta_next(const ice_table *t) {
+    json_t *m = json_deep_copy(t->meta);
+    if (!m)
+        return NULL;
+    int64_t prev = ice_json_int(m, "last-updated-ms", 0);
+    int64_t now = ice_now_ms();
+    char path[PATH_SIZE], uri[PATH_SIZE + 16];
+    version_path(t, t->version, path, sizeof path);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    json_t *log = json_object_get(m, "metadata-log");
+    if (!json_is_array(log)) {
+        log = json_array();
+        if (json_object_set_new(m, "metadata-log", log) != 0)
+            log = NULL;
+    }
+    if (!log ||
+        json_array_append_new(log, json_pack("{s:I, s:s}", "timestamp-ms",
+                                             (json_int_t)prev, "metadata-file",
+                                             uri)) != 0 ||
+        json_object_set_new(m, "last-updated-ms",
+                            json_integer(now > prev ? now : prev)) != 0) {
+        json_decref(m);
+        return NULL;
+    }
+    while (json_array_size(log) > ICE_METADATA_LOG_MAX)
+        json_array_remove(log, 0);
+    return m;
+}
+
+json_t *ice_meta_snapshot(json_t *meta, int64_t id) {
+    json_t *snaps = json_object_get(meta, "snapshots");
+    size_t i;
+    json_t *s;
+    json_array_foreach(snaps, i, s) {
+        if (ice_json_int(s, "snapshot-id", -2) == id)
+            return s;
+    }
+    return NULL;
+}
+
+json_t *ice_meta_current_snapshot(json_t *meta) {
+    int64_t id = ice_json_int(meta, "current-snapshot-id", -1);
+    return id < 0 ? NULL : ice_meta_snapshot(meta, id);
+}
+
+int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
+                          int64_t seq, const char *manifest_list,
+                          json_t *summary) {
+    int64_t ts = ice_json_int(meta, "last-updated-ms", ice_now_ms());
+    json_t *s = json_pack("{s:I, s:I, s:I, s:s, s:o, s:i}", "snapshot-id",
+                          (json_int_t)id, "sequence-number", (json_int_t)seq,
+                          "timestamp-ms", (json_int_t)ts, "manifest-list",
+                          manifest_list, "summary", summary, "schema-id", 0);
+    if (!s)
+        return -1;
+    if (parent_id >= 0 && json_object_set_new(s, "parent-snapshot-id",
+                                              json_integer(parent_id)) != 0) {
+        json_decref(s);
+        return -1;
+    }
+    json_t *snaps = json_object_get(meta, "snapshots");
+    json_t *log = json_object_get(meta, "snapshot-log");
+    if (!json_is_array(snaps) || !json_is_array(log)) {
+        json_decref(s);
+        return -1;
+    }
+    /* The *_new calls take their argument's reference even on failure. */
+    int rc =
+        json_array_append_new(snaps, s) != 0 ||
+        json_array_append_new(log, json_pack("{s:I, s:I}", "timestamp-ms",
+                                             (json_int_t)ts, "snapshot-id",
+                                             (json_int_t)id)) != 0 ||
+        json_object_set_new(meta, "refs",
+                            json_pack("{s:{s:I, s:s}}", "main", "snapshot-id",
+                                      (json_int_t)id, "type", "branch")) != 0 ||
+        json_object_set_new(meta, "current-snapshot-id", json_integer(id)) !=
+            0 ||
+        json_object_set_new(meta, "last-sequence-number", json_integer(seq)) !=
+            0;
+    return rc ? -1 : 0;
+}
+
+int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
+                   size_t why_size) {
+    char uuid[37];
+    if (fs_uuid(uuid) != 0) {
+        snprintf(why, why_size, "no random bytes for a temp name");
+        return -1;
+    }
+    /* Not matching v<N>.metadata.json: readers never see it. */
+    snprintf(tmp, PATH_SIZE, "%s/tmp-%s.metadata.json.part", t->meta_dir, uuid);
+    char *text = json_dumps(next, JSON_INDENT(2));
+    if (!text) {
+        snprintf(why, why_size, "out of memory (metadata JSON)");
+        return -1;
+    }
+    int rc = fs_write_new(tmp, text, strlen(text), t->fsync, why, why_size);
+    free(text);
+    return rc;
+}
+
+int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
+                  size_t why_size) {
+    char path[PATH_SIZE];
+    version_path(t, t->version + 1, path, sizeof path);
+    if (link(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp); /* an orphan at worst if this fails */
+        if (e == EEXIST)
+            return 1;
+        snprintf(why, why_size, "link %s to %s: %s", tmp, path, strerror(e));
+        return -1;
+    }
+    /* The new version exists from here on, even if what follows fails. */
+    json_decref(t->meta);
+    t->meta = json_incref(next);
+    t->version++;
+    if (unlink(tmp) != 0 && errno != ENOENT) {
+        snprintf(why, why_size, "unlink %s: %s", tmp, strerror(errno));
+        return -2;
+    }
+    if (t->fsync && fs_sync_dir(t->meta_dir, why, why_size) != 0)
+        return -2;
+    return 0;
+}
+
+int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
+    char tmp[PATH_SIZE], path[PATH_SIZE], uuid[37], text[32];
+    if (fs_uuid(uuid) != 0) {
+        snprintf(why, why_size, "no random bytes for a temp name");
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s/tmp-%s.hint.part", t->meta_dir, uuid);
+    snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
+    int n = snprintf(text, sizeof text, "%lld", (long long)t->version);
+    if (fs_write_new(tmp, text, (size_t)n, t->fsync, why, why_size) != 0)
+        return -1;
+    if (rename(tmp, path) != 0) {
+        snprintf(why, why_size, "rename %s to %s: %s", tmp, path,
+                 strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,84 @@
+/* The table's metadata files (format/spec.md, "Table Metadata", format
+ * version 2) and the commit primitive of Iceberg's file-system tables:
+ * the next v<N+1>.metadata.json is created atomically and never
+ * overwritten (link() of a fully written, fsynced temp file fails with
+ * EEXIST when another writer got there first). version-hint.text is only
+ * a hint: loading probes v<hint+1>, v<hint+2>... until one is missing. */
+#ifndef TM_ICE_TABLE_META_H
+#define TM_ICE_TABLE_META_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Kept in the metadata log (Iceberg's write.metadata.previous-versions-max
+ * defaults to 100; a few are enough to find recent versions). */
+#define ICE_METADATA_LOG_MAX 10
+
+typedef struct ice_table {
+    char *root;     /* absolute path of the table directory */
+    char *location; /* "file://" + root */
+    char *meta_dir, *data_dir, *dl_dir;
+    int fsync;       /* 0 only when the user turned durability off */
+    int64_t version; /* of meta; 0 when none is loaded */
+    json_t *meta;    /* the current metadata */
+} ice_table;
+
+/* Sets up paths for the table at PATH. create: make the directories
+ * (one level for the table itself). 0; 1 the table directory does not
+ * exist (and !create); -1 with why. */
+int ice_table_init(ice_table *t, const char *path, int create, int fsync,
+                   char *why, size_t why_size);
+void ice_table_free(ice_table *t);
+
+/* Loads the newest metadata version (cheap when nothing changed: one
+ * stat of v<N+1>). 0 loaded; 1 no metadata at all (no table yet); -1 with
+ * why. */
+int ice_table_refresh(ice_table *t, char *why, size_t why_size);
+
+/* Metadata for a new table with the given schema fields (a JSON array of
+ * Iceberg fields) and last column id. Returned new reference or NULL. */
+json_t *ice_meta_initial(const ice_table *t, json_t *fields,
+                         int64_t last_column_id);
+/* A copy of the current metadata made ready to become the next version:
+ * last-updated-ms moved on, the current file appended to the metadata log
+ * (bounded). NULL on allocation failure. */
+json_t *ice_meta_next(const ice_table *t);
+/* Appends a snapshot and makes it current (refs.main, snapshot log,
+ * last-sequence-number). Steals summary. 0 or -1. */
+int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
+                          int64_t seq, const char *manifest_list,
+                          json_t *summary);
+/* The current snapshot object, or NULL (none). */
+json_t *ice_meta_current_snapshot(json_t *meta);
+/* The snapshot with id ID, or NULL. */
+json_t *ice_meta_snapshot(json_t *meta, int64_t id);
+/* An integer member, or def when absent or not an integer. */
+int64_t ice_json_int(json_t *obj, const char *key, int64_t def);
+int64_t ice_now_ms(void);
+/* CLOCK_MONOTONIC in ms: the clock of tm_batch.deadline_ms. */
+int64_t ice_mono_ms(void);
+
+/* Step one of publishing NEXT as version t->version + 1: written whole to
+ * a temp file and fsynced. The temp path goes into tmp (size >= 4096).
+ * 0 or -1 with why (nothing to clean up then). */
+int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
+                   size_t why_size);
+/* Step two: link the temp file to v<version+1>.metadata.json, remove the
+ * temp name, fsync the directory. 0 published (t->meta takes a reference
+ * to next, t->version moves on); 1 another writer created that version
+ * first (nothing published; refresh and start over); -1 failed before the
+ * link (nothing published); -2 linked but the directory fsync failed
+ * (outcome unknown). The temp file is gone in every case. */
+int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
+                  size_t why_size);
+/* Replaces version-hint.text (temp + rename). Best effort: readers and
+ * the next load probe past a stale hint. 0 or -1 with why. */
+int ice_table_write_hint(ice_table *t, char *why, size_t why_size);
+
+/* "file://" + path of a file under the table; out has room for 4096. */
+void ice_table_uri(const ice_table *t, const char *rel, char *out, size_t size);
+/* The local path of a URI this plugin wrote ("file://..." or a plain
+ * path); NULL for anything else. */
+const char *ice_uri_path(const char *uri);
+
+#endif
