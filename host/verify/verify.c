@@ -292,9 +292,59 @@ done:
     return rc;
 }
 
+/* 1 when the sink's markers still read as they did before the scan: no
+ * commit landed in between, so the scan and the markers agree. */
+static int markers_unchanged(const tm_verify_result *out,
+                             tm_sink_instance *si) {
+    if (out->nparts == 0)
+        return 1;
+    tm_marker *m = calloc(out->nparts, sizeof *m);
+    if (!m)
+        return 0;
+    for (size_t i = 0; i < out->nparts; i++) {
+        m[i].struct_size = sizeof m[i];
+        m[i].topic = out->parts[i].topic;
+        m[i].partition = out->parts[i].partition;
+    }
+    tm_error err = tm_error_init();
+    int same = si->api->read_markers(si->sink, m, out->nparts, &err) == TM_OK;
+    for (size_t i = 0; same && i < out->nparts; i++)
+        same = m[i].next_offset == out->parts[i].m.next_offset &&
+               m[i].epoch == out->parts[i].m.epoch;
+    free(m);
+    return same;
+}
+
+static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
+                       rd_kafka_t *rk, tm_verify_result *out, char *errstr,
+                       size_t errsize, int *moved);
+
+/* A host may be committing while we look: the markers are read before and
+ * after the scan, and the whole look is taken again when they moved. */
+#define VERIFY_ATTEMPTS 5
+
 int tm_verify_run(const tm_connector_config *cfg, tm_sink_instance *si,
                   rd_kafka_t *rk, tm_verify_result *out, char *errstr,
                   size_t errsize) {
+    for (int attempt = 1; attempt <= VERIFY_ATTEMPTS; attempt++) {
+        int moved = 0;
+        if (verify_once(cfg, si, rk, out, errstr, errsize, &moved) != 0)
+            return -1;
+        if (!moved)
+            return 0;
+        tm_verify_result_free(out);
+    }
+    snprintf(errstr, errsize,
+             "the sink's markers moved during each of %d attempts: a host "
+             "is committing; verify when the connector is caught up or "
+             "stopped",
+             VERIFY_ATTEMPTS);
+    return -1;
+}
+
+static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
+                       rd_kafka_t *rk, tm_verify_result *out, char *errstr,
+                       size_t errsize, int *moved) {
     memset(out, 0, sizeof *out);
     if (!si->api->scan) {
         snprintf(errstr, errsize,
@@ -308,6 +358,11 @@ int tm_verify_run(const tm_connector_config *cfg, tm_sink_instance *si,
     if (setup(&R, cfg, si, rk, errstr, errsize) != 0 ||
         scan_all(&R, si, errstr, errsize) != 0)
         goto done;
+    if (!markers_unchanged(out, si)) {
+        *moved = 1;
+        rc = 0;
+        goto done;
+    }
     if (index_keys(&R) != 0 || !(R.bb = tm_bb_new(cfg))) {
         snprintf(errstr, errsize, "out of memory");
         goto done;

@@ -83,7 +83,6 @@ const char *h_write_file(const char *name, const char *text);
 void h_produce_many(rd_kafka_t *p, const char *topic, int32_t partition,
                     int first, int n, const char *fmt);
 
-
 /* ---- additions for the crash suite (tests/crash) ---------------------- */
 
 /* Creates a topic with any number of configs: cfg is NULL-ended pairs
