@@ -108,7 +108,8 @@ static int index_keys(run *R) {
             if (R->stored[p].v[i].identity)
                 R->keys[R->nkeys++] = (key_at){R->stored[p].v[i].identity, p,
                                                R->stored[p].v[i].offset};
-    qsort(R->keys, R->nkeys, sizeof *R->keys, by_identity);
+    if (R->nkeys > 1)
+        qsort(R->keys, R->nkeys, sizeof *R->keys, by_identity);
     for (size_t i = 1; i < R->nkeys; i++)
         if (strcmp(R->keys[i].identity, R->keys[i - 1].identity) == 0) {
             const key_at *a = &R->keys[i - 1], *b = &R->keys[i];
@@ -230,7 +231,8 @@ static int scan_all(run *R, tm_sink_instance *si, char *errstr,
                      vp->topic, vp->partition, tm_status_name(st), err.message);
             return -1;
         }
-        qsort(R->stored[p].v, R->stored[p].n, sizeof(item), by_offset);
+        if (R->stored[p].n > 1)
+            qsort(R->stored[p].v, R->stored[p].n, sizeof(item), by_offset);
         for (size_t i = 0; i < R->stored[p].n; i++) {
             if (R->stored[p].v[i].kind == TM_ITEM_ROW)
                 vp->rows++;

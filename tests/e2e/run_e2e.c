@@ -579,7 +579,9 @@ static void scenario_retry_locked(void) {
     char text[4096];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
-             "\"%s\", \"topics\": [\"%s\"]}, \"batch\": "
+             "\"%s\", \"topics\": [\"%s\"], \"properties\": "
+             "{\"session.timeout.ms\": \"6000\", "
+             "\"heartbeat.interval.ms\": \"500\"}}, \"batch\": "
              "{\"max_wait_ms\": 100}, \"sink\": {\"plugin\": \"sqlite\", "
              "\"settings\": {\"path\": \"%s\", \"table\": \"t\", "
              "\"busy_timeout_ms\": 100}}, \"state_dir\": \"%s/state\", %s}",
