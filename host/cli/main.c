@@ -25,6 +25,8 @@ static const command commands[] = {
      "show a connector's markers; reset them offline (--reset-to)"},
     {"verify", tm_cmd_verify,
      "reconcile a connector's sink with Kafka: duplicates and gaps"},
+    {"table", tm_cmd_table,
+     "read and maintain an iceberg-lite table (scan, compact, expire...)"},
 };
 
 static void usage(FILE *out) {

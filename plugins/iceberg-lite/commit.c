@@ -6,7 +6,10 @@
  * from that version and checked again (FENCED, CONFLICT, ALREADY, or go
  * on on top of it). Nothing is visible to a reader before the link, and
  * everything is afterwards, so a kill anywhere leaves the table either
- * without the batch or with all of it. */
+ * without the batch or with all of it. With keep_snapshots (default 100)
+ * the next metadata also drops the snapshots past that count
+ * (ice_expire_meta), so the metadata file every commit rewrites stays
+ * bounded. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,17 +18,7 @@
 
 #include "fsio.h"
 #include "ice_sink.h"
-
-int64_t ice_new_snapshot_id(json_t *meta) {
-    for (;;) {
-        uint64_t r;
-        if (fs_random(&r, sizeof r) != 0)
-            r = (uint64_t)ice_now_ms() * 2654435761u;
-        int64_t id = (int64_t)(r & ((UINT64_C(1) << 53) - 1));
-        if (id > 0 && !ice_meta_snapshot(meta, id))
-            return id;
-    }
-}
+#include "maint.h"
 
 /* What one commit call holds across its attempts. */
 typedef struct ice_run {
@@ -35,33 +28,16 @@ typedef struct ice_run {
     int64_t snapshot_id;
     ice_written w;
     int written;
-    char own[2][4096]; /* manifest and manifest list of this attempt */
+    ice_own own;      /* manifest and manifest list of this attempt */
+    char index[4096]; /* ... and its dead-letter index, "" when none */
 } ice_run;
 
 static void drop_own(ice_run *x) {
-    for (int k = 0; k < 2; k++)
-        if (x->own[k][0]) {
-            unlink(x->own[k]);
-            x->own[k][0] = '\0';
-        }
-}
-
-/* Writes BYTES as a new file under metadata/ named NAME; its URI into uri
- * and its path into x->own[slot]. */
-static tm_status write_meta_file(ice_run *x, int slot, const char *name,
-                                 const ib_buf *bytes, char *uri,
-                                 tm_error *err) {
-    char why[512];
-    snprintf(x->own[slot], sizeof x->own[slot], "%s/%s", x->s->table.meta_dir,
-             name);
-    if (fs_write_new(x->own[slot], bytes->p, bytes->len, x->s->table.fsync, why,
-                     sizeof why) != 0) {
-        x->own[slot][0] = '\0';
-        x->s->host->set_error(err, "%s", why);
-        return TM_RETRY;
+    ice_own_drop(&x->own);
+    if (x->index[0]) {
+        unlink(x->index);
+        x->index[0] = '\0';
     }
-    snprintf(uri, ICE_URI_MAX, "file://%s", x->own[slot]);
-    return TM_OK;
 }
 
 /* The manifest list of the new snapshot: the parent's manifests plus one
@@ -72,30 +48,16 @@ static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
                                  int64_t *total_rows, tm_error *err) {
     ice_sink *s = x->s;
     json_t *cur = ice_meta_current_snapshot(s->table.meta);
-    ice_mfile *mf = NULL, *all = NULL;
+    ice_mfile *mf = NULL;
     ice_datafile *files = NULL;
     size_t nmf = 0, nfiles = 0;
-    char why[512], uuid[37], name[256], uri[ICE_URI_MAX];
-    ib_buf bytes = {0};
+    char why[512];
     tm_status r = TM_OK;
     if (ice_snapshot_manifests(cur, &mf, &nmf, why, sizeof why) != 0) {
         s->host->set_error(err, "reading the current snapshot: %s", why);
         return TM_FATAL;
     }
     int merge = nmf + (x->w.nfiles > 0) > ICE_MANIFEST_MAX;
-    size_t keep = merge ? 0 : nmf;
-    all = calloc(keep + 1, sizeof *all);
-    if (!all || fs_uuid(uuid) != 0) {
-        r = TM_RETRY;
-        s->host->set_error(err, "out of memory");
-        goto out;
-    }
-    *total_files = *total_rows = 0;
-    for (size_t i = 0; i < keep; i++) {
-        all[i] = mf[i];
-        *total_files += mf[i].added_files + mf[i].existing_files;
-        *total_rows += mf[i].added_rows + mf[i].existing_rows;
-    }
     if (merge &&
         ice_manifests_files(mf, nmf, &files, &nfiles, why, sizeof why) != 0) {
         s->host->set_error(err, "merging manifests: %s", why);
@@ -103,61 +65,24 @@ static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
         goto out;
     }
     size_t nnew = nfiles + x->w.nfiles;
-    if (nnew > 0) {
-        ice_datafile *grown = realloc(files, nnew * sizeof *grown);
-        if (!grown) {
-            s->host->set_error(err, "out of memory");
-            r = TM_RETRY;
-            goto out;
-        }
-        files = grown;
-        /* Borrowed entries (paths stay owned by x->w). */
-        memcpy(files + nfiles, x->w.files, x->w.nfiles * sizeof *files);
-        ice_mfile *m = &all[keep];
-        m->seq = seq;
-        m->min_seq = seq;
-        m->added_snapshot_id = x->snapshot_id;
-        for (size_t i = 0; i < nnew; i++) {
-            int added = i >= nfiles;
-            if (added) {
-                m->added_files++;
-                m->added_rows += files[i].records;
-            } else {
-                m->existing_files++;
-                m->existing_rows += files[i].records;
-                if (files[i].seq < m->min_seq)
-                    m->min_seq = files[i].seq;
-            }
-        }
-        *total_files += m->added_files + m->existing_files;
-        *total_rows += m->added_rows + m->existing_rows;
-        snprintf(name, sizeof name, "%s-m0.avro", uuid);
-        if (ice_manifest_encode(files, nnew, x->snapshot_id, s->schema_json,
-                                &bytes) != 0) {
-            s->host->set_error(err, "out of memory (manifest)");
-            r = TM_RETRY;
-            goto out;
-        }
-        r = write_meta_file(x, 0, name, &bytes, uri, err);
-        if (r != TM_OK)
-            goto out;
-        m->length = (int64_t)bytes.len;
-        m->path = uri;
-        keep++;
-    }
-    ib_buf_reset(&bytes);
-    snprintf(name, sizeof name, "snap-%lld-1-%s.avro",
-             (long long)x->snapshot_id, uuid);
-    if (ice_manifest_list_encode(all, keep, x->snapshot_id, parent, seq,
-                                 &bytes) != 0) {
-        s->host->set_error(err, "out of memory (manifest list)");
+    ice_datafile *grown = nnew ? realloc(files, nnew * sizeof *grown) : files;
+    if (nnew && !grown) {
+        s->host->set_error(err, "out of memory");
         r = TM_RETRY;
         goto out;
     }
-    r = write_meta_file(x, 1, name, &bytes, list_uri, err);
+    files = grown;
+    /* Borrowed entries (paths stay owned by x->w). */
+    if (x->w.nfiles)
+        memcpy(files + nfiles, x->w.files, x->w.nfiles * sizeof *files);
+    if (ice_write_snapshot_manifests(
+            &s->table, mf, merge ? 0 : nmf, files, nnew, x->snapshot_id, parent,
+            seq, s->schema_json, &x->own, list_uri, total_files, total_rows,
+            why, sizeof why) != 0) {
+        s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
+        r = TM_RETRY;
+    }
 out:
-    ib_buf_free(&bytes);
-    free(all); /* entries borrowed from mf or stack strings */
     ice_mfiles_free(mf, nmf);
     /* files: merged entries own their paths; the new ones are borrowed. */
     for (size_t i = 0; i < nfiles; i++)
@@ -210,8 +135,8 @@ static json_t *summary(ice_run *x, int64_t total_files, int64_t total_rows) {
                             json_string(b->batch_id ? b->batch_id : "")) != 0 ||
         sum_int(sum, "tidemark.added-dead-letters", dls) ||
         (x->w.dl_rel[0] &&
-         json_object_set_new(sum, "tidemark.dead-letters-file",
-                             json_string(x->w.dl_rel)) != 0) ||
+         json_object_set_new(sum, ICE_DL_FILE_KEY, json_string(x->w.dl_rel)) !=
+             0) ||
         ice_markers_carry(x->s->table.meta, sum) != 0;
     for (size_t i = 0; !bad && i < b->nranges; i++) {
         const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
@@ -276,10 +201,6 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
                         err);
     if (r != TM_OK)
         return r;
-    if (s->table.fsync && fs_sync_dir(s->table.meta_dir, why, sizeof why)) {
-        s->host->set_error(err, "%s", why);
-        return TM_RETRY;
-    }
     s->host->fault(TM_FAULT_AFTER_EFFECTS);
     for (size_t i = 0; i < b->nranges; i++)
         s->host->marker_advance(&x->stored[i], b, i, x->w.rows[i], x->w.dls[i],
@@ -290,6 +211,15 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
                                       list_uri, sum) != 0) {
         json_decref(next);
         s->host->set_error(err, "out of memory (metadata)");
+        return TM_RETRY;
+    }
+    size_t dropped;
+    if (s->set.keep_snapshots > 0 &&
+        ice_expire_meta(&s->table, next, (size_t)s->set.keep_snapshots,
+                        x->index, &dropped, why, sizeof why) != 0) {
+        json_decref(next);
+        s->host->set_error(err, "batch %s: expiring old snapshots: %s",
+                           b->batch_id, why);
         return TM_RETRY;
     }
     if (ice_meta_stage(&s->table, next, tmp, why, sizeof why) != 0) {
@@ -355,6 +285,7 @@ tm_status ice_commit(void *sink, const tm_batch *b, tm_error *err) {
     if (x.written == 1)
         ice_written_discard(&x.w); /* never published */
     ice_written_free(&x.w);
+    ice_own_free(&x.own);
     free(x.stored);
     if (r == TM_OK)
         s->host->fault(TM_FAULT_AFTER_COMMIT);

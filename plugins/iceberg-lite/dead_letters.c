@@ -9,13 +9,12 @@
 #include <string.h>
 
 #include "fsio.h"
-#include "ice_sink.h"
+#include "dead_letters.h"
+#include "table_meta.h"
 
-static json_t *base64(const void *data, size_t n) {
+char *ice_base64(const void *data, size_t n) {
     static const char A[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (!data)
-        return json_null();
     const uint8_t *p = data;
     char *out = malloc((n + 2) / 3 * 4 + 1);
     if (!out)
@@ -33,6 +32,15 @@ static json_t *base64(const void *data, size_t n) {
         out[o++] = i + 2 < n ? A[v & 63] : '=';
     }
     out[o] = '\0';
+    return out;
+}
+
+static json_t *base64(const void *data, size_t n) {
+    if (!data)
+        return json_null();
+    char *out = ice_base64(data, n);
+    if (!out)
+        return NULL;
     json_t *s = json_string(out);
     free(out);
     return s;

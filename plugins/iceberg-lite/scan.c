@@ -1,7 +1,7 @@
 /* Read-back for the kit and `tidemark verify`: a partition's rows (the
  * hidden _tm_* columns of the current snapshot's data files, read with our
- * own Parquet reader) and its dead letters (the side files named by the
- * current snapshot and its ancestors), in offset order. Read-only: one
+ * own Parquet reader) and its dead letters (the side files of
+ * ice_dl_files), in offset order. Read-only: one
  * loaded metadata version is one consistent snapshot. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,24 +135,29 @@ static int on_dead_letter(void *ctx, const char *topic, int32_t partition,
     return add_item(c, offset, TM_ITEM_DEAD_LETTER, reason, detail);
 }
 
-/* The dead-letter files of the current snapshot and its ancestors. */
+typedef struct dl_walk {
+    ice_sink *s;
+    scan_ctx *c;
+    char *why;
+    size_t size;
+} dl_walk;
+
+static int on_dl_file(void *ctx, const char *rel) {
+    dl_walk *w = ctx;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", w->s->table.root, rel);
+    return ice_dl_read(path, on_dead_letter, w->c, w->why, w->size) != 0 ? -1
+                                                                         : 0;
+}
+
+/* The table's dead-letter files (the expired snapshots' index, the current
+ * snapshot and its ancestors). */
 static int scan_dead_letters(ice_sink *s, scan_ctx *c, char *why, size_t size) {
-    json_t *meta = s->table.meta;
-    json_t *snap = ice_meta_current_snapshot(meta);
-    size_t guard = json_array_size(json_object_get(meta, "snapshots"));
-    for (size_t k = 0; snap && k <= guard; k++) {
-        const char *rel = json_string_value(json_object_get(
-            json_object_get(snap, "summary"), "tidemark.dead-letters-file"));
-        if (rel) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", s->table.root, rel);
-            if (ice_dl_read(path, on_dead_letter, c, why, size) != 0)
-                return -1;
-        }
-        int64_t parent = ice_json_int(snap, "parent-snapshot-id", -1);
-        snap = parent >= 0 ? ice_meta_snapshot(meta, parent) : NULL;
-    }
-    return 0;
+    dl_walk w = {s, c, why, size};
+    return ice_dl_files(s->table.root, s->table.meta, on_dl_file, &w, why,
+                        size) != 0
+               ? -1
+               : 0;
 }
 
 static int by_offset(const void *a, const void *b) {

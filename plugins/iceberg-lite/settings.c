@@ -9,13 +9,18 @@
 #include "ice_sink.h"
 
 static const char *const KNOWN[] = {"path", "create", "target_file_size",
-                                    "fsync"};
+                                    "fsync", "keep_snapshots"};
 #define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 /* Files below this would make a table of many tiny files; above, one batch
  * is held in memory per file anyway. */
 #define MIN_FILE_SIZE (64 * 1024)
 #define MAX_FILE_SIZE (INT64_C(1) << 34)
+/* Snapshots kept by each commit (older ones expired, see maint_expire.c):
+ * the metadata file is rewritten whole by every commit, so its size is
+ * the commit's cost. 0 keeps them all. */
+#define DEFAULT_KEEP_SNAPSHOTS 100
+#define MAX_KEEP_SNAPSHOTS     1000000
 
 tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
                             ice_settings *out, tm_error *err) {
@@ -24,6 +29,7 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
     out->create = 1;
     out->fsync = 1;
     out->target_file_size = INT64_C(128) << 20; /* Iceberg's default */
+    out->keep_snapshots = DEFAULT_KEEP_SNAPSHOTS;
     if (h->settings_check_keys(set, KNOWN, NKNOWN, err) != 0)
         return TM_INVALID;
     int rc = h->setting_string(set, "path", &out->path, err);
@@ -37,8 +43,16 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
         h->setting_bool(set, "fsync", &out->fsync, err) < 0 ||
         h->setting_int(set, "target_file_size", &out->target_file_size, err) <
-            0)
+            0 ||
+        h->setting_int(set, "keep_snapshots", &out->keep_snapshots, err) < 0)
         return TM_INVALID;
+    if (out->keep_snapshots < 0 || out->keep_snapshots > MAX_KEEP_SNAPSHOTS) {
+        h->set_error(err,
+                     "setting \"keep_snapshots\": %lld is out of range (0 "
+                     "keeps every snapshot, else 1 to %d)",
+                     (long long)out->keep_snapshots, MAX_KEEP_SNAPSHOTS);
+        return TM_INVALID;
+    }
     if (out->target_file_size < MIN_FILE_SIZE ||
         out->target_file_size > MAX_FILE_SIZE) {
         h->set_error(err,

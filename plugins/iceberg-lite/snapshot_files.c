@@ -4,7 +4,8 @@
 #include <stdlib.h>
 
 #include "fsio.h"
-#include "ice_sink.h"
+#include "snapshot_files.h"
+#include "table_meta.h"
 
 static int load(const char *uri, uint8_t **data, size_t *len, char *why,
                 size_t why_size) {
@@ -60,4 +61,22 @@ int ice_manifests_files(const ice_mfile *mf, size_t n, ice_datafile **files,
         }
     }
     return 0;
+}
+
+int ice_snapshot_datafiles(json_t *snapshot, ice_datafile **files,
+                           size_t *nfiles, char *why, size_t why_size) {
+    ice_mfile *mf;
+    size_t nmf;
+    *files = NULL;
+    *nfiles = 0;
+    if (ice_snapshot_manifests(snapshot, &mf, &nmf, why, why_size) != 0)
+        return -1;
+    int rc = ice_manifests_files(mf, nmf, files, nfiles, why, why_size);
+    ice_mfiles_free(mf, nmf);
+    if (rc != 0) {
+        ice_datafiles_free(*files, *nfiles);
+        *files = NULL;
+        *nfiles = 0;
+    }
+    return rc;
 }

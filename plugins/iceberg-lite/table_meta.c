@@ -336,7 +336,10 @@ int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
     snprintf(tmp, sizeof tmp, "%s/tmp-%s.hint.part", t->meta_dir, uuid);
     snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
     int n = snprintf(text, sizeof text, "%lld", (long long)t->version);
-    if (fs_write_new(tmp, text, (size_t)n, t->fsync, why, why_size) != 0)
+    /* Not fsynced: after a crash the hint may be stale, empty or missing,
+     * and loading copes with all three (it validates the number and probes
+     * past it), so an fsync here would buy nothing. */
+    if (fs_write_new(tmp, text, (size_t)n, 0, why, why_size) != 0)
         return -1;
     if (rename(tmp, path) != 0) {
         snprintf(why, why_size, "rename %s to %s: %s", tmp, path,
@@ -345,4 +348,15 @@ int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
         return -1;
     }
     return 0;
+}
+
+int64_t ice_new_snapshot_id(json_t *meta) {
+    for (;;) {
+        uint64_t r;
+        if (fs_random(&r, sizeof r) != 0)
+            r = (uint64_t)ice_now_ms() * 2654435761u;
+        int64_t id = (int64_t)(r & ((UINT64_C(1) << 53) - 1));
+        if (id > 0 && !ice_meta_snapshot(meta, id))
+            return id;
+    }
 }

@@ -14,6 +14,10 @@
  * defaults to 100; a few are enough to find recent versions). */
 #define ICE_METADATA_LOG_MAX 10
 
+/* How many times a commit, claim or maintenance operation starts over
+ * after losing the race for the next metadata version before giving up. */
+#define ICE_RACE_MAX 64
+
 typedef struct ice_table {
     char *root;     /* absolute path of the table directory */
     char *location; /* "file://" + root */
@@ -52,6 +56,9 @@ int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
 json_t *ice_meta_current_snapshot(json_t *meta);
 /* The snapshot with id ID, or NULL. */
 json_t *ice_meta_snapshot(json_t *meta, int64_t id);
+/* A random snapshot id, positive and below 2^53 (JSON readers keep it
+ * exact), not used by META yet. */
+int64_t ice_new_snapshot_id(json_t *meta);
 /* An integer member, or def when absent or not an integer. */
 int64_t ice_json_int(json_t *obj, const char *key, int64_t def);
 int64_t ice_now_ms(void);

@@ -5,7 +5,10 @@
  *   batch 1: p0 [0,10) rows 0-7, dead letters 8 and 9; p1 [0,5) rows 0-4;
  *   batch 2: p2 [0,4) with no record (only the marker moves);
  *   batches 3-14: p1 [5+3k, 8+3k) (enough snapshots to merge manifests);
- *   batch 15: p0 [10, 30010), rolled into several Parquet files. */
+ *   batch 15: p0 [10, 30010), rolled into several Parquet files.
+ * With --small (for the CLI test, table_cli.sh, whose expected outputs
+ * are written by hand): claim orders 0, 1; p0 [0,4) rows 0-2 and a dead
+ * letter at 3; p1 [0,2) rows 0-1; p0 [4,6) rows 4-5. */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,9 +25,34 @@ static int commit(void *sink, ice_fx_batch *kb) {
     return rc == TM_OK ? 0 : -1;
 }
 
+/* The --small table: three snapshots, one dead letter. */
+static int write_small(void *sink, const tm_marker *m) {
+    ice_fx_batch kb;
+    int rc = 0;
+    ice_fx_batch_init(&kb, "small-1");
+    uint32_t r = ice_fx_range(&kb, 0, 0, 4, m[0].epoch);
+    for (int64_t o = 0; o < 3; o++)
+        ice_fx_record(&kb, r, o);
+    ice_fx_dead_letter(&kb, r, 3);
+    rc |= commit(sink, &kb);
+    ice_fx_batch_init(&kb, "small-2");
+    r = ice_fx_range(&kb, 1, 0, 2, m[1].epoch);
+    for (int64_t o = 0; o < 2; o++)
+        ice_fx_record(&kb, r, o);
+    rc |= commit(sink, &kb);
+    ice_fx_batch_init(&kb, "small-3");
+    r = ice_fx_range(&kb, 0, 4, 6, m[0].epoch);
+    for (int64_t o = 4; o < 6; o++)
+        ice_fx_record(&kb, r, o);
+    rc |= commit(sink, &kb);
+    return rc;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s DIR (the table goes to DIR/table)\n",
+    int small = argc == 3 && strcmp(argv[2], "--small") == 0;
+    if (argc != 2 && !small) {
+        fprintf(stderr,
+                "usage: %s DIR [--small] (the table goes to DIR/table)\n",
                 argv[0]);
         return 2;
     }
@@ -42,9 +70,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "open: %s\n", err.message);
         return 1;
     }
-    if (ice_fx_claim(sink, m, 3, &err) != TM_OK) {
+    if (ice_fx_claim(sink, m, small ? 2 : 3, &err) != TM_OK) {
         fprintf(stderr, "claim: %s\n", err.message);
         return 1;
+    }
+    if (small) {
+        int bad = write_small(sink, m);
+        ice_api->close(sink);
+        ice_fx_done(&fx, 0);
+        return bad ? 1 : 0;
     }
     ice_fx_batch kb;
     int rc = 0;

@@ -1,0 +1,67 @@
+/* Where a table's dead letters are (see dead_letters.h). The walk reads
+ * the index first: `expire` moves the dead-letter files of the snapshots
+ * it removes into a new index file (one relative path a line) and names it
+ * in a table property, so dropping snapshots never hides dead letters and
+ * the walk never needs an expired snapshot. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dead_letters.h"
+#include "fsio.h"
+#include "table_meta.h"
+
+static int walk_index(const char *root, const char *rel, ice_dl_file_fn fn,
+                      void *ctx, char *why, size_t why_size) {
+    char path[4096];
+    uint8_t *data;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    int rc = fs_read_all(path, &data, &len, why, why_size);
+    if (rc == 1)
+        snprintf(why, why_size, "dead-letter index %s is missing", path);
+    if (rc != 0)
+        return -1;
+    char *p = (char *)data, *end = p + len;
+    rc = 0;
+    while (rc == 0 && p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            snprintf(why, why_size, "%s: the last line is not complete", path);
+            rc = -1;
+            break;
+        }
+        *nl = '\0';
+        if (*p)
+            rc = fn(ctx, p);
+        p = nl + 1;
+    }
+    free(data);
+    return rc;
+}
+
+int ice_dl_files(const char *root, json_t *meta, ice_dl_file_fn fn, void *ctx,
+                 char *why, size_t why_size) {
+    const char *index = json_string_value(
+        json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
+    if (index) {
+        int rc = walk_index(root, index, fn, ctx, why, why_size);
+        if (rc != 0)
+            return rc;
+    }
+    json_t *snap = ice_meta_current_snapshot(meta);
+    /* The guard stops a parent cycle in a corrupt file. */
+    size_t guard = json_array_size(json_object_get(meta, "snapshots"));
+    for (size_t k = 0; snap && k <= guard; k++) {
+        const char *rel = json_string_value(
+            json_object_get(json_object_get(snap, "summary"), ICE_DL_FILE_KEY));
+        if (rel) {
+            int rc = fn(ctx, rel);
+            if (rc != 0)
+                return rc;
+        }
+        int64_t parent = ice_json_int(snap, "parent-snapshot-id", -1);
+        snap = parent >= 0 ? ice_meta_snapshot(meta, parent) : NULL;
+    }
+    return 0;
+}

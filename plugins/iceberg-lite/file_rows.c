@@ -1,0 +1,130 @@
+/* A data file's rows with every column, read with our own Parquet reader
+ * (parquet_reader.h reads a column at a time: the cells are gathered per
+ * column, then handed out row by row), and the table schema as Parquet
+ * columns, for `table scan` and compact. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsio.h"
+#include "maint.h"
+
+static const struct {
+    const char *type;
+    pq_kind kind;
+} KINDS[] = {
+    {"string", PQ_STRING},         {"long", PQ_INT64},
+    {"double", PQ_DOUBLE},         {"boolean", PQ_BOOLEAN},
+    {"timestamptz", PQ_TIMESTAMP}, {"binary", PQ_BINARY},
+};
+
+static json_t *current_schema(json_t *meta) {
+    int64_t id = ice_json_int(meta, "current-schema-id", 0);
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(meta, "schemas"), i, s) {
+        if (ice_json_int(s, "schema-id", -1) == id)
+            return s;
+    }
+    return NULL;
+}
+
+char *ice_schema_text(json_t *meta) {
+    json_t *s = current_schema(meta);
+    return s ? json_dumps(s, JSON_COMPACT) : NULL;
+}
+
+int ice_schema_columns(json_t *meta, pq_column_def **cols, size_t *ncols,
+                       char *why, size_t why_size) {
+    json_t *fields = json_object_get(current_schema(meta), "fields");
+    size_t n = json_array_size(fields);
+    *cols = NULL;
+    *ncols = 0;
+    if (n == 0) {
+        snprintf(why, why_size, "the table metadata has no current schema");
+        return -1;
+    }
+    pq_column_def *c = calloc(n, sizeof *c);
+    if (!c) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *f = json_array_get(fields, i);
+        const char *name = json_string_value(json_object_get(f, "name"));
+        const char *type = json_string_value(json_object_get(f, "type"));
+        size_t k = 0;
+        while (type && k < sizeof KINDS / sizeof KINDS[0] &&
+               strcmp(type, KINDS[k].type) != 0)
+            k++;
+        if (!name || !type || k == sizeof KINDS / sizeof KINDS[0]) {
+            snprintf(why, why_size,
+                     "schema field %zu: type %s is not one "
+                     "this sink writes",
+                     i + 1, type ? type : "(none)");
+            free(c);
+            return -1;
+        }
+        c[i] = (pq_column_def){name, KINDS[k].kind,
+                               json_is_true(json_object_get(f, "required")),
+                               (int32_t)ice_json_int(f, "id", (int64_t)i + 1)};
+    }
+    *cols = c;
+    *ncols = n;
+    return 0;
+}
+
+typedef struct gather {
+    pq_cell *cells; /* nrows x ncols, row major */
+    int64_t nrows;
+    size_t ncols, col;
+} gather;
+
+static int on_cell(void *ctx, int64_t row, const pq_cell *cell) {
+    gather *g = ctx;
+    if (row < 0 || row >= g->nrows)
+        return -1;
+    g->cells[(size_t)row * g->ncols + g->col] = *cell;
+    return 0;
+}
+
+int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
+                  size_t why_size) {
+    const char *path = ice_uri_path(uri);
+    uint8_t *data;
+    size_t len;
+    if (!path) {
+        snprintf(why, why_size, "%s: not a local file", uri);
+        return -1;
+    }
+    int rc = fs_read_all(path, &data, &len, why, why_size);
+    if (rc == 1)
+        snprintf(why, why_size, "data file %s is missing", path);
+    if (rc != 0)
+        return -1;
+    char inner[400];
+    pq_reader *r = pq_reader_open(data, len, inner, sizeof inner);
+    if (!r) {
+        snprintf(why, why_size, "%s: %s", path, inner);
+        free(data);
+        return -1;
+    }
+    gather g = {.nrows = pq_reader_rows(r), .ncols = pq_reader_ncols(r)};
+    size_t cells = (size_t)(g.nrows > 0 ? g.nrows : 0) * g.ncols;
+    g.cells = calloc(cells ? cells : 1, sizeof *g.cells);
+    rc = g.cells ? 0 : -1;
+    if (!g.cells)
+        snprintf(why, why_size, "%s: out of memory", path);
+    for (g.col = 0; rc == 0 && g.col < g.ncols; g.col++)
+        if (pq_reader_column(r, g.col, on_cell, &g, inner, sizeof inner) != 0) {
+            snprintf(why, why_size, "%s: column %zu: %s", path, g.col + 1,
+                     inner);
+            rc = -1;
+        }
+    for (int64_t i = 0; rc == 0 && i < g.nrows; i++)
+        rc = fn(ctx, &g.cells[(size_t)i * g.ncols], g.ncols);
+    free(g.cells);
+    pq_reader_free(r);
+    free(data);
+    return rc;
+}

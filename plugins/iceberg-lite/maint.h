@@ -1,0 +1,122 @@
+/* Reading a table's rows back and the maintenance operations, on a table
+ * opened with ice_table_init (create 0) and loaded with ice_table_refresh.
+ * Each operation that changes the table is a commit like the sink's: the
+ * next v<N+1>.metadata.json is created with link(), and losing the race
+ * (EEXIST) means reload, rebuild on top of the winner and try again, so a
+ * running connector and a maintenance run never lose each other's commit.
+ * Every failure fills why with the file and what was wrong. */
+#ifndef TM_ICE_MAINT_H
+#define TM_ICE_MAINT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "manifest.h"
+#include "parquet_reader.h"
+#include "parquet_writer.h"
+#include "table_meta.h"
+
+/* ---- file_rows.c: a data file's rows, every column ---- */
+
+/* The Parquet columns of META's current schema (names point into META).
+ * 0, or -1 with why (an unknown type). */
+int ice_schema_columns(json_t *meta, pq_column_def **cols, size_t *ncols,
+                       char *why, size_t why_size);
+/* The current schema as JSON text (the "schema" header of manifests and
+ * the iceberg.schema footer key), malloc'd; NULL on memory. */
+char *ice_schema_text(json_t *meta);
+/* Called per row with one cell per column, in the file's column order. */
+typedef int (*ice_row_fn)(void *ctx, const pq_cell *cells, size_t ncols);
+/* Reads every row of the data file URI (a file:// URI or a path). 0; fn's
+ * non-zero; -1 with why. */
+int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
+                  size_t why_size);
+
+/* ---- maint_commit.c: the publish loop shared by the operations ---- */
+
+/* Files an operation wrote for one attempt, removed when the attempt is
+ * not published (never after: they belong to the table then). */
+typedef struct ice_own {
+    char (*paths)[4096];
+    size_t n, cap;
+} ice_own;
+int ice_own_add(ice_own *o, const char *path);
+void ice_own_drop(ice_own *o); /* unlinks and forgets them */
+void ice_own_free(ice_own *o); /* forgets them */
+
+/* Builds the next metadata on top of t->meta (the newest version): 0 with
+ * *next set, 1 nothing to do, -1 with why. */
+typedef int (*ice_build_fn)(ice_table *t, void *ctx, json_t **next, char *why,
+                            size_t why_size);
+/* Loads the newest version, builds, stages and links, again after each
+ * lost race (up to ICE_RACE_MAX). 0 published; 1 nothing to do; -1 failed
+ * (nothing published); -2 linked, but the directory fsync failed (outcome
+ * unknown). */
+int ice_maint_commit(ice_table *t, ice_build_fn build, void *ctx, char *why,
+                     size_t why_size);
+/* The manifests of a new snapshot, shared by the sink's commit and the
+ * maintenance: the manifest list of snapshot snapshot_id holds the
+ * manifests keep[0..nkeep) as they are, then (when n > 0) one new manifest
+ * of files[0..n) (those of snapshot_id ADDED, the rest EXISTING with their
+ * sequence numbers). Both new files go under metadata/, recorded in own,
+ * then metadata/ is fsynced. The list's URI into list_uri (4200 bytes);
+ * what the snapshot holds into *total_files / *total_rows. 0 or -1 with
+ * why. */
+int ice_write_snapshot_manifests(
+    ice_table *t, const ice_mfile *keep, size_t nkeep,
+    const ice_datafile *files, size_t n, int64_t snapshot_id, int64_t parent_id,
+    int64_t seq, const char *schema_json, ice_own *own, char *list_uri,
+    int64_t *total_files, int64_t *total_rows, char *why, size_t why_size);
+/* summary[key] = "<v>". 0 or -1. */
+int ice_sum_int(json_t *summary, const char *key, int64_t v);
+
+/* ---- maint_compact.c ---- */
+typedef struct ice_compact_result {
+    int64_t snapshot_id;
+    size_t files_in, files_out; /* small files replaced, files written */
+    int64_t rows;               /* rows rewritten */
+} ice_compact_result;
+/* Rewrites the current snapshot's data files smaller than target_size
+ * (at least two of them) into files of up to target_size, as one snapshot
+ * of operation "replace" whose summary carries every marker unchanged.
+ * 0 done; 1 nothing to compact; -1 / -2 as ice_maint_commit. */
+int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
+                char *why, size_t why_size);
+
+/* ---- maint_expire.c ---- */
+/* Keeps the current snapshot and its keep-1 newest ancestors and drops the
+ * other snapshots from the metadata (and from the snapshot log). The
+ * markers live in the current snapshot, which is always kept; the
+ * dropped snapshots' dead-letter files move into the dead-letter index
+ * (dead_letters.h). Files are not deleted: vacuum does that. *removed:
+ * snapshots dropped. 0 done; 1 nothing to drop; -1 / -2 as
+ * ice_maint_commit. */
+int ice_expire(ice_table *t, size_t keep, size_t *removed, char *why,
+               size_t why_size);
+/* The same on META, a next version being built (the sink's commit calls
+ * it for its keep_snapshots setting, after adding its snapshot): when a
+ * dropped snapshot names a dead-letter file, a new index is written
+ * (durable) and its path put in index_path (4096 bytes, "" when none): the
+ * caller removes it if META is not published. *removed: snapshots dropped
+ * (0 when there are at most keep). 0 or -1 with why. */
+int ice_expire_meta(const ice_table *t, json_t *meta, size_t keep,
+                    char *index_path, size_t *removed, char *why,
+                    size_t why_size);
+
+/* ---- maint_vacuum.c ---- */
+/* The longest grace period vacuum takes (100 years, in seconds). */
+#define ICE_GRACE_MAX INT64_C(3153600000)
+/* Called for each file vacuum removes (its path). */
+typedef void (*ice_vacuum_fn)(void *ctx, const char *path);
+/* Removes the files under data/, dead_letters/ and metadata/ that no
+ * snapshot of the newest metadata references (nor the dead-letter index,
+ * nor the current and logged metadata versions, nor version-hint.text)
+ * and whose last change is more than grace_seconds old: what crashed or
+ * lost commits left, and what expire and compact made unreachable. Not a
+ * commit (nothing in the metadata changes): a file a commit in flight will
+ * name is younger than the grace period. 0 or -1 with why. */
+int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
+               size_t *removed, char *why, size_t why_size);
+
+#endif

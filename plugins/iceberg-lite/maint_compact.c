@@ -1,0 +1,306 @@
+/* compact: the current snapshot's small data files rewritten into files
+ * of up to the target size, published as ONE snapshot of operation
+ * "replace". Its summary carries every marker as read_markers sees it
+ * (ice_markers_carry), so a connector's next commit finds the same
+ * markers. The rows are rewritten once, before the publish loop; losing
+ * the race to a connector's append only rebuilds the manifests on top of
+ * the winner (the replaced files are still live: nothing else deletes
+ * files), so neither commit is lost. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "maint.h"
+#include "marker_keys.h"
+#include "snapshot_files.h"
+
+typedef struct compact_ctx {
+    ice_table *t;
+    int64_t target, snapshot_id;
+    ice_datafile *replaced, *written;
+    size_t nreplaced, nwritten;
+    int64_t rows, replaced_size;
+    pq_column_def *cols;
+    size_t ncols;
+    char *schema_json;
+    pq_writer *pw;
+    ice_own own; /* this attempt's manifests */
+    char *why;
+    size_t why_size;
+} compact_ctx;
+
+static int add_written(compact_ctx *c, const char *uri, int64_t records,
+                       int64_t size) {
+    ice_datafile *f = realloc(c->written, (c->nwritten + 1) * sizeof *f);
+    if (!f)
+        return -1;
+    c->written = f;
+    f = &c->written[c->nwritten];
+    memset(f, 0, sizeof *f);
+    if (!(f->path = strdup(uri)))
+        return -1;
+    f->records = records;
+    f->size = size;
+    f->snapshot_id = c->snapshot_id;
+    c->nwritten++;
+    return 0;
+}
+
+/* Finishes the open writer into a new data file. */
+static int flush(compact_ctx *c) {
+    ib_buf file = {0};
+    const char *kv[] = {"iceberg.schema", c->schema_json};
+    int64_t records = pq_rows(c->pw);
+    char uuid[37], path[4096], uri[4200];
+    int rc = pq_finish(c->pw, kv, 1, &file);
+    pq_writer_free(c->pw);
+    c->pw = NULL;
+    if (rc != 0) {
+        snprintf(c->why, c->why_size, "Parquet encoder: out of memory");
+        ib_buf_free(&file);
+        return -1;
+    }
+    if (fs_uuid(uuid) != 0) {
+        snprintf(c->why, c->why_size, "no random bytes for a file name");
+        ib_buf_free(&file);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%lld-%zu-%s.parquet", c->t->data_dir,
+             (long long)c->snapshot_id, c->nwritten, uuid);
+    snprintf(uri, sizeof uri, "file://%s", path);
+    rc = fs_write_new(path, file.p, file.len, c->t->fsync, c->why, c->why_size);
+    int64_t size = (int64_t)file.len;
+    ib_buf_free(&file);
+    if (rc != 0)
+        return -1;
+    if (add_written(c, uri, records, size) != 0) {
+        unlink(path);
+        snprintf(c->why, c->why_size, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int put_row(void *ctx, const pq_cell *cells, size_t n) {
+    compact_ctx *c = ctx;
+    if (n != c->ncols) {
+        snprintf(c->why, c->why_size,
+                 "a data file has %zu columns, the schema %zu", n, c->ncols);
+        return -1;
+    }
+    if (!c->pw && !(c->pw = pq_writer_new(c->cols, c->ncols, 0, 0))) {
+        snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (cells[k].is_null) {
+            pq_put_null(c->pw, k);
+            continue;
+        }
+        switch (c->cols[k].kind) {
+        case PQ_BOOLEAN:
+        case PQ_INT64:
+        case PQ_TIMESTAMP: pq_put_i64(c->pw, k, cells[k].i); break;
+        case PQ_DOUBLE: pq_put_double(c->pw, k, cells[k].f); break;
+        case PQ_STRING:
+        case PQ_BINARY: pq_put_bytes(c->pw, k, cells[k].p, cells[k].n); break;
+        }
+    }
+    pq_end_row(c->pw);
+    if (pq_error(c->pw)[0]) {
+        snprintf(c->why, c->why_size, "Parquet encoder: %s", pq_error(c->pw));
+        return -1;
+    }
+    c->rows++;
+    return pq_size(c->pw) >= (size_t)c->target ? flush(c) : 0;
+}
+
+/* Reads the small files' rows into new files, each durable. */
+static int rewrite(compact_ctx *c) {
+    for (size_t i = 0; i < c->nreplaced; i++)
+        if (ice_file_rows(c->replaced[i].path, put_row, c, c->why,
+                          c->why_size) != 0)
+            return -1;
+    if (c->pw && flush(c) != 0)
+        return -1;
+    if (c->t->fsync && fs_sync_dir(c->t->data_dir, c->why, c->why_size) != 0)
+        return -1;
+    return 0;
+}
+
+static int is_replaced(const compact_ctx *c, const char *path) {
+    for (size_t i = 0; i < c->nreplaced; i++)
+        if (strcmp(c->replaced[i].path, path) == 0)
+            return 1;
+    return 0;
+}
+
+static json_t *replace_summary(compact_ctx *c, json_t *meta,
+                               const ice_datafile *files, size_t n) {
+    int64_t rows = 0, size = 0, added_size = 0;
+    for (size_t i = 0; i < n; i++) {
+        rows += files[i].records;
+        size += files[i].size;
+    }
+    for (size_t i = 0; i < c->nwritten; i++)
+        added_size += c->written[i].size;
+    json_t *sum = json_object();
+    int bad =
+        !sum ||
+        json_object_set_new(sum, "operation", json_string("replace")) != 0 ||
+        ice_sum_int(sum, "added-data-files", (int64_t)c->nwritten) ||
+        ice_sum_int(sum, "deleted-data-files", (int64_t)c->nreplaced) ||
+        ice_sum_int(sum, "added-records", c->rows) ||
+        ice_sum_int(sum, "deleted-records", c->rows) ||
+        ice_sum_int(sum, "added-files-size", added_size) ||
+        ice_sum_int(sum, "removed-files-size", c->replaced_size) ||
+        ice_sum_int(sum, "total-data-files", (int64_t)n) ||
+        ice_sum_int(sum, "total-records", rows) ||
+        ice_sum_int(sum, "total-files-size", size) ||
+        ice_sum_int(sum, "total-delete-files", 0) ||
+        ice_sum_int(sum, "total-position-deletes", 0) ||
+        ice_sum_int(sum, "total-equality-deletes", 0) ||
+        ice_markers_carry(meta, sum) != 0;
+    if (bad) {
+        json_decref(sum);
+        return NULL;
+    }
+    return sum;
+}
+
+static int build(ice_table *t, void *ctx, json_t **next, char *why,
+                 size_t why_size) {
+    compact_ctx *c = ctx;
+    ice_own_drop(&c->own); /* a lost attempt's manifests */
+    json_t *cur = ice_meta_current_snapshot(t->meta);
+    ice_datafile *live = NULL;
+    size_t nlive = 0, kept = 0;
+    if (ice_snapshot_datafiles(cur, &live, &nlive, why, why_size) != 0)
+        return -1;
+    int rc = 0;
+    /* Live files minus the replaced ones, plus the new ones. */
+    ice_datafile *files = calloc(nlive + c->nwritten + 1, sizeof *files);
+    if (!files) {
+        snprintf(why, why_size, "out of memory");
+        rc = -1;
+    }
+    for (size_t i = 0; rc == 0 && i < nlive; i++)
+        if (!is_replaced(c, live[i].path))
+            files[kept++] = live[i];
+    if (rc == 0 && nlive - kept != c->nreplaced) {
+        snprintf(why, why_size,
+                 "%s: another writer replaced some of the files being "
+                 "compacted; run compact again",
+                 t->root);
+        rc = -1;
+    }
+    if (rc == 0) {
+        memcpy(files + kept, c->written, c->nwritten * sizeof *files);
+        size_t n = kept + c->nwritten;
+        int64_t parent = ice_json_int(cur, "snapshot-id", -1);
+        int64_t seq = ice_json_int(t->meta, "last-sequence-number", 0) + 1;
+        char list_uri[4200];
+        int64_t total_files, total_rows;
+        rc = ice_write_snapshot_manifests(
+            t, NULL, 0, files, n, c->snapshot_id, parent, seq, c->schema_json,
+            &c->own, list_uri, &total_files, &total_rows, why, why_size);
+        json_t *m = rc == 0 ? ice_meta_next(t) : NULL;
+        json_t *sum = m ? replace_summary(c, t->meta, files, n) : NULL;
+        if (rc == 0 &&
+            (!sum || ice_meta_add_snapshot(m, c->snapshot_id, parent, seq,
+                                           list_uri, sum) != 0)) {
+            json_decref(m);
+            snprintf(why, why_size, "out of memory (metadata)");
+            rc = -1;
+        }
+        if (rc == 0)
+            *next = m;
+    }
+    free(files); /* entries borrowed from live and c->written */
+    ice_datafiles_free(live, nlive);
+    return rc;
+}
+
+/* Picks the current snapshot's files smaller than the target. */
+static int plan(compact_ctx *c, char *why, size_t why_size) {
+    ice_datafile *live;
+    size_t nlive;
+    if (ice_snapshot_datafiles(ice_meta_current_snapshot(c->t->meta), &live,
+                               &nlive, why, why_size) != 0)
+        return -1;
+    c->replaced = calloc(nlive + 1, sizeof *c->replaced);
+    if (!c->replaced) {
+        ice_datafiles_free(live, nlive);
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < nlive; i++) {
+        if (live[i].size < c->target) {
+            c->replaced[c->nreplaced++] = live[i];
+            c->replaced_size += live[i].size;
+        } else {
+            free(live[i].path);
+        }
+    }
+    free(live);
+    return 0;
+}
+
+int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
+                char *why, size_t why_size) {
+    compact_ctx c = {
+        .t = t, .target = target_size, .why = why, .why_size = why_size};
+    memset(res, 0, sizeof *res);
+    int rc = ice_table_refresh(t, why, why_size);
+    if (rc == 1)
+        snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
+    if (rc != 0)
+        return -1;
+    if (target_size <= 0) {
+        snprintf(why, why_size, "target file size %lld is not positive",
+                 (long long)target_size);
+        return -1;
+    }
+    rc = plan(&c, why, why_size);
+    if (rc == 0 && c.nreplaced < 2)
+        rc = 1; /* nothing to merge */
+    if (rc == 0) {
+        c.snapshot_id = ice_new_snapshot_id(t->meta);
+        c.schema_json = ice_schema_text(t->meta);
+        if (!c.schema_json) {
+            snprintf(why, why_size, "%s: no current schema (or no memory)",
+                     t->meta_dir);
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        rc = ice_schema_columns(t->meta, &c.cols, &c.ncols, why, why_size);
+    if (rc == 0)
+        rc = rewrite(&c);
+    if (rc == 0)
+        rc = ice_maint_commit(t, build, &c, why, why_size);
+    if (rc != 0 && rc != -2) {
+        /* Never published: the new files and manifests are ours alone. */
+        ice_own_drop(&c.own);
+        for (size_t i = 0; i < c.nwritten; i++) {
+            const char *p = ice_uri_path(c.written[i].path);
+            if (p)
+                unlink(p);
+        }
+    }
+    if (rc == 0) {
+        res->snapshot_id = c.snapshot_id;
+        res->files_in = c.nreplaced;
+        res->files_out = c.nwritten;
+        res->rows = c.rows;
+    }
+    pq_writer_free(c.pw);
+    ice_own_free(&c.own);
+    ice_datafiles_free(c.replaced, c.nreplaced);
+    ice_datafiles_free(c.written, c.nwritten);
+    free(c.cols);
+    free(c.schema_json);
+    return rc;
+}

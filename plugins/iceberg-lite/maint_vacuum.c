@@ -1,0 +1,203 @@
+/* vacuum: deletes the files no kept snapshot references and older than a
+ * grace period: orphans of crashed or lost commits (data, dead-letter and
+ * manifest files, temp metadata), and what expire and compact made
+ * unreachable (old manifest lists and manifests, replaced data files,
+ * replaced dead-letter indexes, metadata versions past the metadata log).
+ * What is referenced is read from the newest version before the directory
+ * listing and again after it, so a commit published meanwhile keeps its
+ * files; a commit still in flight has only files younger than the grace
+ * period (the default of an hour is far above any commit's duration). */
+#define _XOPEN_SOURCE 700 /* struct stat's st_mtim */
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dead_letters.h"
+#include "maint.h"
+#include "snapshot_files.h"
+
+typedef struct refs {
+    char **p;
+    size_t n, cap;
+    const char *root;
+} refs;
+
+static int add(refs *r, const char *path) {
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 64;
+        char **g = realloc(r->p, cap * sizeof *g);
+        if (!g)
+            return -1;
+        r->p = g;
+        r->cap = cap;
+    }
+    if (!(r->p[r->n] = strdup(path)))
+        return -1;
+    r->n++;
+    return 0;
+}
+
+static int add_uri(refs *r, const char *uri) {
+    const char *p = uri ? ice_uri_path(uri) : NULL;
+    return p ? add(r, p) : 0;
+}
+
+static int add_rel(void *ctx, const char *rel) {
+    refs *r = ctx;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", r->root, rel);
+    return add(r, path);
+}
+
+static int cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void refs_free(refs *r) {
+    for (size_t i = 0; i < r->n; i++)
+        free(r->p[i]);
+    free(r->p);
+}
+
+/* Everything the loaded version references. */
+static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
+    json_t *meta = t->meta;
+    char path[4096];
+    int oom = 0;
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(meta, "snapshots"), i, s) {
+        ice_mfile *mf;
+        ice_datafile *files = NULL;
+        size_t nmf, nfiles = 0;
+        if (ice_snapshot_manifests(s, &mf, &nmf, why, why_size) != 0)
+            return -1;
+        int rc = ice_manifests_files(mf, nmf, &files, &nfiles, why, why_size);
+        oom |=
+            add_uri(r, json_string_value(json_object_get(s, "manifest-list")));
+        for (size_t k = 0; k < nmf; k++)
+            oom |= add_uri(r, mf[k].path);
+        for (size_t k = 0; k < nfiles; k++)
+            oom |= add_uri(r, files[k].path);
+        ice_mfiles_free(mf, nmf);
+        ice_datafiles_free(files, nfiles);
+        if (rc != 0)
+            return -1;
+        const char *dl = json_string_value(
+            json_object_get(json_object_get(s, "summary"), ICE_DL_FILE_KEY));
+        if (dl)
+            oom |= add_rel(r, dl);
+    }
+    const char *index = json_string_value(
+        json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
+    if (index)
+        oom |= add_rel(r, index);
+    int rc = ice_dl_files(t->root, meta, add_rel, r, why, why_size);
+    if (rc > 0)
+        oom = 1;
+    else if (rc < 0)
+        return -1;
+    json_array_foreach(json_object_get(meta, "metadata-log"), i, s) oom |=
+        add_uri(r, json_string_value(json_object_get(s, "metadata-file")));
+    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
+             (long long)t->version);
+    oom |= add(r, path);
+    snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
+    oom |= add(r, path);
+    if (oom) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The unreferenced files of DIR older than the cutoff. */
+static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
+                    refs *out, char *why, size_t why_size) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, why_size, "open %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        char path[4096], *key = path;
+        struct stat st;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) != 0) {
+            if (errno == ENOENT)
+                continue; /* removed meanwhile */
+            snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
+            rc = -1;
+        } else if (S_ISREG(st.st_mode) &&
+                   (int64_t)st.st_mtim.tv_sec * 1000000000 +
+                           st.st_mtim.tv_nsec <
+                       cutoff_ns &&
+                   !bsearch(&key, r->p, r->n, sizeof *r->p, cmp) &&
+                   add(out, path) != 0) {
+            snprintf(why, why_size, "out of memory");
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
+               size_t *removed, char *why, size_t why_size) {
+    refs r = {.root = t->root}, cand = {0};
+    *removed = 0;
+    if (grace_seconds < 0 || grace_seconds > ICE_GRACE_MAX) {
+        snprintf(why, why_size, "grace period %lld s is out of range",
+                 (long long)grace_seconds);
+        return -1;
+    }
+    int rc = ice_table_refresh(t, why, why_size);
+    if (rc == 1)
+        snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
+    if (rc == 0)
+        rc = collect(t, &r, why, why_size);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t cutoff_ns =
+        ((int64_t)now.tv_sec - grace_seconds) * 1000000000 + now.tv_nsec;
+    if (rc == 0)
+        qsort(r.p, r.n, sizeof *r.p, cmp);
+    const char *dirs[3] = {t->data_dir, t->dl_dir, t->meta_dir};
+    for (int k = 0; rc == 0 && k < 3; k++)
+        rc = list_dir(dirs[k], cutoff_ns, &r, &cand, why, why_size);
+    /* A version published while we listed keeps what it names. */
+    if (rc == 0)
+        rc = ice_table_refresh(t, why, why_size);
+    if (rc == 0)
+        rc = collect(t, &r, why, why_size);
+    if (rc == 0)
+        qsort(r.p, r.n, sizeof *r.p, cmp);
+    for (size_t i = 0; rc == 0 && i < cand.n; i++) {
+        if (bsearch(&cand.p[i], r.p, r.n, sizeof *r.p, cmp))
+            continue;
+        if (unlink(cand.p[i]) != 0 && errno != ENOENT) {
+            snprintf(why, why_size, "remove %s: %s", cand.p[i],
+                     strerror(errno));
+            rc = -1;
+            break;
+        }
+        (*removed)++;
+        if (fn)
+            fn(ctx, cand.p[i]);
+    }
+    refs_free(&r);
+    refs_free(&cand);
+    return rc == 0 ? 0 : -1;
+}

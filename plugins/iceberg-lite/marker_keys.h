@@ -1,0 +1,42 @@
+/* Marker keys in table metadata. The current snapshot's summary carries
+ * every partition's marker under ICE_MARKER_PREFIX "<connector>/<topic>/
+ * <partition>." then a field; epochs and claim records live in the table
+ * properties (a claim is a metadata commit without a snapshot). Shared by
+ * the plugin (commit, claim, read_markers) and the maintenance operations
+ * (compact carries the markers unchanged into its replace snapshot). */
+#ifndef TM_ICE_MARKER_KEYS_H
+#define TM_ICE_MARKER_KEYS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <tidemark/sink.h>
+
+/* Topic names cannot hold '/', so the key is unambiguous. */
+#define ICE_MARKER_PREFIX "tidemark.marker."
+#define ICE_KEY_MAX       600
+
+#define ICE_F_NEXT    "next-offset"
+#define ICE_F_BATCH   "batch-id"
+#define ICE_F_ROWS    "rows"
+#define ICE_F_DLS     "dead-letters"
+#define ICE_F_FILTER  "filtered"
+#define ICE_F_DUPS    "duplicates"
+#define ICE_F_EPOCH   "epoch"
+#define ICE_F_CLAIMED "claimed"
+
+/* The stored marker behind PREFIX in META (everything but topic,
+ * partition and struct_size): absent is epoch TM_NO_EPOCH, next_offset
+ * TM_NO_OFFSET. A claim's record wins over a summary of a sequence number
+ * not above the claim's. */
+void ice_marker_get(json_t *meta, const char *prefix, tm_marker *m);
+/* Every marker known to META (as ice_marker_get resolves it), as summary
+ * keys of a new snapshot, so the new current snapshot alone answers
+ * read_markers with the same values. 0 or -1. */
+int ice_markers_carry(json_t *meta, json_t *summary);
+int ice_marker_put_summary(json_t *summary, const char *prefix,
+                           const tm_marker *m);
+/* obj[prefix field] = value (a string). 0 or -1. */
+int ice_marker_put(json_t *obj, const char *prefix, const char *field,
+                   const char *value);
+
+#endif

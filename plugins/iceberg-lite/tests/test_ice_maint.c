@@ -1,0 +1,538 @@
+/* The maintenance operations (maint.h) on tables written through the
+ * plugin: compact keeps every row exactly once and the markers unchanged;
+ * expire keeps N snapshots, the markers and every dead letter; vacuum
+ * removes old orphans only; and a compact racing connector commits (at
+ * the link, and from another thread) loses neither side's commit. */
+#define _XOPEN_SOURCE 700 /* glob, utimensat */
+
+#include <check.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "dead_letters.h"
+#include "ice_fixture.h"
+#include "maint.h"
+#include "services/host_services.h"
+#include "snapshot_files.h"
+
+static ice_fx fx;
+
+static void setup(void) {
+    ck_assert_int_eq(ice_fx_init(&fx, ""), 0);
+}
+
+static void teardown(void) {
+    ice_fx_done(&fx, 0);
+}
+
+static size_t count_files(const char *pattern_rel) {
+    char pat[512];
+    glob_t g;
+    snprintf(pat, sizeof pat, "%s/%s", fx.table, pattern_rel);
+    if (glob(pat, 0, NULL, &g) != 0)
+        return 0;
+    size_t n = g.gl_pathc;
+    globfree(&g);
+    return n;
+}
+
+static void *open_ok(void) {
+    void *sink;
+    tm_error err;
+    tm_status rc = ice_fx_open(&fx, &sink, &err);
+    ck_assert_msg(rc == TM_OK, "open: %s: %s", tm_status_name(rc), err.message);
+    return sink;
+}
+
+static void read1(void *sink, int32_t p, tm_marker *m) {
+    tm_error err = {sizeof err, ""};
+    *m = (tm_marker){
+        .struct_size = sizeof *m, .topic = "orders", .partition = p};
+    ck_assert_int_eq(ice_api->read_markers(sink, m, 1, &err), TM_OK);
+}
+
+/* Commits [start, end) of partition p (dead letters at offsets % 5 == 4). */
+static tm_status commit_range(void *sink, int32_t p, int64_t epoch,
+                              int64_t start, int64_t end, tm_error *err) {
+    ice_fx_batch kb;
+    char id[48];
+    snprintf(id, sizeof id, "b-%d-%lld", (int)p, (long long)start);
+    ice_fx_batch_init(&kb, id);
+    uint32_t r = ice_fx_range(&kb, p, start, end, epoch);
+    for (int64_t o = start; o < end; o++) {
+        if (o % 5 == 4)
+            ice_fx_dead_letter(&kb, r, o);
+        else
+            ice_fx_record(&kb, r, o);
+    }
+    ice_fx_seal(&kb);
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    tm_status rc = ice_api->commit(sink, &kb.b, err);
+    ice_fx_batch_free(&kb);
+    return rc;
+}
+
+/* Claims p0 and p1, then commits n batches of 5 offsets to each. */
+static void *fill(int n, tm_marker *m) {
+    void *sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int i = 0; i < n; i++)
+        for (int32_t p = 0; p < 2; p++)
+            ck_assert_int_eq(
+                commit_range(sink, p, m[p].epoch, 5 * i, 5 * i + 5, &err),
+                TM_OK);
+    return sink;
+}
+
+static void table_open(ice_table *t) {
+    char why[1024];
+    ck_assert_int_eq(ice_table_init(t, fx.table, 0, 1, why, sizeof why), 0);
+    int rc = ice_table_refresh(t, why, sizeof why);
+    ck_assert_msg(rc == 0, "refresh: %s", why);
+}
+
+/* Every row of the current snapshot, counted per (partition, offset). */
+#define MAXOFF 400
+typedef struct seen {
+    int count[2][MAXOFF];
+    int bad;
+} seen;
+
+static int on_row(void *ctx, const pq_cell *cells, size_t n) {
+    seen *s = ctx;
+    int64_t p = cells[n - 2].i, o = cells[n - 1].i;
+    if (p < 0 || p > 1 || o < 0 || o >= MAXOFF) {
+        s->bad = 1;
+        return 0;
+    }
+    /* id (column 0) derives from the offset: the row is not mixed up. */
+    if (cells[0].i != o)
+        s->bad = 1;
+    s->count[p][o]++;
+    return 0;
+}
+
+/* Every offset below end[p] that is not a dead letter appears exactly
+ * once; nothing else appears. */
+static void assert_rows_once(const int64_t end[2]) {
+    ice_table t;
+    ice_datafile *files;
+    size_t n;
+    char why[1024];
+    static seen s;
+    memset(&s, 0, sizeof s);
+    table_open(&t);
+    ck_assert_int_eq(ice_snapshot_datafiles(ice_meta_current_snapshot(t.meta),
+                                            &files, &n, why, sizeof why),
+                     0);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(
+            ice_file_rows(files[i].path, on_row, &s, why, sizeof why) == 0,
+            "%s", why);
+    ice_datafiles_free(files, n);
+    ice_table_free(&t);
+    ck_assert(!s.bad);
+    for (int p = 0; p < 2; p++)
+        for (int64_t o = 0; o < MAXOFF; o++)
+            ck_assert_msg(s.count[p][o] == (o < end[p] && o % 5 != 4),
+                          "p%d offset %lld seen %d times", p, (long long)o,
+                          s.count[p][o]);
+}
+
+static void assert_same_marker(const tm_marker *a, const tm_marker *b) {
+    ck_assert_int_eq(a->next_offset, b->next_offset);
+    ck_assert_int_eq(a->epoch, b->epoch);
+    ck_assert_uint_eq(a->rows, b->rows);
+    ck_assert_uint_eq(a->dead_letters, b->dead_letters);
+    ck_assert_str_eq(a->last_batch_id, b->last_batch_id);
+}
+
+static const char *current_op(void) {
+    static char op[32];
+    ice_table t;
+    table_open(&t);
+    json_t *sum = json_object_get(ice_meta_current_snapshot(t.meta), "summary");
+    snprintf(op, sizeof op, "%s",
+             json_string_value(json_object_get(sum, "operation")));
+    ice_table_free(&t);
+    return op;
+}
+
+/* ---- compact ------------------------------------------------------------ */
+
+START_TEST(compact_keeps_rows_and_markers) {
+    tm_marker m[2], before[2], after[2];
+    void *sink = fill(6, m);
+    for (int p = 0; p < 2; p++)
+        read1(sink, p, &before[p]);
+    ck_assert_uint_eq(count_files("data/*.parquet"), 12);
+
+    ice_table t;
+    ice_compact_result res;
+    char why[1024];
+    table_open(&t);
+    int rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
+    ck_assert_msg(rc == 0, "compact: %s", why);
+    ck_assert_uint_eq(res.files_in, 12);
+    ck_assert_uint_eq(res.files_out, 1);
+    ck_assert_int_eq(res.rows, 2 * 6 * 4);
+    json_t *snap = ice_meta_current_snapshot(t.meta);
+    json_t *sum = json_object_get(snap, "summary");
+    ck_assert_str_eq(json_string_value(json_object_get(sum, "operation")),
+                     "replace");
+    ck_assert_str_eq(json_string_value(json_object_get(sum, "total-records")),
+                     "48");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         sum, "tidemark.marker.unit/orders/1.next-offset")),
+                     "30");
+    /* Nothing left to do the second time. */
+    ck_assert_int_eq(ice_compact(&t, 1 << 20, &res, why, sizeof why), 1);
+    ice_table_free(&t);
+    ck_assert_str_eq(current_op(), "replace");
+
+    for (int p = 0; p < 2; p++) {
+        read1(sink, p, &after[p]);
+        assert_same_marker(&before[p], &after[p]);
+    }
+    int64_t end[2] = {30, 30};
+    assert_rows_once(end);
+    /* The connector goes on: a replay is ALREADY, the next batch OK. */
+    tm_error err;
+    ck_assert_int_eq(commit_range(sink, 0, m[0].epoch, 25, 30, &err),
+                     TM_ALREADY);
+    ck_assert_int_eq(commit_range(sink, 0, m[0].epoch, 30, 35, &err), TM_OK);
+    size_t rows, dls;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, NULL), 0);
+    ck_assert_uint_eq(rows, 28);
+    ck_assert_uint_eq(dls, 7);
+    ice_api->close(sink);
+    end[0] = 35;
+    assert_rows_once(end);
+}
+END_TEST
+
+/* ---- expire ------------------------------------------------------------- */
+
+static size_t count_dead_letters(void) {
+    size_t rows, dls, total = 0;
+    void *sink = open_ok();
+    for (int32_t p = 0; p < 2; p++) {
+        ck_assert_int_eq(ice_fx_scan_count(sink, p, &rows, &dls, NULL), 0);
+        total += dls;
+    }
+    ice_api->close(sink);
+    return total;
+}
+
+START_TEST(expire_keeps_markers_and_dead_letters) {
+    tm_marker m[2], before[2], after[2];
+    void *sink = fill(4, m); /* 8 snapshots, each with a dead letter */
+    for (int p = 0; p < 2; p++)
+        read1(sink, p, &before[p]);
+    ck_assert_uint_eq(count_dead_letters(), 8);
+
+    ice_table t;
+    size_t removed;
+    char why[1024];
+    table_open(&t);
+    int rc = ice_expire(&t, 2, &removed, why, sizeof why);
+    ck_assert_msg(rc == 0, "expire: %s", why);
+    ck_assert_uint_eq(removed, 6);
+    ck_assert_uint_eq(json_array_size(json_object_get(t.meta, "snapshots")), 2);
+    ck_assert_uint_eq(json_array_size(json_object_get(t.meta, "snapshot-log")),
+                      2);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(t.meta, "properties"),
+                                          ICE_DL_INDEX_KEY));
+    ck_assert_int_eq(ice_expire(&t, 2, &removed, why, sizeof why), 1);
+    ice_table_free(&t);
+
+    for (int p = 0; p < 2; p++) {
+        read1(sink, p, &after[p]);
+        assert_same_marker(&before[p], &after[p]);
+    }
+    ck_assert_uint_eq(count_dead_letters(), 8);
+    /* More commits, then a second expire: the index carries the first. */
+    tm_error err;
+    ck_assert_int_eq(commit_range(sink, 0, m[0].epoch, 20, 25, &err), TM_OK);
+    ice_api->close(sink);
+    table_open(&t);
+    ck_assert_int_eq(ice_expire(&t, 1, &removed, why, sizeof why), 0);
+    ck_assert_uint_eq(removed, 2);
+    ice_table_free(&t);
+    ck_assert_uint_eq(count_dead_letters(), 9);
+    int64_t end[2] = {25, 20};
+    assert_rows_once(end);
+    ck_assert_int_eq(ice_expire(&t, 0, &removed, why, sizeof why), -1);
+}
+END_TEST
+
+/* The sink's keep_snapshots setting: each commit expires past it. */
+START_TEST(commits_expire_past_keep_snapshots) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 3"), 0);
+    tm_marker m[2];
+    void *sink = fill(4, m); /* 8 snapshots, each with a dead letter */
+    ice_table t;
+    table_open(&t);
+    ck_assert_uint_eq(json_array_size(json_object_get(t.meta, "snapshots")), 3);
+    ice_table_free(&t);
+    tm_marker got;
+    read1(sink, 0, &got);
+    ck_assert_int_eq(got.next_offset, 20);
+    ck_assert_uint_eq(got.rows, 16);
+    ck_assert_uint_eq(got.dead_letters, 4);
+    ice_api->close(sink);
+    ck_assert_uint_eq(count_dead_letters(), 8);
+    int64_t end[2] = {20, 20};
+    assert_rows_once(end);
+    /* Out of range is refused at open. */
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": -1"), 0);
+    tm_error err;
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "keep_snapshots"));
+}
+END_TEST
+
+/* ---- vacuum ------------------------------------------------------------- */
+
+static void make_file(const char *rel, time_t age) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", fx.table, rel);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "PAR1", 4), 4);
+    close(fd);
+    if (age) {
+        struct timespec ts[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+        ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+    }
+}
+
+/* Every file of the table two hours old: only references keep them. */
+static void age_everything(void) {
+    const char *dirs[] = {"data/*", "metadata/*", "dead_letters/*"};
+    for (int k = 0; k < 3; k++) {
+        char pat[512];
+        glob_t g;
+        snprintf(pat, sizeof pat, "%s/%s", fx.table, dirs[k]);
+        if (glob(pat, 0, NULL, &g) != 0)
+            continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct timespec ts[2] = {{time(NULL) - 7200, 0},
+                                     {time(NULL) - 7200, 0}};
+            ck_assert_int_eq(utimensat(AT_FDCWD, g.gl_pathv[i], ts, 0), 0);
+        }
+        globfree(&g);
+    }
+}
+
+static size_t vacuum(int64_t grace) {
+    ice_table t;
+    size_t removed;
+    char why[1024];
+    table_open(&t);
+    int rc = ice_vacuum(&t, grace, NULL, NULL, &removed, why, sizeof why);
+    ck_assert_msg(rc == 0, "vacuum: %s", why);
+    ice_table_free(&t);
+    return removed;
+}
+
+START_TEST(vacuum_removes_old_orphans_only) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    size_t data = count_files("data/*.parquet");
+    size_t meta = count_files("metadata/*");
+    size_t dl = count_files("dead_letters/*");
+    age_everything();
+    make_file("data/1-0-orphan-old.parquet", 7200);
+    make_file("data/1-0-orphan-young.parquet", 0);
+    make_file("metadata/tmp-orphan.metadata.json.part", 7200);
+    make_file("dead_letters/1-orphan.jsonl", 7200);
+    ck_assert_uint_eq(vacuum(3600), 3);
+    ck_assert_uint_eq(count_files("data/*.parquet"), data + 1);
+    ck_assert_uint_eq(count_files("data/1-0-orphan-young.parquet"), 1);
+    ck_assert_uint_eq(count_files("dead_letters/*"), dl);
+    ck_assert_uint_eq(count_files("metadata/*"), meta);
+    int64_t end[2] = {15, 15};
+    assert_rows_once(end);
+    ck_assert_uint_eq(count_dead_letters(), 6);
+    /* A grace of 0 takes the young orphan too, still nothing referenced. */
+    ck_assert_uint_eq(vacuum(0), 1);
+    ck_assert_uint_eq(count_files("data/*.parquet"), data);
+
+    /* After compact and expire, what they made unreachable goes. */
+    ice_table t;
+    ice_compact_result res;
+    size_t removed;
+    char why[1024];
+    table_open(&t);
+    ck_assert_int_eq(ice_compact(&t, 1 << 20, &res, why, sizeof why), 0);
+    ck_assert_int_eq(ice_expire(&t, 1, &removed, why, sizeof why), 0);
+    ice_table_free(&t);
+    age_everything();
+    ck_assert_uint_gt(vacuum(3600), data);
+    ck_assert_uint_eq(count_files("data/*.parquet"), 1);
+    /* The dead letters are still all there (the index and its files). */
+    ck_assert_uint_eq(count_dead_letters(), 6);
+    assert_rows_once(end);
+    sink = open_ok();
+    tm_marker got;
+    read1(sink, 1, &got);
+    ck_assert_int_eq(got.next_offset, 15);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* ---- compact racing a connector ----------------------------------------- */
+
+static int compacted;
+
+/* Runs a compact between the connector's temp file and its link: the
+ * compact wins v<N+1>, the connector must re-check and go on top. */
+static void compact_at_link(const char *point) {
+    if (compacted || strcmp(point, TM_FAULT_AFTER_MARKER) != 0)
+        return;
+    compacted = 1;
+    ice_table t;
+    ice_compact_result res;
+    char why[1024];
+    table_open(&t);
+    int rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
+    ck_assert_msg(rc == 0, "compact: %s", why);
+    ice_table_free(&t);
+}
+
+START_TEST(compact_wins_the_link_race) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    tm_host_api host = *tm_host_services();
+    host.fault = compact_at_link;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_api->open(&host, &fx.config, &sink, &err), TM_OK);
+    compacted = 0;
+    ck_assert_int_eq(commit_range(sink, 1, m[1].epoch, 15, 20, &err), TM_OK);
+    ck_assert_int_eq(compacted, 1);
+    ck_assert_str_eq(current_op(), "append");
+    ice_api->close(sink);
+    int64_t end[2] = {15, 20};
+    assert_rows_once(end);
+    sink = open_ok();
+    tm_marker got;
+    read1(sink, 1, &got);
+    ck_assert_int_eq(got.next_offset, 20);
+    read1(sink, 0, &got);
+    ck_assert_int_eq(got.next_offset, 15);
+    ice_api->close(sink);
+}
+END_TEST
+
+#define RACE_BATCHES 30
+
+typedef struct racer {
+    tm_marker m;
+    int failed, compactions;
+    char why[1100];
+} racer;
+
+static void *connector(void *p) {
+    racer *a = p;
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    if (ice_fx_open(&fx, &sink, &err) != TM_OK) {
+        a->failed = 1;
+        snprintf(a->why, sizeof a->why, "open: %s", err.message);
+        return NULL;
+    }
+    tm_status rc = TM_OK;
+    for (int i = 3; rc == TM_OK && i < 3 + RACE_BATCHES; i++)
+        rc = commit_range(sink, 0, a->m.epoch, 5 * i, 5 * i + 5, &err);
+    if (rc != TM_OK) {
+        a->failed = 1;
+        snprintf(a->why, sizeof a->why, "%s: %s", tm_status_name(rc),
+                 err.message);
+    }
+    ice_api->close(sink);
+    return NULL;
+}
+
+static void *compactor(void *p) {
+    racer *a = p;
+    for (int i = 0; i < 10 && !a->failed; i++) {
+        ice_table t;
+        ice_compact_result res;
+        char why[1024];
+        if (ice_table_init(&t, fx.table, 0, 1, why, sizeof why) != 0) {
+            a->failed = 1;
+            snprintf(a->why, sizeof a->why, "init: %s", why);
+            break;
+        }
+        int rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
+        ice_table_free(&t);
+        if (rc < 0) {
+            a->failed = 1;
+            snprintf(a->why, sizeof a->why, "compact: %s", why);
+        }
+        a->compactions += rc == 0;
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    return NULL;
+}
+
+START_TEST(compact_and_connector_lose_nothing) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    racer a[2] = {{.m = m[0]}, {.m = m[0]}};
+    pthread_t th[2];
+    ck_assert_int_eq(pthread_create(&th[0], NULL, connector, &a[0]), 0);
+    ck_assert_int_eq(pthread_create(&th[1], NULL, compactor, &a[1]), 0);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+        ck_assert_msg(!a[i].failed, "%s: %s", i ? "compactor" : "connector",
+                      a[i].why);
+    }
+    ck_assert_int_gt(a[1].compactions, 0);
+    int64_t end[2] = {5 * (3 + RACE_BATCHES), 15};
+    assert_rows_once(end);
+    sink = open_ok();
+    tm_marker got;
+    read1(sink, 0, &got);
+    ck_assert_int_eq(got.next_offset, end[0]);
+    read1(sink, 1, &got);
+    ck_assert_int_eq(got.next_offset, 15);
+    ice_api->close(sink);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("iceberg_lite_maint");
+    TCase *tc = tcase_create("maint");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, compact_keeps_rows_and_markers);
+    tcase_add_test(tc, expire_keeps_markers_and_dead_letters);
+    tcase_add_test(tc, commits_expire_past_keep_snapshots);
+    tcase_add_test(tc, vacuum_removes_old_orphans_only);
+    tcase_add_test(tc, compact_wins_the_link_race);
+    tcase_add_test(tc, compact_and_connector_lose_nothing);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}

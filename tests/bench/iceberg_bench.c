@@ -1,0 +1,315 @@
+/* iceberg_bench: rows/s and bytes/s of the iceberg-lite sink alone,
+ * through the plugin API (loaded with the host's loader; open and claim
+ * outside the timing, every commit inside), against the ceiling: our own
+ * Parquet encoder writing the same rows, one file per batch, each file
+ * written and fdatasync'ed, with no metadata at all. Both in the same run,
+ * alternating. Prints both, the medians and the ratio sink/ceiling. Not a
+ * ctest test: docs/benchmarks.md.
+ *
+ *   iceberg_bench [--rows N] [--batch N] [--reps N] [--dir DIR]
+ *                 [--keep-snapshots N] [--no-fsync] [--plugin PATH]
+ * --no-fsync turns off the sink's fsyncs and the ceiling's fdatasync (what
+ * is left is the CPU and the page cache); --keep-snapshots is the sink's
+ * keep_snapshots setting (its default when absent).
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "parquet_writer.h"
+#include "plugin/loader.h"
+
+#define NCOLS 6
+static const tm_column COLS[NCOLS] = {
+    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 0},
+    {sizeof(tm_column), "name", TM_TYPE_TEXT, 0, 0},
+    {sizeof(tm_column), "amount", TM_TYPE_FLOAT, 0, 0},
+    {sizeof(tm_column), "flag", TM_TYPE_BOOL, 0, 0},
+    {sizeof(tm_column), "at", TM_TYPE_TIMESTAMP, 0, 0},
+    {sizeof(tm_column), "doc", TM_TYPE_JSON, 0, 0},
+};
+/* The Parquet columns the sink writes for COLS (plugins/iceberg-lite/
+ * schema.c): the mapping's, then the hidden coordinates. */
+#define PQ_NCOLS (NCOLS + 3)
+static const pq_column_def PQ_COLS[PQ_NCOLS] = {
+    {"id", PQ_INT64, 1, 1},         {"name", PQ_STRING, 0, 2},
+    {"amount", PQ_DOUBLE, 0, 3},    {"flag", PQ_BOOLEAN, 0, 4},
+    {"at", PQ_TIMESTAMP, 0, 5},     {"doc", PQ_STRING, 0, 6},
+    {"_tm_topic", PQ_STRING, 1, 7}, {"_tm_partition", PQ_INT64, 1, 8},
+    {"_tm_offset", PQ_INT64, 1, 9},
+};
+
+static const char *TOPIC = "bench.orders";
+
+typedef struct data {
+    size_t nrows, batch, nbatches;
+    tm_record *records;
+    tm_value *values; /* nrows * NCOLS */
+    char *text;       /* the strings the values point at */
+    tm_range *ranges; /* one per batch */
+    tm_batch *batches;
+    char (*ids)[32];
+} data;
+
+static void die(const char *what, const char *why) {
+    fprintf(stderr, "iceberg_bench: %s: %s\n", what, why);
+    exit(1);
+}
+
+/* Every row's values, made once: both sides encode the very same bytes. */
+static void make_data(data *d, size_t nrows, size_t batch) {
+    d->nrows = nrows;
+    d->batch = batch;
+    d->nbatches = (nrows + batch - 1) / batch;
+    d->records = calloc(nrows, sizeof *d->records);
+    d->values = calloc(nrows * NCOLS, sizeof *d->values);
+    d->text = malloc(nrows * 96);
+    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
+    d->batches = calloc(d->nbatches, sizeof *d->batches);
+    d->ids = calloc(d->nbatches, sizeof *d->ids);
+    if (!d->records || !d->values || !d->text || !d->ranges || !d->batches ||
+        !d->ids)
+        die("data", "out of memory");
+    for (size_t i = 0; i < nrows; i++) {
+        tm_value *v = &d->values[i * NCOLS];
+        char *name = d->text + i * 96, *doc = name + 32;
+        int nl = snprintf(name, 32, "customer-%zu", i % 977);
+        int dl = snprintf(doc, 64, "{\"sku\":\"A-%zu\",\"qty\":%zu}", i % 131,
+                          i % 7 + 1);
+        for (int c = 0; c < NCOLS; c++)
+            v[c].struct_size = sizeof(tm_value);
+        v[0].v.i = (int64_t)i;
+        v[1].v.s.ptr = name;
+        v[1].v.s.len = (size_t)nl;
+        v[2].v.f = (double)(i % 10000) / 100.0;
+        v[3].v.i = (int64_t)(i % 2);
+        v[4].v.i = 1700000000000000 + (int64_t)i * 1000;
+        v[5].v.s.ptr = doc;
+        v[5].v.s.len = (size_t)dl;
+        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                    .range = 0,
+                                    .offset = (int64_t)i,
+                                    .timestamp_ms = 1700000000000 + (int64_t)i,
+                                    .value = doc,
+                                    .value_len = (size_t)dl,
+                                    .values = v};
+    }
+}
+
+/* The batches for one sink run (epoch from that run's claim). */
+static void make_batches(data *d, int64_t epoch) {
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch;
+        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
+        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
+        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
+                                  .topic = TOPIC,
+                                  .partition = 0,
+                                  .start_offset = (int64_t)first,
+                                  .end_offset = (int64_t)(first + n),
+                                  .epoch = epoch};
+        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
+                                   .connector = "bench",
+                                   .batch_id = d->ids[k],
+                                   .deadline_ms = 0,
+                                   .ranges = &d->ranges[k],
+                                   .nranges = 1,
+                                   .records = &d->records[first],
+                                   .nrecords = n};
+    }
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0 && errno != ENOENT)
+        die(path, strerror(errno));
+    return 0;
+}
+
+static void fresh_dir(const char *path) {
+    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        die(path, strerror(errno));
+}
+
+static off_t data_bytes_total;
+
+static int add_size(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw) {
+    (void)path;
+    (void)ftw;
+    if (flag == FTW_F)
+        data_bytes_total += st->st_size;
+    return 0;
+}
+
+/* Bytes of the files under DIR (the Parquet data files). */
+static double dir_bytes(const char *dir) {
+    data_bytes_total = 0;
+    if (nftw(dir, add_size, 16, FTW_PHYS) != 0)
+        die(dir, strerror(errno));
+    return (double)data_bytes_total;
+}
+
+/* ---- the sink ----------------------------------------------------------- */
+
+static void stamp(void *d, int64_t epoch) {
+    make_batches(d, epoch);
+}
+
+static int sync_on = 1;
+static long keep_snapshots = -1; /* -1: the sink's default */
+
+static double run_sink(const tm_sink_api *api, data *d, const char *path,
+                       double *bytes) {
+    char data_dir[1100];
+    fresh_dir(path);
+    json_t *obj = json_pack("{s:s, s:b}", "path", path, "fsync", sync_on);
+    if (obj && keep_snapshots >= 0 &&
+        json_object_set_new(obj, "keep_snapshots",
+                            json_integer(keep_snapshots)) != 0)
+        die("settings", "out of memory");
+    if (!obj)
+        die("settings", "out of memory");
+    char errstr[1024];
+    double t =
+        bench_time_sink(api, obj, "iceberg_lite", COLS, NCOLS, TOPIC, stamp, d,
+                        d->batches, d->nbatches, errstr, sizeof errstr);
+    json_decref(obj);
+    if (t < 0)
+        die("sink", errstr);
+    snprintf(data_dir, sizeof data_dir, "%s/data", path);
+    *bytes = dir_bytes(data_dir);
+    return t;
+}
+
+/* ---- the ceiling: the encoder and one fdatasync'ed file per batch ------- */
+
+static double run_ceiling(data *d, const char *dir, double *bytes) {
+    fresh_dir(dir);
+    if (mkdir(dir, 0755) != 0)
+        die(dir, strerror(errno));
+    *bytes = 0;
+    double t0 = bench_now_s();
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch;
+        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
+        pq_writer *w = pq_writer_new(PQ_COLS, PQ_NCOLS, 0, 0);
+        if (!w)
+            die("Parquet writer", "out of memory");
+        for (size_t i = first; i < first + n; i++) {
+            const tm_value *v = &d->values[i * NCOLS];
+            pq_put_i64(w, 0, v[0].v.i);
+            pq_put_bytes(w, 1, v[1].v.s.ptr, v[1].v.s.len);
+            pq_put_double(w, 2, v[2].v.f);
+            pq_put_i64(w, 3, v[3].v.i);
+            pq_put_i64(w, 4, v[4].v.i);
+            pq_put_bytes(w, 5, v[5].v.s.ptr, v[5].v.s.len);
+            pq_put_bytes(w, 6, TOPIC, strlen(TOPIC));
+            pq_put_i64(w, 7, 0);
+            pq_put_i64(w, 8, (int64_t)i);
+            pq_end_row(w);
+        }
+        ib_buf file = {0};
+        if (pq_finish(w, NULL, 0, &file) != 0)
+            die("Parquet encoder", pq_error(w));
+        pq_writer_free(w);
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%zu.parquet", dir, k);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd < 0)
+            die(path, strerror(errno));
+        size_t off = 0;
+        while (off < file.len) {
+            ssize_t wr = write(fd, file.p + off, file.len - off);
+            if (wr < 0 && errno != EINTR)
+                die(path, strerror(errno));
+            if (wr > 0)
+                off += (size_t)wr;
+        }
+        if ((sync_on && fdatasync(fd) != 0) || close(fd) != 0)
+            die(path, strerror(errno));
+        *bytes += (double)file.len;
+        ib_buf_free(&file);
+    }
+    return bench_now_s() - t0;
+}
+
+int main(int argc, char **argv) {
+    size_t rows = 200000, batch = 1000, reps = 5;
+    const char *dir = "/tmp", *plugin = TM_ICEBERG_PLUGIN;
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--no-fsync")) {
+            sync_on = 0;
+            i--; /* no value */
+            continue;
+        }
+        if (i + 1 >= argc)
+            die("option without a value", argv[i]);
+        if (!strcmp(argv[i], "--keep-snapshots"))
+            keep_snapshots = strtol(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--rows"))
+            rows = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--batch"))
+            batch = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--dir"))
+            dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--plugin"))
+            plugin = argv[i + 1];
+        else
+            die("bad argument", argv[i]);
+    }
+    if (!rows || !batch || !reps || reps > 100)
+        die("arguments",
+            "--rows, --batch and --reps must be > 0 (reps <= 100)");
+    tm_plugin loaded;
+    char errstr[1024], sink_dir[1024], bare_dir[1024];
+    if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
+        die("load", errstr);
+    snprintf(sink_dir, sizeof sink_dir, "%s/tm-bench-ice-sink", dir);
+    snprintf(bare_dir, sizeof bare_dir, "%s/tm-bench-ice-ceiling", dir);
+    data d;
+    make_data(&d, rows, batch);
+    printf("# iceberg_bench: %zu rows, %zu per batch (%zu commits), %zu reps, "
+           "dir %s, %s, keep_snapshots %ld\n",
+           rows, batch, d.nbatches, reps, dir, sync_on ? "fsync" : "no fsync",
+           keep_snapshots);
+    double ts[100], tb[100], bs = 0, bb = 0;
+    for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
+        tb[r] = run_ceiling(&d, bare_dir, &bb);
+        ts[r] = run_sink(loaded.api, &d, sink_dir, &bs);
+        printf("rep %zu: ceiling %.0f rows/s, sink %.0f rows/s\n", r + 1,
+               (double)rows / tb[r], (double)rows / ts[r]);
+    }
+    double ms = bench_median(ts, reps), mb = bench_median(tb, reps);
+    printf("ceiling (encoder + fdatasync per batch): %.0f rows/s, %.1f MB/s "
+           "(median of %zu)\n",
+           (double)rows / mb, bb / mb / 1e6, reps);
+    printf("sink:                                    %.0f rows/s, %.1f MB/s "
+           "(median of %zu)\n",
+           (double)rows / ms, bs / ms / 1e6, reps);
+    printf("ratio sink/ceiling: %.3f\n", mb / ms);
+    fresh_dir(sink_dir);
+    fresh_dir(bare_dir);
+    free(d.records);
+    free(d.values);
+    free(d.text);
+    free(d.ranges);
+    free(d.batches);
+    free(d.ids);
+    return 0;
+}
