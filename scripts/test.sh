@@ -77,6 +77,10 @@ stage "ctest build-asan/ (unit|conformance|abi|e2e)"
 ctest --test-dir build-asan --output-on-failure -L 'unit|conformance|abi|e2e'
 stage_end
 
+stage "benchmark smoke (tests/bench/e2e_bench.sh --smoke: the script still works; numbers not judged)"
+bash tests/bench/e2e_bench.sh --smoke
+stage_end
+
 stage "stop services"
 services_started=0
 bash scripts/kafka.sh stop

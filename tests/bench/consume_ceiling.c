@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     set(c, "group.id", "tidemark-bench-ceiling");
     set(c, "enable.auto.commit", "false");
     set(c, "isolation.level", "read_committed");
-    set(c, "queued.min.messages", getenv("QMIN") ? getenv("QMIN") : "20000");
+    set(c, "queued.min.messages", getenv("QMIN") ? getenv("QMIN") : "100000");
     set(c, "queued.max.messages.kbytes", "32768");
     char err[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
