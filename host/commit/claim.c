@@ -5,12 +5,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "commit/commit_loop.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
 #include "services/log.h"
 
 #define WATERMARK_TIMEOUT_MS 10000
-#define CLAIM_ATTEMPTS       8
+/* A claim blocks the rebalance; librdkafka keeps heartbeating meanwhile,
+ * and the group evicts a member only past max.poll.interval.ms (5 min by
+ * default): retry a busy store for up to 4 minutes, not a fixed count (a
+ * stopped process holding the store's lock for a minute must not leave
+ * this host FAILED for good). */
+#define CLAIM_PATIENCE_MS 240000
 
 static void sleep_ms(int64_t ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -41,24 +47,25 @@ static tm_part *add_part(tm_connector *c, const char *topic,
     return p;
 }
 
-/* The claim itself, retried while the store says RETRY: a rebalance waits
- * for it, so the attempts are bounded well inside max.poll.interval.ms. */
+/* The claim itself, retried while the store says RETRY, within
+ * CLAIM_PATIENCE_MS (the rebalance waits for it). */
 static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
                                     size_t n, tm_error *err) {
     tm_backoff b;
     tm_backoff_init(&b, 200, 5000, (uint64_t)tm_now_ms());
-    tm_status st = TM_RETRY;
-    for (int attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
+    int64_t give_up = tm_now_ms() + CLAIM_PATIENCE_MS;
+    for (int attempt = 1;; attempt++) {
         *err = tm_error_init();
-        st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
-        if (st != TM_RETRY)
+        tm_status st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
+        if (st != TM_RETRY || tm_now_ms() >= give_up || atomic_load(c->stop))
             return st;
         c->totals.retries++;
-        tm_conn_error(c, 0, "claim: attempt %d of %d: RETRY: %s", attempt,
-                      CLAIM_ATTEMPTS, err->message);
+        tm_conn_error(c, 0,
+                      "claim: attempt %d: RETRY: %s (retrying for up to %d s)",
+                      attempt, err->message, CLAIM_PATIENCE_MS / 1000);
+        tm_conn_status_tick(c, 0);
         sleep_ms(tm_backoff_next(&b));
     }
-    return st;
 }
 
 int tm_claim_assigned(tm_connector *c,
@@ -130,6 +137,11 @@ int tm_claim_assigned(tm_connector *c,
         p->committed = p->next_expected = markers[i].next_offset;
         p->high_watermark = high[i];
         p->needs_seek = p->paused = p->fenced = 0;
+        /* librdkafka keeps a partition's pause across unassign and assign:
+         * one this host paused when it was fenced would never be fetched
+         * again once the group gives it back. Resumed by the commit loop,
+         * after the assignment (not from inside the rebalance callback). */
+        p->needs_resume = 1;
         p->marker = markers[i];
         p->marker.topic = p->topic;
         assigned->elems[i].offset = markers[i].next_offset;

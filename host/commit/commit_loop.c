@@ -125,6 +125,26 @@ static void on_message(tm_connector *c, rd_kafka_message_t *m) {
 /* Re-reads what was dropped: seek each marked partition back to where the
  * next batch must start. rd_kafka_seek_partitions() waits for the seek, and
  * librdkafka discards what was fetched before it. */
+static void apply_resumes(tm_connector *c) {
+    rd_kafka_topic_partition_list_t *l = NULL;
+    for (size_t i = 0; i < c->nparts; i++) {
+        tm_part *p = &c->parts[i];
+        if (!p->needs_resume)
+            continue;
+        if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
+            return;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+        p->needs_resume = 0;
+    }
+    if (!l)
+        return;
+    rd_kafka_resp_err_t err = rd_kafka_resume_partitions(c->rk, l);
+    if (err)
+        tm_log(TM_LOG_WARN, c->cfg->name, "resume after claim: %s",
+               rd_kafka_err2str(err));
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 static void apply_seeks(tm_connector *c) {
     rd_kafka_topic_partition_list_t *l = NULL;
     for (size_t i = 0; i < c->nparts; i++) {
@@ -212,6 +232,7 @@ void tm_commit_loop_run(tm_connector *c) {
             tm_commit_drop_batch(c, "partitions revoked");
         if (batch_due(c))
             tm_commit_batch(c, 0);
+        apply_resumes(c);
         apply_seeks(c);
         tm_conn_status_tick(c, 0);
     }

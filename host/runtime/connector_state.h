@@ -33,6 +33,7 @@ typedef struct tm_part {
                                seek to next_expected before consuming on */
     int paused;             /* paused by us (retry backpressure) */
     int fenced;             /* another owner claimed it: paused until revoked */
+    int needs_resume;       /* claimed again: clear any pause librdkafka kept */
     tm_marker marker;       /* last read or claimed, for status counts */
 } tm_part;
 

@@ -637,8 +637,13 @@ int h_group_owners(const char *group, const char *topic, int partitions,
         const rd_kafka_MemberDescription_t *m =
             rd_kafka_ConsumerGroupDescription_member(d[0], (size_t)i);
         const char *id = rd_kafka_MemberDescription_group_instance_id(m);
-        if (!id || !*id)
-            id = rd_kafka_MemberDescription_consumer_id(m);
+        char both[H_OWNER_MAX];
+        if (!id || !*id) {
+            const char *cid = rd_kafka_MemberDescription_client_id(m);
+            snprintf(both, sizeof both, "%s/%s", cid ? cid : "",
+                     rd_kafka_MemberDescription_consumer_id(m));
+            id = both;
+        }
         const rd_kafka_topic_partition_list_t *l =
             rd_kafka_MemberAssignment_partitions(
                 rd_kafka_MemberDescription_assignment(m));
@@ -705,4 +710,24 @@ void h_alter_group_offsets(const char *group, const char *topic, int n,
     rd_kafka_AlterConsumerGroupOffsets_destroy(a);
     rd_kafka_queue_destroy(q);
     rd_kafka_destroy(rk);
+}
+
+void h_produce_async(rd_kafka_t *p, const char *topic, int32_t partition,
+                     const char *key, const void *val, size_t vlen) {
+    rd_kafka_resp_err_t err;
+    while ((err = rd_kafka_producev(
+                p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+                RD_KAFKA_V_KEY((void *)key, key ? strlen(key) : 0),
+                RD_KAFKA_V_VALUE((void *)val, vlen),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+           RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        rd_kafka_poll(p, 50);
+    if (err)
+        h_fail("produce to %s: %s", topic, rd_kafka_err2str(err));
+    rd_kafka_poll(p, 0);
+}
+
+void h_flush(rd_kafka_t *p) {
+    if (rd_kafka_flush(p, 60000))
+        h_fail("flush: not all delivered in 60 s");
 }

@@ -101,8 +101,8 @@ pid_t h_spawn_many(const char *const *configs, const char *log_name,
                    const char *const *env);
 /* The consumer group's description: returns its member count; when owners
  * is given, owners[p] (for p < partitions of topic) gets the owning
- * member's group.instance.id, else its member id, or "" when no member has
- * the partition. */
+ * member's group.instance.id, else "CLIENT_ID/MEMBER_ID", or "" when no
+ * member has the partition. */
 #define H_OWNER_MAX 160
 int h_group_owners(const char *group, const char *topic, int partitions,
                    char (*owners)[H_OWNER_MAX]);
@@ -111,5 +111,10 @@ void h_delete_group(const char *group);
 /* AlterConsumerGroupOffsets for partitions 0..n-1 of topic. */
 void h_alter_group_offsets(const char *group, const char *topic, int n,
                            const int64_t *offsets);
+/* Produces one keyed record without waiting (retried while the queue is
+ * full); h_flush then waits for every delivery (fails after 60 s). */
+void h_produce_async(rd_kafka_t *p, const char *topic, int32_t partition,
+                     const char *key, const void *val, size_t vlen);
+void h_flush(rd_kafka_t *p);
 
 #endif

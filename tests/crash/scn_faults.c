@@ -1,0 +1,81 @@
+/* Scenario 3, the named crash points under `tidemark run`: the host's
+ * fault hook kills the process at before_begin, after_effects,
+ * after_marker and after_commit in turn (TIDEMARK_FAULT_HIT lands each
+ * mid-backlog); each time the test reads the point's name back from
+ * TIDEMARK_FAULT_FD (else inconclusive) and restarts on the same state;
+ * finally without a fault: exactly one copy of everything. */
+#include "crash.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int64_t crash_at(crash_env *e, const char *point, int hit) {
+    int fds[2];
+    H_CHECK(pipe(fds) == 0, "pipe");
+    char fault[64], fdenv[64], hitenv[64];
+    snprintf(fault, sizeof fault, "TIDEMARK_FAULT=%s", point);
+    snprintf(fdenv, sizeof fdenv, "TIDEMARK_FAULT_FD=%d", fds[1]);
+    snprintf(hitenv, sizeof hitenv, "TIDEMARK_FAULT_HIT=%d", hit);
+    const char *env[] = {fault, fdenv, hitenv, NULL};
+    pid_t pid = ce_spawn(e, "run.log", env);
+    close(fds[1]);
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    char name[64] = "";
+    ssize_t got = 0;
+    /* The name and its newline come in two writes: read to the newline
+     * or the end (the writer dies). */
+    while ((size_t)got < sizeof name - 1 && !memchr(name, '\n', (size_t)got) &&
+           poll(&pfd, 1, 60000) == 1) {
+        ssize_t n = read(fds[0], name + got, sizeof name - 1 - (size_t)got);
+        if (n <= 0)
+            break;
+        got += n;
+    }
+    close(fds[0]);
+    int rc = h_stop(pid, 0, 10000, NULL);
+    size_t len = strlen(point);
+    H_CHECK(got > (ssize_t)len && strncmp(name, point, len) == 0 &&
+                name[len] == '\n',
+            "inconclusive: the fault point %s was not reported (read %zd "
+            "bytes)",
+            point, got);
+    H_CHECK(rc == 128 + SIGKILL, "%s: the host exited %d, not by SIGKILL",
+            point, rc);
+    int64_t rows = ce_raw_rows(e);
+    H_CHECK(rows > 0 && rows < e->sent,
+            "inconclusive: crash at %s with %lld of %lld raw rows (want "
+            "mid-backlog)",
+            point, (long long)rows, (long long)e->sent);
+    return rows;
+}
+
+void scenario_faults(const char *sink) {
+    crash_env e;
+    ce_init(&e, sink, "faults", 3);
+    crash_conf c = {"\"max_records\": 100, \"max_wait_ms\": 100", NULL, "a",
+                    NULL};
+    ce_configs(&e, &c);
+    ce_writeup_backlog(&e);
+    static const char *const points[] = {"before_begin", "after_effects",
+                                         "after_marker", "after_commit"};
+    int hit = (int)ce_env_int("TIDEMARK_CRASH_FAULT_HIT", 15);
+    char at[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < 4; i++) {
+        int64_t rows = crash_at(&e, points[i], hit);
+        h_step("crashed at %s (hit %d): %lld raw rows committed", points[i],
+               hit, (long long)rows);
+        used += (size_t)snprintf(at + used, sizeof at - used, "%s%s@%lld",
+                                 i ? ", " : "", points[i], (long long)rows);
+    }
+    pid_t pid = ce_spawn(&e, "run.log", NULL);
+    ce_wait_caught_up(&e, 180000);
+    crash_figures f;
+    ce_judge(&e, &f);
+    ce_stop(pid);
+    ce_summary(&e, &f, "killed at %s (raw rows committed, hit %d)", at, hit);
+}

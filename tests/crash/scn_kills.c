@@ -1,0 +1,65 @@
+/* Scenario 2, repeated kills: one backlog, the host killed with SIGKILL
+ * again and again at random moments (each after fresh progress, a random
+ * delay later; seed printed, TIDEMARK_CRASH_SEED sets it), restarted on
+ * the same state each time; then the verdict of scenario 1. */
+#include "crash.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+
+void scenario_kills(const char *sink) {
+    crash_env e;
+    ce_init(&e, sink, "kills", 3);
+    crash_conf c = {"\"max_records\": 50, \"max_wait_ms\": 50", NULL, "a",
+                    NULL};
+    ce_configs(&e, &c);
+    unsigned seed = (unsigned)ce_env_int("TIDEMARK_CRASH_SEED",
+                                         (int64_t)time(NULL) % 100000);
+    int kills = (int)ce_env_int("TIDEMARK_CRASH_KILLS", 10);
+    int64_t max_delay = ce_env_int("TIDEMARK_CRASH_MAX_DELAY_MS", 200);
+    h_step("seed %u (TIDEMARK_CRASH_SEED), %d kills, delays 0..%lld ms", seed,
+           kills, (long long)max_delay);
+    srand(seed);
+    ce_writeup_backlog(&e);
+    /* As many loops again: the backlog must outlast the kills. */
+    int64_t loops = ce_env_int("TIDEMARK_CRASH_LOOPS", 50);
+    int64_t sample = ce_env_int("TIDEMARK_CRASH_SAMPLE", 400);
+    for (int64_t l = 0; l < loops; l++)
+        ce_events(&e, e.next_id, sample, (int)(loops + l), 0, NULL, NULL);
+    int64_t total = e.sent, prev = 0;
+    char at[1024] = "";
+    size_t used = 0;
+    for (int k = 0; k < kills; k++) {
+        pid_t pid = ce_spawn(&e, "run.log", NULL);
+        /* Fresh progress first (a kill before the restart committed
+         * anything proves nothing new), then a random moment. */
+        int64_t t0 = h_now_ms();
+        while (ce_raw_rows(&e) <= prev) {
+            H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "the host exited");
+            H_CHECK(h_now_ms() - t0 < 60000, "kill %d: no progress", k + 1);
+            h_sleep_ms(5);
+        }
+        int64_t delay = max_delay ? rand() % (max_delay + 1) : 0;
+        h_sleep_ms(delay);
+        ce_kill(pid);
+        int64_t rows = ce_raw_rows(&e);
+        H_CHECK(rows > prev && rows < total,
+                "inconclusive: kill %d landed with %lld of %lld raw rows "
+                "(previous kill: %lld)",
+                k + 1, (long long)rows, (long long)total, (long long)prev);
+        used += (size_t)snprintf(at + used, sizeof at - used, "%s%lld",
+                                 k ? "," : "", (long long)rows);
+        prev = rows;
+    }
+    h_step("%d SIGKILLs, raw rows committed at each: %s", kills, at);
+    pid_t pid = ce_spawn(&e, "run.log", NULL);
+    ce_wait_caught_up(&e, 180000);
+    crash_figures f;
+    ce_judge(&e, &f);
+    ce_stop(pid);
+    ce_summary(&e, &f, "seed %u, %d SIGKILLs at raw rows %s of %lld", seed,
+               kills, at, (long long)total);
+}

@@ -1,0 +1,133 @@
+/* Scenario 8, the services restarted under a running host: the broker
+ * (scripts/kafka.sh stop/start) and, for the PostgreSQL sink, the server
+ * (scripts/postgres.sh stop/start), each mid-stream. The host is not
+ * touched: it must recover by itself, then 0 duplicates, 0 gaps. These
+ * stop shared services: ctest runs them RUN_SERIAL, and they are short. */
+#include "crash.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#ifndef CRASH_SCRIPTS_DIR
+#error "CRASH_SCRIPTS_DIR must name the repo's scripts/ directory"
+#endif
+
+static int script(const char *name, const char *verb) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "bash '%s/%s' %s >>'%s/services.log' 2>&1",
+             CRASH_SCRIPTS_DIR, name, verb, h_workdir());
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+/* A service this test stopped is started again however the test ends:
+ * others share it. */
+static const char *stopped;
+
+static void start_again(void) {
+    if (stopped && script(stopped, "start") != 0)
+        fprintf(stderr, "crash suite: could not start %s again\n", stopped);
+    stopped = NULL;
+}
+
+/* The "retries" counter of a connector's status file, or -1. */
+static int64_t status_retries(const char *connector) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/state/%s/status.json", h_workdir(),
+             connector);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char buf[1 << 15];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *at = strstr(buf, "\"retries\":");
+    return at ? strtoll(at + strlen("\"retries\":"), NULL, 10) : -1;
+}
+
+static void restart_under_host(const char *sink, const char *scenario,
+                               const char *service) {
+    crash_env e;
+    ce_init(&e, sink, scenario, 3);
+    /* A small local queue: the outage must starve the host, not be
+     * bridged by records fetched before it. */
+    crash_conf c = {"\"max_records\": 50, \"max_wait_ms\": 100",
+                    "\"queued.min.messages\": \"100\", "
+                    "\"queued.max.messages.kbytes\": \"64\"",
+                    "a", NULL};
+    ce_configs(&e, &c);
+    ce_writeup_backlog(&e);
+    int64_t total = e.sent;
+    pid_t pid = ce_spawn(&e, "run.log", NULL);
+    int64_t t0 = h_now_ms(), rows;
+    while ((rows = ce_raw_rows(&e)) < total / 5) {
+        H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
+                (long long)rows);
+        h_sleep_ms(5);
+    }
+    int64_t stop0 = h_now_ms();
+    atexit(start_again);
+    stopped = service;
+    H_CHECK(script(service, "stop") == 0, "%s stop failed", service);
+    H_CHECK(script(service, "status") != 0,
+            "inconclusive: %s still up after stop", service);
+    h_sleep_ms(3000); /* the host meets the outage */
+    /* Readable during a broker outage; during a PostgreSQL outage the
+     * rows are read right after the restart, before the host could catch
+     * up much: either way the outage must have caught it mid-stream. */
+    int64_t at_stop = ce_raw_rows(&e);
+    H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+            "the host exited while %s was down", service);
+    H_CHECK(script(service, "start") == 0, "%s start failed", service);
+    stopped = NULL;
+    if (at_stop < 0)
+        at_stop = ce_raw_rows(&e);
+    /* Proof that the host met the database outage: its commits were
+     * answered RETRY (the status file's counter; only a proof of the
+     * fault, never the verdict). */
+    int64_t retries = -1;
+    if (strcmp(service, "postgres.sh") == 0) {
+        for (int i = 0; i < 30 && retries < 1; i++, h_sleep_ms(200))
+            retries = status_retries(e.raw) + status_retries(e.dedup);
+        H_CHECK(retries >= 1,
+                "inconclusive: no commit was retried during the outage");
+        h_step("%lld commits retried during the outage", (long long)retries);
+    }
+    H_CHECK(at_stop >= 0 && at_stop < total,
+            "inconclusive: the backlog was done (%lld rows) during the %s "
+            "outage",
+            (long long)at_stop, service);
+    int64_t down_ms = h_now_ms() - stop0;
+    h_step("%s down for %lld ms at about %lld of %lld raw rows", service,
+           (long long)down_ms, (long long)at_stop, (long long)total);
+    /* New records after the restart too: the host goes on by itself. */
+    int64_t sample = ce_env_int("TIDEMARK_CRASH_SAMPLE", 400);
+    ce_events(&e, e.next_id, sample, 300, 0, NULL, NULL);
+    ce_wait_caught_up(&e, 240000);
+    H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+            "the host exited after %s came back", service);
+    crash_figures f;
+    ce_judge(&e, &f);
+    ce_stop(pid);
+    ce_summary(
+        &e, &f,
+        "%s stopped, %lld of %lld raw rows committed during the outage, down "
+        "%.1f s, the "
+        "same host process recovered by itself",
+        service, (long long)at_stop, (long long)total,
+        (double)down_ms / 1000.0);
+}
+
+void scenario_broker_restart(const char *sink) {
+    restart_under_host(sink, "broker_restart", "kafka.sh");
+}
+
+void scenario_pg_restart(const char *sink) {
+    H_CHECK(strcmp(sink, "postgres") == 0,
+            "pg_restart is a scenario of the postgres sink");
+    restart_under_host(sink, "pg_restart", "postgres.sh");
+}
