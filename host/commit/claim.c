@@ -83,11 +83,20 @@ int tm_claim_assigned(tm_connector *c,
     for (size_t i = 0; i < n; i++) {
         const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
         char why[512];
-        if (tm_kafka_watermarks(c->rk, tp->topic, tp->partition,
-                                WATERMARK_TIMEOUT_MS, &low[i], &high[i], why,
-                                sizeof why) != 0) {
-            tm_conn_error(c, 1, "claim: %s", why);
-            goto out;
+        /* Right after a leader change the broker answers "not leader"
+         * for a while: retried like a busy store, not a reason to fail. */
+        tm_backoff wb;
+        tm_backoff_init(&wb, 200, 2000, (uint64_t)tm_now_ms());
+        int64_t give_up = tm_now_ms() + 60000;
+        while (tm_kafka_watermarks(c->rk, tp->topic, tp->partition,
+                                   WATERMARK_TIMEOUT_MS, &low[i], &high[i], why,
+                                   sizeof why) != 0) {
+            if (tm_now_ms() >= give_up || atomic_load(c->stop)) {
+                tm_conn_error(c, 1, "claim: %s", why);
+                goto out;
+            }
+            tm_conn_error(c, 0, "claim: %s; retrying", why);
+            sleep_ms(tm_backoff_next(&wb));
         }
         markers[i].struct_size = sizeof markers[i];
         markers[i].topic = tp->topic;
