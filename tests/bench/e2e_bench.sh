@@ -180,7 +180,7 @@ for line in open(sys.argv[3]):
         break
     due = start + n / rate
     while time.time() < due:
-        time.sleep(min(0.001, due - time.time()))
+        time.sleep(max(0.0, min(0.001, due - time.time())))
     sys.stdout.write(line)
     n += 1
     if n % 100 == 0:
