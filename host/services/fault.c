@@ -37,7 +37,10 @@ void tm_fault(const char *point) {
     const char *want = getenv("TIDEMARK_FAULT");
     if (!want || !point || strcmp(want, point) != 0)
         return;
-    if (atomic_fetch_add(&hits, 1) + 1 < env_long("TIDEMARK_FAULT_HIT", 1))
+    /* Exactly the n-th hit, not every one from there on: a stopped zombie
+     * that is continued and reaches the point again must run on (seen: a
+     * zombie given a partition back stopped again, and never took SIGTERM). */
+    if (atomic_fetch_add(&hits, 1) + 1 != env_long("TIDEMARK_FAULT_HIT", 1))
         return;
     long fd = env_long("TIDEMARK_FAULT_FD", -1);
     if (fd >= 0) {

@@ -42,7 +42,13 @@ static int run_child(const char *fault, const char *action, const char *hit,
         ck_assert_msg(WIFSTOPPED(status), "child not stopped");
         kill(pid, SIGCONT);
     }
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    /* WUNTRACED: a second stop must show, not hang the test. */
+    ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+    if (WIFSTOPPED(status)) {
+        kill(pid, SIGKILL);
+        int ignored;
+        waitpid(pid, &ignored, 0);
+    }
     ssize_t n = read(fds[0], out, outsz - 1);
     out[n > 0 ? n : 0] = '\0';
     close(fds[0]);
@@ -84,6 +90,26 @@ START_TEST(stop_then_resume) {
 }
 END_TEST
 
+START_TEST(stop_fires_once) {
+    char out[64];
+    /* Three hits of a stopping point: stopped at the first only, then the
+     * continued process runs through the other two and exits. */
+    int st = run_child("after_marker", "stop", NULL, 3, out, sizeof out);
+    ck_assert_msg(!WIFSTOPPED(st), "stopped again after SIGCONT");
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_str_eq(out, "after_marker\n");
+}
+END_TEST
+
+START_TEST(stop_at_nth_hit_only) {
+    char out[64];
+    /* HIT=2 with three calls: fires at the second (the first passes). */
+    int st = run_child("after_marker", "stop", "2", 3, out, sizeof out);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_str_eq(out, "after_marker\n");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("fault");
     TCase *tc = tcase_create("core");
@@ -91,6 +117,8 @@ int main(void) {
     tcase_add_test(tc, kills_at_named_point);
     tcase_add_test(tc, nth_hit);
     tcase_add_test(tc, stop_then_resume);
+    tcase_add_test(tc, stop_fires_once);
+    tcase_add_test(tc, stop_at_nth_hit_only);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 0);
 }
