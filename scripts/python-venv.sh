@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python judges of the tests (pyiceberg, pyarrow, DuckDB, fastavro read
-# what the iceberg-lite sink writes), in a venv under .cache/venv. Idempotent:
+# what the iceberg-lite sink writes) and matplotlib (the throughput plot of
+# tests/bench/e2e_bench.sh), in a venv under .cache/venv. Idempotent:
 # when the venv already holds exactly these pins nothing is downloaded.
 # Versions are pinned so that a judge does not change under the tests.
 set -euo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 VENV="${TIDEMARK_VENV:-$PWD/.cache/venv}"
 PYTHON="${TIDEMARK_PYTHON:-python3}"
-PINS=(pyiceberg==0.12.0 pyarrow==26.0.1 duckdb==2.0.0 fastavro==1.13.1)
+PINS=(pyiceberg==0.12.0 pyarrow==26.0.1 duckdb==2.0.0 fastavro==1.13.1 matplotlib==3.11.2)
 STAMP="$VENV/.tidemark-pins"
 want="${PINS[*]}"
 
@@ -22,6 +23,6 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PINS[@]}" </dev/null
-"$VENV/bin/python" -c 'import pyiceberg, pyarrow, duckdb, fastavro'
+"$VENV/bin/python" -c 'import pyiceberg, pyarrow, duckdb, fastavro, matplotlib'
 printf '%s\n' "$want" >"$STAMP"
 echo "python-venv: $VENV ready with ${PINS[*]}"
