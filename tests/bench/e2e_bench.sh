@@ -81,13 +81,16 @@ B="${TIDEMARK_BENCH_BUILD:-build}"
 [ -f "$B/CMakeCache.txt" ] || cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$B" -j2 --target tidemark consume_ceiling marker_sampler tm_sink_sqlite \
   tm_sink_postgres tm_sink_iceberg_lite sqlite_bench postgres_bench iceberg_bench >/dev/null
+# Absolute from here on (the build dir may be configured from another source tree, e.g.
+# a clean export of a commit, so that the figures belong to that commit).
+B="$(cd "$B" && pwd)"
 bash scripts/kafka.sh start >/dev/null
 bash scripts/postgres.sh start >/dev/null
 # shellcheck source=../../scripts/env.sh
 . scripts/env.sh
-export TIDEMARK_PLUGIN_PATH="$ROOT/$B/plugins-out"
+export TIDEMARK_PLUGIN_PATH="$B/plugins-out"
 KB="$TIDEMARK_KAFKA_BOOTSTRAP"
-TM="$ROOT/$B/host/tidemark"
+TM="$B/host/tidemark"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-bench.XXXXXX")"
 RESULTS="${RESULTS:-var/bench/e2e-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 mkdir -p "$RESULTS"
@@ -114,6 +117,7 @@ cleanup() {
 trap cleanup EXIT
 
 say "parts $PARTS; $RECORDS records; work dir $WORK; results $RESULTS"
+say "build $B (source $(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt"), $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$B/CMakeCache.txt"))"
 say "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), $(date)"
 : >"$RESULTS/results.tsv"
 
