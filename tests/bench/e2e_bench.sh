@@ -24,6 +24,7 @@
 #      PostgreSQL schema and the work dir), BENCH_TIMEOUT (seconds per wait, 1800).
 # Results: every figure in RESULTS/results.tsv, the table (markdown) in RESULTS/report.md,
 # the plot in RESULTS/bench-throughput.png; RESULTS defaults to var/bench/e2e-DATE-PID.
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT="$PWD"
@@ -70,12 +71,25 @@ TIMEOUT="${BENCH_TIMEOUT:-$([ "$SMOKE" = 1 ] && echo 300 || echo 1800)}"
 PARTS_N=8
 has_part() { [[ ",$PARTS," == *",$1,"* ]]; }
 
-# shellcheck source=e2e/lib.sh
+# The parts, one file each (sourced one by one so that shellcheck -x follows them).
+# shellcheck source-path=SCRIPTDIR
 . tests/bench/e2e/lib.sh
-for f in big_topic throughput freshness memory scaling restart plot peer; do
-  # shellcheck source=/dev/null
-  . "tests/bench/e2e/$f.sh"
-done
+# shellcheck source=e2e/big_topic.sh
+. tests/bench/e2e/big_topic.sh
+# shellcheck source=e2e/throughput.sh
+. tests/bench/e2e/throughput.sh
+# shellcheck source=e2e/freshness.sh
+. tests/bench/e2e/freshness.sh
+# shellcheck source=e2e/memory.sh
+. tests/bench/e2e/memory.sh
+# shellcheck source=e2e/scaling.sh
+. tests/bench/e2e/scaling.sh
+# shellcheck source=e2e/restart.sh
+. tests/bench/e2e/restart.sh
+# shellcheck source=e2e/plot.sh
+. tests/bench/e2e/plot.sh
+# shellcheck source=e2e/peer.sh
+. tests/bench/e2e/peer.sh
 
 B="${TIDEMARK_BENCH_BUILD:-build}"
 [ -f "$B/CMakeCache.txt" ] || cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

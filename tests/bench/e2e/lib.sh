@@ -162,7 +162,6 @@ drain() {
   done
   launch=$(now_ms)
   host_start "$WORK/$name.log" "$@"
-  DRAIN_HOST_PID=$HOST_PID
   [ -z "${DRAIN_HOOK:-}" ] || "$DRAIN_HOOK" "$HOST_PID"
   for i in "${!spids[@]}"; do
     SAMPLES_OF_WAIT="${outs[$i]}"
@@ -172,7 +171,7 @@ drain() {
   host_stop "$HOST_PID"
   for i in "${!outs[@]}"; do
     clock "${outs[$i]}" "$total"
-    [ "$CLK_first" -gt 0 ] && [ "$CLK_done" -gt 0 ] || die "$name: no first commit or end in ${outs[$i]}"
+    if [ "$CLK_first" -le 0 ] || [ "$CLK_done" -le 0 ]; then die "$name: no first commit or end in ${outs[$i]}"; fi
     if [ "$first" -lt 0 ] || [ "$CLK_first" -lt "$first" ]; then first=$CLK_first; fi
     [ "$CLK_done" -le "$done_ms" ] || done_ms=$CLK_done
     recs=$((recs + total - CLK_first_sum))

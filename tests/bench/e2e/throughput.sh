@@ -43,6 +43,7 @@ part_throughput() {
       config "$name" "$sink" "$WORK/$name.json" "$MAIN_TOPIC" "$b"
       drain "$name" "$RECORDS" 50 "$WORK/$name.json"
       TP_RATE["$sink $b"]=$DRAIN_RATE
+      say "[throughput] $name: launch to first commit $DRAIN_START_TO_FIRST_MS ms; sampler: $DRAIN_RES"
       ceil="$(sink_ceiling "$sink" "$b")"
       result throughput "$sink ceiling (bare loop), batches of $b" "$ceil" rows/s \
         "consume ceiling" "$CONSUME_CEIL"
