@@ -21,7 +21,8 @@
 #   --smoke: tiny sizes for every part, a couple of minutes, for CI: checks that the
 #            script still works; the numbers are not judged.
 # Env: TIDEMARK_BENCH_BUILD (build dir, default build), BENCH_KEEP=1 (keep topics, the
-#      PostgreSQL schema and the work dir), BENCH_TIMEOUT (seconds per wait, 1800).
+#      PostgreSQL schema and the work dir), BENCH_TIMEOUT (seconds per wait, 1800),
+#      BENCH_PERF=1 (perf record -g of every drained host, reports by shared object).
 # Results: every figure in RESULTS/results.tsv, the table (markdown) in RESULTS/report.md,
 # the plot in RESULTS/bench-throughput.png; RESULTS defaults to var/bench/e2e-DATE-PID.
 # shellcheck source-path=SCRIPTDIR
@@ -59,7 +60,7 @@ while [ $# -gt 0 ]; do
     --connectors) SCALING_CONNECTORS="$2"; shift 2 ;;
     --results) RESULTS="$2"; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^# shellcheck/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "e2e_bench: unknown argument $1" >&2; exit 2 ;;
   esac
 done

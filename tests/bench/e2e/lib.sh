@@ -163,11 +163,25 @@ drain() {
   launch=$(now_ms)
   host_start "$WORK/$name.log" "$@"
   [ -z "${DRAIN_HOOK:-}" ] || "$DRAIN_HOOK" "$HOST_PID"
+  # BENCH_PERF=1: where the host's time goes, per shared object and per symbol
+  # (perf record -g at 499 Hz, software clock: this VM has no hardware counters).
+  local perf_pid=""
+  if [ "${BENCH_PERF:-0}" = 1 ]; then
+    perf record -q -F 499 -g -o "$RESULTS/$name.perf.data" -p "$HOST_PID" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
   for i in "${!spids[@]}"; do
     SAMPLES_OF_WAIT="${outs[$i]}"
     wait_pid "${spids[$i]}" "$HOST_PID" "$WORK/$name.log" "$name"
   done
   DRAIN_RSS_KIB="$(peak_rss_kib "$HOST_PID")"
+  if [ -n "$perf_pid" ]; then
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    perf report -q -i "$RESULTS/$name.perf.data" --no-children --sort dso --stdio 2>/dev/null |
+      grep -v '^$' | head -15 >"$RESULTS/$name.perf-dso.txt" || true
+    say "[perf] $name: $RESULTS/$name.perf.data; by shared object: $(head -6 "$RESULTS/$name.perf-dso.txt" | awk '{printf "%s %s; ", $1, $2}')"
+  fi
   host_stop "$HOST_PID"
   for i in "${!outs[@]}"; do
     clock "${outs[$i]}" "$total"
