@@ -38,38 +38,51 @@ char *tm_base64(const void *p, size_t n) {
     return out;
 }
 
+size_t tm_utf8_char_len(const void *p, size_t n) {
+    const unsigned char *s = p;
+    if (n == 0)
+        return 0;
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0; /* a continuation byte, C0/C1 (overlong) or F5+ */
+    }
+    if (n < len)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[k] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+        return 0; /* overlong, a surrogate, or past Unicode */
+    return len;
+}
+
 int tm_utf8_valid(const void *p, size_t n) {
     const unsigned char *s = p;
     size_t i = 0;
     while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
+        if (s[i] < 0x80) {
             i++;
             continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            len = 2;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            cp = c & 0x07;
-        } else {
-            return 0; /* a continuation byte, C0/C1 (overlong) or F5+ */
         }
-        if (n - i < len)
+        size_t len = tm_utf8_char_len(s + i, n - i);
+        if (!len)
             return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
-            return 0; /* overlong, a surrogate, or past Unicode */
         i += len;
     }
     return 1;

@@ -14,6 +14,10 @@ json_t *tm_bytes_json(const void *p, size_t n);
  * surrogates, nothing past U+10FFFF; NUL bytes allowed), else 0. */
 int tm_utf8_valid(const void *p, size_t n);
 
+/* The length (1-4) of the one well-formed UTF-8 character p[0..n) starts
+ * with, by the same rules; 0 when it does not start with one. */
+size_t tm_utf8_char_len(const void *p, size_t n);
+
 /* Standard base64 of n bytes, padded and NUL-terminated (malloc'd; NULL
  * on OOM). */
 char *tm_base64(const void *p, size_t n);

@@ -7,12 +7,31 @@ void tm_json_pointer_clear(tm_json_pointer *p) {
     for (size_t i = 0; i < p->ntokens; i++)
         free(p->tokens[i]);
     free(p->tokens);
+    free(p->lens);
+    free(p->indexes);
     p->tokens = NULL;
+    p->lens = NULL;
+    p->indexes = NULL;
     p->ntokens = 0;
+}
+
+/* tok as an array index; -1 when it is not one. */
+static long long array_index(const char *tok) {
+    if (!*tok || (tok[0] == '0' && tok[1]))
+        return -1;
+    long long v = 0;
+    for (; *tok; tok++) {
+        if (*tok < '0' || *tok > '9' || v > (1LL << 50))
+            return -1; /* no array is that long: missing */
+        v = v * 10 + (*tok - '0');
+    }
+    return v;
 }
 
 int tm_json_pointer_compile(const char *text, tm_json_pointer *out) {
     out->tokens = NULL;
+    out->lens = NULL;
+    out->indexes = NULL;
     out->ntokens = 0;
     if (!*text)
         return 0;
@@ -21,8 +40,13 @@ int tm_json_pointer_compile(const char *text, tm_json_pointer *out) {
     size_t n = 0;
     for (const char *p = text; *p; p++)
         n += *p == '/';
-    if (!(out->tokens = calloc(n, sizeof *out->tokens)))
+    out->tokens = calloc(n, sizeof *out->tokens);
+    out->lens = calloc(n, sizeof *out->lens);
+    out->indexes = calloc(n, sizeof *out->indexes);
+    if (!out->tokens || !out->lens || !out->indexes) {
+        tm_json_pointer_clear(out);
         return -1;
+    }
     const char *p = text;
     while (*p) {
         const char *s = ++p; /* past the '/' */
@@ -48,21 +72,10 @@ int tm_json_pointer_compile(const char *text, tm_json_pointer *out) {
             }
         }
         tok[k] = '\0';
+        out->lens[out->ntokens - 1] = k;
+        out->indexes[out->ntokens - 1] = array_index(tok);
     }
     return 0;
-}
-
-/* tok as an array index; -1 when it is not one. */
-static long long array_index(const char *tok) {
-    if (!*tok || (tok[0] == '0' && tok[1]))
-        return -1;
-    long long v = 0;
-    for (; *tok; tok++) {
-        if (*tok < '0' || *tok > '9' || v > (1LL << 50))
-            return -1; /* no array is that long: missing */
-        v = v * 10 + (*tok - '0');
-    }
-    return v;
 }
 
 json_t *tm_json_pointer_resolve(const tm_json_pointer *p, json_t *doc) {
@@ -71,7 +84,7 @@ json_t *tm_json_pointer_resolve(const tm_json_pointer *p, json_t *doc) {
         if (json_is_object(cur)) {
             cur = json_object_get(cur, p->tokens[i]);
         } else if (json_is_array(cur)) {
-            long long k = array_index(p->tokens[i]);
+            long long k = p->indexes[i];
             cur = k < 0 ? NULL : json_array_get(cur, (size_t)k);
         } else {
             cur = NULL;

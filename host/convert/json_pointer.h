@@ -9,6 +9,11 @@
 
 typedef struct tm_json_pointer {
     char **tokens; /* unescaped reference tokens ("~1" is '/', "~0" '~') */
+    size_t *lens;  /* strlen of each token */
+    /* Each token as an array index, -1 when it is none: computed once so
+     * that both resolvers (jansson's tree, the streaming extractor) read
+     * a token on an array the same way. */
+    long long *indexes;
     size_t ntokens;
 } tm_json_pointer;
 

@@ -1,6 +1,7 @@
-/* json mode: parse (jansson), filter, then the columns in their order; the
- * first failure makes the dead letter, so its detail names one pointer
- * and one column. raw mode: the seven fixed columns, never a failure. */
+/* json mode: find the values at the pointers (the streaming extractor, or
+ * jansson's tree), filter, then the columns in their order; the first
+ * failure makes the dead letter, so its detail names one pointer and one
+ * column. raw mode: the seven fixed columns, never a failure. */
 #include "convert/record_convert.h"
 
 #include <inttypes.h>
@@ -9,99 +10,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "convert/canonical.h"
+#include "convert/json_extract.h"
 #include "convert/json_pointer.h"
 #include "convert/timestamp.h"
+#include "convert/value_convert.h"
 
-#define FOUND_MAX  60 /* bytes of a found value quoted in a detail */
-#define DETAIL_MAX 1024
+#define DETAIL_MAX     1024
+#define FOUND_ON_STACK 16 /* pointers whose values need no malloc */
 
 struct tm_converter {
     const tm_connector_config *cfg;
-    tm_json_pointer *pointers; /* json mode: one per column */
-    tm_json_pointer filter;
+    tm_json_parser parser;
+    /* json mode: one per column, then the filter's when there is one */
+    tm_json_pointer *pointers;
+    size_t npointers;
 };
 
 void tm_converter_free(tm_converter *cv) {
     if (!cv)
         return;
-    if (cv->pointers)
-        for (size_t i = 0; i < cv->cfg->mapping.ncolumns; i++)
-            tm_json_pointer_clear(&cv->pointers[i]);
+    for (size_t i = 0; cv->pointers && i < cv->npointers; i++)
+        tm_json_pointer_clear(&cv->pointers[i]);
     free(cv->pointers);
-    tm_json_pointer_clear(&cv->filter);
     free(cv);
 }
 
-tm_converter *tm_converter_new(const tm_connector_config *cfg) {
+tm_converter *tm_converter_new_with(const tm_connector_config *cfg,
+                                    tm_json_parser parser) {
     tm_converter *cv = calloc(1, sizeof *cv);
     if (!cv)
         return NULL;
     cv->cfg = cfg;
+    cv->parser = parser;
     if (cfg->mapping.mode != TM_MAPPING_JSON)
         return cv;
     size_t n = cfg->mapping.ncolumns;
-    if (!(cv->pointers = calloc(n ? n : 1, sizeof *cv->pointers)))
+    int filtered = cfg->mapping.filter.op != TM_FILTER_NONE;
+    if (!(cv->pointers = calloc(n + 1, sizeof *cv->pointers)))
         goto fail;
-    for (size_t i = 0; i < n; i++)
-        if (tm_json_pointer_compile(cfg->mapping.pointers[i],
+    for (size_t i = 0; i < n + (size_t)filtered; i++, cv->npointers++)
+        if (tm_json_pointer_compile(i < n ? cfg->mapping.pointers[i]
+                                          : cfg->mapping.filter.pointer,
                                     &cv->pointers[i]) != 0)
             goto fail;
-    if (cfg->mapping.filter.op != TM_FILTER_NONE &&
-        tm_json_pointer_compile(cfg->mapping.filter.pointer, &cv->filter) != 0)
-        goto fail;
     return cv;
 fail:
     tm_converter_free(cv);
     return NULL;
 }
 
+tm_converter *tm_converter_new(const tm_connector_config *cfg) {
+    return tm_converter_new_with(cfg, TM_PARSER_JANSSON);
+}
+
 /* ---- details ---- */
-
-/* At most FOUND_MAX bytes of s (cut on a UTF-8 character boundary,
- * control characters shown as '?'), "..." when cut. */
-static void shorten(const char *s, size_t n, char *out, size_t size) {
-    size_t k = n;
-    if (k > FOUND_MAX) {
-        k = FOUND_MAX;
-        while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
-            k--; /* s[k] continues a character: cut before it starts */
-    }
-    size_t o = 0;
-    for (size_t i = 0; i < k && o + 1 < size; i++)
-        out[o++] = (unsigned char)s[i] < 0x20 ? '?' : s[i];
-    if (k < n)
-        for (int d = 0; d < 3 && o + 1 < size; d++)
-            out[o++] = '.';
-    out[o] = '\0';
-}
-
-/* What a value is, for "expected X, found Y": "string \"12\"",
- * "integer 5", "number 1.5", "boolean true", "object {...}". 0 ok, -1
- * OOM. */
-static int describe(const json_t *v, char *out, size_t size) {
-    char s[FOUND_MAX + 8];
-    if (json_is_string(v)) {
-        shorten(json_string_value(v), json_string_length(v), s, sizeof s);
-        snprintf(out, size, "string \"%s\"", s);
-    } else if (json_is_integer(v)) {
-        snprintf(out, size, "integer %" JSON_INTEGER_FORMAT,
-                 json_integer_value(v));
-    } else if (json_is_boolean(v)) {
-        snprintf(out, size, "boolean %s", json_is_true(v) ? "true" : "false");
-    } else {
-        const char *kind = json_is_real(v)     ? "number"
-                           : json_is_object(v) ? "object"
-                                               : "array";
-        char *text = tm_canonical_json(v);
-        if (!text)
-            return -1;
-        shorten(text, strlen(text), s, sizeof s);
-        snprintf(out, size, "%s %s", kind, s);
-        free(text);
-    }
-    return 0;
-}
 
 /* The column's pointer as a detail shows it ("" for the whole value). */
 static const char *shown_pointer(const char *p) {
@@ -126,93 +88,32 @@ static tm_conv_outcome dead(tm_arena *a, tm_conv_result *out, tm_dl_reason r,
 
 /* ---- json mode ---- */
 
-/* One literal of the filter against the value found: a string by its
- * content, an integer, true, false or null by its JSON text, a real by
- * the number the literal spells; objects and arrays never match. */
-static int literal_matches(const json_t *v, const char *lit) {
-    char text[32];
-    switch (json_typeof(v)) {
-    case JSON_STRING:
-        return json_string_length(v) == strlen(lit) &&
-               memcmp(json_string_value(v), lit, strlen(lit)) == 0;
-    case JSON_INTEGER:
-        snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT,
-                 json_integer_value(v));
-        return strcmp(text, lit) == 0;
-    case JSON_REAL: {
-        char *end = NULL;
-        double d = strtod(lit, &end);
-        return *lit && end && *end == '\0' && d == json_real_value(v);
-    }
-    case JSON_TRUE: return strcmp(lit, "true") == 0;
-    case JSON_FALSE: return strcmp(lit, "false") == 0;
-    case JSON_NULL: return strcmp(lit, "null") == 0;
-    default: return 0;
-    }
-}
-
-static int filter_keeps(const tm_converter *cv, json_t *doc) {
+/* 1 kept, 0 filtered, -1 OOM. v: the value at the filter's pointer. */
+static int filter_keeps(const tm_converter *cv, const tm_jvalue *v,
+                        tm_arena *a) {
     const tm_filter *f = &cv->cfg->mapping.filter;
     if (f->op == TM_FILTER_NONE)
         return 1;
-    json_t *v = tm_json_pointer_resolve(&cv->filter, doc);
-    if (!v)
+    if (!v->present)
         return 0; /* a missing pointer matches nothing */
-    for (size_t i = 0; i < f->nvalues; i++)
-        if (literal_matches(v, f->values[i]))
-            return 1;
+    for (size_t i = 0; i < f->nvalues; i++) {
+        int m = tm_jvalue_matches_literal(v, f->values[i], a);
+        if (m != 0)
+            return m;
+    }
     return 0;
 }
 
-/* Column i from the value found (not NULL, not JSON null). 0 ok, 1 a
- * type mismatch (detail set), -1 OOM. */
-static int convert_column(const tm_converter *cv, size_t i, json_t *v,
+/* Column i from the value found (present, not JSON null). 0 ok, 1 a type
+ * mismatch (detail set), -1 OOM. */
+static int convert_column(const tm_converter *cv, size_t i, const tm_jvalue *v,
                           tm_value *val, tm_arena *a, tm_conv_result *out) {
     const tm_column *col = &cv->cfg->mapping.columns[i];
-    switch (col->type) {
-    case TM_TYPE_TEXT:
-        if (!json_is_string(v))
-            break;
-        val->v.s.len = json_string_length(v);
-        val->v.s.ptr = tm_arena_strndup(a, json_string_value(v), val->v.s.len);
-        return val->v.s.ptr ? 0 : -1;
-    case TM_TYPE_INT:
-        if (!json_is_integer(v))
-            break;
-        val->v.i = json_integer_value(v);
-        return 0;
-    case TM_TYPE_FLOAT:
-        if (!json_is_number(v))
-            break;
-        val->v.f = json_number_value(v);
-        return 0;
-    case TM_TYPE_BOOL:
-        if (!json_is_boolean(v))
-            break;
-        val->v.i = json_is_true(v);
-        return 0;
-    case TM_TYPE_TIMESTAMP:
-        if (json_is_string(v) &&
-            tm_timestamp_parse(json_string_value(v), json_string_length(v),
-                               &val->v.i) == 0)
-            return 0;
-        if (json_is_integer(v) &&
-            tm_timestamp_from_ms(json_integer_value(v), &val->v.i) == 0)
-            return 0;
-        break;
-    case TM_TYPE_JSON: {
-        char *text = tm_canonical_json(v);
-        if (!text)
-            return -1;
-        val->v.s.len = strlen(text);
-        val->v.s.ptr = tm_arena_strndup(a, text, val->v.s.len);
-        free(text);
-        return val->v.s.ptr ? 0 : -1;
-    }
-    case TM_TYPE_BYTES: break; /* not a json-mode type */
-    }
-    char found[FOUND_MAX + 64];
-    if (describe(v, found, sizeof found) != 0)
+    int rc = tm_value_from_json(v, col->type, a, val);
+    if (rc <= 0)
+        return rc;
+    char found[TM_FOUND_MAX + 64];
+    if (tm_jvalue_describe(v, a, found, sizeof found) != 0)
         return -1;
     const char *expected = col->type == TM_TYPE_TIMESTAMP
                                ? "timestamp (RFC 3339 text or epoch "
@@ -260,59 +161,103 @@ static json_t *parse(const tm_conv_input *in, json_error_t *jerr, int *oom) {
     return NULL;
 }
 
-static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
-                                    const tm_conv_input *in,
-                                    tm_conv_result *out) {
-    const tm_connector_config *cfg = cv->cfg;
-    if (!in->value)
-        return dead(a, out, TM_DL_PARSE_ERROR, "tombstone (null value)");
+/* The values at the converter's pointers into found (matched: the
+ * extractor's scratch). ROW when found; else the record's outcome (a
+ * parse_error dead letter, or OOM). *doc: jansson's tree when jansson
+ * found them (the caller frees it; the values point into it). */
+static tm_conv_outcome find_values(const tm_converter *cv, tm_arena *a,
+                                   const tm_conv_input *in, tm_jvalue *found,
+                                   size_t *matched, json_t **doc,
+                                   tm_conv_result *out) {
+    *doc = NULL;
+    if (cv->parser == TM_PARSER_EXTRACTOR) {
+        int rc = tm_json_extract(in->value, in->value_len, cv->pointers,
+                                 cv->npointers, matched, found);
+        if (rc != TM_EXTRACT_INVALID)
+            return rc == TM_EXTRACT_OK ? TM_CONV_ROW : TM_CONV_OOM;
+        /* Not JSON: jansson says why, in the words and at the position
+         * the detail has always quoted. Were jansson to read it after all,
+         * its values are taken: the reference decides. */
+    }
     json_error_t jerr;
     int oom = 0;
-    json_t *doc = parse(in, &jerr, &oom);
-    if (!doc) {
+    if (!(*doc = parse(in, &jerr, &oom))) {
         if (oom)
             return TM_CONV_OOM;
         return dead(a, out, TM_DL_PARSE_ERROR,
                     "invalid JSON at line %d, column %d: %s", jerr.line,
                     jerr.column, jerr.text);
     }
-    tm_conv_outcome rc = TM_CONV_ROW;
-    if (!filter_keeps(cv, doc)) {
-        rc = TM_CONV_FILTERED;
-        goto done;
-    }
+    for (size_t i = 0; i < cv->npointers; i++)
+        tm_jvalue_from_node(tm_json_pointer_resolve(&cv->pointers[i], *doc),
+                            &found[i]);
+    return TM_CONV_ROW;
+}
+
+/* Filter, then columns, from the values found. */
+static tm_conv_outcome convert_found(const tm_converter *cv, tm_arena *a,
+                                     const tm_jvalue *found,
+                                     tm_conv_result *out) {
+    const tm_connector_config *cfg = cv->cfg;
     size_t n = cfg->mapping.ncolumns;
+    int keep = filter_keeps(cv, &found[n], a);
+    if (keep <= 0)
+        return keep == 0 ? TM_CONV_FILTERED : TM_CONV_OOM;
     tm_value *vals = tm_arena_alloc(a, n * sizeof *vals);
-    if (!vals) {
-        rc = TM_CONV_OOM;
-        goto done;
-    }
+    if (!vals)
+        return TM_CONV_OOM;
     memset(vals, 0, n * sizeof *vals);
     for (size_t i = 0; i < n; i++) {
         const tm_column *col = &cfg->mapping.columns[i];
+        const tm_jvalue *v = &found[i];
         tm_value *val = &vals[i];
         val->struct_size = (uint32_t)sizeof(tm_value);
-        json_t *v = tm_json_pointer_resolve(&cv->pointers[i], doc);
-        if (!v || json_is_null(v)) {
+        if (!v->present || v->kind == JSON_NULL) {
             val->is_null = 1;
-            if (col->required) {
-                rc = dead(a, out, TM_DL_MISSING_FIELD,
-                          "%s: required, %s (column %s)",
-                          shown_pointer(cfg->mapping.pointers[i]),
-                          v ? "found null" : "missing", col->name);
-                goto done;
-            }
+            if (col->required)
+                return dead(a, out, TM_DL_MISSING_FIELD,
+                            "%s: required, %s (column %s)",
+                            shown_pointer(cfg->mapping.pointers[i]),
+                            v->present ? "found null" : "missing", col->name);
             continue;
         }
         int c = convert_column(cv, i, v, val, a, out);
-        if (c != 0) {
-            rc = c > 0 ? TM_CONV_DEAD_LETTER : TM_CONV_OOM;
-            goto done;
-        }
+        if (c != 0)
+            return c > 0 ? TM_CONV_DEAD_LETTER : TM_CONV_OOM;
     }
     out->values = vals;
-done:
+    return TM_CONV_ROW;
+}
+
+static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
+                                    const tm_conv_input *in,
+                                    tm_conv_result *out) {
+    if (!in->value)
+        return dead(a, out, TM_DL_PARSE_ERROR, "tombstone (null value)");
+    /* One more than the pointers: found[ncolumns] is the filter's value,
+     * absent when there is no filter. */
+    tm_jvalue found_here[FOUND_ON_STACK + 1];
+    size_t matched_here[FOUND_ON_STACK + 1];
+    tm_jvalue *found = found_here;
+    size_t *matched = matched_here;
+    size_t slots = cv->npointers + 1;
+    if (slots > FOUND_ON_STACK + 1) {
+        found = malloc(slots * sizeof *found);
+        matched = malloc(slots * sizeof *matched);
+    }
+    tm_conv_outcome rc = TM_CONV_OOM;
+    json_t *doc = NULL;
+    if (found && matched) {
+        found[cv->npointers].present = 0;
+        rc = find_values(cv, a, in, found, matched, &doc, out);
+        if (rc == TM_CONV_ROW)
+            rc = convert_found(cv, a, found, out);
+    }
     json_decref(doc);
+    if (found != found_here) {
+        free(found);
+        free(matched);
+    }
     return rc;
 }
 

@@ -41,9 +41,20 @@ typedef struct tm_conv_result {
 /* The config with its pointers compiled. */
 typedef struct tm_converter tm_converter;
 
+/* Which parser finds a json-mode record's values: the streaming extractor
+ * (json_extract.h), or jansson's tree, the reference the differential
+ * tests hold the extractor to. Both feed the one type conversion
+ * (value_convert.h), so they differ only in how values are found. */
+typedef enum tm_json_parser {
+    TM_PARSER_EXTRACTOR,
+    TM_PARSER_JANSSON
+} tm_json_parser;
+
 /* NULL on OOM (or a pointer the config loader would have refused). cfg
- * outlives the converter. */
+ * outlives the converter. tm_converter_new uses the production parser. */
 tm_converter *tm_converter_new(const tm_connector_config *cfg);
+tm_converter *tm_converter_new_with(const tm_connector_config *cfg,
+                                    tm_json_parser parser);
 void tm_converter_free(tm_converter *cv);
 
 /* Converts in: raw mode always a ROW; json mode parse, then filter, then

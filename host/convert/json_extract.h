@@ -1,0 +1,25 @@
+/* The streaming extractor: one pass over a record's value that validates
+ * all of it as jansson would (json_lex.h for the tokens; nesting up to
+ * JSON_PARSER_MAX_DEPTH values deep, counting scalars as jansson does;
+ * any value at the top level; nothing but whitespace after it) and notes,
+ * for each compiled pointer, where the value it names lies. Nothing is
+ * built: a value no pointer leads into is only checked. When an object
+ * has a key twice, the last one counts (jansson replaces the member), so
+ * a later duplicate forgets what was found under the earlier one. */
+#ifndef TM_JSON_EXTRACT_H
+#define TM_JSON_EXTRACT_H
+
+#include <stddef.h>
+
+#include "convert/json_pointer.h"
+#include "convert/json_value.h"
+
+enum { TM_EXTRACT_OK = 0, TM_EXTRACT_INVALID = 1, TM_EXTRACT_OOM = -1 };
+
+/* Reads text[0..n) and sets found[i] for ptrs[i] (present or not; spans
+ * point into text). matched: scratch room for nptrs counters. OK, INVALID
+ * (not JSON as jansson reads it; found is then unset) or OOM. */
+int tm_json_extract(const char *text, size_t n, const tm_json_pointer *ptrs,
+                    size_t nptrs, size_t *matched, tm_jvalue *found);
+
+#endif

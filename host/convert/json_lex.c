@@ -1,0 +1,292 @@
+/* Each rule here mirrors one of jansson 2.14's load.c, and is named after
+ * what jansson refuses, so that a difference found by the differential
+ * tests points at one line. */
+#include "convert/json_lex.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/bytes_json.h"
+
+#define EXPONENT_CAP 1000000 /* past any double: saturate, never overflow */
+
+static int is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The code unit of the 4 hex digits at p, or -1. */
+static long hex4(const char *p, const char *end) {
+    if (end - p < 4)
+        return -1;
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        int d = hex_digit(p[i]);
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+static int is_high_surrogate(long u) {
+    return u >= 0xD800 && u <= 0xDBFF;
+}
+
+static int is_low_surrogate(long u) {
+    return u >= 0xDC00 && u <= 0xDFFF;
+}
+
+/* The escape at p (a backslash): the byte after it, or NULL. jansson
+ * refuses an unknown escape, a \u without 4 hex digits, a surrogate not in
+ * a pair, and \u0000 (a NUL in a key or, without JSON_ALLOW_NUL, in a
+ * value; a raw 0x00 byte is already a refused control character). */
+static const char *scan_escape(const char *p, const char *end) {
+    if (end - p < 2)
+        return NULL;
+    char e = p[1];
+    if (e != 'u')
+        return e && strchr("\"\\/bfnrt", e) ? p + 2 : NULL;
+    long u = hex4(p + 2, end);
+    p += 6;
+    if (u <= 0 || is_low_surrogate(u))
+        return NULL;
+    if (!is_high_surrogate(u))
+        return p;
+    if (end - p < 2 || p[0] != '\\' || p[1] != 'u' ||
+        !is_low_surrogate(hex4(p + 2, end)))
+        return NULL;
+    return p + 6;
+}
+
+const char *tm_json_scan_string(const char *p, const char *end, int *escaped) {
+    *escaped = 0;
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            p++;
+        } else if (c == '"') {
+            return p + 1;
+        } else if (c == '\\') {
+            *escaped = 1;
+            if (!(p = scan_escape(p, end)))
+                return NULL;
+        } else if (c < 0x20) {
+            return NULL; /* control characters must be escaped */
+        } else {
+            size_t len = tm_utf8_char_len(p, (size_t)(end - p));
+            if (!len)
+                return NULL;
+            p += len;
+        }
+    }
+    return NULL; /* no closing quote */
+}
+
+/* Code point cp as UTF-8 into out; its length. */
+static size_t utf8_encode(unsigned long cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | cp >> 12);
+        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | cp >> 18);
+    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One accepted escape at p into out (up to 4 bytes): how many bytes of
+ * text it took; *len the bytes written. */
+static size_t decode_escape(const char *p, char out[4], size_t *len) {
+    static const char FROM[] = "\"\\/bfnrt", TO[] = "\"\\/\b\f\n\r\t";
+    if (p[1] != 'u') {
+        out[0] = TO[strchr(FROM, p[1]) - FROM];
+        *len = 1;
+        return 2;
+    }
+    unsigned long u = (unsigned long)hex4(p + 2, p + 6);
+    if (!is_high_surrogate((long)u)) {
+        *len = utf8_encode(u, out);
+        return 6;
+    }
+    unsigned long lo = (unsigned long)hex4(p + 8, p + 12);
+    *len = utf8_encode(0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00), out);
+    return 12;
+}
+
+size_t tm_json_decode_string(const char *raw, size_t n, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        const char *bs = memchr(raw + i, '\\', n - i);
+        size_t plain = bs ? (size_t)(bs - (raw + i)) : n - i;
+        memcpy(out + o, raw + i, plain);
+        o += plain;
+        i += plain;
+        if (i < n) {
+            size_t len;
+            i += decode_escape(raw + i, out + o, &len);
+            o += len;
+        }
+    }
+    return o;
+}
+
+int tm_json_string_equals(const char *raw, size_t n, int escaped, const char *s,
+                          size_t sn) {
+    if (!escaped)
+        return n == sn && memcmp(raw, s, n) == 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        char one[4];
+        const char *piece = raw + i;
+        size_t len = 1;
+        if (raw[i] == '\\') {
+            i += decode_escape(raw + i, one, &len);
+            piece = one;
+        } else {
+            i++;
+        }
+        if (sn - k < len || memcmp(s + k, piece, len) != 0)
+            return 0;
+        k += len;
+    }
+    return k == sn;
+}
+
+/* Digits at p as a decimal number, saturating at EXPONENT_CAP. */
+static long digits_value(const char *p, const char *q) {
+    long v = 0;
+    for (; p < q; p++)
+        if ((v = v * 10 + (*p - '0')) > EXPONENT_CAP)
+            return EXPONENT_CAP;
+    return v;
+}
+
+/* The integer of the digits [p, q) (no leading zero), negated when neg;
+ * -1 when it is outside 64 bits, as strtoll's ERANGE is for jansson. */
+static int integer_value(const char *p, const char *q, int neg, int64_t *out) {
+    if (q - p > 19)
+        return -1;
+    uint64_t v = 0;
+    for (; p < q; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    uint64_t limit = (uint64_t)INT64_MAX + (neg ? 1 : 0);
+    if (v > limit)
+        return -1;
+    if (!neg)
+        *out = (int64_t)v;
+    else
+        *out = v == limit ? INT64_MIN : -(int64_t)v;
+    return 0;
+}
+
+const char *tm_json_scan_number(const char *p, const char *end,
+                                tm_json_number *num) {
+    num->is_real = 0;
+    num->may_overflow = 0;
+    num->integer = 0;
+    int neg = p < end && *p == '-';
+    p += neg;
+    const char *int_start = p;
+    if (p < end && *p == '0') {
+        if (++p < end && is_digit(*p))
+            return NULL; /* a leading zero */
+    } else if (p < end && is_digit(*p)) {
+        while (p < end && is_digit(*p))
+            p++;
+    } else {
+        return NULL;
+    }
+    const char *int_end = p;
+    if (p == end || (*p != '.' && *p != 'e' && *p != 'E'))
+        return integer_value(int_start, int_end, neg, &num->integer) == 0
+                   ? p
+                   : NULL;
+    num->is_real = 1;
+    const char *frac_start = p, *frac_end = p;
+    if (*p == '.') {
+        frac_start = ++p;
+        if (p == end || !is_digit(*p))
+            return NULL;
+        while (p < end && is_digit(*p))
+            p++;
+        frac_end = p;
+    }
+    long exp = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int exp_neg = p < end && *p == '-';
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        const char *exp_start = p;
+        while (p < end && is_digit(*p))
+            p++;
+        if (p == exp_start)
+            return NULL;
+        exp = digits_value(exp_start, p);
+        exp = exp_neg ? -exp : exp;
+    }
+    /* The decimal exponent of the first significant digit: below 300 the
+     * value is under 1e300 and cannot overflow, so strtod is not needed
+     * to validate it. A zero mantissa never overflows. */
+    long lead;
+    if (*int_start != '0') {
+        lead = int_end - int_start - 1;
+        if (lead > EXPONENT_CAP)
+            lead = EXPONENT_CAP;
+    } else {
+        const char *d = frac_start;
+        while (d < frac_end && *d == '0')
+            d++;
+        if (d == frac_end)
+            return p; /* zero */
+        lead = -(long)(d - frac_start) - 1;
+        if (lead < -EXPONENT_CAP)
+            lead = -EXPONENT_CAP;
+    }
+    num->may_overflow = lead + exp >= 300;
+    return p;
+}
+
+int tm_json_real_value(const char *s, size_t n, double *out) {
+    char small[64];
+    char *text = n < sizeof small ? small : malloc(n + 1);
+    if (!text)
+        return -1;
+    memcpy(text, s, n);
+    text[n] = '\0';
+    /* jansson swaps '.' for the locale's decimal point first; the host
+     * never calls setlocale, so LC_NUMERIC is "C" and strtod reads '.'. */
+    errno = 0;
+    double v = strtod(text, NULL);
+    int overflow = (v == HUGE_VAL || v == -HUGE_VAL) && errno == ERANGE;
+    if (text != small)
+        free(text);
+    if (overflow)
+        return 1;
+    *out = v;
+    return 0;
+}
