@@ -1,5 +1,6 @@
 /* The crash suite: the exactly-once proof of `tidemark run` against the real
- * broker, for every built-in sink with dedup (SQLite, PostgreSQL). Each
+ * broker, for every built-in sink (SQLite and PostgreSQL with both
+ * connectors; iceberg-lite, which has no dedup, with the raw one). Each
  * scenario kills, tampers or restarts something at an awkward moment, then
  * judges the sink's own tables against the records Kafka itself holds;
  * never against the host's counters or logs. Expectations are computed
@@ -16,12 +17,14 @@
 
 /* ---- the sink abstraction (sink.c) ---------------------------------- */
 
-typedef enum { CS_SQLITE, CS_POSTGRES } cs_kind;
+typedef enum { CS_SQLITE, CS_POSTGRES, CS_ICEBERG } cs_kind;
 
 typedef struct crash_sink {
     cs_kind kind;
-    const char *name; /* "sqlite" or "postgres" */
-    char db[4096];    /* SQLite: the database file */
+    const char *name; /* "sqlite", "postgres" or "iceberg_lite" */
+    int dedup;        /* has business-key dedup: runs the "dedup" connector */
+    char db[4096];    /* SQLite: the database file; iceberg-lite: the folder
+                         of its table folders */
     char schema[128]; /* PostgreSQL: this run's schema */
 } crash_sink;
 
@@ -30,17 +33,24 @@ void cs_init(crash_sink *s, const char *name, const char *scenario);
 /* The "sink" member of a connector config for one target table. */
 const char *cs_sink_json(const crash_sink *s, const char *table);
 /* One integer from the sink's database: NULL is 0, an error (a table not
- * there yet) is -1. Same SQL for both sinks. */
+ * there yet) is -1. Same SQL for every sink: iceberg-lite's tables are
+ * read by pyiceberg and queried with DuckDB (iceberg_observer.py), its
+ * markers and dead letters shown as the tables tidemark_markers and
+ * tidemark_dead_letters of the SQL sinks. */
 int64_t cs_int(const crash_sink *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The rows of a table as its metadata counts them (iceberg-lite: the
+ * current snapshot's total-records; the SQL sinks: count(*)); -1 when the
+ * table is not there yet. */
+int64_t cs_quick_count(const crash_sink *s, const char *table);
 /* A column of integers, in the query's order; returns the count, *out
  * malloc'd (the caller frees it). Fails the test on an error. */
 size_t cs_list(const crash_sink *s, int64_t **out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Runs a statement that changes the database (the boundary scenario's
- * marker deletion); returns the rows it changed. Fails on an error. */
-int64_t cs_exec(const crash_sink *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Deletes the markers of these connectors, the effects kept (the boundary
+ * scenario); returns how many were deleted. Fails on an error. */
+int64_t cs_forget_markers(const crash_sink *s, const char *const *connectors,
+                          int n);
 /* Drops what the run made (PostgreSQL: its schema), after a pass. */
 void cs_cleanup(const crash_sink *s);
 
@@ -56,7 +66,10 @@ typedef struct crash_env {
     int partitions;
     char topic2[256];          /* a second topic of the connectors, or "" */
     char raw[256], dedup[256]; /* connector names */
+    /* dedup_cfg is "" for a sink without dedup (iceberg-lite): the raw
+     * connector alone runs, and the spawners skip an empty config. */
     char raw_cfg[4096], dedup_cfg[4096];
+    int nconn; /* connectors run: 2, or 1 (raw) without dedup */
     /* What the scenario produced (the expectations). */
     int64_t sent;       /* Kafka messages produced */
     int64_t unique_ids; /* distinct event ids among the valid events */
@@ -98,15 +111,22 @@ int64_t ce_env_int(const char *name, int64_t dflt);
 
 /* `tidemark run` with both connectors (env may be NULL). */
 pid_t ce_spawn(crash_env *e, const char *log, const char *const *env);
-/* `tidemark run CONFIGS...`; every host started so is SIGKILLed when the
- * test exits (a failed check included). */
+/* `tidemark run CONFIGS...` (empty strings skipped); every host started
+ * so is SIGKILLed when the test exits (a failed check included). */
 pid_t ce_spawn_cfgs(const char *const *cfgs, const char *log,
                     const char *const *env);
 /* SIGKILL, and the proof it died by it. */
 void ce_kill(pid_t pid);
 /* SIGTERM, exit 0 expected. */
 void ce_stop(pid_t pid);
+/* The raw table's rows (a count by the sink's observer: a scan for
+ * iceberg-lite). */
 int64_t ce_raw_rows(const crash_env *e);
+/* The same, as quickly as the sink allows, for the loops that wait for
+ * progress before a kill: iceberg-lite answers from the current snapshot's
+ * total-records (Iceberg's own summary field) instead of a scan. Never a
+ * verdict: what was committed at a kill is counted with ce_raw_rows. */
+int64_t ce_raw_progress(const crash_env *e);
 /* Waits until raw rows reach at least lo, then SIGKILLs; fails as
  * inconclusive when the backlog was done first or rows went past hi.
  * Returns the raw rows committed after the kill, guarded: 0 < rows <

@@ -1,6 +1,6 @@
 /* The crash suite: usage crash_suite TIDEMARK_BIN PLUGIN_DIR SINK SCENARIO
- * (SINK sqlite or postgres). One ctest test per scenario and sink; each
- * prints one SUMMARY line with its figures and its duration. */
+ * (SINK sqlite, postgres or iceberg_lite). One ctest test per scenario and
+ * sink; each prints one SUMMARY line with its figures and its duration. */
 #include "crash.h"
 
 #include <stdio.h>

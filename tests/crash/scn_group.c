@@ -13,7 +13,7 @@
  * timeout): only then will the broker take offsets for them. */
 static void wait_groups_empty(crash_env *e, const char *const *groups) {
     int64_t t0 = h_now_ms();
-    for (int g = 0; g < 2; g++)
+    for (int g = 0; g < e->nconn; g++)
         while (h_group_owners(groups[g], e->topic, 0, NULL) != 0) {
             H_CHECK(h_now_ms() - t0 < 30000,
                     "group %s still has members 30 s after the kill",
@@ -33,7 +33,7 @@ static void tamper_groups(crash_env *e, const char *const *groups, tamper t,
         want[p] = t == T_DELETE ? -1001 : t == T_EARLIEST ? lo : hi + 1000;
     }
     size_t used = 0;
-    for (int g = 0; g < 2; g++) {
+    for (int g = 0; g < e->nconn; g++) {
         if (t == T_DELETE)
             h_delete_group(groups[g]);
         else

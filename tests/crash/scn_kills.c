@@ -37,7 +37,7 @@ void scenario_kills(const char *sink) {
         /* Fresh progress first (a kill before the restart committed
          * anything proves nothing new), then a random moment. */
         int64_t t0 = h_now_ms();
-        while (ce_raw_rows(&e) <= prev) {
+        while (ce_raw_progress(&e) <= prev) {
             H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "the host exited");
             H_CHECK(h_now_ms() - t0 < 60000, "kill %d: no progress", k + 1);
             h_sleep_ms(5);

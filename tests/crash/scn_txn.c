@@ -166,7 +166,7 @@ void scenario_txn_compact(const char *sink) {
     const char *raw_only[] = {e.raw_cfg, NULL};
     pid_t pid = ce_spawn_cfgs(raw_only, "run.log", NULL);
     int64_t total = committed + kept, t0 = h_now_ms(), rows;
-    while ((rows = ce_raw_rows(&e)) < total / 3) {
+    while ((rows = ce_raw_progress(&e)) < total / 3) {
         H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
                 (long long)rows);
         h_sleep_ms(5);

@@ -28,6 +28,7 @@ void ce_init(crash_env *e, const char *sink, const char *scenario,
     snprintf(e->topic, sizeof e->topic, "%s", h_name(scenario));
     snprintf(e->raw, sizeof e->raw, "%s", h_name("raw"));
     snprintf(e->dedup, sizeof e->dedup, "%s", h_name("dedup"));
+    e->nconn = e->sink.dedup ? 2 : 1;
     h_create_topic(e->topic, partitions, NULL, NULL);
     e->producer = h_producer(NULL, NULL);
 }
@@ -73,8 +74,10 @@ static void write_config(crash_env *e, const crash_conf *c, const char *name,
 void ce_configs(crash_env *e, const crash_conf *c) {
     write_config(e, c, e->raw, "raw_t", "\"mapping\": {\"mode\": \"raw\"}",
                  e->raw_cfg, sizeof e->raw_cfg);
-    write_config(e, c, e->dedup, "dedup_t", DEDUP_MAPPING, e->dedup_cfg,
-                 sizeof e->dedup_cfg);
+    e->dedup_cfg[0] = '\0';
+    if (e->sink.dedup)
+        write_config(e, c, e->dedup, "dedup_t", DEDUP_MAPPING, e->dedup_cfg,
+                     sizeof e->dedup_cfg);
 }
 
 /* Produces one record without waiting; its offset lands in *off. */
