@@ -148,6 +148,18 @@ def table_dirs():
     return sorted(d for d in os.listdir(LAKE) if os.path.isdir(os.path.join(LAKE, d)))
 
 
+def tables_with_metadata():
+    """(folder, version, metadata) of every table that has a first version
+    (a table is made by its connector's first open)."""
+    for name in table_dirs():
+        d = os.path.join(LAKE, name)
+        try:
+            v, _, meta = load_meta(d)
+        except RuntimeError:
+            continue
+        yield d, v, meta
+
+
 _rows_cache = {}  # table name -> (version, rows)
 _file_cache = {}  # data file path -> its rows (data files never change)
 
@@ -179,11 +191,7 @@ def table_rows(name):
 
 def markers_table():
     rows = []
-    for name in table_dirs():
-        try:
-            _, _, meta = load_meta(os.path.join(LAKE, name))
-        except RuntimeError:
-            continue  # not created yet: no markers
+    for _, _, meta in tables_with_metadata():
         rows += markers_of(meta)
     cols = ["connector", "topic", "partition", "next_offset", "epoch", "rows",
             "dead_letters", "filtered", "duplicates"]
@@ -194,12 +202,7 @@ def markers_table():
 
 def dead_letters_table():
     rows = []
-    for name in table_dirs():
-        d = os.path.join(LAKE, name)
-        try:
-            _, _, meta = load_meta(d)
-        except RuntimeError:
-            continue
+    for d, _, meta in tables_with_metadata():
         conns = {m["connector"] for m in markers_of(meta)}
         conn = conns.pop() if len(conns) == 1 else None
         for rel in dead_letter_files(d, meta):
@@ -242,12 +245,7 @@ def forget(connectors):
     marker keys (summary and properties), as a commit does: a temp file,
     fsynced, linked to the next version name (never overwritten)."""
     gone = 0
-    for name in table_dirs():
-        d = os.path.join(LAKE, name)
-        try:
-            v, _, meta = load_meta(d)
-        except RuntimeError:
-            continue
+    for d, v, meta in tables_with_metadata():
         keys = set()
         for m in markers_of(meta):
             if m["connector"] in connectors:
