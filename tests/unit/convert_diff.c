@@ -237,6 +237,71 @@ const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
     return why;
 }
 
+/* Pointers to v and its descendants, in document order, into paths
+ * (malloc'd; at most max; NULL entries where memory ran out). */
+typedef struct path_list {
+    char **paths;
+    size_t n, max;
+} path_list;
+
+static void collect_paths(json_t *v, char *path, size_t len, size_t cap,
+                          path_list *l) {
+    if (l->n == l->max)
+        return;
+    l->paths[l->n++] = strndup(path, len);
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            int k = snprintf(path + len, cap - len, "/%zu", i);
+            if (k > 0 && (size_t)k < cap - len)
+                collect_paths(json_array_get(v, i), path, len + (size_t)k, cap,
+                              l);
+        }
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach(v, key, member) {
+            size_t k = len;
+            if (k < cap)
+                path[k++] = '/';
+            for (const char *c = key; *c && k + 2 < cap; c++) {
+                if (*c == '~' || *c == '/') { /* RFC 6901 escapes */
+                    path[k++] = '~';
+                    path[k++] = *c == '~' ? '0' : '1';
+                } else {
+                    path[k++] = *c;
+                }
+            }
+            if (k + 2 < cap)
+                collect_paths(member, path, k, cap, l);
+        }
+    }
+}
+
+const char *tm_diff_check_own_paths(tm_diff *d, const char *doc, size_t n,
+                                    size_t max) {
+    json_t *tree = json_loadb(doc, n, JSON_DECODE_ANY, NULL);
+    if (!tree)
+        return NULL;
+    char path[512];
+    path_list l = {calloc(max ? max : 1, sizeof(char *)), 0, max};
+    const char *why = l.paths ? NULL : differ(d, "out of memory");
+    if (!why)
+        collect_paths(tree, path, 0, sizeof path, &l);
+    for (size_t i = 0; !why && i < l.n; i++)
+        if (!l.paths[i])
+            why = differ(d, "out of memory");
+    for (size_t i = 0; !why && i < l.n; i += MAX_POINTERS) {
+        size_t k = l.n - i < MAX_POINTERS ? l.n - i : MAX_POINTERS;
+        why = tm_diff_check_pointers(d, doc, n,
+                                     (const char *const *)l.paths + i, k);
+    }
+    for (size_t i = 0; l.paths && i < l.n; i++)
+        free(l.paths[i]);
+    free(l.paths);
+    json_decref(tree);
+    return why;
+}
+
 /* ---- whole records ---- */
 
 static const char *OUTCOMES[] = {"ROW", "DEAD_LETTER", "FILTERED"};

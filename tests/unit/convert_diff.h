@@ -31,6 +31,12 @@ const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
                                    const char *const *pointers,
                                    size_t npointers);
 
+/* The values-found level with pointers to the document's own values (as
+ * jansson reads it), the first `max` in document order; NULL when it is
+ * not JSON. */
+const char *tm_diff_check_own_paths(tm_diff *d, const char *doc, size_t n,
+                                    size_t max);
+
 /* How many documents each path accepted as JSON so far (the corpus
  * should hold both kinds). */
 void tm_diff_counts(const tm_diff *d, size_t *valid, size_t *invalid);
