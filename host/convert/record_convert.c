@@ -60,7 +60,7 @@ fail:
 }
 
 tm_converter *tm_converter_new(const tm_connector_config *cfg) {
-    return tm_converter_new_with(cfg, TM_PARSER_JANSSON);
+    return tm_converter_new_with(cfg, TM_PARSER_EXTRACTOR);
 }
 
 /* ---- details ---- */
