@@ -4,19 +4,22 @@
 # sink's own ceiling at the same batch size. Also writes $RESULTS/throughput.tsv for the
 # plot part.
 
-# sink_ceiling SINK BATCH: rows/s of the sink's bare loop (its per-sink benchmark), on at
-# most 200 000 rows (50 000 at 100 rows a batch, where the iceberg-lite sink is slow),
-# median of 3. Those benchmarks use their own rows, of a similar width.
+# sink_ceiling SINK BATCH: "CEILING ALONE" in rows/s: the sink's bare loop (its per-sink
+# benchmark's ceiling) and the sink alone through the plugin API (the same benchmark's
+# sink loop, no Kafka, no conversion), on at most 200 000 rows (50 000 at 100 rows a
+# batch, where the iceberg-lite sink is slow), medians of 3. Those benchmarks use their
+# own rows, of a similar width. e2e / alone is what the host costs on top of the sink.
 sink_ceiling() {
   local sink="$1" batch="$2" rows=$((RECORDS < 200000 ? RECORDS : 200000))
   [ "$batch" -gt 100 ] || rows=$((rows < 50000 ? rows : 50000))
   case "$sink" in
     sqlite) "$B/tests/bench/sqlite_bench" --rows "$rows" --batch "$batch" --reps 3 --dir "$WORK" |
-      sed -n 's/^bare loop: \([0-9]*\).*/\1/p' ;;
+      awk '/^bare loop:/ { c = $3 } /^sink:/ { a = $2 } END { print c, a }' ;;
     postgres) "$B/tests/bench/postgres_bench" --rows "$rows" --batch "$batch" --reps 3 \
-      --json text --loops text | sed -n 's/^doc text: (b) copy text *\([0-9]*\).*/\1/p' ;;
+      --json text --loops sink,text |
+      awk '/^doc text: \(b\) copy text/ { c = $6 } /^doc text: sink / { a = $4 } END { print c, a }' ;;
     iceberg_lite) "$B/tests/bench/iceberg_bench" --rows "$rows" --batch "$batch" --reps 3 --dir "$WORK" |
-      sed -n 's/^ceiling (encoder + fdatasync per batch): \([0-9]*\).*/\1/p' ;;
+      awk '/^ceiling \(encoder/ { c = $7 } /^sink:/ { a = $2 } END { print c, a }' ;;
   esac
 }
 
@@ -34,7 +37,7 @@ consume_ceiling() {
 
 declare -A TP_RATE   # "SINK BATCH" -> tidemark end to end records/s, for the peer part
 part_throughput() {
-  local b sink name ceil
+  local b sink name ceil alone
   consume_ceiling
   : >"$RESULTS/throughput.tsv"
   for b in ${BATCHES//,/ }; do
@@ -44,11 +47,15 @@ part_throughput() {
       drain "$name" "$RECORDS" 50 "$WORK/$name.json"
       TP_RATE["$sink $b"]=$DRAIN_RATE
       say "[throughput] $name: launch to first commit $DRAIN_START_TO_FIRST_MS ms; sampler: $DRAIN_RES"
-      ceil="$(sink_ceiling "$sink" "$b")"
+      read -r ceil alone <<<"$(sink_ceiling "$sink" "$b")"
       result throughput "$sink ceiling (bare loop), batches of $b" "$ceil" rows/s \
         "consume ceiling" "$CONSUME_CEIL"
       result throughput "tidemark -> $sink, batches of $b" "$DRAIN_RATE" records/s \
         "$sink ceiling, batches of $b" "$ceil"
+      result throughput "$sink sink alone (plugin API), batches of $b" "$alone" rows/s \
+        "$sink ceiling, batches of $b" "$ceil"
+      result throughput "tidemark -> $sink, batches of $b, / sink alone" "$DRAIN_RATE" records/s \
+        "$sink sink alone, batches of $b" "$alone"
       result throughput "tidemark -> $sink, batches of $b, / consume ceiling" "$DRAIN_RATE" records/s \
         "consume ceiling" "$CONSUME_CEIL"
       result throughput "peak RSS, tidemark -> $sink, batches of $b" "$((DRAIN_RSS_KIB / 1024))" MiB
