@@ -94,6 +94,9 @@ num.recovery.threads.per.data.dir=1
 background.threads=4
 log.cleaner.threads=1
 log.cleaner.dedupe.buffer.size=16777216
+# The cleaner looks for work every second, not every 15 s (the default): a test that
+# waits for a compacted topic to be stable must not mistake the pause for the end.
+log.cleaner.backoff.ms=1000
 log.retention.hours=168
 CONF
   cat > "$LOG4J" <<'L4J'

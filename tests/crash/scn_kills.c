@@ -1,7 +1,9 @@
 /* Scenario 2, repeated kills: one backlog, the host killed with SIGKILL
- * again and again at random moments (each after fresh progress, a random
- * delay later; seed printed, TIDEMARK_CRASH_SEED sets it), restarted on
- * the same state each time; then the verdict of scenario 1. */
+ * again and again at random moments spread across it (kill k once the
+ * rows pass a random point of its own slice of the first 80 %, and always
+ * after fresh progress, then a random delay; seed printed,
+ * TIDEMARK_CRASH_SEED sets it), restarted on the same state each time;
+ * then the verdict of scenario 1. */
 #include "crash.h"
 
 #include <signal.h>
@@ -34,12 +36,20 @@ void scenario_kills(const char *sink) {
     size_t used = 0;
     for (int k = 0; k < kills; k++) {
         pid_t pid = ce_spawn(&e, "run.log", NULL);
-        /* Fresh progress first (a kill before the restart committed
-         * anything proves nothing new), then a random moment. */
+        /* A random point of this kill's slice, past fresh progress (a
+         * kill before the restart committed anything proves nothing new),
+         * then a random moment. */
+        int64_t lo = total * 8 / 10 * k / kills,
+                hi = total * 8 / 10 * (k + 1) / kills;
+        int64_t target = lo + rand() % (hi - lo > 0 ? hi - lo : 1);
+        if (target <= prev)
+            target = prev + 1;
         int64_t t0 = h_now_ms();
-        while (ce_raw_progress(&e) <= prev) {
+        while (ce_raw_progress(&e) < target) {
             H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "the host exited");
-            H_CHECK(h_now_ms() - t0 < 60000, "kill %d: no progress", k + 1);
+            H_CHECK(h_now_ms() - t0 < 60000,
+                    "kill %d: no progress to %lld raw rows in 60 s", k + 1,
+                    (long long)target);
             h_sleep_ms(5);
         }
         int64_t delay = max_delay ? rand() % (max_delay + 1) : 0;

@@ -2,6 +2,7 @@
  * how the judge reads the database itself (sqlite3 / libpq as observers). */
 #include "crash.h"
 
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -127,6 +128,12 @@ static void observer_start(const crash_sink *s) {
     }
     close(in[0]);
     close(out[1]);
+    /* Not inherited by what this process starts later: a broker started
+     * again by a restart scenario holding the observer's stdin would keep
+     * it alive past the test, and ctest waiting for its stderr. */
+    H_CHECK(fcntl(in[1], F_SETFD, FD_CLOEXEC) == 0 &&
+                fcntl(out[0], F_SETFD, FD_CLOEXEC) == 0,
+            "fcntl FD_CLOEXEC");
     signal(SIGPIPE, SIG_IGN); /* a dead observer is an error, not a kill */
     to_obs = fdopen(in[1], "w");
     from_obs = fdopen(out[0], "r");
