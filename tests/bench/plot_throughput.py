@@ -39,7 +39,8 @@ def main():
             x = i + (j - (len(batches) - 1) / 2) * width
             ax.bar(x, e2e, width * 0.9, color=colours[j % len(colours)],
                    label=f"tidemark end to end, batches of {b}" if i == 0 else None)
-            ax.text(x, e2e * 1.08, f"{e2e / 1000:.0f}k", ha="center", va="bottom",
+            label = f"{e2e / 1000:.1f}k" if e2e < 10000 else f"{e2e / 1000:.0f}k"
+            ax.text(x, e2e * 1.08, label, ha="center", va="bottom",
                     fontsize=8)
             if ceil > 0:
                 ax.hlines(ceil, x - width * 0.45, x + width * 0.45, colors="black",
@@ -52,7 +53,7 @@ def main():
     ax.set_yscale("log")
     # Bars on a log scale need an explicit floor: a decade under the smallest figure.
     low = min([r[2] for r in rows] + [r[3] for r in rows if r[3] > 0])
-    ax.set_ylim(bottom=10 ** math.floor(math.log10(low / 2)), top=consume * 2.5)
+    ax.set_ylim(bottom=10 ** math.floor(math.log10(low / 2)), top=max([consume] + [r[3] for r in rows]) * 2.5)
     ax.set_xticks(range(len(sinks)))
     ax.set_xticklabels(sinks)
     ax.set_ylabel("records/s (log scale)")
