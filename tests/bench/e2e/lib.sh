@@ -76,8 +76,11 @@ config() {
     iceberg_lite) settings="{\"path\": \"$WORK/$name-table\"}" ;;
     *) die "unknown sink $sink" ;;
   esac
+  # BENCH_KAFKA_PROPERTIES: a JSON object of librdkafka settings for every connector
+  # ($.kafka.properties), to rerun a part with other queue sizes.
+  local props="${BENCH_KAFKA_PROPERTIES:+, \"properties\": $BENCH_KAFKA_PROPERTIES}"
   cat >"$file" <<EOF
-{"name": "$name", "kafka": {"bootstrap_servers": "$KB", "topics": ["$t"]},
+{"name": "$name", "kafka": {"bootstrap_servers": "$KB", "topics": ["$t"]$props},
  "batch": {"max_records": $batch, "max_wait_ms": 200},
  "sink": {"plugin": "$sink", "settings": $settings},
  "mapping": $MAPPING, "state_dir": "$WORK/state"}
@@ -178,7 +181,7 @@ drain() {
   if [ -n "$perf_pid" ]; then
     kill -INT "$perf_pid" 2>/dev/null || true
     wait "$perf_pid" 2>/dev/null || true
-    perf report -q -i "$RESULTS/$name.perf.data" --no-children --sort dso --stdio 2>/dev/null |
+    perf report -q -i "$RESULTS/$name.perf.data" --no-children --sort dso -g none --stdio 2>/dev/null |
       grep -v '^$' | head -15 >"$RESULTS/$name.perf-dso.txt" || true
     say "[perf] $name: $RESULTS/$name.perf.data; by shared object: $(head -6 "$RESULTS/$name.perf-dso.txt" | awk '{printf "%s %s; ", $1, $2}')"
   fi
