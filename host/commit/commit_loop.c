@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commit/commit_internal.h"
+#include "kafka/consumer.h"
 #include "kafka/message_view.h"
 #include "services/log.h"
 
@@ -85,6 +86,12 @@ static void on_error(tm_connector *c, rd_kafka_message_t *m) {
                       topic, m->partition, m->offset,
                       rd_kafka_message_errstr(m));
         return;
+    case RD_KAFKA_RESP_ERR__FATAL: {
+        char why[512];
+        rd_kafka_fatal_error(c->rk, why, sizeof why);
+        tm_consumer_fatal(c, why);
+        return;
+    }
     case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
@@ -214,7 +221,8 @@ void tm_commit_serve(tm_connector *c, int64_t ms) {
 }
 
 void tm_commit_loop_run(tm_connector *c) {
-    while (!atomic_load(c->stop) && c->state != TM_CONN_FAILED) {
+    while (!atomic_load(c->stop) && c->state != TM_CONN_FAILED &&
+           !c->consumer_fatal) {
         int timeout = POLL_MS;
         if (c->batch_open) {
             int64_t left =
@@ -237,11 +245,13 @@ void tm_commit_loop_run(tm_connector *c) {
         tm_conn_status_tick(c, 0);
     }
     /* SIGTERM: finish the batch in flight if it can be done promptly,
-     * else abandon it (safe: the markers did not move). */
-    if (c->batch_open && c->state != TM_CONN_FAILED)
+     * else abandon it (safe: the markers did not move). A consumer that
+     * failed fatally drops it: the next consumer reads it again. */
+    if (c->batch_open && c->state != TM_CONN_FAILED && !c->consumer_fatal)
         tm_commit_batch(c, tm_now_ms() + 5000);
     if (c->batch_open)
-        tm_commit_drop_batch(c, "stopping");
+        tm_commit_drop_batch(c, c->consumer_fatal ? "the consumer failed"
+                                                  : "stopping");
 }
 
 void tm_commit_on_revoke(tm_connector *c,

@@ -7,7 +7,8 @@
 #include "runtime/connector_state.h"
 
 /* Runs until *c->stop is set (then finishes or abandons the batch in
- * flight) or the connector is FAILED. */
+ * flight), the connector is FAILED, or the consumer failed fatally (the
+ * batch in flight dropped; c->consumer_fatal set). */
 void tm_commit_loop_run(tm_connector *c);
 
 /* The rebalance callback's revoke: a batch never outlives the assignment

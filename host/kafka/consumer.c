@@ -12,10 +12,32 @@
 #include "kafka/kafka_conf.h"
 #include "services/log.h"
 
+/* The opaque of one consumer's callbacks. closing is set before that
+ * consumer is closed on the watchdog's thread: from then on its callbacks
+ * may run on that thread, beside the connector's thread (which may already
+ * run the next consumer), and they touch nothing of the connector, not
+ * even its config: only this link, which the close frees. */
+struct tm_consumer_link {
+    tm_connector *c;
+    atomic_int closing;
+};
+
+void tm_consumer_fatal(tm_connector *c, const char *why) {
+    if (c->consumer_fatal)
+        return;
+    c->consumer_fatal = 1;
+    tm_conn_error(c, 0,
+                  "Kafka consumer fatal error: %s; the consumer is made "
+                  "again and rejoins the group (the markers say where each "
+                  "partition goes on)",
+                  why);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque) {
-    tm_connector *c = opaque;
-    if (atomic_load(&c->closing)) {
+    struct tm_consumer_link *link = opaque;
+    tm_connector *c = link->c;
+    if (atomic_load(&link->closing)) {
         /* Leaving the group: complete whatever the group asks, take
          * nothing (no records are processed any more), touch nothing of
          * the connector. The partitions stay listed for the last status. */
@@ -68,8 +90,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
-    const tm_connector *c = rd_kafka_opaque(rk);
-    if (c && atomic_load(&c->closing))
+    const struct tm_consumer_link *link = rd_kafka_opaque(rk);
+    const tm_connector *c = link ? link->c : NULL;
+    if (link && atomic_load(&link->closing))
         c = NULL; /* on the close thread: the config may be gone */
     tm_log(level <= 3   ? TM_LOG_ERROR
            : level <= 4 ? TM_LOG_WARN
@@ -79,13 +102,14 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
 
 static void error_cb(rd_kafka_t *rk, int err, const char *reason,
                      void *opaque) {
-    tm_connector *c = opaque;
-    if (atomic_load(&c->closing))
+    struct tm_consumer_link *link = opaque;
+    if (atomic_load(&link->closing))
         return;
+    tm_connector *c = link->c;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
         rd_kafka_fatal_error(rk, why, sizeof why);
-        tm_conn_error(c, 1, "Kafka consumer fatal error: %s", why);
+        tm_consumer_fatal(c, why);
         return;
     }
     /* Transient (brokers down, timeouts): librdkafka retries by itself. */
@@ -109,7 +133,14 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
         tm_kafka_conf_new(cfg, TM_KAFKA_CONSUMER, errstr, errsize);
     if (!conf)
         return -1;
-    rd_kafka_conf_set_opaque(conf, c);
+    struct tm_consumer_link *link = calloc(1, sizeof *link);
+    if (!link) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(errstr, errsize, "out of memory");
+        return -1;
+    }
+    link->c = c;
+    rd_kafka_conf_set_opaque(conf, link);
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
     rd_kafka_conf_set_log_cb(conf, log_cb);
     rd_kafka_conf_set_error_cb(conf, error_cb);
@@ -117,9 +148,11 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
     if (!c->rk) {
         rd_kafka_conf_destroy(conf);
+        free(link);
         snprintf(errstr, errsize, "cannot create the consumer: %s", why);
         return -1;
     }
+    c->link = link;
     rd_kafka_poll_set_consumer(c->rk);
     size_t n = cfg->kafka.topic_regex ? 1 : cfg->kafka.ntopics;
     rd_kafka_topic_partition_list_t *subs =
@@ -145,6 +178,8 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
                  rd_kafka_err2str(err));
         rd_kafka_destroy(c->rk);
         c->rk = NULL;
+        free(c->link);
+        c->link = NULL;
         return -1;
     }
     return 0;
@@ -154,11 +189,14 @@ oom:
     snprintf(errstr, errsize, "out of memory");
     rd_kafka_destroy(c->rk);
     c->rk = NULL;
+    free(c->link);
+    c->link = NULL;
     return -1;
 }
 
 typedef struct close_job {
     rd_kafka_t *rk;
+    struct tm_consumer_link *link; /* freed once rk is destroyed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
@@ -169,6 +207,7 @@ static void *close_thread(void *arg) {
     close_job *j = arg;
     rd_kafka_consumer_close(j->rk);
     rd_kafka_destroy(j->rk);
+    free(j->link); /* no callback comes after the destroy */
     pthread_mutex_lock(&j->mu);
     j->done = 1;
     int abandoned = j->abandoned;
@@ -187,21 +226,25 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
         return;
     close_job *j = calloc(1, sizeof *j);
     pthread_t th;
+    struct tm_consumer_link *link = c->link;
+    atomic_store(&link->closing, 1);
+    c->link = NULL;
     if (!j || pthread_mutex_init(&j->mu, NULL) != 0) {
         free(j);
-        atomic_store(&c->closing, 1);
         rd_kafka_consumer_close(c->rk); /* no watchdog: close inline */
         rd_kafka_destroy(c->rk);
+        free(link);
         c->rk = NULL;
         return;
     }
     pthread_cond_init(&j->cv, NULL);
-    atomic_store(&c->closing, 1);
     j->rk = c->rk;
+    j->link = link;
     c->rk = NULL;
     if (pthread_create(&th, NULL, close_thread, j) != 0) {
         rd_kafka_consumer_close(j->rk);
         rd_kafka_destroy(j->rk);
+        free(link);
         pthread_mutex_destroy(&j->mu);
         pthread_cond_destroy(&j->cv);
         free(j);

@@ -118,6 +118,46 @@ static void wait_failed(tm_connector *c) {
     }
 }
 
+/* After a fatal consumer error: the old consumer closed (its callbacks
+ * touch nothing of c any more), the partitions forgotten, a new consumer
+ * subscribed; the group's assignment claims them again from the markers,
+ * as at start. Four fatal errors in a row, each within a minute of the
+ * last, end in FAILED: something keeps killing the consumer (two hosts
+ * with one group.instance.id, say). 0, or -1 when FAILED. */
+#define CONSUMER_RESTARTS_MAX 3
+static int restart_consumer(tm_connector *c) {
+    tm_consumer_stop(c, 5000);
+    for (size_t i = 0; i < c->nparts; i++)
+        free(c->parts[i].topic);
+    c->nparts = 0;
+    c->markers_dirty = 1;
+    int64_t now = tm_now_ms();
+    c->consumer_restarts =
+        c->consumer_restarts && now - c->consumer_restart_ms < 60000
+            ? c->consumer_restarts + 1
+            : 1;
+    c->consumer_restart_ms = now;
+    if (c->consumer_restarts > CONSUMER_RESTARTS_MAX) {
+        tm_conn_error(c, 1,
+                      "the Kafka consumer failed fatally %d times in a row, "
+                      "each within a minute of the last; the last: %s",
+                      c->consumer_restarts, c->last_error);
+        return -1;
+    }
+    c->consumer_fatal = 0;
+    char why[1024];
+    if (tm_consumer_start(c, why, sizeof why) != 0) {
+        tm_conn_error(c, 1, "%s", why);
+        return -1;
+    }
+    tm_log(TM_LOG_INFO, c->cfg->name,
+           "consumer made again after a fatal error (%d in a row); joining "
+           "group %s",
+           c->consumer_restarts, c->cfg->kafka.group_id);
+    tm_conn_status_tick(c, 1);
+    return 0;
+}
+
 tm_run_result tm_connector_run(const tm_connector_config *cfg,
                                const tm_run_options *opt,
                                const atomic_int *stop) {
@@ -180,6 +220,9 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
            cfg->kafka.group_id);
     tm_conn_status_tick(c, 1);
     tm_commit_loop_run(c);
+    while (c->consumer_fatal && !atomic_load(c->stop) &&
+           c->state != TM_CONN_FAILED && restart_consumer(c) == 0)
+        tm_commit_loop_run(c);
     /* Leave the group promptly: a stopping host hands its partitions
      * over; a failed one must not keep them stuck. */
     tm_consumer_stop(c, 5000);

@@ -41,13 +41,18 @@ typedef struct tm_connector {
     const tm_connector_config *cfg;
     tm_sink_instance sink;
     rd_kafka_t *rk;
+    /* The opaque of c->rk's callbacks (kafka/consumer.c): one per consumer
+     * made, so that a consumer being closed on the watchdog's thread while
+     * the next one runs never touches the connector. */
+    struct tm_consumer_link *link;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
     const atomic_int *stop;              /* set by the signal thread */
-    /* Set before the consumer is closed on the watchdog's thread: from then
-     * on librdkafka's callbacks may run on that thread, and they touch
-     * nothing of the connector (not even its config) but this flag. */
-    atomic_int closing;
-    int close_abandoned; /* the close outlived its watchdog: c is leaked */
+    int close_abandoned; /* a close outlived its watchdog: c is leaked */
+    /* librdkafka raised a fatal error (seen: a static member fenced by its
+     * own rejoin after a broker restart): the consumer is made again. */
+    int consumer_fatal;
+    int consumer_restarts;       /* in a row, each within a minute */
+    int64_t consumer_restart_ms; /* monotonic, the last one */
 
     tm_part *parts;
     size_t nparts, cap;

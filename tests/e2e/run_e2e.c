@@ -359,6 +359,18 @@ static void scenario_raw(void) {
  * group mid-stream, then the first is killed with SIGKILL mid-batch; the
  * survivor takes every partition over from the sink's markers. Nothing is
  * lost or applied twice. */
+/* Starts a host and waits until table t holds at least rows rows. */
+static pid_t spawn_until_rows(const char *cfg, const char *log, const char *db,
+                              int64_t rows) {
+    pid_t pid = h_spawn(cfg, log);
+    int64_t t0 = h_now_ms();
+    while (q(db, "SELECT count(*) FROM t") < rows) {
+        H_CHECK(h_now_ms() - t0 < 60000, "%s: the host makes no progress", log);
+        h_sleep_ms(20);
+    }
+    return pid;
+}
+
 static void scenario_two_hosts(void) {
     const char *topic = h_name("scale");
     char name[256];
@@ -376,18 +388,13 @@ static void scenario_two_hosts(void) {
         "a.json", name, topic, db, "\"max_records\": 300", props, JSON_MAPPING);
     const char *cfg_b = sqlite_config(
         "b.json", name, topic, db, "\"max_records\": 300", props, JSON_MAPPING);
-    pid_t a = h_spawn(cfg_a, "a.log");
-    int64_t t0 = h_now_ms();
-    while (q(db, "SELECT count(*) FROM t") < 3000) {
-        H_CHECK(h_now_ms() - t0 < 60000, "host A makes no progress");
-        h_sleep_ms(20);
-    }
+    pid_t a = spawn_until_rows(cfg_a, "a.log", db, 3000);
     pid_t b = h_spawn(cfg_b, "b.log");
     for (int part = 0; part < 4; part++)
         h_produce_many(p, topic, part, part * 100000 + 15000, 5000,
                        "{\"id\": %d, \"name\": \"second wave\"}");
     /* Host B owns partitions once their epoch moved past A's first claim. */
-    t0 = h_now_ms();
+    int64_t t0 = h_now_ms();
     while (q(db, "SELECT max(epoch) FROM tidemark_markers") < 2) {
         H_CHECK(h_now_ms() - t0 < 60000,
                 "inconclusive: host B never claimed a partition");
@@ -405,6 +412,66 @@ static void scenario_two_hosts(void) {
     H_CHECK(q(db, "SELECT min(epoch) FROM tidemark_markers") >= 2,
             "a partition was never claimed again after the kill");
     stop_clean(b);
+    rd_kafka_destroy(p);
+}
+
+/* Waits until the host's log holds text; fails naming what was awaited. */
+static void wait_log(const char *log, const char *text, int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file(log), text)) {
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "inconclusive: %s never said \"%s\" in %d ms", log, text,
+                timeout_ms);
+        h_sleep_ms(50);
+    }
+}
+
+/* A fatal consumer error under a running host: a second process with the
+ * same group.instance.id takes the static member's place, and the broker
+ * fences host A (librdkafka: "Static consumer fenced", a fatal error, the
+ * consumer finished for good; seen after a broker restart too). B is
+ * killed at once; A must make a new consumer, rejoin, claim again and
+ * catch up alone: exactly once, against the database. */
+static void scenario_static_fenced(void) {
+    const char *topic = h_name("static");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("static"));
+    h_create_topic(topic, 2, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 100000, 20000,
+                       "{\"id\": %d, \"name\": \"first wave\"}");
+    const char *db = db_path("static.db");
+    char props[512];
+    snprintf(props, sizeof props,
+             "\"group.instance.id\": \"%s-x\", \"session.timeout.ms\": "
+             "\"6000\", \"heartbeat.interval.ms\": \"500\"",
+             name);
+    const char *cfg_a = sqlite_config(
+        "a.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
+    const char *cfg_b = sqlite_config(
+        "b.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
+    pid_t a = spawn_until_rows(cfg_a, "a.log", db, 2000);
+    pid_t b = h_spawn(cfg_b, "b.log");
+    wait_log("a.log", "Kafka consumer fatal error", 60000);
+    int rc = h_stop(b, SIGKILL, 5000, NULL);
+    H_CHECK(rc == 128 + SIGKILL, "host B was not killed (exit %d)", rc);
+    int64_t at = q(db, "SELECT count(*) FROM t");
+    H_CHECK(at < 40000, "inconclusive: all applied when A was fenced");
+    h_step("host A fenced by B's join (same group.instance.id) at %lld rows; "
+           "B killed",
+           (long long)at);
+    wait_log("a.log", "consumer made again after a fatal error", 60000);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 100000 + 20000, 5000,
+                       "{\"id\": %d, \"name\": \"second wave\"}");
+    h_wait_caught_up(db, name, topic, 2, 120000);
+    check_no_dup(db, 50000);
+    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 50000,
+            "ids: not 50000 distinct");
+    H_CHECK(!strstr(h_read_file("a.log"), "FAILED"),
+            "host A went FAILED instead of making a new consumer");
+    stop_clean(a);
     rd_kafka_destroy(p);
 }
 
@@ -1161,6 +1228,7 @@ int main(int argc, char **argv) {
         {"filter_dedup", scenario_filter_dedup},
         {"raw", scenario_raw},
         {"two_hosts", scenario_two_hosts},
+        {"static_fenced", scenario_static_fenced},
         {"dead_letter_topic", scenario_dead_letter_topic},
         {"latest_and_regex", scenario_latest_and_regex},
         {"retry_locked", scenario_retry_locked},
