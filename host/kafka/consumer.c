@@ -272,7 +272,6 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
         pthread_cond_destroy(&j->cv);
         free(j);
     } else {
-        c->close_abandoned = 1;
         tm_log(TM_LOG_WARN, c->cfg->name,
                "consumer close did not finish within %d ms; leaving it "
                "behind (the group will time this member out)",

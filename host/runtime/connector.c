@@ -246,9 +246,8 @@ failed:
     tm_status_writer_close(c->status);
     tm_log(TM_LOG_INFO, cfg->name, "%s",
            result == TM_RUN_STOPPED ? "stopped" : "stopped after FAILED");
-    /* A close left behind may still call back with c as its opaque: c
-     * stays allocated (the process is about to exit). */
-    if (!c->close_abandoned)
-        free(c);
+    /* A close left behind calls back with its own link, never with c
+     * (kafka/consumer.c): c can go. */
+    free(c);
     return result;
 }

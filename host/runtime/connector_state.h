@@ -47,7 +47,6 @@ typedef struct tm_connector {
     struct tm_consumer_link *link;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
     const atomic_int *stop;              /* set by the signal thread */
-    int close_abandoned; /* a close outlived its watchdog: c is leaked */
     /* librdkafka raised a fatal error (seen: a static member fenced by its
      * own rejoin after a broker restart): the consumer is made again. */
     int consumer_fatal;
