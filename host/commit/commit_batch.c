@@ -183,7 +183,8 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
         b.dead_letters = NULL;
         b.ndead_letters = 0;
     }
-    int paused = 0, dlq_sent = !c->dlq || built->ndead_letters == 0;
+    int paused = 0, applied = 0,
+        dlq_sent = !c->dlq || built->ndead_letters == 0;
     tm_backoff_reset(&c->backoff);
     for (;;) {
         tm_status st;
@@ -206,6 +207,7 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
         }
         if (st == TM_OK || st == TM_ALREADY) {
             on_applied(c, &b, st);
+            applied = 1;
             break;
         }
         if (st == TM_RETRY) {
@@ -257,5 +259,10 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
     c->batch_open = 0;
     if (paused && c->state != TM_CONN_FAILED)
         tm_commit_pause_all(c, 0);
-    tm_conn_status_tick(c, 1);
+    /* An applied batch reaches the status file with the next periodic
+     * write (at least every second). Forced after every commit, the write
+     * re-read every marker from the sink first: ten round trips after a
+     * PostgreSQL commit of four, about half the throughput at 100 records
+     * a batch (docs/benchmarks.md). Anything else is written at once. */
+    tm_conn_status_tick(c, !applied);
 }
