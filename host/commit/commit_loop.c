@@ -86,12 +86,7 @@ static void on_error(tm_connector *c, rd_kafka_message_t *m) {
                       topic, m->partition, m->offset,
                       rd_kafka_message_errstr(m));
         return;
-    case RD_KAFKA_RESP_ERR__FATAL: {
-        char why[512];
-        rd_kafka_fatal_error(c->rk, why, sizeof why);
-        tm_consumer_fatal(c, why);
-        return;
-    }
+    case RD_KAFKA_RESP_ERR__FATAL: tm_consumer_fatal(c); return;
     case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:

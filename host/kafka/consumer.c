@@ -22,9 +22,11 @@ struct tm_consumer_link {
     atomic_int closing;
 };
 
-void tm_consumer_fatal(tm_connector *c, const char *why) {
+void tm_consumer_fatal(tm_connector *c) {
     if (c->consumer_fatal)
         return;
+    char why[512];
+    rd_kafka_fatal_error(c->rk, why, sizeof why);
     c->consumer_fatal = 1;
     tm_conn_error(c, 0,
                   "Kafka consumer fatal error: %s; the consumer is made "
@@ -107,9 +109,8 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason,
         return;
     tm_connector *c = link->c;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        char why[512];
-        rd_kafka_fatal_error(rk, why, sizeof why);
-        tm_consumer_fatal(c, why);
+        (void)rk; /* not closing, so rk is c->rk */
+        tm_consumer_fatal(c);
         return;
     }
     /* Transient (brokers down, timeouts): librdkafka retries by itself. */

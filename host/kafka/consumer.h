@@ -16,9 +16,10 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize);
  * commit protocol depends on a clean close). */
 void tm_consumer_stop(tm_connector *c, int timeout_ms);
 
-/* librdkafka reported a fatal error (error callback or a consumer event):
- * the handle is finished. Flags it once, with the reason in the status;
+/* librdkafka reported a fatal error on c->rk (error callback or a consumer
+ * event): the handle is finished. Flags it once, with librdkafka's reason
+ * in the status;
  * the connector's thread makes a new consumer (runtime/connector.c). */
-void tm_consumer_fatal(tm_connector *c, const char *why);
+void tm_consumer_fatal(tm_connector *c);
 
 #endif
