@@ -575,11 +575,28 @@ int main(void) {
     rd_kafka_conf_set_log_cb(rc, log_cb);
     rd_kafka_conf_set_opaque(rc, &feat_id[1]);
     rd_kafka_t *rcons = make(RD_KAFKA_CONSUMER, rc);
+    /* rcons is read_committed, so this "high watermark" is the last stable
+     * offset: it stays at 101 (the start of the aborted transaction) until
+     * the coordinator has written the abort's control marker, which it does
+     * after abort_transaction returned (KIP-98 writes markers
+     * asynchronously). On a loaded machine the first query came too early
+     * (CI: "txn topic high watermark 101, expected 152"): wait for it,
+     * bounded, instead of reading it once. */
     int64_t tlo = -1, thi = -1;
-    rd_kafka_resp_err_t we = rd_kafka_query_watermark_offsets(
-        rcons, txn_topic, 0, &tlo, &thi, 10000);
-    if (we)
-        fail("txn topic watermarks: %s", rd_kafka_err2str(we));
+    const int64_t want_hw = N_TXN_COMMIT + N_TXN_ABORT + 2;
+    double hw_start = now_s(), hw_deadline = hw_start + 20;
+    for (;;) {
+        rd_kafka_resp_err_t we = rd_kafka_query_watermark_offsets(
+            rcons, txn_topic, 0, &tlo, &thi, 10000);
+        if (we)
+            fail("txn topic watermarks: %s", rd_kafka_err2str(we));
+        if (thi >= want_hw || now_s() >= hw_deadline)
+            break;
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    printf("kafka_smoke: txn topic high watermark %" PRId64 " after %.0f ms\n",
+           thi, (now_s() - hw_start) * 1000);
     rd_kafka_topic_partition_list_t *as = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(as, txn_topic, 0)->offset =
         RD_KAFKA_OFFSET_BEGINNING;
