@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 /* Kills the host at the hit-th pass of point; returns the rows committed
- * then in the raw table (*dedup_rows: in the dedup table). */
+ * then in the raw table (*dedup_rows: in the dedup table, which holds the
+ * count before this spawn on entry). raw_before is the raw table's count
+ * before this spawn. */
 static int64_t crash_at(crash_env *e, const char *point, int hit,
-                        int64_t *dedup_rows) {
+                        int64_t raw_before, int64_t *dedup_rows) {
     int fds[2];
     H_CHECK(pipe(fds) == 0, "pipe");
     char fault[64], fdenv[64], hitenv[64];
@@ -52,17 +54,24 @@ static int64_t crash_at(crash_env *e, const char *point, int hit,
      * crash may come before one of them committed anything (seen: the raw
      * connector still retrying its open of the shared SQLite file while
      * the dedup one made its 15 commits): a table not there yet counts 0.
-     * Mid-backlog: something committed, not everything. */
+     * Mid-backlog: this spawn committed something (the hit-1 commits before
+     * the fatal one: the counts carried over from earlier points prove
+     * nothing about this one), not everything. */
     int64_t raw = ce_raw_rows(e);
     int64_t dedup =
         e->sink.dedup ? cs_int(&e->sink, "SELECT count(*) FROM dedup_t") : 0;
     raw = raw < 0 ? 0 : raw;
     dedup = dedup < 0 ? 0 : dedup;
-    H_CHECK(raw + dedup > 0 && raw < e->sent && dedup < e->unique_ids,
-            "inconclusive: crash at %s with %lld of %lld raw rows and %lld of "
-            "%lld dedup rows (want mid-backlog)",
-            point, (long long)raw, (long long)e->sent, (long long)dedup,
-            (long long)e->unique_ids);
+    int64_t raw_new = raw - raw_before, dedup_new = dedup - *dedup_rows;
+    H_CHECK(raw_new + dedup_new > 0 && raw < e->sent && dedup < e->unique_ids,
+            "inconclusive: crash at %s with %lld of %lld raw rows (%+lld "
+            "since this spawn) and %lld of %lld dedup rows (%+lld): want "
+            "progress since the spawn and the backlog not done",
+            point, (long long)raw, (long long)e->sent, (long long)raw_new,
+            (long long)dedup, (long long)e->unique_ids, (long long)dedup_new);
+    h_step("%s: the raw connector committed %lld rows since this spawn, the "
+           "dedup connector %lld",
+           point, (long long)raw_new, (long long)dedup_new);
     *dedup_rows = dedup;
     return raw;
 }
@@ -79,8 +88,9 @@ void scenario_faults(const char *sink) {
     int hit = (int)ce_env_int("TIDEMARK_CRASH_FAULT_HIT", 15);
     char at[512] = "";
     size_t used = 0;
+    int64_t rows = 0, dedup = 0;
     for (int i = 0; i < 4; i++) {
-        int64_t dedup = 0, rows = crash_at(&e, points[i], hit, &dedup);
+        rows = crash_at(&e, points[i], hit, rows, &dedup);
         h_step("crashed at %s (hit %d): %lld raw and %lld dedup rows "
                "committed",
                points[i], hit, (long long)rows, (long long)dedup);
