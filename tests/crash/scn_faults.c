@@ -6,7 +6,6 @@
  * finally without a fault: exactly one copy of everything. */
 #include "crash.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,35 +18,15 @@
  * before this spawn. */
 static int64_t crash_at(crash_env *e, const char *point, int hit,
                         int64_t raw_before, int64_t *dedup_rows) {
-    int fds[2];
-    H_CHECK(pipe(fds) == 0, "pipe");
-    char fault[64], fdenv[64], hitenv[64];
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    char fault[64], hitenv[64];
     snprintf(fault, sizeof fault, "TIDEMARK_FAULT=%s", point);
-    snprintf(fdenv, sizeof fdenv, "TIDEMARK_FAULT_FD=%d", fds[1]);
     snprintf(hitenv, sizeof hitenv, "TIDEMARK_FAULT_HIT=%d", hit);
-    const char *env[] = {fault, fdenv, hitenv, NULL};
+    const char *env[] = {fault, fp.fd_env, hitenv, NULL};
     pid_t pid = ce_spawn(e, "run.log", env);
-    close(fds[1]);
-    struct pollfd pfd = {fds[0], POLLIN, 0};
-    char name[64] = "";
-    ssize_t got = 0;
-    /* The name and its newline come in two writes: read to the newline
-     * or the end (the writer dies). */
-    while ((size_t)got < sizeof name - 1 && !memchr(name, '\n', (size_t)got) &&
-           poll(&pfd, 1, 60000) == 1) {
-        ssize_t n = read(fds[0], name + got, sizeof name - 1 - (size_t)got);
-        if (n <= 0)
-            break;
-        got += n;
-    }
-    close(fds[0]);
+    h_fault_wait(&fp, point, pid, 0);
     int rc = h_stop(pid, 0, 10000, NULL);
-    size_t len = strlen(point);
-    H_CHECK(got > (ssize_t)len && strncmp(name, point, len) == 0 &&
-                name[len] == '\n',
-            "inconclusive: the fault point %s was not reported (read %zd "
-            "bytes)",
-            point, got);
     H_CHECK(rc == 128 + SIGKILL, "%s: the host exited %d, not by SIGKILL",
             point, rc);
     /* The hits are counted across both connectors of the process, so the

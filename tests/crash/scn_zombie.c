@@ -7,25 +7,11 @@
  * and nothing of it lands. Then the verdict over both hosts. */
 #include "crash.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char proc_state(pid_t pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return '?';
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' ? rp[2] : '?';
-}
 
 /* The "fenced" counter of a connector's status file in state dir sd. */
 static int64_t fenced(const char *sd, const char *connector) {
@@ -46,33 +32,13 @@ static int64_t fenced(const char *sd, const char *connector) {
 /* Starts a host that stops itself at its 10th before_begin; returns once
  * the point's name came back and the process is seen stopped. */
 static pid_t zombie(const char *const *cfgs, const char *log) {
-    int fds[2];
-    H_CHECK(pipe(fds) == 0, "pipe");
-    char fdenv[64];
-    snprintf(fdenv, sizeof fdenv, "TIDEMARK_FAULT_FD=%d", fds[1]);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
     const char *env[] = {"TIDEMARK_FAULT=before_begin",
                          "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=10",
-                         fdenv, NULL};
+                         fp.fd_env, NULL};
     pid_t pid = ce_spawn_cfgs(cfgs, log, env);
-    close(fds[1]);
-    char name[64] = "";
-    ssize_t got = 0;
-    struct pollfd pfd = {fds[0], POLLIN, 0};
-    while ((size_t)got < sizeof name - 1 && !memchr(name, '\n', (size_t)got) &&
-           poll(&pfd, 1, 60000) == 1) {
-        ssize_t n = read(fds[0], name + got, sizeof name - 1 - (size_t)got);
-        if (n <= 0)
-            break;
-        got += n;
-    }
-    close(fds[0]);
-    H_CHECK(strncmp(name, "before_begin\n", 13) == 0,
-            "inconclusive: the fault point was not reported (read %zd)", got);
-    int64_t t0 = h_now_ms();
-    while (proc_state(pid) != 'T') {
-        H_CHECK(h_now_ms() - t0 < 5000, "inconclusive: host A did not stop");
-        h_sleep_ms(10);
-    }
+    h_fault_wait(&fp, "before_begin", pid, 1);
     return pid;
 }
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -730,4 +731,57 @@ void h_produce_async(rd_kafka_t *p, const char *topic, int32_t partition,
 void h_flush(rd_kafka_t *p) {
     if (rd_kafka_flush(p, 60000))
         h_fail("flush: not all delivered in 60 s");
+}
+
+void h_fault_pipe_open(h_fault_pipe *fp) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        h_fail("pipe: %s", strerror(errno));
+    fp->rfd = fds[0];
+    fp->wfd = fds[1];
+    snprintf(fp->fd_env, sizeof fp->fd_env, "TIDEMARK_FAULT_FD=%d", fds[1]);
+}
+
+char h_proc_state(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return '?';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp[2] : '?';
+}
+
+void h_fault_wait(h_fault_pipe *fp, const char *point, pid_t pid, int stopped) {
+    close(fp->wfd);
+    char name[64] = "";
+    ssize_t got = 0;
+    struct pollfd pfd = {fp->rfd, POLLIN, 0};
+    /* The name and its newline come in two writes: read to the newline or
+     * the end (the writer dies). */
+    while ((size_t)got < sizeof name - 1 && !memchr(name, '\n', (size_t)got) &&
+           poll(&pfd, 1, 60000) == 1) {
+        ssize_t n = read(fp->rfd, name + got, sizeof name - 1 - (size_t)got);
+        if (n <= 0)
+            break;
+        got += n;
+    }
+    close(fp->rfd);
+    size_t len = strlen(point);
+    if (!(got > (ssize_t)len && strncmp(name, point, len) == 0 &&
+          name[len] == '\n'))
+        h_fail("inconclusive: the fault point %s was not reported (read %zd "
+               "bytes)",
+               point, got);
+    if (!stopped)
+        return;
+    int64_t t0 = h_now_ms();
+    while (h_proc_state(pid) != 'T') {
+        if (h_now_ms() - t0 > 5000)
+            h_fail("inconclusive: the host did not stop at %s", point);
+        h_sleep_ms(10);
+    }
 }

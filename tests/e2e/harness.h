@@ -117,4 +117,22 @@ void h_produce_async(rd_kafka_t *p, const char *topic, int32_t partition,
                      const char *key, const void *val, size_t vlen);
 void h_flush(rd_kafka_t *p);
 
+/* ---- fault points (host/services/fault.h) ---------------------------- */
+
+/* The pipe a host writes the name of the fault point it reached to
+ * (TIDEMARK_FAULT_FD): put fd_env and the TIDEMARK_FAULT* settings into the
+ * spawn's environment, then call h_fault_wait. */
+typedef struct h_fault_pipe {
+    int rfd, wfd;
+    char fd_env[64]; /* "TIDEMARK_FAULT_FD=<wfd>" */
+} h_fault_pipe;
+void h_fault_pipe_open(h_fault_pipe *fp);
+/* Closes the parent's write end, reads the name the host reported (up to
+ * its newline, or the host's death; 60 s at most) and fails the test as
+ * inconclusive unless it is point. With stopped (TIDEMARK_FAULT_ACTION=
+ * stop), also waits until pid is seen stopped. */
+void h_fault_wait(h_fault_pipe *fp, const char *point, pid_t pid, int stopped);
+/* The state letter of /proc/PID/stat ('T' stopped), '?' when gone. */
+char h_proc_state(pid_t pid);
+
 #endif

@@ -812,19 +812,6 @@ static void scenario_two_connectors(void) {
     rd_kafka_destroy(p);
 }
 
-static char proc_state(pid_t pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return '?';
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' ? rp[2] : '?';
-}
-
 /* The zombie: host A stops itself inside a commit (fault point
  * before_begin, action stop), the group gives its partitions to host B,
  * which claims them (raising the epochs) and applies everything. When A
@@ -847,25 +834,13 @@ static void scenario_zombie(void) {
     const char *cfg_b =
         sqlite_config("zb.json", name, topic, db, "\"max_records\": 100", props,
                       JSON_MAPPING);
-    int fds[2];
-    H_CHECK(pipe(fds) == 0, "pipe");
-    char fdenv[64];
-    snprintf(fdenv, sizeof fdenv, "TIDEMARK_FAULT_FD=%d", fds[1]);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
     const char *env[] = {"TIDEMARK_FAULT=before_begin",
                          "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=5",
-                         fdenv, NULL};
+                         fp.fd_env, NULL};
     pid_t a = h_spawn_env(cfg_a, "za.log", env);
-    close(fds[1]);
-    char point[64] = "";
-    ssize_t got = read(fds[0], point, sizeof point - 1);
-    close(fds[0]);
-    H_CHECK(got > 0 && strncmp(point, "before_begin", 12) == 0,
-            "inconclusive: the fault point was not reached (read %zd)", got);
-    int64_t t0 = h_now_ms();
-    while (proc_state(a) != 'T') {
-        H_CHECK(h_now_ms() - t0 < 5000, "inconclusive: host A did not stop");
-        h_sleep_ms(10);
-    }
+    h_fault_wait(&fp, "before_begin", a, 1);
     int64_t applied_by_a = q(db, "SELECT count(*) FROM t");
     h_step("host A stopped inside a commit after %lld rows",
            (long long)applied_by_a);
@@ -879,7 +854,7 @@ static void scenario_zombie(void) {
     kill(a, SIGCONT);
     char state_a[4096];
     snprintf(state_a, sizeof state_a, "%s/state-za.json", h_workdir());
-    t0 = h_now_ms();
+    int64_t t0 = h_now_ms();
     while (status_number(state_a, name, "fenced") < 1) {
         H_CHECK(h_now_ms() - t0 < 30000,
                 "host A's in-flight batch was not FENCED after it resumed");
@@ -1256,25 +1231,13 @@ static void scenario_iceberg_run(void) {
      * committed), so the kill lands mid-stream whatever the host's speed;
      * the point's name is read back and pyiceberg must then see some of the
      * records but not all, else the run is inconclusive. */
-    int fds[2];
-    H_CHECK(pipe(fds) == 0, "pipe");
-    char fdenv[64];
-    snprintf(fdenv, sizeof fdenv, "TIDEMARK_FAULT_FD=%d", fds[1]);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
     const char *env[] = {"TIDEMARK_FAULT=after_commit",
                          "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=3",
-                         fdenv, NULL};
+                         fp.fd_env, NULL};
     pid_t pid = h_spawn_env(cfg, "ice.log", env);
-    close(fds[1]);
-    char point[64] = "";
-    ssize_t got = read(fds[0], point, sizeof point - 1);
-    close(fds[0]);
-    H_CHECK(got > 0 && strncmp(point, "after_commit", 12) == 0,
-            "inconclusive: the fault point was not reached (read %zd)", got);
-    int64_t t0 = h_now_ms();
-    while (proc_state(pid) != 'T') {
-        H_CHECK(h_now_ms() - t0 < 5000, "inconclusive: the host did not stop");
-        h_sleep_ms(10);
-    }
+    h_fault_wait(&fp, "after_commit", pid, 1);
     int rc = h_stop(pid, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "the host was not killed");
     char count_cmd[8192];
@@ -1297,7 +1260,7 @@ static void scenario_iceberg_run(void) {
     const char *args[] = {"verify", cfg, NULL};
     char want[64];
     snprintf(want, sizeof want, "kafka_records=%d ", count + 1);
-    t0 = h_now_ms();
+    int64_t t0 = h_now_ms();
     for (;;) {
         rc = h_tidemark("verify.out", args);
         const char *out = h_read_file("verify.out");
