@@ -55,6 +55,9 @@ typedef struct tm_connector {
 
     tm_part *parts;
     size_t nparts, cap;
+    /* The sink has a marker of this connector: `start: latest` is spent
+     * (commit/claim.c). Never reset: markers are not deleted by the host. */
+    int claimed_before;
 
     tm_batch_builder *bb;
     int batch_open;
