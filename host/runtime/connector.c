@@ -110,8 +110,10 @@ static int open_sink(tm_connector *c) {
 }
 
 /* A FAILED connector keeps its status (and its lock) until the process is
- * told to stop, so that `tidemark status` shows FAILED, not STOPPED. */
-static void wait_failed(tm_connector *c) {
+ * told to stop, so that `tidemark status` shows FAILED, not STOPPED; the
+ * process stops by itself when all its connectors are down (cmd_run.c). */
+static void wait_failed(tm_connector *c, atomic_int *failed) {
+    atomic_store(failed, 1);
     while (!atomic_load(c->stop)) {
         tm_conn_status_tick(c, 0);
         sleep_ms(200);
@@ -160,7 +162,7 @@ static int restart_consumer(tm_connector *c) {
 
 tm_run_result tm_connector_run(const tm_connector_config *cfg,
                                const tm_run_options *opt,
-                               const atomic_int *stop) {
+                               const atomic_int *stop, atomic_int *failed) {
     tm_connector *c = calloc(1, sizeof *c);
     if (!c) {
         tm_log(TM_LOG_ERROR, cfg->name, "out of memory");
@@ -233,7 +235,7 @@ failed:
     if (c->rk)
         tm_consumer_stop(c, 5000);
     if (c->state == TM_CONN_FAILED)
-        wait_failed(c);
+        wait_failed(c, failed);
     else
         c->state = TM_CONN_STOPPED;
     tm_dlq_free(c->dlq);

@@ -209,6 +209,94 @@ static void scenario_latest_grows(void) {
     rd_kafka_destroy(p);
 }
 
+/* A SQLite connector config on one topic; plugin, extra sink settings and
+ * Kafka properties spliced in as given. */
+static const char *config(const char *file, const char *name, const char *topic,
+                          const char *plugin, const char *settings_extra,
+                          const char *props) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"properties\": {%s}}, \"batch\": "
+             "{\"max_wait_ms\": 100}, \"sink\": {\"plugin\": \"%s\", "
+             "\"settings\": {\"path\": \"%s/%s.db\", \"table\": \"t\"%s}}, "
+             "\"state_dir\": \"%s/state\", %s}",
+             name, h_bootstrap(), topic, props, plugin, h_workdir(), file,
+             settings_extra, h_workdir(), JSON_MAPPING);
+    char fname[300];
+    snprintf(fname, sizeof fname, "%s.json", file);
+    return h_write_file(fname, text);
+}
+
+/* The status file of a connector (static buffer), or "" when none. */
+static const char *status_text(const char *connector) {
+    char rel[1024];
+    snprintf(rel, sizeof rel, "state/%s/status.json", connector);
+    return h_read_file(rel);
+}
+
+/* A process whose every connector FAILED at start exits 1 by itself (a
+ * service manager restarts it) with FAILED and the reason in the status
+ * file; one with a healthy connector beside a failed one keeps running. */
+static void scenario_all_failed_exit(void) {
+    const char *topic = h_name("hc-fail");
+    h_create_topic(topic, 1, NULL, NULL);
+    static const struct {
+        const char *what, *plugin, *settings, *props, *reason;
+    } cases[] = {
+        {"unloadable plugin", "hc-no-such-plugin", "", "", "hc-no-such-plugin"},
+        {"unknown sink setting", "sqlite", ", \"no_such_setting\": 1", "",
+         "no_such_setting"},
+        {"session.timeout.ms abc", "sqlite", "",
+         "\"session.timeout.ms\": \"abc\"", "session.timeout.ms"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char file[64], name[256];
+        snprintf(file, sizeof file, "fail%zu", i);
+        snprintf(name, sizeof name, "%s", h_name(file));
+        const char *cfg = config(file, name, topic, cases[i].plugin,
+                                 cases[i].settings, cases[i].props);
+        pid_t pid = h_spawn(cfg, "fail.log");
+        int64_t took;
+        int rc = h_stop(pid, 0, 30000, &took);
+        H_CHECK(rc == 1, "%s: exit %d, expected 1", cases[i].what, rc);
+        const char *st = status_text(name);
+        H_CHECK(strstr(st, "\"FAILED\"") && strstr(st, cases[i].reason),
+                "%s: the status file does not say FAILED with '%s': %s",
+                cases[i].what, cases[i].reason, st);
+        h_step("%s: exit 1 after %lld ms, status FAILED", cases[i].what,
+               (long long)took);
+    }
+
+    /* One FAILED beside one RUNNING: the process stays for the healthy
+     * one, which reaches the end of its topic. */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d}");
+    char good[256], bad[256];
+    snprintf(good, sizeof good, "%s", h_name("hc-good"));
+    snprintf(bad, sizeof bad, "%s", h_name("hc-bad"));
+    const char *cg = config("good", good, topic, "sqlite", "", "");
+    const char *cb =
+        config("bad", bad, topic, "sqlite", ", \"no_such_setting\": 1", "");
+    pid_t pid = h_spawn2(cg, cb, "mixed.log");
+    char db[4200];
+    snprintf(db, sizeof db, "%s/good.db", h_workdir());
+    h_wait_caught_up(db, good, topic, 1, 60000);
+    int64_t t0 = h_now_ms();
+    while (!strstr(status_text(bad), "\"FAILED\"")) {
+        H_CHECK(h_now_ms() - t0 < 30000, "the bad connector is not FAILED");
+        h_sleep_ms(50);
+    }
+    H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+            "the process exited although a connector was healthy");
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, 15000, &took);
+    H_CHECK(rc == 1, "SIGTERM with a FAILED connector: exit %d, expected 1",
+            rc);
+    h_step("one healthy, one FAILED: kept running; SIGTERM: exit 1");
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr,
@@ -220,6 +308,7 @@ int main(int argc, char **argv) {
         void (*fn)(void);
     } scenarios[] = {
         {"latest_grows", scenario_latest_grows},
+        {"all_failed_exit", scenario_all_failed_exit},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
