@@ -297,6 +297,111 @@ static void scenario_all_failed_exit(void) {
     rd_kafka_destroy(p);
 }
 
+/* `tidemark run CONFIG` with stderr and stdout into a pipe (its read end
+ * returned in *rfd) and the log level at debug: a line per commit. */
+static pid_t spawn_piped(const char *cfg, int *rfd) {
+    int fds[2];
+    H_CHECK(pipe(fds) == 0, "pipe failed");
+    pid_t pid = fork();
+    H_CHECK(pid >= 0, "fork failed");
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        setenv("TIDEMARK_LOG_LEVEL", "debug", 1);
+        const char *bin = getenv("HC_TIDEMARK_BIN");
+        execl(bin, bin, "run", cfg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    *rfd = fds[0];
+    return pid;
+}
+
+static void wait_log_text(const char *log, const char *text, int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file(log), text)) {
+        H_CHECK(h_now_ms() - t0 < timeout_ms, "no '%s' in %s within %d ms",
+                text, log, timeout_ms);
+        h_sleep_ms(50);
+    }
+}
+
+/* Waits until the marker of topic [0] reaches the high watermark while the
+ * host lives; a host that dies meanwhile fails the test with how it died. */
+static void wait_caught_up_alive(pid_t pid, const char *db, const char *name,
+                                 const char *topic) {
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            h_fail("the host died: %s %d",
+                   WIFSIGNALED(st) ? "killed by signal" : "exit status",
+                   WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        int64_t lo, hi;
+        h_watermarks(topic, 0, &lo, &hi);
+        if (q(db,
+              "SELECT next_offset FROM tidemark_markers WHERE "
+              "connector='%s' AND topic='%s'",
+              name, topic) == hi)
+            return;
+        H_CHECK(h_now_ms() - t0 < 30000, "%s [0] not caught up in 30 s", topic);
+        h_sleep_ms(50);
+    }
+}
+
+/* A log reader that goes away (`tidemark run ... 2>&1 | head -1`) must not
+ * kill the host: writes get EPIPE and it goes on. SIGHUP and SIGUSR1 are
+ * logged and change nothing. Each proven by records applied after it. */
+static void scenario_signals(void) {
+    const char *topic = h_name("hc-sig");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("hc-sig"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    const char *cfg = config("sig", name, topic, "sqlite", "", "");
+    char db[4200];
+    snprintf(db, sizeof db, "%s/sig.db", h_workdir());
+
+    int rfd;
+    pid_t pid = spawn_piped(cfg, &rfd);
+    char c;
+    while (read(rfd, &c, 1) == 1 && c != '\n')
+        ; /* the first line, as head -1 reads it */
+    close(rfd);
+    h_produce_many(p, topic, 0, 0, 50, "{\"id\": %d}");
+    wait_caught_up_alive(pid, db, name, topic);
+    /* Inconclusive unless lines were written after the reader left: at
+     * debug every commit logs one. */
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 50, "rows: expected 50");
+    H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+            "the host exited after its log reader closed");
+    stop_clean(pid);
+    h_step("log pipe closed: 50 records applied after, exit 0 on SIGTERM");
+
+    pid = h_spawn(cfg, "sig.log");
+    static const struct {
+        int sig;
+        const char *name;
+    } sigs[] = {{SIGHUP, "SIGHUP"}, {SIGUSR1, "SIGUSR1"}};
+    for (int i = 0; i < 2; i++) {
+        wait_log_text("sig.log", "claimed:", 30000);
+        kill(pid, sigs[i].sig);
+        h_produce_many(p, topic, 0, 100 * (i + 1), 10, "{\"id\": %d}");
+        wait_caught_up_alive(pid, db, name, topic);
+        wait_log_text("sig.log", sigs[i].name, 10000);
+        H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "%s ended the host",
+                sigs[i].name);
+        h_step("%s: logged, 10 more records applied", sigs[i].name);
+    }
+    stop_clean(pid);
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 70 &&
+                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 70,
+            "rows: expected 70 distinct offsets");
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr,
@@ -309,9 +414,11 @@ int main(int argc, char **argv) {
     } scenarios[] = {
         {"latest_grows", scenario_latest_grows},
         {"all_failed_exit", scenario_all_failed_exit},
+        {"signals", scenario_signals},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
+            setenv("HC_TIDEMARK_BIN", argv[1], 1);
             h_init(argv[1], argv[2], argv[3]);
             scenarios[i].fn();
             h_step("PASS");
