@@ -56,7 +56,11 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
     int64_t give_up = tm_now_ms() + CLAIM_PATIENCE_MS;
     for (int attempt = 1;; attempt++) {
         *err = tm_error_init();
+        /* A stop interrupts a claim at once (runtime/connector.c): it
+         * has committed nothing worth waiting for. */
+        atomic_store(&c->in_claim, 1);
         tm_status st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
+        atomic_store(&c->in_claim, 0);
         if (st != TM_RETRY || tm_now_ms() >= give_up || atomic_load(c->stop))
             return st;
         c->totals.retries++;
@@ -167,7 +171,7 @@ int tm_claim_assigned(tm_connector *c,
                                    WATERMARK_TIMEOUT_MS, &low[i], &high[i], why,
                                    sizeof why) != 0) {
             if (tm_now_ms() >= give_up || atomic_load(c->stop)) {
-                tm_conn_error(c, 1, "claim: %s", why);
+                tm_conn_error(c, !atomic_load(c->stop), "claim: %s", why);
                 goto out;
             }
             tm_conn_error(c, 0, "claim: %s; retrying", why);
@@ -180,6 +184,13 @@ int tm_claim_assigned(tm_connector *c,
     }
     tm_error err = tm_error_init();
     tm_status st = claim_with_retries(c, markers, n, &err);
+    if (st != TM_OK && atomic_load(c->stop)) {
+        /* Stopping: nothing was claimed, nothing is wrong. */
+        tm_conn_log(c, TM_LOG_INFO, NULL, -1, NULL,
+                    "claim of %zu partition(s) given up: stopping (%s: %s)", n,
+                    tm_status_name(st), err.message);
+        goto out;
+    }
     if (st != TM_OK) {
         tm_conn_error(c, 1, "claim of %zu partition(s): %s: %s", n,
                       tm_status_name(st), err.message);

@@ -9,8 +9,9 @@
  * against the broker's watermarks), claim them all in the sink in one call
  * (raising their epochs), check each marker against the log's bounds, add
  * them to c->parts and set each entry's offset to the marker's next_offset
- * for rd_kafka_incremental_assign(). Returns 0; -1 when the connector is
- * now FAILED (the reason is in c->last_error), entries' offsets untouched. */
+ * for rd_kafka_incremental_assign(). Returns 0; -1 when nothing was
+ * claimed: the connector is now FAILED (the reason is in c->last_error) or
+ * stopping; entries' offsets untouched. */
 int tm_claim_assigned(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned);
 

@@ -200,7 +200,11 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             }
         }
         if (dlq_sent) {
+            /* Stopping cuts the deadline to the stop's grace: the sink
+             * gives up by itself instead of waiting out a lock. */
             b.deadline_ms = tm_now_ms() + COMMIT_DEADLINE_MS;
+            if (give_up_ms && give_up_ms < b.deadline_ms)
+                b.deadline_ms = give_up_ms;
             st = c->sink.api->commit(c->sink.sink, &b, &err);
         } else {
             st = TM_RETRY;

@@ -47,6 +47,9 @@ typedef struct tm_connector {
     struct tm_consumer_link *link;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
     const atomic_int *stop;              /* set by the signal thread */
+    /* Inside the sink's claim(): a stop interrupts it at once, a commit
+     * only past its grace (runtime/connector.c, the stop watch). */
+    atomic_int in_claim;
     /* librdkafka raised a fatal error (seen: a static member fenced by its
      * own rejoin after a broker restart): the consumer is made again. */
     int consumer_fatal;
