@@ -11,6 +11,7 @@ static sigset_t waited;
 
 static void *signal_thread(void *arg) {
     atomic_int *stop = arg;
+    int signalled = 0;
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)
@@ -24,7 +25,12 @@ static void *signal_thread(void *arg) {
                    sig == SIGHUP ? "SIGHUP" : "SIGUSR1");
             continue;
         }
-        if (!atomic_exchange(stop, 1)) {
+        /* The second signal, not the second stop: the process also stops
+         * itself (every connector FAILED, cli/cmd_run.c), and a signal
+         * then is the first one. Only this thread touches `signalled`. */
+        if (!signalled) {
+            signalled = 1;
+            atomic_store(stop, 1);
             tm_log(TM_LOG_INFO, NULL,
                    "%s: stopping (a second signal exits at once)",
                    sig == SIGINT ? "SIGINT" : "SIGTERM");
