@@ -144,8 +144,11 @@ static int start_at_end(tm_connector *c, int *at_end) {
     return 0;
 }
 
-int tm_claim_assigned(tm_connector *c,
-                      rd_kafka_topic_partition_list_t *assigned) {
+/* The claim of `assigned`; a partition without a marker starts at
+ * fallback[i] when given, else where the start policy says. */
+static int claim_list(tm_connector *c,
+                      rd_kafka_topic_partition_list_t *assigned,
+                      const int64_t *fallback) {
     size_t n = (size_t)assigned->cnt;
     if (n == 0)
         return 0;
@@ -156,8 +159,8 @@ int tm_claim_assigned(tm_connector *c,
         tm_conn_error(c, 1, "claim: out of memory");
         goto out;
     }
-    int at_end;
-    if (start_at_end(c, &at_end) != 0)
+    int at_end = 0;
+    if (!fallback && start_at_end(c, &at_end) != 0)
         goto out;
     for (size_t i = 0; i < n; i++) {
         const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
@@ -180,7 +183,9 @@ int tm_claim_assigned(tm_connector *c,
         markers[i].struct_size = sizeof markers[i];
         markers[i].topic = tp->topic;
         markers[i].partition = tp->partition;
-        markers[i].next_offset = at_end ? high[i] : low[i];
+        markers[i].next_offset = fallback ? fallback[i]
+                                 : at_end ? high[i]
+                                          : low[i];
     }
     tm_error err = tm_error_init();
     tm_status st = claim_with_retries(c, markers, n, &err);
@@ -247,9 +252,66 @@ int tm_claim_assigned(tm_connector *c,
     c->claimed_before = 1;
     c->markers_dirty = 1;
     rc = 0;
+    /* At once: `tidemark status` must show what this host owns now, not
+     * after its next periodic write. */
+    tm_conn_status_tick(c, 1);
 out:
     free(markers);
     free(low);
     free(high);
     return rc;
+}
+
+int tm_claim_assigned(tm_connector *c,
+                      rd_kafka_topic_partition_list_t *assigned) {
+    return claim_list(c, assigned, NULL);
+}
+
+int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
+    int64_t now = tm_now_ms();
+    rd_kafka_topic_partition_list_t *l = NULL;
+    int64_t *from = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const tm_part *p = &c->parts[i];
+        if (!p->fenced || now - p->fenced_ms < bound_ms)
+            continue;
+        if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
+            goto oom;
+        int64_t *nf = realloc(from, (n + 1) * sizeof *nf);
+        if (!nf)
+            goto oom;
+        from = nf;
+        from[n++] = p->committed;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+    }
+    if (!l)
+        return 0;
+    for (int i = 0; i < l->cnt; i++)
+        tm_conn_log(c, TM_LOG_WARN, l->elems[i].topic, l->elems[i].partition,
+                    NULL,
+                    "fenced and not revoked for %" PRId64
+                    " ms: the group still gives it to this host; claiming "
+                    "it again",
+                    bound_ms);
+    int rc = claim_list(c, l, from);
+    if (rc == 0)
+        for (int i = 0; i < l->cnt; i++) {
+            tm_part *p =
+                tm_conn_part(c, l->elems[i].topic, l->elems[i].partition);
+            if (p) {
+                /* Paused when it was fenced (needs_resume clears that);
+                 * librdkafka's position is wherever the fetch was. */
+                p->needs_seek = 1;
+            }
+        }
+    rd_kafka_topic_partition_list_destroy(l);
+    free(from);
+    return rc;
+oom:
+    if (l)
+        rd_kafka_topic_partition_list_destroy(l);
+    free(from);
+    tm_conn_error(c, 1, "claim: out of memory");
+    return -1;
 }

@@ -15,4 +15,12 @@
 int tm_claim_assigned(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned);
 
+/* Partitions fenced (their epoch moved) for bound_ms with no revoke from
+ * the group, which still gives them to this host: the marker's owner is
+ * gone (or the marker was deleted). Claims them again, a missing marker
+ * created at this host's committed offset; the claim raises the epoch, so
+ * a host that still holds the old one is fenced in turn. 0, or -1 when the
+ * connector is FAILED or stopping. */
+int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms);
+
 #endif

@@ -103,8 +103,10 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
                 tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
                             "fenced: epoch %" PRId64 " is now %" PRId64
                             " (another host claimed it); paused until "
-                            "revoked",
-                            p->epoch, m[i].epoch);
+                            "revoked, or claimed again if no revoke "
+                            "comes within %" PRId64 " ms",
+                            p->epoch, m[i].epoch, tm_fenced_bound_ms(c));
+                p->fenced_ms = tm_now_ms();
             }
             p->fenced = 1;
             continue;

@@ -32,7 +32,9 @@ typedef struct tm_part {
     int needs_seek;         /* records were dropped (paused, abandoned batch):
                                seek to next_expected before consuming on */
     int paused;             /* paused by us (retry backpressure) */
-    int fenced;             /* another owner claimed it: paused until revoked */
+    int fenced;             /* another owner claimed it: paused until revoked,
+                               or claimed again past a bound */
+    int64_t fenced_ms;      /* monotonic, when it was fenced */
     int needs_resume;       /* claimed again: clear any pause librdkafka kept */
     tm_marker marker;       /* last read or claimed, for status counts */
 } tm_part;
