@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli_args.h"
 #include "cli/cli_sink.h"
@@ -17,6 +18,7 @@
 #include "plugin/loader.h"
 #include "runtime/connector.h"
 #include "runtime/signals.h"
+#include "services/log.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -27,7 +29,8 @@ static void usage(FILE *out) {
             "finishes or abandons each batch in flight and leaves the\n"
             "group; a second exits at once). Status: `tidemark status`.\n"
             "Exit status: 0 stopped by a signal, 1 a connector FAILED or\n"
-            "could not start, 2 usage error or invalid config.\n"
+            "could not start (at once when every connector did), 2 usage\n"
+            "error or invalid config.\n"
             "\n"
             "  --plugin-dir DIR  search DIR for plugins first (repeatable);\n"
             "                    then TIDEMARK_PLUGIN_PATH, then %s\n"
@@ -46,12 +49,39 @@ typedef struct job {
     tm_run_result result;
     pthread_t thread;
     int started;
+    atomic_int failed; /* FAILED, waiting for the stop */
+    atomic_int done;   /* tm_connector_run returned */
 } job;
 
 static void *job_main(void *arg) {
     job *j = arg;
-    j->result = tm_connector_run(j->cfg, j->opt, j->stop);
+    j->result = tm_connector_run(j->cfg, j->opt, j->stop, &j->failed);
+    atomic_store(&j->done, 1);
     return NULL;
+}
+
+/* Waits for a signal, or until no connector runs any more (each FAILED or
+ * returned): a process that does nothing must not look alive to a service
+ * manager. Then every FAILED connector is told to stop: exit status 1. */
+static void wait_until_down(job *jobs, size_t n, atomic_int *stop) {
+    while (!atomic_load(stop)) {
+        size_t down = 0, failed = 0;
+        for (size_t i = 0; i < n; i++) {
+            int f = atomic_load(&jobs[i].failed);
+            failed += f != 0;
+            down += !jobs[i].started || f || atomic_load(&jobs[i].done);
+        }
+        if (down == n) {
+            if (failed)
+                tm_log(TM_LOG_ERROR, NULL,
+                       "every connector is FAILED or could not start: "
+                       "exiting with status 1");
+            atomic_store(stop, 1);
+            return;
+        }
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static int load_all(const char **files, size_t n, tm_connector_config **cfgs) {
@@ -143,6 +173,8 @@ int tm_cmd_run(int argc, char **argv) {
     }
     for (size_t i = 0; i < nfiles; i++) {
         jobs[i] = (job){.cfg = cfgs[i], .opt = &opt, .stop = &stop};
+        atomic_init(&jobs[i].failed, 0);
+        atomic_init(&jobs[i].done, 0);
         if (pthread_create(&jobs[i].thread, NULL, job_main, &jobs[i]) != 0) {
             fprintf(stderr, "tidemark run: %s: cannot start a thread\n",
                     files[i]);
@@ -152,6 +184,7 @@ int tm_cmd_run(int argc, char **argv) {
         }
         jobs[i].started = 1;
     }
+    wait_until_down(jobs, nfiles, &stop);
     for (size_t i = 0; i < nfiles; i++) {
         if (!jobs[i].started)
             continue;

@@ -56,7 +56,11 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
     int64_t give_up = tm_now_ms() + CLAIM_PATIENCE_MS;
     for (int attempt = 1;; attempt++) {
         *err = tm_error_init();
+        /* A stop interrupts a claim at once (runtime/connector.c): it
+         * has committed nothing worth waiting for. */
+        atomic_store(&c->in_claim, 1);
         tm_status st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
+        atomic_store(&c->in_claim, 0);
         if (st != TM_RETRY || tm_now_ms() >= give_up || atomic_load(c->stop))
             return st;
         c->totals.retries++;
@@ -68,8 +72,83 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
     }
 }
 
-int tm_claim_assigned(tm_connector *c,
-                      rd_kafka_topic_partition_list_t *assigned) {
+/* Whether the connector has ever claimed anything: any marker in the sink
+ * for any partition of its topics as the cluster lists them now. Once it
+ * has, `start: latest` is spent: it meant the logs' ends at the
+ * connector's first start, and a partition without a marker now (added to
+ * a topic, or of a topic created since) holds only records produced after
+ * that start, so it starts at its log start and none of them is skipped.
+ * 1 yes, 0 no, -1 cannot tell (why filled). */
+static int claimed_before(tm_connector *c, char *why, size_t whysize) {
+    if (c->claimed_before)
+        return 1;
+    rd_kafka_topic_partition_list_t *all = NULL;
+    if (tm_kafka_list_partitions(c->rk, c->cfg, WATERMARK_TIMEOUT_MS, &all, why,
+                                 whysize) != 0)
+        return -1;
+    size_t n = (size_t)all->cnt;
+    tm_marker *m = calloc(n ? n : 1, sizeof *m);
+    if (!m) {
+        rd_kafka_topic_partition_list_destroy(all);
+        snprintf(why, whysize, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        m[i].struct_size = sizeof m[i];
+        m[i].topic = all->elems[i].topic;
+        m[i].partition = all->elems[i].partition;
+    }
+    tm_error err = tm_error_init();
+    tm_status st =
+        n ? c->sink.api->read_markers(c->sink.sink, m, n, &err) : TM_OK;
+    int rc = -1;
+    if (st != TM_OK) {
+        snprintf(why, whysize, "read_markers of %zu partition(s): %s: %s", n,
+                 tm_status_name(st), err.message);
+    } else {
+        rc = 0;
+        for (size_t i = 0; i < n && !rc; i++)
+            rc = m[i].epoch != TM_NO_EPOCH;
+        c->claimed_before = rc;
+    }
+    free(m);
+    rd_kafka_topic_partition_list_destroy(all);
+    return rc;
+}
+
+/* Where a partition without a marker starts: `earliest` the log start;
+ * `latest` the log's end at the connector's first start only, else the
+ * log start (claimed_before). Retried like the watermarks. 0 or -1
+ * (FAILED). */
+static int start_at_end(tm_connector *c, int *at_end) {
+    *at_end = 0;
+    if (c->cfg->kafka.start != TM_START_LATEST)
+        return 0;
+    tm_backoff b;
+    tm_backoff_init(&b, 200, 2000, (uint64_t)tm_now_ms());
+    int64_t give_up = tm_now_ms() + 60000;
+    char why[768];
+    int rc;
+    while ((rc = claimed_before(c, why, sizeof why)) < 0) {
+        if (tm_now_ms() >= give_up || atomic_load(c->stop)) {
+            tm_conn_error(c, !atomic_load(c->stop),
+                          "claim: start \"latest\": is this the connector's "
+                          "first start? %s",
+                          why);
+            return -1;
+        }
+        tm_conn_error(c, 0, "claim: %s; retrying", why);
+        sleep_ms(tm_backoff_next(&b));
+    }
+    *at_end = !rc;
+    return 0;
+}
+
+/* The claim of `assigned`; a partition without a marker starts at
+ * fallback[i] when given, else where the start policy says. */
+static int claim_list(tm_connector *c,
+                      rd_kafka_topic_partition_list_t *assigned,
+                      const int64_t *fallback) {
     size_t n = (size_t)assigned->cnt;
     if (n == 0)
         return 0;
@@ -80,6 +159,9 @@ int tm_claim_assigned(tm_connector *c,
         tm_conn_error(c, 1, "claim: out of memory");
         goto out;
     }
+    int at_end = 0;
+    if (!fallback && start_at_end(c, &at_end) != 0)
+        goto out;
     for (size_t i = 0; i < n; i++) {
         const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
         char why[512];
@@ -92,7 +174,7 @@ int tm_claim_assigned(tm_connector *c,
                                    WATERMARK_TIMEOUT_MS, &low[i], &high[i], why,
                                    sizeof why) != 0) {
             if (tm_now_ms() >= give_up || atomic_load(c->stop)) {
-                tm_conn_error(c, 1, "claim: %s", why);
+                tm_conn_error(c, !atomic_load(c->stop), "claim: %s", why);
                 goto out;
             }
             tm_conn_error(c, 0, "claim: %s; retrying", why);
@@ -101,11 +183,19 @@ int tm_claim_assigned(tm_connector *c,
         markers[i].struct_size = sizeof markers[i];
         markers[i].topic = tp->topic;
         markers[i].partition = tp->partition;
-        markers[i].next_offset =
-            c->cfg->kafka.start == TM_START_EARLIEST ? low[i] : high[i];
+        markers[i].next_offset = fallback ? fallback[i]
+                                 : at_end ? high[i]
+                                          : low[i];
     }
     tm_error err = tm_error_init();
     tm_status st = claim_with_retries(c, markers, n, &err);
+    if (st != TM_OK && atomic_load(c->stop)) {
+        /* Stopping: nothing was claimed, nothing is wrong. */
+        tm_conn_log(c, TM_LOG_INFO, NULL, -1, NULL,
+                    "claim of %zu partition(s) given up: stopping (%s: %s)", n,
+                    tm_status_name(st), err.message);
+        goto out;
+    }
     if (st != TM_OK) {
         tm_conn_error(c, 1, "claim of %zu partition(s): %s: %s", n,
                       tm_status_name(st), err.message);
@@ -159,11 +249,69 @@ int tm_claim_assigned(tm_connector *c,
                     " log=[%" PRId64 ",%" PRId64 ")",
                     p->epoch, p->committed, low[i], high[i]);
     }
+    c->claimed_before = 1;
     c->markers_dirty = 1;
     rc = 0;
+    /* At once: `tidemark status` must show what this host owns now, not
+     * after its next periodic write. */
+    tm_conn_status_tick(c, 1);
 out:
     free(markers);
     free(low);
     free(high);
     return rc;
+}
+
+int tm_claim_assigned(tm_connector *c,
+                      rd_kafka_topic_partition_list_t *assigned) {
+    return claim_list(c, assigned, NULL);
+}
+
+int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
+    int64_t now = tm_now_ms();
+    rd_kafka_topic_partition_list_t *l = NULL;
+    int64_t *from = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const tm_part *p = &c->parts[i];
+        if (!p->fenced || now - p->fenced_ms < bound_ms)
+            continue;
+        if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
+            goto oom;
+        int64_t *nf = realloc(from, (n + 1) * sizeof *nf);
+        if (!nf)
+            goto oom;
+        from = nf;
+        from[n++] = p->committed;
+        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+    }
+    if (!l)
+        return 0;
+    for (int i = 0; i < l->cnt; i++)
+        tm_conn_log(c, TM_LOG_WARN, l->elems[i].topic, l->elems[i].partition,
+                    NULL,
+                    "fenced and not revoked for %" PRId64
+                    " ms: the group still gives it to this host; claiming "
+                    "it again",
+                    bound_ms);
+    int rc = claim_list(c, l, from);
+    if (rc == 0)
+        for (int i = 0; i < l->cnt; i++) {
+            tm_part *p =
+                tm_conn_part(c, l->elems[i].topic, l->elems[i].partition);
+            if (p) {
+                /* Paused when it was fenced (needs_resume clears that);
+                 * librdkafka's position is wherever the fetch was. */
+                p->needs_seek = 1;
+            }
+        }
+    rd_kafka_topic_partition_list_destroy(l);
+    free(from);
+    return rc;
+oom:
+    if (l)
+        rd_kafka_topic_partition_list_destroy(l);
+    free(from);
+    tm_conn_error(c, 1, "claim: out of memory");
+    return -1;
 }

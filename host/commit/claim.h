@@ -9,9 +9,18 @@
  * against the broker's watermarks), claim them all in the sink in one call
  * (raising their epochs), check each marker against the log's bounds, add
  * them to c->parts and set each entry's offset to the marker's next_offset
- * for rd_kafka_incremental_assign(). Returns 0; -1 when the connector is
- * now FAILED (the reason is in c->last_error), entries' offsets untouched. */
+ * for rd_kafka_incremental_assign(). Returns 0; -1 when nothing was
+ * claimed: the connector is now FAILED (the reason is in c->last_error) or
+ * stopping; entries' offsets untouched. */
 int tm_claim_assigned(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned);
+
+/* Partitions fenced (their epoch moved) for bound_ms with no revoke from
+ * the group, which still gives them to this host: the marker's owner is
+ * gone (or the marker was deleted). Claims them again, a missing marker
+ * created at this host's committed offset; the claim raises the epoch, so
+ * a host that still holds the old one is fenced in turn. 0, or -1 when the
+ * connector is FAILED or stopping. */
+int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms);
 
 #endif

@@ -103,8 +103,10 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
                 tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
                             "fenced: epoch %" PRId64 " is now %" PRId64
                             " (another host claimed it); paused until "
-                            "revoked",
-                            p->epoch, m[i].epoch);
+                            "revoked, or claimed again if no revoke "
+                            "comes within %" PRId64 " ms",
+                            p->epoch, m[i].epoch, tm_fenced_bound_ms(c));
+                p->fenced_ms = tm_now_ms();
             }
             p->fenced = 1;
             continue;
@@ -200,7 +202,11 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             }
         }
         if (dlq_sent) {
+            /* Stopping cuts the deadline to the stop's grace: the sink
+             * gives up by itself instead of waiting out a lock. */
             b.deadline_ms = tm_now_ms() + COMMIT_DEADLINE_MS;
+            if (give_up_ms && give_up_ms < b.deadline_ms)
+                b.deadline_ms = give_up_ms;
             st = c->sink.api->commit(c->sink.sink, &b, &err);
         } else {
             st = TM_RETRY;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit/claim.h"
 #include "commit/commit_internal.h"
 #include "kafka/consumer.h"
 #include "kafka/message_view.h"
@@ -215,6 +216,19 @@ void tm_commit_serve(tm_connector *c, int64_t ms) {
     }
 }
 
+int64_t tm_fenced_bound_ms(tm_connector *c) {
+    /* A partition that really moved is revoked within a rebalance, and a
+     * member that misses its heartbeats is out after one session timeout:
+     * twice that without a revoke means nobody else has it. */
+    char v[32];
+    size_t size = sizeof v;
+    int64_t session_ms = 45000; /* librdkafka's default */
+    if (c->rk && rd_kafka_conf_get(rd_kafka_conf(c->rk), "session.timeout.ms",
+                                   v, &size) == RD_KAFKA_CONF_OK)
+        session_ms = strtoll(v, NULL, 10);
+    return 2 * (session_ms > 0 ? session_ms : 45000);
+}
+
 void tm_commit_loop_run(tm_connector *c) {
     while (!atomic_load(c->stop) && c->state != TM_CONN_FAILED &&
            !c->consumer_fatal) {
@@ -235,6 +249,8 @@ void tm_commit_loop_run(tm_connector *c) {
             tm_commit_drop_batch(c, "partitions revoked");
         if (batch_due(c))
             tm_commit_batch(c, 0);
+        if (tm_claim_fenced_again(c, tm_fenced_bound_ms(c)) != 0)
+            break;
         apply_resumes(c);
         apply_seeks(c);
         tm_conn_status_tick(c, 0);

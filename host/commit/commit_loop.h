@@ -22,4 +22,8 @@ void tm_commit_on_revoke(tm_connector *c,
  * at once with force (runtime/connector_status.c). */
 void tm_conn_status_tick(tm_connector *c, int force);
 
+/* How long a fenced partition waits for its revoke before it is claimed
+ * again: twice the consumer's session timeout. */
+int64_t tm_fenced_bound_ms(tm_connector *c);
+
 #endif

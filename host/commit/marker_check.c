@@ -16,7 +16,7 @@ typedef enum range_verdict {
     RANGE_CONFLICT
 } range_verdict;
 
-/* One partition: DESIGN.md's four rules, in their order. */
+/* One partition: the four rules of docs/architecture.md, in their order. */
 static range_verdict check_range(const tm_range *r, const tm_marker *m) {
     if (m->epoch == TM_NO_EPOCH)
         return RANGE_CONFLICT; /* never claimed: the host cannot own it */
@@ -67,6 +67,45 @@ static void describe(tm_error *err, range_verdict v, const tm_range *r,
     }
 }
 
+/* Every range must be a range (start <= end, offsets not negative) and
+ * name its partition once: a backwards range would move a marker back
+ * (100 -> 40, the records between applied twice), a partition named twice
+ * would be advanced twice. O(n^2) over the ranges: a batch has a few. */
+static int ranges_well_formed(const tm_batch *b, const char *batch_id,
+                              tm_error *err) {
+    for (size_t i = 0; i < b->nranges; i++) {
+        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
+        const char *topic = r->topic ? r->topic : "?";
+        if (r->start_offset < 0) {
+            tm_error_set(err,
+                         "batch %s is malformed: range %zu %s[%" PRId32
+                         "] starts at a negative offset %" PRId64,
+                         batch_id, i, topic, r->partition, r->start_offset);
+            return 0;
+        }
+        if (r->start_offset > r->end_offset) {
+            tm_error_set(err,
+                         "batch %s is malformed: range %zu %s[%" PRId32
+                         "] runs backwards: [%" PRId64 ", %" PRId64 ")",
+                         batch_id, i, topic, r->partition, r->start_offset,
+                         r->end_offset);
+            return 0;
+        }
+        for (size_t k = 0; k < i; k++) {
+            const tm_range *o = TM_CELEM(tm_range, b->ranges, k);
+            if (o->partition == r->partition &&
+                strcmp(o->topic ? o->topic : "?", topic) == 0) {
+                tm_error_set(err,
+                             "batch %s is malformed: ranges %zu and %zu both "
+                             "name %s[%" PRId32 "]",
+                             batch_id, k, i, topic, r->partition);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 /* Every record and dead letter must name a range of the batch and lie in
  * it. The host builds batches, so a failure here is a host bug; checking
  * it once, here, keeps every sink from indexing past its arrays. */
@@ -113,7 +152,8 @@ static int batch_well_formed(const tm_batch *b, const char *batch_id,
 tm_status tm_marker_check(const tm_batch *batch, const tm_marker *stored,
                           tm_error *err) {
     const char *batch_id = batch->batch_id ? batch->batch_id : "?";
-    if (!batch_well_formed(batch, batch_id, err))
+    if (!ranges_well_formed(batch, batch_id, err) ||
+        !batch_well_formed(batch, batch_id, err))
         return TM_INVALID;
     size_t applies = 0, already = 0;
     /* The first fenced partition wins the message: FENCED outranks

@@ -8,8 +8,9 @@
 /* stored[i] is the sink's marker for batch->ranges[i]. TM_OK (apply all),
  * TM_ALREADY (all applied before), TM_FENCED, TM_CONFLICT; err names the
  * first offending partition and the offsets. TM_INVALID for a malformed
- * batch: a record or dead letter naming a range the batch does not have,
- * or lying outside its range. */
+ * batch: a range running backwards (start > end) or starting below 0, a
+ * partition named by two ranges, a record or dead letter naming a range
+ * the batch does not have, or lying outside its range. */
 tm_status tm_marker_check(const tm_batch *batch, const tm_marker *stored,
                           tm_error *err);
 

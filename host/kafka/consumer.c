@@ -60,14 +60,16 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *aerr = NULL;
     rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        if (c->state != TM_CONN_FAILED && tm_claim_assigned(c, parts) != 0) {
-            /* Assign anyway, to complete the group protocol; a FAILED
-             * connector never takes records and leaves the group next. */
+        int claimed =
+            c->state != TM_CONN_FAILED && tm_claim_assigned(c, parts) == 0;
+        if (!claimed && c->state == TM_CONN_FAILED)
             tm_log(TM_LOG_ERROR, c->cfg->name,
                    "assignment of %d partition(s) not claimed: %s", parts->cnt,
                    c->last_error);
-        }
-        if (c->state == TM_CONN_FAILED)
+        /* Assign anyway, to complete the group protocol; a connector that
+         * claimed nothing (FAILED or stopping) never takes records of
+         * these partitions and leaves the group next. */
+        if (!claimed)
             for (int i = 0; i < parts->cnt; i++)
                 parts->elems[i].offset = RD_KAFKA_OFFSET_END;
         if (cooperative)

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,9 +110,60 @@ static int open_sink(tm_connector *c) {
     return -1;
 }
 
+/* The stop watch: from the stop on, interrupts the sink's blocking call
+ * (sink.h: interrupt() from any thread, a call in progress gives up with
+ * RETRY). A claim at once; anything else (the batch in flight) once the
+ * stop's grace for it is over. Repeated, because a sink clears the flag at
+ * the start of each call. Runs while the sink is open. */
+#define STOP_GRACE_MS 5000
+typedef struct stop_watch {
+    tm_connector *c;
+    atomic_int done;
+    pthread_t thread;
+    int running;
+} stop_watch;
+
+static void *stop_watch_main(void *arg) {
+    stop_watch *w = arg;
+    tm_connector *c = w->c;
+    int64_t stop_ms = 0;
+    while (!atomic_load(&w->done)) {
+        if (atomic_load(c->stop)) {
+            int64_t now = tm_now_ms();
+            if (!stop_ms)
+                stop_ms = now;
+            if (atomic_load(&c->in_claim) || now - stop_ms >= STOP_GRACE_MS)
+                c->sink.api->interrupt(c->sink.sink);
+        }
+        sleep_ms(50);
+    }
+    return NULL;
+}
+
+static void stop_watch_start(stop_watch *w, tm_connector *c) {
+    w->c = c;
+    atomic_init(&w->done, 0);
+    w->running = c->sink.api->interrupt &&
+                 pthread_create(&w->thread, NULL, stop_watch_main, w) == 0;
+    if (c->sink.api->interrupt && !w->running)
+        tm_log(TM_LOG_WARN, c->cfg->name,
+               "cannot start the stop watch: a stop waits for the sink's "
+               "own timeouts");
+}
+
+static void stop_watch_end(stop_watch *w) {
+    if (!w->running)
+        return;
+    atomic_store(&w->done, 1);
+    pthread_join(w->thread, NULL);
+    w->running = 0;
+}
+
 /* A FAILED connector keeps its status (and its lock) until the process is
- * told to stop, so that `tidemark status` shows FAILED, not STOPPED. */
-static void wait_failed(tm_connector *c) {
+ * told to stop, so that `tidemark status` shows FAILED, not STOPPED; the
+ * process stops by itself when all its connectors are down (cmd_run.c). */
+static void wait_failed(tm_connector *c, atomic_int *failed) {
+    atomic_store(failed, 1);
     while (!atomic_load(c->stop)) {
         tm_conn_status_tick(c, 0);
         sleep_ms(200);
@@ -160,7 +212,7 @@ static int restart_consumer(tm_connector *c) {
 
 tm_run_result tm_connector_run(const tm_connector_config *cfg,
                                const tm_run_options *opt,
-                               const atomic_int *stop) {
+                               const atomic_int *stop, atomic_int *failed) {
     tm_connector *c = calloc(1, sizeof *c);
     if (!c) {
         tm_log(TM_LOG_ERROR, cfg->name, "out of memory");
@@ -173,7 +225,8 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     make_instance_id(c->instance_id, sizeof c->instance_id);
     tm_backoff_init(&c->backoff, 100, 30000,
                     (uint64_t)tm_now_ms() ^ (uint64_t)getpid());
-    tm_run_result result = TM_RUN_FAILED;
+    atomic_init(&c->in_claim, 0);
+    stop_watch watch = {0};
 
     char dir[4096], why[1024];
     if (opt->state_dir)
@@ -203,6 +256,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     }
     if (open_sink(c) != 0)
         goto failed;
+    stop_watch_start(&watch, c);
     if (cfg->dead_letters.topic) {
         c->dlq = tm_dlq_new(cfg, why, sizeof why);
         if (!c->dlq) {
@@ -226,14 +280,17 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     /* Leave the group promptly: a stopping host hands its partitions
      * over; a failed one must not keep them stuck. */
     tm_consumer_stop(c, 5000);
-    if (c->state != TM_CONN_FAILED)
-        result = TM_RUN_STOPPED;
 
 failed:
+    stop_watch_end(&watch);
+    /* Work a stop interrupted (a claim or an open given up) is a clean
+     * stop: only FAILED is a failure. */
+    tm_run_result result =
+        c->state == TM_CONN_FAILED ? TM_RUN_FAILED : TM_RUN_STOPPED;
     if (c->rk)
         tm_consumer_stop(c, 5000);
     if (c->state == TM_CONN_FAILED)
-        wait_failed(c);
+        wait_failed(c, failed);
     else
         c->state = TM_CONN_STOPPED;
     tm_dlq_free(c->dlq);

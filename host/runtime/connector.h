@@ -23,10 +23,11 @@ typedef enum tm_run_result {
                            its state directory is unusable */
 } tm_run_result;
 
-/* Runs until *stop is set. A connector that fails stays FAILED in its
- * status file (and out of the consumer group) until *stop. */
+/* Runs until *stop is set. A connector that fails sets *failed and stays
+ * FAILED in its status file (and out of the consumer group) until *stop:
+ * the caller ends the process when every connector is down. */
 tm_run_result tm_connector_run(const tm_connector_config *cfg,
                                const tm_run_options *opt,
-                               const atomic_int *stop);
+                               const atomic_int *stop, atomic_int *failed);
 
 #endif

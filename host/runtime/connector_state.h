@@ -32,7 +32,9 @@ typedef struct tm_part {
     int needs_seek;         /* records were dropped (paused, abandoned batch):
                                seek to next_expected before consuming on */
     int paused;             /* paused by us (retry backpressure) */
-    int fenced;             /* another owner claimed it: paused until revoked */
+    int fenced;             /* another owner claimed it: paused until revoked,
+                               or claimed again past a bound */
+    int64_t fenced_ms;      /* monotonic, when it was fenced */
     int needs_resume;       /* claimed again: clear any pause librdkafka kept */
     tm_marker marker;       /* last read or claimed, for status counts */
 } tm_part;
@@ -47,6 +49,9 @@ typedef struct tm_connector {
     struct tm_consumer_link *link;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
     const atomic_int *stop;              /* set by the signal thread */
+    /* Inside the sink's claim(): a stop interrupts it at once, a commit
+     * only past its grace (runtime/connector.c, the stop watch). */
+    atomic_int in_claim;
     /* librdkafka raised a fatal error (seen: a static member fenced by its
      * own rejoin after a broker restart): the consumer is made again. */
     int consumer_fatal;
@@ -55,6 +60,9 @@ typedef struct tm_connector {
 
     tm_part *parts;
     size_t nparts, cap;
+    /* The sink has a marker of this connector: `start: latest` is spent
+     * (commit/claim.c). Never reset: markers are not deleted by the host. */
+    int claimed_before;
 
     tm_batch_builder *bb;
     int batch_open;

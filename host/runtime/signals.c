@@ -11,11 +11,26 @@ static sigset_t waited;
 
 static void *signal_thread(void *arg) {
     atomic_int *stop = arg;
+    int signalled = 0;
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)
             continue;
-        if (!atomic_exchange(stop, 1)) {
+        if (sig == SIGHUP || sig == SIGUSR1) {
+            /* Sent by habit (log rotation, "reload"): the default action
+             * would end the host. Nothing to do yet; said so. */
+            tm_log(TM_LOG_INFO, NULL,
+                   "%s: ignored (tidemark run reloads "
+                   "nothing; SIGTERM or SIGINT stops it)",
+                   sig == SIGHUP ? "SIGHUP" : "SIGUSR1");
+            continue;
+        }
+        /* The second signal, not the second stop: the process also stops
+         * itself (every connector FAILED, cli/cmd_run.c), and a signal
+         * then is the first one. Only this thread touches `signalled`. */
+        if (!signalled) {
+            signalled = 1;
+            atomic_store(stop, 1);
             tm_log(TM_LOG_INFO, NULL,
                    "%s: stopping (a second signal exits at once)",
                    sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -30,9 +45,15 @@ static void *signal_thread(void *arg) {
 }
 
 int tm_signals_start(atomic_int *stop) {
+    /* A log reader that goes away (`tidemark run ... | head -1`) must not
+     * kill the host: writes to it fail with EPIPE instead, and are lost. */
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+        return -1;
     sigemptyset(&waited);
     sigaddset(&waited, SIGINT);
     sigaddset(&waited, SIGTERM);
+    sigaddset(&waited, SIGHUP);
+    sigaddset(&waited, SIGUSR1);
     if (pthread_sigmask(SIG_BLOCK, &waited, NULL) != 0)
         return -1;
     pthread_t th;

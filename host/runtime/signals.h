@@ -1,7 +1,8 @@
-/* SIGTERM / SIGINT for `tidemark run`: the first asks every connector to
- * stop (finish or abandon its batch, leave the group); the second exits at
- * once, which is still safe (the sinks' commits are atomic and the markers
- * say where to go on). */
+/* Signals of `tidemark run`. SIGTERM / SIGINT: the first asks every
+ * connector to stop (finish or abandon its batch, leave the group); the
+ * second exits at once, which is still safe (the sinks' commits are atomic
+ * and the markers say where to go on). SIGHUP and SIGUSR1 are logged and
+ * ignored; SIGPIPE is ignored (a closed log pipe gives EPIPE). */
 #ifndef TM_SIGNALS_H
 #define TM_SIGNALS_H
 

@@ -234,6 +234,43 @@ START_TEST(malformed_batch_is_invalid) {
 }
 END_TEST
 
+/* A range that runs backwards would move a marker back (100 -> 40): the
+ * records between would be applied twice. Refused whatever the marker. */
+START_TEST(backwards_range_is_invalid) {
+    tm_error err = {sizeof err, ""};
+    /* marker at 100: [100, 40) starts at next and would set it to 40 */
+    ck_assert_int_eq(check1(range(3, 100, 40, 5), marker(3, 100, 5), &err),
+                     TM_INVALID);
+    ck_assert_str_eq(err.message, "batch b-1 is malformed: range 0 t[3] runs "
+                                  "backwards: [100, 40)");
+    /* behind the marker it would otherwise pass for already applied */
+    ck_assert_int_eq(check1(range(3, 60, 50, 5), marker(3, 100, 5), &err),
+                     TM_INVALID);
+    /* a negative start is no offset at all */
+    ck_assert_int_eq(check1(range(3, -1, 5, 5), marker(3, -1, 5), &err),
+                     TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "negative"));
+}
+END_TEST
+
+/* One partition twice in a batch: a sink would advance its marker twice
+ * (or apply the second range's records behind the first). */
+START_TEST(partition_twice_is_invalid) {
+    tm_range r[3] = {range(0, 10, 20, 2), range(1, 0, 5, 2),
+                     range(0, 20, 30, 2)};
+    tm_marker m[3] = {marker(0, 10, 2), marker(1, 0, 2), marker(0, 10, 2)};
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(check_n(r, m, 3, &err), TM_INVALID);
+    ck_assert_str_eq(err.message, "batch b-2 is malformed: ranges 0 and 2 "
+                                  "both name t[0]");
+    /* the same partition number of another topic is another partition */
+    r[2].topic = "u";
+    m[2].topic = "u";
+    m[2].next_offset = 20;
+    ck_assert_int_eq(check_n(r, m, 3, &err), TM_OK);
+}
+END_TEST
+
 START_TEST(advance_moves_marker_and_counts) {
     tm_range r[2] = {range(0, 10, 20, 2), range(1, 0, 5, 2)};
     r[1].filtered = 2;
@@ -271,6 +308,8 @@ int main(void) {
     tcase_add_test(tc, no_ranges_is_ok);
     tcase_add_test(tc, walks_by_struct_size);
     tcase_add_test(tc, malformed_batch_is_invalid);
+    tcase_add_test(tc, backwards_range_is_invalid);
+    tcase_add_test(tc, partition_twice_is_invalid);
     tcase_add_test(tc, advance_moves_marker_and_counts);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
