@@ -182,6 +182,30 @@ $.dedup.key[0]: expected a column of $.mapping.columns, found string ""
 @ 55-dead-letters-topic-empty.json
 $.dead_letters.topic: expected a non-empty string, found string ""
 
+# --- names Kafka, files and the sink's markers can hold
+@ 78-name-too-long.json
+$.name: expected a name of at most 200 bytes, found 201 bytes
+@ 79-name-dot.json
+$.name: expected a name other than "." or "..", found string "."
+@ 80-name-dotdot.json
+$.name: expected a name other than "." or "..", found string ".."
+@ 81-topic-illegal-chars.json
+$.kafka.topics[1]: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string "bad topic!"
+@ 83-topic-too-long.json
+$.kafka.topics[0]: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string "tttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt..."
+@ 84-topic-dotdot.json
+$.kafka.topics[0]: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string ".."
+@ 82-dead-letters-topic-illegal.json
+$.dead_letters.topic: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string "bad topic!"
+
+# --- dead letters that would be lost, or read back for ever
+@ 75-dead-letters-nowhere.json
+$.dead_letters: expected "sink": true or a "topic" (dead letters must go somewhere), found "sink": false and no topic
+@ 76-dead-letters-topic-subscribed.json
+$.dead_letters.topic: expected a topic the connector does not read, found string "orders.dlq" (also $.kafka.topics[1]: each dead letter would be read back and fail again, for ever)
+@ 77-dead-letters-topic-matched-by-regex.json
+$.dead_letters.topic: expected a topic the connector does not read, found string "t_rx_dl" (matched by $.kafka.topic_regex: each dead letter would be read back and fail again, for ever)
+
 # --- interpolation
 @ 56-env-unset.json
 $.kafka.bootstrap_servers: environment variable TM_BATTERY_UNSET is not set
