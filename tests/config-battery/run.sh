@@ -2,7 +2,11 @@
 # The malformed-config battery: `tidemark validate` on every NN-*.json of
 # this directory, each broken in one way (a few in two), must exit 1 and
 # print exactly the lines of the table below on stderr, nothing on stdout,
-# and never a resolved secret. The good-*.json files must pass.
+# and never a resolved secret. `tidemark run` on the same file must refuse
+# it at start the same way: exit 2, the same lines, nothing on stdout
+# (validate and run share one config path). The good-*.json files must
+# pass validate, and two files defining one connector name must be
+# refused by both commands.
 #
 # Every expected line is written by hand from the loader
 # (host/config/*.c) and docs/configuration.md, never captured from the
@@ -23,6 +27,12 @@ bin=$1 work=$2
 case $bin in /*) ;; *) bin=$PWD/$bin ;; esac # the script runs in WORK_DIR
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 MIN_FILES=30
+VALIDATE_INVALID=1 # exit status of validate for an invalid config
+RUN_INVALID=2      # exit status of run for an invalid config
+# Refused by validate through the plugin (its loading, its validate
+# callback); run makes these checks in the connector at start (it goes
+# FAILED), not before it starts, so run is not held to the table for them.
+RUN_CHECKS_IN_CONNECTOR="64-plugin-not-found.json 65-plugin-refuses-upsert-without-key.json"
 if [ -z "${TIDEMARK_PLUGIN_PATH:-}" ]; then
     echo "config_battery: TIDEMARK_PLUGIN_PATH is not set (the build's plugin dir)" >&2
     exit 2
@@ -35,8 +45,12 @@ TM_BATTERY_SECRET=$SECRET
 export TM_BATTERY_SECRET
 unset TM_BATTERY_UNSET
 
-rm -rf "$work" && mkdir -p "$work/expected" || exit 2
+rm -rf "$work" && mkdir -p "$work/expected" "$work/state" || exit 2
+# Should run ever accept a file, its status goes here, not to the user's.
+TIDEMARK_STATE_DIR=$work/state
+export TIDEMARK_STATE_DIR
 cp "$here"/*.json "$work"/ || exit 2
+mkdir "$work/run" && cp "$here"/*.json "$work/run"/ || exit 2
 
 # "@ FILE" starts a file's entry; each line after it, up to the next "@",
 # is one expected stderr line, in order. "#" lines and blank lines are
@@ -129,6 +143,16 @@ $.kafka: missing required setting (expected an object)
 $.batch.max_bytes: expected at most 1073741824, found 9223372036854775807
 @ 74-reserved-metadata-broker-list.json
 $.kafka.properties["metadata.broker.list"]: reserved: tidemark sets "metadata.broker.list" itself (an alias of bootstrap.servers: set $.kafka.bootstrap_servers instead)
+
+# --- kafka properties librdkafka itself refuses (the message after the
+# second ": " is librdkafka's own)
+@ 85-property-bad-value.json
+$.kafka.properties["session.timeout.ms"]: librdkafka refused "session.timeout.ms": Invalid value for configuration property "session.timeout.ms"
+@ 86-property-unknown.json
+$.kafka.properties["sesion.timeout.ms"]: librdkafka refused "sesion.timeout.ms": No such configuration property: "sesion.timeout.ms"
+@ 87-two-errors-properties.json
+$.kafka.properties["heartbeat.interval.ms"]: librdkafka refused "heartbeat.interval.ms": Invalid value for configuration property "heartbeat.interval.ms"
+$.kafka.properties["socket.timeout.mss"]: librdkafka refused "socket.timeout.mss": No such configuration property: "socket.timeout.mss"
 
 # --- sink
 @ 36-sink-plugin-missing.json
@@ -261,6 +285,41 @@ fail() { # FILE REASON
     failed=$((failed + 1))
 }
 
+# check_refused LABEL COMMAND STATUS EXPECTED FILE...: `tidemark COMMAND
+# FILE...` exits STATUS with exactly the EXPECTED lines on stderr, nothing
+# on stdout and no secret. run is stopped after 10 s should it accept the
+# files (a failure: it must refuse them before starting anything).
+check_refused() {
+    label=$1 cmd=$2 want=$3 expected=$4
+    shift 4
+    out=$label.$cmd.out err=$label.$cmd.err
+    if [ "$cmd" = run ]; then
+        # In a copy of the files of its own: a run that wrongly starts
+        # must not leave a store behind for the other checks.
+        (cd run && timeout -s INT 10 "$bin" run "$@") >"$out" 2>"$err"
+    else
+        "$bin" "$cmd" "$@" >"$out" 2>"$err"
+    fi
+    rc=$?
+    bad=
+    [ "$rc" -eq "$want" ] || bad="$cmd: exit status $rc, expected $want"
+    if [ -z "$bad" ] && [ -s "$out" ]; then
+        bad="$cmd: unexpected output on stdout: $(cat "$out")"
+    fi
+    if [ -z "$bad" ] && grep -qF "$SECRET" "$out" "$err"; then
+        bad="$cmd: the secret value shows in the output"
+    fi
+    if [ -z "$bad" ] && ! cmp -s "$expected" "$err"; then
+        bad="$cmd: stderr differs from the expected lines (- expected, + got):"
+    fi
+    if [ -n "$bad" ]; then
+        fail "$label" "$bad"
+        diff -u "$expected" "$err" | sed '1,2d; s/^/    /'
+    else
+        echo "ok   $label ($cmd)"
+    fi
+}
+
 for path in "$here"/[0-9][0-9]-*.json; do
     [ -e "$path" ] || continue
     f=${path##*/}
@@ -269,25 +328,11 @@ for path in "$here"/[0-9][0-9]-*.json; do
         fail "$f" "no entry in the table of run.sh"
         continue
     fi
-    "$bin" validate "$f" >"$f.out" 2>"$f.err"
-    rc=$?
-    bad=
-    [ "$rc" -eq 1 ] || bad="exit status $rc, expected 1"
-    if [ -z "$bad" ] && [ -s "$f.out" ]; then
-        bad="unexpected output on stdout: $(cat "$f.out")"
-    fi
-    if [ -z "$bad" ] && grep -qF "$SECRET" "$f.out" "$f.err"; then
-        bad="the secret value shows in the output"
-    fi
-    if [ -z "$bad" ] && ! cmp -s "expected/$f" "$f.err"; then
-        bad="stderr differs from the expected lines (- expected, + got):"
-    fi
-    if [ -n "$bad" ]; then
-        fail "$f" "$bad"
-        diff -u "expected/$f" "$f.err" | sed '1,2d; s/^/    /'
-    else
-        echo "ok   $f"
-    fi
+    check_refused "$f" validate "$VALIDATE_INVALID" "expected/$f" "$f"
+    case " $RUN_CHECKS_IN_CONNECTOR " in
+    *" $f "*) echo "skip $f: run (checked by the connector at start)" ;;
+    *) check_refused "$f" run "$RUN_INVALID" "expected/$f" "$f" ;;
+    esac
 done
 
 # Every table entry names a file that exists (the battery cannot shrink
@@ -319,6 +364,26 @@ for path in "$here"/good-*.json; do
     fi
 done
 [ "$good" -ge 1 ] || fail "good-*.json" "no good config to check"
+
+# Two files of one connector name: markers, status files and locks are per
+# name, so both commands refuse the second file. validate still checks the
+# first one: its OK line is the only line on stdout.
+cp good-raw.json same-name.json && cp good-raw.json run/same-name.json || exit 2
+printf '%s\n' 'same-name.json: $.name: connector "battery.raw_bronze-1" is also defined by good-raw.json; names must be unique' >expected/same-name
+check_refused same-name run "$RUN_INVALID" expected/same-name good-raw.json same-name.json
+"$bin" validate good-raw.json same-name.json >same-name.validate.out 2>same-name.validate.err
+rc=$?
+if [ "$rc" -ne "$VALIDATE_INVALID" ]; then
+    fail same-name "validate: exit status $rc, expected $VALIDATE_INVALID"
+elif [ "$(grep -c . same-name.validate.out)" -ne 1 ] ||
+    ! grep -q '^good-raw.json: OK (connector "' same-name.validate.out; then
+    fail same-name "validate: stdout is not good-raw.json's OK line alone: $(cat same-name.validate.out)"
+elif ! cmp -s expected/same-name same-name.validate.err; then
+    fail same-name "validate: stderr differs from the expected lines (- expected, + got):"
+    diff -u expected/same-name same-name.validate.err | sed '1,2d; s/^/    /'
+else
+    echo "ok   same-name (validate)"
+fi
 
 echo "config_battery: $checked malformed and $good good configs checked, $failed failed"
 if [ "$checked" -lt "$MIN_FILES" ]; then
