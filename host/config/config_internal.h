@@ -24,6 +24,11 @@ typedef struct loader {
     tm_connector_config *cfg;
     tm_config_errors *errs;
     int failed;
+    /* json mode: column name -> its first index (a JSON integer), so that
+     * duplicate names and dedup keys are found in constant time, not by
+     * scanning all columns (validate was quadratic in columns). NULL until
+     * the columns are loaded, and when memory ran out. */
+    json_t *column_index;
 } loader;
 
 /* ---- error lines (config_errors.c) ---- */
@@ -86,6 +91,9 @@ int cfg_str_push(char ***v, size_t *n, const char *s, size_t len);
 void cfg_load_mapping(loader *L, json_t *root);
 /* After cfg_load_mapping(): the keys are resolved against its columns. */
 void cfg_load_dedup(loader *L, json_t *root);
+/* The index of the column named name, from L->column_index; -1 when
+ * there is none. */
+long cfg_column_index(const loader *L, const char *name);
 /* Frees a filter's contents and zeroes it (safe on a zeroed one). */
 void cfg_filter_clear(tm_filter *f);
 

@@ -337,7 +337,7 @@ static tm_connector_config *load_json(json_t *root, const char *file,
         json_decref(root);
         return NULL;
     }
-    loader L = {c, errs, 0};
+    loader L = {c, errs, 0, NULL};
     if (!json_is_object(root)) {
         cfg_fail_type(&L, "$", "an object (one connector)", root);
     } else {
@@ -345,6 +345,7 @@ static tm_connector_config *load_json(json_t *root, const char *file,
         load_root(&L, root);
     }
     json_decref(root);
+    json_decref(L.column_index);
     if (L.failed) {
         tm_config_free(c);
         return NULL;
