@@ -25,7 +25,8 @@ static void usage(FILE *out) {
             "references, the sink plugin (loaded, capabilities) and, when\n"
             "the plugin has a validate callback, its settings and store\n"
             "(read-only: nothing is created or changed).\n"
-            "Exit status: 0 all valid, 1 any invalid, 2 usage error.\n"
+            "Exit status: 0 all valid, 2 any invalid or a usage error\n"
+            "(1 out of memory).\n"
             "\n"
             "  --plugin-dir DIR  search DIR for plugins first (repeatable);\n"
             "                    then TIDEMARK_PLUGIN_PATH, then %s\n",
@@ -138,7 +139,7 @@ int tm_cmd_validate(int argc, char **argv) {
     /* As run does: each file on its own, then no name twice. */
     for (size_t i = 0; i < nfiles; i++)
         if (validate_one(files, names, i, dirs, ndirs) != 0)
-            rc = 1;
+            rc = TM_EXIT_INVALID_CONFIG;
     free(dirs);
 out:
     for (size_t i = 0; names && i < nfiles; i++)

@@ -1,12 +1,13 @@
 #!/bin/sh
 # The malformed-config battery: `tidemark validate` on every NN-*.json of
-# this directory, each broken in one way (a few in two), must exit 1 and
+# this directory, each broken in one way (a few in two), must exit 2 and
 # print exactly the lines of the table below on stderr, nothing on stdout,
-# and never a resolved secret. `tidemark run` on the same file must refuse
-# it at start the same way: exit 2, the same lines, nothing on stdout
-# (validate and run share one config path). The good-*.json files must
-# pass validate, and two files defining one connector name must be
-# refused by both commands.
+# and never a resolved secret. `tidemark run`, `verify` and `offsets` on
+# the same file must refuse it at start the same way:
+# the same exit status, the same lines, nothing on stdout (every command
+# loads configs through one path). The good-*.json files must pass
+# validate, and two files defining one connector name must be refused by
+# validate and run.
 #
 # Every expected line is written by hand from the loader
 # (host/config/*.c) and docs/configuration.md, never captured from the
@@ -27,12 +28,12 @@ bin=$1 work=$2
 case $bin in /*) ;; *) bin=$PWD/$bin ;; esac # the script runs in WORK_DIR
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 MIN_FILES=30
-VALIDATE_INVALID=1 # exit status of validate for an invalid config
-RUN_INVALID=2      # exit status of run for an invalid config
+INVALID=2 # every command's exit status for an invalid config
 # Refused by validate through the plugin (its loading, its validate
 # callback); run makes these checks in the connector at start (it goes
-# FAILED), not before it starts, so run is not held to the table for them.
-RUN_CHECKS_IN_CONNECTOR="64-plugin-not-found.json 65-plugin-refuses-upsert-without-key.json"
+# FAILED), and the other commands open the sink instead of validating it,
+# so only validate is held to the table for them.
+PLUGIN_CHECKED="64-plugin-not-found.json 65-plugin-refuses-upsert-without-key.json"
 if [ -z "${TIDEMARK_PLUGIN_PATH:-}" ]; then
     echo "config_battery: TIDEMARK_PLUGIN_PATH is not set (the build's plugin dir)" >&2
     exit 2
@@ -287,18 +288,19 @@ fail() { # FILE REASON
 
 # check_refused LABEL COMMAND STATUS EXPECTED FILE...: `tidemark COMMAND
 # FILE...` exits STATUS with exactly the EXPECTED lines on stderr, nothing
-# on stdout and no secret. run is stopped after 10 s should it accept the
-# files (a failure: it must refuse them before starting anything).
+# on stdout and no secret. Commands other than validate are stopped after
+# 10 s should they accept the files (a failure: they must refuse them
+# before starting anything).
 check_refused() {
     label=$1 cmd=$2 want=$3 expected=$4
     shift 4
     out=$label.$cmd.out err=$label.$cmd.err
-    if [ "$cmd" = run ]; then
-        # In a copy of the files of its own: a run that wrongly starts
-        # must not leave a store behind for the other checks.
-        (cd run && timeout -s INT 10 "$bin" run "$@") >"$out" 2>"$err"
+    if [ "$cmd" = validate ]; then
+        "$bin" validate "$@" >"$out" 2>"$err"
     else
-        "$bin" "$cmd" "$@" >"$out" 2>"$err"
+        # In a copy of the files of its own: a command that wrongly
+        # starts must not leave a store behind for the other checks.
+        (cd run && timeout -s INT 10 "$bin" "$cmd" "$@") >"$out" 2>"$err"
     fi
     rc=$?
     bad=
@@ -328,11 +330,16 @@ for path in "$here"/[0-9][0-9]-*.json; do
         fail "$f" "no entry in the table of run.sh"
         continue
     fi
-    check_refused "$f" validate "$VALIDATE_INVALID" "expected/$f" "$f"
-    case " $RUN_CHECKS_IN_CONNECTOR " in
-    *" $f "*) echo "skip $f: run (checked by the connector at start)" ;;
-    *) check_refused "$f" run "$RUN_INVALID" "expected/$f" "$f" ;;
+    check_refused "$f" validate "$INVALID" "expected/$f" "$f"
+    case " $PLUGIN_CHECKED " in
+    *" $f "*)
+        echo "skip $f: run, verify, offsets (the plugin's checks)"
+        continue
+        ;;
     esac
+    check_refused "$f" run "$INVALID" "expected/$f" "$f"
+    check_refused "$f" verify "$INVALID" "expected/$f" "$f"
+    check_refused "$f" offsets "$INVALID" "expected/$f" "$f"
 done
 
 # Every table entry names a file that exists (the battery cannot shrink
@@ -370,11 +377,11 @@ done
 # first one: its OK line is the only line on stdout.
 cp good-raw.json same-name.json && cp good-raw.json run/same-name.json || exit 2
 printf '%s\n' 'same-name.json: $.name: connector "battery.raw_bronze-1" is also defined by good-raw.json; names must be unique' >expected/same-name
-check_refused same-name run "$RUN_INVALID" expected/same-name good-raw.json same-name.json
+check_refused same-name run "$INVALID" expected/same-name good-raw.json same-name.json
 "$bin" validate good-raw.json same-name.json >same-name.validate.out 2>same-name.validate.err
 rc=$?
-if [ "$rc" -ne "$VALIDATE_INVALID" ]; then
-    fail same-name "validate: exit status $rc, expected $VALIDATE_INVALID"
+if [ "$rc" -ne "$INVALID" ]; then
+    fail same-name "validate: exit status $rc, expected $INVALID"
 elif [ "$(grep -c . same-name.validate.out)" -ne 1 ] ||
     ! grep -q '^good-raw.json: OK (connector "' same-name.validate.out; then
     fail same-name "validate: stdout is not good-raw.json's OK line alone: $(cat same-name.validate.out)"
