@@ -64,8 +64,21 @@ $: expected JSON, found a syntax error at line 3, column 9: '}' expected near '"
 $: expected JSON, found a syntax error at line 3, column 8: duplicate object key near '"name"'
 @ 03-root-array.json
 $: expected an object (one connector), found array
+
+# --- JSON errors jansson words its own way, in plain words at the JSON path
+# of the value being read, with jansson's line and column
 @ 22-batch-too-large.json
-$: expected JSON, found a syntax error at line 4, column 44: too big integer near '9223372036854775808'
+$.batch.max_bytes: expected an integer from -9223372036854775808 to 9223372036854775807, found 9223372036854775808 (line 4, column 44)
+@ 88-syntax-nul-in-string.json
+$.state_dir: expected a string without \u0000 (a NUL character), found one (line 6, column 29)
+@ 89-syntax-bom.json
+$: expected JSON, found a UTF-8 byte order mark (BOM) at the start: save the file without one
+@ 90-syntax-control-char.json
+$.kafka.topics[0]: expected a string without raw control characters (write them as escapes, \t or \u0009), found the character 0x09 (line 3, column 69)
+@ 91-syntax-bad-utf8.json
+$.sink.settings.table: expected UTF-8 text, found the byte 0xff (line 4, column 79)
+@ 92-syntax-real-overflow.json
+$.batch.max_wait_ms: expected a number within the range of a double, found 1e400 (line 6, column 32)
 
 # --- name
 @ 04-name-missing.json

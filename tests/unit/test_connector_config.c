@@ -758,6 +758,38 @@ START_TEST(validate_quadratic_in_columns) {
 }
 END_TEST
 
+/* jansson's words ("too big integer", "JSON_ALLOW_NUL", a BOM shown as
+ * itself) were passed on at "$"; they are said plainly at the path of the
+ * value being read, whatever came before it. */
+START_TEST(syntax_errors_in_plain_words) {
+    static const struct {
+        const char *text, *line;
+    } CASES[] = {
+        {"{\"a\": [1, {\"x\": \"]\\\"\", \"b\": 1e400}]}",
+         "$.a[1].b: expected a number within the range of a double, found "
+         "1e400 (line 1, column 33)"},
+        {"{\"a\": {}, \"k\\\"q\": [[], [-99999999999999999999]]}",
+         "$[\"k\\\"q\"][1][0]: expected an integer from -9223372036854775808 "
+         "to 9223372036854775807, found -99999999999999999999 (line 1, column "
+         "45)"},
+        {"{\"k\\u0000\": 1}",
+         "$[\"k\\u0000\"]: expected a key without \\u0000 (a NUL character), "
+         "found one (line 1, column 10)"},
+        {"[\"\\u0000\"]", "$[0]: expected a string without \\u0000 (a NUL "
+                          "character), found one (line 1, column 9)"},
+        {"{\"a\" 1}", "$: expected JSON, found a syntax error at line 1, "
+                      "column 6: ':' expected near '1'"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+        ck_assert_ptr_null(tm_config_load_string(CASES[i].text, "x", &errs));
+        ck_assert_uint_eq(errs.count, 1);
+        ck_assert_str_eq(errs.lines[0], CASES[i].line);
+        tm_config_errors_free(&errs);
+    }
+}
+END_TEST
+
 START_TEST(type_names) {
     ck_assert_str_eq(tm_config_type_name(TM_TYPE_TIMESTAMP), "timestamp");
     ck_assert_str_eq(tm_config_type_name(TM_TYPE_BYTES), "bytes");
@@ -785,6 +817,7 @@ int main(void) {
     tcase_add_test(tc, redaction);
     tcase_add_test(tc, syntax_and_files);
     tcase_add_test(tc, type_names);
+    tcase_add_test(tc, syntax_errors_in_plain_words);
     suite_add_tcase(s, tc);
     TCase *wide = tcase_create("wide");
     tcase_set_timeout(wide, 120); /* so that slowness fails the assertion */
