@@ -83,7 +83,9 @@ typedef struct sbuf {
 } sbuf;
 
 void cfg_sb_add(sbuf *b, const char *s, size_t n);
-/* Appends a copy of s[0..len) to the vector *v of *n; -1 out of memory. */
+/* Appends a copy of s[0..len) to the vector *v of *n; -1 out of memory.
+ * The vector must only ever grow through this function (its capacity is
+ * implied by *n). */
 int cfg_str_push(char ***v, size_t *n, const char *s, size_t len);
 
 /* ---- sections (mapping.c) ---- */

@@ -376,7 +376,7 @@ static void number_before(const char *text, size_t pos, char *out,
  * keeps jansson's message, at "$" with its position. */
 static void syntax_error(const char *text, size_t len, const json_error_t *e,
                          tm_config_errors *errs) {
-    char path[PATH_MAX_LEN], tok[FOUND_MAX_LEN + 1], what[LINE_MAX_LEN];
+    char path[PATH_MAX_LEN], tok[FOUND_MAX_LEN + 1], what[320];
     char line[LINE_MAX_LEN + PATH_MAX_LEN];
     size_t pos = e->position > 0 && (size_t)e->position <= len
                      ? (size_t)e->position
