@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kafka/kafka_conf.h"
+#include "services/error.h"
 
 const char **tm_cli_plugin_dirs(const char *const *extra, size_t nextra,
                                 size_t *ndirs) {
@@ -78,6 +79,22 @@ int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
         return -1;
     }
     return 0;
+}
+
+int tm_cli_sink_validate(tm_cli_sink *s) {
+    const tm_sink_api *api = s->inst.api;
+    if (!api->validate)
+        return 0;
+    tm_error err = tm_error_init();
+    tm_status st = api->validate(tm_host_services(), &s->inst.config, &err);
+    if (st == TM_OK)
+        return 0;
+    char msg[TM_ERROR_MAX + 128];
+    snprintf(msg, sizeof msg, "plugin \"%s\" refused the config (%s): %s",
+             api->name, tm_status_name(st),
+             err.message[0] ? err.message : "(no message)");
+    tm_cli_report(s->cfg, s->file, "$.sink", msg);
+    return -1;
 }
 
 int tm_cli_sink_open(tm_cli_sink *s) {

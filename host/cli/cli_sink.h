@@ -45,6 +45,12 @@ int tm_cli_name_clash(const char *const *files, const char *const *names,
 int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
                      size_t ndirs);
 
+/* The plugin's validate callback on the loaded config (its settings and
+ * its store, read-only), when it has one. 0 accepted (or no callback), -1
+ * with "FILE: $.sink: plugin \"NAME\" refused the config (STATUS): ..."
+ * printed. */
+int tm_cli_sink_validate(tm_cli_sink *s);
+
 /* Opens an instance of the sink (the plugin's open). 0, or -1 with the
  * plugin's refusal printed. */
 int tm_cli_sink_open(tm_cli_sink *s);

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "cli/cli_sink.h"
-#include "services/error.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -53,19 +52,8 @@ static int validate_one(const char *const *files, char **names, size_t i,
         bad = 1;
     const tm_sink_api *api = s.inst.api;
     /* Capabilities the config needs were checked by tm_cli_sink_load. */
-    if (api->validate) {
-        tm_error err = tm_error_init();
-        tm_status st = api->validate(tm_host_services(), &s.inst.config, &err);
-        if (st != TM_OK) {
-            char msg[TM_ERROR_MAX + 128];
-            snprintf(msg, sizeof msg,
-                     "plugin \"%s\" refused the config (%s): %s", api->name,
-                     tm_status_name(st),
-                     err.message[0] ? err.message : "(no message)");
-            tm_cli_report(s.cfg, file, "$.sink", msg);
-            bad = 1;
-        }
-    }
+    if (tm_cli_sink_validate(&s) != 0)
+        bad = 1;
     if (!bad) {
         char line[1024], red[1024];
         snprintf(line, sizeof line,
