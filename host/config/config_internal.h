@@ -49,6 +49,13 @@ const char *cfg_found(loader *L, const json_t *v, char *buf, size_t size);
 void cfg_fail_type(loader *L, const char *path, const char *expected,
                    const json_t *v);
 
+/* The line for a text jansson could not parse (e, from json_loadb of
+ * text[0..len)), appended to errs: the mistakes a hand-edited file runs
+ * into in plain words at the JSON path of the value, else jansson's
+ * message at "$". */
+void cfg_syntax_error(const char *text, size_t len, const json_error_t *e,
+                      tm_config_errors *errs);
+
 /* ---- typed getters (config_getters.c) ----
  * Unless said otherwise they return 1 found, 0 absent (an error when
  * required), -1 wrong (error added). */
