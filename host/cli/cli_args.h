@@ -4,6 +4,13 @@
 #ifndef TM_CLI_ARGS_H
 #define TM_CLI_ARGS_H
 
+/* The exit status of every command for a config it refuses (the loader's
+ * errors, librdkafka's refusals, a plugin that cannot be loaded or refuses
+ * the config): the same as a usage error, since the command line names
+ * something that cannot be used. One value, so that scripts can tell "fix
+ * the config" from "it ran and failed" whichever command they call. */
+#define TM_EXIT_INVALID_CONFIG 2
+
 /* Matches argv[*i] against NAME. Returns 1 with *out set to the value (and
  * *i moved past a separate value word); 0 when argv[*i] is not NAME; -1
  * when NAME has no (or an empty) value, after printing "tidemark CMD: NAME

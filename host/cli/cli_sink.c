@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kafka/kafka_conf.h"
+#include "services/error.h"
+
 const char **tm_cli_plugin_dirs(const char *const *extra, size_t nextra,
                                 size_t *ndirs) {
     size_t max = nextra + TM_PLUGIN_DIRS_MAX;
@@ -24,6 +27,10 @@ void tm_cli_report(const tm_connector_config *cfg, const char *file,
     fprintf(stderr, "%s\n", red);
 }
 
+static void report_line(void *file, const char *line) {
+    fprintf(stderr, "%s: %s\n", (const char *)file, line);
+}
+
 tm_connector_config *tm_cli_load_config(const char *file) {
     tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
     tm_connector_config *cfg = tm_config_load(file, &errs);
@@ -34,7 +41,27 @@ tm_connector_config *tm_cli_load_config(const char *file) {
             fprintf(stderr, "%s: $: out of memory\n", file);
     }
     tm_config_errors_free(&errs);
+    /* The librdkafka configurations run builds, built here for every
+     * command, so that a property librdkafka refuses is refused by
+     * validate and before run starts anything. */
+    if (cfg && tm_kafka_conf_check(cfg, report_line, (void *)file) != 0) {
+        tm_config_free(cfg);
+        return NULL;
+    }
     return cfg;
+}
+
+int tm_cli_name_clash(const char *const *files, const char *const *names,
+                      size_t i) {
+    for (size_t k = 0; names[i] && k < i; k++)
+        if (names[k] && strcmp(names[i], names[k]) == 0) {
+            fprintf(stderr,
+                    "%s: $.name: connector \"%s\" is also defined by %s; "
+                    "names must be unique\n",
+                    files[i], names[i], files[k]);
+            return 1;
+        }
+    return 0;
 }
 
 int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
@@ -52,6 +79,22 @@ int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
         return -1;
     }
     return 0;
+}
+
+int tm_cli_sink_validate(tm_cli_sink *s) {
+    const tm_sink_api *api = s->inst.api;
+    if (!api->validate)
+        return 0;
+    tm_error err = tm_error_init();
+    tm_status st = api->validate(tm_host_services(), &s->inst.config, &err);
+    if (st == TM_OK)
+        return 0;
+    char msg[TM_ERROR_MAX + 128];
+    snprintf(msg, sizeof msg, "plugin \"%s\" refused the config (%s): %s",
+             api->name, tm_status_name(st),
+             err.message[0] ? err.message : "(no message)");
+    tm_cli_report(s->cfg, s->file, "$.sink", msg);
+    return -1;
 }
 
 int tm_cli_sink_open(tm_cli_sink *s) {

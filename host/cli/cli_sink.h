@@ -27,14 +27,29 @@ typedef struct tm_cli_sink {
 const char **tm_cli_plugin_dirs(const char *const *extra, size_t nextra,
                                 size_t *ndirs);
 
-/* Loads and checks FILE's config; NULL with every error printed as
- * "FILE: PATH: message". */
+/* Loads and checks FILE's config, including the librdkafka
+ * configurations run builds from it (tm_kafka_conf_check); NULL with every
+ * error printed as "FILE: PATH: message". */
 tm_connector_config *tm_cli_load_config(const char *file);
+
+/* Markers, status files and locks are per connector name: two configs of
+ * one name in one command would fence each other. When names[i] is also
+ * names[k] for some k < i, prints "FILE: $.name: connector ... is also
+ * defined by FILE-K; names must be unique" and returns 1; else 0. A NULL
+ * name (a config that did not load) clashes with nothing. */
+int tm_cli_name_clash(const char *const *files, const char *const *names,
+                      size_t i);
 
 /* Loads FILE's config and its plugin and prepares inst.config. 0, or -1
  * with every problem printed (s is then empty: nothing to free). */
 int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
                      size_t ndirs);
+
+/* The plugin's validate callback on the loaded config (its settings and
+ * its store, read-only), when it has one. 0 accepted (or no callback), -1
+ * with "FILE: $.sink: plugin \"NAME\" refused the config (STATUS): ..."
+ * printed. */
+int tm_cli_sink_validate(tm_cli_sink *s);
 
 /* Opens an instance of the sink (the plugin's open). 0, or -1 with the
  * plugin's refusal printed. */

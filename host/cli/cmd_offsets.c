@@ -611,7 +611,7 @@ static int run(ctx *c) {
     int rc = tm_cli_sink_load(&c->sink, c->o->config, dirs, ndirs);
     free(dirs);
     if (rc != 0)
-        return 1;
+        return TM_EXIT_INVALID_CONFIG;
     if (tm_cli_sink_open(&c->sink) != 0)
         return 1;
     char errstr[1024];

@@ -159,7 +159,7 @@ int tm_cmd_run(int argc, char **argv) {
         goto out;
     }
     if (load_all(files, nfiles, cfgs) != 0) {
-        rc = 2;
+        rc = TM_EXIT_INVALID_CONFIG;
         goto out;
     }
     tm_run_options opt = {

@@ -93,6 +93,10 @@ static int parse(int argc, char **argv, opts *o) {
                 return 2;
         } else if (strcmp(argv[i], "--json") == 0) {
             o->json = 1;
+        } else if (strcmp(argv[i], "--help") == 0 ||
+                   strcmp(argv[i], "-h") == 0) {
+            usage(stdout); /* "table scan --help": help, as anywhere */
+            return 0;
         } else if (argv[i][0] == '-' || o->table) {
             fprintf(stderr, "tidemark table %s: unexpected argument '%s'\n",
                     o->sub, argv[i]);

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "cli/cli_sink.h"
-#include "services/error.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -25,35 +24,36 @@ static void usage(FILE *out) {
             "references, the sink plugin (loaded, capabilities) and, when\n"
             "the plugin has a validate callback, its settings and store\n"
             "(read-only: nothing is created or changed).\n"
-            "Exit status: 0 all valid, 1 any invalid, 2 usage error.\n"
+            "Exit status: 0 all valid, 2 any invalid or a usage error\n"
+            "(1 out of memory).\n"
             "\n"
             "  --plugin-dir DIR  search DIR for plugins first (repeatable);\n"
             "                    then TIDEMARK_PLUGIN_PATH, then %s\n",
             tm_plugin_default_dir());
 }
 
-/* 0 valid, 1 not. */
-static int validate_one(const char *file, const char *const *dirs,
-                        size_t ndirs) {
+/* 0 valid, 1 not: files[i], whose connector must not have the name of
+ * files[0..i) (names[k], NULL when files[k] did not load); names[i] gets a
+ * copy of its name when it loads. */
+static int validate_one(const char *const *files, char **names, size_t i,
+                        const char *const *dirs, size_t ndirs) {
+    const char *file = files[i];
     tm_cli_sink s;
     if (tm_cli_sink_load(&s, file, dirs, ndirs) != 0)
         return 1;
     int bad = 0;
+    if (!(names[i] = strdup(s.cfg->name))) {
+        tm_cli_report(s.cfg, file, NULL, "out of memory");
+        tm_cli_sink_free(&s);
+        return 1;
+    }
+    /* As run refuses it: one process, one connector of a name. */
+    if (tm_cli_name_clash(files, (const char *const *)names, i))
+        bad = 1;
     const tm_sink_api *api = s.inst.api;
     /* Capabilities the config needs were checked by tm_cli_sink_load. */
-    if (api->validate) {
-        tm_error err = tm_error_init();
-        tm_status st = api->validate(tm_host_services(), &s.inst.config, &err);
-        if (st != TM_OK) {
-            char msg[TM_ERROR_MAX + 128];
-            snprintf(msg, sizeof msg,
-                     "plugin \"%s\" refused the config (%s): %s", api->name,
-                     tm_status_name(st),
-                     err.message[0] ? err.message : "(no message)");
-            tm_cli_report(s.cfg, file, "$.sink", msg);
-            bad = 1;
-        }
-    }
+    if (tm_cli_sink_validate(&s) != 0)
+        bad = 1;
     if (!bad) {
         char line[1024], red[1024];
         snprintf(line, sizeof line,
@@ -72,6 +72,7 @@ int tm_cmd_validate(int argc, char **argv) {
     const char **extra = calloc((size_t)(argc > 0 ? argc : 1), sizeof *extra);
     const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
     size_t nextra = 0, nfiles = 0;
+    char **names = NULL;
     int rc = 0;
     if (!extra || !files) {
         fprintf(stderr, "tidemark validate: out of memory\n");
@@ -116,11 +117,22 @@ int tm_cmd_validate(int argc, char **argv) {
         rc = 1;
         goto out;
     }
+    names = calloc(nfiles, sizeof *names);
+    if (!names) {
+        fprintf(stderr, "tidemark validate: out of memory\n");
+        rc = 1;
+        free(dirs);
+        goto out;
+    }
+    /* As run does: each file on its own, then no name twice. */
     for (size_t i = 0; i < nfiles; i++)
-        if (validate_one(files[i], dirs, ndirs) != 0)
-            rc = 1;
+        if (validate_one(files, names, i, dirs, ndirs) != 0)
+            rc = TM_EXIT_INVALID_CONFIG;
     free(dirs);
 out:
+    for (size_t i = 0; names && i < nfiles; i++)
+        free(names[i]);
+    free(names);
     free(extra);
     free(files);
     return rc;

@@ -1,13 +1,16 @@
 /* The CLI commands, one function each, dispatched by main.c. Each takes the
  * command's own argc/argv (argv[0] is the command name) and returns the
- * process exit status: 0 done, 1 failed, 2 usage error. */
+ * process exit status: 0 done, 1 failed, 2 usage error. A config a
+ * command refuses is TM_EXIT_INVALID_CONFIG (2, cli/cli_args.h) in every
+ * command. */
 #ifndef TM_CLI_COMMANDS_H
 #define TM_CLI_COMMANDS_H
 
 /* tidemark plugins [--json] [--plugin-dir DIR]... (cli/cmd_plugins.c) */
 int tm_cmd_plugins(int argc, char **argv);
 
-/* tidemark validate [--plugin-dir DIR]... CONFIG... (cli/cmd_validate.c) */
+/* tidemark validate [--plugin-dir DIR]... CONFIG... (cli/cmd_validate.c).
+ * Exit 0 all valid, 2 any invalid or a usage error. */
 int tm_cmd_validate(int argc, char **argv);
 
 /* tidemark run [--plugin-dir DIR]... [--state-dir DIR] CONFIG...
@@ -25,7 +28,7 @@ int tm_cmd_verify(int argc, char **argv);
 int tm_cmd_status(int argc, char **argv);
 
 /* tidemark offsets CONFIG [--reset-to SPEC] [--json] (cli/cmd_offsets.c).
- * Exit 0 done, 1 refused or failed, 2 usage error. */
+ * Exit 0 done, 1 refused or failed, 2 usage error or invalid config. */
 int tm_cmd_offsets(int argc, char **argv);
 
 /* tidemark table SUBCOMMAND TABLE [OPTIONS] (cli/cmd_table.c): read and

@@ -41,11 +41,21 @@ static void usage(FILE *out) {
             "  %-10s %s\n"
             "  %-10s %s\n"
             "\n"
-            "Run 'tidemark COMMAND --help' for a command's options.\n"
+            "Run 'tidemark help COMMAND' (or 'tidemark COMMAND --help') for a\n"
+            "command's options.\n"
             "Environment: TIDEMARK_PLUGIN_PATH (colon-separated plugin "
             "directories),\n"
             "TIDEMARK_LOG_LEVEL (debug|info|warn|error).\n",
             "help", "show this help", "version", "print the version");
+}
+
+static const command *find(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return &commands[i];
+    fprintf(stderr, "tidemark: unknown command '%s' (see 'tidemark --help')\n",
+            name);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -54,6 +64,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *name = argv[1];
+    if (strcmp(name, "help") == 0 && argc > 2) {
+        /* "tidemark help run" is "tidemark run --help". */
+        static char help_opt[] = "--help";
+        const command *c = find(argv[2]);
+        char *help_argv[] = {argv[2], help_opt, NULL};
+        return c ? c->run(2, help_argv) : 2;
+    }
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
         strcmp(name, "help") == 0) {
         usage(stdout);
@@ -64,10 +81,6 @@ int main(int argc, char **argv) {
                TM_SINK_ABI_MAJOR, TM_SINK_ABI_MINOR);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(name, commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "tidemark: unknown command '%s' (see 'tidemark --help')\n",
-            name);
-    return 2;
+    const command *c = find(name);
+    return c ? c->run(argc - 1, argv + 1) : 2;
 }

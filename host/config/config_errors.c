@@ -1,6 +1,7 @@
 /* The error list of a load and the formatting of its lines: "PATH:
  * message", redacted before it is stored, so that no resolved secret
- * reaches a caller through an error. */
+ * reaches a caller through an error; and the line for a text that is not
+ * JSON. */
 #include "config/config_internal.h"
 
 #include <stdarg.h>
@@ -91,4 +92,80 @@ void cfg_fail_type(loader *L, const char *path, const char *expected,
     char f[FOUND_MAX_LEN + 64];
     cfg_fail(L, path, "expected %s, found %s", expected,
              cfg_found(L, v, f, sizeof f));
+}
+
+/* The number that ends at byte pos of text (jansson stops right after
+ * the number it refuses, and does not always quote it); size >= 4. */
+static void number_before(const char *text, size_t pos, char *out,
+                          size_t size) {
+    size_t start = pos;
+    while (start > 0 && strchr("+-.0123456789eE", text[start - 1]) &&
+           text[start - 1] != '\0')
+        start--;
+    size_t n = pos - start;
+    if (n == 0)
+        snprintf(out, size, "?");
+    else if (n >= size)
+        snprintf(out, size, "%.*s...", (int)(size - 4), text + start);
+    else
+        snprintf(out, size, "%.*s", (int)n, text + start);
+}
+
+/* jansson's words for the errors a hand-written config runs into, in
+ * plain ones: what was expected, what was found, at the JSON path of the
+ * value (as far as the text was read) with line and column. Anything else
+ * keeps jansson's message, at "$" with its position. */
+void cfg_syntax_error(const char *text, size_t len, const json_error_t *e,
+                      tm_config_errors *errs) {
+    char path[PATH_MAX_LEN], tok[FOUND_MAX_LEN + 1], what[320];
+    char line[LINE_MAX_LEN + PATH_MAX_LEN];
+    size_t pos = e->position > 0 && (size_t)e->position <= len
+                     ? (size_t)e->position
+                     : len;
+    tm_json_path_at(text, pos, path, sizeof path);
+    number_before(text, pos, tok, sizeof tok);
+    const char *t = e->text;
+    unsigned byte = 0;
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+        cfg_errs_push(errs, "$: expected JSON, found a UTF-8 byte order mark "
+                            "(BOM) at the start: save the file without one");
+        return;
+    }
+    if (strncmp(t, "too big integer", 15) == 0 ||
+        strncmp(t, "too big negative integer", 24) == 0)
+        snprintf(what, sizeof what,
+                 "expected an integer from -9223372036854775808 to "
+                 "9223372036854775807, found %s",
+                 tok);
+    else if (strncmp(t, "real number overflow", 20) == 0)
+        snprintf(what, sizeof what,
+                 "expected a number within the range of a double, found %s",
+                 tok);
+    else if (strncmp(t, "\\u0000 is not allowed", 21) == 0)
+        snprintf(what, sizeof what,
+                 "expected a string without \\u0000 (a NUL character), found "
+                 "one");
+    else if (strncmp(t, "NUL byte in object key", 22) == 0)
+        snprintf(what, sizeof what,
+                 "expected a key without \\u0000 (a NUL character), found one");
+    else if (sscanf(t, "control character 0x%x", &byte) == 1)
+        snprintf(what, sizeof what,
+                 "expected a string without raw control characters (write "
+                 "them as escapes, \\t or \\u%04x), found the character "
+                 "0x%02x",
+                 byte, byte);
+    else if (sscanf(t, "unable to decode byte 0x%x", &byte) == 1)
+        snprintf(what, sizeof what,
+                 "expected UTF-8 text, found the byte 0x%02x", byte);
+    else
+        what[0] = '\0';
+    if (what[0])
+        snprintf(line, sizeof line, "%s: %s (line %d, column %d)", path, what,
+                 e->line, e->column);
+    else
+        snprintf(line, sizeof line,
+                 "$: expected JSON, found a syntax error at line %d, column "
+                 "%d: %s",
+                 e->line, e->column, e->text);
+    cfg_errs_push(errs, line);
 }

@@ -24,6 +24,11 @@ typedef struct loader {
     tm_connector_config *cfg;
     tm_config_errors *errs;
     int failed;
+    /* json mode: column name -> its first index (a JSON integer), so that
+     * duplicate names and dedup keys are found in constant time, not by
+     * scanning all columns (validate was quadratic in columns). NULL until
+     * the columns are loaded, and when memory ran out. */
+    json_t *column_index;
 } loader;
 
 /* ---- error lines (config_errors.c) ---- */
@@ -43,6 +48,13 @@ const char *cfg_found(loader *L, const json_t *v, char *buf, size_t size);
 /* "PATH: expected EXPECTED, found WHAT". */
 void cfg_fail_type(loader *L, const char *path, const char *expected,
                    const json_t *v);
+
+/* The line for a text jansson could not parse (e, from json_loadb of
+ * text[0..len)), appended to errs: the mistakes a hand-edited file runs
+ * into in plain words at the JSON path of the value, else jansson's
+ * message at "$". */
+void cfg_syntax_error(const char *text, size_t len, const json_error_t *e,
+                      tm_config_errors *errs);
 
 /* ---- typed getters (config_getters.c) ----
  * Unless said otherwise they return 1 found, 0 absent (an error when
@@ -78,7 +90,9 @@ typedef struct sbuf {
 } sbuf;
 
 void cfg_sb_add(sbuf *b, const char *s, size_t n);
-/* Appends a copy of s[0..len) to the vector *v of *n; -1 out of memory. */
+/* Appends a copy of s[0..len) to the vector *v of *n; -1 out of memory.
+ * The vector must only ever grow through this function (its capacity is
+ * implied by *n). */
 int cfg_str_push(char ***v, size_t *n, const char *s, size_t len);
 
 /* ---- sections (mapping.c) ---- */
@@ -86,6 +100,9 @@ int cfg_str_push(char ***v, size_t *n, const char *s, size_t len);
 void cfg_load_mapping(loader *L, json_t *root);
 /* After cfg_load_mapping(): the keys are resolved against its columns. */
 void cfg_load_dedup(loader *L, json_t *root);
+/* The index of the column named name, from L->column_index; -1 when
+ * there is none. */
+long cfg_column_index(const loader *L, const char *name);
 /* Frees a filter's contents and zeroes it (safe on a zeroed one). */
 void cfg_filter_clear(tm_filter *f);
 

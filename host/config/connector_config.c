@@ -15,7 +15,17 @@
 #include "config/interpolate.h"
 #include "config/json_path.h"
 
-static int name_ok(const char *s) {
+/* A connector's name becomes marker keys in the sink, file and directory
+ * names under the state directory and the default group id: a bounded
+ * word of a safe alphabet, never a path component of its own. */
+#define NAME_MAX_BYTES 200
+/* Kafka's own rule for topic names (clients and brokers refuse others). */
+#define TOPIC_MAX_BYTES 249
+#define TOPIC_EXPECTED                                                         \
+    "a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "      \
+    "\".\" or \"..\")"
+
+static int word_ok(const char *s) {
     if (!*s)
         return 0;
     for (; *s; s++) {
@@ -25,6 +35,35 @@ static int name_ok(const char *s) {
             return 0;
     }
     return 1;
+}
+
+static int dots_only(const char *s) {
+    return strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+}
+
+static int topic_ok(const char *s) {
+    return word_ok(s) && !dots_only(s) && strlen(s) <= TOPIC_MAX_BYTES;
+}
+
+static void load_name(loader *L, json_t *root) {
+    static const char *const EXPECTED =
+        "a name of letters, digits, '.', '_' or '-'";
+    json_t *name = NULL;
+    if (cfg_get_typed(L, root, "$", "name", 1, JSON_STRING, EXPECTED, &name) !=
+        1)
+        return;
+    const char *s = json_string_value(name);
+    size_t len = strlen(s);
+    if (!word_ok(s))
+        cfg_fail_type(L, "$.name", EXPECTED, name);
+    else if (dots_only(s))
+        cfg_fail_type(L, "$.name", "a name other than \".\" or \"..\"", name);
+    else if (len > NAME_MAX_BYTES)
+        cfg_fail(L, "$.name",
+                 "expected a name of at most %d bytes, found %zu bytes",
+                 NAME_MAX_BYTES, len);
+    else
+        L->cfg->name = cfg_xstrdup(L, s);
 }
 
 /* librdkafka properties tidemark sets itself, and why. */
@@ -83,6 +122,10 @@ static void load_kafka(loader *L, json_t *root) {
                 continue;
             }
             const char *s = json_string_value(t);
+            if (!topic_ok(s)) {
+                cfg_fail_type(L, path, TOPIC_EXPECTED, t);
+                continue;
+            }
             if (cfg_str_push(&c->kafka.topics, &c->kafka.ntopics, s, strlen(s)))
                 cfg_fail(L, path, "out of memory");
         }
@@ -183,15 +226,62 @@ static void load_sink(loader *L, json_t *root) {
     }
 }
 
+/* Why the connector would read the dead-letter topic back (each dead
+ * letter failing again and producing another, for ever), in words for
+ * the error; NULL when it does not. */
+static const char *subscribed(loader *L, const char *topic, char *buf,
+                              size_t size) {
+    const tm_connector_config *c = L->cfg;
+    for (size_t i = 0; i < c->kafka.ntopics; i++)
+        if (strcmp(c->kafka.topics[i], topic) == 0) {
+            snprintf(buf, size, "also $.kafka.topics[%zu]", i);
+            return buf;
+        }
+    if (!c->kafka.topic_regex)
+        return NULL;
+    /* The consumer subscribes with this pattern matched anywhere in the
+     * name (kafka/consumer.c), as regexec does. */
+    regex_t re;
+    if (regcomp(&re, c->kafka.topic_regex, REG_EXTENDED | REG_NOSUB) != 0)
+        return NULL; /* already reported by load_kafka */
+    int hit = regexec(&re, topic, 0, NULL, 0) == 0;
+    regfree(&re);
+    if (!hit)
+        return NULL;
+    snprintf(buf, size, "matched by $.kafka.topic_regex");
+    return buf;
+}
+
 static void load_dead_letters(loader *L, json_t *root) {
     static const char *const KNOWN[] = {"sink", "topic"};
+    const char *P = "$.dead_letters";
+    tm_connector_config *c = L->cfg;
     json_t *d = NULL;
     if (cfg_get_object(L, root, "$", "dead_letters", 0, &d) != 1)
         return;
-    cfg_check_keys(L, d, "$.dead_letters", KNOWN, N(KNOWN));
-    cfg_get_bool(L, d, "$.dead_letters", "sink", &L->cfg->dead_letters.sink);
-    cfg_get_string(L, d, "$.dead_letters", "topic", 0,
-                   &L->cfg->dead_letters.topic);
+    cfg_check_keys(L, d, P, KNOWN, N(KNOWN));
+    int sink_rc = cfg_get_bool(L, d, P, "sink", &c->dead_letters.sink);
+    json_t *t = json_object_get(d, "topic");
+    int topic_rc = cfg_get_string(L, d, P, "topic", 0, &c->dead_letters.topic);
+    if (topic_rc == 1) {
+        char why[64];
+        if (!topic_ok(c->dead_letters.topic))
+            cfg_fail_type(L, "$.dead_letters.topic", TOPIC_EXPECTED, t);
+        else if (subscribed(L, c->dead_letters.topic, why, sizeof why)) {
+            char f[FOUND_MAX_LEN + 64];
+            cfg_fail(L, "$.dead_letters.topic",
+                     "expected a topic the connector does not read, found %s "
+                     "(%s: each dead letter would be read back and fail "
+                     "again, for ever)",
+                     cfg_found(L, t, f, sizeof f), why);
+        }
+    }
+    /* Neither the sink nor a topic: every dead letter would be dropped,
+     * uncounted, and its offset committed as if it had been kept. */
+    if (sink_rc == 1 && !c->dead_letters.sink && topic_rc == 0)
+        cfg_fail(L, P,
+                 "expected \"sink\": true or a \"topic\" (dead letters must "
+                 "go somewhere), found \"sink\": false and no topic");
 }
 
 static void load_root(loader *L, json_t *root) {
@@ -200,16 +290,7 @@ static void load_root(loader *L, json_t *root) {
                                         "dead_letters", "state_dir"};
     tm_connector_config *c = L->cfg;
     cfg_check_keys(L, root, "$", KNOWN, N(KNOWN));
-    json_t *name = NULL;
-    if (cfg_get_typed(L, root, "$", "name", 1, JSON_STRING,
-                      "a name of letters, digits, '.', '_' or '-'",
-                      &name) == 1) {
-        if (!name_ok(json_string_value(name)))
-            cfg_fail_type(L, "$.name",
-                          "a name of letters, digits, '.', '_' or '-'", name);
-        else
-            c->name = cfg_xstrdup(L, json_string_value(name));
-    }
+    load_name(L, root);
     load_kafka(L, root);
     load_batch(L, root);
     load_sink(L, root);
@@ -256,7 +337,7 @@ static tm_connector_config *load_json(json_t *root, const char *file,
         json_decref(root);
         return NULL;
     }
-    loader L = {c, errs, 0};
+    loader L = {c, errs, 0, NULL};
     if (!json_is_object(root)) {
         cfg_fail_type(&L, "$", "an object (one connector)", root);
     } else {
@@ -264,6 +345,7 @@ static tm_connector_config *load_json(json_t *root, const char *file,
         load_root(&L, root);
     }
     json_decref(root);
+    json_decref(L.column_index);
     if (L.failed) {
         tm_config_free(c);
         return NULL;
@@ -271,44 +353,60 @@ static tm_connector_config *load_json(json_t *root, const char *file,
     return c;
 }
 
-tm_connector_config *tm_config_load_string(const char *text, const char *file,
-                                           tm_config_errors *errs) {
+/* A config file is read whole, so that a syntax error can be placed in
+ * the text; past this size it is not a config. */
+#define CONFIG_FILE_MAX (256L * 1024 * 1024)
+
+static tm_connector_config *load_text(const char *text, size_t len,
+                                      const char *file,
+                                      tm_config_errors *errs) {
     json_error_t jerr;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        char line[LINE_MAX_LEN];
-        snprintf(line, sizeof line,
-                 "$: expected JSON, found a syntax error at line %d, column "
-                 "%d: %s",
-                 jerr.line, jerr.column, jerr.text);
-        cfg_errs_push(errs, line);
+        cfg_syntax_error(text, len, &jerr, errs);
         return NULL;
     }
     return load_json(root, file, errs);
 }
 
+tm_connector_config *tm_config_load_string(const char *text, const char *file,
+                                           tm_config_errors *errs) {
+    return load_text(text, strlen(text), file, errs);
+}
+
 tm_connector_config *tm_config_load(const char *path, tm_config_errors *errs) {
+    char line[LINE_MAX_LEN];
     FILE *f = fopen(path, "rb");
     if (!f) {
-        char line[LINE_MAX_LEN];
         snprintf(line, sizeof line, "$: cannot read the file: %s",
                  strerror(errno));
         cfg_errs_push(errs, line);
         return NULL;
     }
-    json_error_t jerr;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    sbuf b = {0};
+    char chunk[65536];
+    size_t n;
+    while (!b.oom && b.n <= CONFIG_FILE_MAX &&
+           (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        cfg_sb_add(&b, chunk, n);
+    int err = ferror(f) ? errno : 0;
     fclose(f);
-    if (!root) {
-        char line[LINE_MAX_LEN];
+    tm_connector_config *c = NULL;
+    if (err)
+        snprintf(line, sizeof line, "$: cannot read the file: %s",
+                 strerror(err));
+    else if (b.oom)
+        snprintf(line, sizeof line, "$: out of memory");
+    else if (b.n > CONFIG_FILE_MAX)
         snprintf(line, sizeof line,
-                 "$: expected JSON, found a syntax error at line %d, column "
-                 "%d: %s",
-                 jerr.line, jerr.column, jerr.text);
+                 "$: cannot read the file: larger than %ld bytes",
+                 CONFIG_FILE_MAX);
+    else
+        c = load_text(b.p ? b.p : "", b.n, path, errs);
+    if (err || b.oom || b.n > CONFIG_FILE_MAX)
         cfg_errs_push(errs, line);
-        return NULL;
-    }
-    return load_json(root, path, errs);
+    free(b.p);
+    return c;
 }
 
 static void strv_free(char **v, size_t n) {

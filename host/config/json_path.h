@@ -12,6 +12,11 @@ void tm_json_path_key(char *out, size_t size, const char *parent,
                       const char *key);
 void tm_json_path_index(char *out, size_t size, const char *parent,
                         size_t index);
+/* The path of what is at byte pos of text, a JSON text valid up to pos
+ * (where a parser stopped on an error): the innermost member or element
+ * being read, by the raw text of its key ("$.batch.max_bytes",
+ * "$.kafka.topics[0]"); "$" outside any. For syntax errors. */
+void tm_json_path_at(const char *text, size_t pos, char *out, size_t size);
 /* "string", "integer", "number", "boolean", "object", "array", "null". */
 const char *tm_json_type_name(const json_t *v);
 

@@ -184,17 +184,18 @@ static void load_json_column(loader *L, json_t *col, const char *path,
     char *name = NULL;
     if (cfg_get_string(L, col, path, "name", 1, &name) == 1) {
         out->name = name;
-        for (size_t j = 0; j < i; j++)
-            if (c->mapping.columns[j].name &&
-                strcmp(c->mapping.columns[j].name, name) == 0) {
-                char sub[PATH_MAX_LEN];
-                tm_json_path_key(sub, sizeof sub, path, "name");
-                cfg_fail(L, sub,
-                         "expected a unique column name, found string \"%s\" "
-                         "(also $.mapping.columns[%zu])",
-                         name, j);
-                break;
-            }
+        long j = cfg_column_index(L, name);
+        if (j >= 0) {
+            char sub[PATH_MAX_LEN];
+            tm_json_path_key(sub, sizeof sub, path, "name");
+            cfg_fail(L, sub,
+                     "expected a unique column name, found string \"%s\" "
+                     "(also $.mapping.columns[%ld])",
+                     name, j);
+        } else if (json_object_set_new(L->column_index, name,
+                                       json_integer((json_int_t)i)) != 0) {
+            cfg_fail(L, path, "out of memory");
+        }
     }
     json_t *ptr = NULL;
     if (cfg_get_typed(L, col, path, "pointer", 1, JSON_STRING,
@@ -263,7 +264,8 @@ void cfg_load_mapping(loader *L, json_t *root) {
     }
     c->mapping.columns = calloc(n, sizeof(tm_column));
     c->mapping.pointers = calloc(n, sizeof(char *));
-    if (!c->mapping.columns || !c->mapping.pointers) {
+    L->column_index = json_object();
+    if (!c->mapping.columns || !c->mapping.pointers || !L->column_index) {
         cfg_fail(L, "$.mapping.columns", "out of memory");
         return;
     }
@@ -292,6 +294,11 @@ void cfg_load_mapping(loader *L, json_t *root) {
             cfg_found(L, filter, f, sizeof f), why);
         cfg_filter_clear(&c->mapping.filter);
     }
+}
+
+long cfg_column_index(const loader *L, const char *name) {
+    json_t *j = L->column_index ? json_object_get(L->column_index, name) : NULL;
+    return j ? (long)json_integer_value(j) : -1;
 }
 
 void cfg_load_dedup(loader *L, json_t *root) {
@@ -331,12 +338,15 @@ void cfg_load_dedup(loader *L, json_t *root) {
             continue;
         }
         const char *s = json_string_value(k);
-        size_t j;
-        for (j = 0; j < c->mapping.ncolumns; j++)
-            if (c->mapping.columns[j].name &&
-                strcmp(c->mapping.columns[j].name, s) == 0)
-                break;
-        if (j == c->mapping.ncolumns) {
+        long j = -1;
+        if (c->mapping.mode == TM_MAPPING_RAW) {
+            for (size_t r = 0; r < c->mapping.ncolumns; r++)
+                if (strcmp(c->mapping.columns[r].name, s) == 0)
+                    j = (long)r;
+        } else {
+            j = cfg_column_index(L, s);
+        }
+        if (j < 0) {
             if (c->mapping.ncolumns == 0)
                 continue; /* the mapping itself is in error */
             const char *hint = names ? tm_did_you_mean(s, names, nnames) : NULL;
@@ -353,7 +363,7 @@ void cfg_load_dedup(loader *L, json_t *root) {
                          "expected a column of $.mapping.columns, found %s", f);
             continue;
         }
-        c->dedup.key_columns[c->dedup.nkey] = j;
+        c->dedup.key_columns[c->dedup.nkey] = (size_t)j;
         if (cfg_str_push(&c->dedup.key, &c->dedup.nkey, s, strlen(s)) != 0)
             cfg_fail(L, path, "out of memory");
     }

@@ -100,9 +100,11 @@ static int set_role(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
     return 0;
 }
 
-rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
-                                   tm_kafka_role role, char *errstr,
-                                   size_t errsize) {
+/* Everything but $.kafka.properties: the connection, client.id and the
+ * role's own settings. */
+static rd_kafka_conf_t *conf_base(const tm_connector_config *cfg,
+                                  tm_kafka_role role, char *errstr,
+                                  size_t errsize) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (!conf) {
         snprintf(errstr, errsize, "out of memory");
@@ -115,19 +117,66 @@ rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
             cfg->kafka.bootstrap_servers, errstr, errsize) != 0 ||
         set(conf, cfg, "$.name", "client.id", client_id, errstr, errsize) !=
             0 ||
-        set_role(conf, cfg, role, errstr, errsize) != 0)
-        goto fail;
-    for (size_t i = 0; i < cfg->kafka.nproperties; i++) {
-        const tm_config_property *p = &cfg->kafka.properties[i];
-        char path[512];
-        tm_json_path_key(path, sizeof path, "$.kafka.properties", p->key);
-        if (set(conf, cfg, path, p->key, p->value, errstr, errsize) != 0)
-            goto fail;
+        set_role(conf, cfg, role, errstr, errsize) != 0) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
     }
     return conf;
-fail:
+}
+
+/* $.kafka.properties[i] onto conf. */
+static int set_property(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
+                        size_t i, char *errstr, size_t errsize) {
+    const tm_config_property *p = &cfg->kafka.properties[i];
+    char path[512];
+    tm_json_path_key(path, sizeof path, "$.kafka.properties", p->key);
+    return set(conf, cfg, path, p->key, p->value, errstr, errsize);
+}
+
+rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
+                                   tm_kafka_role role, char *errstr,
+                                   size_t errsize) {
+    rd_kafka_conf_t *conf = conf_base(cfg, role, errstr, errsize);
+    if (!conf)
+        return NULL;
+    for (size_t i = 0; i < cfg->kafka.nproperties; i++)
+        if (set_property(conf, cfg, i, errstr, errsize) != 0) {
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    return conf;
+}
+
+size_t tm_kafka_conf_check(const tm_connector_config *cfg,
+                           void (*report)(void *ctx, const char *line),
+                           void *ctx) {
+    char errstr[2048];
+    size_t bad = 0;
+    /* The consumer, with every property tried so that each refusal is
+     * reported, not only the first. */
+    rd_kafka_conf_t *conf =
+        conf_base(cfg, TM_KAFKA_CONSUMER, errstr, sizeof errstr);
+    if (!conf) {
+        report(ctx, errstr);
+        return 1;
+    }
+    for (size_t i = 0; i < cfg->kafka.nproperties; i++)
+        if (set_property(conf, cfg, i, errstr, sizeof errstr) != 0) {
+            report(ctx, errstr);
+            bad++;
+        }
     rd_kafka_conf_destroy(conf);
-    return NULL;
+    /* The dead-letter producer, whole, as the runtime builds it: its own
+     * settings with the same properties. */
+    if (bad == 0 && cfg->dead_letters.topic) {
+        conf = tm_kafka_conf_new(cfg, TM_KAFKA_PRODUCER, errstr, sizeof errstr);
+        if (!conf) {
+            report(ctx, errstr);
+            return 1;
+        }
+        rd_kafka_conf_destroy(conf);
+    }
+    return bad;
 }
 
 rd_kafka_t *tm_kafka_client_new(const tm_connector_config *cfg,

@@ -1,8 +1,13 @@
 #!/bin/sh
 # The malformed-config battery: `tidemark validate` on every NN-*.json of
-# this directory, each broken in one way (a few in two), must exit 1 and
+# this directory, each broken in one way (a few in two), must exit 2 and
 # print exactly the lines of the table below on stderr, nothing on stdout,
-# and never a resolved secret. The good-*.json files must pass.
+# and never a resolved secret. `tidemark run`, `verify` and `offsets` on
+# the same file must refuse it at start the same way:
+# the same exit status, the same lines, nothing on stdout (every command
+# loads configs through one path). The good-*.json files must pass
+# validate, and two files defining one connector name must be refused by
+# validate and run.
 #
 # Every expected line is written by hand from the loader
 # (host/config/*.c) and docs/configuration.md, never captured from the
@@ -23,6 +28,12 @@ bin=$1 work=$2
 case $bin in /*) ;; *) bin=$PWD/$bin ;; esac # the script runs in WORK_DIR
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 MIN_FILES=30
+INVALID=2 # every command's exit status for an invalid config
+# Refused by validate through the plugin (its loading, its validate
+# callback); run makes these checks in the connector at start (it goes
+# FAILED), and the other commands open the sink instead of validating it,
+# so only validate is held to the table for them.
+PLUGIN_CHECKED="64-plugin-not-found.json 65-plugin-refuses-upsert-without-key.json"
 if [ -z "${TIDEMARK_PLUGIN_PATH:-}" ]; then
     echo "config_battery: TIDEMARK_PLUGIN_PATH is not set (the build's plugin dir)" >&2
     exit 2
@@ -35,8 +46,12 @@ TM_BATTERY_SECRET=$SECRET
 export TM_BATTERY_SECRET
 unset TM_BATTERY_UNSET
 
-rm -rf "$work" && mkdir -p "$work/expected" || exit 2
+rm -rf "$work" && mkdir -p "$work/expected" "$work/state" || exit 2
+# Should run ever accept a file, its status goes here, not to the user's.
+TIDEMARK_STATE_DIR=$work/state
+export TIDEMARK_STATE_DIR
 cp "$here"/*.json "$work"/ || exit 2
+mkdir "$work/run" && cp "$here"/*.json "$work/run"/ || exit 2
 
 # "@ FILE" starts a file's entry; each line after it, up to the next "@",
 # is one expected stderr line, in order. "#" lines and blank lines are
@@ -49,8 +64,21 @@ $: expected JSON, found a syntax error at line 3, column 9: '}' expected near '"
 $: expected JSON, found a syntax error at line 3, column 8: duplicate object key near '"name"'
 @ 03-root-array.json
 $: expected an object (one connector), found array
+
+# --- JSON errors jansson words its own way, in plain words at the JSON path
+# of the value being read, with jansson's line and column
 @ 22-batch-too-large.json
-$: expected JSON, found a syntax error at line 4, column 44: too big integer near '9223372036854775808'
+$.batch.max_bytes: expected an integer from -9223372036854775808 to 9223372036854775807, found 9223372036854775808 (line 4, column 44)
+@ 88-syntax-nul-in-string.json
+$.state_dir: expected a string without \u0000 (a NUL character), found one (line 6, column 29)
+@ 89-syntax-bom.json
+$: expected JSON, found a UTF-8 byte order mark (BOM) at the start: save the file without one
+@ 90-syntax-control-char.json
+$.kafka.topics[0]: expected a string without raw control characters (write them as escapes, \t or \u0009), found the character 0x09 (line 3, column 69)
+@ 91-syntax-bad-utf8.json
+$.sink.settings.table: expected UTF-8 text, found the byte 0xff (line 4, column 79)
+@ 92-syntax-real-overflow.json
+$.batch.max_wait_ms: expected a number within the range of a double, found 1e400 (line 6, column 32)
 
 # --- name
 @ 04-name-missing.json
@@ -130,6 +158,16 @@ $.batch.max_bytes: expected at most 1073741824, found 9223372036854775807
 @ 74-reserved-metadata-broker-list.json
 $.kafka.properties["metadata.broker.list"]: reserved: tidemark sets "metadata.broker.list" itself (an alias of bootstrap.servers: set $.kafka.bootstrap_servers instead)
 
+# --- kafka properties librdkafka itself refuses (the message after the
+# second ": " is librdkafka's own)
+@ 85-property-bad-value.json
+$.kafka.properties["session.timeout.ms"]: librdkafka refused "session.timeout.ms": Invalid value for configuration property "session.timeout.ms"
+@ 86-property-unknown.json
+$.kafka.properties["sesion.timeout.ms"]: librdkafka refused "sesion.timeout.ms": No such configuration property: "sesion.timeout.ms"
+@ 87-two-errors-properties.json
+$.kafka.properties["heartbeat.interval.ms"]: librdkafka refused "heartbeat.interval.ms": Invalid value for configuration property "heartbeat.interval.ms"
+$.kafka.properties["socket.timeout.mss"]: librdkafka refused "socket.timeout.mss": No such configuration property: "socket.timeout.mss"
+
 # --- sink
 @ 36-sink-plugin-missing.json
 $.sink.plugin: missing required setting (expected a non-empty string)
@@ -181,6 +219,30 @@ $.dedup.key: expected a non-empty array of column names, found array
 $.dedup.key[0]: expected a column of $.mapping.columns, found string ""
 @ 55-dead-letters-topic-empty.json
 $.dead_letters.topic: expected a non-empty string, found string ""
+
+# --- names Kafka, files and the sink's markers can hold
+@ 78-name-too-long.json
+$.name: expected a name of at most 200 bytes, found 201 bytes
+@ 79-name-dot.json
+$.name: expected a name other than "." or "..", found string "."
+@ 80-name-dotdot.json
+$.name: expected a name other than "." or "..", found string ".."
+@ 81-topic-illegal-chars.json
+$.kafka.topics[1]: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string "bad topic!"
+@ 83-topic-too-long.json
+$.kafka.topics[0]: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string "tttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt..."
+@ 84-topic-dotdot.json
+$.kafka.topics[0]: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string ".."
+@ 82-dead-letters-topic-illegal.json
+$.dead_letters.topic: expected a Kafka topic name (1 to 249 letters, digits, '.', '_' or '-'; not "." or ".."), found string "bad topic!"
+
+# --- dead letters that would be lost, or read back for ever
+@ 75-dead-letters-nowhere.json
+$.dead_letters: expected "sink": true or a "topic" (dead letters must go somewhere), found "sink": false and no topic
+@ 76-dead-letters-topic-subscribed.json
+$.dead_letters.topic: expected a topic the connector does not read, found string "orders.dlq" (also $.kafka.topics[1]: each dead letter would be read back and fail again, for ever)
+@ 77-dead-letters-topic-matched-by-regex.json
+$.dead_letters.topic: expected a topic the connector does not read, found string "t_rx_dl" (matched by $.kafka.topic_regex: each dead letter would be read back and fail again, for ever)
 
 # --- interpolation
 @ 56-env-unset.json
@@ -237,6 +299,42 @@ fail() { # FILE REASON
     failed=$((failed + 1))
 }
 
+# check_refused LABEL COMMAND STATUS EXPECTED FILE...: `tidemark COMMAND
+# FILE...` exits STATUS with exactly the EXPECTED lines on stderr, nothing
+# on stdout and no secret. Commands other than validate are stopped after
+# 10 s should they accept the files (a failure: they must refuse them
+# before starting anything).
+check_refused() {
+    label=$1 cmd=$2 want=$3 expected=$4
+    shift 4
+    out=$label.$cmd.out err=$label.$cmd.err
+    if [ "$cmd" = validate ]; then
+        "$bin" validate "$@" >"$out" 2>"$err"
+    else
+        # In a copy of the files of its own: a command that wrongly
+        # starts must not leave a store behind for the other checks.
+        (cd run && timeout -s INT 10 "$bin" "$cmd" "$@") >"$out" 2>"$err"
+    fi
+    rc=$?
+    bad=
+    [ "$rc" -eq "$want" ] || bad="$cmd: exit status $rc, expected $want"
+    if [ -z "$bad" ] && [ -s "$out" ]; then
+        bad="$cmd: unexpected output on stdout: $(cat "$out")"
+    fi
+    if [ -z "$bad" ] && grep -qF "$SECRET" "$out" "$err"; then
+        bad="$cmd: the secret value shows in the output"
+    fi
+    if [ -z "$bad" ] && ! cmp -s "$expected" "$err"; then
+        bad="$cmd: stderr differs from the expected lines (- expected, + got):"
+    fi
+    if [ -n "$bad" ]; then
+        fail "$label" "$bad"
+        diff -u "$expected" "$err" | sed '1,2d; s/^/    /'
+    else
+        echo "ok   $label ($cmd)"
+    fi
+}
+
 for path in "$here"/[0-9][0-9]-*.json; do
     [ -e "$path" ] || continue
     f=${path##*/}
@@ -245,25 +343,16 @@ for path in "$here"/[0-9][0-9]-*.json; do
         fail "$f" "no entry in the table of run.sh"
         continue
     fi
-    "$bin" validate "$f" >"$f.out" 2>"$f.err"
-    rc=$?
-    bad=
-    [ "$rc" -eq 1 ] || bad="exit status $rc, expected 1"
-    if [ -z "$bad" ] && [ -s "$f.out" ]; then
-        bad="unexpected output on stdout: $(cat "$f.out")"
-    fi
-    if [ -z "$bad" ] && grep -qF "$SECRET" "$f.out" "$f.err"; then
-        bad="the secret value shows in the output"
-    fi
-    if [ -z "$bad" ] && ! cmp -s "expected/$f" "$f.err"; then
-        bad="stderr differs from the expected lines (- expected, + got):"
-    fi
-    if [ -n "$bad" ]; then
-        fail "$f" "$bad"
-        diff -u "expected/$f" "$f.err" | sed '1,2d; s/^/    /'
-    else
-        echo "ok   $f"
-    fi
+    check_refused "$f" validate "$INVALID" "expected/$f" "$f"
+    case " $PLUGIN_CHECKED " in
+    *" $f "*)
+        echo "skip $f: run, verify, offsets (the plugin's checks)"
+        continue
+        ;;
+    esac
+    check_refused "$f" run "$INVALID" "expected/$f" "$f"
+    check_refused "$f" verify "$INVALID" "expected/$f" "$f"
+    check_refused "$f" offsets "$INVALID" "expected/$f" "$f"
 done
 
 # Every table entry names a file that exists (the battery cannot shrink
@@ -295,6 +384,26 @@ for path in "$here"/good-*.json; do
     fi
 done
 [ "$good" -ge 1 ] || fail "good-*.json" "no good config to check"
+
+# Two files of one connector name: markers, status files and locks are per
+# name, so both commands refuse the second file. validate still checks the
+# first one: its OK line is the only line on stdout.
+cp good-raw.json same-name.json && cp good-raw.json run/same-name.json || exit 2
+printf '%s\n' 'same-name.json: $.name: connector "battery.raw_bronze-1" is also defined by good-raw.json; names must be unique' >expected/same-name
+check_refused same-name run "$INVALID" expected/same-name good-raw.json same-name.json
+"$bin" validate good-raw.json same-name.json >same-name.validate.out 2>same-name.validate.err
+rc=$?
+if [ "$rc" -ne "$INVALID" ]; then
+    fail same-name "validate: exit status $rc, expected $INVALID"
+elif [ "$(grep -c . same-name.validate.out)" -ne 1 ] ||
+    ! grep -q '^good-raw.json: OK (connector "' same-name.validate.out; then
+    fail same-name "validate: stdout is not good-raw.json's OK line alone: $(cat same-name.validate.out)"
+elif ! cmp -s expected/same-name same-name.validate.err; then
+    fail same-name "validate: stderr differs from the expected lines (- expected, + got):"
+    diff -u expected/same-name same-name.validate.err | sed '1,2d; s/^/    /'
+else
+    echo "ok   same-name (validate)"
+fi
 
 echo "config_battery: $checked malformed and $good good configs checked, $failed failed"
 if [ "$checked" -lt "$MIN_FILES" ]; then

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/connector_config.h"
@@ -698,6 +699,105 @@ START_TEST(syntax_and_files) {
 }
 END_TEST
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* validate was quadratic in columns (46.7 s for 150 000): every column's
+ * name was compared with all earlier ones, every dedup key with all
+ * columns (and dedup keys were appended one realloc at a time). 60 000
+ * columns took about 15 s that way; linear, well under a second (about
+ * 3 s sanitized). The bound is 3 s (15 s sanitized), far from both. The
+ * duplicate name at the end and the dedup keys show the checks still happen. */
+#define WIDE 60000
+#if defined(__SANITIZE_ADDRESS__)
+#define WIDE_BOUND_S 15.0 /* sanitized: about 3 s linear, minutes quadratic */
+#else
+#define WIDE_BOUND_S 3.0
+#endif
+START_TEST(validate_quadratic_in_columns) {
+    json_t *root = base();
+    json_t *cols = json_array();
+    json_t *keys = json_array();
+    ck_assert_ptr_nonnull(cols);
+    ck_assert_ptr_nonnull(keys);
+    for (int i = 0; i < WIDE; i++) {
+        char name[32], ptr[32];
+        snprintf(name, sizeof name, "c%d", i == WIDE - 1 ? 0 : i);
+        snprintf(ptr, sizeof ptr, "/c%d", i);
+        ck_assert_int_eq(json_array_append_new(
+                             cols, json_pack("{s:s,s:s,s:s}", "name", name,
+                                             "pointer", ptr, "type", "int")),
+                         0);
+        if (i % 2 == 1 && i < WIDE - 1)
+            ck_assert_int_eq(json_array_append_new(keys, json_string(name)), 0);
+    }
+    ck_assert_int_eq(json_array_append_new(keys, json_string("c-1")), 0);
+    json_object_set_new(json_object_get(root, "mapping"), "columns", cols);
+    json_object_set_new(root, "dedup", json_pack("{s:o}", "key", keys));
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    ck_assert_ptr_nonnull(text);
+
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    double t0 = now_s();
+    tm_connector_config *cfg = tm_config_load_string(text, "t.json", &errs);
+    double took = now_s() - t0;
+    free(text);
+    ck_assert_ptr_null(cfg);
+    char line[256];
+    snprintf(line, sizeof line,
+             "$.mapping.columns[%d].name: expected a unique column name, "
+             "found string \"c0\" (also $.mapping.columns[0])",
+             WIDE - 1);
+    ck_assert_line(&errs, line);
+    snprintf(line, sizeof line,
+             "$.dedup.key[%d]: expected a column of $.mapping.columns, found "
+             "string \"c-1\" (did you mean \"c1\"?)",
+             WIDE / 2 - 1);
+    ck_assert_line(&errs, line);
+    ck_assert_uint_eq(errs.count, 2);
+    tm_config_errors_free(&errs);
+    ck_assert_msg(took < WIDE_BOUND_S,
+                  "%d columns took %.2f s to load (at most %.0f s)", WIDE, took,
+                  WIDE_BOUND_S);
+}
+END_TEST
+
+/* jansson's words ("too big integer", "JSON_ALLOW_NUL", a BOM shown as
+ * itself) were passed on at "$"; they are said plainly at the path of the
+ * value being read, whatever came before it. */
+START_TEST(syntax_errors_in_plain_words) {
+    static const struct {
+        const char *text, *line;
+    } CASES[] = {
+        {"{\"a\": [1, {\"x\": \"]\\\"\", \"b\": 1e400}]}",
+         "$.a[1].b: expected a number within the range of a double, found "
+         "1e400 (line 1, column 33)"},
+        {"{\"a\": {}, \"k\\\"q\": [[], [-99999999999999999999]]}",
+         "$[\"k\\\"q\"][1][0]: expected an integer from -9223372036854775808 "
+         "to 9223372036854775807, found -99999999999999999999 (line 1, column "
+         "45)"},
+        {"{\"k\\u0000\": 1}",
+         "$[\"k\\u0000\"]: expected a key without \\u0000 (a NUL character), "
+         "found one (line 1, column 10)"},
+        {"[\"\\u0000\"]", "$[0]: expected a string without \\u0000 (a NUL "
+                          "character), found one (line 1, column 9)"},
+        {"{\"a\" 1}", "$: expected JSON, found a syntax error at line 1, "
+                      "column 6: ':' expected near '1'"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+        ck_assert_ptr_null(tm_config_load_string(CASES[i].text, "x", &errs));
+        ck_assert_uint_eq(errs.count, 1);
+        ck_assert_str_eq(errs.lines[0], CASES[i].line);
+        tm_config_errors_free(&errs);
+    }
+}
+END_TEST
+
 START_TEST(type_names) {
     ck_assert_str_eq(tm_config_type_name(TM_TYPE_TIMESTAMP), "timestamp");
     ck_assert_str_eq(tm_config_type_name(TM_TYPE_BYTES), "bytes");
@@ -725,6 +825,11 @@ int main(void) {
     tcase_add_test(tc, redaction);
     tcase_add_test(tc, syntax_and_files);
     tcase_add_test(tc, type_names);
+    tcase_add_test(tc, syntax_errors_in_plain_words);
     suite_add_tcase(s, tc);
+    TCase *wide = tcase_create("wide");
+    tcase_set_timeout(wide, 120); /* so that slowness fails the assertion */
+    tcase_add_test(wide, validate_quadratic_in_columns);
+    suite_add_tcase(s, wide);
     return tm_check_run(s, 1);
 }

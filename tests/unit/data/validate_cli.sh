@@ -24,7 +24,7 @@ cat "$work/ok.out"
 (cd "$data" && env -u TM_VALIDATE_TEST_UNSET TM_VALIDATE_TEST_SECRET=hunter2 \
     "$bin" validate broken-connector.json) >"$work/broken.out" 2>&1
 rc=$?
-[ "$rc" -eq 1 ] || fail "broken config: exit $rc, expected 1"
+[ "$rc" -eq 2 ] || fail "broken config: exit $rc, expected 2"
 if ! diff -u "$data/broken-connector.expected" "$work/broken.out"; then
     fail "broken config: output differs from broken-connector.expected"
 fi
@@ -33,12 +33,12 @@ if grep -q hunter2 "$work/broken.out"; then
 fi
 
 # The host refuses dedup for a plugin without TM_CAP_DEDUP; the plugin's
-# own validate() refuses its bad settings. Both in one run: exit 1.
+# own validate() refuses its bad settings. Both in one run: exit 2.
 (cd "$data" && "$bin" validate dedup-no-capability.json \
     sqlite-bad-settings.json) >"$work/plugin.out" 2>&1
 rc=$?
 cat "$work/plugin.out"
-[ "$rc" -eq 1 ] || fail "plugin checks: exit $rc, expected 1"
+[ "$rc" -eq 2 ] || fail "plugin checks: exit $rc, expected 2"
 grep -q '^dedup-no-capability.json: \$.dedup: plugin "example_file" (.*example_file.so) cannot dedup: it lacks the dedup capability (TM_CAP_DEDUP); remove \$.dedup or use another sink$' \
     "$work/plugin.out" || fail "dedup without TM_CAP_DEDUP: no refusal line"
 grep -qx 'sqlite-bad-settings.json: $.sink: plugin "sqlite" refused the config (INVALID): $.sink.settings.tabel: unknown setting (did you mean "table"?)' \
@@ -47,7 +47,7 @@ grep -qx 'sqlite-bad-settings.json: $.sink: plugin "sqlite" refused the config (
 # A missing file is an error naming it; usage errors exit 2.
 "$bin" validate "$work/no-such.json" >"$work/missing.out" 2>&1
 rc=$?
-[ "$rc" -eq 1 ] || fail "missing file: exit $rc, expected 1"
+[ "$rc" -eq 2 ] || fail "missing file: exit $rc, expected 2"
 grep -q "^$work/no-such.json: \\$: cannot read the file: " "$work/missing.out" ||
     fail "missing file: $(cat "$work/missing.out")"
 "$bin" validate >/dev/null 2>&1
