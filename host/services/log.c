@@ -1,5 +1,7 @@
 #include "services/log.h"
 
+#include "services/redact.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,8 +91,13 @@ static int needs_quotes(const char *s) {
     return 0;
 }
 
-static void field(line *l, int json, const char *key, const char *value,
+/* Every value is redacted (services/redact.h) before it is escaped and
+ * before the line is cut: this is the one point every log line of the
+ * process passes, librdkafka's and the plugins' included. */
+static void field(line *l, int json, const char *key, const char *raw,
                   int quote) {
+    char value[sizeof l->buf];
+    tm_redact(raw, 0, value, sizeof value);
     if (json) {
         puts_(l, l->n > 1 ? ",\"" : "\"");
         puts_(l, key);
@@ -129,9 +136,25 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
         atomic_store(&format, fm);
     }
     int json = fm == TM_LOG_JSON;
-    char msg[2048];
-    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+    /* The whole message, however long: it is redacted before anything
+     * cuts it (a cut first could leave the start of a secret). */
+    char small[2048];
+    char *msg = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(msg, (size_t)n + 1, fmt, again);
+    va_end(again);
+    if (n < 0)
         return;
+    if (!msg) {
+        /* Out of memory: the cut message, its tail redacted as cut. */
+        msg = small;
+        char cut[sizeof small];
+        tm_redact(small, 1, cut, sizeof cut);
+        memcpy(small, cut, sizeof cut);
+    }
     struct timespec ts = {0, 0};
     struct tm tm;
     char when[40] = "";
@@ -160,6 +183,8 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
     if (f && f->batch_id)
         field(&l, json, "batch", f->batch_id, 1);
     field(&l, json, "msg", msg, 1);
+    if (msg != small)
+        free(msg);
     if (json)
         puts_(&l, "}");
     l.buf[l.n] = '\0';

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "services/redact.h"
 #include "status/status_file.h"
 #include "status/status_read.h"
 #include "check_main.h"
@@ -408,6 +409,52 @@ START_TEST(writer_creates_parents) {
 }
 END_TEST
 
+/* The text of status.json, "" when unreadable. */
+static const char *status_text(const char *connector) {
+    static char buf[16384];
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s/status.json", dir, connector);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f) {
+        buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+        fclose(f);
+    }
+    return buf;
+}
+
+/* The host's last error is cut to its buffer (1023 bytes) before the
+ * config's redaction sees it: a secret cut in two left its start in
+ * status.json. The writer redacts again, knowing a full buffer was cut. */
+START_TEST(cut_secret_in_last_error_redacted) {
+    make_dir();
+    const char *secret[] = {"pw-9a8b7c6d"};
+    tm_redact_reset();
+    ck_assert_int_eq(tm_redact_add(secret, 1), 0);
+    char err[512] = "";
+    tm_status_writer *w = tm_status_writer_open(dir, "cut", err, sizeof err);
+    ck_assert_msg(w != NULL, "%s", err);
+    tm_status_snapshot s;
+    fill(&s, TM_CONN_FAILED);
+    size_t room = sizeof s.last_error - 1;
+    memset(s.last_error, 'x', room - 3);
+    memcpy(s.last_error + room - 3, "pw-", 4); /* the cut, and its NUL */
+    ck_assert_uint_eq(strlen(s.last_error), room);
+    ck_assert_int_eq(tm_status_writer_write(w, &s, err, sizeof err), 0);
+    const char *text = status_text("cut");
+    ck_assert_ptr_nonnull(strstr(text, "xxx***\""));
+    ck_assert_ptr_null(strstr(text, "pw-"));
+    /* A whole one anywhere, too (a caller that did not redact). */
+    snprintf(s.last_error, sizeof s.last_error, "auth pw-9a8b7c6d refused");
+    ck_assert_int_eq(tm_status_writer_write(w, &s, err, sizeof err), 0);
+    text = status_text("cut");
+    ck_assert_ptr_nonnull(strstr(text, "\"auth *** refused\""));
+    tm_status_writer_close(w);
+    tm_redact_reset();
+    remove_dir();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("status_file");
     TCase *tc = tcase_create("core");
@@ -421,6 +468,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, list_sorted);
     tcase_add_test(tc, default_dir_rules);
     tcase_add_test(tc, writer_creates_parents);
+    tcase_add_test(tc, cut_secret_in_last_error_redacted);
     suite_add_tcase(s, tc);
     return s;
 }
