@@ -11,9 +11,12 @@
 static atomic_int max_level = -1; /* -1: not read from the environment yet */
 static atomic_int format = -1;
 
-static int level_from_env(void) {
+/* TIDEMARK_LOG_LEVEL; *bad gets a value that is none of the levels (info
+ * is then used, and the first line says so). */
+static int level_from_env(const char **bad) {
     const char *s = getenv("TIDEMARK_LOG_LEVEL");
-    if (!s)
+    *bad = NULL;
+    if (!s || !*s || strcmp(s, "info") == 0)
         return TM_LOG_INFO;
     if (strcmp(s, "debug") == 0)
         return TM_LOG_DEBUG;
@@ -21,7 +24,44 @@ static int level_from_env(void) {
         return TM_LOG_WARN;
     if (strcmp(s, "error") == 0)
         return TM_LOG_ERROR;
+    *bad = s;
     return TM_LOG_INFO;
+}
+
+static int format_from_env(const char **bad) {
+    const char *s = getenv("TIDEMARK_LOG_FORMAT");
+    *bad = NULL;
+    if (!s || !*s || strcmp(s, "logfmt") == 0)
+        return TM_LOG_LOGFMT;
+    if (strcmp(s, "json") == 0)
+        return TM_LOG_JSON;
+    *bad = s;
+    return TM_LOG_LOGFMT;
+}
+
+/* Reads the environment for what is not set yet. A value that means
+ * nothing is not silently replaced: once both settings are stored, a
+ * warning line names it (only from the thread that stored it). */
+static void settle(void) {
+    const char *bad_level = NULL, *bad_format = NULL;
+    int unset = -1;
+    int v = level_from_env(&bad_level);
+    if (!atomic_compare_exchange_strong(&max_level, &unset, v))
+        bad_level = NULL;
+    unset = -1;
+    v = format_from_env(&bad_format);
+    if (!atomic_compare_exchange_strong(&format, &unset, v))
+        bad_format = NULL;
+    if (bad_level)
+        tm_log(TM_LOG_WARN, NULL,
+               "TIDEMARK_LOG_LEVEL=\"%s\" is not one of debug, info, warn, "
+               "error: using info",
+               bad_level);
+    if (bad_format)
+        tm_log(TM_LOG_WARN, NULL,
+               "TIDEMARK_LOG_FORMAT=\"%s\" is not one of logfmt, json: using "
+               "logfmt",
+               bad_format);
 }
 
 void tm_log_set_level(tm_log_level level) {
@@ -30,6 +70,11 @@ void tm_log_set_level(tm_log_level level) {
 
 void tm_log_set_format(tm_log_format f) {
     atomic_store(&format, (int)f);
+}
+
+void tm_log_reset(void) {
+    atomic_store(&max_level, -1);
+    atomic_store(&format, -1);
 }
 
 static const char *level_name(tm_log_level level) {
@@ -122,20 +167,11 @@ static void field(line *l, int json, const char *key, const char *raw,
 
 void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
                      const char *fmt, va_list ap) {
-    int max = atomic_load(&max_level);
-    if (max < 0) {
-        max = level_from_env();
-        atomic_store(&max_level, max);
-    }
-    if ((int)level > max)
+    if (atomic_load(&max_level) < 0 || atomic_load(&format) < 0)
+        settle();
+    if ((int)level > atomic_load(&max_level))
         return;
-    int fm = atomic_load(&format);
-    if (fm < 0) {
-        const char *s = getenv("TIDEMARK_LOG_FORMAT");
-        fm = s && strcmp(s, "json") == 0 ? TM_LOG_JSON : TM_LOG_LOGFMT;
-        atomic_store(&format, fm);
-    }
-    int json = fm == TM_LOG_JSON;
+    int json = atomic_load(&format) == TM_LOG_JSON;
     /* The whole message, however long: it is redacted before anything
      * cuts it (a cut first could leave the start of a secret). */
     char small[2048];

@@ -205,6 +205,44 @@ START_TEST(redact_tail_rules) {
 }
 END_TEST
 
+/* TIDEMARK_LOG_LEVEL / TIDEMARK_LOG_FORMAT with a value that means nothing:
+ * used to be silently info / logfmt. Now the first line says so. */
+static void bogus_env(void) {
+    tm_redact_reset();
+    setenv("TIDEMARK_LOG_LEVEL", "bogus", 1);
+    setenv("TIDEMARK_LOG_FORMAT", "yaml", 1);
+    tm_log_reset();
+    tm_log(TM_LOG_INFO, "orders", "first");
+    tm_log(TM_LOG_INFO, "orders", "second");
+    unsetenv("TIDEMARK_LOG_LEVEL");
+    unsetenv("TIDEMARK_LOG_FORMAT");
+    tm_log_reset();
+}
+
+START_TEST(bogus_env_values_warned) {
+    const char *out = capture(bogus_env);
+    /* capture() cut the first line's timestamp only: cut the others'. */
+    char got[4096] = "";
+    for (const char *p = out; *p;) {
+        const char *nl = strchr(p, '\n');
+        const char *lv = strstr(p, "level=");
+        if (!nl || !lv)
+            break;
+        strncat(got, lv, (size_t)(nl - lv + 1));
+        p = nl + 1;
+    }
+    ck_assert_str_eq(
+        got, "level=warn connector=tidemark "
+             "msg=\"TIDEMARK_LOG_LEVEL=\\\"bogus\\\" is not one of debug, "
+             "info, warn, error: using info\"\n"
+             "level=warn connector=tidemark "
+             "msg=\"TIDEMARK_LOG_FORMAT=\\\"yaml\\\" is not one of logfmt, "
+             "json: using logfmt\"\n"
+             "level=info connector=orders msg=first\n"
+             "level=info connector=orders msg=second\n");
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("log");
     TCase *t = tcase_create("format");
@@ -220,6 +258,7 @@ static Suite *suite(void) {
     tcase_add_test(r, cut_secret_prefix_redacted);
     tcase_add_test(r, secret_in_field_redacted);
     tcase_add_test(r, redact_tail_rules);
+    tcase_add_test(r, bogus_env_values_warned);
     suite_add_tcase(s, r);
     return s;
 }
