@@ -136,13 +136,8 @@ static int needs_quotes(const char *s) {
     return 0;
 }
 
-/* Every value is redacted (services/redact.h) before it is escaped and
- * before the line is cut: this is the one point every log line of the
- * process passes, librdkafka's and the plugins' included. */
-static void field(line *l, int json, const char *key, const char *raw,
+static void field(line *l, int json, const char *key, const char *value,
                   int quote) {
-    char value[sizeof l->buf];
-    tm_redact(raw, 0, value, sizeof value);
     if (json) {
         puts_(l, l->n > 1 ? ",\"" : "\"");
         puts_(l, key);
@@ -163,6 +158,15 @@ static void field(line *l, int json, const char *key, const char *raw,
     } else {
         put_escaped(l, value);
     }
+}
+
+/* Every value not made here is redacted (services/redact.h) before it is
+ * escaped and before the line is cut: this is the one point every log line
+ * of the process passes, librdkafka's and the plugins' included. */
+static void field_redacted(line *l, int json, const char *key, const char *raw,
+                           tm_redact_tail tail) {
+    char value[sizeof l->buf];
+    field(l, json, key, tm_redact(raw, tail, value, sizeof value), 1);
 }
 
 void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
@@ -188,7 +192,7 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
         /* Out of memory: the cut message, its tail redacted as cut. */
         msg = small;
         char cut[sizeof small];
-        tm_redact(small, 1, cut, sizeof cut);
+        tm_redact(small, TM_REDACT_CUT, cut, sizeof cut);
         memcpy(small, cut, sizeof cut);
     }
     struct timespec ts = {0, 0};
@@ -205,20 +209,21 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
         puts_(&l, "{");
     field(&l, json, "ts", when, 1);
     field(&l, json, "level", level_name(level), 1);
-    field(&l, json, "connector", f && f->connector ? f->connector : "tidemark",
-          1);
+    field_redacted(&l, json, "connector",
+                   f && f->connector ? f->connector : "tidemark",
+                   TM_REDACT_WHOLE);
     if (f && f->plugin)
-        field(&l, json, "plugin", f->plugin, 1);
+        field_redacted(&l, json, "plugin", f->plugin, TM_REDACT_WHOLE);
     if (f && f->topic)
-        field(&l, json, "topic", f->topic, 1);
+        field_redacted(&l, json, "topic", f->topic, TM_REDACT_WHOLE);
     if (f && f->partition >= 0) {
         char p[16];
         snprintf(p, sizeof p, "%d", (int)f->partition);
         field(&l, json, "partition", p, 0);
     }
     if (f && f->batch_id)
-        field(&l, json, "batch", f->batch_id, 1);
-    field(&l, json, "msg", msg, 1);
+        field_redacted(&l, json, "batch", f->batch_id, TM_REDACT_WHOLE);
+    field_redacted(&l, json, "msg", msg, TM_REDACT_MAYBE_CUT);
     if (msg != small)
         free(msg);
     if (json)

@@ -51,34 +51,33 @@ void tm_redact_reset(void) {
 
 /* The length of the longest secret starting at p (0: none); rest is
  * strlen(p). *tail is set when the whole rest is the start of a secret. */
-static size_t match_at(const char *p, size_t rest, int *tail) {
+static size_t match_at(const char *const *list, size_t n, const char *p,
+                       size_t rest, int *tail) {
     size_t best = 0;
     *tail = 0;
-    for (size_t i = 0; i < nsecrets; i++) {
-        size_t n = strlen(secrets[i]);
-        if (n <= rest) {
-            if (n > best && memcmp(p, secrets[i], n) == 0)
-                best = n;
-        } else if (memcmp(p, secrets[i], rest) == 0) {
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(list[i]);
+        if (len <= rest) {
+            if (len > best && memcmp(p, list[i], len) == 0)
+                best = len;
+        } else if (memcmp(p, list[i], rest) == 0) {
             *tail = 1;
         }
     }
     return best;
 }
 
-char *tm_redact(const char *text, int cut, char *out, size_t size) {
+char *tm_redact_list(const char *const *list, size_t nlist, const char *text,
+                     tm_redact_tail tail, char *out, size_t size) {
     if (size == 0)
         return out;
-    if (pthread_rwlock_rdlock(&lock) != 0) {
-        /* Cannot tell the secrets: show nothing rather than too much. */
-        snprintf(out, size, "***");
-        return out;
-    }
     size_t o = 0, len = strlen(text);
     for (size_t i = 0; i < len && o + 1 < size;) {
-        int tail = 0;
-        size_t n = match_at(text + i, len - i, &tail);
-        if (!n && tail && (cut || len - i >= TM_REDACT_MIN_TAIL))
+        int starts = 0;
+        size_t n = match_at(list, nlist, text + i, len - i, &starts);
+        if (!n && starts &&
+            (tail == TM_REDACT_CUT ||
+             (tail == TM_REDACT_MAYBE_CUT && len - i >= TM_REDACT_MIN_TAIL)))
             n = len - i; /* the rest is a cut secret */
         if (n) {
             for (const char *s = "***"; *s && o + 1 < size; s++)
@@ -89,6 +88,19 @@ char *tm_redact(const char *text, int cut, char *out, size_t size) {
         }
     }
     out[o] = '\0';
+    return out;
+}
+
+char *tm_redact(const char *text, tm_redact_tail tail, char *out, size_t size) {
+    if (size == 0)
+        return out;
+    if (pthread_rwlock_rdlock(&lock) != 0) {
+        /* Cannot tell the secrets: show nothing rather than too much. */
+        snprintf(out, size, "***");
+        return out;
+    }
+    tm_redact_list((const char *const *)secrets, nsecrets, text, tail, out,
+                   size);
     pthread_rwlock_unlock(&lock);
     return out;
 }

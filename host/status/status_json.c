@@ -88,8 +88,10 @@ static json_t *last_error_json(const tm_status_snapshot *s) {
      * its buffer was cut, maybe inside a secret whose start the caller's
      * redaction could not recognise. */
     char red[sizeof s->last_error];
-    tm_redact(s->last_error, strlen(s->last_error) >= sizeof red - 1, red,
-              sizeof red);
+    tm_redact(s->last_error,
+              strlen(s->last_error) >= sizeof red - 1 ? TM_REDACT_CUT
+                                                      : TM_REDACT_MAYBE_CUT,
+              red, sizeof red);
     int rc = 0;
     rc |= put(o, "message", json_string(red));
     rc |= put(o, "ms", json_integer(s->last_error_ms));

@@ -190,18 +190,31 @@ START_TEST(secret_in_field_redacted) {
 END_TEST
 
 /* tm_redact itself: a cut text loses even a short tail that starts a
- * secret; an uncut one keeps a tail shorter than TM_REDACT_MIN_TAIL. */
+ * secret; one that may be cut keeps a tail shorter than TM_REDACT_MIN_TAIL;
+ * a whole one (a name) keeps any tail. */
 START_TEST(redact_tail_rules) {
     const char *s[] = {SECRET};
     tm_redact_reset();
     ck_assert_int_eq(tm_redact_add(s, 1), 0);
     char out[64];
-    ck_assert_str_eq(tm_redact("to s3c", 1, out, sizeof out), "to ***");
-    ck_assert_str_eq(tm_redact("to s3c", 0, out, sizeof out), "to s3c");
-    ck_assert_str_eq(tm_redact("to s3cr", 0, out, sizeof out), "to ***");
-    ck_assert_str_eq(tm_redact("a " SECRET " b", 0, out, 6), "a ***");
+    ck_assert_str_eq(tm_redact("to s3c", TM_REDACT_CUT, out, sizeof out),
+                     "to ***");
+    ck_assert_str_eq(tm_redact("to s3c", TM_REDACT_MAYBE_CUT, out, sizeof out),
+                     "to s3c");
+    ck_assert_str_eq(tm_redact("to s3cr", TM_REDACT_MAYBE_CUT, out, sizeof out),
+                     "to ***");
+    ck_assert_str_eq(tm_redact("to s3cr", TM_REDACT_WHOLE, out, sizeof out),
+                     "to s3cr");
+    ck_assert_str_eq(tm_redact("a " SECRET " b", TM_REDACT_WHOLE, out, 6),
+                     "a ***");
+    /* The shared matcher against a list of its own. */
+    const char *list[] = {"ab", "abcd"};
+    ck_assert_str_eq(tm_redact_list(list, 2, "xabcdy ab abc", TM_REDACT_WHOLE,
+                                    out, sizeof out),
+                     "x***y *** ***c");
     tm_redact_reset();
-    ck_assert_str_eq(tm_redact("to " SECRET, 1, out, sizeof out), "to " SECRET);
+    ck_assert_str_eq(tm_redact("to " SECRET, TM_REDACT_CUT, out, sizeof out),
+                     "to " SECRET);
 }
 END_TEST
 
