@@ -6,6 +6,7 @@
 
 #include "kafka/kafka_conf.h"
 #include "services/error.h"
+#include "services/redact.h"
 
 const char **tm_cli_plugin_dirs(const char *const *extra, size_t nextra,
                                 size_t *ndirs) {
@@ -39,6 +40,13 @@ tm_connector_config *tm_cli_load_config(const char *file) {
             fprintf(stderr, "%s: %s\n", file, errs.lines[i]);
         if (errs.oom || errs.count == 0)
             fprintf(stderr, "%s: $: out of memory\n", file);
+    } else if (tm_redact_add((const char *const *)cfg->secrets,
+                             cfg->nsecrets) != 0) {
+        /* Every line the process writes is redacted against the secrets
+         * known here (services/redact.h): without them, none may run. */
+        fprintf(stderr, "%s: $: out of memory\n", file);
+        tm_config_free(cfg);
+        cfg = NULL;
     }
     tm_config_errors_free(&errs);
     /* The librdkafka configurations run builds, built here for every

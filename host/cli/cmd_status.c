@@ -35,7 +35,8 @@ typedef struct options {
     const char *connector;
     const char *config;
     int json;
-    int watch; /* seconds between redraws, 0: once */
+    int watch;                 /* seconds between redraws, 0: once */
+    int connector_after_watch; /* CONNECTOR was the word after --watch */
     const char **extra;
     size_t nextra;
 } options;
@@ -73,7 +74,8 @@ static void usage(FILE *out) {
         "                    $XDG_STATE_HOME/tidemark, "
         "~/.local/state/tidemark)\n"
         "  --json            one JSON document instead of the tables\n"
-        "  --watch [SECONDS] redraw every SECONDS (default 2) until Ctrl-C\n"
+        "  --watch [SECONDS] redraw every SECONDS (1..86400, default 2)\n"
+        "                    until Ctrl-C\n"
         "  --config FILE     also works with no host running: reads the\n"
         "                    sink's markers (read-only) and the broker's\n"
         "                    watermarks for FILE's connector\n"
@@ -93,6 +95,22 @@ static int is_seconds(const char *s, int *out) {
     return 1;
 }
 
+/* Whether the word after --watch is meant as its SECONDS (else it is
+ * CONNECTOR): anything that starts like a number. */
+static int looks_numeric(const char *s) {
+    if (*s == '-' || *s == '+')
+        s++;
+    return *s >= '0' && *s <= '9';
+}
+
+static int bad_seconds(const char *s) {
+    fprintf(stderr,
+            "tidemark status: --watch: \"%s\" is not a number of seconds "
+            "(1..86400)\n",
+            s);
+    return 1;
+}
+
 /* 0 parsed, 3 --help shown, 1 usage error (message printed). */
 static int parse_args(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
@@ -102,16 +120,15 @@ static int parse_args(int argc, char **argv, options *o) {
             o->json = 1;
         } else if (strcmp(a, "--watch") == 0) {
             o->watch = 2;
-            if (i + 1 < argc && is_seconds(argv[i + 1], &o->watch))
-                i++;
-        } else if (strncmp(a, "--watch=", 8) == 0) {
-            if (!is_seconds(a + 8, &o->watch)) {
-                fprintf(stderr,
-                        "tidemark status: --watch: \"%s\" is not a number "
-                        "of seconds (1..86400)\n",
-                        a + 8);
-                return 1;
+            if (i + 1 < argc && looks_numeric(argv[i + 1])) {
+                if (!is_seconds(argv[++i], &o->watch))
+                    return bad_seconds(argv[i]);
+            } else if (i + 1 < argc && argv[i + 1][0] != '-' && !o->connector) {
+                o->connector_after_watch = 1;
             }
+        } else if (strncmp(a, "--watch=", 8) == 0) {
+            if (!is_seconds(a + 8, &o->watch))
+                return bad_seconds(a + 8);
         } else if ((m = tm_cli_opt("status", "--state-dir", argc, argv, &i,
                                    &o->state_dir)) != 0 ||
                    (m = tm_cli_opt("status", "--config", argc, argv, &i,
@@ -285,10 +302,19 @@ static int collect(const options *o, const char *state_dir, config_source *src,
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = read_view(state_dir, one ? one : names[i], src, &vs->v[vs->n],
                        errstr, errsize);
-        if (rc == 0)
+        if (rc == 0) {
             vs->n++;
-        else if (rc == 1 && !one)
+        } else if (rc == 1 && !one) {
             rc = 0; /* only a free lock left (an offsets reset): skip it */
+        } else if (rc < 0 && !one) {
+            /* One unreadable status must not hide the others: it is shown
+             * as an error line in its place. */
+            tm_status_view *v = &vs->v[vs->n++];
+            snprintf(v->r.snap.connector, sizeof v->r.snap.connector, "%s",
+                     names[i]);
+            snprintf(v->error, sizeof v->error, "%s", errstr);
+            rc = 0;
+        }
     }
     if (rc == 0 && vs->n == 0) {
         snprintf(errstr, errsize, "no connector has a status in %s", state_dir);
@@ -300,32 +326,65 @@ static int collect(const options *o, const char *state_dir, config_source *src,
     return rc != 0 ? -1 : 0;
 }
 
-/* One redraw into OUT. Returns the exit status it stands for. */
+/* The document --json prints when there is nothing to show: still JSON,
+ * with the reason. NULL when memory ran out. */
+static json_t *error_doc(const char *state_dir, const char *why) {
+    json_t *doc = json_object();
+    if (!doc)
+        return NULL;
+    int rc = json_object_set_new(doc, "state_dir", json_string(state_dir));
+    rc |= json_object_set_new(doc, "connectors", json_array());
+    rc |= json_object_set_new(doc, "healthy", json_false());
+    rc |= json_object_set_new(doc, "error", json_string(why));
+    if (rc) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+static int print_json(FILE *out, const options *o, json_t *doc) {
+    char *text =
+        doc ? json_dumps(doc, o->watch ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
+    json_decref(doc);
+    if (!text) {
+        fprintf(stderr, "tidemark status: out of memory\n");
+        return -1;
+    }
+    fprintf(out, "%s\n", text);
+    free(text);
+    return 0;
+}
+
+/* One redraw into OUT. Returns the exit status it stands for; *nothing is
+ * set when there was nothing to show (the error is printed). */
 static int render(FILE *out, const options *o, const char *state_dir,
-                  config_source *src) {
+                  config_source *src, int *nothing) {
     views vs = {NULL, 0};
     char errstr[2048];
+    *nothing = 0;
     if (collect(o, state_dir, src, &vs, errstr, sizeof errstr) != 0) {
-        char red[sizeof errstr];
+        char red[sizeof errstr], safe[4 * sizeof errstr];
         tm_config_redact(src ? src->sink.cfg : NULL, errstr, red, sizeof red);
-        fprintf(o->watch ? out : stderr, "tidemark status: %s\n", red);
+        *nothing = 1;
+        if (o->json) {
+            (void)print_json(out, o, error_doc(state_dir, red));
+            return 1;
+        }
+        fprintf(o->watch ? out : stderr, "tidemark status: %s%s\n",
+                tm_status_text(red, safe, sizeof safe),
+                o->connector_after_watch
+                    ? " (a word after --watch is CONNECTOR; SECONDS is a "
+                      "number, 1..86400)"
+                    : "");
         return 1;
     }
     int64_t now = now_ms();
     int rc = tm_status_health(vs.v, vs.n);
     if (o->json) {
-        json_t *doc = tm_status_views_json(state_dir, vs.v, vs.n, now);
-        char *text =
-            doc ? json_dumps(doc, o->watch ? JSON_COMPACT : JSON_INDENT(2))
-                : NULL;
-        if (text)
-            fprintf(out, "%s\n", text);
-        else {
-            fprintf(stderr, "tidemark status: out of memory\n");
+        if (print_json(out, o,
+                       tm_status_views_json(state_dir, vs.v, vs.n, now)) != 0)
             rc = 1;
-        }
-        free(text);
-        json_decref(doc);
     } else {
         tm_status_print_text(out, vs.v, vs.n, now);
     }
@@ -349,7 +408,7 @@ static int watch(const options *o, const char *state_dir, config_source *src) {
     }
     int tty = isatty(STDOUT_FILENO) && !o->json;
     int rc = 0;
-    while (!interrupted) {
+    for (int frame = 0; !interrupted; frame++) {
         char *buf = NULL;
         size_t len = 0;
         FILE *mem = open_memstream(&buf, &len);
@@ -358,15 +417,25 @@ static int watch(const options *o, const char *state_dir, config_source *src) {
             return 1;
         }
         if (!o->json) {
-            char t[32];
+            char t[32], safe[4 * PATH_MAX];
             tm_status_format_time(now_ms(), t, sizeof t);
             fprintf(mem, "every %ds: tidemark status (%s)    %s\n\n", o->watch,
-                    state_dir, t);
+                    tm_status_text(state_dir, safe, sizeof safe), t);
         }
-        rc = render(mem, o, state_dir, src);
+        size_t head = fflush(mem) == 0 ? len : 0; /* the frame's title */
+        int nothing;
+        rc = render(mem, o, state_dir, src, &nothing);
         if (fclose(mem) != 0 || !buf) {
             free(buf);
             fprintf(stderr, "tidemark status: out of memory\n");
+            return 1;
+        }
+        if (frame == 0 && nothing) {
+            /* Nothing to show at the first frame (a CONNECTOR with no
+             * status, no state directory): redrawing the error for ever
+             * helps nobody. Later frames keep going: a host may restart. */
+            fwrite(buf + head, 1, len - head, o->json ? stdout : stderr);
+            free(buf);
             return 1;
         }
         if (tty)
@@ -445,7 +514,9 @@ int tm_cmd_status(int argc, char **argv) {
         tm_status_default_dir(state_dir, sizeof state_dir);
 
     config_source *s = o.config ? &src : NULL;
-    rc = o.watch ? watch(&o, state_dir, s) : render(stdout, &o, state_dir, s);
+    int nothing;
+    rc = o.watch ? watch(&o, state_dir, s)
+                 : render(stdout, &o, state_dir, s, &nothing);
     if (fflush(stdout) != 0 && rc == 0)
         rc = 1;
     if (src.rk)

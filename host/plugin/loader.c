@@ -16,6 +16,7 @@
  * plugin's libpq and the sqlite plugin's libsqlite3 (or two plugins linked
  * against different versions of one library) never resolve each other's
  * symbols. */
+#define _XOPEN_SOURCE 700 /* realpath() is XSI, not in _POSIX_C_SOURCE */
 #include "plugin/loader.h"
 
 #include <dlfcn.h>
@@ -24,7 +25,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* dlerror() reports the last error of the calling thread on glibc but of
  * the process on other libcs, and its buffer is reused by the next dl*
@@ -66,24 +69,86 @@ static const char *file_type_name(mode_t mode) {
     return "not a regular file";
 }
 
+/* The owner a plugin file or directory may have: root (who could replace
+ * it anyway) or the user the host runs as. */
+static int trusted_owner(uid_t uid) {
+    return uid == 0 || uid == geteuid();
+}
+
+static void refuse_errno(const char *path, const char *what, int err,
+                         char *errstr, size_t errstr_size) {
+    char msg[128];
+    if (strerror_r(err, msg, sizeof msg) != 0)
+        snprintf(msg, sizeof msg, "errno %d", err);
+    refuse(errstr, errstr_size, "plugin %s: %s: %s", path, what, msg);
+}
+
+/* The directory the file really is in (symbolic links resolved): someone
+ * who may write there may replace the file. */
+static int check_dir(const char *path, char *errstr, size_t errstr_size) {
+    char *real = realpath(path, NULL);
+    if (real == NULL) {
+        refuse_errno(path, "cannot resolve", errno, errstr, errstr_size);
+        return -1;
+    }
+    char *slash = strrchr(real, '/');
+    if (slash == real)
+        slash[1] = '\0'; /* a file in / */
+    else
+        *slash = '\0';
+    struct stat st;
+    int rc = -1;
+    if (stat(real, &st) != 0) {
+        refuse_errno(path, "cannot stat its directory", errno, errstr,
+                     errstr_size);
+    } else if (!trusted_owner(st.st_uid)) {
+        refuse(errstr, errstr_size,
+               "plugin %s: directory %s: owner is uid %ld; expected root or "
+               "the running user (uid %ld)",
+               path, real, (long)st.st_uid, (long)geteuid());
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        refuse(errstr, errstr_size,
+               "plugin %s: directory %s is writable by group or others "
+               "(mode %04o); expected no group/other write (chmod go-w %s)",
+               path, real, (unsigned)(st.st_mode & 07777), real);
+    } else {
+        rc = 0;
+    }
+    free(real);
+    return rc;
+}
+
 /* Before dlopen(), which already runs the file's constructors: refuse what
- * anyone but its owner could have replaced. (This guards against mistakes
- * such as an 0666 file from a careless copy, not against someone who can
- * already write to the directory between this stat and the dlopen.) */
+ * anyone but its owner (root or the running user) could have replaced: the
+ * file and its directory. (This guards against mistakes such as an 0666
+ * file from a careless copy or a plugin in a shared 0777 directory, not
+ * against someone who can already write to the directory between this
+ * stat and the dlopen.) A relative path would depend on the working
+ * directory: refused. */
 static int check_file(const char *path, char *errstr, size_t errstr_size) {
+    if (path[0] != '/') {
+        refuse(errstr, errstr_size,
+               "plugin %s: path is relative; expected an absolute path, or a "
+               "plain name to look up in the plugin directories",
+               path);
+        return -1;
+    }
     struct stat st;
     if (stat(path, &st) != 0) {
-        int err = errno;
-        char msg[128];
-        if (strerror_r(err, msg, sizeof msg) != 0)
-            snprintf(msg, sizeof msg, "errno %d", err);
-        refuse(errstr, errstr_size, "plugin %s: cannot stat: %s", path, msg);
+        refuse_errno(path, "cannot stat", errno, errstr, errstr_size);
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
         refuse(errstr, errstr_size,
                "plugin %s: file type is %s, expected a regular file", path,
                file_type_name(st.st_mode));
+        return -1;
+    }
+    if (!trusted_owner(st.st_uid)) {
+        refuse(errstr, errstr_size,
+               "plugin %s: owner is uid %ld; expected root or the running "
+               "user (uid %ld)",
+               path, (long)st.st_uid, (long)geteuid());
         return -1;
     }
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
@@ -93,7 +158,7 @@ static int check_file(const char *path, char *errstr, size_t errstr_size) {
                path, (unsigned)(st.st_mode & 07777));
         return -1;
     }
-    return 0;
+    return check_dir(path, errstr, errstr_size);
 }
 
 /* glibc's dlopen() errors start with the file name; ours already does. */
@@ -242,10 +307,20 @@ static int load_path(const char *path, tm_plugin *out, char *errstr,
     return 0;
 }
 
-/* "<dir>/<name>.so" of the first dir that has it; -1 when none has. */
+/* "<dir>/<name>.so" of the first dir that has it; -1 when none has, -2
+ * (errstr set) when a relative directory comes first: it would depend on
+ * the working directory. */
 static int find_by_name(const char *name, const char *const *dirs, size_t ndirs,
-                        char *path, size_t path_size) {
+                        char *path, size_t path_size, char *errstr,
+                        size_t errstr_size) {
     for (size_t i = 0; i < ndirs; i++) {
+        if (dirs[i][0] != '/') {
+            refuse(errstr, errstr_size,
+                   "plugin '%s': plugin directory %s is relative; expected "
+                   "an absolute path (see --plugin-dir, TIDEMARK_PLUGIN_PATH)",
+                   name, dirs[i]);
+            return -2;
+        }
         int n = snprintf(path, path_size, "%s/%s.so", dirs[i], name);
         if (n < 0 || (size_t)n >= path_size)
             continue; /* cannot exist: longer than any path we load */
@@ -289,8 +364,11 @@ int tm_plugin_load(const char *name_or_path, const char *const *dirs,
     if (strchr(name_or_path, '/') != NULL)
         return load_path(name_or_path, out, errstr, errstr_size);
     char path[TM_PLUGIN_PATH_MAX];
-    if (find_by_name(name_or_path, dirs, ndirs, path, sizeof path) != 0) {
-        refuse_not_found(name_or_path, dirs, ndirs, errstr, errstr_size);
+    int found = find_by_name(name_or_path, dirs, ndirs, path, sizeof path,
+                             errstr, errstr_size);
+    if (found != 0) {
+        if (found == -1)
+            refuse_not_found(name_or_path, dirs, ndirs, errstr, errstr_size);
         return -1;
     }
     return load_path(path, out, errstr, errstr_size);

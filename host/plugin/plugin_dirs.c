@@ -236,6 +236,15 @@ static int list_dir(const char *dir, name_list *earlier, tm_plugin_list_fn fn,
                     void *ctx, int *failed, char *errstr, size_t errstr_size) {
     name_list here = {0};
     char msg[TM_ERROR_MAX];
+    if (dir[0] != '/') {
+        /* It would depend on the working directory, as loading refuses. */
+        snprintf(msg, sizeof msg,
+                 "plugin directory %s: relative path; expected an absolute "
+                 "path",
+                 dir);
+        note_failure(failed, msg, errstr, errstr_size);
+        return 0;
+    }
     if (read_dir(dir, &here, msg, sizeof msg) < 0)
         note_failure(failed, msg, errstr, errstr_size);
     int stop = 0;

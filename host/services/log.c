@@ -1,5 +1,7 @@
 #include "services/log.h"
 
+#include "services/redact.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +11,12 @@
 static atomic_int max_level = -1; /* -1: not read from the environment yet */
 static atomic_int format = -1;
 
-static int level_from_env(void) {
+/* TIDEMARK_LOG_LEVEL; *bad gets a value that is none of the levels (info
+ * is then used, and the first line says so). */
+static int level_from_env(const char **bad) {
     const char *s = getenv("TIDEMARK_LOG_LEVEL");
-    if (!s)
+    *bad = NULL;
+    if (!s || !*s || strcmp(s, "info") == 0)
         return TM_LOG_INFO;
     if (strcmp(s, "debug") == 0)
         return TM_LOG_DEBUG;
@@ -19,7 +24,44 @@ static int level_from_env(void) {
         return TM_LOG_WARN;
     if (strcmp(s, "error") == 0)
         return TM_LOG_ERROR;
+    *bad = s;
     return TM_LOG_INFO;
+}
+
+static int format_from_env(const char **bad) {
+    const char *s = getenv("TIDEMARK_LOG_FORMAT");
+    *bad = NULL;
+    if (!s || !*s || strcmp(s, "logfmt") == 0)
+        return TM_LOG_LOGFMT;
+    if (strcmp(s, "json") == 0)
+        return TM_LOG_JSON;
+    *bad = s;
+    return TM_LOG_LOGFMT;
+}
+
+/* Reads the environment for what is not set yet. A value that means
+ * nothing is not silently replaced: once both settings are stored, a
+ * warning line names it (only from the thread that stored it). */
+static void settle(void) {
+    const char *bad_level = NULL, *bad_format = NULL;
+    int unset = -1;
+    int v = level_from_env(&bad_level);
+    if (!atomic_compare_exchange_strong(&max_level, &unset, v))
+        bad_level = NULL;
+    unset = -1;
+    v = format_from_env(&bad_format);
+    if (!atomic_compare_exchange_strong(&format, &unset, v))
+        bad_format = NULL;
+    if (bad_level)
+        tm_log(TM_LOG_WARN, NULL,
+               "TIDEMARK_LOG_LEVEL=\"%s\" is not one of debug, info, warn, "
+               "error: using info",
+               bad_level);
+    if (bad_format)
+        tm_log(TM_LOG_WARN, NULL,
+               "TIDEMARK_LOG_FORMAT=\"%s\" is not one of logfmt, json: using "
+               "logfmt",
+               bad_format);
 }
 
 void tm_log_set_level(tm_log_level level) {
@@ -28,6 +70,11 @@ void tm_log_set_level(tm_log_level level) {
 
 void tm_log_set_format(tm_log_format f) {
     atomic_store(&format, (int)f);
+}
+
+void tm_log_reset(void) {
+    atomic_store(&max_level, -1);
+    atomic_store(&format, -1);
 }
 
 static const char *level_name(tm_log_level level) {
@@ -113,25 +160,41 @@ static void field(line *l, int json, const char *key, const char *value,
     }
 }
 
+/* Every value not made here is redacted (services/redact.h) before it is
+ * escaped and before the line is cut: this is the one point every log line
+ * of the process passes, librdkafka's and the plugins' included. */
+static void field_redacted(line *l, int json, const char *key, const char *raw,
+                           tm_redact_tail tail) {
+    char value[sizeof l->buf];
+    field(l, json, key, tm_redact(raw, tail, value, sizeof value), 1);
+}
+
 void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
                      const char *fmt, va_list ap) {
-    int max = atomic_load(&max_level);
-    if (max < 0) {
-        max = level_from_env();
-        atomic_store(&max_level, max);
-    }
-    if ((int)level > max)
+    if (atomic_load(&max_level) < 0 || atomic_load(&format) < 0)
+        settle();
+    if ((int)level > atomic_load(&max_level))
         return;
-    int fm = atomic_load(&format);
-    if (fm < 0) {
-        const char *s = getenv("TIDEMARK_LOG_FORMAT");
-        fm = s && strcmp(s, "json") == 0 ? TM_LOG_JSON : TM_LOG_LOGFMT;
-        atomic_store(&format, fm);
-    }
-    int json = fm == TM_LOG_JSON;
-    char msg[2048];
-    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+    int json = atomic_load(&format) == TM_LOG_JSON;
+    /* The whole message, however long: it is redacted before anything
+     * cuts it (a cut first could leave the start of a secret). */
+    char small[2048];
+    char *msg = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(msg, (size_t)n + 1, fmt, again);
+    va_end(again);
+    if (n < 0)
         return;
+    if (!msg) {
+        /* Out of memory: the cut message, its tail redacted as cut. */
+        msg = small;
+        char cut[sizeof small];
+        tm_redact(small, TM_REDACT_CUT, cut, sizeof cut);
+        memcpy(small, cut, sizeof cut);
+    }
     struct timespec ts = {0, 0};
     struct tm tm;
     char when[40] = "";
@@ -146,20 +209,23 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
         puts_(&l, "{");
     field(&l, json, "ts", when, 1);
     field(&l, json, "level", level_name(level), 1);
-    field(&l, json, "connector", f && f->connector ? f->connector : "tidemark",
-          1);
+    field_redacted(&l, json, "connector",
+                   f && f->connector ? f->connector : "tidemark",
+                   TM_REDACT_WHOLE);
     if (f && f->plugin)
-        field(&l, json, "plugin", f->plugin, 1);
+        field_redacted(&l, json, "plugin", f->plugin, TM_REDACT_WHOLE);
     if (f && f->topic)
-        field(&l, json, "topic", f->topic, 1);
+        field_redacted(&l, json, "topic", f->topic, TM_REDACT_WHOLE);
     if (f && f->partition >= 0) {
         char p[16];
         snprintf(p, sizeof p, "%d", (int)f->partition);
         field(&l, json, "partition", p, 0);
     }
     if (f && f->batch_id)
-        field(&l, json, "batch", f->batch_id, 1);
-    field(&l, json, "msg", msg, 1);
+        field_redacted(&l, json, "batch", f->batch_id, TM_REDACT_WHOLE);
+    field_redacted(&l, json, "msg", msg, TM_REDACT_MAYBE_CUT);
+    if (msg != small)
+        free(msg);
     if (json)
         puts_(&l, "}");
     l.buf[l.n] = '\0';

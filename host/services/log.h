@@ -24,6 +24,9 @@ typedef struct tm_log_fields {
  * (TIDEMARK_LOG_LEVEL=debug|info|warn|error). */
 void tm_log_set_level(tm_log_level level);
 void tm_log_set_format(tm_log_format format);
+/* Forgets the level and format set or read so far: the next line reads
+ * TIDEMARK_LOG_LEVEL and TIDEMARK_LOG_FORMAT again. */
+void tm_log_reset(void);
 
 void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
                      const char *fmt, va_list ap);

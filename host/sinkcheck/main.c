@@ -153,7 +153,22 @@ int main(int argc, char **argv) {
     size_t ndirs = tm_plugin_dirs(NULL, 0, dirs, 16);
     tm_plugin loaded;
     char errstr[1024];
-    if (tm_plugin_load(plugin, dirs, ndirs, &loaded, errstr, sizeof errstr)) {
+    /* The loader refuses relative paths (they depend on the working
+     * directory of a long-running host); here the file was named on the
+     * command line, relative to where its author stands. */
+    char *real = NULL;
+    if (strchr(plugin, '/') && plugin[0] != '/') {
+        if (!(real = realpath(plugin, NULL))) {
+            fprintf(stderr, "tidemark-sinkcheck: plugin %s: %s\n", plugin,
+                    strerror(errno));
+            return 2;
+        }
+        plugin = real;
+    }
+    int refused =
+        tm_plugin_load(plugin, dirs, ndirs, &loaded, errstr, sizeof errstr);
+    free(real); /* loaded.path is a copy */
+    if (refused) {
         fprintf(stderr, "tidemark-sinkcheck: %s\n", errstr);
         return 2;
     }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "status/state_dir.h"
 #include "status/status_json.h"
 #include "status/status_lock.h"
 
@@ -41,34 +42,6 @@ void tm_status_default_dir(char *out, size_t size) {
         v = pw && pw->pw_dir ? pw->pw_dir : "/";
     }
     snprintf(out, size, "%s/.local/state/tidemark", v);
-}
-
-/* mkdir -p PATH. 0 or -1 with errno set. */
-static int mkdirs(const char *path) {
-    char buf[PATH_MAX];
-    int n = snprintf(buf, sizeof buf, "%s", path);
-    if (n < 0 || (size_t)n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return -1;
-    struct stat st;
-    if (stat(buf, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
 }
 
 /* Takes the exclusive lock. A status reader's probe holds a shared lock
@@ -110,11 +83,9 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
         tm_status_path(lock, sizeof lock, state_dir, connector,
                        TM_STATUS_LOCK_FILE, errstr, errsize) != 0)
         return NULL;
-    if (mkdirs(dir) != 0) {
-        snprintf(errstr, errsize, "cannot create the state directory %s: %s",
-                 dir, strerror(errno));
+    if (tm_state_dir_prepare(state_dir, 1, errstr, errsize) != 0 ||
+        tm_state_dir_prepare(dir, 0, errstr, errsize) != 0)
         return NULL;
-    }
     tm_status_writer *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(errstr, errsize, "out of memory");
@@ -128,9 +99,9 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
         free(w);
         return NULL;
     }
-    w->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    w->lock_fd =
+        tm_state_file_open(lock, O_RDWR | O_CREAT, "open", errstr, errsize);
     if (w->lock_fd < 0) {
-        snprintf(errstr, errsize, "cannot open %s: %s", lock, strerror(errno));
         free(w);
         return NULL;
     }
@@ -173,11 +144,11 @@ int tm_status_writer_write(tm_status_writer *w, const tm_status_snapshot *s,
      * crash that loses the last update loses nothing a restart will not
      * rewrite within a second. rename() alone keeps readers from ever
      * seeing a torn file. */
-    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = tm_state_file_open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, "create",
+                                errstr, errsize);
     int rc = -1;
     if (fd < 0) {
-        snprintf(errstr, errsize, "cannot create %s: %s", w->tmp,
-                 strerror(errno));
+        /* errstr says why */
     } else if (write_all(fd, text, strlen(text)) != 0 ||
                write_all(fd, "\n", 1) != 0) {
         snprintf(errstr, errsize, "cannot write %s: %s", w->tmp,

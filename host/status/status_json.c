@@ -1,5 +1,7 @@
 #include "status/status_json.h"
 
+#include "services/redact.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +84,16 @@ static json_t *last_error_json(const tm_status_snapshot *s) {
     json_t *o = json_object();
     if (!o)
         return NULL;
+    /* Redacted again on its way out of the process: a message that fills
+     * its buffer was cut, maybe inside a secret whose start the caller's
+     * redaction could not recognise. */
+    char red[sizeof s->last_error];
+    tm_redact(s->last_error,
+              strlen(s->last_error) >= sizeof red - 1 ? TM_REDACT_CUT
+                                                      : TM_REDACT_MAYBE_CUT,
+              red, sizeof red);
     int rc = 0;
-    rc |= put(o, "message", json_string(s->last_error));
+    rc |= put(o, "message", json_string(red));
     rc |= put(o, "ms", json_integer(s->last_error_ms));
     if (rc) {
         json_decref(o);

@@ -1,5 +1,7 @@
 #include "status/status_lock.h"
 
+#include "status/state_dir.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,14 +45,9 @@ int tm_status_lock_probe(const char *lock_path, long *pid_out, char *errstr,
                          size_t errsize) {
     if (pid_out)
         *pid_out = 0;
-    int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return 0;
-        snprintf(errstr, errsize, "cannot open %s: %s", lock_path,
-                 strerror(errno));
-        return -1;
-    }
+    int fd = tm_state_file_open(lock_path, O_RDONLY, "open", errstr, errsize);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
     int rc;
     if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
         flock(fd, LOCK_UN);

@@ -37,11 +37,44 @@ void tm_status_format_duration(int64_t ms, char *out, size_t size) {
         snprintf(out, size, "%" PRId64 "s", s);
 }
 
+const char *tm_status_text(const char *text, char *out, size_t size) {
+    if (size == 0)
+        return out;
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        char esc[8] = "";
+        if (*p < 0x20 || *p == 0x7f)
+            snprintf(esc, sizeof esc, "\\x%02x", *p);
+        else if (*p == '\\')
+            snprintf(esc, sizeof esc, "\\\\");
+        else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            snprintf(esc, sizeof esc, "\\u%04x", *++p);
+        else if (*p >= 0x80 && *p <= 0x9f &&
+                 (p == (const unsigned char *)text || p[-1] < 0x80))
+            /* not inside a UTF-8 sequence: a C1 control to an 8-bit
+             * terminal */
+            snprintf(esc, sizeof esc, "\\x%02x", *p);
+        size_t n = esc[0] ? strlen(esc) : 1;
+        if (o + n >= size)
+            break; /* never half an escape */
+        if (esc[0])
+            memcpy(out + o, esc, n);
+        else
+            out[o] = (char)*p;
+        o += n;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 static const char *state_label(const tm_status_view *v) {
     return v->running ? tm_conn_state_name(v->r.snap.state) : "not running";
 }
 
 int tm_status_health(const tm_status_view *views, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (views[i].error[0])
+            return 1;
     for (size_t i = 0; i < n; i++) {
         if (!views[i].running)
             return 2;
@@ -91,13 +124,24 @@ static void print_state_line(FILE *out, const tm_status_view *v,
     fputs("\n", out);
 }
 
+/* The text of a status file is whatever its writer put there: every string
+ * of it goes through tm_status_text before a terminal sees it (one per
+ * fprintf: they share the buffer). */
+#define SAFE(s) tm_status_text((s), safe, sizeof safe)
+
 static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
     const tm_status_snapshot *s = &v->r.snap;
-    char t[32], d[32];
-    fprintf(out, "connector %s\n", s->connector);
+    char t[32], d[32], safe[4 * sizeof s->last_error];
+    fprintf(out, "connector %s\n", SAFE(s->connector));
+    if (v->error[0]) {
+        fprintf(out, "  error       %s\n", SAFE(v->error));
+        return;
+    }
     print_state_line(out, v, now_ms);
     if (s->plugin[0])
-        fprintf(out, "  plugin      %s %s\n", s->plugin, s->plugin_version);
+        fprintf(out, "  plugin      %s ", SAFE(s->plugin));
+    if (s->plugin[0])
+        fprintf(out, "%s\n", SAFE(s->plugin_version));
     if (!v->r.has_file)
         return;
     tm_status_format_time(s->updated_ms, t, sizeof t);
@@ -106,7 +150,7 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
     if (s->last_batch_id[0]) {
         tm_status_format_time(s->last_batch_ms, t, sizeof t);
         fprintf(out, "  last batch  %s at %s, %" PRIu64 " records\n",
-                s->last_batch_id, t, s->last_batch_records);
+                SAFE(s->last_batch_id), t, s->last_batch_records);
     } else {
         fprintf(out, "  last batch  -\n");
     }
@@ -120,7 +164,7 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
             s->totals.conflicts, s->totals.retries);
     if (s->last_error[0]) {
         tm_status_format_time(s->last_error_ms, t, sizeof t);
-        fprintf(out, "  last error  %s: %s\n", t, s->last_error);
+        fprintf(out, "  last error  %s: %s\n", t, SAFE(s->last_error));
     } else {
         fprintf(out, "  last error  -\n");
     }
@@ -138,7 +182,8 @@ static int print_partitions(FILE *out, const tm_status_view *v) {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < v->r.snap.npartitions; i++) {
         const tm_status_partition *p = &v->r.snap.partitions[i];
-        char c[NCOLS - 2][24];
+        char c[NCOLS - 2][24], topic[4 * sizeof p->topic];
+        tm_status_text(p->topic, topic, sizeof topic);
         num(c[0], sizeof c[0], p->partition);
         num(c[1], sizeof c[1], p->next_offset);
         num(c[2], sizeof c[2], p->epoch > 0 ? p->epoch : -1);
@@ -149,7 +194,7 @@ static int print_partitions(FILE *out, const tm_status_view *v) {
         unum(c[6], sizeof c[6], p->dead_letters);
         unum(c[7], sizeof c[7], p->filtered);
         unum(c[8], sizeof c[8], p->duplicates);
-        const char *cells[NCOLS] = {p->topic,
+        const char *cells[NCOLS] = {topic,
                                     c[0],
                                     c[1],
                                     c[2],
@@ -177,6 +222,8 @@ void tm_status_print_text(FILE *out, const tm_status_view *views, size_t n,
         if (i > 0)
             fputs("\n", out);
         print_header(out, v, now_ms);
+        if (v->error[0])
+            continue;
         if (v->r.snap.npartitions == 0) {
             fprintf(out, "  partitions  none%s\n",
                     v->running ? " assigned" : "");
@@ -188,7 +235,26 @@ void tm_status_print_text(FILE *out, const tm_status_view *views, size_t n,
 
 /* ---- JSON --------------------------------------------------------------- */
 
+/* {"connector", "state": "ERROR", "error"} for a status that could not be
+ * read. */
+static json_t *error_json(const tm_status_view *v) {
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc =
+        json_object_set_new(o, "connector", json_string(v->r.snap.connector));
+    rc |= json_object_set_new(o, "state", json_string("ERROR"));
+    rc |= json_object_set_new(o, "error", json_string(v->error));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *view_json(const tm_status_view *v, int64_t now_ms) {
+    if (v->error[0])
+        return error_json(v);
     json_t *o = tm_status_to_json(&v->r.snap);
     if (!o)
         return NULL;

@@ -16,6 +16,9 @@ typedef struct tm_status_view {
                            only --config shows such a connector */
     int from_sink;      /* partitions read from the sink and the broker now,
                            not from the status file */
+    char error[2048];   /* non-empty: this connector's status could not be
+                           read (r.snap.connector names it, nothing else is
+                           set); shown as an error line in its place */
 } tm_status_view;
 
 void tm_status_view_free(tm_status_view *v);
@@ -27,9 +30,16 @@ void tm_status_print_text(FILE *out, const tm_status_view *views, size_t n,
 json_t *tm_status_views_json(const char *state_dir, const tm_status_view *views,
                              size_t n, int64_t now_ms);
 
-/* The health: 0 when every connector is STARTING, RUNNING or PAUSED; 2
- * when any is FAILED, STOPPED or not running. */
+/* The health: 0 when every connector is STARTING, RUNNING or PAUSED; 1
+ * when any could not be read (an error view); else 2 when any is FAILED,
+ * STOPPED or not running. */
 int tm_status_health(const tm_status_view *views, size_t n);
+
+/* TEXT made safe for a terminal into out (size bytes, always terminated):
+ * control characters as \xNN (C1 ones, UTF-8 U+0080..U+009F, as \u00NN)
+ * and the backslash as \\, so that a name or an error can never move the
+ * cursor, clear the screen or retitle the window. Returns out. */
+const char *tm_status_text(const char *text, char *out, size_t size);
 
 /* "2026-12-02T14:55:13Z" (UTC, second precision); "-" for 0. */
 void tm_status_format_time(int64_t ms, char *out, size_t size);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "status/state_dir.h"
 #include "status/status_json.h"
 #include "status/status_lock.h"
 
@@ -23,10 +25,18 @@ void tm_status_report_free(tm_status_report *r) {
 /* Loads status.json; 1 when there is none. */
 static int load_file(const char *path, tm_status_report *out, char *errstr,
                      size_t errsize) {
-    if (access(path, F_OK) != 0 && errno == ENOENT)
-        return 1;
+    int fd = tm_state_file_open(path, O_RDONLY, "open", errstr, errsize);
+    if (fd < 0)
+        return errno == ENOENT ? 1 : -1;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        snprintf(errstr, errsize, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
     json_error_t jerr;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
     if (!doc) {
         snprintf(errstr, errsize, "%s: %s", path, jerr.text);
         return -1;

@@ -525,6 +525,94 @@ START_TEST(list_reports_a_file_given_as_dir) {
 }
 END_TEST
 
+/* ---- Ownership, the directory, relative paths --------------------------- */
+
+/* A plugin directory anyone may write to: its plugin loaded as "ok". */
+START_TEST(refuses_plugin_in_writable_dir) {
+    char dir[TM_PLUGIN_PATH_MAX], path[TM_PLUGIN_PATH_MAX];
+    tmp_path(dir, "open-dir");
+    make_dir(dir);
+    if (chmod(dir, 0777) != 0)
+        die("chmod", dir);
+    join(path, dir, "good.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    char tail[TM_ERROR_MAX];
+    expect(tail,
+           "directory %s is writable by group or others (mode 0777); "
+           "expected no group/other write (chmod go-w %s)",
+           dir, dir);
+    assert_refused(path, tail);
+    /* Listing it says the same. */
+    const char *dirs[] = {dir};
+    seen s = {0};
+    ck_assert_int_eq(tm_plugin_list(dirs, 1, record, &s, err, sizeof err), 0);
+    ck_assert_int_eq(s.n, 1);
+    ck_assert_int_eq(s.refused, 1);
+}
+END_TEST
+
+/* Names with '/' are paths: a relative one depends on the working
+ * directory, so it is refused, as a relative plugin directory is. */
+START_TEST(refuses_relative_paths) {
+    char dir[TM_PLUGIN_PATH_MAX], path[TM_PLUGIN_PATH_MAX], cwd[4096];
+    tmp_path(dir, "rel");
+    make_dir(dir);
+    join(path, dir, "good.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(tmp), 0);
+    tm_plugin p = {0};
+    int by_path = tm_plugin_load("rel/good.so", NULL, 0, &p, err, sizeof err);
+    char by_path_err[TM_ERROR_MAX];
+    memcpy(by_path_err, err, sizeof err);
+    const char *dirs[] = {"rel"};
+    int by_dir = tm_plugin_load("good", dirs, 1, &p, err, sizeof err);
+    char by_dir_err[TM_ERROR_MAX];
+    memcpy(by_dir_err, err, sizeof err);
+    seen s = {0};
+    int listed = tm_plugin_list(dirs, 1, record, &s, err, sizeof err);
+    ck_assert_int_eq(chdir(cwd), 0);
+    ck_assert_int_eq(by_path, -1);
+    ck_assert_str_eq(by_path_err,
+                     "plugin rel/good.so: path is relative; expected an "
+                     "absolute path, or a plain name to look up in the "
+                     "plugin directories");
+    ck_assert_int_eq(by_dir, -1);
+    ck_assert_str_eq(by_dir_err,
+                     "plugin 'good': plugin directory rel is relative; "
+                     "expected an absolute path (see --plugin-dir, "
+                     "TIDEMARK_PLUGIN_PATH)");
+    ck_assert_int_eq(listed, -1);
+    ck_assert_int_eq(s.n, 0);
+    ck_assert_str_eq(err, "plugin directory rel: relative path; expected an "
+                          "absolute path");
+}
+END_TEST
+
+/* Owned by someone other than root or the running user: refused, the file
+ * and its directory. Making such a file needs root. */
+START_TEST(refuses_foreign_owner) {
+    char dir[TM_PLUGIN_PATH_MAX], path[TM_PLUGIN_PATH_MAX];
+    tmp_path(dir, "foreign");
+    make_dir(dir);
+    join(path, dir, "good.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    ck_assert_int_eq(chown(path, 65534, 65534), 0);
+    char tail[TM_ERROR_MAX];
+    expect(tail,
+           "owner is uid 65534; expected root or the running user (uid %ld)",
+           (long)geteuid());
+    assert_refused(path, tail);
+    ck_assert_int_eq(chown(path, geteuid(), getegid()), 0);
+    ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+    expect(tail,
+           "directory %s: owner is uid 65534; expected root or the running "
+           "user (uid %ld)",
+           dir, (long)geteuid());
+    assert_refused(path, tail);
+}
+END_TEST
+
 /* ---- Threads: dlerror() is per process on some libcs and its text is
  * overwritten by the next dl* call; the loader's lock keeps each thread's
  * message its own. ---------------------------------------------------- */
@@ -592,6 +680,13 @@ static Suite *loader_suite(void) {
     tcase_add_test(refuse_tc, refuses_small_struct);
     tcase_add_test(refuse_tc, refuses_null_commit);
     tcase_add_test(refuse_tc, refuses_null_name);
+    tcase_add_test(refuse_tc, refuses_plugin_in_writable_dir);
+    tcase_add_test(refuse_tc, refuses_relative_paths);
+    if (geteuid() == 0)
+        tcase_add_test(refuse_tc, refuses_foreign_owner);
+    else
+        fprintf(stderr, "test_loader: refuses_foreign_owner not run: only "
+                        "root can make a file another user owns\n");
     suite_add_tcase(s, refuse_tc);
 
     TCase *name_tc = tcase_create("by_name");

@@ -264,7 +264,7 @@ $.batch.max_wait_ms: expected a positive integer, found string "***"
 
 # --- past the loader: the plugin
 @ 64-plugin-not-found.json
-$.sink.plugin: plugin ./no-such-sink.so: cannot stat: No such file or directory
+$.sink.plugin: plugin ./no-such-sink.so: path is relative; expected an absolute path, or a plain name to look up in the plugin directories
 @ 65-plugin-refuses-upsert-without-key.json
 $.sink: plugin "sqlite" refused the config (INVALID): setting "mode": "upsert" needs key columns ("key": true on at least one column); none has it
 

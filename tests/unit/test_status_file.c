@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "services/redact.h"
 #include "status/status_file.h"
 #include "status/status_read.h"
 #include "check_main.h"
@@ -408,6 +409,197 @@ START_TEST(writer_creates_parents) {
 }
 END_TEST
 
+/* The text of status.json, "" when unreadable. */
+static const char *status_text(const char *connector) {
+    static char buf[16384];
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s/status.json", dir, connector);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f) {
+        buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+        fclose(f);
+    }
+    return buf;
+}
+
+/* The host's last error is cut to its buffer (1023 bytes) before the
+ * config's redaction sees it: a secret cut in two left its start in
+ * status.json. The writer redacts again, knowing a full buffer was cut. */
+START_TEST(cut_secret_in_last_error_redacted) {
+    make_dir();
+    const char *secret[] = {"pw-9a8b7c6d"};
+    tm_redact_reset();
+    ck_assert_int_eq(tm_redact_add(secret, 1), 0);
+    char err[512] = "";
+    tm_status_writer *w = tm_status_writer_open(dir, "cut", err, sizeof err);
+    ck_assert_msg(w != NULL, "%s", err);
+    tm_status_snapshot s;
+    fill(&s, TM_CONN_FAILED);
+    size_t room = sizeof s.last_error - 1;
+    memset(s.last_error, 'x', room - 3);
+    memcpy(s.last_error + room - 3, "pw-", 4); /* the cut, and its NUL */
+    ck_assert_uint_eq(strlen(s.last_error), room);
+    ck_assert_int_eq(tm_status_writer_write(w, &s, err, sizeof err), 0);
+    const char *text = status_text("cut");
+    ck_assert_ptr_nonnull(strstr(text, "xxx***\""));
+    ck_assert_ptr_null(strstr(text, "pw-"));
+    /* A whole one anywhere, too (a caller that did not redact). */
+    snprintf(s.last_error, sizeof s.last_error, "auth pw-9a8b7c6d refused");
+    ck_assert_int_eq(tm_status_writer_write(w, &s, err, sizeof err), 0);
+    text = status_text("cut");
+    ck_assert_ptr_nonnull(strstr(text, "\"auth *** refused\""));
+    tm_status_writer_close(w);
+    tm_redact_reset();
+    remove_dir();
+}
+END_TEST
+
+/* A file outside the state directory that planted links point to. */
+static char victim[300];
+
+static void make_victim(void) {
+    snprintf(victim, sizeof victim, "%s.victim", dir);
+    FILE *f = fopen(victim, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("victim\n", f);
+    fclose(f);
+}
+
+static void check_victim_untouched(void) {
+    char buf[64] = "";
+    FILE *f = fopen(victim, "r");
+    ck_assert_ptr_nonnull(f);
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_str_eq(buf, "victim\n");
+    unlink(victim);
+}
+
+/* host.lock planted as a link to another file: the writer opened it with
+ * O_CREAT and truncated it (the victim lost its content to a pid). */
+START_TEST(planted_lock_symlink_refused) {
+    make_dir();
+    make_victim();
+    char cdir[300], lock[400], err[512] = "";
+    snprintf(cdir, sizeof cdir, "%s/c", dir);
+    ck_assert_int_eq(mkdir(cdir, 0700), 0);
+    snprintf(lock, sizeof lock, "%s/host.lock", cdir);
+    ck_assert_int_eq(symlink(victim, lock), 0);
+    tm_status_writer *w = tm_status_writer_open(dir, "c", err, sizeof err);
+    tm_status_writer_close(w);
+    ck_assert_ptr_null(w);
+    ck_assert_msg(strstr(err, "host.lock is a symbolic link") != NULL, "%s",
+                  err);
+    check_victim_untouched();
+    remove_dir();
+}
+END_TEST
+
+/* status.json.tmp planted as a link: the writer truncated it (O_TRUNC). */
+START_TEST(planted_tmp_symlink_refused) {
+    make_dir();
+    make_victim();
+    char tmp[400], err[512] = "";
+    tm_status_writer *w = tm_status_writer_open(dir, "c", err, sizeof err);
+    ck_assert_msg(w != NULL, "%s", err);
+    snprintf(tmp, sizeof tmp, "%s/c/status.json.tmp", dir);
+    ck_assert_int_eq(symlink(victim, tmp), 0);
+    tm_status_snapshot s;
+    fill(&s, TM_CONN_RUNNING);
+    int rc = tm_status_writer_write(w, &s, err, sizeof err);
+    tm_status_writer_close(w);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(err, "status.json.tmp is a symbolic link") != NULL,
+                  "%s", err);
+    check_victim_untouched();
+    remove_dir();
+}
+END_TEST
+
+/* A state directory anyone may write to is refused, the top one and a
+ * connector's, with the reason; nothing is created in it. */
+START_TEST(writable_state_dir_refused) {
+    make_dir();
+    char err[512] = "", cdir[300];
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    ck_assert_ptr_null(tm_status_writer_open(dir, "c", err, sizeof err));
+    ck_assert_msg(strstr(err, "writable by group or others (mode 0777)") &&
+                      strstr(err, dir),
+                  "%s", err);
+    snprintf(cdir, sizeof cdir, "%s/c", dir);
+    ck_assert_int_eq(access(cdir, F_OK), -1);
+    /* The connector's own directory too. */
+    ck_assert_int_eq(chmod(dir, 0700), 0);
+    ck_assert_int_eq(mkdir(cdir, 0700), 0);
+    ck_assert_int_eq(chmod(cdir, 0770), 0);
+    ck_assert_ptr_null(tm_status_writer_open(dir, "c", err, sizeof err));
+    ck_assert_msg(strstr(err, "writable by group or others (mode 0770)") &&
+                      strstr(err, cdir),
+                  "%s", err);
+    remove_dir();
+}
+END_TEST
+
+/* One owned by another user is refused (as root: a directory given to
+ * nobody; as anyone else: /usr, root's). */
+START_TEST(foreign_state_dir_refused) {
+    make_dir();
+    char err[512] = "", target[300];
+    if (geteuid() == 0) {
+        snprintf(target, sizeof target, "%s/foreign", dir);
+        ck_assert_int_eq(mkdir(target, 0755), 0);
+        ck_assert_int_eq(chown(target, 65534, 65534), 0);
+    } else {
+        snprintf(target, sizeof target, "/usr");
+    }
+    ck_assert_ptr_null(tm_status_writer_open(target, "c", err, sizeof err));
+    ck_assert_msg(strstr(err, "is owned by uid ") && strstr(err, target) &&
+                      strstr(err, "not by this user"),
+                  "%s", err);
+    remove_dir();
+}
+END_TEST
+
+/* A new state directory is created 0700 (parents included). */
+START_TEST(new_state_dir_private) {
+    make_dir();
+    char deep[300], err[512] = "";
+    snprintf(deep, sizeof deep, "%s/a/b", dir);
+    tm_status_writer *w = tm_status_writer_open(deep, "c", err, sizeof err);
+    ck_assert_msg(w != NULL, "%s", err);
+    tm_status_writer_close(w);
+    const char *sub[] = {"a", "a/b", "a/b/c"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[400];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, sub[i]);
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert_msg((st.st_mode & 07777) == 0700, "%s: mode %o", p,
+                      (unsigned)(st.st_mode & 07777));
+    }
+    remove_dir();
+}
+END_TEST
+
+/* A reader never follows a planted status.json either. */
+START_TEST(reader_refuses_symlinked_status) {
+    make_dir();
+    make_victim();
+    char cdir[300], file[400], err[512] = "";
+    snprintf(cdir, sizeof cdir, "%s/c", dir);
+    ck_assert_int_eq(mkdir(cdir, 0700), 0);
+    snprintf(file, sizeof file, "%s/status.json", cdir);
+    ck_assert_int_eq(symlink(victim, file), 0);
+    tm_status_report r;
+    ck_assert_int_eq(tm_status_read(dir, "c", &r, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "status.json is a symbolic link") != NULL, "%s",
+                  err);
+    check_victim_untouched();
+    remove_dir();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("status_file");
     TCase *tc = tcase_create("core");
@@ -421,6 +613,13 @@ static Suite *suite(void) {
     tcase_add_test(tc, list_sorted);
     tcase_add_test(tc, default_dir_rules);
     tcase_add_test(tc, writer_creates_parents);
+    tcase_add_test(tc, cut_secret_in_last_error_redacted);
+    tcase_add_test(tc, planted_lock_symlink_refused);
+    tcase_add_test(tc, planted_tmp_symlink_refused);
+    tcase_add_test(tc, writable_state_dir_refused);
+    tcase_add_test(tc, foreign_state_dir_refused);
+    tcase_add_test(tc, new_state_dir_private);
+    tcase_add_test(tc, reader_refuses_symlinked_status);
     suite_add_tcase(s, tc);
     return s;
 }

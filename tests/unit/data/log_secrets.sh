@@ -1,0 +1,71 @@
+#!/bin/sh
+# Resolved secrets never reach the log, whatever writes the line:
+#  1. a host name from ${env:} in bootstrap_servers shows in librdkafka's
+#     own FAIL lines (an unreachable port) at the default level;
+#  2. a client.id from ${file:} shows in librdkafka's configuration dump
+#     and thread names with "debug": "all" (TIDEMARK_LOG_LEVEL=debug).
+# Both must come out as "***". The lines are waited for (not slept for):
+# without them the test proves nothing and fails as inconclusive.
+# usage: log_secrets.sh TIDEMARK_BINARY WORK_DIR
+set -u
+bin=$1 work=$2
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+rm -rf "$work" && mkdir -p "$work/state" || exit 1
+chmod 700 "$work/state" || exit 1
+printf 'hs-client-7f3a9c\n' >"$work/client-id.secret" || exit 1
+cat >"$work/connector.json" <<'JSON'
+{
+  "name": "hostsec_log_secrets",
+  "kafka": {
+    "bootstrap_servers": "${env:TM_HS_BROKER}:1",
+    "topics": ["hostsec_log_secrets"],
+    "properties": {"client.id": "${file:client-id.secret}", "debug": "all"}
+  },
+  "sink": {"plugin": "sqlite",
+           "settings": {"path": "out.db", "table": "hs_log_secrets"}},
+  "mapping": {"mode": "raw"}
+}
+JSON
+
+# run NAME LEVEL PATTERN: runs the host at log level LEVEL (the host name
+# "localhost" is the ${env:} secret: it resolves without DNS) until its
+# stderr has a line matching PATTERN (at most 60 s), then stops it.
+run() {
+    (cd "$work" && TM_HS_BROKER=localhost TIDEMARK_LOG_LEVEL=$2 \
+        TIDEMARK_STATE_DIR="$work/state" exec "$bin" run connector.json) \
+        >"$work/$1.out" 2>"$work/$1.err" &
+    pid=$!
+    i=0
+    while [ "$i" -lt 600 ] && ! grep -q "$3" "$work/$1.err"; do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+        i=$((i + 1))
+    done
+    kill "$pid" 2>/dev/null
+    wait "$pid"
+    grep -q "$3" "$work/$1.err" ||
+        fail "$1: inconclusive: no line matching '$3' (see $work/$1.err)"
+}
+
+# check NAME SECRET WHAT EXPECTED: no SECRET in NAME's log, EXPECTED there.
+check() {
+    if grep -n "$2" "$work/$1.err" | head -3 | grep .; then
+        fail "$1: $3 shows in the log"
+    fi
+    grep -q "$4" "$work/$1.err" || fail "$1: no line matching '$4'"
+}
+
+run default info 'librdkafka FAIL'
+check default localhost 'the host name from ${env:TM_HS_BROKER}' \
+    'librdkafka FAIL: \[thrd:\*\*\*:1/bootstrap\]'
+
+run debug debug 'client\.id = '
+check debug hs-client-7f3a 'the client.id from ${file:}' \
+    'client\.id = \*\*\*"'
+check debug localhost 'the host name from ${env:TM_HS_BROKER}' \
+    '\*\*\*:1/bootstrap'
+
+[ "$failed" -eq 0 ] && echo "log_secrets: OK"
+exit "$failed"
