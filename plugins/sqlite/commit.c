@@ -347,6 +347,11 @@ tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
                         : sq_fail(s, rc, "BEGIN IMMEDIATE", err);
     if (r != TM_OK) {
         sq_rollback(s);
+    } else if ((r = sq_db_same_file(s, err)) != TM_OK) {
+        /* Checked with the write lock held, right before COMMIT: a file
+         * removed or replaced while running never gets a batch reported
+         * applied (its rows would vanish with the process). */
+        sq_rollback(s);
     } else {
         /* A commit that got this far is not thrown away for the deadline;
          * interrupt() still stops it. */

@@ -4,7 +4,9 @@
  * after a COMMIT whose outcome is unknown. */
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "sqlite_sink.h"
@@ -127,6 +129,18 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
         s->db = NULL;
         return TM_RETRY;
     }
+    /* sqlite3_open_v2 has opened the file: this is its identity. */
+    struct stat st;
+    if (stat(s->set.path, &st) != 0) {
+        s->host->set_error(err,
+                           "setting \"path\": %s vanished while opened: %s",
+                           s->set.path, strerror(errno));
+        sqlite3_close(s->db);
+        s->db = NULL;
+        return TM_RETRY;
+    }
+    s->db_dev = st.st_dev;
+    s->db_ino = st.st_ino;
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_handler(s->db, on_busy, s);
     sqlite3_progress_handler(s->db, 4096, on_progress, s);
@@ -143,6 +157,25 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
         s->db = NULL;
     }
     return r;
+}
+
+tm_status sq_db_same_file(sq_sink *s, tm_error *err) {
+    struct stat st;
+    int rc = stat(s->set.path, &st);
+    if (rc == 0 && st.st_dev == s->db_dev && st.st_ino == s->db_ino)
+        return TM_OK;
+    const char *why = rc == 0           ? "replaced by another file"
+                      : errno == ENOENT ? "removed"
+                                        : strerror(errno);
+    /* RETRY, not FATAL: the connection stays open, so the file's data is
+     * still there (readable through /proc/<pid>/fd) until the path names
+     * it again; a new file at the path is another database. */
+    s->host->set_error(err,
+                       "setting \"path\": %s no longer names the open "
+                       "database (%s while running); nothing is committed "
+                       "until it does again",
+                       s->set.path, why);
+    return TM_RETRY;
 }
 
 void sq_db_close(sq_sink *s) {

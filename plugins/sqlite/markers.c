@@ -112,6 +112,10 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
         sq_rollback(s);
         return r;
     }
+    if ((r = sq_db_same_file(s, err)) != TM_OK) {
+        sq_rollback(s); /* no epoch raised in a file no one will find */
+        return r;
+    }
     if ((rc = sq_exec(s, "COMMIT")) != SQLITE_OK) {
         /* Outcome unknown: the host claims again, which raises the epoch
          * once more; harmless (an epoch only has to grow). */

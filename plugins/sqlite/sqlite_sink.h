@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <tidemark/sink.h>
 
 /* Helper tables beside the target, all named with this prefix. */
@@ -66,6 +67,11 @@ typedef struct sq_sink {
     atomic_flag db_busy;     /* guards db against interrupt() during reopen */
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     int64_t busy_started_ms; /* first busy callback of the current wait */
+    /* The file the connection opened (stat of the path right after the
+     * open): SQLite in WAL mode goes on writing into an unlinked file, so
+     * each commit checks that the path still names it. */
+    dev_t db_dev;
+    ino_t db_ino;
 } sq_sink;
 
 /* settings.c */
@@ -79,6 +85,10 @@ int64_t sq_now_ms(void);
  * handlers. TM_OK, TM_RETRY (cannot open), TM_INVALID (not a database,
  * WAL refused). */
 tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err);
+/* TM_OK when s->set.path still names the file the connection opened;
+ * else TM_RETRY naming the path (removed or replaced while open: nothing
+ * may be committed into a file no one will find again). */
+tm_status sq_db_same_file(sq_sink *s, tm_error *err);
 /* Finalizes the statements and closes the connection. */
 void sq_db_close(sq_sink *s);
 /* Close, open, prepare: after an unknown COMMIT outcome. */

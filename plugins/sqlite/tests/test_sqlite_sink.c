@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -624,6 +625,70 @@ START_TEST(lock_wait_is_bounded_and_interruptible) {
 }
 END_TEST
 
+/* ---- the database file removed or replaced while open ------------------- */
+
+/* The database's directory removed while the sink runs: SQLite in WAL mode
+ * goes on committing into the unlinked files, which vanish with the
+ * process. The commit must refuse (RETRY, nothing reported applied) for as
+ * long as the path does not name the open file, and go on once it does
+ * again (the file moved back). */
+START_TEST(removed_database_is_never_committed_into) {
+    conf c;
+    batch b1, b2;
+    tm_error err;
+    char moved[600], wal[600], shm[600];
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 1, 1000, "a", NULL, NULL}};
+    const rec r2[] = {{1, 2, 1001, "b", NULL, NULL}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b1);
+    /* 1. moved away: the path names nothing */
+    snprintf(moved, sizeof moved, "%s.moved", db_path);
+    ck_assert_int_eq(rename(db_path, moved), 0);
+    ck_assert_int_eq(access(db_path, F_OK), -1); /* the fault is in place */
+    tm_status rc = commit(sink, &b2, &err);
+    ck_assert_msg(rc == TM_RETRY, "moved away: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_msg(strstr(err.message, db_path) &&
+                      strstr(err.message, "no longer names"),
+                  "%s", err.message);
+    /* 2. back again: the same file, the batch lands */
+    ck_assert_int_eq(rename(moved, db_path), 0);
+    commit_ok(sink, &b2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 2);
+    /* 3. the whole directory removed: never OK again */
+    snprintf(wal, sizeof wal, "%s-wal", db_path);
+    snprintf(shm, sizeof shm, "%s-shm", db_path);
+    ck_assert_int_eq(unlink(db_path), 0);
+    unlink(wal);
+    unlink(shm);
+    ck_assert_int_eq(rmdir(dir), 0);
+    ck_assert_int_eq(access(dir, F_OK), -1);
+    batch b3;
+    const rec r3[] = {{2, 3, 1002, "c", NULL, NULL}};
+    batch_make(&b3, 2, 3, m.epoch, r3, 1);
+    for (int i = 0; i < 3; i++) {
+        rc = commit(sink, &b3, &err);
+        ck_assert_msg(rc == TM_RETRY, "directory gone, try %d: %s: %s", i,
+                      tm_status_name(rc), err.message);
+    }
+    /* 4. a new, different file at the path is not the open database */
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    exec_sql("CREATE TABLE other (x)");
+    rc = commit(sink, &b3, &err);
+    ck_assert_msg(rc == TM_RETRY, "replaced: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM sqlite_schema WHERE name = "
+                           "'t'"),
+                     0);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_sink");
     TCase *tc = tcase_create("api");
@@ -642,6 +707,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, not_a_database_is_invalid);
     tcase_add_test(tc, interrupt_when_idle_is_harmless);
     tcase_add_test(tc, lock_wait_is_bounded_and_interruptible);
+    tcase_add_test(tc, removed_database_is_never_committed_into);
     suite_add_tcase(s, tc);
     return s;
 }
