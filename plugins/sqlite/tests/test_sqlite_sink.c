@@ -379,6 +379,47 @@ START_TEST(retention_boundary) {
 }
 END_TEST
 
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One record whose CreateTime is ten years ahead (a producer's wrong
+ * clock) must not prune the keys applied within the retention of now: the
+ * prune horizon is min(newest timestamp of the batch, wall clock) minus
+ * the retention. */
+START_TEST(future_timestamp_does_not_prune_recent_keys) {
+    conf c;
+    batch b1, b2, b3;
+    const int64_t now = wall_ms();
+    const int64_t ten_years = 86400000LL * 3653;
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "3600}",
+              TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 7, now, "x", "order-7", "h"}};
+    const rec r2[] = {{1, 8, now + ten_years, "y", "order-8", "h"}};
+    const rec r3[] = {{2, 7, now, "x", "order-7", "h"}}; /* a resend */
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    batch_make(&b3, 2, 3, m.epoch, r3, 1);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2);
+    /* the future record's own key is kept at its own timestamp */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys"), 2);
+    commit_ok(sink, &b3);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 1);
+    tm_marker now_m = read1(sink);
+    ck_assert_uint_eq(now_m.rows, 2);
+    ck_assert_uint_eq(now_m.duplicates, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* Without a retention, keys are kept however old. */
 START_TEST(no_retention_keeps_keys) {
     conf c;
@@ -698,6 +739,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, retention_boundary);
+    tcase_add_test(tc, future_timestamp_does_not_prune_recent_keys);
     tcase_add_test(tc, no_retention_keeps_keys);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
