@@ -7,9 +7,14 @@
 
 #include "sqlite_sink.h"
 
-static const char *const KNOWN[] = {
-    "path",        "table",           "create",           "mode",
-    "synchronous", "busy_timeout_ms", "dedup_retention_s"};
+static const char *const KNOWN[] = {"path",
+                                    "table",
+                                    "create",
+                                    "mode",
+                                    "synchronous",
+                                    "busy_timeout_ms",
+                                    "dedup_retention_s",
+                                    "shared_table"};
 #define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 /* A required non-empty string. */
@@ -98,6 +103,7 @@ tm_status sq_settings_load(const tm_host_api *h, const tm_sink_config *config,
                         err) != TM_OK)
         return TM_INVALID;
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
+        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_string(set, "mode", &mode, err) < 0 ||
         h->setting_string(set, "synchronous", &sync, err) < 0)
         return TM_INVALID;

@@ -5,6 +5,7 @@
  *                  error mapping, reopen
  *   schema.c       SQL text (quoting), DDL, the table's shape check
  *   markers.c      claim and read_markers, marker rows
+ *   owners.c       which connectors write which table (shared_table)
  *   commit.c       one batch in one transaction
  *   scan.c         read-back of rows and dead letters
  *   validate.c     the read-only check of settings and table shape
@@ -23,6 +24,7 @@
 #define SQ_MARKERS      "tidemark_markers"
 #define SQ_DEAD_LETTERS "tidemark_dead_letters"
 #define SQ_KEYS         "tidemark_keys"
+#define SQ_OWNERS       "tidemark_table_owners"
 /* Hidden columns of the target table: where each row came from, so that
  * scan (and tidemark verify) read offsets back from the effects. */
 #define SQ_HIDDEN_PREFIX "_tm_"
@@ -40,6 +42,7 @@ typedef struct sq_settings {
     const char *synchronous; /* "FULL", "NORMAL" or "OFF" (static) */
     int64_t busy_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
+    int shared_table;    /* other connectors may write the table too */
 } sq_settings;
 
 /* Prepared statements, made once per connection and reused. */
@@ -142,6 +145,18 @@ int sq_marker_get(sq_sink *s, const char *topic, int32_t partition,
                   tm_marker *m);
 /* Writes *m back. SQLite result code; SQLITE_NOTFOUND if no row. */
 int sq_marker_put(sq_sink *s, const tm_marker *m);
+
+/* owners.c */
+/* Inside the claim's transaction: refuses (TM_FATAL naming the table, the
+ * other connector and the setting) a table another connector writes
+ * unless both say shared_table, then records this connector as a writer
+ * of the table. */
+tm_status sq_owner_register(sq_sink *s, tm_error *err);
+/* Before a scan of (topic, partition): TM_OK unless the table is shared
+ * and another connector holds a marker there too (TM_FATAL naming it:
+ * the rows do not say which connector wrote them). */
+tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
+                              tm_error *err);
 
 /* commit.c */
 tm_status sq_commit(void *sink, const tm_batch *batch, tm_error *err);

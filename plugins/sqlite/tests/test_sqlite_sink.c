@@ -730,6 +730,143 @@ START_TEST(removed_database_is_never_committed_into) {
 }
 END_TEST
 
+/* ---- one table, one connector ------------------------------------------- */
+
+static tm_status claim_as(void *sink, tm_error *err) {
+    tm_marker m = {.struct_size = sizeof m,
+                   .topic = "t",
+                   .partition = 0,
+                   .next_offset = 0};
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return api->claim(sink, &m, 1, 0, err);
+}
+
+/* A second connector pointed at a table another connector writes is
+ * refused at its claim, naming the table, the other connector and the
+ * setting; with "shared_table": true in both it is accepted. A database
+ * from before the owners' record (the other connector's markers over rows
+ * of the table) is refused the same way. */
+START_TEST(second_connector_on_a_table_is_refused) {
+    conf a, b;
+    batch b1;
+    tm_error err;
+    conf_init(&a, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    conf_init(&b, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    b.config.connector = "second";
+    void *sa = open_ok(&a);
+    tm_marker m = claim1(sa);
+    const rec r1[] = {{0, 1, 1000, "a", NULL, NULL}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    commit_ok(sa, &b1);
+    void *sb = open_ok(&b);
+    tm_status rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_FATAL, "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_msg(strstr(err.message, "\"t\"") &&
+                      strstr(err.message, "\"unit\"") &&
+                      strstr(err.message, "\"shared_table\": true"),
+                  "%s", err.message);
+    /* refused with nothing written: no marker of "second" */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_markers WHERE "
+                           "connector = 'second'"),
+                     0);
+    api->close(sb);
+    conf_done(&b);
+    /* the second one says it means it, the first does not: refused */
+    conf_init(&b,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    b.config.connector = "second";
+    sb = open_ok(&b);
+    rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"unit\""), "%s: %s",
+                  tm_status_name(rc), err.message);
+    /* both say it: accepted */
+    api->close(sa);
+    conf_done(&a);
+    conf_init(&a,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    sa = open_ok(&a);
+    rc = claim_as(sa, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    api->close(sa);
+    api->close(sb);
+    conf_done(&a);
+    conf_done(&b);
+    /* a database from before the owners' record: the markers tell */
+    exec_sql("DELETE FROM tidemark_table_owners; DELETE FROM "
+             "tidemark_markers WHERE connector = 'second'");
+    conf_init(&b, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    b.config.connector = "second";
+    sb = open_ok(&b);
+    rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"unit\""), "%s: %s",
+                  tm_status_name(rc), err.message);
+    api->close(sb);
+    conf_done(&b);
+}
+END_TEST
+
+typedef struct scanned {
+    int rows;
+    int64_t last;
+} scanned;
+
+static int count_item(void *ctx, const tm_scan_item *it) {
+    scanned *sc = ctx;
+    sc->rows += it->kind == TM_ITEM_ROW;
+    sc->last = it->offset;
+    return 0;
+}
+
+/* With a shared table, scan (what verify reads) gives a connector the rows
+ * of its own topics and partitions only; where another connector of the
+ * table holds a marker on the same partition their rows cannot be told
+ * apart, and scan says so instead of reporting the other's rows. */
+START_TEST(shared_table_scan_is_per_connector) {
+    conf a, b;
+    batch ba, bb;
+    tm_error err = {sizeof err, ""};
+    conf_init(&a,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    conf_init(&b,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    b.config.connector = "second";
+    void *sa = open_ok(&a), *sb = open_ok(&b);
+    tm_marker ma = claim1(sa);
+    tm_marker mb = {.struct_size = sizeof mb, .topic = "u", .next_offset = 0};
+    ck_assert_int_eq(api->claim(sb, &mb, 1, 0, &err), TM_OK);
+    const rec r[] = {{0, 1, 1000, "a", NULL, NULL},
+                     {1, 2, 1001, "b", NULL, NULL}};
+    batch_make(&ba, 0, 2, ma.epoch, r, 2);
+    batch_make(&bb, 0, 2, mb.epoch, r, 2);
+    bb.range.topic = "u";
+    commit_ok(sa, &ba);
+    commit_ok(sb, &bb);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 4);
+    scanned sc = {0, -1};
+    tm_emit_target target = {.fn = count_item, .user = &sc};
+    ck_assert_int_eq(api->scan(sa, "t", 0, &target, &err), TM_OK);
+    ck_assert_int_eq(sc.rows, 2);
+    /* "second" claims t[0] too: scan of t[0] can no longer judge */
+    mb.topic = "t";
+    ck_assert_int_eq(api->claim(sb, &mb, 1, 0, &err), TM_OK);
+    tm_status rc = api->scan(sa, "t", 0, &target, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"second\"") &&
+                      strstr(err.message, "t[0]"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    api->close(sa);
+    api->close(sb);
+    conf_done(&a);
+    conf_done(&b);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_sink");
     TCase *tc = tcase_create("api");
@@ -750,6 +887,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, interrupt_when_idle_is_harmless);
     tcase_add_test(tc, lock_wait_is_bounded_and_interruptible);
     tcase_add_test(tc, removed_database_is_never_committed_into);
+    tcase_add_test(tc, second_connector_on_a_table_is_refused);
+    tcase_add_test(tc, shared_table_scan_is_per_connector);
     suite_add_tcase(s, tc);
     return s;
 }
