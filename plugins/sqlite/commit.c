@@ -263,7 +263,7 @@ static int write_records(sq_run *x) {
             continue;
         }
         rc = insert_row(x, r, g);
-        if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+        if (sq_refused_content(rc)) {
             /* Only this statement was undone; the transaction goes on. */
             snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
             rc = keyed ? forget_key(x, r) : SQLITE_OK;

@@ -237,9 +237,7 @@ tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err) {
     *exists = rc == SQLITE_ROW;
     if (rc == SQLITE_ROW || rc == SQLITE_DONE)
         return TM_OK;
-    tm_status r = sq_fail(s, rc, "looking up the table", err);
-    /* Not a database, or unreadable: a setting to fix, not a retry. */
-    return r == TM_FATAL ? TM_INVALID : r;
+    return sq_fail(s, rc, "looking up the table", err);
 }
 
 /* The expected column list, for messages: "id INTEGER NOT NULL, ...". */
@@ -563,7 +561,9 @@ tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
             /* A table that changed under us, or upsert without the index. */
             s->host->set_error(err, "setting \"table\": preparing %.200s: %s",
                                sql, sqlite3_errmsg(s->db));
-            r = (rc & 0xff) == SQLITE_BUSY ? TM_RETRY : TM_INVALID;
+            /* SQLITE_ERROR: a column or table the SQL names is not
+             * there; anything else by its class (not a database: FATAL). */
+            r = (rc & 0xff) == SQLITE_ERROR ? TM_INVALID : sq_status_of(rc);
         }
     }
     sq_buf_free(&ins);

@@ -85,8 +85,8 @@ tm_status sq_settings_load(const tm_host_api *host,
 /* db.c */
 int64_t sq_now_ms(void);
 /* Opens s->db (read-write-create, or read-only) with the PRAGMAs and the
- * handlers. TM_OK, TM_RETRY (cannot open), TM_INVALID (not a database,
- * WAL refused). */
+ * handlers. TM_OK, TM_RETRY (cannot open, read-only, I/O), TM_FATAL (not
+ * a database, corrupt), TM_INVALID (WAL refused). */
 tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err);
 /* TM_OK when s->set.path still names the file the connection opened;
  * else TM_RETRY naming the path (removed or replaced while open: nothing
@@ -102,8 +102,14 @@ tm_status sq_db_ready(sq_sink *s, tm_error *err);
 void sq_call_begin(sq_sink *s, int64_t deadline_ms);
 /* 1 when the call in progress should give up (interrupt, deadline). */
 int sq_should_stop(sq_sink *s);
-/* Maps an SQLite result code: BUSY/LOCKED/INTERRUPT -> TM_RETRY, anything
- * else TM_FATAL; the message names the step and sqlite3_errmsg. */
+/* The class of an SQLite result code (the table in db.c): TM_RETRY for
+ * what passes (busy, locked, interrupted, full, I/O, read-only, cannot
+ * open), TM_FATAL for the rest (not a database, corrupt, ...). */
+tm_status sq_status_of(int rc);
+/* 1 when a statement refused a row for its content (constraint, datatype
+ * mismatch): the record is a dead letter, the batch goes on. */
+int sq_refused_content(int rc);
+/* sq_status_of(rc) with a message naming the step and sqlite3_errmsg. */
 tm_status sq_fail(sq_sink *s, int rc, const char *step, tm_error *err);
 /* Runs SQL without results (BEGIN, COMMIT, DDL). SQLite result code. */
 int sq_exec(sq_sink *s, const char *sql);
@@ -125,8 +131,7 @@ void sq_buf_free(sq_buf *b);
 const char *sq_type_sql(tm_type t);
 /* Creates missing helper tables (and the target table when create). */
 tm_status sq_schema_create(sq_sink *s, tm_error *err);
-/* *exists: whether the target table exists. TM_OK, TM_RETRY (busy), or
- * TM_INVALID (not a database). */
+/* *exists: whether the target table exists. TM_OK, or sq_fail's class. */
 tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err);
 /* Checks the table's shape against the mapping (and, for upsert, a unique
  * index on the key columns). TM_OK, TM_INVALID with both shapes. */

@@ -19,6 +19,12 @@ static void dir_of(const char *path, char *buf, size_t size) {
         snprintf(buf, size, "%.*s", (int)(slash - path), path);
 }
 
+/* validate answers OK, INVALID or RETRY: a file that open would refuse
+ * for good (not a database, corrupt) is a setting to fix. */
+static tm_status permanent_is_invalid(tm_status r) {
+    return r == TM_FATAL ? TM_INVALID : r;
+}
+
 tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
                       tm_error *err) {
     sq_sink s = {.host = host, .config = config};
@@ -43,7 +49,7 @@ tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
         return TM_OK; /* open() creates database and tables */
     }
     if ((r = sq_db_open(&s, 1, err)) != TM_OK)
-        return r;
+        return permanent_is_invalid(r);
     int exists = 0;
     if ((r = sq_table_exists(&s, &exists, err)) != TM_OK)
         ; /* err says why */
@@ -57,5 +63,5 @@ tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
         r = TM_INVALID;
     }
     sq_db_close(&s);
-    return r;
+    return permanent_is_invalid(r);
 }

@@ -569,7 +569,7 @@ START_TEST(identifiers_are_quoted) {
 }
 END_TEST
 
-START_TEST(not_a_database_is_invalid) {
+START_TEST(not_a_database_is_fatal_and_invalid_to_validate) {
     conf c;
     tm_error err = {sizeof err, ""};
     void *sink = NULL;
@@ -580,11 +580,13 @@ START_TEST(not_a_database_is_invalid) {
           f);
     fclose(f);
     conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    /* open: permanent (test_sqlite_errors.c); validate: a setting to fix */
     ck_assert_int_eq(api->open(tm_host_services(), &c.config, &sink, &err),
-                     TM_INVALID);
-    ck_assert_msg(strstr(err.message, "\"path\""), "%s", err.message);
+                     TM_FATAL);
+    ck_assert_msg(strstr(err.message, db_path), "%s", err.message);
     ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
                      TM_INVALID);
+    ck_assert_msg(strstr(err.message, "not a database"), "%s", err.message);
     conf_done(&c);
 }
 END_TEST
@@ -883,7 +885,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, validate_missing_database);
     tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
     tcase_add_test(tc, identifiers_are_quoted);
-    tcase_add_test(tc, not_a_database_is_invalid);
+    tcase_add_test(tc, not_a_database_is_fatal_and_invalid_to_validate);
     tcase_add_test(tc, interrupt_when_idle_is_harmless);
     tcase_add_test(tc, lock_wait_is_bounded_and_interruptible);
     tcase_add_test(tc, removed_database_is_never_committed_into);
