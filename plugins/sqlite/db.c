@@ -188,6 +188,20 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
     return r;
 }
 
+int sq_column_limit(void) {
+    sqlite3 *db = NULL;
+    int limit = -1;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) ==
+        SQLITE_OK) {
+        /* every column is a bound parameter of the INSERT too */
+        int cols = sqlite3_limit(db, SQLITE_LIMIT_COLUMN, -1);
+        int vars = sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+        limit = cols < vars ? cols : vars;
+    }
+    sqlite3_close(db);
+    return limit;
+}
+
 tm_status sq_db_same_file(sq_sink *s, tm_error *err) {
     struct stat st;
     int rc = stat(s->set.path, &st);

@@ -61,6 +61,23 @@ static tm_status check_columns(const tm_host_api *h,
         h->set_error(err, "the mapping has no columns");
         return TM_INVALID;
     }
+    int limit = sq_column_limit();
+    if (limit < 0) {
+        h->set_error(err, "cannot read SQLite's column limit (out of memory?)");
+        return TM_INVALID;
+    }
+    if (config->ncolumns > (size_t)limit - SQ_NHIDDEN) {
+        /* Counted before anything else looks at the columns: the table
+         * could never be created or written. */
+        h->set_error(err,
+                     "the mapping has %zu columns; with the sink's %d hidden "
+                     "ones that is above the %d columns an SQLite table may "
+                     "have (SQLITE_MAX_COLUMN of SQLite %s): at most %d "
+                     "mapped columns",
+                     config->ncolumns, SQ_NHIDDEN, limit, sqlite3_libversion(),
+                     limit - SQ_NHIDDEN);
+        return TM_INVALID;
+    }
     for (size_t i = 0; i < config->ncolumns; i++) {
         const tm_column *c = TM_CELEM(tm_column, config->columns, i);
         if (!c->name || !*c->name || !sq_type_sql(c->type)) {

@@ -88,6 +88,10 @@ int64_t sq_now_ms(void);
  * handlers. TM_OK, TM_RETRY (cannot open, read-only, I/O), TM_FATAL (not
  * a database, corrupt), TM_INVALID (WAL refused). */
 tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err);
+/* How many columns a table of this libsqlite3 may have (and an INSERT
+ * bind): SQLITE_LIMIT_COLUMN, or the parameter limit if lower; -1 when
+ * it cannot be read. */
+int sq_column_limit(void);
 /* TM_OK when s->set.path still names the file the connection opened;
  * else TM_RETRY naming the path (removed or replaced while open: nothing
  * may be committed into a file no one will find again). */

@@ -175,11 +175,11 @@ START_TEST(full_disk_at_open_is_retry) {
 }
 END_TEST
 
-/* A database the process may not write (its file and directory belong to
- * someone else): RETRY at open, with SQLite's reason. Root writes
- * anything, so the open runs in a child that gives up root first. */
-START_TEST(read_only_database_at_open_is_retry) {
-    make_database();
+/* Runs CALL in a child that cannot write the database (root writes
+ * anything, so the child gives up root first); its status, and its
+ * message in MSG. */
+static tm_status unprivileged(tm_status (*call)(tm_error *), char *msg,
+                              size_t size) {
     ck_assert_int_eq(chmod(fx_dir, 0755), 0);
     ck_assert_int_eq(chmod(fx_db_path, 0444), 0);
     int fd[2];
@@ -188,33 +188,58 @@ START_TEST(read_only_database_at_open_is_retry) {
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(fd[0]);
-        tm_error err = {sizeof err, "inconclusive: cannot drop root"};
-        tm_status r = TM_OK;
-        if (geteuid() != 0 ||
-            (setgroups(0, NULL) == 0 && setgid(65534) == 0 &&
-             setuid(65534) == 0 && access(fx_db_path, W_OK) != 0))
-            r = open_status(&err);
-        else
-            r = (tm_status)99;
+        tm_error err = {sizeof err, "cannot drop root"};
+        tm_status r = (tm_status)99;
+        if (geteuid() != 0 || (setgroups(0, NULL) == 0 && setgid(65534) == 0 &&
+                               setuid(65534) == 0))
+            r = access(fx_db_path, W_OK) == 0 ? (tm_status)97 : call(&err);
         if (write(fd[1], err.message, strlen(err.message) + 1) < 0)
             _exit(98);
         _exit((int)r);
     }
     close(fd[1]);
-    char msg[sizeof((tm_error){0}.message)] = "";
-    ssize_t n = read(fd[0], msg, sizeof msg - 1);
+    ssize_t n = read(fd[0], msg, size - 1);
     close(fd[0]);
     msg[n > 0 ? n : 0] = '\0';
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 99 &&
-                      WEXITSTATUS(status) != 98,
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) < 97,
                   "inconclusive: the child could not give up write access "
-                  "(%s)",
-                  msg);
-    tm_status r = (tm_status)WEXITSTATUS(status);
+                  "(exit %d: %s)",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg);
+    return (tm_status)WEXITSTATUS(status);
+}
+
+/* A database the process may not write: RETRY at open (the owner may
+ * fix the permissions), with SQLite's reason. */
+START_TEST(read_only_database_at_open_is_retry) {
+    char msg[TM_ERROR_MAX];
+    make_database();
+    tm_status r = unprivileged(open_status, msg, sizeof msg);
     ck_assert_msg(r == TM_RETRY && strstr(msg, fx_db_path), "%s: %s",
                   tm_status_name(r), msg);
+}
+END_TEST
+
+static tm_status validate_status(tm_error *err) {
+    fx_conf c;
+    ck_assert_msg(fx_conf_init(&c, NULL, why, sizeof why) == 0, "%s", why);
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    tm_status r = fx_api->validate(tm_host_services(), &c.config, err);
+    fx_conf_done(&c);
+    return r;
+}
+
+/* validate catches what open refuses: the same read-only database is
+ * INVALID to validate, naming the setting and the path. */
+START_TEST(validate_refuses_read_only_database) {
+    char msg[TM_ERROR_MAX];
+    make_database();
+    tm_status r = unprivileged(validate_status, msg, sizeof msg);
+    ck_assert_msg(r == TM_INVALID && strstr(msg, "\"path\"") &&
+                      strstr(msg, fx_db_path) && strstr(msg, "read-only"),
+                  "%s: %s", tm_status_name(r), msg);
 }
 END_TEST
 
@@ -275,6 +300,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, io_error_at_open_is_retry);
     tcase_add_test(tc, full_disk_at_open_is_retry);
     tcase_add_test(tc, read_only_database_at_open_is_retry);
+    tcase_add_test(tc, validate_refuses_read_only_database);
     tcase_add_test(tc, refused_row_is_a_dead_letter);
     suite_add_tcase(s, tc);
     return s;

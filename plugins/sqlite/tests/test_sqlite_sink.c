@@ -513,6 +513,49 @@ START_TEST(validate_missing_database) {
 }
 END_TEST
 
+/* More columns than an SQLite table may have (SQLITE_MAX_COLUMN, with the
+ * sink's hidden ones counted): validate and open refuse, with the limit
+ * in the message; at the limit both accept. */
+START_TEST(too_many_columns_are_refused_with_the_limit) {
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+    int limit = sqlite3_limit(db, SQLITE_LIMIT_COLUMN, -1);
+    sqlite3_close(db);
+    ck_assert_int_gt(limit, 4);
+    size_t n = (size_t)limit - 4 + 1; /* one too many with the hidden 4 */
+    tm_column *cols = calloc(n, sizeof *cols);
+    char(*names)[16] = calloc(n, sizeof *names);
+    ck_assert_ptr_nonnull(cols);
+    ck_assert_ptr_nonnull(names);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "c%zu", i);
+        cols[i] = (tm_column){sizeof(tm_column), names[i], TM_TYPE_INT, 0, 0};
+    }
+    char want[32];
+    snprintf(want, sizeof want, "%d", limit);
+    conf c;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, n);
+    c.config.columns = cols;
+    tm_status rc = api->validate(tm_host_services(), &c.config, &err);
+    ck_assert_msg(rc == TM_INVALID && strstr(err.message, want),
+                  "validate: %s: %s", tm_status_name(rc), err.message);
+    rc = api->open(tm_host_services(), &c.config, &sink, &err);
+    ck_assert_msg(rc == TM_INVALID && strstr(err.message, want), "open: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(access(db_path, F_OK), -1); /* refused before opening */
+    c.config.ncolumns = n - 1;                   /* exactly the limit */
+    rc = api->validate(tm_host_services(), &c.config, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    sink = open_ok(&c);
+    api->close(sink);
+    conf_done(&c);
+    free(cols);
+    free(names);
+}
+END_TEST
+
 /* ---- deadline, quoting -------------------------------------------------- */
 
 static int64_t mono_ms(void) {
@@ -883,6 +926,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
+    tcase_add_test(tc, too_many_columns_are_refused_with_the_limit);
     tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
     tcase_add_test(tc, identifiers_are_quoted);
     tcase_add_test(tc, not_a_database_is_fatal_and_invalid_to_validate);
