@@ -524,7 +524,7 @@ START_TEST(too_many_columns_are_refused_with_the_limit) {
     ck_assert_int_gt(limit, 4);
     size_t n = (size_t)limit - 4 + 1; /* one too many with the hidden 4 */
     tm_column *cols = calloc(n, sizeof *cols);
-    char(*names)[16] = calloc(n, sizeof *names);
+    char(*names)[24] = calloc(n, sizeof *names);
     ck_assert_ptr_nonnull(cols);
     ck_assert_ptr_nonnull(names);
     for (size_t i = 0; i < n; i++) {
