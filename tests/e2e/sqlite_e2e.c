@@ -1,12 +1,15 @@
 /* End-to-end scenarios of the SQLite sink's owner: `tidemark verify` after
- * the operations the docs describe, against the real broker and the real
- * binary. Each scenario is one ctest test, e2e.sqlite.<scenario>. Every
- * verdict is checked against the database's rows and Kafka's records. */
+ * the operations the docs describe, and the database's directory removed
+ * under a running host, against the real broker and the real binary. Each
+ * scenario is one ctest test, e2e.sqlite.<scenario>. Every verdict is checked
+ * against the database's rows and Kafka's records. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -186,6 +189,75 @@ static void scenario_compacted_verify(void) {
     rd_kafka_destroy(p);
 }
 
+static int64_t group_offset_settled(const char *group, const char *topic,
+                                    int64_t want) {
+    int64_t got = -1;
+    for (int tries = 0; tries < 100 && got != want; tries++) {
+        got = h_group_offset(group, topic, 0);
+        if (got != want)
+            h_sleep_ms(100);
+    }
+    return got;
+}
+
+/* The database's directory removed while the host runs: SQLite would go on
+ * committing into the unlinked file and the group's offsets would advance
+ * over rows nobody can find again. The sink must refuse every commit
+ * (RETRY, the batch kept), so the group offset stays where the last batch
+ * that reached the real file left it. */
+static void scenario_db_dir_removed(void) {
+    const char *topic = h_name("sqlite-dr");
+    char name[256], group[300], dir[4096], db[4200], f[4300];
+    snprintf(name, sizeof name, "%s", h_name("sqlite-dr"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(dir, sizeof dir, "%s/dbdir", h_workdir());
+    H_CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+    snprintf(db, sizeof db, "%s/dr.db", dir);
+    const char *cfg = config("dr.json", name, topic, db, "");
+    pid_t pid = h_spawn(cfg, "dr.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int64_t got = group_offset_settled(group, topic, 100);
+    H_CHECK(got == 100, "group offset %lld before the removal, want 100",
+            (long long)got);
+
+    static const char *const files[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, files[i]);
+        H_CHECK(unlink(f) == 0 || i > 0, "unlink %s", f);
+    }
+    H_CHECK(rmdir(dir) == 0 && access(dir, F_OK) != 0,
+            "inconclusive: %s is still there", dir);
+    h_produce_many(p, topic, 0, 100, 50, "{\"id\": %d, \"name\": \"n\"}");
+    /* The host tried those 50 and was refused twice: the batch is kept
+     * and retried, never dropped or reported applied. */
+    const char *needle = "no longer names the open database";
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        const char *log = h_read_file("dr.log");
+        const char *first = strstr(log, needle);
+        if (first && strstr(first + 1, needle))
+            break;
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "the host never refused a commit into the removed database "
+                "in 30 s (group offset now %lld)",
+                (long long)h_group_offset(group, topic, 0));
+        h_sleep_ms(100);
+    }
+    got = h_group_offset(group, topic, 0);
+    H_CHECK(got == 100,
+            "group offset %lld after the directory was removed: batches "
+            "committed into the unlinked file",
+            (long long)got);
+    int rc = h_stop(pid, SIGTERM, 15000, NULL);
+    h_step("stopped while retrying: exit %d", rc);
+    got = h_group_offset(group, topic, 0);
+    H_CHECK(got == 100, "group offset %lld after the stop", (long long)got);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: sqlite_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -197,6 +269,7 @@ int main(int argc, char **argv) {
     } scenarios[] = {
         {"reset_verify", scenario_reset_verify},
         {"compacted_verify", scenario_compacted_verify},
+        {"db_dir_removed", scenario_db_dir_removed},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
