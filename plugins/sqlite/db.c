@@ -158,18 +158,6 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
         s->db = NULL;
         return sq_status_of(rc);
     }
-    /* sqlite3_open_v2 has opened the file: this is its identity. */
-    struct stat st;
-    if (stat(s->set.path, &st) != 0) {
-        s->host->set_error(err,
-                           "setting \"path\": %s vanished while opened: %s",
-                           s->set.path, strerror(errno));
-        sqlite3_close(s->db);
-        s->db = NULL;
-        return TM_RETRY;
-    }
-    s->db_dev = st.st_dev;
-    s->db_ino = st.st_ino;
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_handler(s->db, on_busy, s);
     sqlite3_progress_handler(s->db, 4096, on_progress, s);
@@ -181,6 +169,18 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
         pragma_expect(s, "PRAGMA journal_mode=WAL", "wal", "path", err);
     if (r == TM_OK && (rc = sq_exec(s, sql)) != SQLITE_OK)
         r = sq_fail(s, rc, sql, err);
+    /* sqlite3_open_v2 opened the file (and the WAL check refused an
+     * in-memory one): this is its identity, checked before each commit. */
+    struct stat st;
+    if (r == TM_OK && stat(s->set.path, &st) != 0) {
+        s->host->set_error(err,
+                           "setting \"path\": %s vanished while opened: %s",
+                           s->set.path, strerror(errno));
+        r = TM_RETRY;
+    } else if (r == TM_OK) {
+        s->db_dev = st.st_dev;
+        s->db_ino = st.st_ino;
+    }
     if (r != TM_OK) {
         sqlite3_close(s->db);
         s->db = NULL;

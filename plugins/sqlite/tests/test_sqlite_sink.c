@@ -255,6 +255,10 @@ static const struct {
     {"{\"path\": \"$DB\", \"table\": \"t\", \"create\": false}",
      2,
      {"\"table\"", "create"}},
+    /* an in-memory database cannot keep the claims: refused, not retried */
+    {"{\"path\": \":memory:\", \"table\": \"t\"}",
+     2,
+     {"\"path\"", "in-memory"}},
 };
 
 START_TEST(settings_errors_name_the_key) {
