@@ -116,15 +116,15 @@ static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* When a business key counts as applied: the record's Kafka timestamp
- * (so the retention boundary is a fact of the data, the same on every
- * resend), or the wall clock for records without one. */
 static int64_t wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* When a business key counts as applied: the record's Kafka timestamp
+ * (so the retention boundary is a fact of the data, the same on every
+ * resend), or the wall clock for records without one. */
 static int64_t applied_at(const tm_record *r) {
     return r->timestamp_ms >= 0 ? r->timestamp_ms : wall_ms();
 }

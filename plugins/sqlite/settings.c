@@ -66,7 +66,7 @@ static tm_status check_columns(const tm_host_api *h,
         h->set_error(err, "cannot read SQLite's column limit (out of memory?)");
         return TM_INVALID;
     }
-    if (config->ncolumns > (size_t)limit - SQ_NHIDDEN) {
+    if (limit <= SQ_NHIDDEN || config->ncolumns > (size_t)limit - SQ_NHIDDEN) {
         /* Counted before anything else looks at the columns: the table
          * could never be created or written. */
         h->set_error(err,
