@@ -77,7 +77,7 @@ static void print_table(const tm_verify_result *r) {
 }
 
 typedef struct totals {
-    uint64_t kafka, rows, dls, filtered, dups, twice, gaps;
+    uint64_t kafka, rows, dls, filtered, dups, twice, gaps, replayed, compacted;
 } totals;
 
 static totals sum(const tm_verify_result *r) {
@@ -91,6 +91,8 @@ static totals sum(const tm_verify_result *r) {
         s.dups += p->duplicates;
         s.twice += p->stored_twice;
         s.gaps += p->gaps + p->unexpected;
+        s.replayed += p->replayed;
+        s.compacted += p->compacted;
     }
     return s;
 }
@@ -103,7 +105,8 @@ static int print_json(const tm_connector_config *cfg,
         const tm_verify_partition *p = &r->parts[i];
         bad |= json_array_append_new(
             parts,
-            json_pack("{s:s,s:i,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}",
+            json_pack("{s:s,s:i,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,"
+                      "s:I,s:I}",
                       "topic", p->topic, "partition", (int)p->partition,
                       "claimed", p->claimed, "from", (json_int_t)p->from,
                       "marker", (json_int_t)p->marker, "kafka_records",
@@ -113,7 +116,8 @@ static int print_json(const tm_connector_config *cfg,
                       (json_int_t)p->duplicates, "stored_twice",
                       (json_int_t)p->stored_twice, "gaps",
                       (json_int_t)(p->gaps + p->unexpected), "counts_agree",
-                      p->counts_agree));
+                      p->counts_agree, "replayed", (json_int_t)p->replayed,
+                      "compacted", (json_int_t)p->compacted));
     }
     size_t shown = r->nproblems < TM_VERIFY_MAX_PROBLEMS
                        ? r->nproblems
@@ -138,6 +142,30 @@ static int print_json(const tm_connector_config *cfg,
     return rc;
 }
 
+/* What is counted apart, not failed: replays and compaction. */
+static void print_notes(const tm_verify_result *r) {
+    int header = 0;
+    for (size_t i = 0; i < r->nparts; i++) {
+        const tm_verify_partition *p = &r->parts[i];
+        if (!p->replayed && !p->compacted)
+            continue;
+        if (!header++)
+            printf("\nnotes (not failures):\n");
+        if (p->replayed)
+            printf("  %s [%" PRId32 "]: %" PRIu64
+                   " records counted again by the marker (replayed after a "
+                   "rewind, e.g. offsets --reset-to; their offsets are "
+                   "stored once)\n",
+                   p->topic, p->partition, p->replayed);
+        if (p->compacted)
+            printf("  %s [%" PRId32 "]: %" PRIu64
+                   " stored offsets compacted since stored (cleanup.policy "
+                   "compact: Kafka's cleaner removed them after the sink "
+                   "stored them; not checked against Kafka)\n",
+                   p->topic, p->partition, p->compacted);
+    }
+}
+
 static void print_text(const tm_connector_config *cfg,
                        const tm_verify_result *r) {
     printf("connector %s\n\n", cfg->name);
@@ -150,13 +178,16 @@ static void print_text(const tm_connector_config *cfg,
         for (size_t i = 0; i < r->nproblems && i < TM_VERIFY_MAX_PROBLEMS; i++)
             printf("  %s\n", r->problems[i]);
     }
+    print_notes(r);
     totals s = sum(r);
     printf("\nverify: connector=%s partitions=%zu kafka_records=%" PRIu64
            " rows=%" PRIu64 " dead_letters=%" PRIu64 " filtered=%" PRIu64
            " duplicates=%" PRIu64 " stored_twice=%" PRIu64
-           " duplicate_keys=%" PRIu64 " gaps=%" PRIu64 " result=%s\n",
+           " duplicate_keys=%" PRIu64 " gaps=%" PRIu64 " replayed=%" PRIu64
+           " compacted=%" PRIu64 " result=%s\n",
            cfg->name, r->nparts, s.kafka, s.rows, s.dls, s.filtered, s.dups,
-           s.twice, r->duplicate_keys, s.gaps, tm_verify_ok(r) ? "OK" : "FAIL");
+           s.twice, r->duplicate_keys, s.gaps, s.replayed, s.compacted,
+           tm_verify_ok(r) ? "OK" : "FAIL");
 }
 
 int tm_cmd_verify(int argc, char **argv) {

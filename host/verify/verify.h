@@ -7,7 +7,12 @@
  * account for is a gap. An offset may be absent only when the connector's
  * own mapping filters it out, or (with dedup) when its business key is
  * stored from another offset; the sink's marker counts must then add up
- * to what Kafka holds. With dedup, no business key may be stored twice. */
+ * to what Kafka holds. With dedup, no business key may be stored twice.
+ * Two things that are not failures are counted apart: records the marker
+ * counted again (a replay after `offsets --reset-to` an earlier offset:
+ * its filtered and duplicate counts then exceed what Kafka holds below
+ * it), and, on a compacted topic, stored offsets the cleaner removed from
+ * Kafka after they were stored. */
 #ifndef TM_VERIFY_H
 #define TM_VERIFY_H
 
@@ -29,8 +34,11 @@ typedef struct tm_verify_partition {
                                       stored key */
     tm_marker m;                   /* the sink's marker (its counts) */
     uint64_t stored_twice, gaps, unexpected;
-    int counts_agree; /* |Kafka| == rows + dead letters + the marker's
-                         filtered + duplicates */
+    int compacted_topic; /* cleanup.policy names "compact" */
+    uint64_t compacted;  /* stored, then removed by the cleaner */
+    uint64_t replayed;   /* counted again by the marker (a rewind) */
+    int counts_agree;    /* the marker's filtered + duplicates cover the
+                            records verify found absent and explained */
 } tm_verify_partition;
 
 #define TM_VERIFY_MAX_PROBLEMS 50

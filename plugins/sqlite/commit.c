@@ -116,15 +116,17 @@ static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* When a business key counts as applied: the record's Kafka timestamp
  * (so the retention boundary is a fact of the data, the same on every
  * resend), or the wall clock for records without one. */
 static int64_t applied_at(const tm_record *r) {
-    if (r->timestamp_ms >= 0)
-        return r->timestamp_ms;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return r->timestamp_ms >= 0 ? r->timestamp_ms : wall_ms();
 }
 
 /* Outcome of a business key: 0 new (write the row), 1 duplicate, 2
@@ -196,8 +198,11 @@ static int forget_key(sq_run *x, const tm_record *r) {
 }
 
 /* Dedup retention: forget keys applied more than the retention before the
- * newest record of this batch (inside the batch's transaction, so a
- * resend of the batch prunes exactly the same). */
+ * newest record of this batch, or before now if that is earlier (inside
+ * the batch's transaction, so a resend of the batch prunes the same, as
+ * long as its records are older than the wall clock). The wall clock caps
+ * the horizon: one record from a producer whose clock runs years ahead
+ * must not prune the keys applied within the retention of now. */
 static int prune_keys(sq_run *x) {
     const tm_batch *b = x->b;
     int64_t newest = INT64_MIN;
@@ -208,6 +213,9 @@ static int prune_keys(sq_run *x) {
     }
     if (newest == INT64_MIN)
         return SQLITE_OK;
+    int64_t now = wall_ms();
+    if (newest > now)
+        newest = now;
     sqlite3_stmt *st = x->s->stmt[SQ_KEY_PRUNE];
     int rc =
         sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
@@ -255,7 +263,7 @@ static int write_records(sq_run *x) {
             continue;
         }
         rc = insert_row(x, r, g);
-        if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+        if (sq_refused_content(rc)) {
             /* Only this statement was undone; the transaction goes on. */
             snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
             rc = keyed ? forget_key(x, r) : SQLITE_OK;
@@ -346,6 +354,11 @@ tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
     r = rc == SQLITE_OK ? apply(&x, err)
                         : sq_fail(s, rc, "BEGIN IMMEDIATE", err);
     if (r != TM_OK) {
+        sq_rollback(s);
+    } else if ((r = sq_db_same_file(s, err)) != TM_OK) {
+        /* Checked with the write lock held, right before COMMIT: a file
+         * removed or replaced while running never gets a batch reported
+         * applied (its rows would vanish with the process). */
         sq_rollback(s);
     } else {
         /* A commit that got this far is not thrown away for the deadline;

@@ -4,7 +4,9 @@
  * after a COMMIT whose outcome is unknown. */
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "sqlite_sink.h"
@@ -51,6 +53,39 @@ void sq_call_begin(sq_sink *s, int64_t deadline_ms) {
     s->deadline_ms = deadline_ms > 0 ? deadline_ms : 0;
 }
 
+/* The error classes, the one table of them (docs/sinks/sqlite.md, "Error
+ * classes"); by primary result code. Not listed: TM_FATAL. */
+static const struct {
+    int code;
+    tm_status status;
+} CLASSES[] = {
+    /* another writer, or interrupt() / the deadline: try again */
+    {SQLITE_BUSY, TM_RETRY},
+    {SQLITE_LOCKED, TM_RETRY},
+    {SQLITE_INTERRUPT, TM_RETRY},
+    /* the store, not the data: a disk that fills, fails, is remounted
+     * read-only or is not reachable yet comes back */
+    {SQLITE_FULL, TM_RETRY},
+    {SQLITE_IOERR, TM_RETRY},
+    {SQLITE_READONLY, TM_RETRY},
+    {SQLITE_CANTOPEN, TM_RETRY},
+    {SQLITE_NOMEM, TM_RETRY},
+    /* the file itself: retrying never repairs it */
+    {SQLITE_NOTADB, TM_FATAL},
+    {SQLITE_CORRUPT, TM_FATAL},
+};
+
+tm_status sq_status_of(int rc) {
+    for (size_t i = 0; i < sizeof CLASSES / sizeof CLASSES[0]; i++)
+        if (CLASSES[i].code == (rc & 0xff))
+            return CLASSES[i].status;
+    return TM_FATAL;
+}
+
+int sq_refused_content(int rc) {
+    return (rc & 0xff) == SQLITE_CONSTRAINT || (rc & 0xff) == SQLITE_MISMATCH;
+}
+
 tm_status sq_fail(sq_sink *s, int rc, const char *step, tm_error *err) {
     int prim = rc & 0xff;
     const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
@@ -62,7 +97,7 @@ tm_status sq_fail(sq_sink *s, int rc, const char *step, tm_error *err) {
         return TM_RETRY;
     }
     s->host->set_error(err, "%s on %s: %s", step, s->set.path, msg);
-    return prim == SQLITE_BUSY || prim == SQLITE_LOCKED ? TM_RETRY : TM_FATAL;
+    return sq_status_of(rc);
 }
 
 int sq_exec(sq_sink *s, const char *sql) {
@@ -91,14 +126,10 @@ static tm_status pragma_expect(sq_sink *s, const char *sql, const char *want,
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
+        /* Not a database, corrupt: FATAL; read-only, I/O, busy: RETRY. */
         tm_status r = sq_fail(s, rc, sql, err);
         sqlite3_finalize(st);
-        if (r != TM_FATAL)
-            return r; /* busy: try again */
-        /* Not a database, read-only, ...: the setting to fix is named. */
-        s->host->set_error(err, "setting \"%s\": %s on %s: %s", key, sql,
-                           s->set.path, sqlite3_errmsg(s->db));
-        return TM_INVALID;
+        return r;
     }
     const char *got = (const char *)sqlite3_column_text(st, 0);
     int ok = got && strcasecmp(got, want) == 0;
@@ -125,7 +156,7 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
                            s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         sqlite3_close(s->db); /* a handle comes back even on failure */
         s->db = NULL;
-        return TM_RETRY;
+        return sq_status_of(rc);
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_handler(s->db, on_busy, s);
@@ -138,11 +169,56 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
         pragma_expect(s, "PRAGMA journal_mode=WAL", "wal", "path", err);
     if (r == TM_OK && (rc = sq_exec(s, sql)) != SQLITE_OK)
         r = sq_fail(s, rc, sql, err);
+    /* sqlite3_open_v2 opened the file (and the WAL check refused an
+     * in-memory one): this is its identity, checked before each commit. */
+    struct stat st;
+    if (r == TM_OK && stat(s->set.path, &st) != 0) {
+        s->host->set_error(err,
+                           "setting \"path\": %s vanished while opened: %s",
+                           s->set.path, strerror(errno));
+        r = TM_RETRY;
+    } else if (r == TM_OK) {
+        s->db_dev = st.st_dev;
+        s->db_ino = st.st_ino;
+    }
     if (r != TM_OK) {
         sqlite3_close(s->db);
         s->db = NULL;
     }
     return r;
+}
+
+int sq_column_limit(void) {
+    sqlite3 *db = NULL;
+    int limit = -1;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) ==
+        SQLITE_OK) {
+        /* every column is a bound parameter of the INSERT too */
+        int cols = sqlite3_limit(db, SQLITE_LIMIT_COLUMN, -1);
+        int vars = sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+        limit = cols < vars ? cols : vars;
+    }
+    sqlite3_close(db);
+    return limit;
+}
+
+tm_status sq_db_same_file(sq_sink *s, tm_error *err) {
+    struct stat st;
+    int rc = stat(s->set.path, &st);
+    if (rc == 0 && st.st_dev == s->db_dev && st.st_ino == s->db_ino)
+        return TM_OK;
+    const char *why = rc == 0           ? "replaced by another file"
+                      : errno == ENOENT ? "removed"
+                                        : strerror(errno);
+    /* RETRY, not FATAL: the connection stays open, so the file's data is
+     * still there (readable through /proc/<pid>/fd) until the path names
+     * it again; a new file at the path is another database. */
+    s->host->set_error(err,
+                       "setting \"path\": %s no longer names the open "
+                       "database (%s while running); nothing is committed "
+                       "until it does again",
+                       s->set.path, why);
+    return TM_RETRY;
 }
 
 void sq_db_close(sq_sink *s) {
@@ -173,7 +249,10 @@ tm_status sq_db_ready(sq_sink *s, tm_error *err) {
     tm_status r = sq_db_open(s, 0, err);
     if (r == TM_OK && (r = sq_prepare_all(s, err)) != TM_OK)
         sq_db_close(s);
-    return r == TM_OK ? TM_OK : TM_RETRY;
+    /* A file that is not (or no longer) a database stays FATAL: RETRY
+     * would try it for ever. A statement the table no longer fits
+     * (INVALID at open) cannot be fixed by trying again either. */
+    return r == TM_INVALID ? TM_FATAL : r;
 }
 
 tm_status sq_db_reopen(sq_sink *s, tm_error *err) {

@@ -98,6 +98,12 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
     int rc = sq_exec(s, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK)
         return sq_fail(s, rc, "claim: BEGIN IMMEDIATE", err);
+    /* Where the sink first sees the table for this connector: another
+     * connector's table is refused before any marker is written. */
+    if ((r = sq_owner_register(s, err)) != TM_OK) {
+        sq_rollback(s);
+        return r;
+    }
     const char *step = "claim: raising the epoch";
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
         rc = claim_one(s, TM_ELEM(tm_marker, markers, i), flags);
@@ -110,6 +116,10 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
     if (rc != SQLITE_OK) {
         r = sq_fail(s, rc, step, err);
         sq_rollback(s);
+        return r;
+    }
+    if ((r = sq_db_same_file(s, err)) != TM_OK) {
+        sq_rollback(s); /* no epoch raised in a file no one will find */
         return r;
     }
     if ((rc = sq_exec(s, "COMMIT")) != SQLITE_OK) {

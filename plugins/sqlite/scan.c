@@ -19,6 +19,8 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
     if (r != TM_OK)
         return r;
     sq_call_begin(s, 0);
+    if ((r = sq_owner_scan_check(s, topic, partition, err)) != TM_OK)
+        return r;
     sqlite3_stmt *st = s->stmt[SQ_SCAN];
     int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)

@@ -89,7 +89,10 @@ static const char HELPERS[] =
     "first_offset INTEGER NOT NULL, applied_at INTEGER NOT NULL, "
     "PRIMARY KEY (connector, identity));"
     "CREATE INDEX IF NOT EXISTS " SQ_KEYS "_by_age ON " SQ_KEYS
-    " (connector, applied_at);";
+    " (connector, applied_at);"
+    "CREATE TABLE IF NOT EXISTS " SQ_OWNERS " ("
+    "table_name TEXT NOT NULL, connector TEXT NOT NULL, shared INTEGER NOT "
+    "NULL, PRIMARY KEY (table_name, connector));";
 
 /* CREATE TABLE for the target, and its unique index for upsert. */
 static void target_ddl(const sq_sink *s, sq_buf *b) {
@@ -136,27 +139,28 @@ static void target_ddl(const sq_sink *s, sq_buf *b) {
 /* 1 when every object the DDL would create is there already: then open
  * needs no write lock (a restart beside a busy writer does not wait). */
 static int schema_complete(sq_sink *s) {
-    static const char *const HELPER_NAMES[] = {SQ_MARKERS, SQ_DEAD_LETTERS,
-                                               SQ_DEAD_LETTERS "_by_offset",
-                                               SQ_KEYS, SQ_KEYS "_by_age"};
+    static const char *const HELPER_NAMES[] = {
+        SQ_MARKERS, SQ_DEAD_LETTERS,   SQ_DEAD_LETTERS "_by_offset",
+        SQ_KEYS,    SQ_KEYS "_by_age", SQ_OWNERS};
     sq_buf key = {0};
     sq_buf_add(&key, s->set.table);
     sq_buf_add(&key, "_tm_key");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
                                 "SELECT count(*) FROM sqlite_schema WHERE name "
-                                "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                                 -1, &st, NULL);
-    for (int i = 0; rc == SQLITE_OK && i < 5; i++)
+    const int nhelpers = (int)(sizeof HELPER_NAMES / sizeof HELPER_NAMES[0]);
+    for (int i = 0; rc == SQLITE_OK && i < nhelpers; i++)
         rc = sqlite3_bind_text(st, i + 1, HELPER_NAMES[i], -1, SQLITE_STATIC);
-    int want = 5;
+    int want = nhelpers;
     if (rc == SQLITE_OK && s->set.create) {
-        rc = sqlite3_bind_text(st, 6, s->set.table, -1, SQLITE_STATIC);
+        rc = sqlite3_bind_text(st, 7, s->set.table, -1, SQLITE_STATIC);
         want++;
     }
     if (rc == SQLITE_OK && s->set.create && s->set.mode == SQ_UPSERT &&
         !key.oom) {
-        rc = sqlite3_bind_text(st, 7, key.p, -1, SQLITE_STATIC);
+        rc = sqlite3_bind_text(st, 8, key.p, -1, SQLITE_STATIC);
         want++;
     }
     if (rc == SQLITE_OK)
@@ -233,9 +237,7 @@ tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err) {
     *exists = rc == SQLITE_ROW;
     if (rc == SQLITE_ROW || rc == SQLITE_DONE)
         return TM_OK;
-    tm_status r = sq_fail(s, rc, "looking up the table", err);
-    /* Not a database, or unreadable: a setting to fix, not a retry. */
-    return r == TM_FATAL ? TM_INVALID : r;
+    return sq_fail(s, rc, "looking up the table", err);
 }
 
 /* The expected column list, for messages: "id INTEGER NOT NULL, ...". */
@@ -559,7 +561,9 @@ tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
             /* A table that changed under us, or upsert without the index. */
             s->host->set_error(err, "setting \"table\": preparing %.200s: %s",
                                sql, sqlite3_errmsg(s->db));
-            r = (rc & 0xff) == SQLITE_BUSY ? TM_RETRY : TM_INVALID;
+            /* SQLITE_ERROR: a column or table the SQL names is not
+             * there; anything else by its class (not a database: FATAL). */
+            r = (rc & 0xff) == SQLITE_ERROR ? TM_INVALID : sq_status_of(rc);
         }
     }
     sq_buf_free(&ins);

@@ -7,9 +7,14 @@
 
 #include "sqlite_sink.h"
 
-static const char *const KNOWN[] = {
-    "path",        "table",           "create",           "mode",
-    "synchronous", "busy_timeout_ms", "dedup_retention_s"};
+static const char *const KNOWN[] = {"path",
+                                    "table",
+                                    "create",
+                                    "mode",
+                                    "synchronous",
+                                    "busy_timeout_ms",
+                                    "dedup_retention_s",
+                                    "shared_table"};
 #define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 /* A required non-empty string. */
@@ -56,6 +61,23 @@ static tm_status check_columns(const tm_host_api *h,
         h->set_error(err, "the mapping has no columns");
         return TM_INVALID;
     }
+    int limit = sq_column_limit();
+    if (limit < 0) {
+        h->set_error(err, "cannot read SQLite's column limit (out of memory?)");
+        return TM_INVALID;
+    }
+    if (limit <= SQ_NHIDDEN || config->ncolumns > (size_t)limit - SQ_NHIDDEN) {
+        /* Counted before anything else looks at the columns: the table
+         * could never be created or written. */
+        h->set_error(err,
+                     "the mapping has %zu columns; with the sink's %d hidden "
+                     "ones that is above the %d columns an SQLite table may "
+                     "have (SQLITE_MAX_COLUMN of SQLite %s): at most %d "
+                     "mapped columns",
+                     config->ncolumns, SQ_NHIDDEN, limit, sqlite3_libversion(),
+                     limit - SQ_NHIDDEN);
+        return TM_INVALID;
+    }
     for (size_t i = 0; i < config->ncolumns; i++) {
         const tm_column *c = TM_CELEM(tm_column, config->columns, i);
         if (!c->name || !*c->name || !sq_type_sql(c->type)) {
@@ -98,6 +120,7 @@ tm_status sq_settings_load(const tm_host_api *h, const tm_sink_config *config,
                         err) != TM_OK)
         return TM_INVALID;
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
+        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_string(set, "mode", &mode, err) < 0 ||
         h->setting_string(set, "synchronous", &sync, err) < 0)
         return TM_INVALID;

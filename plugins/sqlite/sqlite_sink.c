@@ -89,7 +89,10 @@ static const char *sq_describe(void) {
            "\"default\":5000},"
            "\"dedup_retention_s\":{\"type\":\"integer\",\"minimum\":1,"
            "\"description\":\"forget business keys this long after their "
-           "record timestamp; absent: keep for ever\"}}}";
+           "record timestamp; absent: keep for ever\"},"
+           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
+           "\"description\":\"other connectors write the table too (each "
+           "of them must say so)\"}}}";
 }
 
 TM_SINK_DEFINE(.name = "sqlite", .version = "1.0.0",

@@ -5,6 +5,7 @@
  *                  error mapping, reopen
  *   schema.c       SQL text (quoting), DDL, the table's shape check
  *   markers.c      claim and read_markers, marker rows
+ *   owners.c       which connectors write which table (shared_table)
  *   commit.c       one batch in one transaction
  *   scan.c         read-back of rows and dead letters
  *   validate.c     the read-only check of settings and table shape
@@ -16,12 +17,14 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <tidemark/sink.h>
 
 /* Helper tables beside the target, all named with this prefix. */
 #define SQ_MARKERS      "tidemark_markers"
 #define SQ_DEAD_LETTERS "tidemark_dead_letters"
 #define SQ_KEYS         "tidemark_keys"
+#define SQ_OWNERS       "tidemark_table_owners"
 /* Hidden columns of the target table: where each row came from, so that
  * scan (and tidemark verify) read offsets back from the effects. */
 #define SQ_HIDDEN_PREFIX "_tm_"
@@ -39,6 +42,7 @@ typedef struct sq_settings {
     const char *synchronous; /* "FULL", "NORMAL" or "OFF" (static) */
     int64_t busy_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
+    int shared_table;    /* other connectors may write the table too */
 } sq_settings;
 
 /* Prepared statements, made once per connection and reused. */
@@ -66,6 +70,11 @@ typedef struct sq_sink {
     atomic_flag db_busy;     /* guards db against interrupt() during reopen */
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     int64_t busy_started_ms; /* first busy callback of the current wait */
+    /* The file the connection opened (stat of the path right after the
+     * open): SQLite in WAL mode goes on writing into an unlinked file, so
+     * each commit checks that the path still names it. */
+    dev_t db_dev;
+    ino_t db_ino;
 } sq_sink;
 
 /* settings.c */
@@ -76,9 +85,17 @@ tm_status sq_settings_load(const tm_host_api *host,
 /* db.c */
 int64_t sq_now_ms(void);
 /* Opens s->db (read-write-create, or read-only) with the PRAGMAs and the
- * handlers. TM_OK, TM_RETRY (cannot open), TM_INVALID (not a database,
- * WAL refused). */
+ * handlers. TM_OK, TM_RETRY (cannot open, read-only, I/O), TM_FATAL (not
+ * a database, corrupt), TM_INVALID (WAL refused). */
 tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err);
+/* How many columns a table of this libsqlite3 may have (and an INSERT
+ * bind): SQLITE_LIMIT_COLUMN, or the parameter limit if lower; -1 when
+ * it cannot be read. */
+int sq_column_limit(void);
+/* TM_OK when s->set.path still names the file the connection opened;
+ * else TM_RETRY naming the path (removed or replaced while open: nothing
+ * may be committed into a file no one will find again). */
+tm_status sq_db_same_file(sq_sink *s, tm_error *err);
 /* Finalizes the statements and closes the connection. */
 void sq_db_close(sq_sink *s);
 /* Close, open, prepare: after an unknown COMMIT outcome. */
@@ -89,8 +106,14 @@ tm_status sq_db_ready(sq_sink *s, tm_error *err);
 void sq_call_begin(sq_sink *s, int64_t deadline_ms);
 /* 1 when the call in progress should give up (interrupt, deadline). */
 int sq_should_stop(sq_sink *s);
-/* Maps an SQLite result code: BUSY/LOCKED/INTERRUPT -> TM_RETRY, anything
- * else TM_FATAL; the message names the step and sqlite3_errmsg. */
+/* The class of an SQLite result code (the table in db.c): TM_RETRY for
+ * what passes (busy, locked, interrupted, full, I/O, read-only, cannot
+ * open), TM_FATAL for the rest (not a database, corrupt, ...). */
+tm_status sq_status_of(int rc);
+/* 1 when a statement refused a row for its content (constraint, datatype
+ * mismatch): the record is a dead letter, the batch goes on. */
+int sq_refused_content(int rc);
+/* sq_status_of(rc) with a message naming the step and sqlite3_errmsg. */
 tm_status sq_fail(sq_sink *s, int rc, const char *step, tm_error *err);
 /* Runs SQL without results (BEGIN, COMMIT, DDL). SQLite result code. */
 int sq_exec(sq_sink *s, const char *sql);
@@ -112,8 +135,7 @@ void sq_buf_free(sq_buf *b);
 const char *sq_type_sql(tm_type t);
 /* Creates missing helper tables (and the target table when create). */
 tm_status sq_schema_create(sq_sink *s, tm_error *err);
-/* *exists: whether the target table exists. TM_OK, TM_RETRY (busy), or
- * TM_INVALID (not a database). */
+/* *exists: whether the target table exists. TM_OK, or sq_fail's class. */
 tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err);
 /* Checks the table's shape against the mapping (and, for upsert, a unique
  * index on the key columns). TM_OK, TM_INVALID with both shapes. */
@@ -132,6 +154,18 @@ int sq_marker_get(sq_sink *s, const char *topic, int32_t partition,
                   tm_marker *m);
 /* Writes *m back. SQLite result code; SQLITE_NOTFOUND if no row. */
 int sq_marker_put(sq_sink *s, const tm_marker *m);
+
+/* owners.c */
+/* Inside the claim's transaction: refuses (TM_FATAL naming the table, the
+ * other connector and the setting) a table another connector writes
+ * unless both say shared_table, then records this connector as a writer
+ * of the table. */
+tm_status sq_owner_register(sq_sink *s, tm_error *err);
+/* Before a scan of (topic, partition): TM_OK unless the table is shared
+ * and another connector holds a marker there too (TM_FATAL naming it:
+ * the rows do not say which connector wrote them). */
+tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
+                              tm_error *err);
 
 /* commit.c */
 tm_status sq_commit(void *sink, const tm_batch *batch, tm_error *err);

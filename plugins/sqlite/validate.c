@@ -19,15 +19,21 @@ static void dir_of(const char *path, char *buf, size_t size) {
         snprintf(buf, size, "%.*s", (int)(slash - path), path);
 }
 
+/* validate answers OK, INVALID or RETRY: a file that open would refuse
+ * for good (not a database, corrupt) is a setting to fix. */
+static tm_status permanent_is_invalid(tm_status r) {
+    return r == TM_FATAL ? TM_INVALID : r;
+}
+
 tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
                       tm_error *err) {
     sq_sink s = {.host = host, .config = config};
     tm_status r = sq_settings_load(host, config, &s.set, err);
     if (r != TM_OK)
         return r;
+    char dir[1024];
+    dir_of(s.set.path, dir, sizeof dir);
     if (access(s.set.path, F_OK) != 0) {
-        char dir[1024];
-        dir_of(s.set.path, dir, sizeof dir);
         if (!s.set.create) {
             host->set_error(err,
                             "setting \"path\": %s does not exist and "
@@ -42,8 +48,21 @@ tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
         }
         return TM_OK; /* open() creates database and tables */
     }
+    /* open writes (WAL: the -wal and -shm files beside it too); a
+     * read-only file or directory would only make it retry. */
+    const char *ro = access(s.set.path, W_OK) != 0 ? s.set.path
+                     : access(dir, W_OK) != 0      ? dir
+                                                   : NULL;
+    if (ro) {
+        host->set_error(err,
+                        "setting \"path\": %s is read-only for this process "
+                        "(%s: %s); the sink writes the database and its -wal "
+                        "and -shm files beside it",
+                        s.set.path, ro, strerror(errno));
+        return TM_INVALID;
+    }
     if ((r = sq_db_open(&s, 1, err)) != TM_OK)
-        return r;
+        return permanent_is_invalid(r);
     int exists = 0;
     if ((r = sq_table_exists(&s, &exists, err)) != TM_OK)
         ; /* err says why */
@@ -57,5 +76,5 @@ tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
         r = TM_INVALID;
     }
     sq_db_close(&s);
-    return r;
+    return permanent_is_invalid(r);
 }

@@ -21,6 +21,7 @@ static sqlite3_vfs shim;
 static fv_fault armed;
 static int persist_wal;
 static int fail_opens;
+static int write_error = SQLITE_IOERR_WRITE;
 static char watch_suffix[256];
 static fv_stats stats;
 
@@ -53,12 +54,12 @@ static int fv_write(sqlite3_file *f, const void *buf, int n,
         stats.wal_writes++;
         if (armed == FV_WAL_WRITE) {
             fired_on("xWrite of a WAL file");
-            return SQLITE_IOERR_WRITE;
+            return write_error;
         }
     }
     if (p->watched && armed == FV_MAIN_WRITE) {
         fired_on("xWrite of the main database file");
-        return SQLITE_IOERR_WRITE;
+        return write_error;
     }
     return p->real->pMethods->xWrite(p->real, buf, n, off);
 }
@@ -363,6 +364,10 @@ void fv_disarm(void) {
 
 void fv_persist_wal(int on) {
     persist_wal = on;
+}
+
+void fv_write_error(int rc) {
+    write_error = rc;
 }
 
 void fv_fail_opens(int n) {

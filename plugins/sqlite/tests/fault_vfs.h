@@ -55,6 +55,9 @@ void fv_arm(fv_fault fault);
 void fv_disarm(void);
 void fv_persist_wal(int on);
 void fv_fail_opens(int n);
+/* What the failed xWrite of FV_WAL_WRITE / FV_MAIN_WRITE returns
+ * (SQLITE_IOERR_WRITE unless said otherwise, e.g. SQLITE_FULL). */
+void fv_write_error(int rc);
 /* A copy of the counters. */
 fv_stats fv_get(void);
 

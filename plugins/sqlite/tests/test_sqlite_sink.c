@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -254,6 +255,10 @@ static const struct {
     {"{\"path\": \"$DB\", \"table\": \"t\", \"create\": false}",
      2,
      {"\"table\"", "create"}},
+    /* an in-memory database cannot keep the claims: refused, not retried */
+    {"{\"path\": \":memory:\", \"table\": \"t\"}",
+     2,
+     {"\"path\"", "in-memory"}},
 };
 
 START_TEST(settings_errors_name_the_key) {
@@ -378,6 +383,47 @@ START_TEST(retention_boundary) {
 }
 END_TEST
 
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One record whose CreateTime is ten years ahead (a producer's wrong
+ * clock) must not prune the keys applied within the retention of now: the
+ * prune horizon is min(newest timestamp of the batch, wall clock) minus
+ * the retention. */
+START_TEST(future_timestamp_does_not_prune_recent_keys) {
+    conf c;
+    batch b1, b2, b3;
+    const int64_t now = wall_ms();
+    const int64_t ten_years = 86400000LL * 3653;
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "3600}",
+              TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 7, now, "x", "order-7", "h"}};
+    const rec r2[] = {{1, 8, now + ten_years, "y", "order-8", "h"}};
+    const rec r3[] = {{2, 7, now, "x", "order-7", "h"}}; /* a resend */
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    batch_make(&b3, 2, 3, m.epoch, r3, 1);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2);
+    /* the future record's own key is kept at its own timestamp */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys"), 2);
+    commit_ok(sink, &b3);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 1);
+    tm_marker now_m = read1(sink);
+    ck_assert_uint_eq(now_m.rows, 2);
+    ck_assert_uint_eq(now_m.duplicates, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* Without a retention, keys are kept however old. */
 START_TEST(no_retention_keeps_keys) {
     conf c;
@@ -471,6 +517,49 @@ START_TEST(validate_missing_database) {
 }
 END_TEST
 
+/* More columns than an SQLite table may have (SQLITE_MAX_COLUMN, with the
+ * sink's hidden ones counted): validate and open refuse, with the limit
+ * in the message; at the limit both accept. */
+START_TEST(too_many_columns_are_refused_with_the_limit) {
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+    int limit = sqlite3_limit(db, SQLITE_LIMIT_COLUMN, -1);
+    sqlite3_close(db);
+    ck_assert_int_gt(limit, 4);
+    size_t n = (size_t)limit - 4 + 1; /* one too many with the hidden 4 */
+    tm_column *cols = calloc(n, sizeof *cols);
+    char(*names)[24] = calloc(n, sizeof *names);
+    ck_assert_ptr_nonnull(cols);
+    ck_assert_ptr_nonnull(names);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "c%zu", i);
+        cols[i] = (tm_column){sizeof(tm_column), names[i], TM_TYPE_INT, 0, 0};
+    }
+    char want[32];
+    snprintf(want, sizeof want, "%d", limit);
+    conf c;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, n);
+    c.config.columns = cols;
+    tm_status rc = api->validate(tm_host_services(), &c.config, &err);
+    ck_assert_msg(rc == TM_INVALID && strstr(err.message, want),
+                  "validate: %s: %s", tm_status_name(rc), err.message);
+    rc = api->open(tm_host_services(), &c.config, &sink, &err);
+    ck_assert_msg(rc == TM_INVALID && strstr(err.message, want), "open: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(access(db_path, F_OK), -1); /* refused before opening */
+    c.config.ncolumns = n - 1;                   /* exactly the limit */
+    rc = api->validate(tm_host_services(), &c.config, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    sink = open_ok(&c);
+    api->close(sink);
+    conf_done(&c);
+    free(cols);
+    free(names);
+}
+END_TEST
+
 /* ---- deadline, quoting -------------------------------------------------- */
 
 static int64_t mono_ms(void) {
@@ -527,7 +616,7 @@ START_TEST(identifiers_are_quoted) {
 }
 END_TEST
 
-START_TEST(not_a_database_is_invalid) {
+START_TEST(not_a_database_is_fatal_and_invalid_to_validate) {
     conf c;
     tm_error err = {sizeof err, ""};
     void *sink = NULL;
@@ -538,11 +627,13 @@ START_TEST(not_a_database_is_invalid) {
           f);
     fclose(f);
     conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    /* open: permanent (test_sqlite_errors.c); validate: a setting to fix */
     ck_assert_int_eq(api->open(tm_host_services(), &c.config, &sink, &err),
-                     TM_INVALID);
-    ck_assert_msg(strstr(err.message, "\"path\""), "%s", err.message);
+                     TM_FATAL);
+    ck_assert_msg(strstr(err.message, db_path), "%s", err.message);
     ck_assert_int_eq(api->validate(tm_host_services(), &c.config, &err),
                      TM_INVALID);
+    ck_assert_msg(strstr(err.message, "not a database"), "%s", err.message);
     conf_done(&c);
 }
 END_TEST
@@ -624,6 +715,207 @@ START_TEST(lock_wait_is_bounded_and_interruptible) {
 }
 END_TEST
 
+/* ---- the database file removed or replaced while open ------------------- */
+
+/* The database's directory removed while the sink runs: SQLite in WAL mode
+ * goes on committing into the unlinked files, which vanish with the
+ * process. The commit must refuse (RETRY, nothing reported applied) for as
+ * long as the path does not name the open file, and go on once it does
+ * again (the file moved back). */
+START_TEST(removed_database_is_never_committed_into) {
+    conf c;
+    batch b1, b2;
+    tm_error err;
+    char moved[600], wal[600], shm[600];
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 1, 1000, "a", NULL, NULL}};
+    const rec r2[] = {{1, 2, 1001, "b", NULL, NULL}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b1);
+    /* 1. moved away: the path names nothing */
+    snprintf(moved, sizeof moved, "%s.moved", db_path);
+    ck_assert_int_eq(rename(db_path, moved), 0);
+    ck_assert_int_eq(access(db_path, F_OK), -1); /* the fault is in place */
+    tm_status rc = commit(sink, &b2, &err);
+    ck_assert_msg(rc == TM_RETRY, "moved away: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_msg(strstr(err.message, db_path) &&
+                      strstr(err.message, "no longer names"),
+                  "%s", err.message);
+    /* 2. back again: the same file, the batch lands */
+    ck_assert_int_eq(rename(moved, db_path), 0);
+    commit_ok(sink, &b2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 2);
+    /* 3. the whole directory removed: never OK again */
+    snprintf(wal, sizeof wal, "%s-wal", db_path);
+    snprintf(shm, sizeof shm, "%s-shm", db_path);
+    ck_assert_int_eq(unlink(db_path), 0);
+    unlink(wal);
+    unlink(shm);
+    ck_assert_int_eq(rmdir(dir), 0);
+    ck_assert_int_eq(access(dir, F_OK), -1);
+    batch b3;
+    const rec r3[] = {{2, 3, 1002, "c", NULL, NULL}};
+    batch_make(&b3, 2, 3, m.epoch, r3, 1);
+    for (int i = 0; i < 3; i++) {
+        rc = commit(sink, &b3, &err);
+        ck_assert_msg(rc == TM_RETRY, "directory gone, try %d: %s: %s", i,
+                      tm_status_name(rc), err.message);
+    }
+    /* 4. a new, different file at the path is not the open database */
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    exec_sql("CREATE TABLE other (x)");
+    rc = commit(sink, &b3, &err);
+    ck_assert_msg(rc == TM_RETRY, "replaced: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM sqlite_schema WHERE name = "
+                           "'t'"),
+                     0);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- one table, one connector ------------------------------------------- */
+
+static tm_status claim_as(void *sink, tm_error *err) {
+    tm_marker m = {.struct_size = sizeof m,
+                   .topic = "t",
+                   .partition = 0,
+                   .next_offset = 0};
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return api->claim(sink, &m, 1, 0, err);
+}
+
+/* A second connector pointed at a table another connector writes is
+ * refused at its claim, naming the table, the other connector and the
+ * setting; with "shared_table": true in both it is accepted. A database
+ * from before the owners' record (the other connector's markers over rows
+ * of the table) is refused the same way. */
+START_TEST(second_connector_on_a_table_is_refused) {
+    conf a, b;
+    batch b1;
+    tm_error err;
+    conf_init(&a, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    conf_init(&b, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    b.config.connector = "second";
+    void *sa = open_ok(&a);
+    tm_marker m = claim1(sa);
+    const rec r1[] = {{0, 1, 1000, "a", NULL, NULL}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    commit_ok(sa, &b1);
+    void *sb = open_ok(&b);
+    tm_status rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_FATAL, "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_msg(strstr(err.message, "\"t\"") &&
+                      strstr(err.message, "\"unit\"") &&
+                      strstr(err.message, "\"shared_table\": true"),
+                  "%s", err.message);
+    /* refused with nothing written: no marker of "second" */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_markers WHERE "
+                           "connector = 'second'"),
+                     0);
+    api->close(sb);
+    conf_done(&b);
+    /* the second one says it means it, the first does not: refused */
+    conf_init(&b,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    b.config.connector = "second";
+    sb = open_ok(&b);
+    rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"unit\""), "%s: %s",
+                  tm_status_name(rc), err.message);
+    /* both say it: accepted */
+    api->close(sa);
+    conf_done(&a);
+    conf_init(&a,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    sa = open_ok(&a);
+    rc = claim_as(sa, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    api->close(sa);
+    api->close(sb);
+    conf_done(&a);
+    conf_done(&b);
+    /* a database from before the owners' record: the markers tell */
+    exec_sql("DELETE FROM tidemark_table_owners; DELETE FROM "
+             "tidemark_markers WHERE connector = 'second'");
+    conf_init(&b, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    b.config.connector = "second";
+    sb = open_ok(&b);
+    rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"unit\""), "%s: %s",
+                  tm_status_name(rc), err.message);
+    api->close(sb);
+    conf_done(&b);
+}
+END_TEST
+
+typedef struct scanned {
+    int rows;
+    int64_t last;
+} scanned;
+
+static int count_item(void *ctx, const tm_scan_item *it) {
+    scanned *sc = ctx;
+    sc->rows += it->kind == TM_ITEM_ROW;
+    sc->last = it->offset;
+    return 0;
+}
+
+/* With a shared table, scan (what verify reads) gives a connector the rows
+ * of its own topics and partitions only; where another connector of the
+ * table holds a marker on the same partition their rows cannot be told
+ * apart, and scan says so instead of reporting the other's rows. */
+START_TEST(shared_table_scan_is_per_connector) {
+    conf a, b;
+    batch ba, bb;
+    tm_error err = {sizeof err, ""};
+    conf_init(&a,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    conf_init(&b,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"shared_table\": true}",
+              0, 2);
+    b.config.connector = "second";
+    void *sa = open_ok(&a), *sb = open_ok(&b);
+    tm_marker ma = claim1(sa);
+    tm_marker mb = {.struct_size = sizeof mb, .topic = "u", .next_offset = 0};
+    ck_assert_int_eq(api->claim(sb, &mb, 1, 0, &err), TM_OK);
+    const rec r[] = {{0, 1, 1000, "a", NULL, NULL},
+                     {1, 2, 1001, "b", NULL, NULL}};
+    batch_make(&ba, 0, 2, ma.epoch, r, 2);
+    batch_make(&bb, 0, 2, mb.epoch, r, 2);
+    bb.range.topic = "u";
+    commit_ok(sa, &ba);
+    commit_ok(sb, &bb);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 4);
+    scanned sc = {0, -1};
+    tm_emit_target target = {.fn = count_item, .user = &sc};
+    ck_assert_int_eq(api->scan(sa, "t", 0, &target, &err), TM_OK);
+    ck_assert_int_eq(sc.rows, 2);
+    /* "second" claims t[0] too: scan of t[0] can no longer judge */
+    mb.topic = "t";
+    ck_assert_int_eq(api->claim(sb, &mb, 1, 0, &err), TM_OK);
+    tm_status rc = api->scan(sa, "t", 0, &target, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"second\"") &&
+                      strstr(err.message, "t[0]"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    api->close(sa);
+    api->close(sb);
+    conf_done(&a);
+    conf_done(&b);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_sink");
     TCase *tc = tcase_create("api");
@@ -633,15 +925,20 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, retention_boundary);
+    tcase_add_test(tc, future_timestamp_does_not_prune_recent_keys);
     tcase_add_test(tc, no_retention_keeps_keys);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
+    tcase_add_test(tc, too_many_columns_are_refused_with_the_limit);
     tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
     tcase_add_test(tc, identifiers_are_quoted);
-    tcase_add_test(tc, not_a_database_is_invalid);
+    tcase_add_test(tc, not_a_database_is_fatal_and_invalid_to_validate);
     tcase_add_test(tc, interrupt_when_idle_is_harmless);
     tcase_add_test(tc, lock_wait_is_bounded_and_interruptible);
+    tcase_add_test(tc, removed_database_is_never_committed_into);
+    tcase_add_test(tc, second_connector_on_a_table_is_refused);
+    tcase_add_test(tc, shared_table_scan_is_per_connector);
     suite_add_tcase(s, tc);
     return s;
 }

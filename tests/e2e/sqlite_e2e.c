@@ -1,0 +1,283 @@
+/* End-to-end scenarios of the SQLite sink's owner: `tidemark verify` after
+ * the operations the docs describe, and the database's directory removed
+ * under a running host, against the real broker and the real binary. Each
+ * scenario is one ctest test, e2e.sqlite.<scenario>. Every verdict is checked
+ * against the database's rows and Kafka's records. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static const char *config(const char *file, const char *name, const char *topic,
+                          const char *db, const char *extra) {
+    static char text[16384];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\",\n"
+             " \"kafka\": {\"bootstrap_servers\": \"%s\", \"topics\": "
+             "[\"%s\"], \"start\": \"earliest\"},\n"
+             " \"batch\": {\"max_records\": 20, \"max_wait_ms\": 100},\n"
+             " \"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s\", \"table\": \"t\"}},\n"
+             " \"state_dir\": \"%s/state-%s\",\n"
+             " \"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+             "\"required\": true},"
+             "{\"name\": \"name\", \"pointer\": \"/name\", \"type\": "
+             "\"text\"}]}%s}\n",
+             name, h_bootstrap(), topic, db, h_workdir(), file, extra);
+    return h_write_file(file, text);
+}
+
+static const char *path_in_workdir(const char *name) {
+    static char p[4096];
+    snprintf(p, sizeof p, "%s/%s", h_workdir(), name);
+    return p;
+}
+
+static int64_t q(const char *db, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int64_t q(const char *db, const char *fmt, ...) {
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    return h_sql_int(db, sql);
+}
+
+static void stop_clean(pid_t pid) {
+    int rc = h_stop(pid, SIGTERM, 10000, NULL);
+    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
+}
+
+static void expect_contains(const char *what, const char *text,
+                            const char *needle) {
+    H_CHECK(strstr(text, needle) != NULL, "%s: \"%s\" not in:\n%s", what,
+            needle, text);
+}
+
+/* docs/operations.md: `offsets --reset-to` an earlier offset on a dedup
+ * connector replays records whose keys are stored: they are counted as
+ * duplicates, no row is added. verify must then pass (every offset is
+ * stored once), although the marker counted the replayed records again. */
+static void scenario_reset_verify(void) {
+    const char *topic = h_name("sqlite-rv");
+    char name[256], spec[512];
+    snprintf(name, sizeof name, "%s", h_name("sqlite-rv"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 200, "{\"id\": %d, \"name\": \"n\"}");
+    const char *db = path_in_workdir("rv.db");
+    const char *cfg =
+        config("rv.json", name, topic, db, ", \"dedup\": {\"key\": [\"id\"]}");
+    pid_t pid = h_spawn(cfg, "rv.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    stop_clean(pid);
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 200, "rows before the reset");
+
+    snprintf(spec, sizeof spec, "%s:0=50", topic);
+    const char *reset[] = {"offsets", cfg, "--reset-to", spec, NULL};
+    int rc = h_tidemark("reset.out", reset);
+    H_CHECK(rc == 0, "offsets --reset-to: exit %d\n%s", rc,
+            h_read_file("reset.out"));
+    H_CHECK(q(db,
+              "SELECT next_offset FROM tidemark_markers WHERE connector = "
+              "'%s'",
+              name) == 50,
+            "inconclusive: the marker was not moved back to 50");
+    pid = h_spawn(cfg, "rv.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    stop_clean(pid);
+    /* the truth: every offset once, the replayed 150 counted, no row */
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 200 &&
+                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 200,
+            "rows after the replay: %lld",
+            (long long)q(db, "SELECT count(*) FROM t"));
+    H_CHECK(q(db,
+              "SELECT duplicates FROM tidemark_markers WHERE connector = "
+              "'%s'",
+              name) == 150,
+            "inconclusive: the marker counted %lld duplicates, not the 150 "
+            "replayed records",
+            (long long)q(db,
+                         "SELECT duplicates FROM tidemark_markers WHERE "
+                         "connector = '%s'",
+                         name));
+    const char *args[] = {"verify", cfg, NULL};
+    rc = h_tidemark("verify.out", args);
+    const char *out = h_read_file("verify.out");
+    H_CHECK(rc == 0, "verify after a reset: exit %d\n%s", rc, out);
+    expect_contains("verify", out, "kafka_records=200 rows=200");
+    expect_contains("verify", out, "replayed=150");
+    expect_contains("verify", out, "result=OK");
+    rd_kafka_destroy(p);
+}
+
+/* A compacted topic whose cleaner removed records after the sink stored
+ * them: verify reads the topic's cleanup.policy and reports them as
+ * compacted since stored, not as a failure. */
+static void scenario_compacted_verify(void) {
+    const char *topic = h_name("sqlite-cv");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("sqlite-cv"));
+    const char *tcfg[] = {"cleanup.policy",
+                          "compact",
+                          "segment.ms",
+                          "100",
+                          "min.cleanable.dirty.ratio",
+                          "0.01",
+                          "min.compaction.lag.ms",
+                          "0",
+                          "delete.retention.ms",
+                          "100",
+                          NULL};
+    h_create_topic_cfg(topic, 1, tcfg);
+    const char *db = path_in_workdir("cv.db");
+    const char *cfg = config("cv.json", name, topic, db, "");
+    /* the host first, so that it stores records before the cleaner runs */
+    pid_t pid = h_spawn(cfg, "cv.log");
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int r = 0; r < 6; r++) {
+        for (int k = 0; k < 10; k++) {
+            char key[32], val[128];
+            snprintf(key, sizeof key, "key-%d", k);
+            int len = snprintf(val, sizeof val,
+                               "{\"id\": %d, \"name\": \"round %d\"}", k, r);
+            h_produce_async(p, topic, 0, key, val, (size_t)len);
+        }
+        h_flush(p);
+        h_sleep_ms(150);
+    }
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    stop_clean(pid);
+    int64_t rows = q(db, "SELECT count(*) FROM t");
+    /* wait until the cleaner removed some and the count is stable */
+    int64_t t0 = h_now_ms(), present = -1;
+    int same = 0;
+    for (;;) {
+        int64_t *offs = NULL;
+        int64_t now = (int64_t)h_read_offsets(topic, 0, &offs);
+        free(offs);
+        same = now == present ? same + 1 : 0;
+        present = now;
+        if (now < rows && same == 3)
+            break;
+        H_CHECK(h_now_ms() - t0 < 120000,
+                "inconclusive: no compaction after 120 s (%lld records, "
+                "%lld rows)",
+                (long long)now, (long long)rows);
+        h_sleep_ms(2000);
+    }
+    h_step("%lld rows stored, %lld records left in Kafka", (long long)rows,
+           (long long)present);
+    H_CHECK(rows == 60, "inconclusive: %lld rows stored, not all 60 records",
+            (long long)rows);
+    const char *args[] = {"verify", cfg, NULL};
+    int rc = h_tidemark("verify.out", args);
+    const char *out = h_read_file("verify.out");
+    H_CHECK(rc == 0, "verify of a compacted topic: exit %d\n%s", rc, out);
+    char want[128];
+    snprintf(want, sizeof want, "compacted=%lld", (long long)(rows - present));
+    expect_contains("verify", out, want);
+    expect_contains("verify", out, "compacted since stored");
+    expect_contains("verify", out, "result=OK");
+    rd_kafka_destroy(p);
+}
+
+static int64_t group_offset_settled(const char *group, const char *topic,
+                                    int64_t want) {
+    int64_t got = -1;
+    for (int tries = 0; tries < 100 && got != want; tries++) {
+        got = h_group_offset(group, topic, 0);
+        if (got != want)
+            h_sleep_ms(100);
+    }
+    return got;
+}
+
+/* The database's directory removed while the host runs: SQLite would go on
+ * committing into the unlinked file and the group's offsets would advance
+ * over rows nobody can find again. The sink must refuse every commit
+ * (RETRY, the batch kept), so the group offset stays where the last batch
+ * that reached the real file left it. */
+static void scenario_db_dir_removed(void) {
+    const char *topic = h_name("sqlite-dr");
+    char name[256], group[300], dir[4096], db[4200], f[4300];
+    snprintf(name, sizeof name, "%s", h_name("sqlite-dr"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(dir, sizeof dir, "%s/dbdir", h_workdir());
+    H_CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+    snprintf(db, sizeof db, "%s/dr.db", dir);
+    const char *cfg = config("dr.json", name, topic, db, "");
+    pid_t pid = h_spawn(cfg, "dr.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int64_t got = group_offset_settled(group, topic, 100);
+    H_CHECK(got == 100, "group offset %lld before the removal, want 100",
+            (long long)got);
+
+    static const char *const files[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", db, files[i]);
+        H_CHECK(unlink(f) == 0 || i > 0, "unlink %s", f);
+    }
+    H_CHECK(rmdir(dir) == 0 && access(dir, F_OK) != 0,
+            "inconclusive: %s is still there", dir);
+    h_produce_many(p, topic, 0, 100, 50, "{\"id\": %d, \"name\": \"n\"}");
+    /* The host tried those 50 and was refused twice: the batch is kept
+     * and retried, never dropped or reported applied. */
+    const char *needle = "no longer names the open database";
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        const char *log = h_read_file("dr.log");
+        const char *first = strstr(log, needle);
+        if (first && strstr(first + 1, needle))
+            break;
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "the host never refused a commit into the removed database "
+                "in 30 s (group offset now %lld)",
+                (long long)h_group_offset(group, topic, 0));
+        h_sleep_ms(100);
+    }
+    got = h_group_offset(group, topic, 0);
+    H_CHECK(got == 100,
+            "group offset %lld after the directory was removed: batches "
+            "committed into the unlinked file",
+            (long long)got);
+    int rc = h_stop(pid, SIGTERM, 15000, NULL);
+    h_step("stopped while retrying: exit %d", rc);
+    got = h_group_offset(group, topic, 0);
+    H_CHECK(got == 100, "group offset %lld after the stop", (long long)got);
+    rd_kafka_destroy(p);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: sqlite_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
+        return 2;
+    }
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } scenarios[] = {
+        {"reset_verify", scenario_reset_verify},
+        {"compacted_verify", scenario_compacted_verify},
+        {"db_dir_removed", scenario_db_dir_removed},
+    };
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+        if (strcmp(scenarios[i].name, argv[3]) == 0) {
+            h_init(argv[1], argv[2], argv[3]);
+            scenarios[i].fn();
+            h_step("PASS");
+            return 0;
+        }
+    fprintf(stderr, "sqlite_e2e: unknown scenario %s\n", argv[3]);
+    return 2;
+}
