@@ -27,12 +27,14 @@ typedef struct pg_run {
 
 /* ---- keys and dead letters ---------------------------------------------- */
 
-static int64_t applied_at(const tm_record *r) {
-    if (r->timestamp_ms >= 0)
-        return r->timestamp_ms;
+static int64_t wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t applied_at(const tm_record *r) {
+    return r->timestamp_ms >= 0 ? r->timestamp_ms : wall_ms();
 }
 
 static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
@@ -156,6 +158,10 @@ static int key_outcome(pg_run *x, const tm_record *r, const tm_range *g,
     return same ? 1 : 2;
 }
 
+/* Forgets the keys applied before min(newest record timestamp of the
+ * batch, wall clock now) - retention. The wall clock caps the horizon: one
+ * record stamped years ahead would otherwise forget every key, and the
+ * resends of those keys would be stored twice. */
 static tm_status prune_keys(pg_run *x, tm_error *err) {
     int64_t newest = INT64_MIN;
     for (size_t j = 0; j < x->b->nrecords; j++) {
@@ -165,6 +171,9 @@ static tm_status prune_keys(pg_run *x, tm_error *err) {
     }
     if (newest == INT64_MIN)
         return TM_OK;
+    int64_t now = wall_ms();
+    if (newest > now)
+        newest = now;
     char h[32];
     snprintf(h, sizeof h, "%lld",
              (long long)(newest - x->s->set.retention_s * 1000));
@@ -262,8 +271,25 @@ static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
     return TM_OK;
 }
 
-/* Every record: with dedup a duplicate, a conflict or a row; then the
- * rows in one COPY; then the host's dead letters. */
+/* Upsert: the name of the first key column RECORD has null (or missing,
+ * which the host makes null), or NULL when every key is set. Such a record
+ * has no key to upsert by: DISTINCT ON would merge the null-keyed records
+ * of a batch into one row and the unique index would let each of them
+ * in, so the row count would hang on the batch size. */
+static const char *null_key_column(const pg_sink *s, const tm_record *r) {
+    if (s->set.mode != PG_UPSERT)
+        return NULL;
+    for (size_t k = 0; k < s->config->ncolumns; k++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, k);
+        if (col->key && TM_CELEM(tm_value, r->values, k)->is_null)
+            return col->name;
+    }
+    return NULL;
+}
+
+/* Every record: without an upsert key a dead letter null_key; with dedup
+ * a duplicate, a conflict or a row; then the rows in one COPY; then the
+ * host's dead letters. */
 static tm_status write_effects(pg_run *x, tm_error *err) {
     const tm_batch *b = x->b;
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
@@ -280,6 +306,20 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
                                       ? "interrupted"
                                       : "past the batch deadline");
             return TM_RETRY;
+        }
+        const char *nulled = null_key_column(x->s, rec);
+        if (nulled) {
+            snprintf(detail, sizeof detail,
+                     "key column \"%.200s\" is null or missing: mode upsert "
+                     "has no key to write the row by",
+                     nulled);
+            x->dls[rec->range]++;
+            if ((r = insert_dead_letter(
+                     x, g, rec->offset, rec->timestamp_ms, PG_DL_NULL_KEY,
+                     detail, rec->key, rec->key_len, rec->value, rec->value_len,
+                     rec->headers_json, err)) != TM_OK)
+                return r;
+            continue;
         }
         int outcome = 0;
         if (dedup && rec->identity) {

@@ -41,7 +41,7 @@ static long long sql_int(const char *fmt) {
 static void setup(void) {
     api = pgt_plugin(TM_POSTGRES_PLUGIN);
     static int n;
-    snprintf(schema, sizeof schema, "pgunit_%d_%d", (int)getpid(), ++n);
+    snprintf(schema, sizeof schema, "postgres_unit_%d_%d", (int)getpid(), ++n);
     snprintf(connector, sizeof connector, "unit_%d_%d", (int)getpid(), n);
     admin = pgt_connect(pgt_conninfo());
 }
@@ -296,8 +296,116 @@ START_TEST(upsert_updates_by_key) {
     sql_text("SELECT body FROM $S.t WHERE id = 2", v, sizeof v);
     ck_assert_str_eq(v, "d");
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
-    ck_assert_int_eq(sql_int("SELECT count(*) FROM pg_indexes WHERE "
-                             "indexname = 't_tm_key'"),
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM pg_indexes WHERE "
+                "'\"' || schemaname || '\"' = '$S' AND indexname = 't_tm_key'"),
+        1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A key column null (or missing, which the host makes null) in upsert
+ * mode: a dead letter null_key, never a silent merge of the records
+ * whose keys are all null into one row (DISTINCT ON and the unique index
+ * would see them as one key, or as none). */
+START_TEST(upsert_null_key_is_a_dead_letter) {
+    static const tm_column OPTIONAL_KEY[] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 0, 1},
+        {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+    };
+    conf c;
+    conf_init(&c, BASIC ", \"mode\": \"upsert\"}", 0, 2);
+    c.config.columns = OPTIONAL_KEY;
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 0, "a", NULL, NULL},
+                {1, 5, "b", NULL, NULL},
+                {2, 0, "c", NULL, NULL},
+                {3, 0, "d", NULL, NULL},
+                {4, 0, "e", NULL, NULL}};
+    batch_make(&b, 0, 5, m.epoch, r1, 5);
+    for (int i = 0; i < 5; i++)
+        b.values[i][0].is_null = i != 1;
+    commit_ok(sink, &b);
+    char v[512];
+    sql_text("SELECT string_agg(body || '@' || _tm_offset, ',') FROM $S.t", v,
+             sizeof v);
+    ck_assert_str_eq(v, "b@1");
+    sql_text("SELECT string_agg(reason || '@' || \"offset\" || ':' || (detail "
+             "LIKE '%\"id\"%'), ',' ORDER BY \"offset\") FROM "
+             "$S.tidemark_dead_letters",
+             v, sizeof v);
+    ck_assert_str_eq(v, "null_key@0:true,null_key@2:true,null_key@3:true,"
+                        "null_key@4:true");
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || next_offset "
+             "FROM $S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "1/4/5");
+    /* one at a time too (max_records 1): each its own dead letter */
+    rec r2[] = {{5, 0, "f", NULL, NULL}};
+    batch_make(&b, 5, 6, m.epoch, r2, 1);
+    b.values[0][0].is_null = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'null_key'"),
+                     5);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One record stamped ten years ahead must not make the prune forget every
+ * key: the horizon is min(newest record timestamp, wall clock) - retention,
+ * so a resend of a key applied a moment ago is still a duplicate. */
+START_TEST(retention_ignores_a_future_timestamp) {
+    conf c;
+    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    int64_t now = wall_ms();
+    batch b;
+    rec r1[] = {{0, 1, "a", "k1", "h1"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    b.records[0].timestamp_ms = now;
+    commit_ok(sink, &b);
+    rec r2[] = {{1, 2, "b", "k2", "h2"}};
+    batch_make(&b, 1, 2, m.epoch, r2, 1);
+    b.records[0].timestamp_ms = now + 10LL * 366 * 24 * 3600 * 1000;
+    commit_ok(sink, &b);
+    rec r3[] = {{2, 1, "a", "k1", "h1"}};
+    batch_make(&b, 2, 3, m.epoch, r3, 1);
+    b.records[0].timestamp_ms = now + 1000;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM $S.t WHERE _tm_identity = 'k1'"), 1);
+    char v[128];
+    sql_text("SELECT \"rows\" || '/' || duplicates FROM $S.tidemark_markers", v,
+             sizeof v);
+    ck_assert_str_eq(v, "2/1");
+    /* the horizon still moves with the wall clock: a key applied longer
+     * ago than the retention is forgotten */
+    rec r4[] = {{3, 3, "c", "k3", "h3"}};
+    batch_make(&b, 3, 4, m.epoch, r4, 1);
+    b.records[0].timestamp_ms = now - 2 * 3600 * 1000;
+    commit_ok(sink, &b);
+    rec r5[] = {{4, 4, "d", "k4", "h4"}};
+    batch_make(&b, 4, 5, m.epoch, r5, 1);
+    b.records[0].timestamp_ms = now;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys WHERE "
+                             "identity = 'k3'"),
+                     0);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys WHERE "
+                             "identity = 'k1'"),
                      1);
     api->close(sink);
     conf_done(&c);
@@ -600,6 +708,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, unreachable_is_retry);
     tcase_add_test(tc, every_type_through_copy);
     tcase_add_test(tc, upsert_updates_by_key);
+    tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
+    tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
     tcase_add_test(tc, validate_reports_both_shapes);
