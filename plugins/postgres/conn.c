@@ -133,7 +133,9 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
         s->q_markers = qualified(s, PG_MARKERS);
         s->q_dls = qualified(s, PG_DEAD_LETTERS);
         s->q_keys = qualified(s, PG_KEYS);
-        if (b.oom || !s->q_table || !s->q_markers || !s->q_dls || !s->q_keys) {
+        s->q_owners = qualified(s, PG_OWNERS);
+        if (b.oom || !s->q_table || !s->q_markers || !s->q_dls || !s->q_keys ||
+            !s->q_owners) {
             s->host->set_error(err, "out of memory (escaping identifiers)");
             pg_disconnect(s);
             return TM_FATAL;

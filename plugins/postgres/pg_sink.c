@@ -15,7 +15,9 @@ static void free_names(pg_sink *s) {
     free(s->q_markers);
     free(s->q_dls);
     free(s->q_keys);
+    free(s->q_owners);
     s->q_schema = s->q_table = s->q_markers = s->q_dls = s->q_keys = NULL;
+    s->q_owners = NULL;
 }
 
 static tm_status pg_open(const tm_host_api *host, const tm_sink_config *config,
@@ -95,6 +97,9 @@ static const char *pg_describe(void) {
            "\"default\":10},"
            "\"statement_timeout_ms\":{\"type\":\"integer\",\"minimum\":0,"
            "\"default\":30000},"
+           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
+           "\"description\":\"other connectors write the table too (each "
+           "must say so)\"},"
            "\"dedup_retention_s\":{\"type\":\"integer\",\"minimum\":1,"
            "\"description\":\"forget business keys this long after their "
            "record timestamp; absent: keep for ever\"}}}";

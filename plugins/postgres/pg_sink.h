@@ -6,6 +6,7 @@
  *   schema.c    qualified names, DDL under an advisory lock, shape check
  *   pipeline.c  several statements in one round trip (pipeline mode)
  *   markers.c   claim and read_markers, marker rows
+ *   owners.c    which connectors write the target table (claim)
  *   copy.c      rows with COPY (text format), upsert through staging
  *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
@@ -27,6 +28,7 @@
 #define PG_MARKERS       "tidemark_markers"
 #define PG_DEAD_LETTERS  "tidemark_dead_letters"
 #define PG_KEYS          "tidemark_keys"
+#define PG_OWNERS        "tidemark_table_owners"
 #define PG_HIDDEN_PREFIX "_tm_"
 #define PG_NHIDDEN       4
 /* Dead-letter reason of an upsert record whose key column is null or
@@ -45,6 +47,7 @@ typedef struct pg_settings {
     int64_t connect_timeout_s;
     int64_t statement_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
+    int shared_table;    /* other connectors may write the table too */
 } pg_settings;
 
 typedef struct pg_buf {
@@ -63,7 +66,7 @@ typedef struct pg_sink {
     atomic_int interrupted;  /* set by interrupt(), any thread */
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     /* Escaped names, made at connect (PQescapeIdentifier needs a conn). */
-    char *q_schema, *q_table, *q_markers, *q_dls, *q_keys;
+    char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
     int prepared;       /* the marker statements are prepared on conn */
 } pg_sink;
@@ -159,6 +162,12 @@ tm_status pg_marker_prepare(pg_sink *s, tm_error *err);
 void pg_marker_params_of(pg_sink *s, const tm_marker *m, pg_marker_params *p);
 /* Fills *m from a marker SELECT's result; 0 (absent) when it has no row. */
 int pg_marker_fill(tm_marker *m, PGresult *res);
+
+/* owners.c: inside the claim's transaction, registers this connector as a
+ * writer of the target table; TM_FATAL naming the other connector and the
+ * setting when another one writes it and "shared_table" is not true in
+ * both. */
+tm_status pg_owner_register(pg_sink *s, tm_error *err);
 
 /* copy.c: the batch's records with write[j] set (only >= 0: that record
  * alone) as rows, in one COPY; LEAD (NULL: none) is SQL without values

@@ -50,7 +50,11 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
                "NULL, applied_at bigint NOT NULL, PRIMARY KEY (connector, "
                "identity)); CREATE INDEX IF NOT EXISTS " PG_KEYS "_by_age ON ");
     pg_buf_add(b, s->q_keys);
-    pg_buf_add(b, " (connector, applied_at);");
+    pg_buf_add(b, " (connector, applied_at); CREATE TABLE IF NOT EXISTS ");
+    pg_buf_add(b, s->q_owners);
+    pg_buf_add(b, " (table_name text NOT NULL, connector text NOT NULL, "
+                  "shared boolean NOT NULL, PRIMARY KEY (table_name, "
+                  "connector));");
 }
 
 static void key_index_name(const pg_sink *s, char *out, size_t size) {
@@ -112,8 +116,9 @@ static int schema_complete(pg_sink *s) {
     pg_buf_add(&bd, "." PG_DEAD_LETTERS "_by_offset");
     int complete = 0;
     if (!bi.oom && !bk.oom && !bd.oom) {
-        const char *v[7] = {
+        const char *v[8] = {
             s->q_markers,
+            s->q_owners,
             s->q_dls,
             s->q_keys,
             bk.p,
@@ -127,8 +132,9 @@ static int schema_complete(pg_sink *s) {
             "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT "
             "NULL AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT "
             "NULL AND to_regclass($5) IS NOT NULL AND to_regclass($6) IS NOT "
-            "NULL AND to_regclass($7) IS NOT NULL",
-            7, v, NULL, NULL, 1, "checking the tables", &r, &scratch);
+            "NULL AND to_regclass($7) IS NOT NULL AND to_regclass($8) IS "
+            "NOT NULL",
+            8, v, NULL, NULL, 1, "checking the tables", &r, &scratch);
         complete = res && PQntuples(res) == 1 &&
                    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
         PQclear(res);

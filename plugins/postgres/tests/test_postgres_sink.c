@@ -412,6 +412,81 @@ START_TEST(retention_ignores_a_future_timestamp) {
 }
 END_TEST
 
+/* A second connector on the same table: claim refused (FATAL, nothing
+ * changed) naming the table, the other connector and the setting, unless
+ * both say "shared_table": true. */
+static tm_status claim_as(conf *c, const char *as, void **sink, tm_error *err) {
+    c->config.connector = as;
+    *sink = open_ok(c);
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return api->claim(*sink, &m, 1, 0, err);
+}
+
+static void assert_refused(tm_status rc, const tm_error *err,
+                           const char *other) {
+    ck_assert_msg(rc == TM_FATAL, "claim: %s: %s", tm_status_name(rc),
+                  err->message);
+    ck_assert_msg(strstr(err->message, "\"t\"") &&
+                      strstr(err->message, other) &&
+                      strstr(err->message, "shared_table"),
+                  "%s", err->message);
+}
+
+START_TEST(second_connector_on_a_table_is_refused) {
+    char a[80], bname[80];
+    snprintf(a, sizeof a, "%s_a", connector);
+    snprintf(bname, sizeof bname, "%s_b", connector);
+    conf c, cs;
+    conf_init(&c, BASIC "}", 0, 2);
+    conf_init(&cs, BASIC ", \"shared_table\": true}", 0, 2);
+    void *sa, *sb;
+    tm_error err;
+    ck_assert_int_eq(claim_as(&c, a, &sa, &err), TM_OK);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, 1, r, 1);
+    b.b.connector = a;
+    commit_ok(sa, &b);
+    api->close(sa);
+    /* B, not shared: refused, no marker of B's */
+    assert_refused(claim_as(&c, bname, &sb, &err), &err, a);
+    api->close(sb);
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM $S.tidemark_markers WHERE connector = '%s'",
+             bname);
+    ck_assert_int_eq(sql_int(q), 0);
+    /* B shared, A not: still refused (A never said so) */
+    assert_refused(claim_as(&cs, bname, &sb, &err), &err, a);
+    api->close(sb);
+    ck_assert_int_eq(sql_int(q), 0);
+    /* both shared: accepted; A again too */
+    ck_assert_int_eq(claim_as(&cs, a, &sa, &err), TM_OK);
+    api->close(sa);
+    ck_assert_int_eq(claim_as(&cs, bname, &sb, &err), TM_OK);
+    api->close(sb);
+    ck_assert_int_eq(sql_int(q), 1);
+    /* A back to not shared while B writes the table: refused */
+    assert_refused(claim_as(&c, a, &sa, &err), &err, bname);
+    api->close(sa);
+    /* a table written before the owners were recorded: A's marker past
+     * a row of the table still makes it A's */
+    PQclear(sql("SET client_min_messages = warning"));
+    char text[512];
+    snprintf(text, sizeof text,
+             "DELETE FROM \"%s\".tidemark_table_owners; DELETE FROM "
+             "\"%s\".tidemark_markers WHERE connector = '%s'",
+             schema, schema, bname);
+    PQclear(sql(text));
+    assert_refused(claim_as(&c, bname, &sb, &err), &err, a);
+    api->close(sb);
+    conf_done(&c);
+    conf_done(&cs);
+}
+END_TEST
+
 START_TEST(identity_conflict_is_a_dead_letter) {
     conf c;
     conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
@@ -710,6 +785,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
+    tcase_add_test(tc, second_connector_on_a_table_is_refused);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
     tcase_add_test(tc, validate_reports_both_shapes);
