@@ -23,6 +23,11 @@ typedef struct pg_run {
     unsigned char *write;        /* per record: 1 when it becomes a row */
     size_t nwrite;
     long only; /* >= 0: write only this record */
+    /* Per record (made at the first): why the database refused its business
+     * key for its content; such a record is a dead letter "rejected" when
+     * the transaction is run again. redo: run it again. */
+    char **refused;
+    int redo;
 } pg_run;
 
 /* ---- keys and dead letters ---------------------------------------------- */
@@ -198,12 +203,34 @@ static tm_status write_rows(pg_run *x, const char *lead, tm_error *err) {
                                        : pg_copy_rows(x->s, &rows, lead, err);
 }
 
-/* A data exception (22xxx: bad encoding, NUL byte, out of range) or an
- * integrity constraint (23xxx: NOT NULL, CHECK, a unique index of the
- * user's) refuses a row, not the batch. */
+/* The database refused the record's content (pg_state_class: a data
+ * exception, a constraint, an index row too large): a row, not the batch. */
 static int rejectable(const pg_sink *s) {
-    return strncmp(s->last_state, "22", 2) == 0 ||
-           strncmp(s->last_state, "23", 2) == 0;
+    return pg_state_class(s->last_state, 1) == PG_ERR_ROW;
+}
+
+/* The business key of record J was refused for its content (e.g. an
+ * identity too long for the key index, or not valid UTF-8): the
+ * transaction is aborted, so the record is noted and the whole transaction
+ * is run again with it as a dead letter (each run notes one more record,
+ * so this ends). TM_RETRY with x->redo set; any other failure as is. */
+static tm_status refuse_key(pg_run *x, size_t j, tm_status r, tm_error *err) {
+    pg_sink *s = x->s;
+    if (!s->conn || !rejectable(s))
+        return r;
+    if (!x->refused &&
+        !(x->refused = calloc(x->b->nrecords, sizeof *x->refused))) {
+        s->host->set_error(err, "out of memory (batch %s)", x->b->batch_id);
+        return TM_RETRY;
+    }
+    size_t n = strlen(err->message) + 1;
+    if (!(x->refused[j] = malloc(n))) {
+        s->host->set_error(err, "out of memory (batch %s)", x->b->batch_id);
+        return TM_RETRY;
+    }
+    memcpy(x->refused[j], err->message, n);
+    x->redo = 1;
+    return TM_RETRY;
 }
 
 static tm_status forget_key(pg_run *x, const tm_record *r, tm_error *err) {
@@ -321,11 +348,18 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
                 return r;
             continue;
         }
+        if (x->refused && x->refused[j]) {
+            if ((r = record_dead_letter(x, rec, g, TM_DL_REJECTED,
+                                        x->refused[j], err)) != TM_OK)
+                return r;
+            continue;
+        }
         int outcome = 0;
         if (dedup && rec->identity) {
+            x->s->last_state[0] = '\0';
             outcome = key_outcome(x, rec, g, detail, sizeof detail, &r, err);
             if (outcome < 0)
-                return r;
+                return refuse_key(x, j, r, err);
         }
         if (outcome == 1) {
             x->dups[rec->range]++;
@@ -512,6 +546,15 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     x.dls = x.rows + n;
     x.dups = x.rows + 2 * n;
     r = lock_check_write(&x, err);
+    while (r != TM_OK && x.redo) {
+        /* a record's key refused: again, that record a dead letter */
+        pg_rollback(s);
+        x.redo = 0;
+        x.nwrite = 0;
+        memset(x.rows, 0, 3 * n * sizeof *x.rows);
+        memset(x.write, 0, b->nrecords ? b->nrecords : 1);
+        r = s->conn ? lock_check_write(&x, err) : TM_RETRY;
+    }
     if (r != TM_OK) {
         pg_rollback(s);
     } else if ((r = update_and_commit(&x, err)) != TM_OK) {
@@ -527,6 +570,9 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     free(x.present);
     free(x.rows);
     free(x.write);
+    for (size_t j = 0; x.refused && j < b->nrecords; j++)
+        free(x.refused[j]);
+    free(x.refused);
     if (r == TM_OK)
         s->host->fault(TM_FAULT_AFTER_COMMIT);
     return r;

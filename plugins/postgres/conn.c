@@ -170,22 +170,38 @@ int pg_should_stop(pg_sink *s) {
            (s->deadline_ms > 0 && pg_now_ms() > s->deadline_ms);
 }
 
-/* Transient server conditions: the same call again may well work. */
-static int retryable(const char *state) {
-    static const char *const STATES[] = {
-        "40P01", /* deadlock_detected */
-        "40001", /* serialization_failure */
-        "55P03", /* lock_not_available */
-        "57014", /* query_canceled: interrupt() or statement_timeout */
-        "23505", /* unique_violation: a concurrent writer's key */
-        "57P01", "57P02", "57P03", /* admin shutdown, crash, cannot connect */
-        "08000", "08003", "08006", "08001", "08004", /* connection */
-        "53300",                                     /* too_many_connections */
-    };
-    for (size_t i = 0; state && i < sizeof STATES / sizeof STATES[0]; i++)
-        if (strcmp(state, STATES[i]) == 0)
-            return 1;
-    return 0;
+/* What each SQLSTATE means for the host, in one table (docs/sinks/postgres.md,
+ * "Error classes"). First match wins, so a code comes before its class.
+ * ROW: the database refuses the record's content; in a record's own write
+ * (its row, its business key) the record becomes a dead letter and the
+ * batch goes on, because the same record would fail again after every
+ * restart. In any other statement the same code is OTHER. */
+static const struct {
+    const char *prefix;
+    pg_err_class row, other;
+} CLASSES[] = {
+    /* a unique index of the table's refuses the row; elsewhere a
+     * concurrent writer's key (e.g. a catalog row of CREATE ... IF NOT
+     * EXISTS) */
+    {"23505", PG_ERR_ROW, PG_ERR_RETRY},
+    {"22", PG_ERR_ROW, PG_ERR_FATAL},      /* data exception: NUL, encoding */
+    {"23", PG_ERR_ROW, PG_ERR_FATAL},      /* NOT NULL, CHECK, foreign key */
+    {"54000", PG_ERR_ROW, PG_ERR_FATAL},   /* index row too large */
+    {"08", PG_ERR_RETRY, PG_ERR_RETRY},    /* connection */
+    {"53", PG_ERR_RETRY, PG_ERR_RETRY},    /* disk full, memory, connections */
+    {"57P0", PG_ERR_RETRY, PG_ERR_RETRY},  /* shutdown, crash, starting */
+    {"57014", PG_ERR_RETRY, PG_ERR_RETRY}, /* cancelled: interrupt, timeout */
+    {"40001", PG_ERR_RETRY, PG_ERR_RETRY}, /* serialization failure */
+    {"40P01", PG_ERR_RETRY, PG_ERR_RETRY}, /* deadlock */
+    {"55P03", PG_ERR_RETRY, PG_ERR_RETRY}, /* lock not available */
+    {"42", PG_ERR_FATAL, PG_ERR_FATAL},    /* schema or privilege mismatch */
+};
+
+pg_err_class pg_state_class(const char *state, int in_record) {
+    for (size_t i = 0; state && i < sizeof CLASSES / sizeof CLASSES[0]; i++)
+        if (strncmp(state, CLASSES[i].prefix, strlen(CLASSES[i].prefix)) == 0)
+            return in_record ? CLASSES[i].row : CLASSES[i].other;
+    return PG_ERR_FATAL;
 }
 
 tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
@@ -206,7 +222,7 @@ tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
                            s->q_table ? s->q_table : s->set.table, msg,
                            state ? " (SQLSTATE " : "", state ? state : "",
                            state ? ")" : "");
-    int again = retryable(state); /* state lives in res */
+    int again = pg_state_class(state, 0) == PG_ERR_RETRY; /* state in res */
     snprintf(s->last_state, sizeof s->last_state, "%s", state ? state : "");
     PQclear(res);
     if (lost) {

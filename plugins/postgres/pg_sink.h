@@ -8,6 +8,7 @@
  *   markers.c   claim and read_markers, marker rows
  *   owners.c    which connectors write the target table (claim)
  *   copy.c      rows with COPY (text format), upsert through staging
+ *   jsonb_text.c  JSON text jsonb can hold (a NUL byte in a string)
  *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
  *   validate.c  the read-only check of settings, connection and table
@@ -92,10 +93,19 @@ void pg_disconnect(pg_sink *s);
 tm_status pg_ready(pg_sink *s, tm_error *err);
 void pg_call_begin(pg_sink *s, int64_t deadline_ms);
 int pg_should_stop(pg_sink *s);
+/* What a SQLSTATE means (conn.c's table): in a record's own write
+ * (IN_RECORD: its row or its business key) or in any other statement. */
+typedef enum pg_err_class {
+    PG_ERR_FATAL = 0, /* schema, privileges, anything unknown */
+    PG_ERR_RETRY,     /* connection, resources, locks, cancel */
+    PG_ERR_ROW        /* the record's content: a dead letter */
+} pg_err_class;
+pg_err_class pg_state_class(const char *state, int in_record);
 /* Maps a failed result (res may be NULL) of STEP: connection gone ->
- * disconnect, TM_RETRY; 40P01/40001/55P03/57014/23505 -> TM_RETRY; else
- * TM_FATAL. The message names the step and the server's message. Clears
- * res. */
+ * disconnect, TM_RETRY; else by pg_state_class(state, 0): RETRY ->
+ * TM_RETRY, else TM_FATAL (s->last_state keeps the SQLSTATE, for the
+ * callers that write a record). The message names the step and the
+ * server's message. Clears res. */
 tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err);
 /* Runs SQL without parameters; TM_OK or pg_fail's answer. */
 tm_status pg_exec(pg_sink *s, const char *sql, const char *step, tm_error *err);
@@ -182,6 +192,12 @@ tm_status pg_copy_rows(pg_sink *s, const pg_rows *rows, const char *lead,
 /* Upsert: COPY into a staging table, then INSERT ... ON CONFLICT. */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *rows, const char *lead,
                          tm_error *err);
+
+/* jsonb_text.c: JSON text P[0..N) with every string value holding the
+ * escape \u0000 (which jsonb refuses) replaced by {"base64": "..."} of its
+ * bytes, into OUT: 1 if anything was replaced, 0 if P is fine as it is
+ * (OUT untouched). */
+int pg_jsonb_text(const char *p, size_t n, pg_buf *out);
 
 /* commit.c */
 tm_status pg_commit(void *sink, const tm_batch *batch, tm_error *err);

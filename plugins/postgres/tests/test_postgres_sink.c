@@ -556,6 +556,170 @@ START_TEST(refused_rows_are_dead_letters) {
 }
 END_TEST
 
+/* ---- error classes by SQLSTATE ------------------------------------------ */
+
+/* A trigger on the target raises the SQLSTATE a record's body names
+ * ("raise:<code>"), so every class goes through the sink's real paths. */
+static const struct {
+    const char *state;
+    tm_status want; /* TM_OK: the record is a dead letter */
+} STATES[] = {
+    {"22P05", TM_OK},    {"22001", TM_OK},    {"23514", TM_OK},
+    {"23505", TM_OK},    {"54000", TM_OK},    {"08006", TM_RETRY},
+    {"08000", TM_RETRY}, {"53100", TM_RETRY}, {"53200", TM_RETRY},
+    {"53300", TM_RETRY}, {"57P01", TM_RETRY}, {"57P03", TM_RETRY},
+    {"57014", TM_RETRY}, {"40001", TM_RETRY}, {"40P01", TM_RETRY},
+    {"55P03", TM_RETRY}, {"42501", TM_FATAL}, {"42P01", TM_FATAL},
+    {"42703", TM_FATAL}, {"XX000", TM_FATAL},
+};
+
+START_TEST(sqlstate_classes) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id bigint NOT "
+             "NULL, body text, _tm_topic text NOT NULL, _tm_partition int NOT "
+             "NULL, _tm_offset bigint NOT NULL, _tm_identity text); CREATE "
+             "FUNCTION \"%s\".refuse() RETURNS trigger LANGUAGE plpgsql AS $$ "
+             "BEGIN IF NEW.body LIKE 'raise:%%' THEN RAISE EXCEPTION 'test "
+             "refuses %%', NEW.body USING ERRCODE = substr(NEW.body, 7); END "
+             "IF; RETURN NEW; END $$; CREATE TRIGGER refuse BEFORE INSERT ON "
+             "\"%s\".t FOR EACH ROW EXECUTE FUNCTION \"%s\".refuse()",
+             schema, schema, schema, schema, schema);
+    PQclear(sql(text));
+    const char *state = STATES[_i].state;
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    char body[32];
+    snprintf(body, sizeof body, "raise:%s", state);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL},
+               {1, 2, body, NULL, NULL},
+               {2, 3, "c", NULL, NULL}};
+    batch_make(&b, 0, 3, m.epoch, r, 3);
+    tm_error err;
+    tm_status rc = commit(sink, &b, &err);
+    ck_assert_msg(rc == STATES[_i].want, "%s: %s, want %s: %s", state,
+                  tm_status_name(rc), tm_status_name(STATES[_i].want),
+                  err.message);
+    char v[512], q[512];
+    if (rc == TM_OK) {
+        sql_text("SELECT string_agg(body, ',' ORDER BY _tm_offset) FROM $S.t",
+                 v, sizeof v);
+        ck_assert_str_eq(v, "a,c");
+        snprintf(q, sizeof q,
+                 "SELECT reason || '@' || \"offset\" || ':' || (detail LIKE "
+                 "'%%(SQLSTATE %s)%%') FROM $S.tidemark_dead_letters",
+                 state);
+        sql_text(q, v, sizeof v);
+        ck_assert_str_eq(v, "rejected@1:true");
+        sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || next_offset "
+                 "FROM $S.tidemark_markers",
+                 v, sizeof v);
+        ck_assert_str_eq(v, "2/1/3");
+    } else {
+        ck_assert_msg(strstr(err.message, state), "%s", err.message);
+        ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+        ck_assert_int_eq(sql_int("SELECT count(*) FROM "
+                                 "$S.tidemark_dead_letters"),
+                         0);
+    }
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A business key the database refuses for its content (an identity too
+ * long for the key index: 54000) is the record's dead letter, not a FATAL
+ * that fails again at the same record after every restart. */
+START_TEST(refused_business_key_is_a_dead_letter) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    static char huge[12001];
+    unsigned x = 12345;
+    for (size_t i = 0; i + 1 < sizeof huge; i++) {
+        x = x * 1103515245u + 12345u; /* incompressible enough */
+        huge[i] = (char)('!' + (x >> 16) % 90);
+    }
+    batch b;
+    rec r[] = {{0, 1, "a", "k0", "h0"},
+               {1, 2, "b", huge, "h1"},
+               {2, 3, "c", "k2", "h2"}};
+    batch_make(&b, 0, 3, m.epoch, r, 3);
+    commit_ok(sink, &b);
+    char v[512];
+    sql_text("SELECT string_agg(body, ',' ORDER BY _tm_offset) FROM $S.t", v,
+             sizeof v);
+    ck_assert_str_eq(v, "a,c");
+    sql_text("SELECT reason || '@' || \"offset\" || ':' || (detail LIKE "
+             "'%(SQLSTATE 54000)%') FROM $S.tidemark_dead_letters",
+             v, sizeof v);
+    ck_assert_str_eq(v, "rejected@1:true");
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || next_offset || "
+             "'/' || (SELECT count(*) FROM $S.tidemark_keys) FROM "
+             "$S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "2/1/3/2");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* Raw mode always makes a row: a header holding a NUL byte (which jsonb
+ * refuses as \u0000, 22P05) is stored as {"base64": ...} of its bytes,
+ * the form of a header that is not UTF-8. */
+START_TEST(raw_header_with_nul_is_a_row) {
+    static const tm_column RAWCOLS[] = {
+        {sizeof(tm_column), "key", TM_TYPE_BYTES, 0, 0},
+        {sizeof(tm_column), "value", TM_TYPE_BYTES, 0, 0},
+        {sizeof(tm_column), "headers", TM_TYPE_JSON, 0, 0},
+        {sizeof(tm_column), "topic", TM_TYPE_TEXT, 1, 0},
+        {sizeof(tm_column), "partition", TM_TYPE_INT, 1, 0},
+        {sizeof(tm_column), "offset", TM_TYPE_INT, 1, 0},
+        {sizeof(tm_column), "timestamp", TM_TYPE_TIMESTAMP, 0, 0},
+    };
+    static const char HEADERS[] =
+        "[[\"h\",\"a\\u0000b\"],[\"n\",null],[\"e\",\"\\\\u0000\"],"
+        "[\"s\",\"\\ud83d\\ude00\\u0000\"],[\"p\",\"plain\"]]";
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_RAW, 7);
+    c.config.columns = RAWCOLS;
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 0, "", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    tm_value *v = b.values[0];
+    for (int k = 0; k < 7; k++)
+        v[k] = (tm_value){.struct_size = sizeof(tm_value)};
+    v[0].v.s.ptr = "k";
+    v[0].v.s.len = 1;
+    v[1].v.s.ptr = "{}";
+    v[1].v.s.len = 2;
+    v[2].v.s.ptr = HEADERS;
+    v[2].v.s.len = strlen(HEADERS);
+    v[3].v.s.ptr = "t";
+    v[3].v.s.len = 1;
+    v[4].v.i = 0;
+    v[5].v.i = 0;
+    v[6].is_null = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     0);
+    char got[512];
+    sql_text("SELECT headers = '[[\"h\",{\"base64\":\"YQBi\"}],[\"n\",null],"
+             "[\"e\",\"\\\\u0000\"],[\"s\",{\"base64\":\"8J+YgAA=\"}],[\"p\","
+             "\"plain\"]]'::jsonb FROM $S.t",
+             got, sizeof got);
+    ck_assert_msg(strcmp(got, "t") == 0, "stored: %s", got);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 START_TEST(validate_reports_both_shapes) {
     char text[512];
     snprintf(text, sizeof text,
@@ -788,6 +952,10 @@ static Suite *suite(void) {
     tcase_add_test(tc, second_connector_on_a_table_is_refused);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
+    tcase_add_loop_test(tc, sqlstate_classes, 0,
+                        (int)(sizeof STATES / sizeof STATES[0]));
+    tcase_add_test(tc, refused_business_key_is_a_dead_letter);
+    tcase_add_test(tc, raw_header_with_nul_is_a_row);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, identifiers_are_escaped);
     tcase_add_test(tc, lost_connection_between_calls_is_retry);
