@@ -44,6 +44,11 @@ static void setup(void) {
     snprintf(schema, sizeof schema, "postgres_unit_%d_%d", (int)getpid(), ++n);
     snprintf(connector, sizeof connector, "unit_%d_%d", (int)getpid(), n);
     admin = pgt_connect(pgt_conninfo());
+    /* a failed test skips its teardown: a later process with its pid
+     * would find that schema */
+    char text[256];
+    snprintf(text, sizeof text, "DROP SCHEMA IF EXISTS \"%s\" CASCADE", schema);
+    PQclear(sql(text));
 }
 
 static void teardown(void) {
@@ -484,6 +489,78 @@ START_TEST(second_connector_on_a_table_is_refused) {
     api->close(sb);
     conf_done(&c);
     conf_done(&cs);
+}
+END_TEST
+
+/* Upsert's unique index is named within PostgreSQL's 63 bytes: a long
+ * table name is cut on a UTF-8 boundary (cut inside a character the name
+ * was refused) and ends in a hash of the whole name (two tables sharing a
+ * long prefix got one index name, the second table none). */
+static void upsert_one_row(const char *table) {
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"conninfo\": \"$C\", \"schema\": \"$S\", \"table\": \"%s\", "
+             "\"mode\": \"upsert\"}",
+             table);
+    static int n;
+    static char as[8][96]; /* outlives the instances: one connector each */
+    ck_assert_int_lt(n, 8);
+    snprintf(as[n], sizeof as[n], "%s_%d", connector, n);
+    conf c;
+    conf_init(&c, json, 0, 2);
+    c.config.connector = as[n];
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}, {1, 1, "b", NULL, NULL}};
+    batch_make(&b, 0, 2, m.epoch, r, 2);
+    b.b.connector = as[n++];
+    commit_ok(sink, &b);
+    api->close(sink);
+    conf_done(&c);
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM $S.\"%s\" WHERE body = 'b' AND (SELECT "
+             "count(*) FROM pg_index WHERE indrelid = '$S.\"%s\"'::regclass "
+             "AND indisunique) = 1",
+             table, table);
+    ck_assert_int_eq(sql_int(q), 1);
+    /* and the shape check at a second open finds it */
+    conf_init(&c, json, 0, 2);
+    sink = open_ok(&c);
+    api->close(sink);
+    conf_done(&c);
+}
+
+START_TEST(upsert_index_names_fit) {
+    char utf8[128] = "x", a[128], b2[128];
+    for (int i = 0; i < 30; i++)
+        strcat(utf8, "\xc3\xa9"); /* é: 61 bytes, byte 50 mid-character */
+    memset(a, 'a', 55);
+    memcpy(b2, a, 55);
+    strcpy(a + 55, "_one");
+    strcpy(b2 + 55, "_two");
+    upsert_one_row(a);
+    upsert_one_row(b2);
+    upsert_one_row(utf8);
+    /* a table with a fitting unique index of another name (an older rule,
+     * or the user's) gets no second one */
+    char text[1024];
+    snprintf(text, sizeof text,
+             "CREATE TABLE \"%s\".\"%s_old\" (id bigint NOT NULL, body "
+             "text, _tm_topic text NOT NULL, _tm_partition int NOT NULL, "
+             "_tm_offset bigint NOT NULL, _tm_identity text); CREATE UNIQUE "
+             "INDEX legacy_key ON \"%s\".\"%s_old\" (id)",
+             schema, a, schema, a);
+    PQclear(sql(text));
+    snprintf(text, sizeof text, "%s_old", a);
+    upsert_one_row(text);
+    ck_assert_int_eq(sql_int("SELECT count(DISTINCT indexrelid) FROM pg_index "
+                             "i JOIN pg_class c ON c.oid = i.indexrelid WHERE "
+                             "c.relnamespace = '$S'::regnamespace AND "
+                             "i.indisunique AND octet_length(c.relname::text) "
+                             "<= 63 AND c.relname::text LIKE '%_tm_key%'"),
+                     3);
 }
 END_TEST
 
@@ -950,6 +1027,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, second_connector_on_a_table_is_refused);
+    tcase_add_test(tc, upsert_index_names_fit);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
     tcase_add_loop_test(tc, sqlstate_classes, 0,
