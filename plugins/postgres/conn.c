@@ -91,16 +91,47 @@ static void trimmed(char *out, size_t size, const char *msg) {
         out[--n] = '\0';
 }
 
+/* TCP keepalives and tcp_user_timeout: without them a network partition
+ * leaves a connector blocked on a dead socket for the kernel's
+ * retransmissions (about 15 minutes) or for ever when idle. The user's
+ * conninfo wins where it sets one. Ignored on a Unix socket. */
+static const char *const NET_KEYS[] = {"keepalives", "keepalives_idle",
+                                       "keepalives_interval",
+                                       "keepalives_count", "tcp_user_timeout"};
+static const char *const NET_VALS[] = {"1", "10", "5", "3", "30000"};
+#define NNET (sizeof NET_KEYS / sizeof NET_KEYS[0])
+
+/* Whether the user's conninfo sets KEY (it parsed at open already). */
+static int user_sets(const PQconninfoOption *opts, const char *key) {
+    for (const PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (strcmp(o->keyword, key) == 0)
+            return o->val != NULL && *o->val != '\0';
+    return 0;
+}
+
 tm_status pg_connect(pg_sink *s, tm_error *err) {
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%lld",
              (long long)s->set.connect_timeout_s);
     /* dbname first and expanded (keywords or URI); what follows
      * overrides it: application_name is the connector's name. */
-    const char *const keys[] = {"dbname", "application_name", "connect_timeout",
-                                "client_encoding", NULL};
-    const char *const vals[] = {s->set.conninfo, s->config->connector, timeout,
-                                "UTF8", NULL};
+    const char *keys[5 + NNET] = {"dbname", "application_name",
+                                  "connect_timeout", "client_encoding"};
+    const char *vals[5 + NNET] = {s->set.conninfo, s->config->connector,
+                                  timeout, "UTF8"};
+    size_t k = 4;
+    PQconninfoOption *opts = PQconninfoParse(s->set.conninfo, NULL);
+    if (!opts) {
+        s->host->set_error(err, "setting \"conninfo\": out of memory");
+        return TM_RETRY;
+    }
+    for (size_t i = 0; i < NNET; i++)
+        if (!user_sets(opts, NET_KEYS[i])) {
+            keys[k] = NET_KEYS[i];
+            vals[k++] = NET_VALS[i];
+        }
+    PQconninfoFree(opts);
+    keys[k] = vals[k] = NULL;
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         char msg[400];

@@ -7,10 +7,15 @@
  * wrote is read back with libpq directly. */
 #include <check.h>
 #include <libpq-fe.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -927,45 +932,186 @@ START_TEST(lost_connection_inside_commit_is_retry) {
 }
 END_TEST
 
+/* Interrupts the sink once its backend is seen waiting on a lock
+ * (pg_stat_activity), so the interrupt lands in the wait, not before it.
+ * Check's asserts stay in the test's thread: this one only records. */
 typedef struct poke {
     void *sink;
-    int ms;
+    atomic_int saw_wait;   /* the sink's backend was waiting on a lock */
+    atomic_llong poked_ms; /* when interrupt() was called */
 } poke;
 
 static void *interrupter(void *arg) {
     poke *p = arg;
-    struct timespec ts = {p->ms / 1000, (long)(p->ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    PGconn *c = PQconnectdb(pgt_conninfo());
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+             "'%s' AND wait_event_type = 'Lock'",
+             connector);
+    int64_t until = pgt_mono_ms() + 20000;
+    while (PQstatus(c) == CONNECTION_OK && pgt_mono_ms() < until) {
+        PGresult *r = PQexec(c, q);
+        int waiting = PQresultStatus(r) == PGRES_TUPLES_OK &&
+                      atoi(PQgetvalue(r, 0, 0)) > 0;
+        PQclear(r);
+        if (waiting) {
+            atomic_store(&p->saw_wait, 1);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    PQfinish(c);
+    atomic_store(&p->poked_ms, (long long)pgt_mono_ms());
     api->interrupt(p->sink);
     return NULL;
 }
 
-START_TEST(interrupt_cancels_a_lock_wait) {
-    conf c;
-    conf_init(&c, BASIC "}", 0, 2);
-    void *sink = open_ok(&c);
-    tm_marker m = claim1(sink);
-    api->interrupt(sink); /* idle: harmless */
+/* Another session holds the partition's marker row FOR UPDATE; CALL (a
+ * commit or a claim) blocks on it until interrupt() from another thread:
+ * TM_RETRY promptly (statement_timeout_ms is a minute: only the interrupt
+ * can end the wait this soon), naming the interrupt, not TM_FATAL. */
+static void interrupted_while_blocked(void *sink,
+                                      tm_status (*call)(void *, void *),
+                                      void *arg) {
     char q[256];
     snprintf(q, sizeof q,
              "BEGIN; SELECT * FROM \"%s\".tidemark_markers FOR UPDATE", schema);
     PQclear(sql(q));
+    poke p = {.sink = sink};
+    atomic_init(&p.saw_wait, 0);
+    atomic_init(&p.poked_ms, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
+    tm_status rc = call(sink, arg);
+    int64_t returned = pgt_mono_ms();
+    pthread_join(th, NULL);
+    ck_assert_msg(atomic_load(&p.saw_wait),
+                  "inconclusive: the sink was never seen waiting on the "
+                  "marker lock (%s)",
+                  tm_status_name(rc));
+    ck_assert_msg(rc == TM_RETRY, "%s, want RETRY", tm_status_name(rc));
+    int64_t after = returned - (int64_t)atomic_load(&p.poked_ms);
+    ck_assert_msg(after < 3000, "returned %lld ms after interrupt()",
+                  (long long)after);
+    PQclear(sql("ROLLBACK"));
+}
+
+/* The sink's own TCP connection to the server, found among the process's
+ * descriptors (the plugin runs in this process): a TCP socket to the
+ * server's port that is not the test's own connection. -1 if none. */
+static int sink_socket(void) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int server_port = 0, found = -1, n = 0;
+    len = sizeof ss;
+    ck_assert_int_eq(getpeername(PQsocket(admin), (struct sockaddr *)&ss, &len),
+                     0);
+    ck_assert_int_eq(ss.ss_family, AF_INET); /* the conninfo's host is TCP */
+    server_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    for (int fd = 0; fd < 1024; fd++) {
+        len = sizeof ss;
+        if (fd == PQsocket(admin) ||
+            getpeername(fd, (struct sockaddr *)&ss, &len) != 0 ||
+            ss.ss_family != AF_INET ||
+            ntohs(((struct sockaddr_in *)&ss)->sin_port) != server_port)
+            continue;
+        found = fd;
+        n++;
+    }
+    ck_assert_msg(n == 1,
+                  "inconclusive: %d sockets to the server besides "
+                  "the test's own",
+                  n);
+    return found;
+}
+
+static int sockopt(int fd, int level, int name) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    ck_assert_int_eq(getsockopt(fd, level, name, &v, &len), 0);
+    return v;
+}
+
+/* A network partition must not block a connector for the kernel's ~15
+ * minutes of retransmissions: keepalives and tcp_user_timeout are set on
+ * the sink's socket, unless the user's conninfo sets them. */
+START_TEST(tcp_keepalives_and_user_timeout) {
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    int fd = sink_socket();
+    ck_assert_int_eq(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 10);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), 5);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 30000);
+    api->close(sink);
+    conf_done(&c);
+    /* the user's own values win */
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"conninfo\": \"%s keepalives_idle=77 tcp_user_timeout=4321\", "
+             "\"schema\": \"$S\", \"table\": \"t\"}",
+             pgt_conninfo());
+    conf_init(&c, json, 0, 2);
+    sink = open_ok(&c);
+    fd = sink_socket();
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 77);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), 5);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 4321);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static tm_error call_err;
+
+static tm_status commit_call(void *sink, void *arg) {
+    return commit(sink, arg, &call_err);
+}
+
+static tm_status claim_call(void *sink, void *arg) {
+    tm_marker *m = arg;
+    call_err = (tm_error){sizeof call_err, ""};
+    return api->claim(sink, m, 1, 0, &call_err);
+}
+
+START_TEST(interrupt_cancels_a_lock_wait) {
+    conf c;
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 60000}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    api->interrupt(sink); /* idle: harmless */
     batch b;
     rec r[] = {{0, 1, "a", NULL, NULL}};
     batch_make(&b, 0, 1, m.epoch, r, 1);
-    poke p = {sink, 300};
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
-    int64_t t0 = pgt_mono_ms();
-    tm_error err;
-    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
-    int64_t waited = pgt_mono_ms() - t0;
-    pthread_join(th, NULL);
-    ck_assert_msg(waited >= 250 && waited < 5000, "waited %lld ms",
-                  (long long)waited);
-    PQclear(sql("ROLLBACK"));
+    interrupted_while_blocked(sink, commit_call, &b);
+    ck_assert_msg(strstr(call_err.message, "interrupted"), "%s",
+                  call_err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
     commit_ok(sink, &b);
     ck_assert(rows_exactly(1));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(interrupt_cancels_a_blocked_claim) {
+    conf c;
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 60000}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker first = claim1(sink);
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    interrupted_while_blocked(sink, claim_call, &m);
+    ck_assert_msg(strstr(call_err.message, "interrupted"), "%s",
+                  call_err.message);
+    /* nothing changed: the epoch is the first claim's */
+    ck_assert_int_eq(sql_int("SELECT epoch FROM $S.tidemark_markers"),
+                     first.epoch);
+    tm_marker again = claim1(sink);
+    ck_assert_int_eq(again.epoch, first.epoch + 1);
     api->close(sink);
     conf_done(&c);
 }
@@ -1039,6 +1185,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, lost_connection_between_calls_is_retry);
     tcase_add_loop_test(tc, lost_connection_inside_commit_is_retry, 0, 2);
     tcase_add_test(tc, interrupt_cancels_a_lock_wait);
+    tcase_add_test(tc, interrupt_cancels_a_blocked_claim);
+    tcase_add_test(tc, tcp_keepalives_and_user_timeout);
     tcase_add_test(tc, statement_timeout_is_retry);
     tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
     suite_add_tcase(s, tc);
