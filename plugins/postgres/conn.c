@@ -191,9 +191,30 @@ tm_status pg_ready(pg_sink *s, tm_error *err) {
     return r == TM_OK ? TM_OK : r == TM_FATAL ? TM_FATAL : TM_RETRY;
 }
 
+/* The interrupt flag is cleared when a call returns, not when it starts
+ * its statements: an interrupt() that came once the host had entered the
+ * call (e.g. from its fault hook, or while the call reconnected) would
+ * otherwise be lost, and the call would wait for a lock until
+ * statement_timeout_ms. One with no call in progress is ignored. */
+void pg_call_enter(pg_sink *s) {
+    atomic_store(&s->in_call, 1);
+}
+
 void pg_call_begin(pg_sink *s, int64_t deadline_ms) {
-    atomic_store(&s->interrupted, 0);
     s->deadline_ms = deadline_ms > 0 ? deadline_ms : 0;
+}
+
+void pg_call_end(pg_sink *s) {
+    s->deadline_ms = 0;
+    atomic_store(&s->in_call, 0);
+    atomic_store(&s->interrupted, 0);
+}
+
+tm_status pg_if_interrupted(pg_sink *s, const char *step, tm_error *err) {
+    if (!atomic_load(&s->interrupted))
+        return TM_OK;
+    s->host->set_error(err, "%s: given up (interrupted)", step);
+    return TM_RETRY;
 }
 
 int pg_should_stop(pg_sink *s) {
@@ -271,6 +292,10 @@ PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
         *r = TM_RETRY;
         return NULL;
     }
+    /* Not sent once interrupted: PQcancel reaches only a statement the
+     * server is running, not one sent after it. */
+    if ((*r = pg_if_interrupted(s, step, err)) != TM_OK)
+        return NULL;
     PGresult *res =
         n == 0 && !want_tuples
             ? PQexec(s->conn, sql)

@@ -180,6 +180,9 @@ static tm_status copy_finish(pg_sink *s, const char *errmsg, tm_error *err) {
  * server skip the COPY: its error is the one reported. */
 static tm_status copy_start(pg_sink *s, const char *lead, const char *copy,
                             tm_error *err) {
+    tm_status stop = pg_if_interrupted(s, "COPY: starting", err);
+    if (stop != TM_OK)
+        return stop;
     pg_buf sql = {0};
     if (lead) {
         pg_buf_add(&sql, lead);

@@ -65,6 +65,7 @@ typedef struct pg_sink {
     PGcancel *cancel;        /* made at connect, for interrupt() */
     atomic_flag cancel_busy; /* guards cancel against interrupt() */
     atomic_int interrupted;  /* set by interrupt(), any thread */
+    atomic_int in_call;      /* a call (claim, commit, ...) is in progress */
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     /* Escaped names, made at connect (PQescapeIdentifier needs a conn). */
     char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
@@ -91,8 +92,16 @@ tm_status pg_connect(pg_sink *s, tm_error *err);
 void pg_disconnect(pg_sink *s);
 /* A connection that works, reconnecting after a loss. */
 tm_status pg_ready(pg_sink *s, tm_error *err);
+/* A call's entry (before anything it does: an interrupt() from then on
+ * counts), its deadline once connected (0: none), and its end (the
+ * interrupt is cleared). */
+void pg_call_enter(pg_sink *s);
 void pg_call_begin(pg_sink *s, int64_t deadline_ms);
+void pg_call_end(pg_sink *s);
 int pg_should_stop(pg_sink *s);
+/* TM_RETRY naming STEP when interrupt() was called, else TM_OK: checked
+ * before every statement is sent. */
+tm_status pg_if_interrupted(pg_sink *s, const char *step, tm_error *err);
 /* What a SQLSTATE means (conn.c's table): in a record's own write
  * (IN_RECORD: its row or its business key) or in any other statement. */
 typedef enum pg_err_class {

@@ -156,6 +156,7 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
                       tm_error *err) {
     pg_sink s = {.host = host, .config = config};
     atomic_init(&s.interrupted, 0);
+    atomic_init(&s.in_call, 0);
     atomic_flag_clear(&s.cancel_busy);
     tm_status r = pg_settings_load(host, config, &s.set, err);
     if (r != TM_OK)

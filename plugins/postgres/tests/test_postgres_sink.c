@@ -998,6 +998,51 @@ static void interrupted_while_blocked(void *sink,
     PQclear(sql("ROLLBACK"));
 }
 
+/* interrupt() once commit() was entered but before its first statement
+ * (the host's fault hook runs there, in the call): the call is in
+ * progress, so it gives up, rather than wait for the marker row another
+ * session holds until statement_timeout_ms. */
+static void *early_sink;
+static void interrupting_fault(const char *point) {
+    if (early_sink && strcmp(point, TM_FAULT_BEFORE_BEGIN) == 0)
+        api->interrupt(early_sink);
+}
+
+START_TEST(interrupt_at_the_start_of_a_call) {
+    static tm_host_api host;
+    host = *tm_host_services();
+    host.fault = interrupting_fault;
+    conf c;
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 5000}", 0, 2);
+    void *sink = open_with(&c, &host);
+    tm_marker m = claim1(sink);
+    char q[256];
+    snprintf(q, sizeof q,
+             "BEGIN; SELECT * FROM \"%s\".tidemark_markers FOR UPDATE", schema);
+    PQclear(sql(q));
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    early_sink = sink;
+    int64_t t0 = pgt_mono_ms();
+    tm_error err;
+    tm_status rc = commit(sink, &b, &err);
+    int64_t took = pgt_mono_ms() - t0;
+    early_sink = NULL;
+    ck_assert_msg(rc == TM_RETRY && took < 3000 &&
+                      strstr(err.message, "interrupted"),
+                  "%s after %lld ms: %s", tm_status_name(rc), (long long)took,
+                  err.message);
+    PQclear(sql("ROLLBACK"));
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+    /* the interrupt ended with that call: the next one applies */
+    commit_ok(sink, &b);
+    ck_assert(rows_exactly(1));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* The sink's own TCP connection to the server, found among the process's
  * descriptors (the plugin runs in this process): a TCP socket to the
  * server's port that is not the test's own connection. -1 if none. */
@@ -1186,6 +1231,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, lost_connection_inside_commit_is_retry, 0, 2);
     tcase_add_test(tc, interrupt_cancels_a_lock_wait);
     tcase_add_test(tc, interrupt_cancels_a_blocked_claim);
+    tcase_add_test(tc, interrupt_at_the_start_of_a_call);
     tcase_add_test(tc, tcp_keepalives_and_user_timeout);
     tcase_add_test(tc, statement_timeout_is_retry);
     tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
