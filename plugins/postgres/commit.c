@@ -82,13 +82,14 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
     return r;
 }
 
+/* REASON: a tm_dl_reason's name, or the sink's own (PG_DL_NULL_KEY). */
 static tm_status record_dead_letter(pg_run *x, const tm_record *r,
-                                    const tm_range *g, tm_dl_reason reason,
+                                    const tm_range *g, const char *reason,
                                     const char *detail, tm_error *err) {
     x->dls[r->range]++;
-    return insert_dead_letter(
-        x, g, r->offset, r->timestamp_ms, tm_dl_reason_name(reason), detail,
-        r->key, r->key_len, r->value, r->value_len, r->headers_json, err);
+    return insert_dead_letter(x, g, r->offset, r->timestamp_ms, reason, detail,
+                              r->key, r->key_len, r->value, r->value_len,
+                              r->headers_json, err);
 }
 
 /* 0 new (write the row), 1 duplicate, 2 conflict (detail filled); -1 on
@@ -290,8 +291,9 @@ static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
         x->rows[rec->range]--;
         if (dedup && rec->identity && (r = forget_key(x, rec, err)) != TM_OK)
             return r;
-        if ((r = record_dead_letter(x, rec, g, TM_DL_REJECTED, detail, err)) !=
-            TM_OK)
+        if ((r = record_dead_letter(x, rec, g,
+                                    tm_dl_reason_name(TM_DL_REJECTED), detail,
+                                    err)) != TM_OK)
             return r;
     }
     err->message[0] = '\0';
@@ -340,16 +342,14 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
                      "key column \"%.200s\" is null or missing: mode upsert "
                      "has no key to write the row by",
                      nulled);
-            x->dls[rec->range]++;
-            if ((r = insert_dead_letter(
-                     x, g, rec->offset, rec->timestamp_ms, PG_DL_NULL_KEY,
-                     detail, rec->key, rec->key_len, rec->value, rec->value_len,
-                     rec->headers_json, err)) != TM_OK)
+            if ((r = record_dead_letter(x, rec, g, PG_DL_NULL_KEY, detail,
+                                        err)) != TM_OK)
                 return r;
             continue;
         }
         if (x->refused && x->refused[j]) {
-            if ((r = record_dead_letter(x, rec, g, TM_DL_REJECTED,
+            if ((r = record_dead_letter(x, rec, g,
+                                        tm_dl_reason_name(TM_DL_REJECTED),
                                         x->refused[j], err)) != TM_OK)
                 return r;
             continue;
@@ -364,8 +364,9 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
         if (outcome == 1) {
             x->dups[rec->range]++;
         } else if (outcome == 2) {
-            if ((r = record_dead_letter(x, rec, g, TM_DL_IDENTITY_CONFLICT,
-                                        detail, err)) != TM_OK)
+            if ((r = record_dead_letter(
+                     x, rec, g, tm_dl_reason_name(TM_DL_IDENTITY_CONFLICT),
+                     detail, err)) != TM_OK)
                 return r;
         } else {
             x->write[j] = 1;
