@@ -23,16 +23,23 @@ typedef struct pg_run {
     unsigned char *write;        /* per record: 1 when it becomes a row */
     size_t nwrite;
     long only; /* >= 0: write only this record */
+    /* Per record (made at the first): why the database refused its business
+     * key for its content; such a record is a dead letter "rejected" when
+     * the transaction is run again. redo: run it again. */
+    char **refused;
+    int redo;
 } pg_run;
 
 /* ---- keys and dead letters ---------------------------------------------- */
 
-static int64_t applied_at(const tm_record *r) {
-    if (r->timestamp_ms >= 0)
-        return r->timestamp_ms;
+static int64_t wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t applied_at(const tm_record *r) {
+    return r->timestamp_ms >= 0 ? r->timestamp_ms : wall_ms();
 }
 
 static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
@@ -75,13 +82,14 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
     return r;
 }
 
+/* REASON: a tm_dl_reason's name, or the sink's own (PG_DL_NULL_KEY). */
 static tm_status record_dead_letter(pg_run *x, const tm_record *r,
-                                    const tm_range *g, tm_dl_reason reason,
+                                    const tm_range *g, const char *reason,
                                     const char *detail, tm_error *err) {
     x->dls[r->range]++;
-    return insert_dead_letter(
-        x, g, r->offset, r->timestamp_ms, tm_dl_reason_name(reason), detail,
-        r->key, r->key_len, r->value, r->value_len, r->headers_json, err);
+    return insert_dead_letter(x, g, r->offset, r->timestamp_ms, reason, detail,
+                              r->key, r->key_len, r->value, r->value_len,
+                              r->headers_json, err);
 }
 
 /* 0 new (write the row), 1 duplicate, 2 conflict (detail filled); -1 on
@@ -156,6 +164,10 @@ static int key_outcome(pg_run *x, const tm_record *r, const tm_range *g,
     return same ? 1 : 2;
 }
 
+/* Forgets the keys applied before min(newest record timestamp of the
+ * batch, wall clock now) - retention. The wall clock caps the horizon: one
+ * record stamped years ahead would otherwise forget every key, and the
+ * resends of those keys would be stored twice. */
 static tm_status prune_keys(pg_run *x, tm_error *err) {
     int64_t newest = INT64_MIN;
     for (size_t j = 0; j < x->b->nrecords; j++) {
@@ -165,6 +177,9 @@ static tm_status prune_keys(pg_run *x, tm_error *err) {
     }
     if (newest == INT64_MIN)
         return TM_OK;
+    int64_t now = wall_ms();
+    if (newest > now)
+        newest = now;
     char h[32];
     snprintf(h, sizeof h, "%lld",
              (long long)(newest - x->s->set.retention_s * 1000));
@@ -189,12 +204,34 @@ static tm_status write_rows(pg_run *x, const char *lead, tm_error *err) {
                                        : pg_copy_rows(x->s, &rows, lead, err);
 }
 
-/* A data exception (22xxx: bad encoding, NUL byte, out of range) or an
- * integrity constraint (23xxx: NOT NULL, CHECK, a unique index of the
- * user's) refuses a row, not the batch. */
+/* The database refused the record's content (pg_state_class: a data
+ * exception, a constraint, an index row too large): a row, not the batch. */
 static int rejectable(const pg_sink *s) {
-    return strncmp(s->last_state, "22", 2) == 0 ||
-           strncmp(s->last_state, "23", 2) == 0;
+    return pg_state_class(s->last_state, 1) == PG_ERR_ROW;
+}
+
+/* The business key of record J was refused for its content (e.g. an
+ * identity too long for the key index, or not valid UTF-8): the
+ * transaction is aborted, so the record is noted and the whole transaction
+ * is run again with it as a dead letter (each run notes one more record,
+ * so this ends). TM_RETRY with x->redo set; any other failure as is. */
+static tm_status refuse_key(pg_run *x, size_t j, tm_status r, tm_error *err) {
+    pg_sink *s = x->s;
+    if (!s->conn || !rejectable(s))
+        return r;
+    if (!x->refused &&
+        !(x->refused = calloc(x->b->nrecords, sizeof *x->refused))) {
+        s->host->set_error(err, "out of memory (batch %s)", x->b->batch_id);
+        return TM_RETRY;
+    }
+    size_t n = strlen(err->message) + 1;
+    if (!(x->refused[j] = malloc(n))) {
+        s->host->set_error(err, "out of memory (batch %s)", x->b->batch_id);
+        return TM_RETRY;
+    }
+    memcpy(x->refused[j], err->message, n);
+    x->redo = 1;
+    return TM_RETRY;
 }
 
 static tm_status forget_key(pg_run *x, const tm_record *r, tm_error *err) {
@@ -254,16 +291,34 @@ static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
         x->rows[rec->range]--;
         if (dedup && rec->identity && (r = forget_key(x, rec, err)) != TM_OK)
             return r;
-        if ((r = record_dead_letter(x, rec, g, TM_DL_REJECTED, detail, err)) !=
-            TM_OK)
+        if ((r = record_dead_letter(x, rec, g,
+                                    tm_dl_reason_name(TM_DL_REJECTED), detail,
+                                    err)) != TM_OK)
             return r;
     }
     err->message[0] = '\0';
     return TM_OK;
 }
 
-/* Every record: with dedup a duplicate, a conflict or a row; then the
- * rows in one COPY; then the host's dead letters. */
+/* Upsert: the name of the first key column RECORD has null (or missing,
+ * which the host makes null), or NULL when every key is set. Such a record
+ * has no key to upsert by: DISTINCT ON would merge the null-keyed records
+ * of a batch into one row and the unique index would let each of them
+ * in, so the row count would hang on the batch size. */
+static const char *null_key_column(const pg_sink *s, const tm_record *r) {
+    if (s->set.mode != PG_UPSERT)
+        return NULL;
+    for (size_t k = 0; k < s->config->ncolumns; k++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, k);
+        if (col->key && TM_CELEM(tm_value, r->values, k)->is_null)
+            return col->name;
+    }
+    return NULL;
+}
+
+/* Every record: without an upsert key a dead letter null_key; with dedup
+ * a duplicate, a conflict or a row; then the rows in one COPY; then the
+ * host's dead letters. */
 static tm_status write_effects(pg_run *x, tm_error *err) {
     const tm_batch *b = x->b;
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
@@ -281,17 +336,37 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
                                       : "past the batch deadline");
             return TM_RETRY;
         }
+        const char *nulled = null_key_column(x->s, rec);
+        if (nulled) {
+            snprintf(detail, sizeof detail,
+                     "key column \"%.200s\" is null or missing: mode upsert "
+                     "has no key to write the row by",
+                     nulled);
+            if ((r = record_dead_letter(x, rec, g, PG_DL_NULL_KEY, detail,
+                                        err)) != TM_OK)
+                return r;
+            continue;
+        }
+        if (x->refused && x->refused[j]) {
+            if ((r = record_dead_letter(x, rec, g,
+                                        tm_dl_reason_name(TM_DL_REJECTED),
+                                        x->refused[j], err)) != TM_OK)
+                return r;
+            continue;
+        }
         int outcome = 0;
         if (dedup && rec->identity) {
+            x->s->last_state[0] = '\0';
             outcome = key_outcome(x, rec, g, detail, sizeof detail, &r, err);
             if (outcome < 0)
-                return r;
+                return refuse_key(x, j, r, err);
         }
         if (outcome == 1) {
             x->dups[rec->range]++;
         } else if (outcome == 2) {
-            if ((r = record_dead_letter(x, rec, g, TM_DL_IDENTITY_CONFLICT,
-                                        detail, err)) != TM_OK)
+            if ((r = record_dead_letter(
+                     x, rec, g, tm_dl_reason_name(TM_DL_IDENTITY_CONFLICT),
+                     detail, err)) != TM_OK)
                 return r;
         } else {
             x->write[j] = 1;
@@ -472,6 +547,15 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     x.dls = x.rows + n;
     x.dups = x.rows + 2 * n;
     r = lock_check_write(&x, err);
+    while (r != TM_OK && x.redo) {
+        /* a record's key refused: again, that record a dead letter */
+        pg_rollback(s);
+        x.redo = 0;
+        x.nwrite = 0;
+        memset(x.rows, 0, 3 * n * sizeof *x.rows);
+        memset(x.write, 0, b->nrecords ? b->nrecords : 1);
+        r = s->conn ? lock_check_write(&x, err) : TM_RETRY;
+    }
     if (r != TM_OK) {
         pg_rollback(s);
     } else if ((r = update_and_commit(&x, err)) != TM_OK) {
@@ -487,6 +571,9 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     free(x.present);
     free(x.rows);
     free(x.write);
+    for (size_t j = 0; x.refused && j < b->nrecords; j++)
+        free(x.refused[j]);
+    free(x.refused);
     if (r == TM_OK)
         s->host->fault(TM_FAULT_AFTER_COMMIT);
     return r;

@@ -91,16 +91,47 @@ static void trimmed(char *out, size_t size, const char *msg) {
         out[--n] = '\0';
 }
 
+/* TCP keepalives and tcp_user_timeout: without them a network partition
+ * leaves a connector blocked on a dead socket for the kernel's
+ * retransmissions (about 15 minutes) or for ever when idle. The user's
+ * conninfo wins where it sets one. Ignored on a Unix socket. */
+static const char *const NET_KEYS[] = {"keepalives", "keepalives_idle",
+                                       "keepalives_interval",
+                                       "keepalives_count", "tcp_user_timeout"};
+static const char *const NET_VALS[] = {"1", "10", "5", "3", "30000"};
+#define NNET (sizeof NET_KEYS / sizeof NET_KEYS[0])
+
+/* Whether the user's conninfo sets KEY (it parsed at open already). */
+static int user_sets(const PQconninfoOption *opts, const char *key) {
+    for (const PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (strcmp(o->keyword, key) == 0)
+            return o->val != NULL && *o->val != '\0';
+    return 0;
+}
+
 tm_status pg_connect(pg_sink *s, tm_error *err) {
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%lld",
              (long long)s->set.connect_timeout_s);
     /* dbname first and expanded (keywords or URI); what follows
      * overrides it: application_name is the connector's name. */
-    const char *const keys[] = {"dbname", "application_name", "connect_timeout",
-                                "client_encoding", NULL};
-    const char *const vals[] = {s->set.conninfo, s->config->connector, timeout,
-                                "UTF8", NULL};
+    const char *keys[5 + NNET] = {"dbname", "application_name",
+                                  "connect_timeout", "client_encoding"};
+    const char *vals[5 + NNET] = {s->set.conninfo, s->config->connector,
+                                  timeout, "UTF8"};
+    size_t k = 4;
+    PQconninfoOption *opts = PQconninfoParse(s->set.conninfo, NULL);
+    if (!opts) {
+        s->host->set_error(err, "setting \"conninfo\": out of memory");
+        return TM_RETRY;
+    }
+    for (size_t i = 0; i < NNET; i++)
+        if (!user_sets(opts, NET_KEYS[i])) {
+            keys[k] = NET_KEYS[i];
+            vals[k++] = NET_VALS[i];
+        }
+    PQconninfoFree(opts);
+    keys[k] = vals[k] = NULL;
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         char msg[400];
@@ -133,7 +164,9 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
         s->q_markers = qualified(s, PG_MARKERS);
         s->q_dls = qualified(s, PG_DEAD_LETTERS);
         s->q_keys = qualified(s, PG_KEYS);
-        if (b.oom || !s->q_table || !s->q_markers || !s->q_dls || !s->q_keys) {
+        s->q_owners = qualified(s, PG_OWNERS);
+        if (b.oom || !s->q_table || !s->q_markers || !s->q_dls || !s->q_keys ||
+            !s->q_owners) {
             s->host->set_error(err, "out of memory (escaping identifiers)");
             pg_disconnect(s);
             return TM_FATAL;
@@ -158,9 +191,30 @@ tm_status pg_ready(pg_sink *s, tm_error *err) {
     return r == TM_OK ? TM_OK : r == TM_FATAL ? TM_FATAL : TM_RETRY;
 }
 
+/* The interrupt flag is cleared when a call returns, not when it starts
+ * its statements: an interrupt() that came once the host had entered the
+ * call (e.g. from its fault hook, or while the call reconnected) would
+ * otherwise be lost, and the call would wait for a lock until
+ * statement_timeout_ms. One with no call in progress is ignored. */
+void pg_call_enter(pg_sink *s) {
+    atomic_store(&s->in_call, 1);
+}
+
 void pg_call_begin(pg_sink *s, int64_t deadline_ms) {
-    atomic_store(&s->interrupted, 0);
     s->deadline_ms = deadline_ms > 0 ? deadline_ms : 0;
+}
+
+void pg_call_end(pg_sink *s) {
+    s->deadline_ms = 0;
+    atomic_store(&s->in_call, 0);
+    atomic_store(&s->interrupted, 0);
+}
+
+tm_status pg_if_interrupted(pg_sink *s, const char *step, tm_error *err) {
+    if (!atomic_load(&s->interrupted))
+        return TM_OK;
+    s->host->set_error(err, "%s: given up (interrupted)", step);
+    return TM_RETRY;
 }
 
 int pg_should_stop(pg_sink *s) {
@@ -168,22 +222,38 @@ int pg_should_stop(pg_sink *s) {
            (s->deadline_ms > 0 && pg_now_ms() > s->deadline_ms);
 }
 
-/* Transient server conditions: the same call again may well work. */
-static int retryable(const char *state) {
-    static const char *const STATES[] = {
-        "40P01", /* deadlock_detected */
-        "40001", /* serialization_failure */
-        "55P03", /* lock_not_available */
-        "57014", /* query_canceled: interrupt() or statement_timeout */
-        "23505", /* unique_violation: a concurrent writer's key */
-        "57P01", "57P02", "57P03", /* admin shutdown, crash, cannot connect */
-        "08000", "08003", "08006", "08001", "08004", /* connection */
-        "53300",                                     /* too_many_connections */
-    };
-    for (size_t i = 0; state && i < sizeof STATES / sizeof STATES[0]; i++)
-        if (strcmp(state, STATES[i]) == 0)
-            return 1;
-    return 0;
+/* What each SQLSTATE means for the host, in one table (docs/sinks/postgres.md,
+ * "Error classes"). First match wins, so a code comes before its class.
+ * ROW: the database refuses the record's content; in a record's own write
+ * (its row, its business key) the record becomes a dead letter and the
+ * batch goes on, because the same record would fail again after every
+ * restart. In any other statement the same code is OTHER. */
+static const struct {
+    const char *prefix;
+    pg_err_class row, other;
+} CLASSES[] = {
+    /* a unique index of the table's refuses the row; elsewhere a
+     * concurrent writer's key (e.g. a catalog row of CREATE ... IF NOT
+     * EXISTS) */
+    {"23505", PG_ERR_ROW, PG_ERR_RETRY},
+    {"22", PG_ERR_ROW, PG_ERR_FATAL},      /* data exception: NUL, encoding */
+    {"23", PG_ERR_ROW, PG_ERR_FATAL},      /* NOT NULL, CHECK, foreign key */
+    {"54000", PG_ERR_ROW, PG_ERR_FATAL},   /* index row too large */
+    {"08", PG_ERR_RETRY, PG_ERR_RETRY},    /* connection */
+    {"53", PG_ERR_RETRY, PG_ERR_RETRY},    /* disk full, memory, connections */
+    {"57P0", PG_ERR_RETRY, PG_ERR_RETRY},  /* shutdown, crash, starting */
+    {"57014", PG_ERR_RETRY, PG_ERR_RETRY}, /* cancelled: interrupt, timeout */
+    {"40001", PG_ERR_RETRY, PG_ERR_RETRY}, /* serialization failure */
+    {"40P01", PG_ERR_RETRY, PG_ERR_RETRY}, /* deadlock */
+    {"55P03", PG_ERR_RETRY, PG_ERR_RETRY}, /* lock not available */
+    {"42", PG_ERR_FATAL, PG_ERR_FATAL},    /* schema or privilege mismatch */
+};
+
+pg_err_class pg_state_class(const char *state, int in_record) {
+    for (size_t i = 0; state && i < sizeof CLASSES / sizeof CLASSES[0]; i++)
+        if (strncmp(state, CLASSES[i].prefix, strlen(CLASSES[i].prefix)) == 0)
+            return in_record ? CLASSES[i].row : CLASSES[i].other;
+    return PG_ERR_FATAL;
 }
 
 tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
@@ -204,7 +274,7 @@ tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
                            s->q_table ? s->q_table : s->set.table, msg,
                            state ? " (SQLSTATE " : "", state ? state : "",
                            state ? ")" : "");
-    int again = retryable(state); /* state lives in res */
+    int again = pg_state_class(state, 0) == PG_ERR_RETRY; /* state in res */
     snprintf(s->last_state, sizeof s->last_state, "%s", state ? state : "");
     PQclear(res);
     if (lost) {
@@ -222,6 +292,10 @@ PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
         *r = TM_RETRY;
         return NULL;
     }
+    /* Not sent once interrupted: PQcancel reaches only a statement the
+     * server is running, not one sent after it. */
+    if ((*r = pg_if_interrupted(s, step, err)) != TM_OK)
+        return NULL;
     PGresult *res =
         n == 0 && !want_tuples
             ? PQexec(s->conn, sql)

@@ -70,6 +70,18 @@ static void copy_timestamp(pg_buf *b, int64_t us) {
     pg_buf_add(b, out);
 }
 
+/* JSON text; a string with a NUL byte as {"base64": ...} (jsonb_text.c). */
+static void copy_json(pg_buf *b, const char *p, size_t n) {
+    pg_buf fixed = {0};
+    if (pg_jsonb_text(p, n, &fixed))
+        copy_text(b, fixed.p ? fixed.p : "", fixed.len);
+    else
+        copy_text(b, p, n);
+    if (fixed.oom)
+        b->oom = 1;
+    pg_buf_free(&fixed);
+}
+
 static void copy_value(pg_buf *b, const tm_column *col, const tm_value *v) {
     char num[64];
     if (v->is_null) {
@@ -94,8 +106,10 @@ static void copy_value(pg_buf *b, const tm_column *col, const tm_value *v) {
         break;
     case TM_TYPE_TIMESTAMP: copy_timestamp(b, v->v.i); break;
     case TM_TYPE_TEXT:
-    case TM_TYPE_JSON:
         copy_text(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
+        break;
+    case TM_TYPE_JSON:
+        copy_json(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
         break;
     case TM_TYPE_BYTES:
         copy_bytes(b, (const unsigned char *)(v->v.s.ptr ? v->v.s.ptr : ""),
@@ -166,6 +180,9 @@ static tm_status copy_finish(pg_sink *s, const char *errmsg, tm_error *err) {
  * server skip the COPY: its error is the one reported. */
 static tm_status copy_start(pg_sink *s, const char *lead, const char *copy,
                             tm_error *err) {
+    tm_status stop = pg_if_interrupted(s, "COPY: starting", err);
+    if (stop != TM_OK)
+        return stop;
     pg_buf sql = {0};
     if (lead) {
         pg_buf_add(&sql, lead);

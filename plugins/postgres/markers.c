@@ -194,6 +194,8 @@ tm_status pg_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
     pg_call_begin(s, 0);
     pg_buf b = {0};
     r = pg_exec(s, "BEGIN", "claim: BEGIN", err);
+    if (r == TM_OK)
+        r = pg_owner_register(s, err);
     for (size_t i = 0; r == TM_OK && i < n; i++)
         r = claim_one(s, &b, TM_ELEM(tm_marker, markers, i), flags, err);
     pg_buf_free(&b);

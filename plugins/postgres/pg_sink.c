@@ -15,7 +15,9 @@ static void free_names(pg_sink *s) {
     free(s->q_markers);
     free(s->q_dls);
     free(s->q_keys);
+    free(s->q_owners);
     s->q_schema = s->q_table = s->q_markers = s->q_dls = s->q_keys = NULL;
+    s->q_owners = NULL;
 }
 
 static tm_status pg_open(const tm_host_api *host, const tm_sink_config *config,
@@ -33,6 +35,7 @@ static tm_status pg_open(const tm_host_api *host, const tm_sink_config *config,
     s->config = config;
     s->set = set;
     atomic_init(&s->interrupted, 0);
+    atomic_init(&s->in_call, 0);
     atomic_flag_clear(&s->cancel_busy);
     if ((r = pg_connect(s, err)) == TM_OK &&
         (r = pg_schema_create(s, err)) == TM_OK) {
@@ -66,11 +69,14 @@ static void pg_close(void *sink) {
     free(s);
 }
 
-/* Any thread: the flag makes the commit loop give up; PQcancel (made for
- * this, thread-safe) stops a statement in progress, which then fails with
- * SQLSTATE 57014 and the call returns TM_RETRY. */
+/* Any thread: the flag makes the call give up (its loops, and no
+ * statement is sent after it); PQcancel (made for this, thread-safe) stops
+ * a statement in progress, which then fails with SQLSTATE 57014 and the
+ * call returns TM_RETRY. */
 static void pg_interrupt(void *sink) {
     pg_sink *s = sink;
+    if (!atomic_load(&s->in_call))
+        return; /* no call in progress: nothing to give up */
     atomic_store(&s->interrupted, 1);
     if (atomic_flag_test_and_set(&s->cancel_busy))
         return; /* a reconnect is swapping it: the flag will do */
@@ -79,6 +85,38 @@ static void pg_interrupt(void *sink) {
         (void)PQcancel(s->cancel, buf, sizeof buf);
     }
     atomic_flag_clear(&s->cancel_busy);
+}
+
+/* Every call that talks to the server ends its interrupt (pg_call_end). */
+static tm_status call_claim(void *sink, tm_marker *markers, size_t n,
+                            uint32_t flags, tm_error *err) {
+    pg_call_enter(sink);
+    tm_status r = pg_claim(sink, markers, n, flags, err);
+    pg_call_end(sink);
+    return r;
+}
+
+static tm_status call_read_markers(void *sink, tm_marker *markers, size_t n,
+                                   tm_error *err) {
+    pg_call_enter(sink);
+    tm_status r = pg_read_markers(sink, markers, n, err);
+    pg_call_end(sink);
+    return r;
+}
+
+static tm_status call_commit(void *sink, const tm_batch *batch, tm_error *err) {
+    pg_call_enter(sink);
+    tm_status r = pg_commit(sink, batch, err);
+    pg_call_end(sink);
+    return r;
+}
+
+static tm_status call_scan(void *sink, const char *topic, int32_t partition,
+                           void *emit_ctx, tm_error *err) {
+    pg_call_enter(sink);
+    tm_status r = pg_scan(sink, topic, partition, emit_ctx, err);
+    pg_call_end(sink);
+    return r;
 }
 
 static const char *pg_describe(void) {
@@ -95,6 +133,9 @@ static const char *pg_describe(void) {
            "\"default\":10},"
            "\"statement_timeout_ms\":{\"type\":\"integer\",\"minimum\":0,"
            "\"default\":30000},"
+           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
+           "\"description\":\"other connectors write the table too (each "
+           "must say so)\"},"
            "\"dedup_retention_s\":{\"type\":\"integer\",\"minimum\":1,"
            "\"description\":\"forget business keys this long after their "
            "record timestamp; absent: keep for ever\"}}}";
@@ -103,7 +144,7 @@ static const char *pg_describe(void) {
 TM_SINK_DEFINE(.name = "postgres", .version = "0.1.0",
                .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
                                TM_CAP_UPSERT,
-               .open = pg_open, .claim = pg_claim,
-               .read_markers = pg_read_markers, .commit = pg_commit,
-               .close = pg_close, .validate = pg_validate, .scan = pg_scan,
+               .open = pg_open, .claim = call_claim,
+               .read_markers = call_read_markers, .commit = call_commit,
+               .close = pg_close, .validate = pg_validate, .scan = call_scan,
                .interrupt = pg_interrupt, .describe = pg_describe)

@@ -6,7 +6,9 @@
  *   schema.c    qualified names, DDL under an advisory lock, shape check
  *   pipeline.c  several statements in one round trip (pipeline mode)
  *   markers.c   claim and read_markers, marker rows
+ *   owners.c    which connectors write the target table (claim)
  *   copy.c      rows with COPY (text format), upsert through staging
+ *   jsonb_text.c  JSON text jsonb can hold (a NUL byte in a string)
  *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
  *   validate.c  the read-only check of settings, connection and table
@@ -27,8 +29,12 @@
 #define PG_MARKERS       "tidemark_markers"
 #define PG_DEAD_LETTERS  "tidemark_dead_letters"
 #define PG_KEYS          "tidemark_keys"
+#define PG_OWNERS        "tidemark_table_owners"
 #define PG_HIDDEN_PREFIX "_tm_"
 #define PG_NHIDDEN       4
+/* Dead-letter reason of an upsert record whose key column is null or
+ * missing (no tm_dl_reason of the SDK's: scan reports it as rejected). */
+#define PG_DL_NULL_KEY "null_key"
 
 typedef enum pg_mode { PG_APPEND = 0, PG_UPSERT = 1 } pg_mode;
 
@@ -42,6 +48,7 @@ typedef struct pg_settings {
     int64_t connect_timeout_s;
     int64_t statement_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
+    int shared_table;    /* other connectors may write the table too */
 } pg_settings;
 
 typedef struct pg_buf {
@@ -58,9 +65,10 @@ typedef struct pg_sink {
     PGcancel *cancel;        /* made at connect, for interrupt() */
     atomic_flag cancel_busy; /* guards cancel against interrupt() */
     atomic_int interrupted;  /* set by interrupt(), any thread */
+    atomic_int in_call;      /* a call (claim, commit, ...) is in progress */
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     /* Escaped names, made at connect (PQescapeIdentifier needs a conn). */
-    char *q_schema, *q_table, *q_markers, *q_dls, *q_keys;
+    char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
     int prepared;       /* the marker statements are prepared on conn */
 } pg_sink;
@@ -84,12 +92,29 @@ tm_status pg_connect(pg_sink *s, tm_error *err);
 void pg_disconnect(pg_sink *s);
 /* A connection that works, reconnecting after a loss. */
 tm_status pg_ready(pg_sink *s, tm_error *err);
+/* A call's entry (before anything it does: an interrupt() from then on
+ * counts), its deadline once connected (0: none), and its end (the
+ * interrupt is cleared). */
+void pg_call_enter(pg_sink *s);
 void pg_call_begin(pg_sink *s, int64_t deadline_ms);
+void pg_call_end(pg_sink *s);
 int pg_should_stop(pg_sink *s);
+/* TM_RETRY naming STEP when interrupt() was called, else TM_OK: checked
+ * before every statement is sent. */
+tm_status pg_if_interrupted(pg_sink *s, const char *step, tm_error *err);
+/* What a SQLSTATE means (conn.c's table): in a record's own write
+ * (IN_RECORD: its row or its business key) or in any other statement. */
+typedef enum pg_err_class {
+    PG_ERR_FATAL = 0, /* schema, privileges, anything unknown */
+    PG_ERR_RETRY,     /* connection, resources, locks, cancel */
+    PG_ERR_ROW        /* the record's content: a dead letter */
+} pg_err_class;
+pg_err_class pg_state_class(const char *state, int in_record);
 /* Maps a failed result (res may be NULL) of STEP: connection gone ->
- * disconnect, TM_RETRY; 40P01/40001/55P03/57014/23505 -> TM_RETRY; else
- * TM_FATAL. The message names the step and the server's message. Clears
- * res. */
+ * disconnect, TM_RETRY; else by pg_state_class(state, 0): RETRY ->
+ * TM_RETRY, else TM_FATAL (s->last_state keeps the SQLSTATE, for the
+ * callers that write a record). The message names the step and the
+ * server's message. Clears res. */
 tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err);
 /* Runs SQL without parameters; TM_OK or pg_fail's answer. */
 tm_status pg_exec(pg_sink *s, const char *sql, const char *step, tm_error *err);
@@ -157,6 +182,12 @@ void pg_marker_params_of(pg_sink *s, const tm_marker *m, pg_marker_params *p);
 /* Fills *m from a marker SELECT's result; 0 (absent) when it has no row. */
 int pg_marker_fill(tm_marker *m, PGresult *res);
 
+/* owners.c: inside the claim's transaction, registers this connector as a
+ * writer of the target table; TM_FATAL naming the other connector and the
+ * setting when another one writes it and "shared_table" is not true in
+ * both. */
+tm_status pg_owner_register(pg_sink *s, tm_error *err);
+
 /* copy.c: the batch's records with write[j] set (only >= 0: that record
  * alone) as rows, in one COPY; LEAD (NULL: none) is SQL without values
  * sent in the same round trip just before it (SAVEPOINT ...). */
@@ -170,6 +201,12 @@ tm_status pg_copy_rows(pg_sink *s, const pg_rows *rows, const char *lead,
 /* Upsert: COPY into a staging table, then INSERT ... ON CONFLICT. */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *rows, const char *lead,
                          tm_error *err);
+
+/* jsonb_text.c: JSON text P[0..N) with every string value holding the
+ * escape \u0000 (which jsonb refuses) replaced by {"base64": "..."} of its
+ * bytes, into OUT: 1 if anything was replaced, 0 if P is fine as it is
+ * (OUT untouched). */
+int pg_jsonb_text(const char *p, size_t n, pg_buf *out);
 
 /* commit.c */
 tm_status pg_commit(void *sink, const tm_batch *batch, tm_error *err);

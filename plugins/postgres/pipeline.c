@@ -35,6 +35,9 @@ tm_status pg_pipe_begin(pg_sink *s, const char *step, tm_error *err) {
         s->host->set_error(err, "%s: no connection", step);
         return TM_RETRY;
     }
+    tm_status r = pg_if_interrupted(s, step, err);
+    if (r != TM_OK)
+        return r;
     if (PQenterPipelineMode(s->conn) != 1)
         return abandon(s, step, err);
     return TM_OK;

@@ -50,14 +50,40 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
                "NULL, applied_at bigint NOT NULL, PRIMARY KEY (connector, "
                "identity)); CREATE INDEX IF NOT EXISTS " PG_KEYS "_by_age ON ");
     pg_buf_add(b, s->q_keys);
-    pg_buf_add(b, " (connector, applied_at);");
+    pg_buf_add(b, " (connector, applied_at); CREATE TABLE IF NOT EXISTS ");
+    pg_buf_add(b, s->q_owners);
+    pg_buf_add(b, " (table_name text NOT NULL, connector text NOT NULL, "
+                  "shared boolean NOT NULL, PRIMARY KEY (table_name, "
+                  "connector));");
 }
 
-static void key_index_name(const pg_sink *s, char *out, size_t size) {
-    snprintf(out, size, "%.50s_tm_key", s->set.table);
+/* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1). */
+#define PG_NAME_MAX   63
+#define PG_KEY_SUFFIX "_tm_key"
+
+/* Upsert's unique index: "<table>_tm_key" when that fits; else the table
+ * name cut on a UTF-8 character boundary (a cut inside one is not UTF-8
+ * and the name is refused) and "_tm_key_<hash of the whole table name>",
+ * so two tables sharing a long prefix get two indexes, not one name. */
+static void key_index_name(const pg_sink *s, char out[PG_NAME_MAX + 1]) {
+    const char *t = s->set.table;
+    size_t n = strlen(t);
+    if (n + strlen(PG_KEY_SUFFIX) <= PG_NAME_MAX) {
+        snprintf(out, PG_NAME_MAX + 1, "%s" PG_KEY_SUFFIX, t);
+        return;
+    }
+    uint32_t h = 2166136261u; /* FNV-1a, 32 bits */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)t[i]) * 16777619u;
+    size_t keep = PG_NAME_MAX - strlen(PG_KEY_SUFFIX "_") - 8;
+    while (keep > 0 && ((unsigned char)t[keep] & 0xC0) == 0x80)
+        keep--; /* t[keep] continues a character: cut before it */
+    snprintf(out, PG_NAME_MAX + 1, "%.*s" PG_KEY_SUFFIX "_%08x", (int)keep, t,
+             (unsigned)h);
 }
 
-static void target_ddl(pg_sink *s, pg_buf *b) {
+/* WITH_INDEX: upsert's unique index is to be made too. */
+static void target_ddl(pg_sink *s, pg_buf *b, int with_index) {
     const tm_sink_config *c = s->config;
     pg_buf_add(b, " CREATE TABLE IF NOT EXISTS ");
     pg_buf_add(b, s->q_table);
@@ -76,10 +102,10 @@ static void target_ddl(pg_sink *s, pg_buf *b) {
         pg_buf_add(b, HIDDEN_NOTNULL[h] ? " NOT NULL" : "");
         pg_buf_add(b, h + 1 < PG_NHIDDEN ? ", " : ");");
     }
-    if (s->set.mode != PG_UPSERT)
+    if (!with_index)
         return;
-    char name[80];
-    key_index_name(s, name, sizeof name);
+    char name[PG_NAME_MAX + 1];
+    key_index_name(s, name);
     pg_buf_add(b, " CREATE UNIQUE INDEX IF NOT EXISTS ");
     pg_buf_ident(s, b, name);
     pg_buf_add(b, " ON ");
@@ -97,29 +123,36 @@ static void target_ddl(pg_sink *s, pg_buf *b) {
     pg_buf_add(b, ");");
 }
 
+static tm_status has_key_index(pg_sink *s, int *found, tm_error *err);
+
+/* Whether open must make upsert's unique index: not when the table has a
+ * fitting one already, whatever its name (one made under an older naming
+ * rule, or by the user), so a table never gets a second one. */
+static int index_wanted(pg_sink *s) {
+    if (!s->set.create || s->set.mode != PG_UPSERT)
+        return 0;
+    int found = 0;
+    tm_error scratch = {sizeof scratch, ""};
+    return has_key_index(s, &found, &scratch) != TM_OK || !found;
+}
+
 /* 1 when every object the DDL would create is there already: then open
  * takes no lock at all (a restart beside a busy writer does not wait). */
 static int schema_complete(pg_sink *s) {
-    char idx[80];
-    pg_buf bi = {0}, bk = {0}, bd = {0};
-    key_index_name(s, idx, sizeof idx);
-    pg_buf_add(&bi, s->q_schema);
-    pg_buf_add(&bi, ".");
-    pg_buf_ident(s, &bi, idx);
+    pg_buf bk = {0}, bd = {0};
     pg_buf_add(&bk, s->q_schema);
     pg_buf_add(&bk, "." PG_KEYS "_by_age");
     pg_buf_add(&bd, s->q_schema);
     pg_buf_add(&bd, "." PG_DEAD_LETTERS "_by_offset");
     int complete = 0;
-    if (!bi.oom && !bk.oom && !bd.oom) {
-        const char *v[7] = {
-            s->q_markers,
-            s->q_dls,
-            s->q_keys,
-            bk.p,
-            bd.p,
-            s->set.create ? s->q_table : s->q_markers,
-            s->set.create && s->set.mode == PG_UPSERT ? bi.p : s->q_markers};
+    if (!bk.oom && !bd.oom) {
+        const char *v[7] = {s->q_markers,
+                            s->q_owners,
+                            s->q_dls,
+                            s->q_keys,
+                            bk.p,
+                            bd.p,
+                            s->set.create ? s->q_table : s->q_markers};
         tm_status r;
         tm_error scratch = {sizeof scratch, ""};
         PGresult *res = pg_query(
@@ -133,21 +166,21 @@ static int schema_complete(pg_sink *s) {
                    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
         PQclear(res);
     }
-    pg_buf_free(&bi);
     pg_buf_free(&bk);
     pg_buf_free(&bd);
     return complete;
 }
 
 tm_status pg_schema_create(pg_sink *s, tm_error *err) {
-    if (schema_complete(s))
+    int with_index = index_wanted(s);
+    if (!with_index && schema_complete(s))
         return TM_OK;
     if (!s->conn)
         return pg_ready(s, err);
     pg_buf b = {0};
     helpers_ddl(s, &b);
     if (s->set.create)
-        target_ddl(s, &b);
+        target_ddl(s, &b, with_index);
     if (b.oom) {
         pg_buf_free(&b);
         s->host->set_error(err, "out of memory");

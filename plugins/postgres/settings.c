@@ -13,7 +13,8 @@ static const char *const KNOWN[] = {"conninfo",
                                     "mode",
                                     "connect_timeout_s",
                                     "statement_timeout_ms",
-                                    "dedup_retention_s"};
+                                    "dedup_retention_s",
+                                    "shared_table"};
 #define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 const char *pg_type_sql(tm_type t) {
@@ -120,6 +121,7 @@ tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
         return TM_INVALID;
     }
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
+        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_string(set, "mode", &mode, err) < 0)
         return TM_INVALID;
     if (mode && strcmp(mode, "upsert") == 0) {

@@ -32,8 +32,8 @@ static tm_status refuse(pg_sink *s, const char *role, const char *priv,
  * the database. *target_exists: whether the target table exists. */
 static tm_status schema_privileges(pg_sink *s, char *role, size_t role_size,
                                    int *target_exists, tm_error *err) {
-    const char *v[5] = {s->q_schema, s->q_table, s->q_markers, s->q_dls,
-                        s->q_keys};
+    const char *v[6] = {s->q_schema, s->q_table, s->q_markers,
+                        s->q_dls,    s->q_keys,  s->q_owners};
     tm_status r;
     /* Each to_regclass only with USAGE: without it the lookup fails. */
     PGresult *res = pg_query(
@@ -47,9 +47,9 @@ static tm_status schema_privileges(pg_sink *s, char *role, size_t role_size,
         "to_regclass($2) IS NOT NULL END, "
         "CASE WHEN has_schema_privilege(current_user, n.oid, 'USAGE') THEN "
         "to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND "
-        "to_regclass($5) IS NOT NULL END "
+        "to_regclass($5) IS NOT NULL AND to_regclass($6) IS NOT NULL END "
         "FROM (SELECT to_regnamespace($1) AS oid) n",
-        5, v, NULL, NULL, 1, "validate: reading privileges", &r, err);
+        6, v, NULL, NULL, 1, "validate: reading privileges", &r, err);
     if (!res)
         return r;
     snprintf(role, role_size, "%s", PQgetvalue(res, 0, 0));
@@ -112,6 +112,7 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     static const char *const MARKERS[] = {"INSERT", "UPDATE", "SELECT", NULL};
     static const char *const KEYS[] = {"INSERT", "SELECT", "DELETE", NULL};
     static const char *const DLS[] = {"INSERT", "SELECT", NULL};
+    static const char *const OWNERS[] = {"INSERT", "UPDATE", "SELECT", NULL};
     tm_status r =
         table_privileges(s, role, s->q_table,
                          s->set.mode == PG_UPSERT ? UPSERT : APPEND, "", err);
@@ -124,6 +125,9 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     if (r == TM_OK)
         r = table_privileges(s, role, s->q_dls, DLS,
                              " (the sink's dead letters)", err);
+    if (r == TM_OK)
+        r = table_privileges(s, role, s->q_owners, OWNERS,
+                             " (the sink's table owners)", err);
     if (r != TM_OK || s->set.mode != PG_UPSERT)
         return r;
     /* Upsert stages rows in a temporary table. */
@@ -152,6 +156,7 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
                       tm_error *err) {
     pg_sink s = {.host = host, .config = config};
     atomic_init(&s.interrupted, 0);
+    atomic_init(&s.in_call, 0);
     atomic_flag_clear(&s.cancel_busy);
     tm_status r = pg_settings_load(host, config, &s.set, err);
     if (r != TM_OK)
@@ -181,5 +186,6 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
     free(s.q_markers);
     free(s.q_dls);
     free(s.q_keys);
+    free(s.q_owners);
     return r == TM_FATAL ? TM_INVALID : r;
 }

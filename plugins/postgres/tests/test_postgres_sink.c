@@ -7,10 +7,15 @@
  * wrote is read back with libpq directly. */
 #include <check.h>
 #include <libpq-fe.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,9 +46,14 @@ static long long sql_int(const char *fmt) {
 static void setup(void) {
     api = pgt_plugin(TM_POSTGRES_PLUGIN);
     static int n;
-    snprintf(schema, sizeof schema, "pgunit_%d_%d", (int)getpid(), ++n);
+    snprintf(schema, sizeof schema, "postgres_unit_%d_%d", (int)getpid(), ++n);
     snprintf(connector, sizeof connector, "unit_%d_%d", (int)getpid(), n);
     admin = pgt_connect(pgt_conninfo());
+    /* a failed test skips its teardown: a later process with its pid
+     * would find that schema */
+    char text[256];
+    snprintf(text, sizeof text, "DROP SCHEMA IF EXISTS \"%s\" CASCADE", schema);
+    PQclear(sql(text));
 }
 
 static void teardown(void) {
@@ -296,11 +306,266 @@ START_TEST(upsert_updates_by_key) {
     sql_text("SELECT body FROM $S.t WHERE id = 2", v, sizeof v);
     ck_assert_str_eq(v, "d");
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
-    ck_assert_int_eq(sql_int("SELECT count(*) FROM pg_indexes WHERE "
-                             "indexname = 't_tm_key'"),
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM pg_indexes WHERE "
+                "'\"' || schemaname || '\"' = '$S' AND indexname = 't_tm_key'"),
+        1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A key column null (or missing, which the host makes null) in upsert
+ * mode: a dead letter null_key, never a silent merge of the records
+ * whose keys are all null into one row (DISTINCT ON and the unique index
+ * would see them as one key, or as none). */
+START_TEST(upsert_null_key_is_a_dead_letter) {
+    static const tm_column OPTIONAL_KEY[] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 0, 1},
+        {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+    };
+    conf c;
+    conf_init(&c, BASIC ", \"mode\": \"upsert\"}", 0, 2);
+    c.config.columns = OPTIONAL_KEY;
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 0, "a", NULL, NULL},
+                {1, 5, "b", NULL, NULL},
+                {2, 0, "c", NULL, NULL},
+                {3, 0, "d", NULL, NULL},
+                {4, 0, "e", NULL, NULL}};
+    batch_make(&b, 0, 5, m.epoch, r1, 5);
+    for (int i = 0; i < 5; i++)
+        b.values[i][0].is_null = i != 1;
+    commit_ok(sink, &b);
+    char v[512];
+    sql_text("SELECT string_agg(body || '@' || _tm_offset, ',') FROM $S.t", v,
+             sizeof v);
+    ck_assert_str_eq(v, "b@1");
+    sql_text("SELECT string_agg(reason || '@' || \"offset\" || ':' || (detail "
+             "LIKE '%\"id\"%'), ',' ORDER BY \"offset\") FROM "
+             "$S.tidemark_dead_letters",
+             v, sizeof v);
+    ck_assert_str_eq(v, "null_key@0:true,null_key@2:true,null_key@3:true,"
+                        "null_key@4:true");
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || next_offset "
+             "FROM $S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "1/4/5");
+    /* one at a time too (max_records 1): each its own dead letter */
+    rec r2[] = {{5, 0, "f", NULL, NULL}};
+    batch_make(&b, 5, 6, m.epoch, r2, 1);
+    b.values[0][0].is_null = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'null_key'"),
+                     5);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One record stamped ten years ahead must not make the prune forget every
+ * key: the horizon is min(newest record timestamp, wall clock) - retention,
+ * so a resend of a key applied a moment ago is still a duplicate. */
+START_TEST(retention_ignores_a_future_timestamp) {
+    conf c;
+    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    int64_t now = wall_ms();
+    batch b;
+    rec r1[] = {{0, 1, "a", "k1", "h1"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    b.records[0].timestamp_ms = now;
+    commit_ok(sink, &b);
+    rec r2[] = {{1, 2, "b", "k2", "h2"}};
+    batch_make(&b, 1, 2, m.epoch, r2, 1);
+    b.records[0].timestamp_ms = now + 10LL * 366 * 24 * 3600 * 1000;
+    commit_ok(sink, &b);
+    rec r3[] = {{2, 1, "a", "k1", "h1"}};
+    batch_make(&b, 2, 3, m.epoch, r3, 1);
+    b.records[0].timestamp_ms = now + 1000;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM $S.t WHERE _tm_identity = 'k1'"), 1);
+    char v[128];
+    sql_text("SELECT \"rows\" || '/' || duplicates FROM $S.tidemark_markers", v,
+             sizeof v);
+    ck_assert_str_eq(v, "2/1");
+    /* the horizon still moves with the wall clock: a key applied longer
+     * ago than the retention is forgotten */
+    rec r4[] = {{3, 3, "c", "k3", "h3"}};
+    batch_make(&b, 3, 4, m.epoch, r4, 1);
+    b.records[0].timestamp_ms = now - 2 * 3600 * 1000;
+    commit_ok(sink, &b);
+    rec r5[] = {{4, 4, "d", "k4", "h4"}};
+    batch_make(&b, 4, 5, m.epoch, r5, 1);
+    b.records[0].timestamp_ms = now;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys WHERE "
+                             "identity = 'k3'"),
+                     0);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys WHERE "
+                             "identity = 'k1'"),
                      1);
     api->close(sink);
     conf_done(&c);
+}
+END_TEST
+
+/* A second connector on the same table: claim refused (FATAL, nothing
+ * changed) naming the table, the other connector and the setting, unless
+ * both say "shared_table": true. */
+static tm_status claim_as(conf *c, const char *as, void **sink, tm_error *err) {
+    c->config.connector = as;
+    *sink = open_ok(c);
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return api->claim(*sink, &m, 1, 0, err);
+}
+
+static void assert_refused(tm_status rc, const tm_error *err,
+                           const char *other) {
+    ck_assert_msg(rc == TM_FATAL, "claim: %s: %s", tm_status_name(rc),
+                  err->message);
+    ck_assert_msg(strstr(err->message, "\"t\"") &&
+                      strstr(err->message, other) &&
+                      strstr(err->message, "shared_table"),
+                  "%s", err->message);
+}
+
+START_TEST(second_connector_on_a_table_is_refused) {
+    char a[80], bname[80];
+    snprintf(a, sizeof a, "%s_a", connector);
+    snprintf(bname, sizeof bname, "%s_b", connector);
+    conf c, cs;
+    conf_init(&c, BASIC "}", 0, 2);
+    conf_init(&cs, BASIC ", \"shared_table\": true}", 0, 2);
+    void *sa, *sb;
+    tm_error err;
+    ck_assert_int_eq(claim_as(&c, a, &sa, &err), TM_OK);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, 1, r, 1);
+    b.b.connector = a;
+    commit_ok(sa, &b);
+    api->close(sa);
+    /* B, not shared: refused, no marker of B's */
+    assert_refused(claim_as(&c, bname, &sb, &err), &err, a);
+    api->close(sb);
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM $S.tidemark_markers WHERE connector = '%s'",
+             bname);
+    ck_assert_int_eq(sql_int(q), 0);
+    /* B shared, A not: still refused (A never said so) */
+    assert_refused(claim_as(&cs, bname, &sb, &err), &err, a);
+    api->close(sb);
+    ck_assert_int_eq(sql_int(q), 0);
+    /* both shared: accepted; A again too */
+    ck_assert_int_eq(claim_as(&cs, a, &sa, &err), TM_OK);
+    api->close(sa);
+    ck_assert_int_eq(claim_as(&cs, bname, &sb, &err), TM_OK);
+    api->close(sb);
+    ck_assert_int_eq(sql_int(q), 1);
+    /* A back to not shared while B writes the table: refused */
+    assert_refused(claim_as(&c, a, &sa, &err), &err, bname);
+    api->close(sa);
+    /* a table written before the owners were recorded: A's marker past
+     * a row of the table still makes it A's */
+    PQclear(sql("SET client_min_messages = warning"));
+    char text[512];
+    snprintf(text, sizeof text,
+             "DELETE FROM \"%s\".tidemark_table_owners; DELETE FROM "
+             "\"%s\".tidemark_markers WHERE connector = '%s'",
+             schema, schema, bname);
+    PQclear(sql(text));
+    assert_refused(claim_as(&c, bname, &sb, &err), &err, a);
+    api->close(sb);
+    conf_done(&c);
+    conf_done(&cs);
+}
+END_TEST
+
+/* Upsert's unique index is named within PostgreSQL's 63 bytes: a long
+ * table name is cut on a UTF-8 boundary (cut inside a character the name
+ * was refused) and ends in a hash of the whole name (two tables sharing a
+ * long prefix got one index name, the second table none). */
+static void upsert_one_row(const char *table) {
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"conninfo\": \"$C\", \"schema\": \"$S\", \"table\": \"%s\", "
+             "\"mode\": \"upsert\"}",
+             table);
+    static int n;
+    static char as[8][96]; /* outlives the instances: one connector each */
+    ck_assert_int_lt(n, 8);
+    snprintf(as[n], sizeof as[n], "%s_%d", connector, n);
+    conf c;
+    conf_init(&c, json, 0, 2);
+    c.config.connector = as[n];
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}, {1, 1, "b", NULL, NULL}};
+    batch_make(&b, 0, 2, m.epoch, r, 2);
+    b.b.connector = as[n++];
+    commit_ok(sink, &b);
+    api->close(sink);
+    conf_done(&c);
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM $S.\"%s\" WHERE body = 'b' AND (SELECT "
+             "count(*) FROM pg_index WHERE indrelid = '$S.\"%s\"'::regclass "
+             "AND indisunique) = 1",
+             table, table);
+    ck_assert_int_eq(sql_int(q), 1);
+    /* and the shape check at a second open finds it */
+    conf_init(&c, json, 0, 2);
+    sink = open_ok(&c);
+    api->close(sink);
+    conf_done(&c);
+}
+
+START_TEST(upsert_index_names_fit) {
+    char utf8[128] = "x", a[128], b2[128];
+    for (int i = 0; i < 30; i++)
+        strcat(utf8, "\xc3\xa9"); /* é: 61 bytes, byte 50 mid-character */
+    memset(a, 'a', 55);
+    memcpy(b2, a, 55);
+    strcpy(a + 55, "_one");
+    strcpy(b2 + 55, "_two");
+    upsert_one_row(a);
+    upsert_one_row(b2);
+    upsert_one_row(utf8);
+    /* a table with a fitting unique index of another name (an older rule,
+     * or the user's) gets no second one */
+    char text[1024];
+    snprintf(text, sizeof text,
+             "CREATE TABLE \"%s\".\"%s_old\" (id bigint NOT NULL, body "
+             "text, _tm_topic text NOT NULL, _tm_partition int NOT NULL, "
+             "_tm_offset bigint NOT NULL, _tm_identity text); CREATE UNIQUE "
+             "INDEX legacy_key ON \"%s\".\"%s_old\" (id)",
+             schema, a, schema, a);
+    PQclear(sql(text));
+    snprintf(text, sizeof text, "%s_old", a);
+    upsert_one_row(text);
+    ck_assert_int_eq(sql_int("SELECT count(DISTINCT indexrelid) FROM pg_index "
+                             "i JOIN pg_class c ON c.oid = i.indexrelid WHERE "
+                             "c.relnamespace = '$S'::regnamespace AND "
+                             "i.indisunique AND octet_length(c.relname::text) "
+                             "<= 63 AND c.relname::text LIKE '%_tm_key%'"),
+                     3);
 }
 END_TEST
 
@@ -368,6 +633,170 @@ START_TEST(refused_rows_are_dead_letters) {
     commit_ok(sink, &b);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE body = 'fixed'"),
                      1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- error classes by SQLSTATE ------------------------------------------ */
+
+/* A trigger on the target raises the SQLSTATE a record's body names
+ * ("raise:<code>"), so every class goes through the sink's real paths. */
+static const struct {
+    const char *state;
+    tm_status want; /* TM_OK: the record is a dead letter */
+} STATES[] = {
+    {"22P05", TM_OK},    {"22001", TM_OK},    {"23514", TM_OK},
+    {"23505", TM_OK},    {"54000", TM_OK},    {"08006", TM_RETRY},
+    {"08000", TM_RETRY}, {"53100", TM_RETRY}, {"53200", TM_RETRY},
+    {"53300", TM_RETRY}, {"57P01", TM_RETRY}, {"57P03", TM_RETRY},
+    {"57014", TM_RETRY}, {"40001", TM_RETRY}, {"40P01", TM_RETRY},
+    {"55P03", TM_RETRY}, {"42501", TM_FATAL}, {"42P01", TM_FATAL},
+    {"42703", TM_FATAL}, {"XX000", TM_FATAL},
+};
+
+START_TEST(sqlstate_classes) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id bigint NOT "
+             "NULL, body text, _tm_topic text NOT NULL, _tm_partition int NOT "
+             "NULL, _tm_offset bigint NOT NULL, _tm_identity text); CREATE "
+             "FUNCTION \"%s\".refuse() RETURNS trigger LANGUAGE plpgsql AS $$ "
+             "BEGIN IF NEW.body LIKE 'raise:%%' THEN RAISE EXCEPTION 'test "
+             "refuses %%', NEW.body USING ERRCODE = substr(NEW.body, 7); END "
+             "IF; RETURN NEW; END $$; CREATE TRIGGER refuse BEFORE INSERT ON "
+             "\"%s\".t FOR EACH ROW EXECUTE FUNCTION \"%s\".refuse()",
+             schema, schema, schema, schema, schema);
+    PQclear(sql(text));
+    const char *state = STATES[_i].state;
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    char body[32];
+    snprintf(body, sizeof body, "raise:%s", state);
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL},
+               {1, 2, body, NULL, NULL},
+               {2, 3, "c", NULL, NULL}};
+    batch_make(&b, 0, 3, m.epoch, r, 3);
+    tm_error err;
+    tm_status rc = commit(sink, &b, &err);
+    ck_assert_msg(rc == STATES[_i].want, "%s: %s, want %s: %s", state,
+                  tm_status_name(rc), tm_status_name(STATES[_i].want),
+                  err.message);
+    char v[512], q[512];
+    if (rc == TM_OK) {
+        sql_text("SELECT string_agg(body, ',' ORDER BY _tm_offset) FROM $S.t",
+                 v, sizeof v);
+        ck_assert_str_eq(v, "a,c");
+        snprintf(q, sizeof q,
+                 "SELECT reason || '@' || \"offset\" || ':' || (detail LIKE "
+                 "'%%(SQLSTATE %s)%%') FROM $S.tidemark_dead_letters",
+                 state);
+        sql_text(q, v, sizeof v);
+        ck_assert_str_eq(v, "rejected@1:true");
+        sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || next_offset "
+                 "FROM $S.tidemark_markers",
+                 v, sizeof v);
+        ck_assert_str_eq(v, "2/1/3");
+    } else {
+        ck_assert_msg(strstr(err.message, state), "%s", err.message);
+        ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+        ck_assert_int_eq(sql_int("SELECT count(*) FROM "
+                                 "$S.tidemark_dead_letters"),
+                         0);
+    }
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A business key the database refuses for its content (an identity too
+ * long for the key index: 54000) is the record's dead letter, not a FATAL
+ * that fails again at the same record after every restart. */
+START_TEST(refused_business_key_is_a_dead_letter) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    static char huge[12001];
+    unsigned x = 12345;
+    for (size_t i = 0; i + 1 < sizeof huge; i++) {
+        x = x * 1103515245u + 12345u; /* incompressible enough */
+        huge[i] = (char)('!' + (x >> 16) % 90);
+    }
+    batch b;
+    rec r[] = {{0, 1, "a", "k0", "h0"},
+               {1, 2, "b", huge, "h1"},
+               {2, 3, "c", "k2", "h2"}};
+    batch_make(&b, 0, 3, m.epoch, r, 3);
+    commit_ok(sink, &b);
+    char v[512];
+    sql_text("SELECT string_agg(body, ',' ORDER BY _tm_offset) FROM $S.t", v,
+             sizeof v);
+    ck_assert_str_eq(v, "a,c");
+    sql_text("SELECT reason || '@' || \"offset\" || ':' || (detail LIKE "
+             "'%(SQLSTATE 54000)%') FROM $S.tidemark_dead_letters",
+             v, sizeof v);
+    ck_assert_str_eq(v, "rejected@1:true");
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || next_offset || "
+             "'/' || (SELECT count(*) FROM $S.tidemark_keys) FROM "
+             "$S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "2/1/3/2");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* Raw mode always makes a row: a header holding a NUL byte (which jsonb
+ * refuses as \u0000, 22P05) is stored as {"base64": ...} of its bytes,
+ * the form of a header that is not UTF-8. */
+START_TEST(raw_header_with_nul_is_a_row) {
+    static const tm_column RAWCOLS[] = {
+        {sizeof(tm_column), "key", TM_TYPE_BYTES, 0, 0},
+        {sizeof(tm_column), "value", TM_TYPE_BYTES, 0, 0},
+        {sizeof(tm_column), "headers", TM_TYPE_JSON, 0, 0},
+        {sizeof(tm_column), "topic", TM_TYPE_TEXT, 1, 0},
+        {sizeof(tm_column), "partition", TM_TYPE_INT, 1, 0},
+        {sizeof(tm_column), "offset", TM_TYPE_INT, 1, 0},
+        {sizeof(tm_column), "timestamp", TM_TYPE_TIMESTAMP, 0, 0},
+    };
+    static const char HEADERS[] =
+        "[[\"h\",\"a\\u0000b\"],[\"n\",null],[\"e\",\"\\\\u0000\"],"
+        "[\"s\",\"\\ud83d\\ude00\\u0000\"],[\"p\",\"plain\"]]";
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_RAW, 7);
+    c.config.columns = RAWCOLS;
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 0, "", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    tm_value *v = b.values[0];
+    for (int k = 0; k < 7; k++)
+        v[k] = (tm_value){.struct_size = sizeof(tm_value)};
+    v[0].v.s.ptr = "k";
+    v[0].v.s.len = 1;
+    v[1].v.s.ptr = "{}";
+    v[1].v.s.len = 2;
+    v[2].v.s.ptr = HEADERS;
+    v[2].v.s.len = strlen(HEADERS);
+    v[3].v.s.ptr = "t";
+    v[3].v.s.len = 1;
+    v[4].v.i = 0;
+    v[5].v.i = 0;
+    v[6].is_null = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     0);
+    char got[512];
+    sql_text("SELECT headers = '[[\"h\",{\"base64\":\"YQBi\"}],[\"n\",null],"
+             "[\"e\",\"\\\\u0000\"],[\"s\",{\"base64\":\"8J+YgAA=\"}],[\"p\","
+             "\"plain\"]]'::jsonb FROM $S.t",
+             got, sizeof got);
+    ck_assert_msg(strcmp(got, "t") == 0, "stored: %s", got);
     api->close(sink);
     conf_done(&c);
 }
@@ -503,25 +932,90 @@ START_TEST(lost_connection_inside_commit_is_retry) {
 }
 END_TEST
 
+/* Interrupts the sink once its backend is seen waiting on a lock
+ * (pg_stat_activity), so the interrupt lands in the wait, not before it.
+ * Check's asserts stay in the test's thread: this one only records. */
 typedef struct poke {
     void *sink;
-    int ms;
+    atomic_int saw_wait;   /* the sink's backend was waiting on a lock */
+    atomic_llong poked_ms; /* when interrupt() was called */
 } poke;
 
 static void *interrupter(void *arg) {
     poke *p = arg;
-    struct timespec ts = {p->ms / 1000, (long)(p->ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    PGconn *c = PQconnectdb(pgt_conninfo());
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+             "'%s' AND wait_event_type = 'Lock'",
+             connector);
+    int64_t until = pgt_mono_ms() + 20000;
+    while (PQstatus(c) == CONNECTION_OK && pgt_mono_ms() < until) {
+        PGresult *r = PQexec(c, q);
+        int waiting = PQresultStatus(r) == PGRES_TUPLES_OK &&
+                      atoi(PQgetvalue(r, 0, 0)) > 0;
+        PQclear(r);
+        if (waiting) {
+            atomic_store(&p->saw_wait, 1);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    PQfinish(c);
+    atomic_store(&p->poked_ms, (long long)pgt_mono_ms());
     api->interrupt(p->sink);
     return NULL;
 }
 
-START_TEST(interrupt_cancels_a_lock_wait) {
+/* Another session holds the partition's marker row FOR UPDATE; CALL (a
+ * commit or a claim) blocks on it until interrupt() from another thread:
+ * TM_RETRY promptly (statement_timeout_ms is a minute: only the interrupt
+ * can end the wait this soon), naming the interrupt, not TM_FATAL. */
+static void interrupted_while_blocked(void *sink,
+                                      tm_status (*call)(void *, void *),
+                                      void *arg) {
+    char q[256];
+    snprintf(q, sizeof q,
+             "BEGIN; SELECT * FROM \"%s\".tidemark_markers FOR UPDATE", schema);
+    PQclear(sql(q));
+    poke p = {.sink = sink};
+    atomic_init(&p.saw_wait, 0);
+    atomic_init(&p.poked_ms, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
+    tm_status rc = call(sink, arg);
+    int64_t returned = pgt_mono_ms();
+    pthread_join(th, NULL);
+    ck_assert_msg(atomic_load(&p.saw_wait),
+                  "inconclusive: the sink was never seen waiting on the "
+                  "marker lock (%s)",
+                  tm_status_name(rc));
+    ck_assert_msg(rc == TM_RETRY, "%s, want RETRY", tm_status_name(rc));
+    int64_t after = returned - (int64_t)atomic_load(&p.poked_ms);
+    ck_assert_msg(after < 3000, "returned %lld ms after interrupt()",
+                  (long long)after);
+    PQclear(sql("ROLLBACK"));
+}
+
+/* interrupt() once commit() was entered but before its first statement
+ * (the host's fault hook runs there, in the call): the call is in
+ * progress, so it gives up, rather than wait for the marker row another
+ * session holds until statement_timeout_ms. */
+static void *early_sink;
+static void interrupting_fault(const char *point) {
+    if (early_sink && strcmp(point, TM_FAULT_BEFORE_BEGIN) == 0)
+        api->interrupt(early_sink);
+}
+
+START_TEST(interrupt_at_the_start_of_a_call) {
+    static tm_host_api host;
+    host = *tm_host_services();
+    host.fault = interrupting_fault;
     conf c;
-    conf_init(&c, BASIC "}", 0, 2);
-    void *sink = open_ok(&c);
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 5000}", 0, 2);
+    void *sink = open_with(&c, &host);
     tm_marker m = claim1(sink);
-    api->interrupt(sink); /* idle: harmless */
     char q[256];
     snprintf(q, sizeof q,
              "BEGIN; SELECT * FROM \"%s\".tidemark_markers FOR UPDATE", schema);
@@ -529,19 +1023,140 @@ START_TEST(interrupt_cancels_a_lock_wait) {
     batch b;
     rec r[] = {{0, 1, "a", NULL, NULL}};
     batch_make(&b, 0, 1, m.epoch, r, 1);
-    poke p = {sink, 300};
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
+    early_sink = sink;
     int64_t t0 = pgt_mono_ms();
     tm_error err;
-    ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
-    int64_t waited = pgt_mono_ms() - t0;
-    pthread_join(th, NULL);
-    ck_assert_msg(waited >= 250 && waited < 5000, "waited %lld ms",
-                  (long long)waited);
+    tm_status rc = commit(sink, &b, &err);
+    int64_t took = pgt_mono_ms() - t0;
+    early_sink = NULL;
+    ck_assert_msg(rc == TM_RETRY && took < 3000 &&
+                      strstr(err.message, "interrupted"),
+                  "%s after %lld ms: %s", tm_status_name(rc), (long long)took,
+                  err.message);
     PQclear(sql("ROLLBACK"));
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+    /* the interrupt ended with that call: the next one applies */
     commit_ok(sink, &b);
     ck_assert(rows_exactly(1));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* The sink's own TCP connection to the server, found among the process's
+ * descriptors (the plugin runs in this process): a TCP socket to the
+ * server's port that is not the test's own connection. -1 if none. */
+static int sink_socket(void) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int server_port = 0, found = -1, n = 0;
+    len = sizeof ss;
+    ck_assert_int_eq(getpeername(PQsocket(admin), (struct sockaddr *)&ss, &len),
+                     0);
+    ck_assert_int_eq(ss.ss_family, AF_INET); /* the conninfo's host is TCP */
+    server_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    for (int fd = 0; fd < 1024; fd++) {
+        len = sizeof ss;
+        if (fd == PQsocket(admin) ||
+            getpeername(fd, (struct sockaddr *)&ss, &len) != 0 ||
+            ss.ss_family != AF_INET ||
+            ntohs(((struct sockaddr_in *)&ss)->sin_port) != server_port)
+            continue;
+        found = fd;
+        n++;
+    }
+    ck_assert_msg(n == 1,
+                  "inconclusive: %d sockets to the server besides "
+                  "the test's own",
+                  n);
+    return found;
+}
+
+static int sockopt(int fd, int level, int name) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    ck_assert_int_eq(getsockopt(fd, level, name, &v, &len), 0);
+    return v;
+}
+
+/* A network partition must not block a connector for the kernel's ~15
+ * minutes of retransmissions: keepalives and tcp_user_timeout are set on
+ * the sink's socket, unless the user's conninfo sets them. */
+START_TEST(tcp_keepalives_and_user_timeout) {
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    int fd = sink_socket();
+    ck_assert_int_eq(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 10);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), 5);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 30000);
+    api->close(sink);
+    conf_done(&c);
+    /* the user's own values win */
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"conninfo\": \"%s keepalives_idle=77 tcp_user_timeout=4321\", "
+             "\"schema\": \"$S\", \"table\": \"t\"}",
+             pgt_conninfo());
+    conf_init(&c, json, 0, 2);
+    sink = open_ok(&c);
+    fd = sink_socket();
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 77);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), 5);
+    ck_assert_int_eq(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 4321);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+static tm_error call_err;
+
+static tm_status commit_call(void *sink, void *arg) {
+    return commit(sink, arg, &call_err);
+}
+
+static tm_status claim_call(void *sink, void *arg) {
+    tm_marker *m = arg;
+    call_err = (tm_error){sizeof call_err, ""};
+    return api->claim(sink, m, 1, 0, &call_err);
+}
+
+START_TEST(interrupt_cancels_a_lock_wait) {
+    conf c;
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 60000}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    api->interrupt(sink); /* idle: harmless */
+    batch b;
+    rec r[] = {{0, 1, "a", NULL, NULL}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    interrupted_while_blocked(sink, commit_call, &b);
+    ck_assert_msg(strstr(call_err.message, "interrupted"), "%s",
+                  call_err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+    commit_ok(sink, &b);
+    ck_assert(rows_exactly(1));
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+START_TEST(interrupt_cancels_a_blocked_claim) {
+    conf c;
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 60000}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker first = claim1(sink);
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    interrupted_while_blocked(sink, claim_call, &m);
+    ck_assert_msg(strstr(call_err.message, "interrupted"), "%s",
+                  call_err.message);
+    /* nothing changed: the epoch is the first claim's */
+    ck_assert_int_eq(sql_int("SELECT epoch FROM $S.tidemark_markers"),
+                     first.epoch);
+    tm_marker again = claim1(sink);
+    ck_assert_int_eq(again.epoch, first.epoch + 1);
     api->close(sink);
     conf_done(&c);
 }
@@ -600,13 +1215,24 @@ static Suite *suite(void) {
     tcase_add_test(tc, unreachable_is_retry);
     tcase_add_test(tc, every_type_through_copy);
     tcase_add_test(tc, upsert_updates_by_key);
+    tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
+    tcase_add_test(tc, retention_ignores_a_future_timestamp);
+    tcase_add_test(tc, second_connector_on_a_table_is_refused);
+    tcase_add_test(tc, upsert_index_names_fit);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
+    tcase_add_loop_test(tc, sqlstate_classes, 0,
+                        (int)(sizeof STATES / sizeof STATES[0]));
+    tcase_add_test(tc, refused_business_key_is_a_dead_letter);
+    tcase_add_test(tc, raw_header_with_nul_is_a_row);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, identifiers_are_escaped);
     tcase_add_test(tc, lost_connection_between_calls_is_retry);
     tcase_add_loop_test(tc, lost_connection_inside_commit_is_retry, 0, 2);
     tcase_add_test(tc, interrupt_cancels_a_lock_wait);
+    tcase_add_test(tc, interrupt_cancels_a_blocked_claim);
+    tcase_add_test(tc, interrupt_at_the_start_of_a_call);
+    tcase_add_test(tc, tcp_keepalives_and_user_timeout);
     tcase_add_test(tc, statement_timeout_is_retry);
     tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
     suite_add_tcase(s, tc);

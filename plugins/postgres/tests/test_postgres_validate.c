@@ -151,6 +151,10 @@ START_TEST(missing_insert_is_refused_naming_it) {
     sql(admin, "GRANT INSERT, UPDATE ON $S.tidemark_markers TO $R");
     sql(admin, "GRANT INSERT, DELETE ON $S.tidemark_keys TO $R");
     sql(admin, "GRANT INSERT ON $S.tidemark_dead_letters TO $R");
+    /* the owners of the table are registered at claim */
+    ck_assert_int_eq(validate_as_role("\"create\": false", &err), TM_INVALID);
+    assert_mentions(err.message, "lacks INSERT", "tidemark_table_owners");
+    sql(admin, "GRANT INSERT, UPDATE ON $S.tidemark_table_owners TO $R");
     ck_assert_msg(validate_as_role("\"create\": false", &err) == TM_OK,
                   "with the privileges: %s", err.message);
     /* The helper tables exist: "create" needs no CREATE on the schema. */
@@ -166,6 +170,7 @@ START_TEST(upsert_needs_update) {
     sql(admin, "GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA $S TO $R");
     sql(admin, "GRANT UPDATE ON $S.tidemark_markers TO $R");
     sql(admin, "GRANT DELETE ON $S.tidemark_keys TO $R");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_table_owners TO $R");
     ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "append: %s",
                   err.message);
     ck_assert_int_eq(validate_as_role("\"mode\": \"upsert\"", &err),

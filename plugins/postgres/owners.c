@@ -1,0 +1,131 @@
+/* Which connectors write which target table: tidemark_table_owners, beside
+ * the markers in the configured schema. tidemark_markers is keyed by
+ * connector, not by table, so without this record a second connector
+ * pointed at a table another one writes would be accepted silently, each
+ * keeping its own markers over rows they both add. A table is written by
+ * one connector unless every connector writing it says "shared_table":
+ * true. Registration happens in the claim's transaction, under an
+ * advisory lock per table, so two connectors claiming at once take turns. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pg_sink.h"
+
+/* Any key of the two-int advisory lock space: "TMOW" (tidemark owners). */
+#define PG_OWNERS_LOCK_CLASS 0x544D4F57
+
+static tm_status refuse(pg_sink *s, const char *other, int other_shared,
+                        tm_error *err) {
+    s->host->set_error(
+        err,
+        "setting \"shared_table\": table %s is written by connector "
+        "\"%.200s\"%s"
+        "; two connectors on one table need \"shared_table\": true in both "
+        "(or DELETE its row from %s.%s if that connector is gone)",
+        s->q_table, other,
+        !s->set.shared_table ? ""
+        : other_shared       ? ""
+                             : ", which has \"shared_table\": false",
+        s->q_schema, PG_OWNERS);
+    return TM_FATAL;
+}
+
+/* Before the registry (or before this table's first registration), the
+ * only trace of another connector is its markers over rows of the table:
+ * another connector whose marker is past an offset the table holds. */
+static tm_status legacy_writer(pg_sink *s, char *other, size_t size,
+                               tm_error *err) {
+    pg_buf b = {0};
+    pg_buf_add(&b, "SELECT m.connector FROM ");
+    pg_buf_add(&b, s->q_markers);
+    pg_buf_add(&b, " m WHERE m.connector <> $1 AND EXISTS (SELECT 1 FROM ");
+    pg_buf_add(&b, s->q_table);
+    pg_buf_add(&b, " t WHERE t._tm_topic = m.topic AND t._tm_partition = "
+                   "m.\"partition\" AND t._tm_offset < m.next_offset) "
+                   "LIMIT 1");
+    const char *v[1] = {s->config->connector};
+    tm_status r = TM_FATAL;
+    PGresult *res = b.oom
+                        ? NULL
+                        : pg_query(s, b.p, 1, v, NULL, NULL, 1,
+                                   "claim: looking for other writers", &r, err);
+    if (b.oom)
+        s->host->set_error(err, "claim: out of memory");
+    pg_buf_free(&b);
+    if (!res)
+        return r;
+    other[0] = '\0';
+    if (PQntuples(res) == 1)
+        snprintf(other, size, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return TM_OK;
+}
+
+tm_status pg_owner_register(pg_sink *s, tm_error *err) {
+    char cls[32];
+    snprintf(cls, sizeof cls, "%d", PG_OWNERS_LOCK_CLASS);
+    const char *shared = s->set.shared_table ? "t" : "f";
+    const char *v[3] = {s->set.table, s->config->connector, shared};
+    tm_status r = TM_FATAL;
+    /* Its own statement: READ COMMITTED reads below from a snapshot taken
+     * after the lock, so a registration committed meanwhile is seen. */
+    PGresult *res =
+        pg_query(s,
+                 "SELECT pg_advisory_xact_lock($1::int, "
+                 "hashtext($2))",
+                 2, (const char *const[]){cls, s->set.table}, NULL, NULL, 1,
+                 "claim: locking the table's owners", &r, err);
+    if (!res)
+        return r;
+    PQclear(res);
+    pg_buf b = {0};
+    pg_buf_add(&b, "SELECT "
+                   "count(*), (array_agg(connector ORDER BY connector) "
+                   "FILTER (WHERE connector <> $2 AND NOT (shared AND "
+                   "$3::boolean)))[1], (array_agg(shared ORDER BY connector) "
+                   "FILTER (WHERE connector <> $2 AND NOT (shared AND "
+                   "$3::boolean)))[1] FROM ");
+    pg_buf_add(&b, s->q_owners);
+    pg_buf_add(&b, " WHERE table_name = $1");
+    res = b.oom ? NULL
+                : pg_query(s, b.p, 3, v, NULL, NULL, 1,
+                           "claim: reading the table's owners", &r, err);
+    if (b.oom)
+        s->host->set_error(err, "claim: out of memory");
+    if (!res) {
+        pg_buf_free(&b);
+        return r;
+    }
+    char other[256] = "";
+    int any = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+    int other_shared = *PQgetvalue(res, 0, 2) == 't';
+    if (!PQgetisnull(res, 0, 1))
+        snprintf(other, sizeof other, "%s", PQgetvalue(res, 0, 1));
+    PQclear(res);
+    /* No registration for the table yet: a writer from before them. */
+    if (!other[0] && !any && !s->set.shared_table &&
+        (r = legacy_writer(s, other, sizeof other, err)) != TM_OK) {
+        pg_buf_free(&b);
+        return r;
+    }
+    if (other[0]) {
+        pg_buf_free(&b);
+        return refuse(s, other, other_shared, err);
+    }
+    b.len = 0;
+    pg_buf_add(&b, "INSERT INTO ");
+    pg_buf_add(&b, s->q_owners);
+    pg_buf_add(&b, " AS o (table_name, connector, shared) VALUES ($1, $2, "
+                   "$3::boolean) ON CONFLICT (table_name, connector) DO "
+                   "UPDATE SET shared = EXCLUDED.shared WHERE o.shared IS "
+                   "DISTINCT FROM EXCLUDED.shared");
+    res = b.oom ? NULL
+                : pg_query(s, b.p, 3, v, NULL, NULL, 0,
+                           "claim: registering the table's owner", &r, err);
+    int oom = b.oom;
+    if (oom)
+        s->host->set_error(err, "claim: out of memory");
+    pg_buf_free(&b);
+    PQclear(res);
+    return oom ? TM_FATAL : r;
+}
