@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dead_letters.h"
+#include "fsio.h"
 #include "maint.h"
 #include "snapshot_files.h"
 
@@ -154,6 +155,46 @@ static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
     return rc;
 }
 
+/* Metadata versions never leave a gap: writers find the newest version
+ * by probing forward from one that still exists (table_meta.c), so the
+ * versions on disk must stay one unbroken run. Vacuum removes them oldest
+ * first, only below the oldest one the newest version keeps in its
+ * metadata log, and only while each is the oldest left on disk. */
+static int64_t version_of_path(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return ice_meta_version_of(slash ? slash + 1 : path);
+}
+
+/* Non-version files first (by name), then versions by number. */
+static int cmp_versions_last(const void *a, const void *b) {
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    int64_t vx = version_of_path(x), vy = version_of_path(y);
+    if (vx < 0 || vy < 0)
+        return vx < 0 && vy < 0 ? strcmp(x, y) : (vx < 0 ? -1 : 1);
+    return vx < vy ? -1 : vx > vy;
+}
+
+/* The lowest version the loaded one keeps (itself and its log). */
+static int64_t oldest_kept_version(const ice_table *t, const refs *r) {
+    int64_t low = t->version;
+    size_t n = strlen(t->meta_dir);
+    for (size_t i = 0; i < r->n; i++) {
+        int64_t v = version_of_path(r->p[i]);
+        if (v > 0 && v < low && strncmp(r->p[i], t->meta_dir, n) == 0 &&
+            r->p[i][n] == '/')
+            low = v;
+    }
+    return low;
+}
+
+/* 1 when v<V-1> is still on disk (or cannot be told): V is not the oldest. */
+static int older_version_left(const ice_table *t, int64_t v) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
+             (long long)(v - 1));
+    return v > 1 && fs_exists(path) != 0;
+}
+
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                size_t *removed, char *why, size_t why_size) {
     refs r = {.root = t->root}, cand = {0};
@@ -184,9 +225,16 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
         rc = collect(t, &r, why, why_size);
     if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
+    int64_t keep_from = rc == 0 ? oldest_kept_version(t, &r) : 0;
+    /* Metadata versions go oldest first, after everything else. */
+    if (rc == 0)
+        qsort(cand.p, cand.n, sizeof *cand.p, cmp_versions_last);
     for (size_t i = 0; rc == 0 && i < cand.n; i++) {
         if (bsearch(&cand.p[i], r.p, r.n, sizeof *r.p, cmp))
             continue;
+        int64_t v = ice_meta_version_of(strrchr(cand.p[i], '/') + 1);
+        if (v > 0 && (v >= keep_from || older_version_left(t, v)))
+            break; /* later candidates are all newer versions */
         if (unlink(cand.p[i]) != 0 && errno != ENOENT) {
             snprintf(why, why_size, "remove %s: %s", cand.p[i],
                      strerror(errno));

@@ -34,9 +34,11 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size);
 void ice_table_free(ice_table *t);
 
-/* Loads the newest metadata version (cheap when nothing changed: one
- * stat of v<N+1>). 0 loaded; 1 no metadata at all (no table yet); -1 with
- * why. */
+/* Loads the newest metadata version: from the cached version or the
+ * hint, whichever is higher and still exists, probing v<N+1>, v<N+2>...;
+ * when neither exists any more (vacuum removed them), from the
+ * directory's highest v<N>. Cheap when nothing changed (the hint and two
+ * stats). 0 loaded; 1 no metadata at all (no table yet); -1 with why. */
 int ice_table_refresh(ice_table *t, char *why, size_t why_size);
 
 /* Metadata for a new table with the given schema fields (a JSON array of
@@ -74,13 +76,20 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
  * temp name, fsync the directory. 0 published (t->meta takes a reference
  * to next, t->version moves on); 1 another writer created that version
  * first (nothing published; refresh and start over); -1 failed before the
- * link (nothing published); -2 linked but the directory fsync failed
- * (outcome unknown). The temp file is gone in every case. */
+ * link (nothing published); -2 linked but the directory fsync failed,
+ * or the version it was built on was vacuumed meanwhile so the number may
+ * be a reused one (then the link is undone and the cache dropped): the
+ * outcome is unknown. The temp file is gone in every case. */
 int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
                   size_t why_size);
-/* Replaces version-hint.text (temp + rename). Best effort: readers and
- * the next load probe past a stale hint. 0 or -1 with why. */
+/* Replaces version-hint.text (temp + rename) with the loaded version,
+ * never with a lower number than it holds (see table_meta.c). Best
+ * effort: readers and the next load probe past a stale hint. 0 or -1
+ * with why. */
 int ice_table_write_hint(ice_table *t, char *why, size_t why_size);
+
+/* N of a file name "v<N>.metadata.json" (N > 0), else -1. */
+int64_t ice_meta_version_of(const char *name);
 
 /* "file://" + path of a file under the table; out has room for 4096. */
 void ice_table_uri(const ice_table *t, const char *rel, char *out, size_t size);
