@@ -80,8 +80,13 @@ void ice_schema_free(ice_sink *s);
 tm_status ice_schema_check(ice_sink *s, tm_error *err);
 
 /* markers.c */
-void ice_marker_prefix(const ice_sink *s, const char *topic, int32_t partition,
-                       char *out, size_t size);
+/* This connector's marker key prefix for a partition, allocated (free());
+ * NULL out of memory. */
+char *ice_marker_prefix(const ice_sink *s, const char *topic,
+                        int32_t partition);
+/* m's stored marker (by m->topic, m->partition) from the loaded version.
+ * TM_OK, or TM_RETRY with err set. */
+tm_status ice_marker_read(ice_sink *s, tm_marker *m, tm_error *err);
 tm_status ice_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
                     tm_error *err);
 tm_status ice_read_markers(void *sink, tm_marker *markers, size_t n,

@@ -395,6 +395,62 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* A connector name far longer than any fixed key buffer: each partition
+ * keeps its own marker (a cut key would make p1 share p0's marker, so p1
+ * [0,5) after p0 [0,10) would answer ALREADY and skip five records). */
+START_TEST(marker_keys_never_truncated) {
+    static char name[2101];
+    memset(name, 'c', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    fx.config.connector = name;
+    void *sink = open_ok();
+    tm_marker m[2];
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    ice_fx_batch kb;
+    ice_fx_batch_init(&kb, "long-p0");
+    uint32_t r = ice_fx_range(&kb, 0, 0, 10, m[0].epoch);
+    for (int64_t o = 0; o < 10; o++)
+        ice_fx_record(&kb, r, o);
+    ck_assert_int_eq(commit(sink, &kb, &err), TM_OK);
+    ice_fx_batch_free(&kb);
+    ice_fx_batch_init(&kb, "long-p1");
+    r = ice_fx_range(&kb, 1, 0, 5, m[1].epoch);
+    for (int64_t o = 0; o < 5; o++)
+        ice_fx_record(&kb, r, o);
+    tm_status rc = commit(sink, &kb, &err);
+    ice_fx_batch_free(&kb);
+    ck_assert_msg(rc == TM_OK, "p1: %s: %s", tm_status_name(rc), err.message);
+    tm_marker got;
+    read1(sink, 0, &got);
+    ck_assert_int_eq(got.next_offset, 10);
+    ck_assert_str_eq(got.last_batch_id, "long-p0");
+    read1(sink, 1, &got);
+    ck_assert_int_eq(got.next_offset, 5);
+    ck_assert_str_eq(got.last_batch_id, "long-p1");
+    size_t rows, dls;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 1, &rows, &dls, NULL), 0);
+    ck_assert_uint_eq(rows, 5);
+    /* The full key is in the metadata, untruncated. */
+    ice_api->close(sink);
+    json_t *meta = load_version(4);
+    json_t *cur = json_array_get(json_object_get(meta, "snapshots"), 1);
+    char key[2300];
+    snprintf(key, sizeof key, "tidemark.marker.%s/orders/1.next-offset", name);
+    ck_assert_str_eq(json_string_value(
+                         json_object_get(json_object_get(cur, "summary"), key)),
+                     "5");
+    json_decref(meta);
+    /* A claim after the commits carries both markers over. */
+    sink = open_ok();
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    ck_assert_int_eq(m[0].next_offset, 10);
+    ck_assert_int_eq(m[1].next_offset, 5);
+    ice_api->close(sink);
+    fx.config.connector = "unit";
+}
+END_TEST
+
 START_TEST(no_fsync_still_commits) {
     ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
                                           "\"fsync\": false}"),
@@ -497,6 +553,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, hint_is_only_a_hint);
     tcase_add_test(tc, manifests_merge_and_files_roll);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, marker_keys_never_truncated);
     tcase_add_test(tc, no_fsync_still_commits);
     tcase_add_test(tc, two_writers_lose_nothing);
     suite_add_tcase(s, tc);
