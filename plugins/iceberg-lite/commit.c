@@ -53,13 +53,14 @@ static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
     size_t nmf = 0, nfiles = 0;
     char why[512];
     tm_status r = TM_OK;
-    if (ice_snapshot_manifests(cur, &mf, &nmf, why, sizeof why) != 0) {
+    if (ice_snapshot_manifests(&s->table, cur, &mf, &nmf, why, sizeof why) !=
+        0) {
         s->host->set_error(err, "reading the current snapshot: %s", why);
         return TM_FATAL;
     }
     int merge = nmf + (x->w.nfiles > 0) > ICE_MANIFEST_MAX;
-    if (merge &&
-        ice_manifests_files(mf, nmf, &files, &nfiles, why, sizeof why) != 0) {
+    if (merge && ice_manifests_files(&s->table, mf, nmf, &files, &nfiles, why,
+                                     sizeof why) != 0) {
         s->host->set_error(err, "merging manifests: %s", why);
         r = TM_FATAL;
         goto out;

@@ -27,6 +27,8 @@ typedef struct refs {
     char **p;
     size_t n, cap;
     const char *root;
+    char *why; /* for add_rel */
+    size_t why_size;
 } refs;
 
 static int add(refs *r, const char *path) {
@@ -49,11 +51,14 @@ static int add_uri(refs *r, const char *uri) {
     return p ? add(r, p) : 0;
 }
 
+/* A dead-letter file or index relative to the table: 0, 1 out of memory,
+ * -1 outside the table (why set). */
 static int add_rel(void *ctx, const char *rel) {
     refs *r = ctx;
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", r->root, rel);
-    return add(r, path);
+    if (ice_path_in(r->root, rel, path, sizeof path, r->why, r->why_size) != 0)
+        return -1;
+    return add(r, path) != 0;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -77,9 +82,10 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
         ice_mfile *mf;
         ice_datafile *files = NULL;
         size_t nmf, nfiles = 0;
-        if (ice_snapshot_manifests(s, &mf, &nmf, why, why_size) != 0)
+        if (ice_snapshot_manifests(t, s, &mf, &nmf, why, why_size) != 0)
             return -1;
-        int rc = ice_manifests_files(mf, nmf, &files, &nfiles, why, why_size);
+        int rc =
+            ice_manifests_files(t, mf, nmf, &files, &nfiles, why, why_size);
         oom |=
             add_uri(r, json_string_value(json_object_get(s, "manifest-list")));
         for (size_t k = 0; k < nmf; k++)
@@ -92,14 +98,17 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
             return -1;
         const char *dl = json_string_value(
             json_object_get(json_object_get(s, "summary"), ICE_DL_FILE_KEY));
-        if (dl)
-            oom |= add_rel(r, dl);
+        if (dl && (rc = add_rel(r, dl)) < 0)
+            return -1;
+        oom |= dl && rc;
     }
     const char *index = json_string_value(
         json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
-    if (index)
-        oom |= add_rel(r, index);
-    int rc = ice_dl_files(t->root, meta, add_rel, r, why, why_size);
+    int rc = index ? add_rel(r, index) : 0;
+    if (rc < 0)
+        return -1;
+    oom |= rc;
+    rc = ice_dl_files(t->root, meta, add_rel, r, why, why_size);
     if (rc > 0)
         oom = 1;
     else if (rc < 0)
@@ -118,9 +127,26 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
     return 0;
 }
 
-/* The unreferenced files of DIR older than the cutoff. */
+/* The unreferenced files of DIR older than the cutoff. DIR itself must be
+ * a real directory of the table, not a symlink to one elsewhere: vacuum
+ * deletes only inside the table (entries are lstat'ed: regular files
+ * only, a symlink is never followed). */
 static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
                     refs *out, char *why, size_t why_size) {
+    struct stat dst;
+    if (lstat(dir, &dst) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, why_size, "stat %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(dst.st_mode)) {
+        snprintf(why, why_size,
+                 "%s: not a directory of the table (a symlink or a file): "
+                 "nothing vacuumed",
+                 dir);
+        return -1;
+    }
     DIR *d = opendir(dir);
     if (!d) {
         if (errno == ENOENT)
@@ -197,7 +223,7 @@ static int older_version_left(const ice_table *t, int64_t v) {
 
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                size_t *removed, char *why, size_t why_size) {
-    refs r = {.root = t->root}, cand = {0};
+    refs r = {.root = t->root, .why = why, .why_size = why_size}, cand = {0};
     *removed = 0;
     if (grace_seconds < 0 || grace_seconds > ICE_GRACE_MAX) {
         snprintf(why, why_size, "grace period %lld s is out of range",

@@ -97,6 +97,40 @@ const char *ice_uri_path(const char *uri) {
     return uri[0] == '/' ? uri : NULL;
 }
 
+int ice_path_in(const char *root, const char *ref, char *out, size_t size,
+                char *why, size_t why_size) {
+    size_t n = strlen(root);
+    const char *abs = ice_uri_path(ref);
+    int len = abs ? snprintf(out, size, "%s", abs)
+                  : snprintf(out, size, "%s/%s", root, ref);
+    if (len < 0 || (size_t)len >= size) {
+        snprintf(why, why_size, "%.200s...: path too long (at most %zu bytes)",
+                 ref, size - 1);
+        return -1;
+    }
+    /* Lexically under root/, and no component that could leave it. */
+    int inside = strncmp(out, root, n) == 0 && out[n] == '/';
+    for (const char *c = out + n; inside && *c == '/';) {
+        const char *end = strchr(c + 1, '/');
+        size_t k = end ? (size_t)(end - c - 1) : strlen(c + 1);
+        if (k == 0 || (k == 1 && c[1] == '.') ||
+            (k == 2 && c[1] == '.' && c[2] == '.'))
+            inside = 0;
+        c = end ? end : c + 1 + k;
+    }
+    if (!inside) {
+        snprintf(why, why_size, "%s: outside the table %s (refused)", ref,
+                 root);
+        return -1;
+    }
+    return 0;
+}
+
+int ice_table_path(const ice_table *t, const char *ref, char *out, size_t size,
+                   char *why, size_t why_size) {
+    return ice_path_in(t->root, ref, out, size, why, why_size);
+}
+
 static void version_path(const ice_table *t, int64_t v, char *out,
                          size_t size) {
     snprintf(out, size, "%s/v%lld.metadata.json", t->meta_dir, (long long)v);
@@ -214,10 +248,16 @@ int ice_table_refresh(ice_table *t, char *why, size_t why_size) {
         if (v == t->version && t->meta)
             return 0;
         version_path(t, v, path, sizeof path);
-        json_error_t jerr;
-        json_t *m = json_load_file(path, 0, &jerr);
-        if (!m && version_exists(t, v, why, why_size) == 0)
+        uint8_t *data;
+        size_t len;
+        int rc = fs_read_all(path, &data, &len, why, why_size);
+        if (rc == 1)
             continue; /* vacuumed between the look and the load */
+        if (rc != 0)
+            return -1;
+        json_error_t jerr;
+        json_t *m = json_loadb((const char *)data, len, 0, &jerr);
+        free(data);
         if (!m || !json_is_object(m)) {
             json_decref(m);
             snprintf(why, why_size, "%s: not valid table metadata: %s", path,

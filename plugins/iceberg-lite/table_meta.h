@@ -94,7 +94,18 @@ int64_t ice_meta_version_of(const char *name);
 /* "file://" + path of a file under the table; out has room for 4096. */
 void ice_table_uri(const ice_table *t, const char *rel, char *out, size_t size);
 /* The local path of a URI this plugin wrote ("file://..." or a plain
- * path); NULL for anything else. */
+ * path); NULL for anything else. Not confined: see ice_table_path. */
 const char *ice_uri_path(const char *uri);
+/* The local path of REF, a file the table's metadata names: a "file://"
+ * URI, an absolute path, or a path relative to ROOT. Confined: it must lie
+ * under ROOT/ with no empty, "." or ".." component (metadata naming
+ * /etc/passwd or ../x is refused, "outside the table"), and fit in out
+ * (never cut). Reads then go through fs_read_all, which opens regular
+ * files only, without following a final symlink or blocking on a FIFO.
+ * 0, or -1 with why. */
+int ice_path_in(const char *root, const char *ref, char *out, size_t size,
+                char *why, size_t why_size);
+int ice_table_path(const ice_table *t, const char *ref, char *out, size_t size,
+                   char *why, size_t why_size);
 
 #endif

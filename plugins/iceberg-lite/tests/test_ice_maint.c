@@ -133,7 +133,8 @@ static void assert_rows_once(const int64_t end[2]) {
     static seen s;
     memset(&s, 0, sizeof s);
     table_open(&t);
-    ck_assert_int_eq(ice_snapshot_datafiles(ice_meta_current_snapshot(t.meta),
+    ck_assert_int_eq(ice_snapshot_datafiles(&t,
+                                            ice_meta_current_snapshot(t.meta),
                                             &files, &n, why, sizeof why),
                      0);
     for (size_t i = 0; i < n; i++)
