@@ -70,6 +70,14 @@ tm_status ice_settings_load(const tm_host_api *host,
                             tm_error *err);
 tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
                        tm_error *err);
+/* The table path refused, one message for validate and open: rc
+ * ICE_PATH_MISSING (1, from ice_table_check_path / ice_table_init),
+ * ICE_PATH_NO_TABLE (no metadata and create false), or -1 with why.
+ * Always TM_INVALID. */
+#define ICE_PATH_MISSING  1
+#define ICE_PATH_NO_TABLE 2
+tm_status ice_path_refused(const tm_host_api *host, const ice_settings *set,
+                           int rc, const char *why, tm_error *err);
 
 /* schema.c */
 /* Builds s->cols, s->fields and s->schema_json from the mapping. */

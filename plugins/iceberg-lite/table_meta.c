@@ -51,10 +51,99 @@ void ice_table_free(ice_table *t) {
     memset(t, 0, sizeof *t);
 }
 
+/* Copies the last component of PATH (trailing slashes dropped) into base
+ * and its parent into dir. 0, or -1 when either does not fit. */
+static int split_path(const char *path, char *dir, char *base, size_t size) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/')
+        b--;
+    size_t d = b;
+    while (d > 1 && path[d - 1] == '/')
+        d--;
+    int dn = b == 0 ? snprintf(dir, size, ".")
+                    : snprintf(dir, size, "%.*s", (int)d, path);
+    int bn = snprintf(base, size, "%.*s", (int)(n - b), path + b);
+    return dn < 0 || bn < 0 || (size_t)dn >= size || (size_t)bn >= size ? -1
+                                                                        : 0;
+}
+
+static int root_fits(const char *path, const char *real, char *why,
+                     size_t why_size) {
+    size_t n = strlen(real);
+    if (n <= ICE_ROOT_MAX)
+        return 0;
+    snprintf(why, why_size,
+             "%s: the table directory %.64s... is %zu bytes long, at most %d "
+             "(the table's file paths are built under it)",
+             path, real, n, ICE_ROOT_MAX);
+    return -1;
+}
+
+int ice_table_check_path(const char *path, int create, char *why,
+                         size_t why_size) {
+    char real[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(why, why_size, "%s: not a directory", path);
+            return -1;
+        }
+        if (!realpath(path, real)) {
+            snprintf(why, why_size, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        return root_fits(path, real, why, why_size);
+    }
+    if (errno != ENOENT) {
+        snprintf(why, why_size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!create)
+        return 1;
+    /* Only the table's own directory is created: its parent must be an
+     * existing directory. */
+    if (split_path(path, dir, base, sizeof dir) != 0) {
+        snprintf(why, why_size, "%.200s...: path too long", path);
+        return -1;
+    }
+    if (stat(dir, &st) != 0) {
+        snprintf(why, why_size,
+                 "%s: the parent directory %s %s (only the table's own "
+                 "directory is created)",
+                 path, dir,
+                 errno == ENOENT ? "does not exist" : strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, why_size,
+                 "%s: the parent %s is not a directory (only the table's "
+                 "own directory is created)",
+                 path, dir);
+        return -1;
+    }
+    if (!realpath(dir, real)) {
+        snprintf(why, why_size, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    size_t n = strlen(real);
+    if (n + 1 + strlen(base) >= sizeof real) {
+        snprintf(why, why_size, "%.200s...: path too long", path);
+        return -1;
+    }
+    snprintf(real + n, sizeof real - n, "/%s", base);
+    return root_fits(path, real, why, why_size);
+}
+
 int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size) {
     memset(t, 0, sizeof *t);
     t->fsync = fsync;
+    int rc = ice_table_check_path(path, create, why, why_size);
+    if (rc != 0)
+        return rc;
     if (create && fs_mkdir(path, why, why_size) != 0)
         return -1;
     char real[PATH_MAX];
@@ -64,6 +153,9 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
         snprintf(why, why_size, "table path %s: %s", path, strerror(errno));
         return -1;
     }
+    /* Checked again: the directory may have been replaced meanwhile. */
+    if (root_fits(path, real, why, why_size) != 0)
+        return -1;
     size_t n = strlen(real) + 8;
     t->root = strdup(real);
     t->location = malloc(n);
@@ -84,11 +176,6 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
         return -1;
     }
     return 0;
-}
-
-void ice_table_uri(const ice_table *t, const char *rel, char *out,
-                   size_t size) {
-    snprintf(out, size, "%s/%s", t->location, rel);
 }
 
 const char *ice_uri_path(const char *uri) {

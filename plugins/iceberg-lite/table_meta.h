@@ -27,9 +27,23 @@ typedef struct ice_table {
     json_t *meta;    /* the current metadata */
 } ice_table;
 
-/* Sets up paths for the table at PATH. create: make the directories
- * (one level for the table itself). 0; 1 the table directory does not
- * exist (and !create); -1 with why. */
+/* The longest table directory (its real path): every file the sink names
+ * under it (metadata/<temp or manifest name>, data/<id>-<k>-<uuid>.parquet,
+ * at most about 100 bytes more) then fits the 4096-byte path buffers, so
+ * no path of ours is ever cut. Names read from metadata are checked one by
+ * one (ice_path_in). */
+#define ICE_ROOT_MAX 3840
+
+/* Whether PATH can be (or is) a table directory: an existing directory,
+ * or, when create, a missing one whose parent is an existing directory;
+ * its real path at most ICE_ROOT_MAX bytes. Changes nothing: what
+ * validate and open both check. 0; 1 it does not exist and !create; -1
+ * with why. */
+int ice_table_check_path(const char *path, int create, char *why,
+                         size_t why_size);
+/* Sets up paths for the table at PATH (ice_table_check_path first). create:
+ * make the directories (one level for the table itself). 0; 1 the table
+ * directory does not exist (and !create); -1 with why. */
 int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size);
 void ice_table_free(ice_table *t);
@@ -91,8 +105,6 @@ int ice_table_write_hint(ice_table *t, char *why, size_t why_size);
 /* N of a file name "v<N>.metadata.json" (N > 0), else -1. */
 int64_t ice_meta_version_of(const char *name);
 
-/* "file://" + path of a file under the table; out has room for 4096. */
-void ice_table_uri(const ice_table *t, const char *rel, char *out, size_t size);
 /* The local path of a URI this plugin wrote ("file://..." or a plain
  * path); NULL for anything else. Not confined: see ice_table_path. */
 const char *ice_uri_path(const char *uri);

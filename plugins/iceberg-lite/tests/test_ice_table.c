@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -451,6 +452,69 @@ START_TEST(marker_keys_never_truncated) {
 }
 END_TEST
 
+/* A table directory whose path leaves no room for the file names built
+ * under it: refused with a clear error, never written under cut names. */
+START_TEST(long_table_path_refused_not_cut) {
+    char part[201];
+    memset(part, 'd', sizeof part - 1);
+    part[sizeof part - 1] = '\0';
+    ck_assert_int_eq(chdir(fx.dir), 0);
+    /* About 4040 bytes in all, still below PATH_MAX. */
+    size_t len = strlen(fx.dir);
+    while (len + 201 < 4040 - 8) {
+        ck_assert_int_eq(mkdir(part, 0755), 0);
+        ck_assert_int_eq(chdir(part), 0);
+        len += 201;
+    }
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"table\"}"), 0);
+    void *sink;
+    tm_error err;
+    tm_status rc = ice_fx_open(&fx, &sink, &err);
+    if (rc == TM_OK)
+        ice_api->close(sink);
+    ck_assert_msg(rc == TM_INVALID && strstr(err.message, "bytes long"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "bytes long"), "%s", err.message);
+    ck_assert_int_eq(access("table/metadata", F_OK), -1);
+}
+END_TEST
+
+/* validate refuses what open refuses: a table path whose parent
+ * directory is missing (only the table's own directory is created). */
+START_TEST(validate_refuses_missing_parent) {
+    char json[1400];
+    snprintf(json, sizeof json, "{\"path\": \"%s/no-such-dir/table\"}", fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    tm_error verr = {sizeof verr, ""}, oerr;
+    tm_status v = ice_api->validate(tm_host_services(), &fx.config, &verr);
+    void *sink;
+    tm_status o = ice_fx_open(&fx, &sink, &oerr);
+    if (o == TM_OK)
+        ice_api->close(sink);
+    ck_assert_msg(o == TM_INVALID, "open: %s", tm_status_name(o));
+    ck_assert_msg(v == TM_INVALID, "validate: %s: %s", tm_status_name(v),
+                  verr.message);
+    ck_assert_str_eq(verr.message, oerr.message);
+    ck_assert_msg(strstr(verr.message, "no-such-dir") &&
+                      strstr(verr.message, "\"path\""),
+                  "%s", verr.message);
+    /* A file where the parent should be: the same. */
+    char file[600];
+    snprintf(file, sizeof file, "%s/plain-file", fx.dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(json, sizeof json, "{\"path\": \"%s/table\"}", file);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &verr),
+                     TM_INVALID);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &oerr), TM_INVALID);
+    ck_assert_str_eq(verr.message, oerr.message);
+}
+END_TEST
+
 START_TEST(no_fsync_still_commits) {
     ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
                                           "\"fsync\": false}"),
@@ -554,6 +618,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, manifests_merge_and_files_roll);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, marker_keys_never_truncated);
+    tcase_add_test(tc, long_table_path_refused_not_cut);
+    tcase_add_test(tc, validate_refuses_missing_parent);
     tcase_add_test(tc, no_fsync_still_commits);
     tcase_add_test(tc, two_writers_lose_nothing);
     suite_add_tcase(s, tc);
