@@ -47,7 +47,9 @@ static tm_status open_table(ice_sink *s, tm_error *err) {
     if (rc == 1 && !s->set.create)
         return ice_path_refused(s->host, &s->set, ICE_PATH_NO_TABLE, why, err);
     tm_status r = rc == 1 ? create_table(s, err) : TM_OK;
-    return r == TM_OK ? ice_schema_check(s, err) : r;
+    if (r == TM_OK)
+        r = ice_schema_check(s, err);
+    return r == TM_OK ? ice_check_owner(s, TM_INVALID, err) : r;
 }
 
 static void ice_close(void *sink) {
@@ -109,7 +111,14 @@ static const char *ice_describe(void) {
            "file before a batch rolls to the next\"},"
            "\"fsync\":{\"type\":\"boolean\",\"default\":true,"
            "\"description\":\"false weakens the durability of committed "
-           "batches\"}}}";
+           "batches\"},"
+           "\"keep_snapshots\":{\"type\":\"integer\",\"minimum\":0,"
+           "\"maximum\":1000000,\"default\":100,\"description\":\"snapshots "
+           "kept in the metadata (0 keeps all)\"},"
+           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
+           "\"description\":\"true: other connectors write this table too "
+           "(else a table holding another connector's markers is "
+           "refused)\"}}}";
 }
 
 TM_SINK_DEFINE(.name = "iceberg_lite", .version = "1.0.0",

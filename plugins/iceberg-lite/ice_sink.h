@@ -50,6 +50,7 @@ typedef struct ice_settings {
     int64_t target_file_size;
     int fsync;
     int64_t keep_snapshots; /* 0: never expire */
+    int shared_table;       /* other connectors' markers are expected */
 } ice_settings;
 
 typedef struct ice_sink {
@@ -99,6 +100,11 @@ tm_status ice_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
                     tm_error *err);
 tm_status ice_read_markers(void *sink, tm_marker *markers, size_t n,
                            tm_error *err);
+/* Unless shared_table, a table holding another connector's markers is
+ * refused with REFUSE (TM_INVALID at open and validate, TM_FATAL at
+ * claim), the message naming the table, the other connector and the
+ * setting. TM_OK, REFUSE, or TM_RETRY (out of memory). */
+tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err);
 /* Refreshes the table: TM_OK, or TM_RETRY / TM_FATAL with err set. */
 tm_status ice_refresh(ice_sink *s, tm_error *err);
 

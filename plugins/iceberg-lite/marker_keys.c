@@ -212,3 +212,53 @@ int ice_markers_carry(json_t *meta, json_t *summary) {
     }
     return 0;
 }
+
+/* The connector of a marker key (allocated), or NULL: not a marker key
+ * (*oom 0) or out of memory (*oom 1). The key is
+ * ICE_MARKER_PREFIX "<connector>/<topic>/<partition>.<field>": fields
+ * hold no '.', partitions are digits and topics hold no '/', so reading
+ * from the right is unambiguous whatever the connector's name holds. */
+static char *connector_of(const char *key, int *oom) {
+    size_t pn = strlen(ICE_MARKER_PREFIX);
+    *oom = 0;
+    if (strncmp(key, ICE_MARKER_PREFIX, pn) != 0)
+        return NULL;
+    const char *c = key + pn, *dot = strrchr(c, '.');
+    const char *end = dot, *slash = NULL;
+    for (int k = 0; end && k < 2; k++) {
+        slash = NULL;
+        for (const char *p = c; p < end; p++)
+            if (*p == '/')
+                slash = p;
+        end = slash;
+    }
+    if (!end)
+        return NULL;
+    char *name = ice_strfmt("%.*s", (int)(end - c), c);
+    *oom = !name;
+    return name;
+}
+
+int ice_marker_other_connector(json_t *meta, const char *connector,
+                               char **other) {
+    json_t *srcs[2] = {
+        json_object_get(ice_meta_current_snapshot(meta), "summary"),
+        json_object_get(meta, "properties")};
+    *other = NULL;
+    for (int k = 0; k < 2; k++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(srcs[k], key, v) {
+            int oom;
+            char *name = connector_of(key, &oom);
+            if (oom)
+                return -1;
+            if (name && strcmp(name, connector ? connector : "") != 0) {
+                *other = name;
+                return 1;
+            }
+            free(name);
+        }
+    }
+    return 0;
+}

@@ -48,4 +48,9 @@ int ice_marker_put_summary(json_t *summary, const char *prefix,
 int ice_marker_put(json_t *obj, const char *prefix, const char *field,
                    const char *value);
 
+/* Whether META holds markers of a connector other than CONNECTOR: 1
+ * (*other its name, allocated), 0 none, -1 out of memory. */
+int ice_marker_other_connector(json_t *meta, const char *connector,
+                               char **other);
+
 #endif

@@ -46,6 +46,31 @@ static tm_status read_all(ice_sink *s, tm_marker *markers, size_t n,
     return TM_OK;
 }
 
+tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err) {
+    char *other = NULL;
+    if (s->set.shared_table)
+        return TM_OK;
+    int rc =
+        ice_marker_other_connector(s->table.meta, s->config->connector, &other);
+    if (rc < 0) {
+        s->host->set_error(err, "table %s: out of memory", s->table.root);
+        return TM_RETRY;
+    }
+    if (rc == 1) {
+        s->host->set_error(
+            err,
+            "table %s holds the markers of connector \"%s\", not only of "
+            "\"%s\": two connectors writing one table each store its rows; "
+            "set \"shared_table\": true in the sink settings of both if the "
+            "sharing is meant",
+            s->table.root, other,
+            s->config->connector ? s->config->connector : "");
+        free(other);
+        return refuse;
+    }
+    return TM_OK;
+}
+
 tm_status ice_refresh(ice_sink *s, tm_error *err) {
     char why[512];
     int rc = ice_table_refresh(&s->table, why, sizeof why);
@@ -63,6 +88,12 @@ tm_status ice_refresh(ice_sink *s, tm_error *err) {
  * TM status otherwise (negative values mapped by the caller). */
 static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
                             uint32_t flags, int *lost, tm_error *err) {
+    *lost = 0;
+    /* Checked on every attempt: another connector may have claimed or
+     * committed since open (both opened a table without markers). */
+    tm_status r = ice_check_owner(s, TM_FATAL, err);
+    if (r != TM_OK)
+        return r;
     json_t *next = ice_meta_next(&s->table);
     json_t *props = json_object_get(next, "properties");
     char why[512], tmp[4096];
@@ -121,7 +152,7 @@ static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
         s->host->set_error(err, "claim: %s", why);
         return TM_RETRY;
     }
-    tm_status r = read_all(s, markers, n, err);
+    r = read_all(s, markers, n, err);
     if (r != TM_OK)
         return r;
     if (ice_table_write_hint(&s->table, why, sizeof why) != 0)

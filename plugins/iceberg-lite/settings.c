@@ -8,8 +8,9 @@
 
 #include "ice_sink.h"
 
-static const char *const KNOWN[] = {"path", "create", "target_file_size",
-                                    "fsync", "keep_snapshots"};
+static const char *const KNOWN[] = {
+    "path",  "create",         "target_file_size",
+    "fsync", "keep_snapshots", "shared_table"};
 #define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 /* Files below this would make a table of many tiny files; above, one batch
@@ -42,6 +43,7 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
     }
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
         h->setting_bool(set, "fsync", &out->fsync, err) < 0 ||
+        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_int(set, "target_file_size", &out->target_file_size, err) <
             0 ||
         h->setting_int(set, "keep_snapshots", &out->keep_snapshots, err) < 0)
@@ -134,6 +136,8 @@ tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
         r = ice_schema_build(&s, err);
         if (r == TM_OK)
             r = ice_schema_check(&s, err);
+        if (r == TM_OK)
+            r = ice_check_owner(&s, TM_INVALID, err);
         ice_schema_free(&s);
     }
     ice_table_free(&s.table);

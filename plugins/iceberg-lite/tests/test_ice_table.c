@@ -515,6 +515,85 @@ START_TEST(validate_refuses_missing_parent) {
 }
 END_TEST
 
+/* Opens the table as connector NAME with its own config (the sink keeps
+ * a pointer to it). */
+static tm_status open_as(const char *name, tm_sink_config *cfg, void **sink,
+                         tm_error *err) {
+    *cfg = fx.config;
+    cfg->connector = name;
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return ice_api->open(tm_host_services(), cfg, sink, err);
+}
+
+static void assert_names_unit(const char *msg) {
+    ck_assert_msg(strstr(msg, "\"unit\"") && strstr(msg, "shared_table") &&
+                      strstr(msg, fx.table),
+                  "%s", msg);
+}
+
+/* A second connector on a table whose markers are another's: refused at
+ * open (and validate), and at claim when both opened the table before
+ * either claimed; accepted with "shared_table": true. */
+START_TEST(second_connector_refused) {
+    tm_sink_config cb;
+    void *a = open_ok(), *b;
+    tm_marker m, mb;
+    tm_error err;
+    /* No markers yet: nothing to refuse. */
+    ck_assert_int_eq(open_as("other", &cb, &b, &err), TM_OK);
+    ck_assert_int_eq(ice_fx_claim(a, &m, 1, &err), TM_OK);
+    commit_one(a, m.epoch, 0, 3);
+    /* b's claim sees unit's markers: refused. */
+    mb = (tm_marker){.struct_size = sizeof mb,
+                     .topic = "orders",
+                     .partition = 1,
+                     .next_offset = 0};
+    tm_status rc = ice_api->claim(b, &mb, 1, 0, &err);
+    ck_assert_msg(rc == TM_FATAL, "claim: %s: %s", tm_status_name(rc),
+                  err.message);
+    assert_names_unit(err.message);
+    ice_api->close(b);
+    /* A fresh open of "other": refused, and by validate the same way. */
+    rc = open_as("other", &cb, &b, &err);
+    if (rc == TM_OK)
+        ice_api->close(b);
+    ck_assert_msg(rc == TM_INVALID, "open: %s", tm_status_name(rc));
+    assert_names_unit(err.message);
+    tm_error verr = {sizeof verr, ""};
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &cb, &verr),
+                     TM_INVALID);
+    ck_assert_str_eq(verr.message, err.message);
+    /* Meant: shared_table true. */
+    ck_assert_int_eq(
+        ice_fx_settings(&fx, "{\"path\": \"$T\", \"shared_table\": true}"), 0);
+    cb.settings = fx.config.settings;
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &cb, &verr), TM_OK);
+    ck_assert_int_eq(open_as("other", &cb, &b, &err), TM_OK);
+    ck_assert_int_eq(ice_api->claim(b, &mb, 1, 0, &err), TM_OK);
+    ice_fx_batch kb;
+    ice_fx_batch_init(&kb, "other-1");
+    uint32_t r = ice_fx_range(&kb, 1, 0, 2, mb.epoch);
+    ice_fx_record(&kb, r, 0);
+    ice_fx_record(&kb, r, 1);
+    ck_assert_int_eq(commit(b, &kb, &err), TM_OK);
+    ice_fx_batch_free(&kb);
+    ice_api->close(b);
+    ice_api->close(a);
+    /* Now the table holds other's markers too: unit without the setting
+     * is refused in turn, with it accepted. */
+    rc = open_as("unit", &cb, &a, &err);
+    ck_assert_int_eq(rc, TM_OK);
+    ice_api->close(a);
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\"}"), 0);
+    rc = open_as("unit", &cb, &a, &err);
+    if (rc == TM_OK)
+        ice_api->close(a);
+    ck_assert_int_eq(rc, TM_INVALID);
+    ck_assert_msg(strstr(err.message, "\"other\""), "%s", err.message);
+}
+END_TEST
+
 START_TEST(no_fsync_still_commits) {
     ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
                                           "\"fsync\": false}"),
@@ -620,6 +699,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, marker_keys_never_truncated);
     tcase_add_test(tc, long_table_path_refused_not_cut);
     tcase_add_test(tc, validate_refuses_missing_parent);
+    tcase_add_test(tc, second_connector_refused);
     tcase_add_test(tc, no_fsync_still_commits);
     tcase_add_test(tc, two_writers_lose_nothing);
     suite_add_tcase(s, tc);
