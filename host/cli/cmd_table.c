@@ -296,8 +296,8 @@ static int do_scan(ice_table *t, const opts *o) {
         rc = 1;
     if (rc != 0)
         fprintf(stderr, "tidemark table: out of memory\n");
-    if (rc == 0 &&
-        ice_snapshot_datafiles(snap, &files, &nfiles, why, sizeof why) != 0) {
+    if (rc == 0 && ice_snapshot_datafiles(t, snap, &files, &nfiles, why,
+                                          sizeof why) != 0) {
         fprintf(stderr, "tidemark table: %s\n", why);
         rc = 1;
     }
@@ -373,8 +373,8 @@ static int do_files(ice_table *t) {
     ice_datafile *files;
     size_t n;
     char why[1024];
-    if (ice_snapshot_datafiles(ice_meta_current_snapshot(t->meta), &files, &n,
-                               why, sizeof why) != 0) {
+    if (ice_snapshot_datafiles(t, ice_meta_current_snapshot(t->meta), &files,
+                               &n, why, sizeof why) != 0) {
         fprintf(stderr, "tidemark table: %s\n", why);
         return 1;
     }

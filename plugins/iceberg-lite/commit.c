@@ -53,13 +53,14 @@ static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
     size_t nmf = 0, nfiles = 0;
     char why[512];
     tm_status r = TM_OK;
-    if (ice_snapshot_manifests(cur, &mf, &nmf, why, sizeof why) != 0) {
+    if (ice_snapshot_manifests(&s->table, cur, &mf, &nmf, why, sizeof why) !=
+        0) {
         s->host->set_error(err, "reading the current snapshot: %s", why);
         return TM_FATAL;
     }
     int merge = nmf + (x->w.nfiles > 0) > ICE_MANIFEST_MAX;
-    if (merge &&
-        ice_manifests_files(mf, nmf, &files, &nfiles, why, sizeof why) != 0) {
+    if (merge && ice_manifests_files(&s->table, mf, nmf, &files, &nfiles, why,
+                                     sizeof why) != 0) {
         s->host->set_error(err, "merging manifests: %s", why);
         r = TM_FATAL;
         goto out;
@@ -140,9 +141,9 @@ static json_t *summary(ice_run *x, int64_t total_files, int64_t total_rows) {
         ice_markers_carry(x->s->table.meta, sum) != 0;
     for (size_t i = 0; !bad && i < b->nranges; i++) {
         const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
-        char prefix[ICE_KEY_MAX];
-        ice_marker_prefix(x->s, g->topic, g->partition, prefix, sizeof prefix);
-        bad = ice_marker_put_summary(sum, prefix, &x->stored[i]) != 0;
+        char *prefix = ice_marker_prefix(x->s, g->topic, g->partition);
+        bad = !prefix || ice_marker_put_summary(sum, prefix, &x->stored[i]);
+        free(prefix);
     }
     if (bad) {
         json_decref(sum);
@@ -157,12 +158,12 @@ static tm_status check(ice_run *x, tm_error *err) {
     const tm_batch *b = x->b;
     for (size_t i = 0; i < b->nranges; i++) {
         const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
-        char prefix[ICE_KEY_MAX];
         x->stored[i].struct_size = sizeof(tm_marker);
         x->stored[i].topic = g->topic;
         x->stored[i].partition = g->partition;
-        ice_marker_prefix(x->s, g->topic, g->partition, prefix, sizeof prefix);
-        ice_marker_get(x->s->table.meta, prefix, &x->stored[i]);
+        tm_status r = ice_marker_read(x->s, &x->stored[i], err);
+        if (r != TM_OK)
+            return r;
     }
     return x->s->host->marker_check(b, x->stored, err);
 }

@@ -29,12 +29,14 @@ typedef int (*ice_dl_fn)(void *ctx, const char *topic, int32_t partition,
 int ice_dl_read(const char *path, ice_dl_fn fn, void *ctx, char *why,
                 size_t why_size);
 
-/* Called with each dead-letter file's path relative to the table root.
+/* Called with each dead-letter file's path relative to the table root,
+ * already checked to lie inside it (ice_path_in): ROOT/rel is the file.
  * Non-zero stops the walk (and is returned). */
 typedef int (*ice_dl_file_fn)(void *ctx, const char *rel);
 /* The dead-letter files of META: the index's entries (oldest first), then
  * the current snapshot's and its ancestors'. ROOT is the table directory.
- * 0, fn's non-zero, or -1 with why (a missing or bad index). */
+ * 0, fn's non-zero, or -1 with why (a missing or bad index, a file
+ * outside the table). */
 int ice_dl_files(const char *root, json_t *meta, ice_dl_file_fn fn, void *ctx,
                  char *why, size_t why_size);
 

@@ -79,10 +79,19 @@ int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
                 size_t why_size) {
     *data = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of
+     * waiting for a writer; it changes nothing for a regular file. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT)
             return 1;
+        if (errno == ELOOP) {
+            snprintf(why, why_size,
+                     "open %s: a symbolic link (not followed): not a "
+                     "regular file",
+                     path);
+            return -1;
+        }
         return fail(why, why_size, "open", path, errno);
     }
     struct stat st;
@@ -90,6 +99,11 @@ int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
         int e = errno;
         close(fd);
         return fail(why, why_size, "stat", path, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        snprintf(why, why_size, "open %s: not a regular file", path);
+        return -1;
     }
     size_t cap = (size_t)st.st_size, n = 0;
     uint8_t *buf = malloc(cap + 1);

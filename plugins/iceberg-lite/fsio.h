@@ -19,7 +19,9 @@ int fs_sync_dir(const char *dir, char *why, size_t why_size);
 /* Creates DIR when missing (one level). 0 or -1. */
 int fs_mkdir(const char *dir, char *why, size_t why_size);
 /* Reads the whole file into a malloc'd buffer (NUL-terminated too).
- * 0; 1 when it does not exist; -1 on other errors. */
+ * Regular files only: a final symlink is not followed and a FIFO or
+ * device is refused without blocking. 0; 1 when it does not exist; -1 on
+ * other errors. */
 int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
                 size_t why_size);
 /* 1 when PATH exists, 0 when not, -1 when it cannot be told. */

@@ -37,31 +37,19 @@ static tm_status open_table(ice_sink *s, tm_error *err) {
     char why[512];
     int rc = ice_table_init(&s->table, s->set.path, s->set.create, s->set.fsync,
                             why, sizeof why);
-    if (rc == 1) {
-        s->host->set_error(err,
-                           "setting \"path\": %s does not exist and "
-                           "\"create\" is false",
-                           s->set.path);
-        return TM_INVALID;
-    }
-    if (rc < 0) {
-        s->host->set_error(err, "setting \"path\": %s", why);
-        return TM_INVALID;
-    }
+    if (rc != 0)
+        return ice_path_refused(s->host, &s->set, rc, why, err);
     rc = ice_table_refresh(&s->table, why, sizeof why);
     if (rc < 0) {
         s->host->set_error(err, "setting \"path\": %s", why);
         return TM_FATAL;
     }
-    if (rc == 1 && !s->set.create) {
-        s->host->set_error(err,
-                           "setting \"path\": %s holds no Iceberg table and "
-                           "\"create\" is false",
-                           s->set.path);
-        return TM_INVALID;
-    }
+    if (rc == 1 && !s->set.create)
+        return ice_path_refused(s->host, &s->set, ICE_PATH_NO_TABLE, why, err);
     tm_status r = rc == 1 ? create_table(s, err) : TM_OK;
-    return r == TM_OK ? ice_schema_check(s, err) : r;
+    if (r == TM_OK)
+        r = ice_schema_check(s, err);
+    return r == TM_OK ? ice_check_owner(s, TM_INVALID, err) : r;
 }
 
 static void ice_close(void *sink) {
@@ -123,7 +111,14 @@ static const char *ice_describe(void) {
            "file before a batch rolls to the next\"},"
            "\"fsync\":{\"type\":\"boolean\",\"default\":true,"
            "\"description\":\"false weakens the durability of committed "
-           "batches\"}}}";
+           "batches\"},"
+           "\"keep_snapshots\":{\"type\":\"integer\",\"minimum\":0,"
+           "\"maximum\":1000000,\"default\":100,\"description\":\"snapshots "
+           "kept in the metadata (0 keeps all)\"},"
+           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
+           "\"description\":\"true: other connectors write this table too "
+           "(else a table holding another connector's markers is "
+           "refused)\"}}}";
 }
 
 TM_SINK_DEFINE(.name = "iceberg_lite", .version = "1.0.0",

@@ -50,6 +50,7 @@ typedef struct ice_settings {
     int64_t target_file_size;
     int fsync;
     int64_t keep_snapshots; /* 0: never expire */
+    int shared_table;       /* other connectors' markers are expected */
 } ice_settings;
 
 typedef struct ice_sink {
@@ -70,6 +71,14 @@ tm_status ice_settings_load(const tm_host_api *host,
                             tm_error *err);
 tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
                        tm_error *err);
+/* The table path refused, one message for validate and open: rc
+ * ICE_PATH_MISSING (1, from ice_table_check_path / ice_table_init),
+ * ICE_PATH_NO_TABLE (no metadata and create false), or -1 with why.
+ * Always TM_INVALID. */
+#define ICE_PATH_MISSING  1
+#define ICE_PATH_NO_TABLE 2
+tm_status ice_path_refused(const tm_host_api *host, const ice_settings *set,
+                           int rc, const char *why, tm_error *err);
 
 /* schema.c */
 /* Builds s->cols, s->fields and s->schema_json from the mapping. */
@@ -80,12 +89,22 @@ void ice_schema_free(ice_sink *s);
 tm_status ice_schema_check(ice_sink *s, tm_error *err);
 
 /* markers.c */
-void ice_marker_prefix(const ice_sink *s, const char *topic, int32_t partition,
-                       char *out, size_t size);
+/* This connector's marker key prefix for a partition, allocated (free());
+ * NULL out of memory. */
+char *ice_marker_prefix(const ice_sink *s, const char *topic,
+                        int32_t partition);
+/* m's stored marker (by m->topic, m->partition) from the loaded version.
+ * TM_OK, or TM_RETRY with err set. */
+tm_status ice_marker_read(ice_sink *s, tm_marker *m, tm_error *err);
 tm_status ice_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
                     tm_error *err);
 tm_status ice_read_markers(void *sink, tm_marker *markers, size_t n,
                            tm_error *err);
+/* Unless shared_table, a table holding another connector's markers is
+ * refused with REFUSE (TM_INVALID at open and validate, TM_FATAL at
+ * claim), the message naming the table, the other connector and the
+ * setting. TM_OK, REFUSE, or TM_RETRY (out of memory). */
+tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err);
 /* Refreshes the table: TM_OK, or TM_RETRY / TM_FATAL with err set. */
 tm_status ice_refresh(ice_sink *s, tm_error *err);
 

@@ -41,6 +41,7 @@ typedef struct ice_own {
     char (*paths)[4096];
     size_t n, cap;
 } ice_own;
+/* 0, or -1: out of memory, or a path longer than a slot (never cut). */
 int ice_own_add(ice_own *o, const char *path);
 void ice_own_drop(ice_own *o); /* unlinks and forgets them */
 void ice_own_free(ice_own *o); /* forgets them */

@@ -12,6 +12,8 @@
 #include "maint.h"
 
 int ice_own_add(ice_own *o, const char *path) {
+    if (strlen(path) >= sizeof o->paths[0])
+        return -1; /* never a cut path: dropping it would unlink another */
     if (o->n == o->cap) {
         size_t cap = o->cap ? 2 * o->cap : 8;
         char(*p)[4096] = realloc(o->paths, cap * sizeof *p);

@@ -177,7 +177,7 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
     json_t *cur = ice_meta_current_snapshot(t->meta);
     ice_datafile *live = NULL;
     size_t nlive = 0, kept = 0;
-    if (ice_snapshot_datafiles(cur, &live, &nlive, why, why_size) != 0)
+    if (ice_snapshot_datafiles(t, cur, &live, &nlive, why, why_size) != 0)
         return -1;
     int rc = 0;
     /* Live files minus the replaced ones, plus the new ones. */
@@ -227,8 +227,8 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
 static int plan(compact_ctx *c, char *why, size_t why_size) {
     ice_datafile *live;
     size_t nlive;
-    if (ice_snapshot_datafiles(ice_meta_current_snapshot(c->t->meta), &live,
-                               &nlive, why, why_size) != 0)
+    if (ice_snapshot_datafiles(c->t, ice_meta_current_snapshot(c->t->meta),
+                               &live, &nlive, why, why_size) != 0)
         return -1;
     c->replaced = calloc(nlive + 1, sizeof *c->replaced);
     if (!c->replaced) {

@@ -41,7 +41,8 @@ static int index_text(const ice_table *t, json_t *meta, json_t *snaps,
         char path[4096];
         uint8_t *data;
         size_t len;
-        snprintf(path, sizeof path, "%s/%s", t->root, old);
+        if (ice_table_path(t, old, path, sizeof path, why, why_size) != 0)
+            return -1;
         int rc = fs_read_all(path, &data, &len, why, why_size);
         if (rc == 1)
             snprintf(why, why_size, "dead-letter index %s is missing", path);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dead_letters.h"
+#include "fsio.h"
 #include "maint.h"
 #include "snapshot_files.h"
 
@@ -26,6 +27,8 @@ typedef struct refs {
     char **p;
     size_t n, cap;
     const char *root;
+    char *why; /* for add_rel */
+    size_t why_size;
 } refs;
 
 static int add(refs *r, const char *path) {
@@ -48,11 +51,14 @@ static int add_uri(refs *r, const char *uri) {
     return p ? add(r, p) : 0;
 }
 
+/* A dead-letter file or index relative to the table: 0, 1 out of memory,
+ * -1 outside the table (why set). */
 static int add_rel(void *ctx, const char *rel) {
     refs *r = ctx;
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", r->root, rel);
-    return add(r, path);
+    if (ice_path_in(r->root, rel, path, sizeof path, r->why, r->why_size) != 0)
+        return -1;
+    return add(r, path) != 0;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -76,9 +82,10 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
         ice_mfile *mf;
         ice_datafile *files = NULL;
         size_t nmf, nfiles = 0;
-        if (ice_snapshot_manifests(s, &mf, &nmf, why, why_size) != 0)
+        if (ice_snapshot_manifests(t, s, &mf, &nmf, why, why_size) != 0)
             return -1;
-        int rc = ice_manifests_files(mf, nmf, &files, &nfiles, why, why_size);
+        int rc =
+            ice_manifests_files(t, mf, nmf, &files, &nfiles, why, why_size);
         oom |=
             add_uri(r, json_string_value(json_object_get(s, "manifest-list")));
         for (size_t k = 0; k < nmf; k++)
@@ -91,14 +98,17 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
             return -1;
         const char *dl = json_string_value(
             json_object_get(json_object_get(s, "summary"), ICE_DL_FILE_KEY));
-        if (dl)
-            oom |= add_rel(r, dl);
+        if (dl && (rc = add_rel(r, dl)) < 0)
+            return -1;
+        oom |= dl && rc;
     }
     const char *index = json_string_value(
         json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
-    if (index)
-        oom |= add_rel(r, index);
-    int rc = ice_dl_files(t->root, meta, add_rel, r, why, why_size);
+    int rc = index ? add_rel(r, index) : 0;
+    if (rc < 0)
+        return -1;
+    oom |= rc;
+    rc = ice_dl_files(t->root, meta, add_rel, r, why, why_size);
     if (rc > 0)
         oom = 1;
     else if (rc < 0)
@@ -117,9 +127,26 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
     return 0;
 }
 
-/* The unreferenced files of DIR older than the cutoff. */
+/* The unreferenced files of DIR older than the cutoff. DIR itself must be
+ * a real directory of the table, not a symlink to one elsewhere: vacuum
+ * deletes only inside the table (entries are lstat'ed: regular files
+ * only, a symlink is never followed). */
 static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
                     refs *out, char *why, size_t why_size) {
+    struct stat dst;
+    if (lstat(dir, &dst) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, why_size, "stat %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(dst.st_mode)) {
+        snprintf(why, why_size,
+                 "%s: not a directory of the table (a symlink or a file): "
+                 "nothing vacuumed",
+                 dir);
+        return -1;
+    }
     DIR *d = opendir(dir);
     if (!d) {
         if (errno == ENOENT)
@@ -154,9 +181,49 @@ static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
     return rc;
 }
 
+/* Metadata versions never leave a gap: writers find the newest version
+ * by probing forward from one that still exists (table_meta.c), so the
+ * versions on disk must stay one unbroken run. Vacuum removes them oldest
+ * first, only below the oldest one the newest version keeps in its
+ * metadata log, and only while each is the oldest left on disk. */
+static int64_t version_of_path(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return ice_meta_version_of(slash ? slash + 1 : path);
+}
+
+/* Non-version files first (by name), then versions by number. */
+static int cmp_versions_last(const void *a, const void *b) {
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    int64_t vx = version_of_path(x), vy = version_of_path(y);
+    if (vx < 0 || vy < 0)
+        return vx < 0 && vy < 0 ? strcmp(x, y) : (vx < 0 ? -1 : 1);
+    return vx < vy ? -1 : vx > vy;
+}
+
+/* The lowest version the loaded one keeps (itself and its log). */
+static int64_t oldest_kept_version(const ice_table *t, const refs *r) {
+    int64_t low = t->version;
+    size_t n = strlen(t->meta_dir);
+    for (size_t i = 0; i < r->n; i++) {
+        int64_t v = version_of_path(r->p[i]);
+        if (v > 0 && v < low && strncmp(r->p[i], t->meta_dir, n) == 0 &&
+            r->p[i][n] == '/')
+            low = v;
+    }
+    return low;
+}
+
+/* 1 when v<V-1> is still on disk (or cannot be told): V is not the oldest. */
+static int older_version_left(const ice_table *t, int64_t v) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
+             (long long)(v - 1));
+    return v > 1 && fs_exists(path) != 0;
+}
+
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                size_t *removed, char *why, size_t why_size) {
-    refs r = {.root = t->root}, cand = {0};
+    refs r = {.root = t->root, .why = why, .why_size = why_size}, cand = {0};
     *removed = 0;
     if (grace_seconds < 0 || grace_seconds > ICE_GRACE_MAX) {
         snprintf(why, why_size, "grace period %lld s is out of range",
@@ -184,9 +251,16 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
         rc = collect(t, &r, why, why_size);
     if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
+    int64_t keep_from = rc == 0 ? oldest_kept_version(t, &r) : 0;
+    /* Metadata versions go oldest first, after everything else. */
+    if (rc == 0)
+        qsort(cand.p, cand.n, sizeof *cand.p, cmp_versions_last);
     for (size_t i = 0; rc == 0 && i < cand.n; i++) {
         if (bsearch(&cand.p[i], r.p, r.n, sizeof *r.p, cmp))
             continue;
+        int64_t v = ice_meta_version_of(strrchr(cand.p[i], '/') + 1);
+        if (v > 0 && (v >= keep_from || older_version_left(t, v)))
+            break; /* later candidates are all newer versions */
         if (unlink(cand.p[i]) != 0 && errno != ENOENT) {
             snprintf(why, why_size, "remove %s: %s", cand.p[i],
                      strerror(errno));

@@ -11,9 +11,10 @@
 #include <stddef.h>
 #include <tidemark/sink.h>
 
-/* Topic names cannot hold '/', so the key is unambiguous. */
+/* Topic names cannot hold '/', so the key is unambiguous. Keys are
+ * built in allocated buffers: a connector or topic name of any length
+ * makes a whole key, never a cut one that two partitions would share. */
 #define ICE_MARKER_PREFIX "tidemark.marker."
-#define ICE_KEY_MAX       600
 
 #define ICE_F_NEXT    "next-offset"
 #define ICE_F_BATCH   "batch-id"
@@ -24,11 +25,19 @@
 #define ICE_F_EPOCH   "epoch"
 #define ICE_F_CLAIMED "claimed"
 
+/* A formatted string in a new allocation (free()), or NULL (out of
+ * memory or a bad format). */
+char *ice_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ICE_MARKER_PREFIX "<connector>/<topic>/<partition>." allocated, or
+ * NULL (out of memory). */
+char *ice_marker_prefix_new(const char *connector, const char *topic,
+                            int32_t partition);
 /* The stored marker behind PREFIX in META (everything but topic,
  * partition and struct_size): absent is epoch TM_NO_EPOCH, next_offset
  * TM_NO_OFFSET. A claim's record wins over a summary of a sequence number
- * not above the claim's. */
-void ice_marker_get(json_t *meta, const char *prefix, tm_marker *m);
+ * not above the claim's. 0, or -1: out of memory or a stored batch id
+ * longer than TM_BATCH_ID_MAX (never cut). */
+int ice_marker_get(json_t *meta, const char *prefix, tm_marker *m);
 /* Every marker known to META (as ice_marker_get resolves it), as summary
  * keys of a new snapshot, so the new current snapshot alone answers
  * read_markers with the same values. 0 or -1. */
@@ -38,5 +47,10 @@ int ice_marker_put_summary(json_t *summary, const char *prefix,
 /* obj[prefix field] = value (a string). 0 or -1. */
 int ice_marker_put(json_t *obj, const char *prefix, const char *field,
                    const char *value);
+
+/* Whether META holds markers of a connector other than CONNECTOR: 1
+ * (*other its name, allocated), 0 none, -1 out of memory. */
+int ice_marker_other_connector(json_t *meta, const char *connector,
+                               char **other);
 
 #endif

@@ -15,11 +15,60 @@
 
 #include "ice_sink.h"
 
-void ice_marker_prefix(const ice_sink *s, const char *topic, int32_t partition,
-                       char *out, size_t size) {
-    snprintf(out, size, ICE_MARKER_PREFIX "%s/%s/%" PRId32 ".",
-             s->config->connector ? s->config->connector : "", topic,
-             partition);
+char *ice_marker_prefix(const ice_sink *s, const char *topic,
+                        int32_t partition) {
+    return ice_marker_prefix_new(s->config->connector, topic, partition);
+}
+
+tm_status ice_marker_read(ice_sink *s, tm_marker *m, tm_error *err) {
+    char *prefix = ice_marker_prefix(s, m->topic, m->partition);
+    int rc = prefix ? ice_marker_get(s->table.meta, prefix, m) : -1;
+    free(prefix);
+    if (rc != 0) {
+        s->host->set_error(err,
+                           "table %s: marker of %s[%" PRId32 "]: out of memory "
+                           "or a stored batch id longer than %d bytes",
+                           s->table.root, m->topic, m->partition,
+                           TM_BATCH_ID_MAX - 1);
+        return TM_RETRY;
+    }
+    return TM_OK;
+}
+
+/* Every marker of the loaded version into markers. */
+static tm_status read_all(ice_sink *s, tm_marker *markers, size_t n,
+                          tm_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        tm_status r = ice_marker_read(s, TM_ELEM(tm_marker, markers, i), err);
+        if (r != TM_OK)
+            return r;
+    }
+    return TM_OK;
+}
+
+tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err) {
+    char *other = NULL;
+    if (s->set.shared_table)
+        return TM_OK;
+    int rc =
+        ice_marker_other_connector(s->table.meta, s->config->connector, &other);
+    if (rc < 0) {
+        s->host->set_error(err, "table %s: out of memory", s->table.root);
+        return TM_RETRY;
+    }
+    if (rc == 1) {
+        s->host->set_error(
+            err,
+            "table %s holds the markers of connector \"%s\", not only of "
+            "\"%s\": two connectors writing one table each store its rows; "
+            "set \"shared_table\": true in the sink settings of both if the "
+            "sharing is meant",
+            s->table.root, other,
+            s->config->connector ? s->config->connector : "");
+        free(other);
+        return refuse;
+    }
+    return TM_OK;
 }
 
 tm_status ice_refresh(ice_sink *s, tm_error *err) {
@@ -39,6 +88,12 @@ tm_status ice_refresh(ice_sink *s, tm_error *err) {
  * TM status otherwise (negative values mapped by the caller). */
 static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
                             uint32_t flags, int *lost, tm_error *err) {
+    *lost = 0;
+    /* Checked on every attempt: another connector may have claimed or
+     * committed since open (both opened a table without markers). */
+    tm_status r = ice_check_owner(s, TM_FATAL, err);
+    if (r != TM_OK)
+        return r;
     json_t *next = ice_meta_next(&s->table);
     json_t *props = json_object_get(next, "properties");
     char why[512], tmp[4096];
@@ -52,21 +107,29 @@ static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
     int64_t seq = ice_json_int(next, "last-sequence-number", 0);
     for (size_t i = 0; i < n; i++) {
         tm_marker *m = TM_ELEM(tm_marker, markers, i);
-        char prefix[ICE_KEY_MAX], claimed[ICE_KEY_MAX], epoch[24];
-        tm_marker cur;
-        ice_marker_prefix(s, m->topic, m->partition, prefix, sizeof prefix);
-        ice_marker_get(s->table.meta, prefix, &cur);
+        tm_marker cur = {.struct_size = sizeof cur,
+                         .topic = m->topic,
+                         .partition = m->partition};
+        char epoch[24];
+        if (ice_marker_read(s, &cur, err) != TM_OK) {
+            json_decref(next);
+            return TM_RETRY;
+        }
         if (cur.next_offset == TM_NO_OFFSET || (flags & TM_CLAIM_RESET))
             cur.next_offset = m->next_offset;
         cur.epoch = (cur.epoch == TM_NO_EPOCH ? 0 : cur.epoch) + 1;
-        snprintf(claimed, sizeof claimed,
-                 "%lld,%lld,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s",
-                 (long long)seq, (long long)cur.next_offset, cur.rows,
-                 cur.dead_letters, cur.filtered, cur.duplicates,
-                 cur.last_batch_id);
+        char *claimed = ice_strfmt(
+            "%lld,%lld,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s",
+            (long long)seq, (long long)cur.next_offset, cur.rows,
+            cur.dead_letters, cur.filtered, cur.duplicates, cur.last_batch_id);
+        char *prefix = ice_marker_prefix(s, m->topic, m->partition);
         snprintf(epoch, sizeof epoch, "%lld", (long long)cur.epoch);
-        if (ice_marker_put(props, prefix, ICE_F_EPOCH, epoch) ||
-            ice_marker_put(props, prefix, ICE_F_CLAIMED, claimed)) {
+        int bad = !claimed || !prefix ||
+                  ice_marker_put(props, prefix, ICE_F_EPOCH, epoch) ||
+                  ice_marker_put(props, prefix, ICE_F_CLAIMED, claimed);
+        free(claimed);
+        free(prefix);
+        if (bad) {
             json_decref(next);
             s->host->set_error(err, "claim: out of memory");
             return TM_RETRY;
@@ -89,12 +152,9 @@ static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
         s->host->set_error(err, "claim: %s", why);
         return TM_RETRY;
     }
-    for (size_t i = 0; i < n; i++) {
-        tm_marker *m = TM_ELEM(tm_marker, markers, i);
-        char prefix[ICE_KEY_MAX];
-        ice_marker_prefix(s, m->topic, m->partition, prefix, sizeof prefix);
-        ice_marker_get(s->table.meta, prefix, m);
-    }
+    r = read_all(s, markers, n, err);
+    if (r != TM_OK)
+        return r;
     if (ice_table_write_hint(&s->table, why, sizeof why) != 0)
         s->host->log(s->config->host_ctx, TM_LOG_WARN,
                      "version-hint.text not replaced (readers probe past "
@@ -128,11 +188,5 @@ tm_status ice_read_markers(void *sink, tm_marker *markers, size_t n,
     tm_status r = ice_refresh(s, err);
     if (r != TM_OK)
         return r;
-    for (size_t i = 0; i < n; i++) {
-        tm_marker *m = TM_ELEM(tm_marker, markers, i);
-        char prefix[ICE_KEY_MAX];
-        ice_marker_prefix(s, m->topic, m->partition, prefix, sizeof prefix);
-        ice_marker_get(s->table.meta, prefix, m);
-    }
-    return TM_OK;
+    return read_all(s, markers, n, err);
 }

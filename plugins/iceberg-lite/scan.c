@@ -145,7 +145,9 @@ typedef struct dl_walk {
 static int on_dl_file(void *ctx, const char *rel) {
     dl_walk *w = ctx;
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", w->s->table.root, rel);
+    if (ice_table_path(&w->s->table, rel, path, sizeof path, w->why, w->size) !=
+        0)
+        return -1;
     return ice_dl_read(path, on_dead_letter, w->c, w->why, w->size) != 0 ? -1
                                                                          : 0;
 }
@@ -178,10 +180,12 @@ tm_status ice_scan(void *sink, const char *topic, int32_t partition,
     ice_datafile *files = NULL;
     size_t nmf = 0, nfiles = 0;
     char why[512];
-    int rc = ice_snapshot_manifests(ice_meta_current_snapshot(s->table.meta),
+    int rc = ice_snapshot_manifests(&s->table,
+                                    ice_meta_current_snapshot(s->table.meta),
                                     &mf, &nmf, why, sizeof why);
     if (rc == 0)
-        rc = ice_manifests_files(mf, nmf, &files, &nfiles, why, sizeof why);
+        rc = ice_manifests_files(&s->table, mf, nmf, &files, &nfiles, why,
+                                 sizeof why);
     for (size_t i = 0; rc == 0 && i < nfiles; i++)
         rc = scan_file(&c, files[i].path, why, sizeof why);
     if (rc == 0)

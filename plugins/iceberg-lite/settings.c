@@ -8,8 +8,9 @@
 
 #include "ice_sink.h"
 
-static const char *const KNOWN[] = {"path", "create", "target_file_size",
-                                    "fsync", "keep_snapshots"};
+static const char *const KNOWN[] = {
+    "path",  "create",         "target_file_size",
+    "fsync", "keep_snapshots", "shared_table"};
 #define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 /* Files below this would make a table of many tiny files; above, one batch
@@ -42,6 +43,7 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
     }
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
         h->setting_bool(set, "fsync", &out->fsync, err) < 0 ||
+        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_int(set, "target_file_size", &out->target_file_size, err) <
             0 ||
         h->setting_int(set, "keep_snapshots", &out->keep_snapshots, err) < 0)
@@ -92,43 +94,50 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
     return TM_OK;
 }
 
+tm_status ice_path_refused(const tm_host_api *h, const ice_settings *set,
+                           int rc, const char *why, tm_error *err) {
+    if (rc == ICE_PATH_MISSING)
+        h->set_error(err,
+                     "setting \"path\": %s does not exist and \"create\" "
+                     "is false",
+                     set->path);
+    else if (rc == ICE_PATH_NO_TABLE)
+        h->set_error(err,
+                     "setting \"path\": %s holds no Iceberg table and "
+                     "\"create\" is false",
+                     set->path);
+    else
+        h->set_error(err, "setting \"path\": %s", why);
+    return TM_INVALID;
+}
+
 tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
                        tm_error *err) {
     ice_sink s = {.host = host, .config = config};
     tm_status r = ice_settings_load(host, config, &s.set, err);
     if (r != TM_OK)
         return r;
-    if (access(s.set.path, F_OK) != 0) {
-        if (!s.set.create) {
-            host->set_error(err,
-                            "setting \"path\": %s does not exist and "
-                            "\"create\" is false",
-                            s.set.path);
-            return TM_INVALID;
-        }
-        return TM_OK; /* open() creates the table */
-    }
     char why[512];
-    int rc =
-        ice_table_init(&s.table, s.set.path, 0, s.set.fsync, why, sizeof why);
-    if (rc != 0) {
-        host->set_error(err, "setting \"path\": %s", why);
-        return TM_INVALID;
-    }
+    /* What open checks first, the same function (it changes nothing). */
+    int rc = ice_table_check_path(s.set.path, s.set.create, why, sizeof why);
+    if (rc != 0)
+        return ice_path_refused(host, &s.set, rc, why, err);
+    if (access(s.set.path, F_OK) != 0)
+        return TM_OK; /* open() creates the table */
+    rc = ice_table_init(&s.table, s.set.path, 0, s.set.fsync, why, sizeof why);
+    if (rc != 0)
+        return ice_path_refused(host, &s.set, rc, why, err);
     rc = ice_table_refresh(&s.table, why, sizeof why);
     if (rc < 0) {
-        host->set_error(err, "setting \"path\": %s", why);
-        r = TM_INVALID;
+        r = ice_path_refused(host, &s.set, rc, why, err);
     } else if (rc == 1 && !s.set.create) {
-        host->set_error(err,
-                        "setting \"path\": %s holds no Iceberg table and "
-                        "\"create\" is false",
-                        s.set.path);
-        r = TM_INVALID;
+        r = ice_path_refused(host, &s.set, ICE_PATH_NO_TABLE, why, err);
     } else if (rc == 0) {
         r = ice_schema_build(&s, err);
         if (r == TM_OK)
             r = ice_schema_check(&s, err);
+        if (r == TM_OK)
+            r = ice_check_owner(&s, TM_INVALID, err);
         ice_schema_free(&s);
     }
     ice_table_free(&s.table);

@@ -7,21 +7,20 @@
 #include "snapshot_files.h"
 #include "table_meta.h"
 
-static int load(const char *uri, uint8_t **data, size_t *len, char *why,
-                size_t why_size) {
-    const char *path = ice_uri_path(uri);
-    if (!path) {
-        snprintf(why, why_size, "%s: not a local file", uri);
+/* A file the metadata names, confined to the table (ice_table_path). */
+static int load(const ice_table *t, const char *uri, uint8_t **data,
+                size_t *len, char *why, size_t why_size) {
+    char path[4096];
+    if (ice_table_path(t, uri, path, sizeof path, why, why_size) != 0)
         return -1;
-    }
     int rc = fs_read_all(path, data, len, why, why_size);
     if (rc == 1)
         snprintf(why, why_size, "%s is missing", path);
     return rc == 0 ? 0 : -1;
 }
 
-int ice_snapshot_manifests(json_t *snapshot, ice_mfile **mf, size_t *nmf,
-                           char *why, size_t why_size) {
+int ice_snapshot_manifests(const ice_table *t, json_t *snapshot, ice_mfile **mf,
+                           size_t *nmf, char *why, size_t why_size) {
     *mf = NULL;
     *nmf = 0;
     if (!snapshot)
@@ -34,7 +33,7 @@ int ice_snapshot_manifests(json_t *snapshot, ice_mfile **mf, size_t *nmf,
         snprintf(why, why_size, "a snapshot without a manifest list");
         return -1;
     }
-    if (load(list, &data, &len, why, why_size) != 0)
+    if (load(t, list, &data, &len, why, why_size) != 0)
         return -1;
     int rc = ice_manifest_list_decode(data, len, mf, nmf);
     free(data);
@@ -44,13 +43,15 @@ int ice_snapshot_manifests(json_t *snapshot, ice_mfile **mf, size_t *nmf,
     return rc;
 }
 
-int ice_manifests_files(const ice_mfile *mf, size_t n, ice_datafile **files,
-                        size_t *nfiles, char *why, size_t why_size) {
+int ice_manifests_files(const ice_table *t, const ice_mfile *mf, size_t n,
+                        ice_datafile **files, size_t *nfiles, char *why,
+                        size_t why_size) {
     size_t cap = *nfiles;
     for (size_t i = 0; i < n; i++) {
         uint8_t *data;
-        size_t len;
-        if (load(mf[i].path, &data, &len, why, why_size) != 0)
+        size_t len, from = *nfiles;
+        char path[4096];
+        if (load(t, mf[i].path, &data, &len, why, why_size) != 0)
             return -1;
         int rc = ice_manifest_decode(data, len, &mf[i], files, nfiles, &cap);
         free(data);
@@ -59,19 +60,25 @@ int ice_manifests_files(const ice_mfile *mf, size_t n, ice_datafile **files,
                      mf[i].path);
             return -1;
         }
+        /* Whoever reads the data files later reads only the table's. */
+        for (size_t k = from; k < *nfiles; k++)
+            if (ice_table_path(t, (*files)[k].path, path, sizeof path, why,
+                               why_size) != 0)
+                return -1;
     }
     return 0;
 }
 
-int ice_snapshot_datafiles(json_t *snapshot, ice_datafile **files,
-                           size_t *nfiles, char *why, size_t why_size) {
+int ice_snapshot_datafiles(const ice_table *t, json_t *snapshot,
+                           ice_datafile **files, size_t *nfiles, char *why,
+                           size_t why_size) {
     ice_mfile *mf;
     size_t nmf;
     *files = NULL;
     *nfiles = 0;
-    if (ice_snapshot_manifests(snapshot, &mf, &nmf, why, why_size) != 0)
+    if (ice_snapshot_manifests(t, snapshot, &mf, &nmf, why, why_size) != 0)
         return -1;
-    int rc = ice_manifests_files(mf, nmf, files, nfiles, why, why_size);
+    int rc = ice_manifests_files(t, mf, nmf, files, nfiles, why, why_size);
     ice_mfiles_free(mf, nmf);
     if (rc != 0) {
         ice_datafiles_free(*files, *nfiles);

@@ -51,10 +51,99 @@ void ice_table_free(ice_table *t) {
     memset(t, 0, sizeof *t);
 }
 
+/* Copies the last component of PATH (trailing slashes dropped) into base
+ * and its parent into dir. 0, or -1 when either does not fit. */
+static int split_path(const char *path, char *dir, char *base, size_t size) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/')
+        b--;
+    size_t d = b;
+    while (d > 1 && path[d - 1] == '/')
+        d--;
+    int dn = b == 0 ? snprintf(dir, size, ".")
+                    : snprintf(dir, size, "%.*s", (int)d, path);
+    int bn = snprintf(base, size, "%.*s", (int)(n - b), path + b);
+    return dn < 0 || bn < 0 || (size_t)dn >= size || (size_t)bn >= size ? -1
+                                                                        : 0;
+}
+
+static int root_fits(const char *path, const char *real, char *why,
+                     size_t why_size) {
+    size_t n = strlen(real);
+    if (n <= ICE_ROOT_MAX)
+        return 0;
+    snprintf(why, why_size,
+             "%s: the table directory %.64s... is %zu bytes long, at most %d "
+             "(the table's file paths are built under it)",
+             path, real, n, ICE_ROOT_MAX);
+    return -1;
+}
+
+int ice_table_check_path(const char *path, int create, char *why,
+                         size_t why_size) {
+    char real[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(why, why_size, "%s: not a directory", path);
+            return -1;
+        }
+        if (!realpath(path, real)) {
+            snprintf(why, why_size, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        return root_fits(path, real, why, why_size);
+    }
+    if (errno != ENOENT) {
+        snprintf(why, why_size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!create)
+        return 1;
+    /* Only the table's own directory is created: its parent must be an
+     * existing directory. */
+    if (split_path(path, dir, base, sizeof dir) != 0) {
+        snprintf(why, why_size, "%.200s...: path too long", path);
+        return -1;
+    }
+    if (stat(dir, &st) != 0) {
+        snprintf(why, why_size,
+                 "%s: the parent directory %s %s (only the table's own "
+                 "directory is created)",
+                 path, dir,
+                 errno == ENOENT ? "does not exist" : strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, why_size,
+                 "%s: the parent %s is not a directory (only the table's "
+                 "own directory is created)",
+                 path, dir);
+        return -1;
+    }
+    if (!realpath(dir, real)) {
+        snprintf(why, why_size, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    size_t n = strlen(real);
+    if (n + 1 + strlen(base) >= sizeof real) {
+        snprintf(why, why_size, "%.200s...: path too long", path);
+        return -1;
+    }
+    snprintf(real + n, sizeof real - n, "/%s", base);
+    return root_fits(path, real, why, why_size);
+}
+
 int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size) {
     memset(t, 0, sizeof *t);
     t->fsync = fsync;
+    int rc = ice_table_check_path(path, create, why, why_size);
+    if (rc != 0)
+        return rc;
     if (create && fs_mkdir(path, why, why_size) != 0)
         return -1;
     char real[PATH_MAX];
@@ -64,6 +153,9 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
         snprintf(why, why_size, "table path %s: %s", path, strerror(errno));
         return -1;
     }
+    /* Checked again: the directory may have been replaced meanwhile. */
+    if (root_fits(path, real, why, why_size) != 0)
+        return -1;
     size_t n = strlen(real) + 8;
     t->root = strdup(real);
     t->location = malloc(n);
@@ -86,20 +178,58 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
     return 0;
 }
 
-void ice_table_uri(const ice_table *t, const char *rel, char *out,
-                   size_t size) {
-    snprintf(out, size, "%s/%s", t->location, rel);
-}
-
 const char *ice_uri_path(const char *uri) {
     if (strncmp(uri, "file://", 7) == 0)
         return uri + 7;
     return uri[0] == '/' ? uri : NULL;
 }
 
+int ice_path_in(const char *root, const char *ref, char *out, size_t size,
+                char *why, size_t why_size) {
+    size_t n = strlen(root);
+    const char *abs = ice_uri_path(ref);
+    int len = abs ? snprintf(out, size, "%s", abs)
+                  : snprintf(out, size, "%s/%s", root, ref);
+    if (len < 0 || (size_t)len >= size) {
+        snprintf(why, why_size, "%.200s...: path too long (at most %zu bytes)",
+                 ref, size - 1);
+        return -1;
+    }
+    /* Lexically under root/, and no component that could leave it. */
+    int inside = strncmp(out, root, n) == 0 && out[n] == '/';
+    for (const char *c = out + n; inside && *c == '/';) {
+        const char *end = strchr(c + 1, '/');
+        size_t k = end ? (size_t)(end - c - 1) : strlen(c + 1);
+        if (k == 0 || (k == 1 && c[1] == '.') ||
+            (k == 2 && c[1] == '.' && c[2] == '.'))
+            inside = 0;
+        c = end ? end : c + 1 + k;
+    }
+    if (!inside) {
+        snprintf(why, why_size, "%s: outside the table %s (refused)", ref,
+                 root);
+        return -1;
+    }
+    return 0;
+}
+
+int ice_table_path(const ice_table *t, const char *ref, char *out, size_t size,
+                   char *why, size_t why_size) {
+    return ice_path_in(t->root, ref, out, size, why, why_size);
+}
+
 static void version_path(const ice_table *t, int64_t v, char *out,
                          size_t size) {
     snprintf(out, size, "%s/v%lld.metadata.json", t->meta_dir, (long long)v);
+}
+
+int64_t ice_meta_version_of(const char *name) {
+    long long v;
+    int end = 0;
+    if (sscanf(name, "v%lld.metadata.json%n", &v, &end) == 1 && end > 0 &&
+        name[end] == '\0' && v > 0 && name[1] >= '0' && name[1] <= '9')
+        return v;
+    return -1;
 }
 
 /* The highest v<N>.metadata.json in the directory (0 when none). */
@@ -114,10 +244,8 @@ static int64_t scan_versions(const ice_table *t, char *why, size_t why_size) {
     int64_t best = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long long v;
-        int end = 0;
-        if (sscanf(e->d_name, "v%lld.metadata.json%n", &v, &end) == 1 &&
-            end > 0 && e->d_name[end] == '\0' && v > best)
+        int64_t v = ice_meta_version_of(e->d_name);
+        if (v > best)
             best = v;
     }
     closedir(d);
@@ -139,46 +267,100 @@ static int64_t read_hint(const ice_table *t) {
     return ok && v > 0 ? v : 0;
 }
 
+/* 1 when version V exists, 0 when not (V 0 never does), -1 with why. */
+static int version_exists(const ice_table *t, int64_t v, char *why,
+                          size_t why_size) {
+    char path[PATH_SIZE];
+    if (v <= 0)
+        return 0;
+    version_path(t, v, path, sizeof path);
+    int e = fs_exists(path);
+    if (e < 0)
+        snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
+    return e;
+}
+
+/* Moves *v past every version that follows it. 0 or -1. */
+static int probe_forward(const ice_table *t, int64_t *v, char *why,
+                         size_t why_size) {
+    for (;;) {
+        int e = version_exists(t, *v + 1, why, why_size);
+        if (e <= 0)
+            return e;
+        (*v)++;
+    }
+}
+
+/* The newest version: 0 none, -1 with why. Vacuum deletes versions
+ * oldest first and never the newest (maint_vacuum.c), so the versions on
+ * disk are always one unbroken run [lo, hi]: when v<N+1> is missing and
+ * v<N> exists *after* that, N was hi at the first look. A cached version
+ * or a hint that vacuum has since removed proves nothing (the number after
+ * it is missing too), so those fall back to the directory's highest. */
+static int64_t find_newest(const ice_table *t, char *why, size_t why_size) {
+    int64_t v = t->version, h = read_hint(t);
+    if (h > v) {
+        int e = version_exists(t, h, why, why_size);
+        if (e < 0)
+            return -1;
+        if (e == 1)
+            v = h; /* the hint only ever moves us forward */
+    }
+    for (int round = 0; round < ICE_RACE_MAX; round++) {
+        if (probe_forward(t, &v, why, why_size) != 0)
+            return -1;
+        int e = version_exists(t, v, why, why_size);
+        if (e < 0)
+            return -1;
+        if (e == 1)
+            return v;
+        if ((v = scan_versions(t, why, why_size)) <= 0)
+            return v; /* no table, or an error */
+    }
+    snprintf(why, why_size,
+             "%s: the newest metadata version kept disappearing while it "
+             "was looked for",
+             t->meta_dir);
+    return -1;
+}
+
 int ice_table_refresh(ice_table *t, char *why, size_t why_size) {
     char path[PATH_SIZE];
-    int64_t v = t->version;
-    if (v == 0) {
-        v = read_hint(t);
-        version_path(t, v, path, sizeof path);
-        if (v == 0 || fs_exists(path) != 1)
-            v = scan_versions(t, why, why_size);
+    for (int round = 0; round < ICE_RACE_MAX; round++) {
+        int64_t v = find_newest(t, why, why_size);
         if (v < 0)
             return -1;
         if (v == 0)
             return 1;
-    }
-    /* Never trust the hint (or our cache) alone: probe what follows. */
-    for (;;) {
-        version_path(t, v + 1, path, sizeof path);
-        int e = fs_exists(path);
-        if (e < 0) {
-            snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
+        if (v == t->version && t->meta)
+            return 0;
+        version_path(t, v, path, sizeof path);
+        uint8_t *data;
+        size_t len;
+        int rc = fs_read_all(path, &data, &len, why, why_size);
+        if (rc == 1)
+            continue; /* vacuumed between the look and the load */
+        if (rc != 0)
+            return -1;
+        json_error_t jerr;
+        json_t *m = json_loadb((const char *)data, len, 0, &jerr);
+        free(data);
+        if (!m || !json_is_object(m)) {
+            json_decref(m);
+            snprintf(why, why_size, "%s: not valid table metadata: %s", path,
+                     jerr.text);
             return -1;
         }
-        if (e == 0)
-            break;
-        v++;
-    }
-    if (v == t->version && t->meta)
+        json_decref(t->meta);
+        t->meta = m;
+        t->version = v;
         return 0;
-    version_path(t, v, path, sizeof path);
-    json_error_t jerr;
-    json_t *m = json_load_file(path, 0, &jerr);
-    if (!m || !json_is_object(m)) {
-        json_decref(m);
-        snprintf(why, why_size, "%s: not valid table metadata: %s", path,
-                 jerr.text);
-        return -1;
     }
-    json_decref(t->meta);
-    t->meta = m;
-    t->version = v;
-    return 0;
+    snprintf(why, why_size,
+             "%s: the newest metadata version kept "
+             "disappearing while it was loaded",
+             t->meta_dir);
+    return -1;
 }
 
 json_t *ice_meta_initial(const ice_table *t, json_t *fields,
@@ -314,6 +496,26 @@ int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
         snprintf(why, why_size, "link %s to %s: %s", tmp, path, strerror(e));
         return -1;
     }
+    /* Vacuum deletes versions oldest first: if ours, v<N>, is gone now,
+     * v<N+1> may have been deleted before our link too, and the number
+     * we just took is a reused one below the newest version. Take it back
+     * (the run of versions stays unbroken) and start from the newest
+     * again; the outcome is left unknown because, in theory, ten versions
+     * could have been built on ours in between. */
+    int base = version_exists(t, t->version, why, why_size);
+    if (t->version > 0 && base != 1) {
+        unlink(path);
+        unlink(tmp);
+        json_decref(t->meta);
+        t->meta = NULL;
+        t->version = 0; /* the next refresh looks for the newest afresh */
+        if (base == 0)
+            snprintf(why, why_size,
+                     "%s: the version this commit was built on was "
+                     "vacuumed meanwhile; version number not taken",
+                     path);
+        return -2;
+    }
     /* The new version exists from here on, even if what follows fails. */
     json_decref(t->meta);
     t->meta = json_incref(next);
@@ -327,7 +529,8 @@ int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
     return 0;
 }
 
-int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
+/* Writes N as the hint through a temp file and rename(). */
+static int put_hint(ice_table *t, int64_t v, char *why, size_t why_size) {
     char tmp[PATH_SIZE], path[PATH_SIZE], uuid[37], text[32];
     if (fs_uuid(uuid) != 0) {
         snprintf(why, why_size, "no random bytes for a temp name");
@@ -335,7 +538,7 @@ int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
     }
     snprintf(tmp, sizeof tmp, "%s/tmp-%s.hint.part", t->meta_dir, uuid);
     snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
-    int n = snprintf(text, sizeof text, "%lld", (long long)t->version);
+    int n = snprintf(text, sizeof text, "%lld", (long long)v);
     /* Not fsynced: after a crash the hint may be stale, empty or missing,
      * and loading copes with all three (it validates the number and probes
      * past it), so an fsync here would buy nothing. */
@@ -346,6 +549,29 @@ int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
                  strerror(errno));
         unlink(tmp);
         return -1;
+    }
+    return 0;
+}
+
+int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
+    int64_t v = t->version;
+    /* Never backwards: a writer that published v<N+1> after ours may have
+     * written its hint before we write ours. So ours is written only over
+     * a lower (or a dangling) hint, and a version found after ours once
+     * ours is in place is written too (its own writer may have been
+     * first). Whoever publishes after that look writes its hint later. */
+    for (int round = 0; round < ICE_RACE_MAX; round++) {
+        int64_t h = read_hint(t);
+        if (h >= v && version_exists(t, h, why, why_size) == 1)
+            return 0;
+        if (put_hint(t, v, why, why_size) != 0)
+            return -1;
+        int64_t after = v;
+        if (probe_forward(t, &after, why, why_size) != 0)
+            return -1;
+        if (after == v)
+            return 0;
+        v = after;
     }
     return 0;
 }

@@ -27,16 +27,32 @@ typedef struct ice_table {
     json_t *meta;    /* the current metadata */
 } ice_table;
 
-/* Sets up paths for the table at PATH. create: make the directories
- * (one level for the table itself). 0; 1 the table directory does not
- * exist (and !create); -1 with why. */
+/* The longest table directory (its real path): every file the sink names
+ * under it (metadata/<temp or manifest name>, data/<id>-<k>-<uuid>.parquet,
+ * at most about 100 bytes more) then fits the 4096-byte path buffers, so
+ * no path of ours is ever cut. Names read from metadata are checked one by
+ * one (ice_path_in). */
+#define ICE_ROOT_MAX 3840
+
+/* Whether PATH can be (or is) a table directory: an existing directory,
+ * or, when create, a missing one whose parent is an existing directory;
+ * its real path at most ICE_ROOT_MAX bytes. Changes nothing: what
+ * validate and open both check. 0; 1 it does not exist and !create; -1
+ * with why. */
+int ice_table_check_path(const char *path, int create, char *why,
+                         size_t why_size);
+/* Sets up paths for the table at PATH (ice_table_check_path first). create:
+ * make the directories (one level for the table itself). 0; 1 the table
+ * directory does not exist (and !create); -1 with why. */
 int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size);
 void ice_table_free(ice_table *t);
 
-/* Loads the newest metadata version (cheap when nothing changed: one
- * stat of v<N+1>). 0 loaded; 1 no metadata at all (no table yet); -1 with
- * why. */
+/* Loads the newest metadata version: from the cached version or the
+ * hint, whichever is higher and still exists, probing v<N+1>, v<N+2>...;
+ * when neither exists any more (vacuum removed them), from the
+ * directory's highest v<N>. Cheap when nothing changed (the hint and two
+ * stats). 0 loaded; 1 no metadata at all (no table yet); -1 with why. */
 int ice_table_refresh(ice_table *t, char *why, size_t why_size);
 
 /* Metadata for a new table with the given schema fields (a JSON array of
@@ -74,18 +90,34 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
  * temp name, fsync the directory. 0 published (t->meta takes a reference
  * to next, t->version moves on); 1 another writer created that version
  * first (nothing published; refresh and start over); -1 failed before the
- * link (nothing published); -2 linked but the directory fsync failed
- * (outcome unknown). The temp file is gone in every case. */
+ * link (nothing published); -2 linked but the directory fsync failed,
+ * or the version it was built on was vacuumed meanwhile so the number may
+ * be a reused one (then the link is undone and the cache dropped): the
+ * outcome is unknown. The temp file is gone in every case. */
 int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
                   size_t why_size);
-/* Replaces version-hint.text (temp + rename). Best effort: readers and
- * the next load probe past a stale hint. 0 or -1 with why. */
+/* Replaces version-hint.text (temp + rename) with the loaded version,
+ * never with a lower number than it holds (see table_meta.c). Best
+ * effort: readers and the next load probe past a stale hint. 0 or -1
+ * with why. */
 int ice_table_write_hint(ice_table *t, char *why, size_t why_size);
 
-/* "file://" + path of a file under the table; out has room for 4096. */
-void ice_table_uri(const ice_table *t, const char *rel, char *out, size_t size);
+/* N of a file name "v<N>.metadata.json" (N > 0), else -1. */
+int64_t ice_meta_version_of(const char *name);
+
 /* The local path of a URI this plugin wrote ("file://..." or a plain
- * path); NULL for anything else. */
+ * path); NULL for anything else. Not confined: see ice_table_path. */
 const char *ice_uri_path(const char *uri);
+/* The local path of REF, a file the table's metadata names: a "file://"
+ * URI, an absolute path, or a path relative to ROOT. Confined: it must lie
+ * under ROOT/ with no empty, "." or ".." component (metadata naming
+ * /etc/passwd or ../x is refused, "outside the table"), and fit in out
+ * (never cut). Reads then go through fs_read_all, which opens regular
+ * files only, without following a final symlink or blocking on a FIFO.
+ * 0, or -1 with why. */
+int ice_path_in(const char *root, const char *ref, char *out, size_t size,
+                char *why, size_t why_size);
+int ice_table_path(const ice_table *t, const char *ref, char *out, size_t size,
+                   char *why, size_t why_size);
 
 #endif

@@ -133,7 +133,8 @@ static void assert_rows_once(const int64_t end[2]) {
     static seen s;
     memset(&s, 0, sizeof s);
     table_open(&t);
-    ck_assert_int_eq(ice_snapshot_datafiles(ice_meta_current_snapshot(t.meta),
+    ck_assert_int_eq(ice_snapshot_datafiles(&t,
+                                            ice_meta_current_snapshot(t.meta),
                                             &files, &n, why, sizeof why),
                      0);
     for (size_t i = 0; i < n; i++)
@@ -396,6 +397,174 @@ START_TEST(vacuum_removes_old_orphans_only) {
 }
 END_TEST
 
+/* ---- vacuum beside a writer whose cached version is stale -------------- */
+
+static tm_marker claim_one(void *sink, int32_t p) {
+    tm_marker m = {.struct_size = sizeof m,
+                   .topic = "orders",
+                   .partition = p,
+                   .next_offset = 0};
+    tm_error err = {sizeof err, ""};
+    tm_status rc = ice_api->claim(sink, &m, 1, 0, &err);
+    ck_assert_msg(rc == TM_OK, "claim p%d: %s", (int)p, err.message);
+    return m;
+}
+
+/* The highest v<N>.metadata.json on disk and the hint's number. */
+static int64_t newest_version(void) {
+    char pat[512];
+    glob_t g;
+    int64_t best = 0;
+    snprintf(pat, sizeof pat, "%s/metadata/v*.metadata.json", fx.table);
+    if (glob(pat, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            long long v = strtoll(strrchr(g.gl_pathv[i], '/') + 2, NULL, 10);
+            best = v > best ? v : best;
+        }
+        globfree(&g);
+    }
+    return best;
+}
+
+static int64_t hint_version(void) {
+    char path[512], text[32] = "";
+    snprintf(path, sizeof path, "%s/metadata/version-hint.text", fx.table);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (!fgets(text, sizeof text, f))
+        text[0] = '\0';
+    fclose(f);
+    return strtoll(text, NULL, 10);
+}
+
+/* Writer a commits once and idles; writer b (another instance on the same
+ * table) advances the table by far more versions than the metadata log
+ * keeps; vacuum deletes the old versions, a's cached one and the one after
+ * it included. a's next commit must land on top of b's newest version,
+ * never reuse a freed number, and lose none of b's rows. drop_hint: the
+ * hint is gone too, so a finds the newest version without it. */
+static void stale_writer_after_vacuum(int drop_hint) {
+    void *a = open_ok(), *b = open_ok();
+    tm_marker ma = claim_one(a, 0), mb = claim_one(b, 1);
+    tm_error err;
+    ck_assert_int_eq(commit_range(a, 0, ma.epoch, 0, 5, &err), TM_OK);
+    for (int i = 0; i < 14; i++)
+        ck_assert_msg(commit_range(b, 1, mb.epoch, 5 * i, 5 * i + 5, &err) ==
+                          TM_OK,
+                      "b: %s", err.message);
+    int64_t before = newest_version();
+    ck_assert_int_ge(before, 18);
+    ck_assert_uint_gt(vacuum(0), 0);
+    /* The fault is where intended: a's next version number is gone. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/metadata/v5.metadata.json", fx.table);
+    ck_assert_msg(access(path, F_OK) != 0, "inconclusive: v5 not vacuumed");
+    if (drop_hint) {
+        snprintf(path, sizeof path, "%s/metadata/version-hint.text", fx.table);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    tm_status rc = commit_range(a, 0, ma.epoch, 5, 10, &err);
+    ck_assert_msg(rc == TM_OK, "a: %s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(newest_version(), before + 1);
+    ck_assert_int_eq(hint_version(), before + 1);
+    int64_t end[2] = {10, 70};
+    assert_rows_once(end);
+    /* A second vacuum keeps everything both writers committed. */
+    vacuum(0);
+    assert_rows_once(end);
+    ck_assert_int_eq(commit_range(b, 1, mb.epoch, 70, 75, &err), TM_OK);
+    end[1] = 75;
+    assert_rows_once(end);
+    tm_marker got;
+    read1(a, 0, &got);
+    ck_assert_int_eq(got.next_offset, 10);
+    read1(a, 1, &got);
+    ck_assert_int_eq(got.next_offset, 75);
+    ice_api->close(a);
+    ice_api->close(b);
+}
+
+START_TEST(vacuum_beside_stale_writer_reuses_no_version) {
+    stale_writer_after_vacuum(0);
+}
+END_TEST
+
+START_TEST(vacuum_beside_stale_writer_without_hint) {
+    stale_writer_after_vacuum(1);
+}
+END_TEST
+
+/* Writer a has staged its next metadata on v<N> when writer b advances
+ * the table past the metadata log and a vacuum (grace 0) deletes v<N> and
+ * v<N+1>: a's link would take a freed number. It must undo it and answer
+ * RETRY (outcome unknown); the resend lands on top of b's newest. */
+static void *inflight_b;
+static tm_marker inflight_mb;
+static int inflight_done;
+static char inflight_base[600];
+
+static void advance_and_vacuum_at_link(const char *point) {
+    if (inflight_done || strcmp(point, TM_FAULT_AFTER_MARKER) != 0)
+        return;
+    inflight_done = 1;
+    tm_error err;
+    for (int i = 0; i < 14; i++)
+        ck_assert_int_eq(commit_range(inflight_b, 1, inflight_mb.epoch, 5 * i,
+                                      5 * i + 5, &err),
+                         TM_OK);
+    /* Everything old but a's staged metadata, as if a's commit had been
+     * slower than the grace period's worth of b's commits. */
+    age_everything();
+    char pat[600];
+    glob_t g;
+    snprintf(pat, sizeof pat, "%s/metadata/tmp-*.metadata.json.part", fx.table);
+    ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++)
+        ck_assert_int_eq(utimensat(AT_FDCWD, g.gl_pathv[i], NULL, 0), 0);
+    globfree(&g);
+    vacuum(3600);
+    snprintf(inflight_base, sizeof inflight_base,
+             "%s/metadata/v%lld.metadata.json", fx.table,
+             (long long)(newest_version() - 14));
+}
+
+START_TEST(vacuum_during_a_commit_reuses_no_version) {
+    void *a = open_ok();
+    inflight_b = open_ok();
+    tm_marker ma = claim_one(a, 0);
+    inflight_mb = claim_one(inflight_b, 1);
+    ice_api->close(a);
+    tm_host_api host = *tm_host_services();
+    host.fault = advance_and_vacuum_at_link;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_api->open(&host, &fx.config, &a, &err), TM_OK);
+    inflight_done = 0;
+    int64_t base = newest_version();
+    tm_status rc = commit_range(a, 0, ma.epoch, 0, 5, &err);
+    /* The fault happened where intended: a's base version is gone. */
+    ck_assert_msg(inflight_done, "inconclusive: no commit reached the link");
+    ck_assert_msg(access(inflight_base, F_OK) != 0 &&
+                      base == newest_version() - 14,
+                  "inconclusive: v%lld was not vacuumed", (long long)base);
+    ck_assert_msg(rc == TM_RETRY, "a: %s: %s", tm_status_name(rc), err.message);
+    ck_assert_msg(strstr(err.message, "vacuumed"), "%s", err.message);
+    ck_assert_int_eq(newest_version(), base + 14);
+    int64_t end[2] = {0, 70};
+    assert_rows_once(end);
+    /* The host's resend. */
+    rc = commit_range(a, 0, ma.epoch, 0, 5, &err);
+    ck_assert_msg(rc == TM_OK, "resend: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_int_eq(newest_version(), base + 15);
+    ck_assert_int_eq(hint_version(), base + 15);
+    end[0] = 5;
+    assert_rows_once(end);
+    ice_api->close(a);
+    ice_api->close(inflight_b);
+}
+END_TEST
+
 /* ---- compact racing a connector ----------------------------------------- */
 
 static int compacted;
@@ -527,6 +696,9 @@ static Suite *suite(void) {
     tcase_add_test(tc, expire_keeps_markers_and_dead_letters);
     tcase_add_test(tc, commits_expire_past_keep_snapshots);
     tcase_add_test(tc, vacuum_removes_old_orphans_only);
+    tcase_add_test(tc, vacuum_beside_stale_writer_reuses_no_version);
+    tcase_add_test(tc, vacuum_beside_stale_writer_without_hint);
+    tcase_add_test(tc, vacuum_during_a_commit_reuses_no_version);
     tcase_add_test(tc, compact_wins_the_link_race);
     tcase_add_test(tc, compact_and_connector_lose_nothing);
     suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -395,6 +396,204 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* A connector name far longer than any fixed key buffer: each partition
+ * keeps its own marker (a cut key would make p1 share p0's marker, so p1
+ * [0,5) after p0 [0,10) would answer ALREADY and skip five records). */
+START_TEST(marker_keys_never_truncated) {
+    static char name[2101];
+    memset(name, 'c', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    fx.config.connector = name;
+    void *sink = open_ok();
+    tm_marker m[2];
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    ice_fx_batch kb;
+    ice_fx_batch_init(&kb, "long-p0");
+    uint32_t r = ice_fx_range(&kb, 0, 0, 10, m[0].epoch);
+    for (int64_t o = 0; o < 10; o++)
+        ice_fx_record(&kb, r, o);
+    ck_assert_int_eq(commit(sink, &kb, &err), TM_OK);
+    ice_fx_batch_free(&kb);
+    ice_fx_batch_init(&kb, "long-p1");
+    r = ice_fx_range(&kb, 1, 0, 5, m[1].epoch);
+    for (int64_t o = 0; o < 5; o++)
+        ice_fx_record(&kb, r, o);
+    tm_status rc = commit(sink, &kb, &err);
+    ice_fx_batch_free(&kb);
+    ck_assert_msg(rc == TM_OK, "p1: %s: %s", tm_status_name(rc), err.message);
+    tm_marker got;
+    read1(sink, 0, &got);
+    ck_assert_int_eq(got.next_offset, 10);
+    ck_assert_str_eq(got.last_batch_id, "long-p0");
+    read1(sink, 1, &got);
+    ck_assert_int_eq(got.next_offset, 5);
+    ck_assert_str_eq(got.last_batch_id, "long-p1");
+    size_t rows, dls;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 1, &rows, &dls, NULL), 0);
+    ck_assert_uint_eq(rows, 5);
+    /* The full key is in the metadata, untruncated. */
+    ice_api->close(sink);
+    json_t *meta = load_version(4);
+    json_t *cur = json_array_get(json_object_get(meta, "snapshots"), 1);
+    char key[2300];
+    snprintf(key, sizeof key, "tidemark.marker.%s/orders/1.next-offset", name);
+    ck_assert_str_eq(json_string_value(
+                         json_object_get(json_object_get(cur, "summary"), key)),
+                     "5");
+    json_decref(meta);
+    /* A claim after the commits carries both markers over. */
+    sink = open_ok();
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    ck_assert_int_eq(m[0].next_offset, 10);
+    ck_assert_int_eq(m[1].next_offset, 5);
+    ice_api->close(sink);
+    fx.config.connector = "unit";
+}
+END_TEST
+
+/* A table directory whose path leaves no room for the file names built
+ * under it: refused with a clear error, never written under cut names. */
+START_TEST(long_table_path_refused_not_cut) {
+    char part[201];
+    memset(part, 'd', sizeof part - 1);
+    part[sizeof part - 1] = '\0';
+    ck_assert_int_eq(chdir(fx.dir), 0);
+    /* About 4040 bytes in all, still below PATH_MAX. */
+    size_t len = strlen(fx.dir);
+    while (len + 201 < 4040 - 8) {
+        ck_assert_int_eq(mkdir(part, 0755), 0);
+        ck_assert_int_eq(chdir(part), 0);
+        len += 201;
+    }
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"table\"}"), 0);
+    void *sink;
+    tm_error err;
+    tm_status rc = ice_fx_open(&fx, &sink, &err);
+    if (rc == TM_OK)
+        ice_api->close(sink);
+    ck_assert_msg(rc == TM_INVALID && strstr(err.message, "bytes long"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "bytes long"), "%s", err.message);
+    ck_assert_int_eq(access("table/metadata", F_OK), -1);
+}
+END_TEST
+
+/* validate refuses what open refuses: a table path whose parent
+ * directory is missing (only the table's own directory is created). */
+START_TEST(validate_refuses_missing_parent) {
+    char json[1400];
+    snprintf(json, sizeof json, "{\"path\": \"%s/no-such-dir/table\"}", fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    tm_error verr = {sizeof verr, ""}, oerr;
+    tm_status v = ice_api->validate(tm_host_services(), &fx.config, &verr);
+    void *sink;
+    tm_status o = ice_fx_open(&fx, &sink, &oerr);
+    if (o == TM_OK)
+        ice_api->close(sink);
+    ck_assert_msg(o == TM_INVALID, "open: %s", tm_status_name(o));
+    ck_assert_msg(v == TM_INVALID, "validate: %s: %s", tm_status_name(v),
+                  verr.message);
+    ck_assert_str_eq(verr.message, oerr.message);
+    ck_assert_msg(strstr(verr.message, "no-such-dir") &&
+                      strstr(verr.message, "\"path\""),
+                  "%s", verr.message);
+    /* A file where the parent should be: the same. */
+    char file[600];
+    snprintf(file, sizeof file, "%s/plain-file", fx.dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(json, sizeof json, "{\"path\": \"%s/table\"}", file);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &verr),
+                     TM_INVALID);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &oerr), TM_INVALID);
+    ck_assert_str_eq(verr.message, oerr.message);
+}
+END_TEST
+
+/* Opens the table as connector NAME with its own config (the sink keeps
+ * a pointer to it). */
+static tm_status open_as(const char *name, tm_sink_config *cfg, void **sink,
+                         tm_error *err) {
+    *cfg = fx.config;
+    cfg->connector = name;
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    return ice_api->open(tm_host_services(), cfg, sink, err);
+}
+
+static void assert_names_unit(const char *msg) {
+    ck_assert_msg(strstr(msg, "\"unit\"") && strstr(msg, "shared_table") &&
+                      strstr(msg, fx.table),
+                  "%s", msg);
+}
+
+/* A second connector on a table whose markers are another's: refused at
+ * open (and validate), and at claim when both opened the table before
+ * either claimed; accepted with "shared_table": true. */
+START_TEST(second_connector_refused) {
+    tm_sink_config cb;
+    void *a = open_ok(), *b;
+    tm_marker m, mb;
+    tm_error err;
+    /* No markers yet: nothing to refuse. */
+    ck_assert_int_eq(open_as("other", &cb, &b, &err), TM_OK);
+    ck_assert_int_eq(ice_fx_claim(a, &m, 1, &err), TM_OK);
+    commit_one(a, m.epoch, 0, 3);
+    /* b's claim sees unit's markers: refused. */
+    mb = (tm_marker){.struct_size = sizeof mb,
+                     .topic = "orders",
+                     .partition = 1,
+                     .next_offset = 0};
+    tm_status rc = ice_api->claim(b, &mb, 1, 0, &err);
+    ck_assert_msg(rc == TM_FATAL, "claim: %s: %s", tm_status_name(rc),
+                  err.message);
+    assert_names_unit(err.message);
+    ice_api->close(b);
+    /* A fresh open of "other": refused, and by validate the same way. */
+    rc = open_as("other", &cb, &b, &err);
+    if (rc == TM_OK)
+        ice_api->close(b);
+    ck_assert_msg(rc == TM_INVALID, "open: %s", tm_status_name(rc));
+    assert_names_unit(err.message);
+    tm_error verr = {sizeof verr, ""};
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &cb, &verr),
+                     TM_INVALID);
+    ck_assert_str_eq(verr.message, err.message);
+    /* Meant: shared_table true. */
+    ck_assert_int_eq(
+        ice_fx_settings(&fx, "{\"path\": \"$T\", \"shared_table\": true}"), 0);
+    cb.settings = fx.config.settings;
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &cb, &verr), TM_OK);
+    ck_assert_int_eq(open_as("other", &cb, &b, &err), TM_OK);
+    ck_assert_int_eq(ice_api->claim(b, &mb, 1, 0, &err), TM_OK);
+    ice_fx_batch kb;
+    ice_fx_batch_init(&kb, "other-1");
+    uint32_t r = ice_fx_range(&kb, 1, 0, 2, mb.epoch);
+    ice_fx_record(&kb, r, 0);
+    ice_fx_record(&kb, r, 1);
+    ck_assert_int_eq(commit(b, &kb, &err), TM_OK);
+    ice_fx_batch_free(&kb);
+    ice_api->close(b);
+    ice_api->close(a);
+    /* Now the table holds other's markers too: unit without the setting
+     * is refused in turn, with it accepted. */
+    rc = open_as("unit", &cb, &a, &err);
+    ck_assert_int_eq(rc, TM_OK);
+    ice_api->close(a);
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\"}"), 0);
+    rc = open_as("unit", &cb, &a, &err);
+    if (rc == TM_OK)
+        ice_api->close(a);
+    ck_assert_int_eq(rc, TM_INVALID);
+    ck_assert_msg(strstr(err.message, "\"other\""), "%s", err.message);
+}
+END_TEST
+
 START_TEST(no_fsync_still_commits) {
     ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
                                           "\"fsync\": false}"),
@@ -497,6 +696,10 @@ static Suite *suite(void) {
     tcase_add_test(tc, hint_is_only_a_hint);
     tcase_add_test(tc, manifests_merge_and_files_roll);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, marker_keys_never_truncated);
+    tcase_add_test(tc, long_table_path_refused_not_cut);
+    tcase_add_test(tc, validate_refuses_missing_parent);
+    tcase_add_test(tc, second_connector_refused);
     tcase_add_test(tc, no_fsync_still_commits);
     tcase_add_test(tc, two_writers_lose_nothing);
     suite_add_tcase(s, tc);
