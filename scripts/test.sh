@@ -59,6 +59,25 @@ if [ -n "$files" ]; then
 fi
 stage_end
 
+stage "fuzz smoke (tests/fuzz: each parser's libFuzzer target, 20 000 inputs under ASan+UBSan)"
+# A short run on the seed corpora: a parser change that crashes on its own
+# files or on a first mutation fails here. The long runs: docs/fuzzing.md.
+FUZZ_TARGETS=(fuzz_parquet fuzz_thrift fuzz_avro fuzz_table_meta fuzz_config fuzz_status)
+CC=clang cmake -S . -B build-fuzz "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTIDEMARK_FUZZ=ON -DTIDEMARK_SANITIZE=ON
+cmake --build build-fuzz -j2 --target "${FUZZ_TARGETS[@]}" fuzz_seeds
+mkdir -p build-fuzz/fuzz-logs
+for t in "${FUZZ_TARGETS[@]}"; do
+  log="build-fuzz/fuzz-logs/$t.smoke.log"
+  if ! bash tests/fuzz/run_fuzz.sh build-fuzz "$t" -runs=20000 -seed=1 >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "FAIL: $t: a finding (reproducer in build-fuzz/fuzz-artifacts/)" >&2
+    exit 1
+  fi
+  echo "$t: $(grep -E '^Done ' "$log")"
+done
+stage_end
+
 stage "start kafka + postgres"
 services_started=1
 bash scripts/kafka.sh start

@@ -62,8 +62,13 @@ static int walk_meta(av_reader *r, const char *key, const uint8_t **val,
         if (count == 0)
             return key ? -1 : 0;
         if (count < 0) { /* a negative count is followed by the byte size */
+            if (count == INT64_MIN) { /* -count is not an int64_t */
+                r->err = 1;
+                return -1;
+            }
             count = -count;
-            (void)av_get_long(r);
+            if (av_get_long(r) < 0)
+                r->err = 1;
         }
         for (int64_t i = 0; i < count; i++) {
             const uint8_t *k, *v;

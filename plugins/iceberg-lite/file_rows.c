@@ -2,6 +2,7 @@
  * (parquet_reader.h reads a column at a time: the cells are gathered per
  * column, then handed out row by row), and the table schema as Parquet
  * columns, for `table scan` and compact. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,12 +79,15 @@ typedef struct gather {
     pq_cell *cells; /* nrows x ncols, row major */
     int64_t nrows;
     size_t ncols, col;
+    int overrun; /* a column had more values than the file's rows */
 } gather;
 
 static int on_cell(void *ctx, int64_t row, const pq_cell *cell) {
     gather *g = ctx;
-    if (row < 0 || row >= g->nrows)
+    if (row < 0 || row >= g->nrows) {
+        g->overrun = 1;
         return -1;
+    }
     g->cells[(size_t)row * g->ncols + g->col] = *cell;
     return 0;
 }
@@ -102,7 +106,7 @@ int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
         snprintf(why, why_size, "data file %s is missing", path);
     if (rc != 0)
         return -1;
-    char inner[400];
+    char inner[400] = "";
     pq_reader *r = pq_reader_open(data, len, inner, sizeof inner);
     if (!r) {
         snprintf(why, why_size, "%s: %s", path, inner);
@@ -110,15 +114,29 @@ int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
         return -1;
     }
     gather g = {.nrows = pq_reader_rows(r), .ncols = pq_reader_ncols(r)};
-    size_t cells = (size_t)(g.nrows > 0 ? g.nrows : 0) * g.ncols;
+    /* The footer's row count is the file's word: nrows * ncols cells must
+     * not wrap around (then every row past the first would land outside
+     * the allocation). */
+    if (g.nrows < 0 ||
+        (g.ncols && (uint64_t)g.nrows > SIZE_MAX / sizeof *g.cells / g.ncols)) {
+        snprintf(why, why_size,
+                 "%s: %lld rows of %zu columns: more than "
+                 "memory can hold",
+                 path, (long long)g.nrows, g.ncols);
+        pq_reader_free(r);
+        free(data);
+        return -1;
+    }
+    size_t cells = (size_t)g.nrows * g.ncols;
     g.cells = calloc(cells ? cells : 1, sizeof *g.cells);
     rc = g.cells ? 0 : -1;
     if (!g.cells)
-        snprintf(why, why_size, "%s: out of memory", path);
+        snprintf(why, why_size, "%s: out of memory for %lld rows", path,
+                 (long long)g.nrows);
     for (g.col = 0; rc == 0 && g.col < g.ncols; g.col++)
         if (pq_reader_column(r, g.col, on_cell, &g, inner, sizeof inner) != 0) {
             snprintf(why, why_size, "%s: column %zu: %s", path, g.col + 1,
-                     inner);
+                     g.overrun ? "more values than the file's rows" : inner);
             rc = -1;
         }
     for (int64_t i = 0; rc == 0 && i < g.nrows; i++)

@@ -52,7 +52,10 @@ static int read_schema_element(tr_reader *t, pq_rcol *c, int *children) {
             c->optional = tr_int(t) == 1;
         else if (id == 4 && type == TC_BINARY) {
             tr_binary(t, &p, &n);
-            snprintf(c->name, sizeof c->name, "%.*s", (int)n, (const char *)p);
+            if (n >= sizeof c->name) /* and so never a negative %.*s */
+                n = sizeof c->name - 1;
+            memcpy(c->name, p, n);
+            c->name[n] = '\0';
         } else if (id == 5 && type == TC_I32)
             *children = (int)tr_int(t);
         else if (id == 9 && type == TC_I32)
@@ -152,6 +155,30 @@ static int read_row_groups(pq_reader *r, tr_reader *t, char *why, size_t size) {
     return t->err ? bad(why, size, "row groups") : 0;
 }
 
+/* Every column's chunks hold exactly the footer's row count, so a reader
+ * sizing by rows gets no more values than that (read_page holds each page
+ * to its chunk). */
+static int check_rows(const pq_reader *r, char *why, size_t size) {
+    if (r->rows < 0)
+        return bad(why, size, "a negative number of rows");
+    for (size_t c = 0; c < r->ncols; c++) {
+        int64_t sum = 0;
+        for (size_t g = 0; g < r->ngroups; g++) {
+            int64_t v = r->chunks[g * r->ncols + c].num_values;
+            if (v < 0 || v > r->rows - sum)
+                return bad(why, size,
+                           "column chunks with more values than "
+                           "the file's rows");
+            sum += v;
+        }
+        if (sum != r->rows)
+            return bad(why, size,
+                       "column chunks with fewer values than "
+                       "the file's rows");
+    }
+    return 0;
+}
+
 pq_reader *pq_reader_open(const uint8_t *data, size_t len, char *why,
                           size_t why_size) {
     if (len < 12 || memcmp(data, "PAR1", 4) != 0 ||
@@ -177,21 +204,29 @@ pq_reader *pq_reader_open(const uint8_t *data, size_t len, char *why,
     tr_init(&t, f - flen, flen);
     tr_struct_begin(&t);
     int16_t id;
-    int type, rc = 0, have_schema = 0;
+    int type, rc = 0, have_schema = 0, have_groups = 0;
     while (rc == 0 && tr_field(&t, &id, &type) == 1) {
+        /* Each of schema and row_groups once, in that order: chunks[] is
+         * sized by the schema's column count. */
         if (id == 2 && type == TC_LIST) {
-            rc = read_schema(r, &t, why, why_size);
+            rc = have_schema ? bad(why, why_size, "a second schema")
+                             : read_schema(r, &t, why, why_size);
             have_schema = 1;
         } else if (id == 3 && type == TC_I64) {
             r->rows = tr_int(&t);
-        } else if (id == 4 && type == TC_LIST && have_schema) {
-            rc = read_row_groups(r, &t, why, why_size);
+        } else if (id == 4 && type == TC_LIST) {
+            rc = !have_schema  ? bad(why, why_size, "row groups before schema")
+                 : have_groups ? bad(why, why_size, "row groups twice")
+                               : read_row_groups(r, &t, why, why_size);
+            have_groups = 1;
         } else {
             tr_skip(&t, type);
         }
     }
     if (rc == 0 && (t.err || !have_schema))
         rc = bad(why, why_size, "footer");
+    if (rc == 0)
+        rc = check_rows(r, why, why_size);
     if (rc != 0) {
         pq_reader_free(r);
         return NULL;
@@ -238,13 +273,13 @@ static int read_levels(const uint8_t *p, size_t n, uint8_t *defs,
     int64_t got = 0;
     while (got < nvals && !v.err) {
         uint64_t h = tr_uvarint(&v);
-        if (h & 1) { /* bit-packed: (h >> 1) groups of 8 values */
-            uint64_t count = (h >> 1) * 8;
-            if ((uint64_t)(v.end - v.p) < count / 8)
+        if (h & 1) { /* bit-packed: (h >> 1) groups of 8 values, a byte each */
+            uint64_t groups = h >> 1;
+            if ((uint64_t)(v.end - v.p) < groups)
                 return -1;
-            for (uint64_t i = 0; i < count && got < nvals; i++)
+            for (uint64_t i = 0; i < groups * 8 && got < nvals; i++)
                 defs[got++] = (v.p[i / 8] >> (i % 8)) & 1;
-            v.p += count / 8;
+            v.p += groups;
         } else {
             uint64_t run = h >> 1;
             if (v.p >= v.end)
@@ -259,8 +294,8 @@ static int read_levels(const uint8_t *p, size_t n, uint8_t *defs,
 
 /* One data page: header, levels, values. *pos moves past it. */
 static int read_page(pq_reader *r, const pq_rcol *c, const uint8_t **pos,
-                     const uint8_t *end, int64_t *row, pq_cell_fn fn, void *ctx,
-                     char *why, size_t size) {
+                     const uint8_t *end, int64_t left, int64_t *row,
+                     pq_cell_fn fn, void *ctx, char *why, size_t size) {
     tr_reader t;
     tr_init(&t, *pos, (size_t)(end - *pos));
     tr_struct_begin(&t);
@@ -288,6 +323,8 @@ static int read_page(pq_reader *r, const pq_rcol *c, const uint8_t **pos,
     if (t.err || ptype != 0 || enc != 0 || csize < 0 || nvals < 0 ||
         csize > end - t.p)
         return bad(why, size, "a page that is not PLAIN data page v1");
+    if (nvals > left) /* the rows would outgrow the footer's count */
+        return bad(why, size, "a page with more values than its chunk");
     r->pages++;
     const uint8_t *p = t.p, *pend = t.p + csize;
     *pos = pend;
@@ -373,7 +410,8 @@ int pq_reader_column(pq_reader *r, size_t col, pq_cell_fn fn, void *ctx,
         while (row - start < ch->num_values) {
             if (pos >= end)
                 return bad(why, why_size, "chunk shorter than its values");
-            int rc = read_page(r, c, &pos, end, &row, fn, ctx, why, why_size);
+            int rc = read_page(r, c, &pos, end, ch->num_values - (row - start),
+                               &row, fn, ctx, why, why_size);
             if (rc != 0)
                 return rc;
         }

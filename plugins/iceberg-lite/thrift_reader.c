@@ -95,11 +95,20 @@ void tr_list(tr_reader *r, int *elem, size_t *n) {
         r->err = 1;
 }
 
-void tr_skip(tr_reader *r, int type) {
+/* Lists nest without tr_struct_begin's depth count, so skipping counts
+ * every level itself: a crafted footer of nested lists must end in an
+ * error, not in a stack overflow. */
+#define TR_MAX_NEST 64
+
+static void skip(tr_reader *r, int type, int nest) {
     const uint8_t *p;
     size_t n;
     int16_t id;
     int t, elem;
+    if (nest >= TR_MAX_NEST) {
+        r->err = 1;
+        return;
+    }
     switch (type) {
     case TC_TRUE:
     case TC_FALSE: break; /* in a field header: no payload */
@@ -121,14 +130,18 @@ void tr_skip(tr_reader *r, int type) {
             if (elem == TC_TRUE || elem == TC_FALSE)
                 (void)byte(r); /* a bool element is one byte */
             else
-                tr_skip(r, elem);
+                skip(r, elem, nest + 1);
         }
         break;
     case TC_STRUCT:
         tr_struct_begin(r);
         while (!r->err && tr_field(r, &id, &t) == 1)
-            tr_skip(r, t);
+            skip(r, t, nest + 1);
         break;
     default: r->err = 1; /* maps are not in what we read */
     }
+}
+
+void tr_skip(tr_reader *r, int type) {
+    skip(r, type, 0);
 }
