@@ -129,11 +129,11 @@ int ice_table_check_path(const char *path, int create, char *why,
         return -1;
     }
     size_t n = strlen(real);
-    if (n + 1 + strlen(base) >= sizeof real) {
+    int k = snprintf(real + n, sizeof real - n, "/%s", base);
+    if (k < 0 || (size_t)k >= sizeof real - n) {
         snprintf(why, why_size, "%.200s...: path too long", path);
         return -1;
     }
-    snprintf(real + n, sizeof real - n, "/%s", base);
     return root_fits(path, real, why, why_size);
 }
 

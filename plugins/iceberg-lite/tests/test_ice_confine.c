@@ -190,6 +190,52 @@ START_TEST(dotdot_outside_is_refused) {
 }
 END_TEST
 
+/* A manifest (inside the table, written by the plugin's own encoder)
+ * whose data file entry names /etc/passwd: scan, compact and vacuum
+ * refuse it, reading nothing outside. */
+START_TEST(data_file_outside_is_refused) {
+    int64_t epoch = make_table();
+    ice_table t;
+    char why[1024], list[4200];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 1, why, sizeof why), 0);
+    ck_assert_msg(ice_table_refresh(&t, why, sizeof why) == 0, "%s", why);
+    ice_datafile bad = {.path = "file:///etc/passwd",
+                        .records = 1,
+                        .size = 4,
+                        .snapshot_id = 7,
+                        .seq = 9,
+                        .file_seq = 9};
+    ice_own own = {0};
+    int64_t files, rows;
+    char *schema = ice_schema_text(t.meta);
+    ck_assert_ptr_nonnull(schema);
+    ck_assert_msg(ice_write_snapshot_manifests(&t, NULL, 0, &bad, 1, 7, -1, 9,
+                                               schema, &own, list, &files,
+                                               &rows, why, sizeof why) == 0,
+                  "%s", why);
+    free(schema);
+    ice_own_free(&own);
+    ice_table_free(&t);
+    craft("manifest-list", list, 0);
+    void *sink = open_ok();
+    tm_error err;
+    expect_outside(scan_p0(sink, &err), &err);
+    ck_assert_ptr_nonnull(strstr(err.message, "/etc/passwd"));
+    (void)epoch;
+    ice_api->close(sink);
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 1, why, sizeof why), 0);
+    ice_compact_result res;
+    ck_assert_int_eq(ice_compact(&t, 1 << 20, &res, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "outside the table"), "%s", why);
+    size_t removed = 0;
+    ck_assert_int_eq(ice_vacuum(&t, 0, NULL, NULL, &removed, why, sizeof why),
+                     -1);
+    ck_assert_msg(strstr(why, "outside the table"), "%s", why);
+    ck_assert_uint_eq(removed, 0);
+    ice_table_free(&t);
+}
+END_TEST
+
 /* data/ a symlink to a directory outside: vacuum must not delete there. */
 START_TEST(vacuum_deletes_nothing_outside) {
     make_table();
@@ -252,6 +298,7 @@ static Suite *suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, absolute_path_outside_is_refused);
     tcase_add_test(tc, dotdot_outside_is_refused);
+    tcase_add_test(tc, data_file_outside_is_refused);
     tcase_add_test(tc, vacuum_deletes_nothing_outside);
     suite_add_tcase(s, tc);
     TCase *fifo = tcase_create("fifo");
