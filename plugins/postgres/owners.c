@@ -33,8 +33,8 @@ static tm_status refuse(pg_sink *s, const char *other, int other_shared,
 /* Before the registry (or before this table's first registration), the
  * only trace of another connector is its markers over rows of the table:
  * another connector whose marker is past an offset the table holds. */
-static tm_status legacy_writer(pg_sink *s, char *other, size_t size,
-                               tm_error *err) {
+static tm_status legacy_writer(pg_sink *s, const char *step, char *other,
+                               size_t size, tm_error *err) {
     pg_buf b = {0};
     pg_buf_add(&b, "SELECT m.connector FROM ");
     pg_buf_add(&b, s->q_markers);
@@ -45,12 +45,10 @@ static tm_status legacy_writer(pg_sink *s, char *other, size_t size,
                    "LIMIT 1");
     const char *v[1] = {s->config->connector};
     tm_status r = TM_FATAL;
-    PGresult *res = b.oom
-                        ? NULL
-                        : pg_query(s, b.p, 1, v, NULL, NULL, 1,
-                                   "claim: looking for other writers", &r, err);
+    PGresult *res =
+        b.oom ? NULL : pg_query(s, b.p, 1, v, NULL, NULL, 1, step, &r, err);
     if (b.oom)
-        s->host->set_error(err, "claim: out of memory");
+        s->host->set_error(err, "%s: out of memory", step);
     pg_buf_free(&b);
     if (!res)
         return r;
@@ -61,58 +59,90 @@ static tm_status legacy_writer(pg_sink *s, char *other, size_t size,
     return TM_OK;
 }
 
-tm_status pg_owner_register(pg_sink *s, tm_error *err) {
-    char cls[32];
-    snprintf(cls, sizeof cls, "%d", PG_OWNERS_LOCK_CLASS);
-    const char *shared = s->set.shared_table ? "t" : "f";
-    const char *v[3] = {s->set.table, s->config->connector, shared};
-    tm_status r = TM_FATAL;
-    /* Its own statement: READ COMMITTED reads below from a snapshot taken
-     * after the lock, so a registration committed meanwhile is seen. */
-    PGresult *res =
-        pg_query(s,
-                 "SELECT pg_advisory_xact_lock($1::int, "
-                 "hashtext($2))",
-                 2, (const char *const[]){cls, s->set.table}, NULL, NULL, 1,
-                 "claim: locking the table's owners", &r, err);
-    if (!res)
-        return r;
-    PQclear(res);
+/* Another connector writing the table that this one may not share it
+ * with, into OTHER ("" if none; *other_shared its setting). STEP names
+ * the call in errors. */
+static tm_status other_writer(pg_sink *s, const char *step, char *other,
+                              size_t size, int *other_shared, tm_error *err) {
+    const char *v[3] = {s->set.table, s->config->connector,
+                        s->set.shared_table ? "t" : "f"};
     pg_buf b = {0};
-    pg_buf_add(&b, "SELECT "
-                   "count(*), (array_agg(connector ORDER BY connector) "
+    pg_buf_add(&b, "SELECT count(*), (array_agg(connector ORDER BY connector) "
                    "FILTER (WHERE connector <> $2 AND NOT (shared AND "
                    "$3::boolean)))[1], (array_agg(shared ORDER BY connector) "
                    "FILTER (WHERE connector <> $2 AND NOT (shared AND "
                    "$3::boolean)))[1] FROM ");
     pg_buf_add(&b, s->q_owners);
     pg_buf_add(&b, " WHERE table_name = $1");
-    res = b.oom ? NULL
-                : pg_query(s, b.p, 3, v, NULL, NULL, 1,
-                           "claim: reading the table's owners", &r, err);
+    tm_status r = TM_FATAL;
+    PGresult *res =
+        b.oom ? NULL : pg_query(s, b.p, 3, v, NULL, NULL, 1, step, &r, err);
     if (b.oom)
-        s->host->set_error(err, "claim: out of memory");
-    if (!res) {
-        pg_buf_free(&b);
+        s->host->set_error(err, "%s: out of memory", step);
+    pg_buf_free(&b);
+    if (!res)
         return r;
-    }
-    char other[256] = "";
     int any = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
-    int other_shared = *PQgetvalue(res, 0, 2) == 't';
+    *other_shared = *PQgetvalue(res, 0, 2) == 't';
+    other[0] = '\0';
     if (!PQgetisnull(res, 0, 1))
-        snprintf(other, sizeof other, "%s", PQgetvalue(res, 0, 1));
+        snprintf(other, size, "%s", PQgetvalue(res, 0, 1));
     PQclear(res);
     /* No registration for the table yet: a writer from before them. */
-    if (!other[0] && !any && !s->set.shared_table &&
-        (r = legacy_writer(s, other, sizeof other, err)) != TM_OK) {
-        pg_buf_free(&b);
+    if (!other[0] && !any && !s->set.shared_table)
+        return legacy_writer(s, step, other, size, err);
+    return TM_OK;
+}
+
+tm_status pg_owner_check(pg_sink *s, tm_error *err) {
+    /* validate may run before open made the tables: nothing to read then */
+    const char *v[3] = {s->q_owners, s->q_markers, s->q_table};
+    tm_status r = TM_FATAL;
+    PGresult *res =
+        pg_query(s,
+                 "SELECT to_regclass($1) IS NOT NULL AND "
+                 "to_regclass($2) IS NOT NULL AND to_regclass($3) "
+                 "IS NOT NULL",
+                 3, v, NULL, NULL, 1, "looking up the tables", &r, err);
+    if (!res)
         return r;
-    }
-    if (other[0]) {
-        pg_buf_free(&b);
+    int exist = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    if (!exist)
+        return TM_OK;
+    char other[256];
+    int other_shared = 0;
+    r = other_writer(s, "reading the table's owners", other, sizeof other,
+                     &other_shared, err);
+    if (r != TM_OK || !other[0])
+        return r;
+    refuse(s, other, other_shared, err);
+    return TM_INVALID;
+}
+
+tm_status pg_owner_register(pg_sink *s, tm_error *err) {
+    char cls[32];
+    snprintf(cls, sizeof cls, "%d", PG_OWNERS_LOCK_CLASS);
+    tm_status r = TM_FATAL;
+    /* Its own statement: READ COMMITTED reads below from a snapshot taken
+     * after the lock, so a registration committed meanwhile is seen. */
+    PGresult *res =
+        pg_query(s, "SELECT pg_advisory_xact_lock($1::int, hashtext($2))", 2,
+                 (const char *const[]){cls, s->set.table}, NULL, NULL, 1,
+                 "claim: locking the table's owners", &r, err);
+    if (!res)
+        return r;
+    PQclear(res);
+    char other[256];
+    int other_shared = 0;
+    if ((r = other_writer(s, "claim: reading the table's owners", other,
+                          sizeof other, &other_shared, err)) != TM_OK)
+        return r;
+    if (other[0])
         return refuse(s, other, other_shared, err);
-    }
-    b.len = 0;
+    const char *v[3] = {s->set.table, s->config->connector,
+                        s->set.shared_table ? "t" : "f"};
+    pg_buf b = {0};
     pg_buf_add(&b, "INSERT INTO ");
     pg_buf_add(&b, s->q_owners);
     pg_buf_add(&b, " AS o (table_name, connector, shared) VALUES ($1, $2, "

@@ -46,8 +46,8 @@ static tm_status pg_open(const tm_host_api *host, const tm_sink_config *config,
                             "is false",
                             s->q_table);
             r = TM_INVALID;
-        } else if (r == TM_OK) {
-            r = pg_shape_check(s, err);
+        } else if (r == TM_OK && (r = pg_shape_check(s, err)) == TM_OK) {
+            r = pg_owner_check(s, err);
         }
     }
     if (r != TM_OK) {

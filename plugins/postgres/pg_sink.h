@@ -187,6 +187,9 @@ int pg_marker_fill(tm_marker *m, PGresult *res);
  * setting when another one writes it and "shared_table" is not true in
  * both. */
 tm_status pg_owner_register(pg_sink *s, tm_error *err);
+/* The same read, earlier and without registering (open, validate): the
+ * refusal is TM_INVALID there. */
+tm_status pg_owner_check(pg_sink *s, tm_error *err);
 
 /* copy.c: the batch's records with write[j] set (only >= 0: that record
  * alone) as rows, in one COPY; LEAD (NULL: none) is SQL without values

@@ -176,8 +176,8 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
             r = TM_INVALID;
         } else if ((r = privileges(&s, role, err)) != TM_OK)
             ; /* err says why */
-        else if (exists)
-            r = pg_shape_check(&s, err);
+        else if (exists && (r = pg_shape_check(&s, err)) == TM_OK)
+            r = pg_owner_check(&s, err);
         pg_rollback(&s);
     }
     pg_disconnect(&s);

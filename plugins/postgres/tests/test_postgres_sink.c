@@ -422,78 +422,99 @@ START_TEST(retention_ignores_a_future_timestamp) {
 }
 END_TEST
 
-/* A second connector on the same table: claim refused (FATAL, nothing
- * changed) naming the table, the other connector and the setting, unless
- * both say "shared_table": true. */
-static tm_status claim_as(conf *c, const char *as, void **sink, tm_error *err) {
+/* A second connector on the same table: refused naming the table, the
+ * other connector and the setting, unless both say "shared_table": true.
+ * At claim (authoritative: TM_FATAL, nothing changed) and, earlier, at
+ * open and validate (TM_INVALID). */
+static void *open_as(conf *c, const char *as) {
     c->config.connector = as;
-    *sink = open_ok(c);
+    return open_ok(c);
+}
+
+static tm_status claim_with(void *sink, tm_error *err) {
     tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
     err->struct_size = sizeof *err;
     err->message[0] = '\0';
-    return api->claim(*sink, &m, 1, 0, err);
+    return api->claim(sink, &m, 1, 0, err);
 }
 
-static void assert_refused(tm_status rc, const tm_error *err,
-                           const char *other) {
-    ck_assert_msg(rc == TM_FATAL, "claim: %s: %s", tm_status_name(rc),
-                  err->message);
+static void assert_names(const tm_error *err, const char *other) {
     ck_assert_msg(strstr(err->message, "\"t\"") &&
                       strstr(err->message, other) &&
                       strstr(err->message, "shared_table"),
                   "%s", err->message);
 }
 
+/* open and validate as AS: TM_INVALID naming OTHER */
+static void assert_open_refused(conf *c, const char *as, const char *other) {
+    c->config.connector = as;
+    tm_error err = {sizeof err, ""};
+    void *sink = NULL;
+    tm_status rc = api->open(tm_host_services(), &c->config, &sink, &err);
+    ck_assert_msg(rc == TM_INVALID, "open: %s: %s", tm_status_name(rc),
+                  err.message);
+    assert_names(&err, other);
+    err.message[0] = '\0';
+    rc = api->validate(tm_host_services(), &c->config, &err);
+    ck_assert_msg(rc == TM_INVALID, "validate: %s: %s", tm_status_name(rc),
+                  err.message);
+    assert_names(&err, other);
+}
+
 START_TEST(second_connector_on_a_table_is_refused) {
     char a[80], bname[80];
     snprintf(a, sizeof a, "%s_a", connector);
     snprintf(bname, sizeof bname, "%s_b", connector);
-    conf c, cs;
+    conf c, cs, cb; /* an instance keeps its config: one for B's first */
     conf_init(&c, BASIC "}", 0, 2);
     conf_init(&cs, BASIC ", \"shared_table\": true}", 0, 2);
-    void *sa, *sb;
+    conf_init(&cb, BASIC "}", 0, 2);
     tm_error err;
-    ck_assert_int_eq(claim_as(&c, a, &sa, &err), TM_OK);
+    /* B opened before A wrote anything: its claim is what refuses it */
+    void *sb = open_as(&cb, bname);
+    void *sa = open_as(&c, a);
+    ck_assert_int_eq(claim_with(sa, &err), TM_OK);
     batch b;
     rec r[] = {{0, 1, "a", NULL, NULL}};
     batch_make(&b, 0, 1, 1, r, 1);
     b.b.connector = a;
     commit_ok(sa, &b);
     api->close(sa);
-    /* B, not shared: refused, no marker of B's */
-    assert_refused(claim_as(&c, bname, &sb, &err), &err, a);
+    tm_status rc = claim_with(sb, &err);
+    ck_assert_msg(rc == TM_FATAL, "claim: %s: %s", tm_status_name(rc),
+                  err.message);
+    assert_names(&err, a);
     api->close(sb);
     char q[512];
     snprintf(q, sizeof q,
              "SELECT count(*) FROM $S.tidemark_markers WHERE connector = '%s'",
              bname);
-    ck_assert_int_eq(sql_int(q), 0);
-    /* B shared, A not: still refused (A never said so) */
-    assert_refused(claim_as(&cs, bname, &sb, &err), &err, a);
-    api->close(sb);
-    ck_assert_int_eq(sql_int(q), 0);
+    ck_assert_int_eq(sql_int(q), 0); /* nothing changed */
+    /* B again, at open and validate; shared, while A is not: still */
+    assert_open_refused(&c, bname, a);
+    assert_open_refused(&cs, bname, a);
     /* both shared: accepted; A again too */
-    ck_assert_int_eq(claim_as(&cs, a, &sa, &err), TM_OK);
+    sa = open_as(&cs, a);
+    ck_assert_int_eq(claim_with(sa, &err), TM_OK);
     api->close(sa);
-    ck_assert_int_eq(claim_as(&cs, bname, &sb, &err), TM_OK);
+    sb = open_as(&cs, bname);
+    ck_assert_int_eq(claim_with(sb, &err), TM_OK);
     api->close(sb);
     ck_assert_int_eq(sql_int(q), 1);
-    /* A back to not shared while B writes the table: refused */
-    assert_refused(claim_as(&c, a, &sa, &err), &err, bname);
-    api->close(sa);
+    /* A back to not shared while B writes the table */
+    assert_open_refused(&c, a, bname);
     /* a table written before the owners were recorded: A's marker past
      * a row of the table still makes it A's */
-    PQclear(sql("SET client_min_messages = warning"));
     char text[512];
     snprintf(text, sizeof text,
              "DELETE FROM \"%s\".tidemark_table_owners; DELETE FROM "
              "\"%s\".tidemark_markers WHERE connector = '%s'",
              schema, schema, bname);
     PQclear(sql(text));
-    assert_refused(claim_as(&c, bname, &sb, &err), &err, a);
-    api->close(sb);
+    assert_open_refused(&c, bname, a);
     conf_done(&c);
     conf_done(&cs);
+    conf_done(&cb);
 }
 END_TEST
 
@@ -532,6 +553,7 @@ static void upsert_one_row(const char *table) {
     ck_assert_int_eq(sql_int(q), 1);
     /* and the shape check at a second open finds it */
     conf_init(&c, json, 0, 2);
+    c.config.connector = b.b.connector;
     sink = open_ok(&c);
     api->close(sink);
     conf_done(&c);
