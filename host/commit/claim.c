@@ -271,9 +271,10 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
     int64_t now = tm_now_ms();
     rd_kafka_topic_partition_list_t *l = NULL;
     int64_t *from = NULL;
-    size_t n = 0;
+    size_t n = 0, fenced = 0;
     for (size_t i = 0; i < c->nparts; i++) {
         const tm_part *p = &c->parts[i];
+        fenced += p->fenced != 0;
         if (!p->fenced || now - p->fenced_ms < bound_ms)
             continue;
         if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
@@ -285,6 +286,7 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
         from[n++] = p->committed;
         rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
     }
+    c->any_fenced = fenced > n; /* some wait on after this claim */
     if (!l)
         return 0;
     for (int i = 0; i < l->cnt; i++)

@@ -107,6 +107,7 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
                             "comes within %" PRId64 " ms",
                             p->epoch, m[i].epoch, tm_fenced_bound_ms(c));
                 p->fenced_ms = tm_now_ms();
+                c->any_fenced = 1;
             }
             p->fenced = 1;
             continue;
@@ -236,7 +237,7 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
                 break;
             }
             if (atomic_load(c->stop) && !give_up_ms)
-                give_up_ms = tm_now_ms() + 5000;
+                give_up_ms = tm_stop_deadline_ms(c);
             continue;
         }
         if (st == TM_FENCED) {

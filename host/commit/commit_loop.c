@@ -216,17 +216,26 @@ void tm_commit_serve(tm_connector *c, int64_t ms) {
     }
 }
 
+int64_t tm_stop_deadline_ms(tm_connector *c) {
+    int64_t at = atomic_load(&c->stop_seen_ms);
+    return (at ? at : tm_now_ms()) + TM_STOP_GRACE_MS;
+}
+
 int64_t tm_fenced_bound_ms(tm_connector *c) {
     /* A partition that really moved is revoked within a rebalance, and a
      * member that misses its heartbeats is out after one session timeout:
-     * twice that without a revoke means nobody else has it. */
+     * twice that without a revoke means nobody else has it. Asked of the
+     * consumer once: its configuration does not change. */
+    if (c->fenced_bound_ms)
+        return c->fenced_bound_ms;
     char v[32];
     size_t size = sizeof v;
     int64_t session_ms = 45000; /* librdkafka's default */
     if (c->rk && rd_kafka_conf_get(rd_kafka_conf(c->rk), "session.timeout.ms",
                                    v, &size) == RD_KAFKA_CONF_OK)
         session_ms = strtoll(v, NULL, 10);
-    return 2 * (session_ms > 0 ? session_ms : 45000);
+    c->fenced_bound_ms = 2 * (session_ms > 0 ? session_ms : 45000);
+    return c->fenced_bound_ms;
 }
 
 void tm_commit_loop_run(tm_connector *c) {
@@ -249,7 +258,8 @@ void tm_commit_loop_run(tm_connector *c) {
             tm_commit_drop_batch(c, "partitions revoked");
         if (batch_due(c))
             tm_commit_batch(c, 0);
-        if (tm_claim_fenced_again(c, tm_fenced_bound_ms(c)) != 0)
+        if (c->any_fenced &&
+            tm_claim_fenced_again(c, tm_fenced_bound_ms(c)) != 0)
             break;
         apply_resumes(c);
         apply_seeks(c);
@@ -259,7 +269,7 @@ void tm_commit_loop_run(tm_connector *c) {
      * else abandon it (safe: the markers did not move). A consumer that
      * failed fatally drops it: the next consumer reads it again. */
     if (c->batch_open && c->state != TM_CONN_FAILED && !c->consumer_fatal)
-        tm_commit_batch(c, tm_now_ms() + 5000);
+        tm_commit_batch(c, tm_stop_deadline_ms(c));
     if (c->batch_open)
         tm_commit_drop_batch(c, c->consumer_fatal ? "the consumer failed"
                                                   : "stopping");

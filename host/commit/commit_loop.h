@@ -22,6 +22,10 @@ void tm_commit_on_revoke(tm_connector *c,
  * at once with force (runtime/connector_status.c). */
 void tm_conn_status_tick(tm_connector *c, int force);
 
+/* When the batch in flight is given up once a stop is asked: the stop's
+ * grace from when it was first seen (the stop watch), else from now. */
+int64_t tm_stop_deadline_ms(tm_connector *c);
+
 /* How long a fenced partition waits for its revoke before it is claimed
  * again: twice the consumer's session timeout. */
 int64_t tm_fenced_bound_ms(tm_connector *c);

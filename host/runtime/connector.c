@@ -115,7 +115,6 @@ static int open_sink(tm_connector *c) {
  * RETRY). A claim at once; anything else (the batch in flight) once the
  * stop's grace for it is over. Repeated, because a sink clears the flag at
  * the start of each call. Runs while the sink is open. */
-#define STOP_GRACE_MS 5000
 typedef struct stop_watch {
     tm_connector *c;
     atomic_int done;
@@ -130,9 +129,11 @@ static void *stop_watch_main(void *arg) {
     while (!atomic_load(&w->done)) {
         if (atomic_load(c->stop)) {
             int64_t now = tm_now_ms();
-            if (!stop_ms)
+            if (!stop_ms) {
                 stop_ms = now;
-            if (atomic_load(&c->in_claim) || now - stop_ms >= STOP_GRACE_MS)
+                atomic_store(&c->stop_seen_ms, now);
+            }
+            if (atomic_load(&c->in_claim) || now - stop_ms >= TM_STOP_GRACE_MS)
                 c->sink.api->interrupt(c->sink.sink);
         }
         sleep_ms(50);
@@ -226,6 +227,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     tm_backoff_init(&c->backoff, 100, 30000,
                     (uint64_t)tm_now_ms() ^ (uint64_t)getpid());
     atomic_init(&c->in_claim, 0);
+    atomic_init(&c->stop_seen_ms, 0);
     stop_watch watch = {0};
 
     char dir[4096], why[1024];

@@ -33,7 +33,7 @@ typedef struct tm_part {
                                seek to next_expected before consuming on */
     int paused;             /* paused by us (retry backpressure) */
     int fenced;             /* another owner claimed it: paused until revoked,
-                               or claimed again past a bound */
+                               or claimed again past a bound (any_fenced) */
     int64_t fenced_ms;      /* monotonic, when it was fenced */
     int needs_resume;       /* claimed again: clear any pause librdkafka kept */
     tm_marker marker;       /* last read or claimed, for status counts */
@@ -52,6 +52,9 @@ typedef struct tm_connector {
     /* Inside the sink's claim(): a stop interrupts it at once, a commit
      * only past its grace (runtime/connector.c, the stop watch). */
     atomic_int in_claim;
+    /* Monotonic ms when the stop watch first saw *stop, 0 before: the
+     * batch in flight gets TM_STOP_GRACE_MS from then, not from later. */
+    _Atomic int64_t stop_seen_ms;
     /* librdkafka raised a fatal error (seen: a static member fenced by its
      * own rejoin after a broker restart): the consumer is made again. */
     int consumer_fatal;
@@ -63,6 +66,8 @@ typedef struct tm_connector {
     /* The sink has a marker of this connector: `start: latest` is spent
      * (commit/claim.c). Never reset: markers are not deleted by the host. */
     int claimed_before;
+    int any_fenced;          /* some part may be fenced: look for re-claims */
+    int64_t fenced_bound_ms; /* tm_fenced_bound_ms, 0 until asked */
 
     tm_batch_builder *bb;
     int batch_open;
@@ -91,6 +96,10 @@ typedef struct tm_connector {
     int64_t status_written_ms; /* monotonic */
     int markers_dirty;         /* re-read marker counts for the status */
 } tm_connector;
+
+/* How long the batch in flight may take to commit once a stop is asked
+ * (docs/operations.md, Signals); past it the sink is interrupted. */
+#define TM_STOP_GRACE_MS 5000
 
 /* Monotonic and wall clocks in milliseconds. */
 int64_t tm_now_ms(void);
