@@ -100,10 +100,10 @@ static int set_role(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
     return 0;
 }
 
-/* Everything but $.kafka.properties: the connection, client.id and the
- * role's own settings. */
+/* Everything but $.kafka.properties: the connection (unless offline),
+ * client.id and the role's own settings. */
 static rd_kafka_conf_t *conf_base(const tm_connector_config *cfg,
-                                  tm_kafka_role role, char *errstr,
+                                  tm_kafka_role role, int offline, char *errstr,
                                   size_t errsize) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (!conf) {
@@ -113,8 +113,9 @@ static rd_kafka_conf_t *conf_base(const tm_connector_config *cfg,
     rd_kafka_conf_set_log_cb(conf, log_cb);
     char client_id[300];
     snprintf(client_id, sizeof client_id, "tidemark-%s", cfg->name);
-    if (set(conf, cfg, "$.kafka.bootstrap_servers", "bootstrap.servers",
-            cfg->kafka.bootstrap_servers, errstr, errsize) != 0 ||
+    if ((!offline &&
+         set(conf, cfg, "$.kafka.bootstrap_servers", "bootstrap.servers",
+             cfg->kafka.bootstrap_servers, errstr, errsize) != 0) ||
         set(conf, cfg, "$.name", "client.id", client_id, errstr, errsize) !=
             0 ||
         set_role(conf, cfg, role, errstr, errsize) != 0) {
@@ -133,10 +134,10 @@ static int set_property(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
     return set(conf, cfg, path, p->key, p->value, errstr, errsize);
 }
 
-rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
-                                   tm_kafka_role role, char *errstr,
-                                   size_t errsize) {
-    rd_kafka_conf_t *conf = conf_base(cfg, role, errstr, errsize);
+static rd_kafka_conf_t *conf_new(const tm_connector_config *cfg,
+                                 tm_kafka_role role, int offline, char *errstr,
+                                 size_t errsize) {
+    rd_kafka_conf_t *conf = conf_base(cfg, role, offline, errstr, errsize);
     if (!conf)
         return NULL;
     for (size_t i = 0; i < cfg->kafka.nproperties; i++)
@@ -147,15 +148,49 @@ rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
     return conf;
 }
 
+rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
+                                   tm_kafka_role role, char *errstr,
+                                   size_t errsize) {
+    return conf_new(cfg, role, 0, errstr, errsize);
+}
+
+/* rd_kafka_new checks what rd_kafka_conf_set cannot: properties against
+ * each other (fetch.max.bytes >= message.max.bytes, acks=all with
+ * idempotence) and the files they name. Without bootstrap.servers the
+ * client connects nowhere; it is destroyed at once. 0, or -1 with the
+ * line in errstr. */
+static int try_client(const tm_connector_config *cfg, tm_kafka_role role,
+                      const char *what, char *errstr, size_t errsize) {
+    rd_kafka_conf_t *conf = conf_new(cfg, role, 1, errstr, errsize);
+    if (!conf)
+        return -1;
+    char why[512];
+    rd_kafka_t *rk = rd_kafka_new(role == TM_KAFKA_CONSUMER ? RD_KAFKA_CONSUMER
+                                                            : RD_KAFKA_PRODUCER,
+                                  conf, why, sizeof why);
+    if (rk) {
+        rd_kafka_destroy(rk);
+        return 0;
+    }
+    rd_kafka_conf_destroy(conf); /* rd_kafka_new owns it only on success */
+    char line[2048];
+    snprintf(line, sizeof line,
+             "$.kafka.properties: librdkafka refused the %s's configuration: "
+             "%s",
+             what, why);
+    tm_config_redact(cfg, line, errstr, errsize);
+    return -1;
+}
+
 size_t tm_kafka_conf_check(const tm_connector_config *cfg,
                            void (*report)(void *ctx, const char *line),
                            void *ctx) {
     char errstr[2048];
     size_t bad = 0;
-    /* The consumer, with every property tried so that each refusal is
+    /* The consumer's, with every property tried so that each refusal is
      * reported, not only the first. */
     rd_kafka_conf_t *conf =
-        conf_base(cfg, TM_KAFKA_CONSUMER, errstr, sizeof errstr);
+        conf_base(cfg, TM_KAFKA_CONSUMER, 0, errstr, sizeof errstr);
     if (!conf) {
         report(ctx, errstr);
         return 1;
@@ -166,15 +201,20 @@ size_t tm_kafka_conf_check(const tm_connector_config *cfg,
             bad++;
         }
     rd_kafka_conf_destroy(conf);
-    /* The dead-letter producer, whole, as the runtime builds it: its own
-     * settings with the same properties. */
-    if (bad == 0 && cfg->dead_letters.topic) {
-        conf = tm_kafka_conf_new(cfg, TM_KAFKA_PRODUCER, errstr, sizeof errstr);
-        if (!conf) {
-            report(ctx, errstr);
-            return 1;
-        }
-        rd_kafka_conf_destroy(conf);
+    if (bad)
+        return bad;
+    /* Then the clients run makes: the consumer, and the dead-letter
+     * producer when there is a topic. */
+    if (try_client(cfg, TM_KAFKA_CONSUMER, "consumer", errstr, sizeof errstr) !=
+        0) {
+        report(ctx, errstr);
+        bad++;
+    }
+    if (cfg->dead_letters.topic &&
+        try_client(cfg, TM_KAFKA_PRODUCER, "dead-letter producer", errstr,
+                   sizeof errstr) != 0) {
+        report(ctx, errstr);
+        bad++;
     }
     return bad;
 }

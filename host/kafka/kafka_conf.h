@@ -32,11 +32,12 @@ rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
 
 /* Builds, without connecting anywhere, every configuration `run` builds
  * for cfg (the consumer's; the dead-letter producer's when
- * $.dead_letters.topic is set) and reports each line librdkafka refuses
- * ("PATH: librdkafka refused ...", redacted) through report. Returns the
- * number of lines reported: 0 when run would accept the config. Shared by
- * every command that loads a config, so that validate refuses exactly
- * what run refuses. */
+ * $.dead_letters.topic is set), and a client of each with no broker to
+ * reach (rd_kafka_new checks properties against each other), then reports
+ * each line librdkafka refuses ("PATH: librdkafka refused ...", redacted)
+ * through report. Returns the number of lines reported: 0 when run would
+ * accept the config. Shared by every command that loads a config, so that
+ * validate refuses exactly what run refuses. */
 size_t tm_kafka_conf_check(const tm_connector_config *cfg,
                            void (*report)(void *ctx, const char *line),
                            void *ctx);

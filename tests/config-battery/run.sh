@@ -167,6 +167,10 @@ $.kafka.properties["sesion.timeout.ms"]: librdkafka refused "sesion.timeout.ms":
 @ 87-two-errors-properties.json
 $.kafka.properties["heartbeat.interval.ms"]: librdkafka refused "heartbeat.interval.ms": Invalid value for configuration property "heartbeat.interval.ms"
 $.kafka.properties["socket.timeout.mss"]: librdkafka refused "socket.timeout.mss": No such configuration property: "socket.timeout.mss"
+@ 93-properties-conflict.json
+$.kafka.properties: librdkafka refused the consumer's configuration: `fetch.max.bytes` must be >= `message.max.bytes`
+@ 94-dead-letter-producer-acks.json
+$.kafka.properties: librdkafka refused the dead-letter producer's configuration: `acks` must be set to `all` when `enable.idempotence` is true
 
 # --- sink
 @ 36-sink-plugin-missing.json

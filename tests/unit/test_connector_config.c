@@ -766,6 +766,60 @@ START_TEST(validate_quadratic_in_columns) {
 }
 END_TEST
 
+/* The bounds of names are inclusive (200 bytes for a connector, Kafka's
+ * 249 for a topic), and a dead-letter topic is refused exactly when the
+ * connector reads it: in the topics, or matched anywhere by the regex (as
+ * the consumer subscribes), not otherwise. */
+START_TEST(names_topics_and_dead_letters_bounds) {
+    char name[203], topic[253], json[300];
+    memset(name, 'n', 200);
+    name[200] = '\0';
+    memset(topic, 't', 249);
+    topic[249] = '\0';
+    json_t *root = base();
+    snprintf(json, sizeof json, "\"%s\"", name);
+    set(root, "name", NULL, json);
+    snprintf(json, sizeof json, "[\"%s\", \"a.b_c-D9\"]", topic);
+    set(root, "kafka", "topics", json);
+    set(root, "dead_letters", NULL,
+        "{\"sink\": false, \"topic\": \"a.b_c-D\"}");
+    tm_connector_config *cfg = expect_ok(root);
+    ck_assert_uint_eq(strlen(cfg->name), 200);
+    ck_assert_str_eq(cfg->kafka.group_id + strlen("tidemark-"), name);
+    tm_config_free(cfg);
+
+    root = base();
+    strcat(name, "n");
+    snprintf(json, sizeof json, "\"%s\"", name);
+    set(root, "name", NULL, json);
+    expect_one(root, "$.name: expected a name of at most 200 bytes, found "
+                     "201 bytes");
+
+    root = base();
+    set(root, "kafka", "topics", NULL);
+    set(root, "kafka", "topic_regex", "\"rx_[a-z]+$\"");
+    set(root, "dead_letters", NULL, "{\"topic\": \"rx_dl9\"}");
+    tm_connector_config *ok = expect_ok(root); /* "9" is not [a-z] */
+    tm_config_free(ok);
+
+    root = base();
+    set(root, "kafka", "topics", NULL);
+    set(root, "kafka", "topic_regex", "\"rx_[a-z]+$\"");
+    set(root, "dead_letters", NULL, "{\"topic\": \"t_rx_dl\"}");
+    expect_one(root, "$.dead_letters.topic: expected a topic the connector "
+                     "does not read, found string \"t_rx_dl\" (matched by "
+                     "$.kafka.topic_regex: each dead letter would be read "
+                     "back and fail again, for ever)");
+
+    /* "sink": false with a topic is fine; an invalid topic is reported
+     * alone, not also as "nowhere". */
+    root = base();
+    set(root, "dead_letters", NULL, "{\"sink\": false, \"topic\": \"\"}");
+    expect_one(root, "$.dead_letters.topic: expected a non-empty string, "
+                     "found string \"\"");
+}
+END_TEST
+
 /* jansson's words ("too big integer", "JSON_ALLOW_NUL", a BOM shown as
  * itself) were passed on at "$"; they are said plainly at the path of the
  * value being read, whatever came before it. */
@@ -826,6 +880,7 @@ int main(void) {
     tcase_add_test(tc, syntax_and_files);
     tcase_add_test(tc, type_names);
     tcase_add_test(tc, syntax_errors_in_plain_words);
+    tcase_add_test(tc, names_topics_and_dead_letters_bounds);
     suite_add_tcase(s, tc);
     TCase *wide = tcase_create("wide");
     tcase_set_timeout(wide, 120); /* so that slowness fails the assertion */
