@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config/json_path.h"
+#include "services/redact.h"
 
 static int add_secret(tm_connector_config *cfg, const char *value) {
     if (!*value)
@@ -28,26 +29,12 @@ static int add_secret(tm_connector_config *cfg, const char *value) {
 
 char *tm_config_redact(const tm_connector_config *cfg, const char *text,
                        char *out, size_t size) {
-    if (size == 0)
-        return out;
-    size_t o = 0;
-    for (const char *p = text; *p && o + 1 < size;) {
-        size_t best = 0;
-        for (size_t i = 0; cfg && i < cfg->nsecrets; i++) {
-            size_t n = strlen(cfg->secrets[i]);
-            if (n > best && strncmp(p, cfg->secrets[i], n) == 0)
-                best = n;
-        }
-        if (best) {
-            for (const char *s = "***"; *s && o + 1 < size; s++)
-                out[o++] = *s;
-            p += best;
-        } else {
-            out[o++] = *p++;
-        }
-    }
-    out[o] = '\0';
-    return out;
+    /* The one matcher every redaction shares (services/redact.h), against
+     * this config's own secrets: a config error is printed before the
+     * process-wide list holds them. */
+    return tm_redact_list(cfg ? (const char *const *)cfg->secrets : NULL,
+                          cfg ? cfg->nsecrets : 0, text, TM_REDACT_WHOLE, out,
+                          size);
 }
 
 /* The whole file as a string, one trailing newline dropped (as secret
