@@ -74,13 +74,6 @@ int ice_dl_encode(const tm_batch *b, ib_buf *out) {
     return ib_buf_ok(out) ? 0 : -1;
 }
 
-static tm_dl_reason reason_of(const char *name) {
-    for (int r = TM_DL_PARSE_ERROR; r <= TM_DL_REJECTED; r++)
-        if (name && strcmp(name, tm_dl_reason_name((tm_dl_reason)r)) == 0)
-            return (tm_dl_reason)r;
-    return TM_DL_REJECTED; /* written by someone else: still a dead letter */
-}
-
 int ice_dl_read(const char *path, ice_dl_fn fn, void *ctx, char *why,
                 size_t why_size) {
     uint8_t *data;
@@ -105,7 +98,8 @@ int ice_dl_read(const char *path, ice_dl_fn fn, void *ctx, char *why,
             rc = fn(ctx, topic ? topic : "",
                     (int32_t)ice_json_int(o, "partition", -1),
                     ice_json_int(o, "offset", -1),
-                    reason_of(json_string_value(json_object_get(o, "reason"))),
+                    tm_dl_reason_from_name(
+                        json_string_value(json_object_get(o, "reason"))),
                     json_string_value(json_object_get(o, "detail")));
         }
         json_decref(o);

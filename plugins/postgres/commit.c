@@ -82,7 +82,7 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
     return r;
 }
 
-/* REASON: a tm_dl_reason's name, or the sink's own (PG_DL_NULL_KEY). */
+/* REASON: a tm_dl_reason's name. */
 static tm_status record_dead_letter(pg_run *x, const tm_record *r,
                                     const tm_range *g, const char *reason,
                                     const char *detail, tm_error *err) {
@@ -342,8 +342,9 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
                      "key column \"%.200s\" is null or missing: mode upsert "
                      "has no key to write the row by",
                      nulled);
-            if ((r = record_dead_letter(x, rec, g, PG_DL_NULL_KEY, detail,
-                                        err)) != TM_OK)
+            if ((r = record_dead_letter(x, rec, g,
+                                        tm_dl_reason_name(TM_DL_NULL_KEY),
+                                        detail, err)) != TM_OK)
                 return r;
             continue;
         }

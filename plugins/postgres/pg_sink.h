@@ -32,9 +32,6 @@
 #define PG_OWNERS        "tidemark_table_owners"
 #define PG_HIDDEN_PREFIX "_tm_"
 #define PG_NHIDDEN       4
-/* Dead-letter reason of an upsert record whose key column is null or
- * missing (no tm_dl_reason of the SDK's: scan reports it as rejected). */
-#define PG_DL_NULL_KEY "null_key"
 
 typedef enum pg_mode { PG_APPEND = 0, PG_UPSERT = 1 } pg_mode;
 

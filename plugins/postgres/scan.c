@@ -7,13 +7,6 @@
 
 #include "pg_sink.h"
 
-static tm_dl_reason reason_of(const char *name) {
-    for (int r = TM_DL_PARSE_ERROR; r <= TM_DL_REJECTED; r++)
-        if (name && strcmp(name, tm_dl_reason_name((tm_dl_reason)r)) == 0)
-            return (tm_dl_reason)r;
-    return TM_DL_REJECTED;
-}
-
 tm_status pg_scan(void *sink, const char *topic, int32_t partition,
                   void *emit_ctx, tm_error *err) {
     pg_sink *s = sink;
@@ -46,7 +39,8 @@ tm_status pg_scan(void *sink, const char *topic, int32_t partition,
             .partition = partition,
             .offset = strtoll(PQgetvalue(res, i, 0), NULL, 10),
             .identity = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2),
-            .reason = dl ? reason_of(PQgetvalue(res, i, 3)) : (tm_dl_reason)0,
+            .reason = dl ? tm_dl_reason_from_name(PQgetvalue(res, i, 3))
+                         : (tm_dl_reason)0,
             .detail =
                 dl && !PQgetisnull(res, i, 4) ? PQgetvalue(res, i, 4) : NULL,
         };

@@ -5,13 +5,6 @@
 
 #include "sqlite_sink.h"
 
-static tm_dl_reason reason_of(const char *name) {
-    for (int r = TM_DL_PARSE_ERROR; r <= TM_DL_REJECTED; r++)
-        if (name && strcmp(name, tm_dl_reason_name((tm_dl_reason)r)) == 0)
-            return (tm_dl_reason)r;
-    return TM_DL_REJECTED; /* written by someone else: still a dead letter */
-}
-
 tm_status sq_scan(void *sink, const char *topic, int32_t partition,
                   void *emit_ctx, tm_error *err) {
     sq_sink *s = sink;
@@ -36,7 +29,8 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
             .partition = partition,
             .offset = sqlite3_column_int64(st, 0),
             .identity = (const char *)sqlite3_column_text(st, 2),
-            .reason = dl ? reason_of((const char *)sqlite3_column_text(st, 3))
+            .reason = dl ? tm_dl_reason_from_name(
+                               (const char *)sqlite3_column_text(st, 3))
                          : (tm_dl_reason)0,
             .detail = dl ? (const char *)sqlite3_column_text(st, 4) : NULL,
         };

@@ -203,8 +203,10 @@ typedef enum tm_dl_reason {
     TM_DL_MISSING_FIELD = 2,     /* a required column is absent */
     TM_DL_TYPE_MISMATCH = 3,     /* a column does not convert to its type */
     TM_DL_IDENTITY_CONFLICT = 4, /* business key applied with other payload */
-    TM_DL_REJECTED = 5           /* the sink refused the row (constraint) */
+    TM_DL_REJECTED = 5,          /* the sink refused the row (constraint) */
+    TM_DL_NULL_KEY = 6           /* upsert: a key column is null or missing */
 } tm_dl_reason;
+#define TM_DL_REASON_LAST TM_DL_NULL_KEY /* the highest reason of this SDK */
 
 typedef struct tm_dead_letter {
     uint32_t struct_size;
@@ -449,8 +451,23 @@ static inline const char *tm_dl_reason_name(tm_dl_reason r) {
     case TM_DL_TYPE_MISMATCH: return "type_mismatch";
     case TM_DL_IDENTITY_CONFLICT: return "identity_conflict";
     case TM_DL_REJECTED: return "rejected";
+    case TM_DL_NULL_KEY: return "null_key";
     }
     return "unknown";
+}
+
+/* The reason a stored name stands for; a name this SDK does not know
+ * (written by someone else) is still a dead letter: TM_DL_REJECTED. */
+static inline tm_dl_reason tm_dl_reason_from_name(const char *name) {
+    for (int r = TM_DL_PARSE_ERROR; name && r <= TM_DL_REASON_LAST; r++) {
+        const char *n = tm_dl_reason_name((tm_dl_reason)r);
+        size_t i = 0;
+        while (n[i] && n[i] == name[i])
+            i++;
+        if (!n[i] && !name[i])
+            return (tm_dl_reason)r;
+    }
+    return TM_DL_REJECTED;
 }
 
 static inline const char *tm_status_name(tm_status s) {
