@@ -175,10 +175,41 @@ static char *real_dir_of(const char *p) {
     return real;
 }
 
+/* Every symbolic link on PATH as given (a directory or the file): the
+ * directory it sits in must pass check_chain, or whoever planted it chose
+ * what is loaded. realpath() alone would check only where links lead. */
+static int check_links(const char *path, char *errstr, size_t errstr_size) {
+    char prefix[TM_PLUGIN_PATH_MAX];
+    size_t len = strlen(path);
+    for (size_t i = 1; i <= len; i++) {
+        if (i < len && path[i] != '/')
+            continue;
+        if (path[i - 1] == '/')
+            continue; /* "//" */
+        memcpy(prefix, path, i);
+        prefix[i] = '\0';
+        struct stat st;
+        if (lstat(prefix, &st) != 0 || !S_ISLNK(st.st_mode))
+            continue; /* a missing piece is reported by the open */
+        char *dir = real_dir_of(prefix);
+        if (dir == NULL) {
+            refuse_errno(path, "cannot resolve the directory of a link on it",
+                         errno, errstr, errstr_size);
+            return -1;
+        }
+        int rc = check_chain(path, dir, errstr, errstr_size);
+        free(dir);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The checks run before dlopen(), which already runs the file's
  * constructors, and they run on what will be loaded: the directory the
- * path names (where a link may have been planted) and the directory the
- * file really is in, every directory above both, then the file itself
+ * path names (where a link may have been planted), the directory of every
+ * link on the path, the directory the file really is in, every directory
+ * above each of them, then the file itself
  * through the descriptor that dlopen() is given. Nothing is looked up by
  * name between the checks and the load. A relative path would depend on the
  * working directory: refused. The fd (O_CLOEXEC), or -1. */
@@ -197,6 +228,8 @@ static int open_checked(const char *path, char *errstr, size_t errstr_size) {
         return -1;
     }
     int rc = check_chain(path, searched, errstr, errstr_size);
+    if (rc == 0)
+        rc = check_links(path, errstr, errstr_size);
     char *real = NULL, *real_dir = NULL;
     if (rc == 0 && (real = realpath(path, NULL)) == NULL) {
         refuse_errno(path, "cannot open", errno, errstr, errstr_size);

@@ -642,6 +642,32 @@ START_TEST(refuses_symlink_in_world_writable_dir) {
 }
 END_TEST
 
+/* A link to a good directory, planted higher up the path in a directory
+ * anyone may write to: refused for the link's directory as well. */
+START_TEST(refuses_dir_symlink_in_world_writable_dir) {
+    char open_dir[TM_PLUGIN_PATH_MAX], good_dir[TM_PLUGIN_PATH_MAX];
+    char link_path[TM_PLUGIN_PATH_MAX], path[TM_PLUGIN_PATH_MAX];
+    tmp_path(open_dir, "planted-above");
+    make_dir(open_dir);
+    if (chmod(open_dir, 0777) != 0)
+        die("chmod", open_dir);
+    tmp_path(good_dir, "good-dir");
+    make_dir(good_dir);
+    join(path, good_dir, "good.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    join(link_path, open_dir, "plugins");
+    if (symlink(good_dir, link_path) != 0)
+        die("symlink", link_path);
+    join(path, link_path, "good.so");
+    char tail[TM_ERROR_MAX];
+    expect(tail,
+           "directory %s is writable by group or others (mode 0777); "
+           "expected no group/other write (chmod go-w %s)",
+           open_dir, open_dir);
+    assert_refused(path, tail);
+}
+END_TEST
+
 /* A sticky world-writable directory (like /tmp) as the plugin directory:
  * others cannot replace our file there, but they can add any name. */
 START_TEST(refuses_sticky_plugin_dir) {
@@ -787,6 +813,7 @@ static Suite *loader_suite(void) {
     tcase_add_test(refuse_tc, refuses_plugin_in_writable_dir);
     tcase_add_test(refuse_tc, refuses_relative_paths);
     tcase_add_test(refuse_tc, refuses_symlink_in_world_writable_dir);
+    tcase_add_test(refuse_tc, refuses_dir_symlink_in_world_writable_dir);
     tcase_add_test(refuse_tc, refuses_sticky_plugin_dir);
     tcase_add_test(refuse_tc, refuses_writable_ancestor);
     tcase_add_test(refuse_tc, refuses_name_mismatch);
