@@ -14,7 +14,9 @@
 /* Matches argv[*i] against NAME. Returns 1 with *out set to the value (and
  * *i moved past a separate value word); 0 when argv[*i] is not NAME; -1
  * when NAME has no (or an empty) value, after printing "tidemark CMD: NAME
- * needs a value" on stderr. */
+ * needs a value" on stderr. A relative --plugin-dir value is resolved
+ * against the working directory here (*out then points to a copy that
+ * lives as long as the process). */
 int tm_cli_opt(const char *cmd, const char *name, int argc, char **argv, int *i,
                const char **out);
 

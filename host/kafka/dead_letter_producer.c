@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kafka/kafka_conf.h"
+#include "services/redact.h"
 
 #define FLUSH_TIMEOUT_MS 30000
 
@@ -59,19 +60,26 @@ tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
     return q;
 }
 
+/* Every value redacted (services/redact.h): a header leaves the process,
+ * and a sink's detail may quote a secret (a column or table name given as
+ * ${env:...}, in a database's error). */
 static int add_header(rd_kafka_headers_t *h, const char *name,
                       const char *value) {
-    return rd_kafka_header_add(h, name, -1, value, -1) ==
-                   RD_KAFKA_RESP_ERR_NO_ERROR
-               ? 0
-               : -1;
+    char *clean = tm_redact_dup(value, TM_REDACT_MAYBE_CUT);
+    if (!clean)
+        return -1;
+    int rc = rd_kafka_header_add(h, name, -1, clean, -1) ==
+                     RD_KAFKA_RESP_ERR_NO_ERROR
+                 ? 0
+                 : -1;
+    free(clean);
+    return rc;
 }
 
 /* Kafka Connect's header names, so that tools built for its dead-letter
  * queues read ours; the reason's name in a header of our own. */
-static rd_kafka_headers_t *headers_for(const tm_dead_letter_producer *q,
-                                       const tm_batch *b,
-                                       const tm_dead_letter *d) {
+rd_kafka_headers_t *tm_dlq_headers(const char *connector, const tm_batch *b,
+                                   const tm_dead_letter *d) {
     const tm_range *r = TM_CELEM(tm_range, b->ranges, d->range);
     char part[16], off[32];
     snprintf(part, sizeof part, "%" PRId32, r->partition);
@@ -82,7 +90,7 @@ static rd_kafka_headers_t *headers_for(const tm_dead_letter_producer *q,
     if (add_header(h, "__connect.errors.topic", r->topic) ||
         add_header(h, "__connect.errors.partition", part) ||
         add_header(h, "__connect.errors.offset", off) ||
-        add_header(h, "__connect.errors.connector.name", q->cfg->name) ||
+        add_header(h, "__connect.errors.connector.name", connector) ||
         add_header(h, "__connect.errors.stage", "VALUE_CONVERTER") ||
         add_header(h, "__connect.errors.exception.message",
                    d->detail ? d->detail : "") ||
@@ -100,7 +108,7 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b, char *errstr,
     q->first_error[0] = '\0';
     for (size_t i = 0; i < b->ndead_letters; i++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
-        rd_kafka_headers_t *h = headers_for(q, b, d);
+        rd_kafka_headers_t *h = tm_dlq_headers(q->cfg->name, b, d);
         if (!h) {
             snprintf(errstr, errsize, "out of memory");
             return -1;

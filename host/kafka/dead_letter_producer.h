@@ -6,6 +6,7 @@
 #ifndef TM_DEAD_LETTER_PRODUCER_H
 #define TM_DEAD_LETTER_PRODUCER_H
 
+#include <librdkafka/rdkafka.h>
 #include <stddef.h>
 #include <tidemark/sink.h>
 
@@ -24,5 +25,11 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b, char *errstr,
                 size_t errsize);
 
 void tm_dlq_free(tm_dead_letter_producer *q);
+
+/* The headers of dead letter D of batch B (Kafka Connect's names, plus
+ * tidemark.reason and tidemark.batch_id), each value redacted of the
+ * process's secrets (services/redact.h). NULL when memory ran out. */
+rd_kafka_headers_t *tm_dlq_headers(const char *connector, const tm_batch *b,
+                                   const tm_dead_letter *d);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,49 +84,136 @@ static void refuse_errno(const char *path, const char *what, int err,
     refuse(errstr, errstr_size, "plugin %s: %s: %s", path, what, msg);
 }
 
-/* The directory the file really is in (symbolic links resolved): someone
- * who may write there may replace the file. */
-static int check_dir(const char *path, char *errstr, size_t errstr_size) {
-    char *real = realpath(path, NULL);
-    if (real == NULL) {
-        refuse_errno(path, "cannot resolve", errno, errstr, errstr_size);
+/* Refuses DIR, one directory on the way to a plugin, when someone other
+ * than its owner (root or the running user) could change what it holds.
+ * An ancestor may be sticky and world-writable (/tmp) when the entry below
+ * it belongs to root or the running user: nobody else can rename that
+ * entry away. The directory the plugin (or a link to it) is in gets no
+ * such exception: in a sticky directory anyone may still add a name. */
+static int check_one_dir(const char *path, const char *dir,
+                         const struct stat *st, int last, uid_t child_uid,
+                         char *errstr, size_t errstr_size) {
+    if (!S_ISDIR(st->st_mode)) {
+        refuse(errstr, errstr_size,
+               "plugin %s: directory %s changed while being checked", path,
+               dir);
         return -1;
     }
-    char *slash = strrchr(real, '/');
-    if (slash == real)
-        slash[1] = '\0'; /* a file in / */
-    else
-        *slash = '\0';
-    struct stat st;
-    int rc = -1;
-    if (stat(real, &st) != 0) {
-        refuse_errno(path, "cannot stat its directory", errno, errstr,
-                     errstr_size);
-    } else if (!trusted_owner(st.st_uid)) {
+    if (!trusted_owner(st->st_uid)) {
         refuse(errstr, errstr_size,
                "plugin %s: directory %s: owner is uid %ld; expected root or "
                "the running user (uid %ld)",
-               path, real, (long)st.st_uid, (long)geteuid());
-    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+               path, dir, (long)st->st_uid, (long)geteuid());
+        return -1;
+    }
+    int sticky_ok =
+        !last && (st->st_mode & S_ISVTX) != 0 && trusted_owner(child_uid);
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0 && !sticky_ok) {
         refuse(errstr, errstr_size,
                "plugin %s: directory %s is writable by group or others "
                "(mode %04o); expected no group/other write (chmod go-w %s)",
-               path, real, (unsigned)(st.st_mode & 07777), real);
-    } else {
-        rc = 0;
+               path, dir, (unsigned)(st->st_mode & 07777), dir);
+        return -1;
     }
-    free(real);
-    return rc;
+    return 0;
 }
 
-/* Before dlopen(), which already runs the file's constructors: refuse what
- * anyone but its owner (root or the running user) could have replaced: the
- * file and its directory. (This guards against mistakes such as an 0666
- * file from a careless copy or a plugin in a shared 0777 directory, not
- * against someone who can already write to the directory between this
- * stat and the dlopen.) A relative path would depend on the working
- * directory: refused. */
-static int check_file(const char *path, char *errstr, size_t errstr_size) {
+/* Every directory from / down to REAL (absolute, links resolved): whoever
+ * may write to any of them may replace what is below it. Each one is
+ * judged once the owner of the entry below it is known. */
+static int check_chain(const char *path, const char *real, char *errstr,
+                       size_t errstr_size) {
+    char dir[TM_PLUGIN_PATH_MAX], below[TM_PLUGIN_PATH_MAX];
+    size_t len = strlen(real);
+    if (len >= sizeof dir) {
+        refuse(errstr, errstr_size, "plugin %s: directory path too long", path);
+        return -1;
+    }
+    struct stat st, st_below;
+    memcpy(dir, "/", 2);
+    if (lstat(dir, &st) != 0) {
+        refuse_errno(path, "cannot stat /", errno, errstr, errstr_size);
+        return -1;
+    }
+    for (size_t i = 1; i < len; i++) {
+        /* below = REAL up to the end of the next component. */
+        if (real[i] == '/' || (i + 1 < len && real[i + 1] != '/'))
+            continue;
+        memcpy(below, real, i + 1);
+        below[i + 1] = '\0';
+        if (lstat(below, &st_below) != 0) {
+            refuse_errno(path, "cannot stat a directory above it", errno,
+                         errstr, errstr_size);
+            return -1;
+        }
+        if (check_one_dir(path, dir, &st, 0, st_below.st_uid, errstr,
+                          errstr_size) != 0)
+            return -1;
+        memcpy(dir, below, i + 2);
+        st = st_below;
+    }
+    return check_one_dir(path, dir, &st, 1, 0, errstr, errstr_size);
+}
+
+/* The resolved directory part of P ("/" for a file in /): heap, or NULL
+ * with errno set. */
+static char *real_dir_of(const char *p) {
+    size_t n = strlen(p);
+    char *copy = malloc(n + 1);
+    if (copy == NULL)
+        return NULL;
+    memcpy(copy, p, n + 1);
+    char *slash = strrchr(copy, '/');
+    if (slash == copy)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    char *real = realpath(copy, NULL);
+    int e = errno;
+    free(copy);
+    errno = e;
+    return real;
+}
+
+/* Every symbolic link on PATH as given (a directory or the file): the
+ * directory it sits in must pass check_chain, or whoever planted it chose
+ * what is loaded. realpath() alone would check only where links lead. */
+static int check_links(const char *path, char *errstr, size_t errstr_size) {
+    char prefix[TM_PLUGIN_PATH_MAX];
+    size_t len = strlen(path);
+    for (size_t i = 1; i <= len; i++) {
+        if (i < len && path[i] != '/')
+            continue;
+        if (path[i - 1] == '/')
+            continue; /* "//" */
+        memcpy(prefix, path, i);
+        prefix[i] = '\0';
+        struct stat st;
+        if (lstat(prefix, &st) != 0 || !S_ISLNK(st.st_mode))
+            continue; /* a missing piece is reported by the open */
+        char *dir = real_dir_of(prefix);
+        if (dir == NULL) {
+            refuse_errno(path, "cannot resolve the directory of a link on it",
+                         errno, errstr, errstr_size);
+            return -1;
+        }
+        int rc = check_chain(path, dir, errstr, errstr_size);
+        free(dir);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The checks run before dlopen(), which already runs the file's
+ * constructors, and they run on what will be loaded: the directory the
+ * path names (where a link may have been planted), the directory of every
+ * link on the path, the directory the file really is in, every directory
+ * above each of them, then the file itself
+ * through the descriptor that dlopen() is given. Nothing is looked up by
+ * name between the checks and the load. A relative path would depend on the
+ * working directory: refused. The fd (O_CLOEXEC), or -1. */
+static int open_checked(const char *path, char *errstr, size_t errstr_size) {
     if (path[0] != '/') {
         refuse(errstr, errstr_size,
                "plugin %s: path is relative; expected an absolute path, or a "
@@ -133,32 +221,63 @@ static int check_file(const char *path, char *errstr, size_t errstr_size) {
                path);
         return -1;
     }
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        refuse_errno(path, "cannot stat", errno, errstr, errstr_size);
+    char *searched = real_dir_of(path);
+    if (searched == NULL) {
+        refuse_errno(path, "cannot resolve its directory", errno, errstr,
+                     errstr_size);
         return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
+    int rc = check_chain(path, searched, errstr, errstr_size);
+    if (rc == 0)
+        rc = check_links(path, errstr, errstr_size);
+    char *real = NULL, *real_dir = NULL;
+    if (rc == 0 && (real = realpath(path, NULL)) == NULL) {
+        refuse_errno(path, "cannot open", errno, errstr, errstr_size);
+        rc = -1;
+    }
+    if (rc == 0 && (real_dir = real_dir_of(real)) == NULL) {
+        refuse_errno(path, "cannot resolve its directory", errno, errstr,
+                     errstr_size);
+        rc = -1;
+    }
+    if (rc == 0 && strcmp(real_dir, searched) != 0)
+        rc = check_chain(path, real_dir, errstr, errstr_size);
+    int fd = -1;
+    if (rc == 0) {
+        /* REAL has no links left and every directory above it is
+         * trusted: O_NOFOLLOW only catches a swap the checks missed.
+         * O_NONBLOCK: a FIFO must not hang the open. */
+        fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
+            refuse_errno(path, "cannot open", errno, errstr, errstr_size);
+    }
+    free(searched);
+    free(real);
+    free(real_dir);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        refuse_errno(path, "cannot stat", errno, errstr, errstr_size);
+    } else if (!S_ISREG(st.st_mode)) {
         refuse(errstr, errstr_size,
                "plugin %s: file type is %s, expected a regular file", path,
                file_type_name(st.st_mode));
-        return -1;
-    }
-    if (!trusted_owner(st.st_uid)) {
+    } else if (!trusted_owner(st.st_uid)) {
         refuse(errstr, errstr_size,
                "plugin %s: owner is uid %ld; expected root or the running "
                "user (uid %ld)",
                path, (long)st.st_uid, (long)geteuid());
-        return -1;
-    }
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
         refuse(errstr, errstr_size,
                "plugin %s: mode is %04o, writable by group or others; "
                "expected no group/other write (chmod go-w)",
                path, (unsigned)(st.st_mode & 07777));
-        return -1;
+    } else {
+        return fd;
     }
-    return check_dir(path, errstr, errstr_size);
+    (void)close(fd);
+    return -1;
 }
 
 /* glibc's dlopen() errors start with the file name; ours already does. */
@@ -169,19 +288,79 @@ static const char *strip_path_prefix(const char *msg, const char *path) {
     return msg;
 }
 
-static void *open_library(const char *path, char *errstr, size_t errstr_size) {
-    if (pthread_mutex_lock(&dl_lock) != 0) {
-        refuse(errstr, errstr_size, "plugin %s: cannot lock the loader", path);
+/* The files this loader has mapped, by identity, under dl_lock. glibc
+ * remembers a library by every name it was dlopen()ed under and answers a
+ * later dlopen() of such a name with it, without looking at the file: a
+ * "/proc/self/fd/N" name must never be given to dlopen() twice. So the
+ * descriptor a library was mapped through stays open for the life of the
+ * process (plugins are never unloaded either: the number is never reused),
+ * and a file already mapped is answered from this table instead. */
+typedef struct mapped_file {
+    dev_t dev;
+    ino_t ino;
+    void *handle;
+} mapped_file;
+static mapped_file *mapped;
+static size_t nmapped, mapped_cap;
+
+static void *find_mapped(const struct stat *st) {
+    for (size_t i = 0; i < nmapped; i++)
+        if (mapped[i].dev == st->st_dev && mapped[i].ino == st->st_ino)
+            return mapped[i].handle;
+    return NULL;
+}
+
+/* 0, or -1 when out of memory (the caller then must not close the fd). */
+static int remember_mapped(const struct stat *st, void *handle) {
+    if (nmapped == mapped_cap) {
+        size_t cap = mapped_cap != 0 ? mapped_cap * 2 : 8;
+        mapped_file *grown = realloc(mapped, cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        mapped = grown;
+        mapped_cap = cap;
+    }
+    mapped[nmapped++] = (mapped_file){st->st_dev, st->st_ino, handle};
+    return 0;
+}
+
+/* dlopen() of the checked descriptor through /proc/self/fd: the file
+ * checked is the file mapped. Takes FD: it is closed, or kept open for
+ * good when the library was mapped through it (see mapped_file). */
+static void *open_library(const char *path, int fd, char *errstr,
+                          size_t errstr_size) {
+    char fd_path[64];
+    snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", fd);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        refuse_errno(path, "cannot stat", errno, errstr, errstr_size);
+        (void)close(fd);
         return NULL;
     }
-    (void)dlerror(); /* drop an error left by someone else's dl* call */
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (pthread_mutex_lock(&dl_lock) != 0) {
+        refuse(errstr, errstr_size, "plugin %s: cannot lock the loader", path);
+        (void)close(fd);
+        return NULL;
+    }
+    void *handle = find_mapped(&st);
+    int keep = 0;
     if (handle == NULL) {
-        const char *msg = dlerror();
-        refuse(errstr, errstr_size, "plugin %s: cannot load: %s", path,
-               msg != NULL ? strip_path_prefix(msg, path) : "unknown error");
+        (void)dlerror(); /* drop an error left by someone else's dl* call */
+        handle = dlopen(fd_path, RTLD_NOW | RTLD_LOCAL);
+        if (handle == NULL) {
+            const char *msg = dlerror();
+            refuse(errstr, errstr_size, "plugin %s: cannot load: %s", path,
+                   msg != NULL ? strip_path_prefix(msg, fd_path)
+                               : "unknown error");
+        } else {
+            keep = 1;
+            (void)remember_mapped(&st, handle); /* else: a later load of
+                                                   it maps it again */
+        }
     }
     (void)pthread_mutex_unlock(&dl_lock);
+    if (!keep)
+        (void)close(fd);
     return handle;
 }
 
@@ -273,18 +452,20 @@ static int check_callbacks(const tm_sink_api *api, const char *path,
     return 0;
 }
 
-static int load_path(const char *path, tm_plugin *out, char *errstr,
-                     size_t errstr_size) {
+/* WANT_NAME: the name asked for when loaded by name, else NULL. */
+static int load_path(const char *path, const char *want_name, tm_plugin *out,
+                     char *errstr, size_t errstr_size) {
     if (strlen(path) >= sizeof out->path) {
         refuse(errstr, errstr_size, "plugin %.64s...: path longer than %zu",
                path, sizeof out->path - 1);
         return -1;
     }
-    if (check_file(path, errstr, errstr_size) != 0)
+    int fd = open_checked(path, errstr, errstr_size);
+    if (fd < 0)
         return -1;
     /* From here on a failure leaves the library mapped: see the top of the
      * file for why nothing is ever unloaded. */
-    void *handle = open_library(path, errstr, errstr_size);
+    void *handle = open_library(path, fd, errstr, errstr_size);
     if (handle == NULL)
         return -1;
     tm_sink_entry_fn entry = find_entry(handle, path, errstr, errstr_size);
@@ -299,6 +480,13 @@ static int load_path(const char *path, tm_plugin *out, char *errstr,
     if (check_version(api, path, errstr, errstr_size) != 0 ||
         check_callbacks(api, path, errstr, errstr_size) != 0)
         return -1;
+    if (want_name != NULL && strcmp(api->name, want_name) != 0) {
+        refuse(errstr, errstr_size,
+               "plugin %s: name is '%s', expected '%s' (the name it was "
+               "loaded by)",
+               path, api->name, want_name);
+        return -1;
+    }
     /* The table is static in the plugin and the plugin is never unloaded:
      * keeping the pointer is safe, and a copy would hide fields appended by
      * a newer minor version that a later host could read. */
@@ -325,9 +513,10 @@ static int find_by_name(const char *name, const char *const *dirs, size_t ndirs,
         if (n < 0 || (size_t)n >= path_size)
             continue; /* cannot exist: longer than any path we load */
         struct stat st;
-        /* Anything but "not there" (the file, or the directory itself)
-         * means something is there: load_path then names what is wrong. */
-        if (stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
+        /* Anything but "not there" (the file, a dangling link, or the
+         * directory itself) means something is there: load_path then names
+         * what is wrong. */
+        if (lstat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
             return 0;
     }
     return -1;
@@ -362,7 +551,7 @@ int tm_plugin_load(const char *name_or_path, const char *const *dirs,
         return -1;
     }
     if (strchr(name_or_path, '/') != NULL)
-        return load_path(name_or_path, out, errstr, errstr_size);
+        return load_path(name_or_path, NULL, out, errstr, errstr_size);
     char path[TM_PLUGIN_PATH_MAX];
     int found = find_by_name(name_or_path, dirs, ndirs, path, sizeof path,
                              errstr, errstr_size);
@@ -371,5 +560,5 @@ int tm_plugin_load(const char *name_or_path, const char *const *dirs,
             refuse_not_found(name_or_path, dirs, ndirs, errstr, errstr_size);
         return -1;
     }
-    return load_path(path, out, errstr, errstr_size);
+    return load_path(path, name_or_path, out, errstr, errstr_size);
 }

@@ -33,7 +33,11 @@ const char *tm_plugin_default_dir(void);
 
 /* Loads NAME_OR_PATH: a path when it contains '/', else "<dir>/<name>.so"
  * of the first dir that has such a file (a refused file there is an error,
- * later dirs are not tried: it would hide the refusal). 0 on success with
+ * later dirs are not tried: it would hide the refusal). Loaded by name,
+ * the plugin's api->name must be that name. The file, its directory, the
+ * directory a link to it sits in and every directory above them are checked
+ * and the checked descriptor is what is loaded (docs/plugin-loading.md);
+ * one descriptor per plugin file stays open for good. 0 on success with
  * *out filled; -1 with one line in errstr naming the file, the field and
  * both values (errstr may be NULL). Never dlclose()s. Thread-safe. */
 int tm_plugin_load(const char *name_or_path, const char *const *dirs,

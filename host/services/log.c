@@ -169,6 +169,20 @@ static void field_redacted(line *l, int json, const char *key, const char *raw,
     field(l, json, key, tm_redact(raw, tail, value, sizeof value), 1);
 }
 
+/* librdkafka's lines (kafka_conf.c's log callback writes them as
+ * "librdkafka FAC: ...") cut their thread names inside a broker's name:
+ * starts of secrets are replaced there too (tm_redact_prefixes). */
+#define LIBRDKAFKA_LINE "librdkafka "
+
+static void msg_redacted(line *l, int json, const char *raw) {
+    char value[sizeof l->buf];
+    if (strncmp(raw, LIBRDKAFKA_LINE, strlen(LIBRDKAFKA_LINE)) == 0)
+        tm_redact_prefixes(raw, TM_REDACT_MAYBE_CUT, value, sizeof value);
+    else
+        tm_redact(raw, TM_REDACT_MAYBE_CUT, value, sizeof value);
+    field(l, json, "msg", value, 1);
+}
+
 void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
                      const char *fmt, va_list ap) {
     if (atomic_load(&max_level) < 0 || atomic_load(&format) < 0)
@@ -223,7 +237,7 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
     }
     if (f && f->batch_id)
         field_redacted(&l, json, "batch", f->batch_id, TM_REDACT_WHOLE);
-    field_redacted(&l, json, "msg", msg, TM_REDACT_MAYBE_CUT);
+    msg_redacted(&l, json, msg);
     if (msg != small)
         free(msg);
     if (json)

@@ -18,6 +18,9 @@
 #include "status/status_lock.h"
 
 struct tm_status_writer {
+    int dir_fd; /* the connector's directory: every open, rename and unlink
+                   is relative to it, so swapping a directory on the way
+                   after start redirects nothing */
     int lock_fd;
     char connector[256];
     char path[PATH_MAX]; /* status.json */
@@ -83,28 +86,31 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
         tm_status_path(lock, sizeof lock, state_dir, connector,
                        TM_STATUS_LOCK_FILE, errstr, errsize) != 0)
         return NULL;
-    if (tm_state_dir_prepare(state_dir, 1, errstr, errsize) != 0 ||
-        tm_state_dir_prepare(dir, 0, errstr, errsize) != 0)
-        return NULL;
     tm_status_writer *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(errstr, errsize, "out of memory");
         return NULL;
     }
+    w->dir_fd = -1;
+    w->lock_fd = -1;
     snprintf(w->connector, sizeof w->connector, "%s", connector);
+    int top = -1;
     if (tm_status_path(w->path, sizeof w->path, state_dir, connector,
                        TM_STATUS_FILE, errstr, errsize) != 0 ||
         tm_status_path(w->tmp, sizeof w->tmp, state_dir, connector,
-                       TM_STATUS_FILE ".tmp", errstr, errsize) != 0) {
-        free(w);
+                       TM_STATUS_FILE ".tmp", errstr, errsize) != 0 ||
+        (top = tm_state_dir_open(state_dir, errstr, errsize)) < 0 ||
+        (w->dir_fd =
+             tm_state_subdir_open(top, connector, dir, errstr, errsize)) < 0 ||
+        (w->lock_fd = tm_state_file_openat(w->dir_fd, TM_STATUS_LOCK_FILE, lock,
+                                           O_RDWR | O_CREAT, "open", errstr,
+                                           errsize)) < 0) {
+        if (top >= 0)
+            close(top);
+        tm_status_writer_close(w);
         return NULL;
     }
-    w->lock_fd =
-        tm_state_file_open(lock, O_RDWR | O_CREAT, "open", errstr, errsize);
-    if (w->lock_fd < 0) {
-        free(w);
-        return NULL;
-    }
+    close(top);
     if (lock_exclusive(w->lock_fd) != 0) {
         if (errno == EWOULDBLOCK)
             snprintf(errstr, errsize,
@@ -113,8 +119,7 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
         else
             snprintf(errstr, errsize, "cannot lock %s: %s", lock,
                      strerror(errno));
-        close(w->lock_fd);
-        free(w);
+        tm_status_writer_close(w);
         return NULL;
     }
     /* The pid goes in only once the lock is ours; readers believe it only
@@ -124,8 +129,7 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
     if (ftruncate(w->lock_fd, 0) != 0 ||
         pwrite(w->lock_fd, pid, (size_t)n, 0) != n) {
         snprintf(errstr, errsize, "cannot write %s: %s", lock, strerror(errno));
-        close(w->lock_fd);
-        free(w);
+        tm_status_writer_close(w);
         return NULL;
     }
     return w;
@@ -144,8 +148,9 @@ int tm_status_writer_write(tm_status_writer *w, const tm_status_snapshot *s,
      * crash that loses the last update loses nothing a restart will not
      * rewrite within a second. rename() alone keeps readers from ever
      * seeing a torn file. */
-    int fd = tm_state_file_open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, "create",
-                                errstr, errsize);
+    int fd = tm_state_file_openat(w->dir_fd, TM_STATUS_FILE ".tmp", w->tmp,
+                                  O_WRONLY | O_CREAT | O_TRUNC, "create",
+                                  errstr, errsize);
     int rc = -1;
     if (fd < 0) {
         /* errstr says why */
@@ -157,14 +162,15 @@ int tm_status_writer_write(tm_status_writer *w, const tm_status_snapshot *s,
     } else if (close(fd) != 0) {
         snprintf(errstr, errsize, "cannot write %s: %s", w->tmp,
                  strerror(errno));
-    } else if (rename(w->tmp, w->path) != 0) {
+    } else if (renameat(w->dir_fd, TM_STATUS_FILE ".tmp", w->dir_fd,
+                        TM_STATUS_FILE) != 0) {
         snprintf(errstr, errsize, "cannot rename %s to %s: %s", w->tmp, w->path,
                  strerror(errno));
     } else {
         rc = 0;
     }
     if (rc != 0)
-        unlink(w->tmp);
+        unlinkat(w->dir_fd, TM_STATUS_FILE ".tmp", 0);
     free(text);
     return rc;
 }
@@ -172,7 +178,10 @@ int tm_status_writer_write(tm_status_writer *w, const tm_status_snapshot *s,
 void tm_status_writer_close(tm_status_writer *w) {
     if (!w)
         return;
-    close(w->lock_fd); /* releases the flock */
+    if (w->lock_fd >= 0)
+        close(w->lock_fd); /* releases the flock */
+    if (w->dir_fd >= 0)
+        close(w->dir_fd);
     free(w);
 }
 

@@ -243,7 +243,7 @@ END_TEST
 START_TEST(refuses_missing_file) {
     char path[TM_PLUGIN_PATH_MAX];
     tmp_path(path, "absent.so");
-    assert_refused(path, "cannot stat: No such file or directory");
+    assert_refused(path, "cannot open: No such file or directory");
 }
 END_TEST
 
@@ -613,6 +613,136 @@ START_TEST(refuses_foreign_owner) {
 }
 END_TEST
 
+/* ---- The attacker review: links, ancestors, names ----------------------- */
+
+/* A symbolic link to a good plugin, planted in a directory anyone may write
+ * to: whoever wrote the link chooses what is loaded (and may swap it between
+ * the checks and the dlopen), so the link's own directory is checked, not
+ * only the directory of the file it points to. */
+START_TEST(refuses_symlink_in_world_writable_dir) {
+    char dir[TM_PLUGIN_PATH_MAX], link_path[TM_PLUGIN_PATH_MAX];
+    tmp_path(dir, "planted");
+    make_dir(dir);
+    if (chmod(dir, 0777) != 0)
+        die("chmod", dir);
+    join(link_path, dir, "good.so");
+    if (symlink(fixtures[FX_GOOD].path, link_path) != 0)
+        die("symlink", link_path);
+    char tail[TM_ERROR_MAX];
+    expect(tail,
+           "directory %s is writable by group or others (mode 0777); "
+           "expected no group/other write (chmod go-w %s)",
+           dir, dir);
+    assert_refused(link_path, tail);
+    /* By name through that directory: the same refusal. */
+    const char *dirs[] = {dir};
+    tm_plugin p = {0};
+    ck_assert_int_eq(tm_plugin_load("good", dirs, 1, &p, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "mode 0777") != NULL, "%s", err);
+}
+END_TEST
+
+/* A link to a good directory, planted higher up the path in a directory
+ * anyone may write to: refused for the link's directory as well. */
+START_TEST(refuses_dir_symlink_in_world_writable_dir) {
+    char open_dir[TM_PLUGIN_PATH_MAX], good_dir[TM_PLUGIN_PATH_MAX];
+    char link_path[TM_PLUGIN_PATH_MAX], path[TM_PLUGIN_PATH_MAX];
+    tmp_path(open_dir, "planted-above");
+    make_dir(open_dir);
+    if (chmod(open_dir, 0777) != 0)
+        die("chmod", open_dir);
+    tmp_path(good_dir, "good-dir");
+    make_dir(good_dir);
+    join(path, good_dir, "good.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    join(link_path, open_dir, "plugins");
+    if (symlink(good_dir, link_path) != 0)
+        die("symlink", link_path);
+    join(path, link_path, "good.so");
+    char tail[TM_ERROR_MAX];
+    expect(tail,
+           "directory %s is writable by group or others (mode 0777); "
+           "expected no group/other write (chmod go-w %s)",
+           open_dir, open_dir);
+    assert_refused(path, tail);
+}
+END_TEST
+
+/* A sticky world-writable directory (like /tmp) as the plugin directory:
+ * others cannot replace our file there, but they can add any name. */
+START_TEST(refuses_sticky_plugin_dir) {
+    char dir[TM_PLUGIN_PATH_MAX], path[TM_PLUGIN_PATH_MAX];
+    tmp_path(dir, "sticky");
+    make_dir(dir);
+    if (chmod(dir, 01777) != 0)
+        die("chmod", dir);
+    join(path, dir, "good.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    char tail[TM_ERROR_MAX];
+    expect(tail,
+           "directory %s is writable by group or others (mode 1777); "
+           "expected no group/other write (chmod go-w %s)",
+           dir, dir);
+    assert_refused(path, tail);
+}
+END_TEST
+
+/* A good directory inside one anyone may write to: the writable one can
+ * have the good directory renamed away and another put in its place. */
+START_TEST(refuses_writable_ancestor) {
+    char top[TM_PLUGIN_PATH_MAX], dir[TM_PLUGIN_PATH_MAX];
+    char path[TM_PLUGIN_PATH_MAX];
+    tmp_path(top, "open-top");
+    make_dir(top);
+    if (chmod(top, 0777) != 0)
+        die("chmod", top);
+    join(dir, top, "plugins");
+    make_dir(dir);
+    join(path, dir, "good.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    char tail[TM_ERROR_MAX];
+    expect(tail,
+           "directory %s is writable by group or others (mode 0777); "
+           "expected no group/other write (chmod go-w %s)",
+           top, top);
+    assert_refused(path, tail);
+}
+END_TEST
+
+/* Loaded by name, the plugin must call itself by that name: "postgres.so"
+ * that says it is "good" is not what the config asked for. */
+START_TEST(refuses_name_mismatch) {
+    char dir[TM_PLUGIN_PATH_MAX], path[TM_PLUGIN_PATH_MAX];
+    tmp_path(dir, "renamed");
+    make_dir(dir);
+    join(path, dir, "other.so");
+    copy_file(fixtures[FX_GOOD].build_path, path, 0755);
+    const char *dirs[] = {dir};
+    tm_plugin p = {0};
+    ck_assert_int_eq(tm_plugin_load("other", dirs, 1, &p, err, sizeof err), -1);
+    ck_assert_ptr_null(p.api);
+    char want[TM_ERROR_MAX];
+    expect(want,
+           "plugin %s: name is 'good', expected 'other' (the name it was "
+           "loaded by)",
+           path);
+    ck_assert_str_eq(err, want);
+}
+END_TEST
+
+/* The fd the checks ran on is the file dlopen maps: loading two different
+ * files one after the other (the second may get the first's descriptor
+ * number) gives each its own table. */
+START_TEST(loads_the_checked_file_not_a_reused_fd_name) {
+    tm_plugin a = {0}, b = {0};
+    ck_assert_msg(load(fixtures[FX_GOOD].path, &a) == 0, "%s", err);
+    ck_assert_int_eq(load(fixtures[FX_BAD_MAGIC].path, &b), -1);
+    ck_assert_msg(strstr(err, "magic is 0xdeadbeef") != NULL, "%s", err);
+    ck_assert_int_eq(load(fixtures[FX_ABI_MAJOR].path, &b), -1);
+    ck_assert_msg(strstr(err, "abi_major is 2") != NULL, "%s", err);
+}
+END_TEST
+
 /* ---- Threads: dlerror() is per process on some libcs and its text is
  * overwritten by the next dl* call; the loader's lock keeps each thread's
  * message its own. ---------------------------------------------------- */
@@ -682,6 +812,12 @@ static Suite *loader_suite(void) {
     tcase_add_test(refuse_tc, refuses_null_name);
     tcase_add_test(refuse_tc, refuses_plugin_in_writable_dir);
     tcase_add_test(refuse_tc, refuses_relative_paths);
+    tcase_add_test(refuse_tc, refuses_symlink_in_world_writable_dir);
+    tcase_add_test(refuse_tc, refuses_dir_symlink_in_world_writable_dir);
+    tcase_add_test(refuse_tc, refuses_sticky_plugin_dir);
+    tcase_add_test(refuse_tc, refuses_writable_ancestor);
+    tcase_add_test(refuse_tc, refuses_name_mismatch);
+    tcase_add_test(refuse_tc, loads_the_checked_file_not_a_reused_fd_name);
     if (geteuid() == 0)
         tcase_add_test(refuse_tc, refuses_foreign_owner);
     else
