@@ -11,9 +11,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +122,8 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
     oom |= add(r, path);
     snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
     oom |= add(r, path);
+    snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_FLOOR_FILE);
+    oom |= add(r, path);
     if (oom) {
         snprintf(why, why_size, "out of memory");
         return -1;
@@ -181,11 +185,13 @@ static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
     return rc;
 }
 
-/* Metadata versions never leave a gap: writers find the newest version
- * by probing forward from one that still exists (table_meta.c), so the
- * versions on disk must stay one unbroken run. Vacuum removes them oldest
- * first, only below the oldest one the newest version keeps in its
- * metadata log, and only while each is the oldest left on disk. */
+/* Metadata versions: vacuum deletes only versions below the oldest one
+ * the newest version keeps in its metadata log, and only after raising the
+ * version floor (table_meta.h) above them, durably: from then on no writer
+ * links those numbers and no reader loads them, so a writer that cached
+ * one of them, or links one and dies before its check, never forks the
+ * table. Above the floor nothing is deleted: the versions there stay one
+ * unbroken run, which is how writers find the newest. */
 static int64_t version_of_path(const char *path) {
     const char *slash = strrchr(path, '/');
     return ice_meta_version_of(slash ? slash + 1 : path);
@@ -213,12 +219,39 @@ static int64_t oldest_kept_version(const ice_table *t, const refs *r) {
     return low;
 }
 
-/* 1 when v<V-1> is still on disk (or cannot be told): V is not the oldest. */
-static int older_version_left(const ice_table *t, int64_t v) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
-             (long long)(v - 1));
-    return v > 1 && fs_exists(path) != 0;
+/* The loaded version must be the directory's highest: a newer one would
+ * name files the references miss (a writer published meanwhile, or the
+ * run of versions is broken): then nothing is deleted. 0 or -1. */
+static int loaded_is_newest(const ice_table *t, char *why, size_t why_size) {
+    int64_t high = ice_table_newest_on_disk(t, why, why_size);
+    if (high < 0)
+        return -1;
+    if (high == t->version)
+        return 0;
+    snprintf(why, why_size,
+             "%s: the newest version loaded is v%lld but the directory holds "
+             "v%lld: nothing vacuumed (run it again)",
+             t->meta_dir, (long long)t->version, (long long)high);
+    return -1;
+}
+
+/* Vacuums exclude each other (the floor must only go up): an exclusive
+ * lock on metadata/ itself, released with the descriptor. -1 with why. */
+static int lock_vacuum(const ice_table *t, char *why, size_t why_size) {
+    int fd = open(t->meta_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_size, "open %s: %s", t->meta_dir, strerror(errno));
+        return -1;
+    }
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            snprintf(why, why_size, "lock %s: %s", t->meta_dir,
+                     strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
 }
 
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
@@ -230,6 +263,9 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                  (long long)grace_seconds);
         return -1;
     }
+    int lock = lock_vacuum(t, why, why_size);
+    if (lock < 0)
+        return -1;
     int rc = ice_table_refresh(t, why, why_size);
     if (rc == 1)
         snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
@@ -250,17 +286,27 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
     if (rc == 0)
         rc = collect(t, &r, why, why_size);
     if (rc == 0)
+        rc = loaded_is_newest(t, why, why_size);
+    if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
     int64_t keep_from = rc == 0 ? oldest_kept_version(t, &r) : 0;
-    /* Metadata versions go oldest first, after everything else. */
+    /* Metadata versions go last, oldest first, once the floor is above
+     * every one of them. */
     if (rc == 0)
         qsort(cand.p, cand.n, sizeof *cand.p, cmp_versions_last);
+    int floor_raised = 0;
     for (size_t i = 0; rc == 0 && i < cand.n; i++) {
         if (bsearch(&cand.p[i], r.p, r.n, sizeof *r.p, cmp))
             continue;
         int64_t v = ice_meta_version_of(strrchr(cand.p[i], '/') + 1);
-        if (v > 0 && (v >= keep_from || older_version_left(t, v)))
+        if (v > 0 && v >= keep_from)
             break; /* later candidates are all newer versions */
+        if (v > 0 && !floor_raised) {
+            if ((rc = ice_table_raise_floor(t, keep_from - 1, why, why_size)) !=
+                0)
+                break;
+            floor_raised = 1;
+        }
         if (unlink(cand.p[i]) != 0 && errno != ENOENT) {
             snprintf(why, why_size, "remove %s: %s", cand.p[i],
                      strerror(errno));
@@ -273,5 +319,6 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
     }
     refs_free(&r);
     refs_free(&cand);
+    close(lock);
     return rc == 0 ? 0 : -1;
 }
