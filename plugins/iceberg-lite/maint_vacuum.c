@@ -131,33 +131,35 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
     return 0;
 }
 
-/* The unreferenced files of DIR older than the cutoff. DIR itself must be
- * a real directory of the table, not a symlink to one elsewhere: vacuum
- * deletes only inside the table (entries are lstat'ed: regular files
- * only, a symlink is never followed). */
-static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
-                    refs *out, char *why, size_t why_size) {
-    struct stat dst;
-    if (lstat(dir, &dst) != 0) {
-        if (errno == ENOENT)
-            return 0;
-        snprintf(why, why_size, "stat %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(dst.st_mode)) {
+/* DIR, a directory of the table, opened without following a symbolic
+ * link anywhere on its path: vacuum lists and deletes only through this
+ * descriptor (fstatat, unlinkat), so swapping the directory for a symlink
+ * to one elsewhere after it was opened deletes nothing there. The fd; -1
+ * when it does not exist (nothing to vacuum there); -2 with why. */
+static int open_dir(const char *dir, char *why, size_t why_size) {
+    char inner[512];
+    int fd = fs_open_nofollow(dir, O_RDONLY | O_DIRECTORY, inner, sizeof inner);
+    if (fd == -2)
         snprintf(why, why_size,
                  "%s: not a directory of the table (a symlink or a file): "
-                 "nothing vacuumed",
-                 dir);
-        return -1;
-    }
-    DIR *d = opendir(dir);
+                 "nothing vacuumed (%s)",
+                 dir, inner);
+    return fd;
+}
+
+/* The unreferenced regular files of DIR (its descriptor dfd) older than
+ * the cutoff; entries are fstatat'ed without following a symlink. */
+static int list_dir(const char *dir, int dfd, int64_t cutoff_ns, const refs *r,
+                    refs *out, char *why, size_t why_size) {
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
-        if (errno == ENOENT)
-            return 0;
         snprintf(why, why_size, "open %s: %s", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
+    rewinddir(d);
     struct dirent *e;
     int rc = 0;
     while (rc == 0 && (e = readdir(d)) != NULL) {
@@ -166,7 +168,7 @@ static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
         if (e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (lstat(path, &st) != 0) {
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno == ENOENT)
                 continue; /* removed meanwhile */
             snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
@@ -236,22 +238,33 @@ static int loaded_is_newest(const ice_table *t, char *why, size_t why_size) {
 }
 
 /* Vacuums exclude each other (the floor must only go up): an exclusive
- * lock on metadata/ itself, released with the descriptor. -1 with why. */
-static int lock_vacuum(const ice_table *t, char *why, size_t why_size) {
-    int fd = open(t->meta_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_size, "open %s: %s", t->meta_dir, strerror(errno));
-        return -1;
-    }
+ * lock on metadata/ itself (its descriptor FD). 0 or -1 with why. */
+static int lock_vacuum(const ice_table *t, int fd, char *why, size_t why_size) {
     while (flock(fd, LOCK_EX) != 0) {
         if (errno != EINTR) {
             snprintf(why, why_size, "lock %s: %s", t->meta_dir,
                      strerror(errno));
-            close(fd);
             return -1;
         }
     }
-    return fd;
+    return 0;
+}
+
+/* Removes candidate PATH through the descriptor of its directory. */
+static int remove_in(const char *const dirs[3], const int dfd[3],
+                     const char *path, char *why, size_t why_size) {
+    for (int k = 0; k < 3; k++) {
+        size_t n = strlen(dirs[k]);
+        if (strncmp(path, dirs[k], n) != 0 || path[n] != '/')
+            continue;
+        if (unlinkat(dfd[k], path + n + 1, 0) != 0 && errno != ENOENT) {
+            snprintf(why, why_size, "remove %s: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    snprintf(why, why_size, "%s: not in a directory of the table", path);
+    return -1;
 }
 
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
@@ -263,10 +276,19 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                  (long long)grace_seconds);
         return -1;
     }
-    int lock = lock_vacuum(t, why, why_size);
-    if (lock < 0)
-        return -1;
-    int rc = ice_table_refresh(t, why, why_size);
+    const char *dirs[3] = {t->data_dir, t->dl_dir, t->meta_dir};
+    int dfd[3] = {-1, -1, -1}, rc = 0;
+    for (int k = 0; rc == 0 && k < 3; k++)
+        if ((dfd[k] = open_dir(dirs[k], why, why_size)) == -2)
+            rc = -1;
+    if (rc == 0 && dfd[2] < 0) {
+        snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = lock_vacuum(t, dfd[2], why, why_size);
+    if (rc == 0)
+        rc = ice_table_refresh(t, why, why_size);
     if (rc == 1)
         snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
     if (rc == 0)
@@ -277,9 +299,9 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
         ((int64_t)now.tv_sec - grace_seconds) * 1000000000 + now.tv_nsec;
     if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
-    const char *dirs[3] = {t->data_dir, t->dl_dir, t->meta_dir};
     for (int k = 0; rc == 0 && k < 3; k++)
-        rc = list_dir(dirs[k], cutoff_ns, &r, &cand, why, why_size);
+        if (dfd[k] >= 0)
+            rc = list_dir(dirs[k], dfd[k], cutoff_ns, &r, &cand, why, why_size);
     /* A version published while we listed keeps what it names. */
     if (rc == 0)
         rc = ice_table_refresh(t, why, why_size);
@@ -307,18 +329,16 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                 break;
             floor_raised = 1;
         }
-        if (unlink(cand.p[i]) != 0 && errno != ENOENT) {
-            snprintf(why, why_size, "remove %s: %s", cand.p[i],
-                     strerror(errno));
-            rc = -1;
+        if ((rc = remove_in(dirs, dfd, cand.p[i], why, why_size)) != 0)
             break;
-        }
         (*removed)++;
         if (fn)
             fn(ctx, cand.p[i]);
     }
     refs_free(&r);
     refs_free(&cand);
-    close(lock);
+    for (int k = 0; k < 3; k++)
+        if (dfd[k] >= 0)
+            close(dfd[k]); /* releases the lock too */
     return rc == 0 ? 0 : -1;
 }
