@@ -29,11 +29,13 @@ static ice_fx fx;
 /* ---- the link() seen by the sink -------------------------------------- */
 
 /* When set, the next link() to a v<N>.metadata.json first runs
- * before_link (once), then links, then, if the link succeeded, the
- * process dies on the spot (exit status 9): a writer killed between its
- * link and anything after it. */
+ * before_link (once), then links, then, if the link succeeded, runs
+ * after_link (a writer stalled between its link and anything after it)
+ * or the process dies on the spot (exit status 9: a writer killed
+ * there). */
 static void (*before_link)(void);
-static int die_after_link;
+static void (*after_link)(void);
+static int die_after_link, linked_after;
 
 static int is_version_name(const char *path) {
     size_t n = strlen(path);
@@ -47,17 +49,22 @@ int link(const char *from, const char *to) {
         *(void **)&real = dlsym(RTLD_NEXT, "link");
     if (!real)
         _exit(97);
-    if (!is_version_name(to) || (!before_link && !die_after_link))
+    if (!is_version_name(to) ||
+        (!before_link && !after_link && !die_after_link))
         return real(from, to);
-    void (*run)(void) = before_link;
+    void (*run)(void) = before_link, (*then)(void) = after_link;
     int die = die_after_link;
-    before_link = NULL;
+    before_link = after_link = NULL;
     die_after_link = 0;
     if (run)
         run();
     int rc = real(from, to);
     if (rc == 0 && die)
         _exit(9);
+    if (rc == 0 && then) {
+        linked_after = 1;
+        then();
+    }
     return rc;
 }
 
@@ -351,6 +358,66 @@ START_TEST(killed_after_link_reuses_no_version) {
 }
 END_TEST
 
+/* The same with writer a stalled, not killed, between its link and its
+ * check while c commits: c never builds on a's number, and a answers
+ * RETRY (its number taken back), never OK. */
+static void *c_sink;
+static tm_marker c_marker;
+static tm_status c_status;
+static char c_message[TM_ERROR_MAX];
+
+static void c_commits_meanwhile(void) {
+    tm_error err;
+    drop_hint();
+    c_status = commit_range(c_sink, 2, c_marker.epoch, 5, 10, &err);
+    snprintf(c_message, sizeof c_message, "%s", err.message);
+}
+
+START_TEST(stalled_after_link_reuses_no_version) {
+    void *a = open_ok();
+    c_sink = open_ok();
+    b_sink = open_ok();
+    tm_marker ma = claim_one(a, 0);
+    c_marker = claim_one(c_sink, 2);
+    b_marker = claim_one(b_sink, 1);
+    tm_error err;
+    ck_assert_int_eq(commit_range(a, 0, ma.epoch, 0, 5, &err), TM_OK);
+    ck_assert_int_eq(commit_range(c_sink, 2, c_marker.epoch, 0, 5, &err),
+                     TM_OK);
+    tm_marker got;
+    read1(a, 0, &got);
+    int64_t base = newest_version();
+    linked_after = 0;
+    before_link = advance_and_vacuum;
+    after_link = c_commits_meanwhile;
+    tm_status rc = commit_range(a, 0, ma.epoch, 5, 10, &err);
+    /* The fault happened where intended: a's link of a freed number went
+     * through and c committed while a stalled right after it. */
+    ck_assert_msg(linked_after && !version_on_disk(base),
+                  "inconclusive: a did not link v%lld after vacuum freed it",
+                  (long long)(base + 1));
+    ck_assert_msg(c_status == TM_OK, "c: %s: %s", tm_status_name(c_status),
+                  c_message);
+    ck_assert_msg(rc == TM_RETRY, "a: %s: %s", tm_status_name(rc), err.message);
+    ck_assert_msg(!version_on_disk(base + 1), "a's freed v%lld still there",
+                  (long long)(base + 1));
+    int64_t end[NPART] = {5, 70, 10};
+    assert_rows_once(end);
+    /* The host's resend lands on top. */
+    rc = commit_range(a, 0, ma.epoch, 5, 10, &err);
+    ck_assert_msg(rc == TM_OK, "a resend: %s: %s", tm_status_name(rc),
+                  err.message);
+    end[0] = 10;
+    age_everything();
+    drop_hint();
+    vacuum(0);
+    assert_rows_once(end);
+    ice_api->close(a);
+    ice_api->close(b_sink);
+    ice_api->close(c_sink);
+}
+END_TEST
+
 /* ---- F2: only canonical, bounded version names ------------------------- */
 
 START_TEST(version_names_canonical_and_bounded) {
@@ -462,6 +529,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, killed_after_link_reuses_no_version);
+    tcase_add_test(tc, stalled_after_link_reuses_no_version);
     tcase_add_test(tc, version_names_canonical_and_bounded);
     tcase_add_test(tc, crafted_huge_versions_brick_nothing);
     tcase_add_test(tc, no_link_past_the_bound);
