@@ -314,7 +314,7 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
     int64_t keep_from = rc == 0 ? oldest_kept_version(t, &r) : 0;
     /* Metadata versions go last, oldest first, once the floor is above
      * every one of them. */
-    if (rc == 0)
+    if (rc == 0 && cand.n > 0) /* cand.p is NULL when nothing is listed */
         qsort(cand.p, cand.n, sizeof *cand.p, cmp_versions_last);
     int floor_raised = 0;
     for (size_t i = 0; rc == 0 && i < cand.n; i++) {
