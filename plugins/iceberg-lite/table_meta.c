@@ -582,6 +582,16 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
     return rc;
 }
 
+/* Why PATH, a number at or below the floor, is not taken. */
+static void say_freed(const char *path, int64_t floor, char *why,
+                      size_t why_size) {
+    snprintf(why, why_size,
+             "%s: at or below the version floor %lld: the version this "
+             "commit was built on was vacuumed meanwhile; version number "
+             "not taken",
+             path, (long long)floor);
+}
+
 /* The link took N, at or below the floor (or the floor cannot be read):
  * a freed number, which no reader loads. Taken back (best effort: a stray
  * left by a crash here is just as invisible) and the cache dropped so the
@@ -591,11 +601,7 @@ static int take_back(ice_table *t, const char *path, int64_t floor, char *why,
                      size_t why_size) {
     if (floor >= 0) {
         unlink(path);
-        snprintf(why, why_size,
-                 "%s: at or below the version floor %lld: the version this "
-                 "commit was built on was vacuumed meanwhile; version number "
-                 "not taken",
-                 path, (long long)floor);
+        say_freed(path, floor, why, why_size);
     }
     json_decref(t->meta);
     t->meta = NULL;
@@ -620,11 +626,7 @@ int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
     if (floor < 0 || t->version + 1 <= floor) {
         unlink(tmp);
         if (floor >= 0)
-            snprintf(why, why_size,
-                     "%s: at or below the version floor %lld: the version "
-                     "this commit was built on was vacuumed meanwhile; "
-                     "version number not taken",
-                     path, (long long)floor);
+            say_freed(path, floor, why, why_size);
         return -1;
     }
     if (link(tmp, path) != 0) {
