@@ -156,12 +156,17 @@ static json_t *summary(ice_run *x, int64_t total_files, int64_t total_rows) {
  * check decide. */
 static tm_status check(ice_run *x, tm_error *err) {
     const tm_batch *b = x->b;
+    /* Whose table this is can change while we run (a connector that did
+     * not consent to sharing joined): checked on every version we load. */
+    tm_status r = ice_check_owner(x->s, TM_FATAL, err);
+    if (r != TM_OK)
+        return r;
     for (size_t i = 0; i < b->nranges; i++) {
         const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
         x->stored[i].struct_size = sizeof(tm_marker);
         x->stored[i].topic = g->topic;
         x->stored[i].partition = g->partition;
-        tm_status r = ice_marker_read(x->s, &x->stored[i], err);
+        r = ice_marker_read(x->s, &x->stored[i], err);
         if (r != TM_OK)
             return r;
     }

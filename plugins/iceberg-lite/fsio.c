@@ -1,4 +1,5 @@
 /* File-system helpers (see fsio.h). */
+#define _GNU_SOURCE /* O_PATH */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -75,25 +76,67 @@ int fs_mkdir(const char *dir, char *why, size_t why_size) {
     return fail(why, why_size, "mkdir", dir, errno);
 }
 
+int fs_open_nofollow(const char *path, int flags, char *why, size_t why_size) {
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf, "%s", path);
+    if (n < 0 || (size_t)n >= sizeof buf) {
+        snprintf(why, why_size, "%.200s...: path too long", path);
+        return -2;
+    }
+    /* Each directory on the way is opened from the one before, O_NOFOLLOW:
+     * a symbolic link anywhere on the path (not only the last component)
+     * is refused, and nothing can swap one in between a check and the
+     * open. O_PATH: search permission is enough, as for open(). */
+    int dfd =
+        buf[0] == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : AT_FDCWD;
+    if (dfd == -1)
+        return fail(why, why_size, "open", "/", errno) - 1;
+    char *c = buf;
+    for (;;) {
+        while (*c == '/')
+            c++;
+        char *end = strchr(c, '/');
+        while (end && end[1] == '/')
+            end++; /* "a//b": one separator */
+        int last = !end || end[1] == '\0';
+        if (end)
+            *end = '\0';
+        int fd = last ? openat(dfd, c, flags | O_NOFOLLOW | O_CLOEXEC)
+                      : openat(dfd, c,
+                               O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        if (dfd != AT_FDCWD)
+            close(dfd);
+        if (fd < 0) {
+            if (e == ENOENT)
+                return -1;
+            if (e == ELOOP || (!last && e == ENOTDIR)) {
+                snprintf(why, why_size,
+                         "open %s: %s is a symbolic link (not followed)%s",
+                         path, *c ? c : "/",
+                         last ? ": not a regular file" : " or not a directory");
+                return -2;
+            }
+            return fail(why, why_size, "open", path, e) - 1;
+        }
+        if (last)
+            return fd;
+        dfd = fd;
+        c = end + 1;
+    }
+}
+
 int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
                 size_t why_size) {
     *data = NULL;
     *len = 0;
     /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of
      * waiting for a writer; it changes nothing for a regular file. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 1;
-        if (errno == ELOOP) {
-            snprintf(why, why_size,
-                     "open %s: a symbolic link (not followed): not a "
-                     "regular file",
-                     path);
-            return -1;
-        }
-        return fail(why, why_size, "open", path, errno);
-    }
+    int fd = fs_open_nofollow(path, O_RDONLY | O_NONBLOCK, why, why_size);
+    if (fd == -1)
+        return 1;
+    if (fd < 0)
+        return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;

@@ -18,10 +18,18 @@ int fs_write_new(const char *path, const void *data, size_t len, int sync,
 int fs_sync_dir(const char *dir, char *why, size_t why_size);
 /* Creates DIR when missing (one level). 0 or -1. */
 int fs_mkdir(const char *dir, char *why, size_t why_size);
-/* Reads the whole file into a malloc'd buffer (NUL-terminated too).
- * Regular files only: a final symlink is not followed and a FIFO or
- * device is refused without blocking. 0; 1 when it does not exist; -1 on
- * other errors. */
+/* Opens PATH with FLAGS (O_NOFOLLOW and O_CLOEXEC added), walking it one
+ * component at a time from "/" (or the working directory) with openat()
+ * and O_NOFOLLOW: a symbolic link anywhere on the path is refused, not
+ * only a final one. The table's root is a real path (no symlink in it),
+ * so a file named under it is read inside it, never through a symlinked
+ * data/ or metadata/ pointing elsewhere. The fd; -1 a component does not
+ * exist; -2 with why (a symlink met, or another error). */
+int fs_open_nofollow(const char *path, int flags, char *why, size_t why_size);
+/* Reads the whole file into a malloc'd buffer (NUL-terminated too),
+ * opened by fs_open_nofollow. Regular files only: no symlink is followed
+ * on the way and a FIFO or device is refused without blocking. 0; 1 when
+ * it does not exist; -1 on other errors. */
 int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
                 size_t why_size);
 /* 1 when PATH exists, 0 when not, -1 when it cannot be told. */

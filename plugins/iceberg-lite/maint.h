@@ -116,7 +116,12 @@ typedef void (*ice_vacuum_fn)(void *ctx, const char *path);
  * and whose last change is more than grace_seconds old: what crashed or
  * lost commits left, and what expire and compact made unreachable. Not a
  * commit (nothing in the metadata changes): a file a commit in flight will
- * name is younger than the grace period. 0 or -1 with why. */
+ * name is younger than the grace period. Deletes nothing when the version
+ * it loaded is not the directory's highest; raises the version floor
+ * (table_meta.h), durably, before it deletes any metadata version; lists
+ * and deletes through the table's directories opened without following
+ * symlinks; two vacuums exclude each other (a lock on metadata/). 0 or -1
+ * with why. */
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                size_t *removed, char *why, size_t why_size);
 

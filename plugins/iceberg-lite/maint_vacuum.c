@@ -11,9 +11,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +122,8 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
     oom |= add(r, path);
     snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
     oom |= add(r, path);
+    snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_FLOOR_FILE);
+    oom |= add(r, path);
     if (oom) {
         snprintf(why, why_size, "out of memory");
         return -1;
@@ -127,33 +131,35 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
     return 0;
 }
 
-/* The unreferenced files of DIR older than the cutoff. DIR itself must be
- * a real directory of the table, not a symlink to one elsewhere: vacuum
- * deletes only inside the table (entries are lstat'ed: regular files
- * only, a symlink is never followed). */
-static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
-                    refs *out, char *why, size_t why_size) {
-    struct stat dst;
-    if (lstat(dir, &dst) != 0) {
-        if (errno == ENOENT)
-            return 0;
-        snprintf(why, why_size, "stat %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(dst.st_mode)) {
+/* DIR, a directory of the table, opened without following a symbolic
+ * link anywhere on its path: vacuum lists and deletes only through this
+ * descriptor (fstatat, unlinkat), so swapping the directory for a symlink
+ * to one elsewhere after it was opened deletes nothing there. The fd; -1
+ * when it does not exist (nothing to vacuum there); -2 with why. */
+static int open_dir(const char *dir, char *why, size_t why_size) {
+    char inner[512];
+    int fd = fs_open_nofollow(dir, O_RDONLY | O_DIRECTORY, inner, sizeof inner);
+    if (fd == -2)
         snprintf(why, why_size,
                  "%s: not a directory of the table (a symlink or a file): "
-                 "nothing vacuumed",
-                 dir);
-        return -1;
-    }
-    DIR *d = opendir(dir);
+                 "nothing vacuumed (%s)",
+                 dir, inner);
+    return fd;
+}
+
+/* The unreferenced regular files of DIR (its descriptor dfd) older than
+ * the cutoff; entries are fstatat'ed without following a symlink. */
+static int list_dir(const char *dir, int dfd, int64_t cutoff_ns, const refs *r,
+                    refs *out, char *why, size_t why_size) {
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
-        if (errno == ENOENT)
-            return 0;
         snprintf(why, why_size, "open %s: %s", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
+    rewinddir(d);
     struct dirent *e;
     int rc = 0;
     while (rc == 0 && (e = readdir(d)) != NULL) {
@@ -162,7 +168,7 @@ static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
         if (e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (lstat(path, &st) != 0) {
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno == ENOENT)
                 continue; /* removed meanwhile */
             snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
@@ -181,11 +187,13 @@ static int list_dir(const char *dir, int64_t cutoff_ns, const refs *r,
     return rc;
 }
 
-/* Metadata versions never leave a gap: writers find the newest version
- * by probing forward from one that still exists (table_meta.c), so the
- * versions on disk must stay one unbroken run. Vacuum removes them oldest
- * first, only below the oldest one the newest version keeps in its
- * metadata log, and only while each is the oldest left on disk. */
+/* Metadata versions: vacuum deletes only versions below the oldest one
+ * the newest version keeps in its metadata log, and only after raising the
+ * version floor (table_meta.h) above them, durably: from then on no writer
+ * links those numbers and no reader loads them, so a writer that cached
+ * one of them, or links one and dies before its check, never forks the
+ * table. Above the floor nothing is deleted: the versions there stay one
+ * unbroken run, which is how writers find the newest. */
 static int64_t version_of_path(const char *path) {
     const char *slash = strrchr(path, '/');
     return ice_meta_version_of(slash ? slash + 1 : path);
@@ -213,12 +221,50 @@ static int64_t oldest_kept_version(const ice_table *t, const refs *r) {
     return low;
 }
 
-/* 1 when v<V-1> is still on disk (or cannot be told): V is not the oldest. */
-static int older_version_left(const ice_table *t, int64_t v) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
-             (long long)(v - 1));
-    return v > 1 && fs_exists(path) != 0;
+/* The loaded version must be the directory's highest: a newer one would
+ * name files the references miss (a writer published meanwhile, or the
+ * run of versions is broken): then nothing is deleted. 0 or -1. */
+static int loaded_is_newest(const ice_table *t, char *why, size_t why_size) {
+    int64_t high = ice_table_newest_on_disk(t, why, why_size);
+    if (high < 0)
+        return -1;
+    if (high == t->version)
+        return 0;
+    snprintf(why, why_size,
+             "%s: the newest version loaded is v%lld but the directory holds "
+             "v%lld: nothing vacuumed (run it again)",
+             t->meta_dir, (long long)t->version, (long long)high);
+    return -1;
+}
+
+/* Vacuums exclude each other (the floor must only go up): an exclusive
+ * lock on metadata/ itself (its descriptor FD). 0 or -1 with why. */
+static int lock_vacuum(const ice_table *t, int fd, char *why, size_t why_size) {
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            snprintf(why, why_size, "lock %s: %s", t->meta_dir,
+                     strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Removes candidate PATH through the descriptor of its directory. */
+static int remove_in(const char *const dirs[3], const int dfd[3],
+                     const char *path, char *why, size_t why_size) {
+    for (int k = 0; k < 3; k++) {
+        size_t n = strlen(dirs[k]);
+        if (strncmp(path, dirs[k], n) != 0 || path[n] != '/')
+            continue;
+        if (unlinkat(dfd[k], path + n + 1, 0) != 0 && errno != ENOENT) {
+            snprintf(why, why_size, "remove %s: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    snprintf(why, why_size, "%s: not in a directory of the table", path);
+    return -1;
 }
 
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
@@ -230,7 +276,19 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                  (long long)grace_seconds);
         return -1;
     }
-    int rc = ice_table_refresh(t, why, why_size);
+    const char *dirs[3] = {t->data_dir, t->dl_dir, t->meta_dir};
+    int dfd[3] = {-1, -1, -1}, rc = 0;
+    for (int k = 0; rc == 0 && k < 3; k++)
+        if ((dfd[k] = open_dir(dirs[k], why, why_size)) == -2)
+            rc = -1;
+    if (rc == 0 && dfd[2] < 0) {
+        snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = lock_vacuum(t, dfd[2], why, why_size);
+    if (rc == 0)
+        rc = ice_table_refresh(t, why, why_size);
     if (rc == 1)
         snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
     if (rc == 0)
@@ -241,37 +299,46 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
         ((int64_t)now.tv_sec - grace_seconds) * 1000000000 + now.tv_nsec;
     if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
-    const char *dirs[3] = {t->data_dir, t->dl_dir, t->meta_dir};
     for (int k = 0; rc == 0 && k < 3; k++)
-        rc = list_dir(dirs[k], cutoff_ns, &r, &cand, why, why_size);
+        if (dfd[k] >= 0)
+            rc = list_dir(dirs[k], dfd[k], cutoff_ns, &r, &cand, why, why_size);
     /* A version published while we listed keeps what it names. */
     if (rc == 0)
         rc = ice_table_refresh(t, why, why_size);
     if (rc == 0)
         rc = collect(t, &r, why, why_size);
     if (rc == 0)
+        rc = loaded_is_newest(t, why, why_size);
+    if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
     int64_t keep_from = rc == 0 ? oldest_kept_version(t, &r) : 0;
-    /* Metadata versions go oldest first, after everything else. */
-    if (rc == 0)
+    /* Metadata versions go last, oldest first, once the floor is above
+     * every one of them. */
+    if (rc == 0 && cand.n > 0) /* cand.p is NULL when nothing is listed */
         qsort(cand.p, cand.n, sizeof *cand.p, cmp_versions_last);
+    int floor_raised = 0;
     for (size_t i = 0; rc == 0 && i < cand.n; i++) {
         if (bsearch(&cand.p[i], r.p, r.n, sizeof *r.p, cmp))
             continue;
         int64_t v = ice_meta_version_of(strrchr(cand.p[i], '/') + 1);
-        if (v > 0 && (v >= keep_from || older_version_left(t, v)))
+        if (v > 0 && v >= keep_from)
             break; /* later candidates are all newer versions */
-        if (unlink(cand.p[i]) != 0 && errno != ENOENT) {
-            snprintf(why, why_size, "remove %s: %s", cand.p[i],
-                     strerror(errno));
-            rc = -1;
-            break;
+        if (v > 0 && !floor_raised) {
+            if ((rc = ice_table_raise_floor(t, keep_from - 1, why, why_size)) !=
+                0)
+                break;
+            floor_raised = 1;
         }
+        if ((rc = remove_in(dirs, dfd, cand.p[i], why, why_size)) != 0)
+            break;
         (*removed)++;
         if (fn)
             fn(ctx, cand.p[i]);
     }
     refs_free(&r);
     refs_free(&cand);
+    for (int k = 0; k < 3; k++)
+        if (dfd[k] >= 0)
+            close(dfd[k]); /* releases the lock too */
     return rc == 0 ? 0 : -1;
 }

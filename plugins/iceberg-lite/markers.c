@@ -46,15 +46,87 @@ static tm_status read_all(ice_sink *s, tm_marker *markers, size_t n,
     return TM_OK;
 }
 
+/* Each connector's "shared_table" as of its last claim, in the table
+ * properties: ICE_SHARED_PREFIX "<connector>" = "true" or "false". */
+#define ICE_SHARED_PREFIX "tidemark.shared-table."
+
+/* The connector of marker key KEY, through the one reader of marker keys
+ * (a view holding that key alone): 1 (*name allocated), 0 not a marker
+ * key, -1 out of memory. */
+static int connector_of_key(const char *key, char **name) {
+    json_t *view = json_pack("{s:{s:s}}", "properties", key, "");
+    if (!view)
+        return -1;
+    int rc = ice_marker_other_connector(view, "", name);
+    json_decref(view);
+    return rc;
+}
+
+/* Whether connector NAME recorded "shared_table": true: 1, 0, -1 oom. */
+static int consented(json_t *props, const char *name) {
+    char *key = ice_strfmt(ICE_SHARED_PREFIX "%s", name);
+    if (!key)
+        return -1;
+    const char *v = json_string_value(json_object_get(props, key));
+    free(key);
+    return v && strcmp(v, "true") == 0;
+}
+
+/* A connector other than ME whose markers META holds and that did not
+ * consent to sharing: 1 (*other allocated), 0 none, -1 out of memory. */
+static int unconsented_other(json_t *meta, const char *me, char **other) {
+    json_t *props = json_object_get(meta, "properties");
+    json_t *srcs[2] = {
+        props, json_object_get(ice_meta_current_snapshot(meta), "summary")};
+    *other = NULL;
+    for (int k = 0; k < 2; k++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(srcs[k], key, v) {
+            char *name = NULL;
+            int rc = connector_of_key(key, &name);
+            if (rc < 0)
+                return -1;
+            if (rc == 0)
+                continue; /* not a marker key */
+            rc = strcmp(name, me) == 0 ? 1 : consented(props, name);
+            if (rc == 0) {
+                *other = name;
+                return 1;
+            }
+            free(name);
+            if (rc < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Without shared_table: any other connector's markers refuse the table.
+ * With it: every other connector whose markers the table holds must have
+ * recorded "shared_table": true at its claim (the consent of a connector
+ * that wrote first is its own, not the newcomer's to give). */
 tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err) {
     char *other = NULL;
-    if (s->set.shared_table)
-        return TM_OK;
-    int rc =
-        ice_marker_other_connector(s->table.meta, s->config->connector, &other);
+    const char *me = s->config->connector ? s->config->connector : "";
+    int rc = s->set.shared_table
+                 ? unconsented_other(s->table.meta, me, &other)
+                 : ice_marker_other_connector(s->table.meta, me, &other);
     if (rc < 0) {
         s->host->set_error(err, "table %s: out of memory", s->table.root);
         return TM_RETRY;
+    }
+    if (rc == 1 && s->set.shared_table) {
+        s->host->set_error(
+            err,
+            "table %s holds the markers of connector \"%s\", which did not "
+            "consent to sharing it (its last claim had no \"shared_table\": "
+            "true): \"%s\" may not write it; set \"shared_table\": true in "
+            "the sink settings of \"%s\" too (it is recorded when it next "
+            "claims) if the sharing is meant",
+            s->table.root, other, me, other);
+        free(other);
+        return refuse;
     }
     if (rc == 1) {
         s->host->set_error(
@@ -63,8 +135,7 @@ tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err) {
             "\"%s\": two connectors writing one table each store its rows; "
             "set \"shared_table\": true in the sink settings of both if the "
             "sharing is meant",
-            s->table.root, other,
-            s->config->connector ? s->config->connector : "");
+            s->table.root, other, me);
         free(other);
         return refuse;
     }
@@ -104,6 +175,20 @@ static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
                            s->table.root);
         return TM_RETRY;
     }
+    /* This connector's consent to sharing, as of this claim. */
+    char *consent =
+        ice_strfmt(ICE_SHARED_PREFIX "%s",
+                   s->config->connector ? s->config->connector : "");
+    int bad =
+        !consent || json_object_set_new(
+                        props, consent,
+                        json_string(s->set.shared_table ? "true" : "false"));
+    free(consent);
+    if (bad) {
+        json_decref(next);
+        s->host->set_error(err, "claim: out of memory");
+        return TM_RETRY;
+    }
     int64_t seq = ice_json_int(next, "last-sequence-number", 0);
     for (size_t i = 0; i < n; i++) {
         tm_marker *m = TM_ELEM(tm_marker, markers, i);
@@ -124,9 +209,9 @@ static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
             cur.dead_letters, cur.filtered, cur.duplicates, cur.last_batch_id);
         char *prefix = ice_marker_prefix(s, m->topic, m->partition);
         snprintf(epoch, sizeof epoch, "%lld", (long long)cur.epoch);
-        int bad = !claimed || !prefix ||
-                  ice_marker_put(props, prefix, ICE_F_EPOCH, epoch) ||
-                  ice_marker_put(props, prefix, ICE_F_CLAIMED, claimed);
+        bad = !claimed || !prefix ||
+              ice_marker_put(props, prefix, ICE_F_EPOCH, epoch) ||
+              ice_marker_put(props, prefix, ICE_F_CLAIMED, claimed);
         free(claimed);
         free(prefix);
         if (bad) {

@@ -223,13 +223,30 @@ static void version_path(const ice_table *t, int64_t v, char *out,
     snprintf(out, size, "%s/v%lld.metadata.json", t->meta_dir, (long long)v);
 }
 
+/* N of canonical decimal digits (no sign, no leading zero, no blank) in
+ * [1, ICE_VERSION_MAX], the first non-digit into *end; else -1. One
+ * spelling per number: "v0099" is not an alias of "v99", and no value
+ * saturates or overflows. */
+static int64_t version_number(const char *text, const char **end) {
+    const char *p = text;
+    if (*p < '1' || *p > '9')
+        return -1;
+    int64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (ICE_VERSION_MAX - (*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    *end = p;
+    return v;
+}
+
 int64_t ice_meta_version_of(const char *name) {
-    long long v;
-    int end = 0;
-    if (sscanf(name, "v%lld.metadata.json%n", &v, &end) == 1 && end > 0 &&
-        name[end] == '\0' && v > 0 && name[1] >= '0' && name[1] <= '9')
-        return v;
-    return -1;
+    const char *end;
+    if (name[0] != 'v')
+        return -1;
+    int64_t v = version_number(name + 1, &end);
+    return v > 0 && strcmp(end, ".metadata.json") == 0 ? v : -1;
 }
 
 /* The highest v<N>.metadata.json in the directory (0 when none). */
@@ -252,7 +269,7 @@ static int64_t scan_versions(const ice_table *t, char *why, size_t why_size) {
     return best;
 }
 
-/* The hint's number, 0 when absent or not a number. */
+/* The hint's number, 0 when absent or not a version number. */
 static int64_t read_hint(const ice_table *t) {
     char path[PATH_SIZE], why[256];
     snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
@@ -260,11 +277,63 @@ static int64_t read_hint(const ice_table *t) {
     size_t len;
     if (fs_read_all(path, &data, &len, why, sizeof why) != 0)
         return 0;
-    char *end;
-    long long v = strtoll((char *)data, &end, 10);
-    int ok = end != (char *)data && (*end == '\0' || *end == '\n');
+    const char *end;
+    int64_t v = version_number((const char *)data, &end);
+    int ok = v > 0 && (*end == '\0' || *end == '\n');
     free(data);
-    return ok && v > 0 ? v : 0;
+    return ok ? v : 0;
+}
+
+int64_t ice_table_floor(const ice_table *t, char *why, size_t why_size) {
+    char path[PATH_SIZE];
+    snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_FLOOR_FILE);
+    uint8_t *data;
+    size_t len;
+    int rc = fs_read_all(path, &data, &len, why, why_size);
+    if (rc == 1)
+        return 0;
+    if (rc != 0)
+        return -1; /* never taken as 0: a freed number would look free */
+    const char *end;
+    int64_t v = version_number((const char *)data, &end);
+    int ok = v > 0 && (*end == '\0' || *end == '\n');
+    free(data);
+    if (!ok) {
+        snprintf(why, why_size,
+                 "%s: not a version number (1 to %lld): refused, the table's "
+                 "versions cannot be told apart from freed ones",
+                 path, (long long)ICE_VERSION_MAX);
+        return -1;
+    }
+    return v;
+}
+
+int ice_table_raise_floor(ice_table *t, int64_t floor, char *why,
+                          size_t why_size) {
+    int64_t cur = ice_table_floor(t, why, why_size);
+    if (cur < 0)
+        return -1;
+    if (floor <= cur)
+        return 0;
+    char tmp[PATH_SIZE], path[PATH_SIZE], uuid[37], text[32];
+    if (fs_uuid(uuid) != 0) {
+        snprintf(why, why_size, "no random bytes for a temp name");
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s/tmp-%s.floor.part", t->meta_dir, uuid);
+    snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_FLOOR_FILE);
+    int n = snprintf(text, sizeof text, "%lld\n", (long long)floor);
+    /* Always fsynced, whatever the fsync setting: the floor must be on
+     * disk before the versions below it are gone. */
+    if (fs_write_new(tmp, text, (size_t)n, 1, why, why_size) != 0)
+        return -1;
+    if (rename(tmp, path) != 0) {
+        snprintf(why, why_size, "rename %s to %s: %s", tmp, path,
+                 strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return fs_sync_dir(t->meta_dir, why, why_size);
 }
 
 /* 1 when version V exists, 0 when not (V 0 never does), -1 with why. */
@@ -283,45 +352,74 @@ static int version_exists(const ice_table *t, int64_t v, char *why,
 /* Moves *v past every version that follows it. 0 or -1. */
 static int probe_forward(const ice_table *t, int64_t *v, char *why,
                          size_t why_size) {
-    for (;;) {
+    while (*v < ICE_VERSION_MAX) {
         int e = version_exists(t, *v + 1, why, why_size);
         if (e <= 0)
             return e;
         (*v)++;
     }
+    return 0;
 }
 
-/* The newest version: 0 none, -1 with why. Vacuum deletes versions
- * oldest first and never the newest (maint_vacuum.c), so the versions on
- * disk are always one unbroken run [lo, hi]: when v<N+1> is missing and
- * v<N> exists *after* that, N was hi at the first look. A cached version
- * or a hint that vacuum has since removed proves nothing (the number after
- * it is missing too), so those fall back to the directory's highest. */
+/* The newest version: 0 none, -1 with why. Versions at or below the
+ * floor are freed numbers: vacuum raised the floor (durably) before it
+ * deleted any of them, so one of those names on disk may be a stray, the
+ * link of a writer that died or stalled before its check, and is never
+ * probed, loaded or built on. Above the floor vacuum deletes nothing, so
+ * the versions there are one unbroken run: from the cached version, the
+ * hint or the floor, whichever is highest, probing forward finds the
+ * newest; when that start is gone, the directory's highest (above the
+ * floor) is. The floor is read again afterwards: a version above it then
+ * was never freed before the look. */
 static int64_t find_newest(const ice_table *t, char *why, size_t why_size) {
-    int64_t v = t->version, h = read_hint(t);
-    if (h > v) {
-        int e = version_exists(t, h, why, why_size);
-        if (e < 0)
-            return -1;
-        if (e == 1)
-            v = h; /* the hint only ever moves us forward */
-    }
     for (int round = 0; round < ICE_RACE_MAX; round++) {
+        int64_t floor = ice_table_floor(t, why, why_size);
+        if (floor < 0)
+            return -1;
+        int64_t v = t->version > floor ? t->version : floor;
+        int64_t h = read_hint(t);
+        if (h > v) {
+            int e = version_exists(t, h, why, why_size);
+            if (e < 0)
+                return -1;
+            if (e == 1)
+                v = h; /* the hint only ever moves us forward */
+        }
         if (probe_forward(t, &v, why, why_size) != 0)
             return -1;
-        int e = version_exists(t, v, why, why_size);
+        int e = v > floor ? version_exists(t, v, why, why_size) : 0;
         if (e < 0)
             return -1;
-        if (e == 1)
+        if (e == 0) {
+            if ((v = scan_versions(t, why, why_size)) < 0)
+                return -1;
+            if (v == 0 && floor == 0)
+                return 0; /* no table */
+            if (v <= floor) {
+                snprintf(why, why_size,
+                         "%s: no metadata version above the version floor "
+                         "%lld (every version on disk is a freed number)",
+                         t->meta_dir, (long long)floor);
+                return -1;
+            }
+            continue; /* probe from there, then confirm */
+        }
+        int64_t after = ice_table_floor(t, why, why_size);
+        if (after < 0)
+            return -1;
+        if (v > after)
             return v;
-        if ((v = scan_versions(t, why, why_size)) <= 0)
-            return v; /* no table, or an error */
     }
     snprintf(why, why_size,
              "%s: the newest metadata version kept disappearing while it "
              "was looked for",
              t->meta_dir);
     return -1;
+}
+
+int64_t ice_table_newest_on_disk(const ice_table *t, char *why,
+                                 size_t why_size) {
+    return scan_versions(t, why, why_size);
 }
 
 int ice_table_refresh(ice_table *t, char *why, size_t why_size) {
@@ -484,10 +582,53 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
     return rc;
 }
 
+/* Why PATH, a number at or below the floor, is not taken. */
+static void say_freed(const char *path, int64_t floor, char *why,
+                      size_t why_size) {
+    snprintf(why, why_size,
+             "%s: at or below the version floor %lld: the version this "
+             "commit was built on was vacuumed meanwhile; version number "
+             "not taken",
+             path, (long long)floor);
+}
+
+/* The link took N, at or below the floor (or the floor cannot be read):
+ * a freed number, which no reader loads. Taken back (best effort: a stray
+ * left by a crash here is just as invisible) and the cache dropped so the
+ * next refresh finds the newest afresh; the outcome is reported unknown,
+ * as for any failure after a link. */
+static int take_back(ice_table *t, const char *path, int64_t floor, char *why,
+                     size_t why_size) {
+    if (floor >= 0) {
+        unlink(path);
+        say_freed(path, floor, why, why_size);
+    }
+    json_decref(t->meta);
+    t->meta = NULL;
+    t->version = 0;
+    return -2;
+}
+
 int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
                   size_t why_size) {
     char path[PATH_SIZE];
+    if (t->version >= ICE_VERSION_MAX) {
+        unlink(tmp);
+        snprintf(why, why_size,
+                 "%s: v%lld is the highest version number: no version after "
+                 "it",
+                 t->meta_dir, (long long)t->version);
+        return -1;
+    }
     version_path(t, t->version + 1, path, sizeof path);
+    /* A number at or below the floor is a freed one: never linked. */
+    int64_t floor = ice_table_floor(t, why, why_size);
+    if (floor < 0 || t->version + 1 <= floor) {
+        unlink(tmp);
+        if (floor >= 0)
+            say_freed(path, floor, why, why_size);
+        return -1;
+    }
     if (link(tmp, path) != 0) {
         int e = errno;
         unlink(tmp); /* an orphan at worst if this fails */
@@ -496,25 +637,12 @@ int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
         snprintf(why, why_size, "link %s to %s: %s", tmp, path, strerror(e));
         return -1;
     }
-    /* Vacuum deletes versions oldest first: if ours, v<N>, is gone now,
-     * v<N+1> may have been deleted before our link too, and the number
-     * we just took is a reused one below the newest version. Take it back
-     * (the run of versions stays unbroken) and start from the newest
-     * again; the outcome is left unknown because, in theory, ten versions
-     * could have been built on ours in between. */
-    int base = version_exists(t, t->version, why, why_size);
-    if (t->version > 0 && base != 1) {
-        unlink(path);
+    /* Vacuum raises the floor before it deletes a version: if it freed
+     * our number before the link, the floor now covers it. */
+    floor = ice_table_floor(t, why, why_size);
+    if (floor < 0 || t->version + 1 <= floor) {
         unlink(tmp);
-        json_decref(t->meta);
-        t->meta = NULL;
-        t->version = 0; /* the next refresh looks for the newest afresh */
-        if (base == 0)
-            snprintf(why, why_size,
-                     "%s: the version this commit was built on was "
-                     "vacuumed meanwhile; version number not taken",
-                     path);
-        return -2;
+        return take_back(t, path, floor, why, why_size);
     }
     /* The new version exists from here on, even if what follows fails. */
     json_decref(t->meta);

@@ -48,11 +48,13 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size);
 void ice_table_free(ice_table *t);
 
-/* Loads the newest metadata version: from the cached version or the
- * hint, whichever is higher and still exists, probing v<N+1>, v<N+2>...;
- * when neither exists any more (vacuum removed them), from the
- * directory's highest v<N>. Cheap when nothing changed (the hint and two
- * stats). 0 loaded; 1 no metadata at all (no table yet); -1 with why. */
+/* Loads the newest metadata version: from the cached version, the hint or
+ * the version floor, whichever is highest and still exists, probing
+ * v<N+1>, v<N+2>...; when none exists any more (vacuum removed them), from
+ * the directory's highest v<N> above the floor. Never a version at or
+ * below the floor. Cheap when nothing changed (the floor read twice, the
+ * hint and two stats). 0 loaded; 1 no metadata at all (no table yet); -1
+ * with why. */
 int ice_table_refresh(ice_table *t, char *why, size_t why_size);
 
 /* Metadata for a new table with the given schema fields (a JSON array of
@@ -90,10 +92,12 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
  * temp name, fsync the directory. 0 published (t->meta takes a reference
  * to next, t->version moves on); 1 another writer created that version
  * first (nothing published; refresh and start over); -1 failed before the
- * link (nothing published); -2 linked but the directory fsync failed,
- * or the version it was built on was vacuumed meanwhile so the number may
- * be a reused one (then the link is undone and the cache dropped): the
- * outcome is unknown. The temp file is gone in every case. */
+ * link (nothing published), also when v<version+1> is at or below the
+ * version floor (a freed number, never linked) or past ICE_VERSION_MAX;
+ * -2 linked but the directory fsync failed, or the floor covered the
+ * number once linked (vacuum freed it meanwhile: the link is undone, the
+ * cache dropped): the outcome is unknown. The temp file is gone in every
+ * case. */
 int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
                   size_t why_size);
 /* Replaces version-hint.text (temp + rename) with the loaded version,
@@ -102,8 +106,33 @@ int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
  * with why. */
 int ice_table_write_hint(ice_table *t, char *why, size_t why_size);
 
-/* N of a file name "v<N>.metadata.json" (N > 0), else -1. */
+/* The highest version number: far from INT64_MAX, so N + 1 never
+ * overflows, and a table is never linked past it. */
+#define ICE_VERSION_MAX (INT64_MAX / 2)
+
+/* N of a file name "v<N>.metadata.json": N canonical (decimal digits, no
+ * sign, no leading zero) and in [1, ICE_VERSION_MAX]; else -1, and the
+ * file is not a version. */
 int64_t ice_meta_version_of(const char *name);
+
+/* metadata/version-floor: "N", the highest version number vacuum has
+ * freed (or may free). Raised, durably, before vacuum deletes any version
+ * at or below it; never lowered. A version at or below it is never linked,
+ * probed or loaded, so a stray link of a freed number (a writer that died
+ * or stalled between its link and its check) is invisible. */
+#define ICE_FLOOR_FILE "version-floor"
+/* The floor, 0 when there is none; -1 with why when it cannot be read or
+ * is not a version number (never taken as 0). */
+int64_t ice_table_floor(const ice_table *t, char *why, size_t why_size);
+/* Raises the floor to FLOOR (nothing when it is already there or above):
+ * temp file fsynced, rename(), metadata/ fsynced, whatever t->fsync says.
+ * Callers that can race (vacuum) serialize among themselves. 0 or -1. */
+int ice_table_raise_floor(ice_table *t, int64_t floor, char *why,
+                          size_t why_size);
+/* The directory's highest version (0 none, -1 with why), the floor not
+ * applied. */
+int64_t ice_table_newest_on_disk(const ice_table *t, char *why,
+                                 size_t why_size);
 
 /* The local path of a URI this plugin wrote ("file://..." or a plain
  * path); NULL for anything else. Not confined: see ice_table_path. */

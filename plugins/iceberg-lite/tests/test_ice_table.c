@@ -534,7 +534,7 @@ static void assert_names_unit(const char *msg) {
 
 /* A second connector on a table whose markers are another's: refused at
  * open (and validate), and at claim when both opened the table before
- * either claimed; accepted with "shared_table": true. */
+ * either claimed; accepted with "shared_table": true set by both. */
 START_TEST(second_connector_refused) {
     tm_sink_config cb;
     void *a = open_ok(), *b;
@@ -564,10 +564,18 @@ START_TEST(second_connector_refused) {
     ck_assert_int_eq(ice_api->validate(tm_host_services(), &cb, &verr),
                      TM_INVALID);
     ck_assert_str_eq(verr.message, err.message);
-    /* Meant: shared_table true. */
+    /* Meant: shared_table true, in both: other alone setting it is still
+     * refused (unit never consented); once unit's claim records it, other
+     * is accepted. */
     ck_assert_int_eq(
         ice_fx_settings(&fx, "{\"path\": \"$T\", \"shared_table\": true}"), 0);
     cb.settings = fx.config.settings;
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &cb, &verr),
+                     TM_INVALID);
+    assert_names_unit(verr.message);
+    ice_api->close(a);
+    a = open_ok();
+    ck_assert_int_eq(ice_fx_claim(a, &m, 1, &err), TM_OK);
     ck_assert_int_eq(ice_api->validate(tm_host_services(), &cb, &verr), TM_OK);
     ck_assert_int_eq(open_as("other", &cb, &b, &err), TM_OK);
     ck_assert_int_eq(ice_api->claim(b, &mb, 1, 0, &err), TM_OK);
