@@ -115,7 +115,12 @@ static json_t *summary(ice_run *x, int64_t total_files, int64_t total_rows) {
         json_object_get(ice_meta_current_snapshot(x->s->table.meta), "summary");
     const char *psize =
         json_string_value(json_object_get(prev, "total-files-size"));
-    int64_t total_size = (psize ? strtoll(psize, NULL, 10) : 0) + added_size;
+    /* The previous summary is read from the table (crafted or corrupt
+     * text possible): a total that is not a count starts again from this
+     * commit's files rather than wrapping. */
+    int64_t total_size = psize ? strtoll(psize, NULL, 10) : 0;
+    if (total_size < 0 || ice_count_add(&total_size, added_size) != 0)
+        total_size = added_size;
     int bad =
         !sum ||
         json_object_set_new(sum, "operation", json_string("append")) != 0 ||

@@ -109,27 +109,43 @@ int ice_write_snapshot_manifests(
         return -1;
     }
     *total_files = *total_rows = 0;
+    int bad = 0;
     for (size_t i = 0; i < nkeep; i++) {
         all[i] = keep[i]; /* borrowed */
-        *total_files += keep[i].added_files + keep[i].existing_files;
-        *total_rows += keep[i].added_rows + keep[i].existing_rows;
+        bad |= ice_count_add(total_files, keep[i].added_files) |
+               ice_count_add(total_files, keep[i].existing_files) |
+               ice_count_add(total_rows, keep[i].added_rows) |
+               ice_count_add(total_rows, keep[i].existing_rows);
     }
     ice_mfile *m = &all[nkeep];
     m->seq = m->min_seq = seq;
     m->added_snapshot_id = snapshot_id;
+    int64_t added_files = 0, existing_files = 0;
     for (size_t i = 0; i < n; i++) {
         if (files[i].snapshot_id == snapshot_id) {
-            m->added_files++;
-            m->added_rows += files[i].records;
+            added_files++;
+            bad |= ice_count_add(&m->added_rows, files[i].records);
         } else {
-            m->existing_files++;
-            m->existing_rows += files[i].records;
+            existing_files++;
+            bad |= ice_count_add(&m->existing_rows, files[i].records);
             if (files[i].seq < m->min_seq)
                 m->min_seq = files[i].seq;
         }
     }
-    *total_files += m->added_files + m->existing_files;
-    *total_rows += m->added_rows + m->existing_rows;
+    bad |= added_files > INT32_MAX || existing_files > INT32_MAX;
+    m->added_files = (int32_t)added_files;
+    m->existing_files = (int32_t)existing_files;
+    bad |= ice_count_add(total_files, added_files) |
+           ice_count_add(total_files, existing_files) |
+           ice_count_add(total_rows, m->added_rows) |
+           ice_count_add(total_rows, m->existing_rows);
+    if (bad) {
+        free(all);
+        snprintf(why, why_size,
+                 "the table's manifests count negative or more than 2^63 "
+                 "rows or files (a corrupt or crafted manifest)");
+        return -1;
+    }
     int rc = 0;
     if (n > 0) {
         snprintf(name, sizeof name, "%s-m0.avro", uuid);

@@ -140,12 +140,14 @@ static int is_replaced(const compact_ctx *c, const char *path) {
 static json_t *replace_summary(compact_ctx *c, json_t *meta,
                                const ice_datafile *files, size_t n) {
     int64_t rows = 0, size = 0, added_size = 0;
-    for (size_t i = 0; i < n; i++) {
-        rows += files[i].records;
-        size += files[i].size;
-    }
+    int over = 0;
+    for (size_t i = 0; i < n; i++)
+        over |= ice_count_add(&rows, files[i].records) |
+                ice_count_add(&size, files[i].size);
     for (size_t i = 0; i < c->nwritten; i++)
-        added_size += c->written[i].size;
+        over |= ice_count_add(&added_size, c->written[i].size);
+    if (over)
+        return NULL; /* a crafted manifest's counts: refused, not wrapped */
     json_t *sum = json_object();
     int bad =
         !sum ||

@@ -21,6 +21,17 @@ typedef struct ice_datafile {
     int64_t snapshot_id, seq, file_seq;
 } ice_datafile;
 
+/* acc += v for counts and sizes read from table files (a crafted or
+ * corrupt manifest can hold any int64): 0, or -1 when v is negative or the
+ * sum would overflow (acc unchanged). */
+static inline int ice_count_add(int64_t *acc, int64_t v) {
+    int64_t sum;
+    if (v < 0 || __builtin_add_overflow(*acc, v, &sum))
+        return -1;
+    *acc = sum;
+    return 0;
+}
+
 /* One manifest_file record of a manifest list. */
 typedef struct ice_mfile {
     char *path;

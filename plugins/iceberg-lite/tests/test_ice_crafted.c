@@ -297,6 +297,38 @@ START_TEST(avro_map_count_int64_min) {
 }
 END_TEST
 
+/* A manifest list entry read from disk (crafted or corrupt) that counts
+ * INT64_MAX rows: the next commit's totals overflowed (signed overflow,
+ * UBSan); now refused with the reason, nothing written. */
+START_TEST(manifest_totals_overflow) {
+    char dir[] = "/tmp/tm-ice-totals-XXXXXX", why[512], list[4200];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ice_table t;
+    ck_assert_int_eq(ice_table_init(&t, dir, 1, 0, why, sizeof why), 0);
+    ice_mfile keep[1] = {{.path = "file:///x/m.avro",
+                          .added_rows = INT64_MAX,
+                          .existing_rows = 1,
+                          .added_files = 1}};
+    ice_own own = {0};
+    int64_t tf = 0, tr = 0;
+    int rc =
+        ice_write_snapshot_manifests(&t, keep, 1, NULL, 0, 7, -1, 1, "{}", &own,
+                                     list, &tf, &tr, why, sizeof why);
+    ck_assert_msg(rc == -1, "rc %d, total_rows %lld", rc, (long long)tr);
+    ck_assert_msg(strstr(why, "corrupt") != NULL, "why: %s", why);
+    keep[0].added_rows = -5; /* a negative count is no count either */
+    rc = ice_write_snapshot_manifests(&t, keep, 1, NULL, 0, 7, -1, 1, "{}",
+                                      &own, list, &tf, &tr, why, sizeof why);
+    ck_assert_int_eq(rc, -1);
+    ice_own_drop(&own);
+    ice_own_free(&own);
+    ice_table_free(&t);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_crafted");
     TCase *tc = tcase_create("crafted");
@@ -309,6 +341,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, parquet_page_past_its_chunk);
     tcase_add_test(tc, thrift_skip_nested_lists);
     tcase_add_test(tc, avro_map_count_int64_min);
+    tcase_add_test(tc, manifest_totals_overflow);
     suite_add_tcase(s, tc);
     return s;
 }
