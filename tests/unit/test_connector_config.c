@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config/connector_config.h"
+#include "config/json_path.h"
 #include "config/settings.h"
 #include "kafka/kafka_conf.h"
 #include "check_main.h"
@@ -1155,6 +1156,33 @@ START_TEST(code_loading_properties_refused) {
 }
 END_TEST
 
+/* F8: a key with a quote or an escape was spelled two ways: raw JSON
+ * escapes in syntax-error paths, unescaped (ambiguous) in the others. */
+START_TEST(json_path_keys_spelled_once) {
+    char out[256];
+    tm_json_path_key(out, sizeof out, "$", "ka\"fka");
+    ck_assert_str_eq(out, "$[\"ka\\\"fka\"]");
+    tm_json_path_key(out, sizeof out, "$", "a\\b\tc");
+    ck_assert_str_eq(out, "$[\"a\\\\b\\u0009c\"]");
+    const char *text = "{\"k\\u0041y\": {\"ka\\\"fka\": [1, ";
+    tm_json_path_at(text, strlen(text), out, sizeof out);
+    ck_assert_str_eq(out, "$.kAy[\"ka\\\"fka\"][1]");
+
+    /* The same key, both ways, spelled the same. */
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(
+        tm_config_load_string("{\"ka\\\"fka\": 1e400}", "t.json", &errs));
+    ck_assert_uint_eq(errs.count, 1);
+    ck_assert_msg(strncmp(errs.lines[0], "$[\"ka\\\"fka\"]: ", 13) == 0,
+                  "got: %s", errs.lines[0]);
+    tm_config_errors_free(&errs);
+    json_t *root = base();
+    set(root, "ka\"fka", NULL, "1");
+    expect_one(root,
+               "$[\"ka\\\"fka\"]: unknown setting (did you mean \"kafka\"?)");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("connector_config");
     TCase *tc = tcase_create("core");
@@ -1184,6 +1212,7 @@ int main(void) {
     tcase_add_test(tc, config_file_cap);
     tcase_add_test(tc, state_dir_and_internal_dead_letter_topic);
     tcase_add_test(tc, code_loading_properties_refused);
+    tcase_add_test(tc, json_path_keys_spelled_once);
     suite_add_tcase(s, tc);
     TCase *wide = tcase_create("wide");
     tcase_set_timeout(wide, 120); /* so that slowness fails the assertion */
