@@ -33,18 +33,27 @@ static void report_line(void *file, const char *line) {
 }
 
 tm_connector_config *tm_cli_load_config(const char *file) {
+    int oom;
+    return tm_cli_load_config_oom(file, &oom);
+}
+
+tm_connector_config *tm_cli_load_config_oom(const char *file, int *oom) {
     tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
     tm_connector_config *cfg = tm_config_load(file, &errs);
+    *oom = 0;
     if (!cfg) {
         for (size_t i = 0; i < errs.count; i++)
             fprintf(stderr, "%s: %s\n", file, errs.lines[i]);
-        if (errs.oom || errs.count == 0)
+        if (errs.oom || errs.count == 0) {
             fprintf(stderr, "%s: $: out of memory\n", file);
+            *oom = 1;
+        }
     } else if (tm_redact_add((const char *const *)cfg->secrets,
                              cfg->nsecrets) != 0) {
         /* Every line the process writes is redacted against the secrets
          * known here (services/redact.h): without them, none may run. */
         fprintf(stderr, "%s: $: out of memory\n", file);
+        *oom = 1;
         tm_config_free(cfg);
         cfg = NULL;
     }
@@ -57,6 +66,42 @@ tm_connector_config *tm_cli_load_config(const char *file) {
         return NULL;
     }
     return cfg;
+}
+
+struct cross_ctx {
+    tm_connector_config *const *cfgs;
+    const size_t *index; /* loaded config k is cfgs[index[k]] */
+    int *bad;
+};
+
+static void report_cross(void *ctx, size_t k, const char *line) {
+    const struct cross_ctx *x = ctx;
+    const tm_connector_config *cfg = x->cfgs[x->index[k]];
+    tm_cli_report(cfg, cfg->file, NULL, line);
+    if (x->bad)
+        x->bad[x->index[k]] = 1;
+}
+
+size_t tm_cli_cross_check(tm_connector_config *const *cfgs, size_t n,
+                          int *bad_files) {
+    const tm_connector_config **loaded = calloc(n ? n : 1, sizeof *loaded);
+    size_t *index = calloc(n ? n : 1, sizeof *index);
+    size_t m = 0, bad;
+    if (!loaded || !index) {
+        fprintf(stderr, "tidemark: out of memory\n");
+        bad = 1;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (cfgs[i]) {
+                index[m] = i;
+                loaded[m++] = cfgs[i];
+            }
+        struct cross_ctx x = {cfgs, index, bad_files};
+        bad = tm_config_cross_check(loaded, m, report_cross, &x);
+    }
+    free(loaded);
+    free(index);
+    return bad;
 }
 
 int tm_cli_name_clash(const char *const *files, const char *const *names,
@@ -76,7 +121,7 @@ int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
                      size_t ndirs) {
     memset(s, 0, sizeof *s);
     s->file = file;
-    s->cfg = tm_cli_load_config(file);
+    s->cfg = tm_cli_load_config_oom(file, &s->oom);
     if (!s->cfg)
         return -1;
     char errstr[TM_PLUGIN_PATH_MAX + 1024] = "";

@@ -19,6 +19,7 @@ typedef struct tm_cli_sink {
     const char *file; /* the config's path, as given */
     tm_connector_config *cfg;
     tm_sink_instance inst; /* inst.sink is NULL until tm_cli_sink_open */
+    int oom;               /* tm_cli_sink_load failed for want of memory */
 } tm_cli_sink;
 
 /* The plugin directories: each --plugin-dir in extra, then
@@ -32,6 +33,17 @@ const char **tm_cli_plugin_dirs(const char *const *extra, size_t nextra,
  * error printed as "FILE: PATH: message". */
 tm_connector_config *tm_cli_load_config(const char *file);
 
+/* The same; *oom is set to 1 when it failed for want of memory (the
+ * command exits 1, not "invalid"), else 0. */
+tm_connector_config *tm_cli_load_config_oom(const char *file, int *oom);
+
+/* The checks across the configs one process runs together
+ * (tm_config_cross_check), each problem printed as "FILE: PATH: message".
+ * Entries of cfgs may be NULL (configs that did not load). bad_files, when not
+ * NULL, gets bad_files[i] = 1 for each config a problem is about. Returns the
+ * number printed: 0 when they can run together. */
+size_t tm_cli_cross_check(tm_connector_config *const *cfgs, size_t n, int *bad);
+
 /* Markers, status files and locks are per connector name: two configs of
  * one name in one command would fence each other. When names[i] is also
  * names[k] for some k < i, prints "FILE: $.name: connector ... is also
@@ -41,7 +53,8 @@ int tm_cli_name_clash(const char *const *files, const char *const *names,
                       size_t i);
 
 /* Loads FILE's config and its plugin and prepares inst.config. 0, or -1
- * with every problem printed (s is then empty: nothing to free). */
+ * with every problem printed (s is then empty but for s->oom: nothing to
+ * free). */
 int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
                      size_t ndirs);
 

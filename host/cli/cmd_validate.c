@@ -24,6 +24,9 @@ static void usage(FILE *out) {
             "references, the sink plugin (loaded, capabilities) and, when\n"
             "the plugin has a validate callback, its settings and store\n"
             "(read-only: nothing is created or changed).\n"
+            "Several configs are also checked together, as run would run\n"
+            "them: no dead letter going round a cycle of connectors, no\n"
+            "consumer group (or group.instance.id) shared.\n"
             "Exit status: 0 all valid, 2 any invalid or a usage error\n"
             "(1 out of memory).\n"
             "\n"
@@ -32,20 +35,28 @@ static void usage(FILE *out) {
             tm_plugin_default_dir());
 }
 
-/* 0 valid, 1 not: files[i], whose connector must not have the name of
- * files[0..i) (names[k], NULL when files[k] did not load); names[i] gets a
- * copy of its name when it loads. */
+/* What validate keeps of each file until the checks across files: its
+ * loaded config (NULL when it did not load) and, when it passed its own
+ * checks, the OK line (already redacted). */
+typedef struct checked {
+    tm_connector_config *cfg;
+    char *ok;
+} checked;
+
+/* 0 valid, 1 not, 2 out of memory: files[i], whose connector must not
+ * have the name of files[0..i) (names[k], NULL when files[k] did not
+ * load); names[i] gets a copy of its name when it loads. */
 static int validate_one(const char *const *files, char **names, size_t i,
-                        const char *const *dirs, size_t ndirs) {
+                        const char *const *dirs, size_t ndirs, checked *out) {
     const char *file = files[i];
     tm_cli_sink s;
     if (tm_cli_sink_load(&s, file, dirs, ndirs) != 0)
-        return 1;
+        return s.oom ? 2 : 1;
     int bad = 0;
     if (!(names[i] = strdup(s.cfg->name))) {
         tm_cli_report(s.cfg, file, NULL, "out of memory");
         tm_cli_sink_free(&s);
-        return 1;
+        return 2;
     }
     /* As run refuses it: one process, one connector of a name. */
     if (tm_cli_name_clash(files, (const char *const *)names, i))
@@ -62,8 +73,18 @@ static int validate_one(const char *const *files, char **names, size_t i,
                  api->validate ? ""
                                : ", no validate callback: settings not "
                                  "checked");
-        printf("%s\n", tm_config_redact(s.cfg, line, red, sizeof red));
+        tm_config_redact(s.cfg, line, red, sizeof red);
+        if (!(out->ok = strdup(red))) {
+            tm_cli_report(s.cfg, file, NULL, "out of memory");
+            tm_cli_sink_free(&s);
+            return 2;
+        }
     }
+    /* The config outlives its plugin instance, for the checks across
+     * files. */
+    tm_sink_instance_close(&s.inst);
+    out->cfg = s.cfg;
+    s.cfg = NULL;
     tm_cli_sink_free(&s);
     return bad;
 }
@@ -73,6 +94,9 @@ int tm_cmd_validate(int argc, char **argv) {
     const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
     size_t nextra = 0, nfiles = 0;
     char **names = NULL;
+    checked *done = NULL;
+    int *cross_bad = NULL;
+    tm_connector_config **cfgs = NULL;
     int rc = 0;
     if (!extra || !files) {
         fprintf(stderr, "tidemark validate: out of memory\n");
@@ -118,20 +142,44 @@ int tm_cmd_validate(int argc, char **argv) {
         goto out;
     }
     names = calloc(nfiles, sizeof *names);
-    if (!names) {
+    done = calloc(nfiles, sizeof *done);
+    cross_bad = calloc(nfiles, sizeof *cross_bad);
+    cfgs = calloc(nfiles, sizeof *cfgs);
+    if (!names || !done || !cross_bad || !cfgs) {
         fprintf(stderr, "tidemark validate: out of memory\n");
         rc = 1;
         free(dirs);
         goto out;
     }
-    /* As run does: each file on its own, then no name twice. */
-    for (size_t i = 0; i < nfiles; i++)
-        if (validate_one(files, names, i, dirs, ndirs) != 0)
+    /* As run does: each file on its own, then no name twice, then the
+     * configs together (a dead letter going round them, a shared group). */
+    int oom = 0;
+    for (size_t i = 0; i < nfiles; i++) {
+        int r = validate_one(files, names, i, dirs, ndirs, &done[i]);
+        if (r == 2)
+            oom = 1;
+        if (r != 0)
             rc = TM_EXIT_INVALID_CONFIG;
+        cfgs[i] = done[i].cfg;
+    }
     free(dirs);
+    if (tm_cli_cross_check(cfgs, nfiles, cross_bad) != 0)
+        rc = TM_EXIT_INVALID_CONFIG;
+    for (size_t i = 0; i < nfiles; i++)
+        if (done[i].ok && !cross_bad[i])
+            printf("%s\n", done[i].ok);
+    if (oom)
+        rc = 1;
 out:
     for (size_t i = 0; names && i < nfiles; i++)
         free(names[i]);
+    for (size_t i = 0; done && i < nfiles; i++) {
+        tm_config_free(done[i].cfg);
+        free(done[i].ok);
+    }
+    free(done);
+    free(cross_bad);
+    free(cfgs);
     free(names);
     free(extra);
     free(files);

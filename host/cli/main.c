@@ -64,6 +64,18 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *name = argv[1];
+    if (strcmp(name, "help") == 0 && argc > 2 && strcmp(argv[2], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "help") == 0 && argc > 2 &&
+        strcmp(argv[2], "version") == 0) {
+        printf("usage: tidemark version (or tidemark --version)\n"
+               "\n"
+               "Prints tidemark's version and the sink ABI it loads plugins "
+               "of.\n");
+        return 0;
+    }
     if (strcmp(name, "help") == 0 && argc > 2) {
         /* "tidemark help run" is "tidemark run --help". */
         static char help_opt[] = "--help";

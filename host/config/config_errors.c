@@ -126,6 +126,15 @@ void cfg_syntax_error(const char *text, size_t len, const json_error_t *e,
     number_before(text, pos, tok, sizeof tok);
     const char *t = e->text;
     unsigned byte = 0;
+    /* jansson out of memory: its error code, or (where it returns without
+     * setting one) the untouched error of line -1 and no text. Not a
+     * syntax error: the caller reports out of memory. */
+    if (json_error_code(e) == json_error_out_of_memory ||
+        (e->line == -1 && t[0] == '\0')) {
+        if (errs)
+            errs->oom = 1;
+        return;
+    }
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
         cfg_errs_push(errs, "$: expected JSON, found a UTF-8 byte order mark "
                             "(BOM) at the start: save the file without one");

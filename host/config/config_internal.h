@@ -52,7 +52,7 @@ void cfg_fail_type(loader *L, const char *path, const char *expected,
 /* The line for a text jansson could not parse (e, from json_loadb of
  * text[0..len)), appended to errs: the mistakes a hand-edited file runs
  * into in plain words at the JSON path of the value, else jansson's
- * message at "$". */
+ * message at "$"; when jansson ran out of memory, only errs->oom is set. */
 void cfg_syntax_error(const char *text, size_t len, const json_error_t *e,
                       tm_config_errors *errs);
 
@@ -105,5 +105,11 @@ void cfg_load_dedup(loader *L, json_t *root);
 long cfg_column_index(const loader *L, const char *name);
 /* Frees a filter's contents and zeroes it (safe on a zeroed one). */
 void cfg_filter_clear(tm_filter *f);
+
+/* ---- $.state_dir (state_dir.c) ---- */
+
+/* After L->cfg->state_dir is set from v: refuses a directory run could not
+ * create or write. */
+void cfg_check_state_dir(loader *L, const json_t *v);
 
 #endif

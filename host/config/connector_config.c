@@ -87,6 +87,30 @@ static const struct {
      "markers"},
     {"isolation.level",
      "tidemark reads committed records only (read_committed)"},
+    {"auto.commit.enable",
+     "an alias of enable.auto.commit: offsets are committed to the group by "
+     "tidemark, only after the sink's commit"},
+    /* The dead-letter producer's: $.kafka.properties reach every client,
+     * and acks=0 there lost dead letters without a trace. */
+    {"acks", "the dead-letter producer waits for every in-sync replica "
+             "(acks=all): with less a dead letter can be lost"},
+    {"request.required.acks", "an alias of acks: the dead-letter producer "
+                              "waits for every in-sync replica (acks=all)"},
+    {"enable.idempotence", "the dead-letter producer is idempotent: a retry "
+                           "never writes a dead letter twice"},
+    {"transactional.id", "the dead-letter producer is not transactional: "
+                         "with a transactional.id it delivers nothing"},
+};
+
+/* Properties that make librdkafka load or run code of the file or command
+ * they name: every command that reads a config builds its librdkafka
+ * configuration (validate too), so a config could run anything. */
+static const struct {
+    const char *key, *what;
+} UNSAFE[] = {
+    {"plugin.library.paths", "load and run the libraries it names"},
+    {"ssl.engine.location", "load and run the OpenSSL engine it names"},
+    {"sasl.kerberos.kinit.cmd", "run it as a shell command"},
 };
 
 static void load_kafka(loader *L, json_t *root) {
@@ -131,9 +155,14 @@ static void load_kafka(loader *L, json_t *root) {
         }
     }
     if (has_regex == 1) {
+        /* Compiled as the consumer subscribes with it, as librdkafka does. */
+        char *pattern = tm_config_subscription_pattern(c->kafka.topic_regex);
         regex_t re;
-        int rc = regcomp(&re, c->kafka.topic_regex, REG_EXTENDED | REG_NOSUB);
-        if (rc != 0) {
+        int rc = pattern ? regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) : 0;
+        free(pattern);
+        if (!pattern) {
+            cfg_fail(L, "$.kafka.topic_regex", "out of memory");
+        } else if (rc != 0) {
             char why[128];
             regerror(rc, &re, why, sizeof why);
             cfg_fail(L, "$.kafka.topic_regex",
@@ -173,6 +202,16 @@ static void load_kafka(loader *L, json_t *root) {
         if (r < N(RESERVED)) {
             cfg_fail(L, path, "reserved: tidemark sets \"%s\" itself (%s)", key,
                      RESERVED[r].why);
+            continue;
+        }
+        for (r = 0; r < N(UNSAFE); r++)
+            if (strcmp(UNSAFE[r].key, key) == 0)
+                break;
+        if (r < N(UNSAFE)) {
+            cfg_fail(L, path,
+                     "not allowed: librdkafka would %s, in every command that "
+                     "reads the config (validate included)",
+                     UNSAFE[r].what);
             continue;
         }
         if (!json_is_string(v)) {
@@ -226,32 +265,6 @@ static void load_sink(loader *L, json_t *root) {
     }
 }
 
-/* Why the connector would read the dead-letter topic back (each dead
- * letter failing again and producing another, for ever), in words for
- * the error; NULL when it does not. */
-static const char *subscribed(loader *L, const char *topic, char *buf,
-                              size_t size) {
-    const tm_connector_config *c = L->cfg;
-    for (size_t i = 0; i < c->kafka.ntopics; i++)
-        if (strcmp(c->kafka.topics[i], topic) == 0) {
-            snprintf(buf, size, "also $.kafka.topics[%zu]", i);
-            return buf;
-        }
-    if (!c->kafka.topic_regex)
-        return NULL;
-    /* The consumer subscribes with this pattern matched anywhere in the
-     * name (kafka/consumer.c), as regexec does. */
-    regex_t re;
-    if (regcomp(&re, c->kafka.topic_regex, REG_EXTENDED | REG_NOSUB) != 0)
-        return NULL; /* already reported by load_kafka */
-    int hit = regexec(&re, topic, 0, NULL, 0) == 0;
-    regfree(&re);
-    if (!hit)
-        return NULL;
-    snprintf(buf, size, "matched by $.kafka.topic_regex");
-    return buf;
-}
-
 static void load_dead_letters(loader *L, json_t *root) {
     static const char *const KNOWN[] = {"sink", "topic"};
     const char *P = "$.dead_letters";
@@ -265,9 +278,20 @@ static void load_dead_letters(loader *L, json_t *root) {
     int topic_rc = cfg_get_string(L, d, P, "topic", 0, &c->dead_letters.topic);
     if (topic_rc == 1) {
         char why[64];
+        int reads = 0;
         if (!topic_ok(c->dead_letters.topic))
             cfg_fail_type(L, "$.dead_letters.topic", TOPIC_EXPECTED, t);
-        else if (subscribed(L, c->dead_letters.topic, why, sizeof why)) {
+        else if (strncmp(c->dead_letters.topic, "__", 2) == 0)
+            /* Kafka's own (__consumer_offsets, __transaction_state): the
+             * producer would be refused on every batch. */
+            cfg_fail_type(L, "$.dead_letters.topic",
+                          "a topic that is not one of Kafka's internal ones "
+                          "(starting with \"__\")",
+                          t);
+        else if ((reads = tm_config_reads_topic(c, c->dead_letters.topic, why,
+                                                sizeof why)) < 0)
+            cfg_fail(L, "$.dead_letters.topic", "out of memory");
+        else if (reads) {
             char f[FOUND_MAX_LEN + 64];
             cfg_fail(L, "$.dead_letters.topic",
                      "expected a topic the connector does not read, found %s "
@@ -297,7 +321,8 @@ static void load_root(loader *L, json_t *root) {
     cfg_load_mapping(L, root);
     cfg_load_dedup(L, root);
     load_dead_letters(L, root);
-    cfg_get_string(L, root, "$", "state_dir", 0, &c->state_dir);
+    if (cfg_get_string(L, root, "$", "state_dir", 0, &c->state_dir) == 1)
+        cfg_check_state_dir(L, json_object_get(root, "state_dir"));
 
     if (!c->kafka.group_id && c->name) {
         size_t n = strlen("tidemark-") + strlen(c->name) + 1;
@@ -354,8 +379,11 @@ static tm_connector_config *load_json(json_t *root, const char *file,
 }
 
 /* A config file is read whole, so that a syntax error can be placed in
- * the text; past this size it is not a config. */
-#define CONFIG_FILE_MAX (256L * 1024 * 1024)
+ * the text; past this size it is not a config. jansson builds the whole
+ * tree, about 80 bytes per empty object: 256 MiB of "{}," took gigabytes,
+ * 4 MiB stays in the hundreds of megabytes (a config of a thousand
+ * columns is under 100 KiB). */
+#define CONFIG_FILE_MAX (4L * 1024 * 1024)
 
 static tm_connector_config *load_text(const char *text, size_t len,
                                       const char *file,

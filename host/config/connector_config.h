@@ -23,7 +23,8 @@
 
 /* The error lines of one load, in the order found, already redacted.
  * Start with TM_CONFIG_ERRORS_INIT (or zeroed); release with
- * tm_config_errors_free(). oom is set when a line could not be stored. */
+ * tm_config_errors_free(). oom is set when memory ran out: a line could not
+ * be stored, or the JSON parser itself ran out (no line then). */
 typedef struct tm_config_errors {
     char **lines;
     size_t count;
@@ -157,6 +158,26 @@ char *tm_config_redact(const tm_connector_config *cfg, const char *text,
 void tm_config_sink_config(const tm_connector_config *cfg,
                            const tm_settings *settings, void *host_ctx,
                            tm_sink_config *out);
+
+/* The pattern the consumer subscribes with for a $.kafka.topic_regex
+ * (librdkafka anchors patterns; the config's is matched anywhere). Every
+ * check of what a connector reads uses it. malloc'd; NULL out of memory. */
+char *tm_config_subscription_pattern(const char *regex);
+
+/* Whether cfg's consumer reads topic: 1 with why ("also $.kafka.topics[1]",
+ * "matched by $.kafka.topic_regex") written, 0 not, -1 out of memory. */
+int tm_config_reads_topic(const tm_connector_config *cfg, const char *topic,
+                          char *why, size_t size);
+
+/* The checks across the connectors one process runs (run and validate with
+ * several configs): a dead letter must not go round a cycle of them (A's
+ * dead letters read by B, B's by A), and no two share a consumer group.
+ * Each problem is reported as "PATH: message" with the index of the config
+ * it is about. Returns the number reported: 0 when they can run together. */
+size_t tm_config_cross_check(const tm_connector_config *const *cfgs, size_t n,
+                             void (*report)(void *ctx, size_t i,
+                                            const char *line),
+                             void *ctx);
 
 /* The mapping type's name in a config ("text", ...), NULL for none. */
 const char *tm_config_type_name(tm_type type);

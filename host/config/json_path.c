@@ -4,21 +4,47 @@
 #include <stdio.h>
 #include <string.h>
 
-static int plain_identifier(const char *key) {
-    if (!*key || isdigit((unsigned char)*key))
+static int plain_identifier(const char *key, size_t len) {
+    if (!len || isdigit((unsigned char)*key))
         return 0;
-    for (const char *p = key; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)key[i]) && key[i] != '_' && key[i] != '-')
             return 0;
     return 1;
 }
 
+/* key as the inside of a JSON string: '"' and '\\' escaped, control
+ * characters as \\u00XX, so that a bracketed key reads one way only. */
+static void escape_key(const char *key, size_t len, char *out, size_t size) {
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 7 < size; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c < 0x20) {
+            n += (size_t)snprintf(out + n, size - n, "\\u%04x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    out[n] = '\0';
+}
+
+/* key[0..len) may hold a NUL (a key of the text decoded). */
+static void path_key(char *out, size_t size, const char *parent,
+                     const char *key, size_t len) {
+    char esc[512];
+    escape_key(key, len, esc, sizeof esc);
+    if (plain_identifier(key, len))
+        snprintf(out, size, "%s.%s", parent, esc);
+    else
+        snprintf(out, size, "%s[\"%s\"]", parent, esc);
+}
+
 void tm_json_path_key(char *out, size_t size, const char *parent,
                       const char *key) {
-    if (plain_identifier(key))
-        snprintf(out, size, "%s.%s", parent, key);
-    else
-        snprintf(out, size, "%s[\"%s\"]", parent, key);
+    path_key(out, size, parent, key, strlen(key));
 }
 
 void tm_json_path_index(char *out, size_t size, const char *parent,
@@ -38,6 +64,72 @@ const char *tm_json_type_name(const json_t *v) {
     case JSON_NULL: return "null";
     }
     return "unknown";
+}
+
+static int hex4(const char *s, size_t n, unsigned *v) {
+    *v = 0;
+    if (n < 4)
+        return -1;
+    for (size_t i = 0; i < 4; i++) {
+        char c = s[i];
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                            : 16u;
+        if (d > 15)
+            return -1;
+        *v = *v << 4 | d;
+    }
+    return 0;
+}
+
+/* The raw text of a key (between its quotes) decoded as JSON does, into
+ * out (size >= 8; NUL-terminated, but may hold a decoded NUL): the path
+ * then names the key as the loaded config does. An escape that does not
+ * decode is kept as written. Returns the decoded length. */
+static size_t unescape_key(const char *raw, size_t n, char *out, size_t size) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 5 < size;) {
+        if (raw[i] != '\\' || i + 1 >= n) {
+            out[o++] = raw[i++];
+            continue;
+        }
+        char e = raw[i + 1];
+        const char *simple = strchr("\"\\/bfnrt", e);
+        unsigned cp;
+        if (e && simple) {
+            out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+            i += 2;
+        } else if (e == 'u' && hex4(raw + i + 2, n - i - 2, &cp) == 0) {
+            i += 6;
+            unsigned lo;
+            if (cp >= 0xD800 && cp < 0xDC00 && i + 1 < n && raw[i] == '\\' &&
+                raw[i + 1] == 'u' && hex4(raw + i + 2, n - i - 2, &lo) == 0 &&
+                lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                i += 6;
+            }
+            if (cp < 0x80) {
+                out[o++] = (char)cp;
+            } else if (cp < 0x800) {
+                out[o++] = (char)(0xC0 | cp >> 6);
+                out[o++] = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                out[o++] = (char)(0xE0 | cp >> 12);
+                out[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
+                out[o++] = (char)(0x80 | (cp & 0x3F));
+            } else {
+                out[o++] = (char)(0xF0 | cp >> 18);
+                out[o++] = (char)(0x80 | (cp >> 12 & 0x3F));
+                out[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
+                out[o++] = (char)(0x80 | (cp & 0x3F));
+            }
+        } else {
+            out[o++] = raw[i++];
+        }
+    }
+    out[o] = '\0';
+    return o;
 }
 
 /* One open object or array while scanning. */
@@ -84,11 +176,8 @@ void tm_json_path_at(const char *text, size_t pos, char *out, size_t size) {
         if (st[f].kind == '[') {
             tm_json_path_index(tmp, sizeof tmp, out, st[f].index);
         } else if (st[f].has_key) {
-            size_t n =
-                st[f].keylen < sizeof key ? st[f].keylen : sizeof key - 1;
-            memcpy(key, st[f].key, n);
-            key[n] = '\0';
-            tm_json_path_key(tmp, sizeof tmp, out, key);
+            size_t n = unescape_key(st[f].key, st[f].keylen, key, sizeof key);
+            path_key(tmp, sizeof tmp, out, key, n);
         } else {
             break; /* between members: the object itself */
         }

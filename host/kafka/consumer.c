@@ -120,16 +120,6 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason,
            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
-/* librdkafka anchors a pattern subscription at the start ("^..."); the
- * config's pattern is a POSIX one matched anywhere, as in `grep -E`. */
-static char *subscription_pattern(const char *regex) {
-    size_t n = strlen(regex) + 8;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, regex[0] == '^' ? "%s" : "^.*(%s)", regex);
-    return s;
-}
-
 int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     const tm_connector_config *cfg = c->cfg;
     rd_kafka_conf_t *conf =
@@ -164,7 +154,7 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     if (!subs)
         goto oom;
     if (cfg->kafka.topic_regex) {
-        pattern = subscription_pattern(cfg->kafka.topic_regex);
+        pattern = tm_config_subscription_pattern(cfg->kafka.topic_regex);
         if (!pattern)
             goto oom;
         rd_kafka_topic_partition_list_add(subs, pattern, RD_KAFKA_PARTITION_UA);

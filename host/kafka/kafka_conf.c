@@ -154,6 +154,33 @@ rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
     return conf_new(cfg, role, 0, errstr, errsize);
 }
 
+/* The dead-letter producer's delivery guarantee as built, read back from
+ * the conf: whatever property or alias set them, a dead letter is only
+ * reported delivered once every in-sync replica has it, exactly once. 0,
+ * or -1 with the line in errstr. */
+static int producer_guarantees(const rd_kafka_conf_t *conf, char *errstr,
+                               size_t errsize) {
+    static const char *const WANT[][3] = {
+        {"enable.idempotence", "true", "true"},
+        {"acks", "-1", "all"}, /* librdkafka reads "all" back as -1 */
+    };
+    for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
+        char v[64];
+        size_t n = sizeof v;
+        if (rd_kafka_conf_get(conf, WANT[i][0], v, &n) != RD_KAFKA_CONF_OK)
+            snprintf(v, sizeof v, "(unknown)");
+        if (strcmp(v, WANT[i][1]) != 0 && strcmp(v, WANT[i][2]) != 0) {
+            snprintf(errstr, errsize,
+                     "$.kafka.properties: the dead-letter producer's %s is "
+                     "%s, expected %s (a dead letter could be lost or "
+                     "written twice)",
+                     WANT[i][0], v, WANT[i][2]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* rd_kafka_new checks what rd_kafka_conf_set cannot: properties against
  * each other (fetch.max.bytes >= message.max.bytes, acks=all with
  * idempotence) and the files they name. Without bootstrap.servers the
@@ -164,6 +191,11 @@ static int try_client(const tm_connector_config *cfg, tm_kafka_role role,
     rd_kafka_conf_t *conf = conf_new(cfg, role, 1, errstr, errsize);
     if (!conf)
         return -1;
+    if (role == TM_KAFKA_PRODUCER &&
+        producer_guarantees(conf, errstr, errsize) != 0) {
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
     char why[512];
     rd_kafka_t *rk = rd_kafka_new(role == TM_KAFKA_CONSUMER ? RD_KAFKA_CONSUMER
                                                             : RD_KAFKA_PRODUCER,

@@ -23,7 +23,8 @@ typedef enum tm_kafka_role {
 
 /* bootstrap.servers, client.id ("tidemark-" + name), the role's settings,
  * then every $.kafka.properties entry (a user's property wins over a
- * default, except the consumer's protocol settings, which are refused).
+ * default, except the consumer's protocol settings and the dead-letter
+ * producer's delivery settings, which the loader refuses).
  * Returns NULL with a message in errstr naming the JSON path of a
  * property librdkafka refused. The secrets of cfg never reach errstr. */
 rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
@@ -33,7 +34,9 @@ rd_kafka_conf_t *tm_kafka_conf_new(const tm_connector_config *cfg,
 /* Builds, without connecting anywhere, every configuration `run` builds
  * for cfg (the consumer's; the dead-letter producer's when
  * $.dead_letters.topic is set), and a client of each with no broker to
- * reach (rd_kafka_new checks properties against each other), then reports
+ * reach (rd_kafka_new checks properties against each other; the
+ * producer's acks and enable.idempotence are read back: all and true), then
+ * reports
  * each line librdkafka refuses ("PATH: librdkafka refused ...", redacted)
  * through report. Returns the number of lines reported: 0 when run would
  * accept the config. Shared by every command that loads a config, so that

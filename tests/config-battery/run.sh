@@ -169,8 +169,26 @@ $.kafka.properties["heartbeat.interval.ms"]: librdkafka refused "heartbeat.inter
 $.kafka.properties["socket.timeout.mss"]: librdkafka refused "socket.timeout.mss": No such configuration property: "socket.timeout.mss"
 @ 93-properties-conflict.json
 $.kafka.properties: librdkafka refused the consumer's configuration: `fetch.max.bytes` must be >= `message.max.bytes`
+
+# --- the dead-letter producer's own settings: a user's property would
+# override them (acks=0: a dead letter lost, unseen)
 @ 94-dead-letter-producer-acks.json
-$.kafka.properties: librdkafka refused the dead-letter producer's configuration: `acks` must be set to `all` when `enable.idempotence` is true
+$.kafka.properties.acks: reserved: tidemark sets "acks" itself (the dead-letter producer waits for every in-sync replica (acks=all): with less a dead letter can be lost)
+@ 95-reserved-dead-letter-acks.json
+$.kafka.properties["enable.idempotence"]: reserved: tidemark sets "enable.idempotence" itself (the dead-letter producer is idempotent: a retry never writes a dead letter twice)
+$.kafka.properties.acks: reserved: tidemark sets "acks" itself (the dead-letter producer waits for every in-sync replica (acks=all): with less a dead letter can be lost)
+@ 96-reserved-transactional-id.json
+$.kafka.properties["transactional.id"]: reserved: tidemark sets "transactional.id" itself (the dead-letter producer is not transactional: with a transactional.id it delivers nothing)
+$.kafka.properties["request.required.acks"]: reserved: tidemark sets "request.required.acks" itself (an alias of acks: the dead-letter producer waits for every in-sync replica (acks=all))
+@ 101-reserved-auto-commit-enable.json
+$.kafka.properties["auto.commit.enable"]: reserved: tidemark sets "auto.commit.enable" itself (an alias of enable.auto.commit: offsets are committed to the group by tidemark, only after the sink's commit)
+
+# --- properties that make librdkafka load or run code: refused in every
+# command, validate included
+@ 98-refused-code-loading-properties.json
+$.kafka.properties["plugin.library.paths"]: not allowed: librdkafka would load and run the libraries it names, in every command that reads the config (validate included)
+$.kafka.properties["ssl.engine.location"]: not allowed: librdkafka would load and run the OpenSSL engine it names, in every command that reads the config (validate included)
+$.kafka.properties["sasl.kerberos.kinit.cmd"]: not allowed: librdkafka would run it as a shell command, in every command that reads the config (validate included)
 
 # --- sink
 @ 36-sink-plugin-missing.json
@@ -247,6 +265,14 @@ $.dead_letters: expected "sink": true or a "topic" (dead letters must go somewhe
 $.dead_letters.topic: expected a topic the connector does not read, found string "orders.dlq" (also $.kafka.topics[1]: each dead letter would be read back and fail again, for ever)
 @ 77-dead-letters-topic-matched-by-regex.json
 $.dead_letters.topic: expected a topic the connector does not read, found string "t_rx_dl" (matched by $.kafka.topic_regex: each dead letter would be read back and fail again, for ever)
+@ 97-dead-letters-topic-matched-by-backref.json
+$.dead_letters.topic: expected a topic the connector does not read, found string "t_aba" (matched by $.kafka.topic_regex: each dead letter would be read back and fail again, for ever)
+@ 99-dead-letters-topic-internal.json
+$.dead_letters.topic: expected a topic that is not one of Kafka's internal ones (starting with "__"), found string "__consumer_offsets"
+
+# --- a state directory run could not use
+@ 100-state-dir-uncreatable.json
+$.state_dir: expected a directory tidemark can create or write, found string "/proc/battery-state" (cannot create a directory in /proc: No such file or directory)
 
 # --- interpolation
 @ 56-env-unset.json
@@ -339,7 +365,7 @@ check_refused() {
     fi
 }
 
-for path in "$here"/[0-9][0-9]-*.json; do
+for path in "$here"/[0-9][0-9]-*.json "$here"/[0-9][0-9][0-9]-*.json; do
     [ -e "$path" ] || continue
     f=${path##*/}
     checked=$((checked + 1))
@@ -407,6 +433,39 @@ elif ! cmp -s expected/same-name same-name.validate.err; then
     diff -u expected/same-name same-name.validate.err | sed '1,2d; s/^/    /'
 else
     echo "ok   same-name (validate)"
+fi
+
+# Configs each valid on its own that one process cannot run together
+# (pair-*.json): validate refuses them with a line for each file the
+# problem is about, and prints no OK line for those.
+printf '%s\n' \
+    'pair-loop-a.json: $.dead_letters.topic: expected a topic that does not lead back to this connector, found "pairs.b" (dead letters would go round "loop-a" (pair-loop-a.json) -> "loop-b" (pair-loop-b.json) -> "loop-a", for ever)' \
+    'pair-loop-b.json: $.dead_letters.topic: expected a topic that does not lead back to this connector, found "pairs.a" (dead letters would go round "loop-b" (pair-loop-b.json) -> "loop-a" (pair-loop-a.json) -> "loop-b", for ever)' \
+    >expected/pair-loop
+check_refused pair-loop validate "$INVALID" expected/pair-loop pair-loop-a.json pair-loop-b.json
+printf '%s\n' \
+    'pair-group-b.json: $.kafka.group_id: expected a consumer group no other connector of the process uses, found "tidemark-group-a" (also the group of connector "group-a" (pair-group-a.json): the two would split the partitions between them)' \
+    >expected/pair-group
+"$bin" validate pair-group-a.json pair-group-b.json >pair-group.out 2>pair-group.err
+rc=$?
+if [ "$rc" -ne "$INVALID" ]; then
+    fail pair-group "validate: exit status $rc, expected $INVALID"
+elif [ "$(grep -c . pair-group.out)" -ne 1 ] ||
+    ! grep -q '^pair-group-a.json: OK (connector "' pair-group.out; then
+    fail pair-group "validate: stdout is not pair-group-a.json's OK line alone: $(cat pair-group.out)"
+elif ! cmp -s expected/pair-group pair-group.err; then
+    fail pair-group "validate: stderr differs from the expected lines (- expected, + got):"
+    diff -u expected/pair-group pair-group.err | sed '1,2d; s/^/    /'
+else
+    echo "ok   pair-group (validate)"
+fi
+# A chain is not a loop: B reading A's dead letters is allowed.
+"$bin" validate pair-chain-a.json pair-chain-b.json >pair-chain.out 2>pair-chain.err
+rc=$?
+if [ "$rc" -ne 0 ] || [ -s pair-chain.err ] || [ "$(grep -c ': OK (connector "' pair-chain.out)" -ne 2 ]; then
+    fail pair-chain "validate: exit status $rc (expected 0 and two OK lines); stderr: $(cat pair-chain.err)"
+else
+    echo "ok   pair-chain (valid)"
 fi
 
 echo "config_battery: $checked malformed and $good good configs checked, $failed failed"

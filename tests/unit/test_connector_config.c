@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/connector_config.h"
+#include "config/json_path.h"
 #include "config/settings.h"
+#include "kafka/kafka_conf.h"
 #include "check_main.h"
 
 static const char *const BASE =
@@ -859,6 +862,327 @@ START_TEST(type_names) {
 }
 END_TEST
 
+/* ---- the attacker review's findings ---- */
+
+#define N_KEYS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Appends key=value to cfg's properties as if the loader had let it
+ * through (the loader refuses these keys now: this checks the read-back
+ * behind it). */
+static void inject_property(tm_connector_config *cfg, const char *key,
+                            const char *value) {
+    tm_config_property *p = realloc(cfg->kafka.properties,
+                                    (cfg->kafka.nproperties + 1) * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    cfg->kafka.properties = p;
+    p[cfg->kafka.nproperties].key = strdup(key);
+    p[cfg->kafka.nproperties].value = strdup(value);
+    ck_assert_ptr_nonnull(p[cfg->kafka.nproperties].key);
+    ck_assert_ptr_nonnull(p[cfg->kafka.nproperties].value);
+    cfg->kafka.nproperties++;
+}
+
+static void collect_line(void *ctx, const char *line) {
+    tm_config_errors *errs = ctx;
+    char *copy = strdup(line);
+    ck_assert_ptr_nonnull(copy);
+    errs->lines = realloc(errs->lines, (errs->count + 1) * sizeof *errs->lines);
+    ck_assert_ptr_nonnull(errs->lines);
+    errs->lines[errs->count++] = copy;
+}
+
+/* F1: acks=0 and no idempotence on the dead-letter producer lost dead
+ * letters; the loader refuses the keys, and the built conf is read back. */
+START_TEST(dead_letter_producer_acks_reserved_and_read_back) {
+    static const char *const keys[] = {"acks", "request.required.acks",
+                                       "enable.idempotence", "transactional.id",
+                                       "auto.commit.enable"};
+    for (size_t i = 0; i < N_KEYS(keys); i++) {
+        json_t *root = base();
+        json_t *props = json_object();
+        json_object_set_new(props, keys[i], json_string("0"));
+        json_object_set_new(json_object_get(root, "kafka"), "properties",
+                            props);
+        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+        ck_assert_ptr_null(load(root, &errs));
+        ck_assert_uint_eq(errs.count, 1);
+        ck_assert_msg(strstr(errs.lines[0], ": reserved: tidemark sets \"") !=
+                          NULL,
+                      "got: %s", errs.lines[0]);
+        tm_config_errors_free(&errs);
+    }
+    json_t *root = base();
+    set(root, "dead_letters", NULL, "{\"topic\": \"orders.dlq\"}");
+    tm_connector_config *cfg = expect_ok(root);
+    tm_config_errors got = TM_CONFIG_ERRORS_INIT;
+    ck_assert_uint_eq(tm_kafka_conf_check(cfg, collect_line, &got), 0);
+    inject_property(cfg, "enable.idempotence", "false");
+    inject_property(cfg, "acks", "0");
+    ck_assert_uint_eq(tm_kafka_conf_check(cfg, collect_line, &got), 1);
+    ck_assert_line(&got,
+                   "$.kafka.properties: the dead-letter producer's "
+                   "enable.idempotence is false, expected true (a dead letter "
+                   "could be lost or written twice)");
+    tm_config_errors_free(&got);
+    tm_config_free(cfg);
+}
+END_TEST
+
+/* F2: the loop check matched the config's regex, the consumer subscribes
+ * with "^.*(REGEX)", whose groups are renumbered. */
+START_TEST(dead_letter_loop_checked_against_subscribed_pattern) {
+    char *p = tm_config_subscription_pattern("(a)(b)\\2");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(p, "^.*((a)(b)\\2)");
+    free(p);
+    p = tm_config_subscription_pattern("^orders");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(p, "^orders");
+    free(p);
+
+    json_t *root = base();
+    set(root, "kafka", "topics", NULL);
+    set(root, "kafka", "topic_regex", "\"(a)(b)\\\\2\"");
+    set(root, "dead_letters", NULL, "{\"topic\": \"t_abb\"}");
+    tm_connector_config *cfg = expect_ok(root); /* \2 is (a) once wrapped */
+    char why[64];
+    ck_assert_int_eq(tm_config_reads_topic(cfg, "t_aba", why, sizeof why), 1);
+    ck_assert_str_eq(why, "matched by $.kafka.topic_regex");
+    ck_assert_int_eq(tm_config_reads_topic(cfg, "t_abb", why, sizeof why), 0);
+    tm_config_free(cfg);
+
+    root = base();
+    set(root, "kafka", "topics", NULL);
+    set(root, "kafka", "topic_regex", "\"(a)(b)\\\\2\"");
+    set(root, "dead_letters", NULL, "{\"topic\": \"t_aba\"}");
+    expect_one(root, "$.dead_letters.topic: expected a topic the connector "
+                     "does not read, found string \"t_aba\" (matched by "
+                     "$.kafka.topic_regex: each dead letter would be read "
+                     "back and fail again, for ever)");
+}
+END_TEST
+
+static tm_connector_config *named(const char *name, const char *topic,
+                                  const char *dl, const char *group) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"name\":\"%s\",\"kafka\":{\"bootstrap_servers\":\"k:9092\","
+             "\"topics\":[\"%s\"]%s%s%s},\"sink\":{\"plugin\":\"sqlite\"},"
+             "\"mapping\":{\"mode\":\"raw\"},\"dead_letters\":{\"topic\":"
+             "\"%s\"}}",
+             name, topic, group ? ",\"group_id\":\"" : "", group ? group : "",
+             group ? "\"" : "", dl);
+    char file[64];
+    snprintf(file, sizeof file, "%s.json", name);
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    tm_connector_config *cfg = tm_config_load_string(text, file, &errs);
+    for (size_t i = 0; i < errs.count; i++)
+        fprintf(stderr, "  unexpected: %s\n", errs.lines[i]);
+    ck_assert_ptr_nonnull(cfg);
+    return cfg;
+}
+
+struct cross_lines {
+    size_t at[8];
+    tm_config_errors errs;
+};
+
+static void collect_cross(void *ctx, size_t i, const char *line) {
+    struct cross_lines *c = ctx;
+    ck_assert_uint_lt(c->errs.count, 8);
+    c->at[c->errs.count] = i;
+    collect_line(&c->errs, line);
+}
+
+/* F3: A's dead letters read by B, B's by A (or round three connectors):
+ * each file alone is valid, together they loop for ever. A chain is not a
+ * loop. Suspected: a shared consumer group. */
+START_TEST(cross_config_dead_letter_cycles_and_groups) {
+    tm_connector_config *c[4];
+    c[0] = named("a", "ta", "tb", NULL);
+    c[1] = named("b", "tb", "tc", NULL);
+    c[2] = named("c", "tc", "ta", NULL);
+    c[3] = named("d", "td", "td.dlq", NULL);
+    struct cross_lines got = {{0}, TM_CONFIG_ERRORS_INIT};
+    const tm_connector_config *const *cc = (const tm_connector_config **)c;
+    /* a -> b -> c -> a: one line for each of the three. */
+    ck_assert_uint_eq(tm_config_cross_check(cc, 4, collect_cross, &got), 3);
+    ck_assert_str_eq(got.errs.lines[0],
+                     "$.dead_letters.topic: expected a topic that does not "
+                     "lead back to this connector, found \"tb\" (dead letters "
+                     "would go round \"a\" (a.json) -> \"b\" (b.json) -> \"c\" "
+                     "(c.json) -> \"a\", for ever)");
+    ck_assert_uint_eq(got.at[0], 0);
+    ck_assert_uint_eq(got.at[1], 1);
+    ck_assert_uint_eq(got.at[2], 2);
+    tm_config_errors_free(&got.errs);
+    /* Without c, a -> b is a chain: accepted. */
+    ck_assert_uint_eq(tm_config_cross_check(cc, 2, collect_cross, &got), 0);
+    tm_config_free(c[2]);
+    tm_config_free(c[3]);
+    /* d in a's default group (tidemark-a). */
+    c[2] = named("d", "td", "td.dlq", "tidemark-a");
+    ck_assert_uint_eq(tm_config_cross_check(cc, 3, collect_cross, &got), 1);
+    ck_assert_uint_eq(got.at[0], 2);
+    ck_assert_str_eq(got.errs.lines[0],
+                     "$.kafka.group_id: expected a consumer group no other "
+                     "connector of the process uses, found \"tidemark-a\" "
+                     "(also the group of connector \"a\" (a.json): the two "
+                     "would split the partitions between them)");
+    tm_config_errors_free(&got.errs);
+    for (size_t i = 0; i < 3; i++)
+        tm_config_free(c[i]);
+}
+END_TEST
+
+/* F6: jansson running out of memory was "a syntax error at line -1". */
+static size_t allocs_left;
+static void *failing_malloc(size_t n) {
+    if (allocs_left == 0)
+        return NULL;
+    allocs_left--;
+    return malloc(n);
+}
+
+START_TEST(parser_out_of_memory_is_not_a_syntax_error) {
+    json_malloc_t m0;
+    json_free_t f0;
+    json_get_alloc_funcs(&m0, &f0);
+    int seen = 0;
+    /* Fail jansson's k-th allocation, for each k until the parse
+     * succeeds: every failure must read "out of memory". */
+    for (size_t k = 0; k < 200; k++) {
+        allocs_left = k;
+        json_set_alloc_funcs(failing_malloc, free);
+        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+        tm_connector_config *cfg =
+            tm_config_load_string("[{}, {}, {}, {}]", "t.json", &errs);
+        json_set_alloc_funcs(m0, f0);
+        ck_assert_ptr_null(cfg); /* an array is not a connector */
+        if (errs.oom) {
+            seen = 1;
+            ck_assert_msg(errs.count == 0, "k=%zu: got %s", k, errs.lines[0]);
+        } else {
+            ck_assert_uint_eq(errs.count, 1);
+            ck_assert_str_eq(errs.lines[0],
+                             "$: expected an object (one connector), found "
+                             "array");
+            tm_config_errors_free(&errs);
+            break;
+        }
+        tm_config_errors_free(&errs);
+    }
+    ck_assert_msg(seen, "inconclusive: no allocation failure was injected");
+}
+END_TEST
+
+START_TEST(config_file_cap) {
+    char path[] = "/tmp/tm-test-cap-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "wb");
+    ck_assert_ptr_nonnull(f);
+    static char chunk[65536];
+    memset(chunk, ' ', sizeof chunk);
+    for (size_t i = 0; i < 4 * 1024 * 1024 / sizeof chunk; i++)
+        ck_assert_uint_eq(fwrite(chunk, 1, sizeof chunk, f), sizeof chunk);
+    ck_assert_int_eq(fputc(' ', f), ' ');
+    ck_assert_int_eq(fclose(f), 0);
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(tm_config_load(path, &errs));
+    unlink(path);
+    ck_assert_line(&errs, "$: cannot read the file: larger than 4194304 bytes");
+    tm_config_errors_free(&errs);
+}
+END_TEST
+
+/* F7: a state directory run cannot create, and Kafka's internal topics. */
+START_TEST(state_dir_and_internal_dead_letter_topic) {
+    char dir[] = "/tmp/tm-test-state-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char json[256], missing[128];
+    snprintf(missing, sizeof missing, "%s/a/b", dir);
+    snprintf(json, sizeof json, "\"%s\"", missing);
+    json_t *root = base();
+    set(root, "state_dir", NULL, json);
+    tm_config_free(expect_ok(root));
+    struct stat st;
+    ck_assert_msg(stat(missing, &st) != 0, "validate created %s", missing);
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/a", dir);
+    ck_assert_msg(stat(sub, &st) != 0, "the check left %s behind", sub);
+    ck_assert_int_eq(rmdir(dir), 0); /* empty: no probe left either */
+
+    root = base();
+    set(root, "state_dir", NULL, "\"/proc/tm-test-state/x\"");
+    expect_one(root, "$.state_dir: expected a directory tidemark can create "
+                     "or write, found string \"/proc/tm-test-state/x\" "
+                     "(cannot create a directory in /proc: No such file or "
+                     "directory)");
+    root = base();
+    set(root, "state_dir", NULL, "\"/dev/null/x\"");
+    expect_one(root, "$.state_dir: expected a directory tidemark can create "
+                     "or write, found string \"/dev/null/x\" (/dev/null is "
+                     "not a directory)");
+    root = base();
+    set(root, "dead_letters", NULL, "{\"topic\": \"__transaction_state\"}");
+    expect_one(root, "$.dead_letters.topic: expected a topic that is not one "
+                     "of Kafka's internal ones (starting with \"__\"), found "
+                     "string \"__transaction_state\"");
+}
+END_TEST
+
+START_TEST(code_loading_properties_refused) {
+    static const char *const keys[] = {"plugin.library.paths",
+                                       "ssl.engine.location",
+                                       "sasl.kerberos.kinit.cmd"};
+    for (size_t i = 0; i < N_KEYS(keys); i++) {
+        json_t *root = base();
+        json_t *props = json_object();
+        json_object_set_new(props, keys[i], json_string("/tmp/x"));
+        json_object_set_new(json_object_get(root, "kafka"), "properties",
+                            props);
+        tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+        ck_assert_ptr_null(load(root, &errs));
+        ck_assert_uint_eq(errs.count, 1);
+        char prefix[256];
+        snprintf(prefix, sizeof prefix,
+                 "$.kafka.properties[\"%s\"]: not allowed: librdkafka would ",
+                 keys[i]);
+        ck_assert_msg(strncmp(errs.lines[0], prefix, strlen(prefix)) == 0,
+                      "got: %s", errs.lines[0]);
+        tm_config_errors_free(&errs);
+    }
+}
+END_TEST
+
+/* F8: a key with a quote or an escape was spelled two ways: raw JSON
+ * escapes in syntax-error paths, unescaped (ambiguous) in the others. */
+START_TEST(json_path_keys_spelled_once) {
+    char out[256];
+    tm_json_path_key(out, sizeof out, "$", "ka\"fka");
+    ck_assert_str_eq(out, "$[\"ka\\\"fka\"]");
+    tm_json_path_key(out, sizeof out, "$", "a\\b\tc");
+    ck_assert_str_eq(out, "$[\"a\\\\b\\u0009c\"]");
+    const char *text = "{\"k\\u0041y\": {\"ka\\\"fka\": [1, ";
+    tm_json_path_at(text, strlen(text), out, sizeof out);
+    ck_assert_str_eq(out, "$.kAy[\"ka\\\"fka\"][1]");
+
+    /* The same key, both ways, spelled the same. */
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    ck_assert_ptr_null(
+        tm_config_load_string("{\"ka\\\"fka\": 1e400}", "t.json", &errs));
+    ck_assert_uint_eq(errs.count, 1);
+    ck_assert_msg(strncmp(errs.lines[0], "$[\"ka\\\"fka\"]: ", 13) == 0,
+                  "got: %s", errs.lines[0]);
+    tm_config_errors_free(&errs);
+    json_t *root = base();
+    set(root, "ka\"fka", NULL, "1");
+    expect_one(root,
+               "$[\"ka\\\"fka\"]: unknown setting (did you mean \"kafka\"?)");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("connector_config");
     TCase *tc = tcase_create("core");
@@ -881,6 +1205,14 @@ int main(void) {
     tcase_add_test(tc, type_names);
     tcase_add_test(tc, syntax_errors_in_plain_words);
     tcase_add_test(tc, names_topics_and_dead_letters_bounds);
+    tcase_add_test(tc, dead_letter_producer_acks_reserved_and_read_back);
+    tcase_add_test(tc, dead_letter_loop_checked_against_subscribed_pattern);
+    tcase_add_test(tc, cross_config_dead_letter_cycles_and_groups);
+    tcase_add_test(tc, parser_out_of_memory_is_not_a_syntax_error);
+    tcase_add_test(tc, config_file_cap);
+    tcase_add_test(tc, state_dir_and_internal_dead_letter_topic);
+    tcase_add_test(tc, code_loading_properties_refused);
+    tcase_add_test(tc, json_path_keys_spelled_once);
     suite_add_tcase(s, tc);
     TCase *wide = tcase_create("wide");
     tcase_set_timeout(wide, 120); /* so that slowness fails the assertion */

@@ -36,5 +36,18 @@ for sub in scan history files dead-letters compact expire vacuum; do
         fail "table $sub --help: no usage of $sub on stdout"
 done
 
+# The two words of the top-level usage that are not commands: `help help`
+# is the top-level help, `help version` says what version prints.
+"$bin" --help >"$work/top.want" 2>&1 || fail "--help: exit $?"
+"$bin" help help >"$work/help.out" 2>"$work/help.err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "help help: exit $rc, expected 0: $(cat "$work/help.err")"
+cmp -s "$work/top.want" "$work/help.out" || fail "help help: not the top-level help"
+"$bin" help version >"$work/version.out" 2>"$work/version.err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "help version: exit $rc, expected 0: $(cat "$work/version.err")"
+grep -q "^usage: tidemark version" "$work/version.out" ||
+    fail "help version: no usage line: $(head -1 "$work/version.out")"
+
 [ "$failed" -eq 0 ] && echo "cli_help: all passed"
 exit "$failed"
