@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kafka/kafka_conf.h"
 
@@ -124,6 +125,22 @@ static rd_kafka_t *assigned_consumer(const tm_connector_config *cfg,
     return rk;
 }
 
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Best effort: a partition left fetching only costs messages skipped. */
+static void pause_one(rd_kafka_t *rk, const tm_read_at *w) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    if (!l)
+        return;
+    rd_kafka_topic_partition_list_add(l, w->topic, w->partition);
+    rd_kafka_pause_partitions(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 static size_t want_index(const tm_read_at *want, size_t n, const char *topic,
                          int32_t partition) {
     for (size_t i = 0; i < n; i++)
@@ -151,7 +168,9 @@ int tm_kafka_read_each(const tm_connector_config *cfg, const tm_read_at *want,
     size_t left = n;
     int rc = -1;
     errstr[0] = '\0';
-    for (int64_t waited = 0; left > 0; waited += 200) {
+    int64_t t0 = now_ms();
+    while (left > 0) {
+        int64_t waited = now_ms() - t0;
         if (stop && atomic_load(stop)) {
             rc = -2;
             snprintf(errstr, errsize, "stopping");
@@ -190,6 +209,7 @@ int tm_kafka_read_each(const tm_connector_config *cfg, const tm_read_at *want,
             fn(user, i, missing ? NULL : m);
             done[i] = 1;
             left--;
+            pause_one(rk, &want[i]); /* the rest of it is not wanted */
         }
         rd_kafka_message_destroy(m);
     }
