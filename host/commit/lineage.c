@@ -171,9 +171,12 @@ static void on_record(void *user, size_t i, const rd_kafka_message_t *msg) {
     }
 }
 
-static void sleep_ms(int64_t ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+/* Sleeps ms, in slices, returning early once a stop is asked. */
+static void sleep_unless_stopped(const atomic_int *stop, int64_t ms) {
+    for (int64_t slept = 0; slept < ms && !atomic_load(stop); slept += 100) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int tm_lineage_check_claim(tm_connector *c, const tm_marker *markers, size_t n,
@@ -225,7 +228,7 @@ int tm_lineage_check_claim(tm_connector *c, const tm_marker *markers, size_t n,
                       "claim: reading back the records the markers last "
                       "applied: %s; retrying",
                       why);
-        sleep_ms(tm_backoff_next(&b));
+        sleep_unless_stopped(c->stop, tm_backoff_next(&b));
     }
 out:
     free(want);

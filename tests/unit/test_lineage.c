@@ -2,11 +2,15 @@
  * keeps, how marker_advance carries it (and never into a marker of ABI 1.0
  * size), and the comparison at claim. */
 #include <check.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <string.h>
 
 #include "check_main.h"
 #include "commit/lineage.h"
 #include "commit/marker_check.h"
+#include "config/connector_config.h"
+#include "kafka/partition_reader.h"
 
 static tm_marker marker_with(int64_t off, int64_t ts, const char *key,
                              const char *value) {
@@ -156,6 +160,52 @@ START_TEST(fill_keeps_the_last_record_of_each_range) {
 }
 END_TEST
 
+/* The read-back at claim against a broker that does not answer: bounded
+ * by its timeout (-1: the caller retries, nothing FAILED), and given up
+ * within half a second of a stop (-2). */
+static void never_called(void *user, size_t i, const rd_kafka_message_t *m) {
+    (void)user;
+    (void)i;
+    (void)m;
+    ck_abort_msg("a record from a broker that is not there");
+}
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+START_TEST(read_back_is_bounded_and_stoppable) {
+    static const char *const CFG =
+        "{\"name\":\"lineage\",\"kafka\":{\"bootstrap_servers\":"
+        "\"127.0.0.1:1\",\"topics\":[\"t\"]},\"sink\":{\"plugin\":"
+        "\"sqlite\",\"settings\":{\"path\":\"/tmp/x.db\",\"table\":"
+        "\"t\"}},\"mapping\":{\"mode\":\"json\",\"columns\":[{\"name\":"
+        "\"id\",\"pointer\":\"/id\",\"type\":\"int\"}]}}";
+    tm_connector_config *cfg = tm_config_load_string(CFG, "t.json", NULL);
+    ck_assert_ptr_nonnull(cfg);
+    tm_read_at want[2] = {{"t", 0, 199}, {"t", 1, 5}};
+    char why[512];
+    atomic_int stop = 0;
+    int64_t t0 = mono_ms();
+    int rc = tm_kafka_read_each(cfg, want, 2, 1500, &stop, never_called, NULL,
+                                why, sizeof why);
+    int64_t took = mono_ms() - t0;
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(took >= 1500 && took < 6000, "took %lld ms", (long long)took);
+    ck_assert_msg(strstr(why, "[0]") && strstr(why, "199"), "%s", why);
+    atomic_store(&stop, 1);
+    t0 = mono_ms();
+    rc = tm_kafka_read_each(cfg, want, 2, 60000, &stop, never_called, NULL, why,
+                            sizeof why);
+    took = mono_ms() - t0;
+    ck_assert_int_eq(rc, -2);
+    ck_assert_msg(took < 3000, "a stop waited %lld ms", (long long)took);
+    tm_config_free(cfg);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("lineage");
     TCase *tc = tcase_create("core");
@@ -163,6 +213,8 @@ int main(void) {
     tcase_add_test(tc, compare_same_other_unchecked);
     tcase_add_test(tc, compare_none_without_lineage);
     tcase_add_test(tc, fill_keeps_the_last_record_of_each_range);
+    tcase_add_test(tc, read_back_is_bounded_and_stoppable);
+    tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
