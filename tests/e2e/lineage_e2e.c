@@ -216,6 +216,56 @@ static void scenario_recreated_topic(void) {
             (long long)new_rows);
 }
 
+/* The same log is resumed: a restart after more records reads the marker's
+ * record back, finds it, goes on. Then the records up to the marker are
+ * deleted (the log start moves past the record the marker kept, as
+ * retention would): it cannot be checked, which is accepted and logged,
+ * and the host goes on; every record is stored once. */
+static void scenario_kept_and_gone(void) {
+    const char *topic = h_name("lineage-kg");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("lineage-kg"));
+    snprintf(db, sizeof db, "%s/kg.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
+    const char *cfg = config("kg.json", name, topic, db);
+    pid_t pid = h_spawn(cfg, "kg1.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(h_stop(pid, SIGTERM, 15000, NULL) == 0, "first run's exit");
+    H_CHECK(q(db,
+              "SELECT last_offset FROM tidemark_markers WHERE connector "
+              "= '%s'",
+              name) == 99,
+            "inconclusive: the marker keeps no lineage of offset 99");
+
+    h_produce_many(p, topic, 0, 100, 20, "{\"id\": %d}");
+    pid = h_spawn(cfg, "kg2.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(h_stop(pid, SIGTERM, 15000, NULL) == 0, "second run's exit");
+    const char *log = h_read_file("kg2.log");
+    H_CHECK(!strstr(log, "not the one") && !strstr(log, "lineage not checked"),
+            "the same log was not recognised:\n%s", log);
+
+    h_delete_records(topic, 0, 120);
+    int64_t lo, hi;
+    h_watermarks(topic, 0, &lo, &hi);
+    H_CHECK(lo == 120 && hi == 120, "inconclusive: the log is [%lld, %lld)",
+            (long long)lo, (long long)hi);
+    h_produce_many(p, topic, 0, 120, 10, "{\"id\": %d}");
+    pid = h_spawn(cfg, "kg3.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(h_stop(pid, SIGTERM, 15000, NULL) == 0, "third run's exit");
+    log = h_read_file("kg3.log");
+    H_CHECK(strstr(log, "lineage not checked") != NULL,
+            "no note that the marker's record is gone:\n%s", log);
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 130 &&
+                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 130,
+            "rows: %lld, not every offset once",
+            (long long)q(db, "SELECT count(*) FROM t"));
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: lineage_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -226,6 +276,7 @@ int main(int argc, char **argv) {
         void (*fn)(void);
     } scenarios[] = {
         {"recreated_topic", scenario_recreated_topic},
+        {"kept_and_gone", scenario_kept_and_gone},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
