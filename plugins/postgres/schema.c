@@ -213,7 +213,10 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
         PQclear(res);
     }
     if (r == TM_OK)
-        r = pg_exec(s, b.p, "creating the tables", err);
+        r = pg_exec(s, b.p,
+                    "creating the tables (or adding the lineage columns to "
+                    "an older " PG_MARKERS ")",
+                    err);
     if (r == TM_OK)
         r = pg_exec(s, "COMMIT", "COMMIT (creating tables)", err);
     pg_buf_free(&b);
