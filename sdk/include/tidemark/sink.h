@@ -167,8 +167,9 @@ typedef struct tm_marker {
      * three with the marker, in the same atomic step; marker_advance()
      * sets them. An empty last_record_hash means none is kept (a new or
      * reset marker, a range that carried no record yet): no check. A
-     * plugin built against ABI 1.0 has a smaller struct_size and never
-     * sees these fields: its partitions are not checked. */
+     * plugin built against ABI 1.0 never fills them (the host's markers
+     * keep them empty, and marker_advance() leaves its own, smaller by
+     * struct_size, alone): its partitions are not checked. */
     int64_t last_offset;       /* TM_NO_OFFSET when none is kept */
     int64_t last_timestamp_ms; /* -1 when the record had none */
     char last_record_hash[TM_RECORD_HASH_MAX];
