@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "commit/commit_loop.h"
+#include "commit/lineage.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
 #include "services/log.h"
@@ -226,6 +227,9 @@ static int claim_list(tm_connector *c,
             goto out;
         }
     }
+    /* Inside the log's bounds is not enough: is it still the same log? */
+    if (tm_lineage_check_claim(c, markers, n, low) != 0)
+        goto out;
     for (size_t i = 0; i < n; i++) {
         tm_part *p = add_part(c, markers[i].topic, markers[i].partition);
         if (!p) {

@@ -7,6 +7,7 @@
 
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
+#include "commit/lineage.h"
 #include "kafka/dead_letter_producer.h"
 #include "services/error.h"
 #include "services/log.h"
@@ -182,6 +183,20 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
     /* A shallow copy: each attempt gets its own deadline, and dead letters
      * stay out of the sink when $.dead_letters.sink is false. */
     tm_batch b = *built;
+    /* The ranges with the lineage each marker keeps: the last record the
+     * batch carries for the partition, even when dead letters stay out of
+     * the sink (they were delivered all the same). */
+    size_t rsize = built->ranges->struct_size;
+    void *ranges = malloc(built->nranges * rsize);
+    if (!ranges) {
+        tm_conn_error(c, 1, "batch %s: out of memory", c->batch_id);
+        tm_commit_drop_batch(c, "out of memory");
+        c->batch_open = 0;
+        return;
+    }
+    memcpy(ranges, built->ranges, built->nranges * rsize);
+    tm_lineage_fill_ranges(ranges, built);
+    b.ranges = ranges;
     if (!c->cfg->dead_letters.sink) {
         b.dead_letters = NULL;
         b.ndead_letters = 0;
@@ -263,6 +278,7 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
         tm_commit_drop_batch(c, "failed");
         break;
     }
+    free(ranges);
     c->batch_open = 0;
     if (paused && c->state != TM_CONN_FAILED)
         tm_commit_pause_all(c, 0);

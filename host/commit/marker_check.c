@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "commit/lineage.h"
 #include "services/error.h"
 
 typedef enum range_verdict {
@@ -221,4 +222,5 @@ void tm_marker_advance(tm_marker *stored, const tm_batch *batch, size_t range,
     stored->dead_letters += dead_letters;
     stored->filtered += r->filtered;
     stored->duplicates += r->duplicates + duplicates;
+    tm_lineage_advance(stored, r);
 }

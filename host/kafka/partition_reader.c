@@ -2,6 +2,9 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "kafka/kafka_conf.h"
 
@@ -83,5 +86,136 @@ int tm_kafka_read_range(const tm_connector_config *cfg, const char *topic,
     }
 out:
     rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* A consumer of cfg's cluster assigned to want[i] at their offsets. */
+static rd_kafka_t *assigned_consumer(const tm_connector_config *cfg,
+                                     const tm_read_at *want, size_t n,
+                                     char *errstr, size_t errsize) {
+    rd_kafka_conf_t *conf =
+        tm_kafka_conf_new(cfg, TM_KAFKA_CONSUMER, errstr, errsize);
+    if (!conf)
+        return NULL;
+    char why[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(errstr, errsize, "cannot create a consumer: %s", why);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new((int)n);
+    if (!l) {
+        snprintf(errstr, errsize, "out of memory");
+        rd_kafka_destroy(rk);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_topic_partition_list_add(l, want[i].topic, want[i].partition)
+            ->offset = want[i].offset;
+    rd_kafka_resp_err_t err = rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (err) {
+        snprintf(errstr, errsize, "assign: %s", rd_kafka_err2str(err));
+        rd_kafka_destroy(rk);
+        return NULL;
+    }
+    return rk;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Best effort: a partition left fetching only costs messages skipped. */
+static void pause_one(rd_kafka_t *rk, const tm_read_at *w) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    if (!l)
+        return;
+    rd_kafka_topic_partition_list_add(l, w->topic, w->partition);
+    rd_kafka_pause_partitions(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static size_t want_index(const tm_read_at *want, size_t n, const char *topic,
+                         int32_t partition) {
+    for (size_t i = 0; i < n; i++)
+        if (want[i].partition == partition && strcmp(want[i].topic, topic) == 0)
+            return i;
+    return n;
+}
+
+int tm_kafka_read_each(const tm_connector_config *cfg, const tm_read_at *want,
+                       size_t n, int64_t timeout_ms, const atomic_int *stop,
+                       tm_read_each_fn fn, void *user, char *errstr,
+                       size_t errsize) {
+    if (n == 0)
+        return 0;
+    unsigned char *done = calloc(n, 1);
+    if (!done) {
+        snprintf(errstr, errsize, "out of memory");
+        return -1;
+    }
+    rd_kafka_t *rk = assigned_consumer(cfg, want, n, errstr, errsize);
+    if (!rk) {
+        free(done);
+        return -1;
+    }
+    size_t left = n;
+    int rc = -1;
+    errstr[0] = '\0';
+    int64_t t0 = now_ms();
+    while (left > 0) {
+        int64_t waited = now_ms() - t0;
+        if (stop && atomic_load(stop)) {
+            rc = -2;
+            snprintf(errstr, errsize, "stopping");
+            goto out;
+        }
+        if (waited >= timeout_ms) {
+            size_t i = 0;
+            while (done[i])
+                i++;
+            /* keeps the last broker error when there was one */
+            if (!errstr[0])
+                snprintf(errstr, errsize,
+                         "%s [%" PRId32 "]: no record read at offset %" PRId64
+                         " in %" PRId64 " ms (%zu of %zu partition(s) "
+                         "unanswered)",
+                         want[i].topic, want[i].partition, want[i].offset,
+                         timeout_ms, left, n);
+            goto out;
+        }
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m)
+            continue;
+        const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
+        size_t i = want_index(want, n, topic, m->partition);
+        if (i == n || done[i]) {
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        int missing = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+                      m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+                      m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE;
+        if (m->err && !missing) {
+            snprintf(errstr, errsize, "%s [%" PRId32 "]: %s", topic,
+                     m->partition, rd_kafka_message_errstr(m));
+        } else {
+            fn(user, i, missing ? NULL : m);
+            done[i] = 1;
+            left--;
+            pause_one(rk, &want[i]); /* the rest of it is not wanted */
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rc = 0;
+out:
+    rd_kafka_destroy(rk);
+    free(done);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commit/lineage.h"
 #include "kit.h"
 
 /* An arena: strings and value arrays live until kit_batch_free(). */
@@ -159,6 +160,8 @@ int kit_batch_seal(kit_batch *kb) {
     kb->b.ranges = kb->ranges;
     kb->b.records = kb->records;
     kb->b.dead_letters = kb->dls;
+    /* as the host's commit does: each range's last record, for the marker */
+    tm_lineage_fill_ranges(kb->ranges, &kb->b);
     return kb->oom ? -1 : 0;
 }
 

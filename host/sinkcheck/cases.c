@@ -23,6 +23,8 @@ const kit_case kit_cases[] = {
      "dead letters committed atomically with the batch"},
     {"dedup", kit_case_dedup,
      "business-key duplicates and identity conflicts, atomically"},
+    {"lineage", kit_case_lineage,
+     "the marker's lineage round-trips; a reset claim forgets it"},
     {"bad_settings", kit_case_bad_settings,
      "missing and unknown settings: INVALID naming the key, no crash"},
 };

@@ -86,6 +86,49 @@ static void set_absent(tm_marker *m) {
     m->epoch = TM_NO_EPOCH;
     m->last_batch_id[0] = '\0';
     m->rows = m->dead_letters = m->filtered = m->duplicates = 0;
+    if (TM_MARKER_HAS_LINEAGE(m)) {
+        m->last_offset = TM_NO_OFFSET;
+        m->last_timestamp_ms = -1;
+        m->last_record_hash[0] = '\0';
+    }
+}
+
+/* A stored hash into m, whole or not at all (then no lineage). */
+static void set_lineage(tm_marker *m, int64_t offset, int64_t ts,
+                        const char *hash) {
+    size_t n = hash ? strlen(hash) : 0;
+    if (!TM_MARKER_HAS_LINEAGE(m) || n >= TM_RECORD_HASH_MAX)
+        return;
+    m->last_offset = offset;
+    m->last_timestamp_ms = ts;
+    memcpy(m->last_record_hash, hash ? hash : "", n + 1);
+}
+
+/* The claim's lineage record into m (left absent when there is none or it
+ * does not parse); -1 out of memory. */
+static int get_claimed_lineage(json_t *props, const char *prefix,
+                               tm_marker *m) {
+    const char *v;
+    long long off, ts;
+    int at = 0;
+    if (get_str(props, prefix, ICE_F_CLAIMED_LAST, &v) != 0)
+        return -1;
+    if (v && sscanf(v, "%lld,%lld,%n", &off, &ts, &at) == 2 && at > 0)
+        set_lineage(m, off, ts, v + at);
+    return 0;
+}
+
+/* The summary's lineage into m; -1 out of memory. */
+static int get_summary_lineage(json_t *sum, const char *prefix, tm_marker *m) {
+    int64_t off = TM_NO_OFFSET, ts = -1;
+    const char *hash;
+    if (get_i64(sum, prefix, ICE_F_LAST, &off) < 0 ||
+        get_i64(sum, prefix, ICE_F_LAST_TS, &ts) < 0 ||
+        get_str(sum, prefix, ICE_F_LAST_HASH, &hash) != 0)
+        return -1;
+    if (hash)
+        set_lineage(m, off, ts, hash);
+    return 0;
 }
 
 /* The claim's record: 1 parsed (m filled, *seq set), 0 none, -1 out of
@@ -119,7 +162,7 @@ int ice_marker_get(json_t *meta, const char *prefix, tm_marker *m) {
     if (get_i64(props, prefix, ICE_F_EPOCH, &epoch) < 0)
         return -1;
     int claimed = get_claimed(props, prefix, m, &claim_seq);
-    if (claimed < 0)
+    if (claimed < 0 || (claimed && get_claimed_lineage(props, prefix, m) != 0))
         return -1;
     json_t *snap = ice_meta_current_snapshot(meta);
     json_t *sum = json_object_get(snap, "summary");
@@ -136,6 +179,9 @@ int ice_marker_get(json_t *meta, const char *prefix, tm_marker *m) {
             get_u64(sum, prefix, ICE_F_DLS, &m->dead_letters) != 0 ||
             get_u64(sum, prefix, ICE_F_FILTER, &m->filtered) != 0 ||
             get_u64(sum, prefix, ICE_F_DUPS, &m->duplicates) != 0)
+            return -1;
+        set_lineage(m, TM_NO_OFFSET, -1, ""); /* the claim's is older */
+        if (get_summary_lineage(sum, prefix, m) != 0)
             return -1;
     }
     m->epoch = epoch;
@@ -157,11 +203,28 @@ static int put_u64(json_t *obj, const char *prefix, const char *field,
     return ice_marker_put(obj, prefix, field, text);
 }
 
+/* The lineage keys, when m keeps one (nothing written otherwise). */
+static int put_lineage(json_t *summary, const char *prefix,
+                       const tm_marker *m) {
+    if (!TM_MARKER_HAS_LINEAGE(m) || !m->last_record_hash[0])
+        return 0;
+    char off[24], ts[24];
+    snprintf(off, sizeof off, "%" PRId64, m->last_offset);
+    snprintf(ts, sizeof ts, "%" PRId64, m->last_timestamp_ms);
+    return ice_marker_put(summary, prefix, ICE_F_LAST, off) ||
+                   ice_marker_put(summary, prefix, ICE_F_LAST_TS, ts) ||
+                   ice_marker_put(summary, prefix, ICE_F_LAST_HASH,
+                                  m->last_record_hash)
+               ? -1
+               : 0;
+}
+
 int ice_marker_put_summary(json_t *summary, const char *prefix,
                            const tm_marker *m) {
     char next[24];
     snprintf(next, sizeof next, "%" PRId64, m->next_offset);
-    return ice_marker_put(summary, prefix, ICE_F_NEXT, next) ||
+    return put_lineage(summary, prefix, m) ||
+                   ice_marker_put(summary, prefix, ICE_F_NEXT, next) ||
                    ice_marker_put(summary, prefix, ICE_F_BATCH,
                                   m->last_batch_id) ||
                    put_u64(summary, prefix, ICE_F_ROWS, m->rows) ||
@@ -197,7 +260,7 @@ int ice_markers_carry(json_t *meta, json_t *summary) {
         json_object_foreach(srcs[k], key, v) {
             int oom = 0;
             char *prefix = prefix_of(key, fields[k], &oom);
-            tm_marker m;
+            tm_marker m = {.struct_size = sizeof m};
             if (oom)
                 return -1;
             if (!prefix)

@@ -24,6 +24,14 @@
 #define ICE_F_DUPS    "duplicates"
 #define ICE_F_EPOCH   "epoch"
 #define ICE_F_CLAIMED "claimed"
+/* The marker's lineage (ABI 1.1): in the summary, and in the properties
+ * beside the claim's record ("last_offset,last_timestamp_ms,hash") so
+ * that a claim carries it (a reset claim clears it). Absent in a table
+ * written before: no lineage, no check. */
+#define ICE_F_LAST         "last-offset"
+#define ICE_F_LAST_TS      "last-timestamp-ms"
+#define ICE_F_LAST_HASH    "last-record-hash"
+#define ICE_F_CLAIMED_LAST "claimed-lineage"
 
 /* A formatted string in a new allocation (free()), or NULL (out of
  * memory or a bad format). */

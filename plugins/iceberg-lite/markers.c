@@ -7,7 +7,9 @@
  * ("<prefix>claimed" = "seq,next_offset,rows,dead_letters,filtered,
  * duplicates,batch_id") with the table's last sequence number at the
  * time: a snapshot of a higher sequence number is newer and wins; else
- * the claim's record holds (a marker created or reset by the claim). */
+ * the claim's record holds (a marker created or reset by the claim). The
+ * marker's lineage goes beside it ("<prefix>claimed-lineage"), cleared by
+ * a reset. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,17 +204,27 @@ static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
         }
         if (cur.next_offset == TM_NO_OFFSET || (flags & TM_CLAIM_RESET))
             cur.next_offset = m->next_offset;
+        if (flags & TM_CLAIM_RESET) { /* no record known applied there */
+            cur.last_offset = TM_NO_OFFSET;
+            cur.last_timestamp_ms = -1;
+            cur.last_record_hash[0] = '\0';
+        }
         cur.epoch = (cur.epoch == TM_NO_EPOCH ? 0 : cur.epoch) + 1;
         char *claimed = ice_strfmt(
             "%lld,%lld,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s",
             (long long)seq, (long long)cur.next_offset, cur.rows,
             cur.dead_letters, cur.filtered, cur.duplicates, cur.last_batch_id);
+        char *lineage =
+            ice_strfmt("%lld,%lld,%s", (long long)cur.last_offset,
+                       (long long)cur.last_timestamp_ms, cur.last_record_hash);
         char *prefix = ice_marker_prefix(s, m->topic, m->partition);
         snprintf(epoch, sizeof epoch, "%lld", (long long)cur.epoch);
-        bad = !claimed || !prefix ||
+        bad = !claimed || !lineage || !prefix ||
               ice_marker_put(props, prefix, ICE_F_EPOCH, epoch) ||
-              ice_marker_put(props, prefix, ICE_F_CLAIMED, claimed);
+              ice_marker_put(props, prefix, ICE_F_CLAIMED, claimed) ||
+              ice_marker_put(props, prefix, ICE_F_CLAIMED_LAST, lineage);
         free(claimed);
+        free(lineage);
         free(prefix);
         if (bad) {
             json_decref(next);

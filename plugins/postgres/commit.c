@@ -455,7 +455,7 @@ static tm_status update_and_commit(pg_run *x, tm_error *err) {
                                     x->dups[i]);
             pg_marker_params_of(s, &x->stored[i], &p[i]);
             st[i] = (pg_stmt){.name = PG_STMT_UPDATE,
-                              .n = 10,
+                              .n = PG_MARKER_NPARAMS,
                               .vals = p[i].v,
                               .want_tuples = 1,
                               .step = "updating the markers"};

@@ -8,13 +8,18 @@
 
 #define MARKER_COLS                                                            \
     "next_offset, epoch, last_batch_id, \"rows\", dead_letters, filtered, "    \
-    "duplicates"
+    "duplicates, last_offset, last_timestamp_ms, last_record_hash"
 
 static void set_absent(tm_marker *m) {
     m->next_offset = TM_NO_OFFSET;
     m->epoch = TM_NO_EPOCH;
     m->last_batch_id[0] = '\0';
     m->rows = m->dead_letters = m->filtered = m->duplicates = 0;
+    if (TM_MARKER_HAS_LINEAGE(m)) {
+        m->last_offset = TM_NO_OFFSET;
+        m->last_timestamp_ms = -1;
+        m->last_record_hash[0] = '\0';
+    }
 }
 
 static void fill(tm_marker *m, PGresult *res) {
@@ -25,6 +30,12 @@ static void fill(tm_marker *m, PGresult *res) {
     m->dead_letters = strtoull(PQgetvalue(res, 0, 4), NULL, 10);
     m->filtered = strtoull(PQgetvalue(res, 0, 5), NULL, 10);
     m->duplicates = strtoull(PQgetvalue(res, 0, 6), NULL, 10);
+    if (TM_MARKER_HAS_LINEAGE(m)) {
+        m->last_offset = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
+        m->last_timestamp_ms = strtoll(PQgetvalue(res, 0, 8), NULL, 10);
+        snprintf(m->last_record_hash, TM_RECORD_HASH_MAX, "%s",
+                 PQgetvalue(res, 0, 9));
+    }
 }
 
 int pg_marker_fill(tm_marker *m, PGresult *res) {
@@ -64,9 +75,23 @@ void pg_marker_params_of(pg_sink *s, const tm_marker *m, pg_marker_params *p) {
     snprintf(p->filt, sizeof p->filt, "%llu", (unsigned long long)m->filtered);
     snprintf(p->dups, sizeof p->dups, "%llu",
              (unsigned long long)m->duplicates);
-    const char *v[10] = {
-        s->config->connector, m->topic, p->part, p->next, p->epoch,
-        m->last_batch_id,     p->rows,  p->dls,  p->filt, p->dups};
+    /* m is the sink's own marker (sizeof tm_marker): it has the lineage */
+    snprintf(p->last, sizeof p->last, "%lld", (long long)m->last_offset);
+    snprintf(p->last_ts, sizeof p->last_ts, "%lld",
+             (long long)m->last_timestamp_ms);
+    const char *v[PG_MARKER_NPARAMS] = {s->config->connector,
+                                        m->topic,
+                                        p->part,
+                                        p->next,
+                                        p->epoch,
+                                        m->last_batch_id,
+                                        p->rows,
+                                        p->dls,
+                                        p->filt,
+                                        p->dups,
+                                        p->last,
+                                        p->last_ts,
+                                        m->last_record_hash};
     memcpy(p->v, v, sizeof v);
 }
 
@@ -81,7 +106,9 @@ static const char *marker_update_sql(pg_sink *s, pg_buf *b) {
         s, b, "WITH u AS (UPDATE ",
         " SET next_offset = $4::bigint, epoch = $5::bigint, last_batch_id = "
         "$6, \"rows\" = $7::bigint, dead_letters = $8::bigint, filtered = "
-        "$9::bigint, duplicates = $10::bigint WHERE connector = $1 AND topic "
+        "$9::bigint, duplicates = $10::bigint, last_offset = $11::bigint, "
+        "last_timestamp_ms = $12::bigint, last_record_hash = $13 WHERE "
+        "connector = $1 AND topic "
         "= $2 AND \"partition\" = $3::int RETURNING 1) SELECT (CASE count(*) "
         "WHEN 1 THEN 'true' ELSE 'tidemark: no marker row to update for ' || "
         "$2 || '[' || $3 || ']' END)::boolean FROM u");
@@ -112,8 +139,8 @@ tm_status pg_marker_prepare(pg_sink *s, tm_error *err) {
     tm_status r = prepare(s, PG_STMT_LOCK, pg_marker_select_sql(s, &b, 1), 3,
                           "preparing the marker lock", err);
     if (r == TM_OK)
-        r = prepare(s, PG_STMT_UPDATE, marker_update_sql(s, &b), 10,
-                    "preparing the marker update", err);
+        r = prepare(s, PG_STMT_UPDATE, marker_update_sql(s, &b),
+                    PG_MARKER_NPARAMS, "preparing the marker update", err);
     pg_buf_free(&b);
     s->prepared = r == TM_OK;
     /* Half prepared, a second try would fail on the name that exists: the
@@ -145,7 +172,8 @@ tm_status pg_marker_get(pg_sink *s, const char *topic, int32_t partition,
 }
 
 /* Creates the marker at m->next_offset if missing, raises its epoch (with
- * TM_CLAIM_RESET also sets next_offset) and reads it back. */
+ * TM_CLAIM_RESET also sets next_offset and forgets the lineage: no record
+ * is known applied there) and reads it back. */
 static tm_status claim_one(pg_sink *s, pg_buf *b, tm_marker *m, uint32_t flags,
                            tm_error *err) {
     char part[16], next[32];
@@ -167,7 +195,10 @@ static tm_status claim_one(pg_sink *s, pg_buf *b, tm_marker *m, uint32_t flags,
     sql = sql_of(
         s, b, "UPDATE ",
         " SET epoch = epoch + 1, next_offset = CASE WHEN $5::boolean "
-        "THEN $4::bigint ELSE next_offset END WHERE connector = $1 "
+        "THEN $4::bigint ELSE next_offset END, last_offset = CASE WHEN "
+        "$5::boolean THEN -1 ELSE last_offset END, last_record_hash = CASE "
+        "WHEN $5::boolean THEN '' ELSE last_record_hash END WHERE connector = "
+        "$1 "
         "AND topic = $2 AND \"partition\" = $3::int RETURNING " MARKER_COLS);
     res = sql ? pg_query(s, sql, 5, v, NULL, NULL, 1,
                          "claim: raising the epoch", &r, err)

@@ -163,9 +163,12 @@ tm_status pg_marker_get(pg_sink *s, const char *topic, int32_t partition,
 /* The parameters of the marker statements, as text: the SELECT takes
  * v[0..2] (connector, topic, partition), the UPDATE all ten. The UPDATE
  * fails on the server unless it updated exactly one row. */
+/* The marker UPDATE's parameters: the key, the counts and the lineage. */
+#define PG_MARKER_NPARAMS 13
 typedef struct pg_marker_params {
     char part[16], next[32], epoch[32], rows[32], dls[32], filt[32], dups[32];
-    const char *v[10];
+    char last[32], last_ts[32];
+    const char *v[PG_MARKER_NPARAMS];
 } pg_marker_params;
 /* The marker SELECT (in b; NULL when out of memory). */
 const char *pg_marker_select_sql(pg_sink *s, pg_buf *b, int for_update);

@@ -29,6 +29,13 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
                   "dead_letters bigint NOT NULL DEFAULT 0, filtered bigint "
                   "NOT NULL DEFAULT 0, duplicates bigint NOT NULL DEFAULT 0, "
                   "PRIMARY KEY (connector, topic, \"partition\")); "
+                  "ALTER TABLE ");
+    /* The marker's lineage (ABI 1.1), also on a table made before it. */
+    pg_buf_add(b, s->q_markers);
+    pg_buf_add(b, " ADD COLUMN IF NOT EXISTS last_offset bigint NOT NULL "
+                  "DEFAULT -1, ADD COLUMN IF NOT EXISTS last_timestamp_ms "
+                  "bigint NOT NULL DEFAULT -1, ADD COLUMN IF NOT EXISTS "
+                  "last_record_hash text NOT NULL DEFAULT ''; "
                   "CREATE TABLE IF NOT EXISTS ");
     pg_buf_add(b, s->q_dls);
     pg_buf_add(
@@ -160,7 +167,10 @@ static int schema_complete(pg_sink *s) {
             "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT "
             "NULL AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT "
             "NULL AND to_regclass($5) IS NOT NULL AND to_regclass($6) IS NOT "
-            "NULL AND to_regclass($7) IS NOT NULL",
+            "NULL AND to_regclass($7) IS NOT NULL AND (SELECT count(*) FROM "
+            "pg_attribute WHERE attrelid = to_regclass($1) AND NOT "
+            "attisdropped AND attname IN ('last_offset', 'last_timestamp_ms', "
+            "'last_record_hash')) = 3",
             7, v, NULL, NULL, 1, "checking the tables", &r, &scratch);
         complete = res && PQntuples(res) == 1 &&
                    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
@@ -203,7 +213,10 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
         PQclear(res);
     }
     if (r == TM_OK)
-        r = pg_exec(s, b.p, "creating the tables", err);
+        r = pg_exec(s, b.p,
+                    "creating the tables (or adding the lineage columns to "
+                    "an older " PG_MARKERS ")",
+                    err);
     if (r == TM_OK)
         r = pg_exec(s, "COMMIT", "COMMIT (creating tables)", err);
     pg_buf_free(&b);

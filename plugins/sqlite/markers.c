@@ -11,6 +11,11 @@ static void set_absent(tm_marker *m) {
     m->epoch = TM_NO_EPOCH;
     m->last_batch_id[0] = '\0';
     m->rows = m->dead_letters = m->filtered = m->duplicates = 0;
+    if (TM_MARKER_HAS_LINEAGE(m)) {
+        m->last_offset = TM_NO_OFFSET;
+        m->last_timestamp_ms = -1;
+        m->last_record_hash[0] = '\0';
+    }
 }
 
 static int bind_key(sq_sink *s, sqlite3_stmt *st, const char *topic,
@@ -38,6 +43,12 @@ int sq_marker_get(sq_sink *s, const char *topic, int32_t partition,
         m->dead_letters = (uint64_t)sqlite3_column_int64(st, 4);
         m->filtered = (uint64_t)sqlite3_column_int64(st, 5);
         m->duplicates = (uint64_t)sqlite3_column_int64(st, 6);
+        if (TM_MARKER_HAS_LINEAGE(m)) {
+            const char *h = (const char *)sqlite3_column_text(st, 9);
+            m->last_offset = sqlite3_column_int64(st, 7);
+            m->last_timestamp_ms = sqlite3_column_int64(st, 8);
+            snprintf(m->last_record_hash, TM_RECORD_HASH_MAX, "%s", h ? h : "");
+        }
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
         set_absent(m);
@@ -64,6 +75,13 @@ int sq_marker_put(sq_sink *s, const tm_marker *m) {
         rc = sqlite3_bind_int64(st, 9, (int64_t)m->filtered);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 10, (int64_t)m->duplicates);
+    /* m is the sink's own marker (sizeof tm_marker): it has the lineage */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 11, m->last_offset);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 12, m->last_timestamp_ms);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 13, m->last_record_hash, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     if (rc == SQLITE_DONE)

@@ -94,6 +94,33 @@ static const char HELPERS[] =
     "table_name TEXT NOT NULL, connector TEXT NOT NULL, shared INTEGER NOT "
     "NULL, PRIMARY KEY (table_name, connector));";
 
+/* The marker's lineage (ABI 1.1), added to a markers table made before
+ * it: SQLite has no ADD COLUMN IF NOT EXISTS, so lineage_columns() says
+ * whether they are there; all three are added in one transaction. */
+static const char LINEAGE_DDL[] =
+    "ALTER TABLE " SQ_MARKERS
+    " ADD COLUMN last_offset INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE " SQ_MARKERS
+    " ADD COLUMN last_timestamp_ms INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE " SQ_MARKERS
+    " ADD COLUMN last_record_hash TEXT NOT NULL DEFAULT '';";
+
+/* 1 when the markers table has the lineage columns (0 on any error). */
+static int lineage_columns(sq_sink *s) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT count(*) FROM pragma_table_info('" SQ_MARKERS
+        "') WHERE name IN ('last_offset', 'last_timestamp_ms', "
+        "'last_record_hash')",
+        -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    int there = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 3;
+    sqlite3_finalize(st);
+    return there;
+}
+
 /* CREATE TABLE for the target, and its unique index for upsert. */
 static void target_ddl(const sq_sink *s, sq_buf *b) {
     const tm_sink_config *c = s->config;
@@ -168,7 +195,8 @@ static int schema_complete(sq_sink *s) {
     int complete = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == want;
     sqlite3_finalize(st);
     sq_buf_free(&key);
-    return complete; /* on any error: not known complete, run the DDL */
+    /* on any error: not known complete, run the DDL */
+    return complete && lineage_columns(s);
 }
 
 tm_status sq_schema_create(sq_sink *s, tm_error *err) {
@@ -190,6 +218,10 @@ tm_status sq_schema_create(sq_sink *s, tm_error *err) {
     if (rc == SQLITE_OK) {
         rc = sq_exec(s, b.p);
         step = "creating the tables";
+    }
+    if (rc == SQLITE_OK && !lineage_columns(s)) {
+        rc = sq_exec(s, LINEAGE_DDL);
+        step = "adding the lineage columns to " SQ_MARKERS;
     }
     if (rc == SQLITE_OK) {
         rc = sq_exec(s, "COMMIT");
@@ -514,21 +546,26 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
                   "batch_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
                   "?11)",
     [SQ_MK_GET] = "SELECT next_offset, epoch, last_batch_id, rows, "
-                  "dead_letters, filtered, duplicates FROM " SQ_MARKERS
+                  "dead_letters, filtered, duplicates, last_offset, "
+                  "last_timestamp_ms, last_record_hash FROM " SQ_MARKERS
                   " WHERE connector = ?1 AND topic = ?2 AND \"partition\" = ?3",
     /* Creates a missing marker at the offset given, raises the epoch of
-     * an existing one (and with ?5 = 1, TM_CLAIM_RESET, sets its offset). */
+     * an existing one (and with ?5 = 1, TM_CLAIM_RESET, sets its offset
+     * and forgets its lineage: no record is known applied there). */
     [SQ_MK_CLAIM] = "INSERT INTO " SQ_MARKERS
                     " (connector, topic, \"partition\", next_offset, epoch) "
                     "VALUES (?1, ?2, ?3, ?4, 1) ON CONFLICT (connector, topic, "
                     "\"partition\") DO UPDATE SET epoch = epoch + 1, "
                     "next_offset = CASE WHEN ?5 THEN excluded.next_offset "
-                    "ELSE next_offset END",
+                    "ELSE next_offset END, last_offset = CASE WHEN ?5 THEN "
+                    "-1 ELSE last_offset END, last_record_hash = CASE WHEN "
+                    "?5 THEN '' ELSE last_record_hash END",
     [SQ_MK_UPD] = "UPDATE " SQ_MARKERS
                   " SET next_offset = ?4, epoch = ?5, last_batch_id = ?6, "
                   "rows = ?7, dead_letters = ?8, filtered = ?9, duplicates = "
-                  "?10 WHERE connector = ?1 AND topic = ?2 AND \"partition\" = "
-                  "?3",
+                  "?10, last_offset = ?11, last_timestamp_ms = ?12, "
+                  "last_record_hash = ?13 WHERE connector = ?1 AND topic = ?2 "
+                  "AND \"partition\" = ?3",
     [SQ_KEY_INS] = "INSERT OR IGNORE INTO " SQ_KEYS
                    " (connector, identity, payload_hash, first_topic, "
                    "first_partition, first_offset, applied_at) VALUES (?1, "

@@ -5,7 +5,9 @@
  *   r <topic> <partition> <offset> <value as hex>      a row
  *   d <topic> <partition> <offset> <reason>            a dead letter
  *   m <topic> <partition> <next_offset> <epoch> <last_batch_id>
- *     <rows> <dead_letters> <filtered> <duplicates>    a marker
+ *     <rows> <dead_letters> <filtered> <duplicates>
+ *     <last_offset> <last_timestamp_ms> <last_record_hash>   a marker
+ * (the last three, the marker's lineage, are absent in older files).
  * Every claim and commit rewrites the whole file: write a temp file, fsync
  * it, rename it over the old one, fsync the directory. rename() is atomic,
  * so rows, dead letters and markers change together or not at all: that is
@@ -68,6 +70,8 @@ static ex_marker *add_marker(ex_state *st, const char *topic, int32_t p) {
     snprintf(m->topic, sizeof m->topic, "%s", topic);
     m->m.struct_size = sizeof m->m;
     m->m.partition = p;
+    m->m.last_offset = TM_NO_OFFSET; /* no record applied yet */
+    m->m.last_timestamp_ms = -1;
     return m;
 }
 
@@ -87,6 +91,7 @@ static tm_status load(ex_sink *s, ex_state *st, tm_error *err) {
     if (!f && errno != ENOENT)
         return fail(s, TM_RETRY, s->file, err);
     char *line = NULL, topic[256], batch[TM_BATCH_ID_MAX];
+    char hash[TM_RECORD_HASH_MAX];
     size_t cap = 0;
     tm_marker m = {0};
     while (f && getline(&line, &cap, f) > 0) {
@@ -95,11 +100,17 @@ static tm_status load(ex_sink *s, ex_state *st, tm_error *err) {
             continue;
         }
         ex_marker *em = NULL;
-        if (sscanf(line,
-                   "m %255s %" SCNd32 " %" SCNd64 " %" SCNd64 " %63s %" SCNu64
-                   " %" SCNu64 " %" SCNu64 " %" SCNu64,
-                   topic, &m.partition, &m.next_offset, &m.epoch, batch,
-                   &m.rows, &m.dead_letters, &m.filtered, &m.duplicates) != 9 ||
+        m.last_offset = TM_NO_OFFSET;
+        m.last_timestamp_ms = -1;
+        strcpy(hash, "-");
+        int got = sscanf(line,
+                         "m %255s %" SCNd32 " %" SCNd64 " %" SCNd64
+                         " %63s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+                         " %" SCNd64 " %" SCNd64 " %64s",
+                         topic, &m.partition, &m.next_offset, &m.epoch, batch,
+                         &m.rows, &m.dead_letters, &m.filtered, &m.duplicates,
+                         &m.last_offset, &m.last_timestamp_ms, hash);
+        if ((got != 9 && got != 12) ||
             !(em = add_marker(st, topic, m.partition))) {
             s->host->set_error(err, "%s: bad marker line: %.80s", s->file,
                                line);
@@ -111,6 +122,8 @@ static tm_status load(ex_sink *s, ex_state *st, tm_error *err) {
         em->m.struct_size = sizeof em->m;
         snprintf(em->m.last_batch_id, TM_BATCH_ID_MAX, "%s",
                  strcmp(batch, "-") ? batch : "");
+        snprintf(em->m.last_record_hash, TM_RECORD_HASH_MAX, "%s",
+                 strcmp(hash, "-") ? hash : "");
     }
     free(line);
     if (f)
@@ -133,10 +146,13 @@ static tm_status save(ex_sink *s, ex_state *st, int faults, tm_error *err) {
         const tm_marker *m = &st->markers[i].m;
         fprintf(f,
                 "m %s %" PRId32 " %" PRId64 " %" PRId64 " %s %" PRIu64
-                " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+                " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64
+                " %s\n",
                 st->markers[i].topic, m->partition, m->next_offset, m->epoch,
                 m->last_batch_id[0] ? m->last_batch_id : "-", m->rows,
-                m->dead_letters, m->filtered, m->duplicates);
+                m->dead_letters, m->filtered, m->duplicates, m->last_offset,
+                m->last_timestamp_ms,
+                m->last_record_hash[0] ? m->last_record_hash : "-");
     }
     if (faults && fflush(f) == 0)
         s->host->fault(TM_FAULT_AFTER_MARKER);
@@ -236,8 +252,11 @@ static tm_status ex_claim(void *sink, tm_marker *markers, size_t n,
         ex_marker *em = find(&st, want->topic, want->partition);
         if (!em && (em = add_marker(&st, want->topic, want->partition)))
             em->m.next_offset = want->next_offset; /* created at the start */
-        else if (em && (flags & TM_CLAIM_RESET))
+        else if (em && (flags & TM_CLAIM_RESET)) {
             em->m.next_offset = want->next_offset;
+            em->m.last_offset = TM_NO_OFFSET; /* no record known there */
+            em->m.last_record_hash[0] = '\0';
+        }
         if (!em) {
             s->host->set_error(err, "out of memory");
             rc = TM_FATAL;

@@ -1227,6 +1227,43 @@ START_TEST(statement_timeout_is_retry) {
 }
 END_TEST
 
+/* A markers table made before the lineage (ABI 1.0, without its three
+ * columns) gets them at open; its marker keeps its offset and reads as "no
+ * lineage" (the host then checks nothing at claim). */
+START_TEST(old_markers_table_gets_the_lineage) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".tidemark_markers "
+             "(connector text NOT NULL, topic text NOT NULL, \"partition\" "
+             "integer NOT NULL, next_offset bigint NOT NULL, epoch bigint NOT "
+             "NULL, last_batch_id text NOT NULL DEFAULT '', \"rows\" bigint "
+             "NOT NULL DEFAULT 0, dead_letters bigint NOT NULL DEFAULT 0, "
+             "filtered bigint NOT NULL DEFAULT 0, duplicates bigint NOT NULL "
+             "DEFAULT 0, PRIMARY KEY (connector, topic, \"partition\")); "
+             "INSERT INTO \"%s\".tidemark_markers (connector, topic, "
+             "\"partition\", next_offset, epoch) VALUES ('%s', 't', 0, 5, 1)",
+             schema, schema, schema, connector);
+    PQclear(sql(text));
+    const char *count =
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema "
+        "= '%s' AND table_name = 'tidemark_markers' AND column_name IN "
+        "('last_offset', 'last_timestamp_ms', 'last_record_hash')";
+    snprintf(text, sizeof text, count, schema);
+    ck_assert_int_eq(sql_int(text), 0);
+    conf c;
+    conf_init(&c, BASIC "}", 0, 2);
+    void *sink = open_ok(&c);
+    ck_assert_int_eq(sql_int(text), 3);
+    tm_marker m = pgt_claim1(api, sink);
+    ck_assert_int_eq(m.next_offset, 5);
+    ck_assert_int_eq(m.epoch, 2);
+    ck_assert_int_eq(m.last_offset, TM_NO_OFFSET);
+    ck_assert_str_eq(m.last_record_hash, "");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_sink");
     TCase *tc = tcase_create("api");
@@ -1235,6 +1272,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, settings_errors_name_the_key, 0,
                         (int)(sizeof BAD / sizeof BAD[0]));
     tcase_add_test(tc, unreachable_is_retry);
+    tcase_add_test(tc, old_markers_table_gets_the_lineage);
     tcase_add_test(tc, every_type_through_copy);
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);

@@ -48,7 +48,7 @@ extern "C" {
 
 #define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
 #define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 0           /* fields are only ever appended */
+#define TM_SINK_ABI_MINOR 1           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
@@ -142,9 +142,10 @@ typedef struct tm_sink_config {
 
 /* ---- Markers ------------------------------------------------------------ */
 
-#define TM_NO_EPOCH     0    /* marker absent (never claimed) */
-#define TM_NO_OFFSET    (-1) /* next_offset of an absent marker */
-#define TM_BATCH_ID_MAX 64   /* including the NUL */
+#define TM_NO_EPOCH        0    /* marker absent (never claimed) */
+#define TM_NO_OFFSET       (-1) /* next_offset of an absent marker */
+#define TM_BATCH_ID_MAX    64   /* including the NUL */
+#define TM_RECORD_HASH_MAX 65   /* lowercase hex SHA-256 and the NUL */
 
 /* One per (connector, topic, partition). topic and partition are set by the
  * host (it owns the string); the sink fills the rest. */
@@ -156,7 +157,29 @@ typedef struct tm_marker {
     int64_t epoch;       /* fencing token of the current owner */
     char last_batch_id[TM_BATCH_ID_MAX];
     uint64_t rows, dead_letters, filtered, duplicates; /* cumulative */
+    /* ---- ABI 1.1: the marker's lineage (appended) ----
+     * The last record applied for the partition: its offset, Kafka
+     * timestamp and record hash (tm_range.last_record_hash). At claim the
+     * host reads that record back from Kafka: another record there means
+     * the log is no longer the one the marker describes (the topic was
+     * deleted and created again, or an unclean leader election truncated
+     * it) and the partition is stopped, not resumed. The sink stores the
+     * three with the marker, in the same atomic step; marker_advance()
+     * sets them. An empty last_record_hash means none is kept (a new or
+     * reset marker, a range that carried no record yet): no check. A
+     * plugin built against ABI 1.0 never fills them (the host's markers
+     * keep them empty, and marker_advance() leaves its own, smaller by
+     * struct_size, alone): its partitions are not checked. */
+    int64_t last_offset;       /* TM_NO_OFFSET when none is kept */
+    int64_t last_timestamp_ms; /* -1 when the record had none */
+    char last_record_hash[TM_RECORD_HASH_MAX];
 } tm_marker;
+
+/* The size of tm_marker at ABI 1.0, and whether m carries the lineage. */
+#define TM_MARKER_SIZE_1_0 (offsetof(tm_marker, duplicates) + sizeof(uint64_t))
+#define TM_MARKER_HAS_LINEAGE(m)                                               \
+    ((m)->struct_size >=                                                       \
+     offsetof(tm_marker, last_record_hash) + TM_RECORD_HASH_MAX)
 
 /* claim() flags */
 #define TM_CLAIM_RESET                                                         \
@@ -177,6 +200,17 @@ typedef struct tm_range {
     int64_t epoch;
     uint64_t filtered;   /* records the host filtered out */
     uint64_t duplicates; /* in-batch duplicate keys the host collapsed */
+    /* ---- ABI 1.1 (appended): set by the host ----
+     * The last record of the range the batch carries (a row's record or a
+     * dead letter, the highest offset): what marker_advance() keeps as the
+     * marker's lineage. last_offset is TM_NO_OFFSET when the range carries
+     * none (then the marker keeps the lineage it had). The hash is the
+     * lowercase hex SHA-256 of the record's key and value, each as a
+     * presence byte ('k'/'K', 'v'/'V' for null), its length (8 bytes,
+     * big-endian) and its bytes. */
+    int64_t last_offset;
+    int64_t last_timestamp_ms;
+    char last_record_hash[TM_RECORD_HASH_MAX];
 } tm_range;
 
 typedef struct tm_record {
@@ -289,7 +323,9 @@ typedef struct tm_host_api {
     /* Advances a stored marker past batch->ranges[range] after applying it:
      * next_offset = end_offset, epoch kept, last_batch_id = batch id, and
      * counts += the host's filtered/duplicates plus the sink's own rows,
-     * dead letters and duplicates for that range. Pure; any thread. */
+     * dead letters and duplicates for that range; with ABI 1.1 markers
+     * (TM_MARKER_HAS_LINEAGE) also the lineage, from the range's last
+     * record when it carries one. Pure; any thread. */
     void (*marker_advance)(tm_marker *stored, const tm_batch *batch,
                            size_t range, uint64_t rows, uint64_t dead_letters,
                            uint64_t duplicates);
@@ -354,8 +390,10 @@ typedef struct tm_sink_api {
 
     /* Claims partitions for this host. In ONE atomic step the sink creates
      * each missing marker at the given next_offset (with TM_CLAIM_RESET it
-     * also sets next_offset on existing ones), raises every given
-     * partition's epoch by one, and fills the markers with what it stored.
+     * also sets next_offset on existing ones and clears their lineage:
+     * last_offset TM_NO_OFFSET, empty hash), raises every given
+     * partition's epoch by one, and fills the markers with what it stored
+     * (with the lineage when TM_MARKER_HAS_LINEAGE).
      * @locality the connector's thread, only from the consumer group's
      *           assign callback (and offline `offsets --reset-to`).
      * @blocks   on the store's locks (bounded by its lock timeout).
