@@ -2,7 +2,8 @@
  *
  * Runs each connector config on its own thread, with its own consumer and
  * sink instance, until SIGTERM or SIGINT. Every config is loaded and
- * checked before anything starts: one bad file starts nothing. */
+ * checked as `tidemark validate` checks it (the plugin's own validate
+ * included) before anything starts: one bad file starts nothing. */
 #include "cli/commands.h"
 
 #include <pthread.h>
@@ -84,22 +85,35 @@ static void wait_until_down(job *jobs, size_t n, atomic_int *stop) {
     }
 }
 
-static int load_all(const char **files, size_t n, tm_connector_config **cfgs) {
+/* Loads every config and checks it as `tidemark validate` does, in the
+ * same order and with the same lines: the config, the name clash, then the
+ * plugin (its loading and its own validate callback), so that what
+ * validate refuses, run refuses before it starts anything. cfgs[i] keeps
+ * each config that loaded. 0, or -1 with every problem printed. */
+static int load_all(const char **files, size_t n, const char *const *dirs,
+                    size_t ndirs, tm_connector_config **cfgs) {
+    const char **names = calloc(n, sizeof *names);
+    if (!names) {
+        fprintf(stderr, "tidemark run: out of memory\n");
+        return -1;
+    }
     int bad = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!(cfgs[i] = tm_cli_load_config(files[i])))
+    for (size_t i = 0; i < n; i++) {
+        tm_cli_sink s;
+        if (tm_cli_sink_load(&s, files[i], dirs, ndirs) != 0) {
             bad = 1;
-    /* Markers and status files are per connector name: two configs of
-     * one name in one process would fence each other. */
-    for (size_t i = 0; !bad && i < n; i++)
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(cfgs[i]->name, cfgs[k]->name) == 0) {
-                fprintf(stderr,
-                        "%s: $.name: connector \"%s\" is also defined by %s; "
-                        "names must be unique\n",
-                        files[i], cfgs[i]->name, files[k]);
-                bad = 1;
-            }
+            continue;
+        }
+        names[i] = s.cfg->name; /* cfgs[i] keeps it alive */
+        if (tm_cli_name_clash(files, names, i))
+            bad = 1;
+        if (tm_cli_sink_validate(&s) != 0)
+            bad = 1;
+        cfgs[i] = s.cfg;
+        s.cfg = NULL; /* the connector loads its own instance */
+        tm_cli_sink_free(&s);
+    }
+    free(names);
     return bad ? -1 : 0;
 }
 
@@ -158,7 +172,7 @@ int tm_cmd_run(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    if (load_all(files, nfiles, cfgs) != 0) {
+    if (load_all(files, nfiles, dirs, ndirs, cfgs) != 0) {
         rc = TM_EXIT_INVALID_CONFIG;
         goto out;
     }
