@@ -16,6 +16,7 @@
 #include "kafka/dead_letter_producer.h"
 #include "runtime/connector_state.h"
 #include "services/log.h"
+#include "services/redact.h"
 #include "status/status_file.h"
 
 int64_t tm_now_ms(void) {
@@ -38,13 +39,32 @@ tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition) {
     return NULL;
 }
 
+/* The message whole, on the heap: it is redacted before it is cut to
+ * last_error's size, so a secret straddling the cut is still recognised
+ * (a cut made first would leave its first bytes). NULL when memory ran
+ * out. */
+static char *format_whole(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    char *raw = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (raw)
+        vsnprintf(raw, (size_t)len + 1, fmt, again);
+    va_end(again);
+    return raw;
+}
+
 void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
-    char raw[sizeof c->last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    char *raw = format_whole(fmt, ap);
     va_end(ap);
-    tm_config_redact(c->cfg, raw, c->last_error, sizeof c->last_error);
+    /* The text may come cut from elsewhere (a database's message), and is
+     * cut here to last_error's size: a trailing start of a secret goes. */
+    tm_redact_list((const char *const *)c->cfg->secrets, c->cfg->nsecrets,
+                   raw ? raw : "(out of memory formatting the error)",
+                   TM_REDACT_MAYBE_CUT, c->last_error, sizeof c->last_error);
+    free(raw);
     c->last_error_ms = tm_wall_ms();
     if (fail && c->state != TM_CONN_FAILED) {
         c->state = TM_CONN_FAILED;
