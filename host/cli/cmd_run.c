@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli_args.h"
 #include "cli/cli_sink.h"
@@ -90,6 +91,60 @@ static void wait_until_down(job *jobs, size_t n, atomic_int *stop) {
  * plugin (its loading and its own validate callback), so that what
  * validate refuses, run refuses before it starts anything. cfgs[i] keeps
  * each config that loaded. 0, or -1 with every problem printed. */
+/* How long a stop may take (docs/operations.md, Signals): the batch in
+ * flight gets TM_STOP_GRACE_MS, then the sink's interrupt(), then the
+ * consumer's close its own 5 s watchdog. A sink that does not return even
+ * when interrupted (seen: the PostgreSQL sink waiting for a server that
+ * went silent, its cancel request lost on the same dead route) must not
+ * keep the process alive past it. 10 s from the signal: half a second
+ * less from when wait_until_down sees it (it looks every 100 ms). */
+#define STOP_LIMIT_MS 9500
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* After the stop: waits for every connector thread until STOP_LIMIT_MS
+ * from now. When some connector is still inside its sink then, the
+ * process exits without it (_exit: its thread still uses the sink and the
+ * consumer, nothing may be torn down under it). That is as safe as a
+ * second signal: every sink commit is atomic and the markers say where to
+ * go on; the host lock goes with the process, so `tidemark status` says
+ * STOPPED; the group times the member out. Exit status 0, or 1 when a
+ * connector FAILED. Returns only when every thread finished. */
+static void stop_within_limit(const job *jobs, size_t n, int failed_before) {
+    long waited = 0;
+    for (;;) {
+        size_t stuck = 0;
+        for (size_t i = 0; i < n; i++)
+            stuck += jobs[i].started && !atomic_load(&jobs[i].done);
+        if (stuck == 0)
+            return;
+        if (waited >= STOP_LIMIT_MS)
+            break;
+        sleep_ms(50);
+        waited += 50;
+    }
+    int rc = failed_before;
+    for (size_t i = 0; i < n; i++) {
+        if (!jobs[i].started)
+            continue;
+        if (atomic_load(&jobs[i].done)) {
+            rc |= jobs[i].result != TM_RUN_STOPPED;
+            continue;
+        }
+        rc |= atomic_load(&jobs[i].failed) != 0;
+        tm_log(TM_LOG_ERROR, jobs[i].cfg->name,
+               "did not stop within 10 s: its sink does not return from a "
+               "call even when interrupted; exiting without it (its batch in "
+               "flight is abandoned: safe, the markers did not move)");
+    }
+    fflush(stdout);
+    fflush(stderr);
+    _exit(rc ? 1 : 0);
+}
+
 static int load_all(const char **files, size_t n, const char *const *dirs,
                     size_t ndirs, tm_connector_config **cfgs) {
     const char **names = calloc(n, sizeof *names);
@@ -199,6 +254,7 @@ int tm_cmd_run(int argc, char **argv) {
         jobs[i].started = 1;
     }
     wait_until_down(jobs, nfiles, &stop);
+    stop_within_limit(jobs, nfiles, rc);
     for (size_t i = 0; i < nfiles; i++) {
         if (!jobs[i].started)
             continue;
