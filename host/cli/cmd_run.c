@@ -96,9 +96,10 @@ static void wait_until_down(job *jobs, size_t n, atomic_int *stop) {
  * consumer's close its own 5 s watchdog. A sink that does not return even
  * when interrupted (seen: the PostgreSQL sink waiting for a server that
  * went silent, its cancel request lost on the same dead route) must not
- * keep the process alive past it. 10 s from the signal: half a second
- * less from when wait_until_down sees it (it looks every 100 ms). */
-#define STOP_LIMIT_MS 9500
+ * keep the process alive past it. 10 s from the signal: a second less
+ * from when wait_until_down sees it (it looks every 100 ms), for the exit
+ * itself on a loaded machine. */
+#define STOP_LIMIT_MS 9000
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
