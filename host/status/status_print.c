@@ -140,6 +140,14 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
         return;
     }
     print_state_line(out, v, now_ms);
+    /* Why DEGRADED, PAUSED or FAILED (for a host that is gone: why it was,
+     * as its file says). */
+    if (s->reason[0]) {
+        tm_status_format_time(s->reason_since_ms, t, sizeof t);
+        tm_status_format_duration(now_ms - s->reason_since_ms, d, sizeof d);
+        fprintf(out, "  reason      since %s (%s): %s\n", t, d,
+                SAFE(s->reason));
+    }
     if (s->plugin[0])
         fprintf(out, "  plugin      %s ", SAFE(s->plugin));
     if (s->plugin[0])
@@ -164,12 +172,6 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
             s->totals.rows, s->totals.dead_letters, s->totals.filtered,
             s->totals.duplicates, s->totals.batches, s->totals.fenced,
             s->totals.conflicts, s->totals.retries);
-    if (s->reason[0]) {
-        tm_status_format_time(s->reason_since_ms, t, sizeof t);
-        tm_status_format_duration(now_ms - s->reason_since_ms, d, sizeof d);
-        fprintf(out, "  reason      since %s (%s): %s\n", t, d,
-                SAFE(s->reason));
-    }
     if (s->last_error[0]) {
         tm_status_format_time(s->last_error_ms, t, sizeof t);
         fprintf(out, "  last error  %s: %s\n", t, SAFE(s->last_error));
