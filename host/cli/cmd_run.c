@@ -2,7 +2,8 @@
  *
  * Runs each connector config on its own thread, with its own consumer and
  * sink instance, until SIGTERM or SIGINT. Every config is loaded and
- * checked before anything starts: one bad file starts nothing. */
+ * checked as `tidemark validate` checks it (the plugin's own validate
+ * included) before anything starts: one bad file starts nothing. */
 #include "cli/commands.h"
 
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli_args.h"
 #include "cli/cli_sink.h"
@@ -84,22 +86,90 @@ static void wait_until_down(job *jobs, size_t n, atomic_int *stop) {
     }
 }
 
-static int load_all(const char **files, size_t n, tm_connector_config **cfgs) {
+/* Loads every config and checks it as `tidemark validate` does, in the
+ * same order and with the same lines: the config, the name clash, then the
+ * plugin (its loading and its own validate callback), so that what
+ * validate refuses, run refuses before it starts anything. cfgs[i] keeps
+ * each config that loaded. 0, or -1 with every problem printed. */
+/* How long a stop may take (docs/operations.md, Signals): the batch in
+ * flight gets TM_STOP_GRACE_MS, then the sink's interrupt(), then the
+ * consumer's close its own 5 s watchdog. A sink that does not return even
+ * when interrupted (seen: the PostgreSQL sink waiting for a server that
+ * went silent, its cancel request lost on the same dead route) must not
+ * keep the process alive past it. 10 s from the signal: a second less
+ * from when wait_until_down sees it (it looks every 100 ms), for the exit
+ * itself on a loaded machine. */
+#define STOP_LIMIT_MS 9000
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* After the stop: waits for every connector thread until STOP_LIMIT_MS
+ * from now. When some connector is still inside its sink then, the
+ * process exits without it (_exit: its thread still uses the sink and the
+ * consumer, nothing may be torn down under it). That is as safe as a
+ * second signal: every sink commit is atomic and the markers say where to
+ * go on; the host lock goes with the process, so `tidemark status` says
+ * STOPPED; the group times the member out. Exit status 0, or 1 when a
+ * connector FAILED. Returns only when every thread finished. */
+static void stop_within_limit(const job *jobs, size_t n, int failed_before) {
+    long waited = 0;
+    for (;;) {
+        size_t stuck = 0;
+        for (size_t i = 0; i < n; i++)
+            stuck += jobs[i].started && !atomic_load(&jobs[i].done);
+        if (stuck == 0)
+            return;
+        if (waited >= STOP_LIMIT_MS)
+            break;
+        sleep_ms(50);
+        waited += 50;
+    }
+    int rc = failed_before;
+    for (size_t i = 0; i < n; i++) {
+        if (!jobs[i].started)
+            continue;
+        if (atomic_load(&jobs[i].done)) {
+            rc |= jobs[i].result != TM_RUN_STOPPED;
+            continue;
+        }
+        rc |= atomic_load(&jobs[i].failed) != 0;
+        tm_log(TM_LOG_ERROR, jobs[i].cfg->name,
+               "did not stop within 10 s: its sink does not return from a "
+               "call even when interrupted; exiting without it (its batch in "
+               "flight is abandoned: safe, the markers did not move)");
+    }
+    fflush(stdout);
+    fflush(stderr);
+    _exit(rc ? 1 : 0);
+}
+
+static int load_all(const char **files, size_t n, const char *const *dirs,
+                    size_t ndirs, tm_connector_config **cfgs) {
+    const char **names = calloc(n, sizeof *names);
+    if (!names) {
+        fprintf(stderr, "tidemark run: out of memory\n");
+        return -1;
+    }
     int bad = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!(cfgs[i] = tm_cli_load_config(files[i])))
+    for (size_t i = 0; i < n; i++) {
+        tm_cli_sink s;
+        if (tm_cli_sink_load(&s, files[i], dirs, ndirs) != 0) {
             bad = 1;
-    /* Markers and status files are per connector name: two configs of
-     * one name in one process would fence each other. */
-    for (size_t i = 0; !bad && i < n; i++)
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(cfgs[i]->name, cfgs[k]->name) == 0) {
-                fprintf(stderr,
-                        "%s: $.name: connector \"%s\" is also defined by %s; "
-                        "names must be unique\n",
-                        files[i], cfgs[i]->name, files[k]);
-                bad = 1;
-            }
+            continue;
+        }
+        names[i] = s.cfg->name; /* cfgs[i] keeps it alive */
+        if (tm_cli_name_clash(files, names, i))
+            bad = 1;
+        if (tm_cli_sink_validate(&s) != 0)
+            bad = 1;
+        cfgs[i] = s.cfg;
+        s.cfg = NULL; /* the connector loads its own instance */
+        tm_cli_sink_free(&s);
+    }
+    free(names);
     return bad ? -1 : 0;
 }
 
@@ -158,7 +228,7 @@ int tm_cmd_run(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    if (load_all(files, nfiles, cfgs) != 0) {
+    if (load_all(files, nfiles, dirs, ndirs, cfgs) != 0) {
         rc = TM_EXIT_INVALID_CONFIG;
         goto out;
     }
@@ -185,6 +255,7 @@ int tm_cmd_run(int argc, char **argv) {
         jobs[i].started = 1;
     }
     wait_until_down(jobs, nfiles, &stop);
+    stop_within_limit(jobs, nfiles, rc);
     for (size_t i = 0; i < nfiles; i++) {
         if (!jobs[i].started)
             continue;

@@ -6,8 +6,10 @@
  * ask: the lock says whether the host is alive, the file what it last saw.
  * With --config it also reads the sink's markers (read-only, never a claim)
  * and the broker's watermarks itself, so it works with no host running.
- * The exit status makes it a health check: 0 healthy, 2 a connector is
- * FAILED, STOPPED or not running, 1 usage or I/O errors. */
+ * The exit status makes it a health check (tm_status_health): 0 healthy,
+ * 3 a connector is DEGRADED, 2 one is FAILED, STOPPED or not running (or
+ * --config names an invalid config, as in every command), 1 usage or I/O
+ * errors. */
 #include "cli/commands.h"
 
 #include <errno.h>
@@ -62,9 +64,10 @@ static void usage(FILE *out) {
         "                       [--watch [SECONDS]] [--config FILE]\n"
         "                       [--plugin-dir DIR]...\n"
         "\n"
-        "Shows each connector's state (STARTING, RUNNING, PAUSED, FAILED;\n"
-        "STOPPED when its host is gone), plugin, pid, uptime, last batch,\n"
-        "totals, last error, and per partition the sink's marker, the high\n"
+        "Shows each connector's state (STARTING, RUNNING, DEGRADED, PAUSED,\n"
+        "FAILED; STOPPED when its host is gone) with the reason and since\n"
+        "when, plugin, pid, uptime, last batch, totals, last error, and per\n"
+        "partition the sink's marker, the high\n"
         "watermark and the lag, from the status files running hosts write in\n"
         "the state directory (all connectors there, or just CONNECTOR).\n"
         "\n"
@@ -82,7 +85,9 @@ static void usage(FILE *out) {
         "  --plugin-dir DIR  search DIR for plugins first (with --config)\n"
         "\n"
         "Exit status: 0 every connector STARTING, RUNNING or PAUSED; 2 any\n"
-        "FAILED, STOPPED or not running; 1 usage or I/O error.\n");
+        "FAILED, STOPPED or not running, or an invalid config; 3 none of\n"
+        "those but any DEGRADED (retrying a transient error); 1 usage or\n"
+        "I/O error.\n");
 }
 
 static int is_seconds(const char *s, int *out) {
@@ -452,28 +457,30 @@ static int watch(const options *o, const char *state_dir, config_source *src) {
     return rc;
 }
 
+/* 0, or the exit status: TM_EXIT_INVALID_CONFIG for a config (or its
+ * plugin) refused as every command refuses it, 1 for anything else. */
 static int open_config(const options *o, config_source *src) {
     size_t ndirs = 0;
     const char **dirs = tm_cli_plugin_dirs(o->extra, o->nextra, &ndirs);
     if (!dirs) {
         fprintf(stderr, "tidemark status: out of memory\n");
-        return -1;
+        return 1;
     }
     int rc = tm_cli_sink_load(&src->sink, o->config, dirs, ndirs);
     free(dirs);
     if (rc != 0)
-        return -1;
+        return TM_EXIT_INVALID_CONFIG;
     if (o->connector && strcmp(o->connector, src->sink.cfg->name) != 0) {
         fprintf(stderr,
                 "tidemark status: CONNECTOR '%s' is not the config's "
                 "connector '%s'\n",
                 o->connector, src->sink.cfg->name);
         tm_cli_sink_free(&src->sink);
-        return -1;
+        return 1;
     }
     if (tm_cli_sink_open(&src->sink) != 0) {
         tm_cli_sink_free(&src->sink);
-        return -1;
+        return 1;
     }
     char errstr[1024];
     src->rk = tm_kafka_client_new(src->sink.cfg, TM_KAFKA_ADMIN, errstr,
@@ -481,7 +488,7 @@ static int open_config(const options *o, config_source *src) {
     if (!src->rk) {
         tm_cli_report(src->sink.cfg, o->config, "$.kafka", errstr);
         tm_cli_sink_free(&src->sink);
-        return -1;
+        return 1;
     }
     return 0;
 }
@@ -501,9 +508,9 @@ int tm_cmd_status(int argc, char **argv) {
     }
     config_source src;
     memset(&src, 0, sizeof src);
-    if (o.config && open_config(&o, &src) != 0) {
+    if (o.config && (rc = open_config(&o, &src)) != 0) {
         free(o.extra);
-        return 1;
+        return rc;
     }
     char state_dir[PATH_MAX];
     if (o.state_dir)

@@ -12,12 +12,18 @@
 #include "services/log.h"
 
 #define WATERMARK_TIMEOUT_MS 10000
-/* A claim blocks the rebalance; librdkafka keeps heartbeating meanwhile,
- * and the group evicts a member only past max.poll.interval.ms (5 min by
- * default): retry a busy store for up to 4 minutes, not a fixed count (a
- * stopped process holding the store's lock for a minute must not leave
- * this host FAILED for good). */
-#define CLAIM_PATIENCE_MS 240000
+/* A claim in the rebalance callback blocks the rebalance, and the group
+ * evicts a member that does not poll within max.poll.interval.ms (5 min by
+ * default). So a transient error there (a busy or unreachable store, the
+ * broker not answering) is retried for a few seconds only; then the
+ * partitions are assigned unclaimed (no record of them is taken) and the
+ * commit loop retries their claim, for ever, between polls
+ * (tm_claim_pending): the member stays in the group, the connector is
+ * DEGRADED, and it recovers by itself once the store answers. */
+#define CLAIM_PATIENCE_MS 10000
+
+/* claim_list's results besides 0 (claimed) and -1 (FAILED or stopping). */
+#define CLAIM_DEFERRED 1
 
 static void sleep_ms(int64_t ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -48,13 +54,14 @@ static tm_part *add_part(tm_connector *c, const char *topic,
     return p;
 }
 
-/* The claim itself, retried while the store says RETRY, within
- * CLAIM_PATIENCE_MS (the rebalance waits for it). */
+/* The claim itself, retried while the store says RETRY, within patience_ms
+ * (0: one attempt). */
 static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
-                                    size_t n, tm_error *err) {
+                                    size_t n, tm_error *err,
+                                    int64_t patience_ms) {
     tm_backoff b;
     tm_backoff_init(&b, 200, 5000, (uint64_t)tm_now_ms());
-    int64_t give_up = tm_now_ms() + CLAIM_PATIENCE_MS;
+    int64_t give_up = tm_now_ms() + patience_ms;
     for (int attempt = 1;; attempt++) {
         *err = tm_error_init();
         /* A stop interrupts a claim at once (runtime/connector.c): it
@@ -62,12 +69,12 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
         atomic_store(&c->in_claim, 1);
         tm_status st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
         atomic_store(&c->in_claim, 0);
+        if (st == TM_RETRY)
+            c->totals.retries++;
         if (st != TM_RETRY || tm_now_ms() >= give_up || atomic_load(c->stop))
             return st;
-        c->totals.retries++;
-        tm_conn_error(c, 0,
-                      "claim: attempt %d: RETRY: %s (retrying for up to %d s)",
-                      attempt, err->message, CLAIM_PATIENCE_MS / 1000);
+        tm_conn_error(c, 0, "claim of %zu partition(s): attempt %d: RETRY: %s",
+                      n, attempt, err->message);
         tm_conn_status_tick(c, 0);
         sleep_ms(tm_backoff_next(&b));
     }
@@ -119,37 +126,75 @@ static int claimed_before(tm_connector *c, char *why, size_t whysize) {
 
 /* Where a partition without a marker starts: `earliest` the log start;
  * `latest` the log's end at the connector's first start only, else the
- * log start (claimed_before). Retried like the watermarks. 0 or -1
- * (FAILED). */
-static int start_at_end(tm_connector *c, int *at_end) {
+ * log start (claimed_before). Retried like the watermarks, within
+ * patience_ms. 0, CLAIM_DEFERRED (still unknown: transient), or -1
+ * (stopping). */
+static int start_at_end(tm_connector *c, int *at_end, int64_t patience_ms) {
     *at_end = 0;
     if (c->cfg->kafka.start != TM_START_LATEST)
         return 0;
     tm_backoff b;
     tm_backoff_init(&b, 200, 2000, (uint64_t)tm_now_ms());
-    int64_t give_up = tm_now_ms() + 60000;
+    int64_t give_up = tm_now_ms() + patience_ms;
     char why[768];
     int rc;
     while ((rc = claimed_before(c, why, sizeof why)) < 0) {
-        if (tm_now_ms() >= give_up || atomic_load(c->stop)) {
-            tm_conn_error(c, !atomic_load(c->stop),
-                          "claim: start \"latest\": is this the connector's "
-                          "first start? %s",
-                          why);
+        tm_conn_error(c, 0,
+                      "claim: start \"latest\": is this the connector's "
+                      "first start? %s; retrying",
+                      why);
+        if (atomic_load(c->stop))
             return -1;
-        }
-        tm_conn_error(c, 0, "claim: %s; retrying", why);
+        if (tm_now_ms() >= give_up)
+            return CLAIM_DEFERRED;
         sleep_ms(tm_backoff_next(&b));
     }
     *at_end = !rc;
     return 0;
 }
 
+/* A transient error outlasted the patience: an assignment's partitions
+ * (fallback NULL) are kept unclaimed, assigned at the log's end (nothing
+ * of them is taken: on_message drops their records) until
+ * tm_claim_pending claims them and seeks to their markers. */
+static int defer(tm_connector *c, rd_kafka_topic_partition_list_t *assigned,
+                 const int64_t *fallback) {
+    if (fallback)
+        return CLAIM_DEFERRED; /* fenced parts: retried as they are */
+    int newly = 0;
+    for (int i = 0; i < assigned->cnt; i++) {
+        tm_part *p =
+            add_part(c, assigned->elems[i].topic, assigned->elems[i].partition);
+        if (!p) {
+            tm_conn_error(c, 1, "claim: out of memory");
+            return -1;
+        }
+        if (!p->unclaimed) {
+            newly++;
+            p->unclaimed = 1;
+            p->epoch = TM_NO_EPOCH;
+            p->committed = p->next_expected = TM_NO_OFFSET;
+        }
+        assigned->elems[i].offset = RD_KAFKA_OFFSET_END;
+    }
+    c->any_unclaimed = 1;
+    if (newly) {
+        tm_conn_log(c, TM_LOG_WARN, NULL, -1, NULL,
+                    "%d partition(s) assigned but not claimed yet (%s); the "
+                    "claim is retried until the sink takes it",
+                    newly, c->last_error);
+        tm_conn_status_tick(c, 1);
+    }
+    return CLAIM_DEFERRED;
+}
+
 /* The claim of `assigned`; a partition without a marker starts at
- * fallback[i] when given, else where the start policy says. */
+ * fallback[i] when given, else where the start policy says. Transient
+ * errors are retried within patience_ms. 0 claimed, CLAIM_DEFERRED (a
+ * transient error outlasted it: defer()), -1 FAILED or stopping. */
 static int claim_list(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned,
-                      const int64_t *fallback) {
+                      const int64_t *fallback, int64_t patience_ms) {
     size_t n = (size_t)assigned->cnt;
     if (n == 0)
         return 0;
@@ -161,8 +206,12 @@ static int claim_list(tm_connector *c,
         goto out;
     }
     int at_end = 0;
-    if (!fallback && start_at_end(c, &at_end) != 0)
+    if (!fallback && (rc = start_at_end(c, &at_end, patience_ms)) != 0) {
+        if (rc == CLAIM_DEFERRED)
+            rc = defer(c, assigned, fallback);
         goto out;
+    }
+    rc = -1;
     for (size_t i = 0; i < n; i++) {
         const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
         char why[512];
@@ -170,15 +219,17 @@ static int claim_list(tm_connector *c,
          * for a while: retried like a busy store, not a reason to fail. */
         tm_backoff wb;
         tm_backoff_init(&wb, 200, 2000, (uint64_t)tm_now_ms());
-        int64_t give_up = tm_now_ms() + 60000;
+        int64_t give_up = tm_now_ms() + patience_ms;
         while (tm_kafka_watermarks(c->rk, tp->topic, tp->partition,
                                    WATERMARK_TIMEOUT_MS, &low[i], &high[i], why,
                                    sizeof why) != 0) {
-            if (tm_now_ms() >= give_up || atomic_load(c->stop)) {
-                tm_conn_error(c, !atomic_load(c->stop), "claim: %s", why);
+            tm_conn_error(c, 0, "claim: %s; retrying", why);
+            if (atomic_load(c->stop))
+                goto out;
+            if (tm_now_ms() >= give_up) {
+                rc = defer(c, assigned, fallback);
                 goto out;
             }
-            tm_conn_error(c, 0, "claim: %s; retrying", why);
             sleep_ms(tm_backoff_next(&wb));
         }
         markers[i].struct_size = sizeof markers[i];
@@ -189,12 +240,18 @@ static int claim_list(tm_connector *c,
                                           : low[i];
     }
     tm_error err = tm_error_init();
-    tm_status st = claim_with_retries(c, markers, n, &err);
+    tm_status st = claim_with_retries(c, markers, n, &err, patience_ms);
     if (st != TM_OK && atomic_load(c->stop)) {
         /* Stopping: nothing was claimed, nothing is wrong. */
         tm_conn_log(c, TM_LOG_INFO, NULL, -1, NULL,
                     "claim of %zu partition(s) given up: stopping (%s: %s)", n,
                     tm_status_name(st), err.message);
+        goto out;
+    }
+    if (st == TM_RETRY) {
+        tm_conn_error(c, 0, "claim of %zu partition(s): RETRY: %s", n,
+                      err.message);
+        rc = defer(c, assigned, fallback);
         goto out;
     }
     if (st != TM_OK) {
@@ -239,7 +296,10 @@ static int claim_list(tm_connector *c,
         p->epoch = markers[i].epoch;
         p->committed = p->next_expected = markers[i].next_offset;
         p->high_watermark = high[i];
-        p->needs_seek = p->paused = p->fenced = 0;
+        /* Assigned unclaimed at the log's end (defer): the consumer's
+         * position is there, not at the marker. */
+        p->needs_seek = p->unclaimed;
+        p->paused = p->fenced = p->unclaimed = 0;
         /* librdkafka keeps a partition's pause across unassign and assign:
          * one this host paused when it was fenced would never be fetched
          * again once the group gives it back. Resumed by the commit loop,
@@ -255,6 +315,10 @@ static int claim_list(tm_connector *c,
     }
     c->claimed_before = 1;
     c->markers_dirty = 1;
+    c->any_unclaimed = 0;
+    for (size_t i = 0; i < c->nparts; i++)
+        c->any_unclaimed |= c->parts[i].unclaimed;
+    tm_conn_recovered(c, "claimed");
     rc = 0;
     /* At once: `tidemark status` must show what this host owns now, not
      * after its next periodic write. */
@@ -268,10 +332,47 @@ out:
 
 int tm_claim_assigned(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned) {
-    return claim_list(c, assigned, NULL);
+    return claim_list(c, assigned, NULL, CLAIM_PATIENCE_MS) < 0 ? -1 : 0;
+}
+
+/* Retries after a deferral wait with their own backoff, between polls. */
+static int retry_due(tm_connector *c) {
+    return tm_now_ms() >= c->claim_retry_ms;
+}
+
+static void retry_later(tm_connector *c) {
+    c->claim_retry_ms = tm_now_ms() + tm_backoff_next(&c->claim_backoff);
+}
+
+int tm_claim_pending(tm_connector *c) {
+    if (!c->any_unclaimed || !retry_due(c))
+        return 0;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+    if (!l) {
+        tm_conn_error(c, 1, "claim: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < c->nparts; i++)
+        if (c->parts[i].unclaimed)
+            rd_kafka_topic_partition_list_add(l, c->parts[i].topic,
+                                              c->parts[i].partition);
+    /* None left: they were revoked while waiting. */
+    int rc = l->cnt ? claim_list(c, l, NULL, 0) : 0;
+    if (l->cnt == 0)
+        c->any_unclaimed = 0;
+    rd_kafka_topic_partition_list_destroy(l);
+    if (rc == CLAIM_DEFERRED) {
+        retry_later(c);
+        return 0;
+    }
+    if (rc == 0)
+        tm_backoff_reset(&c->claim_backoff);
+    return rc;
 }
 
 int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
+    if (!retry_due(c))
+        return 0;
     int64_t now = tm_now_ms();
     rd_kafka_topic_partition_list_t *l = NULL;
     int64_t *from = NULL;
@@ -300,8 +401,13 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
                     " ms: the group still gives it to this host; claiming "
                     "it again",
                     bound_ms);
-    int rc = claim_list(c, l, from);
-    if (rc == 0)
+    int rc = claim_list(c, l, from, 0);
+    if (rc == CLAIM_DEFERRED) {
+        /* A transient error: still fenced, claimed again later. */
+        c->any_fenced = 1;
+        retry_later(c);
+        rc = 0;
+    } else if (rc == 0)
         for (int i = 0; i < l->cnt; i++) {
             tm_part *p =
                 tm_conn_part(c, l->elems[i].topic, l->elems[i].partition);

@@ -9,11 +9,20 @@
  * against the broker's watermarks), claim them all in the sink in one call
  * (raising their epochs), check each marker against the log's bounds, add
  * them to c->parts and set each entry's offset to the marker's next_offset
- * for rd_kafka_incremental_assign(). Returns 0; -1 when nothing was
- * claimed: the connector is now FAILED (the reason is in c->last_error) or
- * stopping; entries' offsets untouched. */
+ * for rd_kafka_incremental_assign(). A transient error (the store or
+ * the broker) outlasting a few seconds does not fail it: the partitions
+ * are kept unclaimed (their offsets set to the log's end, none of their
+ * records taken) and tm_claim_pending claims them later. Returns 0; -1
+ * when nothing was claimed: the connector is now FAILED (the reason is in
+ * c->last_error) or stopping; entries' offsets untouched. */
 int tm_claim_assigned(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned);
+
+/* The commit loop's retry of the unclaimed partitions (outside the
+ * rebalance callback, between polls, so the member stays in the group),
+ * with a capped backoff, for ever: one attempt when due. 0 (claimed, or
+ * to be retried later), -1 when the connector is FAILED or stopping. */
+int tm_claim_pending(tm_connector *c);
 
 /* Partitions fenced (their epoch moved) for bound_ms with no revoke from
  * the group, which still gives them to this host: the marker's owner is

@@ -89,6 +89,13 @@ static void on_error(tm_connector *c, rd_kafka_message_t *m) {
         return;
     case RD_KAFKA_RESP_ERR__FATAL: tm_consumer_fatal(c); return;
     case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+    case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+        /* A topic of `topics` not created yet: librdkafka keeps the
+         * subscription and the group assigns it once it exists. */
+        tm_conn_error(c, 0, "waiting for topic %s: %s", topic,
+                      rd_kafka_message_errstr(m));
+        return;
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
         tm_conn_error(c, 1, "%s: %s", topic, rd_kafka_message_errstr(m));
@@ -110,7 +117,8 @@ static void on_message(tm_connector *c, rd_kafka_message_t *m) {
     /* Not ours (revoked), lost to another owner, waiting for a seek after
      * dropped records, or before what the batch already has (delivered
      * again after a seek): not taken. */
-    if (!p || p->fenced || p->needs_seek || c->state == TM_CONN_FAILED)
+    if (!p || p->fenced || p->unclaimed || p->needs_seek ||
+        c->state == TM_CONN_FAILED)
         return;
     if (p->paused) {
         p->needs_seek = 1;
@@ -122,6 +130,7 @@ static void on_message(tm_connector *c, rd_kafka_message_t *m) {
     }
     if (m->offset < p->next_expected)
         return;
+    tm_conn_recovered(c, "records flow");
     on_record(c, p, m);
 }
 
@@ -152,7 +161,7 @@ static void apply_seeks(tm_connector *c) {
     rd_kafka_topic_partition_list_t *l = NULL;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
-        if (!p->needs_seek || p->fenced || p->paused)
+        if (!p->needs_seek || p->fenced || p->paused || p->unclaimed)
             continue;
         if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
             return;
@@ -260,6 +269,8 @@ void tm_commit_loop_run(tm_connector *c) {
             tm_commit_batch(c, 0);
         if (c->any_fenced &&
             tm_claim_fenced_again(c, tm_fenced_bound_ms(c)) != 0)
+            break;
+        if (tm_claim_pending(c) != 0)
             break;
         apply_resumes(c);
         apply_seeks(c);

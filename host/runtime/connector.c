@@ -16,6 +16,7 @@
 #include "kafka/dead_letter_producer.h"
 #include "runtime/connector_state.h"
 #include "services/log.h"
+#include "services/redact.h"
 #include "status/status_file.h"
 
 int64_t tm_now_ms(void) {
@@ -38,16 +39,41 @@ tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition) {
     return NULL;
 }
 
+/* The message whole, on the heap: it is redacted before it is cut to
+ * last_error's size, so a secret straddling the cut is still recognised
+ * (a cut made first would leave its first bytes). NULL when memory ran
+ * out. */
+static char *format_whole(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    char *raw = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (raw)
+        vsnprintf(raw, (size_t)len + 1, fmt, again);
+    va_end(again);
+    return raw;
+}
+
 void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
-    char raw[sizeof c->last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    char *raw = format_whole(fmt, ap);
     va_end(ap);
-    tm_config_redact(c->cfg, raw, c->last_error, sizeof c->last_error);
+    /* The text may come cut from elsewhere (a database's message), and is
+     * cut here to last_error's size: a trailing start of a secret goes. */
+    tm_redact_list((const char *const *)c->cfg->secrets, c->cfg->nsecrets,
+                   raw ? raw : "(out of memory formatting the error)",
+                   TM_REDACT_MAYBE_CUT, c->last_error, sizeof c->last_error);
+    free(raw);
     c->last_error_ms = tm_wall_ms();
+    if (!fail) {
+        if (!c->degraded_ms)
+            c->degraded_ms = c->last_error_ms;
+        c->degraded_batches = c->totals.batches;
+    }
     if (fail && c->state != TM_CONN_FAILED) {
         c->state = TM_CONN_FAILED;
+        c->failed_ms = c->last_error_ms;
         tm_log(TM_LOG_ERROR, c->cfg->name,
                "FAILED: %s (the connector stays FAILED, out of the consumer "
                "group, until the process is stopped; `tidemark status` "
@@ -58,6 +84,16 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
         tm_log(fail ? TM_LOG_ERROR : TM_LOG_WARN, c->cfg->name, "%s",
                c->last_error);
     }
+}
+
+void tm_conn_recovered(tm_connector *c, const char *what) {
+    /* Partitions still waiting for their claim: not recovered yet. */
+    if (!c->degraded_ms || c->any_unclaimed)
+        return;
+    tm_log(TM_LOG_INFO, c->cfg->name,
+           "recovered (%s) after %" PRId64 " s of retries; the last error: %s",
+           what, (tm_wall_ms() - c->degraded_ms) / 1000, c->last_error);
+    c->degraded_ms = 0;
 }
 
 void tm_conn_log(const tm_connector *c, tm_log_level level, const char *topic,
@@ -183,6 +219,7 @@ static int restart_consumer(tm_connector *c) {
     for (size_t i = 0; i < c->nparts; i++)
         free(c->parts[i].topic);
     c->nparts = 0;
+    c->any_unclaimed = 0;
     c->markers_dirty = 1;
     int64_t now = tm_now_ms();
     c->consumer_restarts =
@@ -226,6 +263,8 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     make_instance_id(c->instance_id, sizeof c->instance_id);
     tm_backoff_init(&c->backoff, 100, 30000,
                     (uint64_t)tm_now_ms() ^ (uint64_t)getpid());
+    tm_backoff_init(&c->claim_backoff, 500, 10000,
+                    (uint64_t)tm_now_ms() ^ ((uint64_t)getpid() << 16));
     atomic_init(&c->in_claim, 0);
     atomic_init(&c->stop_seen_ms, 0);
     stop_watch watch = {0};
@@ -258,6 +297,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     }
     if (open_sink(c) != 0)
         goto failed;
+    tm_conn_recovered(c, "the sink is open");
     stop_watch_start(&watch, c);
     if (cfg->dead_letters.topic) {
         c->dlq = tm_dlq_new(cfg, why, sizeof why);

@@ -36,6 +36,9 @@ typedef struct tm_part {
                                or claimed again past a bound (any_fenced) */
     int64_t fenced_ms;      /* monotonic, when it was fenced */
     int needs_resume;       /* claimed again: clear any pause librdkafka kept */
+    int unclaimed;          /* assigned, but the claim met a transient error
+                               (commit/claim.c): no record is taken until the
+                               commit loop's retry claims it */
     tm_marker marker;       /* last read or claimed, for status counts */
 } tm_part;
 
@@ -66,7 +69,10 @@ typedef struct tm_connector {
     /* The sink has a marker of this connector: `start: latest` is spent
      * (commit/claim.c). Never reset: markers are not deleted by the host. */
     int claimed_before;
-    int any_fenced;          /* some part may be fenced: look for re-claims */
+    int any_fenced;         /* some part may be fenced: look for re-claims */
+    int any_unclaimed;      /* some part is unclaimed: retry its claim */
+    int64_t claim_retry_ms; /* monotonic, the next claim retry; 0 at once */
+    tm_backoff claim_backoff;
     int64_t fenced_bound_ms; /* tm_fenced_bound_ms, 0 until asked */
 
     tm_batch_builder *bb;
@@ -83,6 +89,15 @@ typedef struct tm_connector {
     tm_conn_state state;
     char last_error[1024];
     int64_t last_error_ms;
+    /* The health model (docs/operations.md, Health). Wall ms since the
+     * connector has been retrying past transient errors (every error that
+     * does not fail it), 0 while healthy: a claim, a committed batch or a
+     * record taken ends it. degraded_batches: totals.batches at the last
+     * such error. */
+    int64_t degraded_ms;
+    uint64_t degraded_batches;
+    int64_t failed_ms; /* wall, when it went FAILED */
+    int64_t paused_ms; /* wall, since some partition is paused; 0 none */
     int64_t started_ms;
     char last_batch_id[TM_BATCH_ID_MAX];
     int64_t last_batch_ms;
@@ -109,9 +124,15 @@ int64_t tm_wall_ms(void);
 tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition);
 
 /* Records an error for the status (redacted) and logs it; FAILED when
- * fail is set. */
+ * fail is set, else DEGRADED (a transient error the host retries past)
+ * until tm_conn_recovered. */
 void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The connector made progress (what: "claimed", "records flow", ...): no
+ * longer DEGRADED, unless a partition still waits for its claim. Logged
+ * once when it was. */
+void tm_conn_recovered(tm_connector *c, const char *what);
 
 /* Re-reads the sink's markers of the assigned partitions when a commit
  * moved them (markers_dirty), adding what the sink counted to the totals

@@ -62,6 +62,63 @@ static void refresh_watermarks(tm_connector *c) {
     }
 }
 
+/* Why the first paused partition is paused (the host pauses them all for
+ * one reason at a time). */
+static void pause_reason(const tm_part *p, char *out, size_t size) {
+    if (p->unclaimed)
+        snprintf(out, size,
+                 "%s [%d] assigned but not claimed yet: the sink's claim is "
+                 "retried (see the last error)",
+                 p->topic, (int)p->partition);
+    else if (p->fenced)
+        snprintf(out, size,
+                 "%s [%d] paused by this host: fenced (another host claimed "
+                 "it), waiting for the group to revoke it",
+                 p->topic, (int)p->partition);
+    else
+        snprintf(out, size,
+                 "%s [%d] paused by this host while the sink retries a batch "
+                 "(backpressure)",
+                 p->topic, (int)p->partition);
+}
+
+/* The health model (docs/operations.md, Health): the state the status
+ * file shows, with its reason and since when. */
+static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
+                   tm_status_snapshot *s) {
+    /* A batch committed since the last transient error: recovered. */
+    if (c->degraded_ms && c->totals.batches > c->degraded_batches)
+        tm_conn_recovered(c, "a batch committed");
+    if (!paused)
+        c->paused_ms = 0;
+    else if (!c->paused_ms)
+        c->paused_ms = now_wall;
+    s->state = c->state;
+    if (c->state == TM_CONN_FAILED) {
+        snprintf(s->reason, sizeof s->reason, "%s", c->last_error);
+        s->reason_since_ms = c->failed_ms;
+        return;
+    }
+    if (c->state != TM_CONN_RUNNING && c->state != TM_CONN_STARTING)
+        return;
+    if (c->degraded_ms) {
+        s->state = TM_CONN_DEGRADED;
+        snprintf(s->reason, sizeof s->reason, "%s", c->last_error);
+        s->reason_since_ms = c->degraded_ms;
+        return;
+    }
+    if (!paused || c->state != TM_CONN_RUNNING)
+        return;
+    char why[768];
+    pause_reason(paused, why, sizeof why);
+    int64_t for_ms = now_wall - c->paused_ms;
+    s->state =
+        for_ms >= TM_PAUSED_DEGRADED_MS ? TM_CONN_DEGRADED : TM_CONN_PAUSED;
+    snprintf(s->reason, sizeof s->reason, "%s%s",
+             s->state == TM_CONN_DEGRADED ? "paused too long: " : "", why);
+    s->reason_since_ms = c->paused_ms;
+}
+
 void tm_conn_status_tick(tm_connector *c, int force) {
     if (!c->status)
         return;
@@ -76,7 +133,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
         c->nparts ? calloc(c->nparts, sizeof *parts) : NULL;
     if (c->nparts && !parts)
         return;
-    int any_paused = 0;
+    const tm_part *paused = NULL;
     for (size_t i = 0; i < c->nparts; i++) {
         const tm_part *p = &c->parts[i];
         tm_status_partition *s = &parts[i];
@@ -89,8 +146,9 @@ void tm_conn_status_tick(tm_connector *c, int force) {
         s->dead_letters = p->marker.dead_letters;
         s->filtered = p->marker.filtered;
         s->duplicates = p->marker.duplicates;
-        s->paused = p->paused || p->fenced;
-        any_paused |= s->paused;
+        s->paused = p->paused || p->fenced || p->unclaimed;
+        if (s->paused && !paused)
+            paused = p;
     }
     tm_status_snapshot s;
     memset(&s, 0, sizeof s);
@@ -102,10 +160,9 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     }
     snprintf(s.instance_id, sizeof s.instance_id, "%s", c->instance_id);
     s.pid = (long)getpid();
-    s.state =
-        c->state == TM_CONN_RUNNING && any_paused ? TM_CONN_PAUSED : c->state;
-    s.started_ms = c->started_ms;
     s.updated_ms = tm_wall_ms();
+    health(c, paused, s.updated_ms, &s);
+    s.started_ms = c->started_ms;
     snprintf(s.last_batch_id, sizeof s.last_batch_id, "%s", c->last_batch_id);
     s.last_batch_ms = c->last_batch_ms;
     s.last_batch_records = c->last_batch_records;

@@ -102,6 +102,29 @@ static json_t *last_error_json(const tm_status_snapshot *s) {
     return o;
 }
 
+/* {"message": ..., "since_ms": ...} of a DEGRADED, PAUSED or FAILED
+ * connector, null otherwise. Redacted again as last_error is. */
+static json_t *reason_json(const tm_status_snapshot *s) {
+    if (!s->reason[0])
+        return json_null();
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    char red[sizeof s->reason];
+    tm_redact(s->reason,
+              strlen(s->reason) >= sizeof red - 1 ? TM_REDACT_CUT
+                                                  : TM_REDACT_MAYBE_CUT,
+              red, sizeof red);
+    int rc = 0;
+    rc |= put(o, "message", json_string(red));
+    rc |= put(o, "since_ms", json_integer(s->reason_since_ms));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *tm_status_to_json(const tm_status_snapshot *s) {
     json_t *o = json_object();
     json_t *parts = json_array();
@@ -127,6 +150,7 @@ json_t *tm_status_to_json(const tm_status_snapshot *s) {
     rc |= put(o, "last_batch", last_batch_json(s));
     rc |= put(o, "totals", totals_json(s));
     rc |= put(o, "last_error", last_error_json(s));
+    rc |= put(o, "reason", reason_json(s));
     rc |= put(o, "partitions", parts);
     if (rc) {
         json_decref(o);
@@ -211,6 +235,13 @@ static void read_optional(reader *r, const json_t *doc, tm_status_snapshot *s) {
         r->where = "last_error.";
         get_str(r, e, "message", s->last_error, sizeof s->last_error);
         s->last_error_ms = get_int(r, e, "ms");
+    }
+    /* Absent in the files of hosts older than the health model. */
+    const json_t *why = json_object_get(doc, "reason");
+    if (why && json_is_object(why)) {
+        r->where = "reason.";
+        get_str(r, why, "message", s->reason, sizeof s->reason);
+        s->reason_since_ms = get_int(r, why, "since_ms");
     }
     r->where = "totals.";
     const json_t *t = field(r, doc, "totals", JSON_OBJECT);

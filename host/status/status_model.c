@@ -2,8 +2,8 @@
 
 #include <string.h>
 
-static const char *const NAMES[] = {"STARTING", "RUNNING", "PAUSED", "FAILED",
-                                    "STOPPED"};
+static const char *const NAMES[] = {"STARTING", "RUNNING", "PAUSED",
+                                    "FAILED",   "STOPPED", "DEGRADED"};
 
 const char *tm_conn_state_name(tm_conn_state state) {
     if ((size_t)state < sizeof NAMES / sizeof NAMES[0])

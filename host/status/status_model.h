@@ -12,8 +12,16 @@ typedef enum tm_conn_state {
     TM_CONN_RUNNING,
     TM_CONN_PAUSED,
     TM_CONN_FAILED,
-    TM_CONN_STOPPED
+    TM_CONN_STOPPED,
+    /* Running, but retrying past a transient error (a store or broker
+     * unreachable, a lock, a topic not there yet), or a partition paused
+     * longer than TM_PAUSED_DEGRADED_MS: it recovers by itself, and
+     * `tidemark status` exits 3 for it (docs/operations.md, Health). */
+    TM_CONN_DEGRADED
 } tm_conn_state;
+
+/* A partition paused longer than this makes its connector DEGRADED. */
+#define TM_PAUSED_DEGRADED_MS 60000
 
 /* One assigned partition as the host last saw it. */
 typedef struct tm_status_partition {
@@ -44,9 +52,13 @@ typedef struct tm_status_snapshot {
     } totals;              /* since this host started */
     char last_error[1024]; /* "" when none; already redacted by the caller */
     int64_t last_error_ms; /* 0 when none */
+    /* Why the connector is DEGRADED, PAUSED or FAILED, and since when
+     * (wall ms); "" and 0 in the other states. Redacted by the caller. */
+    char reason[1024];
+    int64_t reason_since_ms;
 } tm_status_snapshot;
 
-/* "STARTING", "RUNNING", "PAUSED", "FAILED", "STOPPED". */
+/* "STARTING", "RUNNING", "PAUSED", "FAILED", "STOPPED", "DEGRADED". */
 const char *tm_conn_state_name(tm_conn_state state);
 
 /* The state named NAME (as tm_conn_state_name gives it). 0, or -1 when

@@ -74,15 +74,17 @@ static const char *state_label(const tm_status_view *v) {
 int tm_status_health(const tm_status_view *views, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (views[i].error[0])
-            return 1;
+            return TM_HEALTH_ERROR;
+    int degraded = 0;
     for (size_t i = 0; i < n; i++) {
         if (!views[i].running)
-            return 2;
+            return TM_HEALTH_DOWN;
         tm_conn_state st = views[i].r.snap.state;
         if (st == TM_CONN_FAILED || st == TM_CONN_STOPPED)
-            return 2;
+            return TM_HEALTH_DOWN;
+        degraded |= st == TM_CONN_DEGRADED;
     }
-    return 0;
+    return degraded ? TM_HEALTH_DEGRADED : TM_HEALTH_OK;
 }
 
 /* ---- text --------------------------------------------------------------- */
@@ -138,6 +140,14 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
         return;
     }
     print_state_line(out, v, now_ms);
+    /* Why DEGRADED, PAUSED or FAILED (for a host that is gone: why it was,
+     * as its file says). */
+    if (s->reason[0]) {
+        tm_status_format_time(s->reason_since_ms, t, sizeof t);
+        tm_status_format_duration(now_ms - s->reason_since_ms, d, sizeof d);
+        fprintf(out, "  reason      since %s (%s): %s\n", t, d,
+                SAFE(s->reason));
+    }
     if (s->plugin[0])
         fprintf(out, "  plugin      %s ", SAFE(s->plugin));
     if (s->plugin[0])

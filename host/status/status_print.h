@@ -30,9 +30,16 @@ void tm_status_print_text(FILE *out, const tm_status_view *views, size_t n,
 json_t *tm_status_views_json(const char *state_dir, const tm_status_view *views,
                              size_t n, int64_t now_ms);
 
-/* The health: 0 when every connector is STARTING, RUNNING or PAUSED; 1
- * when any could not be read (an error view); else 2 when any is FAILED,
- * STOPPED or not running. */
+/* The health, which is `tidemark status`'s exit status
+ * (docs/operations.md): OK when every connector is STARTING, RUNNING or
+ * PAUSED; ERROR when any could not be read (an error view); else DOWN when
+ * any is FAILED, STOPPED or not running; else DEGRADED when any is. */
+enum {
+    TM_HEALTH_OK = 0,
+    TM_HEALTH_ERROR = 1,
+    TM_HEALTH_DOWN = 2,
+    TM_HEALTH_DEGRADED = 3
+};
 int tm_status_health(const tm_status_view *views, size_t n);
 
 /* TEXT made safe for a terminal into out (size bytes, always terminated):

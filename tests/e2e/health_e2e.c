@@ -1,0 +1,528 @@
+/* End-to-end scenarios of the health model (docs/operations.md, Health):
+ * a transient cause is retried for ever and shows as DEGRADED, with
+ * `tidemark status` exiting 3, and the connector recovers by itself once
+ * the cause is gone. Usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO;
+ * each scenario is one ctest test, e2e.health.<scenario>. What is checked
+ * comes from the database's rows, Kafka's own group and offsets, and the
+ * exit status of `tidemark status`, never from the host's counters. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static int64_t q(const char *db, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int64_t q(const char *db, const char *fmt, ...) {
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    return h_sql_int(db, sql);
+}
+
+/* A connector NAME reading TOPIC into FILE.db (table t), its status in
+ * WORKDIR/state; extra is appended to the sink's settings. */
+static const char *config(const char *file, const char *name, const char *topic,
+                          const char *settings_extra) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"start\": \"earliest\", "
+             "\"properties\": {\"session.timeout.ms\": \"6000\", "
+             "\"heartbeat.interval.ms\": \"500\"}}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s/%s.db\", \"table\": \"t\"%s}}, "
+             "\"state_dir\": \"%s/state\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+             "\"required\": true}]}}",
+             name, h_bootstrap(), topic, h_workdir(), file, settings_extra,
+             h_workdir());
+    char fname[300];
+    snprintf(fname, sizeof fname, "%s.json", file);
+    return h_write_file(fname, text);
+}
+
+/* The status file of a connector (static buffer), or "" when none. */
+static const char *status_text(const char *connector) {
+    char rel[1024];
+    snprintf(rel, sizeof rel, "state/%s/status.json", connector);
+    return h_read_file(rel);
+}
+
+/* `tidemark status --state-dir WORKDIR/state CONNECTOR`: its exit status;
+ * its output is in WORKDIR/status.out. */
+static int status_exit(const char *connector) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/state", h_workdir());
+    const char *args[] = {"status", "--state-dir", dir, connector, NULL};
+    return h_tidemark("status.out", args);
+}
+
+/* Waits until the status file has every needle, the process staying
+ * alive; fails after timeout_ms with what the file last said. */
+static void wait_status(pid_t pid, const char *connector, const char *needle,
+                        const char *needle2, int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        const char *st = status_text(connector);
+        if (strstr(st, needle) && (!needle2 || strstr(st, needle2)))
+            return;
+        H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+                "the host exited while waiting for %s; status: %s", needle, st);
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "the status never said %s%s%s in %d ms; it says: %s", needle,
+                needle2 ? " with " : "", needle2 ? needle2 : "", timeout_ms,
+                st);
+        h_sleep_ms(100);
+    }
+}
+
+static void stop_clean(pid_t pid) {
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, 10000, &took);
+    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
+    h_step("SIGTERM: exit 0 after %lld ms", (long long)took);
+}
+
+/* The store is locked at claim time for longer than the claim's patience
+ * inside the rebalance (seen: 240 s of "database is locked" became FAILED
+ * and stayed FAILED once the lock was gone). The connector must be
+ * DEGRADED while the lock is held, with `status` exiting 3, stay in the
+ * group owning the partition, and recover by itself once the lock is
+ * released: every record applied once, RUNNING, `status` exiting 0. */
+static void scenario_claim_locked(void) {
+    const char *topic = h_name("health-lock");
+    char name[256], group[300];
+    snprintf(name, sizeof name, "%s", h_name("health-lock"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d}");
+    const char *cfg = config("lock", name, topic, ", \"busy_timeout_ms\": 500");
+    char db[4200];
+    snprintf(db, sizeof db, "%s/lock.db", h_workdir());
+    /* The table and markers exist: a first run applies the 20 records. */
+    pid_t pid = h_spawn(cfg, "lock.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    stop_clean(pid);
+    int64_t epoch0 = q(db, "SELECT epoch FROM tidemark_markers");
+    h_produce_many(p, topic, 0, 100, 30, "{\"id\": %d}");
+
+    sqlite3 *lock = NULL;
+    H_CHECK(sqlite3_open(db, &lock) == SQLITE_OK &&
+                sqlite3_exec(lock, "BEGIN EXCLUSIVE", NULL, NULL, NULL) ==
+                    SQLITE_OK,
+            "cannot take the lock: %s", sqlite3_errmsg(lock));
+    pid = h_spawn(cfg, "lock.log");
+    wait_status(pid, name, "\"DEGRADED\"", "locked", 60000);
+    h_step("lock held: the status says DEGRADED (database is locked)");
+    /* Past the claim's patience in the rebalance callback (10 s) and
+     * several session timeouts (6 s): still the group's owner of the
+     * partition, not FAILED, not exited. */
+    h_sleep_ms(20000);
+    H_CHECK(q(db, "SELECT epoch FROM tidemark_markers") == epoch0,
+            "inconclusive: the claim went through despite the lock");
+    char owners[1][H_OWNER_MAX];
+    owners[0][0] = '\0';
+    H_CHECK(h_group_owners(group, topic, 1, owners) == 1 && owners[0][0],
+            "the host is not the group's owner of the partition while it "
+            "waits for the claim (members or owner missing)");
+    wait_status(pid, name, "\"DEGRADED\"", "locked", 5000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3,
+            "tidemark status of a DEGRADED connector: exit %d, "
+            "expected 3; it printed: %s",
+            rc, h_read_file("status.out"));
+    H_CHECK(strstr(h_read_file("status.out"), "DEGRADED") &&
+                strstr(h_read_file("status.out"), "reason"),
+            "status does not show DEGRADED with its reason: %s",
+            h_read_file("status.out"));
+    h_step("after 20 s more: still DEGRADED, in the group, status exit 3");
+
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(q(db, "SELECT epoch FROM tidemark_markers") > epoch0,
+            "caught up without a new claim (epoch %lld)",
+            (long long)q(db, "SELECT epoch FROM tidemark_markers"));
+    H_CHECK(q(db, "SELECT count(*) FROM t") == 50 &&
+                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
+            "rows: expected 50 distinct offsets, found %lld rows",
+            (long long)q(db, "SELECT count(*) FROM t"));
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    rc = status_exit(name);
+    H_CHECK(rc == 0, "tidemark status after the recovery: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("lock released: claimed by itself, 50 rows once, RUNNING, "
+           "status exit 0");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* A topic of `topics` that does not exist yet: DEGRADED "waiting for
+ * topic", the process alive, `status` exit 3; once the topic is created
+ * and written, its records land and the connector is RUNNING. */
+static void scenario_missing_topic(void) {
+    const char *topic = h_name("health-late");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("health-late"));
+    const char *cfg = config("late", name, topic, "");
+    char db[4200];
+    snprintf(db, sizeof db, "%s/late.db", h_workdir());
+    pid_t pid = h_spawn(cfg, "late.log");
+    wait_status(pid, name, "\"DEGRADED\"", "waiting for topic", 60000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3,
+            "status while waiting for the topic: exit %d, expected "
+            "3: %s",
+            rc, h_read_file("status.out"));
+    h_step("no topic: DEGRADED waiting for topic, status exit 3");
+
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 15, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 120000);
+    H_CHECK(q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15 &&
+                q(db, "SELECT count(*) FROM t") == 15,
+            "rows: expected 15 distinct offsets");
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    rc = status_exit(name);
+    H_CHECK(rc == 0, "status after the topic appeared: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("topic created: 15 rows, RUNNING, status exit 0");
+    stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* `status --config` with an invalid config exits 2, as every command does
+ * for one (it exited 1, the code of an I/O error). */
+static void scenario_status_invalid_config(void) {
+    const char *cfg = h_write_file(
+        "bad.json", "{\"name\": \"health-bad\", \"kafka\": {\"topics\": "
+                    "[\"x\"]}, \"sink\": {\"plugin\": \"sqlite\"}}");
+    const char *args[] = {"status", "--config", cfg, NULL};
+    int rc = h_tidemark("bad.out", args);
+    const char *out = h_read_file("bad.out");
+    H_CHECK(strstr(out, "$.kafka.bootstrap_servers"),
+            "inconclusive: the config was not refused for its missing "
+            "bootstrap_servers: %s",
+            out);
+    H_CHECK(rc == 2,
+            "status --config with an invalid config: exit %d, "
+            "expected 2",
+            rc);
+}
+
+/* ---- a blackhole for PostgreSQL ---------------------------------------
+ * A loopback TCP proxy to the shared server (TIDEMARK_PG_PORT) that can be
+ * switched to a blackhole: from then on every byte either side sends is
+ * read and dropped, and the sockets stay open. The kernel still acks
+ * (keepalives and the sink's TCP timeouts see a live peer): to the sink,
+ * the server has simply stopped answering, as behind a dead route. */
+#define BH_MAX 64
+
+typedef struct bh_proxy {
+    int lfd, port, pg_port;
+    pthread_t th;
+    atomic_int stop, hole;
+    atomic_long swallowed; /* bytes from clients dropped by the hole */
+    atomic_int accepted;
+    int cfd[BH_MAX], sfd[BH_MAX];
+} bh_proxy;
+
+static void bh_close(bh_proxy *x, int i) {
+    close(x->cfd[i]);
+    close(x->sfd[i]);
+    x->cfd[i] = x->sfd[i] = -1;
+}
+
+static void bh_accept(bh_proxy *x) {
+    int c = accept(x->lfd, NULL, NULL);
+    if (c < 0)
+        return;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)x->pg_port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int slot = -1;
+    for (int i = 0; i < BH_MAX && slot < 0; i++)
+        if (x->cfd[i] < 0)
+            slot = i;
+    if (s < 0 || slot < 0 ||
+        (!atomic_load(&x->hole) &&
+         connect(s, (struct sockaddr *)&a, sizeof a) != 0)) {
+        close(c);
+        if (s >= 0)
+            close(s);
+        return;
+    }
+    /* In the hole a new connection (a reconnect, a cancel request) is
+     * accepted and never reaches the server. */
+    x->cfd[slot] = c;
+    x->sfd[slot] = s;
+    atomic_fetch_add(&x->accepted, 1);
+}
+
+/* Forwards what is readable on from to to; in the hole, drops it. 0, or
+ * -1 when the pair is done. */
+static int bh_pump(bh_proxy *x, int from, int to, int from_client) {
+    char buf[16384];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n <= 0)
+        return -1;
+    if (atomic_load(&x->hole)) {
+        if (from_client)
+            atomic_fetch_add(&x->swallowed, (long)n);
+        return 0;
+    }
+    for (ssize_t off = 0; off < n;) {
+        ssize_t w = write(to, buf + off, (size_t)(n - off));
+        if (w <= 0)
+            return -1;
+        off += w;
+    }
+    return 0;
+}
+
+static void *bh_main(void *arg) {
+    bh_proxy *x = arg;
+    while (!atomic_load(&x->stop)) {
+        struct pollfd fds[1 + 2 * BH_MAX];
+        int idx[1 + 2 * BH_MAX], nf = 0;
+        fds[nf] = (struct pollfd){.fd = x->lfd, .events = POLLIN};
+        idx[nf++] = -1;
+        for (int i = 0; i < BH_MAX; i++) {
+            if (x->cfd[i] < 0)
+                continue;
+            fds[nf] = (struct pollfd){.fd = x->cfd[i], .events = POLLIN};
+            idx[nf++] = 2 * i;
+            fds[nf] = (struct pollfd){.fd = x->sfd[i], .events = POLLIN};
+            idx[nf++] = 2 * i + 1;
+        }
+        if (poll(fds, (nfds_t)nf, 100) <= 0)
+            continue;
+        for (int k = 0; k < nf; k++) {
+            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (idx[k] < 0) {
+                bh_accept(x);
+                continue;
+            }
+            int i = idx[k] / 2, client = idx[k] % 2 == 0;
+            if (x->cfd[i] < 0)
+                continue;
+            int from = client ? x->cfd[i] : x->sfd[i];
+            int to = client ? x->sfd[i] : x->cfd[i];
+            if (bh_pump(x, from, to, client) != 0 && !atomic_load(&x->hole))
+                bh_close(x, i);
+            else if (fds[k].revents & (POLLHUP | POLLERR) &&
+                     !atomic_load(&x->hole))
+                bh_close(x, i);
+        }
+    }
+    for (int i = 0; i < BH_MAX; i++)
+        if (x->cfd[i] >= 0)
+            bh_close(x, i);
+    return NULL;
+}
+
+static void bh_start(bh_proxy *x) {
+    memset(x, 0, sizeof *x);
+    for (int i = 0; i < BH_MAX; i++)
+        x->cfd[i] = x->sfd[i] = -1;
+    const char *port = getenv("TIDEMARK_PG_PORT");
+    H_CHECK(port && *port, "TIDEMARK_PG_PORT is not set");
+    x->pg_port = atoi(port);
+    x->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    H_CHECK(x->lfd >= 0 && bind(x->lfd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                listen(x->lfd, 16) == 0 &&
+                getsockname(x->lfd, (struct sockaddr *)&a, &len) == 0,
+            "proxy: %s", strerror(errno));
+    x->port = ntohs(a.sin_port);
+    H_CHECK(pthread_create(&x->th, NULL, bh_main, x) == 0,
+            "proxy: cannot start its thread");
+}
+
+static void bh_stop(bh_proxy *x) {
+    atomic_store(&x->stop, 1);
+    pthread_join(x->th, NULL);
+    close(x->lfd);
+}
+
+/* One number from the shared PostgreSQL, directly (not through the
+ * proxy): -1 when the query has no single value. */
+static int64_t pg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int64_t pg(const char *fmt, ...) {
+    static PGconn *conn;
+    if (!conn) {
+        const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+        H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
+        conn = PQconnectdb(ci);
+        H_CHECK(PQstatus(conn) == CONNECTION_OK, "PostgreSQL: %s",
+                PQerrorMessage(conn));
+    }
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(conn, sql);
+    int64_t v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+        !PQgetisnull(r, 0, 0))
+        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
+}
+
+static void pg_wait_rows(const char *table, int64_t want, int timeout_ms) {
+    int64_t t0 = h_now_ms(), rows;
+    while ((rows = pg("SELECT count(DISTINCT _tm_offset) FROM \"%s\"",
+                      table)) != want) {
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "PostgreSQL: %lld distinct offsets in %s after %d ms, "
+                "expected %lld",
+                (long long)rows, table, timeout_ms, (long long)want);
+        h_sleep_ms(50);
+    }
+}
+
+/* The documented stop (docs/operations.md, Signals): a stopped process
+ * exits within about 10 s whatever it is doing. */
+#define STOP_LIMIT_MS 10000
+
+/* SIGTERM while the PostgreSQL sink's commit waits on a server that went
+ * silent (blackholed, not refused: nothing tells the sink the connection
+ * is dead): exit 0 within the documented time, the status STOPPED, never
+ * FAILED, nothing of the batch applied; once the server is back a new
+ * host applies every record exactly once. */
+static void scenario_stop_pg_blackholed(void) {
+    const char *topic = h_name("health-pgbh");
+    char name[256], table[256];
+    snprintf(name, sizeof name, "%s", h_name("health-pgbh"));
+    snprintf(table, sizeof table, "%s", h_name("health_pgbh"));
+    for (char *t = table; *t; t++)
+        if (*t == '-')
+            *t = '_';
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d}");
+    bh_proxy x;
+    bh_start(&x);
+    const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+    H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"start\": \"earliest\", "
+             "\"properties\": {\"session.timeout.ms\": \"6000\", "
+             "\"heartbeat.interval.ms\": \"500\"}}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"sink\": {\"plugin\": \"postgres\", \"settings\": "
+             "{\"conninfo\": \"%s host=127.0.0.1 port=%d\", "
+             "\"table\": \"%s\"}}, \"state_dir\": \"%s/state\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+             "\"required\": true}]}}",
+             name, h_bootstrap(), topic, ci, x.port, table, h_workdir());
+    const char *cfg = h_write_file("pgbh.json", text);
+    pid_t pid = h_spawn(cfg, "pgbh.log");
+    pg_wait_rows(table, 20, 60000);
+    H_CHECK(atomic_load(&x.accepted) > 0,
+            "inconclusive: the sink did not connect through the proxy");
+    h_step("20 rows through the proxy");
+
+    atomic_store(&x.hole, 1);
+    long before = atomic_load(&x.swallowed);
+    h_produce_many(p, topic, 0, 100, 10, "{\"id\": %d}");
+    int64_t t0 = h_now_ms();
+    while (atomic_load(&x.swallowed) == before) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "inconclusive: the sink sent nothing into the blackhole");
+        h_sleep_ms(50);
+    }
+    /* Its commit is in the hole: give it time to be well inside its wait. */
+    h_sleep_ms(1000);
+    H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+            "inconclusive: the host exited by itself");
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, STOP_LIMIT_MS + 20000, &took);
+    const char *st = status_text(name);
+    H_CHECK(rc == 0,
+            "SIGTERM with PostgreSQL blackholed: exit %d after %lld "
+            "ms, expected 0; status: %s",
+            rc, (long long)took, st);
+    H_CHECK(took <= STOP_LIMIT_MS,
+            "SIGTERM with PostgreSQL blackholed: exited after %lld ms, the "
+            "documented limit is %d ms",
+            (long long)took, STOP_LIMIT_MS);
+    /* What the operator sees: STOPPED (the host's lock is free), and the
+     * file the host left does not say FAILED. */
+    H_CHECK(!strstr(st, "FAILED"), "the status file says FAILED: %s", st);
+    int src = status_exit(name);
+    const char *shown = h_read_file("status.out");
+    H_CHECK(src == 2 && strstr(shown, "state       STOPPED"),
+            "tidemark status after the stop: exit %d, expected 2 and "
+            "STOPPED: %s",
+            src, shown);
+    H_CHECK(pg("SELECT count(*) FROM \"%s\"", table) == 20,
+            "rows moved while the server was blackholed: %lld",
+            (long long)pg("SELECT count(*) FROM \"%s\"", table));
+    h_step("SIGTERM in the blackholed commit: exit 0 after %lld ms, STOPPED",
+           (long long)took);
+
+    atomic_store(&x.hole, 0);
+    pid = h_spawn(cfg, "pgbh.log");
+    pg_wait_rows(table, 30, 60000);
+    H_CHECK(pg("SELECT count(*) FROM \"%s\"", table) == 30,
+            "rows: expected 30, once each");
+    stop_clean(pid);
+    h_step("server back: 30 rows, once each");
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
+        return 2;
+    }
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } scenarios[] = {
+        {"claim_locked", scenario_claim_locked},
+        {"missing_topic", scenario_missing_topic},
+        {"status_invalid_config", scenario_status_invalid_config},
+        {"stop_pg_blackholed", scenario_stop_pg_blackholed},
+    };
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+        if (strcmp(scenarios[i].name, argv[3]) == 0) {
+            h_init(argv[1], argv[2], argv[3]);
+            scenarios[i].fn();
+            h_step("PASS");
+            return 0;
+        }
+    fprintf(stderr, "health_e2e: unknown scenario %s\n", argv[3]);
+    return 2;
+}

@@ -1,0 +1,91 @@
+/* The health model's pure parts: the exit status `tidemark status` makes
+ * of a set of connectors (tm_status_health), and the DEGRADED state with
+ * its reason and since-when through the status file's JSON. Expectations
+ * are docs/operations.md's table, written here by hand. */
+#include <check.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "status/status_json.h"
+#include "status/status_print.h"
+
+#include "check_main.h"
+
+static tm_status_view view(tm_conn_state st) {
+    tm_status_view v;
+    memset(&v, 0, sizeof v);
+    v.running = 1;
+    v.r.snap.state = st;
+    return v;
+}
+
+START_TEST(test_health_degraded_exit_3) {
+    tm_status_view v[2] = {view(TM_CONN_RUNNING), view(TM_CONN_DEGRADED)};
+    ck_assert_int_eq(tm_status_health(v, 2), 3);
+    v[1] = view(TM_CONN_PAUSED);
+    ck_assert_int_eq(tm_status_health(v, 2), 0);
+    v[1] = view(TM_CONN_STARTING);
+    ck_assert_int_eq(tm_status_health(v, 2), 0);
+}
+END_TEST
+
+/* Down outranks DEGRADED, an unreadable status outranks both. */
+START_TEST(test_health_order) {
+    tm_status_view v[3] = {view(TM_CONN_DEGRADED), view(TM_CONN_FAILED),
+                           view(TM_CONN_RUNNING)};
+    ck_assert_int_eq(tm_status_health(v, 3), 2);
+    v[1] = view(TM_CONN_STOPPED);
+    ck_assert_int_eq(tm_status_health(v, 3), 2);
+    v[1] = view(TM_CONN_RUNNING);
+    v[1].running = 0;
+    ck_assert_int_eq(tm_status_health(v, 3), 2);
+    strcpy(v[2].error, "cannot read");
+    ck_assert_int_eq(tm_status_health(v, 3), 1);
+}
+END_TEST
+
+START_TEST(test_health_state_names) {
+    tm_conn_state st;
+    ck_assert_str_eq(tm_conn_state_name(TM_CONN_DEGRADED), "DEGRADED");
+    ck_assert_int_eq(tm_conn_state_parse("DEGRADED", &st), 0);
+    ck_assert_int_eq(st, TM_CONN_DEGRADED);
+}
+END_TEST
+
+/* The reason and its since-when survive the status file; a file without
+ * them (an older host's) reads as no reason. */
+START_TEST(test_health_reason_round_trip) {
+    tm_status_snapshot s, back;
+    memset(&s, 0, sizeof s);
+    strcpy(s.connector, "c");
+    s.state = TM_CONN_DEGRADED;
+    strcpy(s.reason, "claim of 1 partition(s): RETRY: database is locked");
+    s.reason_since_ms = 1764000000123;
+    json_t *doc = tm_status_to_json(&s);
+    ck_assert_ptr_nonnull(doc);
+    tm_status_partition *parts = NULL;
+    char err[256];
+    ck_assert_int_eq(tm_status_from_json(doc, &back, &parts, err, sizeof err),
+                     0);
+    ck_assert_int_eq(back.state, TM_CONN_DEGRADED);
+    ck_assert_str_eq(back.reason, s.reason);
+    ck_assert_int_eq(back.reason_since_ms, 1764000000123);
+    json_object_del(doc, "reason");
+    ck_assert_int_eq(tm_status_from_json(doc, &back, &parts, err, sizeof err),
+                     0);
+    ck_assert_str_eq(back.reason, "");
+    ck_assert_int_eq(back.reason_since_ms, 0);
+    json_decref(doc);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("health");
+    TCase *tc = tcase_create("health");
+    tcase_add_test(tc, test_health_degraded_exit_3);
+    tcase_add_test(tc, test_health_order);
+    tcase_add_test(tc, test_health_state_names);
+    tcase_add_test(tc, test_health_reason_round_trip);
+    suite_add_tcase(s, tc);
+    return tm_check_run(s, 1);
+}
