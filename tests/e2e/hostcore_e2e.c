@@ -236,11 +236,38 @@ static const char *status_text(const char *connector) {
     return h_read_file(rel);
 }
 
-/* A process whose every connector FAILED at start exits 1 by itself (a
- * service manager restarts it) with FAILED and the reason in the status
- * file; one with a healthy connector beside a failed one keeps running. */
+/* A connector whose sink's marker is below its topic's log start: 20
+ * records applied, the host stopped, 20 more produced and the log cut at
+ * 30 (DeleteRecords, as retention would): its next claim FAILS for good
+ * (records were lost before they were applied; the operator decides).
+ * Returns the config's path. */
+static const char *below_log_start(const char *file, const char *name) {
+    char topic[256];
+    snprintf(topic, sizeof topic, "%s", h_name(file));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d}");
+    const char *cfg = config(file, name, topic, "sqlite", "", "");
+    char db[4200], log[300];
+    snprintf(db, sizeof db, "%s/%s.db", h_workdir(), file);
+    snprintf(log, sizeof log, "%s-setup.log", file);
+    pid_t pid = h_spawn(cfg, log);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(h_stop(pid, SIGTERM, 15000, NULL) == 0, "%s: setup stop", file);
+    h_produce_many(p, topic, 0, 20, 20, "{\"id\": %d}");
+    h_delete_records(topic, 0, 30);
+    rd_kafka_destroy(p);
+    return cfg;
+}
+
+/* What a config refuses never starts (`run` checks each config as
+ * validate does: exit 2, the reason on stderr, no status file); a process
+ * whose every connector FAILED while running exits 1 by itself (a service
+ * manager restarts it) with FAILED and the reason in the status file; one
+ * with a healthy connector beside a failed one keeps running. */
 static void scenario_all_failed_exit(void) {
-    const char *topic = h_name("hc-fail");
+    char topic[256]; /* h_name's buffers are reused after 8 calls */
+    snprintf(topic, sizeof topic, "%s", h_name("hc-fail"));
     h_create_topic(topic, 1, NULL, NULL);
     static const struct {
         const char *what, *plugin, *settings, *props, *reason;
@@ -252,22 +279,43 @@ static void scenario_all_failed_exit(void) {
          "\"session.timeout.ms\": \"abc\"", "session.timeout.ms"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char file[64], name[256];
+        char file[64], name[256], log[64];
         snprintf(file, sizeof file, "fail%zu", i);
+        snprintf(log, sizeof log, "fail%zu.log", i);
         snprintf(name, sizeof name, "%s", h_name(file));
         const char *cfg = config(file, name, topic, cases[i].plugin,
                                  cases[i].settings, cases[i].props);
-        pid_t pid = h_spawn(cfg, "fail.log");
+        pid_t pid = h_spawn(cfg, log);
         int64_t took;
         int rc = h_stop(pid, 0, 30000, &took);
-        H_CHECK(rc == 1, "%s: exit %d, expected 1", cases[i].what, rc);
-        const char *st = status_text(name);
-        H_CHECK(strstr(st, "\"FAILED\"") && strstr(st, cases[i].reason),
-                "%s: the status file does not say FAILED with '%s': %s",
-                cases[i].what, cases[i].reason, st);
-        h_step("%s: exit 1 after %lld ms, status FAILED", cases[i].what,
+        H_CHECK(rc == 2, "%s: exit %d, expected 2 (an invalid config)",
+                cases[i].what, rc);
+        H_CHECK(strstr(h_read_file(log), cases[i].reason) != NULL,
+                "%s: stderr does not name '%s': %s", cases[i].what,
+                cases[i].reason, h_read_file(log));
+        H_CHECK(status_text(name)[0] == '\0',
+                "%s: refused at start, yet a status file: %s", cases[i].what,
+                status_text(name));
+        h_step("%s: refused at start, exit 2 after %lld ms", cases[i].what,
                (long long)took);
     }
+
+    char gone[256];
+    snprintf(gone, sizeof gone, "%s", h_name("hc-gone"));
+    const char *cgone = below_log_start("gone", gone);
+    pid_t pid = h_spawn(cgone, "gone.log");
+    int64_t took;
+    int rc = h_stop(pid, 0, 30000, &took);
+    H_CHECK(rc == 1,
+            "every connector FAILED while running: exit %d, "
+            "expected 1",
+            rc);
+    const char *st = status_text(gone);
+    H_CHECK(strstr(st, "\"FAILED\"") && strstr(st, "log start"),
+            "the status file does not say FAILED with 'log start': %s", st);
+    h_step("the only connector FAILED at its claim (marker below the log "
+           "start): exit 1 after %lld ms, status FAILED",
+           (long long)took);
 
     /* One FAILED beside one RUNNING: the process stays for the healthy
      * one, which reaches the end of its topic. */
@@ -277,9 +325,8 @@ static void scenario_all_failed_exit(void) {
     snprintf(good, sizeof good, "%s", h_name("hc-good"));
     snprintf(bad, sizeof bad, "%s", h_name("hc-bad"));
     const char *cg = config("good", good, topic, "sqlite", "", "");
-    const char *cb =
-        config("bad", bad, topic, "sqlite", ", \"no_such_setting\": 1", "");
-    pid_t pid = h_spawn2(cg, cb, "mixed.log");
+    const char *cb = below_log_start("bad", bad);
+    pid = h_spawn2(cg, cb, "mixed.log");
     char db[4200];
     snprintf(db, sizeof db, "%s/good.db", h_workdir());
     h_wait_caught_up(db, good, topic, 1, 60000);
@@ -290,8 +337,7 @@ static void scenario_all_failed_exit(void) {
     }
     H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
             "the process exited although a connector was healthy");
-    int64_t took;
-    int rc = h_stop(pid, SIGTERM, 15000, &took);
+    rc = h_stop(pid, SIGTERM, 15000, &took);
     H_CHECK(rc == 1, "SIGTERM with a FAILED connector: exit %d, expected 1",
             rc);
     h_step("one healthy, one FAILED: kept running; SIGTERM: exit 1");
