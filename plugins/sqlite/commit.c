@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sqlite_sink.h"
 
@@ -15,6 +14,7 @@ typedef struct sq_run {
     const tm_batch *b;
     tm_marker *stored;           /* per range, read inside the transaction */
     uint64_t *rows, *dls, *dups; /* per range, this batch's own counts */
+    int64_t wall_ms;             /* the wall clock as the batch started */
     const char *step;            /* for the error message */
 } sq_run;
 
@@ -116,17 +116,13 @@ static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* When a business key counts as applied: the record's Kafka timestamp
- * (so the retention boundary is a fact of the data, the same on every
- * resend), or the wall clock for records without one. */
-static int64_t applied_at(const tm_record *r) {
-    return r->timestamp_ms >= 0 ? r->timestamp_ms : wall_ms();
+/* When a business key counts as applied by the data: the record's Kafka
+ * timestamp (so the retention boundary is a fact of the data, the same on
+ * every resend), or the wall clock for records without one. The wall
+ * clock of the application is stored beside it (applied_wall): a record
+ * stamped in the past must not be forgotten as soon as it is applied. */
+static int64_t applied_at(const sq_run *x, const tm_record *r) {
+    return r->timestamp_ms >= 0 ? r->timestamp_ms : x->wall_ms;
 }
 
 /* Outcome of a business key: 0 new (write the row), 1 duplicate, 2
@@ -147,7 +143,9 @@ static int key_outcome(sq_run *x, const tm_record *r, const tm_range *g,
     if (*rc == SQLITE_OK)
         *rc = sqlite3_bind_int64(st, 6, r->offset);
     if (*rc == SQLITE_OK)
-        *rc = sqlite3_bind_int64(st, 7, applied_at(r));
+        *rc = sqlite3_bind_int64(st, 7, applied_at(x, r));
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int64(st, 8, x->wall_ms);
     if (*rc == SQLITE_OK)
         *rc = sqlite3_step(st);
     sq_reuse(st);
@@ -200,20 +198,23 @@ static int forget_key(sq_run *x, const tm_record *r) {
 /* Dedup retention: forget keys applied more than the retention before the
  * newest record of this batch, or before now if that is earlier (inside
  * the batch's transaction, so a resend of the batch prunes the same, as
- * long as its records are older than the wall clock). The wall clock caps
- * the horizon: one record from a producer whose clock runs years ahead
- * must not prune the keys applied within the retention of now. */
+ * long as its records are older than the wall clock), AND applied (by the
+ * wall clock) more than the retention before now. The wall clock caps the
+ * horizon: one record from a producer whose clock runs years ahead must
+ * not prune the keys applied within the retention of now; and a key whose
+ * record is stamped long ago (a producer clock behind, a backfill) is
+ * kept the retention from its application, not forgotten at once. */
 static int prune_keys(sq_run *x) {
     const tm_batch *b = x->b;
     int64_t newest = INT64_MIN;
     for (size_t j = 0; j < b->nrecords; j++) {
         const tm_record *r = TM_CELEM(tm_record, b->records, j);
-        if (r->identity && applied_at(r) > newest)
-            newest = applied_at(r);
+        if (r->identity && applied_at(x, r) > newest)
+            newest = applied_at(x, r);
     }
     if (newest == INT64_MIN)
         return SQLITE_OK;
-    int64_t now = wall_ms();
+    int64_t now = x->wall_ms;
     if (newest > now)
         newest = now;
     sqlite3_stmt *st = x->s->stmt[SQ_KEY_PRUNE];
@@ -221,6 +222,8 @@ static int prune_keys(sq_run *x) {
         sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 2, newest - x->s->set.retention_s * 1000);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, now - x->s->set.retention_s * 1000);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     sq_reuse(st);
@@ -333,7 +336,7 @@ static tm_status apply(sq_run *x, tm_error *err) {
 
 tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
     sq_sink *s = sink;
-    sq_run x = {.s = s, .b = b};
+    sq_run x = {.s = s, .b = b, .wall_ms = sq_wall_ms()};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
     tm_status r = sq_db_ready(s, err);
     if (r != TM_OK)

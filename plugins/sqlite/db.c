@@ -17,6 +17,12 @@ int64_t sq_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t sq_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int past_deadline(const sq_sink *s) {
     return s->deadline_ms > 0 && sq_now_ms() > s->deadline_ms;
 }

@@ -4,6 +4,7 @@
  *   db.c           the connection: open, PRAGMAs, busy/progress handlers,
  *                  error mapping, reopen
  *   schema.c       SQL text (quoting), DDL, the table's shape check
+ *   migrate.c      columns added to the helper tables of older versions
  *   markers.c      claim and read_markers, marker rows
  *   owners.c       which connectors write which table (shared_table)
  *   commit.c       one batch in one transaction
@@ -84,6 +85,8 @@ tm_status sq_settings_load(const tm_host_api *host,
 
 /* db.c */
 int64_t sq_now_ms(void);
+/* The wall clock (CLOCK_REALTIME), milliseconds since 1970. */
+int64_t sq_wall_ms(void);
 /* Opens s->db (read-write-create, or read-only) with the PRAGMAs and the
  * handlers. TM_OK, TM_RETRY (cannot open, read-only, I/O), TM_FATAL (not
  * a database, corrupt), TM_INVALID (WAL refused). */
@@ -142,6 +145,11 @@ tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err);
 tm_status sq_shape_check(sq_sink *s, tm_error *err);
 /* Prepares every statement of s->stmt. */
 tm_status sq_prepare_all(sq_sink *s, tm_error *err);
+
+/* migrate.c */
+/* Adds the columns newer versions need to existing helper tables (after
+ * sq_schema_create). TM_OK, or sq_fail's class. */
+tm_status sq_migrate(sq_sink *s, tm_error *err);
 
 /* markers.c */
 tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,

@@ -348,9 +348,11 @@ START_TEST(identity_conflict_is_a_dead_letter) {
 }
 END_TEST
 
-/* Retention 10 s, measured on record timestamps: a resend 10 000 ms after
- * the first application is still caught; one 10 001 ms after it is not
- * (the key was forgotten, the resend is applied as new). */
+/* Retention 10 s, measured on record timestamps once the wall clock of
+ * the application is past it too (aged in the table: the test does not
+ * wait): a resend 10 000 ms after the first application is still caught;
+ * one 10 001 ms after it is not (the key was forgotten, the resend is
+ * applied as new). */
 START_TEST(retention_boundary) {
     conf c;
     batch b1, b2, b3;
@@ -368,6 +370,7 @@ START_TEST(retention_boundary) {
     batch_make(&b2, 1, 2, m.epoch, r2, 1);
     batch_make(&b3, 2, 3, m.epoch, r3, 1);
     commit_ok(sink, &b1);
+    exec_sql("UPDATE tidemark_keys SET applied_wall = applied_wall - 20000");
     commit_ok(sink, &b2);
     tm_marker now = read1(sink);
     ck_assert_uint_eq(now.rows, 1);
@@ -419,6 +422,102 @@ START_TEST(future_timestamp_does_not_prune_recent_keys) {
     tm_marker now_m = read1(sink);
     ck_assert_uint_eq(now_m.rows, 2);
     ck_assert_uint_eq(now_m.duplicates, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* F1: a key whose record timestamp lies in the past (a producer clock
+ * years behind, a backfill two hours old) was pruned by the next batch
+ * carrying a current record, seconds after it was applied, and its resend
+ * was stored again. A key is forgotten only when both its record
+ * timestamp and the wall clock of its application are past the
+ * retention. */
+START_TEST(past_timestamp_key_is_kept_for_the_retention) {
+    conf c;
+    batch b1, b2, b3, b4, b5;
+    const int64_t now = wall_ms();
+    const int64_t ten_years = 86400000LL * 3653;
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "3600}",
+              TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 7, now - ten_years, "x", "order-7", "h"},
+                      {1, 9, now - 7200000, "z", "order-9", "h"}};
+    const rec r2[] = {{2, 8, now, "y", "order-8", "h"}};
+    const rec r3[] = {{3, 7, now - ten_years, "x", "order-7", "h"},
+                      {4, 9, now - 7200000, "z", "order-9", "h"}};
+    batch_make(&b1, 0, 2, m.epoch, r1, 2);
+    batch_make(&b2, 2, 3, m.epoch, r2, 1);
+    batch_make(&b3, 3, 5, m.epoch, r3, 2);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2); /* a current record: its prune runs */
+    commit_ok(sink, &b3); /* the resends, a moment later */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 9"), 1);
+    tm_marker now_m = read1(sink);
+    ck_assert_uint_eq(now_m.rows, 3);
+    ck_assert_uint_eq(now_m.duplicates, 2);
+    /* Once the wall clock of their application is past the retention too
+     * (aged here in the table: the test cannot wait an hour), they go. */
+    exec_sql("UPDATE tidemark_keys SET applied_wall = applied_wall - 3600001 "
+             "WHERE identity = 'order-7'");
+    const rec r4[] = {{5, 8, now, "y", "order-8", "h"}};
+    const rec r5[] = {{6, 7, now - ten_years, "x", "order-7", "h"}};
+    batch_make(&b4, 5, 6, m.epoch, r4, 1);
+    batch_make(&b5, 6, 7, m.epoch, r5, 1);
+    commit_ok(sink, &b4);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys WHERE "
+                           "identity = 'order-7'"),
+                     0);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys WHERE "
+                           "identity = 'order-9'"),
+                     1);
+    commit_ok(sink, &b5);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 2);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* F1's migration: keys stored before the wall-clock column existed count
+ * as applied when the sink first opens the database again (the safe side:
+ * kept at least the retention from then), so an old key is not pruned by
+ * the first current record. */
+START_TEST(keys_from_before_the_wall_column_are_kept) {
+    conf c;
+    batch b1, b2;
+    const int64_t now = wall_ms();
+    char sql[512];
+    exec_sql("CREATE TABLE tidemark_keys (connector TEXT NOT NULL, identity "
+             "TEXT NOT NULL, payload_hash TEXT, first_topic TEXT NOT NULL, "
+             "first_partition INTEGER NOT NULL, first_offset INTEGER NOT "
+             "NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (connector, "
+             "identity))");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO tidemark_keys VALUES ('unit', 'order-7', 'h', 't', "
+             "0, 0, %lld)",
+             (long long)(now - 7200000));
+    exec_sql(sql);
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "3600}",
+              TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 8, now, "y", "order-8", "h"}};
+    const rec r2[] = {{1, 7, now - 7200000, "x", "order-7", "h"}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b1);
+    commit_ok(sink, &b2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 0);
+    ck_assert_uint_eq(read1(sink).duplicates, 1);
+    ck_assert_int_ge(q_int("SELECT applied_wall FROM tidemark_keys WHERE "
+                           "identity = 'order-7'"),
+                     now);
     api->close(sink);
     conf_done(&c);
 }
@@ -927,6 +1026,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, retention_boundary);
     tcase_add_test(tc, future_timestamp_does_not_prune_recent_keys);
     tcase_add_test(tc, no_retention_keeps_keys);
+    tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
+    tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
