@@ -200,62 +200,89 @@ static int64_t group_offset_settled(const char *group, const char *topic,
     return got;
 }
 
-/* The database's directory removed while the host runs: SQLite would go on
- * committing into the unlinked file and the group's offsets would advance
- * over rows nobody can find again. The sink must refuse every commit
- * (RETRY, the batch kept), so the group offset stays where the last batch
- * that reached the real file left it. */
-static void scenario_db_dir_removed(void) {
-    const char *topic = h_name("sqlite-dr");
-    char name[256], group[300], dir[4096], db[4200], f[4300];
-    snprintf(name, sizeof name, "%s", h_name("sqlite-dr"));
+/* Files of the database removed while the host runs: SQLite would go on
+ * committing into the unlinked files and the group's offsets would advance
+ * over rows nobody can find again. The sink must refuse the commit and,
+ * as a removed file never comes back, fail the connector (FATAL: the
+ * process exits 1 by itself, not PAUSED and retrying for ever), so the
+ * group offset stays where the last batch that reached the real file left
+ * it. SUFFIXES: which files go; WITH_DIR: the directory too. When the
+ * directory stays, what the connection held is rescued into a new file
+ * beside the database, named in the log: it holds every row. */
+static void removed_files(const char *tag, const char *const *suffixes,
+                          size_t n, int with_dir) {
+    const char *topic = h_name(tag);
+    char name[256], group[300], dir[4096], db[4200], f[4300], cfg_name[64];
+    snprintf(name, sizeof name, "%s", h_name(tag));
     snprintf(group, sizeof group, "tidemark-%s", name);
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d, \"name\": \"n\"}");
-    snprintf(dir, sizeof dir, "%s/dbdir", h_workdir());
+    snprintf(dir, sizeof dir, "%s/dbdir-%s", h_workdir(), tag);
     H_CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
     snprintf(db, sizeof db, "%s/dr.db", dir);
-    const char *cfg = config("dr.json", name, topic, db, "");
+    snprintf(cfg_name, sizeof cfg_name, "%s.json", tag);
+    const char *cfg = config(cfg_name, name, topic, db, "");
     pid_t pid = h_spawn(cfg, "dr.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     int64_t got = group_offset_settled(group, topic, 100);
     H_CHECK(got == 100, "group offset %lld before the removal, want 100",
             (long long)got);
 
-    static const char *const files[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(f, sizeof f, "%s%s", db, files[i]);
-        H_CHECK(unlink(f) == 0 || i > 0, "unlink %s", f);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffixes[i]);
+        H_CHECK(unlink(f) == 0 && access(f, F_OK) != 0,
+                "inconclusive: unlink %s", f);
     }
-    H_CHECK(rmdir(dir) == 0 && access(dir, F_OK) != 0,
-            "inconclusive: %s is still there", dir);
+    if (with_dir)
+        H_CHECK(rmdir(dir) == 0 && access(dir, F_OK) != 0,
+                "inconclusive: %s is still there", dir);
     h_produce_many(p, topic, 0, 100, 50, "{\"id\": %d, \"name\": \"n\"}");
-    /* The host tried those 50 and was refused twice: the batch is kept
-     * and retried, never dropped or reported applied. */
-    const char *needle = "no longer names the open database";
+    /* The host tries those 50, is refused, and the connector fails. */
+    const char *needle = "was removed while running";
     int64_t t0 = h_now_ms();
-    for (;;) {
-        const char *log = h_read_file("dr.log");
-        const char *first = strstr(log, needle);
-        if (first && strstr(first + 1, needle))
-            break;
+    while (!strstr(h_read_file("dr.log"), needle) || h_proc_state(pid) != 'Z') {
         H_CHECK(h_now_ms() - t0 < 30000,
-                "the host never refused a commit into the removed database "
-                "in 30 s (group offset now %lld)",
+                "the host did not fail on the removed database in 30 s "
+                "(group offset now %lld)",
                 (long long)h_group_offset(group, topic, 0));
         h_sleep_ms(100);
     }
+    int rc = h_stop(pid, SIGTERM, 15000, NULL);
+    H_CHECK(rc == 1, "exit %d after the connector failed, want 1", rc);
     got = h_group_offset(group, topic, 0);
     H_CHECK(got == 100,
-            "group offset %lld after the directory was removed: batches "
-            "committed into the unlinked file",
+            "group offset %lld after the removal: batches committed into "
+            "the unlinked file",
             (long long)got);
-    int rc = h_stop(pid, SIGTERM, 15000, NULL);
-    h_step("stopped while retrying: exit %d", rc);
-    got = h_group_offset(group, topic, 0);
-    H_CHECK(got == 100, "group offset %lld after the stop", (long long)got);
+    const char *log = h_read_file("dr.log");
+    const char *at = strstr(log, "rescued into \\\"");
+    if (with_dir) {
+        expect_contains("the log", log, "/proc/");
+    } else {
+        H_CHECK(at != NULL, "no rescue in the log:\n%s", log);
+        at += strlen("rescued into \\\"");
+        const char *end = strstr(at, "\\\"");
+        H_CHECK(end != NULL && end - at < 4000, "rescue name unterminated");
+        snprintf(f, sizeof f, "%.*s", (int)(end - at), at);
+        int64_t rows = q(f, "SELECT count(*) FROM t");
+        H_CHECK(rows == 100, "the rescue %s holds %lld rows, want 100", f,
+                (long long)rows);
+    }
     rd_kafka_destroy(p);
+}
+
+static void scenario_db_dir_removed(void) {
+    static const char *const all[] = {"", "-wal", "-shm"};
+    removed_files("sqlite-dr", all, 3, 1);
+}
+
+/* Only the -wal file removed: the database file is still at its path, but
+ * the commits would go into the unlinked WAL (status RUNNING meanwhile)
+ * and vanish with the process. */
+static void scenario_wal_removed(void) {
+    static const char *const wal[] = {"-wal"};
+    removed_files("sqlite-wr", wal, 1, 0);
 }
 
 int main(int argc, char **argv) {
@@ -270,6 +297,7 @@ int main(int argc, char **argv) {
         {"reset_verify", scenario_reset_verify},
         {"compacted_verify", scenario_compacted_verify},
         {"db_dir_removed", scenario_db_dir_removed},
+        {"wal_removed", scenario_wal_removed},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {

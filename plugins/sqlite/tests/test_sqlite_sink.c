@@ -816,11 +816,12 @@ END_TEST
 
 /* ---- the database file removed or replaced while open ------------------- */
 
-/* The database's directory removed while the sink runs: SQLite in WAL mode
- * goes on committing into the unlinked files, which vanish with the
- * process. The commit must refuse (RETRY, nothing reported applied) for as
- * long as the path does not name the open file, and go on once it does
- * again (the file moved back). */
+/* The database moved away, replaced or its directory removed while the
+ * sink runs: SQLite in WAL mode goes on committing into the open files,
+ * which no one finds again. A file moved away can be moved back: the
+ * commit refuses with RETRY until it is, then goes on. A new file at the
+ * path is not the open database (RETRY). A file removed (no name left)
+ * can never come back: FATAL (F4), not a retry for ever. */
 START_TEST(removed_database_is_never_committed_into) {
     conf c;
     batch b1, b2;
@@ -848,31 +849,143 @@ START_TEST(removed_database_is_never_committed_into) {
     ck_assert_int_eq(rename(moved, db_path), 0);
     commit_ok(sink, &b2);
     ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 2);
-    /* 3. the whole directory removed: never OK again */
-    snprintf(wal, sizeof wal, "%s-wal", db_path);
-    snprintf(shm, sizeof shm, "%s-shm", db_path);
-    ck_assert_int_eq(unlink(db_path), 0);
-    unlink(wal);
-    unlink(shm);
-    ck_assert_int_eq(rmdir(dir), 0);
-    ck_assert_int_eq(access(dir, F_OK), -1);
+    /* 3. moved away and a new, different file at the path: not the open
+     * database, and the old one can still come back */
     batch b3;
     const rec r3[] = {{2, 3, 1002, "c", NULL, NULL}};
     batch_make(&b3, 2, 3, m.epoch, r3, 1);
-    for (int i = 0; i < 3; i++) {
-        rc = commit(sink, &b3, &err);
-        ck_assert_msg(rc == TM_RETRY, "directory gone, try %d: %s: %s", i,
-                      tm_status_name(rc), err.message);
-    }
-    /* 4. a new, different file at the path is not the open database */
-    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    char mwal[620], mshm[620];
+    snprintf(wal, sizeof wal, "%s-wal", db_path);
+    snprintf(shm, sizeof shm, "%s-shm", db_path);
+    snprintf(mwal, sizeof mwal, "%s-wal", moved);
+    snprintf(mshm, sizeof mshm, "%s-shm", moved);
+    /* all three: a new database must not find the open one's WAL */
+    ck_assert_int_eq(rename(db_path, moved), 0);
+    ck_assert_int_eq(rename(wal, mwal), 0);
+    ck_assert_int_eq(rename(shm, mshm), 0);
     exec_sql("CREATE TABLE other (x)");
     rc = commit(sink, &b3, &err);
-    ck_assert_msg(rc == TM_RETRY, "replaced: %s: %s", tm_status_name(rc),
-                  err.message);
+    ck_assert_msg(rc == TM_RETRY && strstr(err.message, "replaced"),
+                  "replaced: %s: %s", tm_status_name(rc), err.message);
     ck_assert_int_eq(q_int("SELECT count(*) FROM sqlite_schema WHERE name = "
                            "'t'"),
                      0);
+    /* 4. the whole directory removed: FATAL, never OK again */
+    const char *const gone[] = {db_path, wal, shm, moved, mwal, mshm};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        unlink(gone[i]);
+    ck_assert_int_eq(rmdir(dir), 0);
+    ck_assert_int_eq(access(dir, F_OK), -1);
+    for (int i = 0; i < 2; i++) {
+        rc = commit(sink, &b3, &err);
+        ck_assert_msg(rc == TM_FATAL && strstr(err.message, "removed") &&
+                          strstr(err.message, "/proc/"),
+                      "directory gone, try %d: %s: %s", i, tm_status_name(rc),
+                      err.message);
+    }
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* The file a FATAL "removed" names as the rescue: between the quotes after
+ * "rescued into ". */
+static void rescued_name(const char *msg, char *out, size_t size) {
+    const char *at = strstr(msg, "rescued into \"");
+    ck_assert_msg(at != NULL, "no rescue named: %s", msg);
+    at += strlen("rescued into \"");
+    const char *end = strchr(at, '"');
+    ck_assert_ptr_nonnull(end);
+    snprintf(out, size, "%.*s", (int)(end - at), at);
+}
+
+static int64_t rows_in(const char *file) {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(file, &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &st, NULL),
+        SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* F2: only the -wal file removed (WAL mode). The database file is still
+ * at its path, but every commit would go into the unlinked WAL and vanish
+ * with the process (status RUNNING meanwhile). Refused (FATAL: an unlinked
+ * file cannot come back), with the open connection's data rescued into a
+ * new file beside the database. The same for -shm. */
+START_TEST(removed_wal_is_never_committed_into) {
+    static const char *const SUFFIX[] = {"-wal", "-shm"};
+    for (int k = 0; k < 2; k++) {
+        conf c;
+        batch b1, b2;
+        tm_error err;
+        char side[600], rescued[600];
+        if (k) { /* a fresh database for the second round */
+            unlink(db_path);
+            snprintf(side, sizeof side, "%s-wal", db_path);
+            unlink(side);
+            snprintf(side, sizeof side, "%s-shm", db_path);
+            unlink(side);
+        }
+        conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+        void *sink = open_ok(&c);
+        tm_marker m = claim1(sink);
+        const rec r1[] = {{0, 1, 1000, "a", NULL, NULL}};
+        const rec r2[] = {{1, 2, 1001, "b", NULL, NULL}};
+        batch_make(&b1, 0, 1, m.epoch, r1, 1);
+        batch_make(&b2, 1, 2, m.epoch, r2, 1);
+        commit_ok(sink, &b1);
+        snprintf(side, sizeof side, "%s%s", db_path, SUFFIX[k]);
+        ck_assert_int_eq(unlink(side), 0);
+        ck_assert_int_eq(access(side, F_OK), -1); /* the fault is in place */
+        tm_status rc = commit(sink, &b2, &err);
+        ck_assert_msg(rc == TM_FATAL && strstr(err.message, SUFFIX[k]) &&
+                          strstr(err.message, "removed"),
+                      "%s removed: %s: %s", SUFFIX[k], tm_status_name(rc),
+                      err.message);
+        rescued_name(err.message, rescued, sizeof rescued);
+        ck_assert_int_eq(rows_in(rescued), 1); /* b1, not b2 */
+        unlink(rescued);
+        api->close(sink);
+        conf_done(&c);
+    }
+}
+END_TEST
+
+/* F4: the database file removed (unlinked, its directory still there):
+ * FATAL at once, not RETRY for ever with status PAUSED, and what the open
+ * connection holds is rescued into a new file beside the path. */
+START_TEST(removed_database_is_fatal_and_rescued) {
+    conf c;
+    batch b1, b2;
+    tm_error err;
+    char side[600], rescued[600];
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 1, 1000, "a", NULL, NULL}};
+    const rec r2[] = {{1, 2, 1001, "b", NULL, NULL}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    batch_make(&b2, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b1);
+    ck_assert_int_eq(unlink(db_path), 0);
+    ck_assert_int_eq(access(db_path, F_OK), -1); /* the fault is in place */
+    tm_status rc = commit(sink, &b2, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "removed"),
+                  "removed: %s: %s", tm_status_name(rc), err.message);
+    rescued_name(err.message, rescued, sizeof rescued);
+    ck_assert_int_eq(rows_in(rescued), 1);
+    unlink(rescued);
+    snprintf(side, sizeof side, "%s-wal", db_path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db_path);
+    unlink(side);
     api->close(sink);
     conf_done(&c);
 }
@@ -1038,6 +1151,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, interrupt_when_idle_is_harmless);
     tcase_add_test(tc, lock_wait_is_bounded_and_interruptible);
     tcase_add_test(tc, removed_database_is_never_committed_into);
+    tcase_add_test(tc, removed_wal_is_never_committed_into);
+    tcase_add_test(tc, removed_database_is_fatal_and_rescued);
     tcase_add_test(tc, second_connector_on_a_table_is_refused);
     tcase_add_test(tc, shared_table_scan_is_per_connector);
     suite_add_tcase(s, tc);
