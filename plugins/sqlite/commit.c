@@ -29,15 +29,55 @@ static int bind_text(sqlite3_stmt *st, int i, const char *p) {
              : sqlite3_bind_null(st, i);
 }
 
-/* One dead letter into tidemark_dead_letters. */
-static int insert_dead_letter(sq_run *x, const tm_range *g, int64_t offset,
-                              int64_t ts, const char *reason,
+/* 1 when this connector already stored a dead letter for (topic,
+ * partition, offset), 0 when not; SQLite result code in *rc. Only a
+ * rewind (offsets --reset-to) replays an offset the markers passed. */
+static int dead_letter_stored(sq_run *x, const tm_range *g, int64_t offset,
+                              int *rc) {
+    sqlite3_stmt *st = NULL;
+    *rc = sqlite3_prepare_v2(x->s->db,
+                             "SELECT 1 FROM " SQ_DEAD_LETTERS
+                             " WHERE connector = ?1 AND topic = ?2 AND "
+                             "\"partition\" = ?3 AND \"offset\" = ?4 LIMIT 1",
+                             -1, &st, NULL);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 1, x->s->config->connector, -1,
+                                SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 2, g->topic, -1, SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int(st, 3, g->partition);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int64(st, 4, offset);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_step(st);
+    int found = *rc == SQLITE_ROW;
+    if (*rc == SQLITE_ROW || *rc == SQLITE_DONE)
+        *rc = SQLITE_OK;
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* One dead letter of range RANGE into tidemark_dead_letters, counted in
+ * the marker. With dedup, one already stored for the offset (a replay
+ * after a rewind) is not stored again: it is counted as a duplicate, like
+ * a replayed record whose key is stored, so the marker's dead_letters stay
+ * the number stored and verify counts the replay as "replayed". */
+static int insert_dead_letter(sq_run *x, uint32_t range, const tm_range *g,
+                              int64_t offset, int64_t ts, const char *reason,
                               const char *detail, const void *key,
                               size_t key_len, const void *value,
                               size_t value_len, const char *headers) {
+    int rc = SQLITE_OK;
+    if ((x->s->config->flags & TM_CONFIG_DEDUP) &&
+        (dead_letter_stored(x, g, offset, &rc) || rc != SQLITE_OK)) {
+        if (rc == SQLITE_OK)
+            x->dups[range]++;
+        return rc;
+    }
+    x->dls[range]++;
     sqlite3_stmt *st = x->s->stmt[SQ_INS_DL];
-    int rc =
-        sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
+    rc = sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 2, g->topic, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
@@ -67,10 +107,9 @@ static int insert_dead_letter(sq_run *x, const tm_range *g, int64_t offset,
 
 static int record_dead_letter(sq_run *x, const tm_record *r, const tm_range *g,
                               tm_dl_reason reason, const char *detail) {
-    x->dls[r->range]++;
     return insert_dead_letter(
-        x, g, r->offset, r->timestamp_ms, tm_dl_reason_name(reason), detail,
-        r->key, r->key_len, r->value, r->value_len, r->headers_json);
+        x, r->range, g, r->offset, r->timestamp_ms, tm_dl_reason_name(reason),
+        detail, r->key, r->key_len, r->value, r->value_len, r->headers_json);
 }
 
 /* Binds one record's mapped values and coordinates, steps, resets. */
@@ -283,8 +322,7 @@ static int write_records(sq_run *x) {
     for (size_t j = 0; rc == SQLITE_OK && j < b->ndead_letters; j++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, d->range);
-        x->dls[d->range]++;
-        rc = insert_dead_letter(x, g, d->offset, d->timestamp_ms,
+        rc = insert_dead_letter(x, d->range, g, d->offset, d->timestamp_ms,
                                 tm_dl_reason_name(d->reason), d->detail, d->key,
                                 d->key_len, d->value, d->value_len,
                                 d->headers_json);

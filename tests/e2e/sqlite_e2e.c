@@ -72,6 +72,9 @@ static void scenario_reset_verify(void) {
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 200, "{\"id\": %d, \"name\": \"n\"}");
+    /* offset 200: not JSON, a dead letter (parse_error) */
+    H_CHECK(h_produce(p, topic, 0, NULL, 0, "{not json", 9, NULL, NULL) == 200,
+            "inconclusive: the bad record is not at offset 200");
     const char *db = path_in_workdir("rv.db");
     const char *cfg =
         config("rv.json", name, topic, db, ", \"dedup\": {\"key\": [\"id\"]}");
@@ -79,6 +82,8 @@ static void scenario_reset_verify(void) {
     h_wait_caught_up(db, name, topic, 1, 60000);
     stop_clean(pid);
     H_CHECK(q(db, "SELECT count(*) FROM t") == 200, "rows before the reset");
+    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
+            "inconclusive: dead letters before the reset");
 
     snprintf(spec, sizeof spec, "%s:0=50", topic);
     const char *reset[] = {"offsets", cfg, "--reset-to", spec, NULL};
@@ -93,16 +98,30 @@ static void scenario_reset_verify(void) {
     pid = h_spawn(cfg, "rv.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     stop_clean(pid);
-    /* the truth: every offset once, the replayed 150 counted, no row */
+    /* the truth: every offset once, the replayed 151 counted (150 stored
+     * keys and the dead letter already stored), no row, no second dead
+     * letter, the marker's dead letters the stored ones */
     H_CHECK(q(db, "SELECT count(*) FROM t") == 200 &&
                 q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 200,
             "rows after the replay: %lld",
             (long long)q(db, "SELECT count(*) FROM t"));
+    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
+            "dead letters after the replay: %lld, want 1",
+            (long long)q(db, "SELECT count(*) FROM tidemark_dead_letters"));
+    H_CHECK(q(db,
+              "SELECT dead_letters FROM tidemark_markers WHERE connector = "
+              "'%s'",
+              name) == 1,
+            "the marker counts %lld dead letters, 1 is stored",
+            (long long)q(db,
+                         "SELECT dead_letters FROM tidemark_markers WHERE "
+                         "connector = '%s'",
+                         name));
     H_CHECK(q(db,
               "SELECT duplicates FROM tidemark_markers WHERE connector = "
               "'%s'",
-              name) == 150,
-            "inconclusive: the marker counted %lld duplicates, not the 150 "
+              name) == 151,
+            "inconclusive: the marker counted %lld duplicates, not the 151 "
             "replayed records",
             (long long)q(db,
                          "SELECT duplicates FROM tidemark_markers WHERE "
@@ -112,8 +131,9 @@ static void scenario_reset_verify(void) {
     rc = h_tidemark("verify.out", args);
     const char *out = h_read_file("verify.out");
     H_CHECK(rc == 0, "verify after a reset: exit %d\n%s", rc, out);
-    expect_contains("verify", out, "kafka_records=200 rows=200");
-    expect_contains("verify", out, "replayed=150");
+    expect_contains("verify", out, "kafka_records=201 rows=200");
+    expect_contains("verify", out, "dead_letters=1");
+    expect_contains("verify", out, "replayed=151");
     expect_contains("verify", out, "result=OK");
     rd_kafka_destroy(p);
 }

@@ -523,6 +523,60 @@ START_TEST(keys_from_before_the_wall_column_are_kept) {
 }
 END_TEST
 
+/* F3: after `offsets --reset-to` an earlier offset on a dedup connector,
+ * a replayed offset that was a dead letter got a second one (verify:
+ * "stored 2 times"). With dedup a dead letter already stored for the
+ * offset is not stored again; the marker counts it as a duplicate (like a
+ * replayed record whose key is stored), so its dead_letters stay equal to
+ * the stored ones and verify sees the replay as "replayed". Both kinds:
+ * the host's (parse_error) and the sink's own (identity_conflict). */
+START_TEST(replayed_dead_letter_is_stored_once) {
+    conf c;
+    batch b1, b2;
+    tm_error err = {sizeof err, ""};
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 7, 1000, "x", "order-7", "h1"},
+                     {2, 7, 1002, "y", "order-7", "h2"}}; /* a conflict */
+    tm_dead_letter dl = {.struct_size = sizeof dl,
+                         .range = 0,
+                         .offset = 1,
+                         .timestamp_ms = 1001,
+                         .reason = TM_DL_PARSE_ERROR,
+                         .detail = "not JSON",
+                         .value = "{",
+                         .value_len = 1};
+    batch_make(&b1, 0, 3, m.epoch, r, 2);
+    b1.b.dead_letters = &dl;
+    b1.b.ndead_letters = 1;
+    commit_ok(sink, &b1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters"), 2);
+    /* the rewind: the marker back to 0, as offsets --reset-to does */
+    m.next_offset = 0;
+    ck_assert_int_eq(api->claim(sink, &m, 1, TM_CLAIM_RESET, &err), TM_OK);
+    ck_assert_int_eq(m.next_offset, 0); /* the fault is in place */
+    batch_make(&b2, 0, 3, m.epoch, r, 2);
+    b2.b.dead_letters = &dl;
+    b2.b.ndead_letters = 1;
+    commit_ok(sink, &b2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "\"offset\" = 1"),
+                     1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "\"offset\" = 2"),
+                     1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 1);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 1);
+    ck_assert_uint_eq(now.dead_letters, 2); /* = the stored ones */
+    ck_assert_uint_eq(now.duplicates, 3);   /* the replay: all three again */
+    ck_assert_int_eq(now.next_offset, 3);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* Without a retention, keys are kept however old. */
 START_TEST(no_retention_keeps_keys) {
     conf c;
@@ -1139,6 +1193,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, retention_boundary);
     tcase_add_test(tc, future_timestamp_does_not_prune_recent_keys);
     tcase_add_test(tc, no_retention_keeps_keys);
+    tcase_add_test(tc, replayed_dead_letter_is_stored_once);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
     tcase_add_test(tc, validate_reports_both_shapes);
