@@ -269,8 +269,34 @@ static int prune_keys(sq_run *x) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 1 when the INSERT's failure RC was the record's content, not the
+ * statement or the store: a constraint or datatype rule (SQLite undid
+ * only that statement), or an error raised while computing the row — a
+ * CHECK or generated column whose function fails on this value
+ * (json_extract on text that is not JSON: SQLITE_ERROR), a value past
+ * SQLite's size limits (SQLITE_TOOBIG) — as long as the transaction is
+ * still open (only the statement was undone) and the INSERT's SQL still
+ * compiles (an SQLITE_ERROR of a table dropped or changed under the sink
+ * is the statement's: FATAL, never a dead letter per record). */
+static int refused_row(sq_run *x, int rc) {
+    if (sq_refused_content(rc))
+        return 1;
+    int prim = rc & 0xff;
+    if ((prim != SQLITE_ERROR && prim != SQLITE_TOOBIG) ||
+        sqlite3_get_autocommit(x->s->db))
+        return 0;
+    if (prim == SQLITE_TOOBIG)
+        return 1;
+    sqlite3_stmt *again = NULL;
+    int ok = sqlite3_prepare_v2(x->s->db, sqlite3_sql(x->s->stmt[SQ_INS_ROW]),
+                                -1, &again, NULL) == SQLITE_OK;
+    sqlite3_finalize(again);
+    return ok;
+}
+
 /* Every record: a row, or with dedup a duplicate or a conflict. A row the
- * table refuses (a constraint) becomes a dead letter "rejected". */
+ * table refuses for its content (refused_row) becomes a dead letter
+ * "rejected". */
 static int write_records(sq_run *x) {
     const tm_batch *b = x->b;
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
@@ -305,9 +331,10 @@ static int write_records(sq_run *x) {
             continue;
         }
         rc = insert_row(x, r, g);
-        if (sq_refused_content(rc)) {
-            /* Only this statement was undone; the transaction goes on. */
+        if (rc != SQLITE_OK) /* before refused_row's prepare clears it */
             snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
+        if (rc != SQLITE_OK && refused_row(x, rc)) {
+            /* Only this statement was undone; the transaction goes on. */
             rc = keyed ? forget_key(x, r) : SQLITE_OK;
             if (rc == SQLITE_OK)
                 rc = record_dead_letter(x, r, g, TM_DL_REJECTED, detail);

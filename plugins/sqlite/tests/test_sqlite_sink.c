@@ -577,6 +577,52 @@ START_TEST(replayed_dead_letter_is_stored_once) {
 }
 END_TEST
 
+/* F5: a CHECK (or generated column) that errors on a record's content
+ * (json_type on text that is not JSON: SQLITE_ERROR "malformed JSON")
+ * made the connector FATAL for ever on that record (a poison record). It
+ * is a dead letter "rejected", the rest of the batch applied. An error of
+ * the statement itself (the table dropped under the sink) stays FATAL:
+ * never every record a dead letter. */
+START_TEST(content_error_of_a_check_is_a_dead_letter) {
+    conf c;
+    batch b1, b2;
+    tm_error err;
+    char detail[256];
+    exec_sql("CREATE TABLE t (id INTEGER, body TEXT CHECK (json_type(body) "
+             "IS NOT NULL), _tm_topic TEXT NOT NULL, _tm_partition INTEGER "
+             "NOT NULL, _tm_offset INTEGER NOT NULL, _tm_identity TEXT)");
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\", \"create\": false}", 0,
+              2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 1, 1000, "{\"a\": 1}", NULL, NULL},
+                     {1, 2, 1001, "not json", NULL, NULL},
+                     {2, 3, 1002, "{\"b\": 2}", NULL, NULL}};
+    batch_make(&b1, 0, 3, m.epoch, r, 3);
+    commit_ok(sink, &b1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE _tm_offset = 1"), 0);
+    q_text("SELECT reason || ': ' || detail FROM tidemark_dead_letters WHERE "
+           "\"offset\" = 1",
+           detail, sizeof detail);
+    ck_assert_msg(strstr(detail, "rejected") && strstr(detail, "JSON"), "%s",
+                  detail);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 2);
+    ck_assert_uint_eq(now.dead_letters, 1);
+    /* the table itself gone: not a dead letter per record */
+    exec_sql("DROP TABLE t");
+    const rec r2[] = {{3, 4, 1003, "{}", NULL, NULL}};
+    batch_make(&b2, 3, 4, m.epoch, r2, 1);
+    tm_status rc = commit(sink, &b2, &err);
+    ck_assert_msg(rc == TM_FATAL, "dropped table: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters"), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* Without a retention, keys are kept however old. */
 START_TEST(no_retention_keeps_keys) {
     conf c;
@@ -1193,6 +1239,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, retention_boundary);
     tcase_add_test(tc, future_timestamp_does_not_prune_recent_keys);
     tcase_add_test(tc, no_retention_keeps_keys);
+    tcase_add_test(tc, content_error_of_a_check_is_a_dead_letter);
     tcase_add_test(tc, replayed_dead_letter_is_stored_once);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
