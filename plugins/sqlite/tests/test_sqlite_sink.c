@@ -1164,9 +1164,45 @@ START_TEST(second_connector_on_a_table_is_refused) {
     b.config.connector = "second";
     sb = open_ok(&b);
     rc = claim_as(sb, &err);
-    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"unit\""), "%s: %s",
-                  tm_status_name(rc), err.message);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"unit\"") &&
+                      strstr(err.message, "tidemark_markers"),
+                  "%s: %s", tm_status_name(rc), err.message);
     api->close(sb);
+    conf_done(&b);
+}
+END_TEST
+
+/* F6: the documented hand-over, deleting the gone connector's row from
+ * tidemark_table_owners, did not work: with no row left for the table,
+ * the check for databases from before the registry found the old
+ * connector's markers over the table's rows and refused again. Once the
+ * registry is in use in a database, the markers are not read as owners. */
+START_TEST(deleted_owner_row_hands_the_table_over) {
+    conf a, b;
+    batch b1;
+    tm_error err;
+    conf_init(&a, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    conf_init(&b, "{\"path\": \"$DB\", \"table\": \"t\"}", 0, 2);
+    b.config.connector = "second";
+    void *sa = open_ok(&a);
+    tm_marker m = claim1(sa);
+    const rec r1[] = {{0, 1, 1000, "a", NULL, NULL}};
+    batch_make(&b1, 0, 1, m.epoch, r1, 1);
+    commit_ok(sa, &b1);
+    api->close(sa);
+    void *sb = open_ok(&b);
+    tm_status rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_FATAL, "inconclusive: not refused first: %s: %s",
+                  tm_status_name(rc), err.message);
+    exec_sql("DELETE FROM tidemark_table_owners WHERE connector = 'unit'");
+    rc = claim_as(sb, &err);
+    ck_assert_msg(rc == TM_OK, "after the hand-over: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_table_owners WHERE "
+                           "table_name = 't' AND connector = 'second'"),
+                     1);
+    api->close(sb);
+    conf_done(&a);
     conf_done(&b);
 }
 END_TEST
@@ -1256,6 +1292,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, removed_wal_is_never_committed_into);
     tcase_add_test(tc, removed_database_is_fatal_and_rescued);
     tcase_add_test(tc, second_connector_on_a_table_is_refused);
+    tcase_add_test(tc, deleted_owner_row_hands_the_table_over);
     tcase_add_test(tc, shared_table_scan_is_per_connector);
     suite_add_tcase(s, tc);
     return s;
