@@ -228,6 +228,9 @@ static const struct {
     const char *want[2]; /* substrings of the message */
 } BAD[] = {
     {"{\"table\": \"t\"}", 2, {"\"path\"", "required"}},
+    /* F7: a URI retried for ever (its stat failed); a directory too */
+    {"{\"path\": \"file:$DB\", \"table\": \"t\"}", 2, {"\"path\"", "URI"}},
+    {"{\"path\": \"/\", \"table\": \"t\"}", 2, {"\"path\"", "directory"}},
     {"{\"path\": \"$DB\"}", 2, {"\"table\"", "required"}},
     {"{\"path\": \"$DB\", \"table\": \"t\", \"mode\": \"merge\"}",
      2,
@@ -277,6 +280,24 @@ START_TEST(settings_errors_name_the_key) {
                       "%s: message lacks '%s': %s", BAD[_i].json,
                       BAD[_i].want[k], err.message);
     conf_done(&c);
+}
+END_TEST
+
+/* F7: validate answers INVALID (not RETRY) for a path that is a
+ * directory or an SQLite URI: a setting to fix, not a store to wait for. */
+START_TEST(validate_refuses_directory_and_uri_paths) {
+    static const char *const JSON[] = {
+        "{\"path\": \"/\", \"table\": \"t\"}",
+        "{\"path\": \"file:$DB\", \"table\": \"t\"}"};
+    for (int i = 0; i < 2; i++) {
+        conf c;
+        tm_error err = {sizeof err, ""};
+        conf_init(&c, JSON[i], 0, 2);
+        tm_status rc = api->validate(tm_host_services(), &c.config, &err);
+        ck_assert_msg(rc == TM_INVALID && strstr(err.message, "\"path\""),
+                      "%s: %s: %s", JSON[i], tm_status_name(rc), err.message);
+        conf_done(&c);
+    }
 }
 END_TEST
 
@@ -1275,6 +1296,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, retention_boundary);
     tcase_add_test(tc, future_timestamp_does_not_prune_recent_keys);
     tcase_add_test(tc, no_retention_keeps_keys);
+    tcase_add_test(tc, validate_refuses_directory_and_uri_paths);
     tcase_add_test(tc, content_error_of_a_check_is_a_dead_letter);
     tcase_add_test(tc, replayed_dead_letter_is_stored_once);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
