@@ -96,13 +96,15 @@ static int legacy_writer(sq_sink *s, char *other, size_t size) {
     return rc;
 }
 
-tm_status sq_owner_register(sq_sink *s, tm_error *err) {
+tm_status sq_owner_register(sq_sink *s, const tm_marker *markers, size_t n,
+                            tm_error *err) {
     char other[256];
     int other_shared = 0, any = 0;
     /* Another connector we may not share with: either side not shared. */
     int rc = first_row(s,
                        "SELECT connector, shared FROM " SQ_OWNERS
-                       " WHERE table_name = ?1 AND connector <> ?2 AND NOT "
+                       " WHERE table_name = ?1 COLLATE NOCASE AND connector "
+                       "<> ?2 AND NOT "
                        "(shared AND ?3) ORDER BY connector LIMIT 1",
                        other, sizeof other, &other_shared);
     if (rc == SQLITE_OK && !other[0]) {
@@ -145,7 +147,16 @@ tm_status sq_owner_register(sq_sink *s, tm_error *err) {
     }
     if (rc != SQLITE_DONE)
         return sq_fail(s, rc, "claim: registering the table's owner", err);
-    return TM_OK;
+    /* Sharing a table is for different partitions: two connectors of one
+     * partition would each store every offset (their own markers), and
+     * their rows could not be told apart. Refused here, before a marker
+     * is written, rather than found later by scan. */
+    tm_status r = TM_OK;
+    for (size_t i = 0; r == TM_OK && i < n; i++) {
+        const tm_marker *m = TM_CELEM(tm_marker, markers, i);
+        r = sq_owner_scan_check(s, m->topic, m->partition, err);
+    }
+    return r;
 }
 
 tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
@@ -156,7 +167,8 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
     int rc = sqlite3_prepare_v2(
         s->db,
         "SELECT o.connector FROM " SQ_OWNERS " o JOIN " SQ_MARKERS
-        " m ON m.connector = o.connector WHERE o.table_name = ?1 AND "
+        " m ON m.connector = o.connector WHERE o.table_name = ?1 COLLATE "
+        "NOCASE AND "
         "o.connector <> ?2 AND m.topic = ?3 AND m.\"partition\" = ?4 "
         "ORDER BY o.connector LIMIT 1",
         -1, &st, NULL);
@@ -178,8 +190,10 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
         s->host->set_error(err,
                            "table \"%s\" is shared (\"shared_table\": true) "
                            "and connector \"%.200s\" also writes %s[%d]: "
-                           "its rows cannot be told from this connector's, "
-                           "so they cannot be read back or verified",
+                           "its rows cannot be told from this connector's "
+                           "(each would store every offset; they cannot be "
+                           "read back or verified); connectors sharing a "
+                           "table must read different partitions",
                            s->set.table, other ? other : "?", topic,
                            (int)partition);
         r = TM_FATAL;

@@ -227,7 +227,10 @@ static const char *affinity(const char *decl) {
 tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err) {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
-        s->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        s->db,
+        /* SQLite's names are case-insensitive (ASCII), as NOCASE folds */
+        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1 "
+        "COLLATE NOCASE",
         -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 1, s->set.table, -1, SQLITE_STATIC);

@@ -182,8 +182,10 @@ int sq_marker_put(sq_sink *s, const tm_marker *m);
 /* Inside the claim's transaction: refuses (TM_FATAL naming the table, the
  * other connector and the setting) a table another connector writes
  * unless both say shared_table, then records this connector as a writer
- * of the table. */
-tm_status sq_owner_register(sq_sink *s, tm_error *err);
+ * of the table; refuses (TM_FATAL) a partition of MARKERS (N of them) on
+ * which another connector of the shared table holds a marker. */
+tm_status sq_owner_register(sq_sink *s, const tm_marker *markers, size_t n,
+                            tm_error *err);
 /* Before a scan of (topic, partition): TM_OK unless the table is shared
  * and another connector holds a marker there too (TM_FATAL naming it:
  * the rows do not say which connector wrote them). */
