@@ -4,6 +4,7 @@
  * scenario is one ctest test, e2e.sqlite.<scenario>. Every verdict is checked
  * against the database's rows and Kafka's records. */
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +306,52 @@ static void scenario_wal_removed(void) {
     removed_files("sqlite-wr", wal, 1, 0);
 }
 
+/* verify's "replayed" note took any surplus of the marker's filtered and
+ * duplicate counts over what it found absent. A connector without dedup
+ * has no business keys, so its sink can count no duplicate: a marker that
+ * counts some over-counts (or hides records), and verify must fail it,
+ * not call it a replay. */
+static void scenario_verify_duplicates_without_dedup(void) {
+    const char *topic = h_name("sqlite-vd");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("sqlite-vd"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d, \"name\": \"n\"}");
+    const char *db = path_in_workdir("vd.db");
+    const char *cfg = config("vd.json", name, topic, db, "");
+    pid_t pid = h_spawn(cfg, "vd.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    stop_clean(pid);
+    const char *args[] = {"verify", cfg, NULL};
+    int rc = h_tidemark("vd-before.out", args);
+    H_CHECK(rc == 0, "inconclusive: verify before the change: exit %d\n%s", rc,
+            h_read_file("vd-before.out"));
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE tidemark_markers SET duplicates = 3 WHERE connector = "
+             "'%s'",
+             name);
+    sqlite3 *h = NULL;
+    H_CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+                sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK,
+            "inconclusive: %s: %s", sql, sqlite3_errmsg(h));
+    sqlite3_close(h);
+    H_CHECK(q(db,
+              "SELECT duplicates FROM tidemark_markers WHERE connector = "
+              "'%s'",
+              name) == 3,
+            "inconclusive: the marker was not changed");
+    rc = h_tidemark("vd.out", args);
+    const char *out = h_read_file("vd.out");
+    H_CHECK(rc == 1,
+            "verify of a marker counting duplicates without dedup: "
+            "exit %d, want 1\n%s",
+            rc, out);
+    expect_contains("verify", out, "without dedup");
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: sqlite_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -318,6 +365,8 @@ int main(int argc, char **argv) {
         {"compacted_verify", scenario_compacted_verify},
         {"db_dir_removed", scenario_db_dir_removed},
         {"wal_removed", scenario_wal_removed},
+        {"verify_duplicates_without_dedup",
+         scenario_verify_duplicates_without_dedup},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
