@@ -97,8 +97,10 @@ static int rescue(sq_sink *s, char *out, size_t size, char *why,
  * one; FD: the descriptor of this process that still holds it). */
 static tm_status removed(sq_sink *s, const char *suffix, int fd,
                          tm_error *err) {
-    /* VACUUM INTO runs outside a transaction: the batch is given up. */
+    /* VACUUM INTO runs outside a transaction: the batch is given up. Not
+     * for the batch's deadline either (interrupt() still stops it). */
     sq_rollback(s);
+    s->deadline_ms = 0;
     char out[SQ_PATH_MAX + 32], why[256] = "";
     int saved = 0;
     if (s->removed) /* rescued (or tried) at the first refusal */
@@ -134,17 +136,18 @@ tm_status sq_db_same_file(sq_sink *s, tm_error *err) {
     for (int i = 0; i < SQ_NFILES; i++) {
         char p[SQ_PATH_MAX];
         struct stat st;
-        int rc = file_path(s, i, p, sizeof p) == 0 ? stat(p, &st) : -1;
+        int named = file_path(s, i, p, sizeof p) == 0;
+        int rc = named ? stat(p, &st) : -1;
+        int e = rc == 0 ? 0 : named ? errno : ENAMETOOLONG;
         if (rc == 0 && st.st_dev == s->file_dev[i] &&
             st.st_ino == s->file_ino[i])
             continue;
         int fd = -1;
-        if (still_linked(s->file_dev[i], s->file_ino[i], &fd) == 0) {
+        if (still_linked(s->file_dev[i], s->file_ino[i], &fd) == 0)
             return removed(s, SUFFIX[i], fd, err);
-        }
-        const char *why = rc == 0           ? "replaced by another file"
-                          : errno == ENOENT ? "moved away"
-                                            : strerror(errno);
+        const char *why = rc == 0       ? "replaced by another file"
+                          : e == ENOENT ? "moved away"
+                                        : strerror(e);
         /* RETRY, not FATAL: the open file still has a name elsewhere, so
          * it can be moved back (then commits go on); a new file at the
          * path is another database. */
