@@ -4,9 +4,7 @@
  * after a COMMIT whose outcome is unknown. */
 #include <stdio.h>
 #include <string.h>
-#include <errno.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "sqlite_sink.h"
