@@ -28,6 +28,7 @@ typedef struct pg_run {
      * the transaction is run again. redo: run it again. */
     char **refused;
     int redo;
+    int64_t wall_ms; /* the wall clock as the commit started */
 } pg_run;
 
 /* ---- keys and dead letters ---------------------------------------------- */
@@ -38,8 +39,12 @@ static int64_t wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t applied_at(const tm_record *r) {
-    return r->timestamp_ms >= 0 ? r->timestamp_ms : wall_ms();
+/* When a business key counts as applied by the data: the record's Kafka
+ * timestamp, or the wall clock for records without one. The wall clock of
+ * the application is stored beside it (applied_wall): a record stamped in
+ * the past must not be forgotten as soon as it is applied. */
+static int64_t applied_at(const pg_run *x, const tm_record *r) {
+    return r->timestamp_ms >= 0 ? r->timestamp_ms : x->wall_ms;
 }
 
 static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
@@ -98,26 +103,29 @@ static int key_outcome(pg_run *x, const tm_record *r, const tm_range *g,
                        char *detail, size_t size, tm_status *st,
                        tm_error *err) {
     pg_sink *s = x->s;
-    char part[16], off[32], at[32];
+    char part[16], off[32], at[32], wall[32];
     snprintf(part, sizeof part, "%d", (int)g->partition);
     snprintf(off, sizeof off, "%lld", (long long)r->offset);
-    snprintf(at, sizeof at, "%lld", (long long)applied_at(r));
-    const char *v[7] = {s->config->connector,
+    snprintf(at, sizeof at, "%lld", (long long)applied_at(x, r));
+    snprintf(wall, sizeof wall, "%lld", (long long)x->wall_ms);
+    const char *v[8] = {s->config->connector,
                         r->identity,
                         r->identity_hash,
                         g->topic,
                         part,
                         off,
-                        at};
+                        at,
+                        wall};
     pg_buf b = {0};
     pg_buf_add(&b, "INSERT INTO ");
     pg_buf_add(&b, s->q_keys);
     pg_buf_add(&b, " (connector, identity, payload_hash, first_topic, "
-                   "first_partition, first_offset, applied_at) VALUES ($1, "
-                   "$2, $3, $4, $5::int, $6::bigint, $7::bigint) ON CONFLICT "
-                   "DO NOTHING RETURNING 1");
+                   "first_partition, first_offset, applied_at, "
+                   "applied_wall) VALUES ($1, $2, $3, $4, $5::int, "
+                   "$6::bigint, $7::bigint, $8::bigint) ON CONFLICT DO "
+                   "NOTHING RETURNING 1");
     PGresult *res = b.oom ? NULL
-                          : pg_query(s, b.p, 7, v, NULL, NULL, 1,
+                          : pg_query(s, b.p, 8, v, NULL, NULL, 1,
                                      "storing business keys", st, err);
     if (!res) {
         if (b.oom)
@@ -165,32 +173,37 @@ static int key_outcome(pg_run *x, const tm_record *r, const tm_range *g,
 }
 
 /* Forgets the keys applied before min(newest record timestamp of the
- * batch, wall clock now) - retention. The wall clock caps the horizon: one
+ * batch, wall clock now) - retention AND, by the wall clock, before now -
+ * retention (docs/sinks/postgres.md). The wall clock caps the horizon: one
  * record stamped years ahead would otherwise forget every key, and the
- * resends of those keys would be stored twice. */
+ * resends of those keys would be stored twice; the wall clock of the
+ * application keeps a key stamped long ago for the retention. */
 static tm_status prune_keys(pg_run *x, tm_error *err) {
     int64_t newest = INT64_MIN;
     for (size_t j = 0; j < x->b->nrecords; j++) {
         const tm_record *r = TM_CELEM(tm_record, x->b->records, j);
-        if (r->identity && applied_at(r) > newest)
-            newest = applied_at(r);
+        if (r->identity && applied_at(x, r) > newest)
+            newest = applied_at(x, r);
     }
     if (newest == INT64_MIN)
         return TM_OK;
-    int64_t now = wall_ms();
+    int64_t now = x->wall_ms;
     if (newest > now)
         newest = now;
-    char h[32];
+    char h[32], w[32];
     snprintf(h, sizeof h, "%lld",
              (long long)(newest - x->s->set.retention_s * 1000));
-    const char *v[2] = {x->s->config->connector, h};
+    snprintf(w, sizeof w, "%lld",
+             (long long)(now - x->s->set.retention_s * 1000));
+    const char *v[3] = {x->s->config->connector, h, w};
     pg_buf b = {0};
     pg_buf_add(&b, "DELETE FROM ");
     pg_buf_add(&b, x->s->q_keys);
-    pg_buf_add(&b, " WHERE connector = $1 AND applied_at < $2::bigint");
+    pg_buf_add(&b, " WHERE connector = $1 AND applied_at < $2::bigint AND "
+                   "applied_wall < $3::bigint");
     tm_status r = TM_RETRY;
     PGresult *res = b.oom ? NULL
-                          : pg_query(x->s, b.p, 2, v, NULL, NULL, 0,
+                          : pg_query(x->s, b.p, 3, v, NULL, NULL, 0,
                                      "pruning expired business keys", &r, err);
     pg_buf_free(&b);
     PQclear(res);
@@ -517,7 +530,7 @@ static tm_status lock_check_write(pg_run *x, tm_error *err) {
 
 tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     pg_sink *s = sink;
-    pg_run x = {.s = s, .b = b, .only = -1};
+    pg_run x = {.s = s, .b = b, .only = -1, .wall_ms = wall_ms()};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
     tm_status r = pg_ready(s, err);
     if (r == TM_OK)

@@ -54,10 +54,19 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
                " (connector text NOT NULL, identity text NOT NULL, "
                "payload_hash text, first_topic text NOT NULL, "
                "first_partition integer NOT NULL, first_offset bigint NOT "
-               "NULL, applied_at bigint NOT NULL, PRIMARY KEY (connector, "
-               "identity)); CREATE INDEX IF NOT EXISTS " PG_KEYS "_by_age ON ");
+               "NULL, applied_at bigint NOT NULL, applied_wall bigint NOT "
+               "NULL, PRIMARY KEY (connector, identity)); CREATE INDEX IF NOT "
+               "EXISTS " PG_KEYS "_by_age ON ");
     pg_buf_add(b, s->q_keys);
-    pg_buf_add(b, " (connector, applied_at); CREATE TABLE IF NOT EXISTS ");
+    /* applied_wall came later: a table from before gets it, its old keys
+     * counting as applied now (the safe side: kept the retention from
+     * here). now() is stable, so PostgreSQL evaluates it once and does not
+     * rewrite the table; the sink always writes the column itself. */
+    pg_buf_add(b, " (connector, applied_at); ALTER TABLE ");
+    pg_buf_add(b, s->q_keys);
+    pg_buf_add(b, " ADD COLUMN IF NOT EXISTS applied_wall bigint NOT NULL "
+                  "DEFAULT (extract(epoch FROM now()) * 1000)::bigint; "
+                  "CREATE TABLE IF NOT EXISTS ");
     pg_buf_add(b, s->q_owners);
     pg_buf_add(b, " (table_name text NOT NULL, connector text NOT NULL, "
                   "shared boolean NOT NULL, PRIMARY KEY (table_name, "
@@ -170,7 +179,9 @@ static int schema_complete(pg_sink *s) {
             "NULL AND to_regclass($7) IS NOT NULL AND (SELECT count(*) FROM "
             "pg_attribute WHERE attrelid = to_regclass($1) AND NOT "
             "attisdropped AND attname IN ('last_offset', 'last_timestamp_ms', "
-            "'last_record_hash')) = 3",
+            "'last_record_hash')) = 3 AND EXISTS (SELECT 1 FROM "
+            "pg_attribute WHERE attrelid = to_regclass($4) AND attname = "
+            "'applied_wall' AND NOT attisdropped)",
             7, v, NULL, NULL, 1, "checking the tables", &r, &scratch);
         complete = res && PQntuples(res) == 1 &&
                    strcmp(PQgetvalue(res, 0, 0), "t") == 0;

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sqlite_sink.h"
 
@@ -15,6 +14,7 @@ typedef struct sq_run {
     const tm_batch *b;
     tm_marker *stored;           /* per range, read inside the transaction */
     uint64_t *rows, *dls, *dups; /* per range, this batch's own counts */
+    int64_t wall_ms;             /* the wall clock as the batch started */
     const char *step;            /* for the error message */
 } sq_run;
 
@@ -29,15 +29,55 @@ static int bind_text(sqlite3_stmt *st, int i, const char *p) {
              : sqlite3_bind_null(st, i);
 }
 
-/* One dead letter into tidemark_dead_letters. */
-static int insert_dead_letter(sq_run *x, const tm_range *g, int64_t offset,
-                              int64_t ts, const char *reason,
+/* 1 when this connector already stored a dead letter for (topic,
+ * partition, offset), 0 when not; SQLite result code in *rc. Only a
+ * rewind (offsets --reset-to) replays an offset the markers passed. */
+static int dead_letter_stored(sq_run *x, const tm_range *g, int64_t offset,
+                              int *rc) {
+    sqlite3_stmt *st = NULL;
+    *rc = sqlite3_prepare_v2(x->s->db,
+                             "SELECT 1 FROM " SQ_DEAD_LETTERS
+                             " WHERE connector = ?1 AND topic = ?2 AND "
+                             "\"partition\" = ?3 AND \"offset\" = ?4 LIMIT 1",
+                             -1, &st, NULL);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 1, x->s->config->connector, -1,
+                                SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_text(st, 2, g->topic, -1, SQLITE_STATIC);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int(st, 3, g->partition);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int64(st, 4, offset);
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_step(st);
+    int found = *rc == SQLITE_ROW;
+    if (*rc == SQLITE_ROW || *rc == SQLITE_DONE)
+        *rc = SQLITE_OK;
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* One dead letter of range RANGE into tidemark_dead_letters, counted in
+ * the marker. With dedup, one already stored for the offset (a replay
+ * after a rewind) is not stored again: it is counted as a duplicate, like
+ * a replayed record whose key is stored, so the marker's dead_letters stay
+ * the number stored and verify counts the replay as "replayed". */
+static int insert_dead_letter(sq_run *x, uint32_t range, const tm_range *g,
+                              int64_t offset, int64_t ts, const char *reason,
                               const char *detail, const void *key,
                               size_t key_len, const void *value,
                               size_t value_len, const char *headers) {
+    int rc = SQLITE_OK;
+    if ((x->s->config->flags & TM_CONFIG_DEDUP) &&
+        (dead_letter_stored(x, g, offset, &rc) || rc != SQLITE_OK)) {
+        if (rc == SQLITE_OK)
+            x->dups[range]++;
+        return rc;
+    }
+    x->dls[range]++;
     sqlite3_stmt *st = x->s->stmt[SQ_INS_DL];
-    int rc =
-        sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
+    rc = sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 2, g->topic, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
@@ -67,10 +107,9 @@ static int insert_dead_letter(sq_run *x, const tm_range *g, int64_t offset,
 
 static int record_dead_letter(sq_run *x, const tm_record *r, const tm_range *g,
                               tm_dl_reason reason, const char *detail) {
-    x->dls[r->range]++;
     return insert_dead_letter(
-        x, g, r->offset, r->timestamp_ms, tm_dl_reason_name(reason), detail,
-        r->key, r->key_len, r->value, r->value_len, r->headers_json);
+        x, r->range, g, r->offset, r->timestamp_ms, tm_dl_reason_name(reason),
+        detail, r->key, r->key_len, r->value, r->value_len, r->headers_json);
 }
 
 /* Binds one record's mapped values and coordinates, steps, resets. */
@@ -116,17 +155,13 @@ static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* When a business key counts as applied: the record's Kafka timestamp
- * (so the retention boundary is a fact of the data, the same on every
- * resend), or the wall clock for records without one. */
-static int64_t applied_at(const tm_record *r) {
-    return r->timestamp_ms >= 0 ? r->timestamp_ms : wall_ms();
+/* When a business key counts as applied by the data: the record's Kafka
+ * timestamp (so the retention boundary is a fact of the data, the same on
+ * every resend), or the wall clock for records without one. The wall
+ * clock of the application is stored beside it (applied_wall): a record
+ * stamped in the past must not be forgotten as soon as it is applied. */
+static int64_t applied_at(const sq_run *x, const tm_record *r) {
+    return r->timestamp_ms >= 0 ? r->timestamp_ms : x->wall_ms;
 }
 
 /* Outcome of a business key: 0 new (write the row), 1 duplicate, 2
@@ -147,7 +182,9 @@ static int key_outcome(sq_run *x, const tm_record *r, const tm_range *g,
     if (*rc == SQLITE_OK)
         *rc = sqlite3_bind_int64(st, 6, r->offset);
     if (*rc == SQLITE_OK)
-        *rc = sqlite3_bind_int64(st, 7, applied_at(r));
+        *rc = sqlite3_bind_int64(st, 7, applied_at(x, r));
+    if (*rc == SQLITE_OK)
+        *rc = sqlite3_bind_int64(st, 8, x->wall_ms);
     if (*rc == SQLITE_OK)
         *rc = sqlite3_step(st);
     sq_reuse(st);
@@ -200,20 +237,23 @@ static int forget_key(sq_run *x, const tm_record *r) {
 /* Dedup retention: forget keys applied more than the retention before the
  * newest record of this batch, or before now if that is earlier (inside
  * the batch's transaction, so a resend of the batch prunes the same, as
- * long as its records are older than the wall clock). The wall clock caps
- * the horizon: one record from a producer whose clock runs years ahead
- * must not prune the keys applied within the retention of now. */
+ * long as its records are older than the wall clock), AND applied (by the
+ * wall clock) more than the retention before now. The wall clock caps the
+ * horizon: one record from a producer whose clock runs years ahead must
+ * not prune the keys applied within the retention of now; and a key whose
+ * record is stamped long ago (a producer clock behind, a backfill) is
+ * kept the retention from its application, not forgotten at once. */
 static int prune_keys(sq_run *x) {
     const tm_batch *b = x->b;
     int64_t newest = INT64_MIN;
     for (size_t j = 0; j < b->nrecords; j++) {
         const tm_record *r = TM_CELEM(tm_record, b->records, j);
-        if (r->identity && applied_at(r) > newest)
-            newest = applied_at(r);
+        if (r->identity && applied_at(x, r) > newest)
+            newest = applied_at(x, r);
     }
     if (newest == INT64_MIN)
         return SQLITE_OK;
-    int64_t now = wall_ms();
+    int64_t now = x->wall_ms;
     if (newest > now)
         newest = now;
     sqlite3_stmt *st = x->s->stmt[SQ_KEY_PRUNE];
@@ -222,13 +262,41 @@ static int prune_keys(sq_run *x) {
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 2, newest - x->s->set.retention_s * 1000);
     if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, now - x->s->set.retention_s * 1000);
+    if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     sq_reuse(st);
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 1 when the INSERT's failure RC was the record's content, not the
+ * statement or the store: a constraint or datatype rule (SQLite undid
+ * only that statement), or an error raised while computing the row — a
+ * CHECK or generated column whose function fails on this value
+ * (json_extract on text that is not JSON: SQLITE_ERROR), a value past
+ * SQLite's size limits (SQLITE_TOOBIG) — as long as the transaction is
+ * still open (only the statement was undone) and the INSERT's SQL still
+ * compiles (an SQLITE_ERROR of a table dropped or changed under the sink
+ * is the statement's: FATAL, never a dead letter per record). */
+static int refused_row(sq_run *x, int rc) {
+    if (sq_refused_content(rc))
+        return 1;
+    int prim = rc & 0xff;
+    if ((prim != SQLITE_ERROR && prim != SQLITE_TOOBIG) ||
+        sqlite3_get_autocommit(x->s->db))
+        return 0;
+    if (prim == SQLITE_TOOBIG)
+        return 1;
+    sqlite3_stmt *again = NULL;
+    int ok = sqlite3_prepare_v2(x->s->db, sqlite3_sql(x->s->stmt[SQ_INS_ROW]),
+                                -1, &again, NULL) == SQLITE_OK;
+    sqlite3_finalize(again);
+    return ok;
+}
+
 /* Every record: a row, or with dedup a duplicate or a conflict. A row the
- * table refuses (a constraint) becomes a dead letter "rejected". */
+ * table refuses for its content (refused_row) becomes a dead letter
+ * "rejected". */
 static int write_records(sq_run *x) {
     const tm_batch *b = x->b;
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
@@ -263,9 +331,10 @@ static int write_records(sq_run *x) {
             continue;
         }
         rc = insert_row(x, r, g);
-        if (sq_refused_content(rc)) {
-            /* Only this statement was undone; the transaction goes on. */
+        if (rc != SQLITE_OK) /* before refused_row's prepare clears it */
             snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
+        if (rc != SQLITE_OK && refused_row(x, rc)) {
+            /* Only this statement was undone; the transaction goes on. */
             rc = keyed ? forget_key(x, r) : SQLITE_OK;
             if (rc == SQLITE_OK)
                 rc = record_dead_letter(x, r, g, TM_DL_REJECTED, detail);
@@ -280,8 +349,7 @@ static int write_records(sq_run *x) {
     for (size_t j = 0; rc == SQLITE_OK && j < b->ndead_letters; j++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, d->range);
-        x->dls[d->range]++;
-        rc = insert_dead_letter(x, g, d->offset, d->timestamp_ms,
+        rc = insert_dead_letter(x, d->range, g, d->offset, d->timestamp_ms,
                                 tm_dl_reason_name(d->reason), d->detail, d->key,
                                 d->key_len, d->value, d->value_len,
                                 d->headers_json);
@@ -333,7 +401,7 @@ static tm_status apply(sq_run *x, tm_error *err) {
 
 tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
     sq_sink *s = sink;
-    sq_run x = {.s = s, .b = b};
+    sq_run x = {.s = s, .b = b, .wall_ms = sq_wall_ms()};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
     tm_status r = sq_db_ready(s, err);
     if (r != TM_OK)

@@ -4,9 +4,7 @@
  * after a COMMIT whose outcome is unknown. */
 #include <stdio.h>
 #include <string.h>
-#include <errno.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "sqlite_sink.h"
@@ -14,6 +12,12 @@
 int64_t sq_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sq_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -170,17 +174,9 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err) {
     if (r == TM_OK && (rc = sq_exec(s, sql)) != SQLITE_OK)
         r = sq_fail(s, rc, sql, err);
     /* sqlite3_open_v2 opened the file (and the WAL check refused an
-     * in-memory one): this is its identity, checked before each commit. */
-    struct stat st;
-    if (r == TM_OK && stat(s->set.path, &st) != 0) {
-        s->host->set_error(err,
-                           "setting \"path\": %s vanished while opened: %s",
-                           s->set.path, strerror(errno));
-        r = TM_RETRY;
-    } else if (r == TM_OK) {
-        s->db_dev = st.st_dev;
-        s->db_ino = st.st_ino;
-    }
+     * in-memory one): its identity, checked before each commit. */
+    if (r == TM_OK)
+        r = sq_fileid_record(s, err);
     if (r != TM_OK) {
         sqlite3_close(s->db);
         s->db = NULL;
@@ -200,25 +196,6 @@ int sq_column_limit(void) {
     }
     sqlite3_close(db);
     return limit;
-}
-
-tm_status sq_db_same_file(sq_sink *s, tm_error *err) {
-    struct stat st;
-    int rc = stat(s->set.path, &st);
-    if (rc == 0 && st.st_dev == s->db_dev && st.st_ino == s->db_ino)
-        return TM_OK;
-    const char *why = rc == 0           ? "replaced by another file"
-                      : errno == ENOENT ? "removed"
-                                        : strerror(errno);
-    /* RETRY, not FATAL: the connection stays open, so the file's data is
-     * still there (readable through /proc/<pid>/fd) until the path names
-     * it again; a new file at the path is another database. */
-    s->host->set_error(err,
-                       "setting \"path\": %s no longer names the open "
-                       "database (%s while running); nothing is committed "
-                       "until it does again",
-                       s->set.path, why);
-    return TM_RETRY;
 }
 
 void sq_db_close(sq_sink *s) {

@@ -118,7 +118,7 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
         return sq_fail(s, rc, "claim: BEGIN IMMEDIATE", err);
     /* Where the sink first sees the table for this connector: another
      * connector's table is refused before any marker is written. */
-    if ((r = sq_owner_register(s, err)) != TM_OK) {
+    if ((r = sq_owner_register(s, markers, n, err)) != TM_OK) {
         sq_rollback(s);
         return r;
     }

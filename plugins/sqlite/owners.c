@@ -11,6 +11,28 @@
 
 #include "sqlite_sink.h"
 
+/* The row that says the registry is in use in this database (no table is
+ * named ""): from then on, markers are not read as owners, so deleting a
+ * gone connector's row hands its table over. */
+#define SQ_OWNERS_IN_USE                                                       \
+    "INSERT OR IGNORE INTO " SQ_OWNERS " (table_name, connector, shared) "     \
+    "VALUES ('', '', 0)"
+
+/* OTHER was found through its markers (a database from before the
+ * registry): the message names them, the only trace to remove. */
+static tm_status refuse_legacy(sq_sink *s, const char *other, tm_error *err) {
+    s->host->set_error(
+        err,
+        "setting \"shared_table\": table \"%s\" in %s holds rows below the "
+        "markers of connector \"%.200s\" (its rows in %s; the database is "
+        "from before %s); two connectors on one table need "
+        "\"shared_table\": true in both (or, if that connector is gone, "
+        "DELETE FROM %s WHERE connector = '%.200s')",
+        s->set.table, s->set.path, other, SQ_MARKERS, SQ_OWNERS, SQ_MARKERS,
+        other);
+    return TM_FATAL;
+}
+
 static tm_status refuse(sq_sink *s, const char *other, int other_shared,
                         tm_error *err) {
     s->host->set_error(
@@ -57,9 +79,9 @@ static int first_row(sq_sink *s, const char *sql, char *other, size_t size,
     return rc;
 }
 
-/* Before the registry (or before this table's first registration), the
- * only trace of another connector is its markers over rows of the table:
- * another connector whose marker is past an offset the table holds. */
+/* Before the registry (no row at all in it), the only trace of another
+ * connector is its markers over rows of the table: another connector
+ * whose marker is past an offset the table holds. */
 static int legacy_writer(sq_sink *s, char *other, size_t size) {
     sq_buf b = {0};
     sq_buf_add(&b, "SELECT m.connector FROM " SQ_MARKERS " m WHERE "
@@ -74,28 +96,35 @@ static int legacy_writer(sq_sink *s, char *other, size_t size) {
     return rc;
 }
 
-tm_status sq_owner_register(sq_sink *s, tm_error *err) {
+tm_status sq_owner_register(sq_sink *s, const tm_marker *markers, size_t n,
+                            tm_error *err) {
     char other[256];
     int other_shared = 0, any = 0;
     /* Another connector we may not share with: either side not shared. */
     int rc = first_row(s,
                        "SELECT connector, shared FROM " SQ_OWNERS
-                       " WHERE table_name = ?1 AND connector <> ?2 AND NOT "
+                       " WHERE table_name = ?1 COLLATE NOCASE AND connector "
+                       "<> ?2 AND NOT "
                        "(shared AND ?3) ORDER BY connector LIMIT 1",
                        other, sizeof other, &other_shared);
     if (rc == SQLITE_OK && !other[0]) {
+        /* Any row, of any table: the registry is in use in this database
+         * (a hand-over may have left none for this table). */
         char me[8];
-        rc = first_row(
-            s, "SELECT 'any' FROM " SQ_OWNERS " WHERE table_name = ?1 LIMIT 1",
-            me, sizeof me, NULL);
+        rc = first_row(s, "SELECT 'any' FROM " SQ_OWNERS " LIMIT 1", me,
+                       sizeof me, NULL);
         any = me[0] != '\0';
     }
-    if (rc == SQLITE_OK && !other[0] && !any && !s->set.shared_table)
+    int legacy = 0;
+    if (rc == SQLITE_OK && !other[0] && !any && !s->set.shared_table) {
         rc = legacy_writer(s, other, sizeof other);
+        legacy = 1;
+    }
     if (rc != SQLITE_OK)
         return sq_fail(s, rc, "claim: reading the table's owners", err);
     if (other[0])
-        return refuse(s, other, other_shared, err);
+        return legacy ? refuse_legacy(s, other, err)
+                      : refuse(s, other, other_shared, err);
     sqlite3_stmt *st = NULL;
     rc = sqlite3_prepare_v2(
         s->db,
@@ -112,9 +141,22 @@ tm_status sq_owner_register(sq_sink *s, tm_error *err) {
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     sqlite3_finalize(st);
+    if (rc == SQLITE_DONE) {
+        int in_use = sq_exec(s, SQ_OWNERS_IN_USE);
+        rc = in_use == SQLITE_OK ? SQLITE_DONE : in_use;
+    }
     if (rc != SQLITE_DONE)
         return sq_fail(s, rc, "claim: registering the table's owner", err);
-    return TM_OK;
+    /* Sharing a table is for different partitions: two connectors of one
+     * partition would each store every offset (their own markers), and
+     * their rows could not be told apart. Refused here, before a marker
+     * is written, rather than found later by scan. */
+    tm_status r = TM_OK;
+    for (size_t i = 0; r == TM_OK && i < n; i++) {
+        const tm_marker *m = TM_CELEM(tm_marker, markers, i);
+        r = sq_owner_scan_check(s, m->topic, m->partition, err);
+    }
+    return r;
 }
 
 tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
@@ -125,7 +167,8 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
     int rc = sqlite3_prepare_v2(
         s->db,
         "SELECT o.connector FROM " SQ_OWNERS " o JOIN " SQ_MARKERS
-        " m ON m.connector = o.connector WHERE o.table_name = ?1 AND "
+        " m ON m.connector = o.connector WHERE o.table_name = ?1 COLLATE "
+        "NOCASE AND "
         "o.connector <> ?2 AND m.topic = ?3 AND m.\"partition\" = ?4 "
         "ORDER BY o.connector LIMIT 1",
         -1, &st, NULL);
@@ -147,8 +190,10 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
         s->host->set_error(err,
                            "table \"%s\" is shared (\"shared_table\": true) "
                            "and connector \"%.200s\" also writes %s[%d]: "
-                           "its rows cannot be told from this connector's, "
-                           "so they cannot be read back or verified",
+                           "its rows cannot be told from this connector's "
+                           "(each would store every offset; they cannot be "
+                           "read back or verified); connectors sharing a "
+                           "table must read different partitions",
                            s->set.table, other ? other : "?", topic,
                            (int)partition);
         r = TM_FATAL;

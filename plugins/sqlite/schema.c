@@ -87,7 +87,7 @@ static const char HELPERS[] =
     "connector TEXT NOT NULL, identity TEXT NOT NULL, payload_hash TEXT, "
     "first_topic TEXT NOT NULL, first_partition INTEGER NOT NULL, "
     "first_offset INTEGER NOT NULL, applied_at INTEGER NOT NULL, "
-    "PRIMARY KEY (connector, identity));"
+    "applied_wall INTEGER NOT NULL, PRIMARY KEY (connector, identity));"
     "CREATE INDEX IF NOT EXISTS " SQ_KEYS "_by_age ON " SQ_KEYS
     " (connector, applied_at);"
     "CREATE TABLE IF NOT EXISTS " SQ_OWNERS " ("
@@ -259,7 +259,10 @@ static const char *affinity(const char *decl) {
 tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err) {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
-        s->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        s->db,
+        /* SQLite's names are case-insensitive (ASCII), as NOCASE folds */
+        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1 "
+        "COLLATE NOCASE",
         -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 1, s->set.table, -1, SQLITE_STATIC);
@@ -568,15 +571,16 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
                   "AND \"partition\" = ?3",
     [SQ_KEY_INS] = "INSERT OR IGNORE INTO " SQ_KEYS
                    " (connector, identity, payload_hash, first_topic, "
-                   "first_partition, first_offset, applied_at) VALUES (?1, "
-                   "?2, ?3, ?4, ?5, ?6, ?7)",
+                   "first_partition, first_offset, applied_at, "
+                   "applied_wall) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [SQ_KEY_GET] =
         "SELECT payload_hash, first_topic, first_partition, "
         "first_offset FROM " SQ_KEYS " WHERE connector = ?1 AND identity = ?2",
     [SQ_KEY_DEL] =
         "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND identity = ?2",
-    [SQ_KEY_PRUNE] =
-        "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND applied_at < ?2",
+    /* Both clocks must say old (docs/sinks/sqlite.md, Dedup retention). */
+    [SQ_KEY_PRUNE] = "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND "
+                     "applied_at < ?2 AND applied_wall < ?3",
 };
 
 tm_status sq_prepare_all(sq_sink *s, tm_error *err) {

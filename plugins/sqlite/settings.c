@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "sqlite_sink.h"
 
@@ -119,6 +120,25 @@ tm_status sq_settings_load(const tm_host_api *h, const tm_sink_config *config,
         required_string(h, set, "table", "the target table's name", &out->table,
                         err) != TM_OK)
         return TM_INVALID;
+    /* The sink checks before every commit that the path still names the
+     * open file (fileid.c): it must be a file's path, not a URI (SQLite
+     * may open it, the check could never find it) nor a directory (it can
+     * never be opened: a setting to fix, not a store to wait for). */
+    struct stat st;
+    if (strncmp(out->path, "file:", 5) == 0) {
+        h->set_error(err,
+                     "setting \"path\": \"%.200s\" is an SQLite URI; give "
+                     "the database file's path",
+                     out->path);
+        return TM_INVALID;
+    }
+    if (stat(out->path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        h->set_error(err,
+                     "setting \"path\": %.200s is a directory; expected the "
+                     "database file (a name inside it)",
+                     out->path);
+        return TM_INVALID;
+    }
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
         h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_string(set, "mode", &mode, err) < 0 ||

@@ -24,7 +24,8 @@ static tm_status sq_open(const tm_host_api *host, const tm_sink_config *config,
     atomic_init(&s->interrupted, 0);
     atomic_flag_clear(&s->db_busy);
     if ((r = sq_db_open(s, 0, err)) == TM_OK &&
-        (r = sq_schema_create(s, err)) == TM_OK) {
+        (r = sq_schema_create(s, err)) == TM_OK &&
+        (r = sq_migrate(s, err)) == TM_OK) {
         int exists = 0;
         if ((r = sq_table_exists(s, &exists, err)) == TM_OK && !exists) {
             host->set_error(err,

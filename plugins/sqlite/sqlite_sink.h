@@ -4,6 +4,8 @@
  *   db.c           the connection: open, PRAGMAs, busy/progress handlers,
  *                  error mapping, reopen
  *   schema.c       SQL text (quoting), DDL, the table's shape check
+ *   migrate.c      columns added to the helper tables of older versions
+ *   fileid.c       the path still names the open files (moved, removed)
  *   markers.c      claim and read_markers, marker rows
  *   owners.c       which connectors write which table (shared_table)
  *   commit.c       one batch in one transaction
@@ -29,6 +31,11 @@
  * scan (and tidemark verify) read offsets back from the effects. */
 #define SQ_HIDDEN_PREFIX "_tm_"
 #define SQ_NHIDDEN       4
+
+/* The database file and its -wal and -shm, and a bound for their names
+ * (SQLite's own unix VFS refuses longer paths). */
+#define SQ_NFILES   3
+#define SQ_PATH_MAX 4096
 
 typedef enum sq_mode { SQ_APPEND = 0, SQ_UPSERT = 1 } sq_mode;
 
@@ -70,11 +77,13 @@ typedef struct sq_sink {
     atomic_flag db_busy;     /* guards db against interrupt() during reopen */
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     int64_t busy_started_ms; /* first busy callback of the current wait */
-    /* The file the connection opened (stat of the path right after the
-     * open): SQLite in WAL mode goes on writing into an unlinked file, so
-     * each commit checks that the path still names it. */
-    dev_t db_dev;
-    ino_t db_ino;
+    /* The files the connection opened (the database, -wal, -shm; stat of
+     * their paths right after the open): SQLite in WAL mode goes on
+     * writing into unlinked files, so each commit checks that the paths
+     * still name them (fileid.c). */
+    dev_t file_dev[SQ_NFILES];
+    ino_t file_ino[SQ_NFILES];
+    int removed; /* a file was found removed: rescued once, FATAL since */
 } sq_sink;
 
 /* settings.c */
@@ -84,6 +93,8 @@ tm_status sq_settings_load(const tm_host_api *host,
 
 /* db.c */
 int64_t sq_now_ms(void);
+/* The wall clock (CLOCK_REALTIME), milliseconds since 1970. */
+int64_t sq_wall_ms(void);
 /* Opens s->db (read-write-create, or read-only) with the PRAGMAs and the
  * handlers. TM_OK, TM_RETRY (cannot open, read-only, I/O), TM_FATAL (not
  * a database, corrupt), TM_INVALID (WAL refused). */
@@ -92,10 +103,6 @@ tm_status sq_db_open(sq_sink *s, int readonly, tm_error *err);
  * bind): SQLITE_LIMIT_COLUMN, or the parameter limit if lower; -1 when
  * it cannot be read. */
 int sq_column_limit(void);
-/* TM_OK when s->set.path still names the file the connection opened;
- * else TM_RETRY naming the path (removed or replaced while open: nothing
- * may be committed into a file no one will find again). */
-tm_status sq_db_same_file(sq_sink *s, tm_error *err);
 /* Finalizes the statements and closes the connection. */
 void sq_db_close(sq_sink *s);
 /* Close, open, prepare: after an unknown COMMIT outcome. */
@@ -143,6 +150,22 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err);
 /* Prepares every statement of s->stmt. */
 tm_status sq_prepare_all(sq_sink *s, tm_error *err);
 
+/* fileid.c */
+/* Right after the open: records which files the path and its -wal and
+ * -shm name (a read opens the latter two). TM_OK, or TM_RETRY. */
+tm_status sq_fileid_record(sq_sink *s, tm_error *err);
+/* TM_OK when the path and its -wal and -shm still name the files the
+ * connection opened; TM_RETRY naming the file when one was moved away or
+ * replaced (it may come back); TM_FATAL when one was removed (no name
+ * left: it never comes back), after rescuing the connection's data into
+ * a new file named in the message. Rolls back an open transaction then. */
+tm_status sq_db_same_file(sq_sink *s, tm_error *err);
+
+/* migrate.c */
+/* Adds the columns newer versions need to existing helper tables (after
+ * sq_schema_create). TM_OK, or sq_fail's class. */
+tm_status sq_migrate(sq_sink *s, tm_error *err);
+
 /* markers.c */
 tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
                    tm_error *err);
@@ -159,8 +182,10 @@ int sq_marker_put(sq_sink *s, const tm_marker *m);
 /* Inside the claim's transaction: refuses (TM_FATAL naming the table, the
  * other connector and the setting) a table another connector writes
  * unless both say shared_table, then records this connector as a writer
- * of the table. */
-tm_status sq_owner_register(sq_sink *s, tm_error *err);
+ * of the table; refuses (TM_FATAL) a partition of MARKERS (N of them) on
+ * which another connector of the shared table holds a marker. */
+tm_status sq_owner_register(sq_sink *s, const tm_marker *markers, size_t n,
+                            tm_error *err);
 /* Before a scan of (topic, partition): TM_OK unless the table is shared
  * and another connector holds a marker there too (TM_FATAL naming it:
  * the rows do not say which connector wrote them). */

@@ -5,7 +5,9 @@
  * computed. With dedup (the JSON connector) no business key is stored
  * twice, and the known ids sent again with another payload become dead
  * letters identity_conflict; its dead letters, which have no business
- * key, are written again (counted too). */
+ * key, are written again (counted too), except by the SQLite sink, which
+ * does not store a second dead letter for an offset that has one: it
+ * counts the record read again as a duplicate instead. */
 #include "crash.h"
 
 #include <stdio.h>
@@ -97,16 +99,19 @@ void scenario_boundary(const char *sink) {
                 (long long)rows, (long long)ids, (long long)e.unique_ids);
         H_CHECK(conf == nconf, "dedup: %lld identity_conflict, expected %lld",
                 (long long)conf, (long long)nconf);
-        H_CHECK(dl == dedup_dl_before + violations + nconf,
+        /* dead letters written again, or (SQLite) counted as duplicates */
+        int64_t again = strcmp(sink, "sqlite") == 0 ? 0 : violations;
+        H_CHECK(dl == dedup_dl_before + again + nconf,
                 "dedup: %lld dead letters, expected %lld before + %lld "
                 "violations read again + %lld conflicts",
-                (long long)dl, (long long)dedup_dl_before,
-                (long long)violations, (long long)nconf);
-        /* The new markers count every valid event read again as a duplicate. */
-        H_CHECK(counted == applied - violations,
+                (long long)dl, (long long)dedup_dl_before, (long long)again,
+                (long long)nconf);
+        /* The new markers count every valid event read again as a
+         * duplicate (and, SQLite, every violation read again). */
+        H_CHECK(counted == applied - again,
                 "dedup: %lld duplicates counted by the new markers, expected "
                 "%lld",
-                (long long)counted, (long long)(applied - violations));
+                (long long)counted, (long long)(applied - again));
     }
 
     /* tidemark verify must see the boundary break too. */
@@ -123,11 +128,12 @@ void scenario_boundary(const char *sink) {
         snprintf(dedup_said, sizeof dedup_said,
                  "dedup %lld rows = %lld distinct ids, %lld duplicates "
                  "counted, %lld identity_conflict of %lld conflicting "
-                 "payloads, dead letters %lld -> %lld (violations written "
-                 "again)",
+                 "payloads, dead letters %lld -> %lld (violations %s)",
                  (long long)rows, (long long)ids, (long long)counted,
                  (long long)conf, (long long)nconf, (long long)dedup_dl_before,
-                 (long long)dl);
+                 (long long)dl,
+                 strcmp(sink, "sqlite") == 0 ? "counted as duplicates"
+                                             : "written again");
     ce_summary(&e, NULL,
                "markers deleted after %lld records applied: raw %lld rows, "
                "%lld distinct offsets, %lld duplicates (expected %lld); %s; %s",

@@ -4,6 +4,7 @@
  * scenario is one ctest test, e2e.sqlite.<scenario>. Every verdict is checked
  * against the database's rows and Kafka's records. */
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,9 @@ static void scenario_reset_verify(void) {
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 200, "{\"id\": %d, \"name\": \"n\"}");
+    /* offset 200: not JSON, a dead letter (parse_error) */
+    H_CHECK(h_produce(p, topic, 0, NULL, 0, "{not json", 9, NULL, NULL) == 200,
+            "inconclusive: the bad record is not at offset 200");
     const char *db = path_in_workdir("rv.db");
     const char *cfg =
         config("rv.json", name, topic, db, ", \"dedup\": {\"key\": [\"id\"]}");
@@ -79,6 +83,8 @@ static void scenario_reset_verify(void) {
     h_wait_caught_up(db, name, topic, 1, 60000);
     stop_clean(pid);
     H_CHECK(q(db, "SELECT count(*) FROM t") == 200, "rows before the reset");
+    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
+            "inconclusive: dead letters before the reset");
 
     snprintf(spec, sizeof spec, "%s:0=50", topic);
     const char *reset[] = {"offsets", cfg, "--reset-to", spec, NULL};
@@ -93,16 +99,30 @@ static void scenario_reset_verify(void) {
     pid = h_spawn(cfg, "rv.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     stop_clean(pid);
-    /* the truth: every offset once, the replayed 150 counted, no row */
+    /* the truth: every offset once, the replayed 151 counted (150 stored
+     * keys and the dead letter already stored), no row, no second dead
+     * letter, the marker's dead letters the stored ones */
     H_CHECK(q(db, "SELECT count(*) FROM t") == 200 &&
                 q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 200,
             "rows after the replay: %lld",
             (long long)q(db, "SELECT count(*) FROM t"));
+    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
+            "dead letters after the replay: %lld, want 1",
+            (long long)q(db, "SELECT count(*) FROM tidemark_dead_letters"));
+    H_CHECK(q(db,
+              "SELECT dead_letters FROM tidemark_markers WHERE connector = "
+              "'%s'",
+              name) == 1,
+            "the marker counts %lld dead letters, 1 is stored",
+            (long long)q(db,
+                         "SELECT dead_letters FROM tidemark_markers WHERE "
+                         "connector = '%s'",
+                         name));
     H_CHECK(q(db,
               "SELECT duplicates FROM tidemark_markers WHERE connector = "
               "'%s'",
-              name) == 150,
-            "inconclusive: the marker counted %lld duplicates, not the 150 "
+              name) == 151,
+            "inconclusive: the marker counted %lld duplicates, not the 151 "
             "replayed records",
             (long long)q(db,
                          "SELECT duplicates FROM tidemark_markers WHERE "
@@ -112,8 +132,9 @@ static void scenario_reset_verify(void) {
     rc = h_tidemark("verify.out", args);
     const char *out = h_read_file("verify.out");
     H_CHECK(rc == 0, "verify after a reset: exit %d\n%s", rc, out);
-    expect_contains("verify", out, "kafka_records=200 rows=200");
-    expect_contains("verify", out, "replayed=150");
+    expect_contains("verify", out, "kafka_records=201 rows=200");
+    expect_contains("verify", out, "dead_letters=1");
+    expect_contains("verify", out, "replayed=151");
     expect_contains("verify", out, "result=OK");
     rd_kafka_destroy(p);
 }
@@ -200,61 +221,134 @@ static int64_t group_offset_settled(const char *group, const char *topic,
     return got;
 }
 
-/* The database's directory removed while the host runs: SQLite would go on
- * committing into the unlinked file and the group's offsets would advance
- * over rows nobody can find again. The sink must refuse every commit
- * (RETRY, the batch kept), so the group offset stays where the last batch
- * that reached the real file left it. */
-static void scenario_db_dir_removed(void) {
-    const char *topic = h_name("sqlite-dr");
-    char name[256], group[300], dir[4096], db[4200], f[4300];
-    snprintf(name, sizeof name, "%s", h_name("sqlite-dr"));
+/* Files of the database removed while the host runs: SQLite would go on
+ * committing into the unlinked files and the group's offsets would advance
+ * over rows nobody can find again. The sink must refuse the commit and,
+ * as a removed file never comes back, fail the connector (FATAL: the
+ * process exits 1 by itself, not PAUSED and retrying for ever), so the
+ * group offset stays where the last batch that reached the real file left
+ * it. SUFFIXES: which files go; WITH_DIR: the directory too. When the
+ * directory stays, what the connection held is rescued into a new file
+ * beside the database, named in the log: it holds every row. */
+static void removed_files(const char *tag, const char *const *suffixes,
+                          size_t n, int with_dir) {
+    const char *topic = h_name(tag);
+    char name[256], group[300], dir[4096], db[4200], f[4300], cfg_name[64];
+    snprintf(name, sizeof name, "%s", h_name(tag));
     snprintf(group, sizeof group, "tidemark-%s", name);
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d, \"name\": \"n\"}");
-    snprintf(dir, sizeof dir, "%s/dbdir", h_workdir());
+    snprintf(dir, sizeof dir, "%s/dbdir-%s", h_workdir(), tag);
     H_CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
     snprintf(db, sizeof db, "%s/dr.db", dir);
-    const char *cfg = config("dr.json", name, topic, db, "");
+    snprintf(cfg_name, sizeof cfg_name, "%s.json", tag);
+    const char *cfg = config(cfg_name, name, topic, db, "");
     pid_t pid = h_spawn(cfg, "dr.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     int64_t got = group_offset_settled(group, topic, 100);
     H_CHECK(got == 100, "group offset %lld before the removal, want 100",
             (long long)got);
 
-    static const char *const files[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(f, sizeof f, "%s%s", db, files[i]);
-        H_CHECK(unlink(f) == 0 || i > 0, "unlink %s", f);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(f, sizeof f, "%s%s", db, suffixes[i]);
+        H_CHECK(unlink(f) == 0 && access(f, F_OK) != 0,
+                "inconclusive: unlink %s", f);
     }
-    H_CHECK(rmdir(dir) == 0 && access(dir, F_OK) != 0,
-            "inconclusive: %s is still there", dir);
+    if (with_dir)
+        H_CHECK(rmdir(dir) == 0 && access(dir, F_OK) != 0,
+                "inconclusive: %s is still there", dir);
     h_produce_many(p, topic, 0, 100, 50, "{\"id\": %d, \"name\": \"n\"}");
-    /* The host tried those 50 and was refused twice: the batch is kept
-     * and retried, never dropped or reported applied. */
-    const char *needle = "no longer names the open database";
+    /* The host tries those 50, is refused, and the connector fails. */
+    const char *needle = "was removed while running";
     int64_t t0 = h_now_ms();
-    for (;;) {
-        const char *log = h_read_file("dr.log");
-        const char *first = strstr(log, needle);
-        if (first && strstr(first + 1, needle))
-            break;
+    while (!strstr(h_read_file("dr.log"), needle) || h_proc_state(pid) != 'Z') {
         H_CHECK(h_now_ms() - t0 < 30000,
-                "the host never refused a commit into the removed database "
-                "in 30 s (group offset now %lld)",
+                "the host did not fail on the removed database in 30 s "
+                "(group offset now %lld)",
                 (long long)h_group_offset(group, topic, 0));
         h_sleep_ms(100);
     }
+    int rc = h_stop(pid, SIGTERM, 15000, NULL);
+    H_CHECK(rc == 1, "exit %d after the connector failed, want 1", rc);
     got = h_group_offset(group, topic, 0);
     H_CHECK(got == 100,
-            "group offset %lld after the directory was removed: batches "
-            "committed into the unlinked file",
+            "group offset %lld after the removal: batches committed into "
+            "the unlinked file",
             (long long)got);
-    int rc = h_stop(pid, SIGTERM, 15000, NULL);
-    h_step("stopped while retrying: exit %d", rc);
-    got = h_group_offset(group, topic, 0);
-    H_CHECK(got == 100, "group offset %lld after the stop", (long long)got);
+    const char *log = h_read_file("dr.log");
+    const char *at = strstr(log, "rescued into \\\"");
+    if (with_dir) {
+        expect_contains("the log", log, "/proc/");
+    } else {
+        H_CHECK(at != NULL, "no rescue in the log:\n%s", log);
+        at += strlen("rescued into \\\"");
+        const char *end = strstr(at, "\\\"");
+        H_CHECK(end != NULL && end - at < 4000, "rescue name unterminated");
+        snprintf(f, sizeof f, "%.*s", (int)(end - at), at);
+        int64_t rows = q(f, "SELECT count(*) FROM t");
+        H_CHECK(rows == 100, "the rescue %s holds %lld rows, want 100", f,
+                (long long)rows);
+    }
+    rd_kafka_destroy(p);
+}
+
+static void scenario_db_dir_removed(void) {
+    static const char *const all[] = {"", "-wal", "-shm"};
+    removed_files("sqlite-dr", all, 3, 1);
+}
+
+/* Only the -wal file removed: the database file is still at its path, but
+ * the commits would go into the unlinked WAL (status RUNNING meanwhile)
+ * and vanish with the process. */
+static void scenario_wal_removed(void) {
+    static const char *const wal[] = {"-wal"};
+    removed_files("sqlite-wr", wal, 1, 0);
+}
+
+/* verify's "replayed" note took any surplus of the marker's filtered and
+ * duplicate counts over what it found absent. A connector without dedup
+ * has no business keys, so its sink can count no duplicate: a marker that
+ * counts some over-counts (or hides records), and verify must fail it,
+ * not call it a replay. */
+static void scenario_verify_duplicates_without_dedup(void) {
+    const char *topic = h_name("sqlite-vd");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("sqlite-vd"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d, \"name\": \"n\"}");
+    const char *db = path_in_workdir("vd.db");
+    const char *cfg = config("vd.json", name, topic, db, "");
+    pid_t pid = h_spawn(cfg, "vd.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    stop_clean(pid);
+    const char *args[] = {"verify", cfg, NULL};
+    int rc = h_tidemark("vd-before.out", args);
+    H_CHECK(rc == 0, "inconclusive: verify before the change: exit %d\n%s", rc,
+            h_read_file("vd-before.out"));
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE tidemark_markers SET duplicates = 3 WHERE connector = "
+             "'%s'",
+             name);
+    sqlite3 *h = NULL;
+    H_CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+                sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK,
+            "inconclusive: %s: %s", sql, sqlite3_errmsg(h));
+    sqlite3_close(h);
+    H_CHECK(q(db,
+              "SELECT duplicates FROM tidemark_markers WHERE connector = "
+              "'%s'",
+              name) == 3,
+            "inconclusive: the marker was not changed");
+    rc = h_tidemark("vd.out", args);
+    const char *out = h_read_file("vd.out");
+    H_CHECK(rc == 1,
+            "verify of a marker counting duplicates without dedup: "
+            "exit %d, want 1\n%s",
+            rc, out);
+    expect_contains("verify", out, "without dedup");
     rd_kafka_destroy(p);
 }
 
@@ -270,6 +364,9 @@ int main(int argc, char **argv) {
         {"reset_verify", scenario_reset_verify},
         {"compacted_verify", scenario_compacted_verify},
         {"db_dir_removed", scenario_db_dir_removed},
+        {"wal_removed", scenario_wal_removed},
+        {"verify_duplicates_without_dedup",
+         scenario_verify_duplicates_without_dedup},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {

@@ -402,11 +402,17 @@ START_TEST(retention_ignores_a_future_timestamp) {
              sizeof v);
     ck_assert_str_eq(v, "2/1");
     /* the horizon still moves with the wall clock: a key applied longer
-     * ago than the retention is forgotten */
+     * ago than the retention (by its record and by the wall clock of its
+     * application, aged here in the table) is forgotten */
     rec r4[] = {{3, 3, "c", "k3", "h3"}};
     batch_make(&b, 3, 4, m.epoch, r4, 1);
     b.records[0].timestamp_ms = now - 2 * 3600 * 1000;
     commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("WITH u AS (UPDATE $S.tidemark_keys SET "
+                             "applied_wall = applied_wall - 3600001 WHERE "
+                             "identity = 'k3' RETURNING 1) SELECT count(*) "
+                             "FROM u"),
+                     1);
     rec r5[] = {{4, 4, "d", "k4", "h4"}};
     batch_make(&b, 4, 5, m.epoch, r5, 1);
     b.records[0].timestamp_ms = now;
@@ -417,6 +423,85 @@ START_TEST(retention_ignores_a_future_timestamp) {
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys WHERE "
                              "identity = 'k1'"),
                      1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* F1: a key whose record timestamp lies in the past (a producer clock
+ * years behind, a backfill two hours old) was pruned by the next batch
+ * carrying a current record, seconds after it was applied, and its resend
+ * was stored again. Kept until the wall clock of its application is past
+ * the retention too. */
+START_TEST(past_timestamp_key_is_kept_for_the_retention) {
+    conf c;
+    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    int64_t now = wall_ms();
+    const int64_t ten_years = 10LL * 366 * 24 * 3600 * 1000;
+    batch b;
+    rec r1[] = {{0, 1, "a", "k1", "h1"}, {1, 2, "b", "k2", "h2"}};
+    batch_make(&b, 0, 2, m.epoch, r1, 2);
+    b.records[0].timestamp_ms = now - ten_years;
+    b.records[1].timestamp_ms = now - 2 * 3600 * 1000;
+    commit_ok(sink, &b);
+    rec r2[] = {{2, 3, "c", "k3", "h3"}};
+    batch_make(&b, 2, 3, m.epoch, r2, 1);
+    b.records[0].timestamp_ms = now; /* a current record: its prune runs */
+    commit_ok(sink, &b);
+    rec r3[] = {{3, 1, "a", "k1", "h1"}, {4, 2, "b", "k2", "h2"}};
+    batch_make(&b, 3, 5, m.epoch, r3, 2);
+    b.records[0].timestamp_ms = now - ten_years;
+    b.records[1].timestamp_ms = now - 2 * 3600 * 1000;
+    commit_ok(sink, &b); /* the resends, a moment later */
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM $S.t WHERE _tm_identity = 'k1'"), 1);
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM $S.t WHERE _tm_identity = 'k2'"), 1);
+    char v[128];
+    sql_text("SELECT \"rows\" || '/' || duplicates FROM $S.tidemark_markers", v,
+             sizeof v);
+    ck_assert_str_eq(v, "3/2");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* F1's migration: keys stored before applied_wall existed count as
+ * applied when the sink first opens the database again (the safe side). */
+START_TEST(keys_from_before_the_wall_column_are_kept) {
+    conf c;
+    int64_t now = wall_ms();
+    char text[1024];
+    snprintf(text, sizeof text,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".tidemark_keys "
+             "(connector text NOT NULL, identity text NOT NULL, payload_hash "
+             "text, first_topic text NOT NULL, first_partition integer NOT "
+             "NULL, first_offset bigint NOT NULL, applied_at bigint NOT NULL, "
+             "PRIMARY KEY (connector, identity)); INSERT INTO "
+             "\"%s\".tidemark_keys VALUES ('%s', 'k1', 'h1', 't', 0, 0, %lld)",
+             schema, schema, schema, connector,
+             (long long)(now - 2 * 3600 * 1000));
+    PQclear(sql(text));
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys"), 1);
+    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 3, "c", "k3", "h3"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    b.records[0].timestamp_ms = now;
+    commit_ok(sink, &b);
+    rec r2[] = {{1, 1, "a", "k1", "h1"}};
+    batch_make(&b, 1, 2, m.epoch, r2, 1);
+    b.records[0].timestamp_ms = now - 2 * 3600 * 1000;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(
+        sql_int("SELECT count(*) FROM $S.t WHERE _tm_identity = 'k1'"), 0);
+    ck_assert_int_ge(sql_int("SELECT applied_wall FROM $S.tidemark_keys WHERE "
+                             "identity = 'k1'"),
+                     now);
     api->close(sink);
     conf_done(&c);
 }
@@ -1277,6 +1362,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
+    tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
+    tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
     tcase_add_test(tc, second_connector_on_a_table_is_refused);
     tcase_add_test(tc, upsert_index_names_fit);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
