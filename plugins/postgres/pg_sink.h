@@ -32,6 +32,9 @@
 #define PG_OWNERS        "tidemark_table_owners"
 #define PG_HIDDEN_PREFIX "_tm_"
 #define PG_NHIDDEN       4
+/* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1) and cuts longer
+ * ones silently. */
+#define PG_NAME_MAX 63
 
 typedef enum pg_mode { PG_APPEND = 0, PG_UPSERT = 1 } pg_mode;
 

@@ -57,8 +57,6 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
                   "connector));");
 }
 
-/* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1). */
-#define PG_NAME_MAX   63
 #define PG_KEY_SUFFIX "_tm_key"
 
 /* Upsert's unique index: "<table>_tm_key" when that fits and HASHED is

@@ -120,6 +120,17 @@ tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
         h->set_error(err, "setting \"schema\": must not be empty");
         return TM_INVALID;
     }
+    /* A longer name would be cut by the server, so two settings could name
+     * one table while the owners registry, keyed by the setting, sees two. */
+    if (strlen(out->table) > PG_NAME_MAX || strlen(out->schema) > PG_NAME_MAX) {
+        int t = strlen(out->table) > PG_NAME_MAX;
+        h->set_error(err,
+                     "setting \"%s\": %zu bytes; PostgreSQL names hold at "
+                     "most %d bytes (longer ones are cut)",
+                     t ? "table" : "schema",
+                     strlen(t ? out->table : out->schema), PG_NAME_MAX);
+        return TM_INVALID;
+    }
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
         h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_string(set, "mode", &mode, err) < 0)
