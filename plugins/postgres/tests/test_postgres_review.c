@@ -550,6 +550,89 @@ START_TEST(shared_newcomer_cannot_take_a_pre_registry_table) {
 }
 END_TEST
 
+/* ---- F11 ----------------------------------------------------------------- */
+
+/* Before the registry, A read topic t into "orders" and B read the same
+ * topic into "orders_audit": each one's rows are covered by its own
+ * markers, so neither is refused after the upgrade. */
+START_TEST(two_tables_from_one_topic_not_refused_after_upgrade) {
+    conf ca, cb;
+    conf_init(&ca, "orders", NULL, 0, "_a");
+    conf_init(&cb, "orders_audit", NULL, 0, "_b");
+    conf *cs[2] = {&ca, &cb};
+    for (int k = 0; k < 2; k++) {
+        void *sink = open_ok(cs[k]);
+        tm_marker m = claim_ok(sink);
+        batch b;
+        batch_make(&b, cs[k]->name, 0, 3, m.epoch);
+        commit_ok(sink, &b);
+        batch_free(&b);
+        api->close(sink);
+    }
+    run("DELETE FROM $S.tidemark_table_owners"); /* from before it */
+    for (int k = 0; k < 2; k++) {
+        void *sink = open_ok(cs[k]);
+        tm_marker m = claim_ok(sink);
+        batch b;
+        batch_make(&b, cs[k]->name, 3, 1, m.epoch);
+        commit_ok(sink, &b);
+        batch_free(&b);
+        api->close(sink);
+    }
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.orders"), 4);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.orders_audit"), 4);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_table_owners"),
+                     2);
+    conf_done(&ca);
+    conf_done(&cb);
+}
+END_TEST
+
+/* ---- F8 ------------------------------------------------------------------ */
+
+/* A table of 2 000 000 rows from before the registry and a 100 ms
+ * statement_timeout: the check for a writer from before the registry (a
+ * pass over the whole table) is not cut by it, so open and the first
+ * claim succeed instead of failing at every try. */
+START_TEST(pre_registry_check_of_a_large_table_completes) {
+    conf co;
+    conf_init(&co, "other", NULL, 0, "_o"); /* a marker on t[0] */
+    void *o = open_ok(&co);
+    tm_marker mo = claim_ok(o);
+    batch b;
+    batch_make(&b, co.name, 0, 1, mo.epoch);
+    commit_ok(o, &b);
+    batch_free(&b);
+    api->close(o);
+    run("CREATE TABLE $S.big (id bigint, body text, " HIDDEN_COLS
+        "); INSERT INTO $S.big SELECT g, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "xxxxxxxxxxxxxxxx', 'u', 0, g, NULL FROM generate_series(0, 1999999) "
+        "g; ANALYZE $S.big");
+    /* the fault is there: the table's pass outlasts the timeout */
+    PQclear(pgt_sql(admin, "SET statement_timeout = 100"));
+    char q[256];
+    snprintf(q, sizeof q, "SELECT count(*) FROM \"%s\".big WHERE body <> ''",
+             schema);
+    PGresult *res = PQexec(admin, q);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    int timed_out = state && strcmp(state, "57014") == 0;
+    PQclear(res);
+    PQclear(pgt_sql(admin, "SET statement_timeout = 0"));
+    ck_assert_msg(timed_out, "inconclusive: a pass over the table took less "
+                             "than 100 ms");
+    conf cb;
+    conf_init(&cb, "big", ", \"statement_timeout_ms\": 100", 0, "_b");
+    void *sink = open_ok(&cb);
+    claim_ok(sink);
+    api->close(sink);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_table_owners "
+                             "WHERE table_name = 'big'"),
+                     1);
+    conf_done(&co);
+    conf_done(&cb);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_review");
     TCase *tc = tcase_create("review");
@@ -572,6 +655,8 @@ static Suite *suite(void) {
     ADD(index_name_taken_by_another_relation);
     ADD(table_name_over_63_bytes_is_refused);
     ADD(shared_newcomer_cannot_take_a_pre_registry_table);
+    ADD(two_tables_from_one_topic_not_refused_after_upgrade);
+    ADD(pre_registry_check_of_a_large_table_completes);
     suite_add_tcase(s, tc);
     return s;
 }
