@@ -19,10 +19,10 @@ static tm_status refuse(pg_sink *s, const char *other, int other_shared,
     s->host->set_error(
         err,
         "setting \"shared_table\": table %s is written by connector "
-        "\"%.200s\"%s"
+        "\"%.*s\"%s"
         "; two connectors on one table need \"shared_table\": true in both "
         "(or DELETE its row from %s.%s if that connector is gone)",
-        s->q_table, other,
+        s->q_table, (int)pg_utf8_prefix(other, 200), other,
         !s->set.shared_table ? ""
         : other_shared       ? ""
                              : ", which has \"shared_table\": false",

@@ -401,12 +401,14 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
         const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         int k = find_col(res, col->name);
         if (k < 0)
-            snprintf(why, sizeof why, "column \"%.100s\" is missing",
-                     col->name);
+            snprintf(why, sizeof why, "column \"%.*s\" is missing",
+                     (int)pg_utf8_prefix(col->name, 100), col->name);
         else if (!type_fits(PQgetvalue(res, k, 1), pg_type_sql(col->type)))
             snprintf(why, sizeof why,
-                     "column \"%.100s\" is %.60s, the mapping needs %s",
-                     col->name, PQgetvalue(res, k, 1), pg_type_sql(col->type));
+                     "column \"%.*s\" is %.*s, the mapping needs %s",
+                     (int)pg_utf8_prefix(col->name, 100), col->name,
+                     (int)pg_utf8_prefix(PQgetvalue(res, k, 1), 60),
+                     PQgetvalue(res, k, 1), pg_type_sql(col->type));
     }
     for (int h = 0; h < PG_NHIDDEN && !why[0]; h++) {
         int k = find_col(res, HIDDEN[h][0]);
@@ -426,9 +428,9 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
         if (!ours && *PQgetvalue(res, i, 2) == 't' &&
             *PQgetvalue(res, i, 3) != 't')
             snprintf(why, sizeof why,
-                     "column \"%.100s\" is NOT NULL without a default but not "
+                     "column \"%.*s\" is NOT NULL without a default but not "
                      "in the mapping: every insert would fail",
-                     name);
+                     (int)pg_utf8_prefix(name, 100), name);
     }
     int ncols = PQntuples(res);
     PQclear(res);

@@ -139,9 +139,9 @@ tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
         out->mode = PG_UPSERT;
     } else if (mode && strcmp(mode, "append") != 0) {
         h->set_error(err,
-                     "setting \"mode\": \"%.100s\" is not one of append, "
+                     "setting \"mode\": \"%.*s\" is not one of append, "
                      "upsert",
-                     mode);
+                     (int)pg_utf8_prefix(mode, 100), mode);
         return TM_INVALID;
     }
     if (int_in(h, set, "connect_timeout_s", 1, 3600, &out->connect_timeout_s,
@@ -159,10 +159,11 @@ tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
         size_t n = perr ? strlen(perr) : 0;
         while (n && (perr[n - 1] == '\n' || perr[n - 1] == ' '))
             perr[--n] = '\0';
+        const char *why = perr ? perr : "out of memory";
         h->set_error(err,
                      "setting \"conninfo\": not a libpq connection "
-                     "string: %.300s",
-                     perr ? perr : "out of memory");
+                     "string: %.*s",
+                     (int)pg_utf8_prefix(why, 300), why);
         PQfreemem(perr);
         return TM_INVALID;
     }

@@ -347,6 +347,45 @@ START_TEST(identity_conflict_detail_cut_inside_utf8_character) {
 }
 END_TEST
 
+/* Whether S is valid UTF-8 (the checks PostgreSQL makes). */
+static int utf8_valid(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t k = *p < 0x80   ? 1
+                   : *p < 0xC2 ? 0
+                   : *p < 0xE0 ? 2
+                   : *p < 0xF0 ? 3
+                   : *p < 0xF5 ? 4
+                               : 0;
+        if (k == 0)
+            return 0;
+        for (size_t i = 1; i < k; i++)
+            if ((p[i] & 0xC0) != 0x80)
+                return 0;
+        p += k;
+    }
+    return 1;
+}
+
+/* A refusal quoting a long non-ASCII setting cuts it on a character
+ * boundary ("x" then 2-byte characters: a cut at 100 bytes splits one). */
+START_TEST(setting_refusal_cut_inside_utf8_character) {
+    char extra[512] = ", \"mode\": \"x";
+    for (int k = 0; k < 100; k++)
+        strcat(extra, "\xc3\xa9");
+    strcat(extra, "\"");
+    conf c;
+    conf_init(&c, "t", extra, 0, NULL);
+    void *sink;
+    tm_error err;
+    tm_status rc = try_open(&c, &sink, &err);
+    ck_assert_msg(rc == TM_INVALID, "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_ptr_nonnull(strstr(err.message, "\"mode\""));
+    ck_assert_msg(utf8_valid(err.message), "not UTF-8: %s", err.message);
+    conf_done(&c);
+}
+END_TEST
+
 /* ---- F5 ------------------------------------------------------------------ */
 
 /* Deferred constraints (as Django makes its foreign keys) are checked at
@@ -647,6 +686,7 @@ static Suite *suite(void) {
     ADD(one_refused_row_in_20000_upserts_within_deadline);
     ADD(dead_letter_detail_cut_inside_utf8_character);
     ADD(identity_conflict_detail_cut_inside_utf8_character);
+    ADD(setting_refusal_cut_inside_utf8_character);
     ADD(deferred_unique_violation_is_a_dead_letter);
     ADD(deferred_foreign_key_violation_is_a_dead_letter);
     ADD(configuration_limit_exceeded_is_fatal);
