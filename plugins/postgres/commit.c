@@ -22,7 +22,6 @@ typedef struct pg_run {
     uint64_t *rows, *dls, *dups; /* per range, this batch's own counts */
     unsigned char *write;        /* per record: 1 when it becomes a row */
     size_t nwrite;
-    long only; /* >= 0: write only this record */
     /* Per record (made at the first): why the database refused its business
      * key for its content; such a record is a dead letter "rejected" when
      * the transaction is run again. redo: run it again. */
@@ -58,6 +57,14 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
     snprintf(part, sizeof part, "%d", (int)g->partition);
     snprintf(off, sizeof off, "%lld", (long long)offset);
     snprintf(tsb, sizeof tsb, "%lld", (long long)ts);
+    /* A detail cut inside a UTF-8 character (by the host's message size,
+     * say) would fail this INSERT, and the batch with it, for ever. */
+    char *clean = detail ? pg_utf8_valid(detail) : NULL;
+    if (detail && !clean) {
+        s->host->set_error(err, "out of memory (batch %s)", x->b->batch_id);
+        return TM_RETRY;
+    }
+    detail = clean;
     const char *v[11] = {s->config->connector,
                          g->topic,
                          part,
@@ -83,6 +90,7 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
                           : pg_query(s, b.p, 11, v, lens, fmts, 0,
                                      "writing dead letters", &r, err);
     pg_buf_free(&b);
+    free(clean);
     PQclear(res);
     return r;
 }
@@ -153,21 +161,25 @@ static int key_outcome(pg_run *x, const tm_record *r, const tm_range *g,
     if (PQntuples(res) != 1) {
         /* ON CONFLICT saw it, the read does not: deleted concurrently. */
         PQclear(res);
-        s->host->set_error(err, "business key %.100s vanished concurrently",
-                           r->identity);
+        s->host->set_error(err, "business key %.*s vanished concurrently",
+                           (int)pg_utf8_prefix(r->identity, 100), r->identity);
         *st = TM_RETRY;
         return -1;
     }
     const char *h = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
     int same = (!h && !r->identity_hash) ||
                (h && r->identity_hash && strcmp(h, r->identity_hash) == 0);
-    if (!same)
+    if (!same) {
+        const char *topic = PQgetvalue(res, 0, 1), *was = h ? h : "(none)",
+                   *now = r->identity_hash ? r->identity_hash : "(none)";
         snprintf(detail, size,
-                 "identity %.120s first applied from %.100s[%s]@%s with "
-                 "payload hash %.80s, now %.80s",
-                 r->identity, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
-                 PQgetvalue(res, 0, 3), h ? h : "(none)",
-                 r->identity_hash ? r->identity_hash : "(none)");
+                 "identity %.*s first applied from %.*s[%s]@%s with "
+                 "payload hash %.*s, now %.*s",
+                 (int)pg_utf8_prefix(r->identity, 120), r->identity,
+                 (int)pg_utf8_prefix(topic, 100), topic, PQgetvalue(res, 0, 2),
+                 PQgetvalue(res, 0, 3), (int)pg_utf8_prefix(was, 80), was,
+                 (int)pg_utf8_prefix(now, 80), now);
+    }
     PQclear(res);
     return same ? 1 : 2;
 }
@@ -210,9 +222,11 @@ static tm_status prune_keys(pg_run *x, tm_error *err) {
     return r;
 }
 
-/* LEAD (a SAVEPOINT) goes in the same round trip as the COPY. */
-static tm_status write_rows(pg_run *x, const char *lead, tm_error *err) {
-    const pg_rows rows = {.b = x->b, .write = x->write, .only = x->only};
+/* Records [from, to) with write[j] set; LEAD (a SAVEPOINT) goes in the
+ * same round trip as the COPY. */
+static tm_status write_rows(pg_run *x, size_t from, size_t to, const char *lead,
+                            tm_error *err) {
+    const pg_rows rows = {.b = x->b, .write = x->write, .from = from, .to = to};
     return x->s->set.mode == PG_UPSERT ? pg_upsert_rows(x->s, &rows, lead, err)
                                        : pg_copy_rows(x->s, &rows, lead, err);
 }
@@ -263,31 +277,58 @@ static tm_status forget_key(pg_run *x, const tm_record *r, tm_error *err) {
     return st;
 }
 
-/* All rows in one COPY under a savepoint; when the table refuses one, the
- * rows again one by one (a savepoint each): a refused row becomes a dead
- * letter "rejected" (its business key, if any, is forgotten again). */
+/* Record J, refused by the table for its content (DETAIL): a dead letter
+ * "rejected", its business key (if any) forgotten again. */
+static tm_status reject_row(pg_run *x, size_t j, const char *detail,
+                            tm_error *err) {
+    const tm_record *rec = TM_CELEM(tm_record, x->b->records, j);
+    const tm_range *g = TM_CELEM(tm_range, x->b->ranges, rec->range);
+    tm_status r;
+    x->write[j] = 0;
+    x->nwrite--;
+    x->rows[rec->range]--;
+    if ((x->s->config->flags & TM_CONFIG_DEDUP) && rec->identity &&
+        (r = forget_key(x, rec, err)) != TM_OK)
+        return r;
+    return record_dead_letter(x, rec, g, tm_dl_reason_name(TM_DL_REJECTED),
+                              detail, err);
+}
+
+/* The rows in one COPY under a savepoint; when the table refuses one, the
+ * range is halved and each half written again under its own savepoint, in
+ * order (upsert's last-wins holds), down to single refused records, which
+ * become dead letters. One refused row among n costs about 2 log2(n)
+ * COPYs of shrinking halves, not n round trips: a batch of any size with
+ * a refused row commits within its deadline. The deadline and interrupt()
+ * are checked before every attempt. */
 static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
-    int dedup = (s->config->flags & TM_CONFIG_DEDUP) != 0;
-    tm_status r;
-    s->last_state[0] = '\0';
-    if ((r = write_rows(x, "SAVEPOINT tm_rows", err)) == TM_OK || !s->conn ||
-        !rejectable(s))
-        return r;
-    if ((r = pg_exec(s, "ROLLBACK TO SAVEPOINT tm_rows", "ROLLBACK TO", err)) !=
-        TM_OK)
-        return r;
-    for (size_t j = 0; j < x->b->nrecords; j++) {
-        if (!x->write[j])
+    size_t n = x->b->nrecords;
+    /* pending ranges, the next one on top: at most one per halving level
+     * plus one, so 2 * 64 entries are plenty */
+    size_t stack[128][2], top = 0;
+    stack[top][0] = 0;
+    stack[top++][1] = n;
+    while (top > 0) {
+        size_t from = stack[top - 1][0], to = stack[top - 1][1];
+        top--;
+        size_t first = from, count = 0;
+        for (size_t j = from; j < to; j++)
+            if (x->write[j] && count++ == 0)
+                first = j;
+        if (count == 0)
             continue;
-        const tm_record *rec = TM_CELEM(tm_record, x->b->records, j);
-        const tm_range *g = TM_CELEM(tm_range, x->b->ranges, rec->range);
-        x->only = (long)j;
+        if (pg_should_stop(s)) {
+            s->host->set_error(err, "batch %s: given up (%s)", x->b->batch_id,
+                               atomic_load(&s->interrupted)
+                                   ? "interrupted"
+                                   : "past the batch deadline");
+            return TM_RETRY;
+        }
         s->last_state[0] = '\0';
-        r = write_rows(x, "SAVEPOINT tm_row", err);
-        x->only = -1;
+        tm_status r = write_rows(x, from, to, "SAVEPOINT tm_rows", err);
         if (r == TM_OK) {
-            if ((r = pg_exec(s, "RELEASE SAVEPOINT tm_row", "RELEASE", err)) !=
+            if ((r = pg_exec(s, "RELEASE SAVEPOINT tm_rows", "RELEASE", err)) !=
                 TM_OK)
                 return r;
             continue;
@@ -296,18 +337,27 @@ static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
             return r;
         char detail[TM_ERROR_MAX];
         snprintf(detail, sizeof detail, "%s", err->message);
-        if ((r = pg_exec(s, "ROLLBACK TO SAVEPOINT tm_row", "ROLLBACK TO",
-                         err)) != TM_OK)
+        if ((r = pg_exec(s,
+                         "ROLLBACK TO SAVEPOINT tm_rows; RELEASE SAVEPOINT "
+                         "tm_rows",
+                         "ROLLBACK TO", err)) != TM_OK)
             return r;
-        x->write[j] = 0;
-        x->nwrite--;
-        x->rows[rec->range]--;
-        if (dedup && rec->identity && (r = forget_key(x, rec, err)) != TM_OK)
-            return r;
-        if ((r = record_dead_letter(x, rec, g,
-                                    tm_dl_reason_name(TM_DL_REJECTED), detail,
-                                    err)) != TM_OK)
-            return r;
+        if (count == 1) {
+            if ((r = reject_row(x, first, detail, err)) != TM_OK)
+                return r;
+            continue;
+        }
+        /* halves by index from the first row on; the earlier on top */
+        size_t mid = first + (to - first) / 2;
+        if (top + 2 > sizeof stack / sizeof stack[0]) {
+            s->host->set_error(err, "batch %s: too many halvings",
+                               x->b->batch_id);
+            return TM_FATAL;
+        }
+        stack[top][0] = mid;
+        stack[top++][1] = to;
+        stack[top][0] = first;
+        stack[top++][1] = mid;
     }
     err->message[0] = '\0';
     return TM_OK;
@@ -352,9 +402,9 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
         const char *nulled = null_key_column(x->s, rec);
         if (nulled) {
             snprintf(detail, sizeof detail,
-                     "key column \"%.200s\" is null or missing: mode upsert "
+                     "key column \"%.*s\" is null or missing: mode upsert "
                      "has no key to write the row by",
-                     nulled);
+                     (int)pg_utf8_prefix(nulled, 200), nulled);
             if ((r = record_dead_letter(x, rec, g,
                                         tm_dl_reason_name(TM_DL_NULL_KEY),
                                         detail, err)) != TM_OK)
@@ -403,13 +453,17 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
     return TM_OK;
 }
 
-/* One round trip: BEGIN and every partition's SELECT ... FOR UPDATE of its
- * marker, in one pipeline. */
+/* One round trip: BEGIN, SET CONSTRAINTS ALL IMMEDIATE and every
+ * partition's SELECT ... FOR UPDATE of its marker, in one pipeline.
+ * Deferred constraints (DEFERRABLE INITIALLY DEFERRED, as Django makes its
+ * foreign keys) are checked at each statement instead of at COMMIT: a row
+ * they refuse is then a dead letter found by its own COPY, where at COMMIT
+ * it would fail the whole batch again on every retry. */
 static tm_status begin_and_lock(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
     const tm_batch *b = x->b;
     size_t n = b->nranges;
-    pg_stmt *st = calloc(n + 1, sizeof *st);
+    pg_stmt *st = calloc(n + 2, sizeof *st);
     pg_marker_params *p = calloc(n ? n : 1, sizeof *p);
     tm_status r = TM_OK;
     if (!st || !p) {
@@ -418,29 +472,32 @@ static tm_status begin_and_lock(pg_run *x, tm_error *err) {
     }
     if (r == TM_OK) {
         st[0] = (pg_stmt){.sql = "BEGIN", .step = "BEGIN"};
+        st[1] = (pg_stmt){.sql = "SET CONSTRAINTS ALL IMMEDIATE",
+                          .step = "SET CONSTRAINTS"};
         for (size_t i = 0; i < n; i++) {
             const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
             x->stored[i].struct_size = sizeof(tm_marker);
             x->stored[i].topic = g->topic;
             x->stored[i].partition = g->partition;
             pg_marker_params_of(s, &x->stored[i], &p[i]);
-            st[i + 1] = (pg_stmt){.name = PG_STMT_LOCK,
+            st[i + 2] = (pg_stmt){.name = PG_STMT_LOCK,
                                   .n = 3,
                                   .vals = p[i].v,
                                   .want_tuples = 1,
                                   .step = "locking the markers"};
         }
         r = pg_pipe_begin(s, "BEGIN", err);
-        for (size_t i = 0; r == TM_OK && i <= n; i++)
+        for (size_t i = 0; r == TM_OK && i < n + 2; i++)
             r = pg_pipe_send(s, &st[i], err);
-        r = r == TM_OK ? pg_pipe_end(s, st, n + 1, err) : pg_pipe_abort(s, r);
+        r = r == TM_OK ? pg_pipe_end(s, st, n + 2, err) : pg_pipe_abort(s, r);
     }
     if (r == TM_OK) {
         PQclear(st[0].res);
+        PQclear(st[1].res);
         for (size_t i = 0; i < n; i++) {
             x->present[i] =
-                (unsigned char)pg_marker_fill(&x->stored[i], st[i + 1].res);
-            PQclear(st[i + 1].res);
+                (unsigned char)pg_marker_fill(&x->stored[i], st[i + 2].res);
+            PQclear(st[i + 2].res);
         }
     }
     free(st);
@@ -530,7 +587,7 @@ static tm_status lock_check_write(pg_run *x, tm_error *err) {
 
 tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     pg_sink *s = sink;
-    pg_run x = {.s = s, .b = b, .only = -1, .wall_ms = wall_ms()};
+    pg_run x = {.s = s, .b = b, .wall_ms = wall_ms()};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
     tm_status r = pg_ready(s, err);
     if (r == TM_OK)

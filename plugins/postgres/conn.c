@@ -55,6 +55,68 @@ void pg_buf_ident(pg_sink *s, pg_buf *b, const char *name) {
     PQfreemem(q);
 }
 
+/* Length of a UTF-8 sequence starting with byte C (0: not a lead byte). */
+static size_t utf8_seq_len(unsigned char c) {
+    return c < 0x80   ? 1
+           : c < 0xC2 ? 0
+           : c < 0xE0 ? 2
+           : c < 0xF0 ? 3
+           : c < 0xF5 ? 4
+                      : 0;
+}
+
+/* Whether P[0..N) is one valid UTF-8 character of n bytes (no overlong
+ * form, no surrogate, not past U+10FFFF: what PostgreSQL accepts). */
+static int utf8_char_ok(const unsigned char *p, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if (n == 3)
+        return !(p[0] == 0xE0 && p[1] < 0xA0) &&
+               !(p[0] == 0xED && p[1] >= 0xA0);
+    if (n == 4)
+        return !(p[0] == 0xF0 && p[1] < 0x90) &&
+               !(p[0] == 0xF4 && p[1] >= 0x90);
+    return 1;
+}
+
+size_t pg_utf8_prefix(const char *s, size_t max) {
+    size_t n = 0;
+    while (s[n]) {
+        size_t k = utf8_seq_len((unsigned char)s[n]);
+        size_t have = 0;
+        while (have < k && s[n + have])
+            have++;
+        if (k == 0 || have < k ||
+            !utf8_char_ok((const unsigned char *)s + n, k))
+            k = 1; /* a stray byte: cut anywhere around it */
+        if (n + k > max)
+            break;
+        n += k;
+    }
+    return n;
+}
+
+char *pg_utf8_valid(const char *s) {
+    size_t len = strlen(s);
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t i = 0;
+    while (i < len) {
+        size_t k = utf8_seq_len((unsigned char)s[i]);
+        if (k == 0 || i + k > len ||
+            !utf8_char_ok((const unsigned char *)s + i, k)) {
+            out[i++] = '?';
+            continue;
+        }
+        memcpy(out + i, s + i, k);
+        i += k;
+    }
+    out[len] = '\0';
+    return out;
+}
+
 /* "schema"."name", malloc'd; NULL on failure. */
 static char *qualified(pg_sink *s, const char *name) {
     pg_buf b = {0};
@@ -85,7 +147,8 @@ static void set_cancel(pg_sink *s, PGcancel *c) {
 }
 
 static void trimmed(char *out, size_t size, const char *msg) {
-    snprintf(out, size, "%s", msg ? msg : "");
+    msg = msg ? msg : "";
+    snprintf(out, size, "%.*s", (int)pg_utf8_prefix(msg, size - 1), msg);
     size_t n = strlen(out);
     while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
         out[--n] = '\0';
@@ -236,10 +299,13 @@ static const struct {
      * concurrent writer's key (e.g. a catalog row of CREATE ... IF NOT
      * EXISTS) */
     {"23505", PG_ERR_ROW, PG_ERR_RETRY},
-    {"22", PG_ERR_ROW, PG_ERR_FATAL},      /* data exception: NUL, encoding */
-    {"23", PG_ERR_ROW, PG_ERR_FATAL},      /* NOT NULL, CHECK, foreign key */
-    {"54000", PG_ERR_ROW, PG_ERR_FATAL},   /* index row too large */
-    {"08", PG_ERR_RETRY, PG_ERR_RETRY},    /* connection */
+    {"22", PG_ERR_ROW, PG_ERR_FATAL},    /* data exception: NUL, encoding */
+    {"23", PG_ERR_ROW, PG_ERR_FATAL},    /* NOT NULL, CHECK, foreign key */
+    {"54000", PG_ERR_ROW, PG_ERR_FATAL}, /* index row too large */
+    {"08", PG_ERR_RETRY, PG_ERR_RETRY},  /* connection */
+    /* configuration limit exceeded (temp_file_limit): the same statement
+     * exceeds it again on every retry until the setting is raised */
+    {"53400", PG_ERR_FATAL, PG_ERR_FATAL},
     {"53", PG_ERR_RETRY, PG_ERR_RETRY},    /* disk full, memory, connections */
     {"57P0", PG_ERR_RETRY, PG_ERR_RETRY},  /* shutdown, crash, starting */
     {"57014", PG_ERR_RETRY, PG_ERR_RETRY}, /* cancelled: interrupt, timeout */

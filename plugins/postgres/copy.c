@@ -236,15 +236,15 @@ static tm_status copy_rows(pg_sink *s, const pg_rows *x, const char *target,
     if (started != TM_OK)
         return started;
     const char *abort_msg = NULL;
-    for (size_t j = 0; j < x->b->nrecords && !abort_msg; j++) {
-        if (!x->write[j] || (x->only >= 0 && (size_t)x->only != j))
+    for (size_t j = x->from; j < x->to && !abort_msg; j++) {
+        if (!x->write[j])
             continue;
         copy_line(s, x->b, &data, j, with_seq);
         if (data.oom) {
             abort_msg = "out of memory (or a timestamp out of range)";
             break;
         }
-        if (data.len >= 65536 || j + 1 == x->b->nrecords) {
+        if (data.len >= 65536 || j + 1 == x->to) {
             if (pg_should_stop(s))
                 abort_msg = "interrupted or past the batch deadline";
             else if (PQputCopyData(s->conn, data.p, (int)data.len) != 1) {
@@ -280,9 +280,16 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
         pg_buf_add(&b, lead);
         pg_buf_add(&b, "; ");
     }
-    pg_buf_add(&b, "CREATE TEMP TABLE IF NOT EXISTS tm_stage (LIKE ");
+    /* The mapped and hidden columns only, with their types and without
+     * their constraints: (LIKE table) would copy the NOT NULL of columns
+     * the mapping leaves to their defaults (a bigserial key, a created_at
+     * DEFAULT now()) but not the defaults, and refuse every record. */
+    pg_buf_add(&b, "CREATE TEMP TABLE IF NOT EXISTS tm_stage ON COMMIT "
+                   "DELETE ROWS AS SELECT ");
+    column_list(s, &b, 0);
+    pg_buf_add(&b, ", NULL::bigint AS _tm_seq FROM ");
     pg_buf_add(&b, s->q_table);
-    pg_buf_add(&b, ", _tm_seq bigint) ON COMMIT DELETE ROWS");
+    pg_buf_add(&b, " WITH NO DATA");
     if (b.oom) {
         pg_buf_free(&b);
         s->host->set_error(err, "out of memory");

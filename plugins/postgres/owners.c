@@ -19,10 +19,10 @@ static tm_status refuse(pg_sink *s, const char *other, int other_shared,
     s->host->set_error(
         err,
         "setting \"shared_table\": table %s is written by connector "
-        "\"%.200s\"%s"
+        "\"%.*s\"%s"
         "; two connectors on one table need \"shared_table\": true in both "
         "(or DELETE its row from %s.%s if that connector is gone)",
-        s->q_table, other,
+        s->q_table, (int)pg_utf8_prefix(other, 200), other,
         !s->set.shared_table ? ""
         : other_shared       ? ""
                              : ", which has \"shared_table\": false",
@@ -30,23 +30,72 @@ static tm_status refuse(pg_sink *s, const char *other, int other_shared,
     return TM_FATAL;
 }
 
+/* Runs SQL (reading, one value of a row or none) with statement_timeout
+ * lifted for it alone: inside the caller's transaction, or in one of its
+ * own. */
+static PGresult *untimed(pg_sink *s, const char *sql, int n,
+                         const char *const *v, const char *step, tm_status *r,
+                         tm_error *err) {
+    int own = PQtransactionStatus(s->conn) == PQTRANS_IDLE;
+    char ms[32];
+    snprintf(ms, sizeof ms, "%lld", (long long)s->set.statement_timeout_ms);
+    const char *restore[1] = {ms};
+    PGresult *res = NULL;
+    if ((!own || (*r = pg_exec(s, "BEGIN", step, err)) == TM_OK) &&
+        (*r = pg_exec(s, "SET LOCAL statement_timeout = 0", step, err)) ==
+            TM_OK &&
+        (res = pg_query(s, sql, n, v, NULL, NULL, 1, step, r, err)) != NULL) {
+        PGresult *back = pg_query(s,
+                                  "SELECT set_config('statement_timeout', $1, "
+                                  "true)",
+                                  1, restore, NULL, NULL, 1, step, r, err);
+        PQclear(back);
+        if (back && own)
+            *r = pg_exec(s, "COMMIT", step, err);
+        if (*r != TM_OK) {
+            PQclear(res);
+            res = NULL;
+        }
+    }
+    if (!res && own)
+        pg_rollback(s);
+    return res;
+}
+
 /* Before the registry (or before this table's first registration), the
  * only trace of another connector is its markers over rows of the table:
- * another connector whose marker is past an offset the table holds. */
+ * another connector whose marker is past an offset of a row that this
+ * connector's own markers do not explain (a row of a topic or partition it
+ * never read, or past its own next offset). Rows this connector's markers
+ * cover are taken as its own: two connectors reading one topic into two
+ * tables are not refused (nothing in the database tells a row's writer,
+ * so two that wrote one topic into one table before the registry are not
+ * told apart either). Whatever "shared_table" says: the writer from before
+ * the registry never said it.
+ *
+ * One pass over the table (the rows' first unexplained offset per topic
+ * and partition, then the markers), not bound by statement_timeout_ms:
+ * it runs until the table's first registration, which records its
+ * outcome, and would otherwise time out on a large table at every try. */
 static tm_status legacy_writer(pg_sink *s, const char *step, char *other,
                                size_t size, tm_error *err) {
     pg_buf b = {0};
     pg_buf_add(&b, "SELECT m.connector FROM ");
     pg_buf_add(&b, s->q_markers);
-    pg_buf_add(&b, " m WHERE m.connector <> $1 AND EXISTS (SELECT 1 FROM ");
+    pg_buf_add(&b, " m JOIN (SELECT t._tm_topic AS topic, t._tm_partition AS "
+                   "part, min(t._tm_offset) AS first FROM ");
     pg_buf_add(&b, s->q_table);
-    pg_buf_add(&b, " t WHERE t._tm_topic = m.topic AND t._tm_partition = "
-                   "m.\"partition\" AND t._tm_offset < m.next_offset) "
-                   "LIMIT 1");
+    pg_buf_add(&b, " t LEFT JOIN ");
+    pg_buf_add(&b, s->q_markers);
+    pg_buf_add(&b, " o ON o.connector = $1 AND o.topic = t._tm_topic AND "
+                   "o.\"partition\" = t._tm_partition WHERE o.next_offset IS "
+                   "NULL OR t._tm_offset >= o.next_offset GROUP BY 1, 2) u ON "
+                   "u.topic = m.topic AND u.part = m.\"partition\" WHERE "
+                   "m.connector <> $1 AND u.first < m.next_offset ORDER BY "
+                   "m.connector LIMIT 1");
     const char *v[1] = {s->config->connector};
     tm_status r = TM_FATAL;
-    PGresult *res =
-        b.oom ? NULL : pg_query(s, b.p, 1, v, NULL, NULL, 1, step, &r, err);
+    PGresult *res = b.oom ? NULL : untimed(s, b.p, 1, v, step, &r, err);
     if (b.oom)
         s->host->set_error(err, "%s: out of memory", step);
     pg_buf_free(&b);
@@ -88,9 +137,13 @@ static tm_status other_writer(pg_sink *s, const char *step, char *other,
     if (!PQgetisnull(res, 0, 1))
         snprintf(other, size, "%s", PQgetvalue(res, 0, 1));
     PQclear(res);
-    /* No registration for the table yet: a writer from before them. */
-    if (!other[0] && !any && !s->set.shared_table)
+    /* No registration for the table yet: a writer from before them, who
+     * never said "shared_table" (consent is mutual, so this connector's
+     * own setting does not matter). */
+    if (!other[0] && !any) {
+        *other_shared = 0;
         return legacy_writer(s, step, other, size, err);
+    }
     return TM_OK;
 }
 

@@ -32,6 +32,9 @@
 #define PG_OWNERS        "tidemark_table_owners"
 #define PG_HIDDEN_PREFIX "_tm_"
 #define PG_NHIDDEN       4
+/* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1) and cuts longer
+ * ones silently. */
+#define PG_NAME_MAX 63
 
 typedef enum pg_mode { PG_APPEND = 0, PG_UPSERT = 1 } pg_mode;
 
@@ -81,6 +84,14 @@ int64_t pg_now_ms(void);
 void pg_buf_add(pg_buf *b, const char *s);
 void pg_buf_addn(pg_buf *b, const char *s, size_t n);
 void pg_buf_free(pg_buf *b);
+/* The longest prefix of S of at most MAX bytes that does not end inside a
+ * UTF-8 character: every detail the sink cuts is cut there ("%.*s"), as a
+ * cut inside one is not UTF-8 and the database refuses to store it. */
+size_t pg_utf8_prefix(const char *s, size_t max);
+/* S with every byte that is not part of valid UTF-8 replaced by '?'
+ * (malloc'd; NULL when out of memory): a dead letter's detail may come cut
+ * by the host, and its INSERT must not fail for its encoding. */
+char *pg_utf8_valid(const char *s);
 /* Adds PQescapeIdentifier(name); sets oom on failure. */
 void pg_buf_ident(pg_sink *s, pg_buf *b, const char *name);
 /* Connects (application_name = connector, timeouts), makes the cancel
@@ -191,13 +202,13 @@ tm_status pg_owner_register(pg_sink *s, tm_error *err);
  * refusal is TM_INVALID there. */
 tm_status pg_owner_check(pg_sink *s, tm_error *err);
 
-/* copy.c: the batch's records with write[j] set (only >= 0: that record
- * alone) as rows, in one COPY; LEAD (NULL: none) is SQL without values
- * sent in the same round trip just before it (SAVEPOINT ...). */
+/* copy.c: the batch's records J in [from, to) with write[j] set as rows,
+ * in one COPY; LEAD (NULL: none) is SQL without values sent in the same
+ * round trip just before it (SAVEPOINT ...). */
 typedef struct pg_rows {
     const tm_batch *b;
     const unsigned char *write;
-    long only;
+    size_t from, to;
 } pg_rows;
 tm_status pg_copy_rows(pg_sink *s, const pg_rows *rows, const char *lead,
                        tm_error *err);

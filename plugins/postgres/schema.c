@@ -73,18 +73,19 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
                   "connector));");
 }
 
-/* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1). */
-#define PG_NAME_MAX   63
 #define PG_KEY_SUFFIX "_tm_key"
 
-/* Upsert's unique index: "<table>_tm_key" when that fits; else the table
- * name cut on a UTF-8 character boundary (a cut inside one is not UTF-8
- * and the name is refused) and "_tm_key_<hash of the whole table name>",
- * so two tables sharing a long prefix get two indexes, not one name. */
-static void key_index_name(const pg_sink *s, char out[PG_NAME_MAX + 1]) {
+/* Upsert's unique index: "<table>_tm_key" when that fits and HASHED is
+ * 0; else the table name cut on a UTF-8 character boundary (a cut inside
+ * one is not UTF-8 and the name is refused) and "_tm_key_<hash of the
+ * whole table name>", so two tables sharing a long prefix get two indexes,
+ * not one name (and a relation that took the short name is stepped
+ * around). */
+static void key_index_name(const pg_sink *s, int hashed,
+                           char out[PG_NAME_MAX + 1]) {
     const char *t = s->set.table;
     size_t n = strlen(t);
-    if (n + strlen(PG_KEY_SUFFIX) <= PG_NAME_MAX) {
+    if (!hashed && n + strlen(PG_KEY_SUFFIX) <= PG_NAME_MAX) {
         snprintf(out, PG_NAME_MAX + 1, "%s" PG_KEY_SUFFIX, t);
         return;
     }
@@ -92,14 +93,16 @@ static void key_index_name(const pg_sink *s, char out[PG_NAME_MAX + 1]) {
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)t[i]) * 16777619u;
     size_t keep = PG_NAME_MAX - strlen(PG_KEY_SUFFIX "_") - 8;
+    if (keep > n)
+        keep = n;
     while (keep > 0 && ((unsigned char)t[keep] & 0xC0) == 0x80)
         keep--; /* t[keep] continues a character: cut before it */
     snprintf(out, PG_NAME_MAX + 1, "%.*s" PG_KEY_SUFFIX "_%08x", (int)keep, t,
              (unsigned)h);
 }
 
-/* WITH_INDEX: upsert's unique index is to be made too. */
-static void target_ddl(pg_sink *s, pg_buf *b, int with_index) {
+/* The target table (upsert's index: make_key_index). */
+static void target_ddl(pg_sink *s, pg_buf *b) {
     const tm_sink_config *c = s->config;
     pg_buf_add(b, " CREATE TABLE IF NOT EXISTS ");
     pg_buf_add(b, s->q_table);
@@ -118,25 +121,6 @@ static void target_ddl(pg_sink *s, pg_buf *b, int with_index) {
         pg_buf_add(b, HIDDEN_NOTNULL[h] ? " NOT NULL" : "");
         pg_buf_add(b, h + 1 < PG_NHIDDEN ? ", " : ");");
     }
-    if (!with_index)
-        return;
-    char name[PG_NAME_MAX + 1];
-    key_index_name(s, name);
-    pg_buf_add(b, " CREATE UNIQUE INDEX IF NOT EXISTS ");
-    pg_buf_ident(s, b, name);
-    pg_buf_add(b, " ON ");
-    pg_buf_add(b, s->q_table);
-    pg_buf_add(b, " (");
-    const char *sep = "";
-    for (size_t i = 0; i < c->ncolumns; i++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (!col->key)
-            continue;
-        pg_buf_add(b, sep);
-        pg_buf_ident(s, b, col->name);
-        sep = ", ";
-    }
-    pg_buf_add(b, ");");
 }
 
 static tm_status has_key_index(pg_sink *s, int *found, tm_error *err);
@@ -192,6 +176,100 @@ static int schema_complete(pg_sink *s) {
     return complete;
 }
 
+/* *taken: a relation called NAME exists in the schema. */
+static tm_status name_taken(pg_sink *s, const char *name, int *taken,
+                            tm_error *err) {
+    pg_buf q = {0};
+    pg_buf_add(&q, s->q_schema);
+    pg_buf_add(&q, ".");
+    pg_buf_ident(s, &q, name);
+    const char *v[1] = {q.p};
+    tm_status r = TM_FATAL;
+    PGresult *res =
+        q.oom ? NULL
+              : pg_query(s, "SELECT to_regclass($1) IS NOT NULL", 1, v, NULL,
+                         NULL, 1, "looking up the index name", &r, err);
+    if (q.oom)
+        s->host->set_error(err, "out of memory");
+    pg_buf_free(&q);
+    if (!res)
+        return r;
+    *taken = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return TM_OK;
+}
+
+/* Upsert's unique index, inside open's DDL transaction (under its lock, so
+ * a fitting index another host made meanwhile is seen and kept). A
+ * relation holding the usual name (a table "<table>_tm_key", say) makes it
+ * take the hashed name: IF NOT EXISTS would skip it silently and leave the
+ * table without the index. Rows already repeating a key are a setting to
+ * fix (TM_INVALID), not something a retry changes. */
+static tm_status make_key_index(pg_sink *s, tm_error *err) {
+    int found = 0, taken = 0;
+    tm_status r = has_key_index(s, &found, err);
+    if (r != TM_OK || found)
+        return r;
+    char name[PG_NAME_MAX + 1];
+    key_index_name(s, 0, name);
+    if ((r = name_taken(s, name, &taken, err)) != TM_OK)
+        return r;
+    if (taken) {
+        key_index_name(s, 1, name);
+        if ((r = name_taken(s, name, &taken, err)) != TM_OK)
+            return r;
+        if (taken) {
+            s->host->set_error(
+                err,
+                "setting \"mode\": upsert's unique index on %s would be "
+                "called \"%s\", but a relation of that name exists in "
+                "schema %s: create a unique index on the key columns "
+                "yourself",
+                s->q_table, name, s->q_schema);
+            return TM_INVALID;
+        }
+    }
+    pg_buf b = {0}, keys = {0};
+    const char *sep = "";
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        if (!col->key)
+            continue;
+        pg_buf_add(&keys, sep);
+        pg_buf_ident(s, &keys, col->name);
+        sep = ", ";
+    }
+    pg_buf_add(&b, "CREATE UNIQUE INDEX ");
+    pg_buf_ident(s, &b, name);
+    pg_buf_add(&b, " ON ");
+    pg_buf_add(&b, s->q_table);
+    pg_buf_add(&b, " (");
+    pg_buf_add(&b, keys.p ? keys.p : "");
+    pg_buf_add(&b, ")");
+    s->last_state[0] = '\0';
+    if (b.oom || keys.oom) {
+        s->host->set_error(err, "out of memory");
+        r = TM_FATAL;
+    } else {
+        r = pg_exec(s, b.p, "creating upsert's unique index", err);
+    }
+    if (r != TM_OK && strcmp(s->last_state, "23505") == 0) {
+        char why[TM_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", err->message);
+        s->host->set_error(err,
+                           "setting \"mode\": upsert needs a unique index on "
+                           "the key columns (%s) of %s, and the table's "
+                           "rows have duplicate keys, so it cannot be made "
+                           "(%s): remove the duplicate rows, or map other "
+                           "key columns",
+                           keys.p, s->q_table, why);
+        r = TM_INVALID;
+    }
+    pg_buf_free(&b);
+    pg_buf_free(&keys);
+    return r;
+}
+
 tm_status pg_schema_create(pg_sink *s, tm_error *err) {
     int with_index = index_wanted(s);
     if (!with_index && schema_complete(s))
@@ -201,7 +279,7 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
     pg_buf b = {0};
     helpers_ddl(s, &b);
     if (s->set.create)
-        target_ddl(s, &b, with_index);
+        target_ddl(s, &b);
     if (b.oom) {
         pg_buf_free(&b);
         s->host->set_error(err, "out of memory");
@@ -228,6 +306,8 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
                     "creating the tables (or adding the lineage columns to "
                     "an older " PG_MARKERS ")",
                     err);
+    if (r == TM_OK && with_index)
+        r = make_key_index(s, err);
     if (r == TM_OK)
         r = pg_exec(s, "COMMIT", "COMMIT (creating tables)", err);
     pg_buf_free(&b);
@@ -345,12 +425,14 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
         const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         int k = find_col(res, col->name);
         if (k < 0)
-            snprintf(why, sizeof why, "column \"%.100s\" is missing",
-                     col->name);
+            snprintf(why, sizeof why, "column \"%.*s\" is missing",
+                     (int)pg_utf8_prefix(col->name, 100), col->name);
         else if (!type_fits(PQgetvalue(res, k, 1), pg_type_sql(col->type)))
             snprintf(why, sizeof why,
-                     "column \"%.100s\" is %.60s, the mapping needs %s",
-                     col->name, PQgetvalue(res, k, 1), pg_type_sql(col->type));
+                     "column \"%.*s\" is %.*s, the mapping needs %s",
+                     (int)pg_utf8_prefix(col->name, 100), col->name,
+                     (int)pg_utf8_prefix(PQgetvalue(res, k, 1), 60),
+                     PQgetvalue(res, k, 1), pg_type_sql(col->type));
     }
     for (int h = 0; h < PG_NHIDDEN && !why[0]; h++) {
         int k = find_col(res, HIDDEN[h][0]);
@@ -370,9 +452,9 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
         if (!ours && *PQgetvalue(res, i, 2) == 't' &&
             *PQgetvalue(res, i, 3) != 't')
             snprintf(why, sizeof why,
-                     "column \"%.100s\" is NOT NULL without a default but not "
+                     "column \"%.*s\" is NOT NULL without a default but not "
                      "in the mapping: every insert would fail",
-                     name);
+                     (int)pg_utf8_prefix(name, 100), name);
     }
     int ncols = PQntuples(res);
     PQclear(res);

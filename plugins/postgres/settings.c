@@ -120,6 +120,17 @@ tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
         h->set_error(err, "setting \"schema\": must not be empty");
         return TM_INVALID;
     }
+    /* A longer name would be cut by the server, so two settings could name
+     * one table while the owners registry, keyed by the setting, sees two. */
+    if (strlen(out->table) > PG_NAME_MAX || strlen(out->schema) > PG_NAME_MAX) {
+        int t = strlen(out->table) > PG_NAME_MAX;
+        h->set_error(err,
+                     "setting \"%s\": %zu bytes; PostgreSQL names hold at "
+                     "most %d bytes (longer ones are cut)",
+                     t ? "table" : "schema",
+                     strlen(t ? out->table : out->schema), PG_NAME_MAX);
+        return TM_INVALID;
+    }
     if (h->setting_bool(set, "create", &out->create, err) < 0 ||
         h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
         h->setting_string(set, "mode", &mode, err) < 0)
@@ -128,9 +139,9 @@ tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
         out->mode = PG_UPSERT;
     } else if (mode && strcmp(mode, "append") != 0) {
         h->set_error(err,
-                     "setting \"mode\": \"%.100s\" is not one of append, "
+                     "setting \"mode\": \"%.*s\" is not one of append, "
                      "upsert",
-                     mode);
+                     (int)pg_utf8_prefix(mode, 100), mode);
         return TM_INVALID;
     }
     if (int_in(h, set, "connect_timeout_s", 1, 3600, &out->connect_timeout_s,
@@ -148,10 +159,11 @@ tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
         size_t n = perr ? strlen(perr) : 0;
         while (n && (perr[n - 1] == '\n' || perr[n - 1] == ' '))
             perr[--n] = '\0';
+        const char *why = perr ? perr : "out of memory";
         h->set_error(err,
                      "setting \"conninfo\": not a libpq connection "
-                     "string: %.300s",
-                     perr ? perr : "out of memory");
+                     "string: %.*s",
+                     (int)pg_utf8_prefix(why, 300), why);
         PQfreemem(perr);
         return TM_INVALID;
     }
