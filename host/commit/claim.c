@@ -188,9 +188,11 @@ static int defer(tm_connector *c, rd_kafka_topic_partition_list_t *assigned,
     return CLAIM_DEFERRED;
 }
 
-/* The claim of `assigned`; a partition without a marker starts at
- * fallback[i] when given, else where the start policy says. Transient
- * errors are retried within patience_ms. 0 claimed, CLAIM_DEFERRED (a
+/* The claim of `assigned`; a partition without a marker starts where the
+ * start policy says, or at fallback[i] when given: a fenced partition's
+ * re-claim, whose marker was just read (tm_claim_fenced_again), so the
+ * claim returns it as it is. Transient errors are retried within
+ * patience_ms. 0 claimed, CLAIM_DEFERRED (a
  * transient error outlasted it: defer()), -1 FAILED or stopping. */
 static int claim_list(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned,
@@ -370,60 +372,150 @@ int tm_claim_pending(tm_connector *c) {
     return rc;
 }
 
+void tm_claim_marker_lost(tm_connector *c, const char *topic,
+                          int32_t partition) {
+    tm_conn_error(c, 1,
+                  "%s [%" PRId32 "]: the sink holds no marker for %s[%" PRId32
+                  "] any more (deleted, or the sink restored from a backup): "
+                  "nothing more is applied; decide with `tidemark offsets "
+                  "CONFIG --reset-to ...`",
+                  topic, partition, topic, partition);
+}
+
+/* Whether a fenced partition's marker moved since it was fenced: someone
+ * still commits it. */
+static int marker_moved(const tm_marker *then, const tm_marker *now) {
+    return then->next_offset != now->next_offset || then->epoch != now->epoch ||
+           strcmp(then->last_batch_id, now->last_batch_id) != 0;
+}
+
+/* The fenced partitions past the bound, their markers read again: `due`
+ * (n of them, each naming its partition) is filled with what the sink
+ * holds now. 0, 1 when the read failed (transient: checked
+ * again later), -1 when the connector FAILED (a marker is gone). */
+static int reread_fenced(tm_connector *c, tm_marker *due, size_t n) {
+    tm_error err = tm_error_init();
+    tm_status st = c->sink.api->read_markers(c->sink.sink, due, n, &err);
+    if (st != TM_OK) {
+        tm_conn_error(c, st != TM_RETRY,
+                      "fenced partitions: read_markers of %zu: %s: %s", n,
+                      tm_status_name(st), err.message);
+        return st == TM_RETRY ? 1 : -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (due[i].epoch == TM_NO_EPOCH) {
+            tm_claim_marker_lost(c, due[i].topic, due[i].partition);
+            return -1;
+        }
+    return 0;
+}
+
 int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
     if (!retry_due(c))
         return 0;
     int64_t now = tm_now_ms();
-    rd_kafka_topic_partition_list_t *l = NULL;
-    int64_t *from = NULL;
+    tm_marker *due = NULL;
     size_t n = 0, fenced = 0;
     for (size_t i = 0; i < c->nparts; i++) {
         const tm_part *p = &c->parts[i];
         fenced += p->fenced != 0;
         if (!p->fenced || now - p->fenced_ms < bound_ms)
             continue;
-        if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
-            goto oom;
-        int64_t *nf = realloc(from, (n + 1) * sizeof *nf);
-        if (!nf)
-            goto oom;
-        from = nf;
-        from[n++] = p->committed;
+        tm_marker *nd = realloc(due, (n + 1) * sizeof *nd);
+        if (!nd) {
+            free(due);
+            tm_conn_error(c, 1, "claim: out of memory");
+            return -1;
+        }
+        due = nd;
+        memset(&due[n], 0, sizeof due[n]);
+        due[n].struct_size = sizeof due[n];
+        due[n].topic = p->topic;
+        due[n].partition = p->partition;
+        n++;
+    }
+    c->any_fenced = fenced > 0;
+    if (!n)
+        return 0;
+    int rc = reread_fenced(c, due, n);
+    if (rc != 0) {
+        free(due);
+        if (rc < 0)
+            return -1;
+        retry_later(c);
+        return 0;
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+    int64_t *from = calloc(n, sizeof *from);
+    if (!l || !from) {
+        tm_conn_error(c, 1, "claim: out of memory");
+        rc = -1;
+        goto out;
+    }
+    size_t nclaim = 0;
+    for (size_t i = 0; i < n; i++) {
+        tm_part *p = tm_conn_part(c, due[i].topic, due[i].partition);
+        if (!p)
+            continue;
+        if (marker_moved(&p->fenced_marker, &due[i])) {
+            /* Someone the group does not know of (a host of another
+             * group_id: a renamed group, a rolling deploy) still writes
+             * it: claiming it back would fence that writer, and it would
+             * fence us in turn, for ever, each dropping the other's
+             * batches. Left to it; looked at again after another bound. */
+            tm_conn_error(c, 0,
+                          "%s [%" PRId32 "]: another live writer (another "
+                          "group or host?) keeps committing %s[%" PRId32
+                          "]: its marker moved from %" PRId64 " (epoch %" PRId64
+                          ") to %" PRId64 " (epoch %" PRId64 ") in %" PRId64
+                          " ms, this host fenced; not claimed again while it "
+                          "moves",
+                          p->topic, p->partition, p->topic, p->partition,
+                          p->fenced_marker.next_offset, p->fenced_marker.epoch,
+                          due[i].next_offset, due[i].epoch, now - p->fenced_ms);
+            p->fenced_marker = due[i];
+            p->fenced_marker.topic = p->topic;
+            p->fenced_ms = now;
+            continue;
+        }
+        tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, NULL,
+                    "fenced and not revoked for %" PRId64
+                    " ms, its marker unchanged (next_offset %" PRId64
+                    ", epoch %" PRId64
+                    "): the group still gives it to this host and nobody "
+                    "else writes it; claiming it again",
+                    bound_ms, due[i].next_offset, due[i].epoch);
+        /* The claim returns the marker as it is (and raises its epoch);
+         * its own offset is the only one given. */
+        from[nclaim++] = due[i].next_offset;
         rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
     }
-    c->any_fenced = fenced > n; /* some wait on after this claim */
-    if (!l)
-        return 0;
-    for (int i = 0; i < l->cnt; i++)
-        tm_conn_log(c, TM_LOG_WARN, l->elems[i].topic, l->elems[i].partition,
-                    NULL,
-                    "fenced and not revoked for %" PRId64
-                    " ms: the group still gives it to this host; claiming "
-                    "it again",
-                    bound_ms);
-    int rc = claim_list(c, l, from, 0);
+    rc = l->cnt ? claim_list(c, l, from, 0) : 0;
     if (rc == CLAIM_DEFERRED) {
         /* A transient error: still fenced, claimed again later. */
-        c->any_fenced = 1;
         retry_later(c);
         rc = 0;
     } else if (rc == 0)
-        for (int i = 0; i < l->cnt; i++) {
-            tm_part *p =
-                tm_conn_part(c, l->elems[i].topic, l->elems[i].partition);
-            if (p) {
-                /* Paused when it was fenced (needs_resume clears that);
-                 * librdkafka's position is wherever the fetch was. */
-                p->needs_seek = 1;
+        for (size_t i = 0; i < n; i++) {
+            tm_part *p = tm_conn_part(c, due[i].topic, due[i].partition);
+            if (!p || p->fenced)
+                continue; /* not claimed here: moving */
+            /* Paused when it was fenced (needs_resume clears that);
+             * librdkafka's position is wherever the fetch was. */
+            p->needs_seek = 1;
+            /* The claim raises the epoch of a marker it finds: one no
+             * higher than read is a marker it made, gone between the read
+             * and the claim. */
+            if (p->epoch <= due[i].epoch) {
+                tm_claim_marker_lost(c, p->topic, p->partition);
+                rc = -1;
+                break;
             }
         }
-    rd_kafka_topic_partition_list_destroy(l);
-    free(from);
-    return rc;
-oom:
+out:
     if (l)
         rd_kafka_topic_partition_list_destroy(l);
     free(from);
-    tm_conn_error(c, 1, "claim: out of memory");
-    return -1;
+    free(due);
+    return rc;
 }

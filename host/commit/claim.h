@@ -25,11 +25,23 @@ int tm_claim_assigned(tm_connector *c,
 int tm_claim_pending(tm_connector *c);
 
 /* Partitions fenced (their epoch moved) for bound_ms with no revoke from
- * the group, which still gives them to this host: the marker's owner is
- * gone (or the marker was deleted). Claims them again, a missing marker
- * created at this host's committed offset; the claim raises the epoch, so
- * a host that still holds the old one is fenced in turn. 0, or -1 when the
- * connector is FAILED or stopping. */
+ * the group, which still gives them to this host. Their markers are read
+ * again first: a marker that moved since the fence (next_offset, last
+ * batch or epoch) has a live writer (a host of another group): not
+ * claimed, the connector DEGRADED saying so, looked at again after
+ * another bound. A marker that is gone FAILS the connector
+ * (tm_claim_marker_lost): the host never creates one from its own memory.
+ * Otherwise the owner is gone: claimed again, the claim returning the
+ * marker and raising its epoch, so a host that still holds the old one is
+ * fenced in turn. 0, or -1 when the connector is FAILED or stopping. */
 int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms);
+
+/* The sink no longer holds a marker this host claimed (deleted, or the
+ * sink restored from a backup that predates it): the connector FAILS. A
+ * marker made again at this host's committed offset would hide every
+ * record below it that the sink lost with the marker; the operator
+ * decides with `tidemark offsets --reset-to`. */
+void tm_claim_marker_lost(tm_connector *c, const char *topic,
+                          int32_t partition);
 
 #endif

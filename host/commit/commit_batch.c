@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit/claim.h"
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
@@ -88,6 +89,10 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
         tm_part *p = tm_conn_part(c, m[i].topic, m[i].partition);
         if (!p)
             continue;
+        if (m[i].epoch == TM_NO_EPOCH) {
+            tm_claim_marker_lost(c, p->topic, p->partition);
+            break;
+        }
         if (m[i].epoch != p->epoch) {
             /* Another host claimed it: ours no more. Pause it and wait for
              * the group to revoke it; claiming back here would start a
@@ -108,6 +113,8 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
                             "comes within %" PRId64 " ms",
                             p->epoch, m[i].epoch, tm_fenced_bound_ms(c));
                 p->fenced_ms = tm_now_ms();
+                p->fenced_marker = m[i];
+                p->fenced_marker.topic = p->topic;
                 c->any_fenced = 1;
             }
             p->fenced = 1;

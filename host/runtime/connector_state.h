@@ -40,6 +40,10 @@ typedef struct tm_part {
                                (commit/claim.c): no record is taken until the
                                commit loop's retry claims it */
     tm_marker marker;       /* last read or claimed, for status counts */
+    /* The sink's marker when it was fenced (or last seen moving; fenced_ms
+     * is then that time): one that moves on while fenced has a live writer
+     * (commit/claim.c, tm_claim_fenced_again). */
+    tm_marker fenced_marker;
 } tm_part;
 
 typedef struct tm_connector {

@@ -570,45 +570,227 @@ static void scenario_status_on_assign(void) {
     rd_kafka_destroy(p);
 }
 
-/* A partition fenced with no other owner (its marker deleted under the
- * running host: the next commit finds no marker, the re-read epoch is not
- * ours) is claimed again when no revoke comes within twice the session
- * timeout, from where this host was: every record once, nothing lost. */
-static void scenario_fenced_reclaim(void) {
-    const char *topic = h_name("hc-fen");
-    char name[256];
-    snprintf(name, sizeof name, "%s", h_name("hc-fen"));
+/* Waits until `pid` exits by itself (within timeout_ms): its status, or
+ * -1 when it still runs (it is killed then). */
+static int wait_exit(pid_t pid, int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (h_now_ms() - t0 >= timeout_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            return -1;
+        }
+        h_sleep_ms(50);
+    }
+}
+
+/* The sink loses its marker of a partition under a running host (the
+ * markers deleted; with wipe_rows the rows too, as a restore from a
+ * backup that predates the partition leaves it): the next commit is
+ * refused, and the host must never create a marker again from its own
+ * memory (its committed offset): records below it would be lost for good.
+ * The connector goes FAILED naming the way out, applies nothing more, and
+ * the process, whose only connector it is, exits 1. Returns the config. */
+static const char *marker_lost(const char *file, const char *topic,
+                               const char *name, int wipe_rows) {
+    char db[4200], log[300];
+    snprintf(db, sizeof db, "%s/%s.db", h_workdir(), file);
+    snprintf(log, sizeof log, "%s.log", file);
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 30, "{\"id\": %d}");
-    const char *cfg = config("fen", name, topic, "sqlite", "",
+    const char *cfg = config(file, name, topic, "sqlite", "",
                              "\"session.timeout.ms\": \"6000\", "
                              "\"heartbeat.interval.ms\": \"500\"");
-    char db[4200];
-    snprintf(db, sizeof db, "%s/fen.db", h_workdir());
-    pid_t pid = h_spawn(cfg, "fen.log");
+    pid_t pid = h_spawn(cfg, log);
     h_wait_caught_up(db, name, topic, 1, 60000);
     sqlite3 *w = NULL;
     H_CHECK(sqlite3_open(db, &w) == SQLITE_OK &&
                 sqlite3_busy_timeout(w, 10000) == SQLITE_OK &&
-                sqlite3_exec(w, "DELETE FROM tidemark_markers", NULL, NULL,
-                             NULL) == SQLITE_OK,
-            "cannot delete the markers: %s", sqlite3_errmsg(w));
+                sqlite3_exec(w,
+                             wipe_rows ? "BEGIN; DELETE FROM t; DELETE FROM "
+                                         "tidemark_markers; COMMIT"
+                                       : "DELETE FROM tidemark_markers",
+                             NULL, NULL, NULL) == SQLITE_OK,
+            "cannot wipe the sink: %s", sqlite3_errmsg(w));
     sqlite3_close(w);
+    h_step("%s under the running host",
+           wipe_rows ? "rows and markers wiped" : "markers deleted");
     h_produce_many(p, topic, 0, 100, 20, "{\"id\": %d}");
-    wait_log_text("fen.log", "fenced: epoch", 30000);
-    int64_t t0 = h_now_ms();
-    h_step("fenced with no other host");
-    wait_caught_up_alive(pid, db, name, topic);
-    h_step("claimed again and caught up %lld ms after the fence",
-           (long long)(h_now_ms() - t0));
-    H_CHECK(q(db, "SELECT epoch FROM tidemark_markers") >= 1,
-            "no epoch after the re-claim");
+    rd_kafka_destroy(p);
+    /* The old behaviour re-claimed after twice the session timeout (12 s):
+     * 60 s without an exit is a host that goes on. */
+    int rc = wait_exit(pid, 60000);
+    int64_t rows = q(db, "SELECT count(*) FROM t");
+    int64_t markers = q(db, "SELECT count(*) FROM tidemark_markers");
+    H_CHECK(
+        rows == (wipe_rows ? 0 : 30) && markers == 0,
+        "applied after the marker was lost: %lld rows (offsets %lld..%lld), "
+        "%lld marker(s) at %lld; the host %s",
+        (long long)rows, (long long)q(db, "SELECT min(_tm_offset) FROM t"),
+        (long long)q(db, "SELECT max(_tm_offset) FROM t"), (long long)markers,
+        (long long)q(db, "SELECT max(next_offset) FROM tidemark_markers"),
+        rc < 0 ? "ran on for 60 s (killed)" : "exited");
+    const char *st = status_text(name);
+    H_CHECK(strstr(st, "\"state\": \"FAILED\"") &&
+                strstr(st, "holds no marker") &&
+                strstr(st, "offsets CONFIG --reset-to"),
+            "the status file does not say FAILED for the lost marker: %s", st);
+    H_CHECK(!strstr(h_read_file(log), "another host claimed it"),
+            "the log blames another host for a missing marker");
+    H_CHECK(rc == 1,
+            "the host exited %d, expected 1 (its only connector "
+            "FAILED)",
+            rc);
+    h_step("FAILED naming the reset, nothing applied, exit 1");
+    return cfg;
+}
+
+/* Markers deleted under the running host (nothing else holds the
+ * partition): FAILED, never re-created at the host's own offset. */
+static void scenario_fenced_reclaim(void) {
+    char topic[256], name[256];
+    snprintf(topic, sizeof topic, "%s", h_name("hc-fen"));
+    snprintf(name, sizeof name, "%s", h_name("hc-fen"));
+    marker_lost("fen", topic, name, 0);
+}
+
+/* Rows and markers wiped on a running host (a restore from a backup that
+ * predates the partition): nothing is lost. The connector FAILED; after
+ * the operator's reset to 0 a restart applies every record exactly once. */
+static void scenario_restore_wiped(void) {
+    char topic[256], name[256], spec[300], db[4200];
+    snprintf(topic, sizeof topic, "%s", h_name("hc-rst"));
+    snprintf(name, sizeof name, "%s", h_name("hc-rst"));
+    snprintf(db, sizeof db, "%s/rst.db", h_workdir());
+    const char *cfg = marker_lost("rst", topic, name, 1);
+    snprintf(spec, sizeof spec, "%s:0=0", topic);
+    const char *reset[] = {"offsets", cfg, "--reset-to", spec, NULL};
+    int rc = h_tidemark("reset.out", reset);
+    H_CHECK(rc == 0, "offsets --reset-to: exit %d\n%s", rc,
+            h_read_file("reset.out"));
+    pid_t pid = h_spawn(cfg, "rst2.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
     stop_clean(pid);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 50 &&
-                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
-            "rows: expected 50 distinct offsets, got %lld rows",
-            (long long)q(db, "SELECT count(*) FROM t"));
+    int64_t n = check_exact(db, topic, 0, 0);
+    H_CHECK(n == 50, "%lld records in Kafka, produced 50", (long long)n);
+    h_step("after the reset: all 50 records applied once");
+}
+
+/* How many times `text` occurs in the work dir's file `name`. */
+static int count_text(const char *name, const char *text) {
+    int n = 0;
+    for (const char *at = h_read_file(name); (at = strstr(at, text)); at++)
+        n++;
+    return n;
+}
+
+/* Config of connector `name` in group `group` with its own state dir (two
+ * hosts of one connector on this machine), the sink file shared. */
+static const char *group_config(const char *file, const char *name,
+                                const char *group, const char *topic,
+                                const char *dbfile) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"group_id\": \"%s\", \"properties\": "
+             "{\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": "
+             "\"500\"}}, \"batch\": {\"max_wait_ms\": 100}, \"sink\": "
+             "{\"plugin\": \"sqlite\", \"settings\": {\"path\": \"%s/%s\", "
+             "\"table\": \"t\"}}, \"state_dir\": \"%s/state-%s\", %s}",
+             name, h_bootstrap(), topic, group, h_workdir(), dbfile,
+             h_workdir(), file, JSON_MAPPING);
+    char fname[300];
+    snprintf(fname, sizeof fname, "%s.json", file);
+    return h_write_file(fname, text);
+}
+
+/* Hosts a failing check must not leave running (h_fail exits). */
+static pid_t live_hosts[2];
+
+static void kill_live_hosts(void) {
+    for (size_t i = 0; i < 2; i++)
+        if (live_hosts[i] > 0) {
+            kill(live_hosts[i], SIGKILL);
+            waitpid(live_hosts[i], NULL, 0);
+        }
+}
+
+/* Two live hosts of one connector in different consumer groups (a renamed
+ * group, a rolling deploy) on one sink: the second's claim fences the
+ * first, whose group never revokes. Past the bound the fenced one finds
+ * the marker still moving and must not claim it back (that fenced the
+ * other in turn, for ever, each dropping the other's batches): it says
+ * "another live writer" (DEGRADED), at every further bound, and never
+ * claims again; every record is stored exactly once. */
+static void scenario_two_groups(void) {
+    char topic[256], name[256], ga[300], gb[300];
+    snprintf(topic, sizeof topic, "%s", h_name("hc-2g"));
+    snprintf(name, sizeof name, "%s", h_name("hc-2g"));
+    snprintf(ga, sizeof ga, "%s-a", name);
+    snprintf(gb, sizeof gb, "%s-b", name);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/2g.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 30, "{\"id\": %d}");
+    const char *cfg_a = group_config("2ga", name, ga, topic, "2g.db");
+    H_CHECK(atexit(kill_live_hosts) == 0, "atexit failed");
+    pid_t a = h_spawn(cfg_a, "2ga.log");
+    live_hosts[0] = a;
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    const char *cfg_b = group_config("2gb", name, gb, topic, "2g.db");
+    pid_t b = h_spawn(cfg_b, "2gb.log");
+    live_hosts[1] = b;
+    /* Records keep coming, so whoever holds the partition keeps
+     * committing; until the fenced host has looked twice (two bounds). */
+    const char *live = "another live writer";
+    int id = 100;
+    int64_t t0 = h_now_ms();
+    while (count_text("2ga.log", live) + count_text("2gb.log", live) < 2) {
+        H_CHECK(h_now_ms() - t0 < 90000,
+                "no host said '%s' twice in 90 s: A fenced %d, B fenced %d, "
+                "claimed again by A %d, by B %d",
+                live, count_text("2ga.log", "fenced: epoch"),
+                count_text("2gb.log", "fenced: epoch"),
+                count_text("2ga.log", "claiming it again"),
+                count_text("2gb.log", "claiming it again"));
+        h_produce_many(p, topic, 0, id++, 1, "{\"id\": %d}");
+        h_sleep_ms(100);
+    }
+    int fenced = count_text("2ga.log", "fenced: epoch") +
+                 count_text("2gb.log", "fenced: epoch");
+    H_CHECK(fenced >= 1, "inconclusive: neither host was fenced");
+    int again = count_text("2ga.log", "claiming it again") +
+                count_text("2gb.log", "claiming it again");
+    H_CHECK(again == 0, "a fenced host claimed the partition back %d time(s)",
+            again);
+    h_step("the fenced host left the live writer alone (%d fence(s), said "
+           "'%s' at two bounds)",
+           fenced, live);
+    char rel[1024];
+    snprintf(rel, sizeof rel, "state-%s/%s/status.json",
+             count_text("2ga.log", live) ? "2ga" : "2gb", name);
+    const char *st = h_read_file(rel);
+    H_CHECK(strstr(st, "\"state\": \"DEGRADED\"") && strstr(st, live),
+            "the fenced host's status does not say DEGRADED for the other "
+            "writer: %s",
+            st);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int rc_b = h_stop(b, SIGTERM, 15000, NULL);
+    int rc_a = h_stop(a, SIGTERM, 15000, NULL);
+    live_hosts[0] = live_hosts[1] = 0;
+    H_CHECK(rc_a == 0 && rc_b == 0,
+            "exits: A %d, B %d (expected 0: DEGRADED "
+            "is not FAILED)",
+            rc_a, rc_b);
+    int64_t n = check_exact(db, topic, 0, 0);
+    H_CHECK(n == 30 + (id - 100), "%lld records in Kafka, produced %d",
+            (long long)n, 30 + (id - 100));
+    h_step("all %lld records stored exactly once", (long long)n);
     rd_kafka_destroy(p);
 }
 
@@ -695,6 +877,8 @@ int main(int argc, char **argv) {
         {"stop_blocked_commit", scenario_stop_blocked_commit},
         {"status_on_assign", scenario_status_on_assign},
         {"fenced_reclaim", scenario_fenced_reclaim},
+        {"restore_wiped", scenario_restore_wiped},
+        {"two_groups", scenario_two_groups},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
