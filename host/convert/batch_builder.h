@@ -1,6 +1,6 @@
-/* The host's record conversion (DESIGN.md step 3): consumed Kafka messages
- * in, the tm_batch a sink commits out. Every message added gets exactly
- * one outcome: a row (tm_record), a dead letter with a reason, filtered
+/* The host's record conversion (docs/architecture.md, step 3): consumed Kafka
+ * messages in, the tm_batch a sink commits out. Every message added gets
+ * exactly one outcome: a row (tm_record), a dead letter with a reason, filtered
  * (counted in its range), or an in-batch duplicate (counted in its range;
  * first occurrence wins). docs/configuration.md, "How records are
  * converted", says the rules.

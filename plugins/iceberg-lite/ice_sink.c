@@ -1,5 +1,5 @@
 /* The iceberg-lite sink: the callback table, open, close, interrupt,
- * describe. DESIGN.md "Built-in sinks: iceberg-lite": append-only,
+ * describe (docs/iceberg-lite.md): append-only,
  * unpartitioned Apache Iceberg v2 tables on the local file system that
  * pyiceberg, pyarrow and DuckDB read; every snapshot summary carries the
  * markers; a commit is the atomic creation of the next metadata version. */

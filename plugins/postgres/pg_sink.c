@@ -1,5 +1,5 @@
 /* The PostgreSQL sink: the callback table, open, close, interrupt,
- * describe. DESIGN.md "Built-in sinks: PostgreSQL": one transaction per
+ * describe (docs/sinks/postgres.md): one transaction per
  * batch; marker rows locked FOR UPDATE; rows written with COPY; append or
  * upsert by key columns; keys inserted with ON CONFLICT and compared after;
  * DDL at start under an advisory lock; identifiers escaped by libpq; an

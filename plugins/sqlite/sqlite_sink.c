@@ -1,5 +1,5 @@
 /* The SQLite sink: the callback table, open, close, interrupt, describe.
- * DESIGN.md "Built-in sinks: SQLite": WAL, BEGIN IMMEDIATE, prepared
+ * (docs/sinks/sqlite.md): WAL, BEGIN IMMEDIATE, prepared
  * statements, synchronous=FULL by default (durability is part of the
  * claim), marker, key and dead-letter tables beside the target. */
 #include <stdlib.h>

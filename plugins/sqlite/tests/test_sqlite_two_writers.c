@@ -1,6 +1,6 @@
 /* Two processes commit to one SQLite database at once: fencing across
- * processes (DESIGN.md: the epoch in the marker row, checked inside the
- * commit's BEGIN IMMEDIATE transaction).
+ * processes (docs/sinks/sqlite.md: the epoch in the marker row, checked inside
+ * the commit's BEGIN IMMEDIATE transaction).
  *
  * Child A opens an instance, claims t[0] and t[1], commits [0, 5) on both
  * and says so through a pipe. Child B then opens its own instance, claims
