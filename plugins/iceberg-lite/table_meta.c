@@ -308,24 +308,19 @@ int64_t ice_table_floor(const ice_table *t, char *why, size_t why_size) {
     return v;
 }
 
-int ice_table_raise_floor(ice_table *t, int64_t floor, char *why,
-                          size_t why_size) {
-    int64_t cur = ice_table_floor(t, why, why_size);
-    if (cur < 0)
-        return -1;
-    if (floor <= cur)
-        return 0;
-    char tmp[PATH_SIZE], path[PATH_SIZE], uuid[37], text[32];
+/* Replaces metadata/NAME by TEXT through a temp file (tmp-<uuid>.TAG.part)
+ * and rename(); with sync, the file and then the directory are fsynced. */
+static int replace_small_file(ice_table *t, const char *name, const char *tag,
+                              const char *text, int sync, char *why,
+                              size_t why_size) {
+    char tmp[PATH_SIZE], path[PATH_SIZE], uuid[37];
     if (fs_uuid(uuid) != 0) {
         snprintf(why, why_size, "no random bytes for a temp name");
         return -1;
     }
-    snprintf(tmp, sizeof tmp, "%s/tmp-%s.floor.part", t->meta_dir, uuid);
-    snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_FLOOR_FILE);
-    int n = snprintf(text, sizeof text, "%lld\n", (long long)floor);
-    /* Always fsynced, whatever the fsync setting: the floor must be on
-     * disk before the versions below it are gone. */
-    if (fs_write_new(tmp, text, (size_t)n, 1, why, why_size) != 0)
+    snprintf(tmp, sizeof tmp, "%s/tmp-%s.%s.part", t->meta_dir, uuid, tag);
+    snprintf(path, sizeof path, "%s/%s", t->meta_dir, name);
+    if (fs_write_new(tmp, text, strlen(text), sync, why, why_size) != 0)
         return -1;
     if (rename(tmp, path) != 0) {
         snprintf(why, why_size, "rename %s to %s: %s", tmp, path,
@@ -333,7 +328,22 @@ int ice_table_raise_floor(ice_table *t, int64_t floor, char *why,
         unlink(tmp);
         return -1;
     }
-    return fs_sync_dir(t->meta_dir, why, why_size);
+    return sync ? fs_sync_dir(t->meta_dir, why, why_size) : 0;
+}
+
+int ice_table_raise_floor(ice_table *t, int64_t floor, char *why,
+                          size_t why_size) {
+    int64_t cur = ice_table_floor(t, why, why_size);
+    if (cur < 0)
+        return -1;
+    if (floor <= cur)
+        return 0;
+    char text[32];
+    snprintf(text, sizeof text, "%lld\n", (long long)floor);
+    /* Always synced, whatever the fsync setting: the floor must be on
+     * disk before the versions below it are gone. */
+    return replace_small_file(t, ICE_FLOOR_FILE, "floor", text, 1, why,
+                              why_size);
 }
 
 /* 1 when version V exists, 0 when not (V 0 never does), -1 with why. */
@@ -657,28 +667,14 @@ int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
     return 0;
 }
 
-/* Writes N as the hint through a temp file and rename(). */
+/* Writes N as the hint. Not synced: after a crash the hint may be stale,
+ * empty or missing, and loading copes with all three (it validates the
+ * number and probes past it), so an fsync here would buy nothing. */
 static int put_hint(ice_table *t, int64_t v, char *why, size_t why_size) {
-    char tmp[PATH_SIZE], path[PATH_SIZE], uuid[37], text[32];
-    if (fs_uuid(uuid) != 0) {
-        snprintf(why, why_size, "no random bytes for a temp name");
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s/tmp-%s.hint.part", t->meta_dir, uuid);
-    snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
-    int n = snprintf(text, sizeof text, "%lld", (long long)v);
-    /* Not fsynced: after a crash the hint may be stale, empty or missing,
-     * and loading copes with all three (it validates the number and probes
-     * past it), so an fsync here would buy nothing. */
-    if (fs_write_new(tmp, text, (size_t)n, 0, why, why_size) != 0)
-        return -1;
-    if (rename(tmp, path) != 0) {
-        snprintf(why, why_size, "rename %s to %s: %s", tmp, path,
-                 strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    char text[32];
+    snprintf(text, sizeof text, "%lld", (long long)v);
+    return replace_small_file(t, "version-hint.text", "hint", text, 0, why,
+                              why_size);
 }
 
 int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
