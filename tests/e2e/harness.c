@@ -354,6 +354,36 @@ int64_t h_sql_int(const char *db, const char *sql) {
     return v;
 }
 
+int64_t h_sqlf(const char *db, const char *fmt, ...) {
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    return h_sql_int(db, sql);
+}
+
+const char *h_path(const char *name) {
+    static char p[8][sizeof workdir + 256];
+    static int next;
+    char *b = p[next++ % 8];
+    snprintf(b, sizeof p[0], "%s/%.255s", workdir, name);
+    return b;
+}
+
+const char *h_status_text(const char *connector) {
+    char rel[1024];
+    snprintf(rel, sizeof rel, "state/%s/status.json", connector);
+    return h_read_file(rel);
+}
+
+void h_stop_clean(pid_t pid) {
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, 10000, &took);
+    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
+    h_step("SIGTERM: exit 0 after %lld ms", (long long)took);
+}
+
 void h_wait_caught_up(const char *db, const char *connector, const char *topic,
                       int partitions, int timeout_ms) {
     int64_t t0 = h_now_ms();

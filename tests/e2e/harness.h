@@ -67,6 +67,16 @@ void h_delete_records(const char *topic, int32_t partition, int64_t offset);
 
 /* SQLite (read-only connections, as an observer). */
 int64_t h_sql_int(const char *db, const char *sql);
+/* The same with a printf-style statement. */
+int64_t h_sqlf(const char *db, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* WORKDIR/NAME (one of 8 static buffers, reused in turn). */
+const char *h_path(const char *name);
+/* The status file of CONNECTOR under WORKDIR/state (static buffer), or ""
+ * when there is none. */
+const char *h_status_text(const char *connector);
+/* SIGTERM; the host must exit 0 within 10 s, else the test fails. */
+void h_stop_clean(pid_t pid);
 /* Waits until every listed partition's marker reached its high watermark
  * (from the broker). Fails after timeout_ms. */
 void h_wait_caught_up(const char *db, const char *connector, const char *topic,

@@ -24,17 +24,6 @@
 
 #include "harness.h"
 
-static int64_t q(const char *db, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int64_t q(const char *db, const char *fmt, ...) {
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    return h_sql_int(db, sql);
-}
-
 /* A connector NAME reading TOPIC into FILE.db (table t), its status in
  * WORKDIR/state; extra is appended to the sink's settings. */
 static const char *config(const char *file, const char *name, const char *topic,
@@ -59,13 +48,6 @@ static const char *config(const char *file, const char *name, const char *topic,
     return h_write_file(fname, text);
 }
 
-/* The status file of a connector (static buffer), or "" when none. */
-static const char *status_text(const char *connector) {
-    char rel[1024];
-    snprintf(rel, sizeof rel, "state/%s/status.json", connector);
-    return h_read_file(rel);
-}
-
 /* `tidemark status --state-dir WORKDIR/state CONNECTOR`: its exit status;
  * its output is in WORKDIR/status.out. */
 static int status_exit(const char *connector) {
@@ -81,7 +63,7 @@ static void wait_status(pid_t pid, const char *connector, const char *needle,
                         const char *needle2, int timeout_ms) {
     int64_t t0 = h_now_ms();
     for (;;) {
-        const char *st = status_text(connector);
+        const char *st = h_status_text(connector);
         if (strstr(st, needle) && (!needle2 || strstr(st, needle2)))
             return;
         H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
@@ -92,13 +74,6 @@ static void wait_status(pid_t pid, const char *connector, const char *needle,
                 st);
         h_sleep_ms(100);
     }
-}
-
-static void stop_clean(pid_t pid) {
-    int64_t took;
-    int rc = h_stop(pid, SIGTERM, 10000, &took);
-    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
-    h_step("SIGTERM: exit 0 after %lld ms", (long long)took);
 }
 
 /* The store is locked at claim time for longer than the claim's patience
@@ -121,8 +96,8 @@ static void scenario_claim_locked(void) {
     /* The table and markers exist: a first run applies the 20 records. */
     pid_t pid = h_spawn(cfg, "lock.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
-    int64_t epoch0 = q(db, "SELECT epoch FROM tidemark_markers");
+    h_stop_clean(pid);
+    int64_t epoch0 = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
     h_produce_many(p, topic, 0, 100, 30, "{\"id\": %d}");
 
     sqlite3 *lock = NULL;
@@ -137,7 +112,7 @@ static void scenario_claim_locked(void) {
      * several session timeouts (6 s): still the group's owner of the
      * partition, not FAILED, not exited. */
     h_sleep_ms(20000);
-    H_CHECK(q(db, "SELECT epoch FROM tidemark_markers") == epoch0,
+    H_CHECK(h_sqlf(db, "SELECT epoch FROM tidemark_markers") == epoch0,
             "inconclusive: the claim went through despite the lock");
     char owners[1][H_OWNER_MAX];
     owners[0][0] = '\0';
@@ -159,20 +134,20 @@ static void scenario_claim_locked(void) {
     sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(lock);
     h_wait_caught_up(db, name, topic, 1, 60000);
-    H_CHECK(q(db, "SELECT epoch FROM tidemark_markers") > epoch0,
+    H_CHECK(h_sqlf(db, "SELECT epoch FROM tidemark_markers") > epoch0,
             "caught up without a new claim (epoch %lld)",
-            (long long)q(db, "SELECT epoch FROM tidemark_markers"));
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 50 &&
-                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
+            (long long)h_sqlf(db, "SELECT epoch FROM tidemark_markers"));
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 50 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
             "rows: expected 50 distinct offsets, found %lld rows",
-            (long long)q(db, "SELECT count(*) FROM t"));
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
     wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
     rc = status_exit(name);
     H_CHECK(rc == 0, "tidemark status after the recovery: exit %d: %s", rc,
             h_read_file("status.out"));
     h_step("lock released: claimed by itself, 50 rows once, RUNNING, "
            "status exit 0");
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -199,15 +174,15 @@ static void scenario_missing_topic(void) {
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 15, "{\"id\": %d}");
     h_wait_caught_up(db, name, topic, 1, 120000);
-    H_CHECK(q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15 &&
-                q(db, "SELECT count(*) FROM t") == 15,
+    H_CHECK(h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(*) FROM t") == 15,
             "rows: expected 15 distinct offsets");
     wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
     rc = status_exit(name);
     H_CHECK(rc == 0, "status after the topic appeared: exit %d: %s", rc,
             h_read_file("status.out"));
     h_step("topic created: 15 rows, RUNNING, status exit 0");
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -467,7 +442,7 @@ static void scenario_stop_pg_blackholed(void) {
             "inconclusive: the host exited by itself");
     int64_t took;
     int rc = h_stop(pid, SIGTERM, STOP_LIMIT_MS + 20000, &took);
-    const char *st = status_text(name);
+    const char *st = h_status_text(name);
     H_CHECK(rc == 0,
             "SIGTERM with PostgreSQL blackholed: exit %d after %lld "
             "ms, expected 0; status: %s",
@@ -496,7 +471,7 @@ static void scenario_stop_pg_blackholed(void) {
     pg_wait_rows(table, 30, 60000);
     H_CHECK(pg("SELECT count(*) FROM \"%s\"", table) == 30,
             "rows: expected 30, once each");
-    stop_clean(pid);
+    h_stop_clean(pid);
     h_step("server back: 30 rows, once each");
     bh_stop(&x);
     rd_kafka_destroy(p);

@@ -14,25 +14,6 @@
 
 #include "harness.h"
 
-static int64_t q(const char *db, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int64_t q(const char *db, const char *fmt, ...) {
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    return h_sql_int(db, sql);
-}
-
-static const char *db_path(const char *name) {
-    static char p[4][4096];
-    static int next;
-    char *b = p[next++ % 4];
-    snprintf(b, 4096, "%s/%s", h_workdir(), name);
-    return b;
-}
-
 static const char *JSON_MAPPING =
     "\"mapping\": {\"mode\": \"json\", \"columns\": ["
     "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
@@ -96,31 +77,24 @@ static int64_t check_exact(const char *db, const char *topic, int partition,
         if (off[i] < from)
             continue;
         want++;
-        int64_t c = q(db,
-                      "SELECT count(*) FROM t WHERE _tm_topic='%s' AND "
-                      "_tm_partition=%d AND _tm_offset=%lld",
-                      topic, partition, (long long)off[i]);
+        int64_t c = h_sqlf(db,
+                           "SELECT count(*) FROM t WHERE _tm_topic='%s' AND "
+                           "_tm_partition=%d AND _tm_offset=%lld",
+                           topic, partition, (long long)off[i]);
         H_CHECK(c == 1, "%s [%d] offset %lld stored %lld times (expected 1)",
                 topic, partition, (long long)off[i], (long long)c);
     }
     free(off);
-    int64_t stored = q(db,
-                       "SELECT count(*) FROM t WHERE _tm_topic='%s' AND "
-                       "_tm_partition=%d",
-                       topic, partition);
+    int64_t stored = h_sqlf(db,
+                            "SELECT count(*) FROM t WHERE _tm_topic='%s' AND "
+                            "_tm_partition=%d",
+                            topic, partition);
     H_CHECK(stored == want,
             "%s [%d]: %lld rows stored, Kafka holds %lld records from "
             "offset %lld",
             topic, partition, (long long)stored, (long long)want,
             (long long)from);
     return want;
-}
-
-static void stop_clean(pid_t pid) {
-    int64_t took;
-    int rc = h_stop(pid, SIGTERM, 10000, &took);
-    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
-    h_step("SIGTERM: exit 0 after %lld ms", (long long)took);
 }
 
 /* start=latest skips only what was in the logs when the connector first
@@ -136,7 +110,7 @@ static void scenario_latest_grows(void) {
     rd_kafka_t *p = h_producer(NULL, NULL);
     for (int part = 0; part < 2; part++)
         h_produce_many(p, ta, part, 0, 30, "{\"id\": %d, \"name\": \"old\"}");
-    const char *db = db_path("latest.db");
+    const char *db = h_path("latest.db");
     /* "hc-ga-<run id>" and, later, "hc-gb-<run id>". */
     snprintf(re, sizeof re, "^hc-g[ab]%s$", ta + 5);
     char text[4096];
@@ -152,16 +126,16 @@ static void scenario_latest_grows(void) {
     const char *cfg = h_write_file("latest.json", text);
     pid_t pid = h_spawn(cfg, "latest.log");
     int64_t t0 = h_now_ms();
-    while (q(db, "SELECT count(*) FROM tidemark_markers") < 2) {
+    while (h_sqlf(db, "SELECT count(*) FROM tidemark_markers") < 2) {
         H_CHECK(h_now_ms() - t0 < 60000, "the first partitions were not "
                                          "claimed within 60 s");
         h_sleep_ms(50);
     }
     for (int part = 0; part < 2; part++)
-        H_CHECK(q(db,
-                  "SELECT next_offset FROM tidemark_markers WHERE "
-                  "topic='%s' AND \"partition\"=%d",
-                  ta, part) == 30,
+        H_CHECK(h_sqlf(db,
+                       "SELECT next_offset FROM tidemark_markers WHERE "
+                       "topic='%s' AND \"partition\"=%d",
+                       ta, part) == 30,
                 "start=latest: %s [%d] did not start at its end (30)", ta,
                 part);
     h_step("first start: both partitions claimed at their end (30)");
@@ -180,10 +154,11 @@ static void scenario_latest_grows(void) {
     h_produce_many(p2, tb, 0, 5000, 60, "{\"id\": %d, \"name\": \"created\"}");
     /* Inconclusive unless the records were there before the host claimed
      * the new partitions: a claim after the records is the loss case. */
-    int64_t claimed_new = q(db,
-                            "SELECT count(*) FROM tidemark_markers WHERE "
-                            "(topic='%s' AND \"partition\">=2) OR topic='%s'",
-                            ta, tb);
+    int64_t claimed_new =
+        h_sqlf(db,
+               "SELECT count(*) FROM tidemark_markers WHERE "
+               "(topic='%s' AND \"partition\">=2) OR topic='%s'",
+               ta, tb);
     H_CHECK(claimed_new < 3,
             "inconclusive: the host claimed every new partition before the "
             "records were produced");
@@ -200,12 +175,12 @@ static void scenario_latest_grows(void) {
     H_CHECK(total == 2 * 50 + 2 * 50 + 60,
             "%lld records after the start stored, produced %d",
             (long long)total, 2 * 50 + 2 * 50 + 60);
-    H_CHECK(q(db, "SELECT count(*) FROM t WHERE name='old'") == 0,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE name='old'") == 0,
             "records from before the first start were read");
     h_step("every one of the %lld records produced after the start stored "
            "once",
            (long long)total);
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p2);
     rd_kafka_destroy(p);
 }
@@ -227,13 +202,6 @@ static const char *config(const char *file, const char *name, const char *topic,
     char fname[300];
     snprintf(fname, sizeof fname, "%s.json", file);
     return h_write_file(fname, text);
-}
-
-/* The status file of a connector (static buffer), or "" when none. */
-static const char *status_text(const char *connector) {
-    char rel[1024];
-    snprintf(rel, sizeof rel, "state/%s/status.json", connector);
-    return h_read_file(rel);
 }
 
 /* A connector whose sink's marker is below its topic's log start: 20
@@ -293,9 +261,9 @@ static void scenario_all_failed_exit(void) {
         H_CHECK(strstr(h_read_file(log), cases[i].reason) != NULL,
                 "%s: stderr does not name '%s': %s", cases[i].what,
                 cases[i].reason, h_read_file(log));
-        H_CHECK(status_text(name)[0] == '\0',
+        H_CHECK(h_status_text(name)[0] == '\0',
                 "%s: refused at start, yet a status file: %s", cases[i].what,
-                status_text(name));
+                h_status_text(name));
         h_step("%s: refused at start, exit 2 after %lld ms", cases[i].what,
                (long long)took);
     }
@@ -310,7 +278,7 @@ static void scenario_all_failed_exit(void) {
             "every connector FAILED while running: exit %d, "
             "expected 1",
             rc);
-    const char *st = status_text(gone);
+    const char *st = h_status_text(gone);
     H_CHECK(strstr(st, "\"FAILED\"") && strstr(st, "log start"),
             "the status file does not say FAILED with 'log start': %s", st);
     h_step("the only connector FAILED at its claim (marker below the log "
@@ -331,7 +299,7 @@ static void scenario_all_failed_exit(void) {
     snprintf(db, sizeof db, "%s/good.db", h_workdir());
     h_wait_caught_up(db, good, topic, 1, 60000);
     int64_t t0 = h_now_ms();
-    while (!strstr(status_text(bad), "\"FAILED\"")) {
+    while (!strstr(h_status_text(bad), "\"FAILED\"")) {
         H_CHECK(h_now_ms() - t0 < 30000, "the bad connector is not FAILED");
         h_sleep_ms(50);
     }
@@ -388,10 +356,10 @@ static void wait_caught_up_alive(pid_t pid, const char *db, const char *name,
                    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
         int64_t lo, hi;
         h_watermarks(topic, 0, &lo, &hi);
-        if (q(db,
-              "SELECT next_offset FROM tidemark_markers WHERE "
-              "connector='%s' AND topic='%s'",
-              name, topic) == hi)
+        if (h_sqlf(db,
+                   "SELECT next_offset FROM tidemark_markers WHERE "
+                   "connector='%s' AND topic='%s'",
+                   name, topic) == hi)
             return;
         H_CHECK(h_now_ms() - t0 < 30000, "%s [0] not caught up in 30 s", topic);
         h_sleep_ms(50);
@@ -421,10 +389,10 @@ static void scenario_signals(void) {
     wait_caught_up_alive(pid, db, name, topic);
     /* Inconclusive unless lines were written after the reader left: at
      * debug every commit logs one. */
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 50, "rows: expected 50");
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 50, "rows: expected 50");
     H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
             "the host exited after its log reader closed");
-    stop_clean(pid);
+    h_stop_clean(pid);
     h_step("log pipe closed: 50 records applied after, exit 0 on SIGTERM");
 
     pid = h_spawn(cfg, "sig.log");
@@ -442,9 +410,9 @@ static void scenario_signals(void) {
                 sigs[i].name);
         h_step("%s: logged, 10 more records applied", sigs[i].name);
     }
-    stop_clean(pid);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 70 &&
-                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 70,
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 70 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 70,
             "rows: expected 70 distinct offsets");
     rd_kafka_destroy(p);
 }
@@ -468,8 +436,8 @@ static void scenario_stop_blocked_claim(void) {
     snprintf(db, sizeof db, "%s/stop.db", h_workdir());
     pid_t pid = h_spawn(cfg, "stop.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
-    int64_t epoch0 = q(db, "SELECT epoch FROM tidemark_markers");
+    h_stop_clean(pid);
+    int64_t epoch0 = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
     h_produce_many(p, topic, 0, 100, 20, "{\"id\": %d}");
 
     sqlite3 *lock = NULL;
@@ -492,7 +460,7 @@ static void scenario_stop_blocked_claim(void) {
                 "inconclusive: the partition was never assigned");
         h_sleep_ms(100);
     }
-    H_CHECK(q(db, "SELECT epoch FROM tidemark_markers") == epoch0,
+    H_CHECK(h_sqlf(db, "SELECT epoch FROM tidemark_markers") == epoch0,
             "inconclusive: the claim went through despite the lock");
     int64_t took;
     int rc = h_stop(pid, SIGTERM, 12000, &took);
@@ -504,8 +472,8 @@ static void scenario_stop_blocked_claim(void) {
     const char *st = h_read_file(rel);
     H_CHECK(strstr(st, "\"state\": \"STOPPED\""),
             "the status file does not say STOPPED: %s", st);
-    H_CHECK(q(db, "SELECT epoch FROM tidemark_markers") == epoch0 &&
-                q(db, "SELECT next_offset FROM tidemark_markers") == 30,
+    H_CHECK(h_sqlf(db, "SELECT epoch FROM tidemark_markers") == epoch0 &&
+                h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 30,
             "the marker moved while the lock was held");
     h_step("SIGTERM during the blocked claim: exit 0 after %lld ms, STOPPED",
            (long long)took);
@@ -514,9 +482,9 @@ static void scenario_stop_blocked_claim(void) {
 
     pid = h_spawn(cfg, "stop.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 50 &&
-                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 50 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
             "rows: expected 50 distinct offsets");
     rd_kafka_destroy(p);
 }
@@ -624,17 +592,18 @@ static const char *marker_lost(const char *file, const char *topic,
     /* The old behaviour re-claimed after twice the session timeout (12 s):
      * 60 s without an exit is a host that goes on. */
     int rc = wait_exit(pid, 60000);
-    int64_t rows = q(db, "SELECT count(*) FROM t");
-    int64_t markers = q(db, "SELECT count(*) FROM tidemark_markers");
+    int64_t rows = h_sqlf(db, "SELECT count(*) FROM t");
+    int64_t markers = h_sqlf(db, "SELECT count(*) FROM tidemark_markers");
     H_CHECK(
         rows == (wipe_rows ? 0 : 30) && markers == 0,
         "applied after the marker was lost: %lld rows (offsets %lld..%lld), "
         "%lld marker(s) at %lld; the host %s",
-        (long long)rows, (long long)q(db, "SELECT min(_tm_offset) FROM t"),
-        (long long)q(db, "SELECT max(_tm_offset) FROM t"), (long long)markers,
-        (long long)q(db, "SELECT max(next_offset) FROM tidemark_markers"),
+        (long long)rows, (long long)h_sqlf(db, "SELECT min(_tm_offset) FROM t"),
+        (long long)h_sqlf(db, "SELECT max(_tm_offset) FROM t"),
+        (long long)markers,
+        (long long)h_sqlf(db, "SELECT max(next_offset) FROM tidemark_markers"),
         rc < 0 ? "ran on for 60 s (killed)" : "exited");
-    const char *st = status_text(name);
+    const char *st = h_status_text(name);
     H_CHECK(strstr(st, "\"state\": \"FAILED\"") &&
                 strstr(st, "holds no marker") &&
                 strstr(st, "offsets CONFIG --reset-to"),
@@ -674,7 +643,7 @@ static void scenario_restore_wiped(void) {
             h_read_file("reset.out"));
     pid_t pid = h_spawn(cfg, "rst2.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
+    h_stop_clean(pid);
     int64_t n = check_exact(db, topic, 0, 0);
     H_CHECK(n == 50, "%lld records in Kafka, produced 50", (long long)n);
     h_step("after the reset: all 50 records applied once");
@@ -797,7 +766,7 @@ static void scenario_two_groups(void) {
 /* Milliseconds since the status file was last rewritten (its updated_ms),
  * or -1 when it has none. */
 static int64_t status_age_ms(const char *connector) {
-    const char *st = status_text(connector);
+    const char *st = h_status_text(connector);
     const char *at = strstr(st, "\"updated_ms\": ");
     if (!at)
         return -1;
@@ -842,10 +811,10 @@ static void scenario_stop_blocked_commit(void) {
     int rc = h_stop(pid, SIGTERM, 12000, &took);
     H_CHECK(rc == 0, "SIGTERM during a blocked commit: exit %d, expected 0",
             rc);
-    const char *st = status_text(name);
+    const char *st = h_status_text(name);
     H_CHECK(strstr(st, "\"state\": \"STOPPED\""),
             "the status file does not say STOPPED: %s", st);
-    H_CHECK(q(db, "SELECT next_offset FROM tidemark_markers") == 30,
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 30,
             "the marker moved while the lock was held");
     h_step("SIGTERM during the blocked commit: exit 0 after %lld ms, STOPPED",
            (long long)took);
@@ -853,9 +822,9 @@ static void scenario_stop_blocked_commit(void) {
     sqlite3_close(lock);
     pid = h_spawn(cfg, "stc.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 50 &&
-                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 50 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 50,
             "rows: expected 50 distinct offsets");
     rd_kafka_destroy(p);
 }

@@ -30,17 +30,6 @@ static const char *config(const char *file, const char *name, const char *topic,
     return h_write_file(file, text);
 }
 
-static int64_t q(const char *db, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int64_t q(const char *db, const char *fmt, ...) {
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    return h_sql_int(db, sql);
-}
-
 static rd_kafka_t *admin_client(void) {
     char err[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -133,10 +122,10 @@ static int exit_or_marker(pid_t pid, const char *db, const char *name,
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (q(db,
-              "SELECT next_offset FROM tidemark_markers WHERE connector "
-              "= '%s'",
-              name) >= at) {
+        if (h_sqlf(db,
+                   "SELECT next_offset FROM tidemark_markers WHERE connector "
+                   "= '%s'",
+                   name) >= at) {
             h_step("the marker reached %lld: the host resumed", (long long)at);
             h_stop(pid, SIGTERM, 15000, NULL);
             return -1;
@@ -169,7 +158,8 @@ static void scenario_recreated_topic(void) {
     h_wait_caught_up(db, name, topic, 1, 60000);
     int rc = h_stop(pid, SIGTERM, 15000, NULL);
     H_CHECK(rc == 0, "first run: exit %d", rc);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 200, "rows after the first run");
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 200,
+            "rows after the first run");
 
     h_step("deleting and creating %s again", topic);
     recreate_topic(topic);
@@ -184,16 +174,16 @@ static void scenario_recreated_topic(void) {
 
     pid = h_spawn(cfg, "rt2.log");
     rc = exit_or_marker(pid, db, name, 250);
-    int64_t rows = q(db, "SELECT count(*) FROM t"),
-            new_rows = q(db, "SELECT count(*) FROM t WHERE id >= 1000");
+    int64_t rows = h_sqlf(db, "SELECT count(*) FROM t"),
+            new_rows = h_sqlf(db, "SELECT count(*) FROM t WHERE id >= 1000");
     H_CHECK(rows == 200 && new_rows == 0,
             "the new log was applied silently: %lld rows, %lld of the new "
             "log (exit %d)",
             (long long)rows, (long long)new_rows, rc);
-    H_CHECK(q(db,
-              "SELECT next_offset FROM tidemark_markers WHERE connector "
-              "= '%s'",
-              name) == 200,
+    H_CHECK(h_sqlf(db,
+                   "SELECT next_offset FROM tidemark_markers WHERE connector "
+                   "= '%s'",
+                   name) == 200,
             "the marker moved");
     const char *log = h_read_file("rt2.log");
     H_CHECK(strstr(log, "not the one the sink's marker") &&
@@ -211,7 +201,7 @@ static void scenario_recreated_topic(void) {
     h_wait_caught_up(db, name, topic, 1, 60000);
     rc = h_stop(pid, SIGTERM, 15000, NULL);
     H_CHECK(rc == 0, "after the reset: exit %d", rc);
-    new_rows = q(db, "SELECT count(*) FROM t WHERE id >= 1000");
+    new_rows = h_sqlf(db, "SELECT count(*) FROM t WHERE id >= 1000");
     H_CHECK(new_rows == 250, "%lld rows of the new log after the reset",
             (long long)new_rows);
 }
@@ -233,10 +223,10 @@ static void scenario_kept_and_gone(void) {
     pid_t pid = h_spawn(cfg, "kg1.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     H_CHECK(h_stop(pid, SIGTERM, 15000, NULL) == 0, "first run's exit");
-    H_CHECK(q(db,
-              "SELECT last_offset FROM tidemark_markers WHERE connector "
-              "= '%s'",
-              name) == 99,
+    H_CHECK(h_sqlf(db,
+                   "SELECT last_offset FROM tidemark_markers WHERE connector "
+                   "= '%s'",
+                   name) == 99,
             "inconclusive: the marker keeps no lineage of offset 99");
 
     h_produce_many(p, topic, 0, 100, 20, "{\"id\": %d}");
@@ -259,10 +249,10 @@ static void scenario_kept_and_gone(void) {
     log = h_read_file("kg3.log");
     H_CHECK(strstr(log, "lineage not checked") != NULL,
             "no note that the marker's record is gone:\n%s", log);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 130 &&
-                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 130,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 130 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 130,
             "rows: %lld, not every offset once",
-            (long long)q(db, "SELECT count(*) FROM t"));
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
     rd_kafka_destroy(p);
 }
 

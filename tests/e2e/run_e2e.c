@@ -36,39 +36,13 @@ static const char *sqlite_config(const char *file, const char *name,
     return h_write_file(file, text);
 }
 
-static const char *db_path(const char *name) {
-    static char p[8][4096];
-    static int next;
-    char *b = p[next++ % 8];
-    snprintf(b, 4096, "%s/%s", h_workdir(), name);
-    return b;
-}
-
-static int64_t q(const char *db, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int64_t q(const char *db, const char *fmt, ...) {
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    return h_sql_int(db, sql);
-}
-
-static void stop_clean(pid_t pid) {
-    int64_t took;
-    int rc = h_stop(pid, SIGTERM, 10000, &took);
-    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
-    h_step("SIGTERM: exit 0 after %lld ms", (long long)took);
-}
-
 /* Every delivered offset is accounted for exactly once: rows plus dead
  * letters plus the marker's filtered and duplicate counts equal the data
  * records, with no (partition, offset) twice. */
 static void check_no_dup(const char *db, int64_t want_rows) {
-    int64_t rows = q(db, "SELECT count(*) FROM t");
-    int64_t distinct = q(db, "SELECT count(*) FROM (SELECT DISTINCT "
-                             "_tm_partition, _tm_offset FROM t)");
+    int64_t rows = h_sqlf(db, "SELECT count(*) FROM t");
+    int64_t distinct = h_sqlf(db, "SELECT count(*) FROM (SELECT DISTINCT "
+                                  "_tm_partition, _tm_offset FROM t)");
     H_CHECK(rows == want_rows, "rows: %lld, expected %lld", (long long)rows,
             (long long)want_rows);
     H_CHECK(distinct == rows,
@@ -92,11 +66,11 @@ static int64_t check_prefix(const char *db, const char *connector,
     for (int p = 0; p < partitions; p++) {
         int64_t *kafka = NULL;
         size_t nk = h_read_offsets(topic, p, &kafka);
-        int64_t next = q(db,
-                         "SELECT next_offset FROM tidemark_markers WHERE "
-                         "connector = '%s' AND topic = '%s' AND "
-                         "\"partition\" = %d",
-                         connector, topic, p);
+        int64_t next = h_sqlf(db,
+                              "SELECT next_offset FROM tidemark_markers WHERE "
+                              "connector = '%s' AND topic = '%s' AND "
+                              "\"partition\" = %d",
+                              connector, topic, p);
         H_CHECK(next >= 0, "partition %d: no marker", p);
         sqlite3_stmt *st = NULL;
         H_CHECK(sqlite3_prepare_v2(h,
@@ -175,34 +149,36 @@ static void scenario_bad_records(void) {
     h_produce_many(p, topic, 1, 1000, 300, "{\"id\": %d}");
     h_step("produced 1300 good and 6 bad records (10 MB one delivered)");
 
-    const char *db = db_path("bad.db");
+    const char *db = h_path("bad.db");
     const char *cfg = sqlite_config(
         "bad.json", name, topic, db,
         "\"max_records\": 200, \"max_wait_ms\": 100", NULL, JSON_MAPPING);
     pid_t pid = h_spawn(cfg, "bad.log");
     h_wait_caught_up(db, name, topic, 2, 60000);
     check_no_dup(db, 1300);
-    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 6,
-            "dead letters: %lld, expected 6",
-            (long long)q(db, "SELECT count(*) FROM tidemark_dead_letters"));
+    H_CHECK(
+        h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters") == 6,
+        "dead letters: %lld, expected 6",
+        (long long)h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters"));
     for (int i = 0; i < 6; i++) {
-        int64_t n = q(db,
-                      "SELECT count(*) FROM tidemark_dead_letters WHERE "
-                      "\"partition\"=0 AND \"offset\"=%lld AND reason='%s'",
-                      (long long)bad[i].offset, bad[i].reason);
+        int64_t n =
+            h_sqlf(db,
+                   "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                   "\"partition\"=0 AND \"offset\"=%lld AND reason='%s'",
+                   (long long)bad[i].offset, bad[i].reason);
         H_CHECK(n == 1, "%s at offset %lld: no dead letter with reason %s",
                 bad[i].what, (long long)bad[i].offset, bad[i].reason);
     }
-    int64_t biglen = q(db,
-                       "SELECT length(value) FROM tidemark_dead_letters "
-                       "WHERE \"offset\"=%lld",
-                       (long long)bad[2].offset);
+    int64_t biglen = h_sqlf(db,
+                            "SELECT length(value) FROM tidemark_dead_letters "
+                            "WHERE \"offset\"=%lld",
+                            (long long)bad[2].offset);
     H_CHECK(biglen == (int64_t)bad[2].len,
             "the 10 MB dead letter kept %lld bytes", (long long)biglen);
-    H_CHECK(q(db,
-              "SELECT count(*) FROM t WHERE _tm_partition=0 AND "
-              "_tm_offset > %lld",
-              (long long)bad[5].offset) == 500,
+    H_CHECK(h_sqlf(db,
+                   "SELECT count(*) FROM t WHERE _tm_partition=0 AND "
+                   "_tm_offset > %lld",
+                   (long long)bad[5].offset) == 500,
             "the partition did not keep moving past the bad records");
     /* Kafka's own view: the group's offsets reach the end too. */
     const char *group = NULL;
@@ -220,7 +196,7 @@ static void scenario_bad_records(void) {
         H_CHECK(got == hi, "group offset of [%d]: %lld, high watermark %lld",
                 part, (long long)got, (long long)hi);
     }
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -236,18 +212,18 @@ static void scenario_sigterm_backlog(void) {
         h_produce_many(p, topic, part, part * 40000, 40000,
                        "{\"id\": %d, \"name\": \"some payload text\"}");
     h_step("produced 120000 records");
-    const char *db = db_path("backlog.db");
+    const char *db = h_path("backlog.db");
     const char *cfg = sqlite_config("backlog.json", name, topic, db,
                                     "\"max_records\": 500", NULL, JSON_MAPPING);
     pid_t pid = h_spawn(cfg, "backlog.log");
     int64_t t0 = h_now_ms(), rows = 0;
-    while ((rows = q(db, "SELECT count(*) FROM t")) < 5000) {
+    while ((rows = h_sqlf(db, "SELECT count(*) FROM t")) < 5000) {
         H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
                 (long long)rows);
         h_sleep_ms(20);
     }
-    stop_clean(pid);
-    rows = q(db, "SELECT count(*) FROM t");
+    h_stop_clean(pid);
+    rows = h_sqlf(db, "SELECT count(*) FROM t");
     H_CHECK(rows < 120000,
             "inconclusive: the backlog was done (%lld rows) "
             "before SIGTERM",
@@ -263,9 +239,9 @@ static void scenario_sigterm_backlog(void) {
     check_no_dup(db, 120000);
     H_CHECK(check_prefix(db, name, topic, 3) == 120000,
             "after the restart: not all 120000 records in the prefix");
-    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 120000,
+    H_CHECK(h_sqlf(db, "SELECT count(DISTINCT id) FROM t") == 120000,
             "ids: not 120000 distinct");
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -310,18 +286,18 @@ static void scenario_transactions(void) {
             "inconclusive: high watermark %lld, expected 459 "
             "(450 records + 9 transaction markers)",
             (long long)hi);
-    const char *db = db_path("txn.db");
+    const char *db = h_path("txn.db");
     const char *cfg = sqlite_config("txn.json", name, topic, db,
                                     "\"max_records\": 40", NULL, JSON_MAPPING);
     pid_t pid = h_spawn(cfg, "txn.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     check_no_dup(db, committed);
-    H_CHECK(q(db, "SELECT count(*) FROM t WHERE name IN ('txn1', 'txn4', "
-                  "'txn7')") == 0,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE name IN ('txn1', 'txn4', "
+                       "'txn7')") == 0,
             "records of aborted transactions landed");
-    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 0,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters") == 0,
             "unexpected dead letters");
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -345,7 +321,7 @@ static void scenario_filter_dedup(void) {
     };
     for (size_t i = 0; i < sizeof first / sizeof first[0]; i++)
         h_produce(p, topic, 0, NULL, 0, first[i], strlen(first[i]), 0, 0);
-    const char *db = db_path("dedup.db");
+    const char *db = h_path("dedup.db");
     const char *cfg = sqlite_config(
         "dedup.json", name, topic, db,
         "\"max_records\": 100, \"max_wait_ms\": 300", NULL,
@@ -361,23 +337,23 @@ static void scenario_filter_dedup(void) {
     h_produce(p, topic, 0, NULL, 0, first[0], strlen(first[0]), 0, 0);
     h_produce(p, topic, 0, NULL, 0, first[4], strlen(first[4]), 0, 0);
     h_wait_caught_up(db, name, topic, 1, 60000);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 2, "rows: %lld, expected 2",
-            (long long)q(db, "SELECT count(*) FROM t"));
-    H_CHECK(q(db, "SELECT v FROM t WHERE k='b'") == 1,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 2, "rows: %lld, expected 2",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    H_CHECK(h_sqlf(db, "SELECT v FROM t WHERE k='b'") == 1,
             "the first payload of key b did not win");
-    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters WHERE "
-                  "reason='identity_conflict'") == 2,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                       "reason='identity_conflict'") == 2,
             "identity conflicts: %lld, expected 2 (one in the batch, one "
             "against the stored key)",
-            (long long)q(db, "SELECT count(*) FROM tidemark_dead_letters "
-                             "WHERE reason='identity_conflict'"));
-    H_CHECK(q(db, "SELECT filtered FROM tidemark_markers") == 2,
+            (long long)h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters "
+                                  "WHERE reason='identity_conflict'"));
+    H_CHECK(h_sqlf(db, "SELECT filtered FROM tidemark_markers") == 2,
             "filtered count: %lld, expected 2",
-            (long long)q(db, "SELECT filtered FROM tidemark_markers"));
-    H_CHECK(q(db, "SELECT duplicates FROM tidemark_markers") == 2,
+            (long long)h_sqlf(db, "SELECT filtered FROM tidemark_markers"));
+    H_CHECK(h_sqlf(db, "SELECT duplicates FROM tidemark_markers") == 2,
             "duplicates: %lld, expected 2 (one in the batch, one across)",
-            (long long)q(db, "SELECT duplicates FROM tidemark_markers"));
-    stop_clean(pid);
+            (long long)h_sqlf(db, "SELECT duplicates FROM tidemark_markers"));
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -392,25 +368,26 @@ static void scenario_raw(void) {
     int64_t o1 =
         h_produce(p, topic, 0, "k1", 2, bin, sizeof bin, "trace", "abc");
     int64_t o2 = h_produce(p, topic, 0, NULL, 0, NULL, 0, NULL, NULL);
-    const char *db = db_path("raw.db");
+    const char *db = h_path("raw.db");
     const char *cfg =
         sqlite_config("raw.json", name, topic, db, "\"max_wait_ms\": 100", NULL,
                       "\"mapping\": {\"mode\": \"raw\"}");
     pid_t pid = h_spawn(cfg, "raw.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 2, "rows: expected 2");
-    H_CHECK(q(db,
-              "SELECT count(*) FROM t WHERE \"offset\"=%lld AND key=X'6B31' "
-              "AND value=X'00FF10' AND headers='[[\"trace\",\"abc\"]]'",
-              (long long)o1) == 1,
-            "record 1 not stored as it was (key k1, value 00ff10, header "
-            "trace=abc)");
-    H_CHECK(q(db,
-              "SELECT count(*) FROM t WHERE \"offset\"=%lld AND key IS "
-              "NULL AND value IS NULL AND headers IS NULL",
-              (long long)o2) == 1,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 2, "rows: expected 2");
+    H_CHECK(
+        h_sqlf(db,
+               "SELECT count(*) FROM t WHERE \"offset\"=%lld AND key=X'6B31' "
+               "AND value=X'00FF10' AND headers='[[\"trace\",\"abc\"]]'",
+               (long long)o1) == 1,
+        "record 1 not stored as it was (key k1, value 00ff10, header "
+        "trace=abc)");
+    H_CHECK(h_sqlf(db,
+                   "SELECT count(*) FROM t WHERE \"offset\"=%lld AND key IS "
+                   "NULL AND value IS NULL AND headers IS NULL",
+                   (long long)o2) == 1,
             "the tombstone is not a row with null key, value and headers");
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -423,7 +400,7 @@ static pid_t spawn_until_rows(const char *cfg, const char *log, const char *db,
                               int64_t rows) {
     pid_t pid = h_spawn(cfg, log);
     int64_t t0 = h_now_ms();
-    while (q(db, "SELECT count(*) FROM t") < rows) {
+    while (h_sqlf(db, "SELECT count(*) FROM t") < rows) {
         H_CHECK(h_now_ms() - t0 < 60000, "%s: the host makes no progress", log);
         h_sleep_ms(20);
     }
@@ -439,7 +416,7 @@ static void scenario_two_hosts(void) {
     for (int part = 0; part < 4; part++)
         h_produce_many(p, topic, part, part * 1000000, 60000,
                        "{\"id\": %d, \"name\": \"first wave\"}");
-    const char *db = db_path("scale.db");
+    const char *db = h_path("scale.db");
     const char *props = "\"partition.assignment.strategy\": \"range\", "
                         "\"session.timeout.ms\": \"6000\", "
                         "\"heartbeat.interval.ms\": \"500\"";
@@ -454,21 +431,21 @@ static void scenario_two_hosts(void) {
                        "{\"id\": %d, \"name\": \"second wave\"}");
     /* Host B owns partitions once their epoch moved past A's first claim. */
     int64_t t0 = h_now_ms();
-    while (q(db, "SELECT max(epoch) FROM tidemark_markers") < 2) {
+    while (h_sqlf(db, "SELECT max(epoch) FROM tidemark_markers") < 2) {
         H_CHECK(h_now_ms() - t0 < 60000,
                 "inconclusive: host B never claimed a partition");
         h_sleep_ms(50);
     }
-    int64_t before = q(db, "SELECT count(*) FROM t");
+    int64_t before = h_sqlf(db, "SELECT count(*) FROM t");
     H_CHECK(before < 320000, "inconclusive: all applied before the kill");
     /* The epochs as they were at the kill: B's join already raised them
      * (min(epoch) >= 2 held before the kill), so only a rise past these
      * proves the partitions were claimed again after it. */
     int64_t epoch_at_kill[4];
     for (int part = 0; part < 4; part++)
-        epoch_at_kill[part] =
-            q(db, "SELECT epoch FROM tidemark_markers WHERE \"partition\" = %d",
-              part);
+        epoch_at_kill[part] = h_sqlf(
+            db, "SELECT epoch FROM tidemark_markers WHERE \"partition\" = %d",
+            part);
     int rc = h_stop(a, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "host A was not killed (exit %d)", rc);
     h_step("killed host A at %lld rows, epochs %lld %lld %lld %lld",
@@ -477,22 +454,22 @@ static void scenario_two_hosts(void) {
            (long long)epoch_at_kill[3]);
     h_wait_caught_up(db, name, topic, 4, 120000);
     check_no_dup(db, 320000);
-    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 320000,
+    H_CHECK(h_sqlf(db, "SELECT count(DISTINCT id) FROM t") == 320000,
             "ids: not 320000 distinct");
     /* range is an eager assignor: when A's session ends, B gives up all
      * four partitions and is assigned all four again, so every one of them
      * is claimed anew, A's among them. */
     for (int part = 0; part < 4; part++) {
-        int64_t e = q(db,
-                      "SELECT epoch FROM tidemark_markers WHERE "
-                      "\"partition\" = %d",
-                      part);
+        int64_t e = h_sqlf(db,
+                           "SELECT epoch FROM tidemark_markers WHERE "
+                           "\"partition\" = %d",
+                           part);
         H_CHECK(e > epoch_at_kill[part],
                 "partition %d was never claimed again after the kill (epoch "
                 "%lld, %lld at the kill)",
                 part, (long long)e, (long long)epoch_at_kill[part]);
     }
-    stop_clean(b);
+    h_stop_clean(b);
     rd_kafka_destroy(p);
 }
 
@@ -524,7 +501,7 @@ static void scenario_static_fenced(void) {
     for (int part = 0; part < 2; part++)
         h_produce_many(p, topic, part, part * 1000000, 100000,
                        "{\"id\": %d, \"name\": \"first wave\"}");
-    const char *db = db_path("static.db");
+    const char *db = h_path("static.db");
     char props[512];
     snprintf(props, sizeof props,
              "\"group.instance.id\": \"%s-x\", \"session.timeout.ms\": "
@@ -539,7 +516,7 @@ static void scenario_static_fenced(void) {
     wait_log("a.log", "Kafka consumer fatal error", 60000);
     int rc = h_stop(b, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "host B was not killed (exit %d)", rc);
-    int64_t at = q(db, "SELECT count(*) FROM t");
+    int64_t at = h_sqlf(db, "SELECT count(*) FROM t");
     H_CHECK(at < 200000, "inconclusive: all applied when A was fenced");
     h_step("host A fenced by B's join (same group.instance.id) at %lld rows; "
            "B killed",
@@ -550,11 +527,11 @@ static void scenario_static_fenced(void) {
                        "{\"id\": %d, \"name\": \"second wave\"}");
     h_wait_caught_up(db, name, topic, 2, 120000);
     check_no_dup(db, 210000);
-    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 210000,
+    H_CHECK(h_sqlf(db, "SELECT count(DISTINCT id) FROM t") == 210000,
             "ids: not 210000 distinct");
     H_CHECK(!strstr(h_read_file("a.log"), "FAILED"),
             "host A went FAILED instead of making a new consumer");
-    stop_clean(a);
+    h_stop_clean(a);
     rd_kafka_destroy(p);
 }
 
@@ -583,7 +560,7 @@ static void scenario_dead_letter_topic(void) {
     h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
     int64_t bad = h_produce(p, topic, 0, "key7", 4, "{oops", 5, 0, 0);
     h_produce_many(p, topic, 0, 10, 10, "{\"id\": %d}");
-    const char *db = db_path("dlq.db");
+    const char *db = h_path("dlq.db");
     char extra[1024];
     snprintf(extra, sizeof extra,
              "%s, \"dead_letters\": {\"sink\": true, \"topic\": \"%s\"}",
@@ -593,12 +570,12 @@ static void scenario_dead_letter_topic(void) {
     pid_t pid = h_spawn(cfg, "dlq.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     check_no_dup(db, 20);
-    H_CHECK(q(db,
-              "SELECT count(*) FROM tidemark_dead_letters WHERE "
-              "\"offset\"=%lld",
-              (long long)bad) == 1,
+    H_CHECK(h_sqlf(db,
+                   "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                   "\"offset\"=%lld",
+                   (long long)bad) == 1,
             "the dead letter is not in the sink as well");
-    stop_clean(pid);
+    h_stop_clean(pid);
 
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     char err[512];
@@ -659,7 +636,7 @@ static void scenario_latest_and_regex(void) {
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, t1, 0, 0, 7, "{\"id\": %d, \"name\": \"old\"}");
     h_produce_many(p, t2, 0, 0, 3, "{\"id\": %d, \"name\": \"old\"}");
-    const char *db = db_path("latest.db");
+    const char *db = h_path("latest.db");
     /* The suffix after "rx-a"/"rx-b" is this run's id: match both. */
     snprintf(re, sizeof re, "^rx-[ab]%s$", t1 + 4);
     char text[4096];
@@ -675,24 +652,24 @@ static void scenario_latest_and_regex(void) {
     const char *cfg = h_write_file("latest.json", text);
     pid_t pid = h_spawn(cfg, "latest.log");
     int64_t t0 = h_now_ms();
-    while (q(db, "SELECT count(*) FROM tidemark_markers") < 2) {
+    while (h_sqlf(db, "SELECT count(*) FROM tidemark_markers") < 2) {
         H_CHECK(h_now_ms() - t0 < 60000,
                 "the pattern did not claim both topics");
         h_sleep_ms(50);
     }
-    H_CHECK(q(db,
-              "SELECT next_offset FROM tidemark_markers WHERE "
-              "topic='%s'",
-              t1) == 7,
+    H_CHECK(h_sqlf(db,
+                   "SELECT next_offset FROM tidemark_markers WHERE "
+                   "topic='%s'",
+                   t1) == 7,
             "start=latest: %s did not start at its end (7)", t1);
     h_produce_many(p, t1, 0, 100, 4, "{\"id\": %d, \"name\": \"new\"}");
     h_produce_many(p, t2, 0, 200, 2, "{\"id\": %d, \"name\": \"new\"}");
     h_wait_caught_up(db, name, t1, 1, 60000);
     h_wait_caught_up(db, name, t2, 1, 60000);
     check_no_dup(db, 6);
-    H_CHECK(q(db, "SELECT count(*) FROM t WHERE name='old'") == 0,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE name='old'") == 0,
             "records from before the start were read");
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -725,7 +702,7 @@ static void scenario_retry_locked(void) {
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
-    const char *db = db_path("retry.db");
+    const char *db = h_path("retry.db");
     char text[4096];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
@@ -755,7 +732,7 @@ static void scenario_retry_locked(void) {
                 "inconclusive: no RETRY seen while the lock was held");
         h_sleep_ms(100);
     }
-    H_CHECK(q(db, "SELECT next_offset FROM tidemark_markers") == 100,
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 100,
             "the marker moved while the sink could not write");
     h_step("%lld retries while locked",
            (long long)(status_number(state, name, "retries") - retries0));
@@ -772,14 +749,14 @@ static void scenario_retry_locked(void) {
     H_CHECK(rc == 128 + SIGTERM, "second SIGTERM: exit %d, expected %d", rc,
             128 + SIGTERM);
     h_step("second SIGTERM: exit %d after %lld ms", rc, (long long)took);
-    H_CHECK(q(db, "SELECT next_offset FROM tidemark_markers") == 100,
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 100,
             "the marker moved although nothing could be written");
     sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(lock);
     pid = h_spawn(cfg, "retry.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
     check_no_dup(db, 300);
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -798,7 +775,7 @@ static void scenario_two_connectors(void) {
         h_produce_many(p, t1, part, part * 1000, 700, "{\"id\": %d}");
     for (int part = 0; part < 3; part++)
         h_produce_many(p, t2, part, part * 1000, 300, "{\"id\": %d}");
-    const char *db1 = db_path("two-a.db"), *db2 = db_path("two-b.db");
+    const char *db1 = h_path("two-a.db"), *db2 = h_path("two-b.db");
     const char *c1 = sqlite_config("two-a.json", n1, t1, db1,
                                    "\"max_records\": 100", NULL, JSON_MAPPING);
     const char *c2 = sqlite_config("two-b.json", n2, t2, db2,
@@ -808,7 +785,7 @@ static void scenario_two_connectors(void) {
     h_wait_caught_up(db2, n2, t2, 3, 60000);
     check_no_dup(db1, 1400);
     check_no_dup(db2, 900);
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -825,7 +802,7 @@ static void scenario_zombie(void) {
     rd_kafka_t *p = h_producer(NULL, NULL);
     for (int part = 0; part < 2; part++)
         h_produce_many(p, topic, part, part * 10000, 2000, "{\"id\": %d}");
-    const char *db = db_path("zombie.db");
+    const char *db = h_path("zombie.db");
     const char *props = "\"session.timeout.ms\": \"6000\", "
                         "\"heartbeat.interval.ms\": \"500\"";
     const char *cfg_a =
@@ -841,14 +818,14 @@ static void scenario_zombie(void) {
                          fp.fd_env, NULL};
     pid_t a = h_spawn_env(cfg_a, "za.log", env);
     h_fault_wait(&fp, "before_begin", a, 1);
-    int64_t applied_by_a = q(db, "SELECT count(*) FROM t");
+    int64_t applied_by_a = h_sqlf(db, "SELECT count(*) FROM t");
     h_step("host A stopped inside a commit after %lld rows",
            (long long)applied_by_a);
 
     pid_t b = h_spawn(cfg_b, "zb.log");
     h_wait_caught_up(db, name, topic, 2, 60000);
     check_no_dup(db, 4000);
-    H_CHECK(q(db, "SELECT min(epoch) FROM tidemark_markers") >= 2,
+    H_CHECK(h_sqlf(db, "SELECT min(epoch) FROM tidemark_markers") >= 2,
             "inconclusive: host B did not claim every partition");
 
     kill(a, SIGCONT);
@@ -867,10 +844,10 @@ static void scenario_zombie(void) {
                        "{\"id\": %d}");
     h_wait_caught_up(db, name, topic, 2, 60000);
     check_no_dup(db, 5000);
-    H_CHECK(q(db, "SELECT count(DISTINCT id) FROM t") == 5000,
+    H_CHECK(h_sqlf(db, "SELECT count(DISTINCT id) FROM t") == 5000,
             "ids: not 5000 distinct");
-    stop_clean(a);
-    stop_clean(b);
+    h_stop_clean(a);
+    h_stop_clean(b);
     rd_kafka_destroy(p);
 }
 
@@ -890,7 +867,7 @@ static void scenario_status_states(void) {
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
-    const char *db = db_path("st.db");
+    const char *db = h_path("st.db");
     /* A short session: the killed host's membership must lapse before
      * the restarted one is given the partition. */
     const char *cfg = sqlite_config(
@@ -938,9 +915,9 @@ static void scenario_status_states(void) {
     }
     H_CHECK(rc == 2, "status of a failed host: exit %d, expected 2", rc);
     expect_contains("failed host", out, "below the log start offset 150");
-    H_CHECK(q(db, "SELECT next_offset FROM tidemark_markers") == 100,
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 100,
             "the marker moved although the connector failed");
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 100,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 100,
             "rows were written although the connector failed");
     int64_t took;
     rc = h_stop(pid, SIGTERM, 10000, &took);
@@ -959,7 +936,7 @@ static void scenario_conflict(void) {
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
-    const char *db = db_path("cf.db");
+    const char *db = h_path("cf.db");
     const char *cfg = sqlite_config("cf.json", name, topic, db,
                                     "\"max_wait_ms\": 300", NULL, JSON_MAPPING);
     snprintf(state, sizeof state, "%s/state-cf.json", h_workdir());
@@ -977,13 +954,15 @@ static void scenario_conflict(void) {
     H_CHECK(status_number(state, name, "conflicts") >= 1,
             "inconclusive: no CONFLICT was answered");
     check_no_dup(db, 150);
-    H_CHECK(q(db, "SELECT count(*) FROM t WHERE _tm_offset BETWEEN 100 AND "
-                  "149") == 0,
+    H_CHECK(h_sqlf(db,
+                   "SELECT count(*) FROM t WHERE _tm_offset BETWEEN 100 AND "
+                   "149") == 0,
             "records behind the moved marker were written");
-    H_CHECK(q(db, "SELECT count(*) FROM t WHERE _tm_offset BETWEEN 150 AND "
-                  "199") == 50,
+    H_CHECK(h_sqlf(db,
+                   "SELECT count(*) FROM t WHERE _tm_offset BETWEEN 150 AND "
+                   "199") == 50,
             "records after the moved marker are missing");
-    stop_clean(pid);
+    h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
 
@@ -1099,7 +1078,7 @@ static void scenario_postgres_sigkill(void) {
                "= '%s'",
                name) == 2,
             "dead letters: expected the 2 malformed records");
-    stop_clean(pid);
+    h_stop_clean(pid);
     const char *args[] = {"verify", cfg, NULL};
     rc = h_tidemark("verify.out", args);
     H_CHECK(rc == 0, "tidemark verify: exit %d\n%s", rc,
@@ -1131,12 +1110,12 @@ static void scenario_verify_mutations(void) {
     int64_t bad = h_produce(p, topic, 0, NULL, 0, "{oops", 5, 0, 0);
     h_produce_many(p, topic, 0, 100, 100, "{\"id\": %d}");
     h_produce_many(p, topic, 1, 1000, 100, "{\"id\": %d}");
-    const char *db = db_path("vm.db");
+    const char *db = h_path("vm.db");
     const char *cfg = sqlite_config("vm.json", name, topic, db,
                                     "\"max_wait_ms\": 100", NULL, JSON_MAPPING);
     pid_t pid = h_spawn(cfg, "vm.log");
     h_wait_caught_up(db, name, topic, 2, 60000);
-    stop_clean(pid);
+    h_stop_clean(pid);
 
     const char *args[] = {"verify", cfg, NULL};
     int rc = h_tidemark("verify-ok.out", args);
@@ -1170,7 +1149,7 @@ static void scenario_verify_mutations(void) {
         snprintf(copy, sizeof copy, "vm-%d.db", i);
         snprintf(file, sizeof file, "vm-%d.json", i);
         snprintf(outname, sizeof outname, "verify-%d.out", i);
-        const char *copy_path = db_path(copy);
+        const char *copy_path = h_path(copy);
         snprintf(sql, sizeof sql, "VACUUM INTO '%s'", copy_path);
         sql_exec(db, sql);
         snprintf(sql, sizeof sql, mut[i].sql_fmt, (long long)mut[i].part,
@@ -1270,7 +1249,7 @@ static void scenario_iceberg_run(void) {
         H_CHECK(h_now_ms() - t0 < 120000, "not caught up:\n%s", out);
         h_sleep_ms(300);
     }
-    stop_clean(pid);
+    h_stop_clean(pid);
     /* The expected rows, from what was produced (offsets are dense here:
      * one idempotent producer, no transactions). */
     for (int part = 0; part < 2; part++)

@@ -40,22 +40,6 @@ static const char *path_in_workdir(const char *name) {
     return p;
 }
 
-static int64_t q(const char *db, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int64_t q(const char *db, const char *fmt, ...) {
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    return h_sql_int(db, sql);
-}
-
-static void stop_clean(pid_t pid) {
-    int rc = h_stop(pid, SIGTERM, 10000, NULL);
-    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
-}
-
 static void expect_contains(const char *what, const char *text,
                             const char *needle) {
     H_CHECK(strstr(text, needle) != NULL, "%s: \"%s\" not in:\n%s", what,
@@ -81,9 +65,10 @@ static void scenario_reset_verify(void) {
         config("rv.json", name, topic, db, ", \"dedup\": {\"key\": [\"id\"]}");
     pid_t pid = h_spawn(cfg, "rv.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 200, "rows before the reset");
-    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 200,
+            "rows before the reset");
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
             "inconclusive: dead letters before the reset");
 
     snprintf(spec, sizeof spec, "%s:0=50", topic);
@@ -91,43 +76,45 @@ static void scenario_reset_verify(void) {
     int rc = h_tidemark("reset.out", reset);
     H_CHECK(rc == 0, "offsets --reset-to: exit %d\n%s", rc,
             h_read_file("reset.out"));
-    H_CHECK(q(db,
-              "SELECT next_offset FROM tidemark_markers WHERE connector = "
-              "'%s'",
-              name) == 50,
+    H_CHECK(h_sqlf(db,
+                   "SELECT next_offset FROM tidemark_markers WHERE connector = "
+                   "'%s'",
+                   name) == 50,
             "inconclusive: the marker was not moved back to 50");
     pid = h_spawn(cfg, "rv.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
+    h_stop_clean(pid);
     /* the truth: every offset once, the replayed 151 counted (150 stored
      * keys and the dead letter already stored), no row, no second dead
      * letter, the marker's dead letters the stored ones */
-    H_CHECK(q(db, "SELECT count(*) FROM t") == 200 &&
-                q(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 200,
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 200 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 200,
             "rows after the replay: %lld",
-            (long long)q(db, "SELECT count(*) FROM t"));
-    H_CHECK(q(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
-            "dead letters after the replay: %lld, want 1",
-            (long long)q(db, "SELECT count(*) FROM tidemark_dead_letters"));
-    H_CHECK(q(db,
-              "SELECT dead_letters FROM tidemark_markers WHERE connector = "
-              "'%s'",
-              name) == 1,
-            "the marker counts %lld dead letters, 1 is stored",
-            (long long)q(db,
-                         "SELECT dead_letters FROM tidemark_markers WHERE "
-                         "connector = '%s'",
-                         name));
-    H_CHECK(q(db,
-              "SELECT duplicates FROM tidemark_markers WHERE connector = "
-              "'%s'",
-              name) == 151,
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    H_CHECK(
+        h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters") == 1,
+        "dead letters after the replay: %lld, want 1",
+        (long long)h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters"));
+    H_CHECK(
+        h_sqlf(db,
+               "SELECT dead_letters FROM tidemark_markers WHERE connector = "
+               "'%s'",
+               name) == 1,
+        "the marker counts %lld dead letters, 1 is stored",
+        (long long)h_sqlf(db,
+                          "SELECT dead_letters FROM tidemark_markers WHERE "
+                          "connector = '%s'",
+                          name));
+    H_CHECK(h_sqlf(db,
+                   "SELECT duplicates FROM tidemark_markers WHERE connector = "
+                   "'%s'",
+                   name) == 151,
             "inconclusive: the marker counted %lld duplicates, not the 151 "
             "replayed records",
-            (long long)q(db,
-                         "SELECT duplicates FROM tidemark_markers WHERE "
-                         "connector = '%s'",
-                         name));
+            (long long)h_sqlf(db,
+                              "SELECT duplicates FROM tidemark_markers WHERE "
+                              "connector = '%s'",
+                              name));
     const char *args[] = {"verify", cfg, NULL};
     rc = h_tidemark("verify.out", args);
     const char *out = h_read_file("verify.out");
@@ -175,8 +162,8 @@ static void scenario_compacted_verify(void) {
         h_sleep_ms(150);
     }
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
-    int64_t rows = q(db, "SELECT count(*) FROM t");
+    h_stop_clean(pid);
+    int64_t rows = h_sqlf(db, "SELECT count(*) FROM t");
     /* wait until the cleaner removed some and the count is stable */
     int64_t t0 = h_now_ms(), present = -1;
     int same = 0;
@@ -286,7 +273,7 @@ static void removed_files(const char *tag, const char *const *suffixes,
         const char *end = strstr(at, "\\\"");
         H_CHECK(end != NULL && end - at < 4000, "rescue name unterminated");
         snprintf(f, sizeof f, "%.*s", (int)(end - at), at);
-        int64_t rows = q(f, "SELECT count(*) FROM t");
+        int64_t rows = h_sqlf(f, "SELECT count(*) FROM t");
         H_CHECK(rows == 100, "the rescue %s holds %lld rows, want 100", f,
                 (long long)rows);
     }
@@ -322,7 +309,7 @@ static void scenario_verify_duplicates_without_dedup(void) {
     const char *cfg = config("vd.json", name, topic, db, "");
     pid_t pid = h_spawn(cfg, "vd.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    stop_clean(pid);
+    h_stop_clean(pid);
     const char *args[] = {"verify", cfg, NULL};
     int rc = h_tidemark("vd-before.out", args);
     H_CHECK(rc == 0, "inconclusive: verify before the change: exit %d\n%s", rc,
@@ -337,10 +324,10 @@ static void scenario_verify_duplicates_without_dedup(void) {
                 sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK,
             "inconclusive: %s: %s", sql, sqlite3_errmsg(h));
     sqlite3_close(h);
-    H_CHECK(q(db,
-              "SELECT duplicates FROM tidemark_markers WHERE connector = "
-              "'%s'",
-              name) == 3,
+    H_CHECK(h_sqlf(db,
+                   "SELECT duplicates FROM tidemark_markers WHERE connector = "
+                   "'%s'",
+                   name) == 3,
             "inconclusive: the marker was not changed");
     rc = h_tidemark("vd.out", args);
     const char *out = h_read_file("vd.out");
