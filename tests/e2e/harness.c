@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <libpq-fe.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -375,6 +376,29 @@ const char *h_status_text(const char *connector) {
     char rel[1024];
     snprintf(rel, sizeof rel, "state/%s/status.json", connector);
     return h_read_file(rel);
+}
+
+int64_t h_pg_int(const char *fmt, ...) {
+    static PGconn *conn;
+    if (!conn) {
+        const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+        H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
+        conn = PQconnectdb(ci);
+        H_CHECK(PQstatus(conn) == CONNECTION_OK, "PostgreSQL: %s",
+                PQerrorMessage(conn));
+    }
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(conn, sql);
+    int64_t v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+        !PQgetisnull(r, 0, 0))
+        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
 }
 
 void h_stop_clean(pid_t pid) {

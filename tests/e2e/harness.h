@@ -75,6 +75,9 @@ const char *h_path(const char *name);
 /* The status file of CONNECTOR under WORKDIR/state (static buffer), or ""
  * when there is none. */
 const char *h_status_text(const char *connector);
+/* PostgreSQL (TIDEMARK_PG_CONNINFO, one connection kept): the first
+ * column of a one-row answer to a printf-style query, -1 otherwise. */
+int64_t h_pg_int(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* SIGTERM; the host must exit 0 within 10 s, else the test fails. */
 void h_stop_clean(pid_t pid);
 /* Waits until every listed partition's marker reached its high watermark

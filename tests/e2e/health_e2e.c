@@ -344,36 +344,10 @@ static void bh_stop(bh_proxy *x) {
     close(x->lfd);
 }
 
-/* One number from the shared PostgreSQL, directly (not through the
- * proxy): -1 when the query has no single value. */
-static int64_t pg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int64_t pg(const char *fmt, ...) {
-    static PGconn *conn;
-    if (!conn) {
-        const char *ci = getenv("TIDEMARK_PG_CONNINFO");
-        H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
-        conn = PQconnectdb(ci);
-        H_CHECK(PQstatus(conn) == CONNECTION_OK, "PostgreSQL: %s",
-                PQerrorMessage(conn));
-    }
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(conn, sql);
-    int64_t v = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
-        !PQgetisnull(r, 0, 0))
-        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    return v;
-}
-
 static void pg_wait_rows(const char *table, int64_t want, int timeout_ms) {
     int64_t t0 = h_now_ms(), rows;
-    while ((rows = pg("SELECT count(DISTINCT _tm_offset) FROM \"%s\"",
-                      table)) != want) {
+    while ((rows = h_pg_int("SELECT count(DISTINCT _tm_offset) FROM \"%s\"",
+                            table)) != want) {
         H_CHECK(h_now_ms() - t0 < timeout_ms,
                 "PostgreSQL: %lld distinct offsets in %s after %d ms, "
                 "expected %lld",
@@ -460,16 +434,16 @@ static void scenario_stop_pg_blackholed(void) {
             "tidemark status after the stop: exit %d, expected 2 and "
             "STOPPED: %s",
             src, shown);
-    H_CHECK(pg("SELECT count(*) FROM \"%s\"", table) == 20,
+    H_CHECK(h_pg_int("SELECT count(*) FROM \"%s\"", table) == 20,
             "rows moved while the server was blackholed: %lld",
-            (long long)pg("SELECT count(*) FROM \"%s\"", table));
+            (long long)h_pg_int("SELECT count(*) FROM \"%s\"", table));
     h_step("SIGTERM in the blackholed commit: exit 0 after %lld ms, STOPPED",
            (long long)took);
 
     atomic_store(&x.hole, 0);
     pid = h_spawn(cfg, "pgbh.log");
     pg_wait_rows(table, 30, 60000);
-    H_CHECK(pg("SELECT count(*) FROM \"%s\"", table) == 30,
+    H_CHECK(h_pg_int("SELECT count(*) FROM \"%s\"", table) == 30,
             "rows: expected 30, once each");
     h_stop_clean(pid);
     h_step("server back: 30 rows, once each");

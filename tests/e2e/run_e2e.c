@@ -966,31 +966,6 @@ static void scenario_conflict(void) {
     rd_kafka_destroy(p);
 }
 
-/* One integer from PostgreSQL (TIDEMARK_PG_CONNINFO), -1 on error. */
-static int64_t pg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int64_t pg(const char *fmt, ...) {
-    static PGconn *conn;
-    if (!conn) {
-        const char *ci = getenv("TIDEMARK_PG_CONNINFO");
-        H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
-        conn = PQconnectdb(ci);
-        H_CHECK(PQstatus(conn) == CONNECTION_OK, "PostgreSQL: %s",
-                PQerrorMessage(conn));
-    }
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    PGresult *r = PQexec(conn, sql);
-    int64_t v = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
-        !PQgetisnull(r, 0, 0))
-        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    return v;
-}
-
 static void pg_wait_caught_up(const char *connector, const char *topic,
                               int partitions, int timeout_ms) {
     int64_t t0 = h_now_ms();
@@ -1001,9 +976,10 @@ static void pg_wait_caught_up(const char *connector, const char *topic,
         want += hi;
     }
     for (;;) {
-        int64_t at = pg("SELECT sum(next_offset) FROM tidemark_markers WHERE "
-                        "connector = '%s' AND topic = '%s'",
-                        connector, topic);
+        int64_t at =
+            h_pg_int("SELECT sum(next_offset) FROM tidemark_markers WHERE "
+                     "connector = '%s' AND topic = '%s'",
+                     connector, topic);
         if (at == want)
             return;
         H_CHECK(h_now_ms() - t0 < timeout_ms,
@@ -1045,39 +1021,40 @@ static void scenario_postgres_sigkill(void) {
     const char *cfg = h_write_file("pgk.json", text);
     pid_t pid = h_spawn(cfg, "pgk.log");
     int64_t t0 = h_now_ms(), rows;
-    while ((rows = pg("SELECT count(*) FROM \"%s\"", table)) < 3000) {
+    while ((rows = h_pg_int("SELECT count(*) FROM \"%s\"", table)) < 3000) {
         H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
                 (long long)rows);
         h_sleep_ms(20);
     }
     int rc = h_stop(pid, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "the host was not killed");
-    rows = pg("SELECT count(*) FROM \"%s\"", table);
+    rows = h_pg_int("SELECT count(*) FROM \"%s\"", table);
     H_CHECK(rows > 0 && rows < 30000,
             "inconclusive: %lld rows at the kill (want 0 < rows < 30000)",
             (long long)rows);
     h_step("SIGKILL at %lld rows", (long long)rows);
     pid = h_spawn(cfg, "pgk.log");
     pg_wait_caught_up(name, topic, 3, 120000);
-    rows = pg("SELECT count(*) FROM \"%s\"", table);
+    rows = h_pg_int("SELECT count(*) FROM \"%s\"", table);
     H_CHECK(rows == 30000, "rows: %lld, expected 30000", (long long)rows);
-    H_CHECK(pg("SELECT count(*) FROM (SELECT DISTINCT _tm_partition, "
-               "_tm_offset FROM \"%s\") x",
-               table) == 30000,
+    H_CHECK(h_pg_int("SELECT count(*) FROM (SELECT DISTINCT _tm_partition, "
+                     "_tm_offset FROM \"%s\") x",
+                     table) == 30000,
             "a (partition, offset) stored twice");
-    H_CHECK(pg("SELECT count(DISTINCT id) FROM \"%s\"", table) == 30000,
+    H_CHECK(h_pg_int("SELECT count(DISTINCT id) FROM \"%s\"", table) == 30000,
             "ids: not 30000 distinct");
-    H_CHECK(pg("SELECT sum(duplicates) FROM tidemark_markers WHERE "
-               "connector = '%s'",
-               name) == 300,
+    H_CHECK(h_pg_int("SELECT sum(duplicates) FROM tidemark_markers WHERE "
+                     "connector = '%s'",
+                     name) == 300,
             "duplicates: %lld, expected the 300 resends",
-            (long long)pg("SELECT sum(duplicates) FROM tidemark_markers "
-                          "WHERE connector = '%s'",
-                          name));
-    H_CHECK(pg("SELECT count(*) FROM tidemark_dead_letters WHERE connector "
-               "= '%s'",
-               name) == 2,
-            "dead letters: expected the 2 malformed records");
+            (long long)h_pg_int("SELECT sum(duplicates) FROM tidemark_markers "
+                                "WHERE connector = '%s'",
+                                name));
+    H_CHECK(
+        h_pg_int("SELECT count(*) FROM tidemark_dead_letters WHERE connector "
+                 "= '%s'",
+                 name) == 2,
+        "dead letters: expected the 2 malformed records");
     h_stop_clean(pid);
     const char *args[] = {"verify", cfg, NULL};
     rc = h_tidemark("verify.out", args);
