@@ -92,13 +92,6 @@ out:
     return r;
 }
 
-/* Adds one "key": "<n>" to the summary. */
-static int sum_int(json_t *sum, const char *key, int64_t v) {
-    char text[24];
-    snprintf(text, sizeof text, "%" PRId64, v);
-    return json_object_set_new(sum, key, json_string(text));
-}
-
 /* The summary of the new snapshot: Iceberg's usual counters, the batch's
  * own keys, every marker carried over, the batch's advanced ones. */
 static json_t *summary(ice_run *x, int64_t total_files, int64_t total_rows) {
@@ -124,22 +117,22 @@ static json_t *summary(ice_run *x, int64_t total_files, int64_t total_rows) {
     int bad =
         !sum ||
         json_object_set_new(sum, "operation", json_string("append")) != 0 ||
-        sum_int(sum, "added-data-files", (int64_t)x->w.nfiles) ||
-        sum_int(sum, "added-records", added_rows) ||
-        sum_int(sum, "added-files-size", added_size) ||
-        sum_int(sum, "total-data-files", total_files) ||
-        sum_int(sum, "total-records", total_rows) ||
-        sum_int(sum, "total-files-size", total_size) ||
-        sum_int(sum, "total-delete-files", 0) ||
-        sum_int(sum, "total-position-deletes", 0) ||
-        sum_int(sum, "total-equality-deletes", 0) ||
+        ice_sum_int(sum, "added-data-files", (int64_t)x->w.nfiles) ||
+        ice_sum_int(sum, "added-records", added_rows) ||
+        ice_sum_int(sum, "added-files-size", added_size) ||
+        ice_sum_int(sum, "total-data-files", total_files) ||
+        ice_sum_int(sum, "total-records", total_rows) ||
+        ice_sum_int(sum, "total-files-size", total_size) ||
+        ice_sum_int(sum, "total-delete-files", 0) ||
+        ice_sum_int(sum, "total-position-deletes", 0) ||
+        ice_sum_int(sum, "total-equality-deletes", 0) ||
         json_object_set_new(sum, "tidemark.connector",
                             json_string(x->s->config->connector
                                             ? x->s->config->connector
                                             : "")) != 0 ||
         json_object_set_new(sum, "tidemark.batch-id",
                             json_string(b->batch_id ? b->batch_id : "")) != 0 ||
-        sum_int(sum, "tidemark.added-dead-letters", dls) ||
+        ice_sum_int(sum, "tidemark.added-dead-letters", dls) ||
         (x->w.dl_rel[0] &&
          json_object_set_new(sum, ICE_DL_FILE_KEY, json_string(x->w.dl_rel)) !=
              0) ||
