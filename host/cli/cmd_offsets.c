@@ -444,12 +444,31 @@ static int check_group_empty(ctx *c) {
              group, errstr);
         return -1;
     }
-    if (members > 0) {
+    if (members > 0 && !c->sink.cfg->kafka.static_membership) {
         fail(c,
              "refused: consumer group %s has %zu active member%s (state %s): "
              "stop every host of connector %s first (a reset is offline "
              "only)",
              group, members, members == 1 ? "" : "s", state, c->sink.cfg->name);
+        return -1;
+    }
+    if (members > 0) {
+        /* A static member does not leave the group when its host stops:
+         * the broker keeps it until the session timeout, so "stop the
+         * hosts" alone is not what the operator has to do. */
+        long ms = tm_kafka_session_timeout_ms(c->sink.cfg);
+        char wait[96] = "session.timeout.ms";
+        if (ms > 0)
+            snprintf(wait, sizeof wait, "session.timeout.ms (%ld ms, %ld s)",
+                     ms, (ms + 999) / 1000);
+        fail(c,
+             "refused: consumer group %s has %zu active member%s (state %s): "
+             "stop every host of connector %s first (a reset is offline "
+             "only); its hosts are static members (group.instance.id), "
+             "which stay in the group after a stop until the broker times "
+             "them out: wait %s after the last host stopped, then reset",
+             group, members, members == 1 ? "" : "s", state, c->sink.cfg->name,
+             wait);
         return -1;
     }
     return 0;

@@ -116,11 +116,13 @@ static const struct {
 static void load_kafka(loader *L, json_t *root) {
     static const char *const KNOWN[] = {
         "bootstrap_servers", "topics", "topic_regex",
-        "group_id",          "start",  "properties"};
+        "group_id",          "start",  "properties",
+        "static_membership"};
     static const char *const STARTS[] = {"earliest", "latest"};
     const char *P = "$.kafka";
     tm_connector_config *c = L->cfg;
     json_t *k = NULL;
+    c->kafka.static_membership = 1;
     if (cfg_get_object(L, root, "$", "kafka", 1, &k) != 1)
         return;
     cfg_check_keys(L, k, P, KNOWN, N(KNOWN));
@@ -187,9 +189,20 @@ static void load_kafka(loader *L, json_t *root) {
     if (cfg_get_enum(L, k, P, "start", 0, STARTS, N(STARTS), &start) == 1)
         c->kafka.start = start == 0 ? TM_START_EARLIEST : TM_START_LATEST;
 
+    int static_rc =
+        cfg_get_bool(L, k, P, "static_membership", &c->kafka.static_membership);
     json_t *props = NULL;
     if (cfg_get_object(L, k, P, "properties", 0, &props) != 1)
         return;
+    /* Opting out and naming a member id at once: one of them is a mistake,
+     * and which one the user meant cannot be told. */
+    if (static_rc == 1 && !c->kafka.static_membership &&
+        json_object_get(props, "group.instance.id"))
+        cfg_fail(L, "$.kafka.static_membership",
+                 "expected true or no \"static_membership\" when "
+                 "$.kafka.properties[\"group.instance.id\"] is set, found "
+                 "false (a member id makes the member static: remove one of "
+                 "the two)");
     const char *key;
     json_t *v;
     json_object_foreach(props, key, v) {

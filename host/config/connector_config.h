@@ -82,6 +82,10 @@ typedef struct tm_connector_config {
         size_t ntopics;
         char *topic_regex; /* NULL when topics is used */
         char *group_id;    /* default "tidemark-" + name */
+        /* $.kafka.static_membership, default 1: the consumer joins with a
+         * group.instance.id kept in the state directory (host/kafka/
+         * member_id.h), unless $.kafka.properties names one. */
+        int static_membership;
         tm_start_policy start;
         tm_config_property *properties; /* passed to librdkafka as given */
         size_t nproperties;

@@ -10,7 +10,9 @@
 #include "commit/claim.h"
 #include "commit/commit_loop.h"
 #include "kafka/kafka_conf.h"
+#include "kafka/member_id.h"
 #include "services/log.h"
+#include "status/status_file.h"
 
 /* The opaque of one consumer's callbacks. closing is set before that
  * consumer is closed on the watchdog's thread: from then on its callbacks
@@ -126,6 +128,20 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
         tm_kafka_conf_new(cfg, TM_KAFKA_CONSUMER, errstr, errsize);
     if (!conf)
         return -1;
+    /* Rejoin as the member this connector was: its partitions come back
+     * at once after a crash (host/kafka/member_id.h). */
+    const char *shown = NULL;
+    int dir_fd = tm_status_writer_dir_fd(c->status, &shown);
+    char member[300];
+    if (tm_member_id_apply(conf, cfg, dir_fd, shown, member, sizeof member,
+                           errstr, errsize) != 0) {
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
+    if (member[0])
+        tm_log(TM_LOG_INFO, cfg->name,
+               "static group member %s (%s/" TM_MEMBER_ID_FILE ")", member,
+               shown);
     struct tm_consumer_link *link = calloc(1, sizeof *link);
     if (!link) {
         rd_kafka_conf_destroy(conf);

@@ -1,6 +1,7 @@
 #include "kafka/kafka_conf.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/json_path.h"
@@ -249,6 +250,21 @@ size_t tm_kafka_conf_check(const tm_connector_config *cfg,
         bad++;
     }
     return bad;
+}
+
+long tm_kafka_session_timeout_ms(const tm_connector_config *cfg) {
+    char errstr[512], v[32];
+    size_t n = sizeof v;
+    rd_kafka_conf_t *conf =
+        conf_new(cfg, TM_KAFKA_CONSUMER, 1, errstr, sizeof errstr);
+    if (!conf)
+        return -1;
+    long ms = -1;
+    if (rd_kafka_conf_get(conf, "session.timeout.ms", v, &n) ==
+        RD_KAFKA_CONF_OK)
+        ms = strtol(v, NULL, 10);
+    rd_kafka_conf_destroy(conf);
+    return ms;
 }
 
 rd_kafka_t *tm_kafka_client_new(const tm_connector_config *cfg,

@@ -45,6 +45,12 @@ size_t tm_kafka_conf_check(const tm_connector_config *cfg,
                            void (*report)(void *ctx, const char *line),
                            void *ctx);
 
+/* The consumer's session.timeout.ms as librdkafka would use it (the
+ * user's property, else librdkafka's default): how long the broker keeps a
+ * member that stopped without leaving, a static member on every stop.
+ * -1 when it cannot be read. */
+long tm_kafka_session_timeout_ms(const tm_connector_config *cfg);
+
 /* A client of the role (rd_kafka_new with the conf above); for a consumer
  * the conf gets opaque and callbacks set by the caller first, so this is
  * for the producer and admin roles. NULL with errstr. */

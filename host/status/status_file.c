@@ -23,6 +23,7 @@ struct tm_status_writer {
                    after start redirects nothing */
     int lock_fd;
     char connector[256];
+    char dir[PATH_MAX];  /* the connector's directory, for messages */
     char path[PATH_MAX]; /* status.json */
     char tmp[PATH_MAX];  /* status.json.tmp: one writer per dir (the lock) */
 };
@@ -94,6 +95,7 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
     w->dir_fd = -1;
     w->lock_fd = -1;
     snprintf(w->connector, sizeof w->connector, "%s", connector);
+    snprintf(w->dir, sizeof w->dir, "%s", dir);
     int top = -1;
     if (tm_status_path(w->path, sizeof w->path, state_dir, connector,
                        TM_STATUS_FILE, errstr, errsize) != 0 ||
@@ -133,6 +135,11 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
         return NULL;
     }
     return w;
+}
+
+int tm_status_writer_dir_fd(const tm_status_writer *w, const char **shown) {
+    *shown = w->dir;
+    return w->dir_fd;
 }
 
 int tm_status_writer_write(tm_status_writer *w, const tm_status_snapshot *s,

@@ -23,6 +23,10 @@ tm_status_writer *tm_status_writer_open(const char *state_dir,
                                         const char *connector, char *errstr,
                                         size_t errsize);
 
+/* The connector's directory, open for the writer's life (other files of
+ * the host go in it, relative to this fd), and its path for messages. */
+int tm_status_writer_dir_fd(const tm_status_writer *w, const char **shown);
+
 /* status.json written to a temporary name in the same dir and renamed over
  * (readers never see half a file). 0 or -1 with errstr. */
 int tm_status_writer_write(tm_status_writer *w, const tm_status_snapshot *s,
