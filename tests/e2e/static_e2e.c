@@ -355,6 +355,60 @@ static void scenario_two_state_dirs(void) {
     rd_kafka_destroy(p);
 }
 
+/* docs/operations.md: a static member stays in the group after its host
+ * stopped, so `offsets --reset-to` right after a stop is refused, saying
+ * to wait session.timeout.ms (the config's 6000 ms); once the broker timed
+ * the member out, the reset goes through. */
+static void scenario_reset_after_stop(void) {
+    const char *topic = h_name("static-rs");
+    char name[256], group[300], spec[300];
+    snprintf(name, sizeof name, "%s", h_name("static-rs"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d, \"name\": \"n\"}");
+    char db[4096];
+    snprintf(db, sizeof db, "%s", h_path("rs.db"));
+    const char *cfg = config("rs.json", name, topic, db, "state", NULL,
+                             "\"session.timeout.ms\": \"6000\", "
+                             "\"heartbeat.interval.ms\": \"500\"");
+    pid_t pid = h_spawn(cfg, "rs.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t stopped = h_now_ms();
+    snprintf(spec, sizeof spec, "%s:0=50", topic);
+    const char *reset[] = {"offsets", cfg, "--reset-to", spec, NULL};
+    int rc = h_tidemark("reset1.out", reset);
+    const char *out = h_read_file("reset1.out");
+    H_CHECK(h_now_ms() - stopped < 6000,
+            "inconclusive: the first reset came after the session timeout");
+    H_CHECK(rc == 1,
+            "reset right after the stop: exit %d, expected 1 "
+            "(refused)\n%s",
+            rc, out);
+    H_CHECK(strstr(out, "wait session.timeout.ms (6000 ms, 6 s) after the "
+                        "last host stopped") != NULL,
+            "the refusal does not say what to do:\n%s", out);
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 100,
+            "the refused reset moved the marker");
+    h_step("reset right after the stop refused: %.*s", (int)strcspn(out, "\n"),
+           out);
+    int64_t t0 = h_now_ms();
+    while (h_group_owners(group, topic, 0, NULL) != 0) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "group %s still has a member 30 s after the stop", group);
+        h_sleep_ms(200);
+    }
+    rc = h_tidemark("reset2.out", reset);
+    H_CHECK(rc == 0, "reset once the group is empty: exit %d\n%s", rc,
+            h_read_file("reset2.out"));
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 50,
+            "the reset did not move the marker to 50");
+    h_step("the group empty %lld ms after the stop; the reset went through",
+           (long long)(h_now_ms() - stopped));
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: static_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -368,6 +422,7 @@ int main(int argc, char **argv) {
         {"member_id", scenario_member_id},
         {"opt_out", scenario_opt_out},
         {"two_state_dirs", scenario_two_state_dirs},
+        {"reset_after_stop", scenario_reset_after_stop},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
