@@ -2,7 +2,10 @@
  * connectors each) in one group on an 8-partition topic. One is killed
  * with SIGKILL mid-backlog, one is added, one is stopped gracefully; after
  * each change the group's description (Admin API) must show the partitions
- * actually moved. Then the verdict: 0 duplicates, 0 gaps. */
+ * actually moved. Then the verdict: 0 duplicates, 0 gaps. The hosts are
+ * static members (the default): the group names each by the id in its
+ * state dir's member.id, and the partitions of a killed or stopped host
+ * move once the session timeout (6 s) expires. */
 #include "crash.h"
 
 #include <signal.h>
@@ -15,9 +18,35 @@
 
 typedef char owners_t[PARTS][H_OWNER_MAX];
 
-/* The host number of an owner "hN/member-id" (client.id hN), 0 for none. */
+/* The raw connector's static member id of each host (its state dir's
+ * member.id, which the group description names the member by), read once
+ * the host made it; "" before. */
+static char member_ids[HOSTS + 1][H_OWNER_MAX];
+static const char *raw_name;
+
+static void read_member_ids(void) {
+    for (int h = 1; h <= HOSTS; h++) {
+        if (member_ids[h][0])
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/s%d/%s/member.id", h_workdir(), h,
+                 raw_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (!fgets(member_ids[h], sizeof member_ids[h], f))
+            member_ids[h][0] = '\0';
+        fclose(f);
+        member_ids[h][strcspn(member_ids[h], "\n")] = '\0';
+    }
+}
+
+/* The host number of an owner (its static member id), 0 for none. */
 static int host_of(const char *owner) {
-    return owner[0] == 'h' ? owner[1] - '0' : 0;
+    for (int h = 1; owner[0] && h <= HOSTS; h++)
+        if (strcmp(owner, member_ids[h]) == 0)
+            return h;
+    return 0;
 }
 
 /* Waits until the group has want members, every partition owned, none by
@@ -26,6 +55,7 @@ static void wait_layout(crash_env *e, const char *group, int want, int gone,
                         unsigned need, owners_t o) {
     int64_t t0 = h_now_ms();
     for (;;) {
+        read_member_ids();
         int members = h_group_owners(group, e->topic, PARTS, o);
         int ok = members == want;
         unsigned has = 0;
@@ -68,12 +98,12 @@ static void moved(const owners_t a, const owners_t b, int from,
 void scenario_scale(const char *sink) {
     crash_env e;
     ce_init(&e, sink, "scale", PARTS);
+    raw_name = e.raw;
     char cfg[HOSTS + 1][2][4096];
     for (int h = 1; h <= HOSTS; h++) {
-        char props[64], state[16];
-        snprintf(props, sizeof props, "\"client.id\": \"h%d\"", h);
+        char state[16];
         snprintf(state, sizeof state, "s%d", h);
-        crash_conf c = {"\"max_records\": 100, \"max_wait_ms\": 100", props,
+        crash_conf c = {"\"max_records\": 100, \"max_wait_ms\": 100", NULL,
                         NULL, state};
         ce_configs(&e, &c);
         snprintf(cfg[h][0], sizeof cfg[h][0], "%s", e.raw_cfg);
