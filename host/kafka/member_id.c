@@ -181,6 +181,11 @@ int tm_member_id_apply(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
     id_out[0] = '\0';
     if (!tm_member_id_wanted(cfg))
         return 0;
+    if (dir_fd < 0) {
+        snprintf(errstr, errsize,
+                 "no state directory to keep the group.instance.id in");
+        return -1;
+    }
     if (tm_member_id_get(dir_fd, shown, cfg->name, 1, id_out, id_size, errstr,
                          errsize) != 1)
         return -1;
