@@ -24,16 +24,22 @@
 
 #include "harness.h"
 
+/* Kafka properties of the scenarios: a member that stops heartbeating is
+ * out of the group within seconds. */
+#define FAST_GROUP                                                             \
+    "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"500\""
+
 /* A connector NAME reading TOPIC into FILE.db (table t), its status in
- * WORKDIR/state; extra is appended to the sink's settings. */
-static const char *config(const char *file, const char *name, const char *topic,
-                          const char *settings_extra) {
+ * WORKDIR/state, with the Kafka properties props (JSON members); extra is
+ * appended to the sink's settings. */
+static const char *config_props(const char *file, const char *name,
+                                const char *topic, const char *props,
+                                const char *settings_extra) {
     char text[4096];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
              "\"topics\": [\"%s\"], \"start\": \"earliest\", "
-             "\"properties\": {\"session.timeout.ms\": \"6000\", "
-             "\"heartbeat.interval.ms\": \"500\"}}, "
+             "\"properties\": {%s}}, "
              "\"batch\": {\"max_wait_ms\": 100}, "
              "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
              "\"%s/%s.db\", \"table\": \"t\"%s}}, "
@@ -41,11 +47,16 @@ static const char *config(const char *file, const char *name, const char *topic,
              "\"mapping\": {\"mode\": \"json\", \"columns\": ["
              "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
              "\"required\": true}]}}",
-             name, h_bootstrap(), topic, h_workdir(), file, settings_extra,
-             h_workdir());
+             name, h_bootstrap(), topic, props, h_workdir(), file,
+             settings_extra, h_workdir());
     char fname[300];
     snprintf(fname, sizeof fname, "%s.json", file);
     return h_write_file(fname, text);
+}
+
+static const char *config(const char *file, const char *name, const char *topic,
+                          const char *settings_extra) {
+    return config_props(file, name, topic, FAST_GROUP, settings_extra);
 }
 
 /* `tidemark status --state-dir WORKDIR/state CONNECTOR`: its exit status;
@@ -205,18 +216,21 @@ static void scenario_status_invalid_config(void) {
             rc);
 }
 
-/* ---- a blackhole for PostgreSQL ---------------------------------------
- * A loopback TCP proxy to the shared server (TIDEMARK_PG_PORT) that can be
- * switched to a blackhole: from then on every byte either side sends is
+/* ---- a blackhole for a shared server ----------------------------------
+ * A loopback TCP proxy to a shared server (PostgreSQL, the broker) that can
+ * be switched to a blackhole: from then on every byte either side sends is
  * read and dropped, and the sockets stay open. The kernel still acks
  * (keepalives and the sink's TCP timeouts see a live peer): to the sink,
- * the server has simply stopped answering, as behind a dead route. */
+ * the server has simply stopped answering, as behind a dead route. Or
+ * switched to refusing: every connection is closed, and each new one as
+ * soon as it is accepted, as when the server is down. */
 #define BH_MAX 64
 
 typedef struct bh_proxy {
-    int lfd, port, pg_port;
+    int lfd, port, target_port;
     pthread_t th;
-    atomic_int stop, hole;
+    atomic_int stop, hole, refuse;
+    atomic_int refused;    /* connections closed at once while refusing */
     atomic_long swallowed; /* bytes from clients dropped by the hole */
     atomic_int accepted;
     int cfd[BH_MAX], sfd[BH_MAX];
@@ -232,9 +246,14 @@ static void bh_accept(bh_proxy *x) {
     int c = accept(x->lfd, NULL, NULL);
     if (c < 0)
         return;
+    if (atomic_load(&x->refuse)) {
+        close(c);
+        atomic_fetch_add(&x->refused, 1);
+        return;
+    }
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)x->pg_port),
+                            .sin_port = htons((uint16_t)x->target_port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int slot = -1;
     for (int i = 0; i < BH_MAX && slot < 0; i++)
@@ -279,6 +298,9 @@ static int bh_pump(bh_proxy *x, int from, int to, int from_client) {
 static void *bh_main(void *arg) {
     bh_proxy *x = arg;
     while (!atomic_load(&x->stop)) {
+        for (int i = 0; i < BH_MAX && atomic_load(&x->refuse); i++)
+            if (x->cfd[i] >= 0)
+                bh_close(x, i);
         struct pollfd fds[1 + 2 * BH_MAX];
         int idx[1 + 2 * BH_MAX], nf = 0;
         fds[nf] = (struct pollfd){.fd = x->lfd, .events = POLLIN};
@@ -318,13 +340,12 @@ static void *bh_main(void *arg) {
     return NULL;
 }
 
-static void bh_start(bh_proxy *x) {
+/* A proxy to 127.0.0.1:target_port, on a port of its own (x->port). */
+static void bh_start(bh_proxy *x, int target_port) {
     memset(x, 0, sizeof *x);
     for (int i = 0; i < BH_MAX; i++)
         x->cfd[i] = x->sfd[i] = -1;
-    const char *port = getenv("TIDEMARK_PG_PORT");
-    H_CHECK(port && *port, "TIDEMARK_PG_PORT is not set");
-    x->pg_port = atoi(port);
+    x->target_port = target_port;
     x->lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -377,7 +398,9 @@ static void scenario_stop_pg_blackholed(void) {
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d}");
     bh_proxy x;
-    bh_start(&x);
+    const char *pg_port = getenv("TIDEMARK_PG_PORT");
+    H_CHECK(pg_port && *pg_port, "TIDEMARK_PG_PORT is not set");
+    bh_start(&x, atoi(pg_port));
     const char *ci = getenv("TIDEMARK_PG_CONNINFO");
     H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
     char text[4096];
@@ -451,6 +474,91 @@ static void scenario_stop_pg_blackholed(void) {
     rd_kafka_destroy(p);
 }
 
+/* Kafka's port, from the bootstrap address (HOST:PORT). */
+static int broker_port(void) {
+    const char *colon = strrchr(h_bootstrap(), ':');
+    int port = colon ? atoi(colon + 1) : 0;
+    H_CHECK(port > 0 && strchr(h_bootstrap(), ',') == NULL,
+            "inconclusive: the bootstrap %s is not one HOST:PORT",
+            h_bootstrap());
+    return port;
+}
+
+/* Every connection of a host to the broker cut (refused) for longer than
+ * the documented threshold, the topic idle (seen: RUNNING with `last
+ * error -` for as long as it lasted). The connector must be DEGRADED
+ * ("Kafka unreachable"), `status` exiting 3; once the broker is reachable
+ * again it must be RUNNING by itself although no record arrives, with no
+ * rebalance in between (librdkafka's default session timeout, 45 s, keeps
+ * the member in the group: only the reachability can end the DEGRADED),
+ * then apply what comes next exactly once. The host's connections go
+ * through the test's proxy (health_redirect.c), not the shared broker's
+ * own state. */
+static void scenario_broker_unreachable(void) {
+    const char *topic = h_name("health-kdown");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kdown"));
+    snprintf(db, sizeof db, "%s/kdown.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    const char *cfg = config_props("kdown", name, topic, "", "");
+    char preload[4200], redirect[64];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
+    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", bport, x.port);
+    const char *env[] = {preload, redirect, NULL};
+    pid_t pid = h_spawn_env(cfg, "kdown.log", env);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(atomic_load(&x.accepted) > 0,
+            "inconclusive: the host did not connect through the proxy");
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    int64_t epoch0 = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    h_step("10 rows through the proxy, RUNNING");
+
+    int64_t t0 = h_now_ms();
+    atomic_store(&x.refuse, 1);
+    wait_status(pid, name, "\"DEGRADED\"", "Kafka unreachable", 60000);
+    int64_t took = h_now_ms() - t0;
+    H_CHECK(atomic_load(&x.refused) > 0,
+            "inconclusive: the host never tried the broker while it was cut");
+    H_CHECK(took >= 10000,
+            "DEGRADED %lld ms after the cut, before the documented 10 s",
+            (long long)took);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.out"), "Kafka unreachable"),
+            "tidemark status with Kafka unreachable: exit %d, expected 3 "
+            "with the reason: %s",
+            rc, h_read_file("status.out"));
+    h_step("broker cut: DEGRADED after %lld ms, status exit 3",
+           (long long)took);
+
+    atomic_store(&x.refuse, 0);
+    int64_t t1 = h_now_ms();
+    wait_status(pid, name, "\"RUNNING\"", NULL, 30000);
+    H_CHECK(h_sqlf(db, "SELECT epoch FROM tidemark_markers") == epoch0,
+            "inconclusive: the partition was claimed again (a rebalance), "
+            "so the recovery was not the broker's reachability alone");
+    rc = status_exit(name);
+    H_CHECK(rc == 0, "tidemark status once Kafka is back: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("broker back, topic idle: RUNNING after %lld ms, status exit 0",
+           (long long)(h_now_ms() - t1));
+
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(pid);
+    h_step("5 more records: 15 rows, once each");
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -464,6 +572,7 @@ int main(int argc, char **argv) {
         {"missing_topic", scenario_missing_topic},
         {"status_invalid_config", scenario_status_invalid_config},
         {"stop_pg_blackholed", scenario_stop_pg_blackholed},
+        {"broker_unreachable", scenario_broker_unreachable},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
