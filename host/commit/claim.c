@@ -9,6 +9,7 @@
 #include "commit/lineage.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
+#include "services/fault.h"
 #include "services/log.h"
 
 #define WATERMARK_TIMEOUT_MS 10000
@@ -67,6 +68,9 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
         /* A stop interrupts a claim at once (runtime/connector.c): it
          * has committed nothing worth waiting for. */
         atomic_store(&c->in_claim, 1);
+        /* A test holds the host here (TIDEMARK_FAULT) to change the store
+         * or deliver a signal before the sink's claim runs. */
+        tm_fault("before_claim");
         tm_status st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
         atomic_store(&c->in_claim, 0);
         if (st == TM_RETRY)
@@ -243,8 +247,10 @@ static int claim_list(tm_connector *c,
     }
     tm_error err = tm_error_init();
     tm_status st = claim_with_retries(c, markers, n, &err, patience_ms);
-    if (st != TM_OK && atomic_load(c->stop)) {
-        /* Stopping: nothing was claimed, nothing is wrong. */
+    int stopping = atomic_load(c->stop);
+    if (st == TM_RETRY && stopping) {
+        /* Stopping: the stop interrupted it, or the store was busy;
+         * nothing was claimed, nothing is wrong. */
         tm_conn_log(c, TM_LOG_INFO, NULL, -1, NULL,
                     "claim of %zu partition(s) given up: stopping (%s: %s)", n,
                     tm_status_name(st), err.message);
@@ -257,8 +263,11 @@ static int claim_list(tm_connector *c,
         goto out;
     }
     if (st != TM_OK) {
-        tm_conn_error(c, 1, "claim of %zu partition(s): %s: %s", n,
-                      tm_status_name(st), err.message);
+        /* FATAL or INVALID is a verdict on the store or the config, stop
+         * or not: FAILED, never passed off as a clean stop. */
+        tm_conn_error(c, 1, "claim of %zu partition(s): %s: %s%s", n,
+                      tm_status_name(st), err.message,
+                      stopping ? " (while stopping)" : "");
         goto out;
     }
     /* auto.offset.reset=error: a marker outside the log is never a silent

@@ -559,6 +559,69 @@ static void scenario_broker_unreachable(void) {
     rd_kafka_destroy(p);
 }
 
+/* A claim that answers FATAL while the host is stopping (seen: the stop
+ * path took every non-OK claim for "stopped": exit 0, STOPPED, the
+ * refusal lost). Connector A owns table t; connector B on the same file
+ * is held just before its claim (fault point before_claim), told to stop,
+ * and let go: the sink refuses the table (another connector's), and that
+ * must end FAILED, exit 1, `tidemark status` exit 2 with the reason. Only
+ * a RETRY during a stop is a clean stop. */
+static void scenario_claim_fatal_stopping(void) {
+    const char *topic_a = h_name("health-own-a");
+    char name_a[256], name_b[256], topic_b[256];
+    snprintf(name_a, sizeof name_a, "%s", topic_a);
+    snprintf(name_b, sizeof name_b, "%s", h_name("health-own-b"));
+    snprintf(topic_b, sizeof topic_b, "%s", name_b);
+    h_create_topic(topic_a, 1, NULL, NULL);
+    h_create_topic(topic_b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic_a, 0, 0, 5, "{\"id\": %d}");
+    h_produce_many(p, topic_b, 0, 0, 5, "{\"id\": %d}");
+    const char *db = h_path("own.db");
+    pid_t pid = h_spawn(config("own", name_a, topic_a, ""), "own-a.log");
+    h_wait_caught_up(db, name_a, topic_a, 1, 60000);
+    h_stop_clean(pid);
+    h_step("connector A owns table t");
+
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=before_claim",
+                         "TIDEMARK_FAULT_ACTION=stop", fp.fd_env, NULL};
+    pid = h_spawn_env(config("own", name_b, topic_b, ""), "own-b.log", env);
+    h_fault_wait(&fp, "before_claim", pid, 1);
+    H_CHECK(kill(pid, SIGTERM) == 0, "SIGTERM: %s", strerror(errno));
+    int64_t took;
+    int rc = h_stop(pid, SIGCONT, 30000, &took);
+    static char st[65536], log[65536];
+    snprintf(st, sizeof st, "%s", h_status_text(name_b));
+    snprintf(log, sizeof log, "%s", h_read_file("own-b.log"));
+    H_CHECK(strstr(log, "SIGTERM: stopping") && strstr(log, "shared_table"),
+            "inconclusive: the stop or the sink's refusal did not happen "
+            "(exit %d); log: %s",
+            rc, log);
+    H_CHECK(rc == 1 && strstr(st, "\"FAILED\""),
+            "a claim refused while stopping: exit %d, expected 1 and "
+            "FAILED; status: %s",
+            rc, st);
+    H_CHECK(strstr(st, "while stopping"),
+            "inconclusive: the claim answered before the stop was seen; "
+            "status: %s",
+            st);
+    int src = status_exit(name_b);
+    const char *shown = h_read_file("status.out");
+    H_CHECK(src == 2 && strstr(shown, "FAILED") && strstr(shown, "reason"),
+            "tidemark status after a claim refused while stopping: exit %d, "
+            "expected 2 with FAILED and the reason: %s",
+            src, shown);
+    H_CHECK(h_sqlf(db,
+                   "SELECT count(*) FROM tidemark_markers WHERE "
+                   "connector = '%s'",
+                   name_b) == 0,
+            "connector B has a marker: its claim went through");
+    h_step("claim refused while stopping: exit 1, FAILED, status exit 2");
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -573,6 +636,7 @@ int main(int argc, char **argv) {
         {"status_invalid_config", scenario_status_invalid_config},
         {"stop_pg_blackholed", scenario_stop_pg_blackholed},
         {"broker_unreachable", scenario_broker_unreachable},
+        {"claim_fatal_stopping", scenario_claim_fatal_stopping},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
