@@ -204,6 +204,7 @@ static int claim_list(tm_connector *c,
     size_t n = (size_t)assigned->cnt;
     if (n == 0)
         return 0;
+    int64_t started = tm_now_ms();
     tm_marker *markers = calloc(n, sizeof *markers);
     int64_t *low = calloc(n, sizeof *low), *high = calloc(n, sizeof *high);
     int rc = -1;
@@ -295,8 +296,20 @@ static int claim_list(tm_connector *c,
             goto out;
         }
     }
-    /* Inside the log's bounds is not enough: is it still the same log? */
-    if (tm_lineage_check_claim(c, markers, n, low) != 0)
+    /* Inside the log's bounds is not enough: is it still the same log?
+     * Within what is left of the patience: past it, deferred like a store
+     * that does not answer (the claim is made again then; its epoch only
+     * rises once more). */
+    int64_t left = started + patience_ms - tm_now_ms();
+    if (patience_ms > 0 && left < 1)
+        left = 1; /* spent: one short read (0 would mean one full read) */
+    int lineage =
+        tm_lineage_check_claim(c, markers, n, low, patience_ms > 0 ? left : 0);
+    if (lineage == TM_LINEAGE_DEFERRED) {
+        rc = defer(c, assigned, fallback);
+        goto out;
+    }
+    if (lineage != 0)
         goto out;
     for (size_t i = 0; i < n; i++) {
         tm_part *p = add_part(c, markers[i].topic, markers[i].partition);

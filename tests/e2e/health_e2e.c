@@ -30,11 +30,11 @@
     "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"500\""
 
 /* A connector NAME reading TOPIC into FILE.db (table t), its status in
- * WORKDIR/state, with the Kafka properties props (JSON members); extra is
+ * WORKDIR/STATE, with the Kafka properties props (JSON members); extra is
  * appended to the sink's settings. */
-static const char *config_props(const char *file, const char *name,
+static const char *config_state(const char *file, const char *name,
                                 const char *topic, const char *props,
-                                const char *settings_extra) {
+                                const char *settings_extra, const char *state) {
     char text[4096];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
@@ -43,15 +43,22 @@ static const char *config_props(const char *file, const char *name,
              "\"batch\": {\"max_wait_ms\": 100}, "
              "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
              "\"%s/%s.db\", \"table\": \"t\"%s}}, "
-             "\"state_dir\": \"%s/state\", "
+             "\"state_dir\": \"%s/%s\", "
              "\"mapping\": {\"mode\": \"json\", \"columns\": ["
              "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
              "\"required\": true}]}}",
              name, h_bootstrap(), topic, props, h_workdir(), file,
-             settings_extra, h_workdir());
+             settings_extra, h_workdir(), state);
     char fname[300];
     snprintf(fname, sizeof fname, "%s.json", file);
     return h_write_file(fname, text);
+}
+
+/* The same, its status in WORKDIR/state. */
+static const char *config_props(const char *file, const char *name,
+                                const char *topic, const char *props,
+                                const char *settings_extra) {
+    return config_state(file, name, topic, props, settings_extra, "state");
 }
 
 static const char *config(const char *file, const char *name, const char *topic,
@@ -230,7 +237,12 @@ typedef struct bh_proxy {
     int lfd, port, target_port;
     pthread_t th;
     atomic_int stop, hole, refuse;
-    atomic_int refused;    /* connections closed at once while refusing */
+    atomic_int refused; /* connections closed at once while refusing */
+    /* hold_new: connections accepted from now on are held: never passed
+     * to the server, their bytes dropped, while the ones already open go
+     * on (a client's new connections stall, its old ones work). */
+    atomic_int hold_new, held_count;
+    int held[BH_MAX];
     atomic_long swallowed; /* bytes from clients dropped by the hole */
     atomic_int accepted;
     int cfd[BH_MAX], sfd[BH_MAX];
@@ -238,8 +250,10 @@ typedef struct bh_proxy {
 
 static void bh_close(bh_proxy *x, int i) {
     close(x->cfd[i]);
-    close(x->sfd[i]);
+    if (x->sfd[i] >= 0)
+        close(x->sfd[i]);
     x->cfd[i] = x->sfd[i] = -1;
+    x->held[i] = 0;
 }
 
 static void bh_accept(bh_proxy *x) {
@@ -259,8 +273,9 @@ static void bh_accept(bh_proxy *x) {
     for (int i = 0; i < BH_MAX && slot < 0; i++)
         if (x->cfd[i] < 0)
             slot = i;
+    int hold = atomic_load(&x->hold_new);
     if (s < 0 || slot < 0 ||
-        (!atomic_load(&x->hole) &&
+        (!atomic_load(&x->hole) && !hold &&
          connect(s, (struct sockaddr *)&a, sizeof a) != 0)) {
         close(c);
         if (s >= 0)
@@ -268,9 +283,15 @@ static void bh_accept(bh_proxy *x) {
         return;
     }
     /* In the hole a new connection (a reconnect, a cancel request) is
-     * accepted and never reaches the server. */
+     * accepted and never reaches the server; held, likewise. */
     x->cfd[slot] = c;
     x->sfd[slot] = s;
+    if (hold) {
+        close(s);
+        x->sfd[slot] = -1;
+        x->held[slot] = 1;
+        atomic_fetch_add(&x->held_count, 1);
+    }
     atomic_fetch_add(&x->accepted, 1);
 }
 
@@ -310,6 +331,8 @@ static void *bh_main(void *arg) {
                 continue;
             fds[nf] = (struct pollfd){.fd = x->cfd[i], .events = POLLIN};
             idx[nf++] = 2 * i;
+            if (x->held[i])
+                continue;
             fds[nf] = (struct pollfd){.fd = x->sfd[i], .events = POLLIN};
             idx[nf++] = 2 * i + 1;
         }
@@ -325,6 +348,12 @@ static void *bh_main(void *arg) {
             int i = idx[k] / 2, client = idx[k] % 2 == 0;
             if (x->cfd[i] < 0)
                 continue;
+            if (x->held[i]) {
+                char drop[16384];
+                if (read(x->cfd[i], drop, sizeof drop) <= 0)
+                    bh_close(x, i);
+                continue;
+            }
             int from = client ? x->cfd[i] : x->sfd[i];
             int to = client ? x->sfd[i] : x->cfd[i];
             if (bh_pump(x, from, to, client) != 0 && !atomic_load(&x->hole))
@@ -622,6 +651,108 @@ static void scenario_claim_fatal_stopping(void) {
     rd_kafka_destroy(p);
 }
 
+/* The lineage read-back at claim (commit/lineage.c) stalls: the broker
+ * does not answer the new client it reads with (seen: retried for up to 2
+ * minutes inside the rebalance callback, so a member joining meanwhile
+ * waited for the rebalance timeout and the stalled host was thrown out of
+ * the group). Host A's new connections are held by the proxy from its
+ * claim on (its consumer's own connections go on); a second host B joins.
+ * The group must rebalance with both members within A's rebalance
+ * timeout, A DEGRADED with the read-back's error; once the broker answers
+ * again A claims its partition by itself and every record lands once. */
+static void scenario_lineage_stall(void) {
+    const char *topic = h_name("health-lin");
+    char name[256], group[300];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 2, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 1000, 10, "{\"id\": %d}");
+    const char *props = FAST_GROUP ", \"max.poll.interval.ms\": \"25000\"";
+    const char *cfg_a = config_state("lin", name, topic, props, "", "state");
+    const char *db = h_path("lin.db");
+    pid_t a = h_spawn(cfg_a, "lin-a.log");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    h_stop_clean(a);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_markers WHERE "
+                       "last_offset >= 0") == 2,
+            "inconclusive: the markers keep no lineage to read back");
+    h_step("20 rows, both markers with their lineage");
+
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    char preload[4200], redirect[64];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
+    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", bport, x.port);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {preload,
+                         redirect,
+                         "TIDEMARK_FAULT=before_claim",
+                         "TIDEMARK_FAULT_ACTION=stop",
+                         fp.fd_env,
+                         NULL};
+    a = h_spawn_env(cfg_a, "lin-a.log", env);
+    h_fault_wait(&fp, "before_claim", a, 1);
+    atomic_store(&x.hold_new, 1);
+    H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT: %s", strerror(errno));
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file("lin-a.log"), "reading back the records")) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "inconclusive: host A's read-back never failed (held "
+                "connections: %d)",
+                atomic_load(&x.held_count));
+        h_sleep_ms(100);
+    }
+    H_CHECK(atomic_load(&x.held_count) > 0,
+            "inconclusive: no connection of host A was held");
+    h_step("host A's read-back stalls (%d connection(s) held)",
+           atomic_load(&x.held_count));
+
+    const char *cfg_b = config_state("lin", name, topic, props, "", "state-b");
+    pid_t b = h_spawn(cfg_b, "lin-b.log");
+    int64_t tb = h_now_ms();
+    char owners[2][H_OWNER_MAX];
+    for (;;) {
+        owners[0][0] = owners[1][0] = '\0';
+        int members = h_group_owners(group, topic, 2, owners);
+        if (members == 2 && owners[0][0] && owners[1][0] &&
+            strcmp(owners[0], owners[1]) != 0)
+            break;
+        H_CHECK(waitpid(a, NULL, WNOHANG) == 0, "host A exited");
+        H_CHECK(h_now_ms() - tb < 45000,
+                "the group did not rebalance to both hosts within 45 s of "
+                "host B joining (members %d, owners \"%s\" and \"%s\"): host "
+                "A's stalled read-back blocks the rebalance",
+                members, owners[0], owners[1]);
+        h_sleep_ms(200);
+    }
+    h_step("the group rebalanced to both hosts %lld ms after B joined",
+           (long long)(h_now_ms() - tb));
+    wait_status(a, name, "\"DEGRADED\"", "reading back", 30000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3, "tidemark status of host A: exit %d, expected 3: %s", rc,
+            h_read_file("status.out"));
+
+    atomic_store(&x.hold_new, 0);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 1000 + 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 2, 90000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 30 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_partition || ':' || "
+                           "_tm_offset) FROM t") == 30,
+            "rows: expected 30 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    wait_status(a, name, "\"RUNNING\"", NULL, 30000);
+    h_step("read-back answered: host A claimed, RUNNING, 30 rows once each");
+    h_stop_clean(a);
+    h_stop_clean(b);
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -637,6 +768,7 @@ int main(int argc, char **argv) {
         {"stop_pg_blackholed", scenario_stop_pg_blackholed},
         {"broker_unreachable", scenario_broker_unreachable},
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
+        {"lineage_stall", scenario_lineage_stall},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
