@@ -753,6 +753,74 @@ static void scenario_lineage_stall(void) {
     rd_kafka_destroy(p);
 }
 
+/* `tidemark verify CONFIG`: its exit status; its output in WORKDIR/out. */
+static int verify_exit(const char *cfg, const char *out) {
+    const char *args[] = {"verify", cfg, NULL};
+    return h_tidemark(out, args);
+}
+
+/* Dead letters that go to the dead-letter topic only ("sink": false): the
+ * sink stores nothing for their offsets (seen: verify reported each as a
+ * gap on a run that lost nothing). verify must account them from the
+ * topic itself, and still report one the topic no longer holds. */
+static void scenario_verify_dlq_topic_only(void) {
+    const char *topic = h_name("health-dlq");
+    char name[256], dlq[256];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(dlq, sizeof dlq, "%s", h_name("health-dlq-dl"));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    const char *bad = "{\"id\": \"not a number\"}";
+    for (int i = 0; i < 3; i++)
+        h_produce(p, topic, 0, NULL, 0, bad, strlen(bad), NULL, NULL);
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"start\": \"earliest\"}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"dead_letters\": {\"sink\": false, \"topic\": \"%s\"}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s/dlq.db\", \"table\": \"t\"}}, \"state_dir\": \"%s/state\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+             "\"required\": true}]}}",
+             name, h_bootstrap(), topic, dlq, h_workdir(), h_workdir());
+    const char *cfg = h_write_file("dlq.json", text);
+    const char *db = h_path("dlq.db");
+    pid_t pid = h_spawn(cfg, "dlq.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t lo, hi;
+    h_watermarks(dlq, 0, &lo, &hi);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 && hi - lo == 3,
+            "inconclusive: expected 15 rows and 3 dead letters in %s, found "
+            "%lld rows and %lld dead letters",
+            dlq, (long long)h_sqlf(db, "SELECT count(*) FROM t"),
+            (long long)(hi - lo));
+    h_step("15 rows, 3 dead letters in the topic only");
+
+    int rc = verify_exit(cfg, "verify.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("verify.out"), "gaps=0") &&
+                strstr(h_read_file("verify.out"), "dead_letters=3"),
+            "verify of a run that lost nothing: exit %d, expected 0 with the "
+            "3 dead letters accounted: %s",
+            rc, h_read_file("verify.out"));
+    h_step("verify: exit 0, the 3 dead letters found in the topic");
+
+    /* The first dead letter gone from the topic: that one is a gap. */
+    h_delete_records(dlq, 0, lo + 1);
+    rc = verify_exit(cfg, "verify2.out");
+    H_CHECK(rc == 1 && strstr(h_read_file("verify2.out"), "gaps=1"),
+            "verify with a dead letter missing from the topic: exit %d, "
+            "expected 1 with one gap: %s",
+            rc, h_read_file("verify2.out"));
+    h_step("a dead letter deleted from the topic: verify exit 1, one gap");
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -769,6 +837,7 @@ int main(int argc, char **argv) {
         {"broker_unreachable", scenario_broker_unreachable},
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
+        {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
