@@ -821,6 +821,49 @@ static void scenario_verify_dlq_topic_only(void) {
     rd_kafka_destroy(p);
 }
 
+/* A failed check (h_fail) must not leave the hosts the test spawned
+ * running after it (seen: hosts of failed runs kept their groups and
+ * files for as long as the machine ran). A child process spawns a host,
+ * reports its pid and fails on purpose; once the child exited, the host
+ * must be gone. */
+static void scenario_fail_stops_hosts(void) {
+    const char *topic = h_name("health-hfail");
+    h_create_topic(topic, 1, NULL, NULL);
+    const char *cfg = config("hfail", topic, topic, "");
+    int fds[2];
+    H_CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    pid_t child = fork();
+    H_CHECK(child >= 0, "fork: %s", strerror(errno));
+    if (child == 0) {
+        close(fds[0]);
+        pid_t host = h_spawn(cfg, "hfail.log");
+        ssize_t w = write(fds[1], &host, sizeof host);
+        (void)w;
+        close(fds[1]);
+        h_sleep_ms(500);
+        h_fail("failing on purpose (what a failure leaves behind is "
+               "checked), host %d running",
+               (int)host);
+    }
+    close(fds[1]);
+    pid_t host = 0;
+    ssize_t r = read(fds[0], &host, sizeof host);
+    close(fds[0]);
+    int st = 0;
+    waitpid(child, &st, 0);
+    H_CHECK(r == (ssize_t)sizeof host && host > 0 && WIFEXITED(st) &&
+                WEXITSTATUS(st) == 1,
+            "inconclusive: the child did not spawn a host and fail");
+    char state = h_proc_state(host);
+    if (state != '?' && state != 'Z') {
+        kill(host, SIGKILL); /* not ours to reap: init's now */
+        h_fail("host %d (state %c) still runs after the test that spawned "
+               "it failed",
+               (int)host, state);
+    }
+    h_step("the failed test's host is gone");
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -838,6 +881,7 @@ int main(int argc, char **argv) {
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
+        {"fail_stops_hosts", scenario_fail_stops_hosts},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
