@@ -9,6 +9,7 @@
 #include "commit/lineage.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
+#include "services/fault.h"
 #include "services/log.h"
 
 #define WATERMARK_TIMEOUT_MS 10000
@@ -67,6 +68,9 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
         /* A stop interrupts a claim at once (runtime/connector.c): it
          * has committed nothing worth waiting for. */
         atomic_store(&c->in_claim, 1);
+        /* A test holds the host here (TIDEMARK_FAULT) to change the store
+         * or deliver a signal before the sink's claim runs. */
+        tm_fault("before_claim");
         tm_status st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
         atomic_store(&c->in_claim, 0);
         if (st == TM_RETRY)
@@ -200,6 +204,7 @@ static int claim_list(tm_connector *c,
     size_t n = (size_t)assigned->cnt;
     if (n == 0)
         return 0;
+    int64_t started = tm_now_ms();
     tm_marker *markers = calloc(n, sizeof *markers);
     int64_t *low = calloc(n, sizeof *low), *high = calloc(n, sizeof *high);
     int rc = -1;
@@ -243,8 +248,10 @@ static int claim_list(tm_connector *c,
     }
     tm_error err = tm_error_init();
     tm_status st = claim_with_retries(c, markers, n, &err, patience_ms);
-    if (st != TM_OK && atomic_load(c->stop)) {
-        /* Stopping: nothing was claimed, nothing is wrong. */
+    int stopping = atomic_load(c->stop);
+    if (st == TM_RETRY && stopping) {
+        /* Stopping: the stop interrupted it, or the store was busy;
+         * nothing was claimed, nothing is wrong. */
         tm_conn_log(c, TM_LOG_INFO, NULL, -1, NULL,
                     "claim of %zu partition(s) given up: stopping (%s: %s)", n,
                     tm_status_name(st), err.message);
@@ -257,8 +264,11 @@ static int claim_list(tm_connector *c,
         goto out;
     }
     if (st != TM_OK) {
-        tm_conn_error(c, 1, "claim of %zu partition(s): %s: %s", n,
-                      tm_status_name(st), err.message);
+        /* FATAL or INVALID is a verdict on the store or the config, stop
+         * or not: FAILED, never passed off as a clean stop. */
+        tm_conn_error(c, 1, "claim of %zu partition(s): %s: %s%s", n,
+                      tm_status_name(st), err.message,
+                      stopping ? " (while stopping)" : "");
         goto out;
     }
     /* auto.offset.reset=error: a marker outside the log is never a silent
@@ -286,8 +296,20 @@ static int claim_list(tm_connector *c,
             goto out;
         }
     }
-    /* Inside the log's bounds is not enough: is it still the same log? */
-    if (tm_lineage_check_claim(c, markers, n, low) != 0)
+    /* Inside the log's bounds is not enough: is it still the same log?
+     * Within what is left of the patience: past it, deferred like a store
+     * that does not answer (the claim is made again then; its epoch only
+     * rises once more). */
+    int64_t left = started + patience_ms - tm_now_ms();
+    if (patience_ms > 0 && left < 1)
+        left = 1; /* spent: one short read (0 would mean one full read) */
+    int lineage =
+        tm_lineage_check_claim(c, markers, n, low, patience_ms > 0 ? left : 0);
+    if (lineage == TM_LINEAGE_DEFERRED) {
+        rc = defer(c, assigned, fallback);
+        goto out;
+    }
+    if (lineage != 0)
         goto out;
     for (size_t i = 0; i < n; i++) {
         tm_part *p = add_part(c, markers[i].topic, markers[i].partition);

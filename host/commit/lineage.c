@@ -11,12 +11,12 @@
 #include "kafka/partition_reader.h"
 #include "runtime/connector_state.h"
 
-/* One read's bound, and how long a failing read is retried in all: the
- * claim blocks the rebalance, which the group tolerates for minutes
- * (max.poll.interval.ms), so a broker that is briefly unwell is waited
- * for rather than turned into FAILED. */
-#define READ_TIMEOUT_MS  10000
-#define READ_PATIENCE_MS 120000
+/* One read's bound. Inside the rebalance callback the reads share the
+ * claim's patience (commit/claim.c): a member that blocks there holds up
+ * the whole group's rebalance (a joining member waits for it), so past it
+ * the claim is deferred to the poll loop rather than retried here. */
+#define READ_TIMEOUT_MS 10000
+#define READ_MIN_MS     1000
 
 static int range_has_lineage(const tm_range *r) {
     return r->struct_size >=
@@ -179,8 +179,16 @@ static void sleep_unless_stopped(const atomic_int *stop, int64_t ms) {
     }
 }
 
+/* The bound of the next read: the patience left, within
+ * [READ_MIN_MS, READ_TIMEOUT_MS]; READ_TIMEOUT_MS for one attempt (0). */
+static int64_t read_bound(int64_t patience_ms, int64_t left_ms) {
+    if (patience_ms <= 0 || left_ms >= READ_TIMEOUT_MS)
+        return READ_TIMEOUT_MS;
+    return left_ms > READ_MIN_MS ? left_ms : READ_MIN_MS;
+}
+
 int tm_lineage_check_claim(tm_connector *c, const tm_marker *markers, size_t n,
-                           const int64_t *low) {
+                           const int64_t *low, int64_t patience_ms) {
     tm_read_at *want = calloc(n ? n : 1, sizeof *want);
     const tm_marker **checked = calloc(n ? n : 1, sizeof *checked);
     int rc = -1, stopped = 0;
@@ -206,11 +214,12 @@ int tm_lineage_check_claim(tm_connector *c, const tm_marker *markers, size_t n,
     check_ctx x = {c, checked, &stopped};
     tm_backoff b;
     tm_backoff_init(&b, 200, 5000, (uint64_t)tm_now_ms());
-    int64_t give_up = tm_now_ms() + READ_PATIENCE_MS;
+    int64_t give_up = tm_now_ms() + patience_ms;
     for (;;) {
         char why[512];
-        int r = tm_kafka_read_each(c->cfg, want, k, READ_TIMEOUT_MS, c->stop,
-                                   on_record, &x, why, sizeof why);
+        int r = tm_kafka_read_each(
+            c->cfg, want, k, read_bound(patience_ms, give_up - tm_now_ms()),
+            c->stop, on_record, &x, why, sizeof why);
         if (r == 0) {
             rc = stopped ? -1 : 0;
             break;
@@ -218,17 +227,20 @@ int tm_lineage_check_claim(tm_connector *c, const tm_marker *markers, size_t n,
         if (r == -2 || atomic_load(c->stop) || stopped)
             break; /* stopping (nothing is wrong), or a mismatch seen */
         if (tm_now_ms() >= give_up) {
-            tm_conn_error(c, 1,
+            /* Transient, retried for ever: by the poll loop, DEGRADED. */
+            tm_conn_error(c, 0,
                           "claim: reading back the records the markers last "
-                          "applied: %s",
+                          "applied: %s; the claim is retried",
                           why);
+            rc = TM_LINEAGE_DEFERRED;
             break;
         }
         tm_conn_error(c, 0,
                       "claim: reading back the records the markers last "
                       "applied: %s; retrying",
                       why);
-        sleep_unless_stopped(c->stop, tm_backoff_next(&b));
+        int64_t pause = tm_backoff_next(&b), left = give_up - tm_now_ms();
+        sleep_unless_stopped(c->stop, pause < left ? pause : left);
     }
 out:
     free(want);

@@ -49,10 +49,13 @@ tm_lineage_verdict tm_lineage_compare(const tm_marker *m,
 /* At claim, after the watermark checks: reads back the record each
  * claimed marker last applied (one consumer for all of them; low[i] is
  * markers[i]'s log start) and compares. A read that fails or times out is
- * retried (bounded; a stop ends it at once). 0: every log is the marker's
- * own (or cannot be checked); -1: the connector is FAILED with the reason
- * and the reset command, or stopping. */
+ * retried within patience_ms (0: one attempt; a stop ends it at once).
+ * 0: every log is the marker's own (or cannot be checked); -1: the
+ * connector is FAILED with the reason and the reset command, or stopping;
+ * TM_LINEAGE_DEFERRED: Kafka did not answer within the patience (the
+ * connector DEGRADED with why): the caller retries the claim later. */
+#define TM_LINEAGE_DEFERRED 1
 int tm_lineage_check_claim(struct tm_connector *c, const tm_marker *markers,
-                           size_t n, const int64_t *low);
+                           size_t n, const int64_t *low, int64_t patience_ms);
 
 #endif

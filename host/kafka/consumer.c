@@ -9,6 +9,7 @@
 
 #include "commit/claim.h"
 #include "commit/commit_loop.h"
+#include "kafka/broker_watch.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/member_id.h"
 #include "services/log.h"
@@ -117,9 +118,36 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason,
         tm_consumer_fatal(c);
         return;
     }
-    /* Transient (brokers down, timeouts): librdkafka retries by itself. */
+    /* Transient (brokers down, timeouts): librdkafka retries by itself;
+     * kept as the reason should no broker come back (broker_watch.c). */
+    tm_broker_watch_error(c, rd_kafka_err2name((rd_kafka_resp_err_t)err),
+                          reason);
     tm_log(TM_LOG_WARN, c->cfg->name, "Kafka: %s: %s",
            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+    (void)rk;
+    struct tm_consumer_link *link = opaque;
+    if (!atomic_load(&link->closing))
+        tm_broker_watch_stats(link->c, json, len);
+    return 0; /* librdkafka frees json */
+}
+
+/* The statistics broker_watch.c reads, at the config's interval when it
+ * sets one, else at TM_KAFKA_STATS_INTERVAL. */
+static int want_stats(rd_kafka_conf_t *conf, char *errstr, size_t errsize) {
+    char v[32];
+    size_t size = sizeof v;
+    if (rd_kafka_conf_get(conf, "statistics.interval.ms", v, &size) ==
+            RD_KAFKA_CONF_OK &&
+        strcmp(v, "0") != 0)
+        return 0;
+    if (rd_kafka_conf_set(conf, "statistics.interval.ms",
+                          TM_KAFKA_STATS_INTERVAL, errstr,
+                          errsize) != RD_KAFKA_CONF_OK)
+        return -1;
+    return 0;
 }
 
 int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
@@ -142,6 +170,10 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
         tm_log(TM_LOG_INFO, cfg->name,
                "static group member %s (%s/" TM_MEMBER_ID_FILE ")", member,
                shown);
+    if (want_stats(conf, errstr, errsize) != 0) {
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
     struct tm_consumer_link *link = calloc(1, sizeof *link);
     if (!link) {
         rd_kafka_conf_destroy(conf);
@@ -153,6 +185,7 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
     rd_kafka_conf_set_log_cb(conf, log_cb);
     rd_kafka_conf_set_error_cb(conf, error_cb);
+    rd_kafka_conf_set_stats_cb(conf, stats_cb);
     char why[512];
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
     if (!c->rk) {

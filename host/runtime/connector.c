@@ -66,6 +66,7 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
                    TM_REDACT_MAYBE_CUT, c->last_error, sizeof c->last_error);
     free(raw);
     c->last_error_ms = tm_wall_ms();
+    c->error_seq++;
     if (!fail) {
         if (!c->degraded_ms)
             c->degraded_ms = c->last_error_ms;

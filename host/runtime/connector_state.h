@@ -67,6 +67,13 @@ typedef struct tm_connector {
     int consumer_fatal;
     int consumer_restarts;       /* in a row, each within a minute */
     int64_t consumer_restart_ms; /* monotonic, the last one */
+    /* Kafka's reachability (kafka/broker_watch.c): monotonic and wall ms
+     * since librdkafka's statistics last showed no broker UP (0 while one
+     * is), the error_seq of the DEGRADED it caused (0 none), and
+     * librdkafka's last transient error. */
+    int64_t kafka_down_ms, kafka_down_wall_ms;
+    uint64_t kafka_error_seq;
+    char kafka_why[512];
 
     tm_part *parts;
     size_t nparts, cap;
@@ -93,6 +100,7 @@ typedef struct tm_connector {
     tm_conn_state state;
     char last_error[1024];
     int64_t last_error_ms;
+    uint64_t error_seq; /* tm_conn_error calls so far: which error is last */
     /* The health model (docs/operations.md, Health). Wall ms since the
      * connector has been retrying past transient errors (every error that
      * does not fail it), 0 while healthy: a claim, a committed batch or a

@@ -13,6 +13,7 @@
 #include "services/error.h"
 #include "services/host_services.h"
 #include "verify/cleanup_policy.h"
+#include "verify/dlq_index.h"
 
 #define KAFKA_TIMEOUT_MS 10000
 
@@ -47,6 +48,10 @@ typedef struct run {
     size_t next_item;     /* merge position in stored[part] */
     int64_t last_offset;
     int oom;
+    /* With "dead_letters": {"sink": false}: the dead letters the topic
+     * holds, the only trace of those offsets (verify/dlq_index.c). */
+    int dlq_only;
+    tm_dlq_index dlq;
 } run;
 
 static void problem(tm_verify_result *r, const char *fmt, ...) TM_PRINTF(2, 3);
@@ -207,15 +212,21 @@ static int on_record(void *user, const rd_kafka_message_t *m) {
         vp->filtered++;
     } else if (outcome == 0 && identity && key_stored(R, identity)) {
         vp->duplicates++;
+    } else if (outcome == 1 && R->dlq_only &&
+               tm_dlq_index_has(&R->dlq, vp->topic, vp->partition, m->offset)) {
+        vp->dead_letters++; /* delivered to the dead-letter topic only */
     } else {
         vp->gaps++;
         problem(R->out,
                 "%s [%" PRId32 "] offset %" PRId64
                 ": in Kafka, below the marker, but not in the sink (a %s, "
-                "not filtered%s)",
+                "not filtered%s%s%s)",
                 vp->topic, vp->partition, m->offset,
                 outcome == 0 ? "row" : "dead letter",
-                identity ? ", its business key not stored" : "");
+                identity ? ", its business key not stored" : "",
+                outcome == 1 && R->dlq_only ? ", nor in the dead-letter topic "
+                                            : "",
+                outcome == 1 && R->dlq_only ? R->cfg->dead_letters.topic : "");
     }
     return 0;
 }
@@ -388,6 +399,12 @@ static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
         snprintf(errstr, errsize, "out of memory");
         goto done;
     }
+    /* Read after the markers: a dead letter is confirmed in the topic
+     * before the sink commit that moves the marker past it. */
+    R.dlq_only = !cfg->dead_letters.sink && cfg->dead_letters.topic;
+    if (R.dlq_only && tm_dlq_index_load(cfg, rk, KAFKA_TIMEOUT_MS, &R.dlq,
+                                        errstr, errsize) != 0)
+        goto done;
     for (size_t p = 0; p < out->nparts; p++) {
         tm_verify_partition *vp = &out->parts[p];
         if (!vp->claimed)
@@ -447,6 +464,7 @@ static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
     rc = 0;
 done:
     tm_bb_free(R.bb);
+    tm_dlq_index_free(&R.dlq);
     free(R.keys);
     for (size_t p = 0; R.stored && p < out->nparts; p++) {
         for (size_t i = 0; i < R.stored[p].n; i++)

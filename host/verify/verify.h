@@ -6,7 +6,9 @@
  * duplicate; an offset Kafka holds that the sink neither stores nor can
  * account for is a gap. An offset may be absent only when the connector's
  * own mapping filters it out, or (with dedup) when its business key is
- * stored from another offset; the sink's marker counts must then add up
+ * stored from another offset, or (with dead letters kept out of the sink)
+ * when it is a dead letter the dead-letter topic holds (dlq_index.h); the
+ * sink's marker counts of filtered and duplicate records must then add up
  * to what Kafka holds. With dedup, no business key may be stored twice.
  * Two things that are not failures are counted apart: records the marker
  * counted again (a replay after `offsets --reset-to` an earlier offset:
@@ -29,7 +31,10 @@ typedef struct tm_verify_partition {
     int claimed;                   /* the sink has a marker for it */
     int64_t from, marker;          /* the offsets checked: [from, marker) */
     uint64_t kafka_records;        /* data records Kafka holds there */
-    uint64_t rows, dead_letters;   /* stored by the sink there */
+    uint64_t rows, dead_letters;   /* stored by the sink there; with
+                                      "dead_letters": {"sink": false}, the
+                                      dead letters are those found in the
+                                      dead-letter topic */
     uint64_t filtered, duplicates; /* absent, explained by the filter / a
                                       stored key */
     tm_marker m;                   /* the sink's marker (its counts) */

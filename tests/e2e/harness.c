@@ -53,6 +53,36 @@ void h_dump_log(const char *log_name) {
     fclose(f);
 }
 
+/* The hosts this process spawned, so that a failed test does not leave
+ * them running (holding their groups, locks and files) after it exits. */
+#define MAX_SPAWNED 64
+static pid_t spawned[MAX_SPAWNED];
+static size_t nspawned;
+static pid_t spawner; /* the test process: a forked child kills nothing */
+
+static void track(pid_t pid) {
+    spawner = getpid();
+    for (size_t i = 0; i < nspawned; i++)
+        if (spawned[i] == pid)
+            return;
+    if (nspawned < MAX_SPAWNED)
+        spawned[nspawned++] = pid;
+}
+
+/* SIGKILL (stopped ones too) and reaps every spawned host not reaped yet;
+ * one already reaped is skipped: its pid may belong to another process. */
+static void kill_spawned(void) {
+    if (getpid() != spawner)
+        return;
+    for (size_t i = 0; i < nspawned; i++) {
+        if (waitpid(spawned[i], NULL, WNOHANG) != 0)
+            continue; /* reaped now or before */
+        kill(spawned[i], SIGKILL);
+        waitpid(spawned[i], NULL, 0);
+    }
+    nspawned = 0;
+}
+
 void h_fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -62,6 +92,7 @@ void h_fail(const char *fmt, ...) {
     va_end(ap);
     if (last_log[0])
         h_dump_log(last_log);
+    kill_spawned();
     exit(1);
 }
 
@@ -310,6 +341,7 @@ static pid_t spawn(const char *config_path, const char *config_b,
               (char *)NULL);
         _exit(127);
     }
+    track(pid);
     return pid;
 }
 
@@ -655,6 +687,7 @@ pid_t h_spawn_many(const char *const *configs, const char *log_name,
         execv(tidemark_bin, (char *const *)argv);
         _exit(127);
     }
+    track(pid);
     return pid;
 }
 

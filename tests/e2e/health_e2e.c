@@ -24,28 +24,46 @@
 
 #include "harness.h"
 
+/* Kafka properties of the scenarios: a member that stops heartbeating is
+ * out of the group within seconds. */
+#define FAST_GROUP                                                             \
+    "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"500\""
+
 /* A connector NAME reading TOPIC into FILE.db (table t), its status in
- * WORKDIR/state; extra is appended to the sink's settings. */
-static const char *config(const char *file, const char *name, const char *topic,
-                          const char *settings_extra) {
+ * WORKDIR/STATE, with the Kafka properties props (JSON members); extra is
+ * appended to the sink's settings. */
+static const char *config_state(const char *file, const char *name,
+                                const char *topic, const char *props,
+                                const char *settings_extra, const char *state) {
     char text[4096];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
              "\"topics\": [\"%s\"], \"start\": \"earliest\", "
-             "\"properties\": {\"session.timeout.ms\": \"6000\", "
-             "\"heartbeat.interval.ms\": \"500\"}}, "
+             "\"properties\": {%s}}, "
              "\"batch\": {\"max_wait_ms\": 100}, "
              "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
              "\"%s/%s.db\", \"table\": \"t\"%s}}, "
-             "\"state_dir\": \"%s/state\", "
+             "\"state_dir\": \"%s/%s\", "
              "\"mapping\": {\"mode\": \"json\", \"columns\": ["
              "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
              "\"required\": true}]}}",
-             name, h_bootstrap(), topic, h_workdir(), file, settings_extra,
-             h_workdir());
+             name, h_bootstrap(), topic, props, h_workdir(), file,
+             settings_extra, h_workdir(), state);
     char fname[300];
     snprintf(fname, sizeof fname, "%s.json", file);
     return h_write_file(fname, text);
+}
+
+/* The same, its status in WORKDIR/state. */
+static const char *config_props(const char *file, const char *name,
+                                const char *topic, const char *props,
+                                const char *settings_extra) {
+    return config_state(file, name, topic, props, settings_extra, "state");
+}
+
+static const char *config(const char *file, const char *name, const char *topic,
+                          const char *settings_extra) {
+    return config_props(file, name, topic, FAST_GROUP, settings_extra);
 }
 
 /* `tidemark status --state-dir WORKDIR/state CONNECTOR`: its exit status;
@@ -205,18 +223,26 @@ static void scenario_status_invalid_config(void) {
             rc);
 }
 
-/* ---- a blackhole for PostgreSQL ---------------------------------------
- * A loopback TCP proxy to the shared server (TIDEMARK_PG_PORT) that can be
- * switched to a blackhole: from then on every byte either side sends is
+/* ---- a blackhole for a shared server ----------------------------------
+ * A loopback TCP proxy to a shared server (PostgreSQL, the broker) that can
+ * be switched to a blackhole: from then on every byte either side sends is
  * read and dropped, and the sockets stay open. The kernel still acks
  * (keepalives and the sink's TCP timeouts see a live peer): to the sink,
- * the server has simply stopped answering, as behind a dead route. */
+ * the server has simply stopped answering, as behind a dead route. Or
+ * switched to refusing: every connection is closed, and each new one as
+ * soon as it is accepted, as when the server is down. */
 #define BH_MAX 64
 
 typedef struct bh_proxy {
-    int lfd, port, pg_port;
+    int lfd, port, target_port;
     pthread_t th;
-    atomic_int stop, hole;
+    atomic_int stop, hole, refuse;
+    atomic_int refused; /* connections closed at once while refusing */
+    /* hold_new: connections accepted from now on are held: never passed
+     * to the server, their bytes dropped, while the ones already open go
+     * on (a client's new connections stall, its old ones work). */
+    atomic_int hold_new, held_count;
+    int held[BH_MAX];
     atomic_long swallowed; /* bytes from clients dropped by the hole */
     atomic_int accepted;
     int cfd[BH_MAX], sfd[BH_MAX];
@@ -224,24 +250,32 @@ typedef struct bh_proxy {
 
 static void bh_close(bh_proxy *x, int i) {
     close(x->cfd[i]);
-    close(x->sfd[i]);
+    if (x->sfd[i] >= 0)
+        close(x->sfd[i]);
     x->cfd[i] = x->sfd[i] = -1;
+    x->held[i] = 0;
 }
 
 static void bh_accept(bh_proxy *x) {
     int c = accept(x->lfd, NULL, NULL);
     if (c < 0)
         return;
+    if (atomic_load(&x->refuse)) {
+        close(c);
+        atomic_fetch_add(&x->refused, 1);
+        return;
+    }
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)x->pg_port),
+                            .sin_port = htons((uint16_t)x->target_port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int slot = -1;
     for (int i = 0; i < BH_MAX && slot < 0; i++)
         if (x->cfd[i] < 0)
             slot = i;
+    int hold = atomic_load(&x->hold_new);
     if (s < 0 || slot < 0 ||
-        (!atomic_load(&x->hole) &&
+        (!atomic_load(&x->hole) && !hold &&
          connect(s, (struct sockaddr *)&a, sizeof a) != 0)) {
         close(c);
         if (s >= 0)
@@ -249,9 +283,15 @@ static void bh_accept(bh_proxy *x) {
         return;
     }
     /* In the hole a new connection (a reconnect, a cancel request) is
-     * accepted and never reaches the server. */
+     * accepted and never reaches the server; held, likewise. */
     x->cfd[slot] = c;
     x->sfd[slot] = s;
+    if (hold) {
+        close(s);
+        x->sfd[slot] = -1;
+        x->held[slot] = 1;
+        atomic_fetch_add(&x->held_count, 1);
+    }
     atomic_fetch_add(&x->accepted, 1);
 }
 
@@ -279,6 +319,9 @@ static int bh_pump(bh_proxy *x, int from, int to, int from_client) {
 static void *bh_main(void *arg) {
     bh_proxy *x = arg;
     while (!atomic_load(&x->stop)) {
+        for (int i = 0; i < BH_MAX && atomic_load(&x->refuse); i++)
+            if (x->cfd[i] >= 0)
+                bh_close(x, i);
         struct pollfd fds[1 + 2 * BH_MAX];
         int idx[1 + 2 * BH_MAX], nf = 0;
         fds[nf] = (struct pollfd){.fd = x->lfd, .events = POLLIN};
@@ -288,6 +331,8 @@ static void *bh_main(void *arg) {
                 continue;
             fds[nf] = (struct pollfd){.fd = x->cfd[i], .events = POLLIN};
             idx[nf++] = 2 * i;
+            if (x->held[i])
+                continue;
             fds[nf] = (struct pollfd){.fd = x->sfd[i], .events = POLLIN};
             idx[nf++] = 2 * i + 1;
         }
@@ -303,6 +348,12 @@ static void *bh_main(void *arg) {
             int i = idx[k] / 2, client = idx[k] % 2 == 0;
             if (x->cfd[i] < 0)
                 continue;
+            if (x->held[i]) {
+                char drop[16384];
+                if (read(x->cfd[i], drop, sizeof drop) <= 0)
+                    bh_close(x, i);
+                continue;
+            }
             int from = client ? x->cfd[i] : x->sfd[i];
             int to = client ? x->sfd[i] : x->cfd[i];
             if (bh_pump(x, from, to, client) != 0 && !atomic_load(&x->hole))
@@ -318,13 +369,12 @@ static void *bh_main(void *arg) {
     return NULL;
 }
 
-static void bh_start(bh_proxy *x) {
+/* A proxy to 127.0.0.1:target_port, on a port of its own (x->port). */
+static void bh_start(bh_proxy *x, int target_port) {
     memset(x, 0, sizeof *x);
     for (int i = 0; i < BH_MAX; i++)
         x->cfd[i] = x->sfd[i] = -1;
-    const char *port = getenv("TIDEMARK_PG_PORT");
-    H_CHECK(port && *port, "TIDEMARK_PG_PORT is not set");
-    x->pg_port = atoi(port);
+    x->target_port = target_port;
     x->lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -377,7 +427,9 @@ static void scenario_stop_pg_blackholed(void) {
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d}");
     bh_proxy x;
-    bh_start(&x);
+    const char *pg_port = getenv("TIDEMARK_PG_PORT");
+    H_CHECK(pg_port && *pg_port, "TIDEMARK_PG_PORT is not set");
+    bh_start(&x, atoi(pg_port));
     const char *ci = getenv("TIDEMARK_PG_CONNINFO");
     H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
     char text[4096];
@@ -451,6 +503,367 @@ static void scenario_stop_pg_blackholed(void) {
     rd_kafka_destroy(p);
 }
 
+/* Kafka's port, from the bootstrap address (HOST:PORT). */
+static int broker_port(void) {
+    const char *colon = strrchr(h_bootstrap(), ':');
+    int port = colon ? atoi(colon + 1) : 0;
+    H_CHECK(port > 0 && strchr(h_bootstrap(), ',') == NULL,
+            "inconclusive: the bootstrap %s is not one HOST:PORT",
+            h_bootstrap());
+    return port;
+}
+
+/* Every connection of a host to the broker cut (refused) for longer than
+ * the documented threshold, the topic idle (seen: RUNNING with `last
+ * error -` for as long as it lasted). The connector must be DEGRADED
+ * ("Kafka unreachable"), `status` exiting 3; once the broker is reachable
+ * again it must be RUNNING by itself although no record arrives, with no
+ * rebalance in between (librdkafka's default session timeout, 45 s, keeps
+ * the member in the group: only the reachability can end the DEGRADED),
+ * then apply what comes next exactly once. The host's connections go
+ * through the test's proxy (health_redirect.c), not the shared broker's
+ * own state. */
+static void scenario_broker_unreachable(void) {
+    const char *topic = h_name("health-kdown");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kdown"));
+    snprintf(db, sizeof db, "%s/kdown.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    const char *cfg = config_props("kdown", name, topic, "", "");
+    char preload[4200], redirect[64];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
+    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", bport, x.port);
+    const char *env[] = {preload, redirect, NULL};
+    pid_t pid = h_spawn_env(cfg, "kdown.log", env);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(atomic_load(&x.accepted) > 0,
+            "inconclusive: the host did not connect through the proxy");
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    int64_t epoch0 = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    h_step("10 rows through the proxy, RUNNING");
+
+    int64_t t0 = h_now_ms();
+    atomic_store(&x.refuse, 1);
+    wait_status(pid, name, "\"DEGRADED\"", "Kafka unreachable", 60000);
+    int64_t took = h_now_ms() - t0;
+    H_CHECK(atomic_load(&x.refused) > 0,
+            "inconclusive: the host never tried the broker while it was cut");
+    H_CHECK(took >= 10000,
+            "DEGRADED %lld ms after the cut, before the documented 10 s",
+            (long long)took);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.out"), "Kafka unreachable"),
+            "tidemark status with Kafka unreachable: exit %d, expected 3 "
+            "with the reason: %s",
+            rc, h_read_file("status.out"));
+    h_step("broker cut: DEGRADED after %lld ms, status exit 3",
+           (long long)took);
+
+    atomic_store(&x.refuse, 0);
+    int64_t t1 = h_now_ms();
+    wait_status(pid, name, "\"RUNNING\"", NULL, 30000);
+    H_CHECK(h_sqlf(db, "SELECT epoch FROM tidemark_markers") == epoch0,
+            "inconclusive: the partition was claimed again (a rebalance), "
+            "so the recovery was not the broker's reachability alone");
+    rc = status_exit(name);
+    H_CHECK(rc == 0, "tidemark status once Kafka is back: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("broker back, topic idle: RUNNING after %lld ms, status exit 0",
+           (long long)(h_now_ms() - t1));
+
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(pid);
+    h_step("5 more records: 15 rows, once each");
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
+/* A claim that answers FATAL while the host is stopping (seen: the stop
+ * path took every non-OK claim for "stopped": exit 0, STOPPED, the
+ * refusal lost). Connector A owns table t; connector B on the same file
+ * is held just before its claim (fault point before_claim), told to stop,
+ * and let go: the sink refuses the table (another connector's), and that
+ * must end FAILED, exit 1, `tidemark status` exit 2 with the reason. Only
+ * a RETRY during a stop is a clean stop. */
+static void scenario_claim_fatal_stopping(void) {
+    const char *topic_a = h_name("health-own-a");
+    char name_a[256], name_b[256], topic_b[256];
+    snprintf(name_a, sizeof name_a, "%s", topic_a);
+    snprintf(name_b, sizeof name_b, "%s", h_name("health-own-b"));
+    snprintf(topic_b, sizeof topic_b, "%s", name_b);
+    h_create_topic(topic_a, 1, NULL, NULL);
+    h_create_topic(topic_b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic_a, 0, 0, 5, "{\"id\": %d}");
+    h_produce_many(p, topic_b, 0, 0, 5, "{\"id\": %d}");
+    const char *db = h_path("own.db");
+    pid_t pid = h_spawn(config("own", name_a, topic_a, ""), "own-a.log");
+    h_wait_caught_up(db, name_a, topic_a, 1, 60000);
+    h_stop_clean(pid);
+    h_step("connector A owns table t");
+
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=before_claim",
+                         "TIDEMARK_FAULT_ACTION=stop", fp.fd_env, NULL};
+    pid = h_spawn_env(config("own", name_b, topic_b, ""), "own-b.log", env);
+    h_fault_wait(&fp, "before_claim", pid, 1);
+    H_CHECK(kill(pid, SIGTERM) == 0, "SIGTERM: %s", strerror(errno));
+    int64_t took;
+    int rc = h_stop(pid, SIGCONT, 30000, &took);
+    static char st[65536], log[65536];
+    snprintf(st, sizeof st, "%s", h_status_text(name_b));
+    snprintf(log, sizeof log, "%s", h_read_file("own-b.log"));
+    H_CHECK(strstr(log, "SIGTERM: stopping") && strstr(log, "shared_table"),
+            "inconclusive: the stop or the sink's refusal did not happen "
+            "(exit %d); log: %s",
+            rc, log);
+    H_CHECK(rc == 1 && strstr(st, "\"FAILED\""),
+            "a claim refused while stopping: exit %d, expected 1 and "
+            "FAILED; status: %s",
+            rc, st);
+    H_CHECK(strstr(st, "while stopping"),
+            "inconclusive: the claim answered before the stop was seen; "
+            "status: %s",
+            st);
+    int src = status_exit(name_b);
+    const char *shown = h_read_file("status.out");
+    H_CHECK(src == 2 && strstr(shown, "FAILED") && strstr(shown, "reason"),
+            "tidemark status after a claim refused while stopping: exit %d, "
+            "expected 2 with FAILED and the reason: %s",
+            src, shown);
+    H_CHECK(h_sqlf(db,
+                   "SELECT count(*) FROM tidemark_markers WHERE "
+                   "connector = '%s'",
+                   name_b) == 0,
+            "connector B has a marker: its claim went through");
+    h_step("claim refused while stopping: exit 1, FAILED, status exit 2");
+    rd_kafka_destroy(p);
+}
+
+/* The lineage read-back at claim (commit/lineage.c) stalls: the broker
+ * does not answer the new client it reads with (seen: retried for up to 2
+ * minutes inside the rebalance callback, so a member joining meanwhile
+ * waited for the rebalance timeout and the stalled host was thrown out of
+ * the group). Host A's new connections are held by the proxy from its
+ * claim on (its consumer's own connections go on); a second host B joins.
+ * The group must rebalance with both members within A's rebalance
+ * timeout, A DEGRADED with the read-back's error; once the broker answers
+ * again A claims its partition by itself and every record lands once. */
+static void scenario_lineage_stall(void) {
+    const char *topic = h_name("health-lin");
+    char name[256], group[300];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 2, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 1000, 10, "{\"id\": %d}");
+    const char *props = FAST_GROUP ", \"max.poll.interval.ms\": \"25000\"";
+    const char *cfg_a = config_state("lin", name, topic, props, "", "state");
+    const char *db = h_path("lin.db");
+    pid_t a = h_spawn(cfg_a, "lin-a.log");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    h_stop_clean(a);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_markers WHERE "
+                       "last_offset >= 0") == 2,
+            "inconclusive: the markers keep no lineage to read back");
+    h_step("20 rows, both markers with their lineage");
+
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    char preload[4200], redirect[64];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
+    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", bport, x.port);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {preload,
+                         redirect,
+                         "TIDEMARK_FAULT=before_claim",
+                         "TIDEMARK_FAULT_ACTION=stop",
+                         fp.fd_env,
+                         NULL};
+    a = h_spawn_env(cfg_a, "lin-a.log", env);
+    h_fault_wait(&fp, "before_claim", a, 1);
+    atomic_store(&x.hold_new, 1);
+    H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT: %s", strerror(errno));
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file("lin-a.log"), "reading back the records")) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "inconclusive: host A's read-back never failed (held "
+                "connections: %d)",
+                atomic_load(&x.held_count));
+        h_sleep_ms(100);
+    }
+    H_CHECK(atomic_load(&x.held_count) > 0,
+            "inconclusive: no connection of host A was held");
+    h_step("host A's read-back stalls (%d connection(s) held)",
+           atomic_load(&x.held_count));
+
+    const char *cfg_b = config_state("lin", name, topic, props, "", "state-b");
+    pid_t b = h_spawn(cfg_b, "lin-b.log");
+    int64_t tb = h_now_ms();
+    char owners[2][H_OWNER_MAX];
+    for (;;) {
+        owners[0][0] = owners[1][0] = '\0';
+        int members = h_group_owners(group, topic, 2, owners);
+        if (members == 2 && owners[0][0] && owners[1][0] &&
+            strcmp(owners[0], owners[1]) != 0)
+            break;
+        H_CHECK(waitpid(a, NULL, WNOHANG) == 0, "host A exited");
+        H_CHECK(h_now_ms() - tb < 45000,
+                "the group did not rebalance to both hosts within 45 s of "
+                "host B joining (members %d, owners \"%s\" and \"%s\"): host "
+                "A's stalled read-back blocks the rebalance",
+                members, owners[0], owners[1]);
+        h_sleep_ms(200);
+    }
+    h_step("the group rebalanced to both hosts %lld ms after B joined",
+           (long long)(h_now_ms() - tb));
+    wait_status(a, name, "\"DEGRADED\"", "reading back", 30000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3, "tidemark status of host A: exit %d, expected 3: %s", rc,
+            h_read_file("status.out"));
+
+    atomic_store(&x.hold_new, 0);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 1000 + 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 2, 90000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 30 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_partition || ':' || "
+                           "_tm_offset) FROM t") == 30,
+            "rows: expected 30 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    wait_status(a, name, "\"RUNNING\"", NULL, 30000);
+    h_step("read-back answered: host A claimed, RUNNING, 30 rows once each");
+    h_stop_clean(a);
+    h_stop_clean(b);
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
+/* `tidemark verify CONFIG`: its exit status; its output in WORKDIR/out. */
+static int verify_exit(const char *cfg, const char *out) {
+    const char *args[] = {"verify", cfg, NULL};
+    return h_tidemark(out, args);
+}
+
+/* Dead letters that go to the dead-letter topic only ("sink": false): the
+ * sink stores nothing for their offsets (seen: verify reported each as a
+ * gap on a run that lost nothing). verify must account them from the
+ * topic itself, and still report one the topic no longer holds. */
+static void scenario_verify_dlq_topic_only(void) {
+    const char *topic = h_name("health-dlq");
+    char name[256], dlq[256];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(dlq, sizeof dlq, "%s", h_name("health-dlq-dl"));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    const char *bad = "{\"id\": \"not a number\"}";
+    for (int i = 0; i < 3; i++)
+        h_produce(p, topic, 0, NULL, 0, bad, strlen(bad), NULL, NULL);
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"start\": \"earliest\"}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"dead_letters\": {\"sink\": false, \"topic\": \"%s\"}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s/dlq.db\", \"table\": \"t\"}}, \"state_dir\": \"%s/state\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+             "\"required\": true}]}}",
+             name, h_bootstrap(), topic, dlq, h_workdir(), h_workdir());
+    const char *cfg = h_write_file("dlq.json", text);
+    const char *db = h_path("dlq.db");
+    pid_t pid = h_spawn(cfg, "dlq.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t lo, hi;
+    h_watermarks(dlq, 0, &lo, &hi);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 && hi - lo == 3,
+            "inconclusive: expected 15 rows and 3 dead letters in %s, found "
+            "%lld rows and %lld dead letters",
+            dlq, (long long)h_sqlf(db, "SELECT count(*) FROM t"),
+            (long long)(hi - lo));
+    h_step("15 rows, 3 dead letters in the topic only");
+
+    int rc = verify_exit(cfg, "verify.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("verify.out"), "gaps=0") &&
+                strstr(h_read_file("verify.out"), "dead_letters=3"),
+            "verify of a run that lost nothing: exit %d, expected 0 with the "
+            "3 dead letters accounted: %s",
+            rc, h_read_file("verify.out"));
+    h_step("verify: exit 0, the 3 dead letters found in the topic");
+
+    /* The first dead letter gone from the topic: that one is a gap. */
+    h_delete_records(dlq, 0, lo + 1);
+    rc = verify_exit(cfg, "verify2.out");
+    H_CHECK(rc == 1 && strstr(h_read_file("verify2.out"), "gaps=1"),
+            "verify with a dead letter missing from the topic: exit %d, "
+            "expected 1 with one gap: %s",
+            rc, h_read_file("verify2.out"));
+    h_step("a dead letter deleted from the topic: verify exit 1, one gap");
+    rd_kafka_destroy(p);
+}
+
+/* A failed check (h_fail) must not leave the hosts the test spawned
+ * running after it (seen: hosts of failed runs kept their groups and
+ * files for as long as the machine ran). A child process spawns a host,
+ * reports its pid and fails on purpose; once the child exited, the host
+ * must be gone. */
+static void scenario_fail_stops_hosts(void) {
+    const char *topic = h_name("health-hfail");
+    h_create_topic(topic, 1, NULL, NULL);
+    const char *cfg = config("hfail", topic, topic, "");
+    int fds[2];
+    H_CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    pid_t child = fork();
+    H_CHECK(child >= 0, "fork: %s", strerror(errno));
+    if (child == 0) {
+        close(fds[0]);
+        pid_t host = h_spawn(cfg, "hfail.log");
+        ssize_t w = write(fds[1], &host, sizeof host);
+        (void)w;
+        close(fds[1]);
+        h_sleep_ms(500);
+        h_fail("failing on purpose (what a failure leaves behind is "
+               "checked), host %d running",
+               (int)host);
+    }
+    close(fds[1]);
+    pid_t host = 0;
+    ssize_t r = read(fds[0], &host, sizeof host);
+    close(fds[0]);
+    int st = 0;
+    waitpid(child, &st, 0);
+    H_CHECK(r == (ssize_t)sizeof host && host > 0 && WIFEXITED(st) &&
+                WEXITSTATUS(st) == 1,
+            "inconclusive: the child did not spawn a host and fail");
+    char state = h_proc_state(host);
+    if (state != '?' && state != 'Z') {
+        kill(host, SIGKILL); /* not ours to reap: init's now */
+        h_fail("host %d (state %c) still runs after the test that spawned "
+               "it failed",
+               (int)host, state);
+    }
+    h_step("the failed test's host is gone");
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -464,6 +877,11 @@ int main(int argc, char **argv) {
         {"missing_topic", scenario_missing_topic},
         {"status_invalid_config", scenario_status_invalid_config},
         {"stop_pg_blackholed", scenario_stop_pg_blackholed},
+        {"broker_unreachable", scenario_broker_unreachable},
+        {"claim_fatal_stopping", scenario_claim_fatal_stopping},
+        {"lineage_stall", scenario_lineage_stall},
+        {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
+        {"fail_stops_hosts", scenario_fail_stops_hosts},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
