@@ -46,12 +46,17 @@ static int64_t applied_at(const pg_run *x, const tm_record *r) {
     return r->timestamp_ms >= 0 ? r->timestamp_ms : x->wall_ms;
 }
 
-static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
-                                    int64_t offset, int64_t ts,
-                                    const char *reason, const char *detail,
-                                    const void *key, size_t key_len,
-                                    const void *value, size_t value_len,
-                                    const char *headers, tm_error *err) {
+/* One dead letter of range RANGE, counted in the marker. With dedup, one
+ * already stored for the offset by this connector (a replay after
+ * `offsets --reset-to` an earlier offset) is not stored again: it counts
+ * as a duplicate, like a replayed record whose key is stored, so the
+ * marker's dead_letters stay the number stored. The check is the INSERT's
+ * own WHERE NOT EXISTS (on the by-offset index): no extra round trip. */
+static tm_status
+insert_dead_letter(pg_run *x, uint32_t range, const tm_range *g, int64_t offset,
+                   int64_t ts, const char *reason, const char *detail,
+                   const void *key, size_t key_len, const void *value,
+                   size_t value_len, const char *headers, tm_error *err) {
     pg_sink *s = x->s;
     char part[16], off[32], tsb[32];
     snprintf(part, sizeof part, "%d", (int)g->partition);
@@ -83,12 +88,24 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
     pg_buf_add(&b, s->q_dls);
     pg_buf_add(&b, " (connector, topic, \"partition\", \"offset\", "
                    "timestamp_ms, reason, detail, \"key\", \"value\", "
-                   "headers, batch_id) VALUES ($1, $2, $3::int, $4::bigint, "
-                   "$5::bigint, $6, $7, $8::bytea, $9::bytea, $10, $11)");
+                   "headers, batch_id) SELECT $1, $2, $3::int, $4::bigint, "
+                   "$5::bigint, $6, $7, $8::bytea, $9::bytea, $10, $11");
+    if (s->config->flags & TM_CONFIG_DEDUP) {
+        pg_buf_add(&b, " WHERE NOT EXISTS (SELECT 1 FROM ");
+        pg_buf_add(&b, s->q_dls);
+        pg_buf_add(&b, " WHERE connector = $1 AND topic = $2 AND "
+                       "\"partition\" = $3::int AND \"offset\" = $4::bigint)");
+    }
     tm_status r = TM_RETRY;
     PGresult *res = b.oom ? NULL
                           : pg_query(s, b.p, 11, v, lens, fmts, 0,
                                      "writing dead letters", &r, err);
+    if (res) {
+        if (strcmp(PQcmdTuples(res), "0") == 0)
+            x->dups[range]++;
+        else
+            x->dls[range]++;
+    }
     pg_buf_free(&b);
     free(clean);
     PQclear(res);
@@ -99,10 +116,9 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
 static tm_status record_dead_letter(pg_run *x, const tm_record *r,
                                     const tm_range *g, const char *reason,
                                     const char *detail, tm_error *err) {
-    x->dls[r->range]++;
-    return insert_dead_letter(x, g, r->offset, r->timestamp_ms, reason, detail,
-                              r->key, r->key_len, r->value, r->value_len,
-                              r->headers_json, err);
+    return insert_dead_letter(x, r->range, g, r->offset, r->timestamp_ms,
+                              reason, detail, r->key, r->key_len, r->value,
+                              r->value_len, r->headers_json, err);
 }
 
 /* 0 new (write the row), 1 duplicate, 2 conflict (detail filled); -1 on
@@ -443,8 +459,7 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
     for (size_t j = 0; j < b->ndead_letters; j++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, d->range);
-        x->dls[d->range]++;
-        if ((r = insert_dead_letter(x, g, d->offset, d->timestamp_ms,
+        if ((r = insert_dead_letter(x, d->range, g, d->offset, d->timestamp_ms,
                                     tm_dl_reason_name(d->reason), d->detail,
                                     d->key, d->key_len, d->value, d->value_len,
                                     d->headers_json, err)) != TM_OK)

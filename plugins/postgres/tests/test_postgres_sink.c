@@ -704,6 +704,61 @@ START_TEST(identity_conflict_is_a_dead_letter) {
 }
 END_TEST
 
+/* After `offsets --reset-to` an earlier offset on a dedup connector, a
+ * replayed offset that was a dead letter got a second one (verify: "stored
+ * 2 times"). With dedup a dead letter already stored for the offset is not
+ * stored again; the marker counts it as a duplicate (like a replayed record
+ * whose key is stored), so its dead_letters stay the stored ones. Both
+ * kinds: the host's (parse_error) and the sink's own (identity_conflict). */
+START_TEST(replayed_dead_letter_is_stored_once) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 7, "x", "order-7", "h1"},
+               {2, 7, "y", "order-7", "h2"}}; /* a conflict */
+    tm_dead_letter dl = {.struct_size = sizeof dl,
+                         .range = 0,
+                         .offset = 1,
+                         .timestamp_ms = 1001,
+                         .reason = TM_DL_PARSE_ERROR,
+                         .detail = "not JSON",
+                         .value = "{",
+                         .value_len = 1};
+    batch_make(&b, 0, 3, m.epoch, r, 2);
+    b.b.dead_letters = &dl;
+    b.b.ndead_letters = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     2);
+    /* the rewind: the marker back to 0, as offsets --reset-to does */
+    tm_error err = {sizeof err, ""};
+    m.next_offset = 0;
+    ck_assert_int_eq(api->claim(sink, &m, 1, TM_CLAIM_RESET, &err), TM_OK);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM $S.tidemark_markers"), 0);
+    batch_make(&b, 0, 3, m.epoch, r, 2);
+    b.b.dead_letters = &dl;
+    b.b.ndead_letters = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 1"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 2"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    char v[128];
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || duplicates || "
+             "'/' || next_offset FROM $S.tidemark_markers",
+             v, sizeof v);
+    /* dead_letters = the stored ones; the replay: all three duplicates */
+    ck_assert_str_eq(v, "1/2/3/3");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 START_TEST(refused_rows_are_dead_letters) {
     char text[512];
     snprintf(text, sizeof text,
@@ -1368,6 +1423,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_index_names_fit);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
+    tcase_add_test(tc, replayed_dead_letter_is_stored_once);
     tcase_add_loop_test(tc, sqlstate_classes, 0,
                         (int)(sizeof STATES / sizeof STATES[0]));
     tcase_add_test(tc, refused_business_key_is_a_dead_letter);
