@@ -147,11 +147,15 @@ static void set_sql(pg_sink *s, pg_buf *b) {
                   "ORDINALITY AS u(identity, payload_hash, topic, part, off, "
                   "at, ord)), f AS (SELECT DISTINCT ON (identity) identity, "
                   "ord AS first FROM b ORDER BY identity, ord), old AS "
-                  "(SELECT identity, payload_hash, first_topic, "
-                  "first_partition, first_offset FROM ");
+                  "(SELECT f.identity, k.* FROM f CROSS JOIN LATERAL (SELECT "
+                  "payload_hash, first_topic, first_partition, first_offset "
+                  "FROM ");
     pg_buf_add(b, s->q_keys);
-    pg_buf_add(b, " WHERE connector = $1 AND identity IN (SELECT identity "
-                  "FROM f)), ins AS (INSERT INTO ");
+    /* LATERAL ... LIMIT 1: one primary key probe per key of the batch,
+     * never a scan of every key the connector stored (the planner takes
+     * a hash join over a sequential scan for a thousand keys) */
+    pg_buf_add(b, " WHERE connector = $1 AND identity = f.identity LIMIT 1) "
+                  "k), ins AS (INSERT INTO ");
     pg_buf_add(b, s->q_keys);
     pg_buf_add(b, " (connector, identity, payload_hash, first_topic, "
                   "first_partition, first_offset, applied_at, applied_wall) "
