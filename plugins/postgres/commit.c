@@ -322,9 +322,9 @@ static int keyed(pg_run *x, size_t j) {
 }
 
 /* The keyed records' business keys, decided as a set (keys.c). When the
- * database refuses the set statement for a record's content, the batch's
- * transaction runs again deciding them one by one, which finds the
- * record (write_each). */
+ * database refuses the set statement for a record's content (or a key
+ * stored concurrently: 23505), the batch's transaction runs again deciding
+ * them one by one, which finds the record (write_each). */
 static tm_status decide_keys(pg_run *x, pg_key_set *keys, tm_error *err) {
     const tm_batch *b = x->b;
     size_t n = b->nrecords ? b->nrecords : 1;
@@ -341,8 +341,8 @@ static tm_status decide_keys(pg_run *x, pg_key_set *keys, tm_error *err) {
     free(want);
     if (r != TM_OK && x->s->conn && rejectable(x->s)) {
         x->s->host->log(x->s->config->host_ctx, TM_LOG_WARN,
-                        "batch %s: the set of business keys was refused "
-                        "(%s); deciding them one record at a time",
+                        "batch %s: the set of business keys failed (%s); "
+                        "deciding them one record at a time",
                         b->batch_id, err->message);
         x->one_by_one = 1;
         x->redo = 1;

@@ -1,12 +1,13 @@
 /* Business keys (dedup): which of a batch's keyed records are new, which
  * are duplicates and which are identity conflicts, decided as a set in one
- * statement: the batch's keys go as arrays, one INSERT ... ON CONFLICT DO
- * NOTHING stores the first occurrence of each, and the same statement
- * answers only for the records that are not simply new (a key stored
- * before, an in-batch repeat). A key per round trip cost a 2000-record
- * batch 2000 round trips (docs/benchmarks.md). pg_key_one is the same
- * decision for one record: the fallback when the database refuses a key
- * of the set for its content, to find which record it was. */
+ * statement: the batch's keys go as arrays, the keys stored before are
+ * read by primary key, one INSERT stores the first occurrence of each
+ * other key, and the statement answers only for the records that are not
+ * simply new (a key stored before, an in-batch repeat). A key per round
+ * trip cost a 2000-record batch 2000 round trips (docs/benchmarks.md).
+ * pg_key_one is the same decision for one record: the fallback when the
+ * set statement fails for a record's content (or a key stored
+ * concurrently), to find which record it was. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,10 +138,13 @@ enum { A_IDENT, A_HASH, A_TOPIC, A_PART, A_OFF, A_AT, NARRAYS };
 /* The statement: $2..$7 the keyed records' arrays (identity, payload hash,
  * topic, partition, offset, applied_at) in offset order, $8 the wall
  * clock. f: each key's first occurrence; old: the keys stored before this
- * statement (its snapshot); ins: the first occurrences stored now. A
- * record comes back only when it is not simply new: its key stored
- * before, a repeat of an earlier record of the batch, or (neither stored
- * before nor now) stored concurrently by another transaction. */
+ * statement (its snapshot); ins: the first occurrences of the other keys,
+ * stored now. A record comes back only when it is not simply new: its key
+ * stored before or a repeat of an earlier record of the batch. The INSERT
+ * has no ON CONFLICT: its speculative insertion cost a third more, and
+ * the keys it inserts are known absent; one stored by a concurrent
+ * transaction since the snapshot fails it (23505), and the keys are then
+ * decided one record at a time, which waits for that transaction. */
 static void set_sql(pg_sink *s, pg_buf *b) {
     pg_buf_add(b, "WITH b AS (SELECT * FROM unnest($2::text[], $3::text[], "
                   "$4::text[], $5::int[], $6::bigint[], $7::bigint[]) WITH "
@@ -161,7 +165,8 @@ static void set_sql(pg_sink *s, pg_buf *b) {
                   "first_partition, first_offset, applied_at, applied_wall) "
                   "SELECT $1, b.identity, b.payload_hash, b.topic, b.part, "
                   "b.off, b.at, $8::bigint FROM b JOIN f ON f.first = b.ord "
-                  "ORDER BY b.ord ON CONFLICT DO NOTHING RETURNING identity) "
+                  "WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.identity = "
+                  "b.identity) ORDER BY b.ord RETURNING identity) "
                   "SELECT b.ord, f.first, old.identity IS NOT NULL, "
                   "old.payload_hash, old.first_topic, old.first_partition, "
                   "old.first_offset FROM b JOIN f USING (identity) LEFT JOIN "
@@ -215,9 +220,9 @@ static tm_status read_answer(pg_sink *s, const tm_batch *b, const size_t *idx,
                                 part, off, first->identity_hash,
                                 r->identity_hash);
         } else {
-            /* neither in the snapshot nor stored: another transaction
-             * stored it meanwhile; the batch again sees it stored */
-            s->host->set_error(err, "business key %.*s stored concurrently",
+            /* neither in the snapshot nor stored: cannot happen (the
+             * INSERT fails instead); the batch again decides it */
+            s->host->set_error(err, "business key %.*s not stored",
                                (int)pg_utf8_prefix(r->identity, 100),
                                r->identity);
             return TM_RETRY;

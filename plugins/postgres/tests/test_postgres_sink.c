@@ -959,7 +959,7 @@ static void model_check(const model *m, const char *when) {
 static int set_refusals; /* the commit's warnings that the set fell back */
 static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
     (void)ctx;
-    if (level == TM_LOG_WARN && strstr(fmt, "set of business keys"))
+    if (level == TM_LOG_WARN && strstr(fmt, "set of business keys failed"))
         set_refusals++;
 }
 
