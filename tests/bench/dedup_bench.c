@@ -12,6 +12,7 @@
  *   dedup_bench [--rows N] [--reps N] [--sinks sqlite,postgres]
  *               [--batches 1000,10000] [--resent 0,10] [--dir DIR]
  *               [--modes append,dedup,upsert]
+ *               [--sqlite-plugin PATH] [--postgres-plugin PATH]
  *
  * --modes: the modes run (to profile one, e.g. under perf); a mode left
  * out, and a ratio it takes part in, prints as 0.
@@ -213,6 +214,7 @@ int main(int argc, char **argv) {
     size_t nb = list("1000,10000", batches, 8), nr = list("0,10", resents, 8);
     const char *sinks = "sqlite,postgres", *dir = "/tmp";
     const char *modes = "append,dedup,upsert";
+    const char *plugins[2] = {TM_SQLITE_PLUGIN, TM_POSTGRES_PLUGIN};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--rows"))
             rows = strtoul(argv[i + 1], NULL, 10);
@@ -228,6 +230,10 @@ int main(int argc, char **argv) {
             dir = argv[i + 1];
         else if (!strcmp(argv[i], "--modes"))
             modes = argv[i + 1];
+        else if (!strcmp(argv[i], "--sqlite-plugin"))
+            plugins[0] = argv[i + 1];
+        else if (!strcmp(argv[i], "--postgres-plugin"))
+            plugins[1] = argv[i + 1];
         else
             die("bad argument", argv[i]);
     }
@@ -248,11 +254,10 @@ int main(int argc, char **argv) {
         const char *name = postgres ? "postgres" : "sqlite";
         if (!strstr(sinks, name))
             continue;
-        char path[1024], errstr[1024];
+        char errstr[1024];
         tm_plugin loaded;
-        snprintf(path, sizeof path, "%s",
-                 postgres ? TM_POSTGRES_PLUGIN : TM_SQLITE_PLUGIN);
-        if (tm_plugin_load(path, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
+        if (tm_plugin_load(plugins[postgres], NULL, 0, &loaded, errstr,
+                           sizeof errstr) != 0)
             die("load", errstr);
         for (size_t bi = 0; bi < nb; bi++)
             for (size_t ri = 0; ri < nr; ri++) {
