@@ -1573,6 +1573,95 @@ START_TEST(interrupt_cancels_a_blocked_claim) {
 }
 END_TEST
 
+/* Commits the test's open transaction (the admin connection) once the
+ * sink's backend is seen waiting on a lock; records only. */
+typedef struct releaser {
+    atomic_int saw_wait;
+} releaser;
+
+static void *release_when_waited(void *arg) {
+    releaser *x = arg;
+    PGconn *c = PQconnectdb(pgt_conninfo());
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+             "'%s' AND wait_event_type = 'Lock'",
+             connector);
+    int64_t until = pgt_mono_ms() + 20000;
+    while (PQstatus(c) == CONNECTION_OK && pgt_mono_ms() < until) {
+        PGresult *r = PQexec(c, q);
+        int waiting = PQresultStatus(r) == PGRES_TUPLES_OK &&
+                      atoi(PQgetvalue(r, 0, 0)) > 0;
+        PQclear(r);
+        if (waiting) {
+            atomic_store(&x->saw_wait, 1);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    PQfinish(c);
+    /* the main thread is inside commit(): admin is this thread's now */
+    PQclear(PQexec(admin, "COMMIT"));
+    return NULL;
+}
+
+/* A key that another transaction stores after the set statement's
+ * snapshot (another member of the group, on another partition) fails its
+ * INSERT (23505): the batch decides its keys again one record at a time,
+ * which finds the key stored: a duplicate, not a second row. */
+START_TEST(key_stored_concurrently_is_decided_again) {
+    tm_host_api host = *tm_host_services();
+    host.log = counting_log;
+    set_refusals = 0;
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_with(&c, &host);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 1, "a", "k0", "h0"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    char q[512];
+    snprintf(q, sizeof q,
+             "BEGIN; INSERT INTO \"%s\".tidemark_keys (connector, identity, "
+             "payload_hash, first_topic, first_partition, first_offset, "
+             "applied_at, applied_wall) VALUES ('%s', 'kc', 'hc', 't', 1, 99, "
+             "1000, 0)",
+             schema, connector);
+    PQclear(sql(q));
+    releaser x;
+    atomic_init(&x.saw_wait, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, release_when_waited, &x), 0);
+    rec r2[] = {{1, 2, "b", "kc", "hc"}, {2, 3, "c", "kn", "hn"}};
+    batch_make(&b, 1, 3, m.epoch, r2, 2);
+    tm_error err;
+    tm_status rc = commit(sink, &b, &err);
+    pthread_join(th, NULL);
+    ck_assert_msg(atomic_load(&x.saw_wait),
+                  "inconclusive: the sink never waited on the other "
+                  "transaction's key (%s)",
+                  tm_status_name(rc));
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(set_refusals, 1); /* the set failed, then one by one */
+    char v[256];
+    sql_text("SELECT string_agg(_tm_offset::text, ',' ORDER BY _tm_offset) "
+             "FROM $S.t",
+             v, sizeof v);
+    ck_assert_str_eq(v, "0,2");
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || duplicates "
+             "FROM $S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "2/0/1");
+    ck_assert_int_eq(sql_int("SELECT first_offset FROM $S.tidemark_keys WHERE "
+                             "identity = 'kc'"),
+                     99);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 START_TEST(past_deadline_is_retry_with_nothing_written) {
     conf c;
     conf_init(&c, BASIC "}", 0, 2);
@@ -1674,6 +1763,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, refused_rows_are_dead_letters);
     tcase_add_test(tc, replayed_dead_letter_is_stored_once);
     tcase_add_test(tc, keys_as_a_set_match_the_per_record_outcomes);
+    tcase_add_test(tc, key_stored_concurrently_is_decided_again);
     tcase_add_loop_test(tc, sqlstate_classes, 0,
                         (int)(sizeof STATES / sizeof STATES[0]));
     tcase_add_test(tc, refused_business_key_is_a_dead_letter);
