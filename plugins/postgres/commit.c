@@ -27,6 +27,10 @@ typedef struct pg_run {
      * the transaction is run again. redo: run it again. */
     char **refused;
     int redo;
+    /* The set statement of the keys (keys.c) was refused for a record's
+     * content: the run again decides them one record at a time, which
+     * finds the record (refuse_key). */
+    int one_by_one;
     int64_t wall_ms; /* the wall clock as the commit started */
 } pg_run;
 
@@ -38,20 +42,17 @@ static int64_t wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* When a business key counts as applied by the data: the record's Kafka
- * timestamp, or the wall clock for records without one. The wall clock of
- * the application is stored beside it (applied_wall): a record stamped in
- * the past must not be forgotten as soon as it is applied. */
-static int64_t applied_at(const pg_run *x, const tm_record *r) {
-    return r->timestamp_ms >= 0 ? r->timestamp_ms : x->wall_ms;
-}
-
-static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
-                                    int64_t offset, int64_t ts,
-                                    const char *reason, const char *detail,
-                                    const void *key, size_t key_len,
-                                    const void *value, size_t value_len,
-                                    const char *headers, tm_error *err) {
+/* One dead letter of range RANGE, counted in the marker. With dedup, one
+ * already stored for the offset by this connector (a replay after
+ * `offsets --reset-to` an earlier offset) is not stored again: it counts
+ * as a duplicate, like a replayed record whose key is stored, so the
+ * marker's dead_letters stay the number stored. The check is the INSERT's
+ * own WHERE NOT EXISTS (on the by-offset index): no extra round trip. */
+static tm_status
+insert_dead_letter(pg_run *x, uint32_t range, const tm_range *g, int64_t offset,
+                   int64_t ts, const char *reason, const char *detail,
+                   const void *key, size_t key_len, const void *value,
+                   size_t value_len, const char *headers, tm_error *err) {
     pg_sink *s = x->s;
     char part[16], off[32], tsb[32];
     snprintf(part, sizeof part, "%d", (int)g->partition);
@@ -83,12 +84,24 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
     pg_buf_add(&b, s->q_dls);
     pg_buf_add(&b, " (connector, topic, \"partition\", \"offset\", "
                    "timestamp_ms, reason, detail, \"key\", \"value\", "
-                   "headers, batch_id) VALUES ($1, $2, $3::int, $4::bigint, "
-                   "$5::bigint, $6, $7, $8::bytea, $9::bytea, $10, $11)");
+                   "headers, batch_id) SELECT $1, $2, $3::int, $4::bigint, "
+                   "$5::bigint, $6, $7, $8::bytea, $9::bytea, $10, $11");
+    if (s->config->flags & TM_CONFIG_DEDUP) {
+        pg_buf_add(&b, " WHERE NOT EXISTS (SELECT 1 FROM ");
+        pg_buf_add(&b, s->q_dls);
+        pg_buf_add(&b, " WHERE connector = $1 AND topic = $2 AND "
+                       "\"partition\" = $3::int AND \"offset\" = $4::bigint)");
+    }
     tm_status r = TM_RETRY;
     PGresult *res = b.oom ? NULL
                           : pg_query(s, b.p, 11, v, lens, fmts, 0,
                                      "writing dead letters", &r, err);
+    if (res) {
+        if (strcmp(PQcmdTuples(res), "0") == 0)
+            x->dups[range]++;
+        else
+            x->dls[range]++;
+    }
     pg_buf_free(&b);
     free(clean);
     PQclear(res);
@@ -99,89 +112,9 @@ static tm_status insert_dead_letter(pg_run *x, const tm_range *g,
 static tm_status record_dead_letter(pg_run *x, const tm_record *r,
                                     const tm_range *g, const char *reason,
                                     const char *detail, tm_error *err) {
-    x->dls[r->range]++;
-    return insert_dead_letter(x, g, r->offset, r->timestamp_ms, reason, detail,
-                              r->key, r->key_len, r->value, r->value_len,
-                              r->headers_json, err);
-}
-
-/* 0 new (write the row), 1 duplicate, 2 conflict (detail filled); -1 on
- * failure with *r set. */
-static int key_outcome(pg_run *x, const tm_record *r, const tm_range *g,
-                       char *detail, size_t size, tm_status *st,
-                       tm_error *err) {
-    pg_sink *s = x->s;
-    char part[16], off[32], at[32], wall[32];
-    snprintf(part, sizeof part, "%d", (int)g->partition);
-    snprintf(off, sizeof off, "%lld", (long long)r->offset);
-    snprintf(at, sizeof at, "%lld", (long long)applied_at(x, r));
-    snprintf(wall, sizeof wall, "%lld", (long long)x->wall_ms);
-    const char *v[8] = {s->config->connector,
-                        r->identity,
-                        r->identity_hash,
-                        g->topic,
-                        part,
-                        off,
-                        at,
-                        wall};
-    pg_buf b = {0};
-    pg_buf_add(&b, "INSERT INTO ");
-    pg_buf_add(&b, s->q_keys);
-    pg_buf_add(&b, " (connector, identity, payload_hash, first_topic, "
-                   "first_partition, first_offset, applied_at, "
-                   "applied_wall) VALUES ($1, $2, $3, $4, $5::int, "
-                   "$6::bigint, $7::bigint, $8::bigint) ON CONFLICT DO "
-                   "NOTHING RETURNING 1");
-    PGresult *res = b.oom ? NULL
-                          : pg_query(s, b.p, 8, v, NULL, NULL, 1,
-                                     "storing business keys", st, err);
-    if (!res) {
-        if (b.oom)
-            *st = TM_RETRY;
-        pg_buf_free(&b);
-        return -1;
-    }
-    int fresh = PQntuples(res) == 1;
-    PQclear(res);
-    if (fresh) {
-        pg_buf_free(&b);
-        return 0;
-    }
-    b.len = 0;
-    pg_buf_add(&b, "SELECT payload_hash, first_topic, first_partition, "
-                   "first_offset FROM ");
-    pg_buf_add(&b, s->q_keys);
-    pg_buf_add(&b, " WHERE connector = $1 AND identity = $2");
-    res = b.oom ? NULL
-                : pg_query(s, b.p, 2, v, NULL, NULL, 1,
-                           "comparing business keys", st, err);
-    pg_buf_free(&b);
-    if (!res)
-        return -1;
-    if (PQntuples(res) != 1) {
-        /* ON CONFLICT saw it, the read does not: deleted concurrently. */
-        PQclear(res);
-        s->host->set_error(err, "business key %.*s vanished concurrently",
-                           (int)pg_utf8_prefix(r->identity, 100), r->identity);
-        *st = TM_RETRY;
-        return -1;
-    }
-    const char *h = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
-    int same = (!h && !r->identity_hash) ||
-               (h && r->identity_hash && strcmp(h, r->identity_hash) == 0);
-    if (!same) {
-        const char *topic = PQgetvalue(res, 0, 1), *was = h ? h : "(none)",
-                   *now = r->identity_hash ? r->identity_hash : "(none)";
-        snprintf(detail, size,
-                 "identity %.*s first applied from %.*s[%s]@%s with "
-                 "payload hash %.*s, now %.*s",
-                 (int)pg_utf8_prefix(r->identity, 120), r->identity,
-                 (int)pg_utf8_prefix(topic, 100), topic, PQgetvalue(res, 0, 2),
-                 PQgetvalue(res, 0, 3), (int)pg_utf8_prefix(was, 80), was,
-                 (int)pg_utf8_prefix(now, 80), now);
-    }
-    PQclear(res);
-    return same ? 1 : 2;
+    return insert_dead_letter(x, r->range, g, r->offset, r->timestamp_ms,
+                              reason, detail, r->key, r->key_len, r->value,
+                              r->value_len, r->headers_json, err);
 }
 
 /* Forgets the keys applied before min(newest record timestamp of the
@@ -194,8 +127,8 @@ static tm_status prune_keys(pg_run *x, tm_error *err) {
     int64_t newest = INT64_MIN;
     for (size_t j = 0; j < x->b->nrecords; j++) {
         const tm_record *r = TM_CELEM(tm_record, x->b->records, j);
-        if (r->identity && applied_at(x, r) > newest)
-            newest = applied_at(x, r);
+        if (r->identity && pg_applied_at(r, x->wall_ms) > newest)
+            newest = pg_applied_at(r, x->wall_ms);
     }
     if (newest == INT64_MIN)
         return TM_OK;
@@ -379,16 +312,53 @@ static const char *null_key_column(const pg_sink *s, const tm_record *r) {
     return NULL;
 }
 
-/* Every record: without an upsert key a dead letter null_key; with dedup
- * a duplicate, a conflict or a row; then the rows in one COPY; then the
- * host's dead letters. */
-static tm_status write_effects(pg_run *x, tm_error *err) {
+/* A record whose business key is decided: it has one, and it is neither
+ * a dead letter null_key (upsert) nor one whose key a previous run found
+ * refused. */
+static int keyed(pg_run *x, size_t j) {
+    const tm_record *rec = TM_CELEM(tm_record, x->b->records, j);
+    return rec->identity && !null_key_column(x->s, rec) &&
+           !(x->refused && x->refused[j]);
+}
+
+/* The keyed records' business keys, decided as a set (keys.c). When the
+ * database refuses the set statement for a record's content (or a key
+ * stored concurrently: 23505), the batch's transaction runs again deciding
+ * them one by one, which finds the record (write_each). */
+static tm_status decide_keys(pg_run *x, pg_key_set *keys, tm_error *err) {
+    const tm_batch *b = x->b;
+    size_t n = b->nrecords ? b->nrecords : 1;
+    unsigned char *want = calloc(n, 1);
+    keys->outcome = calloc(n, 1);
+    if (!want || !keys->outcome) {
+        free(want);
+        x->s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+        return TM_RETRY;
+    }
+    for (size_t j = 0; j < b->nrecords; j++)
+        want[j] = (unsigned char)keyed(x, j);
+    tm_status r = pg_keys_decide(x->s, b, want, x->wall_ms, keys, err);
+    free(want);
+    if (r != TM_OK && x->s->conn && rejectable(x->s)) {
+        x->s->host->log(x->s->config->host_ctx, TM_LOG_WARN,
+                        "batch %s: the set of business keys failed (%s); "
+                        "deciding them one record at a time",
+                        b->batch_id, err->message);
+        x->one_by_one = 1;
+        x->redo = 1;
+    }
+    return r;
+}
+
+/* Every record in offset order: without an upsert key a dead letter
+ * null_key; with dedup a duplicate, a conflict or a row (KEYS, or one
+ * record at a time after the set was refused); then the rows in one COPY;
+ * then the host's dead letters. */
+static tm_status write_each(pg_run *x, const pg_key_set *keys, tm_error *err) {
     const tm_batch *b = x->b;
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
     tm_status r = TM_OK;
     char detail[512];
-    if (dedup && x->s->set.retention_s > 0 && (r = prune_keys(x, err)) != TM_OK)
-        return r;
     for (size_t j = 0; j < b->nrecords; j++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
@@ -419,18 +389,23 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
             continue;
         }
         int outcome = 0;
-        if (dedup && rec->identity) {
+        const char *why = detail;
+        if (dedup && rec->identity && x->one_by_one) {
             x->s->last_state[0] = '\0';
-            outcome = key_outcome(x, rec, g, detail, sizeof detail, &r, err);
+            outcome = pg_key_one(x->s, rec, g, x->wall_ms, detail,
+                                 sizeof detail, &r, err);
             if (outcome < 0)
                 return refuse_key(x, j, r, err);
+        } else if (dedup && rec->identity) {
+            outcome = keys->outcome[j];
+            why = outcome == 2 ? keys->detail[j] : NULL;
         }
         if (outcome == 1) {
             x->dups[rec->range]++;
         } else if (outcome == 2) {
             if ((r = record_dead_letter(
-                     x, rec, g, tm_dl_reason_name(TM_DL_IDENTITY_CONFLICT),
-                     detail, err)) != TM_OK)
+                     x, rec, g, tm_dl_reason_name(TM_DL_IDENTITY_CONFLICT), why,
+                     err)) != TM_OK)
                 return r;
         } else {
             x->write[j] = 1;
@@ -443,14 +418,29 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
     for (size_t j = 0; j < b->ndead_letters; j++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, d->range);
-        x->dls[d->range]++;
-        if ((r = insert_dead_letter(x, g, d->offset, d->timestamp_ms,
+        if ((r = insert_dead_letter(x, d->range, g, d->offset, d->timestamp_ms,
                                     tm_dl_reason_name(d->reason), d->detail,
                                     d->key, d->key_len, d->value, d->value_len,
                                     d->headers_json, err)) != TM_OK)
             return r;
     }
     return TM_OK;
+}
+
+/* With dedup: expired keys pruned (a retention), the keys decided; then
+ * every record's effect. */
+static tm_status write_effects(pg_run *x, tm_error *err) {
+    int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
+    tm_status r = TM_OK;
+    if (dedup && x->s->set.retention_s > 0 && (r = prune_keys(x, err)) != TM_OK)
+        return r;
+    pg_key_set keys = {0};
+    if (dedup && !x->one_by_one)
+        r = decide_keys(x, &keys, err);
+    if (r == TM_OK)
+        r = write_each(x, &keys, err);
+    pg_key_set_free(&keys, x->b->nrecords);
+    return r;
 }
 
 /* One round trip: BEGIN, SET CONSTRAINTS ALL IMMEDIATE and every

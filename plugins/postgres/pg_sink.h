@@ -222,6 +222,31 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *rows, const char *lead,
  * (OUT untouched). */
 int pg_jsonb_text(const char *p, size_t n, pg_buf *out);
 
+/* keys.c: the business keys of dedup (docs/sinks/postgres.md, step 3). */
+/* When a business key counts as applied by the data: the record's Kafka
+ * timestamp, or WALL_MS (the commit's wall clock) without one. */
+int64_t pg_applied_at(const tm_record *r, int64_t wall_ms);
+/* One record's key, stored when new: 0 new (write the row), 1 duplicate,
+ * 2 conflict (DETAIL filled); -1 on failure with *st set. */
+int pg_key_one(pg_sink *s, const tm_record *r, const tm_range *g,
+               int64_t wall_ms, char *detail, size_t size, tm_status *st,
+               tm_error *err);
+/* What pg_keys_decide found, per record of the batch. */
+typedef struct pg_key_set {
+    unsigned char *outcome; /* 0 new or not keyed, 1 duplicate, 2 conflict */
+    char **detail;          /* a conflict's detail (NULL until one) */
+} pg_key_set;
+/* The keys of the records with KEYED[j] set, decided as a set in one
+ * statement, with pg_key_one's outcomes offset for offset (in-batch
+ * repeats against the batch's first occurrence). OUT->outcome (nrecords,
+ * zeroed) is the caller's. A key the database refuses for its content
+ * fails the statement (s->last_state): pg_key_one finds the record. */
+tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
+                         const unsigned char *keyed, int64_t wall_ms,
+                         pg_key_set *out, tm_error *err);
+/* Frees OUT's details and outcome. */
+void pg_key_set_free(pg_key_set *out, size_t nrecords);
+
 /* commit.c */
 tm_status pg_commit(void *sink, const tm_batch *batch, tm_error *err);
 

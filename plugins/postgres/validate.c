@@ -152,6 +152,54 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     return r;
 }
 
+/* An existing helper TABLE lacking any of COLUMNS (a text[] literal) gets
+ * them at open by ALTER TABLE ... ADD COLUMN IF NOT EXISTS (schema.c),
+ * which only the table's owner (or a member of its role) may run: open
+ * would fail with 42501, so validate refuses naming the owner and the
+ * fix. A table that has them all needs no ALTER and no ownership. */
+static tm_status owner_for_columns(pg_sink *s, const char *role,
+                                   const char *table, const char *columns,
+                                   const char *what, tm_error *err) {
+    const char *v[2] = {table, columns};
+    tm_status r;
+    PGresult *res = pg_query(
+        s,
+        "SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = "
+        "to_regclass($1) AND NOT pg_has_role(current_user, c.relowner, "
+        "'USAGE') AND (SELECT count(*) FROM pg_attribute a WHERE a.attrelid "
+        "= c.oid AND NOT a.attisdropped AND a.attname = ANY($2::text[])) < "
+        "cardinality($2::text[])",
+        2, v, NULL, NULL, 1, "validate: reading the table's owner", &r, err);
+    if (!res)
+        return r;
+    if (PQntuples(res) == 1) {
+        const char *owner = PQgetvalue(res, 0, 0);
+        s->host->set_error(err,
+                           "privileges: role \"%s\" is not the owner of "
+                           "table %s (owner \"%s\"), and open must add %s to "
+                           "it with ALTER TABLE, which needs the owner: the "
+                           "owner opens the sink once (or runs the ALTER TABLE "
+                           "of docs/sinks/postgres.md), or GRANT \"%s\" TO "
+                           "\"%s\"",
+                           role, table, owner, what, owner, role);
+        r = TM_INVALID;
+    }
+    PQclear(res);
+    return r;
+}
+
+/* The helper tables open alters when they come from an older version. */
+static tm_status owners(pg_sink *s, const char *role, tm_error *err) {
+    tm_status r =
+        owner_for_columns(s, role, s->q_markers,
+                          "{last_offset,last_timestamp_ms,last_record_hash}",
+                          "the marker's lineage columns", err);
+    if (r == TM_OK)
+        r = owner_for_columns(s, role, s->q_keys, "{applied_wall}",
+                              "the column applied_wall", err);
+    return r;
+}
+
 tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
                       tm_error *err) {
     pg_sink s = {.host = host, .config = config};
@@ -174,7 +222,8 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
                             "is false",
                             s.q_table);
             r = TM_INVALID;
-        } else if ((r = privileges(&s, role, err)) != TM_OK)
+        } else if ((r = privileges(&s, role, err)) != TM_OK ||
+                   (r = owners(&s, role, err)) != TM_OK)
             ; /* err says why */
         else if (exists && (r = pg_shape_check(&s, err)) == TM_OK)
             r = pg_owner_check(&s, err);

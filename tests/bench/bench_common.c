@@ -28,6 +28,17 @@ double bench_time_sink(const tm_sink_api *api, json_t *settings,
                        const char *topic, bench_prepare_fn prepare, void *ctx,
                        const tm_batch *batches, size_t nbatches, char *errstr,
                        size_t errstr_size) {
+    return bench_time_sink_flags(api, settings, plugin, cols, ncols, 0, topic,
+                                 prepare, ctx, batches, nbatches, errstr,
+                                 errstr_size);
+}
+
+double bench_time_sink_flags(const tm_sink_api *api, json_t *settings,
+                             const char *plugin, const tm_column *cols,
+                             size_t ncols, uint32_t flags, const char *topic,
+                             bench_prepare_fn prepare, void *ctx,
+                             const tm_batch *batches, size_t nbatches,
+                             char *errstr, size_t errstr_size) {
     tm_settings *set = tm_settings_new(settings, "$.sink.settings");
     if (!set) {
         snprintf(errstr, errstr_size, "settings: out of memory");
@@ -39,6 +50,7 @@ double bench_time_sink(const tm_sink_api *api, json_t *settings,
                              .settings = set,
                              .columns = cols,
                              .ncolumns = ncols,
+                             .flags = flags,
                              .host_ctx = &logctx};
     tm_error err = {sizeof err, ""};
     void *sink = NULL;

@@ -25,5 +25,12 @@ double bench_time_sink(const tm_sink_api *api, json_t *settings,
                        const char *topic, bench_prepare_fn prepare, void *ctx,
                        const tm_batch *batches, size_t nbatches, char *errstr,
                        size_t errstr_size);
+/* The same with the connector's FLAGS (TM_CONFIG_DEDUP: business keys). */
+double bench_time_sink_flags(const tm_sink_api *api, json_t *settings,
+                             const char *plugin, const tm_column *cols,
+                             size_t ncols, uint32_t flags, const char *topic,
+                             bench_prepare_fn prepare, void *ctx,
+                             const tm_batch *batches, size_t nbatches,
+                             char *errstr, size_t errstr_size);
 
 #endif

@@ -132,8 +132,8 @@ typedef struct rec {
 typedef struct batch {
     tm_batch b;
     tm_range range;
-    tm_record records[8];
-    tm_value values[8][NCOLS];
+    tm_record records[16];
+    tm_value values[16][NCOLS];
     char id[32];
 } batch;
 
@@ -704,6 +704,61 @@ START_TEST(identity_conflict_is_a_dead_letter) {
 }
 END_TEST
 
+/* After `offsets --reset-to` an earlier offset on a dedup connector, a
+ * replayed offset that was a dead letter got a second one (verify: "stored
+ * 2 times"). With dedup a dead letter already stored for the offset is not
+ * stored again; the marker counts it as a duplicate (like a replayed record
+ * whose key is stored), so its dead_letters stay the stored ones. Both
+ * kinds: the host's (parse_error) and the sink's own (identity_conflict). */
+START_TEST(replayed_dead_letter_is_stored_once) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r[] = {{0, 7, "x", "order-7", "h1"},
+               {2, 7, "y", "order-7", "h2"}}; /* a conflict */
+    tm_dead_letter dl = {.struct_size = sizeof dl,
+                         .range = 0,
+                         .offset = 1,
+                         .timestamp_ms = 1001,
+                         .reason = TM_DL_PARSE_ERROR,
+                         .detail = "not JSON",
+                         .value = "{",
+                         .value_len = 1};
+    batch_make(&b, 0, 3, m.epoch, r, 2);
+    b.b.dead_letters = &dl;
+    b.b.ndead_letters = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     2);
+    /* the rewind: the marker back to 0, as offsets --reset-to does */
+    tm_error err = {sizeof err, ""};
+    m.next_offset = 0;
+    ck_assert_int_eq(api->claim(sink, &m, 1, TM_CLAIM_RESET, &err), TM_OK);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM $S.tidemark_markers"), 0);
+    batch_make(&b, 0, 3, m.epoch, r, 2);
+    b.b.dead_letters = &dl;
+    b.b.ndead_letters = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 1"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 2"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    char v[128];
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || duplicates || "
+             "'/' || next_offset FROM $S.tidemark_markers",
+             v, sizeof v);
+    /* dead_letters = the stored ones; the replay: all three duplicates */
+    ck_assert_str_eq(v, "1/2/3/3");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 START_TEST(refused_rows_are_dead_letters) {
     char text[512];
     snprintf(text, sizeof text,
@@ -740,6 +795,255 @@ START_TEST(refused_rows_are_dead_letters) {
     commit_ok(sink, &b);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE body = 'fixed'"),
                      1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* ---- business keys decided as a set ------------------------------------- */
+
+/* What the per-record path decided, offset for offset, computed here on
+ * its own from the records: a key stored before (or earlier in the batch)
+ * with the same payload hash is a duplicate, with another a conflict
+ * naming the first occurrence; a new key is stored and its record is a
+ * row, unless the table refuses the row ("bad"), which forgets the key
+ * again once the batch's keys are decided. */
+typedef struct model {
+    struct {
+        char identity[32], hash[8];
+        int64_t first;
+        int has_hash;
+    } keys[32];
+    size_t nkeys;
+    char rows[1024], dls[1024], conflicts[2048];
+    int nrows, ndls, ndups;
+} model;
+
+static int model_find(const model *m, const char *identity) {
+    for (size_t i = 0; i < m->nkeys; i++)
+        if (strcmp(m->keys[i].identity, identity) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void model_forget(model *m, const char *identity) {
+    int i = model_find(m, identity);
+    if (i >= 0)
+        m->keys[i] = m->keys[--m->nkeys];
+}
+
+static void add_item(char *list, size_t size, const char *sep,
+                     const char *item) {
+    size_t n = strlen(list);
+    snprintf(list + n, size - n, "%s%s", n ? sep : "", item);
+}
+
+/* The huge identity (refused by the key index) is a dead letter rejected. */
+static const char *HUGE_ID;
+
+static void model_batch(model *m, const rec *r, size_t n) {
+    char item[512];
+    for (size_t i = 0; i < n; i++) {
+        int row = 0;
+        if (r[i].identity == HUGE_ID) {
+            snprintf(item, sizeof item, "%lld:rejected",
+                     (long long)r[i].offset);
+            add_item(m->dls, sizeof m->dls, ",", item);
+            m->ndls++;
+            continue;
+        }
+        int k = r[i].identity ? model_find(m, r[i].identity) : -1;
+        if (!r[i].identity) {
+            row = 1;
+        } else if (k < 0) {
+            ck_assert_uint_lt(m->nkeys, 32);
+            k = (int)m->nkeys++;
+            snprintf(m->keys[k].identity, sizeof m->keys[k].identity, "%s",
+                     r[i].identity);
+            snprintf(m->keys[k].hash, sizeof m->keys[k].hash, "%s",
+                     r[i].hash ? r[i].hash : "");
+            m->keys[k].has_hash = r[i].hash != NULL;
+            m->keys[k].first = r[i].offset;
+            row = 1;
+        } else if (m->keys[k].has_hash == (r[i].hash != NULL) &&
+                   (!r[i].hash || strcmp(m->keys[k].hash, r[i].hash) == 0)) {
+            m->ndups++;
+        } else {
+            snprintf(item, sizeof item, "%lld:identity_conflict",
+                     (long long)r[i].offset);
+            add_item(m->dls, sizeof m->dls, ",", item);
+            m->ndls++;
+            snprintf(item, sizeof item,
+                     "%lld=identity %s first applied from t[0]@%lld with "
+                     "payload hash %s, now %s",
+                     (long long)r[i].offset, r[i].identity,
+                     (long long)m->keys[k].first,
+                     m->keys[k].has_hash ? m->keys[k].hash : "(none)",
+                     r[i].hash ? r[i].hash : "(none)");
+            add_item(m->conflicts, sizeof m->conflicts, "|", item);
+        }
+        if (!row)
+            continue;
+        if (strcmp(r[i].body, "bad") == 0) {
+            snprintf(item, sizeof item, "%lld:rejected",
+                     (long long)r[i].offset);
+            add_item(m->dls, sizeof m->dls, ",", item);
+            m->ndls++;
+            continue;
+        }
+        snprintf(item, sizeof item, "%lld", (long long)r[i].offset);
+        add_item(m->rows, sizeof m->rows, ",", item);
+        m->nrows++;
+    }
+    /* the refused rows' keys, forgotten after the batch's keys */
+    for (size_t i = 0; i < n; i++)
+        if (r[i].identity && r[i].identity != HUGE_ID &&
+            strcmp(r[i].body, "bad") == 0) {
+            int k = model_find(m, r[i].identity);
+            if (k >= 0 && m->keys[k].first == r[i].offset)
+                model_forget(m, r[i].identity);
+        }
+}
+
+/* The database's own rows, dead letters, keys and marker against the
+ * model. */
+static void model_check(const model *m, const char *when) {
+    char v[4096], want[4096];
+    sql_text("SELECT coalesce(string_agg(_tm_offset::text, ',' ORDER BY "
+             "_tm_offset), '') FROM $S.t",
+             v, sizeof v);
+    ck_assert_msg(strcmp(v, m->rows) == 0, "%s: rows %s, want %s", when, v,
+                  m->rows);
+    sql_text("SELECT coalesce(string_agg(\"offset\" || ':' || reason, ',' "
+             "ORDER BY \"offset\"), '') FROM $S.tidemark_dead_letters",
+             v, sizeof v);
+    ck_assert_msg(strcmp(v, m->dls) == 0, "%s: dead letters %s, want %s", when,
+                  v, m->dls);
+    sql_text("SELECT coalesce(string_agg(\"offset\" || '=' || detail, '|' "
+             "ORDER BY \"offset\"), '') FROM $S.tidemark_dead_letters WHERE "
+             "reason = 'identity_conflict'",
+             v, sizeof v);
+    ck_assert_msg(strcmp(v, m->conflicts) == 0, "%s: conflicts\n%s\nwant\n%s",
+                  when, v, m->conflicts);
+    want[0] = '\0';
+    /* the keys in the server's order of identity */
+    sql_text("SELECT coalesce(string_agg(identity || '/' || "
+             "coalesce(payload_hash, '-') || '@' || first_offset, ',' ORDER "
+             "BY first_offset), '') FROM $S.tidemark_keys",
+             v, sizeof v);
+    int64_t last = -1;
+    for (size_t done = 0; done < m->nkeys; done++) {
+        size_t next = 0;
+        int64_t best = INT64_MAX;
+        for (size_t i = 0; i < m->nkeys; i++)
+            if (m->keys[i].first > last && m->keys[i].first < best) {
+                best = m->keys[i].first;
+                next = i;
+            }
+        char item[128];
+        snprintf(item, sizeof item, "%s/%s@%lld", m->keys[next].identity,
+                 m->keys[next].has_hash ? m->keys[next].hash : "-",
+                 (long long)best);
+        add_item(want, sizeof want, ",", item);
+        last = best;
+    }
+    ck_assert_msg(strcmp(v, want) == 0, "%s: keys %s, want %s", when, v, want);
+    snprintf(want, sizeof want, "%d/%d/%d", m->nrows, m->ndls, m->ndups);
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || duplicates "
+             "FROM $S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_msg(strcmp(v, want) == 0, "%s: marker %s, want %s", when, v,
+                  want);
+}
+
+static int set_refusals; /* the commit's warnings that the set fell back */
+static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
+    (void)ctx;
+    if (level == TM_LOG_WARN && strstr(fmt, "set of business keys failed"))
+        set_refusals++;
+}
+
+/* The batch's keys decided as a set give the per-record path's outcomes
+ * offset for offset: in-batch repeats and conflicts (against the first
+ * occurrence), keys stored by an earlier batch, a refused row whose key
+ * is forgotten (and a later repeat of it in the same batch still a
+ * duplicate), a key expired by the retention, identities that need
+ * escaping in an array literal, null payload hashes; then a batch with a
+ * key the index refuses, which falls back to one record at a time. */
+START_TEST(keys_as_a_set_match_the_per_record_outcomes) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id bigint NOT "
+             "NULL, body text CHECK (body <> 'bad'), _tm_topic text NOT NULL, "
+             "_tm_partition int NOT NULL, _tm_offset bigint NOT NULL, "
+             "_tm_identity text)",
+             schema, schema);
+    PQclear(sql(text));
+    static char huge[12001];
+    unsigned x = 12345;
+    for (size_t i = 0; i + 1 < sizeof huge; i++) {
+        x = x * 1103515245u + 12345u;
+        huge[i] = (char)('!' + (x >> 16) % 90);
+    }
+    HUGE_ID = huge;
+    tm_host_api host = *tm_host_services();
+    host.log = counting_log;
+    set_refusals = 0;
+    conf c;
+    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_with(&c, &host);
+    tm_marker mk = claim1(sink);
+    model m = {0};
+    batch b;
+    const rec b1[] = {{0, 1, "a", "k1", "h1"},  {1, 2, "a", "k2", "h2"},
+                      {2, 1, "a", "k1", "h1"},  {3, 1, "a", "k1", "hX"},
+                      {4, 3, "a", "k3", "h3"},  {5, 4, "a", NULL, NULL},
+                      {6, 2, "a", "k2", "h2"},  {7, 5, "bad", "k4", "h4"},
+                      {8, 5, "a", "k4", "h4"},  {9, 6, "a", "k5", NULL},
+                      {10, 6, "a", "k5", NULL}, {11, 6, "a", "k5", "h5"}};
+    const rec b2[] = {
+        {12, 1, "a", "k1", "h1"},      {13, 2, "a", "k2", "hY"},
+        {14, 5, "a", "k4", "h4"},      {15, 5, "a", "k4", "h4"},
+        {16, 7, "a", "k6", "h6"},      {17, 7, "a", "k6", "h7"},
+        {18, 3, "a", "k3", "h3"},      {19, 8, "a", NULL, NULL},
+        {20, 9, "a", "q\"\\{,}", "h"}, {21, 9, "a", "q\"\\{,}", "h"},
+        {22, 9, "a", "NULL", "h"},     {23, 9, "a", "ключ", "h"}};
+    const rec b3[] = {{24, 1, "a", "k1", "h9"},
+                      {25, 1, "a", "k1", "h9"},
+                      {26, 2, "a", "k2", "h2"},
+                      {27, 9, "a", "ключ", "h2"}};
+    const rec b4[] = {{28, 7, "a", "k6", "h6"}, {29, 9, "a", "k7", "h7"},
+                      {30, 9, "b", huge, "hh"}, {31, 9, "a", "k7", "h8"},
+                      {32, 5, "a", "k4", "h4"}, {33, 9, "bad", "k8", "h8"},
+                      {34, 9, "a", "k8", "h8"}, {35, 9, "a", "k1", "h1"}};
+    batch_make(&b, 0, 12, mk.epoch, b1, 12);
+    commit_ok(sink, &b);
+    model_batch(&m, b1, 12);
+    model_check(&m, "batch 1");
+    batch_make(&b, 12, 24, mk.epoch, b2, 12);
+    commit_ok(sink, &b);
+    model_batch(&m, b2, 12);
+    model_check(&m, "batch 2");
+    /* k1 expires by both clocks: the next batch's prune forgets it */
+    pgt_sql_text(admin, schema,
+                 "WITH u AS (UPDATE $S.tidemark_keys SET applied_at = "
+                 "-9000000000000, applied_wall = 0 WHERE identity = 'k1' "
+                 "RETURNING 1) SELECT count(*) FROM u",
+                 text, sizeof text);
+    ck_assert_str_eq(text, "1");
+    model_forget(&m, "k1");
+    batch_make(&b, 24, 28, mk.epoch, b3, 4);
+    commit_ok(sink, &b);
+    model_batch(&m, b3, 4);
+    model_check(&m, "batch 3");
+    ck_assert_int_eq(set_refusals, 0); /* every key so far went as a set */
+    batch_make(&b, 28, 36, mk.epoch, b4, 8);
+    commit_ok(sink, &b);
+    /* the fallback happened, or this batch proves nothing about it */
+    ck_assert_msg(set_refusals == 1, "inconclusive: %d set refusals, want 1",
+                  set_refusals);
+    model_batch(&m, b4, 8);
+    model_check(&m, "batch 4");
     api->close(sink);
     conf_done(&c);
 }
@@ -1269,6 +1573,95 @@ START_TEST(interrupt_cancels_a_blocked_claim) {
 }
 END_TEST
 
+/* Commits the test's open transaction (the admin connection) once the
+ * sink's backend is seen waiting on a lock; records only. */
+typedef struct releaser {
+    atomic_int saw_wait;
+} releaser;
+
+static void *release_when_waited(void *arg) {
+    releaser *x = arg;
+    PGconn *c = PQconnectdb(pgt_conninfo());
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+             "'%s' AND wait_event_type = 'Lock'",
+             connector);
+    int64_t until = pgt_mono_ms() + 20000;
+    while (PQstatus(c) == CONNECTION_OK && pgt_mono_ms() < until) {
+        PGresult *r = PQexec(c, q);
+        int waiting = PQresultStatus(r) == PGRES_TUPLES_OK &&
+                      atoi(PQgetvalue(r, 0, 0)) > 0;
+        PQclear(r);
+        if (waiting) {
+            atomic_store(&x->saw_wait, 1);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    PQfinish(c);
+    /* the main thread is inside commit(): admin is this thread's now */
+    PQclear(PQexec(admin, "COMMIT"));
+    return NULL;
+}
+
+/* A key that another transaction stores after the set statement's
+ * snapshot (another member of the group, on another partition) fails its
+ * INSERT (23505): the batch decides its keys again one record at a time,
+ * which finds the key stored: a duplicate, not a second row. */
+START_TEST(key_stored_concurrently_is_decided_again) {
+    tm_host_api host = *tm_host_services();
+    host.log = counting_log;
+    set_refusals = 0;
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_with(&c, &host);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 1, "a", "k0", "h0"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    char q[512];
+    snprintf(q, sizeof q,
+             "BEGIN; INSERT INTO \"%s\".tidemark_keys (connector, identity, "
+             "payload_hash, first_topic, first_partition, first_offset, "
+             "applied_at, applied_wall) VALUES ('%s', 'kc', 'hc', 't', 1, 99, "
+             "1000, 0)",
+             schema, connector);
+    PQclear(sql(q));
+    releaser x;
+    atomic_init(&x.saw_wait, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, release_when_waited, &x), 0);
+    rec r2[] = {{1, 2, "b", "kc", "hc"}, {2, 3, "c", "kn", "hn"}};
+    batch_make(&b, 1, 3, m.epoch, r2, 2);
+    tm_error err;
+    tm_status rc = commit(sink, &b, &err);
+    pthread_join(th, NULL);
+    ck_assert_msg(atomic_load(&x.saw_wait),
+                  "inconclusive: the sink never waited on the other "
+                  "transaction's key (%s)",
+                  tm_status_name(rc));
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(set_refusals, 1); /* the set failed, then one by one */
+    char v[256];
+    sql_text("SELECT string_agg(_tm_offset::text, ',' ORDER BY _tm_offset) "
+             "FROM $S.t",
+             v, sizeof v);
+    ck_assert_str_eq(v, "0,2");
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || duplicates "
+             "FROM $S.tidemark_markers",
+             v, sizeof v);
+    ck_assert_str_eq(v, "2/0/1");
+    ck_assert_int_eq(sql_int("SELECT first_offset FROM $S.tidemark_keys WHERE "
+                             "identity = 'kc'"),
+                     99);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 START_TEST(past_deadline_is_retry_with_nothing_written) {
     conf c;
     conf_init(&c, BASIC "}", 0, 2);
@@ -1368,6 +1761,9 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_index_names_fit);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
+    tcase_add_test(tc, replayed_dead_letter_is_stored_once);
+    tcase_add_test(tc, keys_as_a_set_match_the_per_record_outcomes);
+    tcase_add_test(tc, key_stored_concurrently_is_decided_again);
     tcase_add_loop_test(tc, sqlstate_classes, 0,
                         (int)(sizeof STATES / sizeof STATES[0]));
     tcase_add_test(tc, refused_business_key_is_a_dead_letter);

@@ -200,6 +200,63 @@ START_TEST(schema_usage_and_create) {
 }
 END_TEST
 
+/* Open adds the marker's lineage columns to a markers table from before
+ * them (and applied_wall to such a keys table) with ALTER TABLE ... ADD
+ * COLUMN IF NOT EXISTS, which needs the table's owner: a role with every
+ * privilege but not the owner passed validate, then open failed (42501).
+ * validate names the owner and the fix. */
+static tm_status open_as_role(tm_error *err) {
+    conf c;
+    void *sink = NULL;
+    conf_init(&c, role, NULL);
+    tm_status rc = api->open(tm_host_services(), &c.config, &sink, err);
+    if (sink)
+        api->close(sink);
+    tm_settings_free(c.settings);
+    return rc;
+}
+
+START_TEST(not_the_owner_of_an_older_helper_table_is_refused) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL);
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT ALL ON ALL TABLES IN SCHEMA $S TO $R");
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "owner's tables: %s",
+                  err.message);
+    ck_assert_msg(open_as_role(&err) == TM_OK, "%s", err.message);
+    /* a markers table from before the lineage; open's DDL (CREATE SCHEMA
+     * and TABLE IF NOT EXISTS) needs CREATE on the database and schema */
+    sql(admin, "ALTER TABLE $S.tidemark_markers DROP COLUMN last_offset");
+    sql(admin, "GRANT CREATE ON SCHEMA $S TO $R");
+    char grant[256];
+    snprintf(grant, sizeof grant, "GRANT CREATE ON DATABASE \"%s\" TO $R",
+             PQdb(admin));
+    sql(super, grant);
+    /* open as the role fails there, or this test proves nothing */
+    tm_status rc = open_as_role(&err);
+    ck_assert_msg(rc != TM_OK && strstr(err.message, "must be owner"),
+                  "inconclusive: open as a non-owner: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(validate_as_role(NULL, &err), TM_INVALID);
+    assert_mentions(err.message, "is not the owner", "tidemark_markers");
+    /* the owner opens once: the columns are there, the role may open */
+    make_tables(NULL);
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "after: %s",
+                  err.message);
+    ck_assert_msg(open_as_role(&err) == TM_OK, "%s", err.message);
+    /* a keys table from before applied_wall */
+    sql(admin, "ALTER TABLE $S.tidemark_keys DROP COLUMN applied_wall");
+    ck_assert_int_eq(validate_as_role(NULL, &err), TM_INVALID);
+    assert_mentions(err.message, "is not the owner", "tidemark_keys");
+    /* a member of the owner's role may alter it */
+    snprintf(grant, sizeof grant, "GRANT \"%s\" TO $R", PQuser(admin));
+    sql(super, grant);
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "member: %s",
+                  err.message);
+    ck_assert_msg(open_as_role(&err) == TM_OK, "%s", err.message);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_validate");
     TCase *tc = tcase_create("privileges");
@@ -208,6 +265,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, missing_insert_is_refused_naming_it);
     tcase_add_test(tc, upsert_needs_update);
     tcase_add_test(tc, schema_usage_and_create);
+    tcase_add_test(tc, not_the_owner_of_an_older_helper_table_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
