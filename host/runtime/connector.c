@@ -320,8 +320,10 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     while (c->consumer_fatal && !atomic_load(c->stop) &&
            c->state != TM_CONN_FAILED && restart_consumer(c) == 0)
         tm_commit_loop_run(c);
-    /* Leave the group promptly: a stopping host hands its partitions
-     * over; a failed one must not keep them stuck. */
+    /* Close the consumer: a dynamic member leaves the group at once; a
+     * static one (the default, kafka/member_id.h) stops heartbeating, so
+     * the group hands its partitions over after session.timeout.ms, or to
+     * this host again at once when it restarts. */
     tm_consumer_stop(c, 5000);
 
 failed:
