@@ -88,6 +88,10 @@ echo "TIDEMARK_KAFKA_BOOTSTRAP=$TIDEMARK_KAFKA_BOOTSTRAP"
 echo "TIDEMARK_PG_CONNINFO=$TIDEMARK_PG_CONNINFO"
 stage_end
 
+stage "validate configs/ (every file, the build's plugins, the running PostgreSQL)"
+ctest --test-dir build -R '^integration\.configs_validate$' --output-on-failure
+stage_end
+
 stage "ctest build/ (all tests)"
 ctest --test-dir build --output-on-failure
 stage_end

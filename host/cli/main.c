@@ -6,6 +6,7 @@
 #include <tidemark/sink.h>
 
 #include "cli/commands.h"
+#include "services/log.h"
 
 typedef struct command {
     const char *name;
@@ -45,7 +46,8 @@ static void usage(FILE *out) {
             "command's options.\n"
             "Environment: TIDEMARK_PLUGIN_PATH (colon-separated plugin "
             "directories),\n"
-            "TIDEMARK_LOG_LEVEL (debug|info|warn|error).\n",
+            "TIDEMARK_LOG_LEVEL (debug|info|warn|error),\n"
+            "TIDEMARK_LOG_FORMAT (logfmt|json).\n",
             "help", "show this help", "version", "print the version");
 }
 
@@ -94,5 +96,14 @@ int main(int argc, char **argv) {
         return 0;
     }
     const command *c = find(name);
-    return c ? c->run(argc - 1, argv + 1) : 2;
+    if (!c)
+        return 2;
+    /* Before the command runs: a log setting that means nothing stops the
+     * process here, before it logs a line in a format nobody asked for. */
+    char bad[256];
+    if (tm_log_check_env(bad, sizeof bad) != 0) {
+        fprintf(stderr, "tidemark: %s\n", bad);
+        return 2;
+    }
+    return c->run(argc - 1, argv + 1);
 }

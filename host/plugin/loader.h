@@ -28,8 +28,19 @@ typedef struct tm_plugin {
 size_t tm_plugin_dirs(const char *const *extra, size_t nextra,
                       const char **dirs, size_t max);
 
-/* The built-in default directory (the last one searched), for help texts. */
+/* The default directory (the last one searched): TIDEMARK_PLUGIN_DIR_FROM_BIN
+ * (set by the build: the install's plugin directory relative to its bin
+ * directory) beside the running executable (/proc/self/exe), so an install
+ * moved or made with `cmake --install --prefix` finds its own plugins; the
+ * configured absolute TIDEMARK_DEFAULT_PLUGIN_DIR when the executable's path
+ * cannot be read. Computed once; static. */
 const char *tm_plugin_default_dir(void);
+
+/* rel taken from the directory of the file exe, into out: each leading
+ * "../" of rel goes up one directory (never above "/"); an absolute rel is
+ * used as it is. 0, or -1 when exe is not absolute or out is too small. */
+int tm_plugin_dir_beside(const char *exe, const char *rel, char *out,
+                         size_t size);
 
 /* Loads NAME_OR_PATH: a path when it contains '/', else "<dir>/<name>.so"
  * of the first dir that has such a file (a refused file there is an error,

@@ -7,9 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef TIDEMARK_DEFAULT_PLUGIN_DIR
 #error "TIDEMARK_DEFAULT_PLUGIN_DIR must be defined by the build"
+#endif
+#ifndef TIDEMARK_PLUGIN_DIR_FROM_BIN
+#error "TIDEMARK_PLUGIN_DIR_FROM_BIN must be defined by the build"
 #endif
 
 /* ---- Search order ------------------------------------------------------- */
@@ -80,8 +84,48 @@ static size_t add_env_dirs(const char **dirs, size_t n, size_t max) {
     return n;
 }
 
+int tm_plugin_dir_beside(const char *exe, const char *rel, char *out,
+                         size_t size) {
+    int n;
+    if (rel[0] == '/') {
+        n = snprintf(out, size, "%s", rel);
+        return n < 0 || (size_t)n >= size ? -1 : 0;
+    }
+    const char *slash = strrchr(exe, '/');
+    if (exe[0] != '/' || slash == NULL)
+        return -1;
+    size_t dir = (size_t)(slash - exe); /* "/opt/tm/bin" of ".../tidemark" */
+    while (strncmp(rel, "../", 3) == 0) {
+        while (dir > 0 && exe[dir - 1] != '/')
+            dir--;
+        if (dir > 0)
+            dir--; /* the '/' before the component dropped */
+        rel += 3;
+    }
+    n = snprintf(out, size, "%.*s/%s", (int)dir, exe, rel);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+static char default_dir[TM_PLUGIN_PATH_MAX] = TIDEMARK_DEFAULT_PLUGIN_DIR;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+/* The install is relocatable: its plugins are found where they are beside
+ * the binary, not where the build's prefix said they would be. */
+static void find_default_dir(void) {
+    char exe[TM_PLUGIN_PATH_MAX];
+    char dir[TM_PLUGIN_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || (size_t)n >= sizeof exe - 1)
+        return; /* keep the configured absolute directory */
+    exe[n] = '\0';
+    if (tm_plugin_dir_beside(exe, TIDEMARK_PLUGIN_DIR_FROM_BIN, dir,
+                             sizeof dir) == 0)
+        memcpy(default_dir, dir, sizeof dir);
+}
+
 const char *tm_plugin_default_dir(void) {
-    return TIDEMARK_DEFAULT_PLUGIN_DIR;
+    (void)pthread_once(&default_once, find_default_dir);
+    return default_dir;
 }
 
 size_t tm_plugin_dirs(const char *const *extra, size_t nextra,

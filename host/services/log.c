@@ -1,5 +1,6 @@
 #include "services/log.h"
 
+#include "convert/bytes_json.h"
 #include "services/redact.h"
 
 #include <stdatomic.h>
@@ -37,6 +38,28 @@ static int format_from_env(const char **bad) {
         return TM_LOG_JSON;
     *bad = s;
     return TM_LOG_LOGFMT;
+}
+
+int tm_log_check_env(char *msg, size_t size) {
+    const char *bad;
+    (void)level_from_env(&bad);
+    if (bad) {
+        snprintf(
+            msg, size,
+            "TIDEMARK_LOG_LEVEL: expected one of debug, info, warn, error, "
+            "found \"%s\"",
+            bad);
+        return -1;
+    }
+    (void)format_from_env(&bad);
+    if (bad) {
+        snprintf(msg, size,
+                 "TIDEMARK_LOG_FORMAT: expected one of logfmt, json, found "
+                 "\"%s\"",
+                 bad);
+        return -1;
+    }
+    return 0;
 }
 
 /* Reads the environment for what is not set yet. A value that means
@@ -87,30 +110,58 @@ static const char *level_name(tm_log_level level) {
     return "?";
 }
 
-/* A growing line buffer on the stack; text past its end is cut. */
+/* A line buffer on the stack. What does not fit is cut, never in the
+ * middle of an escape or a character, and the bytes that close the line
+ * (a value's quote, JSON's brace) always fit: a cut line is still one whole
+ * logfmt line or JSON object. */
+#define LINE_CLOSE 2 /* "\"}" */
+
 typedef struct line {
     char buf[4096];
     size_t n;
+    int full; /* something was cut: nothing more goes in but the close */
 } line;
 
-static void put(line *l, const char *s, size_t len) {
-    if (len > sizeof l->buf - 1 - l->n)
-        len = sizeof l->buf - 1 - l->n;
+/* Appends s whole or not at all, keeping LINE_CLOSE bytes free. */
+static int put(line *l, const char *s, size_t len) {
+    if (l->full || len > sizeof l->buf - 1 - LINE_CLOSE - l->n) {
+        l->full = 1;
+        return -1;
+    }
     memcpy(l->buf + l->n, s, len);
     l->n += len;
+    return 0;
 }
 
-static void puts_(line *l, const char *s) {
-    put(l, s, strlen(s));
+static int puts_(line *l, const char *s) {
+    return put(l, s, strlen(s));
 }
+
+/* The closing bytes, into the room put() keeps for them. */
+static void put_close(line *l, const char *s) {
+    size_t len = strlen(s);
+    if (len <= sizeof l->buf - 1 - l->n) {
+        memcpy(l->buf + l->n, s, len);
+        l->n += len;
+    }
+}
+
+/* U+FFFD, which stands for each byte that is not part of well-formed UTF-8:
+ * a log pipeline reading UTF-8 (and any JSON parser) takes the line. */
+#define REPLACEMENT "\xef\xbf\xbd"
 
 /* Escapes for both formats: quotes, backslashes and control characters,
- * so that one event is always one line. */
+ * so that one event is always one line; invalid UTF-8 replaced. */
 static void put_escaped(line *l, const char *s) {
-    for (; *s; s++) {
+    size_t left = strlen(s);
+    while (left > 0 && !l->full) {
         unsigned char c = (unsigned char)*s;
+        size_t len = tm_utf8_char_len(s, left);
         char esc[8];
-        if (c == '"' || c == '\\') {
+        if (len == 0) {
+            put(l, REPLACEMENT, 3);
+            len = 1;
+        } else if (c == '"' || c == '\\') {
             esc[0] = '\\';
             esc[1] = (char)c;
             put(l, esc, 2);
@@ -122,8 +173,10 @@ static void put_escaped(line *l, const char *s) {
             snprintf(esc, sizeof esc, "\\u%04x", c);
             put(l, esc, 6);
         } else {
-            put(l, (const char *)&c, 1);
+            put(l, s, len);
         }
+        s += len;
+        left -= len;
     }
 }
 
@@ -136,28 +189,28 @@ static int needs_quotes(const char *s) {
     return 0;
 }
 
+/* One field. Its key goes in whole or not at all; a quoted value is cut
+ * where the line ends and closed, an unquoted one (a number, a bare word)
+ * goes in whole or the field is left out. */
 static void field(line *l, int json, const char *key, const char *value,
                   int quote) {
+    char head[96];
     if (json) {
-        puts_(l, l->n > 1 ? ",\"" : "\"");
-        puts_(l, key);
-        puts_(l, quote ? "\":\"" : "\":");
-        put_escaped(l, value);
-        if (quote)
-            puts_(l, "\"");
-        return;
-    }
-    if (l->n)
-        puts_(l, " ");
-    puts_(l, key);
-    puts_(l, "=");
-    if (quote && needs_quotes(value)) {
-        puts_(l, "\"");
-        put_escaped(l, value);
-        puts_(l, "\"");
+        snprintf(head, sizeof head, "%s\"%s\":%s", l->n > 1 ? "," : "", key,
+                 quote ? "\"" : "");
     } else {
-        put_escaped(l, value);
+        quote = quote && needs_quotes(value);
+        snprintf(head, sizeof head, "%s%s=%s", l->n ? " " : "", key,
+                 quote ? "\"" : "");
     }
+    size_t start = l->n;
+    if (puts_(l, head) != 0)
+        return;
+    put_escaped(l, value);
+    if (quote)
+        put_close(l, "\"");
+    else if (l->full)
+        l->n = start;
 }
 
 /* Every value not made here is redacted (services/redact.h) before it is
@@ -218,14 +271,15 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
         snprintf(when, sizeof when, "%s.%03dZ", sec,
                  (int)(ts.tv_nsec / 1000000L % 1000));
     }
-    line l = {.n = 0};
+    line l = {.n = 0, .full = 0};
     if (json)
         puts_(&l, "{");
     field(&l, json, "ts", when, 1);
     field(&l, json, "level", level_name(level), 1);
-    field_redacted(&l, json, "connector",
-                   f && f->connector ? f->connector : "tidemark",
-                   TM_REDACT_WHOLE);
+    /* A process-wide line (a signal, a warning about the environment) has
+     * no connector field rather than a made-up one. */
+    if (f && f->connector)
+        field_redacted(&l, json, "connector", f->connector, TM_REDACT_WHOLE);
     if (f && f->plugin)
         field_redacted(&l, json, "plugin", f->plugin, TM_REDACT_WHOLE);
     if (f && f->topic)
@@ -241,7 +295,7 @@ void tm_log_fields_v(tm_log_level level, const tm_log_fields *f,
     if (msg != small)
         free(msg);
     if (json)
-        puts_(&l, "}");
+        put_close(&l, "}");
     l.buf[l.n] = '\0';
     /* One fprintf per line: stdio locks the stream, so lines of different
      * connector threads never interleave. */

@@ -6,6 +6,7 @@
 #define TM_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <tidemark/sink.h>
 
@@ -23,6 +24,13 @@ typedef struct tm_log_fields {
 /* Lines above this level are dropped
  * (TIDEMARK_LOG_LEVEL=debug|info|warn|error). */
 void tm_log_set_level(tm_log_level level);
+/* Checks TIDEMARK_LOG_LEVEL and TIDEMARK_LOG_FORMAT: 0 when each is unset,
+ * empty or a known value; else -1 and msg names the variable, the values it
+ * takes and the one found. The commands call it before anything else, so a
+ * typo is an error at start, not a process logging in a format nobody
+ * parses. (The logger itself, used without this check, falls back to info
+ * and logfmt and says so in its first line.) */
+int tm_log_check_env(char *msg, size_t size);
 void tm_log_set_format(tm_log_format format);
 /* Forgets the level and format set or read so far: the next line reads
  * TIDEMARK_LOG_LEVEL and TIDEMARK_LOG_FORMAT again. */

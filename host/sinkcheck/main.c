@@ -1,5 +1,5 @@
-/* tidemark-sinkcheck PLUGIN [--config FILE] [--seed N] [--kills N]
- *                    [--case NAME]... [--list]
+/* tidemark-sinkcheck PLUGIN [--plugin-dir DIR]... [--config FILE]
+ *                    [--seed N] [--kills N] [--case NAME]... [--list]
  *
  * The conformance kit: loads a sink plugin the way the host does and runs
  * the cases of the commit protocol against it, each from fresh sink state
@@ -22,17 +22,23 @@
 #include "kit_config.h"
 #include "plugin/loader.h"
 
-#define MAX_SELECTED 32
+#define MAX_SELECTED    32
+#define MAX_PLUGIN_DIRS 8
 /* Fewer kills than this cannot reach every crash window reliably. */
 #define MIN_KILLS 50
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tidemark-sinkcheck PLUGIN [--config FILE] [--seed N] "
-               "[--kills N] [--case NAME]... [--list]\n"
-               "  --kills N  random kills of case random_kills (default "
-               "and minimum 50)\n"
-               "  PLUGIN   a path to a .so, or a plugin name looked up in "
-               "TIDEMARK_PLUGIN_PATH and the default plugin directory\n");
+    fprintf(f,
+            "usage: tidemark-sinkcheck PLUGIN [--plugin-dir DIR]... "
+            "[--config FILE] [--seed N] [--kills N] [--case NAME]... "
+            "[--list]\n"
+            "  --kills N  random kills of case random_kills (default "
+            "and minimum 50)\n"
+            "  --plugin-dir DIR  search DIR for PLUGIN first (repeatable)\n"
+            "  PLUGIN   a path to a .so, or a plugin name looked up in each "
+            "--plugin-dir, then\n"
+            "           TIDEMARK_PLUGIN_PATH, then %s\n",
+            tm_plugin_default_dir());
 }
 
 static int parse_u64(const char *s, uint64_t *out) {
@@ -96,6 +102,8 @@ int main(int argc, char **argv) {
     const char *plugin = NULL, *config = NULL;
     const char *selected[MAX_SELECTED];
     size_t nselected = 0;
+    const char *extra[MAX_PLUGIN_DIRS];
+    size_t nextra = 0;
     int have_seed = 0, list = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -114,6 +122,9 @@ int main(int argc, char **argv) {
                    parse_u64(argv[i + 1], &v) == 0 && v >= MIN_KILLS &&
                    v < 100000) {
             run.kills = (int)v, i++;
+        } else if (strcmp(a, "--plugin-dir") == 0 && i + 1 < argc &&
+                   nextra < MAX_PLUGIN_DIRS) {
+            extra[nextra++] = argv[++i];
         } else if (strcmp(a, "--case") == 0 && i + 1 < argc &&
                    nselected < MAX_SELECTED) {
             selected[nselected++] = argv[++i];
@@ -149,10 +160,6 @@ int main(int argc, char **argv) {
     if (!have_seed)
         run.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
-    const char *dirs[16];
-    size_t ndirs = tm_plugin_dirs(NULL, 0, dirs, 16);
-    tm_plugin loaded;
-    char errstr[1024];
     /* The loader refuses relative paths (they depend on the working
      * directory of a long-running host); here the file was named on the
      * command line, relative to where its author stands. */
@@ -165,9 +172,29 @@ int main(int argc, char **argv) {
         }
         plugin = real;
     }
+    /* The loader takes absolute directories only: each --plugin-dir is
+     * resolved against the working directory here, as the plugin's path. */
+    char *extra_real[MAX_PLUGIN_DIRS];
+    for (size_t d = 0; d < nextra; d++) {
+        if (!(extra_real[d] = realpath(extra[d], NULL))) {
+            fprintf(stderr, "tidemark-sinkcheck: --plugin-dir %s: %s\n",
+                    extra[d], strerror(errno));
+            while (d > 0)
+                free(extra_real[--d]);
+            free(real);
+            return 2;
+        }
+    }
+    const char *dirs[16];
+    size_t ndirs =
+        tm_plugin_dirs((const char *const *)extra_real, nextra, dirs, 16);
+    tm_plugin loaded;
+    char errstr[1024];
     int refused =
         tm_plugin_load(plugin, dirs, ndirs, &loaded, errstr, sizeof errstr);
     free(real); /* loaded.path is a copy */
+    for (size_t d = 0; d < nextra; d++)
+        free(extra_real[d]);
     if (refused) {
         fprintf(stderr, "tidemark-sinkcheck: %s\n", errstr);
         return 2;

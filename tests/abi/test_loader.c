@@ -412,8 +412,8 @@ START_TEST(dirs_order_extra_env_default) {
     ck_assert_str_eq(dirs[1], "/y");
     ck_assert_str_eq(dirs[2], "/a");
     ck_assert_str_eq(dirs[3], "/b");
-    ck_assert_str_eq(dirs[4], TIDEMARK_DEFAULT_PLUGIN_DIR);
-    ck_assert_str_eq(tm_plugin_default_dir(), TIDEMARK_DEFAULT_PLUGIN_DIR);
+    ck_assert_str_eq(dirs[4], TM_EXPECTED_DEFAULT_DIR);
+    ck_assert_str_eq(tm_plugin_default_dir(), TM_EXPECTED_DEFAULT_DIR);
 }
 END_TEST
 
@@ -428,7 +428,7 @@ START_TEST(dirs_keep_pointers_when_env_changes) {
     ck_assert_str_eq(after[0], "/two");
     ck_assert_int_eq(unsetenv("TIDEMARK_PLUGIN_PATH"), 0);
     ck_assert_uint_eq(tm_plugin_dirs(NULL, 0, after, 4), 1);
-    ck_assert_str_eq(after[0], TIDEMARK_DEFAULT_PLUGIN_DIR);
+    ck_assert_str_eq(after[0], TM_EXPECTED_DEFAULT_DIR);
 }
 END_TEST
 
@@ -439,7 +439,45 @@ START_TEST(dirs_always_keep_the_default) {
     ck_assert_uint_eq(tm_plugin_dirs(extra, 1, dirs, 3), 3);
     ck_assert_str_eq(dirs[0], "/x");
     ck_assert_str_eq(dirs[1], "/a");
-    ck_assert_str_eq(dirs[2], TIDEMARK_DEFAULT_PLUGIN_DIR);
+    ck_assert_str_eq(dirs[2], TM_EXPECTED_DEFAULT_DIR);
+}
+END_TEST
+
+/* The default directory is found beside the running binary, not at the
+ * prefix the build was configured with (an install made with
+ * `cmake --install --prefix` or moved elsewhere used to look in
+ * /usr/local/lib/tidemark/plugins only). */
+START_TEST(default_dir_beside_the_binary) {
+    char out[64];
+    ck_assert_int_eq(tm_plugin_dir_beside("/opt/tm/bin/tidemark",
+                                          "../lib/tidemark/plugins", out,
+                                          sizeof out),
+                     0);
+    ck_assert_str_eq(out, "/opt/tm/lib/tidemark/plugins");
+    ck_assert_int_eq(tm_plugin_dir_beside("/opt/tm/bin/tidemark",
+                                          "../../x/../lib64/p", out,
+                                          sizeof out),
+                     0);
+    ck_assert_str_eq(out, "/opt/x/../lib64/p"); /* only leading ../ go up */
+    ck_assert_int_eq(
+        tm_plugin_dir_beside("/tidemark", "../../lib/p", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/lib/p");
+    ck_assert_int_eq(
+        tm_plugin_dir_beside("/usr/bin/tidemark", "plugins", out, sizeof out),
+        0);
+    ck_assert_str_eq(out, "/usr/bin/plugins");
+    ck_assert_int_eq(tm_plugin_dir_beside("/opt/bin/tidemark", "/srv/plugins",
+                                          out, sizeof out),
+                     0);
+    ck_assert_str_eq(out, "/srv/plugins");
+    ck_assert_int_eq(
+        tm_plugin_dir_beside("tidemark", "../lib/p", out, sizeof out), -1);
+    ck_assert_int_eq(tm_plugin_dir_beside("/opt/tm/bin/tidemark",
+                                          "../lib/tidemark/plugins", out, 16),
+                     -1);
+    /* This binary's own: from /proc/self/exe. */
+    ck_assert_str_eq(tm_plugin_default_dir(), TM_EXPECTED_DEFAULT_DIR);
+    ck_assert_str_ne(tm_plugin_default_dir(), TIDEMARK_DEFAULT_PLUGIN_DIR);
 }
 END_TEST
 
@@ -835,6 +873,7 @@ static Suite *loader_suite(void) {
     tcase_add_test(dirs_tc, dirs_order_extra_env_default);
     tcase_add_test(dirs_tc, dirs_keep_pointers_when_env_changes);
     tcase_add_test(dirs_tc, dirs_always_keep_the_default);
+    tcase_add_test(dirs_tc, default_dir_beside_the_binary);
     tcase_add_test(dirs_tc, list_sorted_with_refusals_and_shadowing);
     tcase_add_test(dirs_tc, list_stops_when_asked);
     tcase_add_test(dirs_tc, list_reports_a_file_given_as_dir);

@@ -2,6 +2,7 @@
  * keeps one event on one line, and the level filter. Lines are captured
  * from stderr; expectations are written here by hand. */
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,9 @@
 
 #include "check_main.h"
 
-/* Runs fn with stderr redirected to a file; returns what it wrote, with
- * the leading timestamp field cut off (it changes with every run). */
-static const char *capture(void (*fn)(void)) {
-    static char buf[16384];
+/* Runs fn with stderr redirected to a file; returns all it wrote. */
+static char *capture_raw(void (*fn)(void)) {
+    static char buf[65536];
     fflush(stderr);
     int saved = dup(2);
     FILE *tmp = tmpfile();
@@ -30,6 +30,13 @@ static const char *capture(void (*fn)(void)) {
     size_t n = fread(buf, 1, sizeof buf - 1, tmp);
     buf[n] = '\0';
     fclose(tmp);
+    return buf;
+}
+
+/* capture_raw, with the leading timestamp field cut off (it changes with
+ * every run). */
+static const char *capture(void (*fn)(void)) {
+    char *buf = capture_raw(fn);
     if (buf[0] == '{') {
         /* {"ts":"...","level":...  ->  {"level":... */
         char *at = strstr(buf, ",\"level\"");
@@ -78,9 +85,24 @@ static void bare_word_and_default_connector(void) {
     tm_log(TM_LOG_INFO, NULL, "stopped");
 }
 
-START_TEST(bare_words_unquoted) {
+/* A line about the whole process (a signal, a config-wide warning) has no
+ * connector field: it used to say connector=tidemark, a connector that
+ * does not exist. */
+START_TEST(process_wide_line_has_no_connector) {
     ck_assert_str_eq(capture(bare_word_and_default_connector),
-                     "level=info connector=tidemark msg=stopped\n");
+                     "level=info msg=stopped\n");
+}
+END_TEST
+
+static void process_wide_json(void) {
+    tm_log_set_format(TM_LOG_JSON);
+    tm_log_set_level(TM_LOG_INFO);
+    tm_log(TM_LOG_INFO, NULL, "SIGTERM: stopping");
+}
+
+START_TEST(process_wide_json_line_has_no_connector) {
+    ck_assert_str_eq(capture(process_wide_json),
+                     "{\"level\":\"info\",\"msg\":\"SIGTERM: stopping\"}\n");
 }
 END_TEST
 
@@ -245,14 +267,177 @@ START_TEST(bogus_env_values_warned) {
         p = nl + 1;
     }
     ck_assert_str_eq(
-        got, "level=warn connector=tidemark "
+        got, "level=warn "
              "msg=\"TIDEMARK_LOG_LEVEL=\\\"bogus\\\" is not one of debug, "
              "info, warn, error: using info\"\n"
-             "level=warn connector=tidemark "
+             "level=warn "
              "msg=\"TIDEMARK_LOG_FORMAT=\\\"yaml\\\" is not one of logfmt, "
              "json: using logfmt\"\n"
              "level=info connector=orders msg=first\n"
              "level=info connector=orders msg=second\n");
+}
+END_TEST
+
+/* ---- JSON lines: each one must parse, whatever the message held -------- */
+
+/* Parses every line of out with jansson (which refuses invalid UTF-8 and
+ * raw control characters); returns how many there were. Each line must be
+ * one object with a string "msg". */
+static size_t parse_lines(const char *out, json_t **objs, size_t max) {
+    size_t n = 0;
+    for (const char *p = out; *p;) {
+        const char *nl = strchr(p, '\n');
+        ck_assert_msg(nl != NULL, "a line without its newline: %.200s", p);
+        ck_assert_uint_lt(n, max);
+        json_error_t e;
+        objs[n] = json_loadb(p, (size_t)(nl - p), 0, &e);
+        ck_assert_msg(objs[n] != NULL, "line %zu is not JSON: %s: %.200s",
+                      n + 1, e.text, p);
+        ck_assert(json_is_string(json_object_get(objs[n], "msg")));
+        n++;
+        p = nl + 1;
+    }
+    return n;
+}
+
+static const char *msg_of(json_t *o) {
+    return json_string_value(json_object_get(o, "msg"));
+}
+
+/* The replacement character U+FFFD, as UTF-8. */
+#define REPL "\xef\xbf\xbd"
+
+static void hostile_json(void) {
+    tm_redact_reset();
+    tm_log_set_format(TM_LOG_JSON);
+    tm_log_set_level(TM_LOG_INFO);
+    char ctl[40];
+    size_t k = 0;
+    for (int c = 1; c < 0x20; c++)
+        ctl[k++] = (char)c;
+    ctl[k++] = 0x7f;
+    ctl[k] = '\0';
+    tm_log(TM_LOG_INFO, "orders", "%s", ctl);
+    /* Invalid UTF-8: a lone continuation byte, an overlong '/', a UTF-16
+     * surrogate, a code point past U+10FFFF, a sequence cut by the end. */
+    tm_log(TM_LOG_INFO, "orders",
+           "a\x80"
+           "b|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82");
+    /* Valid multi-byte characters stay as they are. */
+    tm_log(TM_LOG_INFO, "orders", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e");
+    /* Context fields too. */
+    tm_log_fields f = {"ord\xffrs", "sq\"l", "t\x01", 2, "b\\1"};
+    tm_log_ctx(TM_LOG_WARN, &f, "fields");
+}
+
+START_TEST(json_lines_escape_control_chars_and_invalid_utf8) {
+    json_t *o[8];
+    size_t n = parse_lines(capture_raw(hostile_json), o, 8);
+    ck_assert_uint_eq(n, 4);
+    char ctl[40];
+    size_t k = 0;
+    for (int c = 1; c < 0x20; c++)
+        ctl[k++] = (char)c;
+    ctl[k++] = 0x7f;
+    ctl[k] = '\0';
+    ck_assert_str_eq(msg_of(o[0]), ctl);
+    ck_assert_str_eq(msg_of(o[1]), "a" REPL "b|" REPL REPL "|" REPL REPL REPL
+                                   "|" REPL REPL REPL REPL "|" REPL REPL);
+    ck_assert_str_eq(msg_of(o[2]), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e");
+    ck_assert_str_eq(json_string_value(json_object_get(o[3], "connector")),
+                     "ord" REPL "rs");
+    ck_assert_str_eq(json_string_value(json_object_get(o[3], "plugin")),
+                     "sq\"l");
+    ck_assert_str_eq(json_string_value(json_object_get(o[3], "topic")),
+                     "t\x01");
+    ck_assert_int_eq(json_integer_value(json_object_get(o[3], "partition")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(o[3], "batch")), "b\\1");
+    for (size_t i = 0; i < n; i++)
+        json_decref(o[i]);
+}
+END_TEST
+
+/* A message longer than a line is cut; the cut line must still be one
+ * whole JSON object, however the cut falls: inside an escape (\u0001 is six
+ * bytes) or inside a multi-byte character. */
+static void long_json(void) {
+    tm_redact_reset();
+    tm_log_set_format(TM_LOG_JSON);
+    tm_log_set_level(TM_LOG_INFO);
+    static char big[6000];
+    for (int shift = 0; shift < 6; shift++) {
+        size_t k = 0;
+        for (int i = 0; i < shift; i++)
+            big[k++] = 'x';
+        while (k + 4 < sizeof big) {
+            if (k % 3 == 0) {
+                big[k++] = '\x01';
+            } else {
+                memcpy(big + k, "\xe2\x82\xac", 3);
+                k += 3;
+            }
+        }
+        big[k] = '\0';
+        tm_log(TM_LOG_INFO, "orders", "%s", big);
+    }
+}
+
+START_TEST(cut_json_line_is_still_json) {
+    json_t *o[8];
+    const char *out = capture_raw(long_json);
+    size_t n = parse_lines(out, o, 8);
+    ck_assert_uint_eq(n, 6);
+    for (size_t i = 0; i < n; i++) {
+        /* Cut, but not to nothing. */
+        ck_assert_uint_gt(strlen(msg_of(o[i])), 1000);
+        ck_assert_uint_lt(strlen(msg_of(o[i])), 4096);
+        json_decref(o[i]);
+    }
+    for (const char *p = out; *p; p = strchr(p, '\n') + 1)
+        ck_assert_uint_le((size_t)(strchr(p, '\n') - p), 4095);
+}
+END_TEST
+
+/* The same bytes in logfmt: one line each, no raw control character, no
+ * invalid UTF-8 (a log pipeline reading UTF-8 must not choke on it). */
+static void hostile_logfmt(void) {
+    tm_redact_reset();
+    tm_log_set_format(TM_LOG_LOGFMT);
+    tm_log_set_level(TM_LOG_INFO);
+    tm_log(TM_LOG_INFO, "orders",
+           "a\x80"
+           "b\x01\r\x7f");
+}
+
+START_TEST(logfmt_escapes_invalid_utf8) {
+    ck_assert_str_eq(capture(hostile_logfmt),
+                     "level=info connector=orders "
+                     "msg=\"a" REPL "b\\u0001\\u000d\x7f\"\n");
+}
+END_TEST
+
+/* ---- TIDEMARK_LOG_LEVEL / TIDEMARK_LOG_FORMAT checked at start ---------- */
+
+START_TEST(env_check_names_the_bad_variable) {
+    char msg[256];
+    unsetenv("TIDEMARK_LOG_LEVEL");
+    unsetenv("TIDEMARK_LOG_FORMAT");
+    ck_assert_int_eq(tm_log_check_env(msg, sizeof msg), 0);
+    setenv("TIDEMARK_LOG_FORMAT", "json", 1);
+    setenv("TIDEMARK_LOG_LEVEL", "debug", 1);
+    ck_assert_int_eq(tm_log_check_env(msg, sizeof msg), 0);
+    setenv("TIDEMARK_LOG_FORMAT", "yaml", 1);
+    ck_assert_int_eq(tm_log_check_env(msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "TIDEMARK_LOG_FORMAT: expected one of logfmt, json, "
+                          "found \"yaml\"");
+    setenv("TIDEMARK_LOG_FORMAT", "logfmt", 1);
+    setenv("TIDEMARK_LOG_LEVEL", "bogus", 1);
+    ck_assert_int_eq(tm_log_check_env(msg, sizeof msg), -1);
+    ck_assert_str_eq(msg, "TIDEMARK_LOG_LEVEL: expected one of debug, info, "
+                          "warn, error, found \"bogus\"");
+    unsetenv("TIDEMARK_LOG_LEVEL");
+    unsetenv("TIDEMARK_LOG_FORMAT");
+    tm_log_reset();
 }
 END_TEST
 
@@ -261,7 +446,12 @@ static Suite *suite(void) {
     TCase *t = tcase_create("format");
     tcase_add_test(t, logfmt_fields_and_quoting);
     tcase_add_test(t, json_line);
-    tcase_add_test(t, bare_words_unquoted);
+    tcase_add_test(t, process_wide_line_has_no_connector);
+    tcase_add_test(t, process_wide_json_line_has_no_connector);
+    tcase_add_test(t, json_lines_escape_control_chars_and_invalid_utf8);
+    tcase_add_test(t, cut_json_line_is_still_json);
+    tcase_add_test(t, logfmt_escapes_invalid_utf8);
+    tcase_add_test(t, env_check_names_the_bad_variable);
     tcase_add_test(t, level_filter);
     suite_add_tcase(s, t);
     TCase *r = tcase_create("redaction");
