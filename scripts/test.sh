@@ -92,8 +92,12 @@ stage "validate configs/ (every file, the build's plugins, the running PostgreSQ
 ctest --test-dir build -R '^integration\.configs_validate$' --output-on-failure
 stage_end
 
+stage "Debian package (cpack .deb installed by dpkg into a clean root, run from there; man pages)"
+ctest --test-dir build -L packaging --output-on-failure
+stage_end
+
 stage "ctest build/ (all tests)"
-ctest --test-dir build --output-on-failure
+ctest --test-dir build --output-on-failure -LE packaging
 stage_end
 
 stage "ctest build-asan/ (unit|conformance|abi|e2e)"

@@ -18,7 +18,8 @@
 #    it exits 2 (which the unit does not restart), with a config in
 #    ROOT/etc/tidemark it runs a connector from a pkg_ topic of the
 #    broker into SQLite; checked in the database against Kafka's own high
-#    watermark, then `tidemark verify`, then a SIGTERM exits 0.
+#    watermark, then `tidemark status` of the unit's state directory and
+#    `tidemark verify`, then a SIGTERM exits 0.
 # usage: deb_install.sh BUILD_DIR SOURCE_DIR WORK_DIR
 # Needs TIDEMARK_KAFKA_BOOTSTRAP (scripts/env.sh), kcat and sqlite3.
 set -u
@@ -149,7 +150,8 @@ grep -qF "($plugindir/sqlite.so)" "$work/kit.out" ||
 grep -qx '3 passed, 0 failed' "$work/kit.out" || fail "tidemark-sinkcheck: $(cat "$work/kit.out")"
 
 step "the unit's ExecStart, mapped into the root"
-state=$work/state
+# /var/lib/tidemark as StateDirectory= makes it: the user's, 0700.
+state=$work/var-lib-tidemark
 mkdir -m 0700 "$state" || exit 1
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 for path in /usr/bin/tidemark /etc/tidemark/ /var/lib/tidemark; do
@@ -218,6 +220,9 @@ done
     fail "the service's main process is $(readlink "/proc/$pid/exe"), not $tm (sh must exec it)"
 rows=$(sqlite3 -readonly "$db" "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM events")
 [ "$rows" = "$n $n 0 $((n - 1))" ] || fail "rows in $db: '$rows' (count, distinct ids, min, max), expected '$n $n 0 $((n - 1))'"
+"$tm" status --state-dir "$state/state" >"$work/status.out" 2>&1 ||
+    fail "tidemark status --state-dir /var/lib/tidemark/state while it runs: exit $?: $(cat "$work/status.out")"
+grep -qx "connector pkg-deb-$run" "$work/status.out" && grep -Eq '^ +state +RUNNING ' "$work/status.out" || fail "tidemark status: not RUNNING: $(cat "$work/status.out")"
 (cd "$state" && "$tm" verify "$root/etc/tidemark/pkg-deb.json") >"$work/verify.out" 2>&1 ||
     fail "tidemark verify: exit $?: $(cat "$work/verify.out")"
 kill -TERM "$pid"
