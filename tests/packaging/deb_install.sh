@@ -150,9 +150,16 @@ grep -qF "($plugindir/sqlite.so)" "$work/kit.out" ||
 grep -qx '3 passed, 0 failed' "$work/kit.out" || fail "tidemark-sinkcheck: $(cat "$work/kit.out")"
 
 step "the unit's ExecStart, mapped into the root"
-# /var/lib/tidemark as StateDirectory= makes it: the user's, 0700.
+# /var/lib/tidemark as StateDirectory= makes it: the user's, 0700. As
+# root, the service runs as a system user of its own (User=): here nobody,
+# as the root's tidemark user does not exist on this machine.
 state=$work/var-lib-tidemark
 mkdir -m 0700 "$state" || exit 1
+as_user=""
+if [ "$(id -u)" -eq 0 ]; then
+    as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+    chown 65534:65534 "$state" || exit 1
+fi
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 for path in /usr/bin/tidemark /etc/tidemark/ /var/lib/tidemark; do
     case $exec_start in *"$path"*) ;; *) die "ExecStart names no $path: $exec_start" ;; esac
@@ -161,8 +168,9 @@ done
 cmd=$(printf '%s\n' "$exec_start" | sed "s|\\\$\\\$|\$|g; s|/usr/bin/tidemark|$tm|g;
     s|/etc/tidemark/|$root/etc/tidemark/|g; s|/var/lib/tidemark|$state|g")
 # As systemd starts it: in WorkingDirectory, with EnvironmentFile's
-# variables, the command line exec'd (Type=exec: its pid is the service's).
-run_unit() { cd "$state" && set -a && . "$root/etc/default/tidemark" && set +a && eval "exec $cmd"; }
+# variables, as its user, the command line exec'd (Type=exec: its pid is
+# the service's).
+run_unit() { cd "$state" && set -a && . "$root/etc/default/tidemark" && set +a && eval "exec $as_user $cmd"; }
 (run_unit) >"$work/noconfig.log" 2>&1
 rc=$?
 [ "$rc" -eq 2 ] || fail "ExecStart with no config in /etc/tidemark: exit $rc, expected 2: $(cat "$work/noconfig.log")"
@@ -218,6 +226,8 @@ while [ "$(marker)" != "$n" ]; do
 done
 [ "$(readlink "/proc/$pid/exe")" = "$tm" ] ||
     fail "the service's main process is $(readlink "/proc/$pid/exe"), not $tm (sh must exec it)"
+[ -z "$as_user" ] || [ "$(stat -c %u "/proc/$pid")" = 65534 ] ||
+    fail "the service's process runs as uid $(stat -c %u "/proc/$pid"), not the service's user"
 rows=$(sqlite3 -readonly "$db" "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM events")
 [ "$rows" = "$n $n 0 $((n - 1))" ] || fail "rows in $db: '$rows' (count, distinct ids, min, max), expected '$n $n 0 $((n - 1))'"
 "$tm" status --state-dir "$state/state" >"$work/status.out" 2>&1 ||
