@@ -19,7 +19,8 @@
 #    ROOT/etc/tidemark it runs a connector from a pkg_ topic of the
 #    broker into SQLite; checked in the database against Kafka's own high
 #    watermark, then `tidemark status` of the unit's state directory and
-#    `tidemark verify`, then a SIGTERM exits 0.
+#    `tidemark verify`, then a SIGTERM exits 0;
+#  - dpkg -r keeps the conffile, dpkg -P removes it, the user stays.
 # usage: deb_install.sh BUILD_DIR SOURCE_DIR WORK_DIR
 # Needs TIDEMARK_KAFKA_BOOTSTRAP (scripts/env.sh), kcat and sqlite3.
 set -u
@@ -239,6 +240,16 @@ kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 [ "$rc" -eq 0 ] || fail "tidemark run after SIGTERM: exit $rc: $(tail -5 "$work/run.log")"
+
+step "dpkg --remove, --purge"
+dpkg --root="$root" "$force" -r tidemark >"$work/remove.log" 2>&1 ||
+    fail "dpkg -r: $(cat "$work/remove.log")"
+[ -e "$tm" ] && fail "dpkg -r left $tm"
+[ -f "$root/etc/default/tidemark" ] || fail "dpkg -r removed the conffile /etc/default/tidemark"
+dpkg --root="$root" "$force" -P tidemark >"$work/purge.log" 2>&1 ||
+    fail "dpkg -P: $(cat "$work/purge.log")"
+[ -e "$root/etc/default/tidemark" ] && fail "dpkg -P left /etc/default/tidemark"
+grep -q '^tidemark:' "$root/etc/passwd" || fail "dpkg -P removed the tidemark user (docs say it stays)"
 
 [ "$failed" -eq 0 ] && echo "deb_install: all passed"
 exit "$failed"
