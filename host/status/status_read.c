@@ -137,8 +137,10 @@ int tm_status_list(const char *state_dir, char ***names, size_t *n,
     size_t count = 0, cap = 0;
     int rc = 0;
     const struct dirent *e;
-    errno = 0;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
+    /* errno is reset before every readdir(): only its own error may be
+     * left when it returns NULL, not that of the stat() which found the
+     * entry before it to be no connector (a SQLite file, say). */
+    while (rc == 0 && (errno = 0, e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.' || !is_connector_dir(state_dir, e->d_name))
             continue;
         if (count == cap) {
@@ -156,7 +158,6 @@ int tm_status_list(const char *state_dir, char ***names, size_t *n,
             break;
         }
         count++;
-        errno = 0;
     }
     if (rc != 0)
         snprintf(errstr, errsize, "out of memory");

@@ -365,6 +365,29 @@ START_TEST(list_sorted) {
 }
 END_TEST
 
+/* A state directory that also holds other things (a SQLite file, a
+ * folder of no connector): they are skipped, and the stat() that found
+ * them not to be connectors leaves no errno behind that the end of the
+ * listing would take for a read error. */
+START_TEST(list_skips_other_entries) {
+    make_dir();
+    char err[512] = "", path[600];
+    snprintf(path, sizeof path, "%s/orders.db", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(path, sizeof path, "%s/not-a-connector", dir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    char **got = NULL;
+    size_t n = 99;
+    ck_assert_msg(tm_status_list(dir, &got, &n, err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_uint_eq(n, 0);
+    tm_status_names_free(got, n);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(default_dir_rules) {
     char out[512];
     setenv("TIDEMARK_STATE_DIR", "/srv/tm-state", 1);
@@ -611,6 +634,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, missing_and_malformed);
     tcase_add_test(tc, lock_without_file_is_starting);
     tcase_add_test(tc, list_sorted);
+    tcase_add_test(tc, list_skips_other_entries);
     tcase_add_test(tc, default_dir_rules);
     tcase_add_test(tc, writer_creates_parents);
     tcase_add_test(tc, cut_secret_in_last_error_redacted);
