@@ -120,10 +120,12 @@ void kit_case_crash_points(const kit_run *run, kit_result *res) {
  * kill landed is read after its death. */
 enum { PH_SETUP, PH_BEFORE_CALL, PH_IN_COMMIT, PH_AFTER_RETURN };
 enum { W_BEFORE_CALL, W_IN_COMMIT, W_AFTER_POINT0, W_AFTER_RETURN = 6, NWIN };
+/* In-commit windows are named by the last fault point the commit passed;
+ * "no_point_yet" is inside the call before its first point. */
 static const char *const WIN_NAME[NWIN] = {
-    "before_commit_call",     "in_commit",
-    "in_commit:before_begin", "in_commit:after_effects",
-    "in_commit:after_marker", "in_commit:after_commit",
+    "before_commit_call",          "in_commit:no_point_yet",
+    "in_commit:past_before_begin", "in_commit:past_after_effects",
+    "in_commit:past_after_marker", "in_commit:past_after_commit",
     "after_commit_return"};
 
 typedef struct kill_page {
@@ -320,9 +322,13 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
                      "inconclusive: fault point %s was never reached "
                      "(does commit call host->fault?)",
                      POINTS[k]);
-    fprintf(stderr, "sinkcheck: random_kills: %d kills, seed %" PRIu64 ":",
-            run->kills, run->seed);
-    for (int w = 0; w < NWIN; w++)
+    /* The three phases' totals first, then every window of the total. */
+    fprintf(stderr,
+            "sinkcheck: random_kills: %d kills, seed %" PRIu64
+            ": before_commit_call=%d in_commit=%d after_commit_return=%d; "
+            "in_commit by window:",
+            run->kills, run->seed, phase_hit[0], phase_hit[1], phase_hit[2]);
+    for (int w = W_IN_COMMIT; w < W_AFTER_RETURN; w++)
         fprintf(stderr, " %s=%d", WIN_NAME[w], hits[w]);
     fprintf(stderr, "\n");
     kit_fixture_done(&fx);

@@ -140,8 +140,11 @@ static int remove_entry(const char *path, const struct stat *sb, int type,
 void kit_fixture_done(kit_fixture *fx) {
     tm_settings_free(fx->settings);
     fx->settings = NULL;
-    if (fx->tmpdir[0] && !getenv("TIDEMARK_SINKCHECK_KEEP") &&
-        nftw(fx->tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    if (fx->tmpdir[0] && getenv("TIDEMARK_SINKCHECK_KEEP"))
+        fprintf(stderr, "sinkcheck: kept %s (TIDEMARK_SINKCHECK_KEEP)\n",
+                fx->tmpdir); /* say where: the case's line does not */
+    else if (fx->tmpdir[0] &&
+             nftw(fx->tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         fprintf(stderr, "sinkcheck: cannot remove %s\n", fx->tmpdir);
     fx->tmpdir[0] = '\0';
 }

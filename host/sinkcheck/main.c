@@ -25,12 +25,13 @@
 #define MAX_SELECTED 32
 /* Fewer kills than this cannot reach every crash window reliably. */
 #define MIN_KILLS 50
+#define MAX_KILLS 99999
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tidemark-sinkcheck PLUGIN [--config FILE] [--seed N] "
                "[--kills N] [--case NAME]... [--list]\n"
                "  --kills N  random kills of case random_kills (default "
-               "and minimum 50)\n"
+               "and minimum 50, at most 99999)\n"
                "  PLUGIN   a path to a .so, or a plugin name looked up in "
                "TIDEMARK_PLUGIN_PATH and the default plugin directory\n");
 }
@@ -110,9 +111,16 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--seed") == 0 && i + 1 < argc &&
                    parse_u64(argv[i + 1], &v) == 0) {
             run.seed = v, have_seed = 1, i++;
-        } else if (strcmp(a, "--kills") == 0 && i + 1 < argc &&
-                   parse_u64(argv[i + 1], &v) == 0 && v >= MIN_KILLS &&
-                   v < 100000) {
+        } else if (strcmp(a, "--kills") == 0 && i + 1 < argc) {
+            if (parse_u64(argv[i + 1], &v) != 0 || v < MIN_KILLS ||
+                v > MAX_KILLS) {
+                fprintf(stderr,
+                        "tidemark-sinkcheck: --kills '%s': expected a whole "
+                        "number from %d to %d (fewer kills cannot reach "
+                        "every crash window)\n",
+                        argv[i + 1], MIN_KILLS, MAX_KILLS);
+                return 2;
+            }
             run.kills = (int)v, i++;
         } else if (strcmp(a, "--case") == 0 && i + 1 < argc &&
                    nselected < MAX_SELECTED) {

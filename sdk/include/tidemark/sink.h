@@ -23,10 +23,13 @@
  * is the element's own struct_size, so an element grown in a later minor
  * version stays walkable by an older reader.
  *
- * Ownership: whoever allocates frees. The host owns the config, the batch and
- * every string in them for the duration of one call; the plugin copies what
- * it keeps. The plugin owns its instance from open() until close(). Nothing
- * is freed across the boundary. Error text goes into the caller-owned
+ * Ownership: whoever allocates frees. The config handed to open(), its
+ * settings and every string in them stay valid until close() returns: keep
+ * the pointers, copy nothing. Everything else the host hands over (the
+ * config of validate(), a batch, markers, a topic name) is the host's for
+ * that one call: the plugin copies what it keeps past it. The plugin owns
+ * its instance from open() until close(). Nothing is freed across the
+ * boundary. Error text goes into the caller-owned
  * tm_error (librdkafka's errstr convention). Plugins never call exit() or
  * abort() and never longjmp across the boundary.
  *
@@ -261,7 +264,11 @@ typedef struct tm_batch {
     const char *connector;
     const char *batch_id;   /* unique per connector across hosts */
     int64_t deadline_ms;    /* CLOCK_MONOTONIC ms; long calls give up with
-                               TM_RETRY past it */
+                               TM_RETRY past it (0 or less: no deadline).
+                               Once the store's own commit has started
+                               (COMMIT sent, the rename made) the call is
+                               not given up for it: an outcome known is
+                               worth the wait */
     const tm_range *ranges; /* walk with TM_CELEM */
     size_t nranges;
     const tm_record *records; /* in offset order per partition */
@@ -333,7 +340,8 @@ typedef struct tm_host_api {
     /* Settings of the sink (the connector's "sink.settings" object).
      * Return 1 found (out set), 0 absent (out untouched), -1 wrong type
      * (err names the JSON path, what was expected and what was found). The
-     * returned strings live as long as the config. */
+     * returned strings live as long as the config: until close() for the
+     * config of open(), for the call for the config of validate(). */
     int (*setting_string)(const tm_settings *s, const char *key,
                           const char **out, tm_error *err);
     int (*setting_int)(const tm_settings *s, const char *key, int64_t *out,
@@ -365,9 +373,15 @@ typedef struct tm_host_api {
 
 /* ---- The sink's callback table ------------------------------------------ */
 
+/* Capabilities. The host refuses a connector config that needs one the
+ * plugin lacks: "dedup" needs TM_CAP_DEDUP, and "dead_letters.sink", true
+ * by default, needs TM_CAP_DEAD_LETTERS (without it every config must say
+ * "dead_letters": {"sink": false, "topic": ...}). TM_CAP_UPSERT is only
+ * advertised (`tidemark plugins`): the sink's own settings choose upsert,
+ * keyed by the columns with tm_column.key, and the host requires nothing. */
 #define TM_CAP_DEDUP        0x1u /* business-key dedup (tm_record.identity) */
 #define TM_CAP_DEAD_LETTERS 0x2u /* stores dead letters with the batch */
-#define TM_CAP_UPSERT       0x4u /* mode upsert on key columns */
+#define TM_CAP_UPSERT       0x4u /* replaces rows by key columns (upsert) */
 
 typedef struct tm_sink_api {
     uint32_t magic;                /* TM_SINK_MAGIC */
@@ -396,7 +410,9 @@ typedef struct tm_sink_api {
      * (with the lineage when TM_MARKER_HAS_LINEAGE).
      * @locality the connector's thread, only from the consumer group's
      *           assign callback (and offline `offsets --reset-to`).
-     * @blocks   on the store's locks (bounded by its lock timeout).
+     * @blocks   on the store's locks, bounded by the sink's own lock
+     *           timeout (a setting of the sink): claim has no deadline;
+     *           interrupt() may ask it to give up (TM_RETRY).
      * @owns     markers: the host's array (walk with TM_ELEM); topic is the
      *           host's, every other field is written by the sink.
      * @returns  TM_OK, TM_RETRY (nothing changed), TM_FATAL. */
@@ -418,7 +434,8 @@ typedef struct tm_sink_api {
      * commit, calling host->fault() at the four TM_FAULT_* points.
      * @locality the connector's thread, serialised per instance.
      * @blocks   on the store; gives up with TM_RETRY past batch->deadline_ms
-     *           or when interrupted.
+     *           or when interrupted, but not once the store's commit itself
+     *           has started (see tm_batch.deadline_ms).
      * @owns     the batch and all it points to are the host's for the call.
      * @returns  TM_OK; the marker check's TM_ALREADY / TM_FENCED /
      *           TM_CONFLICT / TM_INVALID with nothing written; TM_RETRY
@@ -437,7 +454,8 @@ typedef struct tm_sink_api {
      * changing anything; refuses configs the sink cannot keep (e.g. dedup
      * without TM_CAP_DEDUP).
      * @locality any thread (`tidemark validate`); no instance exists.
-     * @owns     as open, for the call only.
+     * @owns     host and config are the host's for the call only: copy
+     *           what you keep.
      * @returns  TM_OK, TM_INVALID (a shape mismatch prints both shapes),
      *           TM_RETRY (unreachable). */
     tm_status (*validate)(const tm_host_api *host, const tm_sink_config *config,
