@@ -133,6 +133,12 @@ typedef struct kill_page {
     atomic_int last_point; /* in this commit; -1: none yet */
     atomic_int point_seen[4];
     atomic_int ready;
+    /* Per partition: the end of the last commit the sink acknowledged (OK)
+     * and of the one in flight (== acked when none is). Set from the
+     * child's claim before ready; the parent bounds the marker by them. */
+    atomic_llong acked[KIT_NPARTS];
+    atomic_llong in_flight[KIT_NPARTS];
+    atomic_int commits_acked;
     char child_error[512];
 } kill_page;
 
@@ -193,8 +199,11 @@ static void kill_child(const kit_fixture *fx, uint64_t seed) {
     tm_status rc = kit_claim(fx->run, sink, m, zero, 0, &err);
     if (rc != TM_OK)
         child_fail("claim: %s: %s", tm_status_name(rc), err.message);
-    for (int p = 0; p < KIT_NPARTS; p++)
+    for (int p = 0; p < KIT_NPARTS; p++) {
         pos[p] = m[p].next_offset;
+        atomic_store(&page->acked[p], pos[p]);
+        atomic_store(&page->in_flight[p], pos[p]);
+    }
     atomic_store(&page->ready, 1);
     for (int64_t deadline = kit_now_ms() + 30000; kit_now_ms() < deadline;) {
         int64_t len[KIT_NPARTS], e[KIT_NPARTS];
@@ -209,17 +218,53 @@ static void kill_child(const kit_fixture *fx, uint64_t seed) {
         if (kit_batch_dense(&kb, fx->run, pos, len, e) != 0)
             child_fail("out of memory");
         sleep_us((long)(kit_rand(&child_rng) % 300)); /* the host's work */
+        for (int p = 0; p < KIT_NPARTS; p++)
+            atomic_store(&page->in_flight[p], pos[p] + len[p]);
         atomic_store(&page->phase, PH_IN_COMMIT);
         rc = kit_commit(fx->run, sink, &kb, &err);
-        atomic_store(&page->phase, PH_AFTER_RETURN);
         kit_batch_free(&kb);
         if (rc != TM_OK)
             child_fail("commit: %s: %s", tm_status_name(rc), err.message);
-        for (int p = 0; p < KIT_NPARTS; p++)
+        for (int p = 0; p < KIT_NPARTS; p++) { /* acknowledged: it counts */
             pos[p] += len[p];
+            atomic_store(&page->acked[p], pos[p]);
+        }
+        atomic_fetch_add(&page->commits_acked, 1);
+        atomic_store(&page->phase, PH_AFTER_RETURN);
         sleep_us((long)(kit_rand(&child_rng) % 300));
     }
     child_fail("was never killed in 30 s");
+}
+
+/* Durability and progress of acknowledged commits: every part's marker
+ * lies in [acked, in flight] (a commit the sink said OK to survives the
+ * kill; one in flight may or may not have landed). Before the child was
+ * ready, nothing was acknowledged or in flight: the marker stays at LAST. */
+static int check_acked(const kit_state *st, kill_page *pg, const int64_t *last,
+                       char *why, size_t size) {
+    int ready = atomic_load(&pg->ready);
+    for (int p = 0; p < KIT_NPARTS; p++) {
+        const tm_marker *m = &st->part[p].marker;
+        int64_t lo = ready ? (int64_t)atomic_load(&pg->acked[p]) : last[p];
+        int64_t hi = ready ? (int64_t)atomic_load(&pg->in_flight[p]) : last[p];
+        if (m->next_offset < lo) {
+            snprintf(why, size,
+                     "%s[%d] marker at %" PRId64 ", but commits up to %" PRId64
+                     " were acknowledged (OK): an acknowledged commit was "
+                     "lost",
+                     m->topic, m->partition, m->next_offset, lo);
+            return -1;
+        }
+        if (m->next_offset > (hi > lo ? hi : lo)) {
+            snprintf(why, size,
+                     "%s[%d] marker at %" PRId64 ", beyond every commit made "
+                     "(acknowledged up to %" PRId64 ", in flight up to %" PRId64
+                     ")",
+                     m->topic, m->partition, m->next_offset, lo, hi);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Kills the child: either at a random moment or as soon as it is in the
@@ -242,6 +287,7 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
     char why[512];
     int hits[NWIN] = {0}, seen[4] = {0};
     int64_t last[KIT_NPARTS] = {0};
+    long acked_total = 0;
     uint64_t rng = run->seed;
     kill_page *pg = mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE,
                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -295,9 +341,11 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
         /* The proof: a fresh instance sees effects exactly = markers. */
         if (kit_state_fresh(&fx, &st, res) != 0)
             break;
-        if (check_dense(&st, NULL, last, why, sizeof why) != 0)
+        if (check_dense(&st, NULL, last, why, sizeof why) != 0 ||
+            check_acked(&st, pg, last, why, sizeof why) != 0)
             kit_fail(res, "after kill %d (child in %s): %s", i + 1,
                      win >= 0 ? WIN_NAME[win] : "setup", why);
+        acked_total += atomic_load(&pg->commits_acked);
         for (int p = 0; p < KIT_NPARTS; p++)
             last[p] = st.part[p].marker.next_offset;
         kit_state_free(&st);
@@ -316,6 +364,15 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
                      "inconclusive: no kill landed in phase %s in %d "
                      "kills (seed %" PRIu64 ")",
                      phase_name[ph], run->kills, run->seed);
+    /* Progress: commits were acknowledged, and the markers moved. */
+    int64_t moved = 0;
+    for (int p = 0; p < KIT_NPARTS; p++)
+        moved += last[p];
+    if (!KIT_FAILED(res) && (acked_total == 0 || moved == 0))
+        kit_fail(res,
+                 "no progress: %ld commits acknowledged in %d kills, markers "
+                 "moved by %" PRId64 " offsets in all",
+                 acked_total, run->kills, moved);
     for (int k = 0; k < 4 && !KIT_FAILED(res); k++)
         if (!seen[k])
             kit_fail(res,
