@@ -47,4 +47,5 @@ cc $cflags -shared -fPIC -o "$stage/plugin/example.so" \
     "$src/sdk/examples/file_sink.c"
 chmod 0755 "$stage/plugin/example.so"
 
-"$kit" "$stage/plugin/example.so" --config "$config"
+# The example has no business-key dedup: its dedup case must SKIP.
+"$kit" "$stage/plugin/example.so" --config "$config" --expect-skip dedup
