@@ -19,6 +19,8 @@ const kit_case kit_cases[] = {
      "a kill at each named point: effects exactly match the marker"},
     {"random_kills", kit_case_random_kills,
      "random SIGKILLs of a committing child: effects match the marker"},
+    {"concurrent_owners", kit_case_concurrent_owners,
+     "two processes claim and commit one store at once: fencing holds"},
     {"dead_letters", kit_case_dead_letters,
      "dead letters committed atomically with the batch"},
     {"dedup", kit_case_dedup,

@@ -12,6 +12,7 @@ void kit_case_multi_partition(const kit_run *run, kit_result *res);
 void kit_case_holes(const kit_run *run, kit_result *res);
 void kit_case_crash_points(const kit_run *run, kit_result *res);
 void kit_case_random_kills(const kit_run *run, kit_result *res);
+void kit_case_concurrent_owners(const kit_run *run, kit_result *res);
 void kit_case_dead_letters(const kit_run *run, kit_result *res);
 void kit_case_dedup(const kit_run *run, kit_result *res);
 void kit_case_bad_settings(const kit_run *run, kit_result *res);
