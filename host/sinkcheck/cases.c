@@ -21,6 +21,8 @@ const kit_case kit_cases[] = {
      "random SIGKILLs of a committing child: effects match the marker"},
     {"concurrent_owners", kit_case_concurrent_owners,
      "two processes claim and commit one store at once: fencing holds"},
+    {"power_loss", kit_case_power_loss,
+     "writes not made durable by fsync are dropped: acknowledged ones stay"},
     {"dead_letters", kit_case_dead_letters,
      "dead letters committed atomically with the batch"},
     {"dedup", kit_case_dedup,

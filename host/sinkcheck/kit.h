@@ -74,6 +74,9 @@ int kit_fixture_init_settings(kit_fixture *fx, const kit_run *run,
                               const char *name, json_t *settings_template,
                               uint32_t config_flags, kit_result *res);
 void kit_fixture_done(kit_fixture *fx);
+/* Removes PATH and everything below it (CONTENTS_ONLY: keeps PATH itself,
+ * empty). 0, or -1 when something stayed (each is named on stderr). */
+int kit_remove_tree(const char *path, int contents_only);
 
 /* Opens a fresh instance with the real host services (or HOST if not
  * NULL). Returns the status; *sink NULL unless TM_OK. */
