@@ -98,7 +98,11 @@ static void rounds(const kit_fixture *fx, const char *shadow, kill_page *pg,
             char was[sizeof res->reason];
             memcpy(was, res->reason, sizeof was);
             res->verdict = KIT_PASS; /* restate with the round */
-            kit_fail(res, "power loss %d (after %d acknowledged commits): %s",
+            kit_fail(res,
+                     "power loss %d (after %d acknowledged commits): the "
+                     "sink cannot read its state: %s (writes not made "
+                     "durable by fsync/fdatasync of the file, or of its "
+                     "directory, were dropped)",
                      r, acked, was);
             return;
         }
