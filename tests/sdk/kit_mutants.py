@@ -8,7 +8,9 @@ the kit, and the FAIL line must name the fault (a regular expression per
 mutant). The unbroken copy, built the same way, must pass the same cases
 first (else the build, not the fault, would fail them). A replacement that
 no longer matches the source is reported: the mutant must be updated, and
-the test fails until it is.
+the test fails until it is. concurrent_owners races two processes, which
+shows a missing lock in most runs, not in every one: a mutant gets up to
+three runs of the kit.
 
 usage: kit_mutants.py SOURCE_DIR KIT [CC]
 """
@@ -182,14 +184,18 @@ def main():
         print("control: the unbroken example passes " + ", ".join(every))
         for name, (cases, want, edits) in MUTANTS.items():
             try:
-                rc, out = kit(build(work, name, edits), cases)
+                so = build(work, name, edits)
             except RuntimeError as e:
                 print("FAIL %s" % e)
                 bad += 1
                 continue
-            fails = [line for line in out.splitlines()
-                     if line.startswith("FAIL ")]
-            hit = [line for line in fails if re.search(want, line)]
+            # Races (no_lock) show in most runs, not all: up to 3 runs.
+            for _ in range(3):
+                rc, out = kit(so, cases)
+                hit = [line for line in out.splitlines()
+                       if line.startswith("FAIL ") and re.search(want, line)]
+                if rc != 0 and hit:
+                    break
             if rc != 0 and hit:
                 print("caught %s: %s" % (name, hit[0]))
             else:
