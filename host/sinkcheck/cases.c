@@ -7,6 +7,8 @@ const kit_case kit_cases[] = {
      "claim creates markers and raises the epoch; read_markers never does"},
     {"contiguous_batch", kit_case_contiguous,
      "a contiguous batch: OK; rows, dead letters, markers visible together"},
+    {"values", kit_case_values,
+     "scan gives back exactly the column values the kit sent"},
     {"same_batch_again", kit_case_already,
      "the same batch again: ALREADY, nothing changes"},
     {"gap_overlap_fenced", kit_case_conflict_fenced,

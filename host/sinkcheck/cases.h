@@ -14,6 +14,7 @@ void kit_case_crash_points(const kit_run *run, kit_result *res);
 void kit_case_random_kills(const kit_run *run, kit_result *res);
 void kit_case_concurrent_owners(const kit_run *run, kit_result *res);
 void kit_case_power_loss(const kit_run *run, kit_result *res);
+void kit_case_values(const kit_run *run, kit_result *res);
 void kit_case_dead_letters(const kit_run *run, kit_result *res);
 void kit_case_dedup(const kit_run *run, kit_result *res);
 void kit_case_bad_settings(const kit_run *run, kit_result *res);

@@ -3,26 +3,25 @@
  * copy it to start a sink of your own.
  *
  *   1. Copy this file to mysink.c.
- *   2. Replace the prefix ex_ and set .name and .version in TM_SINK_DEFINE
- *      at the bottom: the host loads "plugin": "mysink" from mysink.so and
- *      refuses a plugin that calls itself otherwise.
- *   3. Set .capabilities: TM_CAP_DEAD_LETTERS (store dead letters in the
- *      same step as the rows: every default config needs it), TM_CAP_DEDUP.
+ *   2. Replace the prefix ex_; set .name (the host loads "mysink" from
+ *      mysink.so) and .version in TM_SINK_DEFINE at the bottom.
+ *   3. Set .capabilities (TM_CAP_DEAD_LETTERS: every default config needs
+ *      it; TM_CAP_DEDUP).
  *   4. List your settings in ex_open's known[] and read them there.
- *   5. Replace the store: ex_commit's steps keep their order whatever the
- *      store is; a database replaces the files by one transaction.
- *   6. Fill in the optional callbacks at the bottom, or leave them NULL.
- *   7. Build: cc $(pkg-config --cflags tidemark-sdk) -shared -fPIC \
+ *   5. Replace the store (a database: one transaction for the files);
+ *      ex_commit's steps keep their order. Fill in or drop the optional
+ *      callbacks at the bottom.
+ *   6. Build: cc $(pkg-config --cflags tidemark-sdk) -shared -fPIC \
  *                -o mysink.so mysink.c $(pkg-config --libs tidemark-sdk)
- *   8. Prove it: tidemark-sinkcheck ./mysink.so --expect-skip dedup
+ *   7. Prove it: tidemark-sinkcheck ./mysink.so --expect-skip dedup
  *
  * The store: in the directory of the setting "path", <connector>.log is an
  * append-only journal of lines (rows and dead letters), <connector>.markers
  * the markers and the journal's committed length, replaced atomically
- * (tidemark/store.h); publishing the markers is the commit:
- *   r <topic> <partition> <offset> <value as hex, "-" when empty>
+ * (tidemark/store.h); publishing the markers is the commit. Lines (Kafka
+ * topic names have no spaces):
+ *   r <topic> <partition> <offset> <column values (tms_values_write)>
  *   d <topic> <partition> <offset> <reason>
- * (Kafka topic names have no spaces.)
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
@@ -38,6 +37,7 @@
 
 typedef struct ex_sink {
     const tm_host_api *host; /* every call into the host goes through it */
+    const tm_sink_config *config;
     char markers[1100], log[1100], lock[1100];
 } ex_sink;
 
@@ -51,16 +51,13 @@ static tm_status ex_open(const tm_host_api *host, const tm_sink_config *config,
     if (host->settings_check_keys(config->settings, known, 1, err) != 0 ||
         host->setting_string(config->settings, "path", &dir, err) < 0)
         return TM_INVALID;
-    if (!dir || access(dir, W_OK) != 0) {
-        host->set_error(err, "setting \"path\": %s",
-                        dir ? "not a writable directory"
-                            : "required: the directory that holds the state");
-        return TM_INVALID;
-    }
     const char *name = config->connector;
-    if (strchr(name, '/') || strlen(dir) > 800 || strlen(name) > 200) {
-        host->set_error(err, "setting \"path\" or the connector name is too "
-                             "long, or the name is not a plain file name");
+    if (!dir || access(dir, W_OK) != 0 || strlen(dir) > 800 ||
+        strchr(name, '/') || strlen(name) > 200) {
+        host->set_error(err, "setting \"path\": %s",
+                        dir ? "not a writable directory (or too long), or the "
+                              "connector name is not a plain file name"
+                            : "required: the directory that holds the state");
         return TM_INVALID;
     }
     ex_sink *s = calloc(1, sizeof *s);
@@ -68,7 +65,7 @@ static tm_status ex_open(const tm_host_api *host, const tm_sink_config *config,
         host->set_error(err, "out of memory");
         return TM_FATAL;
     }
-    s->host = host;
+    s->host = host, s->config = config;
     snprintf(s->markers, sizeof s->markers, "%s/%s.markers", dir, name);
     snprintf(s->log, sizeof s->log, "%s/%s.log", dir, name);
     snprintf(s->lock, sizeof s->lock, "%s/%s.lock", dir, name);
@@ -115,8 +112,7 @@ static tm_status ex_read_markers(void *sink, tm_marker *markers, size_t n,
     return rc;
 }
 
-/* The batch's rows and dead letters as journal lines into f, each range's
- * marker advanced in stored[] by the host's marker_advance. */
+/* The batch as journal lines into f; each range's marker advanced. */
 static void ex_effects(ex_sink *s, const tm_batch *b, tm_marker *stored,
                        FILE *f) {
     for (size_t i = 0; i < b->nranges; i++) {
@@ -126,11 +122,11 @@ static void ex_effects(ex_sink *s, const tm_batch *b, tm_marker *stored,
             const tm_record *r = TM_CELEM(tm_record, b->records, j);
             if (r->range != i)
                 continue;
-            fprintf(f, "r %s %" PRId32 " %" PRId64 " ", g->topic, g->partition,
+            fprintf(f, "r %s %" PRId32 " %" PRId64, g->topic, g->partition,
                     r->offset);
-            for (size_t k = 0; k < r->value_len; k++)
-                fprintf(f, "%02x", ((const unsigned char *)r->value)[k]);
-            fputs(r->value_len ? "\n" : "-\n", f);
+            tms_values_write(f, s->config->columns, s->config->ncolumns,
+                             r->values);
+            fputc('\n', f);
             rows++;
         }
         for (size_t j = 0; j < b->ndead_letters; j++) {
@@ -178,8 +174,7 @@ static tm_status ex_commit(void *sink, const tm_batch *b, tm_error *err) {
         rc = tms_journal_append(s->host, &j, buf, len, err);
     if (rc == TM_OK)
         rc = tms_journal_sync(s->host, &j, err);
-    /* 4. the advanced markers and the new length: publishing them is the
-     * commit (fault after_marker sits inside tms_save, before the rename) */
+    /* 4. markers and length published: the commit (after_marker: tms_save) */
     if (rc == TM_OK) {
         s->host->fault(TM_FAULT_AFTER_EFFECTS);
         tms_update(&ms, b, stored);
@@ -196,41 +191,47 @@ static tm_status ex_commit(void *sink, const tm_batch *b, tm_error *err) {
     return rc;
 }
 
-/* scan: every stored row and dead letter of one partition, in offset
- * order; only the committed part of the journal counts. */
+/* scan: a partition's committed rows and dead letters, by offset. */
 static tm_status ex_scan(void *sink, const char *topic, int32_t partition,
                          void *emit_ctx, tm_error *err) {
     ex_sink *s = sink;
     tms_markers ms;
     char *text = NULL;
-    size_t len = 0, n = 0, lines = 0;
+    size_t len = 0, n = 0, lines = 0, nc = s->config->ncolumns;
     tm_scan_item *items = NULL;
+    tm_value *vals = NULL; /* nc per line; strings point into text */
     tm_status rc = tms_load(s->host, s->markers, &ms, err);
     if (rc == TM_OK)
         rc = tms_journal_read(s->host, s->log, ms.committed, &text, &len, err);
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    if (rc == TM_OK && !(items = calloc(lines + 1, sizeof *items))) {
+    if (rc == TM_OK && (!(items = calloc(lines + 1, sizeof *items)) ||
+                        !(vals = calloc(lines * nc + 1, sizeof *vals)))) {
         s->host->set_error(err, "scan: out of memory");
         rc = TM_FATAL;
     }
-    for (char *save = NULL, *line = items ? strtok_r(text, "\n", &save) : NULL;
+    for (char *save = NULL, *line = vals ? strtok_r(text, "\n", &save) : NULL;
          line; line = strtok_r(NULL, "\n", &save)) {
-        char kind, t[TMS_TOPIC_MAX], last[64];
+        char kind, t[TMS_TOPIC_MAX], reason[64];
         int32_t part;
         int64_t off;
-        if (sscanf(line, "%c %255s %" SCNd32 " %" SCNd64 " %63s", &kind, t,
-                   &part, &off, last) == 5 &&
-            part == partition && strcmp(t, topic) == 0)
-            items[n++] = (tm_scan_item){
-                .struct_size = sizeof(tm_scan_item),
-                .kind = kind == 'd' ? TM_ITEM_DEAD_LETTER : TM_ITEM_ROW,
-                .topic = topic,
-                .partition = partition,
-                .offset = off,
-                .reason = kind == 'd' ? tm_dl_reason_from_name(last) : 0};
+        int at = 0;
+        if (sscanf(line, "%c %255s %" SCNd32 " %" SCNd64 "%n", &kind, t, &part,
+                   &off, &at) < 4 ||
+            part != partition || strcmp(t, topic) != 0)
+            continue;
+        tm_scan_item *it = &items[n]; /* zeroed by calloc */
+        tm_value *v = &vals[nc * n++];
+        it->struct_size = sizeof *it, it->kind = TM_ITEM_ROW;
+        it->topic = topic, it->partition = partition, it->offset = off;
+        if (kind == 'd' && sscanf(line + at, "%63s", reason) == 1) {
+            it->kind = TM_ITEM_DEAD_LETTER;
+            it->reason = tm_dl_reason_from_name(reason);
+        } else if (tms_values_parse(line + at, s->config->columns, nc, v) == 0)
+            it->values = v, it->nvalues = nc; /* rows give back their values */
     }
     tms_emit_sorted(s->host, items, n, emit_ctx);
+    free(vals);
     free(items);
     free(text);
     tms_markers_free(&ms);
@@ -241,9 +242,6 @@ TM_SINK_DEFINE(.name = "example_file", .version = "2.0.0",
                .capabilities = TM_CAP_DEAD_LETTERS, .open = ex_open,
                .claim = ex_claim, .read_markers = ex_read_markers,
                .commit = ex_commit, .close = ex_close, .scan = ex_scan,
-               /* optional: checks a config, no instance (validate) */
-               .validate = NULL,
-               /* optional: asks a call in progress to give up (any thread) */
-               .interrupt = NULL,
-               /* optional: the settings schema as static JSON text */
-               .describe = NULL)
+               .validate = NULL,  /* optional: checks a config (validate) */
+               .interrupt = NULL, /* optional: a call in progress gives up */
+               .describe = NULL)  /* optional: the settings' JSON schema */

@@ -110,6 +110,12 @@ MUTANTS = {
           "    s->host->fault(TM_FAULT_AFTER_COMMIT);\n"
           "    if (sink)\n"
           "        return TM_OK;\n")]),
+    "wrong_values_stored": (["values"],
+                            r"FAIL values: .*scan gave back .*the kit sent",
+                            [("store/values.c",
+                              'fprintf(f, " %" PRId64, v->v.i);',
+                              'fprintf(f, " %" PRId64, v->v.i + 1); '
+                              '/* MUTANT */')]),
     "last_acknowledged_commit_lost": (
         ["random_kills"],
         r"FAIL random_kills: .*an acknowledged commit was lost",

@@ -288,6 +288,70 @@ START_TEST(emit_sorted_orders_and_stops) {
 }
 END_TEST
 
+START_TEST(values_round_trip_exactly) {
+    tm_column cols[5];
+    tm_value in[5], out[5];
+    const tm_type types[5] = {TM_TYPE_INT, TM_TYPE_FLOAT, TM_TYPE_TEXT,
+                              TM_TYPE_BYTES, TM_TYPE_TEXT};
+    memset(cols, 0, sizeof cols);
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < 5; i++) {
+        cols[i].struct_size = sizeof cols[i];
+        cols[i].type = types[i];
+        in[i].struct_size = sizeof in[i];
+    }
+    in[0].v.i = -9007199254740993;
+    in[1].v.f = 0.1;
+    in[2].v.s.ptr = "a b\nc \"d\"";
+    in[2].v.s.len = 10;
+    in[3].v.s.ptr = "\0\xff";
+    in[3].v.s.len = 2;
+    in[4].is_null = 1;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    fputs("r t 0 7", f);
+    tms_values_write(f, cols, 5, in);
+    fputc('\n', f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_ptr_eq(strchr(text, '\n'), text + len - 1); /* one line */
+    ck_assert_int_eq(tms_values_parse(text + 7, cols, 5, out), 0);
+    ck_assert_int_eq(out[0].v.i, -9007199254740993);
+    ck_assert(out[1].v.f == 0.1);
+    ck_assert_uint_eq(out[2].v.s.len, 10);
+    ck_assert_int_eq(memcmp(out[2].v.s.ptr, "a b\nc \"d\"", 10), 0);
+    ck_assert_uint_eq(out[3].v.s.len, 2);
+    ck_assert_int_eq(memcmp(out[3].v.s.ptr, "\0\xff", 2), 0);
+    ck_assert(out[4].is_null && !out[0].is_null);
+    free(text);
+}
+END_TEST
+
+START_TEST(values_refuse_what_they_did_not_write) {
+    tm_column col;
+    tm_value out[2];
+    memset(&col, 0, sizeof col);
+    col.struct_size = sizeof col;
+    col.type = TM_TYPE_INT;
+    const char *bad[] = {"", " ", " 12x", " 1 2", "12", " x12"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%s", bad[i]);
+        ck_assert_msg(tms_values_parse(buf, &col, 1, out) == -1, "'%s'",
+                      bad[i]);
+    }
+    col.type = TM_TYPE_TEXT;
+    const char *badtext[] = {" 41", " x4", " x4g", " xAB"};
+    for (size_t i = 0; i < sizeof badtext / sizeof badtext[0]; i++) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%s", badtext[i]);
+        ck_assert_msg(tms_values_parse(buf, &col, 1, out) == -1, "'%s'",
+                      badtext[i]);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("store");
     TCase *tc = tcase_create("store");
@@ -301,6 +365,8 @@ int main(void) {
     tcase_add_test(tc, journal_shorter_than_committed_is_refused);
     tcase_add_test(tc, claim_raises_epochs_and_reset_clears_lineage);
     tcase_add_test(tc, emit_sorted_orders_and_stops);
+    tcase_add_test(tc, values_round_trip_exactly);
+    tcase_add_test(tc, values_refuse_what_they_did_not_write);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }

@@ -51,7 +51,7 @@ extern "C" {
 
 #define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
 #define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 1           /* fields are only ever appended */
+#define TM_SINK_ABI_MINOR 2           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
@@ -293,7 +293,20 @@ typedef struct tm_scan_item {
     const char *identity; /* business key, or NULL */
     tm_dl_reason reason;  /* dead letters only */
     const char *detail;   /* dead letters only, may be NULL */
+    /* ---- ABI 1.2 (appended) ----
+     * Rows: the stored column values, nvalues of them in the config's
+     * column order, as tm_record.values gave them (walk with TM_CELEM);
+     * NULL and 0 when the sink does not give them back (then nobody can
+     * check what it stored: the kit's case "values" says SKIP). The plugin's
+     * for the emit call only, as the rest of the item. */
+    const tm_value *values;
+    size_t nvalues;
 } tm_scan_item;
+
+/* Whether an item (of a plugin of any minor version) carries values. */
+#define TM_SCAN_ITEM_HAS_VALUES(it)                                            \
+    ((it)->struct_size >= offsetof(tm_scan_item, nvalues) + sizeof(size_t) &&  \
+     (it)->values != NULL)
 
 /* ---- Host services ------------------------------------------------------ */
 
@@ -463,7 +476,7 @@ typedef struct tm_sink_api {
 
     /* Emits every stored row and dead letter of one partition through
      * host->emit(emit_ctx, item), in offset order; stops early when emit
-     * returns non-zero. Read-only.
+     * returns non-zero; rows with their stored values (ABI 1.2). Read-only.
      * @locality as read_markers. @owns items are the plugin's for the emit
      * call only. @returns TM_OK, TM_RETRY, TM_FATAL. */
     tm_status (*scan)(void *sink, const char *topic, int32_t partition,

@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <tidemark/sink.h>
 
 #ifdef __cplusplus
@@ -107,6 +108,21 @@ void tms_journal_close(tms_journal *j);
 tm_status tms_journal_read(const tm_host_api *host, const char *path,
                            uint64_t committed, char **out, size_t *len,
                            tm_error *err);
+
+/* ---- column values as text --------------------------------------------- */
+
+/* Writes VALUES (n of them, walked with TM_CELEM, typed by COLUMNS) to F
+ * as n tokens, each after one space: "-" for null; integers, bools and
+ * timestamps in decimal; floats as C99 hex floats (exact); text, JSON and
+ * bytes as "x" and their bytes in hex. No token holds a space or a line
+ * break, so a line can carry other fields before them. */
+void tms_values_write(FILE *f, const tm_column *columns, size_t n,
+                      const tm_value *values);
+/* Parses what tms_values_write wrote (TEXT: up to the end of the line or
+ * string) into OUT[n], in place: strings are decoded into TEXT, and OUT
+ * points into it. 0, or -1 when TEXT is not n tokens of those types. */
+int tms_values_parse(char *text, const tm_column *columns, size_t n,
+                     tm_value *out);
 
 /* ---- small things every file sink needs -------------------------------- */
 
