@@ -17,16 +17,15 @@
 #include <unistd.h>
 
 #include "cases.h"
+#include "crash_child.h"
 #include "kit.h"
 
 static const char *const POINTS[4] = {
     TM_FAULT_BEFORE_BEGIN, TM_FAULT_AFTER_EFFECTS, TM_FAULT_AFTER_MARKER,
     TM_FAULT_AFTER_COMMIT};
 
-/* Checks that every part holds exactly the rows [0, next_offset), the
- * marker says so, and next_offset == want (want < 0: any, at least min). */
-static int check_dense(const kit_state *st, const int64_t *want,
-                       const int64_t *min, char *why, size_t size) {
+int kit_check_dense(const kit_state *st, const int64_t *want,
+                    const int64_t *min, char *why, size_t size) {
     for (int p = 0; p < KIT_NPARTS; p++) {
         const kit_part_state *ps = &st->part[p];
         int64_t next = ps->marker.next_offset;
@@ -85,7 +84,7 @@ static void crash_point(const kit_run *run, int k, kit_result *res) {
             if (!applied && kit_state_compare(&ref, &after, why, sizeof why))
                 kit_fail(res, "%s: killed before the commit, yet: %s",
                          POINTS[k], why);
-            if (applied && check_dense(&after, six, NULL, why, sizeof why))
+            if (applied && kit_check_dense(&after, six, NULL, why, sizeof why))
                 kit_fail(res, "%s: killed after the commit: %s", POINTS[k],
                          why);
             kit_state_free(&after);
@@ -97,7 +96,7 @@ static void crash_point(const kit_run *run, int k, kit_result *res) {
                 kit_expect_commit(run, sink, &b2, applied ? TM_ALREADY : TM_OK,
                                   "the same batch after the crash", res);
             if (!KIT_FAILED(res) && kit_state_fresh(&fx, &after, res) == 0) {
-                if (check_dense(&after, six, NULL, why, sizeof why))
+                if (kit_check_dense(&after, six, NULL, why, sizeof why))
                     kit_fail(res, "%s: after the resend: %s", POINTS[k], why);
                 kit_state_free(&after);
             }
@@ -120,19 +119,13 @@ void kit_case_crash_points(const kit_run *run, kit_result *res) {
  * kill landed is read after its death. */
 enum { PH_SETUP, PH_BEFORE_CALL, PH_IN_COMMIT, PH_AFTER_RETURN };
 enum { W_BEFORE_CALL, W_IN_COMMIT, W_AFTER_POINT0, W_AFTER_RETURN = 6, NWIN };
+/* In-commit windows are named by the last fault point the commit passed;
+ * "no_point_yet" is inside the call before its first point. */
 static const char *const WIN_NAME[NWIN] = {
-    "before_commit_call",     "in_commit",
-    "in_commit:before_begin", "in_commit:after_effects",
-    "in_commit:after_marker", "in_commit:after_commit",
+    "before_commit_call",          "in_commit:no_point_yet",
+    "in_commit:past_before_begin", "in_commit:past_after_effects",
+    "in_commit:past_after_marker", "in_commit:past_after_commit",
     "after_commit_return"};
-
-typedef struct kill_page {
-    atomic_int phase;
-    atomic_int last_point; /* in this commit; -1: none yet */
-    atomic_int point_seen[4];
-    atomic_int ready;
-    char child_error[512];
-} kill_page;
 
 static kill_page *page;    /* the child's view of the shared page */
 static uint64_t child_rng; /* the child's own jitter */
@@ -178,12 +171,13 @@ static void child_fail(const char *fmt, ...) {
 
 /* The child: a fresh instance, a fresh claim (so the parent's read of the
  * markers is what it continues from), then commits until killed. */
-static void kill_child(const kit_fixture *fx, uint64_t seed) {
+void kit_kill_child(const kit_fixture *fx, kill_page *pg, uint64_t seed) {
     tm_host_api host = *tm_host_services();
     tm_marker m[KIT_NPARTS];
     int64_t pos[KIT_NPARTS], zero[KIT_NPARTS] = {0};
     tm_error err;
     void *sink;
+    page = pg;
     child_rng = seed;
     host.fault = record_fault;
     if (kit_open(fx, &host, &sink, &err) != TM_OK)
@@ -191,8 +185,12 @@ static void kill_child(const kit_fixture *fx, uint64_t seed) {
     tm_status rc = kit_claim(fx->run, sink, m, zero, 0, &err);
     if (rc != TM_OK)
         child_fail("claim: %s: %s", tm_status_name(rc), err.message);
-    for (int p = 0; p < KIT_NPARTS; p++)
+    for (int p = 0; p < KIT_NPARTS; p++) {
         pos[p] = m[p].next_offset;
+        atomic_store(&page->acked[p], pos[p]);
+        atomic_store(&page->in_flight[p], pos[p]);
+        atomic_store(&page->claimed_epoch[p], m[p].epoch);
+    }
     atomic_store(&page->ready, 1);
     for (int64_t deadline = kit_now_ms() + 30000; kit_now_ms() < deadline;) {
         int64_t len[KIT_NPARTS], e[KIT_NPARTS];
@@ -207,17 +205,61 @@ static void kill_child(const kit_fixture *fx, uint64_t seed) {
         if (kit_batch_dense(&kb, fx->run, pos, len, e) != 0)
             child_fail("out of memory");
         sleep_us((long)(kit_rand(&child_rng) % 300)); /* the host's work */
+        for (int p = 0; p < KIT_NPARTS; p++)
+            atomic_store(&page->in_flight[p], pos[p] + len[p]);
         atomic_store(&page->phase, PH_IN_COMMIT);
         rc = kit_commit(fx->run, sink, &kb, &err);
-        atomic_store(&page->phase, PH_AFTER_RETURN);
         kit_batch_free(&kb);
         if (rc != TM_OK)
             child_fail("commit: %s: %s", tm_status_name(rc), err.message);
-        for (int p = 0; p < KIT_NPARTS; p++)
+        for (int p = 0; p < KIT_NPARTS; p++) { /* acknowledged: it counts */
             pos[p] += len[p];
+            atomic_store(&page->acked[p], pos[p]);
+        }
+        atomic_fetch_add(&page->commits_acked, 1);
+        atomic_store(&page->phase, PH_AFTER_RETURN);
         sleep_us((long)(kit_rand(&child_rng) % 300));
     }
     child_fail("was never killed in 30 s");
+}
+
+/* Durability and progress of acknowledged commits: every part's marker
+ * lies in [acked, in flight] (a commit the sink said OK to survives the
+ * kill; one in flight may or may not have landed). Before the child was
+ * ready, nothing was acknowledged or in flight: the marker stays at LAST. */
+int kit_check_acked(const kit_state *st, kill_page *pg, const int64_t *last,
+                    char *why, size_t size) {
+    int ready = atomic_load(&pg->ready);
+    for (int p = 0; p < KIT_NPARTS; p++) {
+        const tm_marker *m = &st->part[p].marker;
+        int64_t lo = ready ? (int64_t)atomic_load(&pg->acked[p]) : last[p];
+        int64_t hi = ready ? (int64_t)atomic_load(&pg->in_flight[p]) : last[p];
+        int64_t epoch = ready ? (int64_t)atomic_load(&pg->claimed_epoch[p]) : 0;
+        if (m->epoch < epoch) {
+            snprintf(why, size,
+                     "%s[%d] epoch %" PRId64 ", but a claim had returned "
+                     "epoch %" PRId64 ": an acknowledged claim was lost",
+                     m->topic, m->partition, m->epoch, epoch);
+            return -1;
+        }
+        if (m->next_offset < lo) {
+            snprintf(why, size,
+                     "%s[%d] marker at %" PRId64 ", but commits up to %" PRId64
+                     " were acknowledged (OK): an acknowledged commit was "
+                     "lost",
+                     m->topic, m->partition, m->next_offset, lo);
+            return -1;
+        }
+        if (m->next_offset > (hi > lo ? hi : lo)) {
+            snprintf(why, size,
+                     "%s[%d] marker at %" PRId64 ", beyond every commit made "
+                     "(acknowledged up to %" PRId64 ", in flight up to %" PRId64
+                     ")",
+                     m->topic, m->partition, m->next_offset, lo, hi);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Kills the child: either at a random moment or as soon as it is in the
@@ -240,6 +282,7 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
     char why[512];
     int hits[NWIN] = {0}, seen[4] = {0};
     int64_t last[KIT_NPARTS] = {0};
+    long acked_total = 0;
     uint64_t rng = run->seed;
     kill_page *pg = mmap(NULL, sizeof *pg, PROT_READ | PROT_WRITE,
                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -262,10 +305,8 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
             kit_fail(res, "fork: %s", strerror(errno));
             break;
         }
-        if (pid == 0) {
-            page = pg;
-            kill_child(&fx, child_seed);
-        }
+        if (pid == 0)
+            kit_kill_child(&fx, pg, child_seed);
         /* Even kills aim at a window, odd ones land at random. */
         static const int targets[] = {W_BEFORE_CALL,      W_AFTER_POINT0,
                                       W_AFTER_POINT0 + 1, W_AFTER_POINT0 + 2,
@@ -293,9 +334,11 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
         /* The proof: a fresh instance sees effects exactly = markers. */
         if (kit_state_fresh(&fx, &st, res) != 0)
             break;
-        if (check_dense(&st, NULL, last, why, sizeof why) != 0)
+        if (kit_check_dense(&st, NULL, last, why, sizeof why) != 0 ||
+            kit_check_acked(&st, pg, last, why, sizeof why) != 0)
             kit_fail(res, "after kill %d (child in %s): %s", i + 1,
                      win >= 0 ? WIN_NAME[win] : "setup", why);
+        acked_total += atomic_load(&pg->commits_acked);
         for (int p = 0; p < KIT_NPARTS; p++)
             last[p] = st.part[p].marker.next_offset;
         kit_state_free(&st);
@@ -314,15 +357,28 @@ void kit_case_random_kills(const kit_run *run, kit_result *res) {
                      "inconclusive: no kill landed in phase %s in %d "
                      "kills (seed %" PRIu64 ")",
                      phase_name[ph], run->kills, run->seed);
+    /* Progress: commits were acknowledged, and the markers moved. */
+    int64_t moved = 0;
+    for (int p = 0; p < KIT_NPARTS; p++)
+        moved += last[p];
+    if (!KIT_FAILED(res) && (acked_total == 0 || moved == 0))
+        kit_fail(res,
+                 "no progress: %ld commits acknowledged in %d kills, markers "
+                 "moved by %" PRId64 " offsets in all",
+                 acked_total, run->kills, moved);
     for (int k = 0; k < 4 && !KIT_FAILED(res); k++)
         if (!seen[k])
             kit_fail(res,
                      "inconclusive: fault point %s was never reached "
                      "(does commit call host->fault?)",
                      POINTS[k]);
-    fprintf(stderr, "sinkcheck: random_kills: %d kills, seed %" PRIu64 ":",
-            run->kills, run->seed);
-    for (int w = 0; w < NWIN; w++)
+    /* The three phases' totals first, then every window of the total. */
+    fprintf(stderr,
+            "sinkcheck: random_kills: %d kills, seed %" PRIu64
+            ": before_commit_call=%d in_commit=%d after_commit_return=%d; "
+            "in_commit by window:",
+            run->kills, run->seed, phase_hit[0], phase_hit[1], phase_hit[2]);
+    for (int w = W_IN_COMMIT; w < W_AFTER_RETURN; w++)
         fprintf(stderr, " %s=%d", WIN_NAME[w], hits[w]);
     fprintf(stderr, "\n");
     kit_fixture_done(&fx);

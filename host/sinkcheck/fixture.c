@@ -129,19 +129,35 @@ int kit_fixture_init(kit_fixture *fx, const kit_run *run, const char *name,
                                      res);
 }
 
+static int keep_root; /* nftw's callback takes no argument */
+static int remove_failed;
+
 static int remove_entry(const char *path, const struct stat *sb, int type,
                         struct FTW *ftw) {
-    (void)sb, (void)type, (void)ftw;
-    if (remove(path) != 0)
+    (void)sb, (void)type;
+    if (keep_root && ftw->level == 0)
+        return 0;
+    if (remove(path) != 0) {
         fprintf(stderr, "sinkcheck: cannot remove %s\n", path);
+        remove_failed = 1;
+    }
     return 0; /* go on: leave as little behind as possible */
+}
+
+int kit_remove_tree(const char *path, int contents_only) {
+    keep_root = contents_only;
+    remove_failed = 0;
+    int rc = nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc != 0 || remove_failed ? -1 : 0;
 }
 
 void kit_fixture_done(kit_fixture *fx) {
     tm_settings_free(fx->settings);
     fx->settings = NULL;
-    if (fx->tmpdir[0] && !getenv("TIDEMARK_SINKCHECK_KEEP") &&
-        nftw(fx->tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    if (fx->tmpdir[0] && getenv("TIDEMARK_SINKCHECK_KEEP"))
+        fprintf(stderr, "sinkcheck: kept %s (TIDEMARK_SINKCHECK_KEEP)\n",
+                fx->tmpdir); /* say where: the case's line does not */
+    else if (fx->tmpdir[0] && kit_remove_tree(fx->tmpdir, 0) != 0)
         fprintf(stderr, "sinkcheck: cannot remove %s\n", fx->tmpdir);
     fx->tmpdir[0] = '\0';
 }

@@ -74,6 +74,9 @@ int kit_fixture_init_settings(kit_fixture *fx, const kit_run *run,
                               const char *name, json_t *settings_template,
                               uint32_t config_flags, kit_result *res);
 void kit_fixture_done(kit_fixture *fx);
+/* Removes PATH and everything below it (CONTENTS_ONLY: keeps PATH itself,
+ * empty). 0, or -1 when something stayed (each is named on stderr). */
+int kit_remove_tree(const char *path, int contents_only);
 
 /* Opens a fresh instance with the real host services (or HOST if not
  * NULL). Returns the status; *sink NULL unless TM_OK. */
@@ -130,6 +133,8 @@ typedef struct kit_item {
     int64_t offset;
     tm_dl_reason reason;
     char identity[128]; /* "" when NULL */
+    char *values;       /* rows: kit_values_text of the item's values, or NULL
+                           when it carries none (ABI < 1.2, or not given back) */
 } kit_item;
 
 typedef struct kit_part_state {
@@ -157,6 +162,10 @@ int kit_part_rows_dense(const kit_part_state *p, int64_t from, int64_t to,
 size_t kit_part_count(const kit_part_state *p, tm_item_kind kind,
                       int64_t offset, tm_dl_reason reason);
 size_t kit_part_kind_total(const kit_part_state *p, tm_item_kind kind);
+
+/* The values of a row as comparable text (typed by the run's columns):
+ * malloc'd, NULL on allocation failure. */
+char *kit_values_text(const kit_run *run, const tm_value *values, size_t n);
 
 /* Reads state into st from a freshly opened instance (open, read, close). */
 int kit_state_fresh(const kit_fixture *fx, kit_state *st, kit_result *res);

@@ -26,14 +26,18 @@
 #define MAX_PLUGIN_DIRS 8
 /* Fewer kills than this cannot reach every crash window reliably. */
 #define MIN_KILLS 50
+#define MAX_KILLS 99999
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: tidemark-sinkcheck PLUGIN [--plugin-dir DIR]... "
             "[--config FILE] [--seed N] [--kills N] [--case NAME]... "
-            "[--list]\n"
+            "[--expect-skip NAME]... [--list]\n"
+            "  --expect-skip NAME  case NAME is expected to SKIP (a "
+            "capability the sink does not have); any other SKIP fails, "
+            "and so does NAME when it runs\n"
             "  --kills N  random kills of case random_kills (default "
-            "and minimum 50)\n"
+            "and minimum 50, at most 99999)\n"
             "  --plugin-dir DIR  search DIR for PLUGIN first (repeatable)\n"
             "  PLUGIN   a path to a .so, or a plugin name looked up in each "
             "--plugin-dir, then\n"
@@ -49,6 +53,53 @@ static int parse_u64(const char *s, uint64_t *out) {
         return -1;
     *out = v;
     return 0;
+}
+
+/* 0 when every name is a case; else says which is not, and -1. */
+static int find_case(const char *const *names, size_t n, const char *opt) {
+    for (size_t s = 0; s < n; s++) {
+        size_t k = 0;
+        while (k < kit_ncases && strcmp(kit_cases[k].name, names[s]) != 0)
+            k++;
+        if (k == kit_ncases) {
+            fprintf(stderr,
+                    "tidemark-sinkcheck: %s '%s': no such case (--list "
+                    "shows them)\n",
+                    opt, names[s]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int listed(const char *const *names, size_t n, const char *name) {
+    for (size_t s = 0; s < n; s++)
+        if (strcmp(names[s], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* A SKIP counts only when the caller expected it: a sink lacking what a
+ * case needs is a decision its author states, not a silent pass. An
+ * expected skip that did not happen fails too (the expectation is stale). */
+static void judge_skip(kit_result *res, int expected, const char *name) {
+    char why[sizeof res->reason];
+    if (res->verdict == KIT_SKIP && !expected) {
+        snprintf(why, sizeof why,
+                 "skipped, not expected (pass --expect-skip %s if the sink "
+                 "does without it): %.700s",
+                 name, res->reason);
+        res->verdict = KIT_FAIL;
+        memcpy(res->reason, why, sizeof why);
+    } else if (res->verdict != KIT_SKIP && expected) {
+        snprintf(
+            why, sizeof why,
+            "expected to be skipped (--expect-skip %s), but it ran%s%.700s",
+            name, res->verdict == KIT_FAIL ? " and failed: " : "",
+            res->verdict == KIT_FAIL ? res->reason : "");
+        res->verdict = KIT_FAIL;
+        memcpy(res->reason, why, sizeof why);
+    }
 }
 
 /* Runs one case in a child process; the verdict comes back on a shared
@@ -100,8 +151,8 @@ static void run_case(const kit_run *run, const kit_case *c, kit_result *out) {
 int main(int argc, char **argv) {
     kit_run run = {.kills = 50};
     const char *plugin = NULL, *config = NULL;
-    const char *selected[MAX_SELECTED];
-    size_t nselected = 0;
+    const char *selected[MAX_SELECTED], *expect_skip[MAX_SELECTED];
+    size_t nselected = 0, nexpect_skip = 0;
     const char *extra[MAX_PLUGIN_DIRS];
     size_t nextra = 0;
     int have_seed = 0, list = 0;
@@ -118,9 +169,16 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--seed") == 0 && i + 1 < argc &&
                    parse_u64(argv[i + 1], &v) == 0) {
             run.seed = v, have_seed = 1, i++;
-        } else if (strcmp(a, "--kills") == 0 && i + 1 < argc &&
-                   parse_u64(argv[i + 1], &v) == 0 && v >= MIN_KILLS &&
-                   v < 100000) {
+        } else if (strcmp(a, "--kills") == 0 && i + 1 < argc) {
+            if (parse_u64(argv[i + 1], &v) != 0 || v < MIN_KILLS ||
+                v > MAX_KILLS) {
+                fprintf(stderr,
+                        "tidemark-sinkcheck: --kills '%s': expected a whole "
+                        "number from %d to %d (fewer kills cannot reach "
+                        "every crash window)\n",
+                        argv[i + 1], MIN_KILLS, MAX_KILLS);
+                return 2;
+            }
             run.kills = (int)v, i++;
         } else if (strcmp(a, "--plugin-dir") == 0 && i + 1 < argc &&
                    nextra < MAX_PLUGIN_DIRS) {
@@ -128,6 +186,9 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--case") == 0 && i + 1 < argc &&
                    nselected < MAX_SELECTED) {
             selected[nselected++] = argv[++i];
+        } else if (strcmp(a, "--expect-skip") == 0 && i + 1 < argc &&
+                   nexpect_skip < MAX_SELECTED) {
+            expect_skip[nexpect_skip++] = argv[++i];
         } else if (a[0] != '-' && !plugin) {
             plugin = a;
         } else {
@@ -145,18 +206,9 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    for (size_t s = 0; s < nselected; s++) {
-        size_t k = 0;
-        while (k < kit_ncases && strcmp(kit_cases[k].name, selected[s]) != 0)
-            k++;
-        if (k == kit_ncases) {
-            fprintf(stderr,
-                    "tidemark-sinkcheck: no case '%s' (--list shows "
-                    "them)\n",
-                    selected[s]);
-            return 2;
-        }
-    }
+    if (find_case(selected, nselected, "--case") != 0 ||
+        find_case(expect_skip, nexpect_skip, "--expect-skip") != 0)
+        return 2;
     if (!have_seed)
         run.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
@@ -221,6 +273,8 @@ int main(int argc, char **argv) {
             continue;
         kit_result res;
         run_case(&run, &kit_cases[k], &res);
+        judge_skip(&res, listed(expect_skip, nexpect_skip, kit_cases[k].name),
+                   kit_cases[k].name);
         switch (res.verdict) {
         case KIT_PASS:
             printf("PASS %s\n", kit_cases[k].name);

@@ -44,6 +44,7 @@ tm_status kit_read_markers(const kit_run *run, void *sink, tm_marker *m,
 }
 
 typedef struct scan_sink {
+    const kit_run *run;
     kit_part_state *p;
     size_t cap;
     int oom;
@@ -72,7 +73,48 @@ static int collect(void *user, const tm_scan_item *it) {
     k->reason = it->kind == TM_ITEM_DEAD_LETTER ? it->reason : 0;
     snprintf(k->identity, sizeof k->identity, "%s",
              it->identity ? it->identity : "");
+    if (it->kind == TM_ITEM_ROW && TM_SCAN_ITEM_HAS_VALUES(it) &&
+        !(k->values = kit_values_text(s->run, it->values, it->nvalues))) {
+        s->oom = 1;
+        return 1;
+    }
     return 0;
+}
+
+char *kit_values_text(const kit_run *run, const tm_value *values, size_t n) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    fprintf(f, "%zu values:", n);
+    for (size_t i = 0; i < n; i++) {
+        const tm_value *v = TM_CELEM(tm_value, values, i);
+        tm_type t = i < run->ncolumns ? run->columns[i].type : TM_TYPE_BYTES;
+        if (v->is_null) {
+            fputs(" null", f);
+        } else if (t == TM_TYPE_FLOAT) {
+            fprintf(f, " %a", v->v.f);
+        } else if (t != TM_TYPE_TEXT && t != TM_TYPE_JSON &&
+                   t != TM_TYPE_BYTES) {
+            fprintf(f, " %" PRId64, v->v.i);
+        } else {
+            fputs(" \"", f);
+            for (size_t k = 0; k < v->v.s.len; k++) {
+                unsigned char c = (unsigned char)v->v.s.ptr[k];
+                if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+                    fputc(c, f);
+                else
+                    fprintf(f, "\\x%02x", c);
+            }
+            fputc('"', f);
+        }
+    }
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 int kit_state_read(const kit_run *run, void *sink, kit_state *st,
@@ -92,7 +134,7 @@ int kit_state_read(const kit_run *run, void *sink, kit_state *st,
     }
     for (int i = 0; i < KIT_NPARTS; i++) {
         st->part[i].marker = m[i];
-        scan_sink s = {.p = &st->part[i]};
+        scan_sink s = {.run = run, .p = &st->part[i]};
         tm_emit_target target = {.fn = collect, .user = &s};
         err.message[0] = '\0';
         rc = run->api->scan(sink, kit_part_topic[i], kit_part_partition[i],
@@ -119,6 +161,8 @@ int kit_state_read(const kit_run *run, void *sink, kit_state *st,
 
 void kit_state_free(kit_state *st) {
     for (int i = 0; i < KIT_NPARTS; i++) {
+        for (size_t k = 0; k < st->part[i].nitems; k++)
+            free(st->part[i].items[k].values);
         free(st->part[i].items);
         st->part[i].items = NULL;
         st->part[i].nitems = 0;

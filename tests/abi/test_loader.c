@@ -306,8 +306,8 @@ END_TEST
 
 START_TEST(refuses_abi_minor) {
     assert_refused(fixtures[FX_ABI_MINOR].path,
-                   "abi_minor is 99, newer than this host's 1 (host speaks "
-                   "ABI 1.1)");
+                   "abi_minor is 99, newer than this host's 2 (host speaks "
+                   "ABI 1.2)");
 }
 END_TEST
 

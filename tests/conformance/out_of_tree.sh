@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the example sink the way an author out of tree does: install the
 # build tree, then compile sdk/examples/file_sink.c with nothing but
-#   cc $(pkg-config --cflags tidemark-sdk) -shared -fPIC
+#   cc $(pkg-config --cflags tidemark-sdk) -shared -fPIC ... \
+#      $(pkg-config --libs tidemark-sdk)
 # and run the INSTALLED tidemark-sinkcheck against the result.
 #
 # usage: out_of_tree.sh BUILD_DIR SOURCE_DIR CONFIG_JSON
@@ -39,12 +40,15 @@ fi
 
 cflags=$(PKG_CONFIG_SYSROOT_DIR="$stage/root" \
          PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags tidemark-sdk)
-echo "out_of_tree: cc $cflags -shared -fPIC -o example.so file_sink.c"
+libs=$(PKG_CONFIG_SYSROOT_DIR="$stage/root" \
+       PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --libs tidemark-sdk)
+echo "out_of_tree: cc $cflags -shared -fPIC -o example.so file_sink.c $libs"
 # The plugin directory must not be group/other-writable for the loader.
 mkdir -m 0755 "$stage/plugin"
-# shellcheck disable=SC2086 # cflags is a list of flags
+# shellcheck disable=SC2086 # cflags and libs are lists of flags
 cc $cflags -shared -fPIC -o "$stage/plugin/example.so" \
-    "$src/sdk/examples/file_sink.c"
+    "$src/sdk/examples/file_sink.c" $libs
 chmod 0755 "$stage/plugin/example.so"
 
-"$kit" "$stage/plugin/example.so" --config "$config"
+# The example has no business-key dedup: its dedup case must SKIP.
+"$kit" "$stage/plugin/example.so" --config "$config" --expect-skip dedup

@@ -23,10 +23,13 @@
  * is the element's own struct_size, so an element grown in a later minor
  * version stays walkable by an older reader.
  *
- * Ownership: whoever allocates frees. The host owns the config, the batch and
- * every string in them for the duration of one call; the plugin copies what
- * it keeps. The plugin owns its instance from open() until close(). Nothing
- * is freed across the boundary. Error text goes into the caller-owned
+ * Ownership: whoever allocates frees. The config handed to open(), its
+ * settings and every string in them stay valid until close() returns: keep
+ * the pointers, copy nothing. Everything else the host hands over (the
+ * config of validate(), a batch, markers, a topic name) is the host's for
+ * that one call: the plugin copies what it keeps past it. The plugin owns
+ * its instance from open() until close(). Nothing is freed across the
+ * boundary. Error text goes into the caller-owned
  * tm_error (librdkafka's errstr convention). Plugins never call exit() or
  * abort() and never longjmp across the boundary.
  *
@@ -48,7 +51,7 @@ extern "C" {
 
 #define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
 #define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 1           /* fields are only ever appended */
+#define TM_SINK_ABI_MINOR 2           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
@@ -261,7 +264,11 @@ typedef struct tm_batch {
     const char *connector;
     const char *batch_id;   /* unique per connector across hosts */
     int64_t deadline_ms;    /* CLOCK_MONOTONIC ms; long calls give up with
-                               TM_RETRY past it */
+                               TM_RETRY past it (0 or less: no deadline).
+                               Once the store's own commit has started
+                               (COMMIT sent, the rename made) the call is
+                               not given up for it: an outcome known is
+                               worth the wait */
     const tm_range *ranges; /* walk with TM_CELEM */
     size_t nranges;
     const tm_record *records; /* in offset order per partition */
@@ -286,7 +293,20 @@ typedef struct tm_scan_item {
     const char *identity; /* business key, or NULL */
     tm_dl_reason reason;  /* dead letters only */
     const char *detail;   /* dead letters only, may be NULL */
+    /* ---- ABI 1.2 (appended) ----
+     * Rows: the stored column values, nvalues of them in the config's
+     * column order, as tm_record.values gave them (walk with TM_CELEM);
+     * NULL and 0 when the sink does not give them back (then nobody can
+     * check what it stored: the kit's case "values" says SKIP). The plugin's
+     * for the emit call only, as the rest of the item. */
+    const tm_value *values;
+    size_t nvalues;
 } tm_scan_item;
+
+/* Whether an item (of a plugin of any minor version) carries values. */
+#define TM_SCAN_ITEM_HAS_VALUES(it)                                            \
+    ((it)->struct_size >= offsetof(tm_scan_item, nvalues) + sizeof(size_t) &&  \
+     (it)->values != NULL)
 
 /* ---- Host services ------------------------------------------------------ */
 
@@ -333,7 +353,8 @@ typedef struct tm_host_api {
     /* Settings of the sink (the connector's "sink.settings" object).
      * Return 1 found (out set), 0 absent (out untouched), -1 wrong type
      * (err names the JSON path, what was expected and what was found). The
-     * returned strings live as long as the config. */
+     * returned strings live as long as the config: until close() for the
+     * config of open(), for the call for the config of validate(). */
     int (*setting_string)(const tm_settings *s, const char *key,
                           const char **out, tm_error *err);
     int (*setting_int)(const tm_settings *s, const char *key, int64_t *out,
@@ -365,9 +386,15 @@ typedef struct tm_host_api {
 
 /* ---- The sink's callback table ------------------------------------------ */
 
+/* Capabilities. The host refuses a connector config that needs one the
+ * plugin lacks: "dedup" needs TM_CAP_DEDUP, and "dead_letters.sink", true
+ * by default, needs TM_CAP_DEAD_LETTERS (without it every config must say
+ * "dead_letters": {"sink": false, "topic": ...}). TM_CAP_UPSERT is only
+ * advertised (`tidemark plugins`): the sink's own settings choose upsert,
+ * keyed by the columns with tm_column.key, and the host requires nothing. */
 #define TM_CAP_DEDUP        0x1u /* business-key dedup (tm_record.identity) */
 #define TM_CAP_DEAD_LETTERS 0x2u /* stores dead letters with the batch */
-#define TM_CAP_UPSERT       0x4u /* mode upsert on key columns */
+#define TM_CAP_UPSERT       0x4u /* replaces rows by key columns (upsert) */
 
 typedef struct tm_sink_api {
     uint32_t magic;                /* TM_SINK_MAGIC */
@@ -396,7 +423,9 @@ typedef struct tm_sink_api {
      * (with the lineage when TM_MARKER_HAS_LINEAGE).
      * @locality the connector's thread, only from the consumer group's
      *           assign callback (and offline `offsets --reset-to`).
-     * @blocks   on the store's locks (bounded by its lock timeout).
+     * @blocks   on the store's locks, bounded by the sink's own lock
+     *           timeout (a setting of the sink): claim has no deadline;
+     *           interrupt() may ask it to give up (TM_RETRY).
      * @owns     markers: the host's array (walk with TM_ELEM); topic is the
      *           host's, every other field is written by the sink.
      * @returns  TM_OK, TM_RETRY (nothing changed), TM_FATAL. */
@@ -418,7 +447,8 @@ typedef struct tm_sink_api {
      * commit, calling host->fault() at the four TM_FAULT_* points.
      * @locality the connector's thread, serialised per instance.
      * @blocks   on the store; gives up with TM_RETRY past batch->deadline_ms
-     *           or when interrupted.
+     *           or when interrupted, but not once the store's commit itself
+     *           has started (see tm_batch.deadline_ms).
      * @owns     the batch and all it points to are the host's for the call.
      * @returns  TM_OK; the marker check's TM_ALREADY / TM_FENCED /
      *           TM_CONFLICT / TM_INVALID with nothing written; TM_RETRY
@@ -437,7 +467,8 @@ typedef struct tm_sink_api {
      * changing anything; refuses configs the sink cannot keep (e.g. dedup
      * without TM_CAP_DEDUP).
      * @locality any thread (`tidemark validate`); no instance exists.
-     * @owns     as open, for the call only.
+     * @owns     host and config are the host's for the call only: copy
+     *           what you keep.
      * @returns  TM_OK, TM_INVALID (a shape mismatch prints both shapes),
      *           TM_RETRY (unreachable). */
     tm_status (*validate)(const tm_host_api *host, const tm_sink_config *config,
@@ -445,7 +476,7 @@ typedef struct tm_sink_api {
 
     /* Emits every stored row and dead letter of one partition through
      * host->emit(emit_ctx, item), in offset order; stops early when emit
-     * returns non-zero. Read-only.
+     * returns non-zero; rows with their stored values (ABI 1.2). Read-only.
      * @locality as read_markers. @owns items are the plugin's for the emit
      * call only. @returns TM_OK, TM_RETRY, TM_FATAL. */
     tm_status (*scan)(void *sink, const char *topic, int32_t partition,
