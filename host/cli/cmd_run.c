@@ -1,4 +1,5 @@
-/* tidemark run [--plugin-dir DIR]... [--state-dir DIR] CONFIG...
+/* tidemark run [--plugin-dir DIR]... [--state-dir DIR]
+ *              [--metrics-file PATH.prom [--metrics-interval-s N]] CONFIG...
  *
  * Runs each connector config on its own thread, with its own consumer and
  * sink instance, until SIGTERM or SIGINT. Every config is loaded and
@@ -6,6 +7,8 @@
  * included) before anything starts: one bad file starts nothing. */
 #include "cli/commands.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,10 +20,13 @@
 #include "cli/cli_args.h"
 #include "cli/cli_sink.h"
 #include "config/connector_config.h"
+#include "metrics/metrics_exporter.h"
+#include "metrics/metrics_textfile.h"
 #include "plugin/loader.h"
 #include "runtime/connector.h"
 #include "runtime/signals.h"
 #include "services/log.h"
+#include "status/status_file.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -40,7 +46,13 @@ static void usage(FILE *out) {
             "                    config's state_dir, else "
             "$TIDEMARK_STATE_DIR,\n"
             "                    else $XDG_STATE_HOME/tidemark, else\n"
-            "                    ~/.local/state/tidemark)\n",
+            "                    ~/.local/state/tidemark)\n"
+            "  --metrics-file PATH.prom\n"
+            "                    write the metrics in Prometheus text format\n"
+            "                    to PATH.prom (atomically) every interval\n"
+            "  --metrics-interval-s N\n"
+            "                    seconds between writes, 1..3600 (default "
+            "10)\n",
             tm_plugin_default_dir());
 }
 
@@ -146,6 +158,48 @@ static void stop_within_limit(const job *jobs, size_t n, int failed_before) {
     _exit(rc ? 1 : 0);
 }
 
+/* --metrics-interval-s's value: 1..3600. */
+static int parse_interval(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > 3600) {
+        fprintf(stderr,
+                "tidemark run: --metrics-interval-s: expected a number of "
+                "seconds 1..3600, found \"%s\"\n",
+                s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* The metrics textfile's writer for the connectors of CFGS, each read
+ * from the state directory its host uses (runtime/connector.c's order:
+ * --state-dir, the config's, the default). dirs holds n paths. NULL with
+ * the error printed. */
+static tm_metrics_exporter *start_metrics(const char *path, int interval_s,
+                                          const char *state_dir,
+                                          tm_connector_config **cfgs, size_t n,
+                                          char (*dirs)[PATH_MAX],
+                                          tm_metrics_target *targets) {
+    for (size_t i = 0; i < n; i++) {
+        if (state_dir)
+            snprintf(dirs[i], PATH_MAX, "%s", state_dir);
+        else if (cfgs[i]->state_dir)
+            snprintf(dirs[i], PATH_MAX, "%s", cfgs[i]->state_dir);
+        else
+            tm_status_default_dir(dirs[i], PATH_MAX);
+        targets[i] = (tm_metrics_target){dirs[i], cfgs[i]->name};
+    }
+    char why[1024];
+    tm_metrics_exporter *e = tm_metrics_exporter_start(
+        path, interval_s, targets, n, why, sizeof why);
+    if (!e)
+        fprintf(stderr, "tidemark run: --metrics-file: %s\n", why);
+    return e;
+}
+
 static int load_all(const char **files, size_t n, const char *const *dirs,
                     size_t ndirs, tm_connector_config **cfgs) {
     const char **names = calloc(n, sizeof *names);
@@ -179,6 +233,11 @@ int tm_cmd_run(int argc, char **argv) {
     const char **files = calloc(cap, sizeof *files);
     size_t nextra = 0, nfiles = 0;
     const char *state_dir = NULL;
+    const char *metrics_file = NULL, *metrics_interval = NULL;
+    int metrics_interval_s = 10;
+    char(*metrics_dirs)[PATH_MAX] = NULL;
+    tm_metrics_target *metrics_targets = NULL;
+    tm_metrics_exporter *metrics = NULL;
     int rc = 0;
     tm_connector_config **cfgs = NULL;
     const char **dirs = NULL;
@@ -194,7 +253,11 @@ int tm_cmd_run(int argc, char **argv) {
         if ((m = tm_cli_opt("run", "--plugin-dir", argc, argv, &i,
                             &extra[nextra])) != 0 ||
             (m = tm_cli_opt("run", "--state-dir", argc, argv, &i,
-                            &state_dir)) != 0) {
+                            &state_dir)) != 0 ||
+            (m = tm_cli_opt("run", "--metrics-file", argc, argv, &i,
+                            &metrics_file)) != 0 ||
+            (m = tm_cli_opt("run", "--metrics-interval-s", argc, argv, &i,
+                            &metrics_interval)) != 0) {
             if (m < 0) {
                 rc = 2;
                 goto out;
@@ -212,6 +275,24 @@ int tm_cmd_run(int argc, char **argv) {
         } else {
             files[nfiles++] = a;
         }
+    }
+    char why[1024];
+    if (metrics_interval && !metrics_file) {
+        fprintf(stderr, "tidemark run: --metrics-interval-s needs "
+                        "--metrics-file\n");
+        rc = 2;
+        goto out;
+    }
+    if (metrics_interval &&
+        parse_interval(metrics_interval, &metrics_interval_s) != 0) {
+        rc = 2;
+        goto out;
+    }
+    if (metrics_file &&
+        tm_metrics_textfile_check(metrics_file, why, sizeof why) != 0) {
+        fprintf(stderr, "tidemark run: --metrics-file: %s\n", why);
+        rc = 2;
+        goto out;
     }
     if (nfiles == 0) {
         fprintf(stderr, "tidemark run: no CONFIG given\n");
@@ -241,6 +322,22 @@ int tm_cmd_run(int argc, char **argv) {
         rc = 1;
         goto out;
     }
+    /* After the signal thread: it inherits the blocked signals. */
+    if (metrics_file) {
+        metrics_dirs = calloc(nfiles, sizeof *metrics_dirs);
+        metrics_targets = calloc(nfiles, sizeof *metrics_targets);
+        if (!metrics_dirs || !metrics_targets) {
+            fprintf(stderr, "tidemark run: out of memory\n");
+            rc = 1;
+            goto out;
+        }
+        metrics = start_metrics(metrics_file, metrics_interval_s, state_dir,
+                                cfgs, nfiles, metrics_dirs, metrics_targets);
+        if (!metrics) {
+            rc = 1;
+            goto out;
+        }
+    }
     for (size_t i = 0; i < nfiles; i++) {
         jobs[i] = (job){.cfg = cfgs[i], .opt = &opt, .stop = &stop};
         atomic_init(&jobs[i].failed, 0);
@@ -264,6 +361,9 @@ int tm_cmd_run(int argc, char **argv) {
             rc = 1;
     }
 out:
+    tm_metrics_exporter_stop(metrics); /* the last write: final states */
+    free(metrics_targets);
+    free(metrics_dirs);
     for (size_t i = 0; cfgs && i < nfiles; i++)
         tm_config_free(cfgs[i]);
     free(cfgs);

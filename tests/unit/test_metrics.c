@@ -1,0 +1,142 @@
+/* The metrics module: the exposition format's label escaping, the
+ * textfile's name checks and atomic write, the commit histogram's
+ * buckets. The text as a whole is judged by prometheus_client's own
+ * parser (metrics_parse.py). Expectations are written by hand. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "metrics/metrics_registry.h"
+#include "metrics/metrics_textfile.h"
+#include "metrics/prom_text.h"
+
+/* What FN wrote to a memory stream, in a static buffer. */
+static char text[65536];
+static FILE *mem_open(void) {
+    memset(text, 0, sizeof text);
+    FILE *f = fmemopen(text, sizeof text - 1, "w");
+    ck_assert_ptr_nonnull(f);
+    return f;
+}
+
+START_TEST(label_value_escaped) {
+    FILE *f = mem_open();
+    tm_prom_label_value(f, "a\"b\\c\nd}e,f=g\xc3\xa9");
+    fclose(f);
+    ck_assert_str_eq(text, "\"a\\\"b\\\\c\\nd}e,f=g\xc3\xa9\"");
+}
+END_TEST
+
+START_TEST(sample_with_labels) {
+    FILE *f = mem_open();
+    const char *l[] = {"connector", "x\"y", "topic", "t"};
+    tm_prom_sample_u64(f, "tidemark_x_total", l, 2, 18446744073709551615u);
+    tm_prom_sample(f, "tidemark_y", NULL, 0, 0.25);
+    fclose(f);
+    ck_assert_str_eq(text, "tidemark_x_total{connector=\"x\\\"y\",topic=\"t\"}"
+                           " 18446744073709551615\ntidemark_y 0.25\n");
+}
+END_TEST
+
+START_TEST(textfile_names_checked) {
+    char why[512];
+    ck_assert_int_eq(tm_metrics_textfile_check("/tmp/m.txt", why, sizeof why),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(why, "expected a file name ending in "
+                                      "\".prom\""));
+    ck_assert_int_eq(tm_metrics_textfile_check("/tmp/.prom", why, sizeof why),
+                     -1);
+    ck_assert_int_eq(
+        tm_metrics_textfile_check("/nonexistent-dir/m.prom", why, sizeof why),
+        -1);
+    ck_assert_ptr_nonnull(strstr(why, "expected an existing directory"));
+    ck_assert_int_eq(tm_metrics_textfile_check("/tmp/m.prom", why, sizeof why),
+                     0);
+}
+END_TEST
+
+START_TEST(textfile_written_whole_and_renamed) {
+    char dir[] = "/tmp/tm-metrics-XXXXXX", path[256], tmp[300], why[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tidemark.prom", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    ck_assert_int_eq(
+        tm_metrics_textfile_write(path, "a 1\n", 4, why, sizeof why), 0);
+    ck_assert_int_eq(access(tmp, F_OK), -1); /* renamed away */
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char got[16] = "";
+    ck_assert_ptr_nonnull(fgets(got, sizeof got, f));
+    fclose(f);
+    ck_assert_str_eq(got, "a 1\n");
+    /* A link planted at the temporary name is never followed. */
+    char victim[300];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    int fd = open(victim, O_WRONLY | O_CREAT, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(symlink(victim, tmp), 0);
+    ck_assert_int_eq(
+        tm_metrics_textfile_write(path, "b 2\n", 4, why, sizeof why), -1);
+    struct stat st;
+    ck_assert_int_eq(stat(victim, &st), 0);
+    ck_assert_int_eq(st.st_size, 0);
+    unlink(tmp);
+    unlink(victim);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(commit_histogram_buckets) {
+    tm_metrics_registry_reset();
+    tm_metrics_conn *m = tm_metrics_conn_get("c\"1");
+    ck_assert_ptr_eq(m, tm_metrics_conn_get("c\"1"));
+    tm_metrics_commit_observe(m, 3000000);     /* 3 ms: le 0.005 */
+    tm_metrics_commit_observe(m, 5000000);     /* 5 ms: le 0.005 (<=) */
+    tm_metrics_commit_observe(m, 20000000);    /* 20 ms: le 0.025 */
+    tm_metrics_commit_observe(m, 40000000000); /* 40 s: +Inf only */
+    tm_metrics_convert_observe(m, 1500);
+    tm_metrics_error(m);
+    tm_metrics_commit_observe(NULL, 1); /* ignored */
+    FILE *f = mem_open();
+    tm_metrics_registry_write(f);
+    fclose(f);
+    const char *want[] = {
+        "tidemark_commit_duration_seconds_bucket{connector=\"c\\\"1\","
+        "le=\"0.005\"} 2\n",
+        "le=\"0.01\"} 2\n",
+        "le=\"0.025\"} 3\n",
+        "le=\"30\"} 3\n",
+        "le=\"+Inf\"} 4\n",
+        "tidemark_commit_duration_seconds_sum{connector=\"c\\\"1\"} 40.028\n",
+        "tidemark_commit_duration_seconds_count{connector=\"c\\\"1\"} 4\n",
+        "tidemark_record_conversion_seconds_count{connector=\"c\\\"1\"} 1\n",
+        "tidemark_errors_total{connector=\"c\\\"1\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(text, want[i]), "missing %s in:\n%s", want[i],
+                      text);
+    tm_metrics_registry_reset();
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, label_value_escaped);
+    tcase_add_test(tc, sample_with_labels);
+    tcase_add_test(tc, textfile_names_checked);
+    tcase_add_test(tc, textfile_written_whole_and_renamed);
+    tcase_add_test(tc, commit_histogram_buckets);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
