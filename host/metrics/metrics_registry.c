@@ -24,6 +24,8 @@ tm_metrics_conn *tm_metrics_conn_get(const char *connector) {
         m = m->next;
     if (!m && (m = calloc(1, sizeof *m)) != NULL) {
         snprintf(m->name, sizeof m->name, "%s", connector);
+        atomic_init(&m->fetchq_bytes, -1);
+        atomic_init(&m->fetchq_messages, -1);
         m->next = head;
         head = m;
     }
@@ -86,6 +88,26 @@ static void write_histogram(FILE *out, const tm_metrics_conn *m) {
                        count);
 }
 
+/* The consumer's fetch queue, in bytes or in messages; a connector whose
+ * consumer gave no statistics yet has no sample. */
+static void fetch_queue(FILE *out, const tm_metrics_conn *list, int messages) {
+    const char *name = messages ? "tidemark_consumer_fetch_queue_messages"
+                                : "tidemark_consumer_fetch_queue_bytes";
+    tm_prom_family(out, name, "gauge",
+                   messages ? "Messages fetched by the Kafka consumer and not "
+                              "consumed yet, at its last statistics."
+                            : "Bytes fetched by the Kafka consumer and not "
+                              "consumed yet, at its last statistics.");
+    for (const tm_metrics_conn *m = list; m; m = m->next) {
+        int64_t v =
+            atomic_load(messages ? &m->fetchq_messages : &m->fetchq_bytes);
+        if (v < 0)
+            continue;
+        const char *c[] = {"connector", m->name};
+        tm_prom_sample_u64(out, name, c, 1, (uint64_t)v);
+    }
+}
+
 void tm_metrics_registry_write(FILE *out) {
     pthread_mutex_lock(&lock);
     tm_metrics_conn *list = head;
@@ -118,6 +140,8 @@ void tm_metrics_registry_write(FILE *out) {
         tm_prom_sample_u64(out, "tidemark_errors_total", c, 1,
                            atomic_load(&m->errors));
     }
+    fetch_queue(out, list, 0);
+    fetch_queue(out, list, 1);
 }
 
 void tm_metrics_registry_reset(void) {

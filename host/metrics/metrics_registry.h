@@ -23,6 +23,9 @@ typedef struct tm_metrics_conn {
     _Atomic uint64_t convert_count;
     _Atomic uint64_t convert_ns;
     _Atomic uint64_t errors;
+    /* The consumer's fetch queue at its last statistics (metrics_kafka.h);
+     * -1 before the first. */
+    _Atomic int64_t fetchq_bytes, fetchq_messages;
     struct tm_metrics_conn *next;
 } tm_metrics_conn;
 

@@ -331,6 +331,10 @@ static void scenario_textfile_scraped(void) {
                      "\"%s\"}",
                      name),
                  (double)(hi0 + hi1));
+    /* Caught up: the consumer holds nothing fetched and not consumed. */
+    expect_query(
+        prom_port,
+        SEL("tidemark_consumer_fetch_queue_bytes{connector=\"%s\"}", name), 0);
     /* Histogram: +Inf holds every commit; the count is the batches' (no
      * retry). */
     double batches = prom_query(

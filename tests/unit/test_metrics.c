@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "metrics/metrics_kafka.h"
 #include "metrics/metrics_registry.h"
 #include "metrics/metrics_textfile.h"
 #include "metrics/prom_text.h"
@@ -125,6 +126,49 @@ START_TEST(commit_histogram_buckets) {
 }
 END_TEST
 
+/* A statistics document as librdkafka 2.0 writes it (cut to the fields
+ * read): two partitions hold fetched records, the internal -1 is left
+ * out. */
+START_TEST(fetch_queue_from_statistics) {
+    const char *doc =
+        "{\"name\": \"c#consumer-1\", \"brokers\": {}, \"topics\": {"
+        "\"orders\": {\"topic\": \"orders\", \"partitions\": {"
+        "\"0\": {\"partition\": 0, \"fetchq_cnt\": 3, \"fetchq_size\": 300},"
+        "\"1\": {\"partition\": 1, \"fetchq_cnt\": 1, \"fetchq_size\": 20},"
+        "\"-1\": {\"partition\": -1, \"fetchq_cnt\": 9, \"fetchq_size\": "
+        "999}}},"
+        "\"other\": {\"partitions\": {\"0\": {\"partition\": 0, "
+        "\"fetchq_cnt\": 2, \"fetchq_size\": 5}}}}}";
+    int64_t bytes = -1, msgs = -1;
+    ck_assert_int_eq(tm_metrics_fetchq_parse(doc, strlen(doc), &bytes, &msgs),
+                     0);
+    ck_assert_int_eq(bytes, 325);
+    ck_assert_int_eq(msgs, 6);
+    ck_assert_int_eq(tm_metrics_fetchq_parse("{\"x\": 1}", 8, &bytes, &msgs),
+                     -1);
+    ck_assert_int_eq(tm_metrics_fetchq_parse("nope", 4, &bytes, &msgs), -1);
+
+    tm_metrics_registry_reset();
+    tm_metrics_conn *m = tm_metrics_conn_get("c");
+    FILE *f = mem_open();
+    tm_metrics_registry_write(f);
+    fclose(f);
+    /* No statistics yet: no sample (never a made-up 0). */
+    ck_assert_ptr_null(strstr(text, "tidemark_consumer_fetch_queue_bytes{"));
+    tm_metrics_kafka_stats(m, doc, strlen(doc));
+    tm_metrics_kafka_stats(m, "nope", 4); /* changes nothing */
+    f = mem_open();
+    tm_metrics_registry_write(f);
+    fclose(f);
+    ck_assert_ptr_nonnull(
+        strstr(text, "tidemark_consumer_fetch_queue_bytes{connector=\"c\"} "
+                     "325\n"));
+    ck_assert_ptr_nonnull(strstr(
+        text, "tidemark_consumer_fetch_queue_messages{connector=\"c\"} 6\n"));
+    tm_metrics_registry_reset();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("metrics");
     TCase *tc = tcase_create("core");
@@ -133,6 +177,7 @@ int main(void) {
     tcase_add_test(tc, textfile_names_checked);
     tcase_add_test(tc, textfile_written_whole_and_renamed);
     tcase_add_test(tc, commit_histogram_buckets);
+    tcase_add_test(tc, fetch_queue_from_statistics);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
