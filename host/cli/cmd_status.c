@@ -414,7 +414,15 @@ static int render(FILE *out, const options *o, const char *state_dir,
     int64_t now = now_ms();
     int rc = tm_status_health(vs.v, vs.n);
     if (o->prometheus) {
-        tm_metrics_status_write(out, vs.v, vs.n);
+        const char **dirs = calloc(vs.n ? vs.n : 1, sizeof *dirs);
+        for (size_t i = 0; dirs && i < vs.n; i++)
+            dirs[i] = state_dir;
+        if (dirs)
+            tm_metrics_status_write(out, vs.v, vs.n, dirs);
+        else
+            fprintf(stderr, "tidemark status: out of memory\n");
+        rc = dirs ? rc : 1;
+        free(dirs);
     } else if (o->json) {
         if (print_json(out, o,
                        tm_status_views_json(state_dir, vs.v, vs.n, now)) != 0)

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "metrics/metrics_registry.h"
 #include "metrics/metrics_status.h"
 #include "metrics/metrics_textfile.h"
 #include "services/log.h"
@@ -25,8 +24,12 @@ struct tm_metrics_exporter {
 
 int tm_metrics_render(FILE *out, const tm_metrics_target *targets, size_t n) {
     tm_status_view *views = calloc(n ? n : 1, sizeof *views);
-    if (!views)
+    const char **dirs = calloc(n ? n : 1, sizeof *dirs);
+    if (!views || !dirs) {
+        free(views);
+        free(dirs);
         return -1;
+    }
     size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
         tm_status_view *v = &views[shown];
@@ -35,6 +38,7 @@ int tm_metrics_render(FILE *out, const tm_metrics_target *targets, size_t n) {
                                 &v->r, why, sizeof why);
         if (rc == 1)
             continue; /* not started yet: nothing to say */
+        dirs[shown] = targets[i].state_dir;
         if (rc < 0) {
             memset(v, 0, sizeof *v);
             snprintf(v->r.snap.connector, sizeof v->r.snap.connector, "%s",
@@ -45,11 +49,11 @@ int tm_metrics_render(FILE *out, const tm_metrics_target *targets, size_t n) {
         }
         shown++;
     }
-    tm_metrics_status_write(out, views, shown);
-    tm_metrics_registry_write(out);
+    tm_metrics_status_write(out, views, shown, dirs);
     for (size_t i = 0; i < shown; i++)
         tm_status_view_free(&views[i]);
     free(views);
+    free(dirs);
     return 0;
 }
 

@@ -1,8 +1,8 @@
 /* `tidemark run --metrics-file PATH`: a thread that writes the process's
  * metrics to the textfile every interval, and once more at the stop. The
- * file holds the families `tidemark status --format prometheus` prints for
- * the process's connectors (read back from their status files, so the two
- * always agree) and those only the process knows (metrics_registry.h). */
+ * file holds what `tidemark status --format prometheus` prints for the
+ * process's connectors: both read the files the hosts save in their state
+ * directories, so the two always agree. */
 #ifndef TM_METRICS_EXPORTER_H
 #define TM_METRICS_EXPORTER_H
 
@@ -14,8 +14,7 @@ typedef struct tm_metrics_target {
     const char *connector;
 } tm_metrics_target;
 
-/* The process's text: the status families of TARGETS, then the
- * registry's. 0, or -1 when memory ran out. */
+/* The text for TARGETS. 0, or -1 when memory ran out. */
 int tm_metrics_render(FILE *out, const tm_metrics_target *targets, size_t n);
 
 typedef struct tm_metrics_exporter tm_metrics_exporter;

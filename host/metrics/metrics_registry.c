@@ -63,34 +63,46 @@ void tm_metrics_error(tm_metrics_conn *m) {
         atomic_fetch_add(&m->errors, 1);
 }
 
-static void write_histogram(FILE *out, const tm_metrics_conn *m) {
-    const char *name = "tidemark_commit_duration_seconds_bucket";
+void tm_metrics_snapshot(const tm_metrics_conn *m, tm_metrics_values *out) {
+    for (int b = 0; b <= TM_METRICS_COMMIT_BUCKETS; b++)
+        out->commit_buckets[b] = atomic_load(&m->commit_buckets[b]);
+    out->commit_count = atomic_load(&m->commit_count);
+    out->commit_ns = atomic_load(&m->commit_ns);
+    out->convert_count = atomic_load(&m->convert_count);
+    out->convert_ns = atomic_load(&m->convert_ns);
+    out->errors = atomic_load(&m->errors);
+    out->fetchq_bytes = atomic_load(&m->fetchq_bytes);
+    out->fetchq_messages = atomic_load(&m->fetchq_messages);
+}
+
+static void write_histogram(FILE *out, const char *name,
+                            const tm_metrics_values *v) {
+    const char *bucket = "tidemark_commit_duration_seconds_bucket";
     uint64_t cum = 0;
-    for (int b = 0; b <= TM_METRICS_COMMIT_BUCKETS; b++) {
-        /* Buckets are cumulative; count is read after them, so a commit
-         * recorded meanwhile can only make count larger than +Inf's
-         * bucket by the ones in flight: +Inf is written as count. */
-        cum += atomic_load(&m->commit_buckets[b]);
-        if (b == TM_METRICS_COMMIT_BUCKETS)
-            break;
-        const char *l[] = {"connector", m->name, "le", bound_names[b]};
-        tm_prom_sample_u64(out, name, l, 2, cum);
+    for (int b = 0; b < TM_METRICS_COMMIT_BUCKETS; b++) {
+        cum += v->commit_buckets[b];
+        const char *l[] = {"connector", name, "le", bound_names[b]};
+        tm_prom_sample_u64(out, bucket, l, 2, cum);
     }
-    uint64_t count = atomic_load(&m->commit_count);
-    if (count < cum)
-        count = cum;
-    const char *l[] = {"connector", m->name, "le", "+Inf"};
-    tm_prom_sample_u64(out, name, l, 2, count);
-    const char *c[] = {"connector", m->name};
+    /* A snapshot taken while a commit was recorded may count it in its
+     * bucket and not yet in count, or the other way: +Inf and count are
+     * the larger of the two, so the buckets never exceed them. */
+    cum += v->commit_buckets[TM_METRICS_COMMIT_BUCKETS];
+    uint64_t count = v->commit_count > cum ? v->commit_count : cum;
+    const char *l[] = {"connector", name, "le", "+Inf"};
+    tm_prom_sample_u64(out, bucket, l, 2, count);
+    const char *c[] = {"connector", name};
     tm_prom_sample(out, "tidemark_commit_duration_seconds_sum", c, 1,
-                   (double)atomic_load(&m->commit_ns) / 1e9);
+                   (double)v->commit_ns / 1e9);
     tm_prom_sample_u64(out, "tidemark_commit_duration_seconds_count", c, 1,
                        count);
 }
 
 /* The consumer's fetch queue, in bytes or in messages; a connector whose
  * consumer gave no statistics yet has no sample. */
-static void fetch_queue(FILE *out, const tm_metrics_conn *list, int messages) {
+static void fetch_queue(FILE *out, const char *const *names,
+                        const tm_metrics_values *const *values, size_t n,
+                        int messages) {
     const char *name = messages ? "tidemark_consumer_fetch_queue_messages"
                                 : "tidemark_consumer_fetch_queue_bytes";
     tm_prom_family(out, name, "gauge",
@@ -98,50 +110,50 @@ static void fetch_queue(FILE *out, const tm_metrics_conn *list, int messages) {
                               "consumed yet, at its last statistics."
                             : "Bytes fetched by the Kafka consumer and not "
                               "consumed yet, at its last statistics.");
-    for (const tm_metrics_conn *m = list; m; m = m->next) {
+    for (size_t i = 0; i < n; i++) {
+        if (!values[i])
+            continue;
         int64_t v =
-            atomic_load(messages ? &m->fetchq_messages : &m->fetchq_bytes);
+            messages ? values[i]->fetchq_messages : values[i]->fetchq_bytes;
         if (v < 0)
             continue;
-        const char *c[] = {"connector", m->name};
+        const char *c[] = {"connector", names[i]};
         tm_prom_sample_u64(out, name, c, 1, (uint64_t)v);
     }
 }
 
-void tm_metrics_registry_write(FILE *out) {
-    pthread_mutex_lock(&lock);
-    tm_metrics_conn *list = head;
-    pthread_mutex_unlock(&lock);
-    /* Entries are never removed while the process runs: the list can be
-     * walked without the lock once its head is read. */
-    if (!list)
-        return;
+void tm_metrics_values_write(FILE *out, const char *const *names,
+                             const tm_metrics_values *const *values, size_t n) {
     tm_prom_family(out, "tidemark_commit_duration_seconds", "histogram",
                    "Duration of the sink's commit() calls (one per attempt, "
-                   "whatever the answer), since this process started.");
-    for (const tm_metrics_conn *m = list; m; m = m->next)
-        write_histogram(out, m);
+                   "whatever the answer), since the host started.");
+    for (size_t i = 0; i < n; i++)
+        if (values[i])
+            write_histogram(out, names[i], values[i]);
     tm_prom_family(out, "tidemark_record_conversion_seconds", "summary",
-                   "Time spent converting records into rows, since this "
-                   "process started.");
-    for (const tm_metrics_conn *m = list; m; m = m->next) {
-        const char *c[] = {"connector", m->name};
+                   "Time spent converting records into rows, since the host "
+                   "started.");
+    for (size_t i = 0; i < n; i++) {
+        if (!values[i])
+            continue;
+        const char *c[] = {"connector", names[i]};
         tm_prom_sample(out, "tidemark_record_conversion_seconds_sum", c, 1,
-                       (double)atomic_load(&m->convert_ns) / 1e9);
+                       (double)values[i]->convert_ns / 1e9);
         tm_prom_sample_u64(out, "tidemark_record_conversion_seconds_count", c,
-                           1, atomic_load(&m->convert_count));
+                           1, values[i]->convert_count);
     }
     tm_prom_family(out, "tidemark_errors_total", "counter",
                    "Errors the connector recorded (transient ones it retries "
-                   "and the one that failed it), since this process "
-                   "started.");
-    for (const tm_metrics_conn *m = list; m; m = m->next) {
-        const char *c[] = {"connector", m->name};
+                   "and the one that failed it), since the host started.");
+    for (size_t i = 0; i < n; i++) {
+        if (!values[i])
+            continue;
+        const char *c[] = {"connector", names[i]};
         tm_prom_sample_u64(out, "tidemark_errors_total", c, 1,
-                           atomic_load(&m->errors));
+                           values[i]->errors);
     }
-    fetch_queue(out, list, 0);
-    fetch_queue(out, list, 1);
+    fetch_queue(out, names, values, n, 0);
+    fetch_queue(out, names, values, n, 1);
 }
 
 void tm_metrics_registry_reset(void) {

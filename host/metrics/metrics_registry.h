@@ -1,8 +1,9 @@
-/* What only the running process knows about its connectors (the status
- * files hold the rest): how long the sink's commit() calls take, how long
- * records take to convert, how many errors were recorded. Counters are
- * atomics, so the connector threads record without a lock and the
- * textfile writer reads them at any time. */
+/* What the status file does not say about a connector: how long the
+ * sink's commit() calls take, how long records take to convert, how many
+ * errors were recorded, the consumer's fetch queue. Counters are atomics,
+ * so the connector threads record without a lock; the host saves them
+ * next to its status file (metrics_persist.h) for `tidemark status
+ * --format prometheus` and the metrics textfile to read. */
 #ifndef TM_METRICS_REGISTRY_H
 #define TM_METRICS_REGISTRY_H
 
@@ -46,8 +47,20 @@ void tm_metrics_error(tm_metrics_conn *m);
 /* Monotonic nanoseconds, for the durations above. */
 uint64_t tm_metrics_now_ns(void);
 
-/* The families of every connector of the registry, in the text format. */
-void tm_metrics_registry_write(FILE *out);
+/* One connector's figures as plain values (a snapshot, or read back from
+ * its saved file). */
+typedef struct tm_metrics_values {
+    uint64_t commit_buckets[TM_METRICS_COMMIT_BUCKETS + 1]; /* not cumulative */
+    uint64_t commit_count, commit_ns, convert_count, convert_ns, errors;
+    int64_t fetchq_bytes, fetchq_messages; /* -1 unknown */
+} tm_metrics_values;
+
+void tm_metrics_snapshot(const tm_metrics_conn *m, tm_metrics_values *out);
+
+/* The families of N connectors (NAMES[i] with VALUES[i]) in the text
+ * format; a NULL VALUES[i] is a connector without figures (no sample). */
+void tm_metrics_values_write(FILE *out, const char *const *names,
+                             const tm_metrics_values *const *values, size_t n);
 
 /* Frees every entry (at exit, and between unit tests). */
 void tm_metrics_registry_reset(void);

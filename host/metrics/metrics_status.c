@@ -2,9 +2,11 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "metrics/metrics_persist.h"
 #include "metrics/prom_text.h"
 
 /* The states the gauge has one series for each (the health model and
@@ -36,7 +38,8 @@ static int shown(const tm_status_view *v) {
     return v->error[0] == '\0';
 }
 
-static void state_family(FILE *out, const tm_status_view *views, size_t n) {
+static void state_family(FILE *out, const tm_status_view *views, size_t n,
+                         const int *bad) {
     tm_prom_family(out, "tidemark_connector_state", "gauge",
                    "1 for the connector's state (STARTING, RUNNING, "
                    "DEGRADED, PAUSED, FAILED, STOPPED), 0 for the others.");
@@ -52,12 +55,12 @@ static void state_family(FILE *out, const tm_status_view *views, size_t n) {
         }
     }
     tm_prom_family(out, "tidemark_connector_status_error", "gauge",
-                   "1 when the connector's status file cannot be read "
-                   "(tidemark status shows why), else 0.");
+                   "1 when the connector's status file (or its metrics "
+                   "file) cannot be read, else 0.");
     for (size_t i = 0; i < n; i++) {
         const char *l[] = {"connector", views[i].r.snap.connector};
         tm_prom_sample(out, "tidemark_connector_status_error", l, 1,
-                       !shown(&views[i]));
+                       !shown(&views[i]) || bad[i]);
     }
 }
 
@@ -161,8 +164,37 @@ static void rss_family(FILE *out, const tm_status_view *views, size_t n) {
     }
 }
 
-void tm_metrics_status_write(FILE *out, const tm_status_view *views, size_t n) {
-    state_family(out, views, n);
+/* Each view's saved figures: ptrs[i] NULL when it has none, bad[i] set
+ * when its file cannot be read. */
+static void load_saved(const tm_status_view *views, size_t n,
+                       const char *const *state_dirs, tm_metrics_values *vals,
+                       const tm_metrics_values **ptrs, const char **names,
+                       int *bad) {
+    for (size_t i = 0; i < n; i++) {
+        names[i] = views[i].r.snap.connector;
+        char why[1024];
+        int rc = shown(&views[i]) ? tm_metrics_load(state_dirs[i], names[i],
+                                                    &vals[i], why, sizeof why)
+                                  : 1;
+        ptrs[i] = rc == 0 ? &vals[i] : NULL;
+        bad[i] = rc < 0;
+    }
+}
+
+void tm_metrics_status_write(FILE *out, const tm_status_view *views, size_t n,
+                             const char *const *state_dirs) {
+    size_t k = n ? n : 1;
+    tm_metrics_values *vals = calloc(k, sizeof *vals);
+    const tm_metrics_values **ptrs = calloc(k, sizeof *ptrs);
+    const char **names = calloc(k, sizeof *names);
+    int *bad = calloc(k, sizeof *bad);
+    if (!vals || !ptrs || !names || !bad) {
+        /* Out of memory: nothing rather than a part that looks whole. */
+        fprintf(out, "# tidemark: out of memory\n");
+        goto out;
+    }
+    load_saved(views, n, state_dirs, vals, ptrs, names, bad);
+    state_family(out, views, n, bad);
     per_connector(out, views, n, "tidemark_connector_start_time_seconds",
                   "gauge", "When the host started the connector (Unix time).",
                   0);
@@ -194,4 +226,11 @@ void tm_metrics_status_write(FILE *out, const tm_status_view *views, size_t n) {
                      "1 while the host pauses the partition, else 0.",
                      P_PAUSED);
     rss_family(out, views, n);
+    tm_metrics_values_write(out, names, (const tm_metrics_values *const *)ptrs,
+                            n);
+out:
+    free(vals);
+    free(ptrs);
+    free(names);
+    free(bad);
 }

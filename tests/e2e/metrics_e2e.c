@@ -403,6 +403,10 @@ static void scenario_textfile_scraped(void) {
              name, (long long)rows);
     H_CHECK(strstr(h_read_file("status.prom"), line) != NULL,
             "status --format prometheus lacks %s", line);
+    snprintf(line, sizeof line,
+             "tidemark_commit_duration_seconds_count{connector=\"%s\"} ", name);
+    H_CHECK(strstr(h_read_file("status.prom"), line) != NULL,
+            "status --format prometheus lacks %s (the saved figures)", line);
 
     /* The stop writes the file a last time: STOPPED. */
     h_stop_clean(host);

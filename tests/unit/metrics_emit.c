@@ -1,12 +1,17 @@
 /* metrics_emit OUT.prom STATE_DIR CONNECTOR...: records known figures in
  * the metrics registry for each CONNECTOR (two commits of 2 ms and 30 ms,
- * three conversions of 1 us, one error), then writes OUT.prom through the
+ * three conversions of 1 us, one error) and saves them in the connector's
+ * directory as its host does, then writes OUT.prom through the
  * exporter `tidemark run --metrics-file` uses (once at its start, once at
  * its stop), for metrics_parse.py to judge with prometheus_client. */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "metrics/metrics_exporter.h"
+#include "metrics/metrics_persist.h"
 #include "metrics/metrics_registry.h"
 
 int main(int argc, char **argv) {
@@ -29,6 +34,14 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 3; k++)
             tm_metrics_convert_observe(m, 1000);
         tm_metrics_error(m);
+        char dir[4096], why[1024];
+        snprintf(dir, sizeof dir, "%s/%s", argv[2], argv[3 + i]);
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || tm_metrics_save_at(m, fd, dir, why, sizeof why) != 0) {
+            fprintf(stderr, "metrics_emit: saving in %s failed\n", dir);
+            return 1;
+        }
+        close(fd);
     }
     char why[1024];
     tm_metrics_exporter *e =

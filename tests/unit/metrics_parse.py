@@ -148,8 +148,8 @@ check(rss is not None and 0.5 * mine < rss < 2 * mine,
 check(len([k for k in sm if k[0] == "tidemark_process_resident_memory_bytes"])
       == 1, "one RSS sample: only the live host")
 
-# The textfile, through the exporter tidemark run uses: the same status
-# families, and the process's own.
+# The textfile, through the exporter tidemark run uses, after the figures
+# only a process knows were saved next to the status files.
 prom = os.path.join(work, "out.prom")
 r2 = subprocess.run([emit, prom, sd, LIVE, STOPPED], capture_output=True,
                     text=True)
@@ -160,6 +160,16 @@ with open(prom) as f:
 status_keys = {k for k in sm if k[0] != "tidemark_process_resident_memory_bytes"}
 for k in status_keys:
     check(fm.get(k) == sm[k], "textfile differs from status at %r" % (k,))
+# With the figures saved, status prints them too: the same as the file.
+r3 = subprocess.run([tidemark, "status", "--format", "prometheus",
+                     "--state-dir", sd], capture_output=True, text=True)
+sm3, _ = samples(r3.stdout)
+rss_name = "tidemark_process_resident_memory_bytes"
+check({k: v for k, v in sm3.items() if k[0] != rss_name}
+      == {k: v for k, v in fm.items() if k[0] != rss_name},
+      "status and the textfile differ once the figures are saved")
+check(not any(k[0].startswith("tidemark_commit_duration") for k in sm),
+      "inconclusive: figures before any was saved")
 check(ftypes.get("tidemark_commit_duration_seconds") == "histogram",
       "histogram type")
 for name in (LIVE, STOPPED):

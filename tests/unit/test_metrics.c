@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "metrics/metrics_kafka.h"
+#include "metrics/metrics_persist.h"
 #include "metrics/metrics_registry.h"
 #include "metrics/metrics_textfile.h"
 #include "metrics/prom_text.h"
@@ -22,6 +23,15 @@ static FILE *mem_open(void) {
     FILE *f = fmemopen(text, sizeof text - 1, "w");
     ck_assert_ptr_nonnull(f);
     return f;
+}
+
+/* M's families, as a host saves and a reader writes them. */
+static void write_registry(FILE *f, const tm_metrics_conn *m) {
+    tm_metrics_values v;
+    tm_metrics_snapshot(m, &v);
+    const char *names[] = {m->name};
+    const tm_metrics_values *vals[] = {&v};
+    tm_metrics_values_write(f, names, vals, 1);
 }
 
 START_TEST(label_value_escaped) {
@@ -105,7 +115,7 @@ START_TEST(commit_histogram_buckets) {
     tm_metrics_error(m);
     tm_metrics_commit_observe(NULL, 1); /* ignored */
     FILE *f = mem_open();
-    tm_metrics_registry_write(f);
+    write_registry(f, m);
     fclose(f);
     const char *want[] = {
         "tidemark_commit_duration_seconds_bucket{connector=\"c\\\"1\","
@@ -151,20 +161,76 @@ START_TEST(fetch_queue_from_statistics) {
     tm_metrics_registry_reset();
     tm_metrics_conn *m = tm_metrics_conn_get("c");
     FILE *f = mem_open();
-    tm_metrics_registry_write(f);
+    write_registry(f, m);
     fclose(f);
     /* No statistics yet: no sample (never a made-up 0). */
     ck_assert_ptr_null(strstr(text, "tidemark_consumer_fetch_queue_bytes{"));
     tm_metrics_kafka_stats(m, doc, strlen(doc));
     tm_metrics_kafka_stats(m, "nope", 4); /* changes nothing */
     f = mem_open();
-    tm_metrics_registry_write(f);
+    write_registry(f, m);
     fclose(f);
     ck_assert_ptr_nonnull(
         strstr(text, "tidemark_consumer_fetch_queue_bytes{connector=\"c\"} "
                      "325\n"));
     ck_assert_ptr_nonnull(strstr(
         text, "tidemark_consumer_fetch_queue_messages{connector=\"c\"} 6\n"));
+    tm_metrics_registry_reset();
+}
+END_TEST
+
+/* The figures a host saves read back whole; a malformed or linked file is
+ * refused naming it, a missing one is "none". */
+START_TEST(saved_figures_round_trip) {
+    char sd[] = "/tmp/tm-metrics-sd-XXXXXX", dir[300], path[400], why[1024];
+    ck_assert_ptr_nonnull(mkdtemp(sd));
+    snprintf(dir, sizeof dir, "%s/conn", sd);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/metrics.json", dir);
+    tm_metrics_values v;
+    ck_assert_int_eq(tm_metrics_load(sd, "conn", &v, why, sizeof why), 1);
+
+    tm_metrics_registry_reset();
+    tm_metrics_conn *m = tm_metrics_conn_get("conn");
+    tm_metrics_commit_observe(m, 7000000); /* le 0.01 */
+    tm_metrics_commit_observe(m, 40000000000);
+    tm_metrics_convert_observe(m, 42);
+    tm_metrics_error(m);
+    tm_metrics_error(m);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(tm_metrics_save_at(m, fd, dir, why, sizeof why), 0);
+    ck_assert_int_eq(tm_metrics_load(sd, "conn", &v, why, sizeof why), 0);
+    ck_assert_uint_eq(v.commit_buckets[1], 1);
+    ck_assert_uint_eq(v.commit_buckets[TM_METRICS_COMMIT_BUCKETS], 1);
+    ck_assert_uint_eq(v.commit_count, 2);
+    ck_assert_uint_eq(v.commit_ns, 40007000000u);
+    ck_assert_uint_eq(v.convert_count, 1);
+    ck_assert_uint_eq(v.convert_ns, 42);
+    ck_assert_uint_eq(v.errors, 2);
+    ck_assert_int_eq(v.fetchq_bytes, -1);
+
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"format\": 1, \"errors\": 1}", f);
+    fclose(f);
+    ck_assert_int_eq(tm_metrics_load(sd, "conn", &v, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, path) != NULL, "%s", why);
+
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(symlink("/etc/passwd", path), 0);
+    ck_assert_int_eq(tm_metrics_load(sd, "conn", &v, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "symbolic link") != NULL, "%s", why);
+    /* Saving does not follow a link planted at the temporary name. */
+    char tmp[420];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    ck_assert_int_eq(symlink("/etc/passwd", tmp), 0);
+    ck_assert_int_eq(tm_metrics_save_at(m, fd, dir, why, sizeof why), -1);
+    close(fd);
+    unlink(tmp);
+    unlink(path);
+    rmdir(dir);
+    rmdir(sd);
     tm_metrics_registry_reset();
 }
 END_TEST
@@ -178,6 +244,7 @@ int main(void) {
     tcase_add_test(tc, textfile_written_whole_and_renamed);
     tcase_add_test(tc, commit_histogram_buckets);
     tcase_add_test(tc, fetch_queue_from_statistics);
+    tcase_add_test(tc, saved_figures_round_trip);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
