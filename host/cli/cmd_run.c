@@ -1,5 +1,6 @@
 /* tidemark run [--plugin-dir DIR]... [--state-dir DIR]
- *              [--metrics-file PATH.prom [--metrics-interval-s N]] CONFIG...
+ *              [--metrics-file PATH.prom [--metrics-interval-s N]]
+ *              [--metrics-listen 127.0.0.1:PORT] CONFIG...
  *
  * Runs each connector config on its own thread, with its own consumer and
  * sink instance, until SIGTERM or SIGINT. Every config is loaded and
@@ -7,7 +8,6 @@
  * included) before anything starts: one bad file starts nothing. */
 #include "cli/commands.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,8 +20,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_sink.h"
 #include "config/connector_config.h"
-#include "metrics/metrics_exporter.h"
-#include "metrics/metrics_textfile.h"
+#include "metrics/metrics_process.h"
 #include "plugin/loader.h"
 #include "runtime/connector.h"
 #include "runtime/signals.h"
@@ -52,7 +51,10 @@ static void usage(FILE *out) {
             "                    to PATH.prom (atomically) every interval\n"
             "  --metrics-interval-s N\n"
             "                    seconds between writes, 1..3600 (default "
-            "10)\n",
+            "10)\n"
+            "  --metrics-listen 127.0.0.1:PORT|[::1]:PORT\n"
+            "                    also serve GET /metrics there (loopback "
+            "only)\n",
             tm_plugin_default_dir());
 }
 
@@ -158,31 +160,12 @@ static void stop_within_limit(const job *jobs, size_t n, int failed_before) {
     _exit(rc ? 1 : 0);
 }
 
-/* --metrics-interval-s's value: 1..3600. */
-static int parse_interval(const char *s, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > 3600) {
-        fprintf(stderr,
-                "tidemark run: --metrics-interval-s: expected a number of "
-                "seconds 1..3600, found \"%s\"\n",
-                s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-/* The metrics textfile's writer for the connectors of CFGS, each read
- * from the state directory its host uses (runtime/connector.c's order:
- * --state-dir, the config's, the default). dirs holds n paths. NULL with
- * the error printed. */
-static tm_metrics_exporter *start_metrics(const char *path, int interval_s,
-                                          const char *state_dir,
-                                          tm_connector_config **cfgs, size_t n,
-                                          char (*dirs)[PATH_MAX],
-                                          tm_metrics_target *targets) {
+/* Where each connector's status files are (runtime/connector.c's order:
+ * --state-dir, the config's, the default), for the metrics to read them;
+ * dirs holds n paths. */
+static void status_dirs(const char *state_dir, tm_connector_config **cfgs,
+                        size_t n, char (*dirs)[PATH_MAX], const char **ptrs,
+                        const char **names) {
     for (size_t i = 0; i < n; i++) {
         if (state_dir)
             snprintf(dirs[i], PATH_MAX, "%s", state_dir);
@@ -190,14 +173,9 @@ static tm_metrics_exporter *start_metrics(const char *path, int interval_s,
             snprintf(dirs[i], PATH_MAX, "%s", cfgs[i]->state_dir);
         else
             tm_status_default_dir(dirs[i], PATH_MAX);
-        targets[i] = (tm_metrics_target){dirs[i], cfgs[i]->name};
+        ptrs[i] = dirs[i];
+        names[i] = cfgs[i]->name;
     }
-    char why[1024];
-    tm_metrics_exporter *e = tm_metrics_exporter_start(
-        path, interval_s, targets, n, why, sizeof why);
-    if (!e)
-        fprintf(stderr, "tidemark run: --metrics-file: %s\n", why);
-    return e;
 }
 
 static int load_all(const char **files, size_t n, const char *const *dirs,
@@ -233,11 +211,8 @@ int tm_cmd_run(int argc, char **argv) {
     const char **files = calloc(cap, sizeof *files);
     size_t nextra = 0, nfiles = 0;
     const char *state_dir = NULL;
-    const char *metrics_file = NULL, *metrics_interval = NULL;
-    int metrics_interval_s = 10;
-    char(*metrics_dirs)[PATH_MAX] = NULL;
-    tm_metrics_target *metrics_targets = NULL;
-    tm_metrics_exporter *metrics = NULL;
+    tm_metrics_options mo = {0};
+    tm_metrics_process *metrics = NULL;
     int rc = 0;
     tm_connector_config **cfgs = NULL;
     const char **dirs = NULL;
@@ -255,9 +230,11 @@ int tm_cmd_run(int argc, char **argv) {
             (m = tm_cli_opt("run", "--state-dir", argc, argv, &i,
                             &state_dir)) != 0 ||
             (m = tm_cli_opt("run", "--metrics-file", argc, argv, &i,
-                            &metrics_file)) != 0 ||
+                            &mo.file)) != 0 ||
             (m = tm_cli_opt("run", "--metrics-interval-s", argc, argv, &i,
-                            &metrics_interval)) != 0) {
+                            &mo.interval)) != 0 ||
+            (m = tm_cli_opt("run", "--metrics-listen", argc, argv, &i,
+                            &mo.listen)) != 0) {
             if (m < 0) {
                 rc = 2;
                 goto out;
@@ -276,21 +253,7 @@ int tm_cmd_run(int argc, char **argv) {
             files[nfiles++] = a;
         }
     }
-    char why[1024];
-    if (metrics_interval && !metrics_file) {
-        fprintf(stderr, "tidemark run: --metrics-interval-s needs "
-                        "--metrics-file\n");
-        rc = 2;
-        goto out;
-    }
-    if (metrics_interval &&
-        parse_interval(metrics_interval, &metrics_interval_s) != 0) {
-        rc = 2;
-        goto out;
-    }
-    if (metrics_file &&
-        tm_metrics_textfile_check(metrics_file, why, sizeof why) != 0) {
-        fprintf(stderr, "tidemark run: --metrics-file: %s\n", why);
+    if (tm_metrics_options_check(&mo) != 0) {
         rc = 2;
         goto out;
     }
@@ -323,20 +286,21 @@ int tm_cmd_run(int argc, char **argv) {
         goto out;
     }
     /* After the signal thread: it inherits the blocked signals. */
-    if (metrics_file) {
-        metrics_dirs = calloc(nfiles, sizeof *metrics_dirs);
-        metrics_targets = calloc(nfiles, sizeof *metrics_targets);
-        if (!metrics_dirs || !metrics_targets) {
-            fprintf(stderr, "tidemark run: out of memory\n");
-            rc = 1;
-            goto out;
-        }
-        metrics = start_metrics(metrics_file, metrics_interval_s, state_dir,
-                                cfgs, nfiles, metrics_dirs, metrics_targets);
-        if (!metrics) {
-            rc = 1;
-            goto out;
-        }
+    char(*dirs_of)[PATH_MAX] = calloc(nfiles, sizeof *dirs_of);
+    const char **dir_ptrs = calloc(nfiles, sizeof *dir_ptrs);
+    const char **names = calloc(nfiles, sizeof *names);
+    if (dirs_of && dir_ptrs && names) {
+        status_dirs(state_dir, cfgs, nfiles, dirs_of, dir_ptrs, names);
+        metrics = tm_metrics_process_start(&mo, names, dir_ptrs, nfiles);
+    } else {
+        fprintf(stderr, "tidemark run: out of memory\n");
+    }
+    free(dirs_of);
+    free(dir_ptrs);
+    free(names);
+    if (!metrics) {
+        rc = 1;
+        goto out;
     }
     for (size_t i = 0; i < nfiles; i++) {
         jobs[i] = (job){.cfg = cfgs[i], .opt = &opt, .stop = &stop};
@@ -361,9 +325,7 @@ int tm_cmd_run(int argc, char **argv) {
             rc = 1;
     }
 out:
-    tm_metrics_exporter_stop(metrics); /* the last write: final states */
-    free(metrics_targets);
-    free(metrics_dirs);
+    tm_metrics_process_stop(metrics); /* the last write: final states */
     for (size_t i = 0; cfgs && i < nfiles; i++)
         tm_config_free(cfgs[i]);
     free(cfgs);

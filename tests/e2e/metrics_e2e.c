@@ -7,6 +7,10 @@
  *   family; every value is compared with the source of truth (the SQLite
  *   file's rows and markers, the broker's watermarks, /proc), never with
  *   tidemark's own output;
+ * - listener_scraped: `tidemark run --metrics-listen 127.0.0.1:PORT`
+ *   scraped by prometheus directly; other paths 404; a client that
+ *   connects and says nothing delays the next answer (bounded), never
+ *   stops it;
  * - bad_options: the process options refused with what was expected, exit
  *   2, nothing started. */
 #include <arpa/inet.h>
@@ -426,6 +430,87 @@ static void scenario_textfile_scraped(void) {
 #undef SEL
 }
 
+static pid_t start_prometheus(int target_port, int *prom_port) {
+    char yml[512];
+    snprintf(yml, sizeof yml,
+             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+             "scrape_configs:\n  - job_name: tidemark\n    static_configs:\n"
+             "      - targets: ['127.0.0.1:%d']\n",
+             target_port);
+    const char *yml_path = h_write_file("prometheus-l.yml", yml);
+    *prom_port = free_port();
+    static char c1[4200], c2[4200], c3[64];
+    snprintf(c1, sizeof c1, "--config.file=%s", yml_path);
+    snprintf(c2, sizeof c2, "--storage.tsdb.path=%s/tsdb-l", h_workdir());
+    snprintf(c3, sizeof c3, "--web.listen-address=127.0.0.1:%d", *prom_port);
+    const char *prom_argv[] = {"prometheus", c1, c2, c3, NULL};
+    return spawn_tool(prom_argv, "prometheus-l.log");
+}
+
+static void scenario_listener_scraped(void) {
+    const char *topic = h_name("metrics-ls");
+    char name[256], q[1024];
+    snprintf(name, sizeof name, "%s", h_name("metrics-ls"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 60, "{\"id\": %d}");
+    rd_kafka_destroy(p);
+    char dbp[4096];
+    snprintf(dbp, sizeof dbp, "%s", h_path("ls.db"));
+    const char *cfg = config("ls.json", name, topic, dbp);
+    int port = free_port();
+    char listen[64];
+    snprintf(listen, sizeof listen, "--metrics-listen=127.0.0.1:%d", port);
+    const char *args[] = {listen, cfg, NULL};
+    pid_t host = h_spawn_many(args, "ls.log", NULL);
+    h_wait_caught_up(dbp, name, topic, 1, 60000);
+    int prom_port;
+    pid_t prom = start_prometheus(port, &prom_port);
+    int64_t rows = h_sqlf(dbp, "SELECT count(*) FROM t");
+    H_CHECK(rows == 60, "inconclusive: %lld rows", (long long)rows);
+#define SEL(fmt, ...) (snprintf(q, sizeof q, fmt, __VA_ARGS__), q)
+    expect_query(prom_port,
+                 SEL("tidemark_records_total{connector=\"%s\","
+                     "outcome=\"row\"}",
+                     name),
+                 (double)rows);
+    expect_query(prom_port,
+                 SEL("tidemark_connector_state{connector=\"%s\","
+                     "state=\"RUNNING\"}",
+                     name),
+                 1);
+    double n = prom_query(
+        prom_port,
+        SEL("tidemark_commit_duration_seconds_count{connector=\"%s\"}", name));
+    H_CHECK(n >= 3, "commit count %g: 60 records in batches of 20 at most", n);
+    expect_query(prom_port, "up{job=\"tidemark\"}", 1);
+#undef SEL
+    /* Only GET /metrics is served. */
+    char *other = http_get(port, "/other");
+    H_CHECK(other == NULL, "GET /other answered 200: %s", other);
+    /* A client that connects and says nothing holds the listener at most
+     * its timeout: the next GET is answered. */
+    int idle = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    H_CHECK(idle >= 0 && connect(idle, (struct sockaddr *)&a, sizeof a) == 0,
+            "connect: %s", strerror(errno));
+    int64_t t0 = h_now_ms();
+    char *body = http_get(port, "/metrics");
+    int64_t took = h_now_ms() - t0;
+    close(idle);
+    H_CHECK(body && strstr(body, "# TYPE tidemark_connector_state gauge"),
+            "GET /metrics behind an idle client: %s", body ? body : "(none)");
+    H_CHECK(took < 10000, "GET /metrics behind an idle client took %lld ms",
+            (long long)took);
+    h_step("GET /metrics behind an idle client: %lld ms", (long long)took);
+    free(body);
+    h_stop_clean(host);
+    stop_tool(prom);
+    forget_tool(prom);
+}
+
 /* Each bad option: exit 2, the message, no file written. */
 static void expect_refused(const char *const *args, const char *needle) {
     int rc = h_tidemark("bad.out", args);
@@ -452,6 +537,14 @@ static void scenario_bad_options(void) {
     expect_refused(a4, "--metrics-interval-s needs --metrics-file");
     const char *a5[] = {"run", "--metrics-file", cfg, NULL};
     expect_refused(a5, "expected a file name ending in \".prom\"");
+    const char *a7[] = {"run", "--metrics-listen", "0.0.0.0:9100", cfg, NULL};
+    expect_refused(a7, "--metrics-listen: expected a loopback address and a "
+                       "port, 127.0.0.1:PORT or [::1]:PORT (PORT 1..65535), "
+                       "found \"0.0.0.0:9100\"");
+    const char *a8[] = {"run", "--metrics-listen", "localhost:9100", cfg, NULL};
+    expect_refused(a8, "expected a loopback address");
+    const char *a9[] = {"run", "--metrics-listen", "127.0.0.1:0", cfg, NULL};
+    expect_refused(a9, "expected a loopback address");
     H_CHECK(access(prom, F_OK) != 0, "a refused run wrote %s", prom);
     const char *a6[] = {"status", "--format", "yaml", NULL};
     int rc = h_tidemark("bad.out", a6);
@@ -469,6 +562,8 @@ int main(int argc, char **argv) {
     h_init(argv[1], argv[2], argv[3]);
     if (strcmp(argv[3], "textfile_scraped") == 0)
         scenario_textfile_scraped();
+    else if (strcmp(argv[3], "listener_scraped") == 0)
+        scenario_listener_scraped();
     else if (strcmp(argv[3], "bad_options") == 0)
         scenario_bad_options();
     else

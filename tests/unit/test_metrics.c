@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "metrics/metrics_http.h"
 #include "metrics/metrics_kafka.h"
 #include "metrics/metrics_persist.h"
 #include "metrics/metrics_registry.h"
@@ -235,6 +236,35 @@ START_TEST(saved_figures_round_trip) {
 }
 END_TEST
 
+/* The listener binds loopback only: anything else is refused before
+ * anything starts. */
+START_TEST(listen_address_loopback_only) {
+    int family, port;
+    unsigned char ip[16];
+    char why[512];
+    ck_assert_int_eq(tm_metrics_listen_parse("127.0.0.1:9100", &family, ip,
+                                             &port, why, sizeof why),
+                     0);
+    ck_assert_int_eq(port, 9100);
+    ck_assert_int_eq(ip[0], 127);
+    ck_assert_int_eq(ip[3], 1);
+    ck_assert_int_eq(
+        tm_metrics_listen_parse("[::1]:1", &family, ip, &port, why, sizeof why),
+        0);
+    ck_assert_int_eq(ip[15], 1);
+    const char *bad[] = {"0.0.0.0:9100", "10.0.0.1:9100",  "localhost:9100",
+                         "127.0.0.1",    "127.0.0.1:",     "127.0.0.1:65536",
+                         "127.0.0.1:0",  "127.0.0.1:9x",   "[::]:9100",
+                         "::1:9100",     "127.0.0.2:9100", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(tm_metrics_listen_parse(bad[i], &family, ip, &port, why,
+                                              sizeof why) == -1,
+                      "%s accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(why, "expected a loopback address"));
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("metrics");
     TCase *tc = tcase_create("core");
@@ -245,6 +275,7 @@ int main(void) {
     tcase_add_test(tc, commit_histogram_buckets);
     tcase_add_test(tc, fetch_queue_from_statistics);
     tcase_add_test(tc, saved_figures_round_trip);
+    tcase_add_test(tc, listen_address_loopback_only);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
