@@ -339,6 +339,10 @@ static void scenario_textfile_scraped(void) {
     expect_query(
         prom_port,
         SEL("tidemark_consumer_fetch_queue_bytes{connector=\"%s\"}", name), 0);
+    expect_query(
+        prom_port,
+        SEL("tidemark_consumer_fetch_queue_messages{connector=\"%s\"}", name),
+        0);
     /* Histogram: +Inf holds every commit; the count is the batches' (no
      * retry). */
     double batches = prom_query(
@@ -358,6 +362,11 @@ static void scenario_textfile_scraped(void) {
                      "\"%s\",le=\"+Inf\"}",
                      name),
                  batches);
+    double csum = prom_query(
+        prom_port,
+        SEL("tidemark_record_conversion_seconds_sum{connector=\"%s\"}", name));
+    H_CHECK(csum > 0 && csum < 10, "conversion seconds %g for %lld records",
+            csum, (long long)(hi0 + hi1));
     double sum = prom_query(
         prom_port,
         SEL("tidemark_commit_duration_seconds_sum{connector=\"%s\"}", name));
