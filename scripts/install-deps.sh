@@ -8,7 +8,8 @@ PKGS=(build-essential cmake ninja-build pkg-config librdkafka-dev libpq-dev libj
       libsqlite3-dev sqlite3 check libsubunit-dev kcat postgresql clang-format valgrind maven
       python3 python3-venv git
       man-db systemd # the package's tests: man --warnings, systemd-analyze, systemd-sysusers
-      clang libclang-rt-dev) # clang + its sanitizer/libFuzzer runtimes: tests/fuzz
+      clang libclang-rt-dev # clang + its sanitizer/libFuzzer runtimes: tests/fuzz
+      prometheus prometheus-node-exporter) # the metrics' judges: tests/e2e/metrics_e2e.c
 # A JRE only when no java is on PATH (any Java 17+ will do for Kafka 4.x).
 if ! command -v java >/dev/null 2>&1; then
   PKGS+=(openjdk-17-jre-headless)

@@ -1,4 +1,6 @@
-/* tidemark run [--plugin-dir DIR]... [--state-dir DIR] CONFIG...
+/* tidemark run [--plugin-dir DIR]... [--state-dir DIR]
+ *              [--metrics-file PATH.prom [--metrics-interval-s N]]
+ *              [--metrics-listen 127.0.0.1:PORT] CONFIG...
  *
  * Runs each connector config on its own thread, with its own consumer and
  * sink instance, until SIGTERM or SIGINT. Every config is loaded and
@@ -6,6 +8,7 @@
  * included) before anything starts: one bad file starts nothing. */
 #include "cli/commands.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,10 +20,12 @@
 #include "cli/cli_args.h"
 #include "cli/cli_sink.h"
 #include "config/connector_config.h"
+#include "metrics/metrics_process.h"
 #include "plugin/loader.h"
 #include "runtime/connector.h"
 #include "runtime/signals.h"
 #include "services/log.h"
+#include "status/status_file.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -40,7 +45,16 @@ static void usage(FILE *out) {
             "                    config's state_dir, else "
             "$TIDEMARK_STATE_DIR,\n"
             "                    else $XDG_STATE_HOME/tidemark, else\n"
-            "                    ~/.local/state/tidemark)\n",
+            "                    ~/.local/state/tidemark)\n"
+            "  --metrics-file PATH.prom\n"
+            "                    write the metrics in Prometheus text format\n"
+            "                    to PATH.prom (atomically) every interval\n"
+            "  --metrics-interval-s N\n"
+            "                    seconds between writes, 1..3600 (default "
+            "10)\n"
+            "  --metrics-listen 127.0.0.1:PORT|[::1]:PORT\n"
+            "                    also serve GET /metrics there (loopback "
+            "only)\n",
             tm_plugin_default_dir());
 }
 
@@ -146,6 +160,24 @@ static void stop_within_limit(const job *jobs, size_t n, int failed_before) {
     _exit(rc ? 1 : 0);
 }
 
+/* Where each connector's status files are (runtime/connector.c's order:
+ * --state-dir, the config's, the default), for the metrics to read them;
+ * dirs holds n paths. */
+static void status_dirs(const char *state_dir, tm_connector_config **cfgs,
+                        size_t n, char (*dirs)[PATH_MAX], const char **ptrs,
+                        const char **names) {
+    for (size_t i = 0; i < n; i++) {
+        if (state_dir)
+            snprintf(dirs[i], PATH_MAX, "%s", state_dir);
+        else if (cfgs[i]->state_dir)
+            snprintf(dirs[i], PATH_MAX, "%s", cfgs[i]->state_dir);
+        else
+            tm_status_default_dir(dirs[i], PATH_MAX);
+        ptrs[i] = dirs[i];
+        names[i] = cfgs[i]->name;
+    }
+}
+
 static int load_all(const char **files, size_t n, const char *const *dirs,
                     size_t ndirs, tm_connector_config **cfgs) {
     const char **names = calloc(n, sizeof *names);
@@ -179,6 +211,8 @@ int tm_cmd_run(int argc, char **argv) {
     const char **files = calloc(cap, sizeof *files);
     size_t nextra = 0, nfiles = 0;
     const char *state_dir = NULL;
+    tm_metrics_options mo = {0};
+    tm_metrics_process *metrics = NULL;
     int rc = 0;
     tm_connector_config **cfgs = NULL;
     const char **dirs = NULL;
@@ -194,7 +228,13 @@ int tm_cmd_run(int argc, char **argv) {
         if ((m = tm_cli_opt("run", "--plugin-dir", argc, argv, &i,
                             &extra[nextra])) != 0 ||
             (m = tm_cli_opt("run", "--state-dir", argc, argv, &i,
-                            &state_dir)) != 0) {
+                            &state_dir)) != 0 ||
+            (m = tm_cli_opt("run", "--metrics-file", argc, argv, &i,
+                            &mo.file)) != 0 ||
+            (m = tm_cli_opt("run", "--metrics-interval-s", argc, argv, &i,
+                            &mo.interval)) != 0 ||
+            (m = tm_cli_opt("run", "--metrics-listen", argc, argv, &i,
+                            &mo.listen)) != 0) {
             if (m < 0) {
                 rc = 2;
                 goto out;
@@ -212,6 +252,10 @@ int tm_cmd_run(int argc, char **argv) {
         } else {
             files[nfiles++] = a;
         }
+    }
+    if (tm_metrics_options_check(&mo) != 0) {
+        rc = 2;
+        goto out;
     }
     if (nfiles == 0) {
         fprintf(stderr, "tidemark run: no CONFIG given\n");
@@ -241,6 +285,23 @@ int tm_cmd_run(int argc, char **argv) {
         rc = 1;
         goto out;
     }
+    /* After the signal thread: it inherits the blocked signals. */
+    char(*dirs_of)[PATH_MAX] = calloc(nfiles, sizeof *dirs_of);
+    const char **dir_ptrs = calloc(nfiles, sizeof *dir_ptrs);
+    const char **names = calloc(nfiles, sizeof *names);
+    if (dirs_of && dir_ptrs && names) {
+        status_dirs(state_dir, cfgs, nfiles, dirs_of, dir_ptrs, names);
+        metrics = tm_metrics_process_start(&mo, names, dir_ptrs, nfiles);
+    } else {
+        fprintf(stderr, "tidemark run: out of memory\n");
+    }
+    free(dirs_of);
+    free(dir_ptrs);
+    free(names);
+    if (!metrics) {
+        rc = 1;
+        goto out;
+    }
     for (size_t i = 0; i < nfiles; i++) {
         jobs[i] = (job){.cfg = cfgs[i], .opt = &opt, .stop = &stop};
         atomic_init(&jobs[i].failed, 0);
@@ -264,6 +325,7 @@ int tm_cmd_run(int argc, char **argv) {
             rc = 1;
     }
 out:
+    tm_metrics_process_stop(metrics); /* the last write: final states */
     for (size_t i = 0; cfgs && i < nfiles; i++)
         tm_config_free(cfgs[i]);
     free(cfgs);

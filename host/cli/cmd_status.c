@@ -1,4 +1,5 @@
 /* tidemark status [--state-dir DIR] [CONNECTOR] [--json] [--watch [SECONDS]]
+ *                 [--format text|json|prometheus]
  *                 [--config FILE] [--plugin-dir DIR]...
  *
  * Shows what running hosts published in the state directory (one status
@@ -26,6 +27,7 @@
 #include "cli/cli_sink.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/partitions.h"
+#include "metrics/metrics_status.h"
 #include "services/error.h"
 #include "status/status_file.h"
 #include "status/status_print.h"
@@ -37,6 +39,7 @@ typedef struct options {
     const char *connector;
     const char *config;
     int json;
+    int prometheus;            /* --format prometheus */
     int watch;                 /* seconds between redraws, 0: once */
     int connector_after_watch; /* CONNECTOR was the word after --watch */
     const char **extra;
@@ -77,6 +80,8 @@ static void usage(FILE *out) {
         "                    $XDG_STATE_HOME/tidemark, "
         "~/.local/state/tidemark)\n"
         "  --json            one JSON document instead of the tables\n"
+        "  --format FORMAT   text (default), json (as --json) or prometheus\n"
+        "                    (the metrics in Prometheus text format)\n"
         "  --watch [SECONDS] redraw every SECONDS (1..86400, default 2)\n"
         "                    until Ctrl-C\n"
         "  --config FILE     also works with no host running: reads the\n"
@@ -121,8 +126,24 @@ static int parse_args(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int m;
+        const char *format = NULL;
         if (strcmp(a, "--json") == 0) {
             o->json = 1;
+        } else if ((m = tm_cli_opt("status", "--format", argc, argv, &i,
+                                   &format)) != 0) {
+            if (m < 0)
+                return 1;
+            if (strcmp(format, "json") == 0) {
+                o->json = 1;
+            } else if (strcmp(format, "prometheus") == 0) {
+                o->prometheus = 1;
+            } else if (strcmp(format, "text") != 0) {
+                fprintf(stderr,
+                        "tidemark status: --format: expected one of text, "
+                        "json, prometheus, found \"%s\"\n",
+                        format);
+                return 1;
+            }
         } else if (strcmp(a, "--watch") == 0) {
             o->watch = 2;
             if (i + 1 < argc && looks_numeric(argv[i + 1])) {
@@ -161,6 +182,12 @@ static int parse_args(int argc, char **argv, options *o) {
         } else {
             o->connector = a;
         }
+    }
+    if (o->prometheus && (o->json || o->watch)) {
+        fprintf(stderr, "tidemark status: --format prometheus goes with "
+                        "neither --json nor --watch (for a file kept up to "
+                        "date: tidemark run --metrics-file)\n");
+        return 1;
     }
     return 0;
 }
@@ -386,7 +413,17 @@ static int render(FILE *out, const options *o, const char *state_dir,
     }
     int64_t now = now_ms();
     int rc = tm_status_health(vs.v, vs.n);
-    if (o->json) {
+    if (o->prometheus) {
+        const char **dirs = calloc(vs.n ? vs.n : 1, sizeof *dirs);
+        for (size_t i = 0; dirs && i < vs.n; i++)
+            dirs[i] = state_dir;
+        if (dirs)
+            tm_metrics_status_write(out, vs.v, vs.n, dirs);
+        else
+            fprintf(stderr, "tidemark status: out of memory\n");
+        rc = dirs ? rc : 1;
+        free(dirs);
+    } else if (o->json) {
         if (print_json(out, o,
                        tm_status_views_json(state_dir, vs.v, vs.n, now)) != 0)
             rc = 1;

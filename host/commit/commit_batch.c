@@ -10,6 +10,7 @@
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
 #include "kafka/dead_letter_producer.h"
+#include "metrics/metrics_registry.h"
 #include "services/error.h"
 #include "services/log.h"
 
@@ -230,7 +231,9 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             b.deadline_ms = tm_now_ms() + COMMIT_DEADLINE_MS;
             if (give_up_ms && give_up_ms < b.deadline_ms)
                 b.deadline_ms = give_up_ms;
+            uint64_t t0 = tm_metrics_now_ns();
             st = c->sink.api->commit(c->sink.sink, &b, &err);
+            tm_metrics_commit_observe(c->metrics, tm_metrics_now_ns() - t0);
         } else {
             st = TM_RETRY;
         }

@@ -9,6 +9,7 @@
 #include "commit/commit_internal.h"
 #include "kafka/consumer.h"
 #include "kafka/message_view.h"
+#include "metrics/metrics_registry.h"
 #include "services/log.h"
 
 #define POLL_MS 100
@@ -62,7 +63,10 @@ static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
     int r = range_of(c, p);
     if (r < 0)
         return;
-    if (tm_bb_add(c->bb, (uint32_t)r, &v) != 0) {
+    uint64_t t0 = tm_metrics_now_ns();
+    int added = tm_bb_add(c->bb, (uint32_t)r, &v);
+    tm_metrics_convert_observe(c->metrics, tm_metrics_now_ns() - t0);
+    if (added != 0) {
         tm_conn_error(c, 1,
                       "batch: out of memory converting %s [%" PRId32
                       "] offset %" PRId64,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "metrics/metrics_kafka.h"
 #include "services/log.h"
 
 int tm_broker_stats_up(const char *json, size_t len) {
@@ -59,6 +60,7 @@ static void down(tm_connector *c, int64_t now) {
 }
 
 void tm_broker_watch_stats(tm_connector *c, const char *json, size_t len) {
+    tm_metrics_kafka_stats(c->metrics, json, len);
     int up = tm_broker_stats_up(json, len);
     if (up < 0) {
         tm_log(TM_LOG_DEBUG, c->cfg->name,

@@ -14,6 +14,7 @@
 #include "commit/commit_loop.h"
 #include "kafka/consumer.h"
 #include "kafka/dead_letter_producer.h"
+#include "metrics/metrics_registry.h"
 #include "runtime/connector_state.h"
 #include "services/log.h"
 #include "services/redact.h"
@@ -67,6 +68,7 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     free(raw);
     c->last_error_ms = tm_wall_ms();
     c->error_seq++;
+    tm_metrics_error(c->metrics);
     if (!fail) {
         if (!c->degraded_ms)
             c->degraded_ms = c->last_error_ms;
@@ -261,6 +263,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     c->stop = stop;
     c->state = TM_CONN_STARTING;
     c->started_ms = tm_wall_ms();
+    c->metrics = tm_metrics_conn_get(cfg->name); /* NULL: not counted */
     make_instance_id(c->instance_id, sizeof c->instance_id);
     tm_backoff_init(&c->backoff, 100, 30000,
                     (uint64_t)tm_now_ms() ^ (uint64_t)getpid());

@@ -119,6 +119,7 @@ typedef struct tm_connector {
             conflicts, retries;
     } totals;
 
+    struct tm_metrics_conn *metrics; /* metrics/metrics_registry.h */
     struct tm_status_writer *status;
     int64_t status_written_ms; /* monotonic */
     int markers_dirty;         /* re-read marker counts for the status */

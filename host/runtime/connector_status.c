@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commit/commit_loop.h"
+#include "metrics/metrics_persist.h"
 #include "runtime/connector_state.h"
 #include "services/error.h"
 #include "services/log.h"
@@ -179,7 +180,8 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     snprintf(s.last_error, sizeof s.last_error, "%s", c->last_error);
     s.last_error_ms = c->last_error_ms;
     char why[512];
-    if (tm_status_writer_write(c->status, &s, why, sizeof why) != 0)
+    if (tm_status_writer_write(c->status, &s, why, sizeof why) != 0 ||
+        tm_metrics_save(c->metrics, c->status, why, sizeof why) != 0)
         tm_log(TM_LOG_WARN, c->cfg->name, "status: %s", why);
     free(parts);
 }
