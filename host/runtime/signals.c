@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "services/fault.h"
 #include "services/log.h"
 
 static sigset_t waited;
@@ -31,6 +32,7 @@ static void *signal_thread(void *arg) {
         if (!signalled) {
             signalled = 1;
             atomic_store(stop, 1);
+            tm_fault_signal_taken();
             tm_log(TM_LOG_INFO, NULL,
                    "%s: stopping (a second signal exits at once)",
                    sig == SIGINT ? "SIGINT" : "SIGTERM");

@@ -5,9 +5,34 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static atomic_long hits;
+static atomic_uint signals_taken;
+
+void tm_fault_signal_taken(void) {
+    atomic_fetch_add(&signals_taken, 1);
+}
+
+/* After SIGCONT: a SIGTERM or SIGINT sent while the process was stopped is
+ * either still pending or being taken by the signal thread. Wait (at most
+ * 2 s) until that thread says it acted, so the caller sees the stop. */
+static void settle_signals(unsigned before) {
+    for (int i = 0; i < 2000; i++) {
+        if (atomic_load(&signals_taken) != before)
+            return;
+        sigset_t pending;
+        if (sigpending(&pending) != 0)
+            return;
+        if (!sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGINT))
+            break; /* none pending: none sent, or dequeued just now */
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    /* Dequeued by sigwait but not yet acted on is a few instructions. */
+    for (int i = 0; i < 20 && atomic_load(&signals_taken) == before; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
 
 static long env_long(const char *name, long dflt) {
     const char *s = getenv(name);
@@ -54,7 +79,9 @@ void tm_fault(const char *point) {
          * commit before the group stop reaches it (seen: a "zombie"
          * stopped in COMMIT's fdatasync, holding SQLite's write lock).
          * Directed at this thread, the stop happens before raise returns. */
+        unsigned before = atomic_load(&signals_taken);
         raise(SIGSTOP);
+        settle_signals(before);
         return; /* resumed by SIGCONT: the zombie goes on where it was */
     }
     raise(SIGKILL);

@@ -13,4 +13,11 @@
 
 void tm_fault(const char *point);
 
+/* Called by the signal thread once it has acted on a stop signal (the
+ * stop flag is set). A point that stopped the process waits for it after
+ * SIGCONT when a stop signal was sent meanwhile, so that a test which
+ * stops the host at a point, signals it and continues it finds the signal
+ * taken before the point's caller goes on, not racing it. */
+void tm_fault_signal_taken(void);
+
 #endif
