@@ -184,17 +184,16 @@ static const char *compare_found(tm_diff *d, const char *p, const tm_jvalue *x,
             return differ(d, "pointer \"%s\": string of %zu vs %zu bytes", p,
                           xn, jn);
     }
-    char *xc = tm_jvalue_canonical(x), *jc = tm_jvalue_canonical(j);
-    const char *why = NULL;
-    if (!xc || !jc)
-        why = differ(d, "pointer \"%s\": no canonical text (%s)", p,
-                     xc ? "jansson" : "extractor");
-    else if (strcmp(xc, jc) != 0)
-        why =
-            differ(d, "pointer \"%s\": canonical %.200s vs %.200s", p, xc, jc);
-    free(xc);
-    free(jc);
-    return why;
+    const char *xc, *jc;
+    size_t xn, jn;
+    if (tm_jvalue_canonical(x, &d->arena_x, &xc, &xn) != 0)
+        return differ(d, "pointer \"%s\": no canonical text (extractor)", p);
+    if (tm_jvalue_canonical(j, &d->arena_j, &jc, &jn) != 0)
+        return differ(d, "pointer \"%s\": no canonical text (jansson)", p);
+    if (xn != jn || memcmp(xc, jc, xn) != 0)
+        return differ(d, "pointer \"%s\": canonical %.200s vs %.200s", p, xc,
+                      jc);
+    return NULL;
 }
 
 const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
