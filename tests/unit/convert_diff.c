@@ -203,7 +203,6 @@ const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
         return differ(d, "too many pointers");
     tm_json_pointer ptrs[MAX_POINTERS];
     tm_jvalue found_x[MAX_POINTERS], found_j[MAX_POINTERS];
-    size_t matched[MAX_POINTERS];
     size_t compiled = 0;
     const char *why = NULL;
     for (; compiled < npointers; compiled++)
@@ -214,7 +213,9 @@ const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
         }
     json_t *tree = NULL;
     if (!why) {
-        int rc = tm_json_extract(doc, n, ptrs, npointers, matched, found_x);
+        tm_json_plan *plan = tm_json_plan_new(ptrs, npointers);
+        int rc = plan ? tm_json_extract(plan, doc, n, found_x) : TM_EXTRACT_OOM;
+        tm_json_plan_free(plan);
         tree = json_loadb(doc, n, JSON_DECODE_ANY, NULL);
         if (rc == TM_EXTRACT_OOM)
             why = differ(d, "extractor out of memory");
