@@ -91,31 +91,52 @@ static int literal(walker *w, const literal_word *lit) {
     return TM_EXTRACT_OK;
 }
 
-/* A string, number, true, false or null at w->p. */
-static int scalar(walker *w) {
+/* A string, number, true, false or null at w->p; when f is set, the
+ * value found there (a string's span without its quotes). */
+static int scalar(walker *w, tm_jvalue *f) {
     int escaped;
     tm_json_number num;
-    const char *q;
+    const char *start = w->p, *q;
     const literal_word *lit = literal_at(*w->p);
-    if (lit)
-        return literal(w, lit);
+    if (lit) {
+        int rc = literal(w, lit);
+        if (f && rc == TM_EXTRACT_OK)
+            *f = (tm_jvalue){.present = 1,
+                             .kind = lit->kind,
+                             .text = start,
+                             .len = lit->len};
+        return rc;
+    }
     switch (*w->p) {
     case '"':
         if (!(q = tm_json_scan_string(w->p + 1, w->end, &escaped)))
             return TM_EXTRACT_INVALID;
         w->p = q;
+        if (f)
+            *f = (tm_jvalue){.present = 1,
+                             .kind = JSON_STRING,
+                             .text = start + 1,
+                             .len = (size_t)(q - start - 2),
+                             .escaped = escaped};
         return TM_EXTRACT_OK;
     default:
         if (*w->p != '-' && (*w->p < '0' || *w->p > '9'))
             return TM_EXTRACT_INVALID;
         if (!(q = tm_json_scan_number(w->p, w->end, &num)))
             return TM_EXTRACT_INVALID;
-        if (num.is_real && num.may_overflow) {
-            double unused;
-            int rc = tm_json_real_value(w->p, (size_t)(q - w->p), &unused);
+        double real = 0;
+        if (num.is_real && (f || num.may_overflow)) {
+            int rc = tm_json_real_value(w->p, (size_t)(q - w->p), &real);
             if (rc != 0)
                 return rc < 0 ? TM_EXTRACT_OOM : TM_EXTRACT_INVALID;
         }
+        if (f)
+            *f = (tm_jvalue){.present = 1,
+                             .kind = num.is_real ? JSON_REAL : JSON_INTEGER,
+                             .integer = num.integer,
+                             .real = real,
+                             .text = start,
+                             .len = (size_t)(q - start)};
         w->p = q;
         skip_lost_nul(w);
         return TM_EXTRACT_OK;
@@ -160,7 +181,7 @@ value:
             goto value;
         goto key;
     }
-    if ((rc = scalar(w)) != TM_EXTRACT_OK)
+    if ((rc = scalar(w, NULL)) != TM_EXTRACT_OK)
         return rc;
     goto after;
 key:
@@ -186,35 +207,15 @@ after:
 /* found for the value at text[start..end) the extractor accepted (end
  * may be past a lost NUL, which is not part of the value). */
 static int capture(tm_jvalue *f, const char *start, const char *end) {
-    *f = (tm_jvalue){.present = 1, .text = start, .len = (size_t)(end - start)};
-    tm_json_number num;
-    const literal_word *lit = literal_at(*start);
-    if (lit) {
-        f->kind = lit->kind;
-        f->len = lit->len;
+    if (*start == '{' || *start == '[') {
+        *f = (tm_jvalue){.present = 1,
+                         .kind = *start == '{' ? JSON_OBJECT : JSON_ARRAY,
+                         .text = start,
+                         .len = (size_t)(end - start)};
         return TM_EXTRACT_OK;
     }
-    switch (*start) {
-    case '{': f->kind = JSON_OBJECT; return TM_EXTRACT_OK;
-    case '[': f->kind = JSON_ARRAY; return TM_EXTRACT_OK;
-    case '"':
-        f->kind = JSON_STRING;
-        f->text = start + 1;
-        f->len -= 2;
-        f->escaped = memchr(f->text, '\\', f->len) != NULL;
-        return TM_EXTRACT_OK;
-    default:
-        f->len = (size_t)(tm_json_scan_number(start, end, &num) - start);
-        if (!num.is_real) {
-            f->kind = JSON_INTEGER;
-            f->integer = num.integer;
-            return TM_EXTRACT_OK;
-        }
-        f->kind = JSON_REAL;
-        return tm_json_real_value(start, f->len, &f->real) == 0
-                   ? TM_EXTRACT_OK
-                   : TM_EXTRACT_OOM; /* an overflow was refused before */
-    }
+    walker again = {.p = start, .end = end};
+    return scalar(&again, f);
 }
 
 /* The child of node whose token is the key key[0..len) (escaped as
@@ -255,6 +256,15 @@ static int child(walker *w, const plan_node *c, size_t depth) {
     for (size_t k = c->lo; k < c->hi; k++)
         w->found[plan->order[k]].present = 0;
     const char *start = w->p;
+    if (c->nend && depth < JSON_PARSER_MAX_DEPTH && w->p < w->end &&
+        *w->p != '{' && *w->p != '[') {
+        /* A scalar some pointer names: read once, given to each. */
+        tm_jvalue v;
+        int rc = scalar(w, &v);
+        for (size_t k = c->lo; rc == TM_EXTRACT_OK && k < c->lo + c->nend; k++)
+            w->found[plan->order[k]] = v;
+        return rc;
+    }
     int rc = walk_value(w, c, depth + 1);
     for (size_t k = c->lo; rc == TM_EXTRACT_OK && k < c->lo + c->nend; k++)
         rc = capture(&w->found[plan->order[k]], start, w->p);

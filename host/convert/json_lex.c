@@ -71,11 +71,13 @@ static const char *scan_escape(const char *p, const char *end) {
     return p + 6;
 }
 
-/* Whether any of the 8 bytes at p is one the byte loop must look at: a
- * quote, a backslash, a control character or a non-ASCII byte. The usual
- * bit tricks (exact as yes/no answers): a byte below 0x20 borrows through
- * its high bit when 0x20 is taken from it, an equal byte turns to zero. */
-static int any_special(const char *p) {
+/* How many of the 8 bytes at p come before the first one the byte loop
+ * must look at (a quote, a backslash, a control character, a non-ASCII
+ * byte): 8 when none is. The usual bit tricks: a byte below 0x20 borrows
+ * through its high bit when 0x20 is taken from it, an equal byte turns to
+ * zero. A borrow can flag a byte after a real hit, never one before, so
+ * the lowest flag is exact. */
+static unsigned plain_run(const char *p) {
     const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
     uint64_t w;
     memcpy(&w, p, sizeof w);
@@ -83,15 +85,26 @@ static int any_special(const char *p) {
     uint64_t below = (w - ones * 0x20) & ~w;
     uint64_t zero_q = (quote - ones) & ~quote;
     uint64_t zero_b = (bslash - ones) & ~bslash;
-    return ((below | zero_q | zero_b | w) & highs) != 0;
+    uint64_t flags = (below | zero_q | zero_b | w) & highs;
+    if (!flags)
+        return 8;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return (unsigned)__builtin_ctzll(flags) / 8;
+#else
+    return 0; /* the byte loop finds it */
+#endif
 }
 
 const char *tm_json_scan_string(const char *p, const char *end, int *escaped) {
     *escaped = 0;
     while (p < end) {
         /* Plain ASCII, most of most strings, 8 bytes at a time. */
-        while (end - p >= 8 && !any_special(p))
+        unsigned run = 8;
+        while (end - p >= 8 && (run = plain_run(p)) == 8)
             p += 8;
+        if (run < 8)
+            p += run;
         if (p == end)
             break;
         unsigned char c = (unsigned char)*p;
