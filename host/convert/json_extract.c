@@ -228,14 +228,17 @@ static const plan_node *find_child(const tm_json_plan *plan,
                                    size_t *hint) {
     if (key && !escaped && !(node->len_mask >> (len % 64) & 1))
         return NULL;
-    for (size_t k = 0; k < node->nchildren; k++) {
-        size_t at = (*hint + k) % node->nchildren;
+    size_t at = *hint < node->nchildren ? *hint : 0;
+    for (size_t k = 0; k < node->nchildren; k++, at++) {
+        if (at == node->nchildren)
+            at = 0; /* wrapped around: no division in the loop */
         const plan_node *c = &plan->nodes[node->first_child + at];
         int same;
         if (!key)
             same = c->index == index;
         else if (!escaped)
-            same = c->len == len && memcmp(c->token, key, len) == 0;
+            same = c->len == len && (!len || c->token[0] == key[0]) &&
+                   memcmp(c->token, key, len) == 0;
         else
             same = tm_json_string_equals(key, len, 1, c->token, c->len);
         if (same) {
@@ -259,10 +262,11 @@ static int child(walker *w, const plan_node *c, size_t depth) {
     if (c->nend && depth < JSON_PARSER_MAX_DEPTH && w->p < w->end &&
         *w->p != '{' && *w->p != '[') {
         /* A scalar some pointer names: read once, given to each. */
-        tm_jvalue v;
-        int rc = scalar(w, &v);
-        for (size_t k = c->lo; rc == TM_EXTRACT_OK && k < c->lo + c->nend; k++)
-            w->found[plan->order[k]] = v;
+        tm_jvalue *first = &w->found[plan->order[c->lo]];
+        int rc = scalar(w, first);
+        for (size_t k = c->lo + 1; rc == TM_EXTRACT_OK && k < c->lo + c->nend;
+             k++)
+            w->found[plan->order[k]] = *first;
         return rc;
     }
     int rc = walk_value(w, c, depth + 1);
