@@ -609,7 +609,7 @@ static void gen_decimal(rng *r, buf *b) {
         }
     }
     if (below(r, 3) || point == n || point == 0) {
-        char e[16];
+        char e[32];
         long x = (long)below(r, 61) - 30;
         snprintf(e, sizeof e, "%s%s%ld", below(r, 2) ? "e" : "E",
                  x >= 0 && below(r, 2) ? "+" : "", x);
