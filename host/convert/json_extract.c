@@ -332,8 +332,8 @@ int tm_json_extract(const tm_json_plan *plan, const char *text, size_t n,
 
 /* ---- the plan ---- */
 
-/* Token t of pointer i against token t of pointer j (bytewise, then by
- * length). */
+/* Token t of a against token t of b: bytewise, the shorter first when
+ * one is the other's start. */
 static int token_cmp(const tm_json_pointer *a, const tm_json_pointer *b,
                      size_t t) {
     size_t n = a->lens[t] < b->lens[t] ? a->lens[t] : b->lens[t];
