@@ -3,12 +3,56 @@
  * json column texts are reused instead of being parsed again. */
 #include "convert/canonical.h"
 
-#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convert/bytes_json.h"
+
+size_t tm_canonical_integer(int64_t i, char out[TM_CANONICAL_NUMBER_MAX]) {
+    char digits[TM_CANONICAL_NUMBER_MAX];
+    size_t k = 0, n = 0;
+    /* The magnitude as unsigned, which INT64_MIN's has room in. */
+    uint64_t u = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+    do {
+        digits[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (i < 0)
+        out[n++] = '-';
+    while (k)
+        out[n++] = digits[--k];
+    out[n] = '\0';
+    return n;
+}
+
+/* jansson's jsonp_dtostr with precision 17, step by step. */
+size_t tm_canonical_real(double d, char out[TM_CANONICAL_NUMBER_MAX]) {
+    if (!isfinite(d))
+        return 0;
+    int k = snprintf(out, TM_CANONICAL_NUMBER_MAX, "%.17g", d);
+    if (k <= 0 || k >= TM_CANONICAL_NUMBER_MAX - 2)
+        return 0;
+    size_t n = (size_t)k;
+    /* A dot or an exponent, or a reader would take it for an integer. */
+    if (!memchr(out, '.', n) && !memchr(out, 'e', n)) {
+        memcpy(out + n, ".0", 3);
+        n += 2;
+    }
+    /* No '+' and no leading zeros in the exponent. */
+    char *e = memchr(out, 'e', n);
+    if (e) {
+        char *start = e + 1, *digit = e + 2;
+        if (*start == '-')
+            start++;
+        while (*digit == '0')
+            digit++;
+        memmove(start, digit, (size_t)(out + n - digit) + 1);
+        n -= (size_t)(digit - start);
+    }
+    return n;
+}
 
 char *tm_canonical_json(const json_t *v) {
     return json_dumps(v, TM_CANONICAL_FLAGS);
@@ -53,7 +97,7 @@ static int put_json(buf *b, json_t *v) {
 }
 
 static int put_value(buf *b, tm_type type, const tm_value *v) {
-    char num[32];
+    char num[TM_CANONICAL_NUMBER_MAX];
     if (v->is_null)
         return put(b, "null", 4);
     switch (type) {
@@ -62,10 +106,12 @@ static int put_value(buf *b, tm_type type, const tm_value *v) {
         return put_json(b, tm_bytes_json(v->v.s.ptr, v->v.s.len));
     case TM_TYPE_INT:
     case TM_TYPE_TIMESTAMP:
-        snprintf(num, sizeof num, "%" PRId64, v->v.i);
-        return put(b, num, strlen(num));
+        return put(b, num, tm_canonical_integer(v->v.i, num));
     case TM_TYPE_BOOL: return v->v.i ? put(b, "true", 4) : put(b, "false", 5);
-    case TM_TYPE_FLOAT: return put_json(b, json_real(v->v.f));
+    case TM_TYPE_FLOAT: {
+        size_t n = tm_canonical_real(v->v.f, num);
+        return n ? put(b, num, n) : -1; /* jansson has no NaN either */
+    }
     case TM_TYPE_JSON: return put(b, v->v.s.ptr, v->v.s.len);
     }
     return -1;

@@ -9,10 +9,23 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <tidemark/sink.h>
 
 #define TM_CANONICAL_FLAGS                                                     \
     (JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17))
+
+/* Room for a number's canonical text: "-9223372036854775808", or
+ * "-2.2250738585072014e-308" (with its NUL). */
+#define TM_CANONICAL_NUMBER_MAX 32
+
+/* An integer's canonical text into out: its length. */
+size_t tm_canonical_integer(int64_t i, char out[TM_CANONICAL_NUMBER_MAX]);
+
+/* A finite real's canonical text into out, as jansson writes it (%.17g,
+ * ".0" added when that looks like an integer, the exponent without '+'
+ * or leading zeros): its length, 0 when it has none (NaN, infinite). */
+size_t tm_canonical_real(double d, char out[TM_CANONICAL_NUMBER_MAX]);
 
 /* v's canonical text (malloc'd; NULL on OOM). */
 char *tm_canonical_json(const json_t *v);

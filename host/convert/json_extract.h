@@ -16,10 +16,17 @@
 
 enum { TM_EXTRACT_OK = 0, TM_EXTRACT_INVALID = 1, TM_EXTRACT_OOM = -1 };
 
-/* Reads text[0..n) and sets found[i] for ptrs[i] (present or not; spans
- * point into text). matched: scratch room for nptrs counters. OK, INVALID
- * (not JSON as jansson reads it; found is then unset) or OOM. */
-int tm_json_extract(const char *text, size_t n, const tm_json_pointer *ptrs,
-                    size_t nptrs, size_t *matched, tm_jvalue *found);
+/* The pointers compiled for the extractor (json_extract.c says how). */
+typedef struct tm_json_plan tm_json_plan;
+
+/* ptrs[0..nptrs) outlive the plan. NULL on OOM. */
+tm_json_plan *tm_json_plan_new(const tm_json_pointer *ptrs, size_t nptrs);
+void tm_json_plan_free(tm_json_plan *plan);
+
+/* Reads text[0..n) and sets found[i] for the plan's pointer i (present or
+ * not; spans point into text). OK, INVALID (not JSON as jansson reads it;
+ * found is then unset) or OOM. */
+int tm_json_extract(const tm_json_plan *plan, const char *text, size_t n,
+                    tm_jvalue *found);
 
 #endif

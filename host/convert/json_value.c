@@ -1,6 +1,10 @@
 #include "convert/json_value.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "convert/canonical.h"
+#include "convert/canonical_span.h"
 #include "convert/json_lex.h"
 
 void tm_jvalue_from_node(const json_t *node, tm_jvalue *out) {
@@ -34,16 +38,19 @@ int tm_jvalue_string(const tm_jvalue *v, tm_arena *a, const char **s,
     return 0;
 }
 
-char *tm_jvalue_canonical(const tm_jvalue *v) {
-    if (v->node)
-        return tm_canonical_json(v->node);
-    /* A string's span is its content's text: read it with its quotes. */
-    const char *text = v->kind == JSON_STRING ? v->text - 1 : v->text;
-    size_t len = v->kind == JSON_STRING ? v->len + 2 : v->len;
-    json_t *node = json_loadb(text, len, JSON_DECODE_ANY, NULL);
-    if (!node)
-        return NULL; /* the extractor accepted it: only OOM is left */
-    char *out = tm_canonical_json(node);
-    json_decref(node);
-    return out;
+int tm_jvalue_canonical(const tm_jvalue *v, tm_arena *a, const char **s,
+                        size_t *n) {
+    if (!v->node) {
+        /* A string's span is its content's text: read it with its quotes. */
+        const char *text = v->kind == JSON_STRING ? v->text - 1 : v->text;
+        size_t len = v->kind == JSON_STRING ? v->len + 2 : v->len;
+        return tm_canonical_span(text, len, a, s, n);
+    }
+    char *dump = tm_canonical_json(v->node);
+    if (!dump)
+        return -1;
+    *n = strlen(dump);
+    *s = tm_arena_strndup(a, dump, *n);
+    free(dump);
+    return *s ? 0 : -1;
 }

@@ -34,9 +34,11 @@ void tm_jvalue_from_node(const json_t *node, tm_jvalue *out);
 int tm_jvalue_string(const tm_jvalue *v, tm_arena *a, const char **s,
                      size_t *n);
 
-/* The value's canonical text (canonical.h), malloc'd; NULL on OOM. A span
- * is read by jansson and dumped: the canonical form is jansson's dump by
- * definition, and only json columns and type-mismatch details need it. */
-char *tm_jvalue_canonical(const tm_jvalue *v);
+/* The value's canonical text (canonical.h) into the arena, NUL-terminated:
+ * *s and *n. A node is dumped by jansson, whose dump defines the form; a
+ * span is written from its text (canonical_span.h), which the
+ * differential tests hold to that dump. 0 ok, -1 OOM. */
+int tm_jvalue_canonical(const tm_jvalue *v, tm_arena *a, const char **s,
+                        size_t *n);
 
 #endif

@@ -24,11 +24,13 @@ struct tm_converter {
     /* json mode: one per column, then the filter's when there is one */
     tm_json_pointer *pointers;
     size_t npointers;
+    tm_json_plan *plan; /* the pointers, for the extractor */
 };
 
 void tm_converter_free(tm_converter *cv) {
     if (!cv)
         return;
+    tm_json_plan_free(cv->plan);
     for (size_t i = 0; cv->pointers && i < cv->npointers; i++)
         tm_json_pointer_clear(&cv->pointers[i]);
     free(cv->pointers);
@@ -53,6 +55,8 @@ tm_converter *tm_converter_new_with(const tm_connector_config *cfg,
                                           : cfg->mapping.filter.pointer,
                                     &cv->pointers[i]) != 0)
             goto fail;
+    if (!(cv->plan = tm_json_plan_new(cv->pointers, cv->npointers)))
+        goto fail;
     return cv;
 fail:
     tm_converter_free(cv);
@@ -161,18 +165,15 @@ static json_t *parse(const tm_conv_input *in, json_error_t *jerr, int *oom) {
     return NULL;
 }
 
-/* The values at the converter's pointers into found (matched: the
- * extractor's scratch). ROW when found; else the record's outcome (a
- * parse_error dead letter, or OOM). *doc: jansson's tree when jansson
- * found them (the caller frees it; the values point into it). */
+/* The values at the converter's pointers into found. ROW when found; else the
+ * record's outcome (a parse_error dead letter, or OOM). *doc: jansson's tree
+ * when jansson found them (the caller frees it; the values point into it). */
 static tm_conv_outcome find_values(const tm_converter *cv, tm_arena *a,
                                    const tm_conv_input *in, tm_jvalue *found,
-                                   size_t *matched, json_t **doc,
-                                   tm_conv_result *out) {
+                                   json_t **doc, tm_conv_result *out) {
     *doc = NULL;
     if (cv->parser == TM_PARSER_EXTRACTOR) {
-        int rc = tm_json_extract(in->value, in->value_len, cv->pointers,
-                                 cv->npointers, matched, found);
+        int rc = tm_json_extract(cv->plan, in->value, in->value_len, found);
         if (rc != TM_EXTRACT_INVALID)
             return rc == TM_EXTRACT_OK ? TM_CONV_ROW : TM_CONV_OOM;
         /* Not JSON: jansson says why, in the words and at the position
@@ -237,27 +238,21 @@ static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
     /* One more than the pointers: found[ncolumns] is the filter's value,
      * absent when there is no filter. */
     tm_jvalue found_here[FOUND_ON_STACK + 1];
-    size_t matched_here[FOUND_ON_STACK + 1];
     tm_jvalue *found = found_here;
-    size_t *matched = matched_here;
     size_t slots = cv->npointers + 1;
-    if (slots > FOUND_ON_STACK + 1) {
+    if (slots > FOUND_ON_STACK + 1)
         found = malloc(slots * sizeof *found);
-        matched = malloc(slots * sizeof *matched);
-    }
     tm_conv_outcome rc = TM_CONV_OOM;
     json_t *doc = NULL;
-    if (found && matched) {
+    if (found) {
         found[cv->npointers].present = 0;
-        rc = find_values(cv, a, in, found, matched, &doc, out);
+        rc = find_values(cv, a, in, found, &doc, out);
         if (rc == TM_CONV_ROW)
             rc = convert_found(cv, a, found, out);
     }
     json_decref(doc);
-    if (found != found_here) {
+    if (found != found_here)
         free(found);
-        free(matched);
-    }
     return rc;
 }
 

@@ -48,14 +48,13 @@ int tm_value_from_json(const tm_jvalue *v, tm_type type, tm_arena *a,
         if (tm_jvalue_string(v, a, &s, &n) != 0)
             return -1;
         return tm_timestamp_parse(s, n, &out->v.i) == 0 ? 0 : 1;
-    case TM_TYPE_JSON: {
-        char *text = tm_jvalue_canonical(v);
-        if (!text)
+    case TM_TYPE_JSON:
+        /* Already a NUL-terminated copy in the arena: kept as it is. */
+        if (tm_jvalue_canonical(v, a, &s, &n) != 0)
             return -1;
-        int rc = keep_text(text, strlen(text), a, out);
-        free(text);
-        return rc;
-    }
+        out->v.s.ptr = s;
+        out->v.s.len = n;
+        return 0;
     case TM_TYPE_BYTES: break; /* not a json-mode type */
     }
     return 1;
@@ -103,12 +102,10 @@ int tm_jvalue_describe(const tm_jvalue *v, tm_arena *a, char *out,
         const char *kind = v->kind == JSON_REAL     ? "number"
                            : v->kind == JSON_OBJECT ? "object"
                                                     : "array";
-        char *canon = tm_jvalue_canonical(v);
-        if (!canon)
+        if (tm_jvalue_canonical(v, a, &text, &n) != 0)
             return -1;
-        shorten(canon, strlen(canon), s, sizeof s);
+        shorten(text, n, s, sizeof s);
         snprintf(out, size, "%s %s", kind, s);
-        free(canon);
         return 0;
     }
     }

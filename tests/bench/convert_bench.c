@@ -2,14 +2,19 @@
  * tree against the streaming extractor, in one process, on the same
  * records, the same mapping and the same arena handling as a batch of
  * 10 000. Prints records/s and MB/s of each parser (the median of the
- * rounds) and the ratio.
+ * rounds; within a round the parsers take turns batch by batch, so that
+ * the machine's load falls on each alike) and the ratio.
  *
  *   python3 tests/bench/gen_records.py 200000 > records.jsonl
  *   build/tests/bench/convert_bench records.jsonl [ROUNDS]
  *
+ * Built by tests/bench/convert_baseline.sh with TM_BENCH_BASELINE, it
+ * also times an earlier commit's converter ("baseline") in the same
+ * rounds and prints the extractor's ratio to it.
+ *
  * Two mappings: "typed", every field of the e2e benchmark's records as
  * tests/bench/e2e_bench.sh types it; "json", the id and the whole record
- * as a json column (the extractor hands that column to jansson). */
+ * as a json column (its canonical text written from the record's span). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,21 +106,32 @@ static tm_connector_config *config(const char *columns) {
     return cfg;
 }
 
-/* Seconds to convert every record once; -1 when one is not a row. */
-static double convert_all(const tm_converter *cv, tm_arena *a,
-                          const records *r) {
+/* A converter to time: the extractor, jansson's tree, or the baseline
+ * (below). */
+typedef struct contender {
+    const char *name;
+    tm_converter *cv;
+    tm_conv_outcome (*convert)(const tm_converter *, tm_arena *,
+                               const tm_conv_input *, tm_conv_result *);
+    void (*free)(tm_converter *);
+    double t[MAX_ROUNDS];
+} contender;
+
+/* Seconds to convert records [from, to) as one batch (the arena emptied
+ * first); -1 when one is not a row. */
+static double convert_batch(const contender *c, tm_arena *a, const records *r,
+                            size_t from, size_t to) {
+    tm_arena_reset(a);
     double t0 = bench_now_s();
-    for (size_t i = 0; i < r->n; i++) {
-        if (i % BATCH == 0)
-            tm_arena_reset(a);
+    for (size_t i = from; i < to; i++) {
         tm_conv_input in = {.topic = "t",
                             .offset = (int64_t)i,
                             .timestamp_ms = -1,
                             .value = r->line[i],
                             .value_len = r->len[i]};
         tm_conv_result res;
-        if (tm_convert(cv, a, &in, &res) != TM_CONV_ROW) {
-            fprintf(stderr, "record %zu: not a row (%s)\n", i,
+        if (c->convert(c->cv, a, &in, &res) != TM_CONV_ROW) {
+            fprintf(stderr, "%s: record %zu: not a row (%s)\n", c->name, i,
                     res.detail ? res.detail : "out of memory");
             return -1;
         }
@@ -123,40 +139,99 @@ static double convert_all(const tm_converter *cv, tm_arena *a,
     return bench_now_s() - t0;
 }
 
-/* The median seconds of `rounds` conversions of all records. */
-static double time_parser(const tm_connector_config *cfg, tm_json_parser p,
-                          const records *r, int rounds) {
-    tm_converter *cv = tm_converter_new_with(cfg, p);
-    if (!cv)
-        return -1;
-    tm_arena a;
-    tm_arena_init(&a);
-    double t[MAX_ROUNDS];
-    double s = convert_all(cv, &a, r); /* warm-up, not counted */
-    for (int k = 0; s >= 0 && k < rounds; k++)
-        s = t[k] = convert_all(cv, &a, r);
-    tm_arena_free(&a);
-    tm_converter_free(cv);
-    return s < 0 ? -1 : bench_median(t, (size_t)rounds);
+/* One round: every batch converted by each contender in turn, so that a
+ * load on the machine falls on all of them alike; each one's seconds
+ * into t[k] (k < 0: a warm-up, not kept). 0 ok, -1 a record was not a
+ * row. */
+static int round_all(contender *cs, size_t ncs, tm_arena *a, const records *r,
+                     int k) {
+    for (size_t c = 0; c < ncs; c++)
+        if (k >= 0)
+            cs[c].t[k] = 0;
+    for (size_t from = 0; from < r->n; from += BATCH) {
+        size_t to = from + BATCH < r->n ? from + BATCH : r->n;
+        for (size_t c = 0; c < ncs; c++) {
+            double s = convert_batch(&cs[c], a, r, from, to);
+            if (s < 0)
+                return -1;
+            if (k >= 0)
+                cs[c].t[k] += s;
+        }
+    }
+    return 0;
 }
 
+#ifdef TM_BENCH_BASELINE
+/* The converter of an earlier commit, its symbols renamed base_*
+ * (tests/bench/convert_baseline.sh builds it): the same records, timed
+ * in the same rounds, so that a load on the machine hits both alike. */
+tm_converter *base_tm_converter_new_with(const tm_connector_config *cfg,
+                                         tm_json_parser parser);
+void base_tm_converter_free(tm_converter *cv);
+tm_conv_outcome base_tm_convert(const tm_converter *cv, tm_arena *a,
+                                const tm_conv_input *in, tm_conv_result *out);
+#define NCONTENDERS 3
+#else
+#define NCONTENDERS 2
+#endif
+
+static void print_row(const char *mapping, contender *c, const records *r,
+                      int rounds) {
+    double s = bench_median(c->t, (size_t)rounds);
+    printf("%-5s %-9s %9.0f records/s %7.1f MB/s\n", mapping, c->name,
+           (double)r->n / s, (double)r->bytes / 1e6 / s);
+}
+
+/* The median round of each contender. */
 static int run(const char *name, const char *columns, const records *r,
                int rounds) {
     tm_connector_config *cfg = config(columns);
     if (!cfg)
         return -1;
-    double j = time_parser(cfg, TM_PARSER_JANSSON, r, rounds);
-    double x = time_parser(cfg, TM_PARSER_EXTRACTOR, r, rounds);
+    contender cs[NCONTENDERS] = {
+        {"jansson",
+         tm_converter_new_with(cfg, TM_PARSER_JANSSON),
+         tm_convert,
+         tm_converter_free,
+         {0}},
+        {"extractor",
+         tm_converter_new_with(cfg, TM_PARSER_EXTRACTOR),
+         tm_convert,
+         tm_converter_free,
+         {0}},
+#ifdef TM_BENCH_BASELINE
+        {"baseline",
+         base_tm_converter_new_with(cfg, TM_PARSER_EXTRACTOR),
+         base_tm_convert,
+         base_tm_converter_free,
+         {0}},
+#endif
+    };
+    tm_arena a;
+    tm_arena_init(&a);
+    int rc = 0;
+    for (size_t c = 0; c < NCONTENDERS; c++)
+        if (!cs[c].cv)
+            rc = -1;
+    for (int k = -1; rc == 0 && k < rounds; k++)
+        rc = round_all(cs, NCONTENDERS, &a, r, k);
+    if (rc == 0) {
+        for (size_t c = 0; c < NCONTENDERS; c++)
+            print_row(name, &cs[c], r, rounds);
+        double j = bench_median(cs[0].t, (size_t)rounds);
+        double x = bench_median(cs[1].t, (size_t)rounds);
+        printf("%-5s extractor/jansson %.2fx\n", name, j / x);
+#ifdef TM_BENCH_BASELINE
+        double b = bench_median(cs[2].t, (size_t)rounds);
+        printf("%-5s extractor/baseline %.2fx\n", name, b / x);
+#endif
+    }
+    tm_arena_free(&a);
+    for (size_t c = 0; c < NCONTENDERS; c++)
+        if (cs[c].cv)
+            cs[c].free(cs[c].cv);
     tm_config_free(cfg);
-    if (j <= 0 || x <= 0)
-        return -1;
-    double mb = (double)r->bytes / 1e6;
-    printf("%-5s jansson   %9.0f records/s %7.1f MB/s\n", name, r->n / j,
-           mb / j);
-    printf("%-5s extractor %9.0f records/s %7.1f MB/s\n", name, r->n / x,
-           mb / x);
-    printf("%-5s extractor/jansson %.2fx\n", name, j / x);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv) {

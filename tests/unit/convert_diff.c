@@ -184,17 +184,16 @@ static const char *compare_found(tm_diff *d, const char *p, const tm_jvalue *x,
             return differ(d, "pointer \"%s\": string of %zu vs %zu bytes", p,
                           xn, jn);
     }
-    char *xc = tm_jvalue_canonical(x), *jc = tm_jvalue_canonical(j);
-    const char *why = NULL;
-    if (!xc || !jc)
-        why = differ(d, "pointer \"%s\": no canonical text (%s)", p,
-                     xc ? "jansson" : "extractor");
-    else if (strcmp(xc, jc) != 0)
-        why =
-            differ(d, "pointer \"%s\": canonical %.200s vs %.200s", p, xc, jc);
-    free(xc);
-    free(jc);
-    return why;
+    const char *xc, *jc;
+    size_t xn, jn;
+    if (tm_jvalue_canonical(x, &d->arena_x, &xc, &xn) != 0)
+        return differ(d, "pointer \"%s\": no canonical text (extractor)", p);
+    if (tm_jvalue_canonical(j, &d->arena_j, &jc, &jn) != 0)
+        return differ(d, "pointer \"%s\": no canonical text (jansson)", p);
+    if (xn != jn || memcmp(xc, jc, xn) != 0)
+        return differ(d, "pointer \"%s\": canonical %.200s vs %.200s", p, xc,
+                      jc);
+    return NULL;
 }
 
 const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
@@ -204,7 +203,6 @@ const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
         return differ(d, "too many pointers");
     tm_json_pointer ptrs[MAX_POINTERS];
     tm_jvalue found_x[MAX_POINTERS], found_j[MAX_POINTERS];
-    size_t matched[MAX_POINTERS];
     size_t compiled = 0;
     const char *why = NULL;
     for (; compiled < npointers; compiled++)
@@ -215,7 +213,9 @@ const char *tm_diff_check_pointers(tm_diff *d, const char *doc, size_t n,
         }
     json_t *tree = NULL;
     if (!why) {
-        int rc = tm_json_extract(doc, n, ptrs, npointers, matched, found_x);
+        tm_json_plan *plan = tm_json_plan_new(ptrs, npointers);
+        int rc = plan ? tm_json_extract(plan, doc, n, found_x) : TM_EXTRACT_OOM;
+        tm_json_plan_free(plan);
         tree = json_loadb(doc, n, JSON_DECODE_ANY, NULL);
         if (rc == TM_EXTRACT_OOM)
             why = differ(d, "extractor out of memory");

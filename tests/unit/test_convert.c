@@ -4,6 +4,11 @@
  * docs/configuration.md ("How records are converted"), not taken from
  * the program's output. */
 #include <check.h>
+#include <float.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +16,7 @@
 #include "config/connector_config.h"
 #include "convert/batch_builder.h"
 #include "convert/bytes_json.h"
+#include "convert/canonical.h"
 #include "convert/json_pointer.h"
 #include "convert/timestamp.h"
 #include "check_main.h"
@@ -757,6 +763,48 @@ START_TEST(canonical_json_column) {
 }
 END_TEST
 
+/* The numbers of canonical texts are written without jansson
+ * (canonical.c); they must be what jansson's dump writes, for doubles of
+ * every magnitude and integers at both ends. */
+START_TEST(canonical_numbers_are_janssons) {
+    static const double FIXED[] = {0.0,     -0.0,    1.0,     -1.5,    0.1,
+                                   100000., 1e17,    1e-5,    1e21,    1e22,
+                                   5e-324,  DBL_MAX, DBL_MIN, 123.456, -2e-308};
+    uint64_t state = 0x9E3779B97F4A7C15u;
+    char mine[TM_CANONICAL_NUMBER_MAX];
+    for (size_t i = 0; i < 200000; i++) {
+        double d;
+        if (i < sizeof FIXED / sizeof FIXED[0]) {
+            d = FIXED[i];
+        } else {
+            state = state * 6364136223846793005u + 1442695040888963407u;
+            uint64_t bits = state ^ (state >> 29);
+            memcpy(&d, &bits, sizeof d);
+            if (!isfinite(d))
+                continue;
+        }
+        json_t *real = json_real(d);
+        ck_assert_ptr_nonnull(real);
+        char *theirs = json_dumps(real, TM_CANONICAL_FLAGS);
+        json_decref(real);
+        ck_assert_ptr_nonnull(theirs);
+        size_t n = tm_canonical_real(d, mine);
+        ck_assert_msg(n == strlen(theirs) && strcmp(mine, theirs) == 0,
+                      "%.17g: %s vs jansson's %s", d, mine, theirs);
+        free(theirs);
+    }
+    ck_assert_uint_eq(tm_canonical_real(NAN, mine), 0);
+    ck_assert_uint_eq(tm_canonical_real(INFINITY, mine), 0);
+    static const int64_t INTS[] = {0, 1, -1, 9, 10, -10, INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%" PRId64, INTS[i]);
+        ck_assert_uint_eq(tm_canonical_integer(INTS[i], mine), strlen(want));
+        ck_assert_str_eq(mine, want);
+    }
+}
+END_TEST
+
 static Suite *convert_suite(void) {
     Suite *s = suite_create("convert");
     TCase *tc = tcase_create("convert");
@@ -777,6 +825,7 @@ static Suite *convert_suite(void) {
     tcase_add_test(tc, timestamp_forms);
     tcase_add_test(tc, ten_megabyte_value);
     tcase_add_test(tc, canonical_json_column);
+    tcase_add_test(tc, canonical_numbers_are_janssons);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -570,6 +570,80 @@ START_TEST(generated_documents_agree) {
 }
 END_TEST
 
+/* Decimal reals around the limits of the extractor's exact arithmetic
+ * (json_lex.c, real_fast): mantissas of 1 to 20 digits (2^53 = 9007199254740992
+ * among them), the point anywhere, exponents near +-22 and beyond. Each
+ * must be the double jansson reads, bit for bit, and be written as
+ * jansson writes it. */
+static void gen_decimal(rng *r, buf *b) {
+    static const char *const MANTISSAS[] = {
+        "9007199254740991",  "9007199254740992",     "9007199254740993",
+        "18014398509481984", "12345678901234567890", "4503599627370497"};
+    char digits[24];
+    size_t n;
+    if (below(r, 4) == 0) {
+        const char *m =
+            MANTISSAS[below(r, sizeof MANTISSAS / sizeof *MANTISSAS)];
+        n = strlen(m);
+        memcpy(digits, m, n);
+    } else {
+        n = 1 + below(r, 20);
+        for (size_t i = 0; i < n; i++)
+            digits[i] = (char)('0' + below(r, 10));
+        if (n > 1 && digits[0] == '0')
+            digits[0] = '1'; /* no leading zero but "0.x" below */
+    }
+    if (below(r, 2))
+        puts_(b, "-");
+    size_t point = below(r, n + 1); /* n: no point */
+    if (point == 0 && below(r, 2)) {
+        puts_(b, "0.");
+        for (size_t z = below(r, 4); z > 0; z--)
+            puts_(b, "0");
+        put(b, digits, n);
+    } else {
+        put(b, digits, point ? point : n);
+        if (point && point < n) {
+            puts_(b, ".");
+            put(b, digits + point, n - point);
+        }
+    }
+    if (below(r, 3) || point == n || point == 0) {
+        char e[32];
+        long x = (long)below(r, 61) - 30;
+        snprintf(e, sizeof e, "%s%s%ld", below(r, 2) ? "e" : "E",
+                 x >= 0 && below(r, 2) ? "+" : "", x);
+        puts_(b, e);
+    }
+}
+
+START_TEST(decimal_reals_agree) {
+    uint64_t seed = env_number("TM_DIFF_SEED", (uint64_t)time(NULL));
+    rng r = {seed};
+    buf b = {0};
+    for (int doc = 0; doc < 5000; doc++) {
+        b.n = 0;
+        puts_(&b, "[");
+        for (int i = 0; i < 16; i++) {
+            if (i)
+                puts_(&b, ",");
+            gen_decimal(&r, &b);
+        }
+        puts_(&b, "]");
+        const char *why = tm_diff_check(diff, b.p, b.n);
+        if (!why)
+            why = tm_diff_check_own_paths(diff, b.p, b.n, 17);
+        if (why)
+            ck_abort_msg("seed %llu: %s, for \"%s\"", (unsigned long long)seed,
+                         why, shown(b.p, b.n));
+    }
+    size_t valid, invalid;
+    tm_diff_counts(diff, &valid, &invalid);
+    ck_assert_uint_eq(valid, 5000); /* none overflows: all are JSON */
+    free(b.p);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("convert_differential");
     TCase *tc = tcase_create("extractor_vs_jansson");
@@ -578,6 +652,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, corpus_agrees);
     tcase_add_test(tc, depth_limit_agrees);
     tcase_add_test(tc, generated_documents_agree);
+    tcase_add_test(tc, decimal_reals_agree);
     suite_add_tcase(s, tc);
     return s;
 }
