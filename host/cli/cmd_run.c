@@ -29,12 +29,14 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: tidemark run [--plugin-dir DIR]... [--state-dir DIR] "
-            "CONFIG...\n"
+            "usage: tidemark run [--plugin-dir DIR]... [--state-dir DIR]\n"
+            "                    [--metrics-file PATH.prom] "
+            "[--metrics-interval-s N]\n"
+            "                    [--metrics-listen ADDR:PORT] CONFIG...\n"
             "\n"
             "Runs the connectors until SIGTERM or SIGINT (the first signal\n"
-            "finishes or abandons each batch in flight and leaves the\n"
-            "group; a second exits at once). Status: `tidemark status`.\n"
+            "finishes or abandons each batch in flight and closes the\n"
+            "consumer; a second exits at once). Status: `tidemark status`.\n"
             "Exit status: 0 stopped by a signal, 1 a connector FAILED or\n"
             "could not start (at once when every connector did), 2 usage\n"
             "error or invalid config.\n"

@@ -49,11 +49,13 @@ check() {
     # An out-of-tree plugin, built with the installed .pc only.
     rm -rf "$work/oot" && mkdir -m 0755 "$work/oot" || exit 1
     cflags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags tidemark-sdk)
-    # shellcheck disable=SC2086 # cflags is a list of flags
+    # The example uses the store helpers: libtidemark-store.a of this tree.
+    libs=$(PKG_CONFIG_PATH=$pcdir pkg-config --libs tidemark-sdk)
+    # shellcheck disable=SC2086 # cflags and libs are lists of flags
     if ! cc $cflags -shared -fPIC -o "$work/oot/example_file.so" \
-        "$src/sdk/examples/file_sink.c" 2>"$work/cc.err"; then
+        "$src/sdk/examples/file_sink.c" $libs 2>"$work/cc.err"; then
         cat "$work/cc.err"
-        fail "$p: the example does not build with 'cc $cflags'"
+        fail "$p: the example does not build with 'cc $cflags ... $libs'"
     fi
     chmod 0755 "$work/oot/example_file.so" 2>/dev/null
 
