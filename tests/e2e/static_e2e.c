@@ -214,11 +214,16 @@ static void scenario_member_id(void) {
     char want[300];
     snprintf(want, sizeof want, "tidemark-%s-", a);
     size_t n = strlen(want);
-    H_CHECK(strncmp(id1, want, n) == 0 && strlen(id1) == n + 17 &&
+    /* The id's line, then the subscription's fingerprint. */
+    H_CHECK(strncmp(id1, want, n) == 0 && strlen(id1) == n + 17 + 30 &&
                 strspn(id1 + n, "0123456789abcdef") == 16 &&
-                id1[n + 16] == '\n',
-            "member.id of %s: \"%s\", expected \"%s\" and 16 hex digits", a,
-            id1, want);
+                id1[n + 16] == '\n' &&
+                strncmp(id1 + n + 17, "subscription ", 13) == 0 &&
+                strspn(id1 + n + 30, "0123456789abcdef") == 16 &&
+                id1[n + 46] == '\n',
+            "member.id of %s: \"%s\", expected \"%s\" and 16 hex digits, "
+            "then \"subscription \" and 16",
+            a, id1, want);
     H_CHECK(idb[0] && strcmp(id1, idb) != 0,
             "two connectors of one process: ids \"%s\" and \"%s\"", id1, idb);
     char owner[H_OWNER_MAX];
@@ -241,14 +246,14 @@ static void scenario_member_id(void) {
     h_stop_clean(pid);
     h_step("member.id %.*s made by run (not validate), kept across a "
            "SIGKILL; the other connector's differs",
-           (int)strlen(id1) - 1, id1);
+           (int)strcspn(id1, "\n"), id1);
 
     /* One hex digit cut: refused, not replaced. */
     char rel[1024];
     snprintf(rel, sizeof rel, "state/%s/member.id", a);
     FILE *f = fopen(h_path(rel), "w");
     H_CHECK(f != NULL, "cannot write %s", h_path(rel));
-    fprintf(f, "%.*s\n", (int)strlen(id1) - 2, id1);
+    fprintf(f, "%.*s\n", (int)strcspn(id1, "\n") - 1, id1);
     fclose(f);
     char before[512];
     member_file("state", a, before, sizeof before);
@@ -409,6 +414,256 @@ static void scenario_reset_after_stop(void) {
     rd_kafka_destroy(p);
 }
 
+/* A config whose $.kafka subscription is SUBSCRIPTION ("\"topics\":
+ * [...]" or "\"topic_regex\": \"...\""), with a 6 s session timeout: an
+ * old member's partitions return 6 s after a new member joins. */
+static const char *config_sub(const char *file, const char *name,
+                              const char *subscription, const char *db) {
+    static char text[8192];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\",\n"
+             " \"kafka\": {\"bootstrap_servers\": \"%s\", %s, "
+             "\"start\": \"earliest\",\n"
+             "           \"properties\": {\"session.timeout.ms\": \"6000\", "
+             "\"heartbeat.interval.ms\": \"500\", "
+             "\"topic.metadata.refresh.interval.ms\": \"2000\"}},\n"
+             " \"batch\": {\"max_records\": 20, \"max_wait_ms\": 100},\n"
+             " \"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s\", \"table\": \"t\"}},\n"
+             " \"state_dir\": \"%s/state\",\n"
+             " " JSON_MAPPING "}\n",
+             name, h_bootstrap(), subscription, db, h_workdir());
+    return h_write_file(file, text);
+}
+
+static int64_t topic_rows(const char *db, const char *topic) {
+    return h_sqlf(db, "SELECT count(*) FROM t WHERE _tm_topic = '%s'", topic);
+}
+
+/* Every record of TOPIC's partitions [0, parts) up to their high
+ * watermarks is one row, none twice (checked against the broker's
+ * watermarks and the rows' own offsets). */
+static void check_topic_once(const char *db, const char *topic, int parts) {
+    /* A client of its own: h_watermarks' keeps the topic's metadata from
+     * before partitions were added. */
+    rd_kafka_t *rk = h_producer(NULL, NULL);
+    int64_t want = 0;
+    for (int part = 0; part < parts; part++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t err =
+            rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi, 10000);
+        if (err)
+            h_fail("watermarks %s [%d]: %s", topic, part,
+                   rd_kafka_err2str(err));
+        want += hi - lo;
+    }
+    rd_kafka_destroy(rk);
+    int64_t n = topic_rows(db, topic);
+    int64_t distinct =
+        h_sqlf(db,
+               "SELECT count(*) FROM (SELECT DISTINCT _tm_partition, "
+               "_tm_offset FROM t WHERE _tm_topic = '%s')",
+               topic);
+    H_CHECK(n == want && distinct == n,
+            "%s: %lld rows (%lld distinct offsets), the log holds %lld", topic,
+            (long long)n, (long long)distinct, (long long)want);
+}
+
+static void wait_topic_rows(const char *db, const char *topic, int64_t want,
+                            int timeout_ms, const char *what) {
+    int64_t t0 = h_now_ms();
+    while (topic_rows(db, topic) < want) {
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "%s: %lld of %lld rows of %s after %d ms", what,
+                (long long)topic_rows(db, topic), (long long)want, topic,
+                timeout_ms);
+        h_sleep_ms(50);
+    }
+}
+
+/* Grows TOPIC to PARTITIONS partitions (the admin API, as an operator's
+ * kafka-topics --alter does). */
+static void add_partitions(const char *topic, int partitions) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char err[512];
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", h_bootstrap(), err,
+                          sizeof err) != RD_KAFKA_CONF_OK)
+        h_fail("bootstrap.servers: %s", err);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (!rk)
+        h_fail("admin client: %s", err);
+    rd_kafka_NewPartitions_t *np =
+        rd_kafka_NewPartitions_new(topic, (size_t)partitions, err, sizeof err);
+    if (!np)
+        h_fail("NewPartitions %s: %s", topic, err);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev)
+        h_fail("CreatePartitions %s: no answer in 30 s", topic);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **tr =
+        rd_kafka_CreatePartitions_result_topics(
+            rd_kafka_event_CreatePartitions_result(ev), &n);
+    if (rd_kafka_event_error(ev) || n != 1 ||
+        rd_kafka_topic_result_error(tr[0]))
+        h_fail("CreatePartitions %s: %s", topic,
+               rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev)
+               : n ? rd_kafka_topic_result_error_string(tr[0])
+                   : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_NewPartitions_destroy(np);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+/* Runs CFG until TOPIC's PARTS partitions are caught up, then stops the
+ * host cleanly (SIGTERM): a static member that stays in the group. */
+static void run_once(const char *cfg, const char *log, const char *db,
+                     const char *name, const char *topic, int parts) {
+    pid_t pid = h_spawn(cfg, log);
+    h_wait_caught_up(db, name, topic, parts, 60000);
+    h_stop_clean(pid);
+}
+
+/* A topic added to $.kafka.topics between two runs: the restarted host
+ * rejoined under its old id and got its old assignment back (A only) with
+ * no rebalance; B was never read. Now B is consumed, every offset once. */
+static void scenario_topic_added(void) {
+    char a[256], b[256], name[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-adda"));
+    snprintf(b, sizeof b, "%s", h_name("static-addb"));
+    snprintf(name, sizeof name, "%s", h_name("static-add"));
+    snprintf(db, sizeof db, "%s", h_path("add.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    h_create_topic(b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 50, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000000, 50, "{\"id\": %d, \"name\": \"b\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", a);
+    run_once(config_sub("add1.json", name, sub, db), "add1.log", db, name, a,
+             1);
+    H_CHECK(topic_rows(db, b) == 0, "inconclusive: B read before it was added");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, b);
+    pid_t pid = h_spawn(config_sub("add2.json", name, sub, db), "add2.log");
+    h_produce_many(p, a, 0, 50, 10, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000050, 10, "{\"id\": %d, \"name\": \"b\"}");
+    wait_topic_rows(db, b, 60, 60000, "topic B added to topics");
+    h_wait_caught_up(db, name, a, 1, 60000);
+    h_wait_caught_up(db, name, b, 1, 60000);
+    check_topic_once(db, a, 1);
+    check_topic_once(db, b, 1);
+    h_stop_clean(pid);
+    h_step("a topic added to topics between runs: consumed, every offset once");
+    rd_kafka_destroy(p);
+}
+
+/* A topic removed from $.kafka.topics between two runs: the old
+ * assignment came back and the removed topic's new records were written.
+ * Now none of them is: the database holds only what the first run read. */
+static void scenario_topic_removed(void) {
+    char a[256], b[256], name[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-rma"));
+    snprintf(b, sizeof b, "%s", h_name("static-rmb"));
+    snprintf(name, sizeof name, "%s", h_name("static-rm"));
+    snprintf(db, sizeof db, "%s", h_path("rm.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    h_create_topic(b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 50, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000000, 50, "{\"id\": %d, \"name\": \"b\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, b);
+    const char *cfg = config_sub("rm1.json", name, sub, db);
+    pid_t pid = h_spawn(cfg, "rm1.log");
+    h_wait_caught_up(db, name, a, 1, 60000);
+    h_wait_caught_up(db, name, b, 1, 60000);
+    h_stop_clean(pid);
+    int64_t a_before = topic_rows(db, a);
+    H_CHECK(a_before == 50, "inconclusive: %lld rows of A before the removal",
+            (long long)a_before);
+    h_produce_many(p, a, 0, 50, 10, "{\"id\": %d, \"name\": \"a\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", b);
+    pid = h_spawn(config_sub("rm2.json", name, sub, db), "rm2.log");
+    h_produce_many(p, b, 0, 1000050, 10, "{\"id\": %d, \"name\": \"b\"}");
+    wait_topic_rows(db, b, 60, 60000, "the remaining topic B");
+    h_wait_caught_up(db, name, b, 1, 60000);
+    check_topic_once(db, b, 1);
+    H_CHECK(topic_rows(db, a) == a_before,
+            "the removed topic A: %lld rows, %lld before the restart (records "
+            "of a topic not in the config were written)",
+            (long long)topic_rows(db, a), (long long)a_before);
+    h_stop_clean(pid);
+    h_step("a topic removed from topics: none of its new records written");
+    rd_kafka_destroy(p);
+}
+
+/* Partitions added to a topic while its host is down: the restarted
+ * static member got its old assignment (partition 0) back and never read
+ * partition 1. Now it does (configuration.md, `start`). */
+static void scenario_partitions_added(void) {
+    char t[256], name[256], sub[1024], db[4096];
+    snprintf(t, sizeof t, "%s", h_name("static-pa"));
+    snprintf(name, sizeof name, "%s", h_name("static-pa"));
+    snprintf(db, sizeof db, "%s", h_path("pa.db"));
+    h_create_topic(t, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, t, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", t);
+    const char *cfg = config_sub("pa.json", name, sub, db);
+    /* Not h_wait_caught_up: its client would keep the topic's metadata of
+     * one partition. */
+    pid_t pid = h_spawn(cfg, "pa1.log");
+    wait_topic_rows(db, t, 50, 60000, "the first run");
+    h_stop_clean(pid);
+    add_partitions(t, 2);
+    /* A new producer: the old one's metadata knows one partition. */
+    rd_kafka_destroy(p);
+    p = h_producer(NULL, NULL);
+    h_produce_many(p, t, 1, 1000000, 30, "{\"id\": %d, \"name\": \"n\"}");
+    pid = h_spawn(cfg, "pa2.log");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT count(*) FROM t WHERE _tm_partition = 1") < 30) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "partition 1, added while the host was down: %lld of 30 rows "
+                "after 60 s",
+                (long long)h_sqlf(db, "SELECT count(*) FROM t WHERE "
+                                      "_tm_partition = 1"));
+        h_sleep_ms(50);
+    }
+    wait_topic_rows(db, t, 80, 60000, "both partitions");
+    check_topic_once(db, t, 2);
+    h_stop_clean(pid);
+    h_step("a partition added while down: consumed after %lld ms, once",
+           (long long)(h_now_ms() - t0));
+    rd_kafka_destroy(p);
+}
+
+/* A topic that topic_regex matches, created while the host is down: never
+ * read by the restarted static member; now it is. */
+static void scenario_regex_topic_created(void) {
+    char prefix[256], x1[300], x2[300], name[256], sub[1024], db[4096];
+    snprintf(prefix, sizeof prefix, "%s", h_name("static-rx"));
+    snprintf(x1, sizeof x1, "%s-one", prefix);
+    snprintf(x2, sizeof x2, "%s-two", prefix);
+    snprintf(name, sizeof name, "%s", h_name("static-rxc"));
+    snprintf(db, sizeof db, "%s", h_path("rx.db"));
+    h_create_topic(x1, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, x1, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"^%s-.*$\"", prefix);
+    const char *cfg = config_sub("rx.json", name, sub, db);
+    run_once(cfg, "rx1.log", db, name, x1, 1);
+    h_create_topic(x2, 1, NULL, NULL);
+    h_produce_many(p, x2, 0, 1000000, 30, "{\"id\": %d, \"name\": \"n\"}");
+    pid_t pid = h_spawn(cfg, "rx2.log");
+    wait_topic_rows(db, x2, 30, 60000, "a matching topic created while down");
+    check_topic_once(db, x1, 1);
+    check_topic_once(db, x2, 1);
+    h_stop_clean(pid);
+    h_step("a topic matching topic_regex created while down: consumed once");
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: static_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -423,6 +678,10 @@ int main(int argc, char **argv) {
         {"opt_out", scenario_opt_out},
         {"two_state_dirs", scenario_two_state_dirs},
         {"reset_after_stop", scenario_reset_after_stop},
+        {"topic_added", scenario_topic_added},
+        {"topic_removed", scenario_topic_removed},
+        {"partitions_added", scenario_partitions_added},
+        {"regex_topic_created", scenario_regex_topic_created},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {

@@ -211,8 +211,9 @@ START_TEST(applied_to_the_consumer_conf) {
     size_t n = sizeof got;
     tm_connector_config *cfg = load_ok(CONFIG("", ""));
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d.fd, d.path, id, sizeof id,
-                                        err, sizeof err),
+    int rotated = -1;
+    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d.fd, d.path, NULL, id,
+                                        sizeof id, &rotated, err, sizeof err),
                      0);
     ck_assert_int_eq(rd_kafka_conf_get(conf, "group.instance.id", got, &n),
                      RD_KAFKA_CONF_OK);
@@ -225,8 +226,8 @@ START_TEST(applied_to_the_consumer_conf) {
     dir_new(&d2);
     cfg = load_ok(CONFIG(",\"static_membership\":false", ""));
     conf = rd_kafka_conf_new();
-    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d2.fd, d2.path, id,
-                                        sizeof id, err, sizeof err),
+    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d2.fd, d2.path, NULL, id,
+                                        sizeof id, &rotated, err, sizeof err),
                      0);
     ck_assert_str_eq(id, "");
     n = sizeof got;
