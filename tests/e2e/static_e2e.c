@@ -5,6 +5,7 @@
  * from the database's rows, the broker's group description and the state
  * directory's files, never from the host's counters. */
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -664,6 +665,134 @@ static void scenario_regex_topic_created(void) {
     rd_kafka_destroy(p);
 }
 
+/* Changes DB (the sink's SQLite file) as an operator's mistake would. */
+static void sql_exec(const char *db, const char *sql) {
+    sqlite3 *h = NULL;
+    char *err = NULL;
+    if (sqlite3_open(db, &h) != SQLITE_OK ||
+        sqlite3_exec(h, sql, NULL, NULL, &err) != SQLITE_OK)
+        h_fail("%s: %s: %s", db, sql, err ? err : sqlite3_errmsg(h));
+    sqlite3_close(h);
+}
+
+/* Waits until the log LOG_NAME holds TEXT; returns the log. */
+static const char *wait_log(const char *log_name, const char *text,
+                            int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        const char *log = h_read_file(log_name);
+        if (strstr(log, text))
+            return log;
+        H_CHECK(h_now_ms() - t0 < timeout_ms, "%s: no \"%s\" after %d ms:\n%s",
+                log_name, text, timeout_ms, log);
+        h_sleep_ms(50);
+    }
+}
+
+/* The guard, reached on its own: member.id holds the old id with the
+ * fingerprint of the new subscription (taken from another connector's
+ * file: the fingerprint names topics and partitions, not the connector),
+ * so the start keeps the old id and the group hands back the old
+ * assignment, topic A included. No record of A is written, the consumer
+ * is made again under a new id, and B is consumed. */
+static void scenario_foreign_assignment(void) {
+    char a[256], b[256], name[256], probe[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-fga"));
+    snprintf(b, sizeof b, "%s", h_name("static-fgb"));
+    snprintf(name, sizeof name, "%s", h_name("static-fg"));
+    snprintf(probe, sizeof probe, "%s", h_name("static-fgp"));
+    snprintf(db, sizeof db, "%s", h_path("fg.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    h_create_topic(b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 50, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000000, 50, "{\"id\": %d, \"name\": \"b\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, b);
+    pid_t pid = h_spawn(config_sub("fg1.json", name, sub, db), "fg1.log");
+    h_wait_caught_up(db, name, a, 1, 60000);
+    h_wait_caught_up(db, name, b, 1, 60000);
+    h_stop_clean(pid);
+    char old[512], fp[512], pdb[4096];
+    member_file("state", name, old, sizeof old);
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", b);
+    snprintf(pdb, sizeof pdb, "%s", h_path("fgp.db"));
+    run_once(config_sub("fgp.json", probe, sub, pdb), "fgp.log", pdb, probe, b,
+             1);
+    member_file("state", probe, fp, sizeof fp);
+    const char *fp_line = strchr(fp, '\n');
+    H_CHECK(strchr(old, '\n') && fp_line && fp_line[1],
+            "inconclusive: member.id files \"%s\" and \"%s\"", old, fp);
+    char crafted[1024], rel[1024];
+    snprintf(crafted, sizeof crafted, "%.*s%s",
+             (int)(strchr(old, '\n') - old + 1), old, fp_line + 1);
+    snprintf(rel, sizeof rel, "state/%s/member.id", name);
+    h_write_file(rel, crafted);
+    h_produce_many(p, a, 0, 50, 10, "{\"id\": %d, \"name\": \"a\"}");
+    pid = h_spawn(config_sub("fg2.json", name, sub, db), "fg2.log");
+    h_produce_many(p, b, 0, 1000050, 10, "{\"id\": %d, \"name\": \"b\"}");
+    /* The fault happened where intended: the start kept the old id. */
+    char joined[600];
+    snprintf(joined, sizeof joined, "static group member %.*s ",
+             (int)strcspn(old, "\n"), old);
+    wait_log("fg2.log", joined, 30000);
+    wait_topic_rows(db, b, 60, 60000, "B after the foreign assignment");
+    h_wait_caught_up(db, name, b, 1, 60000);
+    check_topic_once(db, b, 1);
+    H_CHECK(topic_rows(db, a) == 50,
+            "topic A, outside the subscription: %lld rows, 50 before",
+            (long long)topic_rows(db, a));
+    wait_log("fg2.log", "not in this connector's subscription", 1000);
+    char now[512];
+    member_file("state", name, now, sizeof now);
+    H_CHECK(strcspn(now, "\n") != strcspn(old, "\n") ||
+                strncmp(now, old, strcspn(old, "\n")) != 0,
+            "the member id was not replaced: %s", now);
+    h_stop_clean(pid);
+    h_step("an old assignment with a topic outside the subscription: not "
+           "claimed, none of its records written, a new member id");
+    rd_kafka_destroy(p);
+}
+
+/* A FAILED connector's log line says what its static member does: it
+ * stays in the group holding its partitions until the session timeout
+ * (6 s here), not "out of the consumer group". Checked against the broker:
+ * the group still has the member after the host is gone. */
+static void scenario_failed_message(void) {
+    char t[256], name[256], group[300], sub[1024], db[4096];
+    snprintf(t, sizeof t, "%s", h_name("static-fm"));
+    snprintf(name, sizeof name, "%s", h_name("static-fm"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    snprintf(db, sizeof db, "%s", h_path("fm.db"));
+    h_create_topic(t, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, t, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", t);
+    const char *cfg = config_sub("fm.json", name, sub, db);
+    run_once(cfg, "fm1.log", db, name, t, 1);
+    /* A marker above the log's end: the claim FAILS the connector. */
+    sql_exec(db, "UPDATE tidemark_markers SET next_offset = 1000");
+    pid_t pid = h_spawn(cfg, "fm2.log");
+    const char *log = wait_log("fm2.log", "FAILED:", 60000);
+    const char *line = strstr(log, "FAILED:");
+    int len = (int)strcspn(line, "\n");
+    H_CHECK(!strstr(log, "out of the consumer group"),
+            "the FAILED line says \"out of the consumer group\": %.*s", len,
+            line);
+    H_CHECK(strstr(line, "its consumer is a static group member, which stays "
+                         "in the group holding its partitions, read by no "
+                         "host, until the broker times it out after "
+                         "session.timeout.ms (6 s)") != NULL,
+            "the FAILED line does not say what the static member does: %.*s",
+            len, line);
+    int rc = h_stop(pid, SIGTERM, 10000, NULL);
+    H_CHECK(rc == 1, "a FAILED host stopped: exit %d, expected 1", rc);
+    H_CHECK(h_group_owners(group, t, 0, NULL) > 0,
+            "inconclusive: the group has no member right after the FAILED "
+            "host stopped");
+    h_step("FAILED: %.*s", len, line);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: static_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -682,6 +811,8 @@ int main(int argc, char **argv) {
         {"topic_removed", scenario_topic_removed},
         {"partitions_added", scenario_partitions_added},
         {"regex_topic_created", scenario_regex_topic_created},
+        {"foreign_assignment", scenario_foreign_assignment},
+        {"failed_message", scenario_failed_message},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
