@@ -793,6 +793,79 @@ static void scenario_failed_message(void) {
     rd_kafka_destroy(p);
 }
 
+/* `offsets --reset-to` decides its refusal by the members the broker
+ * describes, not by the config it is given: a static member left by a
+ * host that ran with static membership is refused with "wait
+ * session.timeout.ms" even when the config now opts out, and a running
+ * dynamic member with "stop every host" even when the config says
+ * static. */
+static void scenario_reset_by_members(void) {
+    const char *topic = h_name("static-rbm");
+    char name[256], group[300], spec[300], db[4096];
+    snprintf(name, sizeof name, "%s", h_name("static-rbm"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(db, sizeof db, "%s", h_path("rbm.db"));
+    const char *props = "\"session.timeout.ms\": \"6000\", "
+                        "\"heartbeat.interval.ms\": \"500\"";
+    char cfg_static[4096], cfg_dynamic[4096];
+    snprintf(cfg_static, sizeof cfg_static, "%s",
+             config("rbm-s.json", name, topic, db, "state", NULL, props));
+    snprintf(cfg_dynamic, sizeof cfg_dynamic, "%s",
+             config("rbm-d.json", name, topic, db, "sd",
+                    ", \"static_membership\": false", props));
+    snprintf(spec, sizeof spec, "%s:0=50", topic);
+
+    pid_t pid = h_spawn(cfg_static, "rbm1.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t stopped = h_now_ms();
+    const char *reset_dyn[] = {"offsets", cfg_dynamic, "--reset-to", spec,
+                               NULL};
+    int rc = h_tidemark("rbm1.out", reset_dyn);
+    const char *out = h_read_file("rbm1.out");
+    H_CHECK(h_now_ms() - stopped < 6000,
+            "inconclusive: the reset came after the session timeout");
+    H_CHECK(rc == 1, "reset with a static member left: exit %d\n%s", rc, out);
+    H_CHECK(strstr(out, "1 of them is static (group.instance.id)") &&
+                strstr(out, "wait session.timeout.ms (6000 ms, 6 s) after "
+                            "the last host stopped"),
+            "a static member left, a config opting out: the refusal does "
+            "not say to wait the session timeout:\n%s",
+            out);
+    h_step("static member, opted-out config: %.*s", (int)strcspn(out, "\n"),
+           out);
+
+    int64_t t0 = h_now_ms();
+    while (h_group_owners(group, topic, 0, NULL) != 0) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "group %s still has a member 30 s after the stop", group);
+        h_sleep_ms(200);
+    }
+    pid = h_spawn(cfg_dynamic, "rbm2.log");
+    char owner[H_OWNER_MAX];
+    wait_owned(group, topic, 1, owner, sizeof owner, 30000);
+    const char *reset_static[] = {"offsets", cfg_static, "--reset-to", spec,
+                                  NULL};
+    rc = h_tidemark("rbm2.out", reset_static);
+    out = h_read_file("rbm2.out");
+    H_CHECK(rc == 1, "reset with a dynamic member running: exit %d\n%s", rc,
+            out);
+    H_CHECK(strstr(out, "stop every host of connector") &&
+                !strstr(out, "group.instance.id") &&
+                !strstr(out, "session.timeout.ms"),
+            "a dynamic member, a static config: the refusal speaks of "
+            "static members:\n%s",
+            out);
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 100,
+            "a refused reset moved the marker");
+    h_step("dynamic member, static config: %.*s", (int)strcspn(out, "\n"), out);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: static_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -813,6 +886,7 @@ int main(int argc, char **argv) {
         {"regex_topic_created", scenario_regex_topic_created},
         {"foreign_assignment", scenario_foreign_assignment},
         {"failed_message", scenario_failed_message},
+        {"reset_by_members", scenario_reset_by_members},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
