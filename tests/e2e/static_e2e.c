@@ -866,6 +866,54 @@ static void scenario_reset_by_members(void) {
     rd_kafka_destroy(p);
 }
 
+/* validate reads an existing member.id as run does (never making one): a
+ * corrupt one that run refuses is refused by validate too, by its path,
+ * and left as it was. */
+static void scenario_validate_member_id(void) {
+    const char *topic = h_name("static-vm");
+    char name[256], sub[1024], db[4096], cfg[4096];
+    snprintf(name, sizeof name, "%s", h_name("static-vm"));
+    snprintf(db, sizeof db, "%s", h_path("vm.db"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", topic);
+    snprintf(cfg, sizeof cfg, "%s", config_sub("vm.json", name, sub, db));
+    const char *validate[] = {"validate", cfg, NULL};
+    run_once(cfg, "vm1.log", db, name, topic, 1);
+    int rc = h_tidemark("vm1.out", validate);
+    H_CHECK(rc == 0, "validate with a sound member.id: exit %d\n%s", rc,
+            h_read_file("vm1.out"));
+    char good[512], rel[1024];
+    member_file("state", name, good, sizeof good);
+    H_CHECK(good[0], "inconclusive: run made no member.id");
+    snprintf(rel, sizeof rel, "state/%s/member.id", name);
+    char bad[512];
+    snprintf(bad, sizeof bad, "%.*s\n", (int)strcspn(good, "\n") - 1, good);
+    h_write_file(rel, bad);
+    rc = h_tidemark("vm2.out", validate);
+    const char *out = h_read_file("vm2.out");
+    char want[4096];
+    snprintf(want, sizeof want, "%s/state/%s/member.id is corrupt", h_workdir(),
+             name);
+    H_CHECK(rc == 2, "validate with a corrupt member.id: exit %d\n%s", rc, out);
+    H_CHECK(strstr(out, want) != NULL,
+            "validate does not name the corrupt file (%s):\n%s", want, out);
+    char after[512];
+    member_file("state", name, after, sizeof after);
+    H_CHECK(strcmp(after, bad) == 0, "validate changed member.id: \"%s\"",
+            after);
+    /* run refuses it the same way. */
+    pid_t pid = h_spawn(cfg, "vm2.log");
+    rc = h_stop(pid, 0, 30000, NULL);
+    H_CHECK(rc == 1 && strstr(h_read_file("vm2.log"), want),
+            "run with the corrupt member.id: exit %d\n%s", rc,
+            h_read_file("vm2.log"));
+    h_step("validate refuses a corrupt member.id: %.*s",
+           (int)strcspn(out, "\n"), out);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: static_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -887,6 +935,7 @@ int main(int argc, char **argv) {
         {"foreign_assignment", scenario_foreign_assignment},
         {"failed_message", scenario_failed_message},
         {"reset_by_members", scenario_reset_by_members},
+        {"validate_member_id", scenario_validate_member_id},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
