@@ -238,7 +238,9 @@ static void wait_failed(tm_connector *c, atomic_int *failed) {
     }
 }
 
-/* After a fatal consumer error: the old consumer closed (its callbacks
+/* After a fatal consumer error, or an assignment outside the subscription
+ * (tm_consumer_rejoin_as_new: the next consumer joins under a new static
+ * member id): the old consumer closed (its callbacks
  * touch nothing of c any more), the partitions forgotten, a new consumer
  * subscribed; the group's assignment claims them again from the markers,
  * as at start. Four fatal errors in a row, each within a minute of the
