@@ -435,16 +435,19 @@ static int parse_spec(ctx *c, const char *spec) {
 
 /* Refuses unless the group has no member. 0 or -1 (printed). */
 static int check_group_empty(ctx *c) {
-    size_t members = 0;
+    size_t members = 0, static_members = 0;
     char state[64] = "", errstr[1024];
     const char *group = c->sink.cfg->kafka.group_id;
-    if (tm_kafka_group_describe(c->rk, group, KAFKA_TIMEOUT_MS, &members, state,
-                                sizeof state, errstr, sizeof errstr) != 0) {
+    if (tm_kafka_group_describe(c->rk, group, KAFKA_TIMEOUT_MS, &members,
+                                &static_members, state, sizeof state, errstr,
+                                sizeof errstr) != 0) {
         fail(c, "refused: cannot tell whether consumer group %s is empty: %s",
              group, errstr);
         return -1;
     }
-    if (members > 0 && !c->sink.cfg->kafka.static_membership) {
+    /* Decided by the members the broker describes, not by this config:
+     * the hosts may have run with another static_membership. */
+    if (members > 0 && static_members == 0) {
         fail(c,
              "refused: consumer group %s has %zu active member%s (state %s): "
              "stop every host of connector %s first (a reset is offline "
@@ -464,11 +467,12 @@ static int check_group_empty(ctx *c) {
         fail(c,
              "refused: consumer group %s has %zu active member%s (state %s): "
              "stop every host of connector %s first (a reset is offline "
-             "only); its hosts are static members (group.instance.id), "
-             "which stay in the group after a stop until the broker times "
-             "them out: wait %s after the last host stopped, then reset",
+             "only); %zu of them %s static (group.instance.id): a static "
+             "member stays in the group after its host stopped, until the "
+             "broker times it out: wait %s after the last host stopped, "
+             "then reset",
              group, members, members == 1 ? "" : "s", state, c->sink.cfg->name,
-             wait);
+             static_members, static_members == 1 ? "is" : "are", wait);
         return -1;
     }
     return 0;

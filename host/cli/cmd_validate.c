@@ -9,11 +9,17 @@
 
 #include "cli/cli_args.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli_sink.h"
+#include "kafka/member_id.h"
+#include "status/status_file.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -23,7 +29,8 @@ static void usage(FILE *out) {
             "as FILE: JSON-PATH: message), its ${env:NAME} and ${file:PATH}\n"
             "references, the sink plugin (loaded, capabilities) and, when\n"
             "the plugin has a validate callback, its settings and store\n"
-            "(read-only: nothing is created or changed).\n"
+            "(read-only: nothing is created or changed), and the\n"
+            "connector's member.id when its state directory holds one.\n"
             "Several configs are also checked together, as run would run\n"
             "them: no dead letter going round a cycle of connectors, no\n"
             "consumer group (or group.instance.id) shared.\n"
@@ -42,6 +49,36 @@ typedef struct checked {
     tm_connector_config *cfg;
     char *ok;
 } checked;
+
+/* As run reads it: an existing member.id (in the config's state_dir, else
+ * the default one) that run would refuse as corrupt or unreadable is
+ * refused here too, by its path. Read only: no directory or id is made.
+ * 0 fine (or no file), 1 refused (reported). */
+static int check_member_id(const tm_connector_config *cfg, const char *file) {
+    if (!tm_member_id_wanted(cfg))
+        return 0;
+    char top[PATH_MAX], dir[PATH_MAX + 256], why[PATH_MAX + 1024], id[300];
+    if (cfg->state_dir)
+        snprintf(top, sizeof top, "%s", cfg->state_dir);
+    else
+        tm_status_default_dir(top, sizeof top);
+    snprintf(dir, sizeof dir, "%s/%s", top, cfg->name);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0; /* never run here: run makes the id */
+        snprintf(why, sizeof why, "cannot open %s: %s", dir, strerror(errno));
+        tm_cli_report(cfg, file, NULL, why);
+        return 1;
+    }
+    int rc =
+        tm_member_id_get(fd, dir, cfg->name, 0, id, sizeof id, why, sizeof why);
+    close(fd);
+    if (rc >= 0)
+        return 0;
+    tm_cli_report(cfg, file, NULL, why);
+    return 1;
+}
 
 /* 0 valid, 1 not, 2 out of memory: files[i], whose connector must not
  * have the name of files[0..i) (names[k], NULL when files[k] did not
@@ -64,6 +101,8 @@ static int validate_one(const char *const *files, char **names, size_t i,
     const tm_sink_api *api = s.inst.api;
     /* Capabilities the config needs were checked by tm_cli_sink_load. */
     if (tm_cli_sink_validate(&s) != 0)
+        bad = 1;
+    if (check_member_id(s.cfg, file) != 0)
         bad = 1;
     if (!bad) {
         char line[1024], red[1024];

@@ -7,6 +7,7 @@
 
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
+#include "kafka/consumer.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
 #include "services/fault.h"
@@ -354,9 +355,63 @@ out:
     return rc;
 }
 
+/* The guard: a partition whose topic is not one of the connector's
+ * inputs is never claimed, whatever the group assigns. A static member
+ * that rejoins a stable group gets its previous assignment back without a
+ * rebalance (kafka/member_id.h): it may hold a topic removed from the
+ * config. Its entry's offset is set to the log's end and it is left out
+ * of c->parts, so none of its records is taken (commit_loop.c). Returns
+ * the number of such partitions; the others are copied to *ours. */
+static int outside_subscription(tm_connector *c,
+                                rd_kafka_topic_partition_list_t *assigned,
+                                rd_kafka_topic_partition_list_t *ours) {
+    int foreign = 0;
+    for (int i = 0; i < assigned->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = &assigned->elems[i];
+        if (tm_kafka_topic_wanted(c->cfg, tp->topic)) {
+            rd_kafka_topic_partition_list_add(ours, tp->topic, tp->partition);
+            continue;
+        }
+        tp->offset = RD_KAFKA_OFFSET_END;
+        if (!foreign++)
+            tm_conn_error(c, 0,
+                          "%s [%" PRId32 "]: assigned by the group but not "
+                          "in this connector's subscription ($.kafka.%s): "
+                          "not claimed, none of its records is taken",
+                          tp->topic, tp->partition,
+                          c->cfg->kafka.topic_regex ? "topic_regex" : "topics");
+    }
+    return foreign;
+}
+
 int tm_claim_assigned(tm_connector *c,
                       rd_kafka_topic_partition_list_t *assigned) {
-    return claim_list(c, assigned, NULL, CLAIM_PATIENCE_MS) < 0 ? -1 : 0;
+    rd_kafka_topic_partition_list_t *ours =
+        rd_kafka_topic_partition_list_new(assigned->cnt ? assigned->cnt : 1);
+    if (!ours) {
+        tm_conn_error(c, 1, "claim: out of memory");
+        return -1;
+    }
+    int foreign = outside_subscription(c, assigned, ours);
+    int rc = claim_list(c, ours, NULL, CLAIM_PATIENCE_MS) < 0 ? -1 : 0;
+    /* Where each claimed (or deferred) partition starts. */
+    for (int i = 0; i < ours->cnt; i++) {
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_find(
+            assigned, ours->elems[i].topic, ours->elems[i].partition);
+        if (tp)
+            tp->offset = ours->elems[i].offset;
+    }
+    rd_kafka_topic_partition_list_destroy(ours);
+    if (foreign && rc == 0) {
+        /* Not healthy while the group holds this assignment: the claim's
+         * recovery must not hide it. */
+        tm_conn_error(c, 0,
+                      "%d assigned partition(s) outside the subscription "
+                      "(the group kept an old assignment): not claimed",
+                      foreign);
+        tm_consumer_rejoin_as_new(c);
+    }
+    return rc;
 }
 
 /* Retries after a deferral wait with their own backoff, between polls. */

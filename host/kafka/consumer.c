@@ -12,8 +12,13 @@
 #include "kafka/broker_watch.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/member_id.h"
+#include "kafka/subscription.h"
 #include "services/log.h"
 #include "status/status_file.h"
+
+/* How long the start waits for the metadata that fingerprints the
+ * subscription; past it the subscription counts as changed. */
+#define SUBSCRIPTION_TIMEOUT_MS 10000
 
 /* The opaque of one consumer's callbacks. closing is set before that
  * consumer is closed on the watchdog's thread: from then on its callbacks
@@ -36,6 +41,26 @@ void tm_consumer_fatal(tm_connector *c) {
                   "again and rejoins the group (the markers say where each "
                   "partition goes on)",
                   why);
+}
+
+void tm_consumer_rejoin_as_new(tm_connector *c) {
+    if (c->consumer_fatal || !tm_member_id_wanted(c->cfg))
+        return;
+    const char *shown = NULL;
+    int dir_fd = tm_status_writer_dir_fd(c->status, &shown);
+    char why[1024];
+    if (dir_fd < 0 || tm_member_id_forget_subscription(
+                          dir_fd, shown, c->cfg->name, why, sizeof why) != 0) {
+        tm_conn_error(c, 1, "cannot replace the static member id: %s",
+                      dir_fd < 0 ? "no state directory" : why);
+        return;
+    }
+    c->consumer_fatal = 1;
+    long ms = tm_kafka_session_timeout_ms(c->cfg);
+    tm_log(TM_LOG_WARN, c->cfg->name,
+           "the consumer is made again under a new static member id; the "
+           "old member's partitions return after session.timeout.ms (%ld s)",
+           ms > 0 ? (ms + 999) / 1000 : -1);
 }
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -150,26 +175,50 @@ static int want_stats(rd_kafka_conf_t *conf, char *errstr, size_t errsize) {
     return 0;
 }
 
+/* Rejoin as the member this connector was, so that its partitions come
+ * back at once after a crash, unless the subscription changed since that
+ * member joined: then as a new member (host/kafka/member_id.h). */
+static int static_member(tm_connector *c, rd_kafka_conf_t *conf, char *errstr,
+                         size_t errsize) {
+    const tm_connector_config *cfg = c->cfg;
+    if (!tm_member_id_wanted(cfg))
+        return 0;
+    char fp[TM_SUBSCRIPTION_HEX + 1], why[1024] = "";
+    int known = tm_subscription_fingerprint(cfg, SUBSCRIPTION_TIMEOUT_MS, fp,
+                                            sizeof fp, why, sizeof why) == 0;
+    const char *shown = NULL;
+    int dir_fd = tm_status_writer_dir_fd(c->status, &shown);
+    char member[300];
+    int rotated = 0;
+    if (tm_member_id_apply(conf, cfg, dir_fd, shown, known ? fp : NULL, member,
+                           sizeof member, &rotated, errstr, errsize) != 0)
+        return -1;
+    if (rotated) {
+        long ms = tm_kafka_session_timeout_ms(cfg);
+        char since[1200] = "subscription changed since the last run";
+        if (!known)
+            snprintf(since, sizeof since,
+                     "subscription unknown (%s), so taken as changed", why);
+        tm_log(TM_LOG_WARN, cfg->name,
+               "%s: new static member id; the old member's partitions "
+               "return after session.timeout.ms (%ld s)",
+               since, ms > 0 ? (ms + 999) / 1000 : -1);
+    }
+    tm_log(TM_LOG_INFO, cfg->name,
+           "static group member %s (%s/" TM_MEMBER_ID_FILE ")", member, shown);
+    return 0;
+}
+
 int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     const tm_connector_config *cfg = c->cfg;
     rd_kafka_conf_t *conf =
         tm_kafka_conf_new(cfg, TM_KAFKA_CONSUMER, errstr, errsize);
     if (!conf)
         return -1;
-    /* Rejoin as the member this connector was: its partitions come back
-     * at once after a crash (host/kafka/member_id.h). */
-    const char *shown = NULL;
-    int dir_fd = tm_status_writer_dir_fd(c->status, &shown);
-    char member[300];
-    if (tm_member_id_apply(conf, cfg, dir_fd, shown, member, sizeof member,
-                           errstr, errsize) != 0) {
+    if (static_member(c, conf, errstr, errsize) != 0) {
         rd_kafka_conf_destroy(conf);
         return -1;
     }
-    if (member[0])
-        tm_log(TM_LOG_INFO, cfg->name,
-               "static group member %s (%s/" TM_MEMBER_ID_FILE ")", member,
-               shown);
     if (want_stats(conf, errstr, errsize) != 0) {
         rd_kafka_conf_destroy(conf);
         return -1;

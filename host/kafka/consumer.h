@@ -22,4 +22,11 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms);
  * the connector's thread makes a new consumer (runtime/connector.c). */
 void tm_consumer_fatal(tm_connector *c);
 
+/* The group assigned partitions outside the subscription (a static member
+ * handed its old assignment back; commit/claim.c claims none of them):
+ * the stored member id is replaced (kafka/member_id.h) and the consumer
+ * is flagged like a fatal error, so the connector's thread makes a new one
+ * that joins as a new member and makes the group rebalance. */
+void tm_consumer_rejoin_as_new(tm_connector *c);
+
 #endif

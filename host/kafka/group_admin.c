@@ -54,8 +54,11 @@ static rd_kafka_event_t *call_wait(admin_call *c, int timeout_ms,
 }
 
 int tm_kafka_group_describe(rd_kafka_t *rk, const char *group, int timeout_ms,
-                            size_t *members, char *state, size_t state_size,
-                            char *errstr, size_t errsize) {
+                            size_t *members, size_t *static_members,
+                            char *state, size_t state_size, char *errstr,
+                            size_t errsize) {
+    if (static_members)
+        *static_members = 0;
     char what[512];
     snprintf(what, sizeof what, "describing consumer group %s", group);
     admin_call c;
@@ -89,6 +92,15 @@ int tm_kafka_group_describe(rd_kafka_t *rk, const char *group, int timeout_ms,
                      rd_kafka_error_string(gerr));
         } else {
             *members = rd_kafka_ConsumerGroupDescription_member_count(g[0]);
+            /* A static member names its group.instance.id. */
+            for (size_t i = 0; static_members && i < *members; i++) {
+                const rd_kafka_MemberDescription_t *m =
+                    rd_kafka_ConsumerGroupDescription_member(g[0], i);
+                const char *id =
+                    m ? rd_kafka_MemberDescription_group_instance_id(m) : NULL;
+                if (id && id[0])
+                    (*static_members)++;
+            }
             if (state)
                 snprintf(state, state_size, "%s",
                          rd_kafka_consumer_group_state_name(

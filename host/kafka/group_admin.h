@@ -7,12 +7,16 @@
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
 
-/* The group's state and how many members it has right now. A group the
+/* The group's state and how many members it has right now, and how many
+ * of them are static (they have a group.instance.id: they stay in the
+ * group after their host stopped, until the session timeout). A group the
  * cluster does not know is reported with 0 members (state "Dead" or
- * "Unknown"). 0, or -1 with errstr naming the group. state may be NULL. */
+ * "Unknown"). 0, or -1 with errstr naming the group. static_members and
+ * state may be NULL. */
 int tm_kafka_group_describe(rd_kafka_t *rk, const char *group, int timeout_ms,
-                            size_t *members, char *state, size_t state_size,
-                            char *errstr, size_t errsize);
+                            size_t *members, size_t *static_members,
+                            char *state, size_t state_size, char *errstr,
+                            size_t errsize);
 
 /* The group's committed offsets of the partitions in LIST, written into
  * each element's offset (RD_KAFKA_OFFSET_INVALID when none is committed).

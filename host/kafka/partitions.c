@@ -19,6 +19,17 @@ static int wanted(const tm_connector_config *cfg, const regex_t *re,
     return regexec(re, topic, 0, NULL, 0) == 0;
 }
 
+int tm_kafka_topic_wanted(const tm_connector_config *cfg, const char *topic) {
+    if (!cfg->kafka.topic_regex)
+        return wanted(cfg, NULL, topic);
+    regex_t re;
+    if (regcomp(&re, cfg->kafka.topic_regex, REG_EXTENDED | REG_NOSUB) != 0)
+        return 0; /* the loader refuses such a config */
+    int yes = wanted(cfg, &re, topic);
+    regfree(&re);
+    return yes;
+}
+
 int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
                              int timeout_ms,
                              rd_kafka_topic_partition_list_t **out,

@@ -10,6 +10,11 @@
 
 #include "config/connector_config.h"
 
+/* 1 when TOPIC is one of the connector's inputs ($.kafka.topics, or it
+ * matches $.kafka.topic_regex and is not one of Kafka's internal "__"
+ * topics), else 0. */
+int tm_kafka_topic_wanted(const tm_connector_config *cfg, const char *topic);
+
 /* Every partition of the connector's topics ($.kafka.topics, or every
  * topic matching $.kafka.topic_regex), sorted by topic and partition, from
  * the cluster's metadata. A listed topic that does not exist is an error

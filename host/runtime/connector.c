@@ -14,6 +14,8 @@
 #include "commit/commit_loop.h"
 #include "kafka/consumer.h"
 #include "kafka/dead_letter_producer.h"
+#include "kafka/kafka_conf.h"
+#include "kafka/member_id.h"
 #include "metrics/metrics_registry.h"
 #include "runtime/connector_state.h"
 #include "services/log.h"
@@ -55,6 +57,33 @@ static char *format_whole(const char *fmt, va_list ap) {
     return raw;
 }
 
+/* What a FAILED connector's consumer means to its group: a dynamic member
+ * leaves at once; a static one (kafka/member_id.h) does not leave, and the
+ * broker keeps its partitions assigned to it, read by no one, until it
+ * times the member out. */
+static void failed_group_note(const tm_connector_config *cfg, char *out,
+                              size_t size) {
+    /* Static: the host's id (member_id.h), or the user's own. */
+    int is_static = tm_member_id_wanted(cfg);
+    for (size_t i = 0; i < cfg->kafka.nproperties; i++)
+        is_static |=
+            strcmp(cfg->kafka.properties[i].key, "group.instance.id") == 0;
+    if (!is_static) {
+        snprintf(out, size, "its consumer leaves the group");
+        return;
+    }
+    long ms = tm_kafka_session_timeout_ms(cfg);
+    char wait[96] = "session.timeout.ms";
+    if (ms > 0)
+        snprintf(wait, sizeof wait, "session.timeout.ms (%ld s)",
+                 (ms + 999) / 1000);
+    snprintf(out, size,
+             "its consumer is a static group member, which stays in the "
+             "group holding its partitions, read by no host, until the "
+             "broker times it out after %s",
+             wait);
+}
+
 void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -77,11 +106,12 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     if (fail && c->state != TM_CONN_FAILED) {
         c->state = TM_CONN_FAILED;
         c->failed_ms = c->last_error_ms;
+        char group[256];
+        failed_group_note(c->cfg, group, sizeof group);
         tm_log(TM_LOG_ERROR, c->cfg->name,
-               "FAILED: %s (the connector stays FAILED, out of the consumer "
-               "group, until the process is stopped; `tidemark status` "
-               "shows it)",
-               c->last_error);
+               "FAILED: %s (the connector stays FAILED until the process is "
+               "stopped; `tidemark status` shows it; %s)",
+               c->last_error, group);
         tm_conn_status_tick(c, 1);
     } else {
         tm_log(fail ? TM_LOG_ERROR : TM_LOG_WARN, c->cfg->name, "%s",
@@ -210,7 +240,9 @@ static void wait_failed(tm_connector *c, atomic_int *failed) {
     }
 }
 
-/* After a fatal consumer error: the old consumer closed (its callbacks
+/* After a fatal consumer error, or an assignment outside the subscription
+ * (tm_consumer_rejoin_as_new: the next consumer joins under a new static
+ * member id): the old consumer closed (its callbacks
  * touch nothing of c any more), the partitions forgotten, a new consumer
  * subscribed; the group's assignment claims them again from the markers,
  * as at start. Four fatal errors in a row, each within a minute of the

@@ -24,7 +24,9 @@ typedef enum tm_run_result {
 } tm_run_result;
 
 /* Runs until *stop is set. A connector that fails sets *failed and stays
- * FAILED in its status file (and out of the consumer group) until *stop:
+ * FAILED in its status file until *stop (its consumer closed: a dynamic
+ * member leaves the group, a static one keeps its partitions until the
+ * group's session.timeout.ms, kafka/member_id.h):
  * the caller ends the process when every connector is down. */
 tm_run_result tm_connector_run(const tm_connector_config *cfg,
                                const tm_run_options *opt,

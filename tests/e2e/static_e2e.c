@@ -5,6 +5,7 @@
  * from the database's rows, the broker's group description and the state
  * directory's files, never from the host's counters. */
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,11 +215,16 @@ static void scenario_member_id(void) {
     char want[300];
     snprintf(want, sizeof want, "tidemark-%s-", a);
     size_t n = strlen(want);
-    H_CHECK(strncmp(id1, want, n) == 0 && strlen(id1) == n + 17 &&
+    /* The id's line, then the subscription's fingerprint. */
+    H_CHECK(strncmp(id1, want, n) == 0 && strlen(id1) == n + 17 + 30 &&
                 strspn(id1 + n, "0123456789abcdef") == 16 &&
-                id1[n + 16] == '\n',
-            "member.id of %s: \"%s\", expected \"%s\" and 16 hex digits", a,
-            id1, want);
+                id1[n + 16] == '\n' &&
+                strncmp(id1 + n + 17, "subscription ", 13) == 0 &&
+                strspn(id1 + n + 30, "0123456789abcdef") == 16 &&
+                id1[n + 46] == '\n',
+            "member.id of %s: \"%s\", expected \"%s\" and 16 hex digits, "
+            "then \"subscription \" and 16",
+            a, id1, want);
     H_CHECK(idb[0] && strcmp(id1, idb) != 0,
             "two connectors of one process: ids \"%s\" and \"%s\"", id1, idb);
     char owner[H_OWNER_MAX];
@@ -241,14 +247,14 @@ static void scenario_member_id(void) {
     h_stop_clean(pid);
     h_step("member.id %.*s made by run (not validate), kept across a "
            "SIGKILL; the other connector's differs",
-           (int)strlen(id1) - 1, id1);
+           (int)strcspn(id1, "\n"), id1);
 
     /* One hex digit cut: refused, not replaced. */
     char rel[1024];
     snprintf(rel, sizeof rel, "state/%s/member.id", a);
     FILE *f = fopen(h_path(rel), "w");
     H_CHECK(f != NULL, "cannot write %s", h_path(rel));
-    fprintf(f, "%.*s\n", (int)strlen(id1) - 2, id1);
+    fprintf(f, "%.*s\n", (int)strcspn(id1, "\n") - 1, id1);
     fclose(f);
     char before[512];
     member_file("state", a, before, sizeof before);
@@ -409,6 +415,505 @@ static void scenario_reset_after_stop(void) {
     rd_kafka_destroy(p);
 }
 
+/* A config whose $.kafka subscription is SUBSCRIPTION ("\"topics\":
+ * [...]" or "\"topic_regex\": \"...\""), with a 6 s session timeout: an
+ * old member's partitions return 6 s after a new member joins. */
+static const char *config_sub(const char *file, const char *name,
+                              const char *subscription, const char *db) {
+    static char text[8192];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\",\n"
+             " \"kafka\": {\"bootstrap_servers\": \"%s\", %s, "
+             "\"start\": \"earliest\",\n"
+             "           \"properties\": {\"session.timeout.ms\": \"6000\", "
+             "\"heartbeat.interval.ms\": \"500\", "
+             "\"topic.metadata.refresh.interval.ms\": \"2000\"}},\n"
+             " \"batch\": {\"max_records\": 20, \"max_wait_ms\": 100},\n"
+             " \"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s\", \"table\": \"t\"}},\n"
+             " \"state_dir\": \"%s/state\",\n"
+             " " JSON_MAPPING "}\n",
+             name, h_bootstrap(), subscription, db, h_workdir());
+    return h_write_file(file, text);
+}
+
+static int64_t topic_rows(const char *db, const char *topic) {
+    return h_sqlf(db, "SELECT count(*) FROM t WHERE _tm_topic = '%s'", topic);
+}
+
+/* Every record of TOPIC's partitions [0, parts) up to their high
+ * watermarks is one row, none twice (checked against the broker's
+ * watermarks and the rows' own offsets). */
+static void check_topic_once(const char *db, const char *topic, int parts) {
+    /* A client of its own: h_watermarks' keeps the topic's metadata from
+     * before partitions were added. */
+    rd_kafka_t *rk = h_producer(NULL, NULL);
+    int64_t want = 0;
+    for (int part = 0; part < parts; part++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t err =
+            rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi, 10000);
+        if (err)
+            h_fail("watermarks %s [%d]: %s", topic, part,
+                   rd_kafka_err2str(err));
+        want += hi - lo;
+    }
+    rd_kafka_destroy(rk);
+    int64_t n = topic_rows(db, topic);
+    int64_t distinct =
+        h_sqlf(db,
+               "SELECT count(*) FROM (SELECT DISTINCT _tm_partition, "
+               "_tm_offset FROM t WHERE _tm_topic = '%s')",
+               topic);
+    H_CHECK(n == want && distinct == n,
+            "%s: %lld rows (%lld distinct offsets), the log holds %lld", topic,
+            (long long)n, (long long)distinct, (long long)want);
+}
+
+static void wait_topic_rows(const char *db, const char *topic, int64_t want,
+                            int timeout_ms, const char *what) {
+    int64_t t0 = h_now_ms();
+    while (topic_rows(db, topic) < want) {
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "%s: %lld of %lld rows of %s after %d ms", what,
+                (long long)topic_rows(db, topic), (long long)want, topic,
+                timeout_ms);
+        h_sleep_ms(50);
+    }
+}
+
+/* Grows TOPIC to PARTITIONS partitions (the admin API, as an operator's
+ * kafka-topics --alter does). */
+static void add_partitions(const char *topic, int partitions) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char err[512];
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", h_bootstrap(), err,
+                          sizeof err) != RD_KAFKA_CONF_OK)
+        h_fail("bootstrap.servers: %s", err);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (!rk)
+        h_fail("admin client: %s", err);
+    rd_kafka_NewPartitions_t *np =
+        rd_kafka_NewPartitions_new(topic, (size_t)partitions, err, sizeof err);
+    if (!np)
+        h_fail("NewPartitions %s: %s", topic, err);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev)
+        h_fail("CreatePartitions %s: no answer in 30 s", topic);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **tr =
+        rd_kafka_CreatePartitions_result_topics(
+            rd_kafka_event_CreatePartitions_result(ev), &n);
+    if (rd_kafka_event_error(ev) || n != 1 ||
+        rd_kafka_topic_result_error(tr[0]))
+        h_fail("CreatePartitions %s: %s", topic,
+               rd_kafka_event_error(ev) ? rd_kafka_event_error_string(ev)
+               : n ? rd_kafka_topic_result_error_string(tr[0])
+                   : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_NewPartitions_destroy(np);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
+/* Runs CFG until TOPIC's PARTS partitions are caught up, then stops the
+ * host cleanly (SIGTERM): a static member that stays in the group. */
+static void run_once(const char *cfg, const char *log, const char *db,
+                     const char *name, const char *topic, int parts) {
+    pid_t pid = h_spawn(cfg, log);
+    h_wait_caught_up(db, name, topic, parts, 60000);
+    h_stop_clean(pid);
+}
+
+/* A topic added to $.kafka.topics between two runs: the restarted host
+ * rejoined under its old id and got its old assignment back (A only) with
+ * no rebalance; B was never read. Now B is consumed, every offset once. */
+static void scenario_topic_added(void) {
+    char a[256], b[256], name[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-adda"));
+    snprintf(b, sizeof b, "%s", h_name("static-addb"));
+    snprintf(name, sizeof name, "%s", h_name("static-add"));
+    snprintf(db, sizeof db, "%s", h_path("add.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    h_create_topic(b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 50, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000000, 50, "{\"id\": %d, \"name\": \"b\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", a);
+    run_once(config_sub("add1.json", name, sub, db), "add1.log", db, name, a,
+             1);
+    H_CHECK(topic_rows(db, b) == 0, "inconclusive: B read before it was added");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, b);
+    pid_t pid = h_spawn(config_sub("add2.json", name, sub, db), "add2.log");
+    h_produce_many(p, a, 0, 50, 10, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000050, 10, "{\"id\": %d, \"name\": \"b\"}");
+    wait_topic_rows(db, b, 60, 60000, "topic B added to topics");
+    h_wait_caught_up(db, name, a, 1, 60000);
+    h_wait_caught_up(db, name, b, 1, 60000);
+    check_topic_once(db, a, 1);
+    check_topic_once(db, b, 1);
+    h_stop_clean(pid);
+    h_step("a topic added to topics between runs: consumed, every offset once");
+    rd_kafka_destroy(p);
+}
+
+/* A topic removed from $.kafka.topics between two runs: the old
+ * assignment came back and the removed topic's new records were written.
+ * Now none of them is: the database holds only what the first run read. */
+static void scenario_topic_removed(void) {
+    char a[256], b[256], name[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-rma"));
+    snprintf(b, sizeof b, "%s", h_name("static-rmb"));
+    snprintf(name, sizeof name, "%s", h_name("static-rm"));
+    snprintf(db, sizeof db, "%s", h_path("rm.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    h_create_topic(b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 50, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000000, 50, "{\"id\": %d, \"name\": \"b\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, b);
+    const char *cfg = config_sub("rm1.json", name, sub, db);
+    pid_t pid = h_spawn(cfg, "rm1.log");
+    h_wait_caught_up(db, name, a, 1, 60000);
+    h_wait_caught_up(db, name, b, 1, 60000);
+    h_stop_clean(pid);
+    int64_t a_before = topic_rows(db, a);
+    H_CHECK(a_before == 50, "inconclusive: %lld rows of A before the removal",
+            (long long)a_before);
+    h_produce_many(p, a, 0, 50, 10, "{\"id\": %d, \"name\": \"a\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", b);
+    pid = h_spawn(config_sub("rm2.json", name, sub, db), "rm2.log");
+    h_produce_many(p, b, 0, 1000050, 10, "{\"id\": %d, \"name\": \"b\"}");
+    wait_topic_rows(db, b, 60, 60000, "the remaining topic B");
+    h_wait_caught_up(db, name, b, 1, 60000);
+    check_topic_once(db, b, 1);
+    H_CHECK(topic_rows(db, a) == a_before,
+            "the removed topic A: %lld rows, %lld before the restart (records "
+            "of a topic not in the config were written)",
+            (long long)topic_rows(db, a), (long long)a_before);
+    h_stop_clean(pid);
+    h_step("a topic removed from topics: none of its new records written");
+    rd_kafka_destroy(p);
+}
+
+/* Partitions added to a topic while its host is down: the restarted
+ * static member got its old assignment (partition 0) back and never read
+ * partition 1. Now it does (configuration.md, `start`). */
+static void scenario_partitions_added(void) {
+    char t[256], name[256], sub[1024], db[4096];
+    snprintf(t, sizeof t, "%s", h_name("static-pa"));
+    snprintf(name, sizeof name, "%s", h_name("static-pa"));
+    snprintf(db, sizeof db, "%s", h_path("pa.db"));
+    h_create_topic(t, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, t, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", t);
+    const char *cfg = config_sub("pa.json", name, sub, db);
+    /* Not h_wait_caught_up: its client would keep the topic's metadata of
+     * one partition. */
+    pid_t pid = h_spawn(cfg, "pa1.log");
+    wait_topic_rows(db, t, 50, 60000, "the first run");
+    h_stop_clean(pid);
+    add_partitions(t, 2);
+    /* A new producer: the old one's metadata knows one partition. */
+    rd_kafka_destroy(p);
+    p = h_producer(NULL, NULL);
+    h_produce_many(p, t, 1, 1000000, 30, "{\"id\": %d, \"name\": \"n\"}");
+    pid = h_spawn(cfg, "pa2.log");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT count(*) FROM t WHERE _tm_partition = 1") < 30) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "partition 1, added while the host was down: %lld of 30 rows "
+                "after 60 s",
+                (long long)h_sqlf(db, "SELECT count(*) FROM t WHERE "
+                                      "_tm_partition = 1"));
+        h_sleep_ms(50);
+    }
+    wait_topic_rows(db, t, 80, 60000, "both partitions");
+    check_topic_once(db, t, 2);
+    h_stop_clean(pid);
+    h_step("a partition added while down: consumed after %lld ms, once",
+           (long long)(h_now_ms() - t0));
+    rd_kafka_destroy(p);
+}
+
+/* A topic that topic_regex matches, created while the host is down: never
+ * read by the restarted static member; now it is. */
+static void scenario_regex_topic_created(void) {
+    char prefix[256], x1[300], x2[300], name[256], sub[1024], db[4096];
+    snprintf(prefix, sizeof prefix, "%s", h_name("static-rx"));
+    snprintf(x1, sizeof x1, "%s-one", prefix);
+    snprintf(x2, sizeof x2, "%s-two", prefix);
+    snprintf(name, sizeof name, "%s", h_name("static-rxc"));
+    snprintf(db, sizeof db, "%s", h_path("rx.db"));
+    h_create_topic(x1, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, x1, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"^%s-.*$\"", prefix);
+    const char *cfg = config_sub("rx.json", name, sub, db);
+    run_once(cfg, "rx1.log", db, name, x1, 1);
+    h_create_topic(x2, 1, NULL, NULL);
+    h_produce_many(p, x2, 0, 1000000, 30, "{\"id\": %d, \"name\": \"n\"}");
+    pid_t pid = h_spawn(cfg, "rx2.log");
+    wait_topic_rows(db, x2, 30, 60000, "a matching topic created while down");
+    check_topic_once(db, x1, 1);
+    check_topic_once(db, x2, 1);
+    h_stop_clean(pid);
+    h_step("a topic matching topic_regex created while down: consumed once");
+    rd_kafka_destroy(p);
+}
+
+/* Changes DB (the sink's SQLite file) as an operator's mistake would. */
+static void sql_exec(const char *db, const char *sql) {
+    sqlite3 *h = NULL;
+    char *err = NULL;
+    if (sqlite3_open(db, &h) != SQLITE_OK ||
+        sqlite3_exec(h, sql, NULL, NULL, &err) != SQLITE_OK)
+        h_fail("%s: %s: %s", db, sql, err ? err : sqlite3_errmsg(h));
+    sqlite3_close(h);
+}
+
+/* Waits until the log LOG_NAME holds TEXT; returns the log. */
+static const char *wait_log(const char *log_name, const char *text,
+                            int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        const char *log = h_read_file(log_name);
+        if (strstr(log, text))
+            return log;
+        H_CHECK(h_now_ms() - t0 < timeout_ms, "%s: no \"%s\" after %d ms:\n%s",
+                log_name, text, timeout_ms, log);
+        h_sleep_ms(50);
+    }
+}
+
+/* The guard, reached on its own: member.id holds the old id with the
+ * fingerprint of the new subscription (taken from another connector's
+ * file: the fingerprint names topics and partitions, not the connector),
+ * so the start keeps the old id and the group hands back the old
+ * assignment, topic A included. No record of A is written, the consumer
+ * is made again under a new id, and B is consumed. */
+static void scenario_foreign_assignment(void) {
+    char a[256], b[256], name[256], probe[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-fga"));
+    snprintf(b, sizeof b, "%s", h_name("static-fgb"));
+    snprintf(name, sizeof name, "%s", h_name("static-fg"));
+    snprintf(probe, sizeof probe, "%s", h_name("static-fgp"));
+    snprintf(db, sizeof db, "%s", h_path("fg.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    h_create_topic(b, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 50, "{\"id\": %d, \"name\": \"a\"}");
+    h_produce_many(p, b, 0, 1000000, 50, "{\"id\": %d, \"name\": \"b\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, b);
+    pid_t pid = h_spawn(config_sub("fg1.json", name, sub, db), "fg1.log");
+    h_wait_caught_up(db, name, a, 1, 60000);
+    h_wait_caught_up(db, name, b, 1, 60000);
+    h_stop_clean(pid);
+    char old[512], fp[512], pdb[4096];
+    member_file("state", name, old, sizeof old);
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", b);
+    snprintf(pdb, sizeof pdb, "%s", h_path("fgp.db"));
+    run_once(config_sub("fgp.json", probe, sub, pdb), "fgp.log", pdb, probe, b,
+             1);
+    member_file("state", probe, fp, sizeof fp);
+    const char *fp_line = strchr(fp, '\n');
+    H_CHECK(strchr(old, '\n') && fp_line && fp_line[1],
+            "inconclusive: member.id files \"%s\" and \"%s\"", old, fp);
+    char crafted[1024], rel[1024];
+    snprintf(crafted, sizeof crafted, "%.*s%s",
+             (int)(strchr(old, '\n') - old + 1), old, fp_line + 1);
+    snprintf(rel, sizeof rel, "state/%s/member.id", name);
+    h_write_file(rel, crafted);
+    h_produce_many(p, a, 0, 50, 10, "{\"id\": %d, \"name\": \"a\"}");
+    pid = h_spawn(config_sub("fg2.json", name, sub, db), "fg2.log");
+    h_produce_many(p, b, 0, 1000050, 10, "{\"id\": %d, \"name\": \"b\"}");
+    /* The fault happened where intended: the start kept the old id. */
+    char joined[600];
+    snprintf(joined, sizeof joined, "static group member %.*s ",
+             (int)strcspn(old, "\n"), old);
+    wait_log("fg2.log", joined, 30000);
+    wait_topic_rows(db, b, 60, 60000, "B after the foreign assignment");
+    h_wait_caught_up(db, name, b, 1, 60000);
+    check_topic_once(db, b, 1);
+    H_CHECK(topic_rows(db, a) == 50,
+            "topic A, outside the subscription: %lld rows, 50 before",
+            (long long)topic_rows(db, a));
+    wait_log("fg2.log", "not in this connector's subscription", 1000);
+    char now[512];
+    member_file("state", name, now, sizeof now);
+    H_CHECK(strcspn(now, "\n") != strcspn(old, "\n") ||
+                strncmp(now, old, strcspn(old, "\n")) != 0,
+            "the member id was not replaced: %s", now);
+    h_stop_clean(pid);
+    h_step("an old assignment with a topic outside the subscription: not "
+           "claimed, none of its records written, a new member id");
+    rd_kafka_destroy(p);
+}
+
+/* A FAILED connector's log line says what its static member does: it
+ * stays in the group holding its partitions until the session timeout
+ * (6 s here), not "out of the consumer group". Checked against the broker:
+ * the group still has the member after the host is gone. */
+static void scenario_failed_message(void) {
+    char t[256], name[256], group[300], sub[1024], db[4096];
+    snprintf(t, sizeof t, "%s", h_name("static-fm"));
+    snprintf(name, sizeof name, "%s", h_name("static-fm"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    snprintf(db, sizeof db, "%s", h_path("fm.db"));
+    h_create_topic(t, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, t, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", t);
+    const char *cfg = config_sub("fm.json", name, sub, db);
+    run_once(cfg, "fm1.log", db, name, t, 1);
+    /* A marker above the log's end: the claim FAILS the connector. */
+    sql_exec(db, "UPDATE tidemark_markers SET next_offset = 1000");
+    pid_t pid = h_spawn(cfg, "fm2.log");
+    const char *log = wait_log("fm2.log", "FAILED:", 60000);
+    const char *line = strstr(log, "FAILED:");
+    int len = (int)strcspn(line, "\n");
+    H_CHECK(!strstr(log, "out of the consumer group"),
+            "the FAILED line says \"out of the consumer group\": %.*s", len,
+            line);
+    H_CHECK(strstr(line, "its consumer is a static group member, which stays "
+                         "in the group holding its partitions, read by no "
+                         "host, until the broker times it out after "
+                         "session.timeout.ms (6 s)") != NULL,
+            "the FAILED line does not say what the static member does: %.*s",
+            len, line);
+    int rc = h_stop(pid, SIGTERM, 10000, NULL);
+    H_CHECK(rc == 1, "a FAILED host stopped: exit %d, expected 1", rc);
+    H_CHECK(h_group_owners(group, t, 0, NULL) > 0,
+            "inconclusive: the group has no member right after the FAILED "
+            "host stopped");
+    h_step("FAILED: %.*s", len, line);
+    rd_kafka_destroy(p);
+}
+
+/* `offsets --reset-to` decides its refusal by the members the broker
+ * describes, not by the config it is given: a static member left by a
+ * host that ran with static membership is refused with "wait
+ * session.timeout.ms" even when the config now opts out, and a running
+ * dynamic member with "stop every host" even when the config says
+ * static. */
+static void scenario_reset_by_members(void) {
+    const char *topic = h_name("static-rbm");
+    char name[256], group[300], spec[300], db[4096];
+    snprintf(name, sizeof name, "%s", h_name("static-rbm"));
+    snprintf(group, sizeof group, "tidemark-%s", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(db, sizeof db, "%s", h_path("rbm.db"));
+    const char *props = "\"session.timeout.ms\": \"6000\", "
+                        "\"heartbeat.interval.ms\": \"500\"";
+    char cfg_static[4096], cfg_dynamic[4096];
+    snprintf(cfg_static, sizeof cfg_static, "%s",
+             config("rbm-s.json", name, topic, db, "state", NULL, props));
+    snprintf(cfg_dynamic, sizeof cfg_dynamic, "%s",
+             config("rbm-d.json", name, topic, db, "sd",
+                    ", \"static_membership\": false", props));
+    snprintf(spec, sizeof spec, "%s:0=50", topic);
+
+    pid_t pid = h_spawn(cfg_static, "rbm1.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t stopped = h_now_ms();
+    const char *reset_dyn[] = {"offsets", cfg_dynamic, "--reset-to", spec,
+                               NULL};
+    int rc = h_tidemark("rbm1.out", reset_dyn);
+    const char *out = h_read_file("rbm1.out");
+    H_CHECK(h_now_ms() - stopped < 6000,
+            "inconclusive: the reset came after the session timeout");
+    H_CHECK(rc == 1, "reset with a static member left: exit %d\n%s", rc, out);
+    H_CHECK(strstr(out, "1 of them is static (group.instance.id)") &&
+                strstr(out, "wait session.timeout.ms (6000 ms, 6 s) after "
+                            "the last host stopped"),
+            "a static member left, a config opting out: the refusal does "
+            "not say to wait the session timeout:\n%s",
+            out);
+    h_step("static member, opted-out config: %.*s", (int)strcspn(out, "\n"),
+           out);
+
+    int64_t t0 = h_now_ms();
+    while (h_group_owners(group, topic, 0, NULL) != 0) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "group %s still has a member 30 s after the stop", group);
+        h_sleep_ms(200);
+    }
+    pid = h_spawn(cfg_dynamic, "rbm2.log");
+    char owner[H_OWNER_MAX];
+    wait_owned(group, topic, 1, owner, sizeof owner, 30000);
+    const char *reset_static[] = {"offsets", cfg_static, "--reset-to", spec,
+                                  NULL};
+    rc = h_tidemark("rbm2.out", reset_static);
+    out = h_read_file("rbm2.out");
+    H_CHECK(rc == 1, "reset with a dynamic member running: exit %d\n%s", rc,
+            out);
+    H_CHECK(strstr(out, "stop every host of connector") &&
+                !strstr(out, "group.instance.id") &&
+                !strstr(out, "session.timeout.ms"),
+            "a dynamic member, a static config: the refusal speaks of "
+            "static members:\n%s",
+            out);
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(db, "SELECT next_offset FROM tidemark_markers") == 100,
+            "a refused reset moved the marker");
+    h_step("dynamic member, static config: %.*s", (int)strcspn(out, "\n"), out);
+    rd_kafka_destroy(p);
+}
+
+/* validate reads an existing member.id as run does (never making one): a
+ * corrupt one that run refuses is refused by validate too, by its path,
+ * and left as it was. */
+static void scenario_validate_member_id(void) {
+    const char *topic = h_name("static-vm");
+    char name[256], sub[1024], db[4096], cfg[4096];
+    snprintf(name, sizeof name, "%s", h_name("static-vm"));
+    snprintf(db, sizeof db, "%s", h_path("vm.db"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\"]", topic);
+    snprintf(cfg, sizeof cfg, "%s", config_sub("vm.json", name, sub, db));
+    const char *validate[] = {"validate", cfg, NULL};
+    run_once(cfg, "vm1.log", db, name, topic, 1);
+    int rc = h_tidemark("vm1.out", validate);
+    H_CHECK(rc == 0, "validate with a sound member.id: exit %d\n%s", rc,
+            h_read_file("vm1.out"));
+    char good[512], rel[1024];
+    member_file("state", name, good, sizeof good);
+    H_CHECK(good[0], "inconclusive: run made no member.id");
+    snprintf(rel, sizeof rel, "state/%s/member.id", name);
+    char bad[512];
+    snprintf(bad, sizeof bad, "%.*s\n", (int)strcspn(good, "\n") - 1, good);
+    h_write_file(rel, bad);
+    rc = h_tidemark("vm2.out", validate);
+    const char *out = h_read_file("vm2.out");
+    char want[4096];
+    snprintf(want, sizeof want, "%s/state/%s/member.id is corrupt", h_workdir(),
+             name);
+    H_CHECK(rc == 2, "validate with a corrupt member.id: exit %d\n%s", rc, out);
+    H_CHECK(strstr(out, want) != NULL,
+            "validate does not name the corrupt file (%s):\n%s", want, out);
+    char after[512];
+    member_file("state", name, after, sizeof after);
+    H_CHECK(strcmp(after, bad) == 0, "validate changed member.id: \"%s\"",
+            after);
+    /* run refuses it the same way. */
+    pid_t pid = h_spawn(cfg, "vm2.log");
+    rc = h_stop(pid, 0, 30000, NULL);
+    H_CHECK(rc == 1 && strstr(h_read_file("vm2.log"), want),
+            "run with the corrupt member.id: exit %d\n%s", rc,
+            h_read_file("vm2.log"));
+    h_step("validate refuses a corrupt member.id: %.*s",
+           (int)strcspn(out, "\n"), out);
+    rd_kafka_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: static_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
@@ -423,6 +928,14 @@ int main(int argc, char **argv) {
         {"opt_out", scenario_opt_out},
         {"two_state_dirs", scenario_two_state_dirs},
         {"reset_after_stop", scenario_reset_after_stop},
+        {"topic_added", scenario_topic_added},
+        {"topic_removed", scenario_topic_removed},
+        {"partitions_added", scenario_partitions_added},
+        {"regex_topic_created", scenario_regex_topic_created},
+        {"foreign_assignment", scenario_foreign_assignment},
+        {"failed_message", scenario_failed_message},
+        {"reset_by_members", scenario_reset_by_members},
+        {"validate_member_id", scenario_validate_member_id},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {

@@ -211,8 +211,9 @@ START_TEST(applied_to_the_consumer_conf) {
     size_t n = sizeof got;
     tm_connector_config *cfg = load_ok(CONFIG("", ""));
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d.fd, d.path, id, sizeof id,
-                                        err, sizeof err),
+    int rotated = -1;
+    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d.fd, d.path, NULL, id,
+                                        sizeof id, &rotated, err, sizeof err),
                      0);
     ck_assert_int_eq(rd_kafka_conf_get(conf, "group.instance.id", got, &n),
                      RD_KAFKA_CONF_OK);
@@ -225,8 +226,8 @@ START_TEST(applied_to_the_consumer_conf) {
     dir_new(&d2);
     cfg = load_ok(CONFIG(",\"static_membership\":false", ""));
     conf = rd_kafka_conf_new();
-    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d2.fd, d2.path, id,
-                                        sizeof id, err, sizeof err),
+    ck_assert_int_eq(tm_member_id_apply(conf, cfg, d2.fd, d2.path, NULL, id,
+                                        sizeof id, &rotated, err, sizeof err),
                      0);
     ck_assert_str_eq(id, "");
     n = sizeof got;
@@ -244,6 +245,133 @@ START_TEST(applied_to_the_consumer_conf) {
 }
 END_TEST
 
+/* The whole text of member.id in d ("" when missing). */
+static void read_text(dir *d, char *out, size_t size) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", d->path, TM_MEMBER_ID_FILE);
+    out[0] = '\0';
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return;
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+#define FP_A "0123456789abcdef"
+#define FP_B "fedcba9876543210"
+
+/* The id is kept while the subscription's fingerprint is the one stored
+ * with it; a different one, an unknown one (NULL) or none stored (a file
+ * of an earlier version) takes a new id, written with the fingerprint. */
+START_TEST(rotated_when_the_subscription_changes) {
+    dir d;
+    dir_new(&d);
+    char id[300], again[300], err[1024], text[512], want[512];
+    int rotated = -1;
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, id,
+                                      sizeof id, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(rotated, 0); /* the first: nothing replaced */
+    read_text(&d, text, sizeof text);
+    snprintf(want, sizeof want, "%s\nsubscription " FP_A "\n", id);
+    ck_assert_str_eq(text, want);
+
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, again,
+                                      sizeof again, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(rotated, 0);
+    ck_assert_str_eq(again, id);
+
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_B, again,
+                                      sizeof again, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(rotated, 1);
+    ck_assert_str_ne(again, id);
+    read_text(&d, text, sizeof text);
+    snprintf(want, sizeof want, "%s\nsubscription " FP_B "\n", again);
+    ck_assert_str_eq(text, want);
+
+    /* Unknown: rotated, no fingerprint kept, so rotated again next time. */
+    snprintf(id, sizeof id, "%s", again);
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", NULL, again,
+                                      sizeof again, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(rotated, 1);
+    ck_assert_str_ne(again, id);
+    read_text(&d, text, sizeof text);
+    snprintf(want, sizeof want, "%s\n", again);
+    ck_assert_str_eq(text, want);
+    /* A one-line file (an earlier version's): read as it was... */
+    ck_assert_int_eq(tm_member_id_get(d.fd, d.path, "orders", 0, id, sizeof id,
+                                      err, sizeof err),
+                     1);
+    ck_assert_str_eq(id, again);
+    /* ...and rotated once under a known subscription. */
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, again,
+                                      sizeof again, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(rotated, 1);
+    ck_assert_str_ne(again, id);
+    dir_free(&d);
+}
+END_TEST
+
+/* A second line that is not "subscription " and 16 hex digits: corrupt,
+ * refused and left as it was, never rotated over. */
+START_TEST(corrupt_subscription_refused) {
+    static const char *const BAD[] = {
+        "tidemark-orders-0123456789abcdef\nsubscription 0123456789abcde\n",
+        "tidemark-orders-0123456789abcdef\nsubscription 0123456789abcdef",
+        "tidemark-orders-0123456789abcdef\nsubscriptio 0123456789abcdef\n",
+        "tidemark-orders-0123456789abcdef\nsubscription 0123456789ABCDEF\n",
+        "tidemark-orders-0123456789abcdef\nsubscription 0123456789abcdef\n\n",
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        dir d;
+        dir_new(&d);
+        write_text(&d, TM_MEMBER_ID_FILE, BAD[i]);
+        char id[300], err[1024], text[512];
+        int rotated = -1;
+        ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, id,
+                                          sizeof id, &rotated, err, sizeof err),
+                         -1);
+        ck_assert_msg(strstr(err, "member.id is corrupt") != NULL,
+                      "case %zu: %s", i, err);
+        read_text(&d, text, sizeof text);
+        ck_assert_msg(strcmp(text, BAD[i]) == 0, "case %zu: changed", i);
+        dir_free(&d);
+    }
+}
+END_TEST
+
+/* The guard's remedy: a new id without a fingerprint; nothing when there
+ * is no file. */
+START_TEST(forget_takes_a_new_id) {
+    dir d;
+    dir_new(&d);
+    char id[300], now[300], err[1024], text[512];
+    ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
+                                                      err, sizeof err),
+                     0);
+    ck_assert_msg(!exists(&d, TM_MEMBER_ID_FILE), "forget made a file");
+    int rotated = -1;
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, id,
+                                      sizeof id, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
+                                                      err, sizeof err),
+                     0);
+    ck_assert_int_eq(tm_member_id_get(d.fd, d.path, "orders", 0, now,
+                                      sizeof now, err, sizeof err),
+                     1);
+    ck_assert_str_ne(now, id);
+    read_text(&d, text, sizeof text);
+    ck_assert_ptr_null(strstr(text, "subscription"));
+    dir_free(&d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("member_id");
     TCase *tc = tcase_create("core");
@@ -252,6 +380,9 @@ int main(void) {
     tcase_add_test(tc, corrupt_refused_not_replaced);
     tcase_add_test(tc, unreadable_refused);
     tcase_add_test(tc, applied_to_the_consumer_conf);
+    tcase_add_test(tc, rotated_when_the_subscription_changes);
+    tcase_add_test(tc, corrupt_subscription_refused);
+    tcase_add_test(tc, forget_takes_a_new_id);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
