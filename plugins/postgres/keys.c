@@ -1,9 +1,9 @@
 /* Business keys (dedup): which of a batch's keyed records are new, which
- * are duplicates and which are identity conflicts, decided as a set in one
- * statement: the batch's keys go as arrays, the keys stored before are
- * read by primary key, one INSERT stores the first occurrence of each
- * other key, and the statement answers only for the records that are not
- * simply new (a key stored before, an in-batch repeat). A key per round
+ * are duplicates and which are identity conflicts, decided as a set: the
+ * in-batch repeats here (the records sorted by identity), the distinct
+ * keys in one statement (the keys go as arrays, the keys stored before
+ * are read by primary key, one INSERT stores the others, and the
+ * statement answers only for the keys stored before). A key per round
  * trip cost a 2000-record batch 2000 round trips (docs/benchmarks.md).
  * pg_key_one is the same decision for one record: the fallback when the
  * set statement fails for a record's content (or a key stored
@@ -135,112 +135,135 @@ static void array_int(pg_buf *b, int64_t v) {
 
 enum { A_IDENT, A_HASH, A_TOPIC, A_PART, A_OFF, A_AT, NARRAYS };
 
-/* The statement: $2..$7 the keyed records' arrays (identity, payload hash,
- * topic, partition, offset, applied_at) in offset order, $8 the wall
- * clock. f: each key's first occurrence; old: the keys stored before this
- * statement (its snapshot); ins: the first occurrences of the other keys,
- * stored now. A record comes back only when it is not simply new: its key
- * stored before or a repeat of an earlier record of the batch. The INSERT
- * has no ON CONFLICT: its speculative insertion cost a third more, and
- * the keys it inserts are known absent; one stored by a concurrent
- * transaction since the snapshot fails it (23505), and the keys are then
- * decided one record at a time, which waits for that transaction. */
+/* The statement: $2..$7 the arrays (identity, payload hash, topic,
+ * partition, offset, applied_at) of each key's first occurrence, one
+ * element per distinct key (in-batch repeats are decided here, in
+ * decide_run), $8 the wall clock. old: the keys stored before (the
+ * statement's snapshot), read by one primary key probe each (LATERAL ...
+ * LIMIT 1: never a scan of every key the connector stored); the INSERT
+ * stores the others, and the answer is old alone, empty when nothing was
+ * resent. The INSERT has no ON CONFLICT: its speculative insertion writes
+ * a fourth WAL record per key (and probes again), and the keys it inserts
+ * are known absent; one stored by a concurrent transaction since the
+ * snapshot fails it (23505), and the keys are then decided one record at
+ * a time, which waits for that transaction. No sort and no join on the
+ * identities: old is matched back by ordinality. */
 static void set_sql(pg_sink *s, pg_buf *b) {
-    pg_buf_add(b, "WITH b AS (SELECT * FROM unnest($2::text[], $3::text[], "
+    pg_buf_add(b, "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], "
                   "$4::text[], $5::int[], $6::bigint[], $7::bigint[]) WITH "
                   "ORDINALITY AS u(identity, payload_hash, topic, part, off, "
-                  "at, ord)), f AS (SELECT DISTINCT ON (identity) identity, "
-                  "ord AS first FROM b ORDER BY identity, ord), old AS "
-                  "(SELECT f.identity, k.* FROM f CROSS JOIN LATERAL (SELECT "
-                  "payload_hash, first_topic, first_partition, first_offset "
-                  "FROM ");
+                  "at, ord)), old AS MATERIALIZED (SELECT u.ord, k.* FROM u "
+                  "CROSS JOIN LATERAL (SELECT payload_hash, first_topic, "
+                  "first_partition, first_offset FROM ");
     pg_buf_add(b, s->q_keys);
-    /* LATERAL ... LIMIT 1: one primary key probe per key of the batch,
-     * never a scan of every key the connector stored (the planner takes
-     * a hash join over a sequential scan for a thousand keys) */
-    pg_buf_add(b, " WHERE connector = $1 AND identity = f.identity LIMIT 1) "
+    pg_buf_add(b, " WHERE connector = $1 AND identity = u.identity LIMIT 1) "
                   "k), ins AS (INSERT INTO ");
     pg_buf_add(b, s->q_keys);
     pg_buf_add(b, " (connector, identity, payload_hash, first_topic, "
                   "first_partition, first_offset, applied_at, applied_wall) "
-                  "SELECT $1, b.identity, b.payload_hash, b.topic, b.part, "
-                  "b.off, b.at, $8::bigint FROM b JOIN f ON f.first = b.ord "
-                  "WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.identity = "
-                  "b.identity) ORDER BY b.ord RETURNING identity) "
-                  "SELECT b.ord, f.first, old.identity IS NOT NULL, "
-                  "old.payload_hash, old.first_topic, old.first_partition, "
-                  "old.first_offset FROM b JOIN f USING (identity) LEFT JOIN "
-                  "old USING (identity) LEFT JOIN ins USING (identity) WHERE "
-                  "old.identity IS NOT NULL OR b.ord <> f.first OR "
-                  "ins.identity IS NULL ORDER BY b.ord");
+                  "SELECT $1, identity, payload_hash, topic, part, off, at, "
+                  "$8::bigint FROM u WHERE NOT EXISTS (SELECT 1 FROM old "
+                  "WHERE old.ord = u.ord)) SELECT ord, payload_hash, "
+                  "first_topic, first_partition, first_offset FROM old");
 }
 
-/* Index into idx[] of a 1-based ordinality from the server, or -1. */
-static long ord_of(const char *v, size_t n) {
-    char *end;
-    long o = strtol(v, &end, 10);
-    return *end || o < 1 || (size_t)o > n ? -1 : o - 1;
+/* A keyed record: its identity and its index in the batch. */
+typedef struct key_ref {
+    const char *identity;
+    size_t j;
+} key_ref;
+
+/* By identity, then batch order: each key's records form a run whose
+ * first element is its first occurrence. Identities are compared byte for
+ * byte, as the primary key (a deterministic collation) compares them. */
+static int by_identity(const void *a, const void *b) {
+    const key_ref *x = a, *y = b;
+    int c = strcmp(x->identity, y->identity);
+    return c ? c : (x->j > y->j) - (x->j < y->j);
 }
 
-/* Reads the statement's answer into out[] and details[]. */
-static tm_status read_answer(pg_sink *s, const tm_batch *b, const size_t *idx,
-                             size_t n, PGresult *res, pg_key_set *out,
-                             tm_error *err) {
-    char detail[512];
+/* Records OUTCOME (1 or 2) of record J, with DETAIL for a conflict. */
+static tm_status put(pg_sink *s, const tm_batch *b, size_t j, int outcome,
+                     const char *detail, pg_key_set *out, tm_error *err) {
+    out->outcome[j] = (unsigned char)outcome;
+    if (outcome != 2)
+        return TM_OK;
+    if ((!out->detail &&
+         !(out->detail = calloc(b->nrecords, sizeof *out->detail))) ||
+        !(out->detail[j] = strdup(detail))) {
+        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+        return TM_RETRY;
+    }
+    return TM_OK;
+}
+
+/* The outcomes of one key's run K[0..n): ROW the statement's answer row
+ * for the key, stored before this batch (all its records compare with the
+ * stored row), or -1: the statement stored it (the first occurrence is
+ * new, the repeats compare with it). */
+static tm_status decide_run(pg_sink *s, const tm_batch *b, const key_ref *k,
+                            size_t n, PGresult *res, int row, pg_key_set *out,
+                            tm_error *err) {
+    char detail[512], part[16], off[32];
+    const char *was, *topic, *p, *o;
+    if (row < 0) {
+        const tm_record *first = TM_CELEM(tm_record, b->records, k[0].j);
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, first->range);
+        snprintf(part, sizeof part, "%d", (int)g->partition);
+        snprintf(off, sizeof off, "%lld", (long long)first->offset);
+        was = first->identity_hash;
+        topic = g->topic;
+        p = part;
+        o = off;
+        k++, n--;
+    } else {
+        was = PQgetisnull(res, row, 1) ? NULL : PQgetvalue(res, row, 1);
+        topic = PQgetvalue(res, row, 2);
+        p = PQgetvalue(res, row, 3);
+        o = PQgetvalue(res, row, 4);
+    }
+    tm_status r = TM_OK;
+    for (size_t i = 0; i < n && r == TM_OK; i++) {
+        const tm_record *rec = TM_CELEM(tm_record, b->records, k[i].j);
+        int same = same_hash(was, rec->identity_hash);
+        if (!same)
+            conflict_detail(detail, sizeof detail, rec->identity, topic, p, o,
+                            was, rec->identity_hash);
+        r = put(s, b, k[i].j, same ? 1 : 2, detail, out, err);
+    }
+    return r;
+}
+
+/* Appends record J's elements to the arrays. */
+static void add_key(const tm_batch *b, size_t j, int64_t wall_ms, pg_buf *a,
+                    int more) {
+    const tm_record *rec = TM_CELEM(tm_record, b->records, j);
+    const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
+    for (int k = 0; k < NARRAYS; k++)
+        pg_buf_add(&a[k], more ? "," : "{");
+    array_text(&a[A_IDENT], rec->identity);
+    array_text(&a[A_HASH], rec->identity_hash);
+    array_text(&a[A_TOPIC], g->topic);
+    array_int(&a[A_PART], g->partition);
+    array_int(&a[A_OFF], rec->offset);
+    array_int(&a[A_AT], pg_applied_at(rec, wall_ms));
+}
+
+/* Reads the statement's answer: ROW_OF[u] its row for distinct key u (the
+ * answer's 1-based ordinality), -1 for the keys it stored. */
+static tm_status read_rows(pg_sink *s, PGresult *res, int *row_of, size_t m,
+                           tm_error *err) {
+    for (size_t u = 0; u < m; u++)
+        row_of[u] = -1;
     for (int i = 0; i < PQntuples(res); i++) {
-        long o = ord_of(PQgetvalue(res, i, 0), n),
-             f = ord_of(PQgetvalue(res, i, 1), n);
-        if (o < 0 || f < 0) {
+        char *end;
+        long o = strtol(PQgetvalue(res, i, 0), &end, 10);
+        if (*end || o < 1 || (size_t)o > m || row_of[o - 1] >= 0) {
             s->host->set_error(err, "business keys: the server answered "
                                     "an ordinality out of range");
             return TM_FATAL;
         }
-        size_t j = idx[o];
-        const tm_record *r = TM_CELEM(tm_record, b->records, j);
-        int same;
-        if (PQgetvalue(res, i, 2)[0] == 't') {
-            /* stored before this batch */
-            const char *h =
-                PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3);
-            same = same_hash(h, r->identity_hash);
-            if (!same)
-                conflict_detail(detail, sizeof detail, r->identity,
-                                PQgetvalue(res, i, 4), PQgetvalue(res, i, 5),
-                                PQgetvalue(res, i, 6), h, r->identity_hash);
-        } else if (o != f) {
-            /* a repeat of record idx[f], stored by this statement */
-            const tm_record *first = TM_CELEM(tm_record, b->records, idx[f]);
-            const tm_range *g = TM_CELEM(tm_range, b->ranges, first->range);
-            char part[16], off[32];
-            snprintf(part, sizeof part, "%d", (int)g->partition);
-            snprintf(off, sizeof off, "%lld", (long long)first->offset);
-            same = same_hash(first->identity_hash, r->identity_hash);
-            if (!same)
-                conflict_detail(detail, sizeof detail, r->identity, g->topic,
-                                part, off, first->identity_hash,
-                                r->identity_hash);
-        } else {
-            /* neither in the snapshot nor stored: cannot happen (the
-             * INSERT fails instead); the batch again decides it */
-            s->host->set_error(err, "business key %.*s not stored",
-                               (int)pg_utf8_prefix(r->identity, 100),
-                               r->identity);
-            return TM_RETRY;
-        }
-        out->outcome[j] = same ? 1 : 2;
-        if (!same) {
-            if (!out->detail &&
-                !(out->detail = calloc(b->nrecords, sizeof *out->detail))) {
-                s->host->set_error(err, "out of memory (batch %s)",
-                                   b->batch_id);
-                return TM_RETRY;
-            }
-            if (!(out->detail[j] = strdup(detail))) {
-                s->host->set_error(err, "out of memory (batch %s)",
-                                   b->batch_id);
-                return TM_RETRY;
-            }
-        }
+        row_of[o - 1] = i;
     }
     return TM_OK;
 }
@@ -248,33 +271,35 @@ static tm_status read_answer(pg_sink *s, const tm_batch *b, const size_t *idx,
 tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
                          const unsigned char *keyed, int64_t wall_ms,
                          pg_key_set *out, tm_error *err) {
-    size_t n = 0, *idx = malloc((b->nrecords ? b->nrecords : 1) * sizeof *idx);
+    size_t n = 0, m = 0, cap = b->nrecords ? b->nrecords : 1;
+    key_ref *k = malloc(cap * sizeof *k);
+    size_t *run =
+        malloc((cap + 1) * sizeof *run); /* key u: k[run[u] .. run[u+1]) */
+    int *row_of = malloc(cap * sizeof *row_of);
     pg_buf a[NARRAYS] = {{0}}, q = {0};
     tm_status r = TM_OK;
     PGresult *res = NULL;
-    if (!idx) {
+    if (!k || !run || !row_of) {
         s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
-        return TM_RETRY;
+        r = TM_RETRY;
+        goto done;
     }
-    for (size_t j = 0; j < b->nrecords; j++) {
-        if (!keyed[j])
-            continue;
-        const tm_record *rec = TM_CELEM(tm_record, b->records, j);
-        const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
-        for (int k = 0; k < NARRAYS; k++)
-            pg_buf_add(&a[k], n ? "," : "{");
-        array_text(&a[A_IDENT], rec->identity);
-        array_text(&a[A_HASH], rec->identity_hash);
-        array_text(&a[A_TOPIC], g->topic);
-        array_int(&a[A_PART], g->partition);
-        array_int(&a[A_OFF], rec->offset);
-        array_int(&a[A_AT], pg_applied_at(rec, wall_ms));
-        idx[n++] = j;
-    }
+    for (size_t j = 0; j < b->nrecords; j++)
+        if (keyed[j])
+            k[n++] = (key_ref){TM_CELEM(tm_record, b->records, j)->identity, j};
+    if (n == 0)
+        goto done;
+    qsort(k, n, sizeof *k, by_identity);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(k[i].identity, k[i - 1].identity) != 0) {
+            add_key(b, k[i].j, wall_ms, a, m > 0);
+            run[m++] = i;
+        }
+    run[m] = n;
     int oom = 0;
-    for (int k = 0; k < NARRAYS; k++) {
-        pg_buf_add(&a[k], n ? "}" : "{}");
-        oom |= a[k].oom;
+    for (int i = 0; i < NARRAYS; i++) {
+        pg_buf_add(&a[i], "}");
+        oom |= a[i].oom;
     }
     set_sql(s, &q);
     char wall[32];
@@ -282,21 +307,27 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
     const char *v[8] = {
         s->config->connector, a[A_IDENT].p, a[A_HASH].p, a[A_TOPIC].p,
         a[A_PART].p,          a[A_OFF].p,   a[A_AT].p,   wall};
-    if (n > 0 && (oom || q.oom)) {
+    if (oom || q.oom) {
         s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
         r = TM_RETRY;
-    } else if (n > 0) {
-        s->last_state[0] = '\0';
-        res = pg_query(s, q.p, 8, v, NULL, NULL, 1, "storing business keys", &r,
-                       err);
-        if (res)
-            r = read_answer(s, b, idx, n, res, out, err);
+        goto done;
     }
+    s->last_state[0] = '\0';
+    res =
+        pg_query(s, q.p, 8, v, NULL, NULL, 1, "storing business keys", &r, err);
+    if (!res || (r = read_rows(s, res, row_of, m, err)) != TM_OK)
+        goto done;
+    for (size_t u = 0; u < m && r == TM_OK; u++)
+        r = decide_run(s, b, k + run[u], run[u + 1] - run[u], res, row_of[u],
+                       out, err);
+done:
     PQclear(res);
-    for (int k = 0; k < NARRAYS; k++)
-        pg_buf_free(&a[k]);
+    for (int i = 0; i < NARRAYS; i++)
+        pg_buf_free(&a[i]);
     pg_buf_free(&q);
-    free(idx);
+    free(k);
+    free(run);
+    free(row_of);
     return r;
 }
 

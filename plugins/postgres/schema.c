@@ -50,19 +50,26 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
     pg_buf_add(b, " (connector, topic, \"partition\", \"offset\"); "
                   "CREATE TABLE IF NOT EXISTS ");
     pg_buf_add(b, s->q_keys);
-    pg_buf_add(b,
-               " (connector text NOT NULL, identity text NOT NULL, "
-               "payload_hash text, first_topic text NOT NULL, "
-               "first_partition integer NOT NULL, first_offset bigint NOT "
-               "NULL, applied_at bigint NOT NULL, applied_wall bigint NOT "
-               "NULL, PRIMARY KEY (connector, identity)); CREATE INDEX IF NOT "
-               "EXISTS " PG_KEYS "_by_age ON ");
-    pg_buf_add(b, s->q_keys);
+    pg_buf_add(b, " (connector text NOT NULL, identity text NOT NULL, "
+                  "payload_hash text, first_topic text NOT NULL, "
+                  "first_partition integer NOT NULL, first_offset bigint NOT "
+                  "NULL, applied_at bigint NOT NULL, applied_wall bigint NOT "
+                  "NULL, PRIMARY KEY (connector, identity)); ");
+    /* The keys' age index serves only the retention's pruning, and every
+     * key stored pays for it: a connector with a retention makes it (the
+     * keys table is shared by the schema's connectors: once made, it is
+     * kept and every connector's keys go into it); one without never
+     * reads it. */
+    if (s->set.retention_s > 0) {
+        pg_buf_add(b, "CREATE INDEX IF NOT EXISTS " PG_KEYS "_by_age ON ");
+        pg_buf_add(b, s->q_keys);
+        pg_buf_add(b, " (connector, applied_at); ");
+    }
     /* applied_wall came later: a table from before gets it, its old keys
      * counting as applied now (the safe side: kept the retention from
      * here). now() is stable, so PostgreSQL evaluates it once and does not
      * rewrite the table; the sink always writes the column itself. */
-    pg_buf_add(b, " (connector, applied_at); ALTER TABLE ");
+    pg_buf_add(b, "ALTER TABLE ");
     pg_buf_add(b, s->q_keys);
     pg_buf_add(b, " ADD COLUMN IF NOT EXISTS applied_wall bigint NOT NULL "
                   "DEFAULT (extract(epoch FROM now()) * 1000)::bigint; "
@@ -146,12 +153,9 @@ static int schema_complete(pg_sink *s) {
     pg_buf_add(&bd, "." PG_DEAD_LETTERS "_by_offset");
     int complete = 0;
     if (!bk.oom && !bd.oom) {
-        const char *v[7] = {s->q_markers,
-                            s->q_owners,
-                            s->q_dls,
-                            s->q_keys,
-                            bk.p,
-                            bd.p,
+        const char *v[7] = {s->q_markers, s->q_owners, s->q_dls, s->q_keys,
+                            /* the age index only with a retention */
+                            s->set.retention_s > 0 ? bk.p : s->q_keys, bd.p,
                             s->set.create ? s->q_table : s->q_markers};
         tm_status r;
         tm_error scratch = {sizeof scratch, ""};

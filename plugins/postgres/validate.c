@@ -152,24 +152,29 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     return r;
 }
 
-/* An existing helper TABLE lacking any of COLUMNS (a text[] literal) gets
- * them at open by ALTER TABLE ... ADD COLUMN IF NOT EXISTS (schema.c),
- * which only the table's owner (or a member of its role) may run: open
- * would fail with 42501, so validate refuses naming the owner and the
- * fix. A table that has them all needs no ALTER and no ownership. */
-static tm_status owner_for_columns(pg_sink *s, const char *role,
-                                   const char *table, const char *columns,
-                                   const char *what, tm_error *err) {
-    const char *v[2] = {table, columns};
-    tm_status r;
-    PGresult *res = pg_query(
-        s,
-        "SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = "
-        "to_regclass($1) AND NOT pg_has_role(current_user, c.relowner, "
-        "'USAGE') AND (SELECT count(*) FROM pg_attribute a WHERE a.attrelid "
-        "= c.oid AND NOT a.attisdropped AND a.attname = ANY($2::text[])) < "
-        "cardinality($2::text[])",
-        2, v, NULL, NULL, 1, "validate: reading the table's owner", &r, err);
+/* An existing helper TABLE for which MISSING (an SQL condition on its
+ * pg_class row c, with $2 = ARG) holds gets WHAT at open by HOW
+ * (schema.c), which only the table's owner (or a member of its role) may
+ * run: open would fail with 42501, so validate refuses naming the owner
+ * and the fix. A table that needs nothing needs no ownership. */
+static tm_status owner_needed(pg_sink *s, const char *role, const char *table,
+                              const char *missing, const char *arg,
+                              const char *what, const char *how,
+                              tm_error *err) {
+    const char *v[2] = {table, arg};
+    tm_status r = TM_RETRY;
+    pg_buf q = {0};
+    pg_buf_add(&q, "SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE "
+                   "c.oid = to_regclass($1) AND NOT pg_has_role(current_user, "
+                   "c.relowner, 'USAGE') AND ");
+    pg_buf_add(&q, missing);
+    PGresult *res =
+        q.oom ? NULL
+              : pg_query(s, q.p, 2, v, NULL, NULL, 1,
+                         "validate: reading the table's owner", &r, err);
+    if (q.oom)
+        s->host->set_error(err, "out of memory");
+    pg_buf_free(&q);
     if (!res)
         return r;
     if (PQntuples(res) == 1) {
@@ -177,18 +182,30 @@ static tm_status owner_for_columns(pg_sink *s, const char *role,
         s->host->set_error(err,
                            "privileges: role \"%s\" is not the owner of "
                            "table %s (owner \"%s\"), and open must add %s to "
-                           "it with ALTER TABLE, which needs the owner: the "
-                           "owner opens the sink once (or runs the ALTER TABLE "
-                           "of docs/sinks/postgres.md), or GRANT \"%s\" TO "
+                           "it with %s, which needs the owner: the owner "
+                           "opens the sink once (or runs the %s of "
+                           "docs/sinks/postgres.md), or GRANT \"%s\" TO "
                            "\"%s\"",
-                           role, table, owner, what, owner, role);
+                           role, table, owner, what, how, how, owner, role);
         r = TM_INVALID;
     }
     PQclear(res);
     return r;
 }
 
-/* The helper tables open alters when they come from an older version. */
+/* The columns of the text[] literal COLUMNS, added by ALTER TABLE. */
+static tm_status owner_for_columns(pg_sink *s, const char *role,
+                                   const char *table, const char *columns,
+                                   const char *what, tm_error *err) {
+    return owner_needed(s, role, table,
+                        "(SELECT count(*) FROM pg_attribute a WHERE a.attrelid "
+                        "= c.oid AND NOT a.attisdropped AND a.attname = "
+                        "ANY($2::text[])) < cardinality($2::text[])",
+                        columns, what, "ALTER TABLE", err);
+}
+
+/* The helper tables open alters when they come from an older version, and
+ * the keys' age index, made by the first connector with a retention. */
 static tm_status owners(pg_sink *s, const char *role, tm_error *err) {
     tm_status r =
         owner_for_columns(s, role, s->q_markers,
@@ -197,6 +214,20 @@ static tm_status owners(pg_sink *s, const char *role, tm_error *err) {
     if (r == TM_OK)
         r = owner_for_columns(s, role, s->q_keys, "{applied_wall}",
                               "the column applied_wall", err);
+    if (r == TM_OK && s->set.retention_s > 0) {
+        pg_buf age = {0};
+        pg_buf_add(&age, s->q_schema);
+        pg_buf_add(&age, "." PG_KEYS "_by_age");
+        if (age.oom) {
+            s->host->set_error(err, "out of memory");
+            r = TM_RETRY;
+        } else {
+            r = owner_needed(s, role, s->q_keys, "to_regclass($2) IS NULL",
+                             age.p, "the retention's index " PG_KEYS "_by_age",
+                             "CREATE INDEX", err);
+        }
+        pg_buf_free(&age);
+    }
     return r;
 }
 

@@ -87,12 +87,23 @@ static const char HELPERS[] =
     "connector TEXT NOT NULL, identity TEXT NOT NULL, payload_hash TEXT, "
     "first_topic TEXT NOT NULL, first_partition INTEGER NOT NULL, "
     "first_offset INTEGER NOT NULL, applied_at INTEGER NOT NULL, "
-    "applied_wall INTEGER NOT NULL, PRIMARY KEY (connector, identity));"
-    "CREATE INDEX IF NOT EXISTS " SQ_KEYS "_by_age ON " SQ_KEYS
-    " (connector, applied_at);"
+    "applied_wall INTEGER NOT NULL, PRIMARY KEY (connector, identity)) "
+    /* One B-tree keyed by the key: a rowid table wrote every key twice,
+     * its row and its primary key index entry (docs/benchmarks.md). A
+     * keys table made before (with a rowid) is used as it is: the
+     * statements are the same. */
+    "WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS " SQ_OWNERS " ("
     "table_name TEXT NOT NULL, connector TEXT NOT NULL, shared INTEGER NOT "
     "NULL, PRIMARY KEY (table_name, connector));";
+
+/* The keys' age index serves only the retention's pruning, and every key
+ * stored writes it: a connector with a retention makes it (the keys table
+ * is shared by the database's connectors: once made, it is kept and holds
+ * every connector's keys); one without never reads it. */
+static const char AGE_INDEX[] =
+    "CREATE INDEX IF NOT EXISTS " SQ_KEYS "_by_age ON " SQ_KEYS
+    " (connector, applied_at);";
 
 /* The marker's lineage (ABI 1.1), added to a markers table made before
  * it: SQLite has no ADD COLUMN IF NOT EXISTS, so lineage_columns() says
@@ -169,6 +180,7 @@ static int schema_complete(sq_sink *s) {
     static const char *const HELPER_NAMES[] = {
         SQ_MARKERS, SQ_DEAD_LETTERS,   SQ_DEAD_LETTERS "_by_offset",
         SQ_KEYS,    SQ_KEYS "_by_age", SQ_OWNERS};
+    enum { AGE = 4 };
     sq_buf key = {0};
     sq_buf_add(&key, s->set.table);
     sq_buf_add(&key, "_tm_key");
@@ -178,9 +190,14 @@ static int schema_complete(sq_sink *s) {
                                 "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                                 -1, &st, NULL);
     const int nhelpers = (int)(sizeof HELPER_NAMES / sizeof HELPER_NAMES[0]);
-    for (int i = 0; rc == SQLITE_OK && i < nhelpers; i++)
+    int want = 0;
+    for (int i = 0; rc == SQLITE_OK && i < nhelpers; i++) {
+        /* the age index only with a retention (AGE_INDEX) */
+        if (i == AGE && s->set.retention_s == 0)
+            continue;
         rc = sqlite3_bind_text(st, i + 1, HELPER_NAMES[i], -1, SQLITE_STATIC);
-    int want = nhelpers;
+        want++;
+    }
     if (rc == SQLITE_OK && s->set.create) {
         rc = sqlite3_bind_text(st, 7, s->set.table, -1, SQLITE_STATIC);
         want++;
@@ -204,6 +221,8 @@ tm_status sq_schema_create(sq_sink *s, tm_error *err) {
         return TM_OK;
     sq_buf b = {0};
     sq_buf_add(&b, HELPERS);
+    if (s->set.retention_s > 0)
+        sq_buf_add(&b, AGE_INDEX);
     if (s->set.create)
         target_ddl(s, &b);
     if (b.oom) {

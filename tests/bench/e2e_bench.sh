@@ -9,6 +9,9 @@
 #   memory      peak RSS of a host draining backlogs of MEM_BACKLOGS records into SQLite;
 #   scaling     1, 2, 4 connectors in one process; 2 processes in one group;
 #   restart     launch -> claim and -> first commit with RESTART_BACKLOGS pending;
+#   dedup       each sink of --dedup-sinks for each batch size and share of resent records
+#               (--dedup-resent, percent): append, append with dedup and upsert, records/s
+#               and the ratios dedup/append and upsert/append;
 #   plot        the throughput by sink and batch size as a PNG (matplotlib, scripts/python-venv.sh);
 #   peer        the Kafka Connect peer (tests/bench/connect_peer.sh), when postgres is a sink.
 # The parts are in tests/bench/e2e/*.sh; marker_sampler (tests/bench/marker_sampler.c)
@@ -17,6 +20,7 @@
 # Usage: tests/bench/e2e_bench.sh [--parts LIST] [--records N] [--batch N] [--batches LIST]
 #          [--sinks LIST] [--rates LIST] [--fresh-seconds S] [--mem-backlogs LIST]
 #          [--restart-backlogs LIST] [--scaling-sinks LIST] [--connectors LIST]
+#          [--dedup-sinks LIST] [--dedup-resent LIST]
 #          [--results DIR] [--smoke]
 #   --smoke: tiny sizes for every part, a couple of minutes, for CI: checks that the
 #            script still works; the numbers are not judged.
@@ -31,7 +35,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT="$PWD"
 exec </dev/null
 
-PARTS="throughput,freshness,memory,scaling,restart,plot,peer"
+PARTS="throughput,freshness,memory,scaling,restart,dedup,plot,peer"
 RECORDS=1000000
 BATCH=10000
 BATCHES="100,1000,10000"
@@ -43,6 +47,8 @@ MEM_BACKLOGS="1000000,10000000"
 RESTART_BACKLOGS="0,1000000,10000000"
 SCALING_SINKS="sqlite,postgres"
 SCALING_CONNECTORS="1,2,4"
+DEDUP_SINKS="sqlite,postgres"
+DEDUP_RESENT="0,10"
 RESULTS=""
 SMOKE=0
 while [ $# -gt 0 ]; do
@@ -58,6 +64,8 @@ while [ $# -gt 0 ]; do
     --restart-backlogs) RESTART_BACKLOGS="$2"; shift 2 ;;
     --scaling-sinks) SCALING_SINKS="$2"; shift 2 ;;
     --connectors) SCALING_CONNECTORS="$2"; shift 2 ;;
+    --dedup-sinks) DEDUP_SINKS="$2"; shift 2 ;;
+    --dedup-resent) DEDUP_RESENT="$2"; shift 2 ;;
     --results) RESULTS="$2"; shift 2 ;;
     --smoke) SMOKE=1; shift ;;
     -h|--help) awk 'NR > 1 && /^# shellcheck/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -67,6 +75,7 @@ done
 if [ "$SMOKE" = 1 ]; then
   RECORDS=20000 BATCH=1000 BATCHES=1000 RATES=1000 FRESH_SECONDS=4
   MEM_BACKLOGS=20000,40000 RESTART_BACKLOGS=0,40000 SCALING_SINKS=sqlite SCALING_CONNECTORS=1,2
+  DEDUP_RESENT=10
 fi
 TIMEOUT="${BENCH_TIMEOUT:-$([ "$SMOKE" = 1 ] && echo 300 || echo 1800)}"
 PARTS_N=8
@@ -87,6 +96,8 @@ has_part() { [[ ",$PARTS," == *",$1,"* ]]; }
 . tests/bench/e2e/scaling.sh
 # shellcheck source=e2e/restart.sh
 . tests/bench/e2e/restart.sh
+# shellcheck source=e2e/dedup.sh
+. tests/bench/e2e/dedup.sh
 # shellcheck source=e2e/plot.sh
 . tests/bench/e2e/plot.sh
 # shellcheck source=e2e/peer.sh
@@ -138,7 +149,7 @@ say "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}'
 
 # The records, generated once, when a part reads them (the big topic repeats them; plot
 # and peer alone need none).
-if [[ ",$PARTS," =~ ,(throughput|freshness|memory|scaling|restart), ]]; then
+if [[ ",$PARTS," =~ ,(throughput|freshness|memory|scaling|restart|dedup), ]]; then
   python3 tests/bench/gen_records.py "$RECORDS" 1 >"$WORK/records.jsonl"
 else
   python3 tests/bench/gen_records.py 1 1 >"$WORK/records.jsonl"
@@ -157,7 +168,7 @@ for k, v in rec.items():
 print(json.dumps({"mode": "json", "columns": cols}))')"
 
 T_ALL=$SECONDS
-for part in throughput freshness memory scaling restart plot; do
+for part in throughput freshness memory scaling restart dedup plot; do
   if has_part "$part"; then
     t0=$SECONDS
     "part_$part"

@@ -507,6 +507,56 @@ START_TEST(keys_from_before_the_wall_column_are_kept) {
 }
 END_TEST
 
+/* The keys' age index serves only the retention: a connector without one
+ * does not make it (every key stored would pay for it); one with a
+ * retention makes it on the shared keys table; and a keys table made
+ * with it (by a connector with a retention, or before the index depended
+ * on one) keeps it and is used as it is by a connector without. */
+static int64_t age_index(void) {
+    return sql_int("SELECT (to_regclass('$S.tidemark_keys_by_age') IS NOT "
+                   "NULL)::int");
+}
+
+START_TEST(keys_age_index_only_with_a_retention) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 1, "a", "k1", "h1"}, {1, 1, "a", "k1", "h1"}};
+    batch_make(&b, 0, 2, m.epoch, r1, 2);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(age_index(), 0);
+    api->close(sink);
+    conf_done(&c);
+    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    sink = open_ok(&c);
+    ck_assert_int_eq(age_index(), 1);
+    m = claim1(sink);
+    rec r2[] = {{2, 2, "b", "k2", "h2"}, {3, 1, "a", "k1", "h1"}};
+    batch_make(&b, 2, 4, m.epoch, r2, 2);
+    commit_ok(sink, &b);
+    api->close(sink);
+    conf_done(&c);
+    /* without a retention again: the index made is kept and used */
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    sink = open_ok(&c);
+    m = claim1(sink);
+    rec r3[] = {{4, 2, "b", "k2", "h2"}, {5, 3, "c", "k3", "h3"}};
+    batch_make(&b, 4, 6, m.epoch, r3, 2);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(age_index(), 1);
+    char v[256];
+    sql_text("SELECT string_agg(_tm_offset::text, ',' ORDER BY _tm_offset) "
+             "FROM $S.t",
+             v, sizeof v);
+    ck_assert_str_eq(v, "0,2,5");
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys"), 3);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* A second connector on the same table: refused naming the table, the
  * other connector and the setting, unless both say "shared_table": true.
  * At claim (authoritative: TM_FATAL, nothing changed) and, earlier, at
@@ -1757,6 +1807,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
+    tcase_add_test(tc, keys_age_index_only_with_a_retention);
     tcase_add_test(tc, second_connector_on_a_table_is_refused);
     tcase_add_test(tc, upsert_index_names_fit);
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);

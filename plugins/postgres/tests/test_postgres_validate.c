@@ -205,15 +205,19 @@ END_TEST
  * COLUMN IF NOT EXISTS, which needs the table's owner: a role with every
  * privilege but not the owner passed validate, then open failed (42501).
  * validate names the owner and the fix. */
-static tm_status open_as_role(tm_error *err) {
+static tm_status open_as_role_with(const char *extra, tm_error *err) {
     conf c;
     void *sink = NULL;
-    conf_init(&c, role, NULL);
+    conf_init(&c, role, extra);
     tm_status rc = api->open(tm_host_services(), &c.config, &sink, err);
     if (sink)
         api->close(sink);
     tm_settings_free(c.settings);
     return rc;
+}
+
+static tm_status open_as_role(tm_error *err) {
+    return open_as_role_with(NULL, err);
 }
 
 START_TEST(not_the_owner_of_an_older_helper_table_is_refused) {
@@ -257,6 +261,39 @@ START_TEST(not_the_owner_of_an_older_helper_table_is_refused) {
 }
 END_TEST
 
+/* The keys' age index is made by the first connector with a retention
+ * (schema.c): on a keys table made without it, that connector's open runs
+ * CREATE INDEX, which needs the table's owner. validate refuses a role
+ * that is not, naming the owner; once the owner has opened with a
+ * retention, the role may. */
+#define RETENTION "\"dedup_retention_s\": 3600"
+START_TEST(not_the_owner_of_keys_without_the_age_index_is_refused) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL); /* no retention: no age index */
+    sql(admin, "GRANT USAGE, CREATE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT ALL ON ALL TABLES IN SCHEMA $S TO $R");
+    char grant[256];
+    snprintf(grant, sizeof grant, "GRANT CREATE ON DATABASE \"%s\" TO $R",
+             PQdb(admin));
+    sql(super, grant);
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "no retention: %s",
+                  err.message);
+    /* open as the role with a retention fails, or this proves nothing */
+    tm_status rc = open_as_role_with(RETENTION, &err);
+    ck_assert_msg(rc != TM_OK && strstr(err.message, "must be owner"),
+                  "inconclusive: open as a non-owner: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(validate_as_role(RETENTION, &err), TM_INVALID);
+    assert_mentions(err.message, "is not the owner", "tidemark_keys");
+    /* the owner opens once with a retention: the index is there */
+    make_tables(RETENTION);
+    ck_assert_msg(validate_as_role(RETENTION, &err) == TM_OK, "after: %s",
+                  err.message);
+    ck_assert_msg(open_as_role_with(RETENTION, &err) == TM_OK, "%s",
+                  err.message);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_validate");
     TCase *tc = tcase_create("privileges");
@@ -266,6 +303,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_needs_update);
     tcase_add_test(tc, schema_usage_and_create);
     tcase_add_test(tc, not_the_owner_of_an_older_helper_table_is_refused);
+    tcase_add_test(tc, not_the_owner_of_keys_without_the_age_index_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -665,6 +665,109 @@ START_TEST(no_retention_keeps_keys) {
 }
 END_TEST
 
+/* The keys' age index serves only the retention: a connector without one
+ * does not make it (every key stored would write it); one with a
+ * retention makes it; and a keys table made with it (by a connector with
+ * a retention, or before the index depended on one) keeps it and is used
+ * as it is by a connector without. */
+static int64_t age_index(void) {
+    return q_int("SELECT count(*) FROM sqlite_schema WHERE name = "
+                 "'tidemark_keys_by_age'");
+}
+
+START_TEST(keys_age_index_only_with_a_retention) {
+    conf c;
+    batch b;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 7, 1000, "x", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(age_index(), 0);
+    api->close(sink);
+    conf_done(&c);
+    conf_init(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "3600}",
+              TM_CONFIG_DEDUP, 2);
+    sink = open_ok(&c);
+    ck_assert_int_eq(age_index(), 1);
+    m = claim1(sink);
+    const rec r2[] = {{1, 7, 1000, "x", "order-7", "h"}};
+    batch_make(&b, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b);
+    api->close(sink);
+    conf_done(&c);
+    /* without a retention again: the index made is kept and used */
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    sink = open_ok(&c);
+    m = claim1(sink);
+    const rec r3[] = {{2, 7, 1000, "x", "order-7", "h"},
+                      {3, 8, 1000, "y", "order-8", "h"}};
+    batch_make(&b, 2, 4, m.epoch, r3, 2);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(age_index(), 1);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 2);
+    ck_assert_uint_eq(now.duplicates, 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys"), 2);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A new keys table is one B-tree (WITHOUT ROWID, keyed by connector and
+ * identity): a rowid table beside its primary key index wrote each key
+ * twice (docs/benchmarks.md). */
+START_TEST(new_keys_table_is_without_rowid) {
+    conf c;
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM pragma_table_list WHERE "
+                           "name = 'tidemark_keys' AND wr = 1"),
+                     1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A keys table as the sink made it before (a rowid table, the age index)
+ * is used as it is by a connector without a retention: resends caught,
+ * new keys stored, the table not remade. */
+START_TEST(keys_table_from_before_is_used_as_it_is) {
+    conf c;
+    batch b;
+    exec_sql("CREATE TABLE tidemark_keys (connector TEXT NOT NULL, identity "
+             "TEXT NOT NULL, payload_hash TEXT, first_topic TEXT NOT NULL, "
+             "first_partition INTEGER NOT NULL, first_offset INTEGER NOT "
+             "NULL, applied_at INTEGER NOT NULL, applied_wall INTEGER NOT "
+             "NULL, PRIMARY KEY (connector, identity));"
+             "CREATE INDEX tidemark_keys_by_age ON tidemark_keys (connector, "
+             "applied_at);"
+             "INSERT INTO tidemark_keys VALUES ('unit', 'order-7', 'h', 't', "
+             "0, 0, 1000, 1000)");
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 7, 1000, "x", "order-7", "h"},
+                     {1, 8, 1000, "y", "order-8", "h"},
+                     {2, 8, 1000, "y", "order-8", "h"}};
+    batch_make(&b, 0, 3, m.epoch, r, 3);
+    commit_ok(sink, &b);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 1);
+    ck_assert_uint_eq(now.duplicates, 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 8"), 1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys"), 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM pragma_table_list WHERE "
+                           "name = 'tidemark_keys' AND wr = 0"),
+                     1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* ---- validate ----------------------------------------------------------- */
 
 START_TEST(validate_reports_both_shapes) {
@@ -1342,6 +1445,9 @@ static Suite *suite(void) {
     tcase_add_test(tc, retention_boundary);
     tcase_add_test(tc, future_timestamp_does_not_prune_recent_keys);
     tcase_add_test(tc, no_retention_keeps_keys);
+    tcase_add_test(tc, keys_age_index_only_with_a_retention);
+    tcase_add_test(tc, new_keys_table_is_without_rowid);
+    tcase_add_test(tc, keys_table_from_before_is_used_as_it_is);
     tcase_add_test(tc, validate_refuses_directory_and_uri_paths);
     tcase_add_test(tc, content_error_of_a_check_is_a_dead_letter);
     tcase_add_test(tc, replayed_dead_letter_is_stored_once);
