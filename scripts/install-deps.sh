@@ -7,6 +7,7 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config librdkafka-dev libpq-dev libjansson-dev
       libsqlite3-dev sqlite3 check libsubunit-dev kcat postgresql clang-format valgrind maven
       python3 python3-venv git
+      libzstd-dev libsnappy-dev # Parquet page codecs: plugins/iceberg-lite
       clang libclang-rt-dev) # clang + its sanitizer/libFuzzer runtimes: tests/fuzz
 # A JRE only when no java is on PATH (any Java 17+ will do for Kafka 4.x).
 if ! command -v java >/dev/null 2>&1; then

@@ -101,9 +101,12 @@ static tm_status write_rows(ice_sink *s, const tm_batch *b, int64_t snapshot_id,
     for (size_t j = 0; r == TM_OK && j < b->nrecords; j++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
-        if (!pw && !(pw = pq_writer_new(s->cols, s->ncols, 0, 0))) {
-            s->host->set_error(err, "out of memory (Parquet writer)");
-            return TM_RETRY;
+        if (!pw) {
+            if (!(pw = pq_writer_new(s->cols, s->ncols, 0, 0))) {
+                s->host->set_error(err, "out of memory (Parquet writer)");
+                return TM_RETRY;
+            }
+            pq_writer_set_codec(pw, s->set.compression);
         }
         put_record(s, pw, rec, g);
         w->rows[rec->range]++;

@@ -33,6 +33,9 @@
 /* Hidden columns of every data file: where each row came from, so that
  * scan (and tidemark verify) read offsets back from the effects. */
 #define ICE_HIDDEN_PREFIX "_tm_"
+/* Where the host's connector config holds a sink's settings: the JSON
+ * path a message about a setting's value names. */
+#define ICE_SETTINGS_PATH "$.sink.settings"
 #define ICE_NHIDDEN       3
 
 /* A file:// URI of a path of at most 4096 bytes. */
@@ -51,6 +54,7 @@ typedef struct ice_settings {
     int fsync;
     int64_t keep_snapshots; /* 0: never expire */
     int shared_table;       /* other connectors' markers are expected */
+    pq_codec compression;   /* of the Parquet pages */
 } ice_settings;
 
 typedef struct ice_sink {

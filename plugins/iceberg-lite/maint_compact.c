@@ -90,9 +90,12 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
                  "a data file has %zu columns, the schema %zu", n, c->ncols);
         return -1;
     }
-    if (!c->pw && !(c->pw = pq_writer_new(c->cols, c->ncols, 0, 0))) {
-        snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
-        return -1;
+    if (!c->pw) {
+        if (!(c->pw = pq_writer_new(c->cols, c->ncols, 0, 0))) {
+            snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
+            return -1;
+        }
+        pq_writer_set_codec(c->pw, PQ_CODEC_DEFAULT);
     }
     for (size_t k = 0; k < n; k++) {
         if (cells[k].is_null) {

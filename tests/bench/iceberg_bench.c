@@ -8,9 +8,12 @@
  *
  *   iceberg_bench [--rows N] [--batch N] [--reps N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--plugin PATH]
+ *                 [--compression zstd|snappy|none]
  * --no-fsync turns off the sink's fsyncs and the ceiling's fdatasync (what
  * is left is the CPU and the page cache); --keep-snapshots is the sink's
- * keep_snapshots setting (its default when absent).
+ * keep_snapshots setting (its default when absent); --compression is the
+ * sink's compression setting and the ceiling's codec (zstd, the sink's
+ * default, when absent).
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 
@@ -171,12 +174,14 @@ static void stamp(void *d, int64_t epoch) {
 
 static int sync_on = 1;
 static long keep_snapshots = -1; /* -1: the sink's default */
+static pq_codec codec = PQ_CODEC_DEFAULT;
 
 static double run_sink(const tm_sink_api *api, data *d, const char *path,
                        double *bytes) {
     char data_dir[1100];
     fresh_dir(path);
-    json_t *obj = json_pack("{s:s, s:b}", "path", path, "fsync", sync_on);
+    json_t *obj = json_pack("{s:s, s:b, s:s}", "path", path, "fsync", sync_on,
+                            "compression", pq_codec_name(codec));
     if (obj && keep_snapshots >= 0 &&
         json_object_set_new(obj, "keep_snapshots",
                             json_integer(keep_snapshots)) != 0)
@@ -209,6 +214,7 @@ static double run_ceiling(data *d, const char *dir, double *bytes) {
         pq_writer *w = pq_writer_new(PQ_COLS, PQ_NCOLS, 0, 0);
         if (!w)
             die("Parquet writer", "out of memory");
+        pq_writer_set_codec(w, codec);
         for (size_t i = first; i < first + n; i++) {
             const tm_value *v = &d->values[i * NCOLS];
             pq_put_i64(w, 0, v[0].v.i);
@@ -270,7 +276,10 @@ int main(int argc, char **argv) {
             dir = argv[i + 1];
         else if (!strcmp(argv[i], "--plugin"))
             plugin = argv[i + 1];
-        else
+        else if (!strcmp(argv[i], "--compression")) {
+            if (pq_codec_parse(argv[i + 1], &codec) != 0)
+                die("--compression: expected " PQ_CODEC_NAMES, argv[i + 1]);
+        } else
             die("bad argument", argv[i]);
     }
     if (!rows || !batch || !reps || reps > 100)
@@ -285,9 +294,9 @@ int main(int argc, char **argv) {
     data d;
     make_data(&d, rows, batch);
     printf("# iceberg_bench: %zu rows, %zu per batch (%zu commits), %zu reps, "
-           "dir %s, %s, keep_snapshots %ld\n",
+           "dir %s, %s, keep_snapshots %ld, compression %s\n",
            rows, batch, d.nbatches, reps, dir, sync_on ? "fsync" : "no fsync",
-           keep_snapshots);
+           keep_snapshots, pq_codec_name(codec));
     double ts[100], tb[100], bs = 0, bb = 0;
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
         tb[r] = run_ceiling(&d, bare_dir, &bb);
@@ -302,6 +311,8 @@ int main(int argc, char **argv) {
     printf("sink:                                    %.0f rows/s, %.1f MB/s "
            "(median of %zu)\n",
            (double)rows / ms, bs / ms / 1e6, reps);
+    printf("data files: %.1f bytes/row (sink), %.1f bytes/row (ceiling)\n",
+           bs / (double)rows, bb / (double)rows);
     printf("ratio sink/ceiling: %.3f\n", mb / ms);
     fresh_dir(sink_dir);
     fresh_dir(bare_dir);
