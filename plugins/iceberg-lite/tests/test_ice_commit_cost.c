@@ -134,6 +134,46 @@ START_TEST(metadata_json_is_compact) {
 }
 END_TEST
 
+/* A table written before the metadata went compact (every version
+ * indented) opens and appends; the new version is compact. */
+START_TEST(indented_table_still_appends) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_range(sink, m.epoch, 0, 3, 0);
+    ice_api->close(sink);
+    for (int v = 1; v <= 3; v++) { /* as the earlier writer left them */
+        char path[600];
+        json_error_t je;
+        snprintf(path, sizeof path, "%s/metadata/v%d.metadata.json", fx.table,
+                 v);
+        json_t *meta = json_load_file(path, 0, &je);
+        ck_assert_msg(meta != NULL, "%s", je.text);
+        ck_assert_int_eq(json_dump_file(meta, path, JSON_INDENT(2)), 0);
+        json_decref(meta);
+    }
+    sink = open_with("{\"path\": \"$T\"}");
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_range(sink, m.epoch, 3, 3, 0);
+    size_t rows = 0, dls = 0;
+    int64_t max = -1;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
+    ck_assert_uint_eq(rows, 6);
+    ck_assert_int_eq(max, 5);
+    ice_api->close(sink);
+    char path[600];
+    uint8_t *text;
+    size_t len;
+    char why[512];
+    snprintf(path, sizeof path, "%s/metadata/v5.metadata.json", fx.table);
+    ck_assert_msg(fs_read_all(path, &text, &len, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_ptr_null(memchr(text, '\n', len));
+    free(text);
+}
+END_TEST
+
 /* A commit with fsync on: one syncfs (every file it wrote, data,
  * dead letters, manifests, the staged metadata, durable at once) before
  * the link, and one fsync (of metadata/, the link itself) after it. The
@@ -252,6 +292,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, metadata_json_is_compact);
+    tcase_add_test(tc, indented_table_still_appends);
     tcase_add_test(tc, one_barrier_and_one_fsync_per_commit);
     tcase_add_test(tc, no_sync_calls_without_fsync);
     tcase_add_test(tc, manifest_merges_cost_bounded);
