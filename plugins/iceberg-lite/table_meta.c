@@ -43,8 +43,8 @@ static char *join(const char *a, const char *b) {
 }
 
 void ice_table_free(ice_table *t) {
-    if (t->has_barrier)
-        close(t->barrier_fd);
+    for (int i = 0; i < t->nbarrier; i++)
+        close(t->barrier_fds[i]);
     free(t->root);
     free(t->location);
     free(t->meta_dir);
@@ -140,6 +140,38 @@ int ice_table_check_path(const char *path, int create, char *why,
     return root_fits(path, real, why, why_size);
 }
 
+/* The barrier's descriptors: the table's directory, then each of
+ * metadata/, data/ and dead_letters/ that is on another file system than
+ * those already held (one syncfs per file system the commit writes on).
+ * A missing subdirectory holds nothing to sync. 0, or -1 with why. */
+static int open_barriers(ice_table *t, char *why, size_t why_size) {
+    const char *dirs[] = {t->root, t->meta_dir, t->data_dir, t->dl_dir};
+    dev_t devs[4];
+    for (size_t i = 0; i < 4; i++) {
+        int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 && (i > 0 && errno == ENOENT))
+            continue;
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            snprintf(why, why_size, "table directory %s: %s", dirs[i],
+                     strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        int seen = 0;
+        for (int k = 0; k < t->nbarrier; k++)
+            seen |= devs[k] == st.st_dev;
+        if (seen) {
+            close(fd);
+            continue;
+        }
+        devs[t->nbarrier] = st.st_dev;
+        t->barrier_fds[t->nbarrier++] = fd;
+    }
+    return 0;
+}
+
 int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size) {
     memset(t, 0, sizeof *t);
@@ -178,16 +210,9 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
         ice_table_free(t);
         return -1;
     }
-    if (fsync) {
-        t->barrier_fd =
-            fs_open_nofollow(t->root, O_RDONLY | O_DIRECTORY, why, why_size);
-        if (t->barrier_fd == -1)
-            snprintf(why, why_size, "table directory %s: gone", t->root);
-        if (t->barrier_fd < 0) {
-            ice_table_free(t);
-            return -1;
-        }
-        t->has_barrier = 1;
+    if (fsync && open_barriers(t, why, why_size) != 0) {
+        ice_table_free(t);
+        return -1;
     }
     return 0;
 }
@@ -608,11 +633,11 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
      * (data, dead letters, manifests, the dead-letter index, this temp
      * file) and their directory entries are durable once it returns, so
      * nothing the link publishes can be lost or torn by an OS crash. */
-    if (rc == 0 && t->has_barrier &&
-        fs_sync_fs(t->barrier_fd, t->root, why, why_size) != 0) {
-        unlink(tmp);
-        rc = -1;
-    }
+    for (int i = 0; rc == 0 && i < t->nbarrier; i++)
+        if (fs_sync_fs(t->barrier_fds[i], t->root, why, why_size) != 0) {
+            unlink(tmp);
+            rc = -1;
+        }
     return rc;
 }
 

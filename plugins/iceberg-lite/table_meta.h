@@ -24,11 +24,12 @@ typedef struct ice_table {
     char *meta_dir, *data_dir, *dl_dir;
     int fsync; /* 0 only when the user turned durability off */
     /* With fsync: the table's directory, open since ice_table_init, for
-     * the commit's one barrier (syncfs, see ice_meta_stage). Open that
-     * long so that a write-back error of any file written since is
-     * reported to it. */
-    int barrier_fd;
-    int has_barrier;
+     * the commit's one barrier (syncfs, see ice_meta_stage), and metadata/,
+     * data/ or dead_letters/ when one is another file system (a mount
+     * point). Open that long so that a write-back error of any file
+     * written since is reported to them. */
+    int barrier_fds[4];
+    int nbarrier;
     int64_t version; /* of meta; 0 when none is loaded */
     json_t *meta;    /* the current metadata */
 } ice_table;
