@@ -7,6 +7,7 @@ set -euo pipefail
 PKGS=(build-essential cmake ninja-build pkg-config librdkafka-dev libpq-dev libjansson-dev
       libsqlite3-dev sqlite3 check libsubunit-dev kcat postgresql clang-format valgrind maven
       python3 python3-venv git
+      libzstd-dev libsnappy-dev # Parquet page codecs: plugins/iceberg-lite
       man-db systemd # the package's tests: man --warnings, systemd-analyze, systemd-sysusers
       clang libclang-rt-dev # clang + its sanitizer/libFuzzer runtimes: tests/fuzz
       prometheus prometheus-node-exporter) # the metrics' judges: tests/e2e/metrics_e2e.c

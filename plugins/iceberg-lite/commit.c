@@ -1,7 +1,8 @@
 /* One batch, one new table version. The data files, the dead-letter file,
- * the manifest and the manifest list are written and fsynced first; the
- * next metadata (the new snapshot, whose summary carries every marker) goes
- * to a temp file, fsynced; link() then publishes it as v<N+1>, failing if
+ * the manifest and the manifest list are written first; the next metadata
+ * (the new snapshot, whose summary carries every marker) goes to a temp
+ * file, and one barrier (syncfs) makes all of them durable; link() then
+ * publishes it as v<N+1>, failing if
  * another writer created v<N+1> first: then the markers are read again
  * from that version and checked again (FENCED, CONFLICT, ALREADY, or go
  * on on top of it). Nothing is visible to a reader before the link, and
@@ -40,17 +41,19 @@ static void drop_own(ice_run *x) {
     }
 }
 
-/* The manifest list of the new snapshot: the parent's manifests plus one
- * for the new files, or, past ICE_MANIFEST_MAX, one merged manifest of
- * every live file. *total_files / *total_rows: what the snapshot holds. */
+/* The manifest list of the new snapshot: the parent's manifests, those a
+ * full size tier merges (ice_manifests_to_merge) replaced by the new
+ * manifest, which holds their entries and the new files. *total_files /
+ * *total_rows: what the snapshot holds. */
 static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
                                  char *list_uri, int64_t *total_files,
                                  int64_t *total_rows, tm_error *err) {
     ice_sink *s = x->s;
     json_t *cur = ice_meta_current_snapshot(s->table.meta);
-    ice_mfile *mf = NULL;
+    ice_mfile *mf = NULL, *keep = NULL, *merged = NULL;
     ice_datafile *files = NULL;
-    size_t nmf = 0, nfiles = 0;
+    unsigned char *marks = NULL;
+    size_t nmf = 0, nfiles = 0, nkeep = 0, nmerged = 0;
     char why[512];
     tm_status r = TM_OK;
     if (ice_snapshot_manifests(&s->table, cur, &mf, &nmf, why, sizeof why) !=
@@ -58,9 +61,24 @@ static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
         s->host->set_error(err, "reading the current snapshot: %s", why);
         return TM_FATAL;
     }
-    int merge = nmf + (x->w.nfiles > 0) > ICE_MANIFEST_MAX;
-    if (merge && ice_manifests_files(&s->table, mf, nmf, &files, &nfiles, why,
-                                     sizeof why) != 0) {
+    /* Shallow copies: the paths stay owned by mf. */
+    marks = calloc(nmf ? nmf : 1, 1);
+    keep = calloc(nmf ? nmf : 1, sizeof *keep);
+    merged = calloc(nmf ? nmf : 1, sizeof *merged);
+    if (!marks || !keep || !merged) {
+        s->host->set_error(err, "out of memory");
+        r = TM_RETRY;
+        goto out;
+    }
+    ice_manifests_to_merge(mf, nmf, (int64_t)x->w.nfiles, marks);
+    for (size_t i = 0; i < nmf; i++) {
+        if (marks[i])
+            merged[nmerged++] = mf[i];
+        else
+            keep[nkeep++] = mf[i];
+    }
+    if (nmerged && ice_manifests_files(&s->table, merged, nmerged, &files,
+                                       &nfiles, why, sizeof why) != 0) {
         s->host->set_error(err, "merging manifests: %s", why);
         r = TM_FATAL;
         goto out;
@@ -77,13 +95,16 @@ static tm_status write_manifests(ice_run *x, int64_t seq, int64_t parent,
     if (x->w.nfiles)
         memcpy(files + nfiles, x->w.files, x->w.nfiles * sizeof *files);
     if (ice_write_snapshot_manifests(
-            &s->table, mf, merge ? 0 : nmf, files, nnew, x->snapshot_id, parent,
-            seq, s->schema_json, &x->own, list_uri, total_files, total_rows,
-            why, sizeof why) != 0) {
+            &s->table, keep, nkeep, files, nnew, x->snapshot_id, parent, seq,
+            s->schema_json, &x->own, list_uri, total_files, total_rows, why,
+            sizeof why) != 0) {
         s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
         r = TM_RETRY;
     }
 out:
+    free(marks);
+    free(keep);
+    free(merged);
     ice_mfiles_free(mf, nmf);
     /* files: merged entries own their paths; the new ones are borrowed. */
     for (size_t i = 0; i < nfiles; i++)

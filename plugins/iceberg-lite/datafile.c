@@ -1,7 +1,8 @@
 /* A batch's effects as files: rows into Parquet data files (rolled at the
  * target file size), dead letters into their side file. Each file is new
- * (never overwritten), fsynced, then its directory fsynced, before any
- * metadata names it. */
+ * (never overwritten) and written without its own fsync: the commit's one
+ * barrier (syncfs in ice_meta_stage) makes it and its directory entry
+ * durable before any metadata naming it is linked. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +79,7 @@ static tm_status flush_file(ice_sink *s, pq_writer *pw, int64_t snapshot_id,
              w->nfiles, uuid);
     snprintf(path, sizeof path, "%s/%s", s->table.data_dir, rel);
     snprintf(uri, sizeof uri, "file://%s", path);
-    int rc =
-        fs_write_new(path, file.p, file.len, s->table.fsync, why, sizeof why);
+    int rc = fs_write_new(path, file.p, file.len, 0, why, sizeof why);
     size_t size = file.len;
     ib_buf_free(&file);
     if (rc != 0) {
@@ -101,9 +101,12 @@ static tm_status write_rows(ice_sink *s, const tm_batch *b, int64_t snapshot_id,
     for (size_t j = 0; r == TM_OK && j < b->nrecords; j++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
-        if (!pw && !(pw = pq_writer_new(s->cols, s->ncols, 0, 0))) {
-            s->host->set_error(err, "out of memory (Parquet writer)");
-            return TM_RETRY;
+        if (!pw) {
+            if (!(pw = pq_writer_new(s->cols, s->ncols, 0, 0))) {
+                s->host->set_error(err, "out of memory (Parquet writer)");
+                return TM_RETRY;
+            }
+            pq_writer_set_codec(pw, s->set.compression);
         }
         put_record(s, pw, rec, g);
         w->rows[rec->range]++;
@@ -136,8 +139,7 @@ static tm_status write_dead_letters(ice_sink *s, const tm_batch *b,
     snprintf(w->dl_rel, sizeof w->dl_rel, "dead_letters/%lld-%s.jsonl",
              (long long)snapshot_id, uuid);
     snprintf(w->dl_path, sizeof w->dl_path, "%s/%s", s->table.root, w->dl_rel);
-    int rc = fs_write_new(w->dl_path, text.p, text.len, s->table.fsync, why,
-                          sizeof why);
+    int rc = fs_write_new(w->dl_path, text.p, text.len, 0, why, sizeof why);
     ib_buf_free(&text);
     if (rc != 0) {
         w->dl_path[0] = w->dl_rel[0] = '\0';
@@ -160,13 +162,6 @@ tm_status ice_write_effects(ice_sink *s, const tm_batch *b, int64_t snapshot_id,
     tm_status r = write_rows(s, b, snapshot_id, w, err);
     if (r == TM_OK)
         r = write_dead_letters(s, b, snapshot_id, w, err);
-    char why[512];
-    if (r == TM_OK && s->table.fsync &&
-        ((w->nfiles && fs_sync_dir(s->table.data_dir, why, sizeof why)) ||
-         (w->dl_path[0] && fs_sync_dir(s->table.dl_dir, why, sizeof why)))) {
-        s->host->set_error(err, "%s", why);
-        r = TM_RETRY;
-    }
     if (r != TM_OK)
         ice_written_discard(w);
     return r;

@@ -1,9 +1,9 @@
 /* Dead letters as a side file of JSON lines, one object per dead letter:
  * topic, partition, offset, timestamp_ms, reason (the SDK's name), detail,
  * key and value (base64, null when absent), headers (the host's JSON text)
- * and batch_id. The file is written and fsynced before the commit and
- * named in the snapshot summary, so it belongs to the table exactly when
- * the snapshot does. */
+ * and batch_id. The file is written before the commit, durable at its
+ * barrier (ice_meta_stage), and named in the snapshot summary, so it belongs to
+ * the table exactly when the snapshot does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -50,6 +50,12 @@ int fs_write_new(const char *path, const void *data, size_t len, int sync,
     return 0;
 }
 
+int fs_sync_fs(int fd, const char *what, char *why, size_t why_size) {
+    if (syncfs(fd) != 0)
+        return fail(why, why_size, "syncfs of the file system of", what, errno);
+    return 0;
+}
+
 int fs_sync_dir(const char *dir, char *why, size_t why_size) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)

@@ -14,6 +14,12 @@
  * 0, or -1 with why (a message) filled. */
 int fs_write_new(const char *path, const void *data, size_t len, int sync,
                  char *why, size_t why_size);
+/* syncfs(2) of the file system holding FD (WHAT names it in messages):
+ * every file written on it and every directory entry made on it before
+ * the call are durable when it returns 0. Since Linux 5.8 it reports a
+ * write-back error on that file system since FD was opened (or since the
+ * last syncfs on FD). 0, or -1 with why. */
+int fs_sync_fs(int fd, const char *what, char *why, size_t why_size);
 /* fsync of a directory, so that entries created in it are durable. */
 int fs_sync_dir(const char *dir, char *why, size_t why_size);
 /* Creates DIR when missing (one level). 0 or -1. */

@@ -33,15 +33,13 @@
 /* Hidden columns of every data file: where each row came from, so that
  * scan (and tidemark verify) read offsets back from the effects. */
 #define ICE_HIDDEN_PREFIX "_tm_"
+/* Where the host's connector config holds a sink's settings: the JSON
+ * path a message about a setting's value names. */
+#define ICE_SETTINGS_PATH "$.sink.settings"
 #define ICE_NHIDDEN       3
 
 /* A file:// URI of a path of at most 4096 bytes. */
 #define ICE_URI_MAX 4200
-
-/* A manifest list keeps at most this many manifests: past it, the
- * commit merges them into one (the issue's "merge manifests past a small
- * count"), so reading a snapshot stays a few files. */
-#define ICE_MANIFEST_MAX 8
 
 typedef struct ice_settings {
     /* Strings point into the host's config, which outlives the instance. */
@@ -51,6 +49,7 @@ typedef struct ice_settings {
     int fsync;
     int64_t keep_snapshots; /* 0: never expire */
     int shared_table;       /* other connectors' markers are expected */
+    pq_codec compression;   /* of the Parquet pages */
 } ice_settings;
 
 typedef struct ice_sink {
@@ -117,7 +116,8 @@ typedef struct ice_written {
     uint64_t *rows, *dls; /* per range */
 } ice_written;
 /* Writes the batch's rows as Parquet files and its dead letters as a side
- * file, each durable (fsync, then the directories). TM_OK, TM_RETRY (I/O)
+ * file, not synced: the commit's barrier (ice_meta_stage) makes them
+ * durable before the link. TM_OK, TM_RETRY (I/O)
  * or TM_FATAL (a row the encoder refused), err set. */
 tm_status ice_write_effects(ice_sink *s, const tm_batch *b, int64_t snapshot_id,
                             ice_written *w, tm_error *err);

@@ -80,7 +80,8 @@ static int write_meta_file(ice_table *t, const char *name, const ib_buf *b,
                            size_t why_size) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", t->meta_dir, name);
-    if (fs_write_new(path, b->p, b->len, t->fsync, why, why_size) != 0)
+    /* No fsync of its own: the commit's barrier (ice_meta_stage). */
+    if (fs_write_new(path, b->p, b->len, 0, why, why_size) != 0)
         return -1;
     if (ice_own_add(own, path) != 0) {
         unlink(path);
@@ -167,8 +168,6 @@ int ice_write_snapshot_manifests(
              uuid);
     if (rc == 0)
         rc = write_meta_file(t, name, &bytes, own, list_uri, why, why_size);
-    if (rc == 0 && t->fsync && fs_sync_dir(t->meta_dir, why, why_size) != 0)
-        rc = -1;
     ib_buf_free(&bytes);
     free(all);
     return rc;

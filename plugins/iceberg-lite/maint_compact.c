@@ -70,7 +70,8 @@ static int flush(compact_ctx *c) {
     snprintf(path, sizeof path, "%s/%lld-%zu-%s.parquet", c->t->data_dir,
              (long long)c->snapshot_id, c->nwritten, uuid);
     snprintf(uri, sizeof uri, "file://%s", path);
-    rc = fs_write_new(path, file.p, file.len, c->t->fsync, c->why, c->why_size);
+    /* No fsync of its own: the commit's barrier (ice_meta_stage). */
+    rc = fs_write_new(path, file.p, file.len, 0, c->why, c->why_size);
     int64_t size = (int64_t)file.len;
     ib_buf_free(&file);
     if (rc != 0)
@@ -90,9 +91,12 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
                  "a data file has %zu columns, the schema %zu", n, c->ncols);
         return -1;
     }
-    if (!c->pw && !(c->pw = pq_writer_new(c->cols, c->ncols, 0, 0))) {
-        snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
-        return -1;
+    if (!c->pw) {
+        if (!(c->pw = pq_writer_new(c->cols, c->ncols, 0, 0))) {
+            snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
+            return -1;
+        }
+        pq_writer_set_codec(c->pw, PQ_CODEC_DEFAULT);
     }
     for (size_t k = 0; k < n; k++) {
         if (cells[k].is_null) {
@@ -117,15 +121,14 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
     return pq_size(c->pw) >= (size_t)c->target ? flush(c) : 0;
 }
 
-/* Reads the small files' rows into new files, each durable. */
+/* Reads the small files' rows into new files (durable at the commit's
+ * barrier, before the link that names them). */
 static int rewrite(compact_ctx *c) {
     for (size_t i = 0; i < c->nreplaced; i++)
         if (ice_file_rows(c->replaced[i].path, put_row, c, c->why,
                           c->why_size) != 0)
             return -1;
     if (c->pw && flush(c) != 0)
-        return -1;
-    if (c->t->fsync && fs_sync_dir(c->t->data_dir, c->why, c->why_size) != 0)
         return -1;
     return 0;
 }

@@ -69,8 +69,8 @@ static int index_text(const ice_table *t, json_t *meta, json_t *snaps,
     return 0;
 }
 
-/* A new index file: its path into path (4096 bytes; kept set if only the
- * directory fsync failed, so that the caller removes it). */
+/* A new index file: its path into path (4096 bytes). Durable with the
+ * metadata naming it, at the commit's barrier (ice_meta_stage). */
 static int write_index(const ice_table *t, const ib_buf *text, char *path,
                        char *rel, size_t rel_size, char *why, size_t why_size) {
     char uuid[37];
@@ -80,12 +80,10 @@ static int write_index(const ice_table *t, const ib_buf *text, char *path,
     }
     snprintf(rel, rel_size, "dead_letters/index-%s.txt", uuid);
     snprintf(path, 4096, "%s/%s", t->root, rel);
-    if (fs_write_new(path, text->p, text->len, t->fsync, why, why_size) != 0) {
+    if (fs_write_new(path, text->p, text->len, 0, why, why_size) != 0) {
         path[0] = '\0';
         return -1;
     }
-    if (t->fsync && fs_sync_dir(t->dl_dir, why, why_size) != 0)
-        return -1;
     return 0;
 }
 

@@ -61,6 +61,23 @@ int ice_manifest_list_decode(const uint8_t *data, size_t len, ice_mfile **out,
 int ice_manifest_decode(const uint8_t *data, size_t len, const ice_mfile *mf,
                         ice_datafile **files, size_t *n, size_t *cap);
 
+/* Merging manifests as a commit appends (Iceberg's fast append with
+ * commit.manifest.min-count-to-merge), by size tiers so that a commit's
+ * cost does not grow with the table: a manifest of e entries is in tier
+ * floor(log8(e)); when a tier (counting the smaller ones and the manifest
+ * the commit is writing) reaches ICE_MERGE_MIN_COUNT manifests, they are
+ * merged into the commit's manifest, which may then fill the next tier,
+ * and so on. Each entry is thus rewritten once per tier, and a list holds
+ * fewer than ICE_MERGE_MIN_COUNT manifests per tier. Manifests of
+ * ICE_MANIFEST_FROZEN entries or more (about 8 MB, Iceberg's
+ * commit.manifest.target-size-bytes) are never merged again. */
+#define ICE_MERGE_MIN_COUNT 8
+#define ICE_MANIFEST_FROZEN 32768
+/* Marks in merge[0..n) the manifests of mf[0..n) to merge into the
+ * manifest of a commit adding new_entries files. Returns how many. */
+size_t ice_manifests_to_merge(const ice_mfile *mf, size_t n,
+                              int64_t new_entries, unsigned char *merge);
+
 void ice_mfiles_free(ice_mfile *m, size_t n);
 void ice_datafiles_free(ice_datafile *f, size_t n);
 

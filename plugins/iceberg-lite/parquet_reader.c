@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "parquet_reader.h"
+#include "pq_codec.h"
 #include "thrift_reader.h"
 
 enum { T_BOOLEAN = 0, T_INT64 = 2, T_DOUBLE = 5, T_BYTE_ARRAY = 6 };
 
 typedef struct pq_rchunk {
     int64_t offset, size, num_values;
+    int codec; /* pq_codec */
 } pq_rchunk;
 
 typedef struct pq_rcol {
@@ -29,6 +31,10 @@ struct pq_reader {
     pq_rchunk *chunks; /* ngroups * ncols */
     size_t ngroups;
     size_t pages;
+    /* Decompressed pages: cells point into them, and callers keep cells
+     * until the reader is freed (file_rows gathers a whole file). */
+    uint8_t **pagebufs;
+    size_t npagebufs;
 };
 
 static int bad(char *why, size_t size, const char *what) {
@@ -144,8 +150,13 @@ static int read_row_groups(pq_reader *r, tr_reader *t, char *why, size_t size) {
                 pq_rchunk *ch = &r->chunks[g * r->ncols + c];
                 if (read_column_chunk(t, ch, &codec, &dict) != 0)
                     return bad(why, size, "column chunk");
-                if (codec != 0 || dict)
-                    return bad(why, size, "compressed or dictionary pages");
+                if (!pq_codec_known(codec))
+                    return bad(why, size,
+                               "a compression codec other than zstd, "
+                               "snappy or none");
+                if (dict)
+                    return bad(why, size, "dictionary pages");
+                ch->codec = codec;
                 if (ch->offset < 4 || ch->size < 0 ||
                     (uint64_t)ch->offset + (uint64_t)ch->size > r->len)
                     return bad(why, size, "chunk outside the file");
@@ -237,6 +248,9 @@ pq_reader *pq_reader_open(const uint8_t *data, size_t len, char *why,
 void pq_reader_free(pq_reader *r) {
     if (!r)
         return;
+    for (size_t i = 0; i < r->npagebufs; i++)
+        free(r->pagebufs[i]);
+    free(r->pagebufs);
     free(r->cols);
     free(r->chunks);
     free(r);
@@ -259,6 +273,10 @@ int pq_reader_find(const pq_reader *r, const char *name) {
 
 int32_t pq_reader_field_id(const pq_reader *r, size_t col) {
     return col < r->ncols ? r->cols[col].field_id : -1;
+}
+
+int pq_reader_codec(const pq_reader *r, size_t col) {
+    return col < r->ncols && r->ngroups > 0 ? r->chunks[col].codec : -1;
 }
 
 size_t pq_reader_pages(const pq_reader *r) {
@@ -292,19 +310,44 @@ static int read_levels(const uint8_t *p, size_t n, uint8_t *defs,
     return v.err || got < nvals ? -1 : 0;
 }
 
+/* The page body p[0..csize) decompressed to its usize bytes, in a buffer
+ * the reader keeps: NULL when the sizes lie or the data is corrupt. */
+static const uint8_t *inflate_page(pq_reader *r, int codec, const uint8_t *p,
+                                   int64_t csize, int64_t usize) {
+    if (usize < 0 || (uint64_t)usize > PQ_MAX_PAGE_BYTES ||
+        pq_declared_size_is(codec, p, (size_t)csize, (size_t)usize) != 0)
+        return NULL;
+    uint8_t **bufs = realloc(r->pagebufs, (r->npagebufs + 1) * sizeof *bufs);
+    if (!bufs)
+        return NULL;
+    r->pagebufs = bufs;
+    uint8_t *out = malloc(usize ? (size_t)usize : 1);
+    if (!out)
+        return NULL;
+    if (pq_decompress(codec, p, (size_t)csize, out, (size_t)usize) != 0) {
+        free(out);
+        return NULL;
+    }
+    r->pagebufs[r->npagebufs++] = out;
+    return out;
+}
+
 /* One data page: header, levels, values. *pos moves past it. */
-static int read_page(pq_reader *r, const pq_rcol *c, const uint8_t **pos,
-                     const uint8_t *end, int64_t left, int64_t *row,
-                     pq_cell_fn fn, void *ctx, char *why, size_t size) {
+static int read_page(pq_reader *r, const pq_rcol *c, int codec,
+                     const uint8_t **pos, const uint8_t *end, int64_t left,
+                     int64_t *row, pq_cell_fn fn, void *ctx, char *why,
+                     size_t size) {
     tr_reader t;
     tr_init(&t, *pos, (size_t)(end - *pos));
     tr_struct_begin(&t);
     int16_t id, did;
     int type, dtype;
-    int64_t ptype = -1, csize = -1, nvals = -1, enc = -1;
+    int64_t ptype = -1, usize = -1, csize = -1, nvals = -1, enc = -1;
     while (tr_field(&t, &id, &type) == 1) {
         if (id == 1 && type == TC_I32)
             ptype = tr_int(&t);
+        else if (id == 2 && type == TC_I32)
+            usize = tr_int(&t);
         else if (id == 3 && type == TC_I32)
             csize = tr_int(&t);
         else if (id == 5 && type == TC_STRUCT) {
@@ -328,6 +371,13 @@ static int read_page(pq_reader *r, const pq_rcol *c, const uint8_t **pos,
     r->pages++;
     const uint8_t *p = t.p, *pend = t.p + csize;
     *pos = pend;
+    if (codec != PQ_CODEC_NONE) {
+        if (!(p = inflate_page(r, codec, p, csize, usize)))
+            return bad(why, size,
+                       "a compressed page that does not decompress to its "
+                       "header's size");
+        pend = p + usize;
+    }
     uint8_t *defs = NULL;
     if (c->optional) {
         if (pend - p < 4)
@@ -410,8 +460,9 @@ int pq_reader_column(pq_reader *r, size_t col, pq_cell_fn fn, void *ctx,
         while (row - start < ch->num_values) {
             if (pos >= end)
                 return bad(why, why_size, "chunk shorter than its values");
-            int rc = read_page(r, c, &pos, end, ch->num_values - (row - start),
-                               &row, fn, ctx, why, why_size);
+            int rc = read_page(r, c, ch->codec, &pos, end,
+                               ch->num_values - (row - start), &row, fn, ctx,
+                               why, why_size);
             if (rc != 0)
                 return rc;
         }

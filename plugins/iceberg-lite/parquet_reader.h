@@ -1,7 +1,8 @@
 /* A reader of the Parquet files this plugin writes (parquet_writer.h):
- * flat schemas, PLAIN data pages v1, no compression, RLE/bit-packed
- * definition levels. scan reads its hidden coordinate columns back with
- * it; anything outside that subset is refused, never misread. */
+ * flat schemas, PLAIN data pages v1 (uncompressed, zstd or snappy: see
+ * pq_codec.h), RLE/bit-packed definition levels. scan reads its hidden
+ * coordinate columns back with it; anything outside that subset is
+ * refused, never misread. */
 #ifndef TM_ICE_PARQUET_READER_H
 #define TM_ICE_PARQUET_READER_H
 
@@ -32,6 +33,9 @@ size_t pq_reader_ncols(const pq_reader *r);
 int pq_reader_find(const pq_reader *r, const char *name);
 /* The column's field id (-1 when absent) and name. */
 int32_t pq_reader_field_id(const pq_reader *r, size_t col);
+/* The codec of the column's first chunk (pq_codec; -1 when the file has
+ * no row group). */
+int pq_reader_codec(const pq_reader *r, size_t col);
 /* Pages counted by the last pq_reader_column call (tests). */
 size_t pq_reader_pages(const pq_reader *r);
 /* Reads every value of column COL. 0; 1 stopped by fn; -1 malformed (why). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "parquet_writer.h"
+#include "pq_codec.h"
 #include "thrift_compact.h"
 
 /* parquet.thrift enums. */
@@ -13,11 +14,11 @@ enum { REP_REQUIRED = 0, REP_OPTIONAL = 1 };
 enum { CT_UTF8 = 0, CT_TIMESTAMP_MICROS = 10 };
 enum { ENC_PLAIN = 0, ENC_RLE = 3 };
 enum { PAGE_DATA = 0 };
-enum { CODEC_UNCOMPRESSED = 0 };
 
 typedef struct pq_chunk_meta {
     int64_t data_page_offset; /* in the file */
-    int64_t size;             /* page headers + pages */
+    int64_t size;             /* page headers + pages, as stored */
+    int64_t usize;            /* the same with every page uncompressed */
     int64_t num_values;
 } pq_chunk_meta;
 
@@ -35,10 +36,11 @@ typedef struct pq_col {
     /* the open row group's column chunk */
     ib_buf chunk;
     int64_t chunk_values;
+    int64_t chunk_usize; /* chunk.len with the pages uncompressed */
 } pq_col;
 
 typedef struct pq_group {
-    int64_t num_rows, file_offset, size;
+    int64_t num_rows, file_offset, size, usize;
     pq_chunk_meta *chunks; /* ncols */
 } pq_group;
 
@@ -51,7 +53,10 @@ struct pq_writer {
     int64_t rows, group_rows;
     pq_group *groups;
     size_t ngroups;
-    ib_buf scratch;
+    ib_buf scratch; /* a page's body, uncompressed */
+    ib_buf packed;  /* the same compressed */
+    pq_codec codec;
+    void *zctx; /* the codec's context, kept across pages */
     char error[160];
 };
 
@@ -105,6 +110,8 @@ void pq_writer_free(pq_writer *w) {
     free(w->cols);
     ib_buf_free(&w->file);
     ib_buf_free(&w->scratch);
+    ib_buf_free(&w->packed);
+    pq_codec_ctx_free(w->zctx);
     free(w);
 }
 
@@ -232,25 +239,36 @@ static void flush_page(pq_writer *w, pq_col *c) {
     ib_buf_add(body, c->values.p, c->values.len);
     if (c->defs.oom || c->values.oom)
         body->oom = 1;
-    if (body->len > INT32_MAX) {
-        set_error(w, "column %s: a page over 2 GiB", c->name);
+    if (body->len > PQ_MAX_PAGE_BYTES) {
+        set_error(w, "column %s: a page over 1 GiB", c->name);
         return;
     }
+    ib_buf *packed = &w->packed;
+    ib_buf_reset(packed);
+    if (w->codec != PQ_CODEC_NONE && ib_buf_ok(body) &&
+        pq_compress(w->codec, &w->zctx, body->p, body->len, packed) != 0) {
+        set_error(w, "column %s: compressing a page failed", c->name);
+        return;
+    }
+    if (w->codec == PQ_CODEC_NONE)
+        packed = body;
+    size_t header_at = c->chunk.len;
     tc_writer t;
     tc_init(&t, &c->chunk);
     tc_struct_begin(&t); /* PageHeader */
     tc_field_i32(&t, 1, PAGE_DATA);
-    tc_field_i32(&t, 2, (int32_t)body->len); /* uncompressed_page_size */
-    tc_field_i32(&t, 3, (int32_t)body->len); /* compressed_page_size */
-    tc_field_struct(&t, 5);                  /* data_page_header */
-    tc_field_i32(&t, 1, (int32_t)c->nvals);  /* num_values, nulls too */
+    tc_field_i32(&t, 2, (int32_t)body->len);   /* uncompressed_page_size */
+    tc_field_i32(&t, 3, (int32_t)packed->len); /* compressed_page_size */
+    tc_field_struct(&t, 5);                    /* data_page_header */
+    tc_field_i32(&t, 1, (int32_t)c->nvals);    /* num_values, nulls too */
     tc_field_i32(&t, 2, ENC_PLAIN);
     tc_field_i32(&t, 3, ENC_RLE); /* definition levels */
     tc_field_i32(&t, 4, ENC_RLE); /* repetition levels (none written) */
     tc_struct_end(&t);
     tc_struct_end(&t);
-    ib_buf_add(&c->chunk, body->p, body->len);
-    if (body->oom)
+    c->chunk_usize += (int64_t)(c->chunk.len - header_at + body->len);
+    ib_buf_add(&c->chunk, packed->p, packed->len);
+    if (body->oom || packed->oom)
         c->chunk.oom = 1;
     c->chunk_values += c->nvals;
     c->nvals = c->nbools = 0;
@@ -276,18 +294,21 @@ static void flush_group(pq_writer *w) {
     }
     w->ngroups++;
     g->num_rows = w->group_rows;
+    g->usize = 0;
     g->file_offset = (int64_t)w->file.len;
     for (size_t i = 0; i < w->ncols; i++) {
         pq_col *c = &w->cols[i];
         flush_page(w, c);
         g->chunks[i].data_page_offset = (int64_t)w->file.len;
         g->chunks[i].size = (int64_t)c->chunk.len;
+        g->chunks[i].usize = c->chunk_usize;
         g->chunks[i].num_values = c->chunk_values;
         ib_buf_add(&w->file, c->chunk.p, c->chunk.len);
         if (c->chunk.oom)
             w->file.oom = 1;
+        g->usize += c->chunk_usize;
         ib_buf_reset(&c->chunk);
-        c->chunk_values = 0;
+        c->chunk_values = c->chunk_usize = 0;
     }
     g->size = (int64_t)w->file.len - g->file_offset;
     w->group_rows = 0;
@@ -310,6 +331,15 @@ void pq_end_row(pq_writer *w) {
     w->pending = pending;
     if (pending >= w->group_target)
         flush_group(w);
+}
+
+void pq_writer_set_codec(pq_writer *w, pq_codec codec) {
+    if (w->rows > 0)
+        set_error(w, "%s", "the codec is set before the first row");
+    else if (!pq_codec_known(codec))
+        set_error(w, "%s", "unknown compression codec");
+    else
+        w->codec = codec;
 }
 
 int64_t pq_rows(const pq_writer *w) {
@@ -354,7 +384,7 @@ static void schema_leaf(tc_writer *t, const pq_col *c) {
     tc_struct_end(t);
 }
 
-static void column_chunk(tc_writer *t, const pq_col *c,
+static void column_chunk(tc_writer *t, const pq_col *c, pq_codec codec,
                          const pq_chunk_meta *m) {
     tc_struct_begin(t);                      /* ColumnChunk */
     tc_field_i64(t, 2, m->data_page_offset); /* file_offset */
@@ -366,10 +396,10 @@ static void column_chunk(tc_writer *t, const pq_col *c,
         tc_i32(t, ENC_RLE);
     tc_field_list(t, 3, TC_BINARY, 1); /* path_in_schema */
     tc_string(t, c->name);
-    tc_field_i32(t, 4, CODEC_UNCOMPRESSED);
+    tc_field_i32(t, 4, (int32_t)codec);
     tc_field_i64(t, 5, m->num_values);
-    tc_field_i64(t, 6, m->size); /* total_uncompressed_size */
-    tc_field_i64(t, 7, m->size); /* total_compressed_size */
+    tc_field_i64(t, 6, m->usize); /* total_uncompressed_size */
+    tc_field_i64(t, 7, m->size);  /* total_compressed_size */
     tc_field_i64(t, 9, m->data_page_offset);
     tc_struct_end(t);
     tc_struct_end(t);
@@ -400,8 +430,8 @@ int pq_finish(pq_writer *w, const char *const *kv, size_t nkv, ib_buf *out) {
         tc_struct_begin(&t); /* RowGroup */
         tc_field_list(&t, 1, TC_STRUCT, w->ncols);
         for (size_t i = 0; i < w->ncols; i++)
-            column_chunk(&t, &w->cols[i], &gr->chunks[i]);
-        tc_field_i64(&t, 2, gr->size); /* total_byte_size */
+            column_chunk(&t, &w->cols[i], w->codec, &gr->chunks[i]);
+        tc_field_i64(&t, 2, gr->usize); /* total_byte_size: uncompressed */
         tc_field_i64(&t, 3, gr->num_rows);
         tc_field_i64(&t, 5, gr->file_offset);
         tc_field_i64(&t, 6, gr->size); /* total_compressed_size */
@@ -423,7 +453,7 @@ int pq_finish(pq_writer *w, const char *const *kv, size_t nkv, ib_buf *out) {
         set_error(w, "%s", "internal error: unbalanced footer");
     ib_buf_u32le(f, (uint32_t)(f->len - footer_at));
     ib_buf_add(f, "PAR1", 4);
-    if (!ib_buf_ok(f) || !ib_buf_ok(&w->scratch))
+    if (!ib_buf_ok(f) || !ib_buf_ok(&w->scratch) || !ib_buf_ok(&w->packed))
         set_error(w, "%s", "out of memory");
     if (w->error[0])
         return -1;

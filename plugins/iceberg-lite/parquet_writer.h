@@ -1,9 +1,11 @@
 /* Parquet files (apache/parquet-format), the subset Iceberg data files
  * need: flat schemas of BOOLEAN, INT64, DOUBLE and BYTE_ARRAY columns
  * (BYTE_ARRAY as UTF8 strings or raw binary, INT64 as TIMESTAMP(MICROS,
- * UTC)), a field_id on every column, PLAIN encoding, no compression, data
- * pages v1 split near the page target, definition levels (RLE) on optional
- * columns, and the Thrift compact footer. No statistics, no dictionary.
+ * UTC)), a field_id on every column, PLAIN encoding, data pages v1 split
+ * near the page target (uncompressed), each page compressed with the
+ * writer's codec (pq_codec.h; none unless set), definition levels (RLE) on
+ * optional columns, and the Thrift compact footer. No statistics, no
+ * dictionary.
  *
  * Values go in row by row, one per column (pq_put_*), then pq_end_row().
  * The file is built in memory: pq_finish() hands back its bytes, so the
@@ -15,6 +17,7 @@
 #include <stdint.h>
 
 #include "ib_buf.h"
+#include "pq_codec.h"
 
 typedef enum pq_kind {
     PQ_BOOLEAN = 1,
@@ -41,6 +44,10 @@ typedef struct pq_writer pq_writer;
 pq_writer *pq_writer_new(const pq_column_def *cols, size_t ncols,
                          size_t page_target, size_t row_group_target);
 void pq_writer_free(pq_writer *w);
+/* The codec every page of the file is compressed with (PQ_CODEC_NONE
+ * until set). Before the first row; later, or an unknown codec, sets the
+ * writer's error. */
+void pq_writer_set_codec(pq_writer *w, pq_codec codec);
 
 /* One value of column col of the current row. BOOLEAN takes 0/1 through
  * pq_put_i64. A null in a required column, a second value for a column or

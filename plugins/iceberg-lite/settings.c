@@ -9,8 +9,8 @@
 #include "ice_sink.h"
 
 static const char *const KNOWN[] = {
-    "path",  "create",         "target_file_size",
-    "fsync", "keep_snapshots", "shared_table"};
+    "path",           "create",       "target_file_size", "fsync",
+    "keep_snapshots", "shared_table", "compression"};
 #define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 /* Files below this would make a table of many tiny files; above, one batch
@@ -31,6 +31,7 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
     out->fsync = 1;
     out->target_file_size = INT64_C(128) << 20; /* Iceberg's default */
     out->keep_snapshots = DEFAULT_KEEP_SNAPSHOTS;
+    out->compression = PQ_CODEC_DEFAULT;
     if (h->settings_check_keys(set, KNOWN, NKNOWN, err) != 0)
         return TM_INVALID;
     int rc = h->setting_string(set, "path", &out->path, err);
@@ -48,6 +49,17 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
             0 ||
         h->setting_int(set, "keep_snapshots", &out->keep_snapshots, err) < 0)
         return TM_INVALID;
+    const char *codec = NULL;
+    rc = h->setting_string(set, "compression", &codec, err);
+    if (rc < 0)
+        return TM_INVALID;
+    if (rc == 1 && pq_codec_parse(codec, &out->compression) != 0) {
+        h->set_error(err,
+                     "setting \"compression\" (%s.compression): \"%s\" is "
+                     "not a codec of this sink (expected %s)",
+                     ICE_SETTINGS_PATH, codec, PQ_CODEC_NAMES);
+        return TM_INVALID;
+    }
     if (out->keep_snapshots < 0 || out->keep_snapshots > MAX_KEEP_SNAPSHOTS) {
         h->set_error(err,
                      "setting \"keep_snapshots\": %lld is out of range (0 "

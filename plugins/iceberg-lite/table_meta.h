@@ -1,7 +1,7 @@
 /* The table's metadata files (format/spec.md, "Table Metadata", format
  * version 2) and the commit primitive of Iceberg's file-system tables:
  * the next v<N+1>.metadata.json is created atomically and never
- * overwritten (link() of a fully written, fsynced temp file fails with
+ * overwritten (link() of a fully written, durable temp file fails with
  * EEXIST when another writer got there first). version-hint.text is only
  * a hint: loading probes v<hint+1>, v<hint+2>... until one is missing. */
 #ifndef TM_ICE_TABLE_META_H
@@ -22,7 +22,14 @@ typedef struct ice_table {
     char *root;     /* absolute path of the table directory */
     char *location; /* "file://" + root */
     char *meta_dir, *data_dir, *dl_dir;
-    int fsync;       /* 0 only when the user turned durability off */
+    int fsync; /* 0 only when the user turned durability off */
+    /* With fsync: the table's directory, open since ice_table_init, for
+     * the commit's one barrier (syncfs, see ice_meta_stage), and metadata/,
+     * data/ or dead_letters/ when one is another file system (a mount
+     * point). Open that long so that a write-back error of any file
+     * written since is reported to them. */
+    int barrier_fds[4];
+    int nbarrier;
     int64_t version; /* of meta; 0 when none is loaded */
     json_t *meta;    /* the current metadata */
 } ice_table;
@@ -83,9 +90,12 @@ int64_t ice_now_ms(void);
 /* CLOCK_MONOTONIC in ms: the clock of tm_batch.deadline_ms. */
 int64_t ice_mono_ms(void);
 
-/* Step one of publishing NEXT as version t->version + 1: written whole to
- * a temp file and fsynced. The temp path goes into tmp (size >= 4096).
- * 0 or -1 with why (nothing to clean up then). */
+/* Step one of publishing NEXT as version t->version + 1: written whole, as
+ * compact JSON, to a temp file, then the commit's barrier (with fsync: one
+ * syncfs making this file and every file the commit wrote before it, with
+ * their directory entries, durable). The temp path goes into tmp (size >=
+ * 4096). 0 or -1 with why (the temp file removed; the caller drops the
+ * commit's other files: their durability is unknown). */
 int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
                    size_t why_size);
 /* Step two: link the temp file to v<version+1>.metadata.json, remove the

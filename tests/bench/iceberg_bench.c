@@ -8,9 +8,19 @@
  *
  *   iceberg_bench [--rows N] [--batch N] [--reps N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--plugin PATH]
+ *                 [--compression zstd|snappy|none]
+ *   iceberg_bench --ages N,N,... [--batch N] [--commits N] [--dir DIR]
+ *                 [--keep-snapshots N] [--no-fsync] [--compression C]
+ * --ages measures commit latency by the table's age instead: for each N a
+ * fresh table is aged by N commits of one row (fsync off, the same
+ * keep_snapshots: expiry as configured), synced, reopened with fsync as
+ * asked, and --commits commits of --batch rows are timed one by one:
+ * p50, p99 and max, with the newest metadata file's size.
  * --no-fsync turns off the sink's fsyncs and the ceiling's fdatasync (what
  * is left is the CPU and the page cache); --keep-snapshots is the sink's
- * keep_snapshots setting (its default when absent).
+ * keep_snapshots setting (its default when absent); --compression is the
+ * sink's compression setting and the ceiling's codec (zstd, the sink's
+ * default, when absent).
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 
@@ -26,8 +36,10 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "config/settings.h"
 #include "parquet_writer.h"
 #include "plugin/loader.h"
+#include "services/host_services.h"
 
 #define NCOLS 6
 static const tm_column COLS[NCOLS] = {
@@ -171,12 +183,14 @@ static void stamp(void *d, int64_t epoch) {
 
 static int sync_on = 1;
 static long keep_snapshots = -1; /* -1: the sink's default */
+static pq_codec codec = PQ_CODEC_DEFAULT;
 
 static double run_sink(const tm_sink_api *api, data *d, const char *path,
                        double *bytes) {
     char data_dir[1100];
     fresh_dir(path);
-    json_t *obj = json_pack("{s:s, s:b}", "path", path, "fsync", sync_on);
+    json_t *obj = json_pack("{s:s, s:b, s:s}", "path", path, "fsync", sync_on,
+                            "compression", pq_codec_name(codec));
     if (obj && keep_snapshots >= 0 &&
         json_object_set_new(obj, "keep_snapshots",
                             json_integer(keep_snapshots)) != 0)
@@ -209,6 +223,7 @@ static double run_ceiling(data *d, const char *dir, double *bytes) {
         pq_writer *w = pq_writer_new(PQ_COLS, PQ_NCOLS, 0, 0);
         if (!w)
             die("Parquet writer", "out of memory");
+        pq_writer_set_codec(w, codec);
         for (size_t i = first; i < first + n; i++) {
             const tm_value *v = &d->values[i * NCOLS];
             pq_put_i64(w, 0, v[0].v.i);
@@ -247,8 +262,148 @@ static double run_ceiling(data *d, const char *dir, double *bytes) {
     return bench_now_s() - t0;
 }
 
+/* ---- commit latency by the table's age ---------------------------------- */
+
+typedef struct aged {
+    const tm_sink_api *api;
+    tm_settings *set;
+    tm_sink_config config;
+    tm_log_context logctx;
+    void *sink;
+    int64_t epoch;
+} aged;
+
+/* Opens the sink on PATH with fsync as given and claims partition 0. */
+static void aged_open(aged *a, const tm_sink_api *api, const char *path,
+                      int fsync) {
+    json_t *obj = json_pack("{s:s, s:b, s:s}", "path", path, "fsync", fsync,
+                            "compression", pq_codec_name(codec));
+    if (obj && keep_snapshots >= 0 &&
+        json_object_set_new(obj, "keep_snapshots",
+                            json_integer(keep_snapshots)) != 0)
+        die("settings", "out of memory");
+    if (!obj || !(a->set = tm_settings_new(obj, "$.sink.settings")))
+        die("settings", "out of memory");
+    json_decref(obj);
+    a->api = api;
+    a->logctx = (tm_log_context){"bench", "iceberg_lite"};
+    a->config = (tm_sink_config){.struct_size = sizeof a->config,
+                                 .connector = "bench",
+                                 .settings = a->set,
+                                 .columns = COLS,
+                                 .ncolumns = NCOLS,
+                                 .host_ctx = &a->logctx};
+    tm_error err = {sizeof err, ""};
+    if (api->open(tm_host_services(), &a->config, &a->sink, &err) != TM_OK)
+        die("open", err.message);
+    tm_marker m = {.struct_size = sizeof m, .topic = TOPIC};
+    if (api->claim(a->sink, &m, 1, 0, &err) != TM_OK)
+        die("claim", err.message);
+    a->epoch = m.epoch;
+}
+
+static void aged_close(aged *a) {
+    a->api->close(a->sink);
+    tm_settings_free(a->set);
+}
+
+/* Commits rows [first, first + n) of d as one batch; its seconds. */
+static double aged_commit(aged *a, data *d, size_t first, size_t n) {
+    char id[32];
+    snprintf(id, sizeof id, "age-%zu", first);
+    tm_range g = {.struct_size = sizeof g,
+                  .topic = TOPIC,
+                  .partition = 0,
+                  .start_offset = (int64_t)first,
+                  .end_offset = (int64_t)(first + n),
+                  .epoch = a->epoch};
+    tm_batch b = {.struct_size = sizeof b,
+                  .connector = "bench",
+                  .batch_id = id,
+                  .ranges = &g,
+                  .nranges = 1,
+                  .records = &d->records[first],
+                  .nrecords = n};
+    tm_error err = {sizeof err, ""};
+    double t0 = bench_now_s();
+    tm_status rc = a->api->commit(a->sink, &b, &err);
+    double t = bench_now_s() - t0;
+    if (rc != TM_OK)
+        die("commit", err.message);
+    return t;
+}
+
+/* Bytes of the newest v<N>.metadata.json (the hint names it). */
+static long newest_metadata_bytes(const char *path) {
+    char hint[1200], file[1300];
+    snprintf(hint, sizeof hint, "%s/metadata/version-hint.text", path);
+    FILE *f = fopen(hint, "r");
+    long v = 0;
+    if (!f || fscanf(f, "%ld", &v) != 1)
+        v = 0;
+    if (f)
+        fclose(f);
+    snprintf(file, sizeof file, "%s/metadata/v%ld.metadata.json", path, v);
+    struct stat st;
+    return stat(file, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int by_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
+                     size_t batch, size_t commits) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/tm-bench-ice-age", dir);
+    printf("# commit latency by table age: %zu commits of %zu rows, %s, "
+           "keep_snapshots %ld, compression %s\n",
+           commits, batch, sync_on ? "fsync" : "no fsync", keep_snapshots,
+           pq_codec_name(codec));
+    printf("%10s %10s %10s %10s %14s\n", "age", "p50 ms", "p99 ms", "max ms",
+           "metadata B");
+    double *lat = calloc(commits, sizeof *lat);
+    if (!lat)
+        die("latencies", "out of memory");
+    for (const char *p = ages; *p;) {
+        char *end;
+        size_t age = strtoul(p, &end, 10);
+        if (end == p)
+            die("--ages", ages);
+        p = *end == ',' ? end + 1 : end;
+        data d;
+        make_data(&d, age + commits * batch, batch);
+        fresh_dir(path);
+        aged a;
+        aged_open(&a, api, path, 0);
+        for (size_t k = 0; k < age; k++)
+            aged_commit(&a, &d, k, 1);
+        aged_close(&a);
+        sync(); /* the aging's writes are not the measured commits' */
+        aged_open(&a, api, path, sync_on);
+        for (size_t j = 0; j < commits; j++)
+            lat[j] = aged_commit(&a, &d, age + j * batch, batch) * 1e3;
+        aged_close(&a);
+        qsort(lat, commits, sizeof *lat, by_double);
+        printf("%10zu %10.2f %10.2f %10.2f %14ld\n", age, lat[commits / 2],
+               lat[(commits * 99) / 100], lat[commits - 1],
+               newest_metadata_bytes(path));
+        fflush(stdout);
+        fresh_dir(path);
+        free(d.records);
+        free(d.values);
+        free(d.text);
+        free(d.ranges);
+        free(d.batches);
+        free(d.ids);
+    }
+    free(lat);
+}
+
 int main(int argc, char **argv) {
-    size_t rows = 200000, batch = 1000, reps = 5;
+    size_t rows = 200000, batch = 1000, reps = 5, commits = 200;
+    const char *ages = NULL;
     const char *dir = "/tmp", *plugin = TM_ICEBERG_PLUGIN;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--no-fsync")) {
@@ -270,7 +425,14 @@ int main(int argc, char **argv) {
             dir = argv[i + 1];
         else if (!strcmp(argv[i], "--plugin"))
             plugin = argv[i + 1];
-        else
+        else if (!strcmp(argv[i], "--ages"))
+            ages = argv[i + 1];
+        else if (!strcmp(argv[i], "--commits"))
+            commits = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--compression")) {
+            if (pq_codec_parse(argv[i + 1], &codec) != 0)
+                die("--compression: expected " PQ_CODEC_NAMES, argv[i + 1]);
+        } else
             die("bad argument", argv[i]);
     }
     if (!rows || !batch || !reps || reps > 100)
@@ -280,14 +442,20 @@ int main(int argc, char **argv) {
     char errstr[1024], sink_dir[1024], bare_dir[1024];
     if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
         die("load", errstr);
+    if (ages) {
+        if (!commits)
+            die("arguments", "--commits must be > 0");
+        run_ages(loaded.api, dir, ages, batch, commits);
+        return 0;
+    }
     snprintf(sink_dir, sizeof sink_dir, "%s/tm-bench-ice-sink", dir);
     snprintf(bare_dir, sizeof bare_dir, "%s/tm-bench-ice-ceiling", dir);
     data d;
     make_data(&d, rows, batch);
     printf("# iceberg_bench: %zu rows, %zu per batch (%zu commits), %zu reps, "
-           "dir %s, %s, keep_snapshots %ld\n",
+           "dir %s, %s, keep_snapshots %ld, compression %s\n",
            rows, batch, d.nbatches, reps, dir, sync_on ? "fsync" : "no fsync",
-           keep_snapshots);
+           keep_snapshots, pq_codec_name(codec));
     double ts[100], tb[100], bs = 0, bb = 0;
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
         tb[r] = run_ceiling(&d, bare_dir, &bb);
@@ -302,6 +470,8 @@ int main(int argc, char **argv) {
     printf("sink:                                    %.0f rows/s, %.1f MB/s "
            "(median of %zu)\n",
            (double)rows / ms, bs / ms / 1e6, reps);
+    printf("data files: %.1f bytes/row (sink), %.1f bytes/row (ceiling)\n",
+           bs / (double)rows, bb / (double)rows);
     printf("ratio sink/ceiling: %.3f\n", mb / ms);
     fresh_dir(sink_dir);
     fresh_dir(bare_dir);

@@ -9,6 +9,12 @@
 
 int ice_sample_parquet(size_t nrows, size_t page_target, size_t group_target,
                        ib_buf *out) {
+    return ice_sample_parquet_codec(nrows, page_target, group_target,
+                                    PQ_CODEC_NONE, out);
+}
+
+int ice_sample_parquet_codec(size_t nrows, size_t page_target,
+                             size_t group_target, pq_codec codec, ib_buf *out) {
     static const pq_column_def cols[] = {
         {"id", PQ_INT64, 1, 1},      {"body", PQ_STRING, 0, 2},
         {"amount", PQ_DOUBLE, 0, 3}, {"flag", PQ_BOOLEAN, 0, 4},
@@ -17,6 +23,7 @@ int ice_sample_parquet(size_t nrows, size_t page_target, size_t group_target,
     pq_writer *w = pq_writer_new(cols, 6, page_target, group_target);
     if (!w)
         return -1;
+    pq_writer_set_codec(w, codec);
     char s[64];
     for (size_t i = 0; i < nrows; i++) {
         pq_put_i64(w, 0, (int64_t)i);

@@ -25,17 +25,33 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s DIR\n", argv[0]);
         return 2;
     }
-    ib_buf a = {0}, b = {0}, c = {0};
-    /* 200k rows: several 1 MiB pages per string column; the second file
-     * also has several row groups. */
-    int rc = ice_sample_parquet(200000, 0, 0, &a) != 0 ||
-             save(argv[1], "sample.parquet", &a) != 0 ||
-             ice_sample_parquet(50000, 64 * 1024, 256 * 1024, &b) != 0 ||
-             save(argv[1], "sample_groups.parquet", &b) != 0 ||
-             ice_sample_avro(5000, &c) != 0 ||
-             save(argv[1], "sample.avro", &c) != 0;
-    ib_buf_free(&a);
-    ib_buf_free(&b);
+    /* Each file in every codec: <name>.parquet uncompressed, then
+     * <name>-zstd.parquet and <name>-snappy.parquet. */
+    static const struct {
+        pq_codec codec;
+        const char *suffix;
+    } CODECS[] = {{PQ_CODEC_NONE, ""},
+                  {PQ_CODEC_ZSTD, "-zstd"},
+                  {PQ_CODEC_SNAPPY, "-snappy"}};
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < sizeof CODECS / sizeof CODECS[0]; k++) {
+        ib_buf a = {0}, b = {0};
+        char na[64], nb[64];
+        snprintf(na, sizeof na, "sample%s.parquet", CODECS[k].suffix);
+        snprintf(nb, sizeof nb, "sample_groups%s.parquet", CODECS[k].suffix);
+        /* 200k rows: several 1 MiB pages per string column; the second
+         * file also has several row groups. */
+        rc = ice_sample_parquet_codec(200000, 0, 0, CODECS[k].codec, &a) != 0 ||
+             save(argv[1], na, &a) != 0 ||
+             ice_sample_parquet_codec(50000, 64 * 1024, 256 * 1024,
+                                      CODECS[k].codec, &b) != 0 ||
+             save(argv[1], nb, &b) != 0;
+        ib_buf_free(&a);
+        ib_buf_free(&b);
+    }
+    ib_buf c = {0};
+    rc = rc || ice_sample_avro(5000, &c) != 0 ||
+         save(argv[1], "sample.avro", &c) != 0;
     ib_buf_free(&c);
     return rc ? 1 : 0;
 }

@@ -8,7 +8,9 @@
  *   batch 15: p0 [10, 30010), rolled into several Parquet files.
  * With --small (for the CLI test, table_cli.sh, whose expected outputs
  * are written by hand): claim orders 0, 1; p0 [0,4) rows 0-2 and a dead
- * letter at 3; p1 [0,2) rows 0-1; p0 [4,6) rows 4-5. */
+ * letter at 3; p1 [0,2) rows 0-1; p0 [4,6) rows 4-5.
+ * With --compression CODEC: the sink's "compression" setting (else its
+ * default). */
 #include <stdio.h>
 #include <string.h>
 
@@ -49,13 +51,28 @@ static int write_small(void *sink, const tm_marker *m) {
 }
 
 int main(int argc, char **argv) {
-    int small = argc == 3 && strcmp(argv[2], "--small") == 0;
-    if (argc != 2 && !small) {
+    int small = 0, usage = argc < 2;
+    const char *codec = NULL;
+    for (int i = 2; i < argc && !usage; i++) {
+        if (strcmp(argv[i], "--small") == 0)
+            small = 1;
+        else if (strcmp(argv[i], "--compression") == 0 && i + 1 < argc)
+            codec = argv[++i];
+        else
+            usage = 1;
+    }
+    if (usage) {
         fprintf(stderr,
-                "usage: %s DIR [--small] (the table goes to DIR/table)\n",
+                "usage: %s DIR [--small] [--compression CODEC] (the table "
+                "goes to DIR/table)\n",
                 argv[0]);
         return 2;
     }
+    char settings[256];
+    snprintf(settings, sizeof settings,
+             "{\"path\": \"$T\", \"target_file_size\": 65536%s%s%s}",
+             codec ? ", \"compression\": \"" : "", codec ? codec : "",
+             codec ? "\"" : "");
     ice_fx fx;
     void *sink;
     tm_error err;
@@ -64,8 +81,7 @@ int main(int argc, char **argv) {
         return 1;
     fx.config.connector = "judge";
     snprintf(fx.table, sizeof fx.table, "%s/table", argv[1]);
-    if (ice_fx_settings(&fx, "{\"path\": \"$T\", \"target_file_size\": "
-                             "65536}") != 0 ||
+    if (ice_fx_settings(&fx, settings) != 0 ||
         ice_fx_open(&fx, &sink, &err) != TM_OK) {
         fprintf(stderr, "open: %s\n", err.message);
         return 1;

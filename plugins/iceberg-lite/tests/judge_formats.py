@@ -3,6 +3,7 @@ its Parquet files with pyarrow and DuckDB and its Avro file with fastavro,
 none of which we wrote. Values are recomputed here from the row index, the
 same rule as ice_samples.c."""
 import datetime
+import os
 import subprocess
 import sys
 import tempfile
@@ -18,8 +19,13 @@ def fail(msg):
     sys.exit(1)
 
 
-def expect_parquet(path, nrows):
+def expect_parquet(path, nrows, codec):
     pf = pq.ParquetFile(path)
+    got = {pf.metadata.row_group(g).column(c).compression
+           for g in range(pf.metadata.num_row_groups)
+           for c in range(pf.metadata.num_columns)}
+    if got != {codec}:
+        fail(f"{path}: compression {sorted(got)}, want {codec}")
     schema = pf.schema_arrow
     want = {
         "id": (pa.int64(), False, 1),
@@ -63,27 +69,35 @@ def main():
     writer = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
         subprocess.run([writer, d], check=True)
-        pf = expect_parquet(f"{d}/sample.parquet", 200000)
-        rg = pf.metadata.row_group(0)
-        body = rg.column(1)
-        if body.total_uncompressed_size < 2 << 20:
-            fail("sample.parquet: body chunk too small to need page splits")
-        pg = expect_parquet(f"{d}/sample_groups.parquet", 50000)
-        if pg.metadata.num_row_groups < 2:
-            fail("sample_groups.parquet: expected several row groups")
-        con = duckdb.connect()
-        n, s, nulls = con.execute(
-            "select count(*), sum(id), count(*) - count(body) "
-            f"from read_parquet('{d}/sample.parquet')"
-        ).fetchone()
-        if (n, s, nulls) != (200000, 200000 * 199999 // 2, (199999 // 7) + 1):
-            fail(f"duckdb: {n} {s} {nulls}")
-        n = con.execute(
-            f"select count(*) from read_parquet('{d}/sample_groups.parquet') "
-            "where \"at\" >= TIMESTAMPTZ '2023-11-14 22:13:20+00'"
-        ).fetchone()[0]
-        if n != 50000:
-            fail(f"duckdb timestamps: {n}")
+        sizes = {}
+        for suffix, codec in (("", "UNCOMPRESSED"), ("-zstd", "ZSTD"),
+                              ("-snappy", "SNAPPY")):
+            one, groups = f"{d}/sample{suffix}.parquet", f"{d}/sample_groups{suffix}.parquet"
+            pf = expect_parquet(one, 200000, codec)
+            rg = pf.metadata.row_group(0)
+            body = rg.column(1)
+            if body.total_uncompressed_size < 2 << 20:
+                fail(f"{one}: body chunk too small to need page splits")
+            pg = expect_parquet(groups, 50000, codec)
+            if pg.metadata.num_row_groups < 2:
+                fail(f"{groups}: expected several row groups")
+            con = duckdb.connect()
+            n, s, nulls = con.execute(
+                "select count(*), sum(id), count(*) - count(body) "
+                f"from read_parquet('{one}')"
+            ).fetchone()
+            if (n, s, nulls) != (200000, 200000 * 199999 // 2, (199999 // 7) + 1):
+                fail(f"duckdb {one}: {n} {s} {nulls}")
+            n = con.execute(
+                f"select count(*) from read_parquet('{groups}') "
+                "where \"at\" >= TIMESTAMPTZ '2023-11-14 22:13:20+00'"
+            ).fetchone()[0]
+            if n != 50000:
+                fail(f"duckdb timestamps {groups}: {n}")
+            sizes[codec] = os.path.getsize(one)
+        # Compression that compresses: these samples are repetitive.
+        if not sizes["ZSTD"] < sizes["SNAPPY"] < sizes["UNCOMPRESSED"]:
+            fail(f"sizes by codec: {sizes}")
         with open(f"{d}/sample.avro", "rb") as fh:
             r = fastavro.reader(fh)
             meta = r.metadata

@@ -15,6 +15,7 @@
 #include "check_main.h"
 #include "maint.h"
 #include "parquet_reader.h"
+#include "pq_codec.h"
 #include "thrift_compact.h"
 #include "thrift_reader.h"
 
@@ -28,6 +29,11 @@ typedef struct craft {
     size_t schema_again; /* > 0: a second schema of that many columns
                             after row_groups */
     int groups_again;    /* a second row_groups field after the first */
+    int codec;           /* ColumnMetaData.codec; pages compressed with it
+                            when pq_codec knows it */
+    int64_t usize_lie;   /* added to each page's uncompressed_page_size */
+    int truncated;       /* each page's compressed data lacks its last
+                            byte (the header says the shorter size) */
 } craft;
 
 static void schema_field(tc_writer *t, size_t ncols) {
@@ -58,7 +64,7 @@ static void groups_field(tc_writer *t, const craft *c, const int64_t *offs,
         tc_field_i64(t, 2, offs[k]);
         tc_field_struct(t, 3);
         tc_field_i32(t, 1, 2);
-        tc_field_i32(t, 4, 0); /* UNCOMPRESSED */
+        tc_field_i32(t, 4, c->codec);
         tc_field_i64(t, 5, c->chunk_values);
         tc_field_i64(t, 7, chunk_size);
         tc_field_i64(t, 9, offs[k]);
@@ -76,12 +82,24 @@ static void craft_parquet(const craft *c, ib_buf *f) {
     ib_buf_add(f, "PAR1", 4);
     for (size_t k = 0; k < c->ncols; k++) {
         offs[k] = (int64_t)f->len;
+        ib_buf raw = {0}, body = {0};
+        for (int32_t i = 0; i < c->page_values; i++)
+            ib_buf_u64le(&raw, (uint64_t)(k * 1000 + (size_t)i));
+        void *zctx = NULL;
+        ck_assert_int_eq(pq_compress(pq_codec_known(c->codec)
+                                         ? (pq_codec)c->codec
+                                         : PQ_CODEC_NONE,
+                                     &zctx, raw.p, raw.len, &body),
+                         0);
+        pq_codec_ctx_free(zctx);
+        if (c->truncated && body.len > 0)
+            body.len--;
         tc_writer t;
         tc_init(&t, f);
         tc_struct_begin(&t);
         tc_field_i32(&t, 1, 0); /* DATA_PAGE */
-        tc_field_i32(&t, 2, 8 * c->page_values);
-        tc_field_i32(&t, 3, 8 * c->page_values);
+        tc_field_i32(&t, 2, (int32_t)((int64_t)raw.len + c->usize_lie));
+        tc_field_i32(&t, 3, (int32_t)body.len);
         tc_field_struct(&t, 5);
         tc_field_i32(&t, 1, c->page_values);
         tc_field_i32(&t, 2, 0); /* PLAIN */
@@ -89,8 +107,9 @@ static void craft_parquet(const craft *c, ib_buf *f) {
         tc_field_i32(&t, 4, 3);
         tc_struct_end(&t);
         tc_struct_end(&t);
-        for (int32_t i = 0; i < c->page_values; i++)
-            ib_buf_u64le(f, (uint64_t)(k * 1000 + (size_t)i));
+        ib_buf_add(f, body.p, body.len);
+        ib_buf_free(&raw);
+        ib_buf_free(&body);
         chunk_size = (int64_t)f->len - offs[k];
     }
     size_t footer = f->len;
@@ -226,6 +245,57 @@ START_TEST(parquet_page_past_its_chunk) {
 }
 END_TEST
 
+/* Compressed pages that lie: each is refused by ice_file_rows with the
+ * reason, no row handed out, nothing allocated for a size over the bound
+ * (ASan would report a 2 GiB allocation attempt as too big). */
+static void refused(const craft *c, const char *want) {
+    ib_buf f = {0};
+    craft_parquet(c, &f);
+    rows_seen seen = {0};
+    char why[512];
+    ck_assert_int_eq(file_rows_of(&f, &seen, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, want) != NULL, "%s", why);
+    ck_assert_int_eq(seen.rows, 0);
+    ib_buf_free(&f);
+}
+
+START_TEST(parquet_compressed_pages_that_lie) {
+    static const char DECOMPRESS[] = "does not decompress to its header";
+    static const int CODECS[] = {PQ_CODEC_SNAPPY, PQ_CODEC_ZSTD};
+    for (size_t k = 0; k < 2; k++) {
+        craft c = {.num_rows = 64,
+                   .chunk_values = 64,
+                   .page_values = 64,
+                   .ncols = 2,
+                   .codec = CODECS[k]};
+        /* the truth reads (the crafting itself is sound) */
+        ib_buf f = {0};
+        craft_parquet(&c, &f);
+        rows_seen seen = {0};
+        char why[512];
+        ck_assert_msg(file_rows_of(&f, &seen, why, sizeof why) == 0, "%s", why);
+        ck_assert_int_eq(seen.rows, 64);
+        ib_buf_free(&f);
+        c.usize_lie = 1; /* one byte more than the data holds */
+        refused(&c, DECOMPRESS);
+        c.usize_lie = -8; /* one value fewer */
+        refused(&c, DECOMPRESS);
+        c.usize_lie = INT32_MAX - 8 * 64; /* 2 GiB: over the bound */
+        refused(&c, DECOMPRESS);
+        c.usize_lie = 0;
+        c.truncated = 1;
+        refused(&c, DECOMPRESS);
+    }
+    /* GZIP (2): a codec this reader does not have. */
+    craft g = {.num_rows = 4,
+               .chunk_values = 4,
+               .page_values = 4,
+               .ncols = 1,
+               .codec = 2};
+    refused(&g, "a compression codec other than zstd, snappy or none");
+}
+END_TEST
+
 /* A footer of one unknown list-typed field nesting lists DEPTH deep. */
 static void nested_lists_footer(ib_buf *f, size_t depth) {
     ib_buf_add(f, "PAR1", 4);
@@ -339,6 +409,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, parquet_row_groups_twice);
     tcase_add_test(tc, parquet_rows_disagree);
     tcase_add_test(tc, parquet_page_past_its_chunk);
+    tcase_add_test(tc, parquet_compressed_pages_that_lie);
     tcase_add_test(tc, thrift_skip_nested_lists);
     tcase_add_test(tc, avro_map_count_int64_min);
     tcase_add_test(tc, manifest_totals_overflow);

@@ -19,6 +19,8 @@
 #include "check_main.h"
 #include "ice_fixture.h"
 #include "manifest.h"
+#include "parquet_reader.h"
+#include "pq_codec.h"
 #include "services/host_services.h"
 
 static ice_fx fx;
@@ -396,6 +398,96 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* The codecs of the table's data files, as their footers say: a bit
+ * (1 << codec) for each. */
+static unsigned data_codecs(void) {
+    char pat[512], why[256];
+    glob_t g;
+    snprintf(pat, sizeof pat, "%s/data/*.parquet", fx.table);
+    ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
+    unsigned seen = 0;
+    static uint8_t data[1 << 20];
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        FILE *f = fopen(g.gl_pathv[i], "rb");
+        ck_assert_ptr_nonnull(f);
+        size_t n = fread(data, 1, sizeof data, f);
+        ck_assert_int_eq(feof(f), 1); /* the whole file */
+        fclose(f);
+        pq_reader *r = pq_reader_open(data, n, why, sizeof why);
+        ck_assert_msg(r != NULL, "%s", why);
+        int codec = pq_reader_codec(r, 0);
+        pq_reader_free(r);
+        ck_assert_int_ge(codec, 0);
+        seen |= 1u << codec;
+    }
+    globfree(&g);
+    return seen;
+}
+
+/* "compression": zstd by default, snappy and none as settings, anything
+ * else refused by open and validate naming the JSON path. A table whose
+ * files are uncompressed (as every table written before the setting
+ * existed) opens and appends in zstd, and scan reads both kinds. */
+START_TEST(compression_setting) {
+    void *sink;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
+                                          "\"compression\": \"lz4\"}"),
+                     0);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.compression") &&
+                      strstr(err.message, "\"lz4\"") &&
+                      strstr(err.message, "\"zstd\", \"snappy\" or \"none\""),
+                  "%s", err.message);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.compression"), "%s",
+                  err.message);
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
+                                          "\"compression\": 6}"),
+                     0);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_msg(strstr(err.message, "compression"), "%s", err.message);
+
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
+                                          "\"compression\": \"none\"}"),
+                     0);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &err),
+                     TM_OK);
+    sink = open_ok();
+    tm_marker m;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_one(sink, m.epoch, 0, 5);
+    ice_api->close(sink);
+    ck_assert_uint_eq(data_codecs(), 1u << PQ_CODEC_NONE);
+
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\"}"), 0);
+    sink = open_ok();
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_one(sink, m.epoch, 5, 5);
+    size_t rows = 0, dls = 0;
+    int64_t max = -1;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
+    ck_assert_uint_eq(rows, 10);
+    ck_assert_int_eq(max, 9);
+    ice_api->close(sink);
+    ck_assert_uint_eq(count_files("data/*.parquet"), 2);
+    ck_assert_uint_eq(data_codecs(),
+                      (1u << PQ_CODEC_NONE) | (1u << PQ_CODEC_ZSTD));
+    /* snappy when asked */
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
+                                          "\"compression\": \"snappy\"}"),
+                     0);
+    sink = open_ok();
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_one(sink, m.epoch, 10, 5);
+    ice_api->close(sink);
+    ck_assert_uint_eq(data_codecs(), (1u << PQ_CODEC_NONE) |
+                                         (1u << PQ_CODEC_ZSTD) |
+                                         (1u << PQ_CODEC_SNAPPY));
+}
+END_TEST
+
 /* A connector name far longer than any fixed key buffer: each partition
  * keeps its own marker (a cut key would make p1 share p0's marker, so p1
  * [0,5) after p0 [0,10) would answer ALREADY and skip five records). */
@@ -704,6 +796,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, hint_is_only_a_hint);
     tcase_add_test(tc, manifests_merge_and_files_roll);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, compression_setting);
     tcase_add_test(tc, marker_keys_never_truncated);
     tcase_add_test(tc, long_table_path_refused_not_cut);
     tcase_add_test(tc, validate_refuses_missing_parent);

@@ -1,0 +1,305 @@
+/* What a commit costs, independent of the table's age: the metadata JSON
+ * is compact, a commit makes its files durable with one file-system
+ * barrier before the link and one metadata/ fsync after it (the fsync,
+ * fdatasync, syncfs and link of this executable stand in for libc's, for
+ * the plugin too: the executable exports them, and they record the
+ * order), and merging manifests rewrites a bounded number of entries
+ * however many files the table holds. */
+#define _GNU_SOURCE /* RTLD_NEXT, syncfs */
+
+#include <check.h>
+#include <dlfcn.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "fsio.h"
+#include "ice_fixture.h"
+#include "maint.h"
+#include "snapshot_files.h"
+
+static ice_fx fx;
+
+/* ---- the sync calls seen by the sink ---------------------------------- */
+
+/* Each call appends a letter: 'f' fsync, 'd' fdatasync, 's' syncfs,
+ * 'l' link. Only while recording. */
+static char calls[256];
+static size_t ncalls;
+static int recording;
+
+static void note(char c) {
+    if (recording && ncalls + 1 < sizeof calls)
+        calls[ncalls++] = c;
+}
+
+#define PASS_THROUGH(name, letter, type, arg)                                  \
+    int name(type arg) {                                                       \
+        static int (*real)(type);                                              \
+        if (!real)                                                             \
+            *(void **)&real = dlsym(RTLD_NEXT, #name);                         \
+        if (!real)                                                             \
+            _exit(97);                                                         \
+        note(letter);                                                          \
+        return real(arg);                                                      \
+    }
+PASS_THROUGH(fsync, 'f', int, fd)
+PASS_THROUGH(fdatasync, 'd', int, fd)
+PASS_THROUGH(syncfs, 's', int, fd)
+
+int link(const char *from, const char *to) {
+    static int (*real)(const char *, const char *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "link");
+    if (!real)
+        _exit(97);
+    note('l');
+    return real(from, to);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void setup(void) {
+    ck_assert_int_eq(ice_fx_init(&fx, ""), 0);
+}
+
+static void teardown(void) {
+    ice_fx_done(&fx, 0);
+}
+
+static void *open_with(const char *settings) {
+    void *sink;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_settings(&fx, settings), 0);
+    tm_status rc = ice_fx_open(&fx, &sink, &err);
+    ck_assert_msg(rc == TM_OK, "open: %s", err.message);
+    return sink;
+}
+
+/* Commits [at, at + n) of partition 0, with a dead letter at the end when
+ * dl. */
+static void commit_range(void *sink, int64_t epoch, int64_t at, int n, int dl) {
+    ice_fx_batch kb;
+    char id[32];
+    tm_error err = {sizeof err, ""};
+    snprintf(id, sizeof id, "b-%lld", (long long)at);
+    ice_fx_batch_init(&kb, id);
+    uint32_t r = ice_fx_range(&kb, 0, at, at + n + (dl ? 1 : 0), epoch);
+    for (int64_t o = at; o < at + n; o++)
+        ice_fx_record(&kb, r, o);
+    if (dl)
+        ice_fx_dead_letter(&kb, r, at + n);
+    ice_fx_seal(&kb);
+    tm_status rc = ice_api->commit(sink, &kb.b, &err);
+    ck_assert_msg(rc == TM_OK, "commit at %lld: %s", (long long)at,
+                  err.message);
+    ice_fx_batch_free(&kb);
+}
+
+static json_t *newest_meta(ice_table *t) {
+    char why[512];
+    ck_assert_msg(ice_table_refresh(t, why, sizeof why) == 0, "%s", why);
+    return t->meta;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+/* Every version is written as compact JSON: no indentation, no newline
+ * (the indented text was about a third whitespace). */
+START_TEST(metadata_json_is_compact) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_range(sink, m.epoch, 0, 3, 0);
+    ice_api->close(sink);
+    for (int v = 1; v <= 3; v++) {
+        char path[600];
+        uint8_t *text;
+        size_t len;
+        char why[512];
+        snprintf(path, sizeof path, "%s/metadata/v%d.metadata.json", fx.table,
+                 v);
+        ck_assert_msg(fs_read_all(path, &text, &len, why, sizeof why) == 0,
+                      "%s", why);
+        ck_assert_msg(memchr(text, '\n', len) == NULL &&
+                          strstr((char *)text, "\": ") == NULL,
+                      "v%d is not compact JSON: %.80s", v, (char *)text);
+        free(text);
+    }
+}
+END_TEST
+
+/* A table written before the metadata went compact (every version
+ * indented) opens and appends; the new version is compact. */
+START_TEST(indented_table_still_appends) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_range(sink, m.epoch, 0, 3, 0);
+    ice_api->close(sink);
+    for (int v = 1; v <= 3; v++) { /* as the earlier writer left them */
+        char path[600];
+        json_error_t je;
+        snprintf(path, sizeof path, "%s/metadata/v%d.metadata.json", fx.table,
+                 v);
+        json_t *meta = json_load_file(path, 0, &je);
+        ck_assert_msg(meta != NULL, "%s", je.text);
+        ck_assert_int_eq(json_dump_file(meta, path, JSON_INDENT(2)), 0);
+        json_decref(meta);
+    }
+    sink = open_with("{\"path\": \"$T\"}");
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_range(sink, m.epoch, 3, 3, 0);
+    size_t rows = 0, dls = 0;
+    int64_t max = -1;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
+    ck_assert_uint_eq(rows, 6);
+    ck_assert_int_eq(max, 5);
+    ice_api->close(sink);
+    char path[600];
+    uint8_t *text;
+    size_t len;
+    char why[512];
+    snprintf(path, sizeof path, "%s/metadata/v5.metadata.json", fx.table);
+    ck_assert_msg(fs_read_all(path, &text, &len, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_ptr_null(memchr(text, '\n', len));
+    free(text);
+}
+END_TEST
+
+/* A commit with fsync on: one syncfs (every file it wrote, data,
+ * dead letters, manifests, the staged metadata, durable at once) before
+ * the link, and one fsync (of metadata/, the link itself) after it. The
+ * same with dead letters and with a file roll. */
+START_TEST(one_barrier_and_one_fsync_per_commit) {
+    void *sink = open_with("{\"path\": \"$T\", \"target_file_size\": 65536}");
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    struct {
+        int n, dl;
+    } batches[] = {{3, 0}, {3, 1}, {0, 1}, {5000, 0}, {2, 0}};
+    int64_t at = 0;
+    for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
+        ncalls = 0;
+        recording = 1;
+        commit_range(sink, m.epoch, at, batches[k].n, batches[k].dl);
+        recording = 0;
+        calls[ncalls] = '\0';
+        ck_assert_msg(strcmp(calls, "slf") == 0,
+                      "batch %zu (%d rows, %d dead letters): sync calls "
+                      "\"%s\", want \"slf\" (syncfs, link, fsync)",
+                      k, batches[k].n, batches[k].dl, calls);
+        at += batches[k].n + batches[k].dl;
+    }
+    size_t rows = 0, dls = 0;
+    int64_t max = -1;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
+    ck_assert_uint_eq(rows, 5008);
+    ck_assert_uint_eq(dls, 2);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* With "fsync": false no sync call at all. */
+START_TEST(no_sync_calls_without_fsync) {
+    void *sink = open_with("{\"path\": \"$T\", \"fsync\": false}");
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    ncalls = 0;
+    recording = 1;
+    commit_range(sink, m.epoch, 0, 3, 1);
+    recording = 0;
+    calls[ncalls] = '\0';
+    ck_assert_str_eq(calls, "l");
+    ice_api->close(sink);
+}
+END_TEST
+
+/* Manifests merge by size tiers: a commit rewrites at most the entries of
+ * a bounded number of small manifests, not every live file. 600 commits
+ * of one file each: the manifest each commit writes holds few entries on
+ * the whole (each entry rewritten once per tier), the current list stays
+ * short, and every row is still there. */
+#define MERGE_COMMITS 600
+START_TEST(manifest_merges_cost_bounded) {
+    void *sink = open_with("{\"path\": \"$T\", \"fsync\": false, "
+                           "\"keep_snapshots\": 20}");
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    ice_table t;
+    char why[512];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    int64_t written = 0, most = 0;
+    size_t longest = 0;
+    for (int k = 0; k < MERGE_COMMITS; k++) {
+        commit_range(sink, m.epoch, k, 1, 0);
+        json_t *cur = ice_meta_current_snapshot(newest_meta(&t));
+        int64_t id = ice_json_int(cur, "snapshot-id", -1);
+        ice_mfile *mf;
+        size_t nmf;
+        ck_assert_msg(
+            ice_snapshot_manifests(&t, cur, &mf, &nmf, why, sizeof why) == 0,
+            "%s", why);
+        int64_t files = 0, mine = -1;
+        for (size_t i = 0; i < nmf; i++) {
+            int64_t n = mf[i].added_files + mf[i].existing_files;
+            files += n;
+            if (mf[i].added_snapshot_id == id)
+                mine = n;
+        }
+        ck_assert_int_eq(files, k + 1); /* every file once */
+        ck_assert_int_ge(mine, 1);      /* this commit's manifest */
+        written += mine;
+        if (mine > most)
+            most = mine;
+        if (nmf > longest)
+            longest = nmf;
+        ice_mfiles_free(mf, nmf);
+    }
+    /* Tiers of 8: each file is rewritten at most once per tier (4 tiers
+     * below 600), so about 4 entries a commit; merging everything each
+     * time the list passes 8 would write MERGE_COMMITS^2/16 = 22500. */
+    ck_assert_msg(written <= 5 * MERGE_COMMITS,
+                  "%lld manifest entries written in %d commits",
+                  (long long)written, MERGE_COMMITS);
+    ck_assert_msg(most <= 512, "one commit rewrote %lld entries",
+                  (long long)most);
+    ck_assert_msg(longest <= 4 * 7 + 1, "a manifest list of %zu manifests",
+                  longest);
+    size_t rows = 0, dls = 0;
+    int64_t max = -1;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
+    ck_assert_uint_eq(rows, MERGE_COMMITS);
+    ck_assert_int_eq(max, MERGE_COMMITS - 1);
+    ice_table_free(&t);
+    ice_api->close(sink);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("iceberg_lite_commit_cost");
+    TCase *tc = tcase_create("commit_cost");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, metadata_json_is_compact);
+    tcase_add_test(tc, indented_table_still_appends);
+    tcase_add_test(tc, one_barrier_and_one_fsync_per_commit);
+    tcase_add_test(tc, no_sync_calls_without_fsync);
+    tcase_add_test(tc, manifest_merges_cost_bounded);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}
