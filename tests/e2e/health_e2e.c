@@ -29,6 +29,10 @@
 #define FAST_GROUP                                                             \
     "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"500\""
 
+/* The bootstrap address of the configs written, when not the broker's
+ * (a proxy's). */
+static char cfg_bootstrap[64];
+
 /* A connector NAME reading TOPIC into FILE.db (table t), its status in
  * WORKDIR/STATE, with the Kafka properties props (JSON members); extra is
  * appended to the sink's settings. */
@@ -47,8 +51,8 @@ static const char *config_state(const char *file, const char *name,
              "\"mapping\": {\"mode\": \"json\", \"columns\": ["
              "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
              "\"required\": true}]}}",
-             name, h_bootstrap(), topic, props, h_workdir(), file,
-             settings_extra, h_workdir(), state);
+             name, cfg_bootstrap[0] ? cfg_bootstrap : h_bootstrap(), topic,
+             props, h_workdir(), file, settings_extra, h_workdir(), state);
     char fname[300];
     snprintf(fname, sizeof fname, "%s.json", file);
     return h_write_file(fname, text);
@@ -588,6 +592,160 @@ static void scenario_broker_unreachable(void) {
     rd_kafka_destroy(p);
 }
 
+/* A host whose connections to port `from` go to port `to` (the test's
+ * proxy, health_redirect.c). */
+static pid_t spawn_redirected(const char *cfg, const char *log, int from,
+                              int to) {
+    char preload[4200], redirect[64];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
+    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", from, to);
+    const char *env[] = {preload, redirect, NULL};
+    return h_spawn_env(cfg, log, env);
+}
+
+/* Waits for DEGRADED with "Kafka unreachable" after a fault made at t0:
+ * not before the documented 10 s (less the time before the fault that
+ * the outage is dated from: the last answer, at most a fetch's long poll
+ * earlier), at most `slack_ms` after them. Then `status` must exit 3. */
+static void wait_kafka_degraded(pid_t pid, const char *name, int64_t t0,
+                                int slack_ms) {
+    wait_status(pid, name, "\"DEGRADED\"", "Kafka unreachable",
+                10000 + slack_ms);
+    int64_t took = h_now_ms() - t0;
+    H_CHECK(took >= 9000,
+            "DEGRADED %lld ms after the fault, before the documented 10 s",
+            (long long)took);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.out"), "Kafka unreachable"),
+            "tidemark status with Kafka unreachable: exit %d, expected 3 "
+            "with the reason: %s",
+            rc, h_read_file("status.out"));
+    h_step("DEGRADED %lld ms after the fault, status exit 3", (long long)took);
+}
+
+/* The broker stops answering while the connections stay open (a dead
+ * route, a stopped broker: the proxy's hole, every byte dropped, nothing
+ * closed). Seen: RUNNING, `status` exit 0, for about 70 s (librdkafka
+ * keeps the connection UP until socket.timeout.ms), the partitions lost
+ * at 45 s meanwhile. The connector must be DEGRADED within the documented
+ * 10 s and a few; once the broker answers again (the stalled connections
+ * closed, new ones through), RUNNING, and the next records applied once. */
+static void scenario_broker_stalled(void) {
+    const char *topic = h_name("health-kstall");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kstall"));
+    snprintf(db, sizeof db, "%s/kstall.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    const char *cfg = config_props("kstall", name, topic, "", "");
+    pid_t pid = spawn_redirected(cfg, "kstall.log", bport, x.port);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(atomic_load(&x.accepted) > 0,
+            "inconclusive: the host did not connect through the proxy");
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    h_step("10 rows through the proxy, RUNNING");
+
+    int64_t t0 = h_now_ms();
+    long before = atomic_load(&x.swallowed);
+    atomic_store(&x.hole, 1);
+    wait_kafka_degraded(pid, name, t0, 6000);
+    H_CHECK(atomic_load(&x.swallowed) > before,
+            "inconclusive: the host sent nothing into the hole");
+
+    /* The stalled connections closed (refused), new ones let through. */
+    atomic_store(&x.refuse, 1);
+    int64_t tr = h_now_ms();
+    while (atomic_load(&x.refused) == 0) {
+        H_CHECK(h_now_ms() - tr < 30000,
+                "inconclusive: the host did not reconnect after the hole");
+        h_sleep_ms(50);
+    }
+    atomic_store(&x.hole, 0);
+    atomic_store(&x.refuse, 0);
+    int64_t t1 = h_now_ms();
+    wait_status(pid, name, "\"RUNNING\"", NULL, 60000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 0, "tidemark status once Kafka answers: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("broker answers again: RUNNING after %lld ms, status exit 0",
+           (long long)(h_now_ms() - t1));
+
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 120000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(pid);
+    h_step("5 more records: 15 rows, once each");
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
+/* The bootstrap address answers (proxy A, always forwarding) while the
+ * broker the cluster advertises does not (its port redirected to proxy
+ * B, which refuses). Seen: RUNNING, `status` exit 0, the partitions lost
+ * and no record applied, for as long as it lasted: the bootstrap entry
+ * counted as a broker up. The connector must be DEGRADED after the
+ * documented 10 s, RUNNING once B lets through, the next records applied
+ * once. */
+static void scenario_advertised_cut(void) {
+    const char *topic = h_name("health-kadv");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kadv"));
+    snprintf(db, sizeof db, "%s/kadv.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    int bport = broker_port();
+    bh_proxy a, b;
+    bh_start(&a, bport);
+    bh_start(&b, bport);
+    snprintf(cfg_bootstrap, sizeof cfg_bootstrap, "127.0.0.1:%d", a.port);
+    const char *cfg = config_props("kadv", name, topic, "", "");
+    cfg_bootstrap[0] = '\0';
+    pid_t pid = spawn_redirected(cfg, "kadv.log", bport, b.port);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(atomic_load(&a.accepted) > 0 && atomic_load(&b.accepted) > 0,
+            "inconclusive: the host did not connect through both proxies "
+            "(bootstrap %d, advertised %d connections)",
+            atomic_load(&a.accepted), atomic_load(&b.accepted));
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    h_step("10 rows, bootstrap through proxy A, the broker through B");
+
+    int64_t t0 = h_now_ms();
+    atomic_store(&b.refuse, 1);
+    wait_kafka_degraded(pid, name, t0, 6000);
+    H_CHECK(atomic_load(&b.refused) > 0,
+            "inconclusive: the host never tried the advertised broker while "
+            "it was cut");
+
+    atomic_store(&b.refuse, 0);
+    int64_t t1 = h_now_ms();
+    wait_status(pid, name, "\"RUNNING\"", NULL, 60000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 0, "tidemark status once the broker is back: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("advertised broker back: RUNNING after %lld ms, status exit 0",
+           (long long)(h_now_ms() - t1));
+
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 120000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(pid);
+    h_step("5 more records: 15 rows, once each");
+    bh_stop(&a);
+    bh_stop(&b);
+    rd_kafka_destroy(p);
+}
+
 /* A claim that answers FATAL while the host is stopping (seen: the stop
  * path took every non-OK claim for "stopped": exit 0, STOPPED, the
  * refusal lost). Connector A owns table t; connector B on the same file
@@ -878,6 +1036,8 @@ int main(int argc, char **argv) {
         {"status_invalid_config", scenario_status_invalid_config},
         {"stop_pg_blackholed", scenario_stop_pg_blackholed},
         {"broker_unreachable", scenario_broker_unreachable},
+        {"broker_stalled", scenario_broker_stalled},
+        {"advertised_cut", scenario_advertised_cut},
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
