@@ -979,6 +979,135 @@ static void scenario_verify_dlq_topic_only(void) {
     rd_kafka_destroy(p);
 }
 
+/* A dead letter as a tidemark older than the group header wrote it:
+ * Kafka Connect's headers naming connector and source record, no
+ * TM_DLQ_GROUP_HEADER; value the given bytes. */
+static void produce_old_dead_letter(rd_kafka_t *p, const char *dlq,
+                                    const char *connector, const char *topic,
+                                    int64_t offset, const char *value) {
+    char off[32];
+    snprintf(off, sizeof off, "%lld", (long long)offset);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+    H_CHECK(
+        h &&
+            !rd_kafka_header_add(h, "__connect.errors.connector.name", -1,
+                                 connector, -1) &&
+            !rd_kafka_header_add(h, "__connect.errors.topic", -1, topic, -1) &&
+            !rd_kafka_header_add(h, "__connect.errors.partition", -1, "0",
+                                 -1) &&
+            !rd_kafka_header_add(h, "__connect.errors.offset", -1, off, -1),
+        "cannot build a dead letter's headers");
+    rd_kafka_resp_err_t err =
+        rd_kafka_producev(p, RD_KAFKA_V_TOPIC(dlq), RD_KAFKA_V_PARTITION(0),
+                          RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+    if (err)
+        rd_kafka_headers_destroy(h);
+    H_CHECK(!err && rd_kafka_flush(p, 30000) == 0,
+            "cannot produce a dead letter to %s: %s", dlq,
+            rd_kafka_err2str(err));
+}
+
+/* verify's dead letters in the topic must be the deployment's own, of
+ * the records it holds. Production and staging run the same connector
+ * name from the same topic in two groups, both with "sink": false into
+ * one dead-letter topic; production's dead letters are then lost (seen:
+ * verify of production passed on staging's). verify of production must
+ * report each as a gap. Then dead letters without the group header (as an
+ * older tidemark wrote them): with bytes other than the record's (an
+ * older log of a topic created again) each is still a gap; with the
+ * record's own bytes each counts. */
+static void scenario_verify_dlq_foreign(void) {
+    const char *topic = h_name("health-dlqf");
+    char name[256], dlq[256];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(dlq, sizeof dlq, "%s", h_name("health-dlqf-dl"));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 5, "{\"id\": %d}");
+    const char *bad = "{\"id\": \"not a number\"}";
+    int64_t bad_at[3];
+    for (int i = 0; i < 3; i++)
+        bad_at[i] =
+            h_produce(p, topic, 0, NULL, 0, bad, strlen(bad), NULL, NULL);
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    char cfgs[2][4200], dbs[2][4200];
+    for (int i = 0; i < 2; i++) {
+        char text[4096], file[64];
+        const char *who = i == 0 ? "prod" : "staging";
+        snprintf(text, sizeof text,
+                 "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+                 "\"%s\", \"topics\": [\"%s\"], \"start\": \"earliest\", "
+                 "\"group_id\": \"%s-%s\"}, "
+                 "\"batch\": {\"max_wait_ms\": 100}, "
+                 "\"dead_letters\": {\"sink\": false, \"topic\": \"%s\"}, "
+                 "\"sink\": {\"plugin\": \"sqlite\", \"settings\": "
+                 "{\"path\": \"%s/%s.db\", \"table\": \"t\"}}, "
+                 "\"state_dir\": \"%s/state-%s\", "
+                 "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+                 "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": "
+                 "\"int\", \"required\": true}]}}",
+                 name, h_bootstrap(), topic, name, who, dlq, h_workdir(), who,
+                 h_workdir(), who);
+        snprintf(file, sizeof file, "dlqf-%s.json", who);
+        snprintf(cfgs[i], sizeof cfgs[i], "%s", h_write_file(file, text));
+        snprintf(file, sizeof file, "%s.db", who);
+        snprintf(dbs[i], sizeof dbs[i], "%s", h_path(file));
+        char log[64];
+        snprintf(log, sizeof log, "dlqf-%s.log", who);
+        pid_t pid = h_spawn(cfgs[i], log);
+        h_wait_caught_up(dbs[i], name, topic, 1, 60000);
+        h_stop_clean(pid);
+    }
+    int64_t lo, hi;
+    h_watermarks(dlq, 0, &lo, &hi);
+    H_CHECK(hi - lo == 6 && h_sqlf(dbs[0], "SELECT count(*) FROM t") == 10,
+            "inconclusive: expected 6 dead letters in %s (3 each) and 10 "
+            "rows, found %lld and %lld",
+            dlq, (long long)(hi - lo),
+            (long long)h_sqlf(dbs[0], "SELECT count(*) FROM t"));
+    int rc = verify_exit(cfgs[0], "dlqf0.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqf0.out"), "dead_letters=3"),
+            "inconclusive: verify of production before the loss: exit %d: %s",
+            rc, h_read_file("dlqf0.out"));
+    h_step("production and staging: 3 dead letters each in %s", dlq);
+
+    /* Production's are the first three: gone. */
+    h_delete_records(dlq, 0, lo + 3);
+    rc = verify_exit(cfgs[0], "dlqf1.out");
+    H_CHECK(rc == 1 && strstr(h_read_file("dlqf1.out"), "gaps=3"),
+            "verify of production, its dead letters lost, staging's in the "
+            "topic: exit %d, expected 1 with 3 gaps: %s",
+            rc, h_read_file("dlqf1.out"));
+    rc = verify_exit(cfgs[1], "dlqf2.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqf2.out"), "dead_letters=3"),
+            "verify of staging, its dead letters kept: exit %d: %s", rc,
+            h_read_file("dlqf2.out"));
+    h_step("staging's dead letters do not count for production: 3 gaps");
+
+    for (int i = 0; i < 3; i++)
+        produce_old_dead_letter(p, dlq, name, topic, bad_at[i],
+                                "{\"id\": \"an older log\"}");
+    rc = verify_exit(cfgs[0], "dlqf3.out");
+    H_CHECK(rc == 1 && strstr(h_read_file("dlqf3.out"), "gaps=3"),
+            "verify with dead letters of other bytes at those offsets: exit "
+            "%d, expected 1 with 3 gaps: %s",
+            rc, h_read_file("dlqf3.out"));
+    for (int i = 0; i < 3; i++)
+        produce_old_dead_letter(p, dlq, name, topic, bad_at[i], bad);
+    rc = verify_exit(cfgs[0], "dlqf4.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqf4.out"), "gaps=0") &&
+                strstr(h_read_file("dlqf4.out"), "dead_letters=3"),
+            "verify with dead letters without the group header, the "
+            "records' own bytes: exit %d, expected 0: %s",
+            rc, h_read_file("dlqf4.out"));
+    h_step("without the group header: other bytes are gaps, the record's "
+           "own count");
+    rd_kafka_destroy(p);
+}
+
 /* A failed check (h_fail) must not leave the hosts the test spawned
  * running after it (seen: hosts of failed runs kept their groups and
  * files for as long as the machine ran). A child process spawns a host,
@@ -1041,6 +1170,7 @@ int main(int argc, char **argv) {
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
+        {"verify_dlq_foreign", scenario_verify_dlq_foreign},
         {"fail_stops_hosts", scenario_fail_stops_hosts},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
