@@ -1,9 +1,11 @@
 #include "kafka/broker_watch.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "services/log.h"
@@ -139,6 +141,32 @@ int tm_broker_stats_down(const char *json, size_t len, int64_t *for_ms,
     }
     json_decref(root);
     return down;
+}
+
+int tm_broker_watch_interval_note(const tm_connector_config *cfg, char *out,
+                                  size_t size) {
+    for (size_t i = 0; i < cfg->kafka.nproperties; i++) {
+        const char *k = cfg->kafka.properties[i].key;
+        const char *v = cfg->kafka.properties[i].value;
+        if (strcmp(k, "statistics.interval.ms") != 0 || !v)
+            continue;
+        char *end;
+        errno = 0;
+        long long ms = strtoll(v, &end, 10);
+        /* Not a number: librdkafka refuses it, reported as an error. */
+        if (errno || end == v || *end || ms <= TM_KAFKA_DOWN_DEGRADED_MS)
+            return 0;
+        snprintf(out, size,
+                 "$.kafka.properties.statistics.interval.ms: %lld ms is above "
+                 "the %d s after which Kafka unreachable makes the connector "
+                 "DEGRADED: it shows, and ends, up to %lld s late (the host "
+                 "reads Kafka's reachability from these statistics; %s ms "
+                 "when not given)",
+                 ms, TM_KAFKA_DOWN_DEGRADED_MS / 1000, ms / 1000,
+                 TM_KAFKA_STATS_INTERVAL);
+        return 1;
+    }
+    return 0;
 }
 
 void tm_broker_watch_error(tm_connector *c, const char *name,

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/connector_config.h"
 #include "runtime/connector_state.h"
 
 /* Below this, a broker going away is a blip librdkafka reconnects past
@@ -31,6 +32,13 @@
 /* How often librdkafka emits its statistics when the config does not say
  * (kafka/consumer.c): the bound on how late a recovery is seen. */
 #define TM_KAFKA_STATS_INTERVAL "1000"
+
+/* A warning for `validate` (1, the sentence in out; 0 none): the
+ * statistics.interval.ms of cfg's $.kafka.properties above
+ * TM_KAFKA_DOWN_DEGRADED_MS, which delays DEGRADED, and its end, by up to
+ * that interval. Pure. */
+int tm_broker_watch_interval_note(const tm_connector_config *cfg, char *out,
+                                  size_t size);
 
 /* What a statistics document (json, len bytes) says of Kafka: -1 when it
  * has no readable "brokers"; 0 reachable; 1 unreachable, with *for_ms how

@@ -1108,6 +1108,37 @@ static void scenario_verify_dlq_foreign(void) {
     rd_kafka_destroy(p);
 }
 
+/* A statistics.interval.ms far above the 10 s after which Kafka
+ * unreachable is DEGRADED delays it (and its end) by up to the interval
+ * (seen: a config with 60000 validated silently). `validate` must accept
+ * it with a warning naming the property; an interval below the threshold
+ * gets none. */
+static void scenario_validate_stats_interval(void) {
+    const char *name = h_name("health-stint");
+    const char *slow = config_props(
+        "stint-slow", name, name, "\"statistics.interval.ms\": \"60000\"", "");
+    const char *args[] = {"validate", slow, NULL};
+    int rc = h_tidemark("stint-slow.out", args);
+    const char *out = h_read_file("stint-slow.out");
+    H_CHECK(rc == 0 &&
+                strstr(out, "warning: $.kafka.properties.statistics."
+                            "interval.ms: 60000 ms") &&
+                strstr(out, "DEGRADED"),
+            "validate with statistics.interval.ms 60000: exit %d, expected 0 "
+            "with a warning: %s",
+            rc, out);
+    const char *fast = config_props("stint-fast", name, name,
+                                    "\"statistics.interval.ms\": \"5000\"", "");
+    const char *args2[] = {"validate", fast, NULL};
+    rc = h_tidemark("stint-fast.out", args2);
+    out = h_read_file("stint-fast.out");
+    H_CHECK(rc == 0 && !strstr(out, "warning"),
+            "validate with statistics.interval.ms 5000: exit %d, expected 0 "
+            "without a warning: %s",
+            rc, out);
+    h_step("validate: a warning for 60000 ms, none for 5000 ms");
+}
+
 /* A failed check (h_fail) must not leave the hosts the test spawned
  * running after it (seen: hosts of failed runs kept their groups and
  * files for as long as the machine ran). A child process spawns a host,
@@ -1171,6 +1202,7 @@ int main(int argc, char **argv) {
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
         {"verify_dlq_foreign", scenario_verify_dlq_foreign},
+        {"validate_stats_interval", scenario_validate_stats_interval},
         {"fail_stops_hosts", scenario_fail_stops_hosts},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
