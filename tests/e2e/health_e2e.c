@@ -979,6 +979,126 @@ static void scenario_verify_dlq_topic_only(void) {
     rd_kafka_destroy(p);
 }
 
+/* Connector NAME of consumer group GROUP reading TOPIC into FILE.db
+ * (table t), its status in WORKDIR/STATE: two groups writing one table. */
+static const char *config_group(const char *file, const char *name,
+                                const char *group, const char *topic,
+                                const char *state) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"start\": \"earliest\", "
+             "\"group_id\": \"%s\", \"properties\": {" FAST_GROUP "}}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s/%s.db\", \"table\": \"t\"}}, "
+             "\"state_dir\": \"%s/%s\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+             "\"required\": true}]}}",
+             name, h_bootstrap(), topic, group, h_workdir(), file, h_workdir(),
+             state);
+    char fname[300];
+    snprintf(fname, sizeof fname, "%s-%s.json", file, state);
+    return h_write_file(fname, text);
+}
+
+/* Waits until host pid's log (log_name) has needle. */
+static void wait_log(pid_t pid, const char *log_name, const char *needle,
+                     int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file(log_name), needle)) {
+        H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+                "the host exited while waiting for \"%s\" in %s", needle,
+                log_name);
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "inconclusive: \"%s\" never in %s within %d ms", needle,
+                log_name, timeout_ms);
+        h_sleep_ms(100);
+    }
+}
+
+/* A fenced partition the group never revokes is claimed again after the
+ * bound (2 x session.timeout.ms); that claim raises the marker's epoch in
+ * the sink, and when the read-back of its lineage then stalls, the claim
+ * is deferred. Seen: the next look took the raised epoch for another
+ * writer ("another live writer ... keeps committing") and waited one more
+ * bound. Host A (group one) is fenced by host B (group two, same table)
+ * which then stops; A's new connections are held when its re-claim reads
+ * back. The claim must take the sink (the marker's epoch above B's) and be
+ * deferred; then, the broker answering again, A claims again without ever
+ * reporting another writer, and every record lands once. */
+static void scenario_fenced_reclaim_deferred(void) {
+    const char *topic = h_name("health-frd");
+    char name[256], ga[300], gb[300];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(ga, sizeof ga, "%s-one", name);
+    snprintf(gb, sizeof gb, "%s-two", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    char cfg_a[4200], cfg_b[4200];
+    snprintf(cfg_a, sizeof cfg_a, "%s",
+             config_group("frd", name, ga, topic, "state"));
+    snprintf(cfg_b, sizeof cfg_b, "%s",
+             config_group("frd", name, gb, topic, "state-b"));
+    const char *db = h_path("frd.db");
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    pid_t a = spawn_redirected(cfg_a, "frd-a.log", bport, x.port);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int64_t epoch_a = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_markers WHERE "
+                       "last_offset >= 0") == 1,
+            "inconclusive: the marker keeps no lineage to read back");
+    h_step("host A (group one): 10 rows, epoch %lld", (long long)epoch_a);
+
+    pid_t b = h_spawn(cfg_b, "frd-b.log");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT epoch FROM tidemark_markers") == epoch_a) {
+        H_CHECK(h_now_ms() - t0 < 60000, "host B never claimed the partition");
+        h_sleep_ms(100);
+    }
+    wait_status(b, name, "\"RUNNING\"", NULL, 15000);
+    h_stop_clean(b);
+    int64_t epoch_b = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    wait_log(a, "frd-a.log", "fenced: epoch", 30000);
+    atomic_store(&x.hold_new, 1);
+    h_step("host B (group two) claimed (epoch %lld) and stopped; A fenced, "
+           "its new connections held",
+           (long long)epoch_b);
+
+    /* The bound is 12 s, the read-back's own 10 s. */
+    wait_log(a, "frd-a.log", "the claim is retried", 60000);
+    int64_t epoch_claimed = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    H_CHECK(epoch_claimed > epoch_b && atomic_load(&x.held_count) > 0,
+            "inconclusive: the re-claim did not take the sink before its "
+            "read-back stalled (epoch %lld, B's %lld, %d connection(s) held)",
+            (long long)epoch_claimed, (long long)epoch_b,
+            atomic_load(&x.held_count));
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 10,
+            "inconclusive: A applied records while fenced");
+    h_step("A's re-claim took the sink (epoch %lld) and was deferred",
+           (long long)epoch_claimed);
+
+    atomic_store(&x.hold_new, 0);
+    h_wait_caught_up(db, name, topic, 1, 90000);
+    const char *log = h_read_file("frd-a.log");
+    H_CHECK(!strstr(log, "another live writer"),
+            "host A took its own deferred claim for another writer: %s",
+            strstr(log, "another live writer"));
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(a);
+    h_step("claimed again, no other writer reported: 15 rows, once each");
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
 /* A dead letter as a tidemark older than the group header wrote it:
  * Kafka Connect's headers naming connector and source record, no
  * TM_DLQ_GROUP_HEADER; value the given bytes. */
@@ -1203,6 +1323,7 @@ int main(int argc, char **argv) {
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
         {"verify_dlq_foreign", scenario_verify_dlq_foreign},
         {"validate_stats_interval", scenario_validate_stats_interval},
+        {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
         {"fail_stops_hosts", scenario_fail_stops_hosts},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
