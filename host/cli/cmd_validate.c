@@ -83,7 +83,7 @@ static int validate_one(const char *const *files, char **names, size_t i,
     }
     /* Valid, but a setting that delays what the health shows. */
     char note[512];
-    if (tm_broker_watch_interval_note(s.cfg, note, sizeof note))
+    if (tm_broker_watch_config_note(s.cfg, note, sizeof note))
         fprintf(stderr, "%s: warning: %s\n", file, note);
     /* The config outlives its plugin instance, for the checks across
      * files. */

@@ -143,28 +143,46 @@ int tm_broker_stats_down(const char *json, size_t len, int64_t *for_ms,
     return down;
 }
 
-int tm_broker_watch_interval_note(const tm_connector_config *cfg, char *out,
-                                  size_t size) {
+/* A property's value as a whole number of ms; 0 when it is not one
+ * (librdkafka refuses it, reported as an error elsewhere). */
+static int prop_ms(const char *v, long long *ms) {
+    char *end;
+    errno = 0;
+    *ms = strtoll(v, &end, 10);
+    return !errno && end != v && !*end;
+}
+
+int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
+                                size_t size) {
     for (size_t i = 0; i < cfg->kafka.nproperties; i++) {
         const char *k = cfg->kafka.properties[i].key;
         const char *v = cfg->kafka.properties[i].value;
-        if (strcmp(k, "statistics.interval.ms") != 0 || !v)
+        long long ms;
+        if (!v || !prop_ms(v, &ms))
             continue;
-        char *end;
-        errno = 0;
-        long long ms = strtoll(v, &end, 10);
-        /* Not a number: librdkafka refuses it, reported as an error. */
-        if (errno || end == v || *end || ms <= TM_KAFKA_DOWN_DEGRADED_MS)
-            return 0;
-        snprintf(out, size,
-                 "$.kafka.properties.statistics.interval.ms: %lld ms is above "
-                 "the %d s after which Kafka unreachable makes the connector "
-                 "DEGRADED: it shows, and ends, up to %lld s late (the host "
-                 "reads Kafka's reachability from these statistics; %s ms "
-                 "when not given)",
-                 ms, TM_KAFKA_DOWN_DEGRADED_MS / 1000, ms / 1000,
-                 TM_KAFKA_STATS_INTERVAL);
-        return 1;
+        if (strcmp(k, "statistics.interval.ms") == 0 &&
+            ms > TM_KAFKA_DOWN_DEGRADED_MS) {
+            snprintf(out, size,
+                     "$.kafka.properties.statistics.interval.ms: %lld ms is "
+                     "above the %d s after which Kafka unreachable makes the "
+                     "connector DEGRADED: it shows, and ends, up to %lld s "
+                     "late (the host reads Kafka's reachability from these "
+                     "statistics; %s ms when not given)",
+                     ms, TM_KAFKA_DOWN_DEGRADED_MS / 1000, ms / 1000,
+                     TM_KAFKA_STATS_INTERVAL);
+            return 1;
+        }
+        if (strcmp(k, "fetch.wait.max.ms") == 0 && ms >= TM_KAFKA_STALL_MS) {
+            snprintf(out, size,
+                     "$.kafka.properties.fetch.wait.max.ms: %lld ms: on an "
+                     "idle topic a fetch waiting %d s or more looks like a "
+                     "broker that stopped answering (a request waiting, "
+                     "nothing received), and from %d s on the connector "
+                     "shows Kafka unreachable while it is not",
+                     ms, TM_KAFKA_STALL_MS / 1000,
+                     TM_KAFKA_DOWN_DEGRADED_MS / 1000);
+            return 1;
+        }
     }
     return 0;
 }

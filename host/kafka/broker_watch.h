@@ -33,12 +33,13 @@
  * (kafka/consumer.c): the bound on how late a recovery is seen. */
 #define TM_KAFKA_STATS_INTERVAL "1000"
 
-/* A warning for `validate` (1, the sentence in out; 0 none): the
- * statistics.interval.ms of cfg's $.kafka.properties above
- * TM_KAFKA_DOWN_DEGRADED_MS, which delays DEGRADED, and its end, by up to
- * that interval. Pure. */
-int tm_broker_watch_interval_note(const tm_connector_config *cfg, char *out,
-                                  size_t size);
+/* A warning for `validate` (1, the sentence in out; 0 none) about cfg's
+ * $.kafka.properties: a statistics.interval.ms above
+ * TM_KAFKA_DOWN_DEGRADED_MS delays DEGRADED, and its end, by up to that
+ * interval; a fetch.wait.max.ms of TM_KAFKA_STALL_MS or more makes an
+ * idle topic's fetch look like a stalled broker. Pure. */
+int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
+                                size_t size);
 
 /* What a statistics document (json, len bytes) says of Kafka: -1 when it
  * has no readable "brokers"; 0 reachable; 1 unreachable, with *for_ms how

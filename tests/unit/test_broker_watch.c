@@ -222,6 +222,29 @@ START_TEST(test_reasserted_after_another_recovery) {
 }
 END_TEST
 
+/* validate's warnings: the statistics' interval above the threshold, a
+ * fetch's long poll as long as a stall; nothing for the defaults' like. */
+START_TEST(test_config_note) {
+    tm_config_property props[2] = {{"statistics.interval.ms", "1000"},
+                                   {"fetch.wait.max.ms", "500"}};
+    cfg.kafka.properties = props;
+    cfg.kafka.nproperties = 2;
+    char note[512];
+    ck_assert_int_eq(tm_broker_watch_config_note(&cfg, note, sizeof note), 0);
+    props[0].value = "60000";
+    ck_assert_int_eq(tm_broker_watch_config_note(&cfg, note, sizeof note), 1);
+    ck_assert_ptr_nonnull(strstr(note, "statistics.interval.ms: 60000 ms"));
+    props[0].value = "1000";
+    props[1].value = "5000";
+    ck_assert_int_eq(tm_broker_watch_config_note(&cfg, note, sizeof note), 1);
+    ck_assert_ptr_nonnull(strstr(note, "fetch.wait.max.ms: 5000 ms"));
+    props[1].value = "not a number";
+    ck_assert_int_eq(tm_broker_watch_config_note(&cfg, note, sizeof note), 0);
+    cfg.kafka.properties = NULL;
+    cfg.kafka.nproperties = 0;
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("broker_watch");
     TCase *tc = tcase_create("broker_watch");
@@ -234,6 +257,7 @@ int main(void) {
     tcase_add_test(tc, test_bootstrap_and_logical_brokers_do_not_count);
     tcase_add_test(tc, test_assigned_partition_leader_down_degrades);
     tcase_add_test(tc, test_coordinator_not_up_degrades);
+    tcase_add_test(tc, test_config_note);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
