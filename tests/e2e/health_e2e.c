@@ -517,6 +517,21 @@ static int broker_port(void) {
     return port;
 }
 
+/* A host whose connections to port `from` go to port `to` (the test's
+ * proxy, health_redirect.c). */
+static pid_t spawn_redirected(const char *cfg, const char *log, int from,
+                              int to) {
+    char preload[4200], redirect[64], asan[1024];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
+    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", from, to);
+    /* A sanitized host: its runtime is not first with the preload. */
+    const char *was = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+             was ? was : "", was && *was ? ":" : "");
+    const char *env[] = {preload, redirect, asan, NULL};
+    return h_spawn_env(cfg, log, env);
+}
+
 /* Every connection of a host to the broker cut (refused) for longer than
  * the documented threshold, the topic idle (seen: RUNNING with `last
  * error -` for as long as it lasted). The connector must be DEGRADED
@@ -539,11 +554,7 @@ static void scenario_broker_unreachable(void) {
     bh_proxy x;
     bh_start(&x, bport);
     const char *cfg = config_props("kdown", name, topic, "", "");
-    char preload[4200], redirect[64];
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
-    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", bport, x.port);
-    const char *env[] = {preload, redirect, NULL};
-    pid_t pid = h_spawn_env(cfg, "kdown.log", env);
+    pid_t pid = spawn_redirected(cfg, "kdown.log", bport, x.port);
     h_wait_caught_up(db, name, topic, 1, 60000);
     H_CHECK(atomic_load(&x.accepted) > 0,
             "inconclusive: the host did not connect through the proxy");
@@ -590,17 +601,6 @@ static void scenario_broker_unreachable(void) {
     h_step("5 more records: 15 rows, once each");
     bh_stop(&x);
     rd_kafka_destroy(p);
-}
-
-/* A host whose connections to port `from` go to port `to` (the test's
- * proxy, health_redirect.c). */
-static pid_t spawn_redirected(const char *cfg, const char *log, int from,
-                              int to) {
-    char preload[4200], redirect[64];
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
-    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", from, to);
-    const char *env[] = {preload, redirect, NULL};
-    return h_spawn_env(cfg, log, env);
 }
 
 /* Waits for DEGRADED with "Kafka unreachable" after a fault made at t0:
