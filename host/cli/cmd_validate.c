@@ -6,6 +6,7 @@
  * plugin's validate() check its settings and its store, read-only. Every
  * line printed goes through tm_config_redact(): no resolved secret shows. */
 #include "cli/commands.h"
+#include "kafka/broker_watch.h"
 
 #include "cli/cli_args.h"
 
@@ -119,6 +120,10 @@ static int validate_one(const char *const *files, char **names, size_t i,
             return 2;
         }
     }
+    /* Valid, but a setting that delays what the health shows. */
+    char note[512];
+    if (tm_broker_watch_config_note(s.cfg, note, sizeof note))
+        fprintf(stderr, "%s: warning: %s\n", file, note);
     /* The config outlives its plugin instance, for the checks across
      * files. */
     tm_sink_instance_close(&s.inst);

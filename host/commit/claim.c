@@ -193,6 +193,22 @@ static int defer(tm_connector *c, rd_kafka_topic_partition_list_t *assigned,
     return CLAIM_DEFERRED;
 }
 
+/* Fenced partitions re-claimed (tm_claim_fenced_again), the claim deferred
+ * after the sink took it (the lineage read outlasted the patience): the
+ * claim raised each marker's epoch, so the claimed marker, not the one
+ * seen when fenced, is what the next look must find unchanged; else
+ * marker_moved takes this host's own claim for another live writer's. */
+static void keep_claimed_as_fenced(tm_connector *c, const tm_marker *m,
+                                   size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        tm_part *p = tm_conn_part(c, m[i].topic, m[i].partition);
+        if (!p || !p->fenced)
+            continue;
+        p->fenced_marker = m[i];
+        p->fenced_marker.topic = p->topic;
+    }
+}
+
 /* The claim of `assigned`; a partition without a marker starts where the
  * start policy says, or at fallback[i] when given: a fenced partition's
  * re-claim, whose marker was just read (tm_claim_fenced_again), so the
@@ -307,6 +323,8 @@ static int claim_list(tm_connector *c,
     int lineage =
         tm_lineage_check_claim(c, markers, n, low, patience_ms > 0 ? left : 0);
     if (lineage == TM_LINEAGE_DEFERRED) {
+        if (fallback)
+            keep_claimed_as_fenced(c, markers, n);
         rc = defer(c, assigned, fallback);
         goto out;
     }

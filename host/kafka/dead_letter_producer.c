@@ -109,6 +109,12 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b, char *errstr,
     for (size_t i = 0; i < b->ndead_letters; i++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
         rd_kafka_headers_t *h = tm_dlq_headers(q->cfg->name, b, d);
+        if (h && add_header(h, TM_DLQ_GROUP_HEADER,
+                            q->cfg->kafka.group_id ? q->cfg->kafka.group_id
+                                                   : "") != 0) {
+            rd_kafka_headers_destroy(h);
+            h = NULL;
+        }
         if (!h) {
             snprintf(errstr, errsize, "out of memory");
             return -1;

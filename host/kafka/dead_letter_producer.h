@@ -26,6 +26,12 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b, char *errstr,
 
 void tm_dlq_free(tm_dead_letter_producer *q);
 
+/* The header naming the deployment that produced a dead letter: its
+ * consumer group ($.kafka.group_id). Two deployments of one connector
+ * name (staging and production) writing one dead-letter topic are told
+ * apart by it (verify/dlq_index.c). */
+#define TM_DLQ_GROUP_HEADER "tidemark.group_id"
+
 /* The headers of dead letter D of batch B (Kafka Connect's names, plus
  * tidemark.reason and tidemark.batch_id), each value redacted of the
  * process's secrets (services/redact.h). NULL when memory ran out. */

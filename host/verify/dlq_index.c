@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit/lineage.h"
+#include "kafka/dead_letter_producer.h"
 #include "kafka/partition_reader.h"
 #include "kafka/partitions.h"
 
@@ -38,17 +40,20 @@ static int parse_i64(const char *s, int64_t *out) {
 }
 
 typedef struct load_ctx {
-    const char *connector;
+    const char *connector, *group;
     tm_dlq_index *x;
 } load_ctx;
 
 static int on_dead_letter(void *user, const rd_kafka_message_t *m) {
     load_ctx *l = user;
-    char who[512], topic[256], part[32], off[32];
+    char who[512], group[512], topic[256], part[32], off[32];
     int64_t p, o;
-    /* Another connector's (a shared topic), or not ours to read: skipped. */
+    /* Another connector's (a shared topic), another deployment's (its
+     * group), or not ours to read: skipped. */
     if (header(m, "__connect.errors.connector.name", who, sizeof who) != 0 ||
         strcmp(who, l->connector) != 0 ||
+        (header(m, TM_DLQ_GROUP_HEADER, group, sizeof group) == 0 &&
+         strcmp(group, l->group) != 0) ||
         header(m, "__connect.errors.topic", topic, sizeof topic) != 0 ||
         header(m, "__connect.errors.partition", part, sizeof part) != 0 ||
         header(m, "__connect.errors.offset", off, sizeof off) != 0 ||
@@ -70,7 +75,9 @@ static int on_dead_letter(void *user, const rd_kafka_message_t *m) {
         x->oom = 1;
         return 1;
     }
-    x->v[x->n++] = (tm_dlq_entry){t, (int32_t)p, o};
+    tm_dlq_entry *e = &x->v[x->n++];
+    *e = (tm_dlq_entry){.topic = t, .partition = (int32_t)p, .offset = o};
+    tm_lineage_hash(m->key, m->key_len, m->payload, m->len, e->hash);
     return 0;
 }
 
@@ -81,7 +88,9 @@ static int cmp_entry(const void *a, const void *b) {
         return c;
     if (x->partition != y->partition)
         return x->partition < y->partition ? -1 : 1;
-    return (x->offset > y->offset) - (x->offset < y->offset);
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return strcmp(x->hash, y->hash);
 }
 
 /* The partition count of topic, 0 when the topic does not exist. */
@@ -118,7 +127,8 @@ int tm_dlq_index_load(const tm_connector_config *cfg, rd_kafka_t *rk,
         return 0;
     if (partitions_of(rk, topic, timeout_ms, &count, errstr, errsize) != 0)
         return -1;
-    load_ctx l = {cfg->name, out};
+    load_ctx l = {cfg->name, cfg->kafka.group_id ? cfg->kafka.group_id : "",
+                  out};
     for (int p = 0; p < count; p++) {
         int64_t low = 0, high = 0;
         if (tm_kafka_watermarks(rk, topic, p, timeout_ms, &low, &high, errstr,
@@ -143,8 +153,10 @@ fail:
 }
 
 int tm_dlq_index_has(const tm_dlq_index *x, const char *topic,
-                     int32_t partition, int64_t offset) {
-    tm_dlq_entry k = {(char *)topic, partition, offset};
+                     const rd_kafka_message_t *m) {
+    tm_dlq_entry k = {
+        .topic = (char *)topic, .partition = m->partition, .offset = m->offset};
+    tm_lineage_hash(m->key, m->key_len, m->payload, m->len, k.hash);
     return x->n && bsearch(&k, x->v, x->n, sizeof *x->v, cmp_entry) != NULL;
 }
 

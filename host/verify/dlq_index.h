@@ -4,7 +4,13 @@
  * can say they were delivered. Each record of the topic whose
  * __connect.errors.connector.name header names the connector gives the
  * source record's topic, partition and offset (its other
- * __connect.errors.* headers; kafka/dead_letter_producer.c). */
+ * __connect.errors.* headers; kafka/dead_letter_producer.c), and the hash
+ * of its key and value, the source record's own bytes. One that names
+ * another consumer group (TM_DLQ_GROUP_HEADER: another deployment of the
+ * same connector name) is not ours; one without that header (written
+ * before it existed) is taken on its name and bytes alone. A dead letter
+ * counts for a source record only when the bytes match: one of an older
+ * log of a topic deleted and created again does not. */
 #ifndef TM_VERIFY_DLQ_INDEX_H
 #define TM_VERIFY_DLQ_INDEX_H
 
@@ -12,16 +18,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tidemark/sink.h>
+
 #include "config/connector_config.h"
 
 typedef struct tm_dlq_entry {
     char *topic;
     int32_t partition;
     int64_t offset;
+    char hash[TM_RECORD_HASH_MAX]; /* commit/lineage.h: key and value */
 } tm_dlq_entry;
 
 typedef struct tm_dlq_index {
-    tm_dlq_entry *v; /* sorted by topic, partition, offset */
+    tm_dlq_entry *v; /* sorted by topic, partition, offset, hash */
     size_t n, cap;
     int oom;
 } tm_dlq_index;
@@ -33,9 +42,10 @@ int tm_dlq_index_load(const tm_connector_config *cfg, rd_kafka_t *rk,
                       int timeout_ms, tm_dlq_index *out, char *errstr,
                       size_t errsize);
 
-/* Whether the topic holds a dead letter of that source record. */
+/* Whether the topic holds a dead letter of the source record m of topic
+ * (its partition, offset, key and value). */
 int tm_dlq_index_has(const tm_dlq_index *x, const char *topic,
-                     int32_t partition, int64_t offset);
+                     const rd_kafka_message_t *m);
 
 void tm_dlq_index_free(tm_dlq_index *x);
 

@@ -213,7 +213,7 @@ static int on_record(void *user, const rd_kafka_message_t *m) {
     } else if (outcome == 0 && identity && key_stored(R, identity)) {
         vp->duplicates++;
     } else if (outcome == 1 && R->dlq_only &&
-               tm_dlq_index_has(&R->dlq, vp->topic, vp->partition, m->offset)) {
+               tm_dlq_index_has(&R->dlq, vp->topic, m)) {
         vp->dead_letters++; /* delivered to the dead-letter topic only */
     } else {
         vp->gaps++;

@@ -29,6 +29,10 @@
 #define FAST_GROUP                                                             \
     "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"500\""
 
+/* The bootstrap address of the configs written, when not the broker's
+ * (a proxy's). */
+static char cfg_bootstrap[64];
+
 /* A connector NAME reading TOPIC into FILE.db (table t), its status in
  * WORKDIR/STATE, with the Kafka properties props (JSON members); extra is
  * appended to the sink's settings. */
@@ -47,8 +51,8 @@ static const char *config_state(const char *file, const char *name,
              "\"mapping\": {\"mode\": \"json\", \"columns\": ["
              "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
              "\"required\": true}]}}",
-             name, h_bootstrap(), topic, props, h_workdir(), file,
-             settings_extra, h_workdir(), state);
+             name, cfg_bootstrap[0] ? cfg_bootstrap : h_bootstrap(), topic,
+             props, h_workdir(), file, settings_extra, h_workdir(), state);
     char fname[300];
     snprintf(fname, sizeof fname, "%s.json", file);
     return h_write_file(fname, text);
@@ -513,6 +517,21 @@ static int broker_port(void) {
     return port;
 }
 
+/* A host whose connections to port `from` go to port `to` (the test's
+ * proxy, health_redirect.c). */
+static pid_t spawn_redirected(const char *cfg, const char *log, int from,
+                              int to) {
+    char preload[4200], redirect[64], asan[1024];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
+    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", from, to);
+    /* A sanitized host: its runtime is not first with the preload. */
+    const char *was = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+             was ? was : "", was && *was ? ":" : "");
+    const char *env[] = {preload, redirect, asan, NULL};
+    return h_spawn_env(cfg, log, env);
+}
+
 /* Every connection of a host to the broker cut (refused) for longer than
  * the documented threshold, the topic idle (seen: RUNNING with `last
  * error -` for as long as it lasted). The connector must be DEGRADED
@@ -535,11 +554,7 @@ static void scenario_broker_unreachable(void) {
     bh_proxy x;
     bh_start(&x, bport);
     const char *cfg = config_props("kdown", name, topic, "", "");
-    char preload[4200], redirect[64];
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
-    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", bport, x.port);
-    const char *env[] = {preload, redirect, NULL};
-    pid_t pid = h_spawn_env(cfg, "kdown.log", env);
+    pid_t pid = spawn_redirected(cfg, "kdown.log", bport, x.port);
     h_wait_caught_up(db, name, topic, 1, 60000);
     H_CHECK(atomic_load(&x.accepted) > 0,
             "inconclusive: the host did not connect through the proxy");
@@ -585,6 +600,149 @@ static void scenario_broker_unreachable(void) {
     h_stop_clean(pid);
     h_step("5 more records: 15 rows, once each");
     bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
+/* Waits for DEGRADED with "Kafka unreachable" after a fault made at t0:
+ * not before the documented 10 s (less the time before the fault that
+ * the outage is dated from: the last answer, at most a fetch's long poll
+ * earlier), at most `slack_ms` after them. Then `status` must exit 3. */
+static void wait_kafka_degraded(pid_t pid, const char *name, int64_t t0,
+                                int slack_ms) {
+    wait_status(pid, name, "\"DEGRADED\"", "Kafka unreachable",
+                10000 + slack_ms);
+    int64_t took = h_now_ms() - t0;
+    H_CHECK(took >= 9000,
+            "DEGRADED %lld ms after the fault, before the documented 10 s",
+            (long long)took);
+    int rc = status_exit(name);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.out"), "Kafka unreachable"),
+            "tidemark status with Kafka unreachable: exit %d, expected 3 "
+            "with the reason: %s",
+            rc, h_read_file("status.out"));
+    h_step("DEGRADED %lld ms after the fault, status exit 3", (long long)took);
+}
+
+/* The broker stops answering while the connections stay open (a dead
+ * route, a stopped broker: the proxy's hole, every byte dropped, nothing
+ * closed). Seen: RUNNING, `status` exit 0, for about 70 s (librdkafka
+ * keeps the connection UP until socket.timeout.ms), the partitions lost
+ * at 45 s meanwhile. The connector must be DEGRADED within the documented
+ * 10 s and a few; once the broker answers again (the stalled connections
+ * closed, new ones through), RUNNING, and the next records applied once. */
+static void scenario_broker_stalled(void) {
+    const char *topic = h_name("health-kstall");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kstall"));
+    snprintf(db, sizeof db, "%s/kstall.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    const char *cfg = config_props("kstall", name, topic, "", "");
+    pid_t pid = spawn_redirected(cfg, "kstall.log", bport, x.port);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(atomic_load(&x.accepted) > 0,
+            "inconclusive: the host did not connect through the proxy");
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    h_step("10 rows through the proxy, RUNNING");
+
+    int64_t t0 = h_now_ms();
+    long before = atomic_load(&x.swallowed);
+    atomic_store(&x.hole, 1);
+    wait_kafka_degraded(pid, name, t0, 6000);
+    H_CHECK(atomic_load(&x.swallowed) > before,
+            "inconclusive: the host sent nothing into the hole");
+
+    /* The stalled connections closed (refused), new ones let through. */
+    atomic_store(&x.refuse, 1);
+    int64_t tr = h_now_ms();
+    while (atomic_load(&x.refused) == 0) {
+        H_CHECK(h_now_ms() - tr < 30000,
+                "inconclusive: the host did not reconnect after the hole");
+        h_sleep_ms(50);
+    }
+    atomic_store(&x.hole, 0);
+    atomic_store(&x.refuse, 0);
+    int64_t t1 = h_now_ms();
+    wait_status(pid, name, "\"RUNNING\"", NULL, 60000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 0, "tidemark status once Kafka answers: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("broker answers again: RUNNING after %lld ms, status exit 0",
+           (long long)(h_now_ms() - t1));
+
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 120000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(pid);
+    h_step("5 more records: 15 rows, once each");
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
+/* The bootstrap address answers (proxy A, always forwarding) while the
+ * broker the cluster advertises does not (its port redirected to proxy
+ * B, which refuses). Seen: RUNNING, `status` exit 0, the partitions lost
+ * and no record applied, for as long as it lasted: the bootstrap entry
+ * counted as a broker up. The connector must be DEGRADED after the
+ * documented 10 s, RUNNING once B lets through, the next records applied
+ * once. */
+static void scenario_advertised_cut(void) {
+    const char *topic = h_name("health-kadv");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kadv"));
+    snprintf(db, sizeof db, "%s/kadv.db", h_workdir());
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    int bport = broker_port();
+    bh_proxy a, b;
+    bh_start(&a, bport);
+    bh_start(&b, bport);
+    snprintf(cfg_bootstrap, sizeof cfg_bootstrap, "127.0.0.1:%d", a.port);
+    const char *cfg = config_props("kadv", name, topic, "", "");
+    cfg_bootstrap[0] = '\0';
+    pid_t pid = spawn_redirected(cfg, "kadv.log", bport, b.port);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    H_CHECK(atomic_load(&a.accepted) > 0 && atomic_load(&b.accepted) > 0,
+            "inconclusive: the host did not connect through both proxies "
+            "(bootstrap %d, advertised %d connections)",
+            atomic_load(&a.accepted), atomic_load(&b.accepted));
+    wait_status(pid, name, "\"RUNNING\"", NULL, 15000);
+    h_step("10 rows, bootstrap through proxy A, the broker through B");
+
+    int64_t t0 = h_now_ms();
+    atomic_store(&b.refuse, 1);
+    wait_kafka_degraded(pid, name, t0, 6000);
+    H_CHECK(atomic_load(&b.refused) > 0,
+            "inconclusive: the host never tried the advertised broker while "
+            "it was cut");
+
+    atomic_store(&b.refuse, 0);
+    int64_t t1 = h_now_ms();
+    wait_status(pid, name, "\"RUNNING\"", NULL, 60000);
+    int rc = status_exit(name);
+    H_CHECK(rc == 0, "tidemark status once the broker is back: exit %d: %s", rc,
+            h_read_file("status.out"));
+    h_step("advertised broker back: RUNNING after %lld ms, status exit 0",
+           (long long)(h_now_ms() - t1));
+
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 120000);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(pid);
+    h_step("5 more records: 15 rows, once each");
+    bh_stop(&a);
+    bh_stop(&b);
     rd_kafka_destroy(p);
 }
 
@@ -821,6 +979,286 @@ static void scenario_verify_dlq_topic_only(void) {
     rd_kafka_destroy(p);
 }
 
+/* Connector NAME of consumer group GROUP reading TOPIC into FILE.db
+ * (table t), its status in WORKDIR/STATE: two groups writing one table. */
+static const char *config_group(const char *file, const char *name,
+                                const char *group, const char *topic,
+                                const char *state) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"start\": \"earliest\", "
+             "\"group_id\": \"%s\", \"properties\": {" FAST_GROUP "}}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s/%s.db\", \"table\": \"t\"}}, "
+             "\"state_dir\": \"%s/%s\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+             "\"required\": true}]}}",
+             name, h_bootstrap(), topic, group, h_workdir(), file, h_workdir(),
+             state);
+    char fname[300];
+    snprintf(fname, sizeof fname, "%s-%s.json", file, state);
+    return h_write_file(fname, text);
+}
+
+/* Waits until host pid's log (log_name) has needle. */
+static void wait_log(pid_t pid, const char *log_name, const char *needle,
+                     int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file(log_name), needle)) {
+        H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+                "the host exited while waiting for \"%s\" in %s", needle,
+                log_name);
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "inconclusive: \"%s\" never in %s within %d ms", needle,
+                log_name, timeout_ms);
+        h_sleep_ms(100);
+    }
+}
+
+/* A fenced partition the group never revokes is claimed again after the
+ * bound (2 x session.timeout.ms); that claim raises the marker's epoch in
+ * the sink, and when the read-back of its lineage then stalls, the claim
+ * is deferred. Seen: the next look took the raised epoch for another
+ * writer ("another live writer ... keeps committing") and waited one more
+ * bound. Host A (group one) is fenced by host B (group two, same table)
+ * which then stops; A's new connections are held when its re-claim reads
+ * back. The claim must take the sink (the marker's epoch above B's) and be
+ * deferred; then, the broker answering again, A claims again without ever
+ * reporting another writer, and every record lands once. */
+static void scenario_fenced_reclaim_deferred(void) {
+    const char *topic = h_name("health-frd");
+    char name[256], ga[300], gb[300];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(ga, sizeof ga, "%s-one", name);
+    snprintf(gb, sizeof gb, "%s-two", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    char cfg_a[4200], cfg_b[4200];
+    snprintf(cfg_a, sizeof cfg_a, "%s",
+             config_group("frd", name, ga, topic, "state"));
+    snprintf(cfg_b, sizeof cfg_b, "%s",
+             config_group("frd", name, gb, topic, "state-b"));
+    const char *db = h_path("frd.db");
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    pid_t a = spawn_redirected(cfg_a, "frd-a.log", bport, x.port);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int64_t epoch_a = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_markers WHERE "
+                       "last_offset >= 0") == 1,
+            "inconclusive: the marker keeps no lineage to read back");
+    h_step("host A (group one): 10 rows, epoch %lld", (long long)epoch_a);
+
+    pid_t b = h_spawn(cfg_b, "frd-b.log");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT epoch FROM tidemark_markers") == epoch_a) {
+        H_CHECK(h_now_ms() - t0 < 60000, "host B never claimed the partition");
+        h_sleep_ms(100);
+    }
+    wait_status(b, name, "\"RUNNING\"", NULL, 15000);
+    h_stop_clean(b);
+    int64_t epoch_b = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    wait_log(a, "frd-a.log", "fenced: epoch", 30000);
+    atomic_store(&x.hold_new, 1);
+    h_step("host B (group two) claimed (epoch %lld) and stopped; A fenced, "
+           "its new connections held",
+           (long long)epoch_b);
+
+    /* The bound is 12 s, the read-back's own 10 s. */
+    wait_log(a, "frd-a.log", "the claim is retried", 60000);
+    int64_t epoch_claimed = h_sqlf(db, "SELECT epoch FROM tidemark_markers");
+    H_CHECK(epoch_claimed > epoch_b && atomic_load(&x.held_count) > 0,
+            "inconclusive: the re-claim did not take the sink before its "
+            "read-back stalled (epoch %lld, B's %lld, %d connection(s) held)",
+            (long long)epoch_claimed, (long long)epoch_b,
+            atomic_load(&x.held_count));
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 10,
+            "inconclusive: A applied records while fenced");
+    h_step("A's re-claim took the sink (epoch %lld) and was deferred",
+           (long long)epoch_claimed);
+
+    atomic_store(&x.hold_new, 0);
+    h_wait_caught_up(db, name, topic, 1, 90000);
+    const char *log = h_read_file("frd-a.log");
+    H_CHECK(!strstr(log, "another live writer"),
+            "host A took its own deferred claim for another writer: %s",
+            strstr(log, "another live writer"));
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets, found %lld rows",
+            (long long)h_sqlf(db, "SELECT count(*) FROM t"));
+    h_stop_clean(a);
+    h_step("claimed again, no other writer reported: 15 rows, once each");
+    bh_stop(&x);
+    rd_kafka_destroy(p);
+}
+
+/* A dead letter as a tidemark older than the group header wrote it:
+ * Kafka Connect's headers naming connector and source record, no
+ * TM_DLQ_GROUP_HEADER; value the given bytes. */
+static void produce_old_dead_letter(rd_kafka_t *p, const char *dlq,
+                                    const char *connector, const char *topic,
+                                    int64_t offset, const char *value) {
+    char off[32];
+    snprintf(off, sizeof off, "%lld", (long long)offset);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+    H_CHECK(
+        h &&
+            !rd_kafka_header_add(h, "__connect.errors.connector.name", -1,
+                                 connector, -1) &&
+            !rd_kafka_header_add(h, "__connect.errors.topic", -1, topic, -1) &&
+            !rd_kafka_header_add(h, "__connect.errors.partition", -1, "0",
+                                 -1) &&
+            !rd_kafka_header_add(h, "__connect.errors.offset", -1, off, -1),
+        "cannot build a dead letter's headers");
+    rd_kafka_resp_err_t err =
+        rd_kafka_producev(p, RD_KAFKA_V_TOPIC(dlq), RD_KAFKA_V_PARTITION(0),
+                          RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+    if (err)
+        rd_kafka_headers_destroy(h);
+    H_CHECK(!err && rd_kafka_flush(p, 30000) == 0,
+            "cannot produce a dead letter to %s: %s", dlq,
+            rd_kafka_err2str(err));
+}
+
+/* verify's dead letters in the topic must be the deployment's own, of
+ * the records it holds. Production and staging run the same connector
+ * name from the same topic in two groups, both with "sink": false into
+ * one dead-letter topic; production's dead letters are then lost (seen:
+ * verify of production passed on staging's). verify of production must
+ * report each as a gap. Then dead letters without the group header (as an
+ * older tidemark wrote them): with bytes other than the record's (an
+ * older log of a topic created again) each is still a gap; with the
+ * record's own bytes each counts. */
+static void scenario_verify_dlq_foreign(void) {
+    const char *topic = h_name("health-dlqf");
+    char name[256], dlq[256];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(dlq, sizeof dlq, "%s", h_name("health-dlqf-dl"));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 5, "{\"id\": %d}");
+    const char *bad = "{\"id\": \"not a number\"}";
+    int64_t bad_at[3];
+    for (int i = 0; i < 3; i++)
+        bad_at[i] =
+            h_produce(p, topic, 0, NULL, 0, bad, strlen(bad), NULL, NULL);
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    char cfgs[2][4200], dbs[2][4200];
+    for (int i = 0; i < 2; i++) {
+        char text[4096], file[64];
+        const char *who = i == 0 ? "prod" : "staging";
+        snprintf(text, sizeof text,
+                 "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+                 "\"%s\", \"topics\": [\"%s\"], \"start\": \"earliest\", "
+                 "\"group_id\": \"%s-%s\"}, "
+                 "\"batch\": {\"max_wait_ms\": 100}, "
+                 "\"dead_letters\": {\"sink\": false, \"topic\": \"%s\"}, "
+                 "\"sink\": {\"plugin\": \"sqlite\", \"settings\": "
+                 "{\"path\": \"%s/%s.db\", \"table\": \"t\"}}, "
+                 "\"state_dir\": \"%s/state-%s\", "
+                 "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+                 "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": "
+                 "\"int\", \"required\": true}]}}",
+                 name, h_bootstrap(), topic, name, who, dlq, h_workdir(), who,
+                 h_workdir(), who);
+        snprintf(file, sizeof file, "dlqf-%s.json", who);
+        snprintf(cfgs[i], sizeof cfgs[i], "%s", h_write_file(file, text));
+        snprintf(file, sizeof file, "%s.db", who);
+        snprintf(dbs[i], sizeof dbs[i], "%s", h_path(file));
+        char log[64];
+        snprintf(log, sizeof log, "dlqf-%s.log", who);
+        pid_t pid = h_spawn(cfgs[i], log);
+        h_wait_caught_up(dbs[i], name, topic, 1, 60000);
+        h_stop_clean(pid);
+    }
+    int64_t lo, hi;
+    h_watermarks(dlq, 0, &lo, &hi);
+    H_CHECK(hi - lo == 6 && h_sqlf(dbs[0], "SELECT count(*) FROM t") == 10,
+            "inconclusive: expected 6 dead letters in %s (3 each) and 10 "
+            "rows, found %lld and %lld",
+            dlq, (long long)(hi - lo),
+            (long long)h_sqlf(dbs[0], "SELECT count(*) FROM t"));
+    int rc = verify_exit(cfgs[0], "dlqf0.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqf0.out"), "dead_letters=3"),
+            "inconclusive: verify of production before the loss: exit %d: %s",
+            rc, h_read_file("dlqf0.out"));
+    h_step("production and staging: 3 dead letters each in %s", dlq);
+
+    /* Production's are the first three: gone. */
+    h_delete_records(dlq, 0, lo + 3);
+    rc = verify_exit(cfgs[0], "dlqf1.out");
+    H_CHECK(rc == 1 && strstr(h_read_file("dlqf1.out"), "gaps=3"),
+            "verify of production, its dead letters lost, staging's in the "
+            "topic: exit %d, expected 1 with 3 gaps: %s",
+            rc, h_read_file("dlqf1.out"));
+    rc = verify_exit(cfgs[1], "dlqf2.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqf2.out"), "dead_letters=3"),
+            "verify of staging, its dead letters kept: exit %d: %s", rc,
+            h_read_file("dlqf2.out"));
+    h_step("staging's dead letters do not count for production: 3 gaps");
+
+    for (int i = 0; i < 3; i++)
+        produce_old_dead_letter(p, dlq, name, topic, bad_at[i],
+                                "{\"id\": \"an older log\"}");
+    rc = verify_exit(cfgs[0], "dlqf3.out");
+    H_CHECK(rc == 1 && strstr(h_read_file("dlqf3.out"), "gaps=3"),
+            "verify with dead letters of other bytes at those offsets: exit "
+            "%d, expected 1 with 3 gaps: %s",
+            rc, h_read_file("dlqf3.out"));
+    for (int i = 0; i < 3; i++)
+        produce_old_dead_letter(p, dlq, name, topic, bad_at[i], bad);
+    rc = verify_exit(cfgs[0], "dlqf4.out");
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqf4.out"), "gaps=0") &&
+                strstr(h_read_file("dlqf4.out"), "dead_letters=3"),
+            "verify with dead letters without the group header, the "
+            "records' own bytes: exit %d, expected 0: %s",
+            rc, h_read_file("dlqf4.out"));
+    h_step("without the group header: other bytes are gaps, the record's "
+           "own count");
+    rd_kafka_destroy(p);
+}
+
+/* A statistics.interval.ms far above the 10 s after which Kafka
+ * unreachable is DEGRADED delays it (and its end) by up to the interval
+ * (seen: a config with 60000 validated silently). `validate` must accept
+ * it with a warning naming the property; an interval below the threshold
+ * gets none. */
+static void scenario_validate_stats_interval(void) {
+    const char *name = h_name("health-stint");
+    const char *slow = config_props(
+        "stint-slow", name, name, "\"statistics.interval.ms\": \"60000\"", "");
+    const char *args[] = {"validate", slow, NULL};
+    int rc = h_tidemark("stint-slow.out", args);
+    const char *out = h_read_file("stint-slow.out");
+    H_CHECK(rc == 0 &&
+                strstr(out, "warning: $.kafka.properties.statistics."
+                            "interval.ms: 60000 ms") &&
+                strstr(out, "DEGRADED"),
+            "validate with statistics.interval.ms 60000: exit %d, expected 0 "
+            "with a warning: %s",
+            rc, out);
+    const char *fast = config_props("stint-fast", name, name,
+                                    "\"statistics.interval.ms\": \"5000\"", "");
+    const char *args2[] = {"validate", fast, NULL};
+    rc = h_tidemark("stint-fast.out", args2);
+    out = h_read_file("stint-fast.out");
+    H_CHECK(rc == 0 && !strstr(out, "warning"),
+            "validate with statistics.interval.ms 5000: exit %d, expected 0 "
+            "without a warning: %s",
+            rc, out);
+    h_step("validate: a warning for 60000 ms, none for 5000 ms");
+}
+
 /* A failed check (h_fail) must not leave the hosts the test spawned
  * running after it (seen: hosts of failed runs kept their groups and
  * files for as long as the machine ran). A child process spawns a host,
@@ -878,9 +1316,14 @@ int main(int argc, char **argv) {
         {"status_invalid_config", scenario_status_invalid_config},
         {"stop_pg_blackholed", scenario_stop_pg_blackholed},
         {"broker_unreachable", scenario_broker_unreachable},
+        {"broker_stalled", scenario_broker_stalled},
+        {"advertised_cut", scenario_advertised_cut},
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
+        {"verify_dlq_foreign", scenario_verify_dlq_foreign},
+        {"validate_stats_interval", scenario_validate_stats_interval},
+        {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
         {"fail_stops_hosts", scenario_fail_stops_hosts},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
