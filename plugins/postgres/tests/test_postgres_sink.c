@@ -756,7 +756,7 @@ END_TEST
 
 /* After `offsets --reset-to` an earlier offset on a dedup connector, a
  * replayed offset that was a dead letter got a second one (verify: "stored
- * 2 times"). With dedup a dead letter already stored for the offset is not
+ * 2 times"). With dedup the same dead letter stored for the offset is not
  * stored again; the marker counts it as a duplicate (like a replayed record
  * whose key is stored), so its dead_letters stay the stored ones. Both
  * kinds: the host's (parse_error) and the sink's own (identity_conflict). */

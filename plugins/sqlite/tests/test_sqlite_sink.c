@@ -546,7 +546,7 @@ END_TEST
 
 /* F3: after `offsets --reset-to` an earlier offset on a dedup connector,
  * a replayed offset that was a dead letter got a second one (verify:
- * "stored 2 times"). With dedup a dead letter already stored for the
+ * "stored 2 times"). With dedup the same dead letter already stored for the
  * offset is not stored again; the marker counts it as a duplicate (like a
  * replayed record whose key is stored), so its dead_letters stay equal to
  * the stored ones and verify sees the replay as "replayed". Both kinds:
