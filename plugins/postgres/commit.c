@@ -42,12 +42,15 @@ static int64_t wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One dead letter of range RANGE, counted in the marker. With dedup, one
- * already stored for the offset by this connector (a replay after
- * `offsets --reset-to` an earlier offset) is not stored again: it counts
- * as a duplicate, like a replayed record whose key is stored, so the
- * marker's dead_letters stay the number stored. The check is the INSERT's
- * own WHERE NOT EXISTS (on the by-offset index): no extra round trip. */
+/* One dead letter of range RANGE, counted in the marker. With dedup, the
+ * same dead letter already stored for the offset by this connector (a
+ * replay after `offsets --reset-to` an earlier offset) is not stored
+ * again: it counts as a duplicate, like a replayed record whose key is
+ * stored, so the marker's dead_letters stay the number stored. Only the
+ * same message (timestamp, key, value) is a replay: after a topic is
+ * deleted and recreated, or its log truncated, the offset holds another
+ * message, which is stored. The check is the INSERT's own WHERE NOT EXISTS
+ * (the by-offset index finds the candidates): no extra round trip. */
 static tm_status
 insert_dead_letter(pg_run *x, uint32_t range, const tm_range *g, int64_t offset,
                    int64_t ts, const char *reason, const char *detail,
@@ -90,7 +93,10 @@ insert_dead_letter(pg_run *x, uint32_t range, const tm_range *g, int64_t offset,
         pg_buf_add(&b, " WHERE NOT EXISTS (SELECT 1 FROM ");
         pg_buf_add(&b, s->q_dls);
         pg_buf_add(&b, " WHERE connector = $1 AND topic = $2 AND "
-                       "\"partition\" = $3::int AND \"offset\" = $4::bigint)");
+                       "\"partition\" = $3::int AND \"offset\" = $4::bigint "
+                       "AND timestamp_ms IS NOT DISTINCT FROM $5::bigint AND "
+                       "\"key\" IS NOT DISTINCT FROM $8::bytea AND "
+                       "\"value\" IS NOT DISTINCT FROM $9::bytea)");
     }
     tm_status r = TM_RETRY;
     PGresult *res = b.oom ? NULL

@@ -17,50 +17,135 @@ static const int HIDDEN_NOTNULL[PG_NHIDDEN] = {1, 1, 1, 0};
 /* Any key of the two-int advisory lock space: "TMDL" (tidemark DDL). */
 #define PG_DDL_LOCK_CLASS 0x544D444C
 
-static void helpers_ddl(pg_sink *s, pg_buf *b) {
-    pg_buf_add(b, "CREATE SCHEMA IF NOT EXISTS ");
-    pg_buf_add(b, s->q_schema);
-    pg_buf_add(b, "; CREATE TABLE IF NOT EXISTS ");
-    pg_buf_add(b, s->q_markers);
-    pg_buf_add(b, " (connector text NOT NULL, topic text NOT NULL, "
-                  "\"partition\" integer NOT NULL, next_offset bigint NOT "
-                  "NULL, epoch bigint NOT NULL, last_batch_id text NOT NULL "
-                  "DEFAULT '', \"rows\" bigint NOT NULL DEFAULT 0, "
-                  "dead_letters bigint NOT NULL DEFAULT 0, filtered bigint "
-                  "NOT NULL DEFAULT 0, duplicates bigint NOT NULL DEFAULT 0, "
-                  "PRIMARY KEY (connector, topic, \"partition\")); "
-                  "ALTER TABLE ");
-    /* The marker's lineage (ABI 1.1), also on a table made before it. */
-    pg_buf_add(b, s->q_markers);
-    pg_buf_add(b, " ADD COLUMN IF NOT EXISTS last_offset bigint NOT NULL "
-                  "DEFAULT -1, ADD COLUMN IF NOT EXISTS last_timestamp_ms "
-                  "bigint NOT NULL DEFAULT -1, ADD COLUMN IF NOT EXISTS "
-                  "last_record_hash text NOT NULL DEFAULT ''; "
-                  "CREATE TABLE IF NOT EXISTS ");
-    pg_buf_add(b, s->q_dls);
-    pg_buf_add(
-        b,
-        " (connector text NOT NULL, topic text NOT NULL, "
-        "\"partition\" integer NOT NULL, \"offset\" bigint NOT "
-        "NULL, timestamp_ms bigint, reason text NOT NULL, detail "
-        "text, \"key\" bytea, \"value\" bytea, headers text, "
-        "batch_id text NOT NULL); CREATE INDEX IF NOT EXISTS " PG_DEAD_LETTERS
-        "_by_offset ON ");
-    pg_buf_add(b, s->q_dls);
-    pg_buf_add(b, " (connector, topic, \"partition\", \"offset\"); "
-                  "CREATE TABLE IF NOT EXISTS ");
-    pg_buf_add(b, s->q_keys);
-    pg_buf_add(b, " (connector text NOT NULL, identity text NOT NULL, "
-                  "payload_hash text, first_topic text NOT NULL, "
-                  "first_partition integer NOT NULL, first_offset bigint NOT "
-                  "NULL, applied_at bigint NOT NULL, applied_wall bigint NOT "
-                  "NULL, PRIMARY KEY (connector, identity)); ");
+/* What open must make, one bit per object (missing_objects). Only what is
+ * missing gets DDL: on PostgreSQL ALTER TABLE ... ADD COLUMN IF NOT EXISTS
+ * of a column there and CREATE INDEX IF NOT EXISTS of an index there still
+ * need the table's owner, so a role with only privileges on up-to-date
+ * helper tables could not otherwise open (with a new target table, say). */
+enum {
+    PG_MISS_SCHEMA = 1u << 0,
+    PG_MISS_MARKERS = 1u << 1,
+    PG_MISS_LINEAGE = 1u << 2, /* a lineage column of the markers */
+    PG_MISS_DLS = 1u << 3,
+    PG_MISS_DLS_INDEX = 1u << 4,
+    PG_MISS_KEYS = 1u << 5,
+    PG_MISS_KEYS_AGE = 1u << 6, /* only with a retention */
+    PG_MISS_WALL = 1u << 7,     /* applied_wall of the keys */
+    PG_MISS_OWNERS = 1u << 8,
+    PG_MISS_TABLE = 1u << 9, /* only with "create" */
+    PG_NMISS = 10
+};
+
+/* *missing: the PG_MISS_* bits of the objects not there (a missing table
+ * also lacks its indexes and added columns). One query on the catalog. */
+static tm_status missing_objects(pg_sink *s, unsigned *missing, tm_error *err) {
+    pg_buf bk = {0}, bd = {0};
+    pg_buf_add(&bk, s->q_schema);
+    pg_buf_add(&bk, "." PG_KEYS "_by_age");
+    pg_buf_add(&bd, s->q_schema);
+    pg_buf_add(&bd, "." PG_DEAD_LETTERS "_by_offset");
+    tm_status r = TM_RETRY;
+    if (bk.oom || bd.oom) {
+        s->host->set_error(err, "out of memory");
+    } else {
+        const char *v[10] = {s->q_schema,
+                             s->q_markers,
+                             s->q_dls,
+                             bd.p,
+                             s->q_keys,
+                             bk.p,
+                             s->q_owners,
+                             s->q_table,
+                             s->set.retention_s > 0 ? "t" : "f",
+                             s->set.create ? "t" : "f"};
+        /* Columns in the order of the PG_MISS_* bits. */
+        PGresult *res = pg_query(
+            s,
+            "SELECT to_regnamespace($1) IS NULL, to_regclass($2) IS NULL, "
+            "(SELECT count(*) FROM pg_attribute WHERE attrelid = "
+            "to_regclass($2) AND NOT attisdropped AND attname IN "
+            "('last_offset', 'last_timestamp_ms', 'last_record_hash')) < 3, "
+            "to_regclass($3) IS NULL, to_regclass($4) IS NULL, "
+            "to_regclass($5) IS NULL, $9::bool AND to_regclass($6) IS NULL, "
+            "NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = "
+            "to_regclass($5) AND attname = 'applied_wall' AND NOT "
+            "attisdropped), to_regclass($7) IS NULL, $10::bool AND "
+            "to_regclass($8) IS NULL",
+            10, v, NULL, NULL, 1, "checking the tables", &r, err);
+        if (res && (PQntuples(res) != 1 || PQnfields(res) != PG_NMISS)) {
+            s->host->set_error(err, "checking the tables: unexpected answer");
+            r = TM_RETRY;
+        } else if (res) {
+            *missing = 0;
+            for (int i = 0; i < PG_NMISS; i++)
+                if (*PQgetvalue(res, 0, i) == 't')
+                    *missing |= 1u << i;
+        }
+        PQclear(res);
+    }
+    pg_buf_free(&bk);
+    pg_buf_free(&bd);
+    return r;
+}
+
+/* The DDL of the helper objects in MISSING (PG_MISS_*). */
+static void helpers_ddl(pg_sink *s, unsigned missing, pg_buf *b) {
+    if (missing & PG_MISS_SCHEMA) {
+        pg_buf_add(b, "CREATE SCHEMA IF NOT EXISTS ");
+        pg_buf_add(b, s->q_schema);
+        pg_buf_add(b, "; ");
+    }
+    if (missing & PG_MISS_MARKERS) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_markers);
+        pg_buf_add(b,
+                   " (connector text NOT NULL, topic text NOT NULL, "
+                   "\"partition\" integer NOT NULL, next_offset bigint NOT "
+                   "NULL, epoch bigint NOT NULL, last_batch_id text NOT NULL "
+                   "DEFAULT '', \"rows\" bigint NOT NULL DEFAULT 0, "
+                   "dead_letters bigint NOT NULL DEFAULT 0, filtered bigint "
+                   "NOT NULL DEFAULT 0, duplicates bigint NOT NULL DEFAULT 0, "
+                   "PRIMARY KEY (connector, topic, \"partition\")); ");
+    }
+    if (missing & PG_MISS_LINEAGE) {
+        /* The marker's lineage (ABI 1.1), also on a table made before it. */
+        pg_buf_add(b, "ALTER TABLE ");
+        pg_buf_add(b, s->q_markers);
+        pg_buf_add(b, " ADD COLUMN IF NOT EXISTS last_offset bigint NOT NULL "
+                      "DEFAULT -1, ADD COLUMN IF NOT EXISTS last_timestamp_ms "
+                      "bigint NOT NULL DEFAULT -1, ADD COLUMN IF NOT EXISTS "
+                      "last_record_hash text NOT NULL DEFAULT ''; ");
+    }
+    if (missing & PG_MISS_DLS) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_dls);
+        pg_buf_add(b, " (connector text NOT NULL, topic text NOT NULL, "
+                      "\"partition\" integer NOT NULL, \"offset\" bigint NOT "
+                      "NULL, timestamp_ms bigint, reason text NOT NULL, detail "
+                      "text, \"key\" bytea, \"value\" bytea, headers text, "
+                      "batch_id text NOT NULL); ");
+    }
+    if (missing & PG_MISS_DLS_INDEX) {
+        pg_buf_add(b, "CREATE INDEX IF NOT EXISTS " PG_DEAD_LETTERS
+                      "_by_offset ON ");
+        pg_buf_add(b, s->q_dls);
+        pg_buf_add(b, " (connector, topic, \"partition\", \"offset\"); ");
+    }
+    if (missing & PG_MISS_KEYS) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_keys);
+        pg_buf_add(b, " (connector text NOT NULL, identity text NOT NULL, "
+                      "payload_hash text, first_topic text NOT NULL, "
+                      "first_partition integer NOT NULL, first_offset bigint "
+                      "NOT NULL, applied_at bigint NOT NULL, applied_wall "
+                      "bigint NOT NULL, PRIMARY KEY (connector, identity)); ");
+    }
     /* The keys' age index serves only the retention's pruning, and every
      * key stored pays for it: a connector with a retention makes it (the
      * keys table is shared by the schema's connectors: once made, it is
      * kept and every connector's keys go into it); one without never
-     * reads it. */
-    if (s->set.retention_s > 0) {
+     * reads it (missing_objects never reports it). */
+    if (missing & PG_MISS_KEYS_AGE) {
         pg_buf_add(b, "CREATE INDEX IF NOT EXISTS " PG_KEYS "_by_age ON ");
         pg_buf_add(b, s->q_keys);
         pg_buf_add(b, " (connector, applied_at); ");
@@ -69,15 +154,19 @@ static void helpers_ddl(pg_sink *s, pg_buf *b) {
      * counting as applied now (the safe side: kept the retention from
      * here). now() is stable, so PostgreSQL evaluates it once and does not
      * rewrite the table; the sink always writes the column itself. */
-    pg_buf_add(b, "ALTER TABLE ");
-    pg_buf_add(b, s->q_keys);
-    pg_buf_add(b, " ADD COLUMN IF NOT EXISTS applied_wall bigint NOT NULL "
-                  "DEFAULT (extract(epoch FROM now()) * 1000)::bigint; "
-                  "CREATE TABLE IF NOT EXISTS ");
-    pg_buf_add(b, s->q_owners);
-    pg_buf_add(b, " (table_name text NOT NULL, connector text NOT NULL, "
-                  "shared boolean NOT NULL, PRIMARY KEY (table_name, "
-                  "connector));");
+    if ((missing & PG_MISS_WALL) && !(missing & PG_MISS_KEYS)) {
+        pg_buf_add(b, "ALTER TABLE ");
+        pg_buf_add(b, s->q_keys);
+        pg_buf_add(b, " ADD COLUMN IF NOT EXISTS applied_wall bigint NOT NULL "
+                      "DEFAULT (extract(epoch FROM now()) * 1000)::bigint; ");
+    }
+    if (missing & PG_MISS_OWNERS) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_owners);
+        pg_buf_add(b, " (table_name text NOT NULL, connector text NOT NULL, "
+                      "shared boolean NOT NULL, PRIMARY KEY (table_name, "
+                      "connector)); ");
+    }
 }
 
 #define PG_KEY_SUFFIX "_tm_key"
@@ -111,7 +200,7 @@ static void key_index_name(const pg_sink *s, int hashed,
 /* The target table (upsert's index: make_key_index). */
 static void target_ddl(pg_sink *s, pg_buf *b) {
     const tm_sink_config *c = s->config;
-    pg_buf_add(b, " CREATE TABLE IF NOT EXISTS ");
+    pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
     pg_buf_add(b, s->q_table);
     pg_buf_add(b, " (");
     for (size_t i = 0; i < c->ncolumns; i++) {
@@ -141,43 +230,6 @@ static int index_wanted(pg_sink *s) {
     int found = 0;
     tm_error scratch = {sizeof scratch, ""};
     return has_key_index(s, &found, &scratch) != TM_OK || !found;
-}
-
-/* 1 when every object the DDL would create is there already: then open
- * takes no lock at all (a restart beside a busy writer does not wait). */
-static int schema_complete(pg_sink *s) {
-    pg_buf bk = {0}, bd = {0};
-    pg_buf_add(&bk, s->q_schema);
-    pg_buf_add(&bk, "." PG_KEYS "_by_age");
-    pg_buf_add(&bd, s->q_schema);
-    pg_buf_add(&bd, "." PG_DEAD_LETTERS "_by_offset");
-    int complete = 0;
-    if (!bk.oom && !bd.oom) {
-        const char *v[7] = {s->q_markers, s->q_owners, s->q_dls, s->q_keys,
-                            /* the age index only with a retention */
-                            s->set.retention_s > 0 ? bk.p : s->q_keys, bd.p,
-                            s->set.create ? s->q_table : s->q_markers};
-        tm_status r;
-        tm_error scratch = {sizeof scratch, ""};
-        PGresult *res = pg_query(
-            s,
-            "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT "
-            "NULL AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT "
-            "NULL AND to_regclass($5) IS NOT NULL AND to_regclass($6) IS NOT "
-            "NULL AND to_regclass($7) IS NOT NULL AND (SELECT count(*) FROM "
-            "pg_attribute WHERE attrelid = to_regclass($1) AND NOT "
-            "attisdropped AND attname IN ('last_offset', 'last_timestamp_ms', "
-            "'last_record_hash')) = 3 AND EXISTS (SELECT 1 FROM "
-            "pg_attribute WHERE attrelid = to_regclass($4) AND attname = "
-            "'applied_wall' AND NOT attisdropped)",
-            7, v, NULL, NULL, 1, "checking the tables", &r, &scratch);
-        complete = res && PQntuples(res) == 1 &&
-                   strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-        PQclear(res);
-    }
-    pg_buf_free(&bk);
-    pg_buf_free(&bd);
-    return complete;
 }
 
 /* *taken: a relation called NAME exists in the schema. */
@@ -276,26 +328,25 @@ static tm_status make_key_index(pg_sink *s, tm_error *err) {
 
 tm_status pg_schema_create(pg_sink *s, tm_error *err) {
     int with_index = index_wanted(s);
-    if (!with_index && schema_complete(s))
+    unsigned missing = 0;
+    tm_error scratch = {sizeof scratch, ""};
+    /* Everything there: no lock at all (a restart beside a busy writer
+     * does not wait). */
+    if (!with_index && missing_objects(s, &missing, &scratch) == TM_OK &&
+        !missing)
         return TM_OK;
     if (!s->conn)
         return pg_ready(s, err);
-    pg_buf b = {0};
-    helpers_ddl(s, &b);
-    if (s->set.create)
-        target_ddl(s, &b);
-    if (b.oom) {
-        pg_buf_free(&b);
-        s->host->set_error(err, "out of memory");
-        return TM_FATAL;
-    }
     /* One transaction under a transaction-level advisory lock (released by
      * COMMIT or by the session's end): a host killed half-way leaves
      * nothing, and two hosts opening at once do not race on the catalog
-     * (CREATE ... IF NOT EXISTS alone can still fail with 23505 then). */
+     * (CREATE ... IF NOT EXISTS alone can still fail with 23505 then).
+     * What is missing is read again under the lock: another host may have
+     * made it meanwhile. */
     char cls[32];
     snprintf(cls, sizeof cls, "%d", PG_DDL_LOCK_CLASS);
     const char *v[2] = {cls, s->set.schema};
+    pg_buf b = {0};
     tm_status r = pg_exec(s, "BEGIN", "BEGIN (creating tables)", err);
     if (r == TM_OK) {
         PGresult *res = pg_query(s,
@@ -306,6 +357,17 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
         PQclear(res);
     }
     if (r == TM_OK)
+        r = missing_objects(s, &missing, err);
+    if (r == TM_OK) {
+        helpers_ddl(s, missing, &b);
+        if (missing & PG_MISS_TABLE)
+            target_ddl(s, &b);
+        if (b.oom) {
+            s->host->set_error(err, "out of memory");
+            r = TM_FATAL;
+        }
+    }
+    if (r == TM_OK && b.p && b.p[0])
         r = pg_exec(s, b.p,
                     "creating the tables (or adding the lineage columns to "
                     "an older " PG_MARKERS ")",

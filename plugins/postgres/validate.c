@@ -204,8 +204,30 @@ static tm_status owner_for_columns(pg_sink *s, const char *role,
                         columns, what, "ALTER TABLE", err);
 }
 
-/* The helper tables open alters when they come from an older version, and
- * the keys' age index, made by the first connector with a retention. */
+/* INDEX (a name in the schema) of TABLE, made by open when missing. */
+static tm_status owner_for_index(pg_sink *s, const char *role,
+                                 const char *table, const char *index,
+                                 const char *what, tm_error *err) {
+    pg_buf name = {0};
+    pg_buf_add(&name, s->q_schema);
+    pg_buf_add(&name, ".");
+    pg_buf_add(&name, index);
+    tm_status r;
+    if (name.oom) {
+        s->host->set_error(err, "out of memory");
+        r = TM_RETRY;
+    } else {
+        r = owner_needed(s, role, table, "to_regclass($2) IS NULL", name.p,
+                         what, "CREATE INDEX", err);
+    }
+    pg_buf_free(&name);
+    return r;
+}
+
+/* What open adds to an existing helper table, only when it is missing
+ * (schema.c, missing_objects): the columns of an older version, the dead
+ * letters' by-offset index, and the keys' age index, made by the first
+ * connector with a retention. */
 static tm_status owners(pg_sink *s, const char *role, tm_error *err) {
     tm_status r =
         owner_for_columns(s, role, s->q_markers,
@@ -214,20 +236,12 @@ static tm_status owners(pg_sink *s, const char *role, tm_error *err) {
     if (r == TM_OK)
         r = owner_for_columns(s, role, s->q_keys, "{applied_wall}",
                               "the column applied_wall", err);
-    if (r == TM_OK && s->set.retention_s > 0) {
-        pg_buf age = {0};
-        pg_buf_add(&age, s->q_schema);
-        pg_buf_add(&age, "." PG_KEYS "_by_age");
-        if (age.oom) {
-            s->host->set_error(err, "out of memory");
-            r = TM_RETRY;
-        } else {
-            r = owner_needed(s, role, s->q_keys, "to_regclass($2) IS NULL",
-                             age.p, "the retention's index " PG_KEYS "_by_age",
-                             "CREATE INDEX", err);
-        }
-        pg_buf_free(&age);
-    }
+    if (r == TM_OK)
+        r = owner_for_index(s, role, s->q_dls, PG_DEAD_LETTERS "_by_offset",
+                            "the index " PG_DEAD_LETTERS "_by_offset", err);
+    if (r == TM_OK && s->set.retention_s > 0)
+        r = owner_for_index(s, role, s->q_keys, PG_KEYS "_by_age",
+                            "the retention's index " PG_KEYS "_by_age", err);
     return r;
 }
 

@@ -29,16 +29,22 @@ static int bind_text(sqlite3_stmt *st, int i, const char *p) {
              : sqlite3_bind_null(st, i);
 }
 
-/* 1 when this connector already stored a dead letter for (topic,
- * partition, offset), 0 when not; SQLite result code in *rc. Only a
- * rewind (offsets --reset-to) replays an offset the markers passed. */
+/* 1 when this connector already stored this very dead letter for (topic,
+ * partition, offset), 0 when not; SQLite result code in *rc. Only a rewind
+ * (offsets --reset-to) replays an offset the markers passed, and only the
+ * same message (timestamp, key, value) is a replay: after a topic is
+ * deleted and recreated, or its log truncated, the offset holds another
+ * message, which must be stored. The by-offset index finds the candidates. */
 static int dead_letter_stored(sq_run *x, const tm_range *g, int64_t offset,
-                              int *rc) {
+                              int64_t ts, const void *key, size_t key_len,
+                              const void *value, size_t value_len, int *rc) {
     sqlite3_stmt *st = NULL;
     *rc = sqlite3_prepare_v2(x->s->db,
                              "SELECT 1 FROM " SQ_DEAD_LETTERS
                              " WHERE connector = ?1 AND topic = ?2 AND "
-                             "\"partition\" = ?3 AND \"offset\" = ?4 LIMIT 1",
+                             "\"partition\" = ?3 AND \"offset\" = ?4 AND "
+                             "timestamp_ms IS ?5 AND \"key\" IS ?6 AND "
+                             "\"value\" IS ?7 LIMIT 1",
                              -1, &st, NULL);
     if (*rc == SQLITE_OK)
         *rc = sqlite3_bind_text(st, 1, x->s->config->connector, -1,
@@ -50,6 +56,13 @@ static int dead_letter_stored(sq_run *x, const tm_range *g, int64_t offset,
     if (*rc == SQLITE_OK)
         *rc = sqlite3_bind_int64(st, 4, offset);
     if (*rc == SQLITE_OK)
+        *rc =
+            ts >= 0 ? sqlite3_bind_int64(st, 5, ts) : sqlite3_bind_null(st, 5);
+    if (*rc == SQLITE_OK)
+        *rc = bind_blob(st, 6, key, key_len);
+    if (*rc == SQLITE_OK)
+        *rc = bind_blob(st, 7, value, value_len);
+    if (*rc == SQLITE_OK)
         *rc = sqlite3_step(st);
     int found = *rc == SQLITE_ROW;
     if (*rc == SQLITE_ROW || *rc == SQLITE_DONE)
@@ -59,10 +72,12 @@ static int dead_letter_stored(sq_run *x, const tm_range *g, int64_t offset,
 }
 
 /* One dead letter of range RANGE into tidemark_dead_letters, counted in
- * the marker. With dedup, one already stored for the offset (a replay
- * after a rewind) is not stored again: it is counted as a duplicate, like
- * a replayed record whose key is stored, so the marker's dead_letters stay
- * the number stored and verify counts the replay as "replayed". */
+ * the marker. With dedup, the same dead letter already stored for the
+ * offset (a replay after a rewind: dead_letter_stored) is not stored
+ * again: it is counted as a duplicate, like a replayed record whose key is
+ * stored, so the marker's dead_letters stay the number stored and verify
+ * counts the replay as "replayed". Another message at that offset is
+ * stored. */
 static int insert_dead_letter(sq_run *x, uint32_t range, const tm_range *g,
                               int64_t offset, int64_t ts, const char *reason,
                               const char *detail, const void *key,
@@ -70,7 +85,9 @@ static int insert_dead_letter(sq_run *x, uint32_t range, const tm_range *g,
                               size_t value_len, const char *headers) {
     int rc = SQLITE_OK;
     if ((x->s->config->flags & TM_CONFIG_DEDUP) &&
-        (dead_letter_stored(x, g, offset, &rc) || rc != SQLITE_OK)) {
+        (dead_letter_stored(x, g, offset, ts, key, key_len, value, value_len,
+                            &rc) ||
+         rc != SQLITE_OK)) {
         if (rc == SQLITE_OK)
             x->dups[range]++;
         return rc;

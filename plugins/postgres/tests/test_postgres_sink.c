@@ -756,7 +756,7 @@ END_TEST
 
 /* After `offsets --reset-to` an earlier offset on a dedup connector, a
  * replayed offset that was a dead letter got a second one (verify: "stored
- * 2 times"). With dedup a dead letter already stored for the offset is not
+ * 2 times"). With dedup the same dead letter stored for the offset is not
  * stored again; the marker counts it as a duplicate (like a replayed record
  * whose key is stored), so its dead_letters stay the stored ones. Both
  * kinds: the host's (parse_error) and the sink's own (identity_conflict). */
@@ -804,6 +804,74 @@ START_TEST(replayed_dead_letter_is_stored_once) {
              v, sizeof v);
     /* dead_letters = the stored ones; the replay: all three duplicates */
     ck_assert_str_eq(v, "1/2/3/3");
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A dead letter at an offset that already holds a DIFFERENT one (the topic
+ * deleted and recreated, or its log truncated, then `offsets --reset-to`)
+ * was counted as a replay and stored nowhere: the dedup check matched on
+ * the offset alone. Only the same message (timestamp, key, value) is a
+ * replay; another one is stored. Both kinds: the host's (parse_error) and
+ * the sink's own (identity_conflict). */
+START_TEST(different_dead_letter_at_a_stored_offset_is_stored) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 7, "x", "order-7", "h1"},
+                {2, 7, "y", "order-7", "h2"}}; /* a conflict */
+    tm_dead_letter dl1 = {.struct_size = sizeof dl1,
+                          .range = 0,
+                          .offset = 1,
+                          .timestamp_ms = 1001,
+                          .reason = TM_DL_PARSE_ERROR,
+                          .detail = "not JSON",
+                          .value = "{",
+                          .value_len = 1};
+    batch_make(&b, 0, 3, m.epoch, r1, 2);
+    b.b.dead_letters = &dl1;
+    b.b.ndead_letters = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     2);
+    /* the recreated topic's log: other messages at the same offsets */
+    tm_error err = {sizeof err, ""};
+    m.next_offset = 0;
+    ck_assert_int_eq(api->claim(sink, &m, 1, TM_CLAIM_RESET, &err), TM_OK);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM $S.tidemark_markers"), 0);
+    rec r2[] = {{0, 9, "p", "order-9", "h3"},
+                {2, 9, "q", "order-9", "h4"}}; /* a conflict */
+    tm_dead_letter dl2 = dl1;
+    dl2.value = "[";
+    batch_make(&b, 0, 3, m.epoch, r2, 2);
+    b.records[1].value = "{\"new\": 1}";
+    b.records[1].value_len = strlen(b.records[1].value);
+    b.b.dead_letters = &dl2;
+    b.b.ndead_letters = 1;
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 1"),
+                     2);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 1 AND \"value\" = '['"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 2"),
+                     2);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE \"offset\" = 2 AND \"value\" = "
+                             "'{\"new\": 1}'"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
+    char v[128];
+    sql_text("SELECT \"rows\" || '/' || dead_letters || '/' || duplicates || "
+             "'/' || next_offset FROM $S.tidemark_markers",
+             v, sizeof v);
+    /* dead_letters = the stored ones; nothing was a replay */
+    ck_assert_str_eq(v, "2/4/0/3");
     api->close(sink);
     conf_done(&c);
 }
@@ -1813,6 +1881,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, identity_conflict_is_a_dead_letter);
     tcase_add_test(tc, refused_rows_are_dead_letters);
     tcase_add_test(tc, replayed_dead_letter_is_stored_once);
+    tcase_add_test(tc, different_dead_letter_at_a_stored_offset_is_stored);
     tcase_add_test(tc, keys_as_a_set_match_the_per_record_outcomes);
     tcase_add_test(tc, key_stored_concurrently_is_decided_again);
     tcase_add_loop_test(tc, sqlstate_classes, 0,

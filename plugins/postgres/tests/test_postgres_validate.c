@@ -294,6 +294,77 @@ START_TEST(not_the_owner_of_keys_without_the_age_index_is_refused) {
 }
 END_TEST
 
+/* A role that is not the owner of up-to-date helper tables, with USAGE and
+ * CREATE on the schema, every privilege on the tables and CREATE and TEMP
+ * on the database, configures a new target table: validate said OK, then
+ * open failed with 42501 "must be owner of table tidemark_markers", since
+ * it ran all of the helpers' DDL (ALTER TABLE ... ADD COLUMN IF NOT EXISTS
+ * and CREATE INDEX IF NOT EXISTS still need the owner) whenever anything
+ * was missing. open makes only what is missing. */
+START_TEST(non_owner_opens_with_a_new_target_table) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL);
+    sql(admin, "GRANT USAGE, CREATE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT ALL ON ALL TABLES IN SCHEMA $S TO $R");
+    char grant[256];
+    snprintf(grant, sizeof grant, "GRANT CREATE, TEMP ON DATABASE \"%s\" TO $R",
+             PQdb(admin));
+    sql(super, grant);
+    static const char *const NEW[] = {
+        "\"table\": \"t2\"", "\"table\": \"t3\", \"mode\": \"upsert\""};
+    for (size_t i = 0; i < sizeof NEW / sizeof *NEW; i++) {
+        ck_assert_msg(validate_as_role(NEW[i], &err) == TM_OK,
+                      "validate %s: %s", NEW[i], err.message);
+        ck_assert_msg(open_as_role_with(NEW[i], &err) == TM_OK, "open %s: %s",
+                      NEW[i], err.message);
+    }
+    /* the database's own catalog: both tables made, by the role, and
+     * upsert's unique index on t3 */
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+             "c.relnamespace WHERE n.nspname = '%s' AND c.relname IN ('t2', "
+             "'t3') AND pg_get_userbyid(c.relowner) = '%s'",
+             schema, role);
+    PGresult *res = PQexec(admin, q);
+    ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+    ck_assert_str_eq(PQgetvalue(res, 0, 0), "2");
+    PQclear(res);
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_index i WHERE i.indisunique AND "
+             "i.indrelid = to_regclass('\"%s\".t3')",
+             schema);
+    res = PQexec(admin, q);
+    ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+    ck_assert_str_eq(PQgetvalue(res, 0, 0), "1");
+    PQclear(res);
+}
+END_TEST
+
+/* open makes the dead letters' by-offset index when it is missing, which
+ * needs the table's owner: validate said OK to a role that is not, then
+ * open failed (42501). validate names the owner and the fix. */
+START_TEST(not_the_owner_of_dead_letters_without_the_index_is_refused) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL);
+    sql(admin, "GRANT USAGE, CREATE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT ALL ON ALL TABLES IN SCHEMA $S TO $R");
+    sql(admin, "DROP INDEX $S.tidemark_dead_letters_by_offset");
+    /* open as the role fails there, or this test proves nothing */
+    tm_status rc = open_as_role(&err);
+    ck_assert_msg(rc != TM_OK && strstr(err.message, "must be owner"),
+                  "inconclusive: open as a non-owner: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(validate_as_role(NULL, &err), TM_INVALID);
+    assert_mentions(err.message, "is not the owner", "tidemark_dead_letters");
+    /* the owner opens once: the index is there, the role may open */
+    make_tables(NULL);
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "after: %s",
+                  err.message);
+    ck_assert_msg(open_as_role(&err) == TM_OK, "%s", err.message);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_validate");
     TCase *tc = tcase_create("privileges");
@@ -304,6 +375,9 @@ static Suite *suite(void) {
     tcase_add_test(tc, schema_usage_and_create);
     tcase_add_test(tc, not_the_owner_of_an_older_helper_table_is_refused);
     tcase_add_test(tc, not_the_owner_of_keys_without_the_age_index_is_refused);
+    tcase_add_test(tc, non_owner_opens_with_a_new_target_table);
+    tcase_add_test(tc,
+                   not_the_owner_of_dead_letters_without_the_index_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

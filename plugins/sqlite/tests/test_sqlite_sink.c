@@ -546,7 +546,7 @@ END_TEST
 
 /* F3: after `offsets --reset-to` an earlier offset on a dedup connector,
  * a replayed offset that was a dead letter got a second one (verify:
- * "stored 2 times"). With dedup a dead letter already stored for the
+ * "stored 2 times"). With dedup the same dead letter already stored for the
  * offset is not stored again; the marker counts it as a duplicate (like a
  * replayed record whose key is stored), so its dead_letters stay equal to
  * the stored ones and verify sees the replay as "replayed". Both kinds:
@@ -592,6 +592,70 @@ START_TEST(replayed_dead_letter_is_stored_once) {
     ck_assert_uint_eq(now.rows, 1);
     ck_assert_uint_eq(now.dead_letters, 2); /* = the stored ones */
     ck_assert_uint_eq(now.duplicates, 3);   /* the replay: all three again */
+    ck_assert_int_eq(now.next_offset, 3);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A dead letter at an offset that already holds a DIFFERENT one (the topic
+ * deleted and recreated, or its log truncated, then `offsets --reset-to`)
+ * was counted as a replay and stored nowhere: the dedup check matched on
+ * the offset alone. Only the same message (timestamp, key, value) is a
+ * replay; another one is stored. Both kinds: the host's (parse_error) and
+ * the sink's own (identity_conflict). */
+START_TEST(different_dead_letter_at_a_stored_offset_is_stored) {
+    conf c;
+    batch b1, b2;
+    tm_error err = {sizeof err, ""};
+    conf_init(&c, "{\"path\": \"$DB\", \"table\": \"t\"}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 7, 1000, "x", "order-7", "h1"},
+                      {2, 7, 1002, "y", "order-7", "h2"}}; /* a conflict */
+    tm_dead_letter dl1 = {.struct_size = sizeof dl1,
+                          .range = 0,
+                          .offset = 1,
+                          .timestamp_ms = 1001,
+                          .reason = TM_DL_PARSE_ERROR,
+                          .detail = "not JSON",
+                          .value = "{",
+                          .value_len = 1};
+    batch_make(&b1, 0, 3, m.epoch, r1, 2);
+    b1.b.dead_letters = &dl1;
+    b1.b.ndead_letters = 1;
+    commit_ok(sink, &b1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters"), 2);
+    /* the recreated topic's log: other messages at the same offsets */
+    m.next_offset = 0;
+    ck_assert_int_eq(api->claim(sink, &m, 1, TM_CLAIM_RESET, &err), TM_OK);
+    ck_assert_int_eq(m.next_offset, 0); /* the rewind is in place */
+    const rec r2[] = {{0, 9, 5000, "p", "order-9", "h3"},
+                      {2, 9, 5002, "q", "order-9", "h4"}}; /* a conflict */
+    tm_dead_letter dl2 = dl1;
+    dl2.timestamp_ms = 5001;
+    dl2.value = "[";
+    batch_make(&b2, 0, 3, m.epoch, r2, 2);
+    b2.b.dead_letters = &dl2;
+    b2.b.ndead_letters = 1;
+    commit_ok(sink, &b2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "\"offset\" = 1"),
+                     2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "\"offset\" = 1 AND CAST(\"value\" AS TEXT) = '['"),
+                     1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "\"offset\" = 2"),
+                     2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "\"offset\" = 2 AND timestamp_ms = 5002"),
+                     1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 2);
+    tm_marker now = read1(sink);
+    ck_assert_uint_eq(now.rows, 2);
+    ck_assert_uint_eq(now.dead_letters, 4); /* = the stored ones */
+    ck_assert_uint_eq(now.duplicates, 0);   /* nothing was a replay */
     ck_assert_int_eq(now.next_offset, 3);
     api->close(sink);
     conf_done(&c);
@@ -1451,6 +1515,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, validate_refuses_directory_and_uri_paths);
     tcase_add_test(tc, content_error_of_a_check_is_a_dead_letter);
     tcase_add_test(tc, replayed_dead_letter_is_stored_once);
+    tcase_add_test(tc, different_dead_letter_at_a_stored_offset_is_stored);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
     tcase_add_test(tc, validate_reports_both_shapes);
