@@ -99,7 +99,7 @@ void scenario_boundary(const char *sink) {
                 (long long)rows, (long long)ids, (long long)e.unique_ids);
         H_CHECK(conf == nconf, "dedup: %lld identity_conflict, expected %lld",
                 (long long)conf, (long long)nconf);
-        /* a dead letter already stored for an offset is not written
+        /* the same dead letter already stored for an offset is not written
          * again: the violations read again are duplicates */
         H_CHECK(dl == dedup_dl_before + nconf,
                 "dedup: %lld dead letters, expected %lld before + %lld "
