@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pg_sink.h"
 
@@ -34,6 +35,12 @@ typedef struct pg_run {
 } pg_run;
 
 /* ---- keys and dead letters ---------------------------------------------- */
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* One dead letter of range RANGE, counted in the marker. With dedup, one
  * already stored for the offset by this connector (a replay after
@@ -570,7 +577,7 @@ static tm_status lock_check_write(pg_run *x, tm_error *err) {
 
 tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     pg_sink *s = sink;
-    pg_run x = {.s = s, .b = b, .wall_ms = pg_wall_ms()};
+    pg_run x = {.s = s, .b = b, .wall_ms = wall_ms()};
     s->host->fault(TM_FAULT_BEFORE_BEGIN);
     tm_status r = pg_ready(s, err);
     if (r == TM_OK)

@@ -14,12 +14,6 @@ int64_t pg_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int64_t pg_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- text --------------------------------------------------------------- */
 
 void pg_buf_addn(pg_buf *b, const char *s, size_t n) {

@@ -80,8 +80,7 @@ tm_status pg_settings_load(const tm_host_api *host,
 const char *pg_type_sql(tm_type t);
 
 /* conn.c */
-int64_t pg_now_ms(void);  /* CLOCK_MONOTONIC ms (tm_batch.deadline_ms) */
-int64_t pg_wall_ms(void); /* CLOCK_REALTIME ms (applied_at) */
+int64_t pg_now_ms(void);
 void pg_buf_add(pg_buf *b, const char *s);
 void pg_buf_addn(pg_buf *b, const char *s, size_t n);
 void pg_buf_free(pg_buf *b);
