@@ -183,8 +183,8 @@ kill -TERM "$HOST"
 wait "$HOST"
 $TM status --state-dir "$STATE" || true
 
-step "prove the example sink with the conformance kit (build/host/sinkcheck/tidemark-sinkcheck)"
-build/host/sinkcheck/tidemark-sinkcheck build/plugins-out/example_file.so \
+step "prove the example sink with the conformance kit (build/sdk/sinkcheck/tidemark-sinkcheck)"
+build/sdk/sinkcheck/tidemark-sinkcheck build/plugins-out/example_file.so \
   --config tests/conformance/example_file.json --expect-skip dedup
 
 echo

@@ -28,6 +28,7 @@
 #include "kafka/kafka_conf.h"
 #include "kafka/partitions.h"
 #include "metrics/metrics_status.h"
+#include "services/clock.h"
 #include "services/error.h"
 #include "status/status_file.h"
 #include "status/status_print.h"
@@ -190,12 +191,6 @@ static int parse_args(int argc, char **argv, options *o) {
         return 1;
     }
     return 0;
-}
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The paused flag the host published for a partition, 0 when unknown. */
@@ -411,7 +406,7 @@ static int render(FILE *out, const options *o, const char *state_dir,
                     : "");
         return 1;
     }
-    int64_t now = now_ms();
+    int64_t now = tm_clock_wall_ms();
     int rc = tm_status_health(vs.v, vs.n);
     if (o->prometheus) {
         const char **dirs = calloc(vs.n ? vs.n : 1, sizeof *dirs);
@@ -460,7 +455,7 @@ static int watch(const options *o, const char *state_dir, config_source *src) {
         }
         if (!o->json) {
             char t[32], safe[4 * PATH_MAX];
-            tm_status_format_time(now_ms(), t, sizeof t);
+            tm_status_format_time(tm_clock_wall_ms(), t, sizeof t);
             fprintf(mem, "every %ds: tidemark status (%s)    %s\n\n", o->watch,
                     tm_status_text(state_dir, safe, sizeof safe), t);
         }

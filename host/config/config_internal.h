@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config/connector_config.h"
+#include "services/buf.h" /* tm_buf: the strings being built */
 
 #define PATH_MAX_LEN   512
 #define LINE_MAX_LEN   1024
@@ -82,14 +83,6 @@ int cfg_get_enum(loader *L, json_t *obj, const char *parent, const char *key,
 
 /* ---- strings (config_strings.c) ---- */
 
-/* A growable NUL-terminated string; oom sticks once set. Start zeroed. */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-void cfg_sb_add(sbuf *b, const char *s, size_t n);
 /* Appends a copy of s[0..len) to the vector *v of *n; -1 out of memory.
  * The vector must only ever grow through this function (its capacity is
  * implied by *n). */

@@ -1,30 +1,10 @@
-/* Growable strings and string vectors, shared by interpolation (which
- * builds resolved values) and the section loaders (which collect names). */
+/* String vectors, shared by interpolation (which builds resolved values)
+ * and the section loaders (which collect names). */
 #include "config/config_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-void cfg_sb_add(sbuf *b, const char *s, size_t n) {
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
 
 int cfg_str_push(char ***v, size_t *n, const char *s, size_t len) {
     char **nv = *v;

@@ -424,12 +424,12 @@ tm_connector_config *tm_config_load(const char *path, tm_config_errors *errs) {
         cfg_errs_push(errs, line);
         return NULL;
     }
-    sbuf b = {0};
+    tm_buf b = {0};
     char chunk[65536];
     size_t n;
     while (!b.oom && b.n <= CONFIG_FILE_MAX &&
            (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        cfg_sb_add(&b, chunk, n);
+        tm_buf_add(&b, chunk, n);
     int err = ferror(f) ? errno : 0;
     fclose(f);
     tm_connector_config *c = NULL;

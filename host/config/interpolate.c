@@ -43,7 +43,7 @@ static char *read_file_value(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    sbuf b = {0};
+    tm_buf b = {0};
     char chunk[4096];
     size_t got;
     while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
@@ -53,7 +53,7 @@ static char *read_file_value(const char *path) {
             errno = EFBIG;
             return NULL;
         }
-        cfg_sb_add(&b, chunk, got);
+        tm_buf_add(&b, chunk, got);
     }
     int bad = ferror(f);
     fclose(f);
@@ -94,16 +94,16 @@ static char *interpolate(loader *L, const char *path, const char *in,
                          int *error) {
     if (!strstr(in, "${"))
         return NULL;
-    sbuf b = {0};
+    tm_buf b = {0};
     const char *p = in;
     while (*p) {
         if (p[0] == '$' && p[1] == '$' && p[2] == '{') { /* "$${" escape */
-            cfg_sb_add(&b, "${", 2);
+            tm_buf_add(&b, "${", 2);
             p += 3;
             continue;
         }
         if (!(p[0] == '$' && p[1] == '{')) {
-            cfg_sb_add(&b, p, 1);
+            tm_buf_add(&b, p, 1);
             p++;
             continue;
         }
@@ -160,7 +160,7 @@ static char *interpolate(loader *L, const char *path, const char *in,
             cfg_fail(L, path, "out of memory");
             goto bad;
         }
-        cfg_sb_add(&b, value, strlen(value));
+        tm_buf_add(&b, value, strlen(value));
         free(value);
         p = end + 1;
     }

@@ -39,12 +39,12 @@ static const char *skip_ws(const char *p) {
  * word up to a space, ',' or ']'. NULL when fine, else why not. */
 static const char *filter_value(const char **pp, tm_filter *f, int in_list) {
     const char *p = skip_ws(*pp);
-    sbuf b = {0};
+    tm_buf b = {0};
     if (*p == '"') {
         for (p++; *p && *p != '"'; p++) {
             if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
                 p++;
-            cfg_sb_add(&b, p, 1);
+            tm_buf_add(&b, p, 1);
         }
         if (*p != '"') {
             free(b.p);
@@ -52,7 +52,7 @@ static const char *filter_value(const char **pp, tm_filter *f, int in_list) {
         }
         p++;
         if (!b.p)
-            cfg_sb_add(&b, "", 0);
+            tm_buf_add(&b, "", 0);
     } else {
         const char *s = p;
         while (*p && *p != ' ' && *p != '\t' && *p != ',' &&
@@ -62,7 +62,7 @@ static const char *filter_value(const char **pp, tm_filter *f, int in_list) {
             free(b.p);
             return "a value is missing";
         }
-        cfg_sb_add(&b, s, (size_t)(p - s));
+        tm_buf_add(&b, s, (size_t)(p - s));
     }
     if (b.oom || cfg_str_push(&f->values, &f->nvalues, b.p, b.n) != 0) {
         free(b.p);

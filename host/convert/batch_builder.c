@@ -15,6 +15,7 @@
 #include "convert/headers_json.h"
 #include "convert/record_convert.h"
 #include "convert/sha256.h"
+#include "services/buf.h"
 
 struct tm_batch_builder {
     const tm_connector_config *cfg;
@@ -38,20 +39,6 @@ struct tm_batch_builder {
     int broken;        /* a call failed: no batch until reset */
     tm_batch batch;
 };
-
-/* arr with room for element n (elem bytes each): arr itself, or a larger
- * copy (cap updated); NULL on OOM, arr untouched. */
-static void *room_for(void *arr, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap)
-        return arr;
-    size_t c = *cap ? *cap * 2 : 16;
-    if (c > SIZE_MAX / elem)
-        return NULL;
-    void *p = realloc(arr, c * elem);
-    if (p)
-        *cap = c;
-    return p;
-}
 
 /* json mode: every mapped column. raw mode: the message's content (key,
  * value, headers) but not where and when Kafka stored it (topic,
@@ -132,7 +119,7 @@ int tm_bb_range(tm_batch_builder *bb, const char *topic, int32_t partition,
     if (bb->nranges >= INT32_MAX)
         return -1;
     tm_range *ranges =
-        room_for(bb->ranges, &bb->cap_ranges, bb->nranges, sizeof *ranges);
+        tm_grow_array(bb->ranges, &bb->cap_ranges, bb->nranges, sizeof *ranges);
     if (!ranges)
         return -1;
     bb->ranges = ranges;
@@ -159,7 +146,7 @@ static int add_dead_letter(tm_batch_builder *bb, uint32_t range,
                            const tm_conv_input *in, tm_dl_reason reason,
                            const char *detail) {
     tm_dead_letter *dls =
-        room_for(bb->dls, &bb->cap_dls, bb->ndls, sizeof *dls);
+        tm_grow_array(bb->dls, &bb->cap_dls, bb->ndls, sizeof *dls);
     if (!dls)
         return -1;
     bb->dls = dls;
@@ -226,8 +213,8 @@ static int add_row(tm_batch_builder *bb, uint32_t range,
                                    detail);
         }
     }
-    tm_record *recs =
-        room_for(bb->records, &bb->cap_records, bb->nrecords, sizeof *recs);
+    tm_record *recs = tm_grow_array(bb->records, &bb->cap_records, bb->nrecords,
+                                    sizeof *recs);
     if (!recs)
         return -1; /* an index entry without its record: batch is broken */
     bb->records = recs;

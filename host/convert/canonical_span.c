@@ -18,46 +18,11 @@
 
 #include "convert/canonical.h"
 #include "convert/json_lex.h"
+#include "services/buf.h"
 
 #define STACK_BYTES   1024
 #define STACK_MEMBERS 32
 #define SORT_BY_HAND  16 /* members sorted by insertion below this */
-
-/* Bytes that start in a stack array and move to the heap when they
- * outgrow it. */
-typedef struct grow {
-    char *p;
-    size_t n, cap;
-    int heap;
-} grow;
-
-static int reserve(grow *g, size_t more) {
-    if (g->cap - g->n >= more)
-        return 0;
-    size_t cap = g->cap;
-    while (cap - g->n < more) {
-        if (cap > SIZE_MAX / 2)
-            return -1;
-        cap *= 2;
-    }
-    char *p = g->heap ? realloc(g->p, cap) : malloc(cap);
-    if (!p)
-        return -1;
-    if (!g->heap)
-        memcpy(p, g->p, g->n);
-    g->p = p;
-    g->cap = cap;
-    g->heap = 1;
-    return 0;
-}
-
-static int put(grow *g, const char *s, size_t n) {
-    if (reserve(g, n) != 0)
-        return -1;
-    memcpy(g->p + g->n, s, n);
-    g->n += n;
-    return 0;
-}
 
 /* One member of the object being written. */
 typedef struct member {
@@ -72,10 +37,10 @@ typedef struct member {
 
 typedef struct canon {
     const char *p, *end;
-    grow out;     /* the text written */
-    grow keys;    /* escaped keys' contents, for sorting */
-    grow members; /* member entries of the open objects */
-    grow tmp;     /* an object's members while they are put in order */
+    tm_buf out;     /* the text written */
+    tm_buf keys;    /* escaped keys' contents, for sorting */
+    tm_buf members; /* member entries of the open objects */
+    tm_buf tmp;     /* an object's members while they are put in order */
 } canon;
 
 static void skip_ws(canon *c) {
@@ -92,9 +57,9 @@ static void skip_lost_nul(canon *c) {
 }
 
 /* content[0..n) as a JSON string, escaped as jansson escapes it. */
-static int put_escaped(grow *g, const char *content, size_t n) {
+static int put_escaped(tm_buf *g, const char *content, size_t n) {
     static const char HEX[] = "0123456789ABCDEF";
-    if (n > (SIZE_MAX - 2) / 6 || reserve(g, 6 * n + 2) != 0)
+    if (n > (SIZE_MAX - 2) / 6 || tm_buf_reserve(g, 6 * n + 2) != 0)
         return -1;
     char *o = g->p + g->n;
     *o++ = '"';
@@ -127,8 +92,8 @@ static int put_escaped(grow *g, const char *content, size_t n) {
 
 /* raw[0..n) (a string's text between its quotes) decoded onto the end of
  * keys: its offset there. */
-static int decode_onto(grow *keys, const char *raw, size_t n, size_t *off) {
-    if (reserve(keys, n) != 0)
+static int decode_onto(tm_buf *keys, const char *raw, size_t n, size_t *off) {
+    if (tm_buf_reserve(keys, n) != 0)
         return -1;
     *off = keys->n;
     keys->n += tm_json_decode_string(raw, n, keys->p + keys->n);
@@ -140,7 +105,7 @@ static int decode_onto(grow *keys, const char *raw, size_t n, size_t *off) {
  * canonical form. */
 static int put_string(canon *c, const char *raw, size_t n, int escaped) {
     if (!escaped) {
-        if (reserve(&c->out, n + 2) != 0)
+        if (tm_buf_reserve(&c->out, n + 2) != 0)
             return -1;
         c->out.p[c->out.n++] = '"';
         memcpy(c->out.p + c->out.n, raw, n);
@@ -186,7 +151,7 @@ static int put_number(canon *c) {
     }
     c->p = q;
     skip_lost_nul(c);
-    return put(&c->out, text, len);
+    return tm_buf_put(&c->out, text, len);
 }
 
 static int put_value(canon *c);
@@ -227,16 +192,16 @@ static int order_members(canon *c, member *m, size_t n, size_t start) {
             m[i].key = c->keys.p + m[i].key_off;
     sort_members(m, n);
     c->tmp.n = 0;
-    if (put(&c->tmp, c->out.p + start, c->out.n - start) != 0)
+    if (tm_buf_put(&c->tmp, c->out.p + start, c->out.n - start) != 0)
         return -1;
     c->out.n = start;
     for (size_t i = 0, k = 0; i < n; i++) {
         if (i + 1 < n && m[i].key_len == m[i + 1].key_len &&
             memcmp(m[i].key, m[i + 1].key, m[i].key_len) == 0)
             continue; /* a later member has this key */
-        if (k++ && put(&c->out, ",", 1) != 0)
+        if (k++ && tm_buf_put(&c->out, ",", 1) != 0)
             return -1;
-        if (put(&c->out, c->tmp.p + (m[i].at - start), m[i].len) != 0)
+        if (tm_buf_put(&c->out, c->tmp.p + (m[i].at - start), m[i].len) != 0)
             return -1;
     }
     return 0;
@@ -250,7 +215,7 @@ static int put_member(canon *c, size_t ordinal) {
     size_t n;
     int escaped;
     if (scan_string(c, &raw, &n, &escaped) != 0 ||
-        put_string(c, raw, n, escaped) != 0 || put(&c->out, ":", 1) != 0)
+        put_string(c, raw, n, escaped) != 0 || tm_buf_put(&c->out, ":", 1) != 0)
         return -1;
     if (escaped) {
         m.decoded = 1;
@@ -267,13 +232,13 @@ static int put_member(canon *c, size_t ordinal) {
     if (put_value(c) != 0)
         return -1;
     m.len = c->out.n - m.at;
-    return put(&c->members, (const char *)&m, sizeof m);
+    return tm_buf_put(&c->members, (const char *)&m, sizeof m);
 }
 
 static int put_object(canon *c) {
     size_t members_mark = c->members.n, keys_mark = c->keys.n;
     c->p++;
-    if (put(&c->out, "{", 1) != 0)
+    if (tm_buf_put(&c->out, "{", 1) != 0)
         return -1;
     size_t start = c->out.n, n = 0;
     skip_ws(c);
@@ -291,16 +256,16 @@ static int put_object(canon *c) {
         return -1;
     c->members.n = members_mark;
     c->keys.n = keys_mark;
-    return put(&c->out, "}", 1);
+    return tm_buf_put(&c->out, "}", 1);
 }
 
 static int put_array(canon *c) {
     c->p++;
-    if (put(&c->out, "[", 1) != 0)
+    if (tm_buf_put(&c->out, "[", 1) != 0)
         return -1;
     skip_ws(c);
     for (size_t k = 0; c->p < c->end && *c->p != ']'; k++) {
-        if ((k && put(&c->out, ",", 1) != 0) || put_value(c) != 0)
+        if ((k && tm_buf_put(&c->out, ",", 1) != 0) || put_value(c) != 0)
             return -1;
         skip_ws(c);
         if (c->p < c->end && *c->p == ',')
@@ -308,13 +273,13 @@ static int put_array(canon *c) {
         skip_ws(c);
     }
     c->p++; /* ']' */
-    return put(&c->out, "]", 1);
+    return tm_buf_put(&c->out, "]", 1);
 }
 
 static int put_literal(canon *c, const char *word, size_t len) {
     c->p += len;
     skip_lost_nul(c);
-    return put(&c->out, word, len);
+    return tm_buf_put(&c->out, word, len);
 }
 
 static int put_value(canon *c) {
@@ -337,21 +302,16 @@ static int put_value(canon *c) {
     }
 }
 
-static void release(grow *g) {
-    if (g->heap)
-        free(g->p);
-}
-
 int tm_canonical_span(const char *text, size_t n, tm_arena *a, const char **out,
                       size_t *len) {
     char out_room[STACK_BYTES], keys_room[STACK_BYTES], tmp_room[STACK_BYTES];
     member members_room[STACK_MEMBERS];
     canon c = {.p = text,
                .end = text + n,
-               .out = {out_room, 0, sizeof out_room, 0},
-               .keys = {keys_room, 0, sizeof keys_room, 0},
-               .members = {(char *)members_room, 0, sizeof members_room, 0},
-               .tmp = {tmp_room, 0, sizeof tmp_room, 0}};
+               .out = TM_BUF_ON(out_room),
+               .keys = TM_BUF_ON(keys_room),
+               .members = TM_BUF_ON(members_room),
+               .tmp = TM_BUF_ON(tmp_room)};
     skip_ws(&c);
     int rc = put_value(&c);
     if (rc == 0) {
@@ -359,9 +319,9 @@ int tm_canonical_span(const char *text, size_t n, tm_arena *a, const char **out,
         *out = tm_arena_strndup(a, c.out.p, c.out.n);
         rc = *out ? 0 : -1;
     }
-    release(&c.out);
-    release(&c.keys);
-    release(&c.members);
-    release(&c.tmp);
+    tm_buf_free(&c.out);
+    tm_buf_free(&c.keys);
+    tm_buf_free(&c.members);
+    tm_buf_free(&c.tmp);
     return rc;
 }

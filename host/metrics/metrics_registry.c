@@ -3,9 +3,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "metrics/prom_text.h"
+#include "services/clock.h"
 
 const double tm_metrics_commit_bounds[TM_METRICS_COMMIT_BUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
@@ -34,9 +34,7 @@ tm_metrics_conn *tm_metrics_conn_get(const char *connector) {
 }
 
 uint64_t tm_metrics_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return tm_clock_mono_ns();
 }
 
 void tm_metrics_commit_observe(tm_metrics_conn *m, uint64_t ns) {

@@ -44,7 +44,8 @@ void tm_metrics_convert_observe(tm_metrics_conn *m, uint64_t ns);
 /* One error recorded (tm_conn_error: transient or not). */
 void tm_metrics_error(tm_metrics_conn *m);
 
-/* Monotonic nanoseconds, for the durations above. */
+/* Monotonic nanoseconds (the host clock, services/clock.h), for the
+ * durations above. */
 uint64_t tm_metrics_now_ns(void);
 
 /* One connector's figures as plain values (a snapshot, or read back from

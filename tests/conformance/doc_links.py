@@ -9,7 +9,11 @@ Fails (exit 1, one line per citation) when
   - a doc names a repo file in backquotes (`sdk/examples/file_sink.c`) that
     does not exist;
   - a source, build or doc file cites docs/NAME.md (optionally #anchor) that
-    does not exist, or cites a DESIGN.md (the repo has none).
+    does not exist, or cites a DESIGN.md (the repo has none);
+  - a table row of a doc whose first cell is one folder in backquotes
+    (`host/`, `host/commit/`: a layout or module table) names in backquotes
+    a folder or source file inside it (`commit/`, `claim.c`) that it does
+    not hold.
 
 usage: doc_links.py SOURCE_DIR
 """
@@ -26,6 +30,8 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 BACKQUOTED = re.compile(r"`([^`\s]+)`")
 DOC_CITE = re.compile(r"\b(docs/[A-Za-z0-9_./-]+\.md)(#[a-z0-9_-]+)?")
 FENCE = re.compile(r"^\s*```")
+# In a layout row: a folder (`store/`) or a source or doc file (`claim.c`).
+INSIDE = re.compile(r"^[\w.-]+(/[\w.-]+)*(/|\.(c|h|py|sh|json|md|in|txt))$")
 
 
 def files():
@@ -77,6 +83,24 @@ def check_target(src, lineno, target, base_dir, problems):
                         % (where, target, os.path.relpath(dest, ROOT), anchor))
 
 
+def check_layout_row(src, lineno, line, problems):
+    """A row `| `DIR/` | ... `name` ... |`: each name is inside DIR."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    heads = BACKQUOTED.findall(cells[0]) if len(cells) > 1 else []
+    if len(heads) != 1 or not heads[0].endswith("/"):
+        return
+    base = os.path.join(ROOT, heads[0])
+    if not os.path.isdir(base):
+        return  # the folder itself is checked as a citation
+    for cell in cells[1:]:
+        for t in BACKQUOTED.findall(cell):
+            if (INSIDE.match(t) and t.split("/")[0] not in TOP_DIRS
+                    and not os.path.exists(os.path.join(base, t))):
+                problems.append("%s:%d: the row of %s cites %s, which %s does "
+                                "not hold" % (os.path.relpath(src, ROOT),
+                                              lineno, heads[0], t, heads[0]))
+
+
 def main():
     problems = []
     for src in files():
@@ -103,6 +127,8 @@ def main():
                 fenced = not fenced
             if fenced:
                 continue
+            if line.startswith("|"):
+                check_layout_row(src, i, line, problems)
             for m in LINK.finditer(line):
                 t = m.group(1)
                 if re.match(r"^[a-z]+:", t):

@@ -78,9 +78,3 @@ tm_marker pgt_claim1(const tm_sink_api *api, void *sink) {
     ck_assert_msg(rc == TM_OK, "claim: %s", err.message);
     return m;
 }
-
-int64_t pgt_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <tidemark/sink.h>
 
+#include "services/clock.h"
+
 /* TIDEMARK_PG_CONNINFO, asserted set. */
 const char *pgt_conninfo(void);
 /* Connects with conninfo (asserted), DROP ... CASCADE notices silenced. */
@@ -25,6 +27,5 @@ void *pgt_open(const tm_sink_api *api, const tm_host_api *host,
                const tm_sink_config *config);
 /* Claims partition t[0] at offset 0. */
 tm_marker pgt_claim1(const tm_sink_api *api, void *sink);
-int64_t pgt_mono_ms(void);
 
 #endif

@@ -217,8 +217,8 @@ static const pgp_cut CUTS[] = {
 #define NCUTS ((int)(sizeof CUTS / sizeof CUTS[0]))
 
 static void wait_for(atomic_int *flag, int ms) {
-    int64_t until = pgt_mono_ms() + ms;
-    while (!atomic_load(flag) && pgt_mono_ms() < until)
+    int64_t until = tm_clock_mono_ms() + ms;
+    while (!atomic_load(flag) && tm_clock_mono_ms() < until)
         sleep_ms(20);
 }
 
@@ -398,9 +398,9 @@ START_TEST(marker_lock_past_statement_timeout) {
     ck_assert_int_eq(pthread_create(&th, NULL, lock_watcher, &w), 0);
     batch_make(&b2, PER_BATCH, m.epoch);
     tm_error err;
-    int64_t t0 = pgt_mono_ms();
+    int64_t t0 = tm_clock_mono_ms();
     tm_status rc = commit(sink, &b2, &err);
-    int64_t took = pgt_mono_ms() - t0;
+    int64_t took = tm_clock_mono_ms() - t0;
     atomic_store(&w.stop, 1);
     pthread_join(th, NULL);
     ck_assert_msg(atomic_load(&w.saw_lock_wait),
@@ -460,7 +460,7 @@ START_TEST(server_restarted_mid_stream) {
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, starter, NULL), 0);
     int retries = 0, down_retries = 0;
-    int64_t until = pgt_mono_ms() + 30000;
+    int64_t until = tm_clock_mono_ms() + 30000;
     for (int i = before; i < before + after; i++) {
         batch_make(&b, (int64_t)i * PER_BATCH, m.epoch);
         int backoff = 50;
@@ -474,7 +474,7 @@ START_TEST(server_restarted_mid_stream) {
                           tm_status_name(rc), err.message);
             retries++;
             down_retries += down;
-            ck_assert_msg(pgt_mono_ms() < until,
+            ck_assert_msg(tm_clock_mono_ms() < until,
                           "still RETRY after 30 s: %s (%d retries)",
                           err.message, retries);
             sleep_ms(backoff);

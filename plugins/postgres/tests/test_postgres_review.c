@@ -239,7 +239,7 @@ static void one_bad_row_in_big_batch(const char *extra) {
     batch b;
     batch_make(&b, c.name, 0, 20000, m.epoch);
     set_body(&b, 12345, "bad");
-    b.b.deadline_ms = pgt_mono_ms() + 3000;
+    b.b.deadline_ms = tm_clock_mono_ms() + 3000;
     commit_ok(sink, &b);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 19999);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE _tm_offset = "

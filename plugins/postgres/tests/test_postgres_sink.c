@@ -367,12 +367,6 @@ START_TEST(upsert_null_key_is_a_dead_letter) {
 }
 END_TEST
 
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One record stamped ten years ahead must not make the prune forget every
  * key: the horizon is min(newest record timestamp, wall clock) - retention,
  * so a resend of a key applied a moment ago is still a duplicate. */
@@ -381,7 +375,7 @@ START_TEST(retention_ignores_a_future_timestamp) {
     conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
-    int64_t now = wall_ms();
+    int64_t now = tm_clock_wall_ms();
     batch b;
     rec r1[] = {{0, 1, "a", "k1", "h1"}};
     batch_make(&b, 0, 1, m.epoch, r1, 1);
@@ -438,7 +432,7 @@ START_TEST(past_timestamp_key_is_kept_for_the_retention) {
     conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
-    int64_t now = wall_ms();
+    int64_t now = tm_clock_wall_ms();
     const int64_t ten_years = 10LL * 366 * 24 * 3600 * 1000;
     batch b;
     rec r1[] = {{0, 1, "a", "k1", "h1"}, {1, 2, "b", "k2", "h2"}};
@@ -472,7 +466,7 @@ END_TEST
  * applied when the sink first opens the database again (the safe side). */
 START_TEST(keys_from_before_the_wall_column_are_kept) {
     conf c;
-    int64_t now = wall_ms();
+    int64_t now = tm_clock_wall_ms();
     char text[1024];
     snprintf(text, sizeof text,
              "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".tidemark_keys "
@@ -1478,8 +1472,8 @@ static void *interrupter(void *arg) {
              "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
              "'%s' AND wait_event_type = 'Lock'",
              connector);
-    int64_t until = pgt_mono_ms() + 20000;
-    while (PQstatus(c) == CONNECTION_OK && pgt_mono_ms() < until) {
+    int64_t until = tm_clock_mono_ms() + 20000;
+    while (PQstatus(c) == CONNECTION_OK && tm_clock_mono_ms() < until) {
         PGresult *r = PQexec(c, q);
         int waiting = PQresultStatus(r) == PGRES_TUPLES_OK &&
                       atoi(PQgetvalue(r, 0, 0)) > 0;
@@ -1492,7 +1486,7 @@ static void *interrupter(void *arg) {
         nanosleep(&ts, NULL);
     }
     PQfinish(c);
-    atomic_store(&p->poked_ms, (long long)pgt_mono_ms());
+    atomic_store(&p->poked_ms, (long long)tm_clock_mono_ms());
     api->interrupt(p->sink);
     return NULL;
 }
@@ -1514,7 +1508,7 @@ static void interrupted_while_blocked(void *sink,
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
     tm_status rc = call(sink, arg);
-    int64_t returned = pgt_mono_ms();
+    int64_t returned = tm_clock_mono_ms();
     pthread_join(th, NULL);
     ck_assert_msg(atomic_load(&p.saw_wait),
                   "inconclusive: the sink was never seen waiting on the "
@@ -1553,10 +1547,10 @@ START_TEST(interrupt_at_the_start_of_a_call) {
     rec r[] = {{0, 1, "a", NULL, NULL}};
     batch_make(&b, 0, 1, m.epoch, r, 1);
     early_sink = sink;
-    int64_t t0 = pgt_mono_ms();
+    int64_t t0 = tm_clock_mono_ms();
     tm_error err;
     tm_status rc = commit(sink, &b, &err);
-    int64_t took = pgt_mono_ms() - t0;
+    int64_t took = tm_clock_mono_ms() - t0;
     early_sink = NULL;
     ck_assert_msg(rc == TM_RETRY && took < 3000 &&
                       strstr(err.message, "interrupted"),
@@ -1705,8 +1699,8 @@ static void *release_when_waited(void *arg) {
              "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
              "'%s' AND wait_event_type = 'Lock'",
              connector);
-    int64_t until = pgt_mono_ms() + 20000;
-    while (PQstatus(c) == CONNECTION_OK && pgt_mono_ms() < until) {
+    int64_t until = tm_clock_mono_ms() + 20000;
+    while (PQstatus(c) == CONNECTION_OK && tm_clock_mono_ms() < until) {
         PGresult *r = PQexec(c, q);
         int waiting = PQresultStatus(r) == PGRES_TUPLES_OK &&
                       atoi(PQgetvalue(r, 0, 0)) > 0;
@@ -1788,7 +1782,7 @@ START_TEST(past_deadline_is_retry_with_nothing_written) {
     batch b;
     rec r[] = {{0, 1, "a", NULL, NULL}};
     batch_make(&b, 0, 1, m.epoch, r, 1);
-    b.b.deadline_ms = pgt_mono_ms() - 1;
+    b.b.deadline_ms = tm_clock_mono_ms() - 1;
     tm_error err;
     ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
     ck_assert_ptr_nonnull(strstr(err.message, "deadline"));

@@ -314,9 +314,3 @@ int fx_sql_exactly_once(int32_t partition, int64_t end, char *why,
     }
     return 0;
 }
-
-int64_t fx_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

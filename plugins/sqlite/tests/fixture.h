@@ -12,6 +12,7 @@
 #include <tidemark/sink.h>
 
 #include "config/settings.h"
+#include "services/clock.h"
 
 #define FX_WHY_MAX   512
 #define FX_MAX_PARTS 2
@@ -76,7 +77,5 @@ int fx_sql_text(const char *sql, char *out, size_t out_size, char *why,
 /* Through libsqlite3 directly: table t holds exactly one row per offset of
  * [0, end) of partition P and nothing beyond. 0, or -1 with WHY. */
 int fx_sql_exactly_once(int32_t partition, int64_t end, char *why, size_t size);
-
-int64_t fx_mono_ms(void);
 
 #endif

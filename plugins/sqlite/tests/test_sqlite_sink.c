@@ -18,6 +18,7 @@
 #include "check_main.h"
 #include "config/settings.h"
 #include "plugin/loader.h"
+#include "services/clock.h"
 #include "services/host_services.h"
 
 static const tm_sink_api *api;
@@ -407,12 +408,6 @@ START_TEST(retention_boundary) {
 }
 END_TEST
 
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One record whose CreateTime is ten years ahead (a producer's wrong
  * clock) must not prune the keys applied within the retention of now: the
  * prune horizon is min(newest timestamp of the batch, wall clock) minus
@@ -420,7 +415,7 @@ static int64_t wall_ms(void) {
 START_TEST(future_timestamp_does_not_prune_recent_keys) {
     conf c;
     batch b1, b2, b3;
-    const int64_t now = wall_ms();
+    const int64_t now = tm_clock_wall_ms();
     const int64_t ten_years = 86400000LL * 3653;
     conf_init(&c,
               "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
@@ -457,7 +452,7 @@ END_TEST
 START_TEST(past_timestamp_key_is_kept_for_the_retention) {
     conf c;
     batch b1, b2, b3, b4, b5;
-    const int64_t now = wall_ms();
+    const int64_t now = tm_clock_wall_ms();
     const int64_t ten_years = 86400000LL * 3653;
     conf_init(&c,
               "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
@@ -510,7 +505,7 @@ END_TEST
 START_TEST(keys_from_before_the_wall_column_are_kept) {
     conf c;
     batch b1, b2;
-    const int64_t now = wall_ms();
+    const int64_t now = tm_clock_wall_ms();
     char sql[512];
     exec_sql("CREATE TABLE tidemark_keys (connector TEXT NOT NULL, identity "
              "TEXT NOT NULL, payload_hash TEXT, first_topic TEXT NOT NULL, "
@@ -949,12 +944,6 @@ END_TEST
 
 /* ---- deadline, quoting -------------------------------------------------- */
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 START_TEST(past_deadline_is_retry_with_nothing_written) {
     conf c;
     batch b;
@@ -964,12 +953,12 @@ START_TEST(past_deadline_is_retry_with_nothing_written) {
     tm_marker m = claim1(sink);
     const rec r[] = {{0, 1, 1000, "a", NULL, NULL}};
     batch_make(&b, 0, 1, m.epoch, r, 1);
-    b.b.deadline_ms = mono_ms() - 1;
+    b.b.deadline_ms = tm_clock_mono_ms() - 1;
     ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
     ck_assert_ptr_nonnull(strstr(err.message, "deadline"));
     ck_assert_int_eq(q_int("SELECT count(*) FROM t"), 0);
     ck_assert_int_eq(read1(sink).next_offset, 0);
-    b.b.deadline_ms = mono_ms() + 60000;
+    b.b.deadline_ms = tm_clock_mono_ms() + 60000;
     commit_ok(sink, &b);
     ck_assert_int_eq(read1(sink).next_offset, 1);
     api->close(sink);
@@ -1074,9 +1063,9 @@ START_TEST(lock_wait_is_bounded_and_interruptible) {
     ck_assert_int_eq(sqlite3_open(db_path, &other), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
                      SQLITE_OK);
-    int64_t t0 = mono_ms();
+    int64_t t0 = tm_clock_mono_ms();
     ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
-    int64_t waited = mono_ms() - t0;
+    int64_t waited = tm_clock_mono_ms() - t0;
     ck_assert_msg(waited >= 250 && waited < 3000, "waited %lld ms",
                   (long long)waited);
     conf_done(&c);
@@ -1087,9 +1076,9 @@ START_TEST(lock_wait_is_bounded_and_interruptible) {
     poke p = {sink, 100};
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, interrupter, &p), 0);
-    t0 = mono_ms();
+    t0 = tm_clock_mono_ms();
     ck_assert_int_eq(commit(sink, &b, &err), TM_RETRY);
-    waited = mono_ms() - t0;
+    waited = tm_clock_mono_ms() - t0;
     pthread_join(th, NULL);
     ck_assert_msg(waited < 2000, "interrupt took %lld ms", (long long)waited);
     ck_assert_int_eq(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL),

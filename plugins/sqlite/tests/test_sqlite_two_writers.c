@@ -118,9 +118,7 @@ static void nap_ms(long ms) {
 }
 
 static int64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return (int64_t)(tm_clock_mono_ns() / 1000u);
 }
 
 static void stamp(report *me, int64_t start_us) {
@@ -143,7 +141,7 @@ static void child_a(int to_b, int from_b) {
         goto out_conf;
     if (fx_claim(sink, m, NPARTS, me->why, sizeof me->why) != TM_OK)
         goto out;
-    me->claimed_ms = fx_mono_ms();
+    me->claimed_ms = tm_clock_mono_ms();
     me->epoch = m[0].epoch;
     if (m[1].epoch != me->epoch) {
         snprintf(me->why, sizeof me->why,
@@ -162,8 +160,8 @@ static void child_a(int to_b, int from_b) {
     }
     if (signal_other(to_b, me) != 0 || wait_other(from_b, me, "B") != 0)
         goto out;
-    int64_t until = fx_mono_ms() + LOOP_MS;
-    for (long k = 1; fx_mono_ms() < until; k++) {
+    int64_t until = tm_clock_mono_ms() + LOOP_MS;
+    for (long k = 1; tm_clock_mono_ms() < until; k++) {
         /* Continue from the markers as they are now: only the epoch can
          * stop this batch. */
         if (fx_read(sink, m, NPARTS, me->why, sizeof me->why) != TM_OK)
@@ -231,7 +229,7 @@ static void child_b(int to_a, int from_a) {
         goto out_conf;
     if (fx_claim(sink, m, NPARTS, me->why, sizeof me->why) != TM_OK)
         goto out;
-    me->claimed_ms = fx_mono_ms();
+    me->claimed_ms = tm_clock_mono_ms();
     me->epoch = m[0].epoch;
     for (int p = 0; p < NPARTS; p++)
         if (m[p].epoch != me->epoch || m[p].next_offset != A_END) {
@@ -245,11 +243,11 @@ static void child_b(int to_a, int from_a) {
         goto out;
     int64_t ep[NPARTS] = {me->epoch, me->epoch};
     int64_t next = A_END;
-    int64_t until = fx_mono_ms() + LOOP_MS;
+    int64_t until = tm_clock_mono_ms() + LOOP_MS;
     long applied = 0;
     int retried = 0; /* the current batch got RETRY before */
     char id[TM_BATCH_ID_MAX] = "";
-    while (fx_mono_ms() < until && applied < B_MAX) {
+    while (tm_clock_mono_ms() < until && applied < B_MAX) {
         snprintf(id, sizeof id, "B-%ld", applied + 1);
         if (fx_batch_make(&bt, id, NPARTS, next, next + STEP, ep, "B") != 0) {
             snprintf(me->why, sizeof me->why, "B: cannot build %s", id);
@@ -318,7 +316,7 @@ static int reap(pid_t pid, int64_t deadline_ms) {
             return status;
         if (w < 0 && errno != EINTR)
             return -1;
-        if (fx_mono_ms() > deadline_ms) {
+        if (tm_clock_mono_ms() > deadline_ms) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
@@ -382,7 +380,7 @@ START_TEST(fenced_writer_never_commits) {
         close(a2b[i]);
         close(b2a[i]);
     }
-    int64_t deadline = fx_mono_ms() + 2 * WAIT_MS;
+    int64_t deadline = tm_clock_mono_ms() + 2 * WAIT_MS;
     int sa = reap(a, deadline), sb = reap(b, deadline);
     check_child("A", sa, rep_a);
     check_child("B", sb, rep_b);

@@ -36,8 +36,8 @@ static int uses_tmpdir(const kit_run *run) {
 /* Waits for the child's NEED-th acknowledged commit, then lets it run a
  * random while longer (up to 2 ms) and kills it. */
 static void cut_power(kill_page *pg, pid_t pid, int need, uint64_t *rng) {
-    for (int64_t end = kit_now_ms() + 10000;
-         atomic_load(&pg->commits_acked) < need && kit_now_ms() < end;) {
+    for (int64_t end = tm_clock_mono_ms() + 10000;
+         atomic_load(&pg->commits_acked) < need && tm_clock_mono_ms() < end;) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }

@@ -64,10 +64,10 @@ int kit_commit_with_fault(const kit_fixture *fx, const kit_batch *kb,
     }
     close(fds[1]);
     /* Read until EOF (the child's death closes the pipe), 30 s at most. */
-    int64_t deadline = kit_now_ms() + 30000;
+    int64_t deadline = tm_clock_mono_ms() + 30000;
     for (;;) {
         struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-        int64_t left = deadline - kit_now_ms();
+        int64_t left = deadline - tm_clock_mono_ms();
         int n = left > 0 ? poll(&pfd, 1, (int)left) : 0;
         if (n < 0 && errno == EINTR)
             continue;

@@ -51,7 +51,7 @@ void kit_batch_init(kit_batch *kb, const kit_run *run) {
              (long)getpid(), ++seq);
     kb->b.struct_size = sizeof(tm_batch);
     kb->b.batch_id = kb->batch_id;
-    kb->b.deadline_ms = kit_now_ms() + 60000;
+    kb->b.deadline_ms = tm_clock_mono_ms() + 60000;
 }
 
 uint32_t kit_batch_range(kit_batch *kb, int part, int64_t start, int64_t end,
@@ -94,25 +94,15 @@ static void fill_value(kit_batch *kb, tm_value *v, const tm_column *c,
     }
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, n * elem);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = n;
-    return 0;
-}
-
 void kit_batch_record(kit_batch *kb, uint32_t r, int64_t offset,
                       const char *identity, const char *hash) {
-    if (grow((void **)&kb->records, &kb->cap_records, kb->b.nrecords + 1,
-             sizeof(tm_record)) != 0) {
+    tm_record *recs = tm_grow_array(kb->records, &kb->cap_records,
+                                    kb->b.nrecords, sizeof *recs);
+    if (!recs) {
         kb->oom = 1;
         return;
     }
+    kb->records = recs;
     const kit_run *run = kb->run;
     const tm_range *g = &kb->ranges[r];
     tm_value *vals = arena_alloc(kb, (run->ncolumns + 1) * sizeof(tm_value));
@@ -139,11 +129,13 @@ void kit_batch_record(kit_batch *kb, uint32_t r, int64_t offset,
 
 void kit_batch_dead_letter(kit_batch *kb, uint32_t r, int64_t offset,
                            tm_dl_reason reason, const char *detail) {
-    if (grow((void **)&kb->dls, &kb->cap_dls, kb->b.ndead_letters + 1,
-             sizeof(tm_dead_letter)) != 0) {
+    tm_dead_letter *dls =
+        tm_grow_array(kb->dls, &kb->cap_dls, kb->b.ndead_letters, sizeof *dls);
+    if (!dls) {
         kb->oom = 1;
         return;
     }
+    kb->dls = dls;
     kb->dls[kb->b.ndead_letters++] = (tm_dead_letter){
         .struct_size = sizeof(tm_dead_letter),
         .range = r,

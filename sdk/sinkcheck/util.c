@@ -1,7 +1,6 @@
-/* Small helpers of the kit: verdicts, the seeded PRNG, the clock. */
+/* Small helpers of the kit: verdicts and the seeded PRNG. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "kit.h"
 
@@ -25,13 +24,6 @@ void kit_skip(kit_result *res, const char *fmt, ...) {
     va_start(ap, fmt);
     set_reason(res, KIT_SKIP, fmt, ap);
     va_end(ap);
-}
-
-int64_t kit_now_ms(void) {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* splitmix64: tiny, seedable, good enough to spread kill moments. */

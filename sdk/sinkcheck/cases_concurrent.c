@@ -68,8 +68,8 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
         _exit(3);
     }
     atomic_store(&c->ready, 1);
-    for (int64_t end = kit_now_ms() + 10000;
-         !atomic_load(&pg->go) && kit_now_ms() < end;)
+    for (int64_t end = tm_clock_mono_ms() + 10000;
+         !atomic_load(&pg->go) && tm_clock_mono_ms() < end;)
         ; /* spin: both claims start within microseconds */
     rc = TM_RETRY;
     for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
@@ -123,10 +123,10 @@ static int run_pair(const kit_fixture *fx, cc_page *pg, int round,
         if (pid[i] == 0)
             child_run(fx, pg, i);
     }
-    for (int64_t end = kit_now_ms() + 10000;
+    for (int64_t end = tm_clock_mono_ms() + 10000;
          !(atomic_load(&pg->child[0].ready) &&
            atomic_load(&pg->child[1].ready)) &&
-         kit_now_ms() < end;)
+         tm_clock_mono_ms() < end;)
         pause_ms(1);
     atomic_store(&pg->go, 1);
     for (int i = 0; i < 2; i++) {

@@ -192,7 +192,8 @@ void kit_kill_child(const kit_fixture *fx, kill_page *pg, uint64_t seed) {
         atomic_store(&page->claimed_epoch[p], m[p].epoch);
     }
     atomic_store(&page->ready, 1);
-    for (int64_t deadline = kit_now_ms() + 30000; kit_now_ms() < deadline;) {
+    for (int64_t deadline = tm_clock_mono_ms() + 30000;
+         tm_clock_mono_ms() < deadline;) {
         int64_t len[KIT_NPARTS], e[KIT_NPARTS];
         kit_batch kb;
         atomic_store(&page->last_point, -1);
@@ -265,13 +266,13 @@ int kit_check_acked(const kit_state *st, kill_page *pg, const int64_t *last,
 /* Kills the child: either at a random moment or as soon as it is in the
  * window TARGET (so every window is reached in a short run). */
 static int kill_one(kill_page *pg, pid_t pid, int target, uint64_t *rng) {
-    int64_t deadline = kit_now_ms() + 1000;
-    while (!atomic_load(&pg->ready) && kit_now_ms() < deadline)
+    int64_t deadline = tm_clock_mono_ms() + 1000;
+    while (!atomic_load(&pg->ready) && tm_clock_mono_ms() < deadline)
         sleep_us(50);
     if (target < 0)
         sleep_us((long)(kit_rand(rng) % 8000));
     else
-        while (window_of(pg) != target && kit_now_ms() < deadline)
+        while (window_of(pg) != target && tm_clock_mono_ms() < deadline)
             ; /* spin: the windows are microseconds wide */
     return kill(pid, SIGKILL);
 }

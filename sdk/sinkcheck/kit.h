@@ -10,6 +10,8 @@
 #include <tidemark/sink.h>
 
 #include "config/settings.h"
+#include "services/buf.h"
+#include "services/clock.h"
 #include "services/host_services.h"
 
 /* ---- the run ------------------------------------------------------------ */
@@ -193,8 +195,6 @@ int kit_expect_commit(const kit_run *run, void *sink, const kit_batch *kb,
 int kit_commit_with_fault(const kit_fixture *fx, const kit_batch *kb,
                           const char *point, kit_result *res);
 
-/* A monotonic clock in ms (deadline_ms of batches). */
-int64_t kit_now_ms(void);
 /* Deterministic PRNG (splitmix64) for the seeded parts. */
 uint64_t kit_rand(uint64_t *state);
 
