@@ -1,6 +1,6 @@
 /* A simulated power loss for sinks that keep their state in files.
  *
- * The kit exports its own fsync() and fdatasync() (linked with
+ * The kit exports its own fsync(), fdatasync() and syncfs() (linked with
  * --export-dynamic-symbol), so that a plugin it loads, and the libraries
  * that plugin links (libsqlite3...), resolve to them through the dynamic
  * linker, as an LD_PRELOAD shim would be. Each calls the C library's and,
@@ -8,15 +8,17 @@
  * a shadow directory:
  *   - a regular file: its whole content at that moment (f<inode>);
  *   - a directory: its entries, name -> inode (d<inode>).
+ * syncfs() makes every file and directory of its file system durable, so
+ * it records the whole state directory (when it is on that file system).
  * After the child is killed, kit_pl_reboot() replaces the state directory
  * by what a machine that lost power would find: the names of each
  * directory's last sync (or of the round's start), each file with the
  * content of its last sync (or empty when it never had one). Every write
  * not made durable that way is gone.
  *
- * Limits: only fsync/fdatasync calls that go through the dynamic linker
- * are seen (not O_SYNC/O_DSYNC writes, sync_file_range, msync, sync,
- * syncfs: a sink relying on those is judged as if it never synced); a file
+ * Limits: only fsync/fdatasync/syncfs calls that go through the dynamic
+ * linker are seen (not O_SYNC/O_DSYNC writes, sync_file_range, msync,
+ * sync: a sink relying on those is judged as if it never synced); a file
  * is durable as a whole, at its last sync (no torn pages); only regular
  * files and directories are kept; an inode number freed and reused within
  * a round may give a file that never synced the content last synced under
@@ -163,6 +165,27 @@ int fdatasync(int fd) {
     int rc = real(fd);
     if (rc == 0 && pl_armed)
         record_fd(fd);
+    return rc;
+}
+
+static int walk(const char *shadow, const char *path);
+
+int syncfs(int fd) {
+    static sync_fn real;
+    if (!real && !(real = next_sync("syncfs"))) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int rc = real(fd);
+    if (rc == 0 && pl_armed) {
+        int saved = errno;
+        struct stat fs, root;
+        if (fstat(fd, &fs) == 0 && stat(pl_root, &root) == 0 &&
+            fs.st_dev == root.st_dev && walk(pl_shadow, pl_root) != 0)
+            fprintf(stderr, "sinkcheck: power_loss: cannot record %s\n",
+                    pl_root);
+        errno = saved;
+    }
     return rc;
 }
 
