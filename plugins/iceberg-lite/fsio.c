@@ -70,16 +70,40 @@ int fs_sync_dir(const char *dir, char *why, size_t why_size) {
     return 0;
 }
 
-int fs_mkdir(const char *dir, char *why, size_t why_size) {
-    if (mkdir(dir, 0755) == 0 || errno == EEXIST) {
-        struct stat st;
-        if (stat(dir, &st) != 0)
-            return fail(why, why_size, "stat", dir, errno);
-        if (!S_ISDIR(st.st_mode))
-            return fail(why, why_size, "not a directory:", dir, ENOTDIR);
+/* The directory holding DIR's entry: DIR without its last component
+ * ("." for a bare name, "/" for a name under the root). */
+static int parent_of(const char *dir, char *out, size_t size) {
+    int n = snprintf(out, size, "%s", dir);
+    if (n < 0 || (size_t)n >= size)
+        return -1;
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        snprintf(out, size, ".");
+    else
+        slash[slash == out ? 1 : 0] = '\0';
+    return 0;
+}
+
+int fs_mkdir(const char *dir, int sync, char *why, size_t why_size) {
+    int made = mkdir(dir, 0755) == 0;
+    if (!made && errno != EEXIST)
+        return fail(why, why_size, "mkdir", dir, errno);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return fail(why, why_size, "stat", dir, errno);
+    if (!S_ISDIR(st.st_mode))
+        return fail(why, why_size, "not a directory:", dir, ENOTDIR);
+    if (!made || !sync)
         return 0;
-    }
-    return fail(why, why_size, "mkdir", dir, errno);
+    /* The new entry is durable only once its parent is: without this a
+     * power loss could take the directory, and the files a claim or a
+     * commit later makes durable in it, away. */
+    char parent[4096];
+    if (parent_of(dir, parent, sizeof parent) != 0)
+        return fail(why, why_size, "parent of", dir, ENAMETOOLONG);
+    return fs_sync_dir(parent, why, why_size);
 }
 
 int fs_open_nofollow(const char *path, int flags, char *why, size_t why_size) {

@@ -22,8 +22,10 @@ int fs_write_new(const char *path, const void *data, size_t len, int sync,
 int fs_sync_fs(int fd, const char *what, char *why, size_t why_size);
 /* fsync of a directory, so that entries created in it are durable. */
 int fs_sync_dir(const char *dir, char *why, size_t why_size);
-/* Creates DIR when missing (one level). 0 or -1. */
-int fs_mkdir(const char *dir, char *why, size_t why_size);
+/* Creates DIR when missing (one level). When it made DIR and sync, fsyncs
+ * the parent directory before returning, so the new entry is durable.
+ * 0 or -1. */
+int fs_mkdir(const char *dir, int sync, char *why, size_t why_size);
 /* Opens PATH with FLAGS (O_NOFOLLOW and O_CLOEXEC added), walking it one
  * component at a time from "/" (or the working directory) with openat()
  * and O_NOFOLLOW: a symbolic link anywhere on the path is refused, not

@@ -179,7 +179,7 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
     int rc = ice_table_check_path(path, create, why, why_size);
     if (rc != 0)
         return rc;
-    if (create && fs_mkdir(path, why, why_size) != 0)
+    if (create && fs_mkdir(path, fsync, why, why_size) != 0)
         return -1;
     char real[PATH_MAX];
     if (!realpath(path, real)) {
@@ -204,9 +204,9 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
         return -1;
     }
     snprintf(t->location, n, "file://%s", real);
-    if (create && (fs_mkdir(t->meta_dir, why, why_size) != 0 ||
-                   fs_mkdir(t->data_dir, why, why_size) != 0 ||
-                   fs_mkdir(t->dl_dir, why, why_size) != 0)) {
+    if (create && (fs_mkdir(t->meta_dir, fsync, why, why_size) != 0 ||
+                   fs_mkdir(t->data_dir, fsync, why, why_size) != 0 ||
+                   fs_mkdir(t->dl_dir, fsync, why, why_size) != 0)) {
         ice_table_free(t);
         return -1;
     }

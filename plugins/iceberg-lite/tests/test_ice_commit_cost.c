@@ -9,11 +9,13 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -37,7 +39,30 @@ static void note(char c) {
         calls[ncalls++] = c;
 }
 
-#define PASS_THROUGH(name, letter, type, arg)                                  \
+/* Directories created while watching, each with its parent's identity
+ * and whether a sync covering the new entry came after it: an fsync of
+ * the parent, or a syncfs of the file system holding it. */
+static struct {
+    char path[512];
+    dev_t dev;
+    ino_t parent;
+    int synced;
+} made[16];
+static size_t nmade;
+static int watching;
+
+/* FD was synced (whole file system when fs): marks the entries it covers. */
+static void synced(int fd, int fs) {
+    struct stat st;
+    if (!watching || fstat(fd, &st) != 0)
+        return;
+    for (size_t i = 0; i < nmade; i++)
+        if (made[i].dev == st.st_dev &&
+            (fs || (S_ISDIR(st.st_mode) && made[i].parent == st.st_ino)))
+            made[i].synced = 1;
+}
+
+#define PASS_THROUGH(name, letter, type, arg, fs)                              \
     int name(type arg) {                                                       \
         static int (*real)(type);                                              \
         if (!real)                                                             \
@@ -45,11 +70,45 @@ static void note(char c) {
         if (!real)                                                             \
             _exit(97);                                                         \
         note(letter);                                                          \
-        return real(arg);                                                      \
+        int rc = real(arg);                                                    \
+        if (rc == 0)                                                           \
+            synced(arg, fs);                                                   \
+        return rc;                                                             \
     }
-PASS_THROUGH(fsync, 'f', int, fd)
-PASS_THROUGH(fdatasync, 'd', int, fd)
-PASS_THROUGH(syncfs, 's', int, fd)
+PASS_THROUGH(fsync, 'f', int, fd, 0)
+PASS_THROUGH(fdatasync, 'd', int, fd, 0)
+PASS_THROUGH(syncfs, 's', int, fd, 1)
+
+int mkdir(const char *path, mode_t mode) {
+    static int (*real)(const char *, mode_t);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "mkdir");
+    if (!real)
+        _exit(97);
+    int rc = real(path, mode);
+    if (rc != 0 || !watching || nmade == sizeof made / sizeof made[0])
+        return rc;
+    int e = errno;
+    char parent[sizeof made[0].path];
+    snprintf(made[nmade].path, sizeof made[0].path, "%s", path);
+    snprintf(parent, sizeof parent, "%s", path);
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/')
+        parent[--n] = '\0';
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else
+        slash[slash == parent ? 1 : 0] = '\0';
+    struct stat st;
+    if (stat(parent, &st) == 0) { /* else left out: the test sees fewer */
+        made[nmade].dev = st.st_dev;
+        made[nmade].parent = st.st_ino;
+        made[nmade++].synced = 0;
+    }
+    errno = e;
+    return rc;
+}
 
 int link(const char *from, const char *to) {
     static int (*real)(const char *, const char *);
@@ -208,6 +267,63 @@ START_TEST(one_barrier_and_one_fsync_per_commit) {
 }
 END_TEST
 
+/* Opens the table with fsync on while watching mkdir: WANT directories
+ * must be seen created (else the test is inconclusive), each with its
+ * entry synced (an fsync of its parent, or a syncfs of that file system)
+ * before open returns. */
+static void *open_watching(size_t want) {
+    nmade = 0;
+    watching = 1;
+    void *sink = open_with("{\"path\": \"$T\"}");
+    watching = 0;
+    ck_assert_msg(nmade == want,
+                  "inconclusive: %zu directories seen created at open, "
+                  "want %zu",
+                  nmade, want);
+    for (size_t i = 0; i < nmade; i++)
+        ck_assert_msg(made[i].synced,
+                      "%s: created at open, its parent never synced before "
+                      "open returned",
+                      made[i].path);
+    return sink;
+}
+
+/* A new table: the table's directory, metadata/, data/ and dead_letters/
+ * are durable when open returns (so are the first claim and commits that
+ * rely on them). */
+START_TEST(created_directories_are_durable_at_open) {
+    void *sink = open_watching(4);
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_range(sink, m.epoch, 0, 3, 1);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* A table that already has its versions but lacks a directory (a table
+ * written before dead_letters/ existed, or by another tool): open makes
+ * it, and its entry is durable when open returns, though open publishes
+ * no version. */
+START_TEST(directory_added_to_a_table_is_durable_at_open) {
+    ice_api->close(open_with("{\"path\": \"$T\"}"));
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/dead_letters", fx.table);
+    ck_assert_msg(rmdir(dir) == 0, "rmdir %s", dir);
+    void *sink = open_watching(1);
+    tm_marker m;
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    commit_range(sink, m.epoch, 0, 3, 1);
+    size_t rows = 0, dls = 0;
+    int64_t max = -1;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
+    ck_assert_uint_eq(rows, 3);
+    ck_assert_uint_eq(dls, 1);
+    ice_api->close(sink);
+}
+END_TEST
+
 /* With "fsync": false no sync call at all. */
 START_TEST(no_sync_calls_without_fsync) {
     void *sink = open_with("{\"path\": \"$T\", \"fsync\": false}");
@@ -295,6 +411,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, indented_table_still_appends);
     tcase_add_test(tc, one_barrier_and_one_fsync_per_commit);
     tcase_add_test(tc, no_sync_calls_without_fsync);
+    tcase_add_test(tc, created_directories_are_durable_at_open);
+    tcase_add_test(tc, directory_added_to_a_table_is_durable_at_open);
     tcase_add_test(tc, manifest_merges_cost_bounded);
     suite_add_tcase(s, tc);
     return s;
