@@ -209,12 +209,40 @@ static int static_member(tm_connector *c, rd_kafka_conf_t *conf, char *errstr,
     return 0;
 }
 
+/* A pattern subscription never takes Kafka's internal topics
+ * (__consumer_offsets, __transaction_state), whatever the pattern says:
+ * librdkafka ignores the topics topic.blacklist matches, as if they did
+ * not exist. A topic.blacklist of the config's own is kept. */
+static int skip_internal_topics(const tm_connector_config *cfg,
+                                rd_kafka_conf_t *conf, char *errstr,
+                                size_t errsize) {
+    if (!cfg->kafka.topic_regex)
+        return 0;
+    char v[8] = "";
+    size_t size = sizeof v; /* a longer value is cut, still not empty */
+    if (rd_kafka_conf_get(conf, "topic.blacklist", v, &size) ==
+            RD_KAFKA_CONF_OK &&
+        v[0] != '\0')
+        return 0;
+    char why[256];
+    if (rd_kafka_conf_set(conf, "topic.blacklist", "^__.*", why, sizeof why) !=
+        RD_KAFKA_CONF_OK) {
+        snprintf(errstr, errsize, "topic.blacklist: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
 int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     const tm_connector_config *cfg = c->cfg;
     rd_kafka_conf_t *conf =
         tm_kafka_conf_new(cfg, TM_KAFKA_CONSUMER, errstr, errsize);
     if (!conf)
         return -1;
+    if (skip_internal_topics(cfg, conf, errstr, errsize) != 0) {
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
     if (static_member(c, conf, errstr, errsize) != 0) {
         rd_kafka_conf_destroy(conf);
         return -1;

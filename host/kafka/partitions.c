@@ -2,7 +2,20 @@
 
 #include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The pattern librdkafka subscribes with (tm_config_subscription_pattern),
+ * compiled as librdkafka compiles it: the one matcher of the guard, the
+ * fingerprint and the consumer, so that they never disagree on a topic. */
+static int compile(const tm_connector_config *cfg, regex_t *re) {
+    char *pattern = tm_config_subscription_pattern(cfg->kafka.topic_regex);
+    if (!pattern)
+        return -1;
+    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+    free(pattern);
+    return rc == 0 ? 0 : -1;
+}
 
 static int wanted(const tm_connector_config *cfg, const regex_t *re,
                   const char *topic) {
@@ -23,7 +36,7 @@ int tm_kafka_topic_wanted(const tm_connector_config *cfg, const char *topic) {
     if (!cfg->kafka.topic_regex)
         return wanted(cfg, NULL, topic);
     regex_t re;
-    if (regcomp(&re, cfg->kafka.topic_regex, REG_EXTENDED | REG_NOSUB) != 0)
+    if (compile(cfg, &re) != 0)
         return 0; /* the loader refuses such a config */
     int yes = wanted(cfg, &re, topic);
     regfree(&re);
@@ -37,8 +50,7 @@ int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
     regex_t re;
     int have_re = 0;
     if (cfg->kafka.topic_regex) {
-        if (regcomp(&re, cfg->kafka.topic_regex, REG_EXTENDED | REG_NOSUB) !=
-            0) {
+        if (compile(cfg, &re) != 0) {
             snprintf(errstr, errsize, "$.kafka.topic_regex: not a regex");
             return -1;
         }

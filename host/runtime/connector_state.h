@@ -65,6 +65,9 @@ typedef struct tm_connector {
     /* librdkafka raised a fatal error (seen: a static member fenced by its
      * own rejoin after a broker restart): the consumer is made again. */
     int consumer_fatal;
+    /* The guard (commit/claim.c) made the consumer again under a new
+     * member id for partitions outside the subscription: never twice. */
+    int foreign_rejoined;
     int consumer_restarts;       /* in a row, each within a minute */
     int64_t consumer_restart_ms; /* monotonic, the last one */
     /* Kafka's reachability (kafka/broker_watch.c): monotonic and wall ms

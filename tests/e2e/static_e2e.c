@@ -665,6 +665,67 @@ static void scenario_regex_topic_created(void) {
     rd_kafka_destroy(p);
 }
 
+/* Whether the cluster has TOPIC now (a metadata request of its own). */
+static int topic_exists(const char *topic) {
+    rd_kafka_t *rk = h_producer(NULL, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, 10000);
+    if (err)
+        h_fail("metadata: %s", rd_kafka_err2str(err));
+    int found = 0;
+    for (int t = 0; t < md->topic_cnt && !found; t++)
+        found = strcmp(md->topics[t].topic, topic) == 0;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_destroy(rk);
+    return found;
+}
+
+/* A topic_regex that also matches a Kafka-internal topic
+ * (__transaction_state): the consumer never subscribes the internal topic,
+ * so the guard never sees it as foreign and never rejoins in a loop to
+ * FAILED; the user's topic is consumed once and nothing of the internal
+ * topic is written. The regex has no "^", so it is matched wrapped
+ * (tm_config_subscription_pattern) everywhere. */
+static void scenario_regex_internal_topic(void) {
+    char topic[300], name[256], sub[1024], db[4096];
+    snprintf(topic, sizeof topic, "%s_state", h_name("static-rxi"));
+    snprintf(name, sizeof name, "%s", h_name("static-rxi"));
+    snprintf(db, sizeof db, "%s", h_path("rxi.db"));
+    /* The internal topic exists once a transactional producer ran. */
+    rd_kafka_t *tp = h_producer(h_name("static-rxi-tx"), NULL);
+    rd_kafka_destroy(tp);
+    H_CHECK(topic_exists("__transaction_state"),
+            "inconclusive: the cluster has no __transaction_state");
+    h_create_topic(topic, 2, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 40, "{\"id\": %d, \"name\": \"n\"}");
+    h_produce_many(p, topic, 1, 1000000, 40, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"(%s|__transaction_state)$\"",
+             topic);
+    pid_t pid = h_spawn(config_sub("rxi.json", name, sub, db), "rxi.log");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    /* More records after the first assignment: still consumed. */
+    h_produce_many(p, topic, 0, 40, 10, "{\"id\": %d, \"name\": \"n\"}");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    check_topic_once(db, topic, 2);
+    int64_t internal = h_sqlf(
+        db,
+        "SELECT count(*) FROM t WHERE _tm_topic LIKE '\\_\\_%%' ESCAPE '\\'");
+    H_CHECK(internal == 0, "%lld rows from an internal topic",
+            (long long)internal);
+    const char *status = h_status_text(name);
+    H_CHECK(!strstr(status, "FAILED"), "status: %s", status);
+    const char *log = h_read_file("rxi.log");
+    H_CHECK(!strstr(log, "not in this connector's subscription") &&
+                !strstr(log, "outside the subscription") &&
+                !strstr(log, "new static member id"),
+            "the internal topic reached the consumer:\n%s", log);
+    h_stop_clean(pid);
+    h_step("a topic_regex matching an internal topic: the user topic "
+           "consumed once, the internal topic never subscribed");
+    rd_kafka_destroy(p);
+}
+
 /* Changes DB (the sink's SQLite file) as an operator's mistake would. */
 static void sql_exec(const char *db, const char *sql) {
     sqlite3 *h = NULL;
@@ -936,6 +997,7 @@ int main(int argc, char **argv) {
         {"failed_message", scenario_failed_message},
         {"reset_by_members", scenario_reset_by_members},
         {"validate_member_id", scenario_validate_member_id},
+        {"regex_internal_topic", scenario_regex_internal_topic},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
