@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kafka/kafka_conf.h"
@@ -25,6 +26,52 @@ static uint64_t field(uint64_t h, const char *s) {
     return fnv(h, s, strlen(s) + 1);
 }
 
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int tm_subscription_hash(const tm_connector_config *cfg,
+                         const rd_kafka_topic_partition_list_t *all, char *out,
+                         size_t size) {
+    if (size < TM_SUBSCRIPTION_HEX + 1)
+        return -1;
+    uint64_t h = 14695981039346656037ULL;
+    if (cfg->kafka.topic_regex) {
+        h = field(h, "regex");
+        h = field(h, cfg->kafka.topic_regex);
+    } else {
+        /* Sorted, each name once: the same topics in another order are
+         * the same subscription. */
+        size_t n = cfg->kafka.ntopics;
+        const char **names = malloc((n ? n : 1) * sizeof *names);
+        if (!names)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            names[i] = cfg->kafka.topics[i];
+        qsort(names, n, sizeof *names, by_name);
+        h = field(h, "topics");
+        for (size_t i = 0; i < n; i++)
+            if (i == 0 || strcmp(names[i], names[i - 1]) != 0)
+                h = field(h, names[i]);
+        free(names);
+    }
+    /* Sorted by topic and partition: each topic once, with its count. */
+    h = field(h, "partitions");
+    for (int i = 0; i < all->cnt;) {
+        int j = i;
+        while (j < all->cnt &&
+               strcmp(all->elems[j].topic, all->elems[i].topic) == 0)
+            j++;
+        char count[32];
+        snprintf(count, sizeof count, "%d", j - i);
+        h = field(h, all->elems[i].topic);
+        h = field(h, count);
+        i = j;
+    }
+    snprintf(out, size, "%016" PRIx64, h);
+    return 0;
+}
+
 int tm_subscription_fingerprint(const tm_connector_config *cfg, int timeout_ms,
                                 char *out, size_t size, char *why,
                                 size_t whysize) {
@@ -40,29 +87,9 @@ int tm_subscription_fingerprint(const tm_connector_config *cfg, int timeout_ms,
     rd_kafka_destroy(rk);
     if (rc != 0)
         return -1;
-    uint64_t h = 14695981039346656037ULL;
-    if (cfg->kafka.topic_regex) {
-        h = field(h, "regex");
-        h = field(h, cfg->kafka.topic_regex);
-    } else {
-        h = field(h, "topics");
-        for (size_t i = 0; i < cfg->kafka.ntopics; i++)
-            h = field(h, cfg->kafka.topics[i]);
-    }
-    /* Sorted by topic and partition: each topic once, with its count. */
-    h = field(h, "partitions");
-    for (int i = 0; i < all->cnt;) {
-        int j = i;
-        while (j < all->cnt &&
-               strcmp(all->elems[j].topic, all->elems[i].topic) == 0)
-            j++;
-        char count[32];
-        snprintf(count, sizeof count, "%d", j - i);
-        h = field(h, all->elems[i].topic);
-        h = field(h, count);
-        i = j;
-    }
+    rc = tm_subscription_hash(cfg, all, out, size);
     rd_kafka_topic_partition_list_destroy(all);
-    snprintf(out, size, "%016" PRIx64, h);
-    return 0;
+    if (rc != 0)
+        snprintf(why, whysize, "out of memory");
+    return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "config/connector_config.h"
 #include "kafka/member_id.h"
+#include "kafka/subscription.h"
 #include "check_main.h"
 
 #define CONFIG(kafka_extra, props)                                             \
@@ -372,6 +373,44 @@ START_TEST(forget_takes_a_new_id) {
 }
 END_TEST
 
+#define TOPICS_CONFIG(list)                                                    \
+    "{\"name\":\"orders\","                                                    \
+    " \"kafka\":{\"bootstrap_servers\":\"localhost:9092\","                    \
+    "            \"topics\":" list "},"                                        \
+    " \"sink\":{\"plugin\":\"sqlite\","                                        \
+    "           \"settings\":{\"path\":\"/tmp/x.db\",\"table\":\"t\"}},"       \
+    " \"mapping\":{\"mode\":\"raw\"}}"
+
+/* The fingerprint of a topics list with the partitions of ALL. */
+static void hash_of(const char *text, rd_kafka_topic_partition_list_t *all,
+                    char *out) {
+    tm_connector_config *cfg = load_ok(text);
+    ck_assert_int_eq(
+        tm_subscription_hash(cfg, all, out, TM_SUBSCRIPTION_HEX + 1), 0);
+    ck_assert_uint_eq(strlen(out), TM_SUBSCRIPTION_HEX);
+    tm_config_free(cfg);
+}
+
+/* Reordering $.kafka.topics (or naming a topic twice) is the same
+ * subscription: the static member id is kept. Another topic is not. */
+START_TEST(topics_order_keeps_the_fingerprint) {
+    rd_kafka_topic_partition_list_t *all = rd_kafka_topic_partition_list_new(2);
+    ck_assert_ptr_nonnull(all);
+    rd_kafka_topic_partition_list_add(all, "a", 0);
+    rd_kafka_topic_partition_list_add(all, "b", 0);
+    char ab[TM_SUBSCRIPTION_HEX + 1], ba[TM_SUBSCRIPTION_HEX + 1],
+        aba[TM_SUBSCRIPTION_HEX + 1], abc[TM_SUBSCRIPTION_HEX + 1];
+    hash_of(TOPICS_CONFIG("[\"a\",\"b\"]"), all, ab);
+    hash_of(TOPICS_CONFIG("[\"b\",\"a\"]"), all, ba);
+    hash_of(TOPICS_CONFIG("[\"a\",\"b\",\"a\"]"), all, aba);
+    hash_of(TOPICS_CONFIG("[\"a\",\"b\",\"c\"]"), all, abc);
+    ck_assert_str_eq(ba, ab);
+    ck_assert_str_eq(aba, ab);
+    ck_assert_str_ne(abc, ab);
+    rd_kafka_topic_partition_list_destroy(all);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("member_id");
     TCase *tc = tcase_create("core");
@@ -383,6 +422,7 @@ int main(void) {
     tcase_add_test(tc, rotated_when_the_subscription_changes);
     tcase_add_test(tc, corrupt_subscription_refused);
     tcase_add_test(tc, forget_takes_a_new_id);
+    tcase_add_test(tc, topics_order_keeps_the_fingerprint);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
