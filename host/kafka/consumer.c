@@ -13,6 +13,7 @@
 #include "kafka/kafka_conf.h"
 #include "kafka/member_id.h"
 #include "kafka/subscription.h"
+#include "services/fault.h"
 #include "services/log.h"
 #include "status/status_file.h"
 
@@ -28,6 +29,7 @@
 struct tm_consumer_link {
     tm_connector *c;
     atomic_int closing;
+    int assigned; /* this consumer had its first assignment */
 };
 
 void tm_consumer_fatal(tm_connector *c) {
@@ -63,6 +65,30 @@ void tm_consumer_rejoin_as_new(tm_connector *c) {
            ms > 0 ? (ms + 999) / 1000 : -1);
 }
 
+/* A topic created (or partitions added) between the start's fingerprint
+ * and the subscription: the id was kept, so the group hands the old
+ * assignment back and the new partitions would never be read. The first
+ * assignment's own metadata shows it: the consumer is made again under a
+ * new id, once per process. */
+static void recheck_subscription(tm_connector *c, rd_kafka_t *rk) {
+    if (!c->member_fp[0] || c->member_fp_changed)
+        return;
+    char now[TM_SUBSCRIPTION_HEX + 1], why[1024];
+    if (tm_subscription_fingerprint_of(rk, c->cfg, SUBSCRIPTION_TIMEOUT_MS, now,
+                                       sizeof now, why, sizeof why) != 0) {
+        tm_log(TM_LOG_DEBUG, c->cfg->name,
+               "subscription not checked after the first assignment: %s", why);
+        return;
+    }
+    if (strcmp(now, c->member_fp) == 0)
+        return;
+    c->member_fp_changed = 1;
+    tm_log(TM_LOG_WARN, c->cfg->name,
+           "the subscription changed while the consumer started (a matching "
+           "topic or partition created)");
+    tm_consumer_rejoin_as_new(c);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque) {
     struct tm_consumer_link *link = opaque;
@@ -88,6 +114,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *aerr = NULL;
     rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (!link->assigned) {
+            link->assigned = 1;
+            recheck_subscription(c, rk);
+        }
         int claimed =
             c->state != TM_CONN_FAILED && tm_claim_assigned(c, parts) == 0;
         if (!claimed && c->state == TM_CONN_FAILED)
@@ -193,6 +223,7 @@ static int static_member(tm_connector *c, rd_kafka_conf_t *conf, char *errstr,
     if (tm_member_id_apply(conf, cfg, dir_fd, shown, known ? fp : NULL, member,
                            sizeof member, &rotated, errstr, errsize) != 0)
         return -1;
+    snprintf(c->member_fp, sizeof c->member_fp, "%s", known ? fp : "");
     if (rotated) {
         long ms = tm_kafka_session_timeout_ms(cfg);
         char since[1200] = "subscription changed since the last run";
@@ -289,6 +320,9 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
             rd_kafka_topic_partition_list_add(subs, cfg->kafka.topics[i],
                                               RD_KAFKA_PARTITION_UA);
     }
+    /* A test holds the start here to change the cluster between the
+     * fingerprint and the subscription. */
+    tm_fault("before_subscribe");
     rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, subs);
     rd_kafka_topic_partition_list_destroy(subs);
     free(pattern);

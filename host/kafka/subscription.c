@@ -72,6 +72,20 @@ int tm_subscription_hash(const tm_connector_config *cfg,
     return 0;
 }
 
+int tm_subscription_fingerprint_of(rd_kafka_t *rk,
+                                   const tm_connector_config *cfg,
+                                   int timeout_ms, char *out, size_t size,
+                                   char *why, size_t whysize) {
+    rd_kafka_topic_partition_list_t *all = NULL;
+    if (tm_kafka_list_partitions(rk, cfg, timeout_ms, &all, why, whysize) != 0)
+        return -1;
+    int rc = tm_subscription_hash(cfg, all, out, size);
+    rd_kafka_topic_partition_list_destroy(all);
+    if (rc != 0)
+        snprintf(why, whysize, "out of memory");
+    return rc;
+}
+
 int tm_subscription_fingerprint(const tm_connector_config *cfg, int timeout_ms,
                                 char *out, size_t size, char *why,
                                 size_t whysize) {
@@ -82,14 +96,8 @@ int tm_subscription_fingerprint(const tm_connector_config *cfg, int timeout_ms,
     rd_kafka_t *rk = tm_kafka_client_new(cfg, TM_KAFKA_ADMIN, why, whysize);
     if (!rk)
         return -1;
-    rd_kafka_topic_partition_list_t *all = NULL;
-    int rc = tm_kafka_list_partitions(rk, cfg, timeout_ms, &all, why, whysize);
+    int rc = tm_subscription_fingerprint_of(rk, cfg, timeout_ms, out, size, why,
+                                            whysize);
     rd_kafka_destroy(rk);
-    if (rc != 0)
-        return -1;
-    rc = tm_subscription_hash(cfg, all, out, size);
-    rd_kafka_topic_partition_list_destroy(all);
-    if (rc != 0)
-        snprintf(why, whysize, "out of memory");
     return rc;
 }

@@ -27,4 +27,11 @@ int tm_subscription_fingerprint(const tm_connector_config *cfg, int timeout_ms,
                                 char *out, size_t size, char *why,
                                 size_t whysize);
 
+/* The same with a client of the caller's (the consumer's own metadata,
+ * after its first assignment: kafka/consumer.c). */
+int tm_subscription_fingerprint_of(rd_kafka_t *rk,
+                                   const tm_connector_config *cfg,
+                                   int timeout_ms, char *out, size_t size,
+                                   char *why, size_t whysize);
+
 #endif

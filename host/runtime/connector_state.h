@@ -68,6 +68,13 @@ typedef struct tm_connector {
     /* The guard (commit/claim.c) made the consumer again under a new
      * member id for partitions outside the subscription: never twice. */
     int foreign_rejoined;
+    /* The subscription's fingerprint the static member id was kept or
+     * made with at the consumer's start (kafka/subscription.h; "" when
+     * unknown or no generated id), and whether a consumer's first
+     * assignment already found it changed since (checked once per
+     * process: kafka/consumer.c). */
+    char member_fp[32];
+    int member_fp_changed;
     int consumer_restarts;       /* in a row, each within a minute */
     int64_t consumer_restart_ms; /* monotonic, the last one */
     /* Kafka's reachability (kafka/broker_watch.c): monotonic and wall ms

@@ -814,6 +814,51 @@ static void scenario_foreign_assignment(void) {
     rd_kafka_destroy(p);
 }
 
+/* A topic that topic_regex matches, created after the start read the
+ * fingerprint but before the consumer subscribed (the host held at the
+ * fault point before_subscribe): the start kept the old id, the group
+ * hands the old assignment back; the first assignment's own metadata
+ * shows the new topic, and the consumer is made again under a new id. The
+ * topic is consumed, every offset once. */
+static void scenario_topic_created_at_start(void) {
+    char prefix[256], x1[300], x2[300], name[256], sub[1024], db[4096];
+    snprintf(prefix, sizeof prefix, "%s", h_name("static-rxw"));
+    snprintf(x1, sizeof x1, "%s-one", prefix);
+    snprintf(x2, sizeof x2, "%s-two", prefix);
+    snprintf(name, sizeof name, "%s", h_name("static-rxwc"));
+    snprintf(db, sizeof db, "%s", h_path("rxw.db"));
+    h_create_topic(x1, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, x1, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"^%s-.*$\"", prefix);
+    const char *cfg = config_sub("rxw.json", name, sub, db);
+    run_once(cfg, "rxw1.log", db, name, x1, 1);
+    char old[512];
+    member_file("state", name, old, sizeof old);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=before_subscribe",
+                         "TIDEMARK_FAULT_ACTION=stop", fp.fd_env, NULL};
+    pid_t pid = h_spawn_env(cfg, "rxw2.log", env);
+    h_fault_wait(&fp, "before_subscribe", pid, 1);
+    h_create_topic(x2, 1, NULL, NULL);
+    h_produce_many(p, x2, 0, 1000000, 30, "{\"id\": %d, \"name\": \"n\"}");
+    kill(pid, SIGCONT);
+    /* The fault happened where intended: the start kept the old id. */
+    char joined[600];
+    snprintf(joined, sizeof joined, "static group member %.*s ",
+             (int)strcspn(old, "\n"), old);
+    wait_log("rxw2.log", joined, 30000);
+    wait_topic_rows(db, x2, 30, 60000, "a matching topic created at start");
+    h_wait_caught_up(db, name, x1, 1, 60000);
+    check_topic_once(db, x1, 1);
+    check_topic_once(db, x2, 1);
+    h_stop_clean(pid);
+    h_step("a topic matching topic_regex created between the fingerprint and "
+           "the subscribe: consumed once");
+    rd_kafka_destroy(p);
+}
+
 /* A FAILED connector's log line says what its static member does: it
  * stays in the group holding its partitions until the session timeout
  * (6 s here), not "out of the consumer group". Checked against the broker:
@@ -998,6 +1043,7 @@ int main(int argc, char **argv) {
         {"reset_by_members", scenario_reset_by_members},
         {"validate_member_id", scenario_validate_member_id},
         {"regex_internal_topic", scenario_regex_internal_topic},
+        {"topic_created_at_start", scenario_topic_created_at_start},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
