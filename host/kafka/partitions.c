@@ -43,10 +43,10 @@ int tm_kafka_topic_wanted(const tm_connector_config *cfg, const char *topic) {
     return yes;
 }
 
-int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
-                             int timeout_ms,
-                             rd_kafka_topic_partition_list_t **out,
-                             char *errstr, size_t errsize) {
+static int list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
+                           int timeout_ms, int missing_ok,
+                           rd_kafka_topic_partition_list_t **out, char *errstr,
+                           size_t errsize) {
     regex_t re;
     int have_re = 0;
     if (cfg->kafka.topic_regex) {
@@ -86,7 +86,8 @@ int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
     }
     /* A listed topic the cluster does not have is a mistake to report,
      * not an empty input to wait on silently. */
-    for (size_t i = 0; rc == 0 && !have_re && i < cfg->kafka.ntopics; i++) {
+    for (size_t i = 0;
+         rc == 0 && !have_re && !missing_ok && i < cfg->kafka.ntopics; i++) {
         int found = 0;
         for (int t = 0; t < md->topic_cnt && !found; t++)
             found = strcmp(md->topics[t].topic, cfg->kafka.topics[i]) == 0;
@@ -107,6 +108,21 @@ int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
     rd_kafka_topic_partition_list_sort(list, NULL, NULL);
     *out = list;
     return 0;
+}
+
+int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
+                             int timeout_ms,
+                             rd_kafka_topic_partition_list_t **out,
+                             char *errstr, size_t errsize) {
+    return list_partitions(rk, cfg, timeout_ms, 0, out, errstr, errsize);
+}
+
+int tm_kafka_list_present_partitions(rd_kafka_t *rk,
+                                     const tm_connector_config *cfg,
+                                     int timeout_ms,
+                                     rd_kafka_topic_partition_list_t **out,
+                                     char *errstr, size_t errsize) {
+    return list_partitions(rk, cfg, timeout_ms, 1, out, errstr, errsize);
 }
 
 int tm_kafka_watermarks(rd_kafka_t *rk, const char *topic, int32_t partition,

@@ -76,8 +76,12 @@ int tm_subscription_fingerprint_of(rd_kafka_t *rk,
                                    const tm_connector_config *cfg,
                                    int timeout_ms, char *out, size_t size,
                                    char *why, size_t whysize) {
+    /* A listed topic that does not exist counts as absent (no
+     * partitions), the same on every start: only metadata that cannot be
+     * read makes the subscription unknown. */
     rd_kafka_topic_partition_list_t *all = NULL;
-    if (tm_kafka_list_partitions(rk, cfg, timeout_ms, &all, why, whysize) != 0)
+    if (tm_kafka_list_present_partitions(rk, cfg, timeout_ms, &all, why,
+                                         whysize) != 0)
         return -1;
     int rc = tm_subscription_hash(cfg, all, out, size);
     rd_kafka_topic_partition_list_destroy(all);

@@ -859,6 +859,41 @@ static void scenario_topic_created_at_start(void) {
     rd_kafka_destroy(p);
 }
 
+/* A listed topic that does not exist is fingerprinted as absent, the same
+ * on every start: two restarts keep the static member id (before, each
+ * start counted the subscription as unknown and took a new id, leaving a
+ * dead member in the group each time). */
+static void scenario_missing_topic_keeps_id(void) {
+    char a[256], missing[256], name[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-msa"));
+    snprintf(missing, sizeof missing, "%s", h_name("static-msnone"));
+    snprintf(name, sizeof name, "%s", h_name("static-ms"));
+    snprintf(db, sizeof db, "%s", h_path("ms.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 20, "{\"id\": %d, \"name\": \"a\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, missing);
+    const char *cfg = config_sub("ms.json", name, sub, db);
+    run_once(cfg, "ms1.log", db, name, a, 1);
+    char first[512], second[512], third[512];
+    member_file("state", name, first, sizeof first);
+    H_CHECK(first[0], "inconclusive: no member.id after the first run");
+    h_produce_many(p, a, 0, 20, 10, "{\"id\": %d, \"name\": \"a\"}");
+    run_once(cfg, "ms2.log", db, name, a, 1);
+    member_file("state", name, second, sizeof second);
+    h_produce_many(p, a, 0, 30, 10, "{\"id\": %d, \"name\": \"a\"}");
+    run_once(cfg, "ms3.log", db, name, a, 1);
+    member_file("state", name, third, sizeof third);
+    H_CHECK(!topic_exists(missing), "inconclusive: %s exists", missing);
+    H_CHECK(strcmp(first, second) == 0 && strcmp(second, third) == 0,
+            "member.id changed across restarts with a missing listed "
+            "topic:\n%s---\n%s---\n%s",
+            first, second, third);
+    check_topic_once(db, a, 1);
+    h_step("a missing listed topic: the member id kept across two restarts");
+    rd_kafka_destroy(p);
+}
+
 /* A FAILED connector's log line says what its static member does: it
  * stays in the group holding its partitions until the session timeout
  * (6 s here), not "out of the consumer group". Checked against the broker:
@@ -1044,6 +1079,7 @@ int main(int argc, char **argv) {
         {"validate_member_id", scenario_validate_member_id},
         {"regex_internal_topic", scenario_regex_internal_topic},
         {"topic_created_at_start", scenario_topic_created_at_start},
+        {"missing_topic_keeps_id", scenario_missing_topic_keeps_id},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
