@@ -51,8 +51,12 @@ void tm_consumer_rejoin_as_new(tm_connector *c) {
     const char *shown = NULL;
     int dir_fd = tm_status_writer_dir_fd(c->status, &shown);
     char why[1024];
-    if (dir_fd < 0 || tm_member_id_forget_subscription(
-                          dir_fd, shown, c->cfg->name, why, sizeof why) != 0) {
+    /* The fingerprint goes with the new id: the next start keeps it unless
+     * the subscription changes again. */
+    const char *fp = c->member_fp[0] ? c->member_fp : NULL;
+    if (dir_fd < 0 ||
+        tm_member_id_forget_subscription(dir_fd, shown, c->cfg->name, fp, why,
+                                         sizeof why) != 0) {
         tm_conn_error(c, 1, "cannot replace the static member id: %s",
                       dir_fd < 0 ? "no state directory" : why);
         return;
@@ -83,6 +87,7 @@ static void recheck_subscription(tm_connector *c, rd_kafka_t *rk) {
     if (strcmp(now, c->member_fp) == 0)
         return;
     c->member_fp_changed = 1;
+    snprintf(c->member_fp, sizeof c->member_fp, "%s", now);
     tm_log(TM_LOG_WARN, c->cfg->name,
            "the subscription changed while the consumer started (a matching "
            "topic or partition created)");

@@ -854,6 +854,16 @@ static void scenario_topic_created_at_start(void) {
     check_topic_once(db, x1, 1);
     check_topic_once(db, x2, 1);
     h_stop_clean(pid);
+    /* The new id was written with the subscription's fingerprint: the
+     * consumer made again joins under it, not under yet another id. */
+    const char *log = h_read_file("rxw2.log");
+    H_CHECK(!strstr(log, "subscription changed since the last run") &&
+                !strstr(log, "taken as changed"),
+            "the consumer made again rotated its id again:\n%s", log);
+    char now[512];
+    member_file("state", name, now, sizeof now);
+    H_CHECK(strstr(now, "\nsubscription ") != NULL,
+            "member.id without a fingerprint: %s", now);
     h_step("a topic matching topic_regex created between the fingerprint and "
            "the subscribe: consumed once");
     rd_kafka_destroy(p);

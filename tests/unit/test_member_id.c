@@ -353,7 +353,7 @@ START_TEST(forget_takes_a_new_id) {
     dir_new(&d);
     char id[300], now[300], err[1024], text[512];
     ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
-                                                      err, sizeof err),
+                                                      NULL, err, sizeof err),
                      0);
     ck_assert_msg(!exists(&d, TM_MEMBER_ID_FILE), "forget made a file");
     int rotated = -1;
@@ -361,7 +361,7 @@ START_TEST(forget_takes_a_new_id) {
                                       sizeof id, &rotated, err, sizeof err),
                      1);
     ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
-                                                      err, sizeof err),
+                                                      NULL, err, sizeof err),
                      0);
     ck_assert_int_eq(tm_member_id_get(d.fd, d.path, "orders", 0, now,
                                       sizeof now, err, sizeof err),
@@ -369,6 +369,32 @@ START_TEST(forget_takes_a_new_id) {
     ck_assert_str_ne(now, id);
     read_text(&d, text, sizeof text);
     ck_assert_ptr_null(strstr(text, "subscription"));
+    dir_free(&d);
+}
+END_TEST
+
+/* Forgotten with the subscription it is for, the new id is kept by the
+ * next start under that subscription: not rotated once more. */
+START_TEST(forget_with_the_subscription_keeps_the_new_id) {
+    dir d;
+    dir_new(&d);
+    char id[300], fresh[300], again[300], err[1024];
+    int rotated = -1;
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, id,
+                                      sizeof id, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
+                                                      FP_A, err, sizeof err),
+                     0);
+    ck_assert_int_eq(tm_member_id_get(d.fd, d.path, "orders", 0, fresh,
+                                      sizeof fresh, err, sizeof err),
+                     1);
+    ck_assert_str_ne(fresh, id);
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, again,
+                                      sizeof again, &rotated, err, sizeof err),
+                     1);
+    ck_assert_str_eq(again, fresh);
+    ck_assert_int_eq(rotated, 0);
     dir_free(&d);
 }
 END_TEST
@@ -422,6 +448,7 @@ int main(void) {
     tcase_add_test(tc, rotated_when_the_subscription_changes);
     tcase_add_test(tc, corrupt_subscription_refused);
     tcase_add_test(tc, forget_takes_a_new_id);
+    tcase_add_test(tc, forget_with_the_subscription_keeps_the_new_id);
     tcase_add_test(tc, topics_order_keeps_the_fingerprint);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
