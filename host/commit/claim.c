@@ -437,6 +437,8 @@ int tm_claim_assigned(tm_connector *c,
         if (!again) {
             c->foreign_rejoined = 1;
             tm_consumer_rejoin_as_new(c);
+        } else {
+            c->foreign_held += foreign;
         }
     }
     return rc;

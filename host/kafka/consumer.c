@@ -294,6 +294,7 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
         return -1;
     }
     link->c = c;
+    c->foreign_held = 0; /* held by the consumer before this one */
     rd_kafka_conf_set_opaque(conf, link);
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
     rd_kafka_conf_set_log_cb(conf, log_cb);

@@ -68,6 +68,10 @@ typedef struct tm_connector {
     /* The guard (commit/claim.c) made the consumer again under a new
      * member id for partitions outside the subscription: never twice. */
     int foreign_rejoined;
+    /* Partitions outside the subscription this consumer holds unclaimed
+     * (after that one rejoin): DEGRADED until the consumer is made again,
+     * whatever else recovers. */
+    int foreign_held;
     /* The subscription's fingerprint the static member id was kept or
      * made with at the consumer's start (kafka/subscription.h; "" when
      * unknown or no generated id), and whether a consumer's first

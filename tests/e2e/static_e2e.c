@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -418,8 +419,9 @@ static void scenario_reset_after_stop(void) {
 /* A config whose $.kafka subscription is SUBSCRIPTION ("\"topics\":
  * [...]" or "\"topic_regex\": \"...\""), with a 6 s session timeout: an
  * old member's partitions return 6 s after a new member joins. */
-static const char *config_sub(const char *file, const char *name,
-                              const char *subscription, const char *db) {
+static const char *config_sub_props(const char *file, const char *name,
+                                    const char *subscription, const char *db,
+                                    const char *props) {
     static char text[8192];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\",\n"
@@ -427,14 +429,19 @@ static const char *config_sub(const char *file, const char *name,
              "\"start\": \"earliest\",\n"
              "           \"properties\": {\"session.timeout.ms\": \"6000\", "
              "\"heartbeat.interval.ms\": \"500\", "
-             "\"topic.metadata.refresh.interval.ms\": \"2000\"}},\n"
+             "\"topic.metadata.refresh.interval.ms\": \"2000\"%s}},\n"
              " \"batch\": {\"max_records\": 20, \"max_wait_ms\": 100},\n"
              " \"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
              "\"%s\", \"table\": \"t\"}},\n"
              " \"state_dir\": \"%s/state\",\n"
              " " JSON_MAPPING "}\n",
-             name, h_bootstrap(), subscription, db, h_workdir());
+             name, h_bootstrap(), subscription, props, db, h_workdir());
     return h_write_file(file, text);
+}
+
+static const char *config_sub(const char *file, const char *name,
+                              const char *subscription, const char *db) {
+    return config_sub_props(file, name, subscription, db, "");
 }
 
 static int64_t topic_rows(const char *db, const char *topic) {
@@ -904,6 +911,69 @@ static void scenario_missing_topic_keeps_id(void) {
     rd_kafka_destroy(p);
 }
 
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The status file's updated_ms (wall ms), 0 when there is none. */
+static int64_t status_updated_ms(const char *connector) {
+    const char *at = strstr(h_status_text(connector), "\"updated_ms\"");
+    long long v = 0;
+    if (at && sscanf(at, "\"updated_ms\" : %lld", &v) != 1 &&
+        sscanf(at, "\"updated_ms\":%lld", &v) != 1)
+        v = 0;
+    return v;
+}
+
+/* A fresh member id handed partitions outside the subscription again (a
+ * topic.blacklist of the user's lets librdkafka subscribe
+ * __transaction_state, which topic_regex matches): the guard rejoins once,
+ * then holds them unclaimed; the connector stays DEGRADED while it holds
+ * them, records of its own topic flowing or not, and never FAILED. */
+static void scenario_foreign_held(void) {
+    char topic[300], name[256], sub[1024], db[4096];
+    snprintf(topic, sizeof topic, "%s_state", h_name("static-fh"));
+    snprintf(name, sizeof name, "%s", h_name("static-fh"));
+    snprintf(db, sizeof db, "%s", h_path("fh.db"));
+    rd_kafka_t *tp = h_producer(h_name("static-fh-tx"), NULL);
+    rd_kafka_destroy(tp);
+    H_CHECK(topic_exists("__transaction_state"),
+            "inconclusive: the cluster has no __transaction_state");
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"(%s|__transaction_state)$\"",
+             topic);
+    pid_t pid =
+        h_spawn(config_sub_props("fh.json", name, sub, db,
+                                 ", \"topic.blacklist\": \"^no-such-topic$\""),
+                "fh.log");
+    /* The fault happened where intended: held under the second id. */
+    wait_log("fh.log", "already under a new member id", 60000);
+    h_produce_many(p, topic, 0, 20, 10, "{\"id\": %d, \"name\": \"n\"}");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int64_t caught_up = wall_ms();
+    int64_t t0 = h_now_ms();
+    while (status_updated_ms(name) <= caught_up) {
+        H_CHECK(h_now_ms() - t0 < 30000, "no status written after %lld",
+                (long long)caught_up);
+        h_sleep_ms(100);
+    }
+    const char *status = h_status_text(name);
+    H_CHECK(strstr(status, "DEGRADED") && !strstr(status, "FAILED"),
+            "foreign partitions held, records flowing: status %s", status);
+    check_topic_once(db, topic, 1);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE _tm_topic <> '%s'",
+                   topic) == 0,
+            "rows from another topic");
+    h_stop_clean(pid);
+    h_step("foreign partitions held by a fresh id: DEGRADED while held, "
+           "records flow, never FAILED");
+    rd_kafka_destroy(p);
+}
+
 /* A FAILED connector's log line says what its static member does: it
  * stays in the group holding its partitions until the session timeout
  * (6 s here), not "out of the consumer group". Checked against the broker:
@@ -1090,6 +1160,7 @@ int main(int argc, char **argv) {
         {"regex_internal_topic", scenario_regex_internal_topic},
         {"topic_created_at_start", scenario_topic_created_at_start},
         {"missing_topic_keeps_id", scenario_missing_topic_keeps_id},
+        {"foreign_held", scenario_foreign_held},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
