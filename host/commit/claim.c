@@ -421,13 +421,25 @@ int tm_claim_assigned(tm_connector *c,
     }
     rd_kafka_topic_partition_list_destroy(ours);
     if (foreign && rc == 0) {
-        /* Not healthy while the group holds this assignment: the claim's
-         * recovery must not hide it. */
+        /* Not healthy while this consumer holds them: the claim's recovery
+         * must not hide it. A new member id helps once (an old member's
+         * assignment kept by the group); a fresh id handed foreign
+         * partitions again would only be handed them again: they are then
+         * held, never claimed, rather than rejoined in a loop. */
+        int again = c->foreign_rejoined;
         tm_conn_error(c, 0,
-                      "%d assigned partition(s) outside the subscription "
-                      "(the group kept an old assignment): not claimed",
-                      foreign);
-        tm_consumer_rejoin_as_new(c);
+                      "%d assigned partition(s) outside the subscription: "
+                      "not claimed, none of their records is taken%s",
+                      foreign,
+                      again ? "; already under a new member id, so held "
+                              "as they are"
+                            : "");
+        if (!again) {
+            c->foreign_rejoined = 1;
+            tm_consumer_rejoin_as_new(c);
+        } else {
+            c->foreign_held += foreign;
+        }
     }
     return rc;
 }

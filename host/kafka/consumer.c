@@ -13,6 +13,7 @@
 #include "kafka/kafka_conf.h"
 #include "kafka/member_id.h"
 #include "kafka/subscription.h"
+#include "services/fault.h"
 #include "services/log.h"
 #include "status/status_file.h"
 
@@ -28,6 +29,7 @@
 struct tm_consumer_link {
     tm_connector *c;
     atomic_int closing;
+    int assigned; /* this consumer had its first assignment */
 };
 
 void tm_consumer_fatal(tm_connector *c) {
@@ -49,8 +51,12 @@ void tm_consumer_rejoin_as_new(tm_connector *c) {
     const char *shown = NULL;
     int dir_fd = tm_status_writer_dir_fd(c->status, &shown);
     char why[1024];
-    if (dir_fd < 0 || tm_member_id_forget_subscription(
-                          dir_fd, shown, c->cfg->name, why, sizeof why) != 0) {
+    /* The fingerprint goes with the new id: the next start keeps it unless
+     * the subscription changes again. */
+    const char *fp = c->member_fp[0] ? c->member_fp : NULL;
+    if (dir_fd < 0 ||
+        tm_member_id_forget_subscription(dir_fd, shown, c->cfg->name, fp, why,
+                                         sizeof why) != 0) {
         tm_conn_error(c, 1, "cannot replace the static member id: %s",
                       dir_fd < 0 ? "no state directory" : why);
         return;
@@ -61,6 +67,31 @@ void tm_consumer_rejoin_as_new(tm_connector *c) {
            "the consumer is made again under a new static member id; the "
            "old member's partitions return after session.timeout.ms (%ld s)",
            ms > 0 ? (ms + 999) / 1000 : -1);
+}
+
+/* A topic created (or partitions added) between the start's fingerprint
+ * and the subscription: the id was kept, so the group hands the old
+ * assignment back and the new partitions would never be read. The first
+ * assignment's own metadata shows it: the consumer is made again under a
+ * new id, once per process. */
+static void recheck_subscription(tm_connector *c, rd_kafka_t *rk) {
+    if (!c->member_fp[0] || c->member_fp_changed)
+        return;
+    char now[TM_SUBSCRIPTION_HEX + 1], why[1024];
+    if (tm_subscription_fingerprint_of(rk, c->cfg, SUBSCRIPTION_TIMEOUT_MS, now,
+                                       sizeof now, why, sizeof why) != 0) {
+        tm_log(TM_LOG_DEBUG, c->cfg->name,
+               "subscription not checked after the first assignment: %s", why);
+        return;
+    }
+    if (strcmp(now, c->member_fp) == 0)
+        return;
+    c->member_fp_changed = 1;
+    snprintf(c->member_fp, sizeof c->member_fp, "%s", now);
+    tm_log(TM_LOG_WARN, c->cfg->name,
+           "the subscription changed while the consumer started (a matching "
+           "topic or partition created)");
+    tm_consumer_rejoin_as_new(c);
 }
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -88,6 +119,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *aerr = NULL;
     rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (!link->assigned) {
+            link->assigned = 1;
+            recheck_subscription(c, rk);
+        }
         int claimed =
             c->state != TM_CONN_FAILED && tm_claim_assigned(c, parts) == 0;
         if (!claimed && c->state == TM_CONN_FAILED)
@@ -193,6 +228,7 @@ static int static_member(tm_connector *c, rd_kafka_conf_t *conf, char *errstr,
     if (tm_member_id_apply(conf, cfg, dir_fd, shown, known ? fp : NULL, member,
                            sizeof member, &rotated, errstr, errsize) != 0)
         return -1;
+    snprintf(c->member_fp, sizeof c->member_fp, "%s", known ? fp : "");
     if (rotated) {
         long ms = tm_kafka_session_timeout_ms(cfg);
         char since[1200] = "subscription changed since the last run";
@@ -209,12 +245,40 @@ static int static_member(tm_connector *c, rd_kafka_conf_t *conf, char *errstr,
     return 0;
 }
 
+/* A pattern subscription never takes Kafka's internal topics
+ * (__consumer_offsets, __transaction_state), whatever the pattern says:
+ * librdkafka ignores the topics topic.blacklist matches, as if they did
+ * not exist. A topic.blacklist of the config's own is kept. */
+static int skip_internal_topics(const tm_connector_config *cfg,
+                                rd_kafka_conf_t *conf, char *errstr,
+                                size_t errsize) {
+    if (!cfg->kafka.topic_regex)
+        return 0;
+    char v[8] = "";
+    size_t size = sizeof v; /* a longer value is cut, still not empty */
+    if (rd_kafka_conf_get(conf, "topic.blacklist", v, &size) ==
+            RD_KAFKA_CONF_OK &&
+        v[0] != '\0')
+        return 0;
+    char why[256];
+    if (rd_kafka_conf_set(conf, "topic.blacklist", "^__.*", why, sizeof why) !=
+        RD_KAFKA_CONF_OK) {
+        snprintf(errstr, errsize, "topic.blacklist: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
 int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     const tm_connector_config *cfg = c->cfg;
     rd_kafka_conf_t *conf =
         tm_kafka_conf_new(cfg, TM_KAFKA_CONSUMER, errstr, errsize);
     if (!conf)
         return -1;
+    if (skip_internal_topics(cfg, conf, errstr, errsize) != 0) {
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
     if (static_member(c, conf, errstr, errsize) != 0) {
         rd_kafka_conf_destroy(conf);
         return -1;
@@ -230,6 +294,7 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
         return -1;
     }
     link->c = c;
+    c->foreign_held = 0; /* held by the consumer before this one */
     rd_kafka_conf_set_opaque(conf, link);
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
     rd_kafka_conf_set_log_cb(conf, log_cb);
@@ -261,6 +326,9 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
             rd_kafka_topic_partition_list_add(subs, cfg->kafka.topics[i],
                                               RD_KAFKA_PARTITION_UA);
     }
+    /* A test holds the start here to change the cluster between the
+     * fingerprint and the subscription. */
+    tm_fault("before_subscribe");
     rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, subs);
     rd_kafka_topic_partition_list_destroy(subs);
     free(pattern);

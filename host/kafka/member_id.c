@@ -238,17 +238,18 @@ int tm_member_id_for(int dir_fd, const char *shown, const char *connector,
 }
 
 int tm_member_id_forget_subscription(int dir_fd, const char *shown,
-                                     const char *connector, char *errstr,
+                                     const char *connector,
+                                     const char *subscription, char *errstr,
                                      size_t errsize) {
     char id[300], fp[TM_SUBSCRIPTION_HEX + 1];
     int rc =
         read_id(dir_fd, shown, connector, id, sizeof id, fp, errstr, errsize);
     if (rc <= 0)
         return rc;
-    /* A new id without a fingerprint: the next consumer joins as a new
-     * member, and the one after it takes yet another id with the
-     * subscription it has then. */
-    return create_id(dir_fd, shown, connector, NULL, errstr, errsize);
+    /* A new id, with the subscription it is for: the next consumer joins
+     * under it as a new member (tm_member_id_for keeps it while the
+     * subscription is the same) instead of rotating once more. */
+    return create_id(dir_fd, shown, connector, subscription, errstr, errsize);
 }
 
 int tm_member_id_apply(rd_kafka_conf_t *conf, const tm_connector_config *cfg,

@@ -55,12 +55,14 @@ int tm_member_id_for(int dir_fd, const char *shown, const char *connector,
                      const char *subscription, char *out, size_t size,
                      int *rotated, char *errstr, size_t errsize);
 
-/* Replaces a stored id by a new one without a fingerprint: the running
- * consumer found partitions outside its subscription (the group kept an
- * old assignment), so the next consumer must join as a new member. 0
- * (also when there is no file), -1 with errstr. */
+/* Replaces a stored id by a new one written with SUBSCRIPTION (a
+ * fingerprint, or NULL when unknown: the next start rotates once more):
+ * the running consumer found partitions outside its subscription, or a
+ * subscription changed while it started, so the next consumer must join
+ * as a new member. 0 (also when there is no file), -1 with errstr. */
 int tm_member_id_forget_subscription(int dir_fd, const char *shown,
-                                     const char *connector, char *errstr,
+                                     const char *connector,
+                                     const char *subscription, char *errstr,
                                      size_t errsize);
 
 /* Sets group.instance.id on a consumer's conf when tm_member_id_wanted,

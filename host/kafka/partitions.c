@@ -2,7 +2,20 @@
 
 #include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* The pattern librdkafka subscribes with (tm_config_subscription_pattern),
+ * compiled as librdkafka compiles it: the one matcher of the guard, the
+ * fingerprint and the consumer, so that they never disagree on a topic. */
+static int compile(const tm_connector_config *cfg, regex_t *re) {
+    char *pattern = tm_config_subscription_pattern(cfg->kafka.topic_regex);
+    if (!pattern)
+        return -1;
+    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+    free(pattern);
+    return rc == 0 ? 0 : -1;
+}
 
 static int wanted(const tm_connector_config *cfg, const regex_t *re,
                   const char *topic) {
@@ -23,22 +36,21 @@ int tm_kafka_topic_wanted(const tm_connector_config *cfg, const char *topic) {
     if (!cfg->kafka.topic_regex)
         return wanted(cfg, NULL, topic);
     regex_t re;
-    if (regcomp(&re, cfg->kafka.topic_regex, REG_EXTENDED | REG_NOSUB) != 0)
+    if (compile(cfg, &re) != 0)
         return 0; /* the loader refuses such a config */
     int yes = wanted(cfg, &re, topic);
     regfree(&re);
     return yes;
 }
 
-int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
-                             int timeout_ms,
-                             rd_kafka_topic_partition_list_t **out,
-                             char *errstr, size_t errsize) {
+static int list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
+                           int timeout_ms, int missing_ok,
+                           rd_kafka_topic_partition_list_t **out, char *errstr,
+                           size_t errsize) {
     regex_t re;
     int have_re = 0;
     if (cfg->kafka.topic_regex) {
-        if (regcomp(&re, cfg->kafka.topic_regex, REG_EXTENDED | REG_NOSUB) !=
-            0) {
+        if (compile(cfg, &re) != 0) {
             snprintf(errstr, errsize, "$.kafka.topic_regex: not a regex");
             return -1;
         }
@@ -74,7 +86,8 @@ int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
     }
     /* A listed topic the cluster does not have is a mistake to report,
      * not an empty input to wait on silently. */
-    for (size_t i = 0; rc == 0 && !have_re && i < cfg->kafka.ntopics; i++) {
+    for (size_t i = 0;
+         rc == 0 && !have_re && !missing_ok && i < cfg->kafka.ntopics; i++) {
         int found = 0;
         for (int t = 0; t < md->topic_cnt && !found; t++)
             found = strcmp(md->topics[t].topic, cfg->kafka.topics[i]) == 0;
@@ -95,6 +108,21 @@ int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
     rd_kafka_topic_partition_list_sort(list, NULL, NULL);
     *out = list;
     return 0;
+}
+
+int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
+                             int timeout_ms,
+                             rd_kafka_topic_partition_list_t **out,
+                             char *errstr, size_t errsize) {
+    return list_partitions(rk, cfg, timeout_ms, 0, out, errstr, errsize);
+}
+
+int tm_kafka_list_present_partitions(rd_kafka_t *rk,
+                                     const tm_connector_config *cfg,
+                                     int timeout_ms,
+                                     rd_kafka_topic_partition_list_t **out,
+                                     char *errstr, size_t errsize) {
+    return list_partitions(rk, cfg, timeout_ms, 1, out, errstr, errsize);
 }
 
 int tm_kafka_watermarks(rd_kafka_t *rk, const char *topic, int32_t partition,

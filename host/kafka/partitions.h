@@ -24,6 +24,15 @@ int tm_kafka_list_partitions(rd_kafka_t *rk, const tm_connector_config *cfg,
                              rd_kafka_topic_partition_list_t **out,
                              char *errstr, size_t errsize);
 
+/* The same, where a listed topic the cluster does not have is simply
+ * absent (no partition of it listed): what the subscription's fingerprint
+ * needs, the same on every start while the topic is missing. */
+int tm_kafka_list_present_partitions(rd_kafka_t *rk,
+                                     const tm_connector_config *cfg,
+                                     int timeout_ms,
+                                     rd_kafka_topic_partition_list_t **out,
+                                     char *errstr, size_t errsize);
+
 /* The log start offset and the high watermark of one partition, asked of
  * the broker (for a read_committed client the high end is the last stable
  * offset). Returns 0, or -1 with errstr naming the partition. */

@@ -120,8 +120,9 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
 }
 
 void tm_conn_recovered(tm_connector *c, const char *what) {
-    /* Partitions still waiting for their claim: not recovered yet. */
-    if (!c->degraded_ms || c->any_unclaimed)
+    /* Partitions still waiting for their claim, or held outside the
+     * subscription (commit/claim.c): not recovered yet. */
+    if (!c->degraded_ms || c->any_unclaimed || c->foreign_held)
         return;
     tm_log(TM_LOG_INFO, c->cfg->name,
            "recovered (%s) after %" PRId64 " s of retries; the last error: %s",

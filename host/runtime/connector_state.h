@@ -65,6 +65,20 @@ typedef struct tm_connector {
     /* librdkafka raised a fatal error (seen: a static member fenced by its
      * own rejoin after a broker restart): the consumer is made again. */
     int consumer_fatal;
+    /* The guard (commit/claim.c) made the consumer again under a new
+     * member id for partitions outside the subscription: never twice. */
+    int foreign_rejoined;
+    /* Partitions outside the subscription this consumer holds unclaimed
+     * (after that one rejoin): DEGRADED until the consumer is made again,
+     * whatever else recovers. */
+    int foreign_held;
+    /* The subscription's fingerprint the static member id was kept or
+     * made with at the consumer's start (kafka/subscription.h; "" when
+     * unknown or no generated id), and whether a consumer's first
+     * assignment already found it changed since (checked once per
+     * process: kafka/consumer.c). */
+    char member_fp[32];
+    int member_fp_changed;
     int consumer_restarts;       /* in a row, each within a minute */
     int64_t consumer_restart_ms; /* monotonic, the last one */
     /* Kafka's reachability (kafka/broker_watch.c): monotonic and wall ms

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -418,8 +419,9 @@ static void scenario_reset_after_stop(void) {
 /* A config whose $.kafka subscription is SUBSCRIPTION ("\"topics\":
  * [...]" or "\"topic_regex\": \"...\""), with a 6 s session timeout: an
  * old member's partitions return 6 s after a new member joins. */
-static const char *config_sub(const char *file, const char *name,
-                              const char *subscription, const char *db) {
+static const char *config_sub_props(const char *file, const char *name,
+                                    const char *subscription, const char *db,
+                                    const char *props) {
     static char text[8192];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\",\n"
@@ -427,14 +429,19 @@ static const char *config_sub(const char *file, const char *name,
              "\"start\": \"earliest\",\n"
              "           \"properties\": {\"session.timeout.ms\": \"6000\", "
              "\"heartbeat.interval.ms\": \"500\", "
-             "\"topic.metadata.refresh.interval.ms\": \"2000\"}},\n"
+             "\"topic.metadata.refresh.interval.ms\": \"2000\"%s}},\n"
              " \"batch\": {\"max_records\": 20, \"max_wait_ms\": 100},\n"
              " \"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
              "\"%s\", \"table\": \"t\"}},\n"
              " \"state_dir\": \"%s/state\",\n"
              " " JSON_MAPPING "}\n",
-             name, h_bootstrap(), subscription, db, h_workdir());
+             name, h_bootstrap(), subscription, props, db, h_workdir());
     return h_write_file(file, text);
+}
+
+static const char *config_sub(const char *file, const char *name,
+                              const char *subscription, const char *db) {
+    return config_sub_props(file, name, subscription, db, "");
 }
 
 static int64_t topic_rows(const char *db, const char *topic) {
@@ -665,6 +672,67 @@ static void scenario_regex_topic_created(void) {
     rd_kafka_destroy(p);
 }
 
+/* Whether the cluster has TOPIC now (a metadata request of its own). */
+static int topic_exists(const char *topic) {
+    rd_kafka_t *rk = h_producer(NULL, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, 10000);
+    if (err)
+        h_fail("metadata: %s", rd_kafka_err2str(err));
+    int found = 0;
+    for (int t = 0; t < md->topic_cnt && !found; t++)
+        found = strcmp(md->topics[t].topic, topic) == 0;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_destroy(rk);
+    return found;
+}
+
+/* A topic_regex that also matches a Kafka-internal topic
+ * (__transaction_state): the consumer never subscribes the internal topic,
+ * so the guard never sees it as foreign and never rejoins in a loop to
+ * FAILED; the user's topic is consumed once and nothing of the internal
+ * topic is written. The regex has no "^", so it is matched wrapped
+ * (tm_config_subscription_pattern) everywhere. */
+static void scenario_regex_internal_topic(void) {
+    char topic[300], name[256], sub[1024], db[4096];
+    snprintf(topic, sizeof topic, "%s_state", h_name("static-rxi"));
+    snprintf(name, sizeof name, "%s", h_name("static-rxi"));
+    snprintf(db, sizeof db, "%s", h_path("rxi.db"));
+    /* The internal topic exists once a transactional producer ran. */
+    rd_kafka_t *tp = h_producer(h_name("static-rxi-tx"), NULL);
+    rd_kafka_destroy(tp);
+    H_CHECK(topic_exists("__transaction_state"),
+            "inconclusive: the cluster has no __transaction_state");
+    h_create_topic(topic, 2, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 40, "{\"id\": %d, \"name\": \"n\"}");
+    h_produce_many(p, topic, 1, 1000000, 40, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"(%s|__transaction_state)$\"",
+             topic);
+    pid_t pid = h_spawn(config_sub("rxi.json", name, sub, db), "rxi.log");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    /* More records after the first assignment: still consumed. */
+    h_produce_many(p, topic, 0, 40, 10, "{\"id\": %d, \"name\": \"n\"}");
+    h_wait_caught_up(db, name, topic, 2, 60000);
+    check_topic_once(db, topic, 2);
+    int64_t internal = h_sqlf(
+        db,
+        "SELECT count(*) FROM t WHERE _tm_topic LIKE '\\_\\_%%' ESCAPE '\\'");
+    H_CHECK(internal == 0, "%lld rows from an internal topic",
+            (long long)internal);
+    const char *status = h_status_text(name);
+    H_CHECK(!strstr(status, "FAILED"), "status: %s", status);
+    const char *log = h_read_file("rxi.log");
+    H_CHECK(!strstr(log, "not in this connector's subscription") &&
+                !strstr(log, "outside the subscription") &&
+                !strstr(log, "new static member id"),
+            "the internal topic reached the consumer:\n%s", log);
+    h_stop_clean(pid);
+    h_step("a topic_regex matching an internal topic: the user topic "
+           "consumed once, the internal topic never subscribed");
+    rd_kafka_destroy(p);
+}
+
 /* Changes DB (the sink's SQLite file) as an operator's mistake would. */
 static void sql_exec(const char *db, const char *sql) {
     sqlite3 *h = NULL;
@@ -750,6 +818,159 @@ static void scenario_foreign_assignment(void) {
     h_stop_clean(pid);
     h_step("an old assignment with a topic outside the subscription: not "
            "claimed, none of its records written, a new member id");
+    rd_kafka_destroy(p);
+}
+
+/* A topic that topic_regex matches, created after the start read the
+ * fingerprint but before the consumer subscribed (the host held at the
+ * fault point before_subscribe): the start kept the old id, the group
+ * hands the old assignment back; the first assignment's own metadata
+ * shows the new topic, and the consumer is made again under a new id. The
+ * topic is consumed, every offset once. */
+static void scenario_topic_created_at_start(void) {
+    char prefix[256], x1[300], x2[300], name[256], sub[1024], db[4096];
+    snprintf(prefix, sizeof prefix, "%s", h_name("static-rxw"));
+    snprintf(x1, sizeof x1, "%s-one", prefix);
+    snprintf(x2, sizeof x2, "%s-two", prefix);
+    snprintf(name, sizeof name, "%s", h_name("static-rxwc"));
+    snprintf(db, sizeof db, "%s", h_path("rxw.db"));
+    h_create_topic(x1, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, x1, 0, 0, 50, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"^%s-.*$\"", prefix);
+    const char *cfg = config_sub("rxw.json", name, sub, db);
+    run_once(cfg, "rxw1.log", db, name, x1, 1);
+    char old[512];
+    member_file("state", name, old, sizeof old);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=before_subscribe",
+                         "TIDEMARK_FAULT_ACTION=stop", fp.fd_env, NULL};
+    pid_t pid = h_spawn_env(cfg, "rxw2.log", env);
+    h_fault_wait(&fp, "before_subscribe", pid, 1);
+    h_create_topic(x2, 1, NULL, NULL);
+    h_produce_many(p, x2, 0, 1000000, 30, "{\"id\": %d, \"name\": \"n\"}");
+    kill(pid, SIGCONT);
+    /* The fault happened where intended: the start kept the old id. */
+    char joined[600];
+    snprintf(joined, sizeof joined, "static group member %.*s ",
+             (int)strcspn(old, "\n"), old);
+    wait_log("rxw2.log", joined, 30000);
+    wait_topic_rows(db, x2, 30, 60000, "a matching topic created at start");
+    h_wait_caught_up(db, name, x1, 1, 60000);
+    check_topic_once(db, x1, 1);
+    check_topic_once(db, x2, 1);
+    h_stop_clean(pid);
+    /* The new id was written with the subscription's fingerprint: the
+     * consumer made again joins under it, not under yet another id. */
+    const char *log = h_read_file("rxw2.log");
+    H_CHECK(!strstr(log, "subscription changed since the last run") &&
+                !strstr(log, "taken as changed"),
+            "the consumer made again rotated its id again:\n%s", log);
+    char now[512];
+    member_file("state", name, now, sizeof now);
+    H_CHECK(strstr(now, "\nsubscription ") != NULL,
+            "member.id without a fingerprint: %s", now);
+    h_step("a topic matching topic_regex created between the fingerprint and "
+           "the subscribe: consumed once");
+    rd_kafka_destroy(p);
+}
+
+/* A listed topic that does not exist is fingerprinted as absent, the same
+ * on every start: two restarts keep the static member id (before, each
+ * start counted the subscription as unknown and took a new id, leaving a
+ * dead member in the group each time). */
+static void scenario_missing_topic_keeps_id(void) {
+    char a[256], missing[256], name[256], sub[1024], db[4096];
+    snprintf(a, sizeof a, "%s", h_name("static-msa"));
+    snprintf(missing, sizeof missing, "%s", h_name("static-msnone"));
+    snprintf(name, sizeof name, "%s", h_name("static-ms"));
+    snprintf(db, sizeof db, "%s", h_path("ms.db"));
+    h_create_topic(a, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, a, 0, 0, 20, "{\"id\": %d, \"name\": \"a\"}");
+    snprintf(sub, sizeof sub, "\"topics\": [\"%s\", \"%s\"]", a, missing);
+    const char *cfg = config_sub("ms.json", name, sub, db);
+    run_once(cfg, "ms1.log", db, name, a, 1);
+    char first[512], second[512], third[512];
+    member_file("state", name, first, sizeof first);
+    H_CHECK(first[0], "inconclusive: no member.id after the first run");
+    h_produce_many(p, a, 0, 20, 10, "{\"id\": %d, \"name\": \"a\"}");
+    run_once(cfg, "ms2.log", db, name, a, 1);
+    member_file("state", name, second, sizeof second);
+    h_produce_many(p, a, 0, 30, 10, "{\"id\": %d, \"name\": \"a\"}");
+    run_once(cfg, "ms3.log", db, name, a, 1);
+    member_file("state", name, third, sizeof third);
+    H_CHECK(!topic_exists(missing), "inconclusive: %s exists", missing);
+    H_CHECK(strcmp(first, second) == 0 && strcmp(second, third) == 0,
+            "member.id changed across restarts with a missing listed "
+            "topic:\n%s---\n%s---\n%s",
+            first, second, third);
+    check_topic_once(db, a, 1);
+    h_step("a missing listed topic: the member id kept across two restarts");
+    rd_kafka_destroy(p);
+}
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The status file's updated_ms (wall ms), 0 when there is none. */
+static int64_t status_updated_ms(const char *connector) {
+    const char *at = strstr(h_status_text(connector), "\"updated_ms\"");
+    long long v = 0;
+    if (at && sscanf(at, "\"updated_ms\" : %lld", &v) != 1 &&
+        sscanf(at, "\"updated_ms\":%lld", &v) != 1)
+        v = 0;
+    return v;
+}
+
+/* A fresh member id handed partitions outside the subscription again (a
+ * topic.blacklist of the user's lets librdkafka subscribe
+ * __transaction_state, which topic_regex matches): the guard rejoins once,
+ * then holds them unclaimed; the connector stays DEGRADED while it holds
+ * them, records of its own topic flowing or not, and never FAILED. */
+static void scenario_foreign_held(void) {
+    char topic[300], name[256], sub[1024], db[4096];
+    snprintf(topic, sizeof topic, "%s_state", h_name("static-fh"));
+    snprintf(name, sizeof name, "%s", h_name("static-fh"));
+    snprintf(db, sizeof db, "%s", h_path("fh.db"));
+    rd_kafka_t *tp = h_producer(h_name("static-fh-tx"), NULL);
+    rd_kafka_destroy(tp);
+    H_CHECK(topic_exists("__transaction_state"),
+            "inconclusive: the cluster has no __transaction_state");
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 20, "{\"id\": %d, \"name\": \"n\"}");
+    snprintf(sub, sizeof sub, "\"topic_regex\": \"(%s|__transaction_state)$\"",
+             topic);
+    pid_t pid =
+        h_spawn(config_sub_props("fh.json", name, sub, db,
+                                 ", \"topic.blacklist\": \"^no-such-topic$\""),
+                "fh.log");
+    /* The fault happened where intended: held under the second id. */
+    wait_log("fh.log", "already under a new member id", 60000);
+    h_produce_many(p, topic, 0, 20, 10, "{\"id\": %d, \"name\": \"n\"}");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int64_t caught_up = wall_ms();
+    int64_t t0 = h_now_ms();
+    while (status_updated_ms(name) <= caught_up) {
+        H_CHECK(h_now_ms() - t0 < 30000, "no status written after %lld",
+                (long long)caught_up);
+        h_sleep_ms(100);
+    }
+    const char *status = h_status_text(name);
+    H_CHECK(strstr(status, "DEGRADED") && !strstr(status, "FAILED"),
+            "foreign partitions held, records flowing: status %s", status);
+    check_topic_once(db, topic, 1);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE _tm_topic <> '%s'",
+                   topic) == 0,
+            "rows from another topic");
+    h_stop_clean(pid);
+    h_step("foreign partitions held by a fresh id: DEGRADED while held, "
+           "records flow, never FAILED");
     rd_kafka_destroy(p);
 }
 
@@ -936,6 +1157,10 @@ int main(int argc, char **argv) {
         {"failed_message", scenario_failed_message},
         {"reset_by_members", scenario_reset_by_members},
         {"validate_member_id", scenario_validate_member_id},
+        {"regex_internal_topic", scenario_regex_internal_topic},
+        {"topic_created_at_start", scenario_topic_created_at_start},
+        {"missing_topic_keeps_id", scenario_missing_topic_keeps_id},
+        {"foreign_held", scenario_foreign_held},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {

@@ -12,6 +12,7 @@
 
 #include "config/connector_config.h"
 #include "kafka/member_id.h"
+#include "kafka/subscription.h"
 #include "check_main.h"
 
 #define CONFIG(kafka_extra, props)                                             \
@@ -352,7 +353,7 @@ START_TEST(forget_takes_a_new_id) {
     dir_new(&d);
     char id[300], now[300], err[1024], text[512];
     ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
-                                                      err, sizeof err),
+                                                      NULL, err, sizeof err),
                      0);
     ck_assert_msg(!exists(&d, TM_MEMBER_ID_FILE), "forget made a file");
     int rotated = -1;
@@ -360,7 +361,7 @@ START_TEST(forget_takes_a_new_id) {
                                       sizeof id, &rotated, err, sizeof err),
                      1);
     ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
-                                                      err, sizeof err),
+                                                      NULL, err, sizeof err),
                      0);
     ck_assert_int_eq(tm_member_id_get(d.fd, d.path, "orders", 0, now,
                                       sizeof now, err, sizeof err),
@@ -369,6 +370,70 @@ START_TEST(forget_takes_a_new_id) {
     read_text(&d, text, sizeof text);
     ck_assert_ptr_null(strstr(text, "subscription"));
     dir_free(&d);
+}
+END_TEST
+
+/* Forgotten with the subscription it is for, the new id is kept by the
+ * next start under that subscription: not rotated once more. */
+START_TEST(forget_with_the_subscription_keeps_the_new_id) {
+    dir d;
+    dir_new(&d);
+    char id[300], fresh[300], again[300], err[1024];
+    int rotated = -1;
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, id,
+                                      sizeof id, &rotated, err, sizeof err),
+                     1);
+    ck_assert_int_eq(tm_member_id_forget_subscription(d.fd, d.path, "orders",
+                                                      FP_A, err, sizeof err),
+                     0);
+    ck_assert_int_eq(tm_member_id_get(d.fd, d.path, "orders", 0, fresh,
+                                      sizeof fresh, err, sizeof err),
+                     1);
+    ck_assert_str_ne(fresh, id);
+    ck_assert_int_eq(tm_member_id_for(d.fd, d.path, "orders", FP_A, again,
+                                      sizeof again, &rotated, err, sizeof err),
+                     1);
+    ck_assert_str_eq(again, fresh);
+    ck_assert_int_eq(rotated, 0);
+    dir_free(&d);
+}
+END_TEST
+
+#define TOPICS_CONFIG(list)                                                    \
+    "{\"name\":\"orders\","                                                    \
+    " \"kafka\":{\"bootstrap_servers\":\"localhost:9092\","                    \
+    "            \"topics\":" list "},"                                        \
+    " \"sink\":{\"plugin\":\"sqlite\","                                        \
+    "           \"settings\":{\"path\":\"/tmp/x.db\",\"table\":\"t\"}},"       \
+    " \"mapping\":{\"mode\":\"raw\"}}"
+
+/* The fingerprint of a topics list with the partitions of ALL. */
+static void hash_of(const char *text, rd_kafka_topic_partition_list_t *all,
+                    char *out) {
+    tm_connector_config *cfg = load_ok(text);
+    ck_assert_int_eq(
+        tm_subscription_hash(cfg, all, out, TM_SUBSCRIPTION_HEX + 1), 0);
+    ck_assert_uint_eq(strlen(out), TM_SUBSCRIPTION_HEX);
+    tm_config_free(cfg);
+}
+
+/* Reordering $.kafka.topics (or naming a topic twice) is the same
+ * subscription: the static member id is kept. Another topic is not. */
+START_TEST(topics_order_keeps_the_fingerprint) {
+    rd_kafka_topic_partition_list_t *all = rd_kafka_topic_partition_list_new(2);
+    ck_assert_ptr_nonnull(all);
+    rd_kafka_topic_partition_list_add(all, "a", 0);
+    rd_kafka_topic_partition_list_add(all, "b", 0);
+    char ab[TM_SUBSCRIPTION_HEX + 1], ba[TM_SUBSCRIPTION_HEX + 1],
+        aba[TM_SUBSCRIPTION_HEX + 1], abc[TM_SUBSCRIPTION_HEX + 1];
+    hash_of(TOPICS_CONFIG("[\"a\",\"b\"]"), all, ab);
+    hash_of(TOPICS_CONFIG("[\"b\",\"a\"]"), all, ba);
+    hash_of(TOPICS_CONFIG("[\"a\",\"b\",\"a\"]"), all, aba);
+    hash_of(TOPICS_CONFIG("[\"a\",\"b\",\"c\"]"), all, abc);
+    ck_assert_str_eq(ba, ab);
+    ck_assert_str_eq(aba, ab);
+    ck_assert_str_ne(abc, ab);
+    rd_kafka_topic_partition_list_destroy(all);
 }
 END_TEST
 
@@ -383,6 +448,8 @@ int main(void) {
     tcase_add_test(tc, rotated_when_the_subscription_changes);
     tcase_add_test(tc, corrupt_subscription_refused);
     tcase_add_test(tc, forget_takes_a_new_id);
+    tcase_add_test(tc, forget_with_the_subscription_keeps_the_new_id);
+    tcase_add_test(tc, topics_order_keeps_the_fingerprint);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
