@@ -20,6 +20,8 @@ struct tm_arena_chunk {
 
 void tm_arena_init(tm_arena *a) {
     a->head = NULL;
+    a->scratch = NULL;
+    a->scratch_size = 0;
 }
 
 static void free_chain(tm_arena_chunk *c) {
@@ -48,6 +50,7 @@ void tm_arena_reset(tm_arena *a) {
 
 void tm_arena_free(tm_arena *a) {
     free_chain(a->head);
+    free(a->scratch);
     tm_arena_init(a);
 }
 
@@ -95,6 +98,18 @@ void *tm_arena_alloc(tm_arena *a, size_t n) {
     void *p = c->data + c->used;
     c->used += need;
     return p;
+}
+
+void *tm_arena_scratch(tm_arena *a, size_t n) {
+    if (n <= a->scratch_size)
+        return a->scratch;
+    void *fresh = malloc(n);
+    if (!fresh)
+        return NULL; /* the old buffer stays, for a smaller need */
+    free(a->scratch);
+    a->scratch = fresh;
+    a->scratch_size = n;
+    return fresh;
 }
 
 void *tm_arena_dup(tm_arena *a, const void *p, size_t n) {

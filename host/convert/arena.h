@@ -12,6 +12,8 @@ typedef struct tm_arena_chunk tm_arena_chunk;
 
 typedef struct tm_arena {
     tm_arena_chunk *head; /* the chunk small allocations come from */
+    void *scratch;        /* tm_arena_scratch's buffer, kept across resets */
+    size_t scratch_size;
 } tm_arena;
 
 void tm_arena_init(tm_arena *a);
@@ -22,6 +24,11 @@ void tm_arena_free(tm_arena *a);
 /* n bytes aligned for any type; never NULL for n == 0 (a zero-length key
  * still needs a non-NULL pointer). NULL on OOM. */
 void *tm_arena_alloc(tm_arena *a, size_t n);
+/* A buffer of n bytes for work done before the next call (a record's
+ * working space, not part of the batch): the same buffer each time,
+ * grown when n is larger than ever before and kept across resets, so a
+ * need met once costs no more mallocs. NULL on OOM. */
+void *tm_arena_scratch(tm_arena *a, size_t n);
 /* A copy of n bytes (NULL on OOM). */
 void *tm_arena_dup(tm_arena *a, const void *p, size_t n);
 /* A NUL-terminated copy of n bytes (NULL on OOM). */

@@ -16,7 +16,7 @@
 #include "convert/value_convert.h"
 
 #define DETAIL_MAX     1024
-#define FOUND_ON_STACK 16 /* pointers whose values need no malloc */
+#define FOUND_ON_STACK 16 /* pointers whose values fit on the stack */
 
 struct tm_converter {
     const tm_connector_config *cfg;
@@ -241,7 +241,7 @@ static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
     tm_jvalue *found = found_here;
     size_t slots = cv->npointers + 1;
     if (slots > FOUND_ON_STACK + 1)
-        found = malloc(slots * sizeof *found);
+        found = tm_arena_scratch(a, slots * sizeof *found);
     tm_conv_outcome rc = TM_CONV_OOM;
     json_t *doc = NULL;
     if (found) {
@@ -251,8 +251,6 @@ static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
             rc = convert_found(cv, a, found, out);
     }
     json_decref(doc);
-    if (found != found_here)
-        free(found);
     return rc;
 }
 

@@ -32,6 +32,14 @@ case $target in
   fuzz_table_meta) seed=table_meta dict=$repo/tests/fuzz/json.dict ;;
   fuzz_config) seed=config dict=$repo/tests/fuzz/json.dict ;;
   fuzz_status) seed=status dict=$repo/tests/fuzz/json.dict ;;
+  fuzz_convert)
+    # Record values: the benchmark's records, one a file.
+    seed=convert dict=$repo/tests/fuzz/json.dict
+    mkdir -p "$seeds/convert"
+    python3 "$repo/tests/bench/gen_records.py" 20 |
+      awk -v d="$seeds/convert" \
+        '{ f = sprintf("%s/record-%02d.json", d, NR); printf "%s", $0 > f; close(f) }'
+    ;;
   *) echo "run_fuzz.sh: unknown target $target" >&2; exit 2 ;;
 esac
 # Leaks are findings too (ASan's leak check runs at the end of each input
