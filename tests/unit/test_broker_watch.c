@@ -53,6 +53,20 @@
     "\"state\": \"CONNECT\", \"stateage\": 300000}, "                          \
     "\"GroupCoordinator\": {\"source\": \"logical\", \"nodeid\": 1, "          \
     "\"state\": \"UP\"}}}"
+/* A standby (nothing assigned) whose bootstrap address is an alias of the
+ * advertised one: the learned broker never wanted (INIT, sparse
+ * connections), the bootstrap entry and the group coordinator's own
+ * connection (to the advertised address) up. Seen: DEGRADED "Kafka
+ * unreachable ... connection INIT" for as long as it ran. */
+#define STANDBY_ALIAS                                                          \
+    "{\"brokers\": {" INTERNAL ", "                                            \
+    "\"localhost:9092/bootstrap\": {\"source\": \"configured\", "              \
+    "\"nodeid\": -1, \"state\": \"UP\"}, "                                     \
+    "\"127.0.0.1:9092/1\": {\"source\": \"learned\", \"nodeid\": 1, "          \
+    "\"state\": \"INIT\", \"stateage\": 300000000}, "                          \
+    "\"GroupCoordinator\": {\"source\": \"logical\", \"nodeid\": 1, "          \
+    "\"state\": \"UP\", \"waitresp_cnt\": 0, \"rxidle\": 100}}, "              \
+    "\"cgrp\": {\"state\": \"up\", \"stateage\": 60000}}"
 /* Two brokers, the one leading an assigned partition down. */
 #define LEADER_DOWN                                                            \
     "{\"brokers\": {" INTERNAL ", "                                            \
@@ -111,8 +125,9 @@ START_TEST(test_long_poll_and_idle_are_live) {
 }
 END_TEST
 
-/* F2: the bootstrap entry and the logical coordinator never count. */
-START_TEST(test_bootstrap_and_logical_brokers_do_not_count) {
+/* F2: the bootstrap entry never counts, nor the coordinator's connection
+ * while the learned broker of its node is trying and failing. */
+START_TEST(test_bootstrap_only_degrades) {
     tm_connector c;
     setup(&c);
     feed(&c, BOOTSTRAP_ONLY);
@@ -121,6 +136,21 @@ START_TEST(test_bootstrap_and_logical_brokers_do_not_count) {
     feed(&c, BOOTSTRAP_ONLY);
     ck_assert_int_ne(c.degraded_ms, 0);
     ck_assert_ptr_nonnull(strstr(c.last_error, "127.0.0.1:9092/1"));
+}
+END_TEST
+
+/* A standby whose learned broker stays INIT while the coordinator's
+ * connection answers: healthy, however long it lasts. */
+START_TEST(test_standby_learned_init_coordinator_up_is_healthy) {
+    tm_connector c;
+    setup(&c);
+    feed(&c, STANDBY_ALIAS);
+    ck_assert_int_eq(c.kafka_down_ms, 0);
+    c.kafka_down_ms = tm_now_ms() - TM_KAFKA_DOWN_DEGRADED_MS - 1;
+    feed(&c, STANDBY_ALIAS);
+    ck_assert_int_eq(c.kafka_down_ms, 0);
+    ck_assert_int_eq(c.degraded_ms, 0);
+    ck_assert_str_eq(c.last_error, "");
 }
 END_TEST
 
@@ -211,6 +241,23 @@ START_TEST(test_later_store_error_keeps_degraded) {
 }
 END_TEST
 
+/* DEGRADED for a topic not created yet, then Kafka unreachable and back:
+ * the topic still missing, the connector stays DEGRADED for it, since it
+ * began (seen: RUNNING, `status` exit 0, the topic still missing). */
+START_TEST(test_kafka_recovery_keeps_earlier_cause) {
+    tm_connector c;
+    setup(&c);
+    tm_conn_error(&c, 0, "waiting for topic t: Unknown topic");
+    int64_t since = c.degraded_ms;
+    ck_assert_int_ne(since, 0);
+    down_for(&c, TM_KAFKA_DOWN_DEGRADED_MS + 1);
+    ck_assert_ptr_nonnull(strstr(c.last_error, "Kafka unreachable"));
+    tm_broker_watch_stats(&c, ONE_UP, strlen(ONE_UP));
+    ck_assert_int_eq(c.degraded_ms, since);
+    ck_assert_ptr_nonnull(strstr(c.last_error, "waiting for topic t"));
+}
+END_TEST
+
 START_TEST(test_reasserted_after_another_recovery) {
     tm_connector c;
     setup(&c);
@@ -252,9 +299,11 @@ int main(void) {
     tcase_add_test(tc, test_down_past_threshold_degrades_then_recovers);
     tcase_add_test(tc, test_later_store_error_keeps_degraded);
     tcase_add_test(tc, test_reasserted_after_another_recovery);
+    tcase_add_test(tc, test_kafka_recovery_keeps_earlier_cause);
     tcase_add_test(tc, test_stalled_broker_degrades_since_last_answer);
     tcase_add_test(tc, test_long_poll_and_idle_are_live);
-    tcase_add_test(tc, test_bootstrap_and_logical_brokers_do_not_count);
+    tcase_add_test(tc, test_bootstrap_only_degrades);
+    tcase_add_test(tc, test_standby_learned_init_coordinator_up_is_healthy);
     tcase_add_test(tc, test_assigned_partition_leader_down_degrades);
     tcase_add_test(tc, test_coordinator_not_up_degrades);
     tcase_add_test(tc, test_config_note);
