@@ -179,9 +179,12 @@ static int prop_ms(const char *v, long long *ms) {
     return !errno && end != v && !*end;
 }
 
-int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
-                                size_t size) {
-    for (size_t i = 0; i < cfg->kafka.nproperties; i++) {
+/* The warning about the first property at index *from or later, *from
+ * set past it: 1, or 0 when none is left. */
+static int note_from(const tm_connector_config *cfg, size_t *from, char *out,
+                     size_t size) {
+    for (size_t i = *from; i < cfg->kafka.nproperties; i++) {
+        *from = i + 1;
         const char *k = cfg->kafka.properties[i].key;
         const char *v = cfg->kafka.properties[i].value;
         long long ms;
@@ -212,6 +215,24 @@ int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
         }
     }
     return 0;
+}
+
+int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
+                                size_t size) {
+    size_t from = 0;
+    return note_from(cfg, &from, out, size);
+}
+
+int tm_broker_watch_config_warn(const tm_connector_config *cfg,
+                                const char *file, FILE *f) {
+    char note[512];
+    size_t from = 0;
+    int n = 0;
+    while (note_from(cfg, &from, note, sizeof note)) {
+        fprintf(f, "%s: warning: %s\n", file, note);
+        n++;
+    }
+    return n;
 }
 
 void tm_broker_watch_error(tm_connector *c, const char *name,

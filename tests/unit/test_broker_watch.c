@@ -5,6 +5,8 @@
  * connector DEGRADED since the outage began; reachable again ends it,
  * unless a later error (the store's) is the one shown. */
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kafka/broker_watch.h"
@@ -292,6 +294,30 @@ START_TEST(test_config_note) {
 }
 END_TEST
 
+/* validate printed only the first warning: both properties off, both
+ * warned about. */
+START_TEST(test_config_warns_each) {
+    tm_config_property props[2] = {{"statistics.interval.ms", "60000"},
+                                   {"fetch.wait.max.ms", "5000"}};
+    cfg.kafka.properties = props;
+    cfg.kafka.nproperties = 2;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    int n = tm_broker_watch_config_warn(&cfg, "c.json", f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_ptr_nonnull(
+        strstr(buf, "c.json: warning: $.kafka.properties.statistics"));
+    ck_assert_ptr_nonnull(
+        strstr(buf, "c.json: warning: $.kafka.properties.fetch.wait.max.ms"));
+    free(buf);
+    cfg.kafka.properties = NULL;
+    cfg.kafka.nproperties = 0;
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("broker_watch");
     TCase *tc = tcase_create("broker_watch");
@@ -307,6 +333,7 @@ int main(void) {
     tcase_add_test(tc, test_assigned_partition_leader_down_degrades);
     tcase_add_test(tc, test_coordinator_not_up_degrades);
     tcase_add_test(tc, test_config_note);
+    tcase_add_test(tc, test_config_warns_each);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
