@@ -746,6 +746,76 @@ static void scenario_advertised_cut(void) {
     rd_kafka_destroy(p);
 }
 
+/* `tidemark status --state-dir WORKDIR/DIR CONNECTOR`: its exit status,
+ * its output in WORKDIR/OUT. */
+static int status_exit_in(const char *dir, const char *connector,
+                          const char *out) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", h_workdir(), dir);
+    const char *args[] = {"status", "--state-dir", path, connector, NULL};
+    return h_tidemark(out, args);
+}
+
+/* Two hosts of one connector on a topic of one partition, the bootstrap
+ * address "localhost:PORT" while the broker advertises another name for
+ * itself (a DNS alias, a load balancer). Seen: the host without a
+ * partition DEGRADED "Kafka unreachable for 10 s: broker ...: connection
+ * INIT", `status` exit 3, for as long as it ran, the cluster healthy: its
+ * learned broker is never connected (nothing to fetch from it). Both
+ * hosts must stay RUNNING, `status` exit 0, for 25 s, past the 10 s. */
+static void scenario_standby_alias(void) {
+    const char *topic = h_name("health-kalias");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kalias"));
+    snprintf(db, sizeof db, "%s/kalias.db", h_workdir());
+    H_CHECK(strncmp(h_bootstrap(), "localhost:", 10) != 0,
+            "inconclusive: the broker is already reached as localhost");
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    snprintf(cfg_bootstrap, sizeof cfg_bootstrap, "localhost:%d",
+             broker_port());
+    /* One config file per host: each its own status directory. */
+    const char *cfg_a =
+        config_state("kalias", name, topic, FAST_GROUP, "", "state-a");
+    pid_t a = h_spawn(cfg_a, "kalias-a.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int rc = status_exit_in("state-a", name, "status-a.out");
+    H_CHECK(rc == 0, "host A alone: status exit %d: %s", rc,
+            h_read_file("status-a.out"));
+    const char *cfg_b =
+        config_state("kalias", name, topic, FAST_GROUP, "", "state-b");
+    cfg_bootstrap[0] = '\0';
+    pid_t b = h_spawn(cfg_b, "kalias-b.log");
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 120000);
+    h_step("two hosts up, bootstrap localhost, 15 rows");
+
+    int64_t t0 = h_now_ms();
+    int checks = 0;
+    while (h_now_ms() - t0 < 25000) {
+        int ra = status_exit_in("state-a", name, "status-a.out");
+        int rb = status_exit_in("state-b", name, "status-b.out");
+        H_CHECK(ra == 0 && rb == 0,
+                "after %lld ms: status exit %d (host A: %s) and %d (host B: "
+                "%s)",
+                (long long)(h_now_ms() - t0), ra, h_read_file("status-a.out"),
+                rb, h_read_file("status-b.out"));
+        H_CHECK(waitpid(a, NULL, WNOHANG) == 0 &&
+                    waitpid(b, NULL, WNOHANG) == 0,
+                "a host exited");
+        checks++;
+        h_sleep_ms(1000);
+    }
+    h_step("both hosts RUNNING, status exit 0, for 25 s (%d checks)", checks);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets");
+    h_stop_clean(b);
+    h_stop_clean(a);
+    rd_kafka_destroy(p);
+}
+
 /* A claim that answers FATAL while the host is stopping (seen: the stop
  * path took every non-OK claim for "stopped": exit 0, STOPPED, the
  * refusal lost). Connector A owns table t; connector B on the same file
@@ -1318,6 +1388,7 @@ int main(int argc, char **argv) {
         {"broker_unreachable", scenario_broker_unreachable},
         {"broker_stalled", scenario_broker_stalled},
         {"advertised_cut", scenario_advertised_cut},
+        {"standby_alias", scenario_standby_alias},
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
