@@ -1298,6 +1298,85 @@ static void scenario_verify_dlq_foreign(void) {
     rd_kafka_destroy(p);
 }
 
+/* A connector NAME reading TOPIC in group GROUP, its dead letters only in
+ * the topic DLQ ("sink": false), into WORKDIR/dlqr.db; the config file
+ * dlqr.json (rewritten at each call). */
+static const char *config_dlq_group(const char *name, const char *topic,
+                                    const char *group, const char *dlq) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+             "\"%s\", \"topics\": [\"%s\"], \"start\": \"earliest\", "
+             "\"group_id\": \"%s\"}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"dead_letters\": {\"sink\": false, \"topic\": \"%s\"}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": "
+             "{\"path\": \"%s/dlqr.db\", \"table\": \"t\"}}, "
+             "\"state_dir\": \"%s/state\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": "
+             "\"int\", \"required\": true}]}}",
+             name, h_bootstrap(), topic, group, dlq, h_workdir(), h_workdir());
+    return h_write_file("dlqr.json", text);
+}
+
+/* $.kafka.group_id renamed (documented as never read for correctness):
+ * the dead letters written under the old group carry its name (seen:
+ * verify reported each as a gap, with nothing saying why). verify must
+ * still not take them on their bytes alone (another deployment's, of
+ * the same connector name, have the same bytes): without the option it
+ * reports the gaps and names `--dead-letter-group OLD`; with it, OK. */
+static void scenario_verify_dlq_group_renamed(void) {
+    const char *topic = h_name("health-dlqr");
+    char name[256], dlq[256], g1[300], g2[300];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(dlq, sizeof dlq, "%s", h_name("health-dlqr-dl"));
+    snprintf(g1, sizeof g1, "%s-old", name);
+    snprintf(g2, sizeof g2, "%s-new", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 5, "{\"id\": %d}");
+    const char *bad = "{\"id\": \"not a number\"}";
+    for (int i = 0; i < 2; i++)
+        h_produce(p, topic, 0, NULL, 0, bad, strlen(bad), NULL, NULL);
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    const char *cfg = config_dlq_group(name, topic, g1, dlq);
+    pid_t pid = h_spawn(cfg, "dlqr.log");
+    h_wait_caught_up(h_path("dlqr.db"), name, topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t lo, hi;
+    h_watermarks(dlq, 0, &lo, &hi);
+    int rc = verify_exit(cfg, "dlqr0.out");
+    H_CHECK(hi - lo == 2 && rc == 0 &&
+                strstr(h_read_file("dlqr0.out"), "dead_letters=2"),
+            "inconclusive: expected 2 dead letters in %s and verify OK, "
+            "found %lld, verify exit %d: %s",
+            dlq, (long long)(hi - lo), rc, h_read_file("dlqr0.out"));
+    h_step("group %s: 10 rows, 2 dead letters, verify OK", g1);
+
+    cfg = config_dlq_group(name, topic, g2, dlq);
+    rc = verify_exit(cfg, "dlqr1.out");
+    char want[400];
+    snprintf(want, sizeof want, "--dead-letter-group %s", g1);
+    H_CHECK(rc == 1 && strstr(h_read_file("dlqr1.out"), "gaps=2") &&
+                strstr(h_read_file("dlqr1.out"), want),
+            "verify after the group renamed to %s, without the option: exit "
+            "%d, expected 1 with 2 gaps and a problem naming '%s': %s",
+            g2, rc, want, h_read_file("dlqr1.out"));
+    h_step("group renamed to %s: 2 gaps, the option named", g2);
+
+    const char *args[] = {"verify", "--dead-letter-group", g1, cfg, NULL};
+    rc = h_tidemark("dlqr2.out", args);
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqr2.out"), "gaps=0") &&
+                strstr(h_read_file("dlqr2.out"), "dead_letters=2"),
+            "verify --dead-letter-group %s: exit %d, expected 0 with 2 dead "
+            "letters: %s",
+            g1, rc, h_read_file("dlqr2.out"));
+    h_step("verify --dead-letter-group %s: OK, 2 dead letters", g1);
+    rd_kafka_destroy(p);
+}
+
 /* A statistics.interval.ms far above the 10 s after which Kafka
  * unreachable is DEGRADED delays it (and its end) by up to the interval
  * (seen: a config with 60000 validated silently). `validate` must accept
@@ -1393,6 +1472,7 @@ int main(int argc, char **argv) {
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
         {"verify_dlq_foreign", scenario_verify_dlq_foreign},
+        {"verify_dlq_group_renamed", scenario_verify_dlq_group_renamed},
         {"validate_stats_interval", scenario_validate_stats_interval},
         {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
         {"fail_stops_hosts", scenario_fail_stops_hosts},
