@@ -746,6 +746,67 @@ static void scenario_advertised_cut(void) {
     rd_kafka_destroy(p);
 }
 
+/* DEGRADED "waiting for topic" (not created yet), then Kafka cut for 16 s
+ * and back (seen: RUNNING, `status` exit 0, the topic still missing:
+ * Kafka's recovery cleared the other cause). After Kafka answers again
+ * the connector must be DEGRADED "waiting for topic" at every look for
+ * 10 s, `status` exit 3. */
+static void scenario_kafka_recovery_keeps_cause(void) {
+    const char *topic = h_name("health-kcause");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("health-kcause"));
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    const char *cfg = config_props("kcause", name, topic, "", "");
+    pid_t pid = spawn_redirected(cfg, "kcause.log", bport, x.port);
+    wait_status(pid, name, "\"DEGRADED\"", "waiting for topic", 60000);
+    H_CHECK(atomic_load(&x.accepted) > 0,
+            "inconclusive: the host did not connect through the proxy");
+    h_step("no topic: DEGRADED waiting for topic");
+
+    int64_t t0 = h_now_ms();
+    atomic_store(&x.refuse, 1);
+    wait_status(pid, name, "\"DEGRADED\"", "Kafka unreachable", 60000);
+    H_CHECK(atomic_load(&x.refused) > 0,
+            "inconclusive: the host never tried the broker while it was cut");
+    while (h_now_ms() - t0 < 16000)
+        h_sleep_ms(100);
+    atomic_store(&x.refuse, 0);
+    h_step("Kafka cut for 16 s: DEGRADED Kafka unreachable");
+
+    int64_t t1 = h_now_ms();
+    for (;;) {
+        /* Back: RUNNING, or the error shown no longer Kafka's (the last
+         * error stays in the status once RUNNING). */
+        const char *st = h_status_text(name);
+        if (strstr(st, "\"RUNNING\"") || strstr(st, "waiting for topic"))
+            break;
+        H_CHECK(h_now_ms() - t1 < 60000,
+                "Kafka back, the status still says it is unreachable: %s", st);
+        h_sleep_ms(100);
+    }
+    int64_t t2 = h_now_ms();
+    while (h_now_ms() - t2 < 10000) {
+        char st[8192];
+        snprintf(st, sizeof st, "%s", h_status_text(name));
+        H_CHECK(strstr(st, "\"DEGRADED\"") && strstr(st, "waiting for topic"),
+                "after Kafka came back (%lld ms), the topic still missing: %s",
+                (long long)(h_now_ms() - t2), st);
+        H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "the host exited");
+        h_sleep_ms(200);
+    }
+    int rc = status_exit(name);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.out"), "waiting for topic"),
+            "status after Kafka came back, the topic missing: exit %d, "
+            "expected 3: %s",
+            rc, h_read_file("status.out"));
+    h_step("Kafka back, the topic missing: DEGRADED waiting for topic for "
+           "10 s, status exit 3");
+    h_stop_clean(pid);
+    bh_stop(&x);
+}
+
 /* `tidemark status --state-dir WORKDIR/DIR CONNECTOR`: its exit status,
  * its output in WORKDIR/OUT. */
 static int status_exit_in(const char *dir, const char *connector,
@@ -1468,6 +1529,7 @@ int main(int argc, char **argv) {
         {"broker_stalled", scenario_broker_stalled},
         {"advertised_cut", scenario_advertised_cut},
         {"standby_alias", scenario_standby_alias},
+        {"kafka_recovery_keeps_cause", scenario_kafka_recovery_keeps_cause},
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
