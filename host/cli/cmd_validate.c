@@ -121,9 +121,7 @@ static int validate_one(const char *const *files, char **names, size_t i,
         }
     }
     /* Valid, but a setting that delays what the health shows. */
-    char note[512];
-    if (tm_broker_watch_config_note(s.cfg, note, sizeof note))
-        fprintf(stderr, "%s: warning: %s\n", file, note);
+    tm_broker_watch_config_warn(s.cfg, file, stderr);
     /* The config outlives its plugin instance, for the checks across
      * files. */
     tm_sink_instance_close(&s.inst);

@@ -1,4 +1,5 @@
-/* tidemark verify [--plugin-dir DIR]... [--json] CONFIG
+/* tidemark verify [--plugin-dir DIR]... [--dead-letter-group GROUP]...
+ *                 [--json] CONFIG
  *
  * Reconciles the connector's sink with Kafka itself (verify/verify.h says
  * how): a table per partition, the problems found (each naming the
@@ -21,7 +22,8 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: tidemark verify [--plugin-dir DIR]... [--json] CONFIG\n"
+            "usage: tidemark verify [--plugin-dir DIR]... "
+            "[--dead-letter-group GROUP]... [--json] CONFIG\n"
             "\n"
             "Compares what the connector's sink stores with what Kafka holds\n"
             "(read_committed), partition by partition, from the log start to\n"
@@ -29,7 +31,9 @@ static void usage(FILE *out) {
             "be filtered by the mapping, or (with dedup) have its business\n"
             "key stored from another offset. Read-only: nothing is claimed.\n"
             "Exit status: 0 no duplicate and no gap, 1 some found, 2 could\n"
-            "not verify (usage, Kafka or the sink unreachable).\n");
+            "not verify (usage, Kafka or the sink unreachable).\n"
+            "--dead-letter-group GROUP: the dead letters of GROUP (an\n"
+            "earlier $.kafka.group_id of this connector) are its own too.\n");
 }
 
 static void u64(char *out, size_t size, uint64_t v) {
@@ -191,8 +195,12 @@ static void print_text(const tm_connector_config *cfg,
 }
 
 int tm_cmd_verify(int argc, char **argv) {
-    const char **extra = calloc((size_t)(argc > 0 ? argc : 1), sizeof *extra);
-    size_t nextra = 0;
+    /* The --plugin-dir values, then (from argc on) the
+     * --dead-letter-group ones: one allocation. */
+    size_t half = (size_t)(argc > 0 ? argc : 1);
+    const char **extra = calloc(2 * half, sizeof *extra);
+    const char **groups = extra ? extra + half : NULL;
+    size_t nextra = 0, ngroups = 0;
     const char *config = NULL;
     int json = 0;
     if (!extra) {
@@ -211,6 +219,13 @@ int tm_cmd_verify(int argc, char **argv) {
                 return 2;
             }
             nextra++;
+        } else if ((m = tm_cli_opt("verify", "--dead-letter-group", argc, argv,
+                                   &i, &groups[ngroups])) != 0) {
+            if (m < 0) {
+                free(extra);
+                return 2;
+            }
+            ngroups++;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             free(extra);
@@ -250,7 +265,8 @@ int tm_cmd_verify(int argc, char **argv) {
         goto close;
     }
     tm_verify_result r;
-    if (tm_verify_run(s.cfg, &s.inst, rk, &r, errstr, sizeof errstr) != 0) {
+    tm_verify_dl_groups g = {groups, ngroups};
+    if (tm_verify_run(s.cfg, &g, &s.inst, rk, &r, errstr, sizeof errstr) != 0) {
         tm_cli_report(s.cfg, config, NULL, errstr);
         goto close;
     }

@@ -53,6 +53,14 @@ static int64_t broker_dead_ms(const char *name, json_t *b, char *why,
     return rxidle_ms;
 }
 
+/* A learned broker librdkafka has not tried to connect to: with sparse
+ * connections a host with nothing to fetch from it (a standby, more hosts
+ * than partitions) leaves it so for as long as it runs. Neither live nor
+ * dead: it says nothing of whether the cluster answers. */
+static int idle(json_t *b) {
+    return strcmp(str(b, "state"), "INIT") == 0;
+}
+
 /* The learned broker with this node id (its name in *name), NULL when
  * there is none. */
 static json_t *broker_by_id(json_t *brokers, int64_t id, const char **name) {
@@ -62,6 +70,22 @@ static json_t *broker_by_id(json_t *brokers, int64_t id, const char **name) {
             return b;
     }
     return NULL;
+}
+
+/* The group coordinator's own connection (a logical broker with the node
+ * id of the coordinator, connected to the address the cluster advertises
+ * for it), up and answering while the learned broker of its node is idle:
+ * it shows an advertised broker answers (a bootstrap address that is an
+ * alias of the advertised one: the learned entry stays INIT). Not when
+ * that learned broker is trying and failing or stalled: its fate is the
+ * node's, the coordinator's connection may just be quiet. */
+static int coordinator_live(json_t *brokers, json_t *b) {
+    char why[300];
+    const char *name = NULL;
+    json_t *node = strcmp(str(b, "source"), "logical") == 0
+                       ? broker_by_id(brokers, num(b, "nodeid", -1), &name)
+                       : NULL;
+    return node && idle(node) && broker_dead_ms("", b, why, sizeof why) == 0;
 }
 
 /* 1 when a partition assigned to this consumer has no live leader. */
@@ -107,7 +131,9 @@ int tm_broker_stats_down(const char *json, size_t len, int64_t *for_ms,
     const char *name;
     json_t *b;
     json_object_foreach(brokers, name, b) {
-        if (!learned(b))
+        if (coordinator_live(brokers, b))
+            live++;
+        if (!learned(b) || idle(b))
             continue;
         known++;
         char bwhy[300];
@@ -153,9 +179,12 @@ static int prop_ms(const char *v, long long *ms) {
     return !errno && end != v && !*end;
 }
 
-int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
-                                size_t size) {
-    for (size_t i = 0; i < cfg->kafka.nproperties; i++) {
+/* The warning about the first property at index *from or later, *from
+ * set past it: 1, or 0 when none is left. */
+static int note_from(const tm_connector_config *cfg, size_t *from, char *out,
+                     size_t size) {
+    for (size_t i = *from; i < cfg->kafka.nproperties; i++) {
+        *from = i + 1;
         const char *k = cfg->kafka.properties[i].key;
         const char *v = cfg->kafka.properties[i].value;
         long long ms;
@@ -188,6 +217,24 @@ int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
     return 0;
 }
 
+int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
+                                size_t size) {
+    size_t from = 0;
+    return note_from(cfg, &from, out, size);
+}
+
+int tm_broker_watch_config_warn(const tm_connector_config *cfg,
+                                const char *file, FILE *f) {
+    char note[512];
+    size_t from = 0;
+    int n = 0;
+    while (note_from(cfg, &from, note, sizeof note)) {
+        fprintf(f, "%s: warning: %s\n", file, note);
+        n++;
+    }
+    return n;
+}
+
 void tm_broker_watch_error(tm_connector *c, const char *name,
                            const char *reason) {
     snprintf(c->kafka_why, sizeof c->kafka_why, "%s: %s", name, reason);
@@ -207,6 +254,10 @@ static void down(tm_connector *c, int64_t now, int64_t for_ms,
         (c->kafka_error_seq && c->degraded_ms))
         return;
     int was_healthy = !c->degraded_ms;
+    c->kafka_prev_degraded_ms = c->degraded_ms;
+    c->kafka_prev_error_ms = c->last_error_ms;
+    snprintf(c->kafka_prev_error, sizeof c->kafka_prev_error, "%s",
+             c->last_error);
     tm_conn_error(c, 0,
                   "Kafka unreachable for %" PRId64
                   " s: %s (librdkafka retries; the last error: %s)",
@@ -232,11 +283,24 @@ void tm_broker_watch_stats(tm_connector *c, const char *json, size_t len) {
         return;
     }
     int ours = c->kafka_error_seq && c->error_seq == c->kafka_error_seq;
+    int64_t prev_degraded_ms = c->kafka_prev_degraded_ms;
     c->kafka_down_ms = 0;
     c->kafka_error_seq = 0;
     c->kafka_why[0] = '\0';
+    c->kafka_prev_degraded_ms = 0;
     /* Only when the last error is still ours: a later one (the store)
      * keeps the connector DEGRADED until its own progress. */
-    if (ours)
+    if (!ours)
+        return;
+    if (!prev_degraded_ms || !c->degraded_ms) {
         tm_conn_recovered(c, "Kafka is reachable again");
+        return;
+    }
+    /* DEGRADED before Kafka went: that cause is not ended by Kafka
+     * answering; it shows again, since when it began. */
+    snprintf(c->last_error, sizeof c->last_error, "%s", c->kafka_prev_error);
+    c->last_error_ms = c->kafka_prev_error_ms;
+    c->degraded_ms = prev_degraded_ms;
+    tm_log(TM_LOG_INFO, c->cfg->name,
+           "Kafka is reachable again; still DEGRADED: %s", c->last_error);
 }

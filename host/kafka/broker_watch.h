@@ -14,6 +14,7 @@
 #define TM_KAFKA_BROKER_WATCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "config/connector_config.h"
@@ -40,6 +41,11 @@
  * idle topic's fetch look like a stalled broker. Pure. */
 int tm_broker_watch_config_note(const tm_connector_config *cfg, char *out,
                                 size_t size);
+
+/* Each warning of tm_broker_watch_config_note, one line each to f, after
+ * "FILE: warning: "; the number written. */
+int tm_broker_watch_config_warn(const tm_connector_config *cfg,
+                                const char *file, FILE *f);
 
 /* What a statistics document (json, len bytes) says of Kafka: -1 when it
  * has no readable "brokers"; 0 reachable; 1 unreachable, with *for_ms how

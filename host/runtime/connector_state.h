@@ -88,6 +88,11 @@ typedef struct tm_connector {
     int64_t kafka_down_ms, kafka_down_wall_ms;
     uint64_t kafka_error_seq;
     char kafka_why[512];
+    /* The DEGRADED Kafka's replaced (another cause, still true: a topic
+     * not created yet), restored when Kafka answers again; degraded_ms 0
+     * when the connector was healthy. */
+    char kafka_prev_error[1024];
+    int64_t kafka_prev_error_ms, kafka_prev_degraded_ms;
 
     tm_part *parts;
     size_t nparts, cap;

@@ -41,20 +41,38 @@ static int parse_i64(const char *s, int64_t *out) {
 
 typedef struct load_ctx {
     const char *connector, *group;
+    const char *const *groups; /* also ours (verify --dead-letter-group) */
+    size_t ngroups;
     tm_dlq_index *x;
 } load_ctx;
+
+/* Whether a dead letter's group header names one of ours. */
+static int our_group(const load_ctx *l, const char *group) {
+    if (strcmp(group, l->group) == 0)
+        return 1;
+    for (size_t i = 0; i < l->ngroups; i++)
+        if (strcmp(group, l->groups[i]) == 0)
+            return 1;
+    return 0;
+}
 
 static int on_dead_letter(void *user, const rd_kafka_message_t *m) {
     load_ctx *l = user;
     char who[512], group[512], topic[256], part[32], off[32];
     int64_t p, o;
     /* Another connector's (a shared topic), another deployment's (its
-     * group), or not ours to read: skipped. */
+     * group: counted, verify names it), or not ours to read: skipped. */
     if (header(m, "__connect.errors.connector.name", who, sizeof who) != 0 ||
-        strcmp(who, l->connector) != 0 ||
-        (header(m, TM_DLQ_GROUP_HEADER, group, sizeof group) == 0 &&
-         strcmp(group, l->group) != 0) ||
-        header(m, "__connect.errors.topic", topic, sizeof topic) != 0 ||
+        strcmp(who, l->connector) != 0)
+        return 0;
+    if (header(m, TM_DLQ_GROUP_HEADER, group, sizeof group) == 0 &&
+        !our_group(l, group)) {
+        if (!l->x->other_group++)
+            snprintf(l->x->other_group_name, sizeof l->x->other_group_name,
+                     "%s", group);
+        return 0;
+    }
+    if (header(m, "__connect.errors.topic", topic, sizeof topic) != 0 ||
         header(m, "__connect.errors.partition", part, sizeof part) != 0 ||
         header(m, "__connect.errors.offset", off, sizeof off) != 0 ||
         parse_i64(part, &p) != 0 || p > INT32_MAX || parse_i64(off, &o) != 0)
@@ -117,9 +135,9 @@ static int partitions_of(rd_kafka_t *rk, const char *topic, int timeout_ms,
     return 0;
 }
 
-int tm_dlq_index_load(const tm_connector_config *cfg, rd_kafka_t *rk,
-                      int timeout_ms, tm_dlq_index *out, char *errstr,
-                      size_t errsize) {
+int tm_dlq_index_load(const tm_connector_config *cfg, const char *const *groups,
+                      size_t ngroups, rd_kafka_t *rk, int timeout_ms,
+                      tm_dlq_index *out, char *errstr, size_t errsize) {
     memset(out, 0, sizeof *out);
     const char *topic = cfg->dead_letters.topic;
     int count = 0;
@@ -128,7 +146,7 @@ int tm_dlq_index_load(const tm_connector_config *cfg, rd_kafka_t *rk,
     if (partitions_of(rk, topic, timeout_ms, &count, errstr, errsize) != 0)
         return -1;
     load_ctx l = {cfg->name, cfg->kafka.group_id ? cfg->kafka.group_id : "",
-                  out};
+                  groups, ngroups, out};
     for (int p = 0; p < count; p++) {
         int64_t low = 0, high = 0;
         if (tm_kafka_watermarks(rk, topic, p, timeout_ms, &low, &high, errstr,

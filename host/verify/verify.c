@@ -347,7 +347,8 @@ static int markers_unchanged(const tm_verify_result *out,
     return same;
 }
 
-static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
+static int verify_once(const tm_connector_config *cfg,
+                       const tm_verify_dl_groups *g, tm_sink_instance *si,
                        rd_kafka_t *rk, tm_verify_result *out, char *errstr,
                        size_t errsize, int *moved);
 
@@ -355,12 +356,20 @@ static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
  * after the scan, and the whole look is taken again when they moved. */
 #define VERIFY_ATTEMPTS 5
 
-int tm_verify_run(const tm_connector_config *cfg, tm_sink_instance *si,
-                  rd_kafka_t *rk, tm_verify_result *out, char *errstr,
-                  size_t errsize) {
+/* Whether some partition of r has a gap. */
+static int any_gap(const tm_verify_result *r) {
+    for (size_t i = 0; i < r->nparts; i++)
+        if (r->parts[i].gaps)
+            return 1;
+    return 0;
+}
+
+int tm_verify_run(const tm_connector_config *cfg, const tm_verify_dl_groups *g,
+                  tm_sink_instance *si, rd_kafka_t *rk, tm_verify_result *out,
+                  char *errstr, size_t errsize) {
     for (int attempt = 1; attempt <= VERIFY_ATTEMPTS; attempt++) {
         int moved = 0;
-        if (verify_once(cfg, si, rk, out, errstr, errsize, &moved) != 0)
+        if (verify_once(cfg, g, si, rk, out, errstr, errsize, &moved) != 0)
             return -1;
         if (!moved)
             return 0;
@@ -374,7 +383,8 @@ int tm_verify_run(const tm_connector_config *cfg, tm_sink_instance *si,
     return -1;
 }
 
-static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
+static int verify_once(const tm_connector_config *cfg,
+                       const tm_verify_dl_groups *g, tm_sink_instance *si,
                        rd_kafka_t *rk, tm_verify_result *out, char *errstr,
                        size_t errsize, int *moved) {
     memset(out, 0, sizeof *out);
@@ -402,8 +412,9 @@ static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
     /* Read after the markers: a dead letter is confirmed in the topic
      * before the sink commit that moves the marker past it. */
     R.dlq_only = !cfg->dead_letters.sink && cfg->dead_letters.topic;
-    if (R.dlq_only && tm_dlq_index_load(cfg, rk, KAFKA_TIMEOUT_MS, &R.dlq,
-                                        errstr, errsize) != 0)
+    if (R.dlq_only &&
+        tm_dlq_index_load(cfg, g->groups, g->n, rk, KAFKA_TIMEOUT_MS, &R.dlq,
+                          errstr, errsize) != 0)
         goto done;
     for (size_t p = 0; p < out->nparts; p++) {
         tm_verify_partition *vp = &out->parts[p];
@@ -461,6 +472,16 @@ static int verify_once(const tm_connector_config *cfg, tm_sink_instance *si,
                     vp->duplicates, in_marker, vp->m.filtered,
                     vp->m.duplicates);
     }
+    /* Gaps while dead letters of the connector carry another group: the
+     * group renamed, most likely; only the operator can say they are its
+     * own (another deployment's have the same bytes). */
+    if (R.dlq.other_group && any_gap(out))
+        problem(out,
+                "%zu dead letter(s) of connector %s in %s carry another "
+                "group (%s) and were not counted; if $.kafka.group_id was "
+                "renamed from it, verify with --dead-letter-group %s",
+                R.dlq.other_group, cfg->name, cfg->dead_letters.topic,
+                R.dlq.other_group_name, R.dlq.other_group_name);
     rc = 0;
 done:
     tm_bb_free(R.bb);

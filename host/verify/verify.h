@@ -46,6 +46,13 @@ typedef struct tm_verify_partition {
                             records verify found absent and explained */
 } tm_verify_partition;
 
+/* Groups whose dead letters are also the connector's (its earlier
+ * $.kafka.group_id values: `verify --dead-letter-group`). */
+typedef struct tm_verify_dl_groups {
+    const char *const *groups;
+    size_t n;
+} tm_verify_dl_groups;
+
 #define TM_VERIFY_MAX_PROBLEMS 50
 
 typedef struct tm_verify_result {
@@ -57,12 +64,13 @@ typedef struct tm_verify_result {
 } tm_verify_result;
 
 /* Runs the reconcile for cfg with an opened sink (si) and a client of the
- * cluster (rk, for metadata and watermarks). 0 with out filled (its
+ * cluster (rk, for metadata and watermarks), the dead letters of the
+ * groups g also counted as the connector's. 0 with out filled (its
  * problems say whether it passed), -1 with errstr when it could not look
  * (Kafka or the sink unreachable, no scan callback). */
-int tm_verify_run(const tm_connector_config *cfg, tm_sink_instance *si,
-                  rd_kafka_t *rk, tm_verify_result *out, char *errstr,
-                  size_t errsize);
+int tm_verify_run(const tm_connector_config *cfg, const tm_verify_dl_groups *g,
+                  tm_sink_instance *si, rd_kafka_t *rk, tm_verify_result *out,
+                  char *errstr, size_t errsize);
 
 /* Whether the result found neither duplicates nor gaps nor disagreeing
  * counts. */

@@ -746,6 +746,137 @@ static void scenario_advertised_cut(void) {
     rd_kafka_destroy(p);
 }
 
+/* DEGRADED "waiting for topic" (not created yet), then Kafka cut for 16 s
+ * and back (seen: RUNNING, `status` exit 0, the topic still missing:
+ * Kafka's recovery cleared the other cause). After Kafka answers again
+ * the connector must be DEGRADED "waiting for topic" at every look for
+ * 10 s, `status` exit 3. */
+static void scenario_kafka_recovery_keeps_cause(void) {
+    const char *topic = h_name("health-kcause");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("health-kcause"));
+    int bport = broker_port();
+    bh_proxy x;
+    bh_start(&x, bport);
+    const char *cfg = config_props("kcause", name, topic, "", "");
+    pid_t pid = spawn_redirected(cfg, "kcause.log", bport, x.port);
+    wait_status(pid, name, "\"DEGRADED\"", "waiting for topic", 60000);
+    H_CHECK(atomic_load(&x.accepted) > 0,
+            "inconclusive: the host did not connect through the proxy");
+    h_step("no topic: DEGRADED waiting for topic");
+
+    int64_t t0 = h_now_ms();
+    atomic_store(&x.refuse, 1);
+    wait_status(pid, name, "\"DEGRADED\"", "Kafka unreachable", 60000);
+    H_CHECK(atomic_load(&x.refused) > 0,
+            "inconclusive: the host never tried the broker while it was cut");
+    while (h_now_ms() - t0 < 16000)
+        h_sleep_ms(100);
+    atomic_store(&x.refuse, 0);
+    h_step("Kafka cut for 16 s: DEGRADED Kafka unreachable");
+
+    int64_t t1 = h_now_ms();
+    for (;;) {
+        /* Back: RUNNING, or the error shown no longer Kafka's (the last
+         * error stays in the status once RUNNING). */
+        const char *st = h_status_text(name);
+        if (strstr(st, "\"RUNNING\"") || strstr(st, "waiting for topic"))
+            break;
+        H_CHECK(h_now_ms() - t1 < 60000,
+                "Kafka back, the status still says it is unreachable: %s", st);
+        h_sleep_ms(100);
+    }
+    int64_t t2 = h_now_ms();
+    while (h_now_ms() - t2 < 10000) {
+        char st[8192];
+        snprintf(st, sizeof st, "%s", h_status_text(name));
+        H_CHECK(strstr(st, "\"DEGRADED\"") && strstr(st, "waiting for topic"),
+                "after Kafka came back (%lld ms), the topic still missing: %s",
+                (long long)(h_now_ms() - t2), st);
+        H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "the host exited");
+        h_sleep_ms(200);
+    }
+    int rc = status_exit(name);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.out"), "waiting for topic"),
+            "status after Kafka came back, the topic missing: exit %d, "
+            "expected 3: %s",
+            rc, h_read_file("status.out"));
+    h_step("Kafka back, the topic missing: DEGRADED waiting for topic for "
+           "10 s, status exit 3");
+    h_stop_clean(pid);
+    bh_stop(&x);
+}
+
+/* `tidemark status --state-dir WORKDIR/DIR CONNECTOR`: its exit status,
+ * its output in WORKDIR/OUT. */
+static int status_exit_in(const char *dir, const char *connector,
+                          const char *out) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", h_workdir(), dir);
+    const char *args[] = {"status", "--state-dir", path, connector, NULL};
+    return h_tidemark(out, args);
+}
+
+/* Two hosts of one connector on a topic of one partition, the bootstrap
+ * address "localhost:PORT" while the broker advertises another name for
+ * itself (a DNS alias, a load balancer). Seen: the host without a
+ * partition DEGRADED "Kafka unreachable for 10 s: broker ...: connection
+ * INIT", `status` exit 3, for as long as it ran, the cluster healthy: its
+ * learned broker is never connected (nothing to fetch from it). Both
+ * hosts must stay RUNNING, `status` exit 0, for 25 s, past the 10 s. */
+static void scenario_standby_alias(void) {
+    const char *topic = h_name("health-kalias");
+    char name[256], db[4200];
+    snprintf(name, sizeof name, "%s", h_name("health-kalias"));
+    snprintf(db, sizeof db, "%s/kalias.db", h_workdir());
+    H_CHECK(strncmp(h_bootstrap(), "localhost:", 10) != 0,
+            "inconclusive: the broker is already reached as localhost");
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 10, "{\"id\": %d}");
+    snprintf(cfg_bootstrap, sizeof cfg_bootstrap, "localhost:%d",
+             broker_port());
+    /* One config file per host: each its own status directory. */
+    const char *cfg_a =
+        config_state("kalias", name, topic, FAST_GROUP, "", "state-a");
+    pid_t a = h_spawn(cfg_a, "kalias-a.log");
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    int rc = status_exit_in("state-a", name, "status-a.out");
+    H_CHECK(rc == 0, "host A alone: status exit %d: %s", rc,
+            h_read_file("status-a.out"));
+    const char *cfg_b =
+        config_state("kalias", name, topic, FAST_GROUP, "", "state-b");
+    cfg_bootstrap[0] = '\0';
+    pid_t b = h_spawn(cfg_b, "kalias-b.log");
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    h_wait_caught_up(db, name, topic, 1, 120000);
+    h_step("two hosts up, bootstrap localhost, 15 rows");
+
+    int64_t t0 = h_now_ms();
+    int checks = 0;
+    while (h_now_ms() - t0 < 25000) {
+        int ra = status_exit_in("state-a", name, "status-a.out");
+        int rb = status_exit_in("state-b", name, "status-b.out");
+        H_CHECK(ra == 0 && rb == 0,
+                "after %lld ms: status exit %d (host A: %s) and %d (host B: "
+                "%s)",
+                (long long)(h_now_ms() - t0), ra, h_read_file("status-a.out"),
+                rb, h_read_file("status-b.out"));
+        H_CHECK(waitpid(a, NULL, WNOHANG) == 0 &&
+                    waitpid(b, NULL, WNOHANG) == 0,
+                "a host exited");
+        checks++;
+        h_sleep_ms(1000);
+    }
+    h_step("both hosts RUNNING, status exit 0, for 25 s (%d checks)", checks);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t") == 15 &&
+                h_sqlf(db, "SELECT count(DISTINCT _tm_offset) FROM t") == 15,
+            "rows: expected 15 distinct offsets");
+    h_stop_clean(b);
+    h_stop_clean(a);
+    rd_kafka_destroy(p);
+}
+
 /* A claim that answers FATAL while the host is stopping (seen: the stop
  * path took every non-OK claim for "stopped": exit 0, STOPPED, the
  * refusal lost). Connector A owns table t; connector B on the same file
@@ -1228,6 +1359,85 @@ static void scenario_verify_dlq_foreign(void) {
     rd_kafka_destroy(p);
 }
 
+/* A connector NAME reading TOPIC in group GROUP, its dead letters only in
+ * the topic DLQ ("sink": false), into WORKDIR/dlqr.db; the config file
+ * dlqr.json (rewritten at each call). */
+static const char *config_dlq_group(const char *name, const char *topic,
+                                    const char *group, const char *dlq) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+             "\"%s\", \"topics\": [\"%s\"], \"start\": \"earliest\", "
+             "\"group_id\": \"%s\"}, "
+             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"dead_letters\": {\"sink\": false, \"topic\": \"%s\"}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": "
+             "{\"path\": \"%s/dlqr.db\", \"table\": \"t\"}}, "
+             "\"state_dir\": \"%s/state\", "
+             "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": "
+             "\"int\", \"required\": true}]}}",
+             name, h_bootstrap(), topic, group, dlq, h_workdir(), h_workdir());
+    return h_write_file("dlqr.json", text);
+}
+
+/* $.kafka.group_id renamed (documented as never read for correctness):
+ * the dead letters written under the old group carry its name (seen:
+ * verify reported each as a gap, with nothing saying why). verify must
+ * still not take them on their bytes alone (another deployment's, of
+ * the same connector name, have the same bytes): without the option it
+ * reports the gaps and names `--dead-letter-group OLD`; with it, OK. */
+static void scenario_verify_dlq_group_renamed(void) {
+    const char *topic = h_name("health-dlqr");
+    char name[256], dlq[256], g1[300], g2[300];
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(dlq, sizeof dlq, "%s", h_name("health-dlqr-dl"));
+    snprintf(g1, sizeof g1, "%s-old", name);
+    snprintf(g2, sizeof g2, "%s-new", name);
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 5, "{\"id\": %d}");
+    const char *bad = "{\"id\": \"not a number\"}";
+    for (int i = 0; i < 2; i++)
+        h_produce(p, topic, 0, NULL, 0, bad, strlen(bad), NULL, NULL);
+    h_produce_many(p, topic, 0, 100, 5, "{\"id\": %d}");
+    const char *cfg = config_dlq_group(name, topic, g1, dlq);
+    pid_t pid = h_spawn(cfg, "dlqr.log");
+    h_wait_caught_up(h_path("dlqr.db"), name, topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t lo, hi;
+    h_watermarks(dlq, 0, &lo, &hi);
+    int rc = verify_exit(cfg, "dlqr0.out");
+    H_CHECK(hi - lo == 2 && rc == 0 &&
+                strstr(h_read_file("dlqr0.out"), "dead_letters=2"),
+            "inconclusive: expected 2 dead letters in %s and verify OK, "
+            "found %lld, verify exit %d: %s",
+            dlq, (long long)(hi - lo), rc, h_read_file("dlqr0.out"));
+    h_step("group %s: 10 rows, 2 dead letters, verify OK", g1);
+
+    cfg = config_dlq_group(name, topic, g2, dlq);
+    rc = verify_exit(cfg, "dlqr1.out");
+    char want[400];
+    snprintf(want, sizeof want, "--dead-letter-group %s", g1);
+    H_CHECK(rc == 1 && strstr(h_read_file("dlqr1.out"), "gaps=2") &&
+                strstr(h_read_file("dlqr1.out"), want),
+            "verify after the group renamed to %s, without the option: exit "
+            "%d, expected 1 with 2 gaps and a problem naming '%s': %s",
+            g2, rc, want, h_read_file("dlqr1.out"));
+    h_step("group renamed to %s: 2 gaps, the option named", g2);
+
+    const char *args[] = {"verify", "--dead-letter-group", g1, cfg, NULL};
+    rc = h_tidemark("dlqr2.out", args);
+    H_CHECK(rc == 0 && strstr(h_read_file("dlqr2.out"), "gaps=0") &&
+                strstr(h_read_file("dlqr2.out"), "dead_letters=2"),
+            "verify --dead-letter-group %s: exit %d, expected 0 with 2 dead "
+            "letters: %s",
+            g1, rc, h_read_file("dlqr2.out"));
+    h_step("verify --dead-letter-group %s: OK, 2 dead letters", g1);
+    rd_kafka_destroy(p);
+}
+
 /* A statistics.interval.ms far above the 10 s after which Kafka
  * unreachable is DEGRADED delays it (and its end) by up to the interval
  * (seen: a config with 60000 validated silently). `validate` must accept
@@ -1318,10 +1528,13 @@ int main(int argc, char **argv) {
         {"broker_unreachable", scenario_broker_unreachable},
         {"broker_stalled", scenario_broker_stalled},
         {"advertised_cut", scenario_advertised_cut},
+        {"standby_alias", scenario_standby_alias},
+        {"kafka_recovery_keeps_cause", scenario_kafka_recovery_keeps_cause},
         {"claim_fatal_stopping", scenario_claim_fatal_stopping},
         {"lineage_stall", scenario_lineage_stall},
         {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
         {"verify_dlq_foreign", scenario_verify_dlq_foreign},
+        {"verify_dlq_group_renamed", scenario_verify_dlq_group_renamed},
         {"validate_stats_interval", scenario_validate_stats_interval},
         {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
         {"fail_stops_hosts", scenario_fail_stops_hosts},

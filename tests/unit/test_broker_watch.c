@@ -5,6 +5,8 @@
  * connector DEGRADED since the outage began; reachable again ends it,
  * unless a later error (the store's) is the one shown. */
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kafka/broker_watch.h"
@@ -53,6 +55,20 @@
     "\"state\": \"CONNECT\", \"stateage\": 300000}, "                          \
     "\"GroupCoordinator\": {\"source\": \"logical\", \"nodeid\": 1, "          \
     "\"state\": \"UP\"}}}"
+/* A standby (nothing assigned) whose bootstrap address is an alias of the
+ * advertised one: the learned broker never wanted (INIT, sparse
+ * connections), the bootstrap entry and the group coordinator's own
+ * connection (to the advertised address) up. Seen: DEGRADED "Kafka
+ * unreachable ... connection INIT" for as long as it ran. */
+#define STANDBY_ALIAS                                                          \
+    "{\"brokers\": {" INTERNAL ", "                                            \
+    "\"localhost:9092/bootstrap\": {\"source\": \"configured\", "              \
+    "\"nodeid\": -1, \"state\": \"UP\"}, "                                     \
+    "\"127.0.0.1:9092/1\": {\"source\": \"learned\", \"nodeid\": 1, "          \
+    "\"state\": \"INIT\", \"stateage\": 300000000}, "                          \
+    "\"GroupCoordinator\": {\"source\": \"logical\", \"nodeid\": 1, "          \
+    "\"state\": \"UP\", \"waitresp_cnt\": 0, \"rxidle\": 100}}, "              \
+    "\"cgrp\": {\"state\": \"up\", \"stateage\": 60000}}"
 /* Two brokers, the one leading an assigned partition down. */
 #define LEADER_DOWN                                                            \
     "{\"brokers\": {" INTERNAL ", "                                            \
@@ -111,8 +127,9 @@ START_TEST(test_long_poll_and_idle_are_live) {
 }
 END_TEST
 
-/* F2: the bootstrap entry and the logical coordinator never count. */
-START_TEST(test_bootstrap_and_logical_brokers_do_not_count) {
+/* F2: the bootstrap entry never counts, nor the coordinator's connection
+ * while the learned broker of its node is trying and failing. */
+START_TEST(test_bootstrap_only_degrades) {
     tm_connector c;
     setup(&c);
     feed(&c, BOOTSTRAP_ONLY);
@@ -121,6 +138,21 @@ START_TEST(test_bootstrap_and_logical_brokers_do_not_count) {
     feed(&c, BOOTSTRAP_ONLY);
     ck_assert_int_ne(c.degraded_ms, 0);
     ck_assert_ptr_nonnull(strstr(c.last_error, "127.0.0.1:9092/1"));
+}
+END_TEST
+
+/* A standby whose learned broker stays INIT while the coordinator's
+ * connection answers: healthy, however long it lasts. */
+START_TEST(test_standby_learned_init_coordinator_up_is_healthy) {
+    tm_connector c;
+    setup(&c);
+    feed(&c, STANDBY_ALIAS);
+    ck_assert_int_eq(c.kafka_down_ms, 0);
+    c.kafka_down_ms = tm_now_ms() - TM_KAFKA_DOWN_DEGRADED_MS - 1;
+    feed(&c, STANDBY_ALIAS);
+    ck_assert_int_eq(c.kafka_down_ms, 0);
+    ck_assert_int_eq(c.degraded_ms, 0);
+    ck_assert_str_eq(c.last_error, "");
 }
 END_TEST
 
@@ -211,6 +243,23 @@ START_TEST(test_later_store_error_keeps_degraded) {
 }
 END_TEST
 
+/* DEGRADED for a topic not created yet, then Kafka unreachable and back:
+ * the topic still missing, the connector stays DEGRADED for it, since it
+ * began (seen: RUNNING, `status` exit 0, the topic still missing). */
+START_TEST(test_kafka_recovery_keeps_earlier_cause) {
+    tm_connector c;
+    setup(&c);
+    tm_conn_error(&c, 0, "waiting for topic t: Unknown topic");
+    int64_t since = c.degraded_ms;
+    ck_assert_int_ne(since, 0);
+    down_for(&c, TM_KAFKA_DOWN_DEGRADED_MS + 1);
+    ck_assert_ptr_nonnull(strstr(c.last_error, "Kafka unreachable"));
+    tm_broker_watch_stats(&c, ONE_UP, strlen(ONE_UP));
+    ck_assert_int_eq(c.degraded_ms, since);
+    ck_assert_ptr_nonnull(strstr(c.last_error, "waiting for topic t"));
+}
+END_TEST
+
 START_TEST(test_reasserted_after_another_recovery) {
     tm_connector c;
     setup(&c);
@@ -245,6 +294,30 @@ START_TEST(test_config_note) {
 }
 END_TEST
 
+/* validate printed only the first warning: both properties off, both
+ * warned about. */
+START_TEST(test_config_warns_each) {
+    tm_config_property props[2] = {{"statistics.interval.ms", "60000"},
+                                   {"fetch.wait.max.ms", "5000"}};
+    cfg.kafka.properties = props;
+    cfg.kafka.nproperties = 2;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    int n = tm_broker_watch_config_warn(&cfg, "c.json", f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_ptr_nonnull(
+        strstr(buf, "c.json: warning: $.kafka.properties.statistics"));
+    ck_assert_ptr_nonnull(
+        strstr(buf, "c.json: warning: $.kafka.properties.fetch.wait.max.ms"));
+    free(buf);
+    cfg.kafka.properties = NULL;
+    cfg.kafka.nproperties = 0;
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("broker_watch");
     TCase *tc = tcase_create("broker_watch");
@@ -252,12 +325,15 @@ int main(void) {
     tcase_add_test(tc, test_down_past_threshold_degrades_then_recovers);
     tcase_add_test(tc, test_later_store_error_keeps_degraded);
     tcase_add_test(tc, test_reasserted_after_another_recovery);
+    tcase_add_test(tc, test_kafka_recovery_keeps_earlier_cause);
     tcase_add_test(tc, test_stalled_broker_degrades_since_last_answer);
     tcase_add_test(tc, test_long_poll_and_idle_are_live);
-    tcase_add_test(tc, test_bootstrap_and_logical_brokers_do_not_count);
+    tcase_add_test(tc, test_bootstrap_only_degrades);
+    tcase_add_test(tc, test_standby_learned_init_coordinator_up_is_healthy);
     tcase_add_test(tc, test_assigned_partition_leader_down_degrades);
     tcase_add_test(tc, test_coordinator_not_up_degrades);
     tcase_add_test(tc, test_config_note);
+    tcase_add_test(tc, test_config_warns_each);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
