@@ -62,9 +62,16 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     int64_t zero[KIT_NPARTS] = {0}, len[KIT_NPARTS] = {2, 1, 3};
     tm_error err;
     void *sink;
-    tm_status rc = kit_open(fx, NULL, &sink, &err);
+    /* Both owners open one store at the same moment: a sink may answer
+     * RETRY for a lock the other's open holds (SQLite's switch to WAL),
+     * which the host retries, and so does the kit. */
+    tm_status rc = TM_RETRY;
+    for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
+        if ((rc = kit_open(fx, NULL, &sink, &err)) == TM_RETRY)
+            pause_ms(5);
     if (rc != TM_OK) {
-        snprintf(c->error, sizeof c->error, "open: %s", err.message);
+        snprintf(c->error, sizeof c->error, "open: %s: %s", tm_status_name(rc),
+                 err.message);
         _exit(3);
     }
     atomic_store(&c->ready, 1);
