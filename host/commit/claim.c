@@ -8,6 +8,7 @@
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
 #include "kafka/consumer.h"
+#include "kafka/member_id.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
 #include "services/fault.h"
@@ -426,14 +427,22 @@ int tm_claim_assigned(tm_connector *c,
          * assignment kept by the group); a fresh id handed foreign
          * partitions again would only be handed them again: they are then
          * held, never claimed, rather than rejoined in a loop. */
-        int again = c->foreign_rejoined;
+        /* With the user's own group.instance.id there is no new id to
+         * take: they are held at once, and the operator told what to do. */
+        int fixed_id = !tm_member_id_wanted(c->cfg);
+        int again = c->foreign_rejoined || fixed_id;
         tm_conn_error(c, 0,
                       "%d assigned partition(s) outside the subscription: "
                       "not claimed, none of their records is taken%s",
                       foreign,
-                      again ? "; already under a new member id, so held "
-                              "as they are"
-                            : "");
+                      fixed_id ? "; held as they are: with a group.instance.id "
+                                 "of $.kafka.properties the group keeps the "
+                                 "old assignment until session.timeout.ms "
+                                 "(change the id, or stop every host for "
+                                 "longer than that)"
+                      : again  ? "; already under a new member id, so held "
+                                 "as they are"
+                               : "");
         if (!again) {
             c->foreign_rejoined = 1;
             tm_consumer_rejoin_as_new(c);

@@ -9,6 +9,7 @@
 #include "commit/commit_internal.h"
 #include "kafka/consumer.h"
 #include "kafka/message_view.h"
+#include "kafka/partitions.h"
 #include "metrics/metrics_registry.h"
 #include "services/log.h"
 
@@ -314,6 +315,11 @@ void tm_commit_on_revoke(tm_connector *c,
                     "batch abandoned: partitions %s",
                     lost ? "lost" : "revoked");
     }
+    /* Held foreign partitions (commit/claim.c) the group takes away: no
+     * longer a reason to stay DEGRADED. */
+    for (int j = 0; j < revoked->cnt && c->foreign_held > 0; j++)
+        if (!tm_kafka_topic_wanted(c->cfg, revoked->elems[j].topic))
+            c->foreign_held--;
     for (int j = 0; j < revoked->cnt; j++) {
         tm_part *p = tm_conn_part(c, revoked->elems[j].topic,
                                   revoked->elems[j].partition);

@@ -248,20 +248,31 @@ static int static_member(tm_connector *c, rd_kafka_conf_t *conf, char *errstr,
 /* A pattern subscription never takes Kafka's internal topics
  * (__consumer_offsets, __transaction_state), whatever the pattern says:
  * librdkafka ignores the topics topic.blacklist matches, as if they did
- * not exist. A topic.blacklist of the config's own is kept. */
+ * not exist. A topic.blacklist of the config's own is extended with the
+ * same pattern (the list is comma-separated), never replaced: the claim's
+ * guard refuses `__` topics whatever the blacklist says. */
 static int skip_internal_topics(const tm_connector_config *cfg,
                                 rd_kafka_conf_t *conf, char *errstr,
                                 size_t errsize) {
     if (!cfg->kafka.topic_regex)
         return 0;
-    char v[8] = "";
-    size_t size = sizeof v; /* a longer value is cut, still not empty */
-    if (rd_kafka_conf_get(conf, "topic.blacklist", v, &size) ==
-            RD_KAFKA_CONF_OK &&
-        v[0] != '\0')
-        return 0;
-    char why[256];
-    if (rd_kafka_conf_set(conf, "topic.blacklist", "^__.*", why, sizeof why) !=
+    char v[2048] = "", why[256];
+    size_t size = sizeof v;
+    rd_kafka_conf_res_t got =
+        rd_kafka_conf_get(conf, "topic.blacklist", v, &size);
+    if (got == RD_KAFKA_CONF_OK && size > sizeof v) {
+        snprintf(errstr, errsize,
+                 "topic.blacklist: longer than %zu bytes, which this host "
+                 "cannot extend with ^__.*",
+                 sizeof v - 8);
+        return -1;
+    }
+    char value[sizeof v + 8];
+    if (got == RD_KAFKA_CONF_OK && v[0] != '\0')
+        snprintf(value, sizeof value, "%s,^__.*", v);
+    else
+        snprintf(value, sizeof value, "^__.*");
+    if (rd_kafka_conf_set(conf, "topic.blacklist", value, why, sizeof why) !=
         RD_KAFKA_CONF_OK) {
         snprintf(errstr, errsize, "topic.blacklist: %s", why);
         return -1;
