@@ -518,18 +518,31 @@ static int broker_port(void) {
 }
 
 /* A host whose connections to port `from` go to port `to` (the test's
- * proxy, health_redirect.c). */
-static pid_t spawn_redirected(const char *cfg, const char *log, int from,
-                              int to) {
+ * proxy, health_redirect.c), with up to four more environment entries
+ * (`extra`, NULL-terminated, may be NULL). */
+static pid_t spawn_redirected_env(const char *cfg, const char *log, int from,
+                                  int to, const char *const *extra) {
     char preload[4200], redirect[64], asan[1024];
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
     snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", from, to);
-    /* A sanitized host: its runtime is not first with the preload. */
+    /* A sanitized host: its runtime is not first with the preload (seen in
+     * the ASan stage: the host refused to start, reporting nothing). */
     const char *was = getenv("ASAN_OPTIONS");
     snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
              was ? was : "", was && *was ? ":" : "");
-    const char *env[] = {preload, redirect, asan, NULL};
+    const char *env[8] = {preload, redirect, asan};
+    int n = 3;
+    for (; extra && *extra; extra++) {
+        H_CHECK(n < 7, "spawn_redirected_env: too many entries");
+        env[n++] = *extra;
+    }
+    env[n] = NULL;
     return h_spawn_env(cfg, log, env);
+}
+
+static pid_t spawn_redirected(const char *cfg, const char *log, int from,
+                              int to) {
+    return spawn_redirected_env(cfg, log, from, to, NULL);
 }
 
 /* Every connection of a host to the broker cut (refused) for longer than
@@ -972,18 +985,11 @@ static void scenario_lineage_stall(void) {
     int bport = broker_port();
     bh_proxy x;
     bh_start(&x, bport);
-    char preload[4200], redirect[64];
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", HEALTH_REDIRECT_SO);
-    snprintf(redirect, sizeof redirect, "HEALTH_REDIRECT=%d:%d", bport, x.port);
     h_fault_pipe fp;
     h_fault_pipe_open(&fp);
-    const char *env[] = {preload,
-                         redirect,
-                         "TIDEMARK_FAULT=before_claim",
-                         "TIDEMARK_FAULT_ACTION=stop",
-                         fp.fd_env,
-                         NULL};
-    a = h_spawn_env(cfg_a, "lin-a.log", env);
+    const char *fault[] = {"TIDEMARK_FAULT=before_claim",
+                           "TIDEMARK_FAULT_ACTION=stop", fp.fd_env, NULL};
+    a = spawn_redirected_env(cfg_a, "lin-a.log", bport, x.port, fault);
     h_fault_wait(&fp, "before_claim", a, 1);
     atomic_store(&x.hold_new, 1);
     H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT: %s", strerror(errno));
