@@ -10,7 +10,7 @@
 #include "json_canon.h"
 
 #include <errno.h>
-#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +186,7 @@ static void put_real(pg_buf *b, double d) {
 static int number(jc *j, pg_buf *b) {
     const char *from = j->p;
     int real = 0;
-    while (j->p < j->end && strchr("+-0123456789.eE", *j->p)) {
+    while (j->p < j->end && *j->p && strchr("+-0123456789.eE", *j->p)) {
         if (*j->p == '.' || *j->p == 'e' || *j->p == 'E')
             real = 1;
         j->p++;
@@ -209,8 +209,10 @@ static int number(jc *j, pg_buf *b) {
         }
         errno = 0;
     }
+    /* ERANGE also flags a subnormal result, which the host writes too
+     * (5e-324); only an overflow is not a double. */
     double d = strtod(t, &end);
-    if (*end != '\0' || errno == ERANGE)
+    if (*end != '\0' || (errno == ERANGE && isinf(d)))
         return -1;
     put_real(b, d);
     return 0;
