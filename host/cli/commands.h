@@ -32,7 +32,8 @@ int tm_cmd_status(int argc, char **argv);
 int tm_cmd_offsets(int argc, char **argv);
 
 /* tidemark table SUBCOMMAND TABLE [OPTIONS] (cli/cmd_table.c): read and
- * maintain an iceberg-lite table. Exit 0 done, 1 failed, 2 usage error. */
+ * maintain an iceberg-lite table, by exec'ing the tool tidemark-iceberg
+ * installed beside the binary. Exit 0 done, 1 failed, 2 usage error. */
 int tm_cmd_table(int argc, char **argv);
 
 #endif

@@ -275,6 +275,16 @@ int32_t pq_reader_field_id(const pq_reader *r, size_t col) {
     return col < r->ncols ? r->cols[col].field_id : -1;
 }
 
+pq_phys pq_reader_phys(const pq_reader *r, size_t col) {
+    switch (col < r->ncols ? r->cols[col].type : -1) {
+    case T_BOOLEAN: return PQ_PHYS_BOOLEAN;
+    case T_INT64: return PQ_PHYS_INT64;
+    case T_DOUBLE: return PQ_PHYS_DOUBLE;
+    case T_BYTE_ARRAY: return PQ_PHYS_BYTE_ARRAY;
+    default: return PQ_PHYS_OTHER;
+    }
+}
+
 int pq_reader_codec(const pq_reader *r, size_t col) {
     return col < r->ncols && r->ngroups > 0 ? r->chunks[col].codec : -1;
 }

@@ -33,6 +33,15 @@ size_t pq_reader_ncols(const pq_reader *r);
 int pq_reader_find(const pq_reader *r, const char *name);
 /* The column's field id (-1 when absent) and name. */
 int32_t pq_reader_field_id(const pq_reader *r, size_t col);
+/* The column's physical type: which member of pq_cell its values fill. */
+typedef enum pq_phys {
+    PQ_PHYS_OTHER = 0,
+    PQ_PHYS_BOOLEAN,   /* i */
+    PQ_PHYS_INT64,     /* i */
+    PQ_PHYS_DOUBLE,    /* f */
+    PQ_PHYS_BYTE_ARRAY /* p, n */
+} pq_phys;
+pq_phys pq_reader_phys(const pq_reader *r, size_t col);
 /* The codec of the column's first chunk (pq_codec; -1 when the file has
  * no row group). */
 int pq_reader_codec(const pq_reader *r, size_t col);

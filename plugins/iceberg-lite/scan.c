@@ -1,8 +1,15 @@
 /* Read-back for the kit and `tidemark verify`: a partition's rows (the
  * hidden _tm_* columns of the current snapshot's data files, read with our
- * own Parquet reader) and its dead letters (the side files of
- * ice_dl_files), in offset order. Read-only: one
- * loaded metadata version is one consistent snapshot. */
+ * own Parquet reader, and the mapped columns' values) and its dead letters
+ * (the side files of ice_dl_files), in offset order. Read-only: one
+ * loaded metadata version is one consistent snapshot.
+ *
+ * The coordinates of every item are gathered and sorted first; the values
+ * are then read one data file at a time as the sorted rows reach it
+ * (scan_values.h), so memory holds one file's values, not the table's. A
+ * partition's rows lie in offset order across files unless compaction
+ * merged files around others: then a file is read again when its rows
+ * come round again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +17,12 @@
 #include "fsio.h"
 #include "ice_sink.h"
 #include "parquet_reader.h"
+#include "scan_values.h"
 
 typedef struct scan_item {
     int64_t offset;
+    size_t file; /* rows: the data file (index into the snapshot's) */
+    int64_t row; /* and the row in it */
     tm_item_kind kind;
     tm_dl_reason reason;
     char *detail;
@@ -27,9 +37,10 @@ typedef struct scan_ctx {
     /* per data file: which rows are ours */
     uint8_t *match;
     int64_t nrows;
+    size_t file; /* the data file being read */
 } scan_ctx;
 
-static int add_item(scan_ctx *c, int64_t offset, tm_item_kind kind,
+static int add_item(scan_ctx *c, int64_t offset, int64_t row, tm_item_kind kind,
                     tm_dl_reason reason, const char *detail) {
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 64;
@@ -43,6 +54,8 @@ static int add_item(scan_ctx *c, int64_t offset, tm_item_kind kind,
     }
     scan_item *it = &c->items[c->n];
     it->offset = offset;
+    it->file = c->file;
+    it->row = row;
     it->kind = kind;
     it->reason = reason;
     it->detail = detail ? strdup(detail) : NULL;
@@ -77,7 +90,7 @@ static int on_offset(void *ctx, int64_t row, const pq_cell *cell) {
     if (row >= c->nrows)
         return -1;
     if (c->match[row] && !cell->is_null)
-        return add_item(c, cell->i, TM_ITEM_ROW, (tm_dl_reason)0, NULL);
+        return add_item(c, cell->i, row, TM_ITEM_ROW, (tm_dl_reason)0, NULL);
     return 0;
 }
 
@@ -132,7 +145,7 @@ static int on_dead_letter(void *ctx, const char *topic, int32_t partition,
     scan_ctx *c = ctx;
     if (partition != c->partition || strcmp(topic, c->topic) != 0)
         return 0;
-    return add_item(c, offset, TM_ITEM_DEAD_LETTER, reason, detail);
+    return add_item(c, offset, -1, TM_ITEM_DEAD_LETTER, reason, detail);
 }
 
 typedef struct dl_walk {
@@ -169,6 +182,51 @@ static int by_offset(const void *a, const void *b) {
     return (int)x->kind - (int)y->kind;
 }
 
+/* The sorted items to the reader, each row with its values. 0, or -1
+ * with why. */
+static int emit_items(ice_sink *s, const scan_ctx *c, const ice_datafile *files,
+                      const char *topic, int32_t partition, void *emit_ctx,
+                      char *why, size_t size) {
+    const tm_sink_config *config = s->config;
+    tm_value *vals =
+        calloc(config->ncolumns ? config->ncolumns : 1, sizeof *vals);
+    ice_vals loaded = {0};
+    size_t loaded_file = SIZE_MAX;
+    int rc = vals ? 0 : -1;
+    if (!vals)
+        snprintf(why, size, "out of memory");
+    for (size_t i = 0; rc == 0 && i < c->n; i++) {
+        const scan_item *item = &c->items[i];
+        int with = 0;
+        if (item->kind == TM_ITEM_ROW && item->file != loaded_file) {
+            ice_vals_free(&loaded);
+            loaded_file = SIZE_MAX;
+            if ((rc = ice_vals_load(&loaded, files[item->file].path, config,
+                                    why, size)) != 0)
+                break;
+            loaded_file = item->file;
+        }
+        if (item->kind == TM_ITEM_ROW)
+            with = ice_vals_row(&loaded, config, item->row, vals) == 0;
+        tm_scan_item it = {
+            .struct_size = sizeof it,
+            .kind = item->kind,
+            .topic = topic,
+            .partition = partition,
+            .offset = item->offset,
+            .reason = item->reason,
+            .detail = item->detail,
+            .values = with ? vals : NULL,
+            .nvalues = with ? config->ncolumns : 0,
+        };
+        if (s->host->emit(emit_ctx, &it) != 0)
+            break; /* the reader has seen enough */
+    }
+    ice_vals_free(&loaded);
+    free(vals);
+    return rc;
+}
+
 tm_status ice_scan(void *sink, const char *topic, int32_t partition,
                    void *emit_ctx, tm_error *err) {
     ice_sink *s = sink;
@@ -186,8 +244,8 @@ tm_status ice_scan(void *sink, const char *topic, int32_t partition,
     if (rc == 0)
         rc = ice_manifests_files(&s->table, mf, nmf, &files, &nfiles, why,
                                  sizeof why);
-    for (size_t i = 0; rc == 0 && i < nfiles; i++)
-        rc = scan_file(&c, files[i].path, why, sizeof why);
+    for (c.file = 0; rc == 0 && c.file < nfiles; c.file++)
+        rc = scan_file(&c, files[c.file].path, why, sizeof why);
     if (rc == 0)
         rc = scan_dead_letters(s, &c, why, sizeof why);
     if (rc == 0 && c.oom) {
@@ -197,20 +255,10 @@ tm_status ice_scan(void *sink, const char *topic, int32_t partition,
     if (rc == 0) {
         if (c.n > 1)
             qsort(c.items, c.n, sizeof *c.items, by_offset);
-        for (size_t i = 0; i < c.n; i++) {
-            tm_scan_item it = {
-                .struct_size = sizeof it,
-                .kind = c.items[i].kind,
-                .topic = topic,
-                .partition = partition,
-                .offset = c.items[i].offset,
-                .reason = c.items[i].reason,
-                .detail = c.items[i].detail,
-            };
-            if (s->host->emit(emit_ctx, &it) != 0)
-                break; /* the reader has seen enough */
-        }
-    } else {
+        rc = emit_items(s, &c, files, topic, partition, emit_ctx, why,
+                        sizeof why);
+    }
+    if (rc != 0) {
         s->host->set_error(err, "scan %s[%d]: %s", topic, (int)partition, why);
         r = TM_FATAL;
     }

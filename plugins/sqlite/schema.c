@@ -550,15 +550,27 @@ static void insert_sql(const sq_sink *s, sq_buf *b) {
     }
 }
 
-/* SELECT of one partition's rows and dead letters, in offset order. */
+/* SELECT of one partition's rows and dead letters, in offset order: four
+ * fixed columns (offset, kind, the row's identity or the dead letter's
+ * reason, the dead letter's detail; scan.c reads them as SQ_SCAN_*), then a
+ * row's mapped columns in config order (NULL for a dead letter). Four, as
+ * the hidden columns are four: a table at SQLite's column limit is still
+ * scanned in one result set. */
 static void scan_sql(const sq_sink *s, sq_buf *b) {
-    sq_buf_add(b, "SELECT _tm_offset, 1, _tm_identity, NULL, NULL FROM ");
+    sq_buf_add(b, "SELECT _tm_offset, 1, _tm_identity, NULL");
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        sq_buf_add(b, ", ");
+        sq_buf_ident(b, TM_CELEM(tm_column, s->config->columns, i)->name);
+    }
+    sq_buf_add(b, " FROM ");
     sq_buf_ident(b, s->set.table);
-    sq_buf_add(
-        b, " WHERE _tm_topic = ?2 AND _tm_partition = ?3 UNION ALL "
-           "SELECT \"offset\", 2, NULL, reason, detail FROM " SQ_DEAD_LETTERS
-           " WHERE connector = ?1 AND topic = ?2 AND \"partition\" = ?3 "
-           "ORDER BY 1, 2");
+    sq_buf_add(b, " WHERE _tm_topic = ?2 AND _tm_partition = ?3 UNION ALL "
+                  "SELECT \"offset\", 2, reason, detail");
+    for (size_t i = 0; i < s->config->ncolumns; i++)
+        sq_buf_add(b, ", NULL");
+    sq_buf_add(b, " FROM " SQ_DEAD_LETTERS
+                  " WHERE connector = ?1 AND topic = ?2 AND \"partition\" = "
+                  "?3 ORDER BY 1, 2");
 }
 
 static const char *const FIXED_SQL[SQ_NSTMTS] = {

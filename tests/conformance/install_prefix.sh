@@ -7,6 +7,8 @@
 #  - the installed tidemark finds the installed plugins (`plugins`,
 #    `validate`), and the installed tidemark-sinkcheck finds them by name
 #    and finds the out-of-tree one with --plugin-dir;
+#  - the installed tidemark's `table` runs the table tool installed beside
+#    it (tidemark-iceberg), not another one;
 #  - the same after the whole tree is moved elsewhere.
 # usage: install_prefix.sh BUILD_DIR SOURCE_DIR WORK_DIR
 set -u
@@ -72,6 +74,14 @@ check() {
     (cd "$work/run" && KAFKA_BOOTSTRAP=localhost:9092 "$p/bin/tidemark" validate \
         "$src/configs/wikimedia-to-sqlite.json") >"$work/validate.out" 2>&1 ||
         fail "$p: tidemark validate: $(cat "$work/validate.out")"
+    # `tidemark table` runs this tree's tool: its own refusal of a
+    # directory that is no table names the path, exit 1.
+    mkdir -p "$work/notatable" || exit 1
+    (cd / && "$p/bin/tidemark" table history "$work/notatable") >"$work/table.out" 2>&1
+    rc=$?
+    [ -x "$p/bin/tidemark-iceberg" ] && [ "$rc" -eq 1 ] &&
+        grep -qF "tidemark table: $work/notatable/metadata: not a table" "$work/table.out" ||
+        fail "$p: tidemark table history (exit $rc): $(cat "$work/table.out")"
     kit=$p/bin/tidemark-sinkcheck
     (cd / && "$kit" example_file --config "$src/tests/conformance/example_file.json" \
         --case claim) >"$work/kit.out" 2>&1 ||

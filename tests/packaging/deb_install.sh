@@ -13,7 +13,8 @@
 #  - the installed man pages render without warnings;
 #  - from the installed files only: `tidemark plugins` finds the built-in
 #    plugins in ROOT, `tidemark validate`, `tidemark-sinkcheck sqlite` (by
-#    name, found in ROOT) passes cases;
+#    name, found in ROOT) passes cases, `tidemark table` runs the table
+#    tool ROOT/usr/bin/tidemark-iceberg;
 #  - the unit's own ExecStart (its paths mapped into ROOT): with no config
 #    it exits 2 (which the unit does not restart), with a config in
 #    ROOT/etc/tidemark it runs a connector from a pkg_ topic of the
@@ -87,7 +88,7 @@ for f in $(find "$work/x" -type f \( -perm -u+x -o -name '*.so' \)); do
             fail "${f#"$work/x"} needs $so ($pkg), which Depends does not name"
     done
 done
-[ "$nelf" -ge 6 ] || fail "only $nelf ELF files in the package (tidemark, tidemark-sinkcheck, 4 plugins expected)"
+[ "$nelf" -ge 7 ] || fail "only $nelf ELF files in the package (tidemark, tidemark-sinkcheck, tidemark-iceberg, 4 plugins expected)"
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles 2>/dev/null | sort >"$work/conffiles"
 (cd "$work/x" && find etc -type f | sed 's|^|/|' | sort) >"$work/etc-files"
 [ -s "$work/etc-files" ] || fail "the package puts no file in /etc"
@@ -113,10 +114,10 @@ dpkg --root="$root" -s tidemark | grep -q '^ /etc/default/tidemark [0-9a-f]*$' |
 grep -q '^tidemark:x:[0-9]*:[0-9]*:[^:]*:/var/lib/tidemark:' "$root/etc/passwd" 2>/dev/null ||
     fail "postinst made no tidemark user with home /var/lib/tidemark in $root/etc/passwd"
 grep -q '^tidemark:' "$root/etc/group" 2>/dev/null || fail "postinst made no tidemark group"
-tm=$root/usr/bin/tidemark kit=$root/usr/bin/tidemark-sinkcheck
+tm=$root/usr/bin/tidemark kit=$root/usr/bin/tidemark-sinkcheck tool=$root/usr/bin/tidemark-iceberg
 plugindir=$root/usr/lib/tidemark/plugins
 unit=$root/lib/systemd/system/tidemark.service
-for f in "$tm" "$kit" "$unit" "$root/etc/default/tidemark" "$root/usr/lib/sysusers.d/tidemark.conf" \
+for f in "$tm" "$kit" "$tool" "$unit" "$root/etc/default/tidemark" "$root/usr/lib/sysusers.d/tidemark.conf" \
     "$root/usr/share/man/man1/tidemark.1.gz" "$root/usr/share/man/man1/tidemark-sinkcheck.1.gz"; do
     [ -f "$f" ] || fail "not installed: ${f#"$root"}"
 done
@@ -149,6 +150,13 @@ done
 grep -qF "($plugindir/sqlite.so)" "$work/kit.out" ||
     fail "tidemark-sinkcheck did not load the installed sqlite.so: $(head -1 "$work/kit.out")"
 grep -qx '3 passed, 0 failed' "$work/kit.out" || fail "tidemark-sinkcheck: $(cat "$work/kit.out")"
+# `tidemark table` execs the installed tool: its refusal of a directory
+# that is no table, exit 1.
+mkdir -p "$work/notatable" || exit 1
+(cd / && "$tm" table history "$work/notatable") >"$work/table.out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && grep -qF "tidemark table: $work/notatable/metadata: not a table" "$work/table.out" ||
+    fail "tidemark table history: exit $rc: $(cat "$work/table.out")"
 
 step "the unit's ExecStart, mapped into the root"
 # /var/lib/tidemark as StateDirectory= makes it: the user's, 0700. As
