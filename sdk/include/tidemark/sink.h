@@ -24,11 +24,12 @@
  * version stays walkable by an older reader.
  *
  * Ownership: whoever allocates frees. The config handed to open(), its
- * settings and every string in them stay valid until close() returns: keep
- * the pointers, copy nothing. Everything else the host hands over (the
- * config of validate(), a batch, markers, a topic name) is the host's for
- * that one call: the plugin copies what it keeps past it. The plugin owns
- * its instance from open() until close(). Nothing is freed across the
+ * settings and every string in them (those setting_string() returns and
+ * those settings_fill() stores) stay valid until close() returns: keep the
+ * pointers, copy nothing. Everything else the host hands over (the config
+ * of validate() and its strings, a batch, markers, a topic name) is the
+ * host's for that one call: the plugin copies what it keeps past it. The plugin
+ * owns its instance from open() until close(). Nothing is freed across the
  * boundary. Error text goes into the caller-owned
  * tm_error (librdkafka's errstr convention). Plugins never call exit() or
  * abort() and never longjmp across the boundary.
