@@ -9,6 +9,7 @@
 #include <stdalign.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/json_path.h"
@@ -367,6 +368,30 @@ int tm_settings_fill(const tm_settings *s, const tm_setting *table, void *out,
             return -1;
     }
     return 0;
+}
+
+int tm_settings_check(const tm_settings *s, const tm_setting *table,
+                      tm_error *err) {
+    char why[512];
+    if (tm_setting_table_check(table, 0, why, sizeof why) != 0) {
+        tm_error_set(err, "%s: the plugin's settings table is wrong: %s",
+                     tm_settings_path(s), why);
+        return -1;
+    }
+    size_t span = 1;
+    for (size_t i = 0; entry(table, i)->name; i++) {
+        const tm_setting *e = entry(table, i);
+        if (e->offset + field_size(e->type) > span)
+            span = e->offset + field_size(e->type);
+    }
+    void *scratch = calloc(1, span);
+    if (!scratch) {
+        tm_error_set(err, "%s: out of memory", tm_settings_path(s));
+        return -1;
+    }
+    int rc = tm_settings_fill(s, table, scratch, span, err);
+    free(scratch);
+    return rc;
 }
 
 /* ---- the schema ---------------------------------------------------------- */

@@ -24,6 +24,12 @@ int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
 int tm_settings_fill(const tm_settings *s, const tm_setting *table, void *out,
                      size_t out_size, tm_error *err);
 
+/* The check of tm_settings_fill() without a struct of the plugin's to
+ * fill (a scratch one as large as the table's fields): for `tidemark
+ * validate`, which has no instance. 0, or -1 with err set. */
+int tm_settings_check(const tm_settings *s, const tm_setting *table,
+                      tm_error *err);
+
 /* The settings' JSON schema ({"type": "object", "required": [...],
  * "additionalProperties": false, "properties": {...}}), a new reference;
  * NULL when out of memory. The table must have passed
