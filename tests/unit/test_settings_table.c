@@ -276,6 +276,21 @@ START_TEST(duplicate_json_keys_are_the_config_loaders) {
 }
 END_TEST
 
+/* `tidemark validate` checks without a struct of the plugin's: the same
+ * answers as a fill. */
+START_TEST(check_without_a_struct) {
+    tm_error err = {sizeof err, ""};
+    tm_settings *s = load("{\"path\": \"/db\", \"mode\": \"upsert\"}");
+    ck_assert_msg(tm_settings_check(s, TABLE, &err) == 0, "%s", err.message);
+    tm_settings_free(s);
+    s = load("{\"path\": \"/db\", \"create\": \"yes\"}");
+    ck_assert_int_eq(tm_settings_check(s, TABLE, &err), -1);
+    ck_assert_str_eq(err.message, "$.sink.settings.create: expected a boolean, "
+                                  "found string \"yes\"");
+    tm_settings_free(s);
+}
+END_TEST
+
 /* ---- the table itself ---------------------------------------------------- */
 
 static void table_refused(const tm_setting *t, size_t size, const char *want) {
@@ -426,6 +441,7 @@ int main(void) {
     tcase_add_test(tc, strings_with_nul_and_escapes);
     tcase_add_test(tc, long_value_cut_on_a_character);
     tcase_add_test(tc, duplicate_json_keys_are_the_config_loaders);
+    tcase_add_test(tc, check_without_a_struct);
     tcase_add_test(tc, table_checks);
     tcase_add_test(tc, table_without_end);
     tcase_add_test(tc, schema_from_the_table);

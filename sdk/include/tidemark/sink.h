@@ -127,7 +127,8 @@ typedef struct tm_value {
     } v;
 } tm_value;
 
-/* Opaque: the sink's own settings, read through host->setting_*(). */
+/* Opaque: the sink's own settings, checked and read through
+ * host->settings_fill() (declared settings) or host->setting_*(). */
 typedef struct tm_settings tm_settings;
 
 #define TM_CONFIG_DEDUP 0x1u /* records carry business keys to dedup */
