@@ -248,7 +248,7 @@ END_TEST
 
 /* A long value is cut on a character boundary: the message stays UTF-8. */
 START_TEST(long_value_cut_on_a_character) {
-    char text[512] = "{\"path\": \"/db\", \"mode\": \"x";
+    char text[1024] = "{\"path\": \"/db\", \"mode\": \"x";
     for (int k = 0; k < 100; k++)
         strcat(text, "\\u00e9");
     strcat(text, "\"}");
