@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/settings_table.h"
 #include "kafka/kafka_conf.h"
 #include "services/error.h"
 #include "services/redact.h"
@@ -136,10 +137,15 @@ int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
 
 int tm_cli_sink_validate(tm_cli_sink *s) {
     const tm_sink_api *api = s->inst.api;
-    if (!api->validate)
-        return 0;
     tm_error err = tm_error_init();
-    tm_status st = api->validate(tm_host_services(), &s->inst.config, &err);
+    tm_status st = TM_OK;
+    /* Declared settings are the host's to check, as open would: also for
+     * a plugin without validate(). */
+    if (TM_SINK_API_HAS_SETTINGS(api) && api->settings &&
+        tm_settings_check(s->inst.settings, api->settings, &err) != 0)
+        st = TM_INVALID;
+    if (st == TM_OK && api->validate)
+        st = api->validate(tm_host_services(), &s->inst.config, &err);
     if (st == TM_OK)
         return 0;
     char msg[TM_ERROR_MAX + 128];

@@ -58,8 +58,9 @@ int tm_cli_name_clash(const char *const *files, const char *const *names,
 int tm_cli_sink_load(tm_cli_sink *s, const char *file, const char *const *dirs,
                      size_t ndirs);
 
-/* The plugin's validate callback on the loaded config (its settings and
- * its store, read-only), when it has one. 0 accepted (or no callback), -1
+/* The plugin's declared settings checked against its table (ABI 1.3), then
+ * its validate callback on the loaded config (its settings and its store,
+ * read-only), when it has one. 0 accepted (or nothing to check), -1
  * with "FILE: $.sink: plugin \"NAME\" refused the config (STATUS): ..."
  * printed. */
 int tm_cli_sink_validate(tm_cli_sink *s);

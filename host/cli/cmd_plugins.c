@@ -26,6 +26,7 @@ typedef struct row {
     unsigned abi_major, abi_minor;
     uint32_t capabilities;
     int shadowed;
+    json_t *settings; /* the settings' schema, NULL when refused */
 } row;
 
 typedef struct rows {
@@ -49,7 +50,8 @@ static void usage(FILE *out) {
             "the reason. Search order: each --plugin-dir, then\n"
             "TIDEMARK_PLUGIN_PATH (colon-separated), then %s.\n"
             "\n"
-            "  --json            print a JSON array instead of a table\n"
+            "  --json            print a JSON array instead of a table (with\n"
+            "                    each plugin's settings as a JSON schema)\n"
             "  --plugin-dir DIR  search DIR first (repeatable)\n",
             tm_plugin_default_dir());
 }
@@ -87,6 +89,7 @@ static void row_free(row *r) {
     free(r->name);
     free(r->version);
     free(r->error);
+    json_decref(r->settings);
 }
 
 static void rows_free(rows *rs) {
@@ -106,7 +109,9 @@ static int row_fill(row *r, const tm_plugin_entry *e) {
         r->abi_major = api->abi_major;
         r->abi_minor = api->abi_minor;
         r->capabilities = api->capabilities;
-        if (r->name == NULL || (api->version != NULL && r->version == NULL))
+        r->settings = tm_plugin_settings_schema(api);
+        if (r->name == NULL || (api->version != NULL && r->version == NULL) ||
+            r->settings == NULL)
             return -1;
     } else {
         r->error = strdup(e->error != NULL ? e->error : "refused");
@@ -282,6 +287,7 @@ static json_t *row_json(const row *r) {
     rc |= set(o, "shadowed", json_boolean(r->shadowed));
     rc |= set(o, "error", string_or_null(r->error));
     rc |= set(o, "path", json_string(r->path));
+    rc |= set(o, "settings", ok ? json_incref(r->settings) : json_null());
     if (rc != 0) {
         json_decref(o);
         return NULL;

@@ -107,10 +107,13 @@ static int validate_one(const char *const *files, char **names, size_t i,
         bad = 1;
     if (!bad) {
         char line[1024], red[1024];
+        int declared = TM_SINK_API_HAS_SETTINGS(api) && api->settings;
         snprintf(line, sizeof line,
                  "%s: OK (connector \"%s\", plugin \"%s\" %s%s)", file,
                  s.cfg->name, api->name, api->version ? api->version : "",
                  api->validate ? ""
+                 : declared    ? ", no validate callback: settings checked "
+                                 "against its declared table only"
                                : ", no validate callback: settings not "
                                  "checked");
         tm_config_redact(s.cfg, line, red, sizeof red);

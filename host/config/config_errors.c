@@ -61,30 +61,11 @@ void cfg_fail(loader *L, const char *path, const char *fmt, ...) {
  * Strings are redacted before they are shortened, so that no part of a
  * secret survives the cut. */
 const char *cfg_found(loader *L, const json_t *v, char *buf, size_t size) {
-    if (!v) {
-        snprintf(buf, size, "nothing");
-    } else if (json_is_string(v)) {
-        char red[LINE_MAX_LEN];
+    char red[LINE_MAX_LEN];
+    if (v && json_is_string(v))
         tm_config_redact(L->cfg, json_string_value(v), red, sizeof red);
-        size_t n = strlen(red);
-        for (size_t i = 0; i < n; i++)
-            if ((unsigned char)red[i] < 0x20)
-                red[i] = '?';
-        if (n > FOUND_MAX_LEN)
-            snprintf(buf, size, "string \"%.*s...\"", FOUND_MAX_LEN, red);
-        else
-            snprintf(buf, size, "string \"%s\"", red);
-    } else if (json_is_integer(v)) {
-        snprintf(buf, size, "integer %" JSON_INTEGER_FORMAT,
-                 json_integer_value(v));
-    } else if (json_is_real(v)) {
-        snprintf(buf, size, "number %g", json_real_value(v));
-    } else if (json_is_boolean(v)) {
-        snprintf(buf, size, "boolean %s", json_is_true(v) ? "true" : "false");
-    } else {
-        snprintf(buf, size, "%s", tm_json_type_name(v));
-    }
-    return buf;
+    return tm_json_found(v, v && json_is_string(v) ? red : NULL, FOUND_MAX_LEN,
+                         buf, size);
 }
 
 void cfg_fail_type(loader *L, const char *path, const char *expected,

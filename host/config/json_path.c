@@ -66,6 +66,39 @@ const char *tm_json_type_name(const json_t *v) {
     return "unknown";
 }
 
+const char *tm_json_found(const json_t *v, const char *shown, size_t max,
+                          char *buf, size_t size) {
+    if (!v) {
+        snprintf(buf, size, "nothing");
+    } else if (json_is_string(v)) {
+        const char *s = shown ? shown : json_string_value(v);
+        size_t n = strlen(s), cut = n;
+        if (n > max) {
+            cut = max;
+            /* back to the start of the character that would be split */
+            while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+                cut--;
+        }
+        size_t used = (size_t)snprintf(buf, size, "string \"");
+        for (size_t i = 0; i < cut && used + 1 < size; i++)
+            buf[used++] = (unsigned char)s[i] < 0x20 ? '?' : s[i];
+        if (used < size)
+            buf[used] = '\0';
+        if (used < size)
+            snprintf(buf + used, size - used, "%s\"", cut < n ? "..." : "");
+    } else if (json_is_integer(v)) {
+        snprintf(buf, size, "integer %" JSON_INTEGER_FORMAT,
+                 json_integer_value(v));
+    } else if (json_is_real(v)) {
+        snprintf(buf, size, "number %g", json_real_value(v));
+    } else if (json_is_boolean(v)) {
+        snprintf(buf, size, "boolean %s", json_is_true(v) ? "true" : "false");
+    } else {
+        snprintf(buf, size, "%s", tm_json_type_name(v));
+    }
+    return buf;
+}
+
 static int hex4(const char *s, size_t n, unsigned *v) {
     *v = 0;
     if (n < 4)

@@ -19,5 +19,12 @@ void tm_json_path_index(char *out, size_t size, const char *parent,
 void tm_json_path_at(const char *text, size_t pos, char *out, size_t size);
 /* "string", "integer", "number", "boolean", "object", "array", "null". */
 const char *tm_json_type_name(const json_t *v);
+/* What was found, for "expected X, found Y": "string \"ten\"", "integer
+ * -5", "boolean true", "object"; "nothing" for NULL. SHOWN replaces a
+ * string's text (the caller's redacted copy), NULL shows its own. Control
+ * characters show as '?'; a string longer than MAX bytes is cut on a
+ * character boundary and ends in "...". Returns buf. */
+const char *tm_json_found(const json_t *v, const char *shown, size_t max,
+                          char *buf, size_t size);
 
 #endif

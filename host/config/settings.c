@@ -38,6 +38,14 @@ void tm_settings_free(tm_settings *s) {
     free(s);
 }
 
+const json_t *tm_settings_object(const tm_settings *s) {
+    return s ? s->obj : NULL;
+}
+
+const char *tm_settings_path(const tm_settings *s) {
+    return s ? s->path : "$";
+}
+
 /* The value at key, or NULL. Absent and JSON null both mean "not set". */
 static json_t *lookup(const tm_settings *s, const char *key) {
     json_t *v = s ? json_object_get(s->obj, key) : NULL;

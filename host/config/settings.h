@@ -16,6 +16,10 @@ int tm_settings_int(const tm_settings *s, const char *key, int64_t *out,
                     tm_error *err);
 int tm_settings_bool(const tm_settings *s, const char *key, int *out,
                      tm_error *err);
+/* The object and the JSON path it sits at (for the declared settings'
+ * walker, settings_table.c). */
+const json_t *tm_settings_object(const tm_settings *s);
+const char *tm_settings_path(const tm_settings *s);
 int tm_settings_check_keys(const tm_settings *s, const char *const *known,
                            size_t n, tm_error *err);
 

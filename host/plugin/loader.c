@@ -19,6 +19,8 @@
 #define _XOPEN_SOURCE 700 /* realpath() is XSI, not in _POSIX_C_SOURCE */
 #include "plugin/loader.h"
 
+#include "config/settings_table.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -452,6 +454,22 @@ static int check_callbacks(const tm_sink_api *api, const char *path,
     return 0;
 }
 
+/* The declared settings (ABI 1.3), read only when struct_size says the
+ * field is there: a plugin of an older minor has whatever follows its
+ * table in memory at that place. A wrong table is refused at load, where
+ * its author sees it, not at the first connector that uses it. */
+static int check_settings(const tm_sink_api *api, const char *path,
+                          char *errstr, size_t errstr_size) {
+    if (!TM_SINK_API_HAS_SETTINGS(api) || api->settings == NULL)
+        return 0;
+    char why[512];
+    if (tm_setting_table_check(api->settings, 0, why, sizeof why) != 0) {
+        refuse(errstr, errstr_size, "plugin %s: settings table: %s", path, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* WANT_NAME: the name asked for when loaded by name, else NULL. */
 static int load_path(const char *path, const char *want_name, tm_plugin *out,
                      char *errstr, size_t errstr_size) {
@@ -478,7 +496,8 @@ static int load_path(const char *path, const char *want_name, tm_plugin *out,
         return -1;
     }
     if (check_version(api, path, errstr, errstr_size) != 0 ||
-        check_callbacks(api, path, errstr, errstr_size) != 0)
+        check_callbacks(api, path, errstr, errstr_size) != 0 ||
+        check_settings(api, path, errstr, errstr_size) != 0)
         return -1;
     if (want_name != NULL && strcmp(api->name, want_name) != 0) {
         refuse(errstr, errstr_size,

@@ -3,6 +3,7 @@
 #ifndef TM_PLUGIN_LOADER_H
 #define TM_PLUGIN_LOADER_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <tidemark/sink.h>
 
@@ -76,5 +77,11 @@ typedef int (*tm_plugin_list_fn)(const tm_plugin_entry *entry, void *ctx);
  * runs each plugin's constructors: list only directories you trust. */
 int tm_plugin_list(const char *const *dirs, size_t ndirs, tm_plugin_list_fn fn,
                    void *ctx, char *errstr, size_t errstr_size);
+
+/* The JSON schema of API's settings (a new reference): built from its
+ * declared table (tm_sink_api.settings) when it has one, else its
+ * describe() text parsed (kept as a string when it is not JSON), else
+ * JSON null. NULL when out of memory. (plugin_settings.c) */
+json_t *tm_plugin_settings_schema(const tm_sink_api *api);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "commit/marker_check.h"
 #include "config/settings.h"
+#include "config/settings_table.h"
 #include "services/error.h"
 #include "services/fault.h"
 #include "services/log.h"
@@ -50,6 +51,7 @@ static const tm_host_api services = {
     .log = services_log,
     .fault = tm_fault,
     .emit = services_emit,
+    .settings_fill = tm_settings_fill,
 };
 
 const tm_host_api *tm_host_services(void) {

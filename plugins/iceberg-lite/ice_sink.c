@@ -1,5 +1,5 @@
-/* The iceberg-lite sink: the callback table, open, close, interrupt,
- * describe (docs/iceberg-lite.md): append-only,
+/* The iceberg-lite sink: the callback table, open, close, interrupt
+ * (docs/iceberg-lite.md): append-only,
  * unpartitioned Apache Iceberg v2 tables on the local file system that
  * pyiceberg, pyarrow and DuckDB read; every snapshot summary carries the
  * markers; a commit is the atomic creation of the next metadata version. */
@@ -98,35 +98,9 @@ static void ice_interrupt(void *sink) {
     atomic_store(&s->interrupted, 1);
 }
 
-static const char *ice_describe(void) {
-    return "{\"type\":\"object\",\"required\":[\"path\"],"
-           "\"additionalProperties\":false,\"properties\":{"
-           "\"path\":{\"type\":\"string\",\"description\":\"the Iceberg "
-           "table's directory on the local file system\"},"
-           "\"create\":{\"type\":\"boolean\",\"default\":true,"
-           "\"description\":\"create the table when the directory holds "
-           "none\"},"
-           "\"target_file_size\":{\"type\":\"integer\",\"minimum\":65536,"
-           "\"default\":134217728,\"description\":\"bytes per Parquet data "
-           "file before a batch rolls to the next\"},"
-           "\"fsync\":{\"type\":\"boolean\",\"default\":true,"
-           "\"description\":\"false weakens the durability of committed "
-           "batches\"},"
-           "\"keep_snapshots\":{\"type\":\"integer\",\"minimum\":0,"
-           "\"maximum\":1000000,\"default\":100,\"description\":\"snapshots "
-           "kept in the metadata (0 keeps all)\"},"
-           "\"compression\":{\"type\":\"string\",\"enum\":[\"zstd\","
-           "\"snappy\",\"none\"],\"default\":\"zstd\",\"description\":"
-           "\"the Parquet pages' codec\"},"
-           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
-           "\"description\":\"true: other connectors write this table too "
-           "(else a table holding another connector's markers is "
-           "refused)\"}}}";
-}
-
 TM_SINK_DEFINE(.name = "iceberg_lite", .version = "1.0.0",
                .capabilities = TM_CAP_DEAD_LETTERS, .open = ice_open,
                .claim = ice_claim, .read_markers = ice_read_markers,
                .commit = ice_commit, .close = ice_close,
                .validate = ice_validate, .scan = ice_scan,
-               .interrupt = ice_interrupt, .describe = ice_describe)
+               .interrupt = ice_interrupt, .settings = ICE_SETTINGS)

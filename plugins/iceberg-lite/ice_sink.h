@@ -1,7 +1,7 @@
 /* The iceberg-lite sink's internals, shared by its files (one concern
  * each):
- *   ice_sink.c        the callback table, open, close, interrupt, describe
- *   settings.c        reading and checking the settings; validate
+ *   ice_sink.c        the callback table, open, close, interrupt
+ *   settings.c        the declared settings, the mapping check; validate
  *   schema.c          the mapping as an Iceberg schema and Parquet columns
  *   markers.c         claim and read_markers
  *   commit.c          one batch, one new table version
@@ -33,22 +33,22 @@
 /* Hidden columns of every data file: where each row came from, so that
  * scan (and tidemark verify) read offsets back from the effects. */
 #define ICE_HIDDEN_PREFIX "_tm_"
-/* Where the host's connector config holds a sink's settings: the JSON
- * path a message about a setting's value names. */
-#define ICE_SETTINGS_PATH "$.sink.settings"
 #define ICE_NHIDDEN       3
 
 /* A file:// URI of a path of at most 4096 bytes. */
 #define ICE_URI_MAX 4200
 
+/* Filled by the host from ICE_SETTINGS (settings.c). Strings point into
+ * the host's config, which lives until close() returns (sink.h,
+ * settings_fill). */
 typedef struct ice_settings {
-    /* Strings point into the host's config, which outlives the instance. */
     const char *path;
     int create;
     int64_t target_file_size;
     int fsync;
     int64_t keep_snapshots; /* 0: never expire */
     int shared_table;       /* other connectors' markers are expected */
+    int codec;              /* the index of "compression" in its names */
     pq_codec compression;   /* of the Parquet pages */
 } ice_settings;
 
@@ -65,6 +65,8 @@ typedef struct ice_sink {
 } ice_sink;
 
 /* settings.c */
+/* The declared settings (tm_sink_api.settings). */
+extern const tm_setting ICE_SETTINGS[];
 tm_status ice_settings_load(const tm_host_api *host,
                             const tm_sink_config *config, ice_settings *out,
                             tm_error *err);

@@ -1,17 +1,14 @@
-/* The sink's settings, read through the host so that every sink reports a
- * bad setting the same way (the host names the JSON path), and validate():
- * the same checks plus the table's shape, changing nothing. */
+/* The sink's settings, declared as a table: the host checks the keys,
+ * types, bounds and allowed values and fills ice_settings, so that every
+ * sink reports a bad setting the same way (naming the JSON path); the
+ * mapping is checked here. And validate(): the same checks plus the
+ * table's shape, changing nothing. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ice_sink.h"
-
-static const char *const KNOWN[] = {
-    "path",           "create",       "target_file_size", "fsync",
-    "keep_snapshots", "shared_table", "compression"};
-#define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
 
 /* Files below this would make a table of many tiny files; above, one batch
  * is held in memory per file anyway. */
@@ -23,58 +20,43 @@ static const char *const KNOWN[] = {
 #define DEFAULT_KEEP_SNAPSHOTS 100
 #define MAX_KEEP_SNAPSHOTS     1000000
 
+/* The codecs "compression" takes, by the names pq_codec_parse() knows;
+ * zstd first: the index of the default (PQ_CODEC_DEFAULT). */
+static const char *const CODECS[] = {"zstd", "snappy", "none", NULL};
+
+const tm_setting ICE_SETTINGS[] = {
+    TM_SETTING_STRING("path", ice_settings, path, TM_SETTING_REQUIRED, NULL, 1,
+                      0, "the table's directory on the local file system"),
+    TM_SETTING_BOOL("create", ice_settings, create, 1,
+                    "create the table when the directory holds none"),
+    TM_SETTING_INT("target_file_size", ice_settings, target_file_size, 0,
+                   INT64_C(128) << 20, MIN_FILE_SIZE, MAX_FILE_SIZE,
+                   "bytes per Parquet data file before a batch rolls to the "
+                   "next"),
+    TM_SETTING_BOOL("fsync", ice_settings, fsync, 1,
+                    "false weakens the durability of committed batches"),
+    TM_SETTING_INT("keep_snapshots", ice_settings, keep_snapshots, 0,
+                   DEFAULT_KEEP_SNAPSHOTS, 0, MAX_KEEP_SNAPSHOTS,
+                   "snapshots kept in the metadata (0 keeps all)"),
+    TM_SETTING_ENUM("compression", ice_settings, codec, 0, CODECS, 0,
+                    "the Parquet pages' codec"),
+    TM_SETTING_BOOL("shared_table", ice_settings, shared_table, 0,
+                    "true: other connectors write this table too (else a "
+                    "table holding another connector's markers is "
+                    "refused)"),
+    TM_SETTING_END,
+};
+
 tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
                             ice_settings *out, tm_error *err) {
-    const tm_settings *set = config->settings;
-    memset(out, 0, sizeof *out);
-    out->create = 1;
-    out->fsync = 1;
-    out->target_file_size = INT64_C(128) << 20; /* Iceberg's default */
-    out->keep_snapshots = DEFAULT_KEEP_SNAPSHOTS;
-    out->compression = PQ_CODEC_DEFAULT;
-    if (h->settings_check_keys(set, KNOWN, NKNOWN, err) != 0)
+    /* Keys, types, bounds and allowed values: the host, from the table. */
+    if (h->settings_fill(config->settings, ICE_SETTINGS, out, sizeof *out,
+                         err) != 0)
         return TM_INVALID;
-    int rc = h->setting_string(set, "path", &out->path, err);
-    if (rc < 0)
-        return TM_INVALID;
-    if (rc == 0 || !out->path || !*out->path) {
-        h->set_error(err, "setting \"path\": required: the table's "
-                          "directory on the local file system");
-        return TM_INVALID;
-    }
-    if (h->setting_bool(set, "create", &out->create, err) < 0 ||
-        h->setting_bool(set, "fsync", &out->fsync, err) < 0 ||
-        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
-        h->setting_int(set, "target_file_size", &out->target_file_size, err) <
-            0 ||
-        h->setting_int(set, "keep_snapshots", &out->keep_snapshots, err) < 0)
-        return TM_INVALID;
-    const char *codec = NULL;
-    rc = h->setting_string(set, "compression", &codec, err);
-    if (rc < 0)
-        return TM_INVALID;
-    if (rc == 1 && pq_codec_parse(codec, &out->compression) != 0) {
-        h->set_error(err,
-                     "setting \"compression\" (%s.compression): \"%s\" is "
-                     "not a codec of this sink (expected %s)",
-                     ICE_SETTINGS_PATH, codec, PQ_CODEC_NAMES);
-        return TM_INVALID;
-    }
-    if (out->keep_snapshots < 0 || out->keep_snapshots > MAX_KEEP_SNAPSHOTS) {
-        h->set_error(err,
-                     "setting \"keep_snapshots\": %lld is out of range (0 "
-                     "keeps every snapshot, else 1 to %d)",
-                     (long long)out->keep_snapshots, MAX_KEEP_SNAPSHOTS);
-        return TM_INVALID;
-    }
-    if (out->target_file_size < MIN_FILE_SIZE ||
-        out->target_file_size > MAX_FILE_SIZE) {
-        h->set_error(err,
-                     "setting \"target_file_size\": %lld is out of range "
-                     "(%d to %lld bytes)",
-                     (long long)out->target_file_size, MIN_FILE_SIZE,
-                     (long long)MAX_FILE_SIZE);
-        return TM_INVALID;
+    if (pq_codec_parse(CODECS[out->codec], &out->compression) != 0) {
+        h->set_error(err, "compression \"%s\": not a codec of pq_codec.c",
+                     CODECS[out->codec]);
+        return TM_FATAL;
     }
     if (config->flags & TM_CONFIG_DEDUP) {
         /* The host refuses this first; a caller that does not still gets

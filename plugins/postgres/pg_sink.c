@@ -1,9 +1,9 @@
-/* The PostgreSQL sink: the callback table, open, close, interrupt,
- * describe (docs/sinks/postgres.md): one transaction per
- * batch; marker rows locked FOR UPDATE; rows written with COPY; append or
- * upsert by key columns; keys inserted with ON CONFLICT and compared after;
- * DDL at start under an advisory lock; identifiers escaped by libpq; an
- * unknown commit outcome is settled by the check. */
+/* The PostgreSQL sink: the callback table, open, close, interrupt
+ * (docs/sinks/postgres.md): one transaction per batch; marker rows locked FOR
+ * UPDATE; rows written with COPY; append or upsert by key columns; keys
+ * inserted with ON CONFLICT and compared after; DDL at start under an advisory
+ * lock; identifiers escaped by libpq; an unknown commit outcome is settled by
+ * the check. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,32 +119,10 @@ static tm_status call_scan(void *sink, const char *topic, int32_t partition,
     return r;
 }
 
-static const char *pg_describe(void) {
-    return "{\"type\":\"object\",\"required\":[\"conninfo\",\"table\"],"
-           "\"additionalProperties\":false,\"properties\":{"
-           "\"conninfo\":{\"type\":\"string\",\"description\":\"libpq "
-           "connection string (keywords or URI)\"},"
-           "\"schema\":{\"type\":\"string\",\"default\":\"public\"},"
-           "\"table\":{\"type\":\"string\",\"description\":\"target table\"},"
-           "\"create\":{\"type\":\"boolean\",\"default\":true},"
-           "\"mode\":{\"enum\":[\"append\",\"upsert\"],\"default\":"
-           "\"append\"},"
-           "\"connect_timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
-           "\"default\":10},"
-           "\"statement_timeout_ms\":{\"type\":\"integer\",\"minimum\":0,"
-           "\"default\":30000},"
-           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
-           "\"description\":\"other connectors write the table too (each "
-           "must say so)\"},"
-           "\"dedup_retention_s\":{\"type\":\"integer\",\"minimum\":1,"
-           "\"description\":\"forget business keys this long after their "
-           "record timestamp; absent: keep for ever\"}}}";
-}
-
 TM_SINK_DEFINE(.name = "postgres", .version = "0.1.0",
                .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
                                TM_CAP_UPSERT,
                .open = pg_open, .claim = call_claim,
                .read_markers = call_read_markers, .commit = call_commit,
                .close = pg_close, .validate = pg_validate, .scan = call_scan,
-               .interrupt = pg_interrupt, .describe = pg_describe)
+               .interrupt = pg_interrupt, .settings = PG_SETTINGS)

@@ -38,13 +38,15 @@
 
 typedef enum pg_mode { PG_APPEND = 0, PG_UPSERT = 1 } pg_mode;
 
+/* Filled by the host from PG_SETTINGS (settings.c). Strings point into
+ * the host's config, which lives until close() returns (sink.h,
+ * settings_fill). */
 typedef struct pg_settings {
-    /* Strings point into the host's config, which outlives the instance. */
     const char *conninfo;
     const char *schema;
     const char *table;
     int create;
-    pg_mode mode;
+    int mode; /* pg_mode: the index in the table's allowed modes */
     int64_t connect_timeout_s;
     int64_t statement_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
@@ -74,6 +76,8 @@ typedef struct pg_sink {
 } pg_sink;
 
 /* settings.c */
+/* The declared settings (tm_sink_api.settings). */
+extern const tm_setting PG_SETTINGS[];
 tm_status pg_settings_load(const tm_host_api *host,
                            const tm_sink_config *config, pg_settings *out,
                            tm_error *err);

@@ -1,21 +1,46 @@
-/* The sink's settings, read through the host so that every sink reports a
- * bad setting the same way. Every refusal names the key. */
+/* The sink's settings, declared as a table: the host checks the keys,
+ * types, bounds and allowed values and fills pg_settings, so that every
+ * sink reports a bad setting the same way (naming the JSON path). What
+ * the table cannot say is checked here: the connection string parses, the
+ * mapping suits the table. */
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
 #include "pg_sink.h"
 
-static const char *const KNOWN[] = {"conninfo",
-                                    "schema",
-                                    "table",
-                                    "create",
-                                    "mode",
-                                    "connect_timeout_s",
-                                    "statement_timeout_ms",
-                                    "dedup_retention_s",
-                                    "shared_table"};
-#define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
+/* The order of MODES is pg_mode's. */
+static const char *const MODES[] = {"append", "upsert", NULL};
+
+/* Names longer than PG_NAME_MAX bytes would be cut by the server, so two
+ * settings could name one table while the owners registry, keyed by the
+ * setting, sees two: the bound refuses them. */
+const tm_setting PG_SETTINGS[] = {
+    TM_SETTING_STRING("conninfo", pg_settings, conninfo, TM_SETTING_REQUIRED,
+                      NULL, 1, 0,
+                      "a libpq connection string (keywords or URI)"),
+    TM_SETTING_STRING("schema", pg_settings, schema, 0, "public", 1,
+                      PG_NAME_MAX, "the target table's schema"),
+    TM_SETTING_STRING("table", pg_settings, table, TM_SETTING_REQUIRED, NULL, 1,
+                      PG_NAME_MAX, "the target table's name"),
+    TM_SETTING_BOOL("create", pg_settings, create, 1,
+                    "create the table when missing"),
+    TM_SETTING_ENUM("mode", pg_settings, mode, 0, MODES, PG_APPEND,
+                    "append rows, or replace them by the key columns"),
+    TM_SETTING_INT("connect_timeout_s", pg_settings, connect_timeout_s, 0, 10,
+                   1, 3600, "how long a connection attempt may take"),
+    TM_SETTING_INT("statement_timeout_ms", pg_settings, statement_timeout_ms, 0,
+                   30000, 0, INT32_MAX,
+                   "the server's statement_timeout; 0: none"),
+    TM_SETTING_INT("dedup_retention_s", pg_settings, retention_s,
+                   TM_SETTING_NO_DEFAULT, 0, 1, INT64_MAX / 1000,
+                   "forget business keys this long after their record "
+                   "timestamp; absent: keep for ever"),
+    TM_SETTING_BOOL("shared_table", pg_settings, shared_table, 0,
+                    "other connectors write the table too (each of them must "
+                    "say so)"),
+    TM_SETTING_END,
+};
 
 const char *pg_type_sql(tm_type t) {
     switch (t) {
@@ -28,38 +53,6 @@ const char *pg_type_sql(tm_type t) {
     case TM_TYPE_BYTES: return "bytea";
     }
     return NULL;
-}
-
-static tm_status required_string(const tm_host_api *h, const tm_settings *set,
-                                 const char *key, const char *what,
-                                 const char **out, tm_error *err) {
-    int rc = h->setting_string(set, key, out, err);
-    if (rc < 0)
-        return TM_INVALID;
-    if (rc == 0 || !*out || !**out) {
-        h->set_error(err, "setting \"%s\": required: %s", key, what);
-        return TM_INVALID;
-    }
-    return TM_OK;
-}
-
-static tm_status int_in(const tm_host_api *h, const tm_settings *set,
-                        const char *key, int64_t min, int64_t max, int64_t *out,
-                        tm_error *err) {
-    int64_t v;
-    int rc = h->setting_int(set, key, &v, err);
-    if (rc < 0)
-        return TM_INVALID;
-    if (rc == 1) {
-        if (v < min || v > max) {
-            h->set_error(err,
-                         "setting \"%s\": %lld is out of range (%lld to %lld)",
-                         key, (long long)v, (long long)min, (long long)max);
-            return TM_INVALID;
-        }
-        *out = v;
-    }
-    return TM_OK;
 }
 
 static tm_status check_columns(const tm_host_api *h,
@@ -97,59 +90,9 @@ static tm_status check_columns(const tm_host_api *h,
 
 tm_status pg_settings_load(const tm_host_api *h, const tm_sink_config *config,
                            pg_settings *out, tm_error *err) {
-    const tm_settings *set = config->settings;
-    const char *mode = NULL;
-    memset(out, 0, sizeof *out);
-    out->schema = "public";
-    out->create = 1;
-    out->mode = PG_APPEND;
-    out->connect_timeout_s = 10;
-    out->statement_timeout_ms = 30000;
-    if (h->settings_check_keys(set, KNOWN, NKNOWN, err) != 0)
-        return TM_INVALID;
-    if (required_string(h, set, "conninfo",
-                        "a libpq connection string (keywords or URI)",
-                        &out->conninfo, err) != TM_OK ||
-        required_string(h, set, "table", "the target table's name", &out->table,
-                        err) != TM_OK)
-        return TM_INVALID;
-    int rc = h->setting_string(set, "schema", &out->schema, err);
-    if (rc < 0)
-        return TM_INVALID;
-    if (rc == 1 && (!out->schema || !*out->schema)) {
-        h->set_error(err, "setting \"schema\": must not be empty");
-        return TM_INVALID;
-    }
-    /* A longer name would be cut by the server, so two settings could name
-     * one table while the owners registry, keyed by the setting, sees two. */
-    if (strlen(out->table) > PG_NAME_MAX || strlen(out->schema) > PG_NAME_MAX) {
-        int t = strlen(out->table) > PG_NAME_MAX;
-        h->set_error(err,
-                     "setting \"%s\": %zu bytes; PostgreSQL names hold at "
-                     "most %d bytes (longer ones are cut)",
-                     t ? "table" : "schema",
-                     strlen(t ? out->table : out->schema), PG_NAME_MAX);
-        return TM_INVALID;
-    }
-    if (h->setting_bool(set, "create", &out->create, err) < 0 ||
-        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
-        h->setting_string(set, "mode", &mode, err) < 0)
-        return TM_INVALID;
-    if (mode && strcmp(mode, "upsert") == 0) {
-        out->mode = PG_UPSERT;
-    } else if (mode && strcmp(mode, "append") != 0) {
-        h->set_error(err,
-                     "setting \"mode\": \"%.*s\" is not one of append, "
-                     "upsert",
-                     (int)pg_utf8_prefix(mode, 100), mode);
-        return TM_INVALID;
-    }
-    if (int_in(h, set, "connect_timeout_s", 1, 3600, &out->connect_timeout_s,
-               err) != TM_OK ||
-        int_in(h, set, "statement_timeout_ms", 0, INT32_MAX,
-               &out->statement_timeout_ms, err) != TM_OK ||
-        int_in(h, set, "dedup_retention_s", 1, INT64_MAX / 1000,
-               &out->retention_s, err) != TM_OK)
+    /* Keys, types, bounds and allowed values: the host, from the table. */
+    if (h->settings_fill(config->settings, PG_SETTINGS, out, sizeof *out,
+                         err) != 0)
         return TM_INVALID;
     /* The connection string must parse; libpq's message names the bad part
      * (never a password). */

@@ -1,6 +1,8 @@
-/* The sink's settings, read through the host so that every sink reports a
- * bad setting the same way (the host names the JSON path). Every refusal
- * names the key and, for enumerations, the allowed values. */
+/* The sink's settings, declared as a table: the host checks the keys,
+ * types, bounds and allowed values and fills sq_settings, so that every
+ * sink reports a bad setting the same way (naming the JSON path). What
+ * the table cannot say is checked here: the path is a file's, the mapping
+ * suits the table. */
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -8,49 +10,34 @@
 
 #include "sqlite_sink.h"
 
-static const char *const KNOWN[] = {"path",
-                                    "table",
-                                    "create",
-                                    "mode",
-                                    "synchronous",
-                                    "busy_timeout_ms",
-                                    "dedup_retention_s",
-                                    "shared_table"};
-#define NKNOWN (sizeof KNOWN / sizeof KNOWN[0])
+/* The order of MODES is sq_mode's. */
+static const char *const MODES[] = {"append", "upsert", NULL};
+static const char *const SYNCS[] = {"FULL", "NORMAL", "OFF", NULL};
 
-/* A required non-empty string. */
-static tm_status required_string(const tm_host_api *h, const tm_settings *set,
-                                 const char *key, const char *what,
-                                 const char **out, tm_error *err) {
-    int rc = h->setting_string(set, key, out, err);
-    if (rc < 0)
-        return TM_INVALID;
-    if (rc == 0 || !*out || !**out) {
-        h->set_error(err, "setting \"%s\": required: %s", key, what);
-        return TM_INVALID;
-    }
-    return TM_OK;
-}
-
-/* An optional non-negative integer; *out keeps its default when absent. */
-static tm_status nonneg_int(const tm_host_api *h, const tm_settings *set,
-                            const char *key, int64_t max, int64_t *out,
-                            tm_error *err) {
-    int64_t v;
-    int rc = h->setting_int(set, key, &v, err);
-    if (rc < 0)
-        return TM_INVALID;
-    if (rc == 1) {
-        if (v < 0 || v > max) {
-            h->set_error(err,
-                         "setting \"%s\": %lld is out of range (0 to %lld)",
-                         key, (long long)v, (long long)max);
-            return TM_INVALID;
-        }
-        *out = v;
-    }
-    return TM_OK;
-}
+const tm_setting SQ_SETTINGS[] = {
+    TM_SETTING_STRING("path", sq_settings, path, TM_SETTING_REQUIRED, NULL, 1,
+                      0, "the SQLite database file"),
+    TM_SETTING_STRING("table", sq_settings, table, TM_SETTING_REQUIRED, NULL, 1,
+                      0, "the target table's name"),
+    TM_SETTING_BOOL("create", sq_settings, create, 1,
+                    "create the table (and the database) when missing"),
+    TM_SETTING_ENUM("mode", sq_settings, mode, 0, MODES, SQ_APPEND,
+                    "append rows, or replace them by the key columns"),
+    TM_SETTING_ENUM("synchronous", sq_settings, sync, TM_SETTING_ICASE, SYNCS,
+                    0,
+                    "anything but FULL weakens the durability of committed "
+                    "batches"),
+    TM_SETTING_INT("busy_timeout_ms", sq_settings, busy_timeout_ms, 0, 5000, 0,
+                   INT32_MAX, "how long a commit or claim waits for a lock"),
+    TM_SETTING_INT("dedup_retention_s", sq_settings, retention_s,
+                   TM_SETTING_NO_DEFAULT, 0, 1, INT64_MAX / 1000,
+                   "forget business keys this long after their record "
+                   "timestamp; absent: keep for ever"),
+    TM_SETTING_BOOL("shared_table", sq_settings, shared_table, 0,
+                    "other connectors write the table too (each of them must "
+                    "say so)"),
+    TM_SETTING_END,
+};
 
 /* Checks the column mapping: hidden column names are ours, upsert needs
  * key columns. */
@@ -106,20 +93,11 @@ static tm_status check_columns(const tm_host_api *h,
 
 tm_status sq_settings_load(const tm_host_api *h, const tm_sink_config *config,
                            sq_settings *out, tm_error *err) {
-    const tm_settings *set = config->settings;
-    const char *mode = NULL, *sync = NULL;
-    memset(out, 0, sizeof *out);
-    out->create = 1;
-    out->mode = SQ_APPEND;
-    out->synchronous = "FULL";
-    out->busy_timeout_ms = 5000;
-    if (h->settings_check_keys(set, KNOWN, NKNOWN, err) != 0)
+    /* Keys, types, bounds and allowed values: the host, from the table. */
+    if (h->settings_fill(config->settings, SQ_SETTINGS, out, sizeof *out,
+                         err) != 0)
         return TM_INVALID;
-    if (required_string(h, set, "path", "the SQLite database file", &out->path,
-                        err) != TM_OK ||
-        required_string(h, set, "table", "the target table's name", &out->table,
-                        err) != TM_OK)
-        return TM_INVALID;
+    out->synchronous = SYNCS[out->sync];
     /* The sink checks before every commit that the path still names the
      * open file (fileid.c): it must be a file's path, not a URI (SQLite
      * may open it, the check could never find it) nor a directory (it can
@@ -138,47 +116,6 @@ tm_status sq_settings_load(const tm_host_api *h, const tm_sink_config *config,
                      "database file (a name inside it)",
                      out->path);
         return TM_INVALID;
-    }
-    if (h->setting_bool(set, "create", &out->create, err) < 0 ||
-        h->setting_bool(set, "shared_table", &out->shared_table, err) < 0 ||
-        h->setting_string(set, "mode", &mode, err) < 0 ||
-        h->setting_string(set, "synchronous", &sync, err) < 0)
-        return TM_INVALID;
-    if (mode && strcmp(mode, "upsert") == 0) {
-        out->mode = SQ_UPSERT;
-    } else if (mode && strcmp(mode, "append") != 0) {
-        h->set_error(err,
-                     "setting \"mode\": \"%.100s\" is not one of append, "
-                     "upsert",
-                     mode);
-        return TM_INVALID;
-    }
-    if (sync) {
-        static const char *const SYNC[] = {"FULL", "NORMAL", "OFF"};
-        size_t k;
-        for (k = 0; k < 3 && strcasecmp(sync, SYNC[k]) != 0; k++)
-            ;
-        if (k == 3) {
-            h->set_error(err,
-                         "setting \"synchronous\": \"%.100s\" is not one of "
-                         "FULL, NORMAL, OFF",
-                         sync);
-            return TM_INVALID;
-        }
-        out->synchronous = SYNC[k];
-    }
-    if (nonneg_int(h, set, "busy_timeout_ms", INT32_MAX, &out->busy_timeout_ms,
-                   err) != TM_OK ||
-        nonneg_int(h, set, "dedup_retention_s", INT64_MAX / 1000,
-                   &out->retention_s, err) != TM_OK)
-        return TM_INVALID;
-    if (out->retention_s == 0) {
-        int64_t v;
-        if (h->setting_int(set, "dedup_retention_s", &v, err) == 1) {
-            h->set_error(err, "setting \"dedup_retention_s\": 0 would keep "
-                              "no key at all; omit it to keep keys for ever");
-            return TM_INVALID;
-        }
     }
     return check_columns(h, config, out, err);
 }

@@ -1,4 +1,4 @@
-/* The SQLite sink: the callback table, open, close, interrupt, describe.
+/* The SQLite sink: the callback table, open, close, interrupt.
  * (docs/sinks/sqlite.md): WAL, BEGIN IMMEDIATE, prepared
  * statements, synchronous=FULL by default (durability is part of the
  * claim), marker, key and dead-letter tables beside the target. */
@@ -74,32 +74,10 @@ static void sq_interrupt(void *sink) {
     atomic_flag_clear(&s->db_busy);
 }
 
-static const char *sq_describe(void) {
-    return "{\"type\":\"object\",\"required\":[\"path\",\"table\"],"
-           "\"additionalProperties\":false,\"properties\":{"
-           "\"path\":{\"type\":\"string\",\"description\":\"SQLite database "
-           "file\"},"
-           "\"table\":{\"type\":\"string\",\"description\":\"target table\"},"
-           "\"create\":{\"type\":\"boolean\",\"default\":true},"
-           "\"mode\":{\"enum\":[\"append\",\"upsert\"],\"default\":"
-           "\"append\"},"
-           "\"synchronous\":{\"enum\":[\"FULL\",\"NORMAL\",\"OFF\"],"
-           "\"default\":\"FULL\",\"description\":\"anything but FULL weakens "
-           "the durability of committed batches\"},"
-           "\"busy_timeout_ms\":{\"type\":\"integer\",\"minimum\":0,"
-           "\"default\":5000},"
-           "\"dedup_retention_s\":{\"type\":\"integer\",\"minimum\":1,"
-           "\"description\":\"forget business keys this long after their "
-           "record timestamp; absent: keep for ever\"},"
-           "\"shared_table\":{\"type\":\"boolean\",\"default\":false,"
-           "\"description\":\"other connectors write the table too (each "
-           "of them must say so)\"}}}";
-}
-
 TM_SINK_DEFINE(.name = "sqlite", .version = "1.0.0",
                .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
                                TM_CAP_UPSERT,
                .open = sq_open, .claim = sq_claim,
                .read_markers = sq_read_markers, .commit = sq_commit,
                .close = sq_close, .validate = sq_validate, .scan = sq_scan,
-               .interrupt = sq_interrupt, .describe = sq_describe)
+               .interrupt = sq_interrupt, .settings = SQ_SETTINGS)

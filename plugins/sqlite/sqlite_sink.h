@@ -1,6 +1,6 @@
 /* The SQLite sink's internals, shared by its files (one concern each):
- *   sqlite_sink.c  the callback table, open, close, interrupt, describe
- *   settings.c     reading and checking the settings
+ *   sqlite_sink.c  the callback table, open, close, interrupt
+ *   settings.c     the declared settings and the checks the table cannot say
  *   db.c           the connection: open, PRAGMAs, busy/progress handlers,
  *                  error mapping, reopen
  *   schema.c       SQL text (quoting), DDL, the table's shape check
@@ -39,13 +39,15 @@
 
 typedef enum sq_mode { SQ_APPEND = 0, SQ_UPSERT = 1 } sq_mode;
 
+/* Filled by the host from SQ_SETTINGS (settings.c). Strings point into
+ * the host's config, which lives until close() returns (sink.h,
+ * settings_fill). */
 typedef struct sq_settings {
-    /* Strings point into the host's config, which outlives the instance
-     * (sink.h: "host and config outlive the instance's close()"). */
     const char *path;
     const char *table;
     int create;
-    sq_mode mode;
+    int mode; /* sq_mode: the index in the table's allowed modes */
+    int sync; /* the index of synchronous in its allowed values */
     const char *synchronous; /* "FULL", "NORMAL" or "OFF" (static) */
     int64_t busy_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
@@ -87,6 +89,8 @@ typedef struct sq_sink {
 } sq_sink;
 
 /* settings.c */
+/* The declared settings (tm_sink_api.settings). */
+extern const tm_setting SQ_SETTINGS[];
 tm_status sq_settings_load(const tm_host_api *host,
                            const tm_sink_config *config, sq_settings *out,
                            tm_error *err);

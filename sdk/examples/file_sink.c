@@ -7,7 +7,7 @@
  *      mysink.so) and .version in TM_SINK_DEFINE at the bottom.
  *   3. Set .capabilities (TM_CAP_DEAD_LETTERS: every default config needs
  *      it; TM_CAP_DEDUP).
- *   4. List your settings in ex_open's known[] and read them there.
+ *   4. Declare your settings in ex_settings and EX_SETTINGS.
  *   5. Replace the store (a database: one transaction for the files);
  *      ex_commit's steps keep their order. Fill in or drop the optional
  *      callbacks at the bottom.
@@ -41,23 +41,26 @@ typedef struct ex_sink {
     char markers[1100], log[1100], lock[1100];
 } ex_sink;
 
-/* open: checks the settings and makes the instance; connects nothing yet.
- * The config (and every string in it) stays valid until close. */
+typedef struct ex_settings { /* filled by the host from EX_SETTINGS */
+    const char *path;        /* lives until close */
+} ex_settings;
+/* The declared settings: the host checks them, naming the JSON path. */
+static const tm_setting EX_SETTINGS[] = {
+    TM_SETTING_STRING("path", ex_settings, path, TM_SETTING_REQUIRED, NULL, 1,
+                      800, "the directory that holds the state"),
+    TM_SETTING_END};
+
+/* open: checks the settings, makes the instance; connects nothing yet. */
 static tm_status ex_open(const tm_host_api *host, const tm_sink_config *config,
                          void **sink, tm_error *err) {
-    static const char *const known[] = {"path"};
-    const char *dir = NULL;
-    /* The host checks names and types, and names the JSON path. */
-    if (host->settings_check_keys(config->settings, known, 1, err) != 0 ||
-        host->setting_string(config->settings, "path", &dir, err) < 0)
+    ex_settings set;
+    if (host->settings_fill(config->settings, EX_SETTINGS, &set, sizeof set,
+                            err) != 0)
         return TM_INVALID;
-    const char *name = config->connector;
-    if (!dir || access(dir, W_OK) != 0 || strlen(dir) > 800 ||
-        strchr(name, '/') || strlen(name) > 200) {
-        host->set_error(err, "setting \"path\": %s",
-                        dir ? "not a writable directory (or too long), or the "
-                              "connector name is not a plain file name"
-                            : "required: the directory that holds the state");
+    const char *dir = set.path, *name = config->connector;
+    if (access(dir, W_OK) != 0 || strchr(name, '/') || strlen(name) > 200) {
+        host->set_error(err, "setting \"path\": not a writable directory, or "
+                             "the connector name is not a plain file name");
         return TM_INVALID;
     }
     ex_sink *s = calloc(1, sizeof *s);
@@ -78,9 +81,8 @@ static void ex_close(void *sink) {
     free(sink);
 }
 
-/* claim: in one atomic step, creates missing markers at the offered
- * offsets and raises every given partition's epoch (fencing older
- * owners); returns what is now stored. */
+/* claim: in one atomic step, creates the missing markers and raises every
+ * given partition's epoch (fencing older owners); returns what is stored. */
 static tm_status ex_claim(void *sink, tm_marker *markers, size_t n,
                           uint32_t flags, tm_error *err) {
     ex_sink *s = sink;
@@ -244,4 +246,4 @@ TM_SINK_DEFINE(.name = "example_file", .version = "2.0.0",
                .commit = ex_commit, .close = ex_close, .scan = ex_scan,
                .validate = NULL,  /* optional: checks a config (validate) */
                .interrupt = NULL, /* optional: a call in progress gives up */
-               .describe = NULL)  /* optional: the settings' JSON schema */
+               .settings = EX_SETTINGS) /* what `tidemark plugins` shows */

@@ -101,7 +101,8 @@ int kit_fixture_init_settings(kit_fixture *fx, const kit_run *run,
     snprintf(fx->connector, sizeof fx->connector, "sinkcheck_%s", fx->case_id);
 
     json_t *settings = substitute_json(settings_template, fx);
-    fx->settings = settings ? tm_settings_new(settings, "$.settings") : NULL;
+    fx->settings =
+        settings ? tm_settings_new(settings, KIT_SETTINGS_PATH) : NULL;
     json_decref(settings); /* tm_settings holds its own reference */
     if (!fx->settings) {
         kit_fail(res, "cannot build the settings (out of memory?)");

@@ -49,6 +49,9 @@ void kit_fail(kit_result *res, const char *fmt, ...)
 void kit_skip(kit_result *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 #define KIT_FAILED(res) ((res)->verdict != KIT_PASS)
+/* Where the settings sit in the kit's config file (--config): the JSON
+ * path the host's messages about them name. */
+#define KIT_SETTINGS_PATH "$.settings"
 
 /* The partitions every case uses (the same topic twice and a second one). */
 #define KIT_NPARTS 3

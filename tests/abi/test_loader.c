@@ -37,6 +37,8 @@ enum {
     FX_NULL_NAME,
     FX_NO_ENTRY,
     FX_UNRESOLVED,
+    FX_ABI_1_0,
+    FX_BAD_SETTINGS,
     NFIXTURES
 };
 
@@ -51,6 +53,8 @@ static fixture fixtures[NFIXTURES] = {
     [FX_NULL_NAME] = {FX_NULL_NAME_PATH, "null_name.so", ""},
     [FX_NO_ENTRY] = {FX_NO_ENTRY_PATH, "no_entry.so", ""},
     [FX_UNRESOLVED] = {FX_UNRESOLVED_PATH, "unresolved.so", ""},
+    [FX_ABI_1_0] = {FX_ABI_1_0_PATH, "abi_1_0.so", ""},
+    [FX_BAD_SETTINGS] = {FX_BAD_SETTINGS_PATH, "bad_settings.so", ""},
 };
 
 /* ---- Set-up helpers (abort the run on failure: no test would mean
@@ -306,8 +310,29 @@ END_TEST
 
 START_TEST(refuses_abi_minor) {
     assert_refused(fixtures[FX_ABI_MINOR].path,
-                   "abi_minor is 99, newer than this host's 2 (host speaks "
-                   "ABI 1.2)");
+                   "abi_minor is 99, newer than this host's 3 (host speaks "
+                   "ABI 1.3)");
+}
+END_TEST
+
+/* A declared settings table (ABI 1.3) that is wrong is refused at load,
+ * naming the entry. */
+START_TEST(refuses_bad_settings_table) {
+    assert_refused(fixtures[FX_BAD_SETTINGS].path,
+                   "settings table: entry 1 (\"create\"): a name declared "
+                   "twice");
+}
+END_TEST
+
+/* A plugin of ABI 1.0 loads: the host reads no field its struct_size does
+ * not have (the fixture puts something that is no table where the 1.3
+ * settings field would be). */
+START_TEST(loads_abi_1_0_table) {
+    tm_plugin p;
+    ck_assert_msg(load(fixtures[FX_ABI_1_0].path, &p) == 0, "%s", err);
+    ck_assert_uint_eq(p.api->abi_minor, 0);
+    ck_assert_uint_eq(p.api->struct_size, TM_SINK_API_SIZE_1_0);
+    ck_assert(!TM_SINK_API_HAS_SETTINGS(p.api));
 }
 END_TEST
 
@@ -845,6 +870,8 @@ static Suite *loader_suite(void) {
     tcase_add_test(refuse_tc, refuses_bad_magic);
     tcase_add_test(refuse_tc, refuses_abi_major);
     tcase_add_test(refuse_tc, refuses_abi_minor);
+    tcase_add_test(refuse_tc, refuses_bad_settings_table);
+    tcase_add_test(refuse_tc, loads_abi_1_0_table);
     tcase_add_test(refuse_tc, refuses_small_struct);
     tcase_add_test(refuse_tc, refuses_null_commit);
     tcase_add_test(refuse_tc, refuses_null_name);

@@ -134,6 +134,28 @@ MUTANTS = {
           "        tms_markers_free(&lazy);\n"
           "        lazy = ms;\n"
           "        memset(&ms, 0, sizeof ms);\n")]),
+    "declared_settings_unused": (
+        ["bad_settings"],
+        r"FAIL bad_settings: declared setting \"path\" given an array: "
+        r"open gave OK",
+        [("file_sink.c",
+          "    if (host->settings_fill(config->settings, EX_SETTINGS, &set, "
+          "sizeof set,\n                            err) != 0)\n"
+          "        return TM_INVALID;\n",
+          "    /* MUTANT: the table declared, the settings read by hand, a\n"
+          "     * value of the wrong type taken for a default */\n"
+          "    static const char *const known[] = {\"path\"};\n"
+          "    int got = host->setting_string(config->settings, \"path\",\n"
+          "                                   &set.path, err);\n"
+          "    if (host->settings_check_keys(config->settings, known, 1, "
+          "err))\n"
+          "        return TM_INVALID;\n"
+          "    if (got == 0) {\n"
+          "        host->set_error(err, \"setting \\\"path\\\": required\");\n"
+          "        return TM_INVALID;\n"
+          "    }\n"
+          "    if (got < 0)\n"
+          "        set.path = \"/tmp\";\n")]),
 }
 
 

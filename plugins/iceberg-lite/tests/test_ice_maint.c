@@ -302,7 +302,10 @@ START_TEST(commits_expire_past_keep_snapshots) {
     ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": -1"), 0);
     tm_error err;
     ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
-    ck_assert_ptr_nonnull(strstr(err.message, "keep_snapshots"));
+    ck_assert_msg(strstr(err.message, "$.sink.settings.keep_snapshots: "
+                                      "expected an integer from 0 to 1000000, "
+                                      "found integer -1"),
+                  "%s", err.message);
 }
 END_TEST
 

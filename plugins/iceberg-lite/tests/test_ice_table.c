@@ -363,7 +363,10 @@ START_TEST(refusals) {
                                           "\"target_file_size\": 10}"),
                      0);
     ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
-    ck_assert_ptr_nonnull(strstr(err.message, "target_file_size"));
+    ck_assert_msg(strstr(err.message, "$.sink.settings.target_file_size: "
+                                      "expected an integer from 65536 to "
+                                      "17179869184, found integer 10"),
+                  "%s", err.message);
     ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", \"fsnyc\": 1}"),
                      0);
     ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);

@@ -24,11 +24,12 @@
  * version stays walkable by an older reader.
  *
  * Ownership: whoever allocates frees. The config handed to open(), its
- * settings and every string in them stay valid until close() returns: keep
- * the pointers, copy nothing. Everything else the host hands over (the
- * config of validate(), a batch, markers, a topic name) is the host's for
- * that one call: the plugin copies what it keeps past it. The plugin owns
- * its instance from open() until close(). Nothing is freed across the
+ * settings and every string in them (those setting_string() returns and
+ * those settings_fill() stores) stay valid until close() returns: keep the
+ * pointers, copy nothing. Everything else the host hands over (the config
+ * of validate() and its strings, a batch, markers, a topic name) is the
+ * host's for that one call: the plugin copies what it keeps past it. The plugin
+ * owns its instance from open() until close(). Nothing is freed across the
  * boundary. Error text goes into the caller-owned
  * tm_error (librdkafka's errstr convention). Plugins never call exit() or
  * abort() and never longjmp across the boundary.
@@ -51,7 +52,7 @@ extern "C" {
 
 #define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
 #define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 2           /* fields are only ever appended */
+#define TM_SINK_ABI_MINOR 3           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
@@ -126,7 +127,8 @@ typedef struct tm_value {
     } v;
 } tm_value;
 
-/* Opaque: the sink's own settings, read through host->setting_*(). */
+/* Opaque: the sink's own settings, checked and read through
+ * host->settings_fill() (declared settings) or host->setting_*(). */
 typedef struct tm_settings tm_settings;
 
 #define TM_CONFIG_DEDUP 0x1u /* records carry business keys to dedup */
@@ -308,6 +310,99 @@ typedef struct tm_scan_item {
     ((it)->struct_size >= offsetof(tm_scan_item, nvalues) + sizeof(size_t) &&  \
      (it)->values != NULL)
 
+/* ---- Declared settings (ABI 1.3) ---------------------------------------- */
+
+/* A plugin may declare its settings as a table instead of reading them one
+ * by one: each descriptor names a key of the connector's "sink.settings",
+ * its type, whether it is required, its default and bounds, and where in a
+ * struct of the plugin's own the host stores the value. The plugin hands
+ * the table in tm_sink_api.settings (for `tidemark plugins`, which prints
+ * the settings' JSON schema built from it) and to host->settings_fill() in
+ * open() and validate(), which checks every key and fills the struct.
+ *
+ * What the host checks: every key of the object is declared (else
+ * "$.sink.settings.KEY: unknown setting (did you mean ...)"), every
+ * required one is there, every value has its type, integers and string
+ * lengths are within [min, max], enumerations are one of the allowed
+ * strings, strings hold no NUL. Errors name the JSON path and say what was
+ * expected and what was found, the same words as the rest of the config.
+ * What the plugin still checks itself, after the fill: anything across
+ * fields (mode "upsert" needs key columns), anything about the world (the
+ * path is a directory, the server is reachable), and any rule the table
+ * cannot say.
+ *
+ * The table is an array of tm_setting ended by an entry whose name is NULL
+ * (TM_SETTING_END); build the entries with the TM_SETTING_* macros, which
+ * also check at compile time that the field has the type the host writes.
+ * It is static and read-only: the host may read it at any time from any
+ * thread. */
+typedef enum tm_setting_type {
+    TM_SET_STRING = 1, /* const char *: NUL-free UTF-8 text; min/max bound
+                          its length in bytes (max 0: no bound) */
+    TM_SET_INT = 2,    /* int64_t within [min, max] (a JSON integer) */
+    TM_SET_BOOL = 3,   /* int: 0 or 1 (a JSON boolean) */
+    TM_SET_ENUM = 4    /* int: the index in allowed[] of the string given */
+} tm_setting_type;
+
+#define TM_SETTING_REQUIRED 0x1u /* absent (or null) is an error */
+#define TM_SETTING_ICASE    0x2u /* ENUM: matched ignoring ASCII case */
+#define TM_SETTING_NO_DEFAULT                                                  \
+    0x4u /* INT: absent leaves the field 0, a value the bounds refuse, so      \
+            that the plugin tells "not set" from any value given */
+
+typedef struct tm_setting {
+    uint32_t struct_size; /* sizeof(tm_setting); 0 in the end entry */
+    const char *name;     /* the key; NULL ends the table */
+    tm_setting_type type;
+    uint32_t flags;  /* TM_SETTING_* */
+    size_t offset;   /* offsetof(the plugin's struct, the field) */
+    int64_t min;     /* INT: the smallest value; STRING: shortest length */
+    int64_t max;     /* INT: the largest; STRING: longest length, 0: any */
+    int64_t def_int; /* the default of an INT or BOOL; of an ENUM, the
+                        index of the default in allowed[] */
+    const char *def_string;     /* the default of a STRING, or NULL */
+    const char *const *allowed; /* ENUM: the strings, NULL-terminated */
+    const char *description;    /* one line, for `tidemark plugins` */
+} tm_setting;
+
+/* Compile-time check that FIELD of ST has type T (adds 0). */
+#define TM_SETTING_FIELD_(st, field, T)                                        \
+    (offsetof(st, field) + 0 * sizeof((T *){&((st *)0)->field}))
+
+/* A string, required (flags TM_SETTING_REQUIRED, then DEF is NULL) or with
+ * a default (DEF, or NULL for none); length in [MINLEN, MAXLEN] bytes. */
+#define TM_SETTING_STRING(key, st, field, flags_, def, minlen, maxlen, desc)   \
+    {                                                                          \
+        .struct_size = sizeof(tm_setting), .name = (key),                      \
+        .type = TM_SET_STRING, .flags = (flags_),                              \
+        .offset = TM_SETTING_FIELD_(st, field, const char *), .min = (minlen), \
+        .max = (maxlen), .def_string = (def), .description = (desc)            \
+    }
+/* An integer within [MIN, MAX], DEF when absent. */
+#define TM_SETTING_INT(key, st, field, flags_, def, min_, max_, desc)          \
+    {                                                                          \
+        .struct_size = sizeof(tm_setting), .name = (key), .type = TM_SET_INT,  \
+        .flags = (flags_), .offset = TM_SETTING_FIELD_(st, field, int64_t),    \
+        .min = (min_), .max = (max_), .def_int = (def), .description = (desc)  \
+    }
+/* A boolean, DEF (0 or 1) when absent. */
+#define TM_SETTING_BOOL(key, st, field, def, desc)                             \
+    {                                                                          \
+        .struct_size = sizeof(tm_setting), .name = (key), .type = TM_SET_BOOL, \
+        .offset = TM_SETTING_FIELD_(st, field, int), .def_int = (def),         \
+        .description = (desc)                                                  \
+    }
+/* One of ALLOWED (a NULL-terminated array of strings); the field gets its
+ * index, DEF (an index) when absent. */
+#define TM_SETTING_ENUM(key, st, field, flags_, allowed_, def, desc)           \
+    {                                                                          \
+        .struct_size = sizeof(tm_setting), .name = (key), .type = TM_SET_ENUM, \
+        .flags = (flags_), .offset = TM_SETTING_FIELD_(st, field, int),        \
+        .def_int = (def), .allowed = (allowed_), .description = (desc)         \
+    }
+#define TM_SETTING_END                                                         \
+    { 0 }
+
 /* ---- Host services ------------------------------------------------------ */
 
 typedef enum tm_log_level {
@@ -382,6 +477,24 @@ typedef struct tm_host_api {
     /* Read-back: scan() calls it once per stored row and dead letter.
      * Returns 0 to go on, non-zero to stop the scan (scan returns TM_OK). */
     int (*emit)(void *emit_ctx, const tm_scan_item *item);
+
+    /* ---- ABI 1.3 (appended) ---- */
+
+    /* Declared settings: checks the settings against TABLE (see
+     * tm_setting) and fills the plugin's struct OUT of OUT_SIZE bytes:
+     * zeroed first, then every default, then every value given. 0, or -1
+     * with err naming the JSON path of the first bad key, what was
+     * expected and what was found ("$.sink.settings.mode: expected one of
+     * \"append\" or \"upsert\", found string \"merge\""); OUT is then
+     * unspecified. A table that is wrong itself (a field past OUT_SIZE, a
+     * default out of its bounds) is -1 naming the entry. Strings stored in
+     * OUT point into the config (defaults into the table) and live as long
+     * as the config: until close() returns for the config of open(), until
+     * validate() returns for the config of validate(). Pure; any thread.
+     * A plugin of ABI 1.3 may rely on it: the loader refuses a plugin
+     * newer than the host. */
+    int (*settings_fill)(const tm_settings *s, const tm_setting *table,
+                         void *out, size_t out_size, tm_error *err);
 } tm_host_api;
 
 /* ---- The sink's callback table ------------------------------------------ */
@@ -487,18 +600,33 @@ typedef struct tm_sink_api {
      * must not block or free anything. */
     void (*interrupt)(void *sink);
 
-    /* The settings schema as static JSON text. @locality any thread; pure. */
+    /* The settings schema as static JSON text. @locality any thread; pure.
+     * A plugin that declares its settings (below) leaves it NULL: the host
+     * builds the schema from the table. */
     const char *(*describe)(void);
+
+    /* ---- ABI 1.3 (appended) ---- */
+
+    /* The declared settings (see tm_setting), or NULL: the loader checks
+     * the table, and `tidemark plugins` shows the settings' schema built
+     * from it. The host reads it only from a plugin whose struct_size has
+     * it (TM_SINK_API_HAS_SETTINGS): a plugin of ABI 1.0 to 1.2 reads its
+     * settings with setting_*() and still loads. */
+    const tm_setting *settings;
 } tm_sink_api;
 
 /* The size of tm_sink_api at ABI 1.0: the loader refuses anything smaller. */
 #define TM_SINK_API_SIZE_1_0 (offsetof(tm_sink_api, describe) + sizeof(void *))
+/* Whether a plugin's table (of any minor version) has the settings field. */
+#define TM_SINK_API_HAS_SETTINGS(api)                                          \
+    ((api)->struct_size >= offsetof(tm_sink_api, settings) + sizeof(void *))
 
 typedef const tm_sink_api *(*tm_sink_entry_fn)(void);
 
 /* Defines the plugin's one exported function. Use once per plugin:
  *   TM_SINK_DEFINE(.name = "mysink", .version = "1.0.0",
- *                  .open = my_open, .claim = my_claim, ...)
+ *                  .open = my_open, .claim = my_claim, ...,
+ *                  .settings = MY_SETTINGS)
  * magic, ABI version and struct_size are filled in, so none is forgotten. */
 #define TM_SINK_DEFINE(...)                                                    \
     TM_EXPORT const tm_sink_api *tidemark_sink_entry(void);                    \

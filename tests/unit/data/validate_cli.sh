@@ -44,6 +44,15 @@ grep -q '^dedup-no-capability.json: \$.dedup: plugin "example_file" (.*example_f
 grep -qx 'sqlite-bad-settings.json: $.sink: plugin "sqlite" refused the config (INVALID): $.sink.settings.tabel: unknown setting (did you mean "table"?)' \
     "$work/plugin.out" || fail "sqlite validate: no refusal line"
 
+# A plugin without validate() that declares its settings (example_file):
+# the host checks them against its table, as open would.
+(cd "$data" && "$bin" validate example-bad-settings.json) >"$work/declared.out" 2>&1
+rc=$?
+cat "$work/declared.out"
+[ "$rc" -eq 2 ] || fail "declared settings: exit $rc, expected 2"
+grep -qx 'example-bad-settings.json: $.sink: plugin "example_file" refused the config (INVALID): $.sink.settings.path: expected a non-empty string of at most 800 bytes, found integer 5' \
+    "$work/declared.out" || fail "declared settings: no refusal line"
+
 # A missing file is an error naming it; usage errors exit 2.
 "$bin" validate "$work/no-such.json" >"$work/missing.out" 2>&1
 rc=$?
