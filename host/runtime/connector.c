@@ -110,7 +110,8 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
         failed_group_note(c->cfg, group, sizeof group);
         tm_log(TM_LOG_ERROR, c->cfg->name,
                "FAILED: %s (the connector stays FAILED until the process is "
-               "stopped; `tidemark status` shows it; %s)",
+               "stopped or a reload (SIGHUP) starts it again; `tidemark "
+               "status` shows it; %s)",
                c->last_error, group);
         tm_conn_status_tick(c, 1);
     } else {

@@ -9,21 +9,30 @@
 #include "services/log.h"
 
 static sigset_t waited;
+static atomic_int *stop_flag;
+static atomic_uint *reload_count;
 
 static void *signal_thread(void *arg) {
-    atomic_int *stop = arg;
+    (void)arg;
+    atomic_int *stop = stop_flag;
     int signalled = 0;
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)
             continue;
-        if (sig == SIGHUP || sig == SIGUSR1) {
-            /* Sent by habit (log rotation, "reload"): the default action
-             * would end the host. Nothing to do yet; said so. */
+        if (sig == SIGHUP) {
+            /* Counted, not applied here: the run loop reloads when it
+             * sees the count move (cli/cmd_run.c), after a stop too. */
+            unsigned n = atomic_fetch_add(reload_count, 1) + 1;
+            tm_log(TM_LOG_INFO, NULL, "SIGHUP: reload %u asked", n);
+            continue;
+        }
+        if (sig == SIGUSR1) {
+            /* Sent by habit (log rotation): the default action would end
+             * the host. Nothing to do; said so. */
             tm_log(TM_LOG_INFO, NULL,
-                   "%s: ignored (tidemark run reloads "
-                   "nothing; SIGTERM or SIGINT stops it)",
-                   sig == SIGHUP ? "SIGHUP" : "SIGUSR1");
+                   "SIGUSR1: ignored (SIGHUP reloads the configs; SIGTERM "
+                   "or SIGINT stops)");
             continue;
         }
         /* The second signal, not the second stop: the process also stops
@@ -46,7 +55,9 @@ static void *signal_thread(void *arg) {
     return NULL;
 }
 
-int tm_signals_start(atomic_int *stop) {
+int tm_signals_start(atomic_int *stop, atomic_uint *reloads) {
+    stop_flag = stop;
+    reload_count = reloads;
     /* A log reader that goes away (`tidemark run ... | head -1`) must not
      * kill the host: writes to it fail with EPIPE instead, and are lost. */
     if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
@@ -59,7 +70,7 @@ int tm_signals_start(atomic_int *stop) {
     if (pthread_sigmask(SIG_BLOCK, &waited, NULL) != 0)
         return -1;
     pthread_t th;
-    if (pthread_create(&th, NULL, signal_thread, stop) != 0)
+    if (pthread_create(&th, NULL, signal_thread, NULL) != 0)
         return -1;
     pthread_detach(th);
     return 0;

@@ -1,0 +1,410 @@
+/* Reload on SIGHUP (docs/operations.md, Reload), end to end against the
+ * real broker, SQLite and PostgreSQL. Every check reads the stores' own
+ * rows and markers and Kafka's own offsets, never the host's counters; the
+ * host's log is read only to know when a reload was applied.
+ *
+ * usage: ops2_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define NPART 2
+
+static const char *JSON_MAPPING =
+    "\"mapping\": {\"mode\": \"json\", \"columns\": ["
+    "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+    "\"required\": true}]}";
+
+/* One connector of the test: its config file in the config directory,
+ * its topic, and its store (a SQLite file, or a PostgreSQL table). */
+typedef struct conn {
+    const char *file; /* "a" -> conf/a.json */
+    char name[128];
+    char topic[128];
+    int pg;
+    char db[4200];   /* SQLite file */
+    char table[160]; /* as written in SQL */
+} conn;
+
+static void conn_init(conn *c, const char *file, int pg) {
+    c->file = file;
+    char base[64];
+    snprintf(base, sizeof base, "ops2-%s", file);
+    snprintf(c->name, sizeof c->name, "%s", h_name(base));
+    snprintf(c->topic, sizeof c->topic, "%s", h_name(base));
+    c->pg = pg;
+    snprintf(c->db, sizeof c->db, "%s/%s.db", h_workdir(), file);
+    if (pg) {
+        /* PostgreSQL identifiers: letters, digits and _ only. */
+        char t[128];
+        snprintf(t, sizeof t, "ops2_%s_%s", file, h_name("x") + 2);
+        for (char *p = t; *p; p++)
+            if (*p == '-' || *p == '.')
+                *p = '_';
+        snprintf(c->table, sizeof c->table, "\"%s\"", t);
+    } else {
+        snprintf(c->table, sizeof c->table, "t");
+    }
+}
+
+/* The first column of a one-row answer from the connector's store, -1
+ * when there is none (not created yet). */
+static int64_t q(const conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int64_t q(const conn *c, const char *fmt, ...) {
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    return c->pg ? h_pg_int("%s", sql) : h_sql_int(c->db, sql);
+}
+
+static int64_t marker(const conn *c, int part, const char *column) {
+    return q(c,
+             "SELECT %s FROM tidemark_markers WHERE connector = '%s' AND "
+             "topic = '%s' AND \"partition\" = %d",
+             column, c->name, c->topic, part);
+}
+
+/* Written whole and renamed into place: a reload never reads half a
+ * file. batch is the members of $.batch. */
+static void write_conf(const conn *c, const char *batch) {
+    char settings[4400], text[9000];
+    if (c->pg) {
+        char bare[128];
+        snprintf(bare, sizeof bare, "%.*s", (int)strlen(c->table) - 2,
+                 c->table + 1);
+        snprintf(settings, sizeof settings,
+                 "{\"conninfo\": \"${env:TIDEMARK_PG_CONNINFO}\", "
+                 "\"table\": \"%s\"}",
+                 bare);
+    } else {
+        snprintf(settings, sizeof settings,
+                 "{\"path\": \"%s\", \"table\": \"t\"}", c->db);
+    }
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"]}, \"batch\": {%s}, \"sink\": {\"plugin\": "
+             "\"%s\", \"settings\": %s}, \"state_dir\": \"%s/state\", %s}",
+             c->name, h_bootstrap(), c->topic, batch,
+             c->pg ? "postgres" : "sqlite", settings, h_workdir(),
+             JSON_MAPPING);
+    char tmp[300], final[300];
+    snprintf(tmp, sizeof tmp, "conf-tmp-%s.json", c->file);
+    snprintf(final, sizeof final, "%s/conf/%s.json", h_workdir(), c->file);
+    const char *path = h_write_file(tmp, text);
+    H_CHECK(rename(path, final) == 0, "rename %s: %s", final, strerror(errno));
+}
+
+static void remove_conf(const conn *c) {
+    char final[300];
+    snprintf(final, sizeof final, "%s/conf/%s.json", h_workdir(), c->file);
+    H_CHECK(unlink(final) == 0, "unlink %s: %s", final, strerror(errno));
+}
+
+/* ---- load: a thread producing to every topic until told to stop ---- */
+
+typedef struct load {
+    rd_kafka_t *p;
+    const conn *conns[8];
+    size_t n;
+    atomic_int stop;
+    pthread_t thread;
+} load;
+
+static void *load_main(void *arg) {
+    load *l = arg;
+    for (int i = 0; !atomic_load(&l->stop); i++) {
+        for (size_t k = 0; k < l->n; k++)
+            for (int part = 0; part < NPART; part++) {
+                char key[32], val[64];
+                snprintf(key, sizeof key, "k%d", i);
+                snprintf(val, sizeof val, "{\"id\": %d}", i);
+                h_produce_async(l->p, l->conns[k]->topic, part, key, val,
+                                strlen(val));
+            }
+        rd_kafka_poll(l->p, 0);
+        h_sleep_ms(20);
+    }
+    h_flush(l->p);
+    return NULL;
+}
+
+static void load_start(load *l) {
+    l->p = h_producer(NULL, NULL);
+    atomic_init(&l->stop, 0);
+    H_CHECK(pthread_create(&l->thread, NULL, load_main, l) == 0,
+            "cannot start the producing thread");
+}
+
+static void load_end(load *l) {
+    atomic_store(&l->stop, 1);
+    pthread_join(l->thread, NULL);
+    rd_kafka_destroy(l->p);
+}
+
+/* ---- waiting on facts ---- */
+
+static void wait_log(pid_t pid, const char *log, const char *text,
+                     int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file(log), text)) {
+        int st;
+        if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+            h_dump_log(log);
+            h_fail("the host exited (status %d) before '%s' in %s",
+                   WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), text,
+                   log);
+        }
+        if (h_now_ms() - t0 > timeout_ms) {
+            h_dump_log(log);
+            h_fail("no '%s' in %s within %d ms", text, log, timeout_ms);
+        }
+        h_sleep_ms(50);
+    }
+}
+
+/* Every partition of c has a marker with an epoch above floor[part]
+ * (floor NULL: any marker): claimed by a connector started after floor
+ * was read. Fails at once when the host PID exits. */
+static void wait_claimed(pid_t pid, const conn *c, const int64_t *floor,
+                         int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            h_dump_log("run.log");
+            h_fail("the host exited (status %d) before %s was claimed",
+                   WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+                   c->name);
+        }
+        int ok = 1;
+        for (int part = 0; part < NPART; part++) {
+            int64_t e = marker(c, part, "epoch");
+            ok &= e > (floor ? floor[part] : 0);
+        }
+        if (ok)
+            return;
+        H_CHECK(h_now_ms() - t0 < timeout_ms,
+                "%s: not claimed (again) within %d ms", c->name, timeout_ms);
+        h_sleep_ms(100);
+    }
+}
+
+static void epochs(const conn *c, int64_t *out) {
+    for (int part = 0; part < NPART; part++)
+        out[part] = marker(c, part, "epoch");
+}
+
+static void wait_caught_up(const conn *c, int timeout_ms) {
+    int64_t t0 = h_now_ms();
+    for (int part = 0; part < NPART; part++) {
+        int64_t lo, hi;
+        h_watermarks(c->topic, part, &lo, &hi);
+        while (marker(c, part, "next_offset") != hi) {
+            H_CHECK(h_now_ms() - t0 < timeout_ms,
+                    "%s [%d]: marker at %lld, high watermark %lld", c->name,
+                    part, (long long)marker(c, part, "next_offset"),
+                    (long long)hi);
+            h_sleep_ms(100);
+        }
+    }
+}
+
+/* The judge: the rows of each partition are Kafka's records below the
+ * marker, each exactly once. upto_end: the marker must be at the end of
+ * the log (a connector still running); else (a removed connector) it must
+ * be below it: records came after it stopped, and none was applied. */
+static void judge(const conn *c, int upto_end) {
+    for (int part = 0; part < NPART; part++) {
+        int64_t *offs = NULL;
+        size_t n = h_read_offsets(c->topic, part, &offs);
+        int64_t next = marker(c, part, "next_offset");
+        /* The records Kafka holds below the marker. */
+        size_t below = 0;
+        while (below < n && offs[below] < next)
+            below++;
+        H_CHECK(below > 0, "%s [%d]: inconclusive: no record applied", c->name,
+                part);
+        if (upto_end)
+            H_CHECK(below == n,
+                    "%s [%d]: marker %lld, but Kafka holds %zu "
+                    "records up to %lld",
+                    c->name, part, (long long)next, n, (long long)offs[n - 1]);
+        else
+            H_CHECK(below < n,
+                    "%s [%d]: inconclusive: no record produced "
+                    "after it stopped",
+                    c->name, part);
+        int64_t rows = q(c, "SELECT count(*) FROM %s WHERE _tm_partition = %d",
+                         c->table, part);
+        int64_t distinct = q(c,
+                             "SELECT count(DISTINCT _tm_offset) FROM %s WHERE "
+                             "_tm_partition = %d",
+                             c->table, part);
+        int64_t inside = q(c,
+                           "SELECT count(*) FROM %s WHERE _tm_partition = %d "
+                           "AND _tm_offset >= %lld AND _tm_offset < %lld",
+                           c->table, part, (long long)offs[0], (long long)next);
+        H_CHECK(rows == (int64_t)below && distinct == rows && inside == rows,
+                "%s [%d]: %lld rows, %lld distinct offsets, %lld below the "
+                "marker; Kafka holds %zu records below it",
+                c->name, part, (long long)rows, (long long)distinct,
+                (long long)inside, below);
+        h_step("%s [%d]: %zu records, each applied once%s", c->name, part,
+               below, upto_end ? "" : " (stopped before the end)");
+        free(offs);
+    }
+}
+
+static void sighup(pid_t pid) {
+    H_CHECK(kill(pid, SIGHUP) == 0, "kill: %s", strerror(errno));
+}
+
+/* Produces continuously into four topics while a process running the
+ * config directory gets SIGHUP after each change: (a) nothing changed,
+ * (b) one connector's batch size changed (on PostgreSQL), (c) a connector
+ * added, (d) one removed, (e) an invalid config. The unchanged connector
+ * is never restarted (its claim epochs in its store do not move), the
+ * changed one is (its epochs rise), the added one applies its topic, the
+ * removed one stops where it was, the invalid config changes nothing and
+ * is logged with its file and JSON path; every offset exactly once. */
+static void scenario_reload_under_load(void) {
+    conn a, b, c, d;
+    conn_init(&a, "a", 0);
+    conn_init(&b, "b", 1);
+    conn_init(&c, "c", 0);
+    conn_init(&d, "d", 0);
+    const conn *all[] = {&a, &b, &c, &d};
+    for (size_t i = 0; i < 4; i++)
+        h_create_topic(all[i]->topic, NPART, NULL, NULL);
+    H_CHECK(mkdir(h_path("conf"), 0700) == 0, "mkdir conf");
+    const char *batch = "\"max_records\": 50, \"max_wait_ms\": 100";
+    write_conf(&a, batch);
+    write_conf(&b, batch);
+    write_conf(&c, batch);
+    const char *confdir = h_path("conf");
+    const char *args[] = {confdir, NULL};
+    pid_t pid = h_spawn_many(args, "run.log", NULL);
+    load l = {.conns = {&a, &b, &c, &d}, .n = 4};
+    load_start(&l);
+    wait_claimed(pid, &a, NULL, 60000);
+    wait_claimed(pid, &b, NULL, 60000);
+    wait_claimed(pid, &c, NULL, 60000);
+    int64_t ea[NPART], eb[NPART], eb2[NPART];
+    epochs(&a, ea);
+    epochs(&b, eb);
+    h_step("a, b, c claimed under load; a's epochs %lld %lld", (long long)ea[0],
+           (long long)ea[1]);
+
+    sighup(pid);
+    wait_log(pid, "run.log",
+             "reload 1: 3 unchanged, 0 restarting, 0 added, 0 removed", 30000);
+    wait_log(pid, "run.log", "reload 1 done", 30000);
+    h_step("(a) unchanged: reload 1 done");
+
+    write_conf(&b, "\"max_records\": 7, \"max_wait_ms\": 100");
+    sighup(pid);
+    wait_log(pid, "run.log",
+             "reload 2: 2 unchanged, 1 restarting, 0 added, 0 removed", 30000);
+    wait_log(pid, "run.log", "reload 2 done", 30000);
+    wait_claimed(pid, &b, eb, 60000);
+    epochs(&b, eb2);
+    h_step("(b) b's batch size changed: restarted, epochs %lld %lld -> %lld "
+           "%lld",
+           (long long)eb[0], (long long)eb[1], (long long)eb2[0],
+           (long long)eb2[1]);
+
+    write_conf(&d, batch);
+    sighup(pid);
+    wait_log(pid, "run.log",
+             "reload 3: 3 unchanged, 0 restarting, 1 added, 0 removed", 30000);
+    wait_log(pid, "run.log", "reload 3 done", 30000);
+    wait_claimed(pid, &d, NULL, 60000);
+    h_step("(c) d added: claimed");
+
+    remove_conf(&c);
+    sighup(pid);
+    wait_log(pid, "run.log",
+             "reload 4: 3 unchanged, 0 restarting, 0 added, 1 removed", 30000);
+    wait_log(pid, "run.log", "reload 4 done", 30000);
+    int64_t mc[NPART];
+    for (int part = 0; part < NPART; part++)
+        mc[part] = marker(&c, part, "next_offset");
+    H_CHECK(strstr(h_status_text(c.name), "STOPPED") != NULL,
+            "c's status file does not say STOPPED: %s", h_status_text(c.name));
+    h_step("(d) c removed: STOPPED at %lld %lld", (long long)mc[0],
+           (long long)mc[1]);
+
+    /* A negative batch size: refused by the config's own check. */
+    write_conf(&a, "\"max_records\": -3, \"max_wait_ms\": 100");
+    sighup(pid);
+    wait_log(pid, "run.log", "reload 5 refused", 30000);
+    const char *log = h_read_file("run.log");
+    H_CHECK(strstr(log, "a.json: $.batch.max_records") != NULL,
+            "the refusal does not name the file and the JSON path");
+    /* Its only other line: "reload 5: reading the configs again". */
+    for (const char *at = log; (at = strstr(at, "reload 5:")) != NULL; at++)
+        H_CHECK(strncmp(at, "reload 5: reading", 17) == 0,
+                "the refused reload did something: %.80s", at);
+    H_CHECK(strstr(log, "reload 5 done") == NULL,
+            "the refused reload was applied");
+    h_step("(e) invalid config: reload 5 refused, logged with its path");
+
+    h_sleep_ms(1000); /* records after every change */
+    load_end(&l);
+    wait_caught_up(&a, 60000);
+    wait_caught_up(&b, 60000);
+    wait_caught_up(&d, 60000);
+    int64_t ea_end[NPART], eb_end[NPART];
+    epochs(&a, ea_end);
+    epochs(&b, eb_end);
+    for (int part = 0; part < NPART; part++) {
+        H_CHECK(ea_end[part] == ea[part],
+                "a [%d] was claimed again (epoch %lld -> %lld): restarted",
+                part, (long long)ea[part], (long long)ea_end[part]);
+        H_CHECK(eb_end[part] == eb2[part],
+                "b [%d] was claimed again after reload 2 (epoch %lld -> %lld)",
+                part, (long long)eb2[part], (long long)eb_end[part]);
+        H_CHECK(marker(&c, part, "next_offset") == mc[part],
+                "c [%d] moved after it was removed", part);
+    }
+    h_stop_clean(pid);
+    judge(&a, 1);
+    judge(&b, 1);
+    judge(&c, 0);
+    judge(&d, 1);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: ops2_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
+        return 2;
+    }
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } scenarios[] = {
+        {"reload_under_load", scenario_reload_under_load},
+    };
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+        if (strcmp(scenarios[i].name, argv[3]) == 0) {
+            h_init(argv[1], argv[2], argv[3]);
+            scenarios[i].fn();
+            h_step("PASS");
+            return 0;
+        }
+    fprintf(stderr, "ops2_e2e: unknown scenario %s\n", argv[3]);
+    return 2;
+}
