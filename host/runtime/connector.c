@@ -106,6 +106,8 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     if (fail && c->state != TM_CONN_FAILED) {
         c->state = TM_CONN_FAILED;
         c->failed_ms = c->last_error_ms;
+        if (c->failed)
+            atomic_store(c->failed, 1);
         char group[256];
         failed_group_note(c->cfg, group, sizeof group);
         tm_log(TM_LOG_ERROR, c->cfg->name,
@@ -295,6 +297,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     }
     c->cfg = cfg;
     c->stop = stop;
+    c->failed = failed;
     c->state = TM_CONN_STARTING;
     c->started_ms = tm_wall_ms();
     c->metrics = tm_metrics_conn_get(cfg->name); /* NULL: not counted */

@@ -3,7 +3,7 @@
  * commit/ (claim, batches, outcomes). One thread owns it: the connector's
  * own. librdkafka calls the rebalance callback from inside
  * rd_kafka_consumer_poll() on that same thread, so nothing here is
- * shared across threads except `stop`. */
+ * shared across threads except `stop` and `failed`. */
 #ifndef TM_CONNECTOR_STATE_H
 #define TM_CONNECTOR_STATE_H
 
@@ -56,6 +56,10 @@ typedef struct tm_connector {
     struct tm_consumer_link *link;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
     const atomic_int *stop;              /* set by the signal thread */
+    /* Set the moment the connector goes FAILED (tm_conn_error), not once
+     * it has unwound: a reload that comes in between must already see it
+     * down (runtime/supervisor.c). NULL: nobody watches. */
+    atomic_int *failed;
     /* Inside the sink's claim(): a stop interrupts it at once, a commit
      * only past its grace (runtime/connector.c, the stop watch). */
     atomic_int in_claim;
