@@ -69,19 +69,13 @@ static void usage(FILE *out) {
             tm_plugin_default_dir());
 }
 
-/* Where each connector's status files are (runtime/connector.c's order:
- * --state-dir, the config's, the default), for the metrics to read them;
- * dirs holds n paths. */
-static void status_dirs(const char *state_dir, tm_connector_config **cfgs,
+/* Where each connector's status files are (tm_run_state_dir), for the
+ * metrics to read them; dirs holds n paths. */
+static void status_dirs(const tm_run_options *opt, tm_connector_config **cfgs,
                         size_t n, char (*dirs)[PATH_MAX], const char **ptrs,
                         const char **names) {
     for (size_t i = 0; i < n; i++) {
-        if (state_dir)
-            snprintf(dirs[i], PATH_MAX, "%s", state_dir);
-        else if (cfgs[i]->state_dir)
-            snprintf(dirs[i], PATH_MAX, "%s", cfgs[i]->state_dir);
-        else
-            tm_status_default_dir(dirs[i], PATH_MAX);
+        tm_run_state_dir(cfgs[i], opt, dirs[i], PATH_MAX);
         ptrs[i] = dirs[i];
         names[i] = cfgs[i]->name;
     }
@@ -253,7 +247,7 @@ int tm_cmd_run(int argc, char **argv) {
     const char **dir_ptrs = calloc(ncfgs, sizeof *dir_ptrs);
     const char **names = calloc(ncfgs, sizeof *names);
     if (dirs_of && dir_ptrs && names) {
-        status_dirs(state_dir, cfgs, ncfgs, dirs_of, dir_ptrs, names);
+        status_dirs(&opt, cfgs, ncfgs, dirs_of, dir_ptrs, names);
         metrics = tm_metrics_process_start(&mo, names, dir_ptrs, ncfgs);
     } else {
         fprintf(stderr, "tidemark run: out of memory\n");

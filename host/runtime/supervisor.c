@@ -20,12 +20,12 @@ typedef struct job {
      * (NULL: not restarting). */
     tm_connector_config *next_cfg;
     int removing;          /* removed by a reload: forgotten once returned */
+    int relaunch;          /* `tidemark restart`: started again, same config */
     int64_t stop_asked_ms; /* monotonic, when a reload stopped it */
     int stuck_logged;
     const tm_run_options *opt;
-    atomic_int stop;
-    atomic_int failed; /* FAILED, waiting for its stop */
-    atomic_int done;   /* tm_connector_run returned */
+    tm_run_ctl ctl;  /* its stop, pause, failed, restart */
+    atomic_int done; /* tm_connector_run returned */
     tm_run_result result;
     pthread_t thread;
     int started; /* thread running or to be joined */
@@ -45,7 +45,7 @@ static void sleep_ms(long ms) {
 
 static void *job_main(void *arg) {
     job *j = arg;
-    j->result = tm_connector_run(j->cfg, j->opt, &j->stop, &j->failed);
+    j->result = tm_connector_run(j->cfg, j->opt, &j->ctl);
     atomic_store(&j->done, 1);
     return NULL;
 }
@@ -58,8 +58,7 @@ tm_supervisor *tm_sup_new(const tm_run_options *opt) {
 }
 
 static int job_launch(job *j) {
-    atomic_store(&j->stop, 0);
-    atomic_store(&j->failed, 0);
+    tm_run_ctl_init(&j->ctl);
     atomic_store(&j->done, 0);
     j->result = TM_RUN_STOPPED;
     j->stop_asked_ms = 0;
@@ -90,15 +89,13 @@ int tm_sup_start(tm_supervisor *s, tm_connector_config *cfg) {
     }
     j->cfg = cfg;
     j->opt = s->opt;
-    atomic_init(&j->stop, 0);
-    atomic_init(&j->failed, 0);
     atomic_init(&j->done, 0);
     s->jobs[s->n++] = j; /* kept when the thread fails: counted as down */
     return job_launch(j);
 }
 
 static int job_down(const job *j) {
-    return !j->started || atomic_load(&j->failed) || atomic_load(&j->done);
+    return !j->started || atomic_load(&j->ctl.failed) || atomic_load(&j->done);
 }
 
 static job *find(const tm_supervisor *s, const char *name) {
@@ -122,7 +119,7 @@ int tm_sup_is_down(const tm_supervisor *s, const char *name) {
 /* Stopped exactly as SIGTERM stops it (the same flag the connector
  * watches): its batch finished or abandoned, its consumer closed. */
 static void job_stop(job *j) {
-    atomic_store(&j->stop, 1);
+    tm_run_ctl_stop(&j->ctl);
     j->stop_asked_ms = tm_now_ms();
 }
 
@@ -195,9 +192,13 @@ out:
     free(run_next);
 }
 
+static int in_transition(const job *j) {
+    return j->next_cfg || j->removing || j->relaunch;
+}
+
 int tm_sup_busy(const tm_supervisor *s) {
     for (size_t i = 0; i < s->n; i++)
-        if (s->jobs[i]->next_cfg || s->jobs[i]->removing)
+        if (in_transition(s->jobs[i]))
             return 1;
     return 0;
 }
@@ -219,7 +220,17 @@ void tm_sup_tick(tm_supervisor *s) {
     size_t i = 0;
     while (i < s->n) {
         job *j = s->jobs[i];
-        if (!j->next_cfg && !j->removing) {
+        /* `tidemark restart` (its control socket): stopped as SIGTERM
+         * stops it, then started again with the same config; a FAILED one
+         * is how an operator recovers it in place. */
+        if (j->started && !in_transition(j) &&
+            atomic_exchange(&j->ctl.restart, 0)) {
+            tm_log(TM_LOG_INFO, j->cfg->name,
+                   "restart asked: stopping, then starting again");
+            j->relaunch = 1;
+            job_stop(j);
+        }
+        if (!in_transition(j)) {
             i++;
             continue;
         }
@@ -231,6 +242,13 @@ void tm_sup_tick(tm_supervisor *s) {
         if (j->started)
             pthread_join(j->thread, NULL);
         j->started = 0;
+        if (j->relaunch && !j->next_cfg && !j->removing) {
+            j->relaunch = 0;
+            job_launch(j);
+            i++;
+            continue;
+        }
+        j->relaunch = 0; /* a reload's new config wins */
         tm_config_free(j->cfg);
         j->cfg = NULL;
         if (j->removing) {
@@ -259,9 +277,9 @@ int tm_sup_all_down(const tm_supervisor *s, size_t *failed) {
         if (j->removing)
             continue; /* on its way out: neither up nor down */
         live++;
-        if (j->next_cfg)
+        if (j->next_cfg || j->relaunch)
             continue; /* to be started again */
-        *failed += atomic_load(&j->failed) != 0;
+        *failed += atomic_load(&j->ctl.failed) != 0;
         down += job_down(j);
     }
     return down == live;
@@ -269,7 +287,7 @@ int tm_sup_all_down(const tm_supervisor *s, size_t *failed) {
 
 void tm_sup_stop_all(tm_supervisor *s) {
     for (size_t i = 0; i < s->n; i++)
-        atomic_store(&s->jobs[i]->stop, 1);
+        tm_run_ctl_stop(&s->jobs[i]->ctl);
 }
 
 /* The exit status of the process: rc_before, or 1 when a connector (not
@@ -293,13 +311,13 @@ int tm_sup_finish(tm_supervisor *s, int rc_before) {
             int rc = rc_before;
             for (size_t i = 0; i < s->n; i++) {
                 const job *j = s->jobs[i];
-                if (!j->started || j->removing || j->next_cfg)
+                if (!j->started || in_transition(j))
                     continue;
                 if (atomic_load(&j->done)) {
                     rc |= j->result != TM_RUN_STOPPED;
                     continue;
                 }
-                rc |= atomic_load(&j->failed) != 0;
+                rc |= atomic_load(&j->ctl.failed) != 0;
                 tm_log(TM_LOG_ERROR, j->cfg->name,
                        "did not stop within 10 s: its sink does not return "
                        "from a call even when interrupted; exiting without it "
@@ -320,9 +338,9 @@ int tm_sup_finish(tm_supervisor *s, int rc_before) {
             pthread_join(j->thread, NULL);
             j->started = 0;
             /* One a reload was replacing (FAILED, say) is not counted. */
-            if (!j->removing && !j->next_cfg && j->result != TM_RUN_STOPPED)
+            if (!in_transition(j) && j->result != TM_RUN_STOPPED)
                 rc = 1;
-        } else if (!j->removing && !j->next_cfg) {
+        } else if (!in_transition(j)) {
             rc = 1; /* its thread could not start */
         }
     }
