@@ -586,6 +586,88 @@ static void scenario_reload_queued_then_term(void) {
     judge(&b, 1);
 }
 
+/* SIGHUP while the connector's claim is retried against a store the test
+ * holds locked (a SQLite write lock; each attempt waits busy_timeout_ms,
+ * 2 s, then backs off): the reload stops it as SIGTERM would, at once (the
+ * claim given up, nothing moved), and starts the new config, which claims
+ * once the lock is gone; every offset once. */
+static void scenario_reload_during_blocked_claim(void) {
+    conn a;
+    conn_init(&a, "a", 0);
+    h_create_topic(a.topic, NPART, NULL, NULL);
+    H_CHECK(mkdir(h_path("conf"), 0700) == 0, "mkdir conf");
+    const char *batch = "\"max_wait_ms\": 100";
+    /* The store's busy timeout is the sink's setting: spliced into
+     * $.sink.settings through the table name's neighbour. */
+    write_conf(&a, batch);
+    char text[9000];
+    snprintf(text, sizeof text, "%s", h_read_file("conf/a.json"));
+    char *at = strstr(text, "\"table\": \"t\"");
+    H_CHECK(at != NULL, "config without its table");
+    char fixed[9100];
+    snprintf(fixed, sizeof fixed,
+             "%.*s\"table\": \"t\", \"busy_timeout_ms\": "
+             "2000%s",
+             (int)(at - text), text, at + strlen("\"table\": \"t\""));
+    h_write_file("conf/a.json", fixed);
+    const char *args[] = {h_path("conf"), NULL};
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < NPART; part++)
+        h_produce_many(p, a.topic, part, 0, 30, "{\"id\": %d}");
+    pid_t pid = h_spawn_many(args, "run.log", NULL);
+    wait_caught_up(&a, 60000);
+    int64_t e0[NPART];
+    epochs(&a, e0);
+
+    sqlite3 *lock = NULL;
+    H_CHECK(sqlite3_open(a.db, &lock) == SQLITE_OK &&
+                sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                    SQLITE_OK,
+            "cannot take the write lock: %s", sqlite3_errmsg(lock));
+    /* Reload 1 (a changed batch size) restarts it into the lock. */
+    snprintf(text, sizeof text, "%s", h_read_file("conf/a.json"));
+    at = strstr(text, "\"max_wait_ms\": 100");
+    H_CHECK(at != NULL, "config without max_wait_ms");
+    snprintf(fixed, sizeof fixed, "%.*s\"max_wait_ms\": 101%s",
+             (int)(at - text), text, at + strlen("\"max_wait_ms\": 100"));
+    h_write_file("conf/a.json", fixed);
+    sighup(pid);
+    wait_log(pid, "run.log", "reload 1 done", 30000);
+    wait_log(pid, "run.log", "database is locked", 60000);
+    for (int part = 0; part < NPART; part++)
+        H_CHECK(marker(&a, part, "epoch") == e0[part],
+                "inconclusive: the claim went through despite the lock");
+    h_step("reload 1: restarted into a claim blocked by the store's lock");
+
+    /* Reload 2 while that claim waits. */
+    at = strstr(fixed, "\"max_wait_ms\": 101");
+    snprintf(text, sizeof text, "%.*s\"max_wait_ms\": 102%s", (int)(at - fixed),
+             fixed, at + strlen("\"max_wait_ms\": 101"));
+    h_write_file("conf/a.json", text);
+    int64_t t0 = h_now_ms();
+    sighup(pid);
+    wait_log(pid, "run.log", "reload 2 done", 15000);
+    int64_t took = h_now_ms() - t0;
+    H_CHECK(strstr(h_read_file("run.log"), "given up: stopping"),
+            "inconclusive: no claim was given up by the reload's stop");
+    for (int part = 0; part < NPART; part++)
+        H_CHECK(marker(&a, part, "epoch") == e0[part],
+                "the marker moved while the lock was held");
+    h_step("reload 2 during the blocked claim: done after %lld ms, the claim "
+           "given up, nothing moved",
+           (long long)took);
+
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    wait_claimed(pid, &a, e0, 60000);
+    for (int part = 0; part < NPART; part++)
+        h_produce_many(p, a.topic, part, 30, 30, "{\"id\": %d}");
+    wait_caught_up(&a, 60000);
+    h_stop_clean(pid);
+    rd_kafka_destroy(p);
+    judge(&a, 1);
+}
+
 /* ---- pause, resume, restart (docs/operations.md, Pause, resume,
  * restart) ---- */
 
@@ -904,6 +986,7 @@ int main(int argc, char **argv) {
         {"reload_under_load", scenario_reload_under_load},
         {"reload_failed_recover", scenario_reload_failed_recover},
         {"reload_queued_then_term", scenario_reload_queued_then_term},
+        {"reload_during_blocked_claim", scenario_reload_during_blocked_claim},
         {"pause_resume", scenario_pause_resume},
         {"restart", scenario_restart},
         {"control_not_running", scenario_control_not_running},
