@@ -791,6 +791,64 @@ static void scenario_pause_resume(void) {
     judge(&a, 1);
 }
 
+/* `tidemark pause` while the connector's claim is retried against a locked
+ * store: the pause cuts the claim short (given up, as for a stop), which
+ * leaves the partitions assigned by the group but claimed by nobody; the
+ * paused connector claims them itself, so that after the lock is gone and
+ * it is resumed every record is applied once. */
+static void scenario_pause_during_blocked_claim(void) {
+    conn a;
+    conn_init(&a, "a", 0);
+    h_create_topic(a.topic, NPART, NULL, NULL);
+    H_CHECK(mkdir(h_path("conf"), 0700) == 0, "mkdir conf");
+    write_conf(&a, "\"max_wait_ms\": 100");
+    char text[9000], fixed[9100];
+    snprintf(text, sizeof text, "%s", h_read_file("conf/a.json"));
+    char *at = strstr(text, "\"table\": \"t\"");
+    H_CHECK(at != NULL, "config without its table");
+    snprintf(fixed, sizeof fixed,
+             "%.*s\"table\": \"t\", \"busy_timeout_ms\": 2000%s",
+             (int)(at - text), text, at + strlen("\"table\": \"t\""));
+    h_write_file("conf/a.json", fixed);
+    const char *args[] = {h_path("conf"), NULL};
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < NPART; part++)
+        h_produce_many(p, a.topic, part, 0, 30, "{\"id\": %d}");
+    pid_t pid = h_spawn_many(args, "run.log", NULL);
+    wait_caught_up(&a, 60000);
+    int64_t e0[NPART];
+    epochs(&a, e0);
+
+    sqlite3 *lock = NULL;
+    H_CHECK(sqlite3_open(a.db, &lock) == SQLITE_OK &&
+                sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                    SQLITE_OK,
+            "cannot take the write lock: %s", sqlite3_errmsg(lock));
+    H_CHECK(control("restart", &a, "restart.out") == 0, "restart: %s",
+            h_read_file("restart.out"));
+    wait_log(pid, "run.log", "database is locked", 60000);
+    H_CHECK(control("pause", &a, "pause.out") == 0, "pause: %s",
+            h_read_file("pause.out"));
+    wait_log(pid, "run.log", "given up: stopping", 15000);
+    char inst[64];
+    wait_status(pid, &a, "PAUSED", NULL, inst, sizeof inst);
+    for (int part = 0; part < NPART; part++)
+        H_CHECK(marker(&a, part, "epoch") == e0[part],
+                "inconclusive: the claim went through despite the lock");
+    h_step("paused while the claim waited for the lock: the claim given up");
+
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    for (int part = 0; part < NPART; part++)
+        h_produce_many(p, a.topic, part, 30, 30, "{\"id\": %d}");
+    H_CHECK(control("resume", &a, "resume.out") == 0, "resume: %s",
+            h_read_file("resume.out"));
+    wait_caught_up(&a, 60000);
+    h_stop_clean(pid);
+    rd_kafka_destroy(p);
+    judge(&a, 1);
+}
+
 /* `tidemark restart`: a FAILED connector started again (FAILED again
  * while its cause stays, running once it is fixed), a running one
  * stopped and started (claimed again), the other connector of the process
@@ -988,6 +1046,7 @@ int main(int argc, char **argv) {
         {"reload_queued_then_term", scenario_reload_queued_then_term},
         {"reload_during_blocked_claim", scenario_reload_during_blocked_claim},
         {"pause_resume", scenario_pause_resume},
+        {"pause_during_blocked_claim", scenario_pause_during_blocked_claim},
         {"restart", scenario_restart},
         {"control_not_running", scenario_control_not_running},
         {"control_other_user", scenario_control_other_user},
