@@ -255,13 +255,15 @@ int tm_cmd_run(int argc, char **argv) {
     free(dirs_of);
     free(dir_ptrs);
     free(names);
-    sup = metrics ? tm_sup_new(&opt) : NULL;
+    sup = metrics ? tm_sup_new(&opt, &stop) : NULL;
     if (!sup) {
         if (metrics)
             fprintf(stderr, "tidemark run: out of memory\n");
         rc = 1;
         goto out;
     }
+    /* A SIGTERM from now on reaches every connector at once. */
+    tm_signals_on_stop(tm_sup_stop_all_hook, sup);
     for (size_t i = 0; i < ncfgs; i++) {
         tm_connector_config *cfg = cfgs[i];
         cfgs[i] = NULL; /* the supervisor's now */
@@ -276,6 +278,7 @@ int tm_cmd_run(int argc, char **argv) {
     rc = tm_sup_finish(sup, rc);
 out:
     tm_metrics_process_stop(metrics); /* the last write: final states */
+    tm_signals_on_stop(NULL, NULL);   /* before sup goes */
     tm_sup_free(sup);
     for (size_t i = 0; cfgs && i < ncfgs; i++)
         tm_config_free(cfgs[i]);

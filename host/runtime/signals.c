@@ -11,6 +11,16 @@
 static sigset_t waited;
 static atomic_int *stop_flag;
 static atomic_uint *reload_count;
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*stop_hook)(void *ctx);
+static void *stop_hook_ctx;
+
+void tm_signals_on_stop(void (*fn)(void *ctx), void *ctx) {
+    pthread_mutex_lock(&hook_lock);
+    stop_hook = fn;
+    stop_hook_ctx = ctx;
+    pthread_mutex_unlock(&hook_lock);
+}
 
 static void *signal_thread(void *arg) {
     (void)arg;
@@ -41,6 +51,10 @@ static void *signal_thread(void *arg) {
         if (!signalled) {
             signalled = 1;
             atomic_store(stop, 1);
+            pthread_mutex_lock(&hook_lock);
+            if (stop_hook)
+                stop_hook(stop_hook_ctx);
+            pthread_mutex_unlock(&hook_lock);
             tm_fault_signal_taken();
             tm_log(TM_LOG_INFO, NULL,
                    "%s: stopping (a second signal exits at once)",

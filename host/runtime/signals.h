@@ -16,4 +16,11 @@
  * errno. */
 int tm_signals_start(atomic_int *stop, atomic_uint *reloads);
 
+/* FN(CTX) is called by the signal thread right after it set *stop on the
+ * first SIGTERM or SIGINT, before anything else may go on (a fault point
+ * that held the process waits for it: services/fault.h), so that every
+ * connector sees its stop at once. NULL removes it; returns only once a
+ * call in progress finished, so CTX may then be freed. */
+void tm_signals_on_stop(void (*fn)(void *ctx), void *ctx);
+
 #endif

@@ -24,8 +24,9 @@ typedef struct job {
     int64_t stop_asked_ms; /* monotonic, when a reload stopped it */
     int stuck_logged;
     const tm_run_options *opt;
-    tm_run_ctl ctl;  /* its stop, pause, failed, restart */
-    atomic_int done; /* tm_connector_run returned */
+    const atomic_int *all_stop; /* the process's stop */
+    tm_run_ctl ctl;             /* its stop, pause, failed, restart */
+    atomic_int done;            /* tm_connector_run returned */
     tm_run_result result;
     pthread_t thread;
     int started; /* thread running or to be joined */
@@ -33,6 +34,10 @@ typedef struct job {
 
 struct tm_supervisor {
     const tm_run_options *opt;
+    const atomic_int *all_stop;
+    /* Held to change jobs (by the run loop's thread, the only writer) and
+     * by tm_sup_stop_all from the signal thread. */
+    pthread_mutex_t lock;
     job **jobs;
     size_t n, cap;
     unsigned reload_seq; /* the reload being applied, 0 none */
@@ -50,15 +55,26 @@ static void *job_main(void *arg) {
     return NULL;
 }
 
-tm_supervisor *tm_sup_new(const tm_run_options *opt) {
+tm_supervisor *tm_sup_new(const tm_run_options *opt,
+                          const atomic_int *all_stop) {
     tm_supervisor *s = calloc(1, sizeof *s);
-    if (s)
-        s->opt = opt;
+    if (!s)
+        return NULL;
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        return NULL;
+    }
+    s->opt = opt;
+    s->all_stop = all_stop;
     return s;
 }
 
+/* Under the supervisor's lock: a stop of the whole process is either seen
+ * here or sets this job's flags after. */
 static int job_launch(job *j) {
     tm_run_ctl_init(&j->ctl);
+    if (atomic_load(j->all_stop))
+        tm_run_ctl_stop(&j->ctl);
     atomic_store(&j->done, 0);
     j->result = TM_RUN_STOPPED;
     j->stop_asked_ms = 0;
@@ -69,7 +85,7 @@ static int job_launch(job *j) {
     return j->started ? 0 : -1;
 }
 
-int tm_sup_start(tm_supervisor *s, tm_connector_config *cfg) {
+static int start_locked(tm_supervisor *s, tm_connector_config *cfg) {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 8;
         job **v = realloc(s->jobs, cap * sizeof *v);
@@ -89,9 +105,17 @@ int tm_sup_start(tm_supervisor *s, tm_connector_config *cfg) {
     }
     j->cfg = cfg;
     j->opt = s->opt;
+    j->all_stop = s->all_stop;
     atomic_init(&j->done, 0);
     s->jobs[s->n++] = j; /* kept when the thread fails: counted as down */
     return job_launch(j);
+}
+
+int tm_sup_start(tm_supervisor *s, tm_connector_config *cfg) {
+    pthread_mutex_lock(&s->lock);
+    int rc = start_locked(s, cfg);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }
 
 static int job_down(const job *j) {
@@ -217,6 +241,7 @@ static void note_stuck(job *j) {
 }
 
 void tm_sup_tick(tm_supervisor *s) {
+    pthread_mutex_lock(&s->lock);
     size_t i = 0;
     while (i < s->n) {
         job *j = s->jobs[i];
@@ -263,6 +288,7 @@ void tm_sup_tick(tm_supervisor *s) {
         job_launch(j);
         i++;
     }
+    pthread_mutex_unlock(&s->lock);
     if (s->reload_seq && !tm_sup_busy(s)) {
         tm_log(TM_LOG_INFO, NULL, "SIGHUP: reload %u done", s->reload_seq);
         s->reload_seq = 0;
@@ -286,8 +312,14 @@ int tm_sup_all_down(const tm_supervisor *s, size_t *failed) {
 }
 
 void tm_sup_stop_all(tm_supervisor *s) {
+    pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < s->n; i++)
         tm_run_ctl_stop(&s->jobs[i]->ctl);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tm_sup_stop_all_hook(void *s) {
+    tm_sup_stop_all(s);
 }
 
 /* The exit status of the process: rc_before, or 1 when a connector (not
@@ -356,5 +388,6 @@ void tm_sup_free(tm_supervisor *s) {
         free(s->jobs[i]);
     }
     free(s->jobs);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }

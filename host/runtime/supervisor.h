@@ -6,6 +6,7 @@
 #ifndef TM_SUPERVISOR_H
 #define TM_SUPERVISOR_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "config/connector_config.h"
@@ -13,8 +14,11 @@
 
 typedef struct tm_supervisor tm_supervisor;
 
-/* opt must outlive the supervisor. NULL when memory ran out. */
-tm_supervisor *tm_sup_new(const tm_run_options *opt);
+/* opt must outlive the supervisor; all_stop is the process's stop (a
+ * connector started after it is set is stopped at once). NULL when memory
+ * ran out. */
+tm_supervisor *tm_sup_new(const tm_run_options *opt,
+                          const atomic_int *all_stop);
 
 /* Starts a connector on its own thread; the supervisor owns cfg from now
  * (on failure too). 0, or -1 (logged) when the thread cannot start. */
@@ -50,8 +54,13 @@ void tm_sup_tick(tm_supervisor *s);
  * FAILED. */
 int tm_sup_all_down(const tm_supervisor *s, size_t *failed);
 
-/* Asks every connector to stop. */
+/* Asks every connector to stop. The one call another thread may make (the
+ * signal thread: tm_signals_on_stop); the list of connectors is changed
+ * under a lock it takes. */
 void tm_sup_stop_all(tm_supervisor *s);
+
+/* tm_sup_stop_all for tm_signals_on_stop. */
+void tm_sup_stop_all_hook(void *s);
 
 /* After tm_sup_stop_all: waits for every connector thread until
  * TM_SUP_STOP_LIMIT_MS from now; when one is still inside its sink then,
