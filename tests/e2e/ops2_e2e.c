@@ -343,6 +343,14 @@ static void scenario_reload_under_load(void) {
     wait_claimed(pid, &d, NULL, 60000);
     h_step("(c) d added: claimed");
 
+    /* Records applied before it goes: what it stops with is judged too. */
+    for (int part = 0; part < NPART; part++) {
+        int64_t t0 = h_now_ms();
+        while (marker(&c, part, "next_offset") <= 0) {
+            H_CHECK(h_now_ms() - t0 < 60000, "c [%d]: nothing applied", part);
+            h_sleep_ms(100);
+        }
+    }
     remove_conf(&c);
     sighup(pid);
     wait_log(pid, "run.log",
