@@ -1,11 +1,13 @@
 /* tidemark run [--plugin-dir DIR]... [--state-dir DIR]
  *              [--metrics-file PATH.prom [--metrics-interval-s N]]
- *              [--metrics-listen 127.0.0.1:PORT] CONFIG...
+ *              [--metrics-listen 127.0.0.1:PORT] CONFIG|DIR...
  *
  * Runs each connector config on its own thread, with its own consumer and
- * sink instance, until SIGTERM or SIGINT. Every config is loaded and
- * checked as `tidemark validate` checks it (the plugin's own validate
- * included) before anything starts: one bad file starts nothing. */
+ * sink instance (runtime/supervisor.h), until SIGTERM or SIGINT. Every
+ * config is loaded and checked as `tidemark validate` checks it (the
+ * plugin's own validate included) before anything starts: one bad file
+ * starts nothing. SIGHUP reads the same CONFIG and DIR arguments again and
+ * applies the difference; one bad file changes nothing. */
 #include "cli/commands.h"
 
 #include <limits.h>
@@ -19,11 +21,14 @@
 
 #include "cli/cli_args.h"
 #include "cli/cli_sink.h"
+#include "cli/run_configs.h"
 #include "config/connector_config.h"
 #include "metrics/metrics_process.h"
 #include "plugin/loader.h"
 #include "runtime/connector.h"
+#include "runtime/reload_plan.h"
 #include "runtime/signals.h"
+#include "runtime/supervisor.h"
 #include "services/log.h"
 #include "status/status_file.h"
 
@@ -32,11 +37,15 @@ static void usage(FILE *out) {
             "usage: tidemark run [--plugin-dir DIR]... [--state-dir DIR]\n"
             "                    [--metrics-file PATH.prom] "
             "[--metrics-interval-s N]\n"
-            "                    [--metrics-listen ADDR:PORT] CONFIG...\n"
+            "                    [--metrics-listen ADDR:PORT] CONFIG|DIR...\n"
             "\n"
             "Runs the connectors until SIGTERM or SIGINT (the first signal\n"
             "finishes or abandons each batch in flight and closes the\n"
             "consumer; a second exits at once). Status: `tidemark status`.\n"
+            "A DIR stands for its *.json files. SIGHUP reloads: the same\n"
+            "arguments read again, changed, added, removed and FAILED\n"
+            "connectors restarted, started or stopped, the others left\n"
+            "running; an invalid config changes nothing (logged).\n"
             "Exit status: 0 stopped by a signal, 1 a connector FAILED or\n"
             "could not start (at once when every connector did), 2 usage\n"
             "error or invalid config.\n"
@@ -60,36 +69,74 @@ static void usage(FILE *out) {
             tm_plugin_default_dir());
 }
 
-typedef struct job {
-    const tm_connector_config *cfg;
-    const tm_run_options *opt;
-    const atomic_int *stop;
-    tm_run_result result;
-    pthread_t thread;
-    int started;
-    atomic_int failed; /* FAILED, waiting for the stop */
-    atomic_int done;   /* tm_connector_run returned */
-} job;
-
-static void *job_main(void *arg) {
-    job *j = arg;
-    j->result = tm_connector_run(j->cfg, j->opt, j->stop, &j->failed);
-    atomic_store(&j->done, 1);
-    return NULL;
+/* Where each connector's status files are (tm_run_state_dir), for the
+ * metrics to read them; dirs holds n paths. */
+static void status_dirs(const tm_run_options *opt, tm_connector_config **cfgs,
+                        size_t n, char (*dirs)[PATH_MAX], const char **ptrs,
+                        const char **names) {
+    for (size_t i = 0; i < n; i++) {
+        tm_run_state_dir(cfgs[i], opt, dirs[i], PATH_MAX);
+        ptrs[i] = dirs[i];
+        names[i] = cfgs[i]->name;
+    }
 }
 
-/* Waits for a signal, or until no connector runs any more (each FAILED or
+/* A config its running connector already runs with (a reload does not
+ * ask its plugin to validate it again: a store that is briefly down must
+ * not refuse the reload of the other connectors). */
+static int unchanged_running(void *ctx, const tm_connector_config *cfg) {
+    const tm_supervisor *sup = ctx;
+    const tm_connector_config *now = tm_sup_config(sup, cfg->name);
+    return now && !tm_sup_is_down(sup, cfg->name) && tm_reload_same(now, cfg);
+}
+
+/* Reload SEQ: the same arguments read and checked again as at start; any
+ * problem refuses the whole reload and leaves every connector as it is. */
+static void reload(tm_supervisor *sup, unsigned seq, const char *const *args,
+                   size_t nargs, const char *const *dirs, size_t ndirs) {
+    tm_log(TM_LOG_INFO, NULL, "SIGHUP: reload %u: reading the configs again",
+           seq);
+    char **files = NULL;
+    size_t n = 0;
+    tm_connector_config **cfgs = NULL;
+    int ok = tm_run_config_files(args, nargs, &files, &n) == 0;
+    if (ok) {
+        cfgs = calloc(n, sizeof *cfgs);
+        ok = cfgs && tm_run_configs_load(files, n, dirs, ndirs,
+                                         unchanged_running, sup, cfgs) == 0;
+    }
+    if (!ok) {
+        tm_log(TM_LOG_ERROR, NULL,
+               "SIGHUP: reload %u refused: a config is invalid (each problem "
+               "above as FILE: PATH: message); every connector runs as "
+               "before",
+               seq);
+        for (size_t i = 0; cfgs && i < n; i++)
+            tm_config_free(cfgs[i]);
+    } else {
+        tm_sup_reload(sup, seq, cfgs, n);
+    }
+    free(cfgs);
+    tm_run_files_free(files, n);
+}
+
+/* Until a signal, or until no connector runs any more (each FAILED or
  * returned): a process that does nothing must not look alive to a service
- * manager. Then every FAILED connector is told to stop: exit status 1. */
-static void wait_until_down(job *jobs, size_t n, atomic_int *stop) {
+ * manager. Reloads are applied in between, one at a time: SIGHUPs that
+ * come while one is still stopping connectors are served by the next. */
+static void supervise(tm_supervisor *sup, atomic_int *stop,
+                      atomic_uint *reloads, const char *const *args,
+                      size_t nargs, const char *const *dirs, size_t ndirs) {
+    unsigned handled = 0;
     while (!atomic_load(stop)) {
-        size_t down = 0, failed = 0;
-        for (size_t i = 0; i < n; i++) {
-            int f = atomic_load(&jobs[i].failed);
-            failed += f != 0;
-            down += !jobs[i].started || f || atomic_load(&jobs[i].done);
+        tm_sup_tick(sup);
+        unsigned asked = atomic_load(reloads);
+        if (asked != handled && !tm_sup_busy(sup)) {
+            handled = asked;
+            reload(sup, asked, args, nargs, dirs, ndirs);
         }
-        if (down == n) {
+        size_t failed;
+        if (tm_sup_all_down(sup, &failed)) {
             if (failed)
                 tm_log(TM_LOG_ERROR, NULL,
                        "every connector is FAILED or could not start: "
@@ -97,114 +144,9 @@ static void wait_until_down(job *jobs, size_t n, atomic_int *stop) {
             atomic_store(stop, 1);
             return;
         }
-        struct timespec ts = {0, 100 * 1000000L};
+        struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }
-}
-
-/* Loads every config and checks it as `tidemark validate` does, in the
- * same order and with the same lines: the config, the name clash, then the
- * plugin (its loading and its own validate callback), so that what
- * validate refuses, run refuses before it starts anything. cfgs[i] keeps
- * each config that loaded. 0, or -1 with every problem printed. */
-/* How long a stop may take (docs/operations.md, Signals): the batch in
- * flight gets TM_STOP_GRACE_MS, then the sink's interrupt(), then the
- * consumer's close its own 5 s watchdog. A sink that does not return even
- * when interrupted (seen: the PostgreSQL sink waiting for a server that
- * went silent, its cancel request lost on the same dead route) must not
- * keep the process alive past it. 10 s from the signal: a second less
- * from when wait_until_down sees it (it looks every 100 ms), for the exit
- * itself on a loaded machine. */
-#define STOP_LIMIT_MS 9000
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* After the stop: waits for every connector thread until STOP_LIMIT_MS
- * from now. When some connector is still inside its sink then, the
- * process exits without it (_exit: its thread still uses the sink and the
- * consumer, nothing may be torn down under it). That is as safe as a
- * second signal: every sink commit is atomic and the markers say where to
- * go on; the host lock goes with the process, so `tidemark status` says
- * STOPPED; the group times the member out. Exit status 0, or 1 when a
- * connector FAILED. Returns only when every thread finished. */
-static void stop_within_limit(const job *jobs, size_t n, int failed_before) {
-    long waited = 0;
-    for (;;) {
-        size_t stuck = 0;
-        for (size_t i = 0; i < n; i++)
-            stuck += jobs[i].started && !atomic_load(&jobs[i].done);
-        if (stuck == 0)
-            return;
-        if (waited >= STOP_LIMIT_MS)
-            break;
-        sleep_ms(50);
-        waited += 50;
-    }
-    int rc = failed_before;
-    for (size_t i = 0; i < n; i++) {
-        if (!jobs[i].started)
-            continue;
-        if (atomic_load(&jobs[i].done)) {
-            rc |= jobs[i].result != TM_RUN_STOPPED;
-            continue;
-        }
-        rc |= atomic_load(&jobs[i].failed) != 0;
-        tm_log(TM_LOG_ERROR, jobs[i].cfg->name,
-               "did not stop within 10 s: its sink does not return from a "
-               "call even when interrupted; exiting without it (its batch in "
-               "flight is abandoned: safe, the markers did not move)");
-    }
-    fflush(stdout);
-    fflush(stderr);
-    _exit(rc ? 1 : 0);
-}
-
-/* Where each connector's status files are (runtime/connector.c's order:
- * --state-dir, the config's, the default), for the metrics to read them;
- * dirs holds n paths. */
-static void status_dirs(const char *state_dir, tm_connector_config **cfgs,
-                        size_t n, char (*dirs)[PATH_MAX], const char **ptrs,
-                        const char **names) {
-    for (size_t i = 0; i < n; i++) {
-        if (state_dir)
-            snprintf(dirs[i], PATH_MAX, "%s", state_dir);
-        else if (cfgs[i]->state_dir)
-            snprintf(dirs[i], PATH_MAX, "%s", cfgs[i]->state_dir);
-        else
-            tm_status_default_dir(dirs[i], PATH_MAX);
-        ptrs[i] = dirs[i];
-        names[i] = cfgs[i]->name;
-    }
-}
-
-static int load_all(const char **files, size_t n, const char *const *dirs,
-                    size_t ndirs, tm_connector_config **cfgs) {
-    const char **names = calloc(n, sizeof *names);
-    if (!names) {
-        fprintf(stderr, "tidemark run: out of memory\n");
-        return -1;
-    }
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        tm_cli_sink s;
-        if (tm_cli_sink_load(&s, files[i], dirs, ndirs) != 0) {
-            bad = 1;
-            continue;
-        }
-        names[i] = s.cfg->name; /* cfgs[i] keeps it alive */
-        if (tm_cli_name_clash(files, names, i))
-            bad = 1;
-        if (tm_cli_sink_validate(&s) != 0)
-            bad = 1;
-        cfgs[i] = s.cfg;
-        s.cfg = NULL; /* the connector loads its own instance */
-        tm_cli_sink_free(&s);
-    }
-    free(names);
-    return bad ? -1 : 0;
 }
 
 int tm_cmd_run(int argc, char **argv) {
@@ -218,7 +160,9 @@ int tm_cmd_run(int argc, char **argv) {
     int rc = 0;
     tm_connector_config **cfgs = NULL;
     const char **dirs = NULL;
-    job *jobs = NULL;
+    char **cfg_files = NULL;
+    size_t ncfgs = 0;
+    tm_supervisor *sup = NULL;
     if (!extra || !files) {
         fprintf(stderr, "tidemark run: out of memory\n");
         rc = 1;
@@ -265,73 +209,81 @@ int tm_cmd_run(int argc, char **argv) {
         rc = 2;
         goto out;
     }
-    cfgs = calloc(nfiles, sizeof *cfgs);
-    jobs = calloc(nfiles, sizeof *jobs);
     size_t ndirs = 0;
     dirs = tm_cli_plugin_dirs(extra, nextra, &ndirs);
-    if (!cfgs || !jobs || !dirs) {
+    if (!dirs) {
         fprintf(stderr, "tidemark run: out of memory\n");
         rc = 1;
         goto out;
     }
-    if (load_all(files, nfiles, dirs, ndirs, cfgs) != 0) {
+    if (tm_run_config_files(files, nfiles, &cfg_files, &ncfgs) != 0) {
+        rc = TM_EXIT_INVALID_CONFIG;
+        goto out;
+    }
+    cfgs = calloc(ncfgs, sizeof *cfgs);
+    if (!cfgs) {
+        fprintf(stderr, "tidemark run: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    if (tm_run_configs_load(cfg_files, ncfgs, dirs, ndirs, NULL, NULL, cfgs) !=
+        0) {
         rc = TM_EXIT_INVALID_CONFIG;
         goto out;
     }
     tm_run_options opt = {
         .plugin_dirs = dirs, .nplugin_dirs = ndirs, .state_dir = state_dir};
     static atomic_int stop;
+    static atomic_uint reloads;
     atomic_store(&stop, 0);
-    if (tm_signals_start(&stop) != 0) {
+    atomic_store(&reloads, 0);
+    if (tm_signals_start(&stop, &reloads) != 0) {
         fprintf(stderr, "tidemark run: cannot set up signal handling\n");
         rc = 1;
         goto out;
     }
     /* After the signal thread: it inherits the blocked signals. */
-    char(*dirs_of)[PATH_MAX] = calloc(nfiles, sizeof *dirs_of);
-    const char **dir_ptrs = calloc(nfiles, sizeof *dir_ptrs);
-    const char **names = calloc(nfiles, sizeof *names);
+    char(*dirs_of)[PATH_MAX] = calloc(ncfgs, sizeof *dirs_of);
+    const char **dir_ptrs = calloc(ncfgs, sizeof *dir_ptrs);
+    const char **names = calloc(ncfgs, sizeof *names);
     if (dirs_of && dir_ptrs && names) {
-        status_dirs(state_dir, cfgs, nfiles, dirs_of, dir_ptrs, names);
-        metrics = tm_metrics_process_start(&mo, names, dir_ptrs, nfiles);
+        status_dirs(&opt, cfgs, ncfgs, dirs_of, dir_ptrs, names);
+        metrics = tm_metrics_process_start(&mo, names, dir_ptrs, ncfgs);
     } else {
         fprintf(stderr, "tidemark run: out of memory\n");
     }
     free(dirs_of);
     free(dir_ptrs);
     free(names);
-    if (!metrics) {
+    sup = metrics ? tm_sup_new(&opt, &stop) : NULL;
+    if (!sup) {
+        if (metrics)
+            fprintf(stderr, "tidemark run: out of memory\n");
         rc = 1;
         goto out;
     }
-    for (size_t i = 0; i < nfiles; i++) {
-        jobs[i] = (job){.cfg = cfgs[i], .opt = &opt, .stop = &stop};
-        atomic_init(&jobs[i].failed, 0);
-        atomic_init(&jobs[i].done, 0);
-        if (pthread_create(&jobs[i].thread, NULL, job_main, &jobs[i]) != 0) {
-            fprintf(stderr, "tidemark run: %s: cannot start a thread\n",
-                    files[i]);
+    /* A SIGTERM from now on reaches every connector at once. */
+    tm_signals_on_stop(tm_sup_stop_all_hook, sup);
+    for (size_t i = 0; i < ncfgs; i++) {
+        tm_connector_config *cfg = cfgs[i];
+        cfgs[i] = NULL; /* the supervisor's now */
+        if (tm_sup_start(sup, cfg) != 0) {
             atomic_store(&stop, 1);
             rc = 1;
             break;
         }
-        jobs[i].started = 1;
     }
-    wait_until_down(jobs, nfiles, &stop);
-    stop_within_limit(jobs, nfiles, rc);
-    for (size_t i = 0; i < nfiles; i++) {
-        if (!jobs[i].started)
-            continue;
-        pthread_join(jobs[i].thread, NULL);
-        if (jobs[i].result != TM_RUN_STOPPED)
-            rc = 1;
-    }
+    supervise(sup, &stop, &reloads, files, nfiles, dirs, ndirs);
+    tm_sup_stop_all(sup);
+    rc = tm_sup_finish(sup, rc);
 out:
     tm_metrics_process_stop(metrics); /* the last write: final states */
-    for (size_t i = 0; cfgs && i < nfiles; i++)
+    tm_signals_on_stop(NULL, NULL);   /* before sup goes */
+    tm_sup_free(sup);
+    for (size_t i = 0; cfgs && i < ncfgs; i++)
         tm_config_free(cfgs[i]);
     free(cfgs);
-    free(jobs);
+    tm_run_files_free(cfg_files, ncfgs);
     free(dirs);
     free(extra);
     free(files);

@@ -36,4 +36,9 @@ int tm_cmd_offsets(int argc, char **argv);
  * installed beside the binary. Exit 0 done, 1 failed, 2 usage error. */
 int tm_cmd_table(int argc, char **argv);
 
+/* tidemark pause|resume|restart [--state-dir DIR] CONNECTOR
+ * (cli/cmd_control.c); argv[0] names the request. Exit 0 done, 1 refused
+ * or failed, 2 usage error, 3 the connector is not running. */
+int tm_cmd_control(int argc, char **argv);
+
 #endif

@@ -28,6 +28,11 @@ static const command commands[] = {
      "reconcile a connector's sink with Kafka: duplicates and gaps"},
     {"table", tm_cmd_table,
      "read and maintain an iceberg-lite table (scan, compact, expire...)"},
+    {"pause", tm_cmd_control,
+     "pause a running connector (kept across restarts) until resume"},
+    {"resume", tm_cmd_control, "resume a paused connector"},
+    {"restart", tm_cmd_control,
+     "stop a running (or FAILED) connector and start it again"},
 };
 
 static void usage(FILE *out) {

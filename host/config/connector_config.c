@@ -382,12 +382,13 @@ static tm_connector_config *load_json(json_t *root, const char *file,
         cfg_interpolate_tree(&L, root, "$");
         load_root(&L, root);
     }
-    json_decref(root);
     json_decref(L.column_index);
     if (L.failed) {
+        json_decref(root);
         tm_config_free(c);
         return NULL;
     }
+    c->resolved = root; /* kept for reload_plan.h */
     return c;
 }
 
@@ -485,6 +486,7 @@ void tm_config_free(tm_connector_config *c) {
     free(c->dead_letters.topic);
     free(c->state_dir);
     strv_free(c->secrets, c->nsecrets);
+    json_decref(c->resolved);
     free(c);
 }
 

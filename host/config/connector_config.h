@@ -132,6 +132,11 @@ typedef struct tm_connector_config {
     /* Resolved interpolation values (never printed). */
     char **secrets;
     size_t nsecrets;
+
+    /* The file's JSON with every interpolation resolved (holds secrets:
+     * never printed), to tell whether two loads are the same config
+     * (runtime/reload_plan.h). */
+    json_t *resolved;
 } tm_connector_config;
 
 /* The JSON path the plugin's settings sit at. */

@@ -11,7 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commit/claim.h"
 #include "commit/commit_loop.h"
+#include "control/control_server.h"
+#include "control/pause_file.h"
 #include "kafka/consumer.h"
 #include "kafka/dead_letter_producer.h"
 #include "kafka/kafka_conf.h"
@@ -106,11 +109,14 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     if (fail && c->state != TM_CONN_FAILED) {
         c->state = TM_CONN_FAILED;
         c->failed_ms = c->last_error_ms;
+        if (c->ctl)
+            atomic_store(&c->ctl->failed, 1);
         char group[256];
         failed_group_note(c->cfg, group, sizeof group);
         tm_log(TM_LOG_ERROR, c->cfg->name,
                "FAILED: %s (the connector stays FAILED until the process is "
-               "stopped; `tidemark status` shows it; %s)",
+               "stopped or a reload (SIGHUP) starts it again; `tidemark "
+               "status` shows it; %s)",
                c->last_error, group);
         tm_conn_status_tick(c, 1);
     } else {
@@ -160,7 +166,7 @@ static void make_instance_id(char *out, size_t size) {
 static int open_sink(tm_connector *c) {
     tm_backoff b;
     tm_backoff_init(&b, 500, 30000, (uint64_t)tm_now_ms());
-    while (!atomic_load(c->stop)) {
+    while (!atomic_load(&c->ctl->stop)) {
         char why[1024];
         tm_status st = tm_sink_instance_open(&c->sink, why, sizeof why);
         if (st == TM_OK)
@@ -172,7 +178,7 @@ static int open_sink(tm_connector *c) {
         c->totals.retries++;
         tm_conn_error(c, 0, "%s; retrying", why);
         int64_t until = tm_now_ms() + tm_backoff_next(&b);
-        while (!atomic_load(c->stop) && tm_now_ms() < until) {
+        while (!atomic_load(&c->ctl->stop) && tm_now_ms() < until) {
             tm_conn_status_tick(c, 0);
             sleep_ms(100);
         }
@@ -197,7 +203,7 @@ static void *stop_watch_main(void *arg) {
     tm_connector *c = w->c;
     int64_t stop_ms = 0;
     while (!atomic_load(&w->done)) {
-        if (atomic_load(c->stop)) {
+        if (atomic_load(&c->ctl->stop)) {
             int64_t now = tm_now_ms();
             if (!stop_ms) {
                 stop_ms = now;
@@ -233,9 +239,9 @@ static void stop_watch_end(stop_watch *w) {
 /* A FAILED connector keeps its status (and its lock) until the process is
  * told to stop, so that `tidemark status` shows FAILED, not STOPPED; the
  * process stops by itself when all its connectors are down (cmd_run.c). */
-static void wait_failed(tm_connector *c, atomic_int *failed) {
-    atomic_store(failed, 1);
-    while (!atomic_load(c->stop)) {
+static void wait_failed(tm_connector *c) {
+    atomic_store(&c->ctl->failed, 1);
+    while (!atomic_load(&c->ctl->stop)) {
         tm_conn_status_tick(c, 0);
         sleep_ms(200);
     }
@@ -284,16 +290,204 @@ static int restart_consumer(tm_connector *c) {
     return 0;
 }
 
+/* The pause its file keeps (control/pause_file.h): a connector paused
+ * before a restart of it or of the process starts paused. */
+static void load_pause(tm_connector *c) {
+    char why[512];
+    int r = tm_pause_file_read(c->dir_fd, c->conn_dir, c->paused_by,
+                               sizeof c->paused_by, &c->paused_since_ms, why,
+                               sizeof why);
+    if (r < 0)
+        tm_log(TM_LOG_WARN, c->cfg->name, "pause file: %s", why);
+    if (r == 1 && !atomic_load(&c->ctl->pause)) {
+        atomic_store(&c->ctl->pause, 1);
+        atomic_store(&c->ctl->loop_stop, 1);
+        tm_log(TM_LOG_INFO, c->cfg->name,
+               "paused by %s (kept in %s/%s): starting paused; `tidemark "
+               "resume` goes on",
+               c->paused_by, c->conn_dir, TM_PAUSE_FILE);
+    }
+}
+
+/* Claims the partitions of the assignment the host does not know: an
+ * assignment whose claim the pause cut short (the claim gives up, as for
+ * a stop, and the partitions stay assigned at the log's end, taken by
+ * nobody). Claimed now, they seek to their markers when the commit loop
+ * goes on. Partitions outside the subscription are not ours to claim. */
+static void claim_orphans(tm_connector *c,
+                          const rd_kafka_topic_partition_list_t *assigned) {
+    rd_kafka_topic_partition_list_t *orphans =
+        rd_kafka_topic_partition_list_new(assigned->cnt);
+    if (!orphans)
+        return;
+    for (int i = 0; i < assigned->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
+        char why[256];
+        if (!tm_conn_part(c, tp->topic, tp->partition) &&
+            tm_config_reads_topic(c->cfg, tp->topic, why, sizeof why) == 1)
+            rd_kafka_topic_partition_list_add(orphans, tp->topic,
+                                              tp->partition);
+    }
+    if (orphans->cnt > 0 && tm_claim_assigned(c, orphans) == 0)
+        for (int i = 0; i < orphans->cnt; i++) {
+            tm_part *p = tm_conn_part(c, orphans->elems[i].topic,
+                                      orphans->elems[i].partition);
+            if (p)
+                p->needs_seek = 1;
+        }
+    rd_kafka_topic_partition_list_destroy(orphans);
+}
+
+/* Pauses every partition librdkafka assigned to this consumer (one
+ * assigned during the pause included: the rebalance callback claims it,
+ * nothing fetches it). */
+static void pause_assigned(tm_connector *c) {
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(c->rk, &l) != RD_KAFKA_RESP_ERR_NO_ERROR || !l)
+        return;
+    if (l->cnt > 0) {
+        claim_orphans(c, l);
+        rd_kafka_pause_partitions(c->rk, l);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Resumes what the host itself does not hold paused (fenced, unclaimed,
+ * backpressure: the commit loop resumes those when their time comes), and
+ * has every partition seek back to its next expected offset: what was
+ * fetched before the pause was dropped. */
+static void resume_assigned(tm_connector *c) {
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new((int)c->nparts + 1);
+    if (!l)
+        return;
+    for (size_t i = 0; i < c->nparts; i++) {
+        tm_part *p = &c->parts[i];
+        p->needs_seek = 1;
+        if (!p->fenced && !p->paused && !p->unclaimed)
+            rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+    }
+    if (l->cnt > 0)
+        rd_kafka_resume_partitions(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Clears loop_stop, then sets it again when a stop (or, with
+ * with_pause, a pause) is asked: only the connector clears it, and a stop
+ * that came in between is not lost (tm_run_ctl). */
+static void settle_loop_stop(tm_connector *c, int with_pause) {
+    atomic_store(&c->ctl->loop_stop, 0);
+    if (atomic_load(&c->ctl->stop) ||
+        (with_pause && atomic_load(&c->ctl->pause)))
+        atomic_store(&c->ctl->loop_stop, 1);
+}
+
+/* Paused by an operator: no batch handed to the sink, every assigned
+ * partition paused in librdkafka, and the consumer still polled every
+ * 100 ms, so that the group keeps the member and its partitions
+ * (heartbeats, max.poll.interval.ms) and a rebalance is served. Returns
+ * when resumed, stopped, FAILED or the consumer failed. */
+static void paused_wait(tm_connector *c) {
+    char why[512];
+    if (tm_pause_file_read(c->dir_fd, c->conn_dir, c->paused_by,
+                           sizeof c->paused_by, &c->paused_since_ms, why,
+                           sizeof why) != 1) {
+        snprintf(c->paused_by, sizeof c->paused_by, "unknown");
+        c->paused_since_ms = tm_wall_ms();
+    }
+    if (!c->paused_since_ms)
+        c->paused_since_ms = tm_wall_ms();
+    tm_log(TM_LOG_INFO, c->cfg->name,
+           "paused by %s: nothing is committed until `tidemark resume`; its "
+           "partitions stay assigned, paused",
+           c->paused_by);
+    settle_loop_stop(c, 0); /* not stopping: claims made now hold */
+    pause_assigned(c);
+    tm_conn_status_tick(c, 1);
+    while (atomic_load(&c->ctl->pause) && !atomic_load(&c->ctl->stop) &&
+           !c->consumer_fatal && c->state != TM_CONN_FAILED) {
+        /* Not stopping: a partition assigned now is claimed (the claim
+         * would give it up as work a stop interrupts), then paused. */
+        settle_loop_stop(c, 0);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
+        if (m) {
+            /* Fetched before the pause took: read again after it. */
+            tm_part *p = m->rkt ? tm_conn_part(c, rd_kafka_topic_name(m->rkt),
+                                               m->partition)
+                                : NULL;
+            if (p)
+                p->needs_seek = 1;
+            rd_kafka_message_destroy(m);
+        }
+        pause_assigned(c);
+        tm_conn_status_tick(c, 0);
+    }
+    c->paused_since_ms = 0;
+    if (atomic_load(&c->ctl->stop) || c->state == TM_CONN_FAILED ||
+        c->consumer_fatal)
+        return;
+    pause_assigned(c); /* the last orphans claimed, before the resume */
+    resume_assigned(c);
+    tm_log(TM_LOG_INFO, c->cfg->name, "resumed");
+    tm_conn_status_tick(c, 1);
+}
+
+/* The commit loop until the connector stops or fails: again after a
+ * fatal consumer error (a new consumer) and after a pause. */
+static void run_commit_loop(tm_connector *c) {
+    for (;;) {
+        tm_commit_loop_run(c);
+        if (atomic_load(&c->ctl->stop) || c->state == TM_CONN_FAILED)
+            return;
+        if (c->consumer_fatal) {
+            if (restart_consumer(c) != 0)
+                return;
+            continue;
+        }
+        if (atomic_load(&c->ctl->pause))
+            paused_wait(c);
+        if (c->consumer_fatal || c->state == TM_CONN_FAILED)
+            continue; /* handled above, on the next turn */
+        settle_loop_stop(c, 1);
+    }
+}
+
+void tm_run_ctl_init(tm_run_ctl *ctl) {
+    atomic_store(&ctl->stop, 0);
+    atomic_store(&ctl->pause, 0);
+    atomic_store(&ctl->loop_stop, 0);
+    atomic_store(&ctl->failed, 0);
+    atomic_store(&ctl->restart, 0);
+}
+
+void tm_run_ctl_stop(tm_run_ctl *ctl) {
+    atomic_store(&ctl->stop, 1);
+    atomic_store(&ctl->loop_stop, 1);
+}
+
+void tm_run_state_dir(const tm_connector_config *cfg, const tm_run_options *opt,
+                      char *out, size_t size) {
+    if (opt->state_dir)
+        snprintf(out, size, "%s", opt->state_dir);
+    else if (cfg->state_dir)
+        snprintf(out, size, "%s", cfg->state_dir);
+    else
+        tm_status_default_dir(out, size);
+}
+
 tm_run_result tm_connector_run(const tm_connector_config *cfg,
-                               const tm_run_options *opt,
-                               const atomic_int *stop, atomic_int *failed) {
+                               const tm_run_options *opt, tm_run_ctl *ctl) {
     tm_connector *c = calloc(1, sizeof *c);
     if (!c) {
         tm_log(TM_LOG_ERROR, cfg->name, "out of memory");
         return TM_RUN_FAILED;
     }
     c->cfg = cfg;
-    c->stop = stop;
+    c->ctl = ctl;
+    /* The commit loop (host/commit) stops for a pause as for a stop: its
+     * batch in flight finished or abandoned; run_commit_loop tells them
+     * apart. */
+    c->stop = &ctl->loop_stop;
     c->state = TM_CONN_STARTING;
     c->started_ms = tm_wall_ms();
     c->metrics = tm_metrics_conn_get(cfg->name); /* NULL: not counted */
@@ -307,12 +501,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     stop_watch watch = {0};
 
     char dir[4096], why[1024];
-    if (opt->state_dir)
-        snprintf(dir, sizeof dir, "%s", opt->state_dir);
-    else if (cfg->state_dir)
-        snprintf(dir, sizeof dir, "%s", cfg->state_dir);
-    else
-        tm_status_default_dir(dir, sizeof dir);
+    tm_run_state_dir(cfg, opt, dir, sizeof dir);
     c->status = tm_status_writer_open(dir, cfg->name, why, sizeof why);
     if (!c->status) {
         tm_log(TM_LOG_ERROR, cfg->name, "cannot start: %s", why);
@@ -321,6 +510,18 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     }
     tm_log(TM_LOG_INFO, cfg->name, "starting (instance %s, state in %s/%s)",
            c->instance_id, dir, cfg->name);
+    /* The host lock is ours now: so is the control socket. */
+    const char *shown = NULL;
+    c->dir_fd = tm_status_writer_dir_fd(c->status, &shown);
+    snprintf(c->conn_dir, sizeof c->conn_dir, "%s", shown ? shown : "");
+    tm_control_server *control = tm_control_start(
+        c->dir_fd, c->conn_dir, cfg->name, ctl, why, sizeof why);
+    if (!control)
+        tm_log(TM_LOG_WARN, cfg->name,
+               "%s: `tidemark pause|resume|restart` cannot reach this "
+               "connector",
+               why);
+    load_pause(c);
 
     if (tm_sink_instance_load(&c->sink, cfg, opt->plugin_dirs,
                               opt->nplugin_dirs, why, sizeof why) != 0) {
@@ -352,10 +553,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
            c->sink.api->name, c->sink.api->version ? c->sink.api->version : "",
            cfg->kafka.group_id);
     tm_conn_status_tick(c, 1);
-    tm_commit_loop_run(c);
-    while (c->consumer_fatal && !atomic_load(c->stop) &&
-           c->state != TM_CONN_FAILED && restart_consumer(c) == 0)
-        tm_commit_loop_run(c);
+    run_commit_loop(c);
     /* Close the consumer: a dynamic member leaves the group at once; a
      * static one (the default, kafka/member_id.h) stops heartbeating, so
      * the group hands its partitions over after session.timeout.ms, or to
@@ -371,7 +569,7 @@ failed:
     if (c->rk)
         tm_consumer_stop(c, 5000);
     if (c->state == TM_CONN_FAILED)
-        wait_failed(c, failed);
+        wait_failed(c);
     else
         c->state = TM_CONN_STOPPED;
     tm_dlq_free(c->dlq);
@@ -381,6 +579,7 @@ failed:
     for (size_t i = 0; i < c->nparts; i++)
         free(c->parts[i].topic);
     free(c->parts);
+    tm_control_stop(control); /* before the lock goes with the writer */
     tm_status_writer_close(c->status);
     tm_log(TM_LOG_INFO, cfg->name, "%s",
            result == TM_RUN_STOPPED ? "stopped" : "stopped after FAILED");

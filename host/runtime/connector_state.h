@@ -3,7 +3,7 @@
  * commit/ (claim, batches, outcomes). One thread owns it: the connector's
  * own. librdkafka calls the rebalance callback from inside
  * rd_kafka_consumer_poll() on that same thread, so nothing here is
- * shared across threads except `stop`. */
+ * shared across threads except `stop` and `ctl`. */
 #ifndef TM_CONNECTOR_STATE_H
 #define TM_CONNECTOR_STATE_H
 
@@ -55,7 +55,20 @@ typedef struct tm_connector {
      * the next one runs never touches the connector. */
     struct tm_consumer_link *link;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
-    const atomic_int *stop;              /* set by the signal thread */
+    /* What the commit loop watches: a stop, or a pause
+     * (tm_run_ctl.loop_stop). */
+    const atomic_int *stop;
+    /* The real stop, the pause, and `failed`, set the moment the
+     * connector goes FAILED (tm_conn_error), not once it has unwound: a
+     * reload that comes in between must already see it down
+     * (runtime/connector.h, runtime/supervisor.c). NULL: nobody watches. */
+    struct tm_run_ctl *ctl;
+    char conn_dir[4400]; /* STATE_DIR/CONNECTOR, for messages */
+    int dir_fd;          /* its descriptor (the status writer's) */
+    /* Paused by an operator (`tidemark pause`): who, and since when (wall
+     * ms); paused_since_ms 0 when not paused. */
+    char paused_by[160];
+    int64_t paused_since_ms;
     /* Inside the sink's claim(): a stop interrupts it at once, a commit
      * only past its grace (runtime/connector.c, the stop watch). */
     atomic_int in_claim;

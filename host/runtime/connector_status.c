@@ -102,6 +102,18 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
     }
     if (c->state != TM_CONN_RUNNING && c->state != TM_CONN_STARTING)
         return;
+    /* Paused by an operator: PAUSED for as long as it lasts (never
+     * DEGRADED for it: nothing is wrong), with who asked and since when. */
+    if (c->paused_since_ms) {
+        s->state = TM_CONN_PAUSED;
+        snprintf(s->reason, sizeof s->reason,
+                 "paused by %s with `tidemark pause`: nothing is committed, "
+                 "its partitions stay assigned to it, paused; `tidemark "
+                 "resume` goes on",
+                 c->paused_by);
+        s->reason_since_ms = c->paused_since_ms;
+        return;
+    }
     if (c->degraded_ms) {
         s->state = TM_CONN_DEGRADED;
         snprintf(s->reason, sizeof s->reason, "%s", c->last_error);

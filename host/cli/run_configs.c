@@ -1,0 +1,132 @@
+#include "cli/run_configs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli_sink.h"
+
+void tm_run_files_free(char **files, size_t n) {
+    for (size_t i = 0; files && i < n; i++)
+        free(files[i]);
+    free(files);
+}
+
+typedef struct file_list {
+    char **v;
+    size_t n, cap;
+    int oom;
+} file_list;
+
+static void push(file_list *l, char *s) {
+    if (!s) {
+        l->oom = 1;
+        return;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            free(s);
+            l->oom = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = s;
+}
+
+static int is_json_name(const char *name) {
+    size_t len = strlen(name);
+    return name[0] != '.' && len > 5 && strcmp(name + len - 5, ".json") == 0;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.json files of DIR, in name order. 0, or -1 printed. */
+static int expand_dir(const char *dir, file_list *l) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "%s: cannot read the directory: %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    size_t first = l->n;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_json_name(e->d_name))
+            continue;
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        char *path = malloc(len);
+        if (path)
+            snprintf(path, len, "%s/%s", dir, e->d_name);
+        push(l, path);
+    }
+    closedir(d);
+    if (l->oom)
+        return -1;
+    if (l->n == first) {
+        fprintf(stderr, "%s: the directory holds no *.json config\n", dir);
+        return -1;
+    }
+    qsort(&l->v[first], l->n - first, sizeof *l->v, by_name);
+    return 0;
+}
+
+int tm_run_config_files(const char *const *args, size_t nargs, char ***files,
+                        size_t *nfiles) {
+    file_list l = {0};
+    int bad = 0;
+    for (size_t i = 0; i < nargs; i++) {
+        struct stat st;
+        if (stat(args[i], &st) == 0 && S_ISDIR(st.st_mode))
+            bad |= expand_dir(args[i], &l) != 0;
+        else
+            push(&l, strdup(args[i])); /* its load says what is wrong */
+    }
+    if (l.oom)
+        fprintf(stderr, "tidemark run: out of memory\n");
+    if (bad || l.oom) {
+        tm_run_files_free(l.v, l.n);
+        return -1;
+    }
+    *files = l.v;
+    *nfiles = l.n;
+    return 0;
+}
+
+int tm_run_configs_load(char *const *files, size_t n, const char *const *dirs,
+                        size_t ndirs, tm_run_unchanged_fn unchanged, void *ctx,
+                        tm_connector_config **cfgs) {
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    if (!names) {
+        fprintf(stderr, "tidemark run: out of memory\n");
+        return -1;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        tm_cli_sink s;
+        cfgs[i] = NULL;
+        if (tm_cli_sink_load(&s, files[i], dirs, ndirs) != 0) {
+            bad = 1;
+            continue;
+        }
+        names[i] = s.cfg->name; /* cfgs[i] keeps it alive */
+        if (tm_cli_name_clash((const char *const *)files, names, i))
+            bad = 1;
+        if (!(unchanged && unchanged(ctx, s.cfg)) &&
+            tm_cli_sink_validate(&s) != 0)
+            bad = 1;
+        cfgs[i] = s.cfg;
+        s.cfg = NULL; /* the connector loads its own instance */
+        tm_cli_sink_free(&s);
+    }
+    free(names);
+    return bad ? -1 : 0;
+}

@@ -1,0 +1,186 @@
+/* The control channel's pure parts and its socket (host/control): who may
+ * ask (the process's own user or root, from SO_PEERCRED), what each
+ * request does to the connector's flags and its pause file, and a socket
+ * under a directory longer than sun_path still served and reached. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control/control_path.h"
+#include "control/control_server.h"
+#include "control/pause_file.h"
+#include "runtime/connector.h"
+
+#include "check_main.h"
+
+static char dir[4096];
+static int dfd = -1;
+
+static void make_dir(void) {
+    snprintf(dir, sizeof dir, "/tmp/tm-control-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(dfd, 0);
+}
+
+static void remove_dir(void) {
+    char why[256];
+    tm_pause_file_remove(dfd, dir, why, sizeof why);
+    close(dfd);
+    rmdir(dir);
+}
+
+START_TEST(test_peer_allowed) {
+    ck_assert(tm_control_peer_allowed(1000, 1000));
+    ck_assert(tm_control_peer_allowed(0, 1000)); /* root */
+    ck_assert(!tm_control_peer_allowed(1001, 1000));
+    ck_assert(!tm_control_peer_allowed(1000, 0)); /* a user, root's host */
+}
+END_TEST
+
+/* Another user is refused, and nothing changes: no flag, no file. */
+START_TEST(test_other_user_refused) {
+    make_dir();
+    tm_run_ctl ctl;
+    tm_run_ctl_init(&ctl);
+    char answer[1024], by[160], why[256];
+    int64_t since;
+    tm_control_handle(dfd, dir, "c", &ctl, "pause", 1001, 1000, 5, answer,
+                      sizeof answer);
+    ck_assert_msg(strncmp(answer, "error: permission denied: uid 1001", 34) ==
+                          0 ||
+                      strstr(answer, "(uid 1001) is neither") != NULL,
+                  "%s", answer);
+    ck_assert_int_eq(atomic_load(&ctl.pause), 0);
+    ck_assert_int_eq(atomic_load(&ctl.loop_stop), 0);
+    ck_assert_int_eq(
+        tm_pause_file_read(dfd, dir, by, sizeof by, &since, why, sizeof why),
+        0);
+    tm_control_handle(dfd, dir, "c", &ctl, "restart", 1001, 1000, 5, answer,
+                      sizeof answer);
+    ck_assert_int_eq(atomic_load(&ctl.restart), 0);
+    remove_dir();
+}
+END_TEST
+
+/* pause: the file (who, when) and the flags; resume: both undone;
+ * restart: its flag; anything else: an error naming the requests. */
+START_TEST(test_requests) {
+    make_dir();
+    tm_run_ctl ctl;
+    tm_run_ctl_init(&ctl);
+    char answer[1024], by[160], why[256];
+    int64_t since = 0;
+    unsigned me = (unsigned)geteuid();
+    tm_control_handle(dfd, dir, "c", &ctl, "pause", me, me, 1234, answer,
+                      sizeof answer);
+    ck_assert_msg(strncmp(answer, "ok: pausing c", 13) == 0, "%s", answer);
+    ck_assert_int_eq(atomic_load(&ctl.pause), 1);
+    ck_assert_int_eq(atomic_load(&ctl.loop_stop), 1);
+    ck_assert_int_eq(
+        tm_pause_file_read(dfd, dir, by, sizeof by, &since, why, sizeof why),
+        1);
+    ck_assert_int_eq(since, 1234);
+    char want[160];
+    tm_control_user(me, want, sizeof want);
+    ck_assert_str_eq(by, want);
+    tm_control_handle(dfd, dir, "c", &ctl, "pause", me, me, 9999, answer,
+                      sizeof answer);
+    ck_assert_msg(strstr(answer, "already paused") != NULL, "%s", answer);
+    tm_pause_file_read(dfd, dir, by, sizeof by, &since, why, sizeof why);
+    ck_assert_int_eq(since, 1234); /* the first pause's time is kept */
+
+    tm_control_handle(dfd, dir, "c", &ctl, "resume", me, me, 2000, answer,
+                      sizeof answer);
+    ck_assert_msg(strncmp(answer, "ok: resuming c", 14) == 0, "%s", answer);
+    ck_assert_int_eq(atomic_load(&ctl.pause), 0);
+    ck_assert_int_eq(
+        tm_pause_file_read(dfd, dir, by, sizeof by, &since, why, sizeof why),
+        0);
+    tm_control_handle(dfd, dir, "c", &ctl, "resume", me, me, 2000, answer,
+                      sizeof answer);
+    ck_assert_msg(strstr(answer, "is not paused") != NULL, "%s", answer);
+
+    tm_control_handle(dfd, dir, "c", &ctl, "restart", 0, me, 3000, answer,
+                      sizeof answer);
+    ck_assert_msg(strncmp(answer, "ok: restarting c", 16) == 0, "%s", answer);
+    ck_assert_int_eq(atomic_load(&ctl.restart), 1);
+
+    tm_control_handle(dfd, dir, "c", &ctl, "stop", me, me, 0, answer,
+                      sizeof answer);
+    ck_assert_msg(strstr(answer, "error: unknown request") == answer, "%s",
+                  answer);
+    remove_dir();
+}
+END_TEST
+
+/* A state directory longer than sun_path: the server binds through
+ * /proc/self/fd, the client connects the same way, and the request is
+ * answered. */
+START_TEST(test_long_path_socket) {
+    make_dir();
+    char deep[4096];
+    snprintf(deep, sizeof deep, "%s", dir);
+    while (strlen(deep) < 200) {
+        strcat(deep, "/a-rather-long-directory-name");
+        ck_assert_msg(mkdir(deep, 0700) == 0, "mkdir: %s", strerror(errno));
+    }
+    struct sockaddr_un addr;
+    socklen_t len;
+    int dirfd;
+    char why[512];
+    ck_assert_int_eq(
+        tm_control_addr(deep, &addr, &len, &dirfd, why, sizeof why), 0);
+    ck_assert_int_ge(dirfd, 0);
+    ck_assert(strncmp(addr.sun_path, "/proc/self/fd/", 14) == 0);
+    tm_run_ctl ctl;
+    tm_run_ctl_init(&ctl);
+    int deep_fd = open(deep, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(deep_fd, 0);
+    tm_control_server *s =
+        tm_control_start(deep_fd, deep, "c", &ctl, why, sizeof why);
+    ck_assert_msg(s != NULL, "%s", why);
+    char sock[4200];
+    snprintf(sock, sizeof sock, "%s/%s", deep, TM_CONTROL_SOCKET);
+    struct stat st;
+    ck_assert_int_eq(stat(sock, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&addr, len), 0);
+    close(dirfd);
+    ck_assert_int_eq(write(fd, "restart\n", 8), 8);
+    char answer[256] = "";
+    ssize_t n = read(fd, answer, sizeof answer - 1);
+    ck_assert_int_gt(n, 0);
+    ck_assert_msg(strncmp(answer, "ok: restarting c", 16) == 0, "%s", answer);
+    close(fd);
+    ck_assert_int_eq(atomic_load(&ctl.restart), 1);
+    tm_control_stop(s);
+    ck_assert_int_ne(stat(sock, &st), 0); /* removed on stop */
+    close(deep_fd);
+    /* The directories made above, innermost first. */
+    while (strlen(deep) > strlen(dir)) {
+        rmdir(deep);
+        *strrchr(deep, '/') = '\0';
+    }
+    remove_dir();
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("control");
+    TCase *tc = tcase_create("control");
+    tcase_add_test(tc, test_peer_allowed);
+    tcase_add_test(tc, test_other_user_refused);
+    tcase_add_test(tc, test_requests);
+    tcase_add_test(tc, test_long_path_socket);
+    suite_add_tcase(s, tc);
+    return tm_check_run(s, 1);
+}
