@@ -69,17 +69,48 @@ static void usage(FILE *out) {
             tm_plugin_default_dir());
 }
 
-/* Where each connector's status files are (tm_run_state_dir), for the
- * metrics to read them; dirs holds n paths. */
-static void status_dirs(const tm_run_options *opt, tm_connector_config **cfgs,
-                        size_t n, char (*dirs)[PATH_MAX], const char **ptrs,
-                        const char **names) {
-    for (size_t i = 0; i < n; i++) {
-        tm_run_state_dir(cfgs[i], opt, dirs[i], PATH_MAX);
-        ptrs[i] = dirs[i];
-        names[i] = cfgs[i]->name;
+/* The metrics of the process about the N connectors CFGS, each read in
+ * its state directory (tm_run_state_dir): started (*metrics NULL), or
+ * switched to them after a reload. 0, or -1 (printed or logged). */
+static int metrics_for(tm_metrics_process **metrics,
+                       const tm_metrics_options *mo, const tm_run_options *opt,
+                       tm_connector_config *const *cfgs, size_t n) {
+    char(*dirs)[PATH_MAX] = calloc(n ? n : 1, sizeof *dirs);
+    const char **ptrs = calloc(n ? n : 1, sizeof *ptrs);
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    int rc = -1;
+    if (dirs && ptrs && names) {
+        for (size_t i = 0; i < n; i++) {
+            tm_run_state_dir(cfgs[i], opt, dirs[i], PATH_MAX);
+            ptrs[i] = dirs[i];
+            names[i] = cfgs[i]->name;
+        }
+        if (*metrics)
+            rc = tm_metrics_process_set(*metrics, names, ptrs, n);
+        else
+            rc = (*metrics = tm_metrics_process_start(mo, names, ptrs, n)) ? 0
+                                                                           : -1;
+    } else if (*metrics) {
+        tm_log(TM_LOG_ERROR, NULL,
+               "metrics: out of memory: they keep the connectors of before "
+               "the reload");
+    } else {
+        fprintf(stderr, "tidemark run: out of memory\n");
     }
+    free(dirs);
+    free(ptrs);
+    free(names);
+    return rc;
 }
+
+/* What the run loop and each reload work with. */
+typedef struct run_ctx {
+    tm_supervisor *sup;
+    tm_metrics_process *metrics;
+    const tm_run_options *opt;
+    const char *const *args; /* the CONFIG and DIR arguments */
+    size_t nargs;
+} run_ctx;
 
 /* A config its running connector already runs with (a reload does not
  * ask its plugin to validate it again: a store that is briefly down must
@@ -91,18 +122,20 @@ static int unchanged_running(void *ctx, const tm_connector_config *cfg) {
 }
 
 /* Reload SEQ: the same arguments read and checked again as at start; any
- * problem refuses the whole reload and leaves every connector as it is. */
-static void reload(tm_supervisor *sup, unsigned seq, const char *const *args,
-                   size_t nargs, const char *const *dirs, size_t ndirs) {
+ * problem refuses the whole reload and leaves every connector as it is.
+ * The metrics follow the connectors it leaves. */
+static void reload(run_ctx *rc, unsigned seq) {
+    tm_supervisor *sup = rc->sup;
     tm_log(TM_LOG_INFO, NULL, "SIGHUP: reload %u: reading the configs again",
            seq);
     char **files = NULL;
     size_t n = 0;
     tm_connector_config **cfgs = NULL;
-    int ok = tm_run_config_files(args, nargs, &files, &n) == 0;
+    int ok = tm_run_config_files(rc->args, rc->nargs, &files, &n) == 0;
     if (ok) {
         cfgs = calloc(n, sizeof *cfgs);
-        ok = cfgs && tm_run_configs_load(files, n, dirs, ndirs,
+        ok = cfgs && tm_run_configs_load(files, n, rc->opt->plugin_dirs,
+                                         rc->opt->nplugin_dirs,
                                          unchanged_running, sup, cfgs) == 0;
     }
     if (!ok) {
@@ -114,6 +147,9 @@ static void reload(tm_supervisor *sup, unsigned seq, const char *const *args,
         for (size_t i = 0; cfgs && i < n; i++)
             tm_config_free(cfgs[i]);
     } else {
+        /* Before the supervisor owns cfgs; a connector added shows once
+         * its host wrote its status, one removed goes at once. */
+        metrics_for(&rc->metrics, NULL, rc->opt, cfgs, n);
         tm_sup_reload(sup, seq, cfgs, n);
     }
     free(cfgs);
@@ -124,16 +160,15 @@ static void reload(tm_supervisor *sup, unsigned seq, const char *const *args,
  * returned): a process that does nothing must not look alive to a service
  * manager. Reloads are applied in between, one at a time: SIGHUPs that
  * come while one is still stopping connectors are served by the next. */
-static void supervise(tm_supervisor *sup, atomic_int *stop,
-                      atomic_uint *reloads, const char *const *args,
-                      size_t nargs, const char *const *dirs, size_t ndirs) {
+static void supervise(run_ctx *rc, atomic_int *stop, atomic_uint *reloads) {
+    tm_supervisor *sup = rc->sup;
     unsigned handled = 0;
     while (!atomic_load(stop)) {
         tm_sup_tick(sup);
         unsigned asked = atomic_load(reloads);
         if (asked != handled && !tm_sup_busy(sup)) {
             handled = asked;
-            reload(sup, asked, args, nargs, dirs, ndirs);
+            reload(rc, asked);
         }
         size_t failed;
         if (tm_sup_all_down(sup, &failed)) {
@@ -243,18 +278,7 @@ int tm_cmd_run(int argc, char **argv) {
         goto out;
     }
     /* After the signal thread: it inherits the blocked signals. */
-    char(*dirs_of)[PATH_MAX] = calloc(ncfgs, sizeof *dirs_of);
-    const char **dir_ptrs = calloc(ncfgs, sizeof *dir_ptrs);
-    const char **names = calloc(ncfgs, sizeof *names);
-    if (dirs_of && dir_ptrs && names) {
-        status_dirs(&opt, cfgs, ncfgs, dirs_of, dir_ptrs, names);
-        metrics = tm_metrics_process_start(&mo, names, dir_ptrs, ncfgs);
-    } else {
-        fprintf(stderr, "tidemark run: out of memory\n");
-    }
-    free(dirs_of);
-    free(dir_ptrs);
-    free(names);
+    metrics_for(&metrics, &mo, &opt, cfgs, ncfgs);
     sup = metrics ? tm_sup_new(&opt, &stop) : NULL;
     if (!sup) {
         if (metrics)
@@ -273,7 +297,8 @@ int tm_cmd_run(int argc, char **argv) {
             break;
         }
     }
-    supervise(sup, &stop, &reloads, files, nfiles, dirs, ndirs);
+    run_ctx ctx = {sup, metrics, &opt, files, nfiles};
+    supervise(&ctx, &stop, &reloads);
     tm_sup_stop_all(sup);
     rc = tm_sup_finish(sup, rc);
 out:

@@ -23,7 +23,8 @@ typedef int (*tm_run_unchanged_fn)(void *ctx, const tm_connector_config *cfg);
 
 /* Loads every file and checks it as `tidemark validate` does, in the same
  * order and with the same lines: the config, the name clash, then the
- * plugin (its loading and, unless unchanged says so, its own validate).
+ * plugin (its loading and, unless unchanged says so, its own validate),
+ * then the checks across the configs (tm_cli_cross_check).
  * cfgs[i] gets each config that loaded (the caller frees them). 0, or -1
  * with every problem printed as "FILE: PATH: message". */
 int tm_run_configs_load(char *const *files, size_t n, const char *const *dirs,

@@ -7,14 +7,14 @@
 #include <time.h>
 
 #include "metrics/metrics_status.h"
+#include "metrics/metrics_targets.h"
 #include "metrics/metrics_textfile.h"
 #include "services/log.h"
 
 struct tm_metrics_exporter {
     const char *path;
     int interval_s;
-    const tm_metrics_target *targets;
-    size_t n;
+    tm_metrics_targets *targets;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -66,7 +66,7 @@ static int write_once(tm_metrics_exporter *e, char *errstr, size_t errsize) {
         snprintf(errstr, errsize, "out of memory");
         return -1;
     }
-    int rc = tm_metrics_render(mem, e->targets, e->n);
+    int rc = tm_metrics_targets_render(e->targets, mem);
     if (fclose(mem) != 0 || !buf)
         rc = -1;
     if (rc != 0)
@@ -108,16 +108,15 @@ static void *exporter_main(void *arg) {
 }
 
 tm_metrics_exporter *tm_metrics_exporter_start(const char *path, int interval_s,
-                                               const tm_metrics_target *targets,
-                                               size_t n, char *errstr,
-                                               size_t errsize) {
+                                               tm_metrics_targets *targets,
+                                               char *errstr, size_t errsize) {
     tm_metrics_exporter *e = calloc(1, sizeof *e);
     if (!e) {
         snprintf(errstr, errsize, "out of memory");
         return NULL;
     }
     *e = (tm_metrics_exporter){
-        .path = path, .interval_s = interval_s, .targets = targets, .n = n};
+        .path = path, .interval_s = interval_s, .targets = targets};
     if (write_once(e, errstr, errsize) != 0) {
         free(e);
         return NULL;

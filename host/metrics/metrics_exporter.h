@@ -18,14 +18,15 @@ typedef struct tm_metrics_target {
 int tm_metrics_render(FILE *out, const tm_metrics_target *targets, size_t n);
 
 typedef struct tm_metrics_exporter tm_metrics_exporter;
+typedef struct tm_metrics_targets tm_metrics_targets; /* metrics_targets.h */
 
 /* Writes the file once at once (an unwritable path fails here, before any
- * connector starts), then every interval_s seconds on its own thread.
- * TARGETS must outlive the exporter. NULL with errstr. */
+ * connector starts), then every interval_s seconds on its own thread,
+ * each time for the connectors TARGETS holds then. TARGETS must outlive the
+ * exporter. NULL with errstr. */
 tm_metrics_exporter *tm_metrics_exporter_start(const char *path, int interval_s,
-                                               const tm_metrics_target *targets,
-                                               size_t n, char *errstr,
-                                               size_t errsize);
+                                               tm_metrics_targets *targets,
+                                               char *errstr, size_t errsize);
 
 /* Writes the file a last time (the final states) and ends the thread.
  * NULL is ignored. */

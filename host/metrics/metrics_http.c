@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "metrics/metrics_targets.h"
 #include "services/log.h"
 
 #define REQUEST_MAX  8192 /* a GET needs far less: more is refused */
@@ -21,8 +22,7 @@
 struct tm_metrics_http {
     int fd;      /* the listening socket */
     int wake[2]; /* a byte written to wake[1] stops the thread */
-    const tm_metrics_target *targets;
-    size_t n;
+    tm_metrics_targets *targets;
     pthread_t thread;
 };
 
@@ -119,7 +119,7 @@ static void serve(tm_metrics_http *h, int fd) {
         char *buf = NULL;
         size_t blen = 0;
         FILE *mem = open_memstream(&buf, &blen);
-        int rc = mem ? tm_metrics_render(mem, h->targets, h->n) : -1;
+        int rc = mem ? tm_metrics_targets_render(h->targets, mem) : -1;
         if (mem && fclose(mem) != 0)
             rc = -1;
         if (rc != 0 || !buf)
@@ -157,8 +157,8 @@ static void *http_main(void *arg) {
 }
 
 tm_metrics_http *tm_metrics_http_start(const char *addr,
-                                       const tm_metrics_target *targets,
-                                       size_t n, char *errstr, size_t errsize) {
+                                       tm_metrics_targets *targets,
+                                       char *errstr, size_t errsize) {
     int family, port;
     unsigned char ip[16];
     if (tm_metrics_listen_parse(addr, &family, ip, &port, errstr, errsize) != 0)
@@ -169,7 +169,6 @@ tm_metrics_http *tm_metrics_http_start(const char *addr,
         return NULL;
     }
     h->targets = targets;
-    h->n = n;
     h->wake[0] = h->wake[1] = -1;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);

@@ -19,11 +19,12 @@ typedef struct tm_metrics_http tm_metrics_http;
 int tm_metrics_listen_parse(const char *addr, int *family, unsigned char ip[16],
                             int *port, char *errstr, size_t errsize);
 
-/* Binds ADDR and serves TARGETS (which must outlive the server). NULL with
- * errstr (an address refused, a port in use). */
+/* Binds ADDR and serves the connectors TARGETS holds at each request
+ * (TARGETS must outlive the server). NULL with errstr (an address refused,
+ * a port in use). */
 tm_metrics_http *tm_metrics_http_start(const char *addr,
-                                       const tm_metrics_target *targets,
-                                       size_t n, char *errstr, size_t errsize);
+                                       tm_metrics_targets *targets,
+                                       char *errstr, size_t errsize);
 
 /* Stops serving, ends the thread, closes the socket. NULL is ignored. */
 void tm_metrics_http_stop(tm_metrics_http *h);

@@ -7,12 +7,12 @@
 
 #include "metrics/metrics_exporter.h"
 #include "metrics/metrics_http.h"
+#include "metrics/metrics_targets.h"
 #include "metrics/metrics_textfile.h"
+#include "services/log.h"
 
 struct tm_metrics_process {
-    tm_metrics_target *targets;
-    char **strings; /* the copies the targets point to */
-    size_t n;
+    tm_metrics_targets *targets; /* NULL: no metrics asked */
     tm_metrics_exporter *exporter;
     tm_metrics_http *http;
 };
@@ -63,18 +63,9 @@ tm_metrics_process *tm_metrics_process_start(const tm_metrics_options *o,
     }
     if (!o->file && !o->listen)
         return p;
-    p->targets = calloc(n ? n : 1, sizeof *p->targets);
-    p->strings = calloc(2 * (n ? n : 1), sizeof *p->strings);
-    int ok = p->targets && p->strings;
-    for (size_t i = 0; ok && i < n; i++) {
-        p->strings[2 * i] = strdup(state_dirs[i]);
-        p->strings[2 * i + 1] = strdup(names[i]);
-        p->n = i + 1;
-        ok = p->strings[2 * i] && p->strings[2 * i + 1];
-        p->targets[i] =
-            (tm_metrics_target){p->strings[2 * i], p->strings[2 * i + 1]};
-    }
-    if (!ok) {
+    p->targets = tm_metrics_targets_new();
+    if (!p->targets ||
+        tm_metrics_targets_set(p->targets, names, state_dirs, n) != 0) {
         fprintf(stderr, "tidemark run: out of memory\n");
         tm_metrics_process_stop(p);
         return NULL;
@@ -82,12 +73,12 @@ tm_metrics_process *tm_metrics_process_start(const tm_metrics_options *o,
     char why[1024];
     if (o->file &&
         !(p->exporter = tm_metrics_exporter_start(
-              o->file, o->interval_s, p->targets, n, why, sizeof why))) {
+              o->file, o->interval_s, p->targets, why, sizeof why))) {
         fprintf(stderr, "tidemark run: --metrics-file: %s\n", why);
         tm_metrics_process_stop(p);
         return NULL;
     }
-    if (o->listen && !(p->http = tm_metrics_http_start(o->listen, p->targets, n,
+    if (o->listen && !(p->http = tm_metrics_http_start(o->listen, p->targets,
                                                        why, sizeof why))) {
         fprintf(stderr, "tidemark run: --metrics-listen: %s\n", why);
         tm_metrics_process_stop(p);
@@ -96,14 +87,23 @@ tm_metrics_process *tm_metrics_process_start(const tm_metrics_options *o,
     return p;
 }
 
+int tm_metrics_process_set(tm_metrics_process *p, const char *const *names,
+                           const char *const *state_dirs, size_t n) {
+    if (!p || !p->targets)
+        return 0;
+    if (tm_metrics_targets_set(p->targets, names, state_dirs, n) == 0)
+        return 0;
+    tm_log(TM_LOG_ERROR, NULL,
+           "metrics: out of memory: they keep the connectors of before the "
+           "reload");
+    return -1;
+}
+
 void tm_metrics_process_stop(tm_metrics_process *p) {
     if (!p)
         return;
     tm_metrics_http_stop(p->http);
     tm_metrics_exporter_stop(p->exporter);
-    for (size_t i = 0; p->strings && i < 2 * p->n; i++)
-        free(p->strings[i]);
-    free(p->strings);
-    free(p->targets);
+    tm_metrics_targets_free(p->targets);
     free(p);
 }

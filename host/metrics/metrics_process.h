@@ -28,6 +28,13 @@ tm_metrics_process *tm_metrics_process_start(const tm_metrics_options *o,
                                              const char *const *state_dirs,
                                              size_t n);
 
+/* The connectors the metrics are about from now (a reload applied: those
+ * it added show, those it removed go), as for tm_metrics_process_start.
+ * 0, or -1 out of memory (logged; the metrics keep the connectors they
+ * had). NULL is ignored. */
+int tm_metrics_process_set(tm_metrics_process *p, const char *const *names,
+                           const char *const *state_dirs, size_t n);
+
 /* The textfile's last write (the final states), the listener closed.
  * NULL is ignored. */
 void tm_metrics_process_stop(tm_metrics_process *p);

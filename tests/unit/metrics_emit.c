@@ -13,6 +13,7 @@
 #include "metrics/metrics_exporter.h"
 #include "metrics/metrics_persist.h"
 #include "metrics/metrics_registry.h"
+#include "metrics/metrics_targets.h"
 
 int main(int argc, char **argv) {
     if (argc < 4) {
@@ -21,11 +22,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t n = (size_t)argc - 3;
-    tm_metrics_target *t = calloc(n, sizeof *t);
-    if (!t)
+    const char **dirs = calloc(n, sizeof *dirs);
+    tm_metrics_targets *set = tm_metrics_targets_new();
+    if (!dirs || !set)
         return 1;
     for (size_t i = 0; i < n; i++) {
-        t[i] = (tm_metrics_target){argv[2], argv[3 + i]};
+        dirs[i] = argv[2];
         tm_metrics_conn *m = tm_metrics_conn_get(argv[3 + i]);
         if (!m)
             return 1;
@@ -43,16 +45,19 @@ int main(int argc, char **argv) {
         }
         close(fd);
     }
+    if (tm_metrics_targets_set(set, (const char *const *)argv + 3, dirs, n) !=
+        0)
+        return 1;
     char why[1024];
     tm_metrics_exporter *e =
-        tm_metrics_exporter_start(argv[1], 3600, t, n, why, sizeof why);
+        tm_metrics_exporter_start(argv[1], 3600, set, why, sizeof why);
     if (!e) {
         fprintf(stderr, "metrics_emit: %s\n", why);
-        free(t);
         return 1;
     }
     tm_metrics_exporter_stop(e);
     tm_metrics_registry_reset();
-    free(t);
+    tm_metrics_targets_free(set);
+    free(dirs);
     return 0;
 }
