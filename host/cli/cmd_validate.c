@@ -1,6 +1,7 @@
-/* tidemark validate [--plugin-dir DIR]... CONFIG...
+/* tidemark validate [--plugin-dir DIR]... CONFIG|DIR...
  *
- * For each connector config: parse and check it (every error, one line
+ * For each connector config (a DIR stands for its *.json files, as in
+ * `tidemark run`: cli/run_configs.h): parse and check it (every error, one line
  * "FILE: PATH: message"), load its sink plugin, refuse what the plugin's
  * capabilities cannot keep (dedup without TM_CAP_DEDUP), then let the
  * plugin's validate() check its settings and its store, read-only. Every
@@ -19,14 +20,16 @@
 #include <unistd.h>
 
 #include "cli/cli_sink.h"
+#include "cli/run_configs.h"
 #include "kafka/member_id.h"
 #include "status/status_file.h"
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: tidemark validate [--plugin-dir DIR]... CONFIG...\n"
+            "usage: tidemark validate [--plugin-dir DIR]... CONFIG|DIR...\n"
             "\n"
-            "Checks each connector config: every setting (all errors, each\n"
+            "Checks each connector config (a DIR stands for its *.json\n"
+            "files, as in run): every setting (all errors, each\n"
             "as FILE: JSON-PATH: message), its ${env:NAME} and ${file:PATH}\n"
             "references, the sink plugin (loaded, capabilities) and, when\n"
             "the plugin has a validate callback, its settings and store\n"
@@ -136,14 +139,15 @@ static int validate_one(const char *const *files, char **names, size_t i,
 
 int tm_cmd_validate(int argc, char **argv) {
     const char **extra = calloc((size_t)(argc > 0 ? argc : 1), sizeof *extra);
-    const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
-    size_t nextra = 0, nfiles = 0;
+    const char **args = calloc((size_t)(argc > 0 ? argc : 1), sizeof *args);
+    size_t nextra = 0, nargs = 0, nfiles = 0;
+    char **files = NULL; /* the config files of args */
     char **names = NULL;
     checked *done = NULL;
     int *cross_bad = NULL;
     tm_connector_config **cfgs = NULL;
     int rc = 0;
-    if (!extra || !files) {
+    if (!extra || !args) {
         fprintf(stderr, "tidemark validate: out of memory\n");
         rc = 1;
         goto out;
@@ -163,20 +167,25 @@ int tm_cmd_validate(int argc, char **argv) {
             goto out;
         } else if (strcmp(a, "--") == 0) {
             while (++i < argc)
-                files[nfiles++] = argv[i];
+                args[nargs++] = argv[i];
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "tidemark validate: unknown option '%s'\n", a);
             usage(stderr);
             rc = 2;
             goto out;
         } else {
-            files[nfiles++] = a;
+            args[nargs++] = a;
         }
     }
-    if (nfiles == 0) {
+    if (nargs == 0) {
         fprintf(stderr, "tidemark validate: no CONFIG given\n");
         usage(stderr);
         rc = 2;
+        goto out;
+    }
+    /* As run reads its arguments (each problem printed). */
+    if (tm_run_config_files(args, nargs, &files, &nfiles) != 0) {
+        rc = TM_EXIT_INVALID_CONFIG;
         goto out;
     }
     size_t ndirs = 0;
@@ -200,7 +209,8 @@ int tm_cmd_validate(int argc, char **argv) {
      * configs together (a dead letter going round them, a shared group). */
     int oom = 0;
     for (size_t i = 0; i < nfiles; i++) {
-        int r = validate_one(files, names, i, dirs, ndirs, &done[i]);
+        int r = validate_one((const char *const *)files, names, i, dirs, ndirs,
+                             &done[i]);
         if (r == 2)
             oom = 1;
         if (r != 0)
@@ -227,6 +237,7 @@ out:
     free(cfgs);
     free(names);
     free(extra);
-    free(files);
+    free(args);
+    tm_run_files_free(files, nfiles);
     return rc;
 }

@@ -91,7 +91,7 @@ int tm_run_config_files(const char *const *args, size_t nargs, char ***files,
             push(&l, strdup(args[i])); /* its load says what is wrong */
     }
     if (l.oom)
-        fprintf(stderr, "tidemark run: out of memory\n");
+        fprintf(stderr, "tidemark: out of memory\n");
     if (bad || l.oom) {
         tm_run_files_free(l.v, l.n);
         return -1;

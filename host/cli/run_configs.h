@@ -8,7 +8,8 @@
 
 #include "config/connector_config.h"
 
-/* The config files of the CONFIG arguments: a file as given; a directory
+/* The config files of the CONFIG arguments (of run, and of validate, which
+ * checks what run would run): a file as given; a directory
  * for the *.json files in it, in name order (names starting with '.'
  * skipped), so that a reload sees a file added or removed there. 0 with
  * *files (free with tm_run_files_free), or -1 with each problem printed as

@@ -13,7 +13,9 @@
  *   group as `tidemark validate` does (exit 2, FILE: JSON-PATH, nothing
  *   started), and a reload adding such a config is refused and changes
  *   nothing (the running connector keeps its claim, the new one never
- *   claims).
+ *   claims);
+ * - validate_dir: `tidemark validate DIR` checks the directory's *.json
+ *   files as `run DIR` runs them (each, then together), by their paths.
  *
  * usage: ops3_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO, with TIDEMARK_VENV_PYTHON
  * the Python that has prometheus_client. */
@@ -354,6 +356,70 @@ static void scenario_run_cross_check(void) {
     h_stop_clean(pid);
 }
 
+/* `tidemark validate DIR` checks the directory's *.json files as `run
+ * DIR` would run them: each one, then together; a directory without any
+ * is refused. */
+static void scenario_validate_dir(void) {
+    conn a, b;
+    conn_init(&a, "a");
+    conn_init(&b, "b");
+    const char *dir = conf_dir();
+    write_conf(&a, NULL);
+    write_conf(&b, NULL);
+    /* Not configs of the directory: neither is read. */
+    h_write_file("conf/.hidden.json", "{not json");
+    h_write_file("conf/notes.txt", "{not json");
+    const char *args[] = {"validate", dir, NULL};
+    int rc = h_tidemark("ok.out", args);
+    const char *out = h_read_file("ok.out");
+    char want_a[300], want_b[300];
+    snprintf(want_a, sizeof want_a, "%s/a.json: OK (connector \"%s\"", dir,
+             a.name);
+    snprintf(want_b, sizeof want_b, "%s/b.json: OK (connector \"%s\"", dir,
+             b.name);
+    H_CHECK(rc == 0 && strstr(out, want_a) && strstr(out, want_b),
+            "validate %s: exit %d, expected 0 with '%s' and '%s':\n%s", dir, rc,
+            want_a, want_b, out);
+    h_step("the directory's two configs valid, the others not read");
+
+    char group[160];
+    snprintf(group, sizeof group, "%s", h_name("ops3-shared"));
+    write_conf(&a, group);
+    write_conf(&b, group);
+    rc = h_tidemark("group.out", args);
+    out = h_read_file("group.out");
+    char want[400];
+    snprintf(want, sizeof want,
+             "%s/b.json: $.kafka.group_id: expected a consumer group", dir);
+    H_CHECK(rc == 2 && strstr(out, want),
+            "validate %s with one group twice: exit %d, expected 2 with "
+            "'%s':\n%s",
+            dir, rc, want, out);
+    h_step("one group twice in the directory: refused");
+
+    h_write_file("conf/b.json", "{\"name\": 1}");
+    rc = h_tidemark("bad.out", args);
+    out = h_read_file("bad.out");
+    snprintf(want, sizeof want, "%s/b.json: $.name: expected", dir);
+    H_CHECK(rc == 2 && strstr(out, want),
+            "validate %s with a bad file: exit %d, expected 2 with "
+            "'%s':\n%s",
+            dir, rc, want, out);
+    h_step("a bad file of the directory: refused by its path");
+
+    remove_conf(&a);
+    remove_conf(&b);
+    rc = h_tidemark("empty.out", args);
+    out = h_read_file("empty.out");
+    snprintf(want, sizeof want, "%s: the directory holds no *.json config",
+             dir);
+    H_CHECK(rc == 2 && strstr(out, want),
+            "validate of a directory without configs: exit %d, expected 2 "
+            "with '%s':\n%s",
+            rc, want, out);
+    h_step("a directory without *.json: refused");
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: ops3_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
@@ -365,6 +431,7 @@ int main(int argc, char **argv) {
     } scenarios[] = {
         {"metrics_follow_reload", scenario_metrics_follow_reload},
         {"run_cross_check", scenario_run_cross_check},
+        {"validate_dir", scenario_validate_dir},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
