@@ -20,7 +20,10 @@
 #    ROOT/etc/tidemark it runs a connector from a pkg_ topic of the
 #    broker into SQLite; checked in the database against Kafka's own high
 #    watermark, then `tidemark status` of the unit's state directory and
-#    `tidemark verify`, then a SIGTERM exits 0;
+#    `tidemark verify`; then a config added to ROOT/etc/tidemark and the
+#    unit's own ExecReload run its connector too (its marker at its
+#    topic's high watermark), and one removed and ExecReload stop it
+#    (STOPPED); then a SIGTERM exits 0;
 #  - dpkg -r keeps the conffile, dpkg -P removes it, the user stays.
 # usage: deb_install.sh BUILD_DIR SOURCE_DIR WORK_DIR
 # Needs TIDEMARK_KAFKA_BOOTSTRAP (scripts/env.sh), kcat and sqlite3.
@@ -129,7 +132,7 @@ MANPATH=$root/usr/share/man systemd-analyze verify "$unit" >"$work/verify-unit.l
 [ -s "$work/verify-unit.log" ] && fail "systemd-analyze verify warns: $(cat "$work/verify-unit.log")"
 for want in 'Type=exec' 'User=tidemark' 'Group=tidemark' 'Restart=on-failure' \
     'RestartPreventExitStatus=2' 'StateDirectory=tidemark' 'WorkingDirectory=/var/lib/tidemark' \
-    'EnvironmentFile=-/etc/default/tidemark'; do
+    'EnvironmentFile=-/etc/default/tidemark' 'ExecReload=/bin/kill -HUP $MAINPID'; do
     grep -qx "$want" "$unit" || fail "the unit has no line $want"
 done
 for page in tidemark.1.gz tidemark-sinkcheck.1.gz; do
@@ -170,12 +173,14 @@ if [ "$(id -u)" -eq 0 ]; then
     chown 65534:65534 "$state" || exit 1
 fi
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
-for path in /usr/bin/tidemark /etc/tidemark/ /var/lib/tidemark; do
+for path in /usr/bin/tidemark /etc/tidemark /var/lib/tidemark; do
     case $exec_start in *"$path"*) ;; *) die "ExecStart names no $path: $exec_start" ;; esac
 done
+# The directory, not a glob of it: a reload reads it again.
+case $exec_start in *'*'*) fail "ExecStart names a glob, not the directory: $exec_start" ;; esac
 # systemd's $$ is a $ for sh; the unit's absolute paths into this root.
 cmd=$(printf '%s\n' "$exec_start" | sed "s|\\\$\\\$|\$|g; s|/usr/bin/tidemark|$tm|g;
-    s|/etc/tidemark/|$root/etc/tidemark/|g; s|/var/lib/tidemark|$state|g")
+    s|/etc/tidemark|$root/etc/tidemark|g; s|/var/lib/tidemark|$state|g")
 # As systemd starts it: in WorkingDirectory, with EnvironmentFile's
 # variables, as its user, the command line exec'd (Type=exec: its pid is
 # the service's).
@@ -244,6 +249,48 @@ rows=$(sqlite3 -readonly "$db" "SELECT count(*) || ' ' || count(DISTINCT id) || 
 grep -qx "connector pkg-deb-$run" "$work/status.out" && grep -Eq '^ +state +RUNNING ' "$work/status.out" || fail "tidemark status: not RUNNING: $(cat "$work/status.out")"
 (cd "$state" && "$tm" verify "$root/etc/tidemark/pkg-deb.json") >"$work/verify.out" 2>&1 ||
     fail "tidemark verify: exit $?: $(cat "$work/verify.out")"
+
+step "a config added to /etc/tidemark, then removed: the unit's ExecReload"
+# As systemd runs it: its $MAINPID is the service's main process.
+exec_reload=$(sed -n 's/^ExecReload=//p' "$unit")
+reload_unit() {
+    [ -n "$exec_reload" ] || { fail "the unit has no ExecReload"; return 1; }
+    eval "$(printf '%s\n' "$exec_reload" | sed "s|\\\$MAINPID|$pid|g")" ||
+        fail "ExecReload ($exec_reload): exit $?"
+}
+topic2=pkg_deb2_$run
+head -n 50 "$work/records" >"$work/records2"
+kcat -b "$TIDEMARK_KAFKA_BOOTSTRAP" -P -t "$topic2" -p 0 -l "$work/records2" >"$work/kcat.log" 2>&1 ||
+    die "kcat could not produce to $topic2: $(cat "$work/kcat.log")"
+sed "s/pkg-deb-$run/pkg-deb2-$run/; s/\"$topic\"/\"$topic2\"/; s/pkg-deb.db/pkg-deb2.db/" \
+    "$root/etc/tidemark/pkg-deb.json" >"$root/etc/tidemark/pkg-deb2.json" || exit 1
+reload_unit
+db2=$state/pkg-deb2.db
+marker2() {
+    sqlite3 -readonly "$db2" "SELECT next_offset FROM tidemark_markers
+        WHERE topic = '$topic2' AND partition = 0" 2>/dev/null
+}
+waited=0
+while [ "$(marker2)" != 50 ]; do
+    kill -0 "$pid" 2>/dev/null || die "tidemark run exited after the reload: $(tail -20 "$work/run.log")"
+    if [ "$waited" -ge 600 ]; then
+        fail "the added config's marker is '$(marker2)' 60 s after ExecReload, expected 50: $(tail -20 "$work/run.log")"
+        break
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+done
+rm -f "$root/etc/tidemark/pkg-deb2.json"
+reload_unit
+waited=0
+until "$tm" status --state-dir "$state/state" "pkg-deb2-$run" 2>&1 | grep -Eq '^ +state +STOPPED'; do
+    if [ "$waited" -ge 300 ]; then
+        fail "the removed config's connector is not STOPPED 30 s after ExecReload: $("$tm" status --state-dir "$state/state" "pkg-deb2-$run" 2>&1)"
+        break
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+done
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
