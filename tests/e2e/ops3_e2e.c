@@ -15,7 +15,11 @@
  *   nothing (the running connector keeps its claim, the new one never
  *   claims);
  * - validate_dir: `tidemark validate DIR` checks the directory's *.json
- *   files as `run DIR` runs them (each, then together), by their paths.
+ *   files as `run DIR` runs them (each, then together), by their paths;
+ * - pause_rebalance: a paused host stays paused through the rebalances a
+ *   second host of its group causes (joining, then leaving): it commits
+ *   nothing (its markers in the store, Kafka's watermarks, the group's
+ *   owners as the broker describes them); resumed, every record once.
  *
  * usage: ops3_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO, with TIDEMARK_VENV_PYTHON
  * the Python that has prometheus_client. */
@@ -42,14 +46,18 @@ typedef struct conn {
     char db[4200];
 } conn;
 
-static void conn_init(conn *c, const char *file) {
+static void conn_init_parts(conn *c, const char *file, int partitions) {
     c->file = file;
     char base[64];
     snprintf(base, sizeof base, "ops3-%s", file);
     snprintf(c->name, sizeof c->name, "%s", h_name(base));
     snprintf(c->topic, sizeof c->topic, "%s", h_name(base));
     snprintf(c->db, sizeof c->db, "%s/%s.db", h_workdir(), file);
-    h_create_topic(c->topic, 1, NULL, NULL);
+    h_create_topic(c->topic, partitions, NULL, NULL);
+}
+
+static void conn_init(conn *c, const char *file) {
+    conn_init_parts(c, file, 1);
 }
 
 /* Written whole and renamed into place: a reload never reads half a file.
@@ -356,6 +364,200 @@ static void scenario_run_cross_check(void) {
     h_stop_clean(pid);
 }
 
+/* ---- pause across a rebalance: two hosts in one group ---- */
+
+#define NP 4
+
+static int64_t next_offset(const conn *c, int part) {
+    return h_sqlf(c->db,
+                  "SELECT next_offset FROM tidemark_markers WHERE connector = "
+                  "'%s' AND topic = '%s' AND \"partition\" = %d",
+                  c->name, c->topic, part);
+}
+
+static int64_t high(const conn *c, int part) {
+    int64_t lo, hi;
+    h_watermarks(c->topic, part, &lo, &hi);
+    return hi;
+}
+
+/* Waits until the markers of the partitions in mask (bit p: partition p)
+ * are at Kafka's high watermark. */
+static void wait_caught_up_mask(pid_t pid, const char *log, const conn *c,
+                                unsigned mask) {
+    int64_t t0 = h_now_ms();
+    for (int part = 0; part < NP; part++) {
+        if (!(mask & (1u << part)))
+            continue;
+        int64_t hi = high(c, part);
+        while (next_offset(c, part) != hi) {
+            fail_if_exited(pid, log);
+            H_CHECK(h_now_ms() - t0 < 60000,
+                    "%s [%d]: marker at %lld, high watermark %lld", c->name,
+                    part, (long long)next_offset(c, part), (long long)hi);
+            h_sleep_ms(100);
+        }
+    }
+}
+
+/* The group.instance.id the host of state directory SD joins with. */
+static void instance_of(const char *sd, const conn *c, char *out, size_t size) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "%s/%s/member.id", sd, c->name);
+    const char *t = h_read_file(rel);
+    H_CHECK(sscanf(t, "%159s", out) == 1 && size > 0,
+            "no member id in %s: '%s'", rel, t);
+}
+
+/* The partitions (mask) the group gives to member INST, once the group
+ * has MEMBERS members and every partition an owner. */
+static unsigned owned_by(const char *group, const conn *c, int members,
+                         const char *inst) {
+    char owners[NP][H_OWNER_MAX];
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        int n = h_group_owners(group, c->topic, NP, owners);
+        int all = n == members;
+        for (int part = 0; part < NP; part++)
+            all = all && owners[part][0];
+        if (all) {
+            unsigned mask = 0;
+            for (int part = 0; part < NP; part++)
+                if (strcmp(owners[part], inst) == 0)
+                    mask |= 1u << part;
+            return mask;
+        }
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "group %s: not %d members owning every partition in 60 s "
+                "(%d members)",
+                group, members, n);
+        h_sleep_ms(200);
+    }
+}
+
+static void wait_paused(pid_t pid, const char *sd, const conn *c) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "%s/%s/status.json", sd, c->name);
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file(rel), "\"state\": \"PAUSED\"")) {
+        fail_if_exited(pid, "run1.log");
+        H_CHECK(h_now_ms() - t0 < 60000, "%s not PAUSED in 60 s: %s", c->name,
+                h_read_file(rel));
+        h_sleep_ms(100);
+    }
+}
+
+/* A paused host keeps its pause through the rebalances a second member of
+ * its group causes: it commits nothing on the partitions it keeps while
+ * the other applies its own; when the other leaves and every partition
+ * comes to the paused host, they stay paused too (markers still, records
+ * waiting); resumed, every record is applied once. */
+static void scenario_pause_rebalance(void) {
+    conn a;
+    conn_init_parts(&a, "a", NP);
+    const char *dir = conf_dir();
+    write_conf(&a, NULL);
+    char group[200];
+    snprintf(group, sizeof group, "tidemark-%s", a.name);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < NP; part++)
+        h_produce_many(p, a.topic, part, 0, 20, "{\"id\": %d}");
+    const char *args1[] = {"--state-dir", h_path("s1"), dir, NULL};
+    pid_t h1 = h_spawn_many(args1, "run1.log", NULL);
+    wait_caught_up_mask(h1, "run1.log", &a, (1u << NP) - 1);
+    char inst1[H_OWNER_MAX], inst2[H_OWNER_MAX];
+    instance_of("s1", &a, inst1, sizeof inst1);
+
+    const char *pargs[] = {"pause", "--state-dir", h_path("s1"), a.name, NULL};
+    int rc = h_tidemark("pause.out", pargs);
+    H_CHECK(rc == 0, "pause: exit %d: %s", rc, h_read_file("pause.out"));
+    wait_paused(h1, "s1", &a);
+    for (int part = 0; part < NP; part++)
+        h_produce_many(p, a.topic, part, 20, 20, "{\"id\": %d}");
+    h_step("host 1 paused at 20 records a partition; 20 more produced");
+
+    const char *args2[] = {"--state-dir", h_path("s2"), dir, NULL};
+    pid_t h2 = h_spawn_many(args2, "run2.log", NULL);
+    unsigned m1 = 0;
+    /* The member ids are known once host 2 joined. */
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file("run2.log"), "static group member")) {
+        fail_if_exited(h2, "run2.log");
+        H_CHECK(h_now_ms() - t0 < 60000, "host 2 never joined");
+        h_sleep_ms(100);
+    }
+    instance_of("s2", &a, inst2, sizeof inst2);
+    unsigned m2;
+    for (;;) {
+        m1 = owned_by(group, &a, 2, inst1);
+        m2 = owned_by(group, &a, 2, inst2);
+        /* A cooperative rebalance moves partitions in two steps. */
+        if ((m1 | m2) == (1u << NP) - 1 && !(m1 & m2) && m1 && m2)
+            break;
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "inconclusive: after 60 s the group gives host 1 %#x and "
+                "host 2 %#x, not both a share",
+                m1, m2);
+        h_sleep_ms(200);
+    }
+    wait_caught_up_mask(h2, "run2.log", &a, m2);
+    h_step("host 2 joined: it applied its partitions %#x; host 1 keeps %#x", m2,
+           m1);
+    /* A non-event over a span of time (many batches' max_wait_ms): the
+     * paused host commits nothing on what it kept. */
+    h_sleep_ms(3000);
+    for (int part = 0; part < NP; part++)
+        if (m1 & (1u << part))
+            H_CHECK(next_offset(&a, part) == 20 && high(&a, part) == 40,
+                    "[%d] kept by the paused host 1: marker %lld, expected "
+                    "20 (high watermark %lld)",
+                    part, (long long)next_offset(&a, part),
+                    (long long)high(&a, part));
+    h_step("3 s later host 1 committed nothing on %#x", m1);
+
+    h_stop_clean(h2);
+    /* A static member's partitions come back after the session timeout. */
+    H_CHECK(owned_by(group, &a, 1, inst1) == (1u << NP) - 1,
+            "host 1 does not own every partition after host 2 left");
+    int64_t before[NP];
+    for (int part = 0; part < NP; part++) {
+        before[part] = next_offset(&a, part);
+        h_produce_many(p, a.topic, part, 40, 20, "{\"id\": %d}");
+    }
+    h_step("host 2 left: host 1 owns every partition; 20 more produced");
+    h_sleep_ms(3000);
+    for (int part = 0; part < NP; part++) {
+        int64_t now = next_offset(&a, part);
+        H_CHECK(now == before[part] && now < high(&a, part),
+                "[%d] assigned to the paused host 1 by the rebalance: marker "
+                "%lld, was %lld (high watermark %lld): committed while paused",
+                part, (long long)now, (long long)before[part],
+                (long long)high(&a, part));
+    }
+    wait_paused(h1, "s1", &a); /* at once: it still is */
+    h_step("3 s later host 1 committed nothing on any partition, PAUSED");
+
+    const char *rargs[] = {"resume", "--state-dir", h_path("s1"), a.name, NULL};
+    rc = h_tidemark("resume.out", rargs);
+    H_CHECK(rc == 0, "resume: exit %d: %s", rc, h_read_file("resume.out"));
+    wait_caught_up_mask(h1, "run1.log", &a, (1u << NP) - 1);
+    h_stop_clean(h1);
+    rd_kafka_destroy(p);
+    for (int part = 0; part < NP; part++) {
+        int64_t rows = h_sqlf(
+            a.db, "SELECT count(*) FROM t WHERE _tm_partition = %d", part);
+        int64_t distinct = h_sqlf(a.db,
+                                  "SELECT count(DISTINCT _tm_offset) FROM t "
+                                  "WHERE _tm_partition = %d AND _tm_offset "
+                                  "BETWEEN 0 AND 59",
+                                  part);
+        H_CHECK(rows == 60 && distinct == 60,
+                "[%d] %lld rows, %lld distinct offsets 0..59: expected 60",
+                part, (long long)rows, (long long)distinct);
+    }
+    h_step("resumed: 60 records a partition, each applied once");
+}
+
 /* `tidemark validate DIR` checks the directory's *.json files as `run
  * DIR` would run them: each one, then together; a directory without any
  * is refused. */
@@ -432,6 +634,7 @@ int main(int argc, char **argv) {
         {"metrics_follow_reload", scenario_metrics_follow_reload},
         {"run_cross_check", scenario_run_cross_check},
         {"validate_dir", scenario_validate_dir},
+        {"pause_rebalance", scenario_pause_rebalance},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
