@@ -326,9 +326,16 @@ static void scenario_run_cross_check(void) {
     pid_t pid = h_spawn_many(args, "start.log", NULL);
     int64_t took;
     int64_t t0 = h_now_ms();
-    while (!strstr(h_read_file("start.log"), want) &&
-           waitpid(pid, NULL, WNOHANG) == 0 && h_now_ms() - t0 < 30000)
+    /* Until it exits (not reaped: h_stop takes its status) or 30 s. */
+    for (;;) {
+        siginfo_t info = {0};
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == pid)
+            break;
+        if (h_now_ms() - t0 > 30000)
+            break;
         h_sleep_ms(100);
+    }
     int st = h_stop(pid, SIGTERM, 15000, &took);
     H_CHECK(st == 2 && strstr(h_read_file("start.log"), want),
             "run with two connectors in group %s: exit %d, expected 2 with "
