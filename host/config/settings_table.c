@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/found.h"
 #include "config/json_path.h"
 #include "config/settings.h"
 #include "services/error.h"
 
 #define PATH_LEN   320
-#define FOUND_LEN  64 /* bytes of a found string shown */
 #define EXPECT_LEN 400
 #define ENUM_MAX   64 /* allowed values of one enumeration */
 
@@ -261,10 +261,12 @@ static void put_default(void *out, const tm_setting *e) {
 
 static int fail_found(tm_error *err, const char *path, const tm_setting *e,
                       const json_t *v, const char *extra) {
-    char want[EXPECT_LEN], found[FOUND_LEN + 64];
+    /* Redacted against the process's secrets (every config's are added
+     * when it is loaded) before it is cut: validate and run print this. */
+    char want[EXPECT_LEN], found[TM_FOUND_MAX_LEN + 64];
     tm_error_set(err, "%s: expected %s, found %s%s", path,
                  expected(e, want, sizeof want),
-                 tm_json_found(v, NULL, FOUND_LEN, found, sizeof found),
+                 tm_config_found(NULL, v, found, sizeof found),
                  extra ? extra : "");
     return -1;
 }
