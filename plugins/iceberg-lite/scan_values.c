@@ -2,6 +2,7 @@
  * does for the table tool), the cells gathered per row. */
 #include "scan_values.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,12 @@ static int on_cell(void *ctx, int64_t row, const pq_cell *cell) {
     return 0;
 }
 
+static atomic_size_t loads; /* ice_vals_load calls, for the tests */
+
+size_t ice_vals_load_count(void) {
+    return atomic_load(&loads);
+}
+
 void ice_vals_free(ice_vals *v) {
     pq_reader_free(v->r);
     free(v->data);
@@ -38,6 +45,7 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
     const char *path = ice_uri_path(uri);
     size_t len;
     memset(v, 0, sizeof *v);
+    atomic_fetch_add(&loads, 1);
     if (!path) {
         snprintf(why, why_size, "%s: not a local file", uri);
         return -1;

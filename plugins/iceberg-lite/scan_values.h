@@ -29,5 +29,8 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
 int ice_vals_row(const ice_vals *v, const tm_sink_config *config, int64_t row,
                  tm_value *out);
 void ice_vals_free(ice_vals *v);
+/* How many times ice_vals_load has run in this process (tests count a
+ * scan's file reads with it). */
+size_t ice_vals_load_count(void);
 
 #endif

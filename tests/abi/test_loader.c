@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "plugin/loader.h"
+#include "services/host_services.h"
 
 static char tmp[TM_PLUGIN_PATH_MAX]; /* the private directory */
 
@@ -310,8 +311,8 @@ END_TEST
 
 START_TEST(refuses_abi_minor) {
     assert_refused(fixtures[FX_ABI_MINOR].path,
-                   "abi_minor is 99, newer than this host's 3 (host speaks "
-                   "ABI 1.3)");
+                   "abi_minor is 99, newer than this host's 4 (host speaks "
+                   "ABI 1.4)");
 }
 END_TEST
 
@@ -333,6 +334,21 @@ START_TEST(loads_abi_1_0_table) {
     ck_assert_uint_eq(p.api->abi_minor, 0);
     ck_assert_uint_eq(p.api->struct_size, TM_SINK_API_SIZE_1_0);
     ck_assert(!TM_SINK_API_HAS_SETTINGS(p.api));
+}
+END_TEST
+
+/* ABI 1.4: the host says per scan whether its reader wants values; a host
+ * table without the field (older than 1.4) reads as "wants them". */
+START_TEST(host_scan_wants_values_1_4) {
+    const tm_host_api *h = tm_host_services();
+    ck_assert_uint_eq(h->abi_minor, 4);
+    ck_assert_ptr_nonnull(h->scan_wants_values);
+    tm_emit_target wants = {0}, bare = {.no_values = 1};
+    ck_assert_int_eq(TM_HOST_SCAN_WANTS_VALUES(h, &wants), 1);
+    ck_assert_int_eq(TM_HOST_SCAN_WANTS_VALUES(h, &bare), 0);
+    tm_host_api old = *h; /* a 1.3 host's table: ends at settings_fill */
+    old.struct_size = (uint32_t)offsetof(tm_host_api, scan_wants_values);
+    ck_assert_int_eq(TM_HOST_SCAN_WANTS_VALUES(&old, &bare), 1);
 }
 END_TEST
 
@@ -872,6 +888,7 @@ static Suite *loader_suite(void) {
     tcase_add_test(refuse_tc, refuses_abi_minor);
     tcase_add_test(refuse_tc, refuses_bad_settings_table);
     tcase_add_test(refuse_tc, loads_abi_1_0_table);
+    tcase_add_test(refuse_tc, host_scan_wants_values_1_4);
     tcase_add_test(refuse_tc, refuses_small_struct);
     tcase_add_test(refuse_tc, refuses_null_commit);
     tcase_add_test(refuse_tc, refuses_null_name);
