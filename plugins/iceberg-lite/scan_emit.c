@@ -5,7 +5,10 @@
  * a file is never read twice (reading it again whenever its rows came
  * round made duplicated offsets quadratic) and memory holds only the files
  * whose rows are interleaved at that point. A reader that wants no values
- * (verify) makes no file be read at all. */
+ * (verify) makes no file be read at all. A file whose values cannot be
+ * loaded (not a Parquet file this reader knows, written by another engine)
+ * gives its rows without values, with a warning: the values are extra, the
+ * scan of offsets must still work. */
 #include "scan_emit.h"
 
 #include <stdio.h>
@@ -32,7 +35,7 @@ static int by_offset(const void *a, const void *b) {
 typedef struct file_vals {
     ice_vals v;
     size_t last; /* index of its last row item */
-    int loaded;
+    int loaded, failed;
 } file_vals;
 
 int ice_scan_emit(const tm_host_api *host, const tm_sink_config *config,
@@ -58,12 +61,17 @@ int ice_scan_emit(const tm_host_api *host, const tm_sink_config *config,
                            ? &fv[item->file]
                            : NULL;
         if (f && !f->loaded) {
-            if ((rc = ice_vals_load(&f->v, files[item->file].path, config, why,
-                                    size)) != 0)
-                break;
+            char bad[512];
             f->loaded = 1;
+            if (ice_vals_load(&f->v, files[item->file].path, config, bad,
+                              sizeof bad) != 0) {
+                f->failed = 1;
+                host->log(config->host_ctx, TM_LOG_WARN,
+                          "scan %s[%d]: rows given without values: %s", topic,
+                          (int)partition, bad);
+            }
         }
-        if (f)
+        if (f && !f->failed)
             with = ice_vals_row(&f->v, config, item->row, vals) == 0;
         tm_scan_item it = {
             .struct_size = sizeof it,

@@ -19,7 +19,9 @@ typedef struct ice_vals {
 } ice_vals;
 
 /* Loads the data file URI's columns named as CONFIG's columns (a column
- * the file lacks, added to the table after it was written, reads null).
+ * the file lacks, added to the table after it was written, reads null; one
+ * of another physical type than its mapped type's is not read, and its
+ * rows have no values).
  * 0, or -1 with why (*v then needs no free). */
 int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
                   char *why, size_t why_size);
