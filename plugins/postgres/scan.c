@@ -136,6 +136,13 @@ static int cell(PGresult *res, int i, size_t k, const tm_column *c, tm_value *v,
     case TM_TYPE_TIMESTAMP:
         if (send8(p, n, &bits) != 0)
             return -1;
+        /* 'infinity' and '-infinity' (INT64_MAX and INT64_MIN in the send
+         * form), and a time within 30 years of PostgreSQL's last one, have
+         * no Unix-epoch microseconds in 64 bits: the row goes without
+         * values rather than overflow. */
+        if ((int64_t)bits == INT64_MAX || (int64_t)bits == INT64_MIN ||
+            (int64_t)bits > INT64_MAX - PG_EPOCH_US)
+            return -1;
         v->v.i = (int64_t)bits + PG_EPOCH_US;
         return 0;
     case TM_TYPE_TEXT:
