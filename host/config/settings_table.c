@@ -198,10 +198,15 @@ int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
         snprintf(why, why_size, "no table");
         return -1;
     }
-    if (table->name && table->struct_size < sizeof(tm_setting))
-        return bad_entry(why, why_size, 0, NULL,
-                         "struct_size %s is smaller than tm_setting of ABI 1.3",
-                         table->struct_size == 0 ? "0" : "too small");
+    /* Entries are walked with the first one's struct_size as the stride:
+     * any other size than this ABI's tm_setting (a plugin newer than the
+     * host is refused before) would read past the table. */
+    if (table->name && table->struct_size != sizeof(tm_setting)) {
+        char got[96];
+        snprintf(got, sizeof got, "%lu is not tm_setting's (%zu bytes)",
+                 (unsigned long)table->struct_size, sizeof(tm_setting));
+        return bad_entry(why, why_size, 0, NULL, "struct_size %s", got);
+    }
     for (size_t i = 0;; i++) {
         if (i >= TM_SETTING_TABLE_MAX)
             return bad_entry(why, why_size, i, NULL,

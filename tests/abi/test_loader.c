@@ -40,6 +40,7 @@ enum {
     FX_UNRESOLVED,
     FX_ABI_1_0,
     FX_BAD_SETTINGS,
+    FX_SETTINGS_STRIDE,
     NFIXTURES
 };
 
@@ -56,6 +57,7 @@ static fixture fixtures[NFIXTURES] = {
     [FX_UNRESOLVED] = {FX_UNRESOLVED_PATH, "unresolved.so", ""},
     [FX_ABI_1_0] = {FX_ABI_1_0_PATH, "abi_1_0.so", ""},
     [FX_BAD_SETTINGS] = {FX_BAD_SETTINGS_PATH, "bad_settings.so", ""},
+    [FX_SETTINGS_STRIDE] = {FX_SETTINGS_STRIDE_PATH, "settings_stride.so", ""},
 };
 
 /* ---- Set-up helpers (abort the run on failure: no test would mean
@@ -322,6 +324,18 @@ START_TEST(refuses_bad_settings_table) {
     assert_refused(fixtures[FX_BAD_SETTINGS].path,
                    "settings table: entry 1 (\"create\"): a name declared "
                    "twice");
+}
+END_TEST
+
+/* A table whose first entry claims a huge struct_size is refused at load
+ * (the host strided by it, far past the table, and crashed). */
+START_TEST(refuses_settings_table_stride) {
+    char want[128];
+    snprintf(want, sizeof want,
+             "settings table: entry 0: struct_size 1073741824 is not "
+             "tm_setting's (%zu bytes)",
+             sizeof(tm_setting));
+    assert_refused(fixtures[FX_SETTINGS_STRIDE].path, want);
 }
 END_TEST
 
@@ -887,6 +901,7 @@ static Suite *loader_suite(void) {
     tcase_add_test(refuse_tc, refuses_abi_major);
     tcase_add_test(refuse_tc, refuses_abi_minor);
     tcase_add_test(refuse_tc, refuses_bad_settings_table);
+    tcase_add_test(refuse_tc, refuses_settings_table_stride);
     tcase_add_test(refuse_tc, loads_abi_1_0_table);
     tcase_add_test(refuse_tc, host_scan_wants_values_1_4);
     tcase_add_test(refuse_tc, refuses_small_struct);
