@@ -228,6 +228,16 @@ int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
         if (e->flags & ~(uint32_t)(TM_SETTING_REQUIRED | TM_SETTING_ICASE |
                                    TM_SETTING_NO_DEFAULT))
             return bad_entry(why, why_size, i, e, "unknown flags%s", NULL);
+        /* Bounded without a struct too: tm_settings_check sizes a scratch
+         * struct by the largest offset (2^31 was a 2 GB allocation). */
+        if (e->offset > TM_SETTING_STRUCT_MAX - fs) {
+            char at[64];
+            snprintf(at, sizeof at, "%zu", e->offset);
+            return bad_entry(why, why_size, i, e,
+                             "its field ends past the 65536 bytes a settings "
+                             "struct may have (offset %s)",
+                             at);
+        }
         if (e->offset % field_align(e->type) != 0 ||
             (out_size != 0 &&
              (e->offset > out_size || out_size - e->offset < fs)))
