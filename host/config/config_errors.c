@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/found.h"
 #include "config/json_path.h"
+#include "services/redact.h"
 
 void tm_config_errors_free(tm_config_errors *errs) {
     if (!errs)
@@ -57,15 +59,25 @@ void cfg_fail(loader *L, const char *path, const char *fmt, ...) {
     L->failed = 1;
 }
 
-/* "string \"ten\"", "integer -5", "object": what was found, for messages.
- * Strings are redacted before they are shortened, so that no part of a
- * secret survives the cut. */
-const char *cfg_found(loader *L, const json_t *v, char *buf, size_t size) {
+const char *tm_config_found(const tm_connector_config *cfg, const json_t *v,
+                            char *buf, size_t size) {
+    /* Redacted whole, before tm_json_found shortens it: a cut secret
+     * would no longer match. */
     char red[LINE_MAX_LEN];
-    if (v && json_is_string(v))
-        tm_config_redact(L->cfg, json_string_value(v), red, sizeof red);
-    return tm_json_found(v, v && json_is_string(v) ? red : NULL, FOUND_MAX_LEN,
-                         buf, size);
+    if (v && json_is_string(v)) {
+        if (cfg)
+            tm_config_redact(cfg, json_string_value(v), red, sizeof red);
+        else
+            tm_redact(json_string_value(v), TM_REDACT_WHOLE, red, sizeof red);
+    }
+    return tm_json_found(v, v && json_is_string(v) ? red : NULL,
+                         TM_FOUND_MAX_LEN, buf, size);
+}
+
+/* "string \"ten\"", "integer -5", "object": what was found, for messages,
+ * against this load's secrets (not yet the process's). */
+const char *cfg_found(loader *L, const json_t *v, char *buf, size_t size) {
+    return tm_config_found(L->cfg, v, buf, size);
 }
 
 void cfg_fail_type(loader *L, const char *path, const char *expected,

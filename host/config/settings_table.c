@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/found.h"
 #include "config/json_path.h"
 #include "config/settings.h"
 #include "services/error.h"
 
 #define PATH_LEN   320
-#define FOUND_LEN  64 /* bytes of a found string shown */
 #define EXPECT_LEN 400
 #define ENUM_MAX   64 /* allowed values of one enumeration */
 
@@ -198,10 +198,15 @@ int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
         snprintf(why, why_size, "no table");
         return -1;
     }
-    if (table->name && table->struct_size < sizeof(tm_setting))
-        return bad_entry(why, why_size, 0, NULL,
-                         "struct_size %s is smaller than tm_setting of ABI 1.3",
-                         table->struct_size == 0 ? "0" : "too small");
+    /* Entries are walked with the first one's struct_size as the stride:
+     * any other size than this ABI's tm_setting (a plugin newer than the
+     * host is refused before) would read past the table. */
+    if (table->name && table->struct_size != sizeof(tm_setting)) {
+        char got[96];
+        snprintf(got, sizeof got, "%lu is not tm_setting's (%zu bytes)",
+                 (unsigned long)table->struct_size, sizeof(tm_setting));
+        return bad_entry(why, why_size, 0, NULL, "struct_size %s", got);
+    }
     for (size_t i = 0;; i++) {
         if (i >= TM_SETTING_TABLE_MAX)
             return bad_entry(why, why_size, i, NULL,
@@ -223,6 +228,16 @@ int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
         if (e->flags & ~(uint32_t)(TM_SETTING_REQUIRED | TM_SETTING_ICASE |
                                    TM_SETTING_NO_DEFAULT))
             return bad_entry(why, why_size, i, e, "unknown flags%s", NULL);
+        /* Bounded without a struct too: tm_settings_check sizes a scratch
+         * struct by the largest offset (2^31 was a 2 GB allocation). */
+        if (e->offset > TM_SETTING_STRUCT_MAX - fs) {
+            char at[64];
+            snprintf(at, sizeof at, "%zu", e->offset);
+            return bad_entry(why, why_size, i, e,
+                             "its field ends past the 65536 bytes a settings "
+                             "struct may have (offset %s)",
+                             at);
+        }
         if (e->offset % field_align(e->type) != 0 ||
             (out_size != 0 &&
              (e->offset > out_size || out_size - e->offset < fs)))
@@ -261,10 +276,12 @@ static void put_default(void *out, const tm_setting *e) {
 
 static int fail_found(tm_error *err, const char *path, const tm_setting *e,
                       const json_t *v, const char *extra) {
-    char want[EXPECT_LEN], found[FOUND_LEN + 64];
+    /* Redacted against the process's secrets (every config's are added
+     * when it is loaded) before it is cut: validate and run print this. */
+    char want[EXPECT_LEN], found[TM_FOUND_MAX_LEN + 64];
     tm_error_set(err, "%s: expected %s, found %s%s", path,
                  expected(e, want, sizeof want),
-                 tm_json_found(v, NULL, FOUND_LEN, found, sizeof found),
+                 tm_config_found(NULL, v, found, sizeof found),
                  extra ? extra : "");
     return -1;
 }

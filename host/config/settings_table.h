@@ -12,11 +12,16 @@
  * refused here instead of being read past its end for ever. */
 #define TM_SETTING_TABLE_MAX 256
 
+/* The largest settings struct a table may describe: every field ends
+ * within it, so that a check without the plugin's struct (`tidemark
+ * validate`) allocates no more than this for its scratch one. */
+#define TM_SETTING_STRUCT_MAX 65536
+
 /* 0 when TABLE is well formed: entries of a known struct_size and type,
- * names unique and non-empty, fields inside OUT_SIZE bytes (0: not
- * checked) and aligned, enumerations with allowed values, defaults within
- * their own bounds, the end entry within TM_SETTING_TABLE_MAX. -1 with
- * one line in why naming the entry. */
+ * names unique and non-empty, fields inside OUT_SIZE bytes (0: inside
+ * TM_SETTING_STRUCT_MAX) and aligned, enumerations with allowed values,
+ * defaults within their own bounds, the end entry within TM_SETTING_TABLE_MAX.
+ * -1 with one line in why naming the entry. */
 int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
                            size_t why_size);
 

@@ -37,6 +37,11 @@ static int services_emit(void *emit_ctx, const tm_scan_item *item) {
     return t->fn(t->user, item);
 }
 
+static int services_scan_wants_values(void *emit_ctx) {
+    const tm_emit_target *t = emit_ctx;
+    return t && !t->no_values;
+}
+
 static const tm_host_api services = {
     .struct_size = sizeof(tm_host_api),
     .abi_major = TM_SINK_ABI_MAJOR,
@@ -52,6 +57,7 @@ static const tm_host_api services = {
     .fault = tm_fault,
     .emit = services_emit,
     .settings_fill = tm_settings_fill,
+    .scan_wants_values = services_scan_wants_values,
 };
 
 const tm_host_api *tm_host_services(void) {

@@ -16,11 +16,13 @@ typedef struct tm_log_context {
 } tm_log_context;
 
 /* What the host passes as emit_ctx to a plugin's scan(): host->emit(ctx,
- * item) calls fn(user, item). */
+ * item) calls fn(user, item); host->scan_wants_values(ctx) is
+ * !no_values (zero-initialised: values wanted). */
 typedef int (*tm_emit_fn)(void *user, const tm_scan_item *item);
 typedef struct tm_emit_target {
     tm_emit_fn fn;
     void *user;
+    int no_values; /* the reader needs no values: the sink skips them */
 } tm_emit_target;
 
 #endif

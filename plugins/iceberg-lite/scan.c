@@ -4,12 +4,10 @@
  * (the side files of ice_dl_files), in offset order. Read-only: one
  * loaded metadata version is one consistent snapshot.
  *
- * The coordinates of every item are gathered and sorted first; the values
- * are then read one data file at a time as the sorted rows reach it
- * (scan_values.h), so memory holds one file's values, not the table's. A
- * partition's rows lie in offset order across files unless compaction
- * merged files around others: then a file is read again when its rows
- * come round again. */
+ * The coordinates of every item are gathered first; scan_emit.c sorts
+ * them and reads each data file's values once, only when the reader wants
+ * them (scan_values.h), so memory holds the files whose rows are being
+ * emitted, not the table's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,21 +15,12 @@
 #include "fsio.h"
 #include "ice_sink.h"
 #include "parquet_reader.h"
-#include "scan_values.h"
-
-typedef struct scan_item {
-    int64_t offset;
-    size_t file; /* rows: the data file (index into the snapshot's) */
-    int64_t row; /* and the row in it */
-    tm_item_kind kind;
-    tm_dl_reason reason;
-    char *detail;
-} scan_item;
+#include "scan_emit.h"
 
 typedef struct scan_ctx {
     const char *topic;
     int32_t partition;
-    scan_item *items;
+    ice_scan_item *items;
     size_t n, cap;
     int oom;
     /* per data file: which rows are ours */
@@ -44,7 +33,7 @@ static int add_item(scan_ctx *c, int64_t offset, int64_t row, tm_item_kind kind,
                     tm_dl_reason reason, const char *detail) {
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 64;
-        scan_item *g = realloc(c->items, cap * sizeof *g);
+        ice_scan_item *g = realloc(c->items, cap * sizeof *g);
         if (!g) {
             c->oom = 1;
             return -1;
@@ -52,7 +41,7 @@ static int add_item(scan_ctx *c, int64_t offset, int64_t row, tm_item_kind kind,
         c->items = g;
         c->cap = cap;
     }
-    scan_item *it = &c->items[c->n];
+    ice_scan_item *it = &c->items[c->n];
     it->offset = offset;
     it->file = c->file;
     it->row = row;
@@ -175,58 +164,6 @@ static int scan_dead_letters(ice_sink *s, scan_ctx *c, char *why, size_t size) {
                : 0;
 }
 
-static int by_offset(const void *a, const void *b) {
-    const scan_item *x = a, *y = b;
-    if (x->offset != y->offset)
-        return x->offset < y->offset ? -1 : 1;
-    return (int)x->kind - (int)y->kind;
-}
-
-/* The sorted items to the reader, each row with its values. 0, or -1
- * with why. */
-static int emit_items(ice_sink *s, const scan_ctx *c, const ice_datafile *files,
-                      const char *topic, int32_t partition, void *emit_ctx,
-                      char *why, size_t size) {
-    const tm_sink_config *config = s->config;
-    tm_value *vals =
-        calloc(config->ncolumns ? config->ncolumns : 1, sizeof *vals);
-    ice_vals loaded = {0};
-    size_t loaded_file = SIZE_MAX;
-    int rc = vals ? 0 : -1;
-    if (!vals)
-        snprintf(why, size, "out of memory");
-    for (size_t i = 0; rc == 0 && i < c->n; i++) {
-        const scan_item *item = &c->items[i];
-        int with = 0;
-        if (item->kind == TM_ITEM_ROW && item->file != loaded_file) {
-            ice_vals_free(&loaded);
-            loaded_file = SIZE_MAX;
-            if ((rc = ice_vals_load(&loaded, files[item->file].path, config,
-                                    why, size)) != 0)
-                break;
-            loaded_file = item->file;
-        }
-        if (item->kind == TM_ITEM_ROW)
-            with = ice_vals_row(&loaded, config, item->row, vals) == 0;
-        tm_scan_item it = {
-            .struct_size = sizeof it,
-            .kind = item->kind,
-            .topic = topic,
-            .partition = partition,
-            .offset = item->offset,
-            .reason = item->reason,
-            .detail = item->detail,
-            .values = with ? vals : NULL,
-            .nvalues = with ? config->ncolumns : 0,
-        };
-        if (s->host->emit(emit_ctx, &it) != 0)
-            break; /* the reader has seen enough */
-    }
-    ice_vals_free(&loaded);
-    free(vals);
-    return rc;
-}
-
 tm_status ice_scan(void *sink, const char *topic, int32_t partition,
                    void *emit_ctx, tm_error *err) {
     ice_sink *s = sink;
@@ -253,10 +190,8 @@ tm_status ice_scan(void *sink, const char *topic, int32_t partition,
         rc = -1;
     }
     if (rc == 0) {
-        if (c.n > 1)
-            qsort(c.items, c.n, sizeof *c.items, by_offset);
-        rc = emit_items(s, &c, files, topic, partition, emit_ctx, why,
-                        sizeof why);
+        rc = ice_scan_emit(s->host, s->config, c.items, c.n, files, nfiles,
+                           topic, partition, emit_ctx, why, sizeof why);
     }
     if (rc != 0) {
         s->host->set_error(err, "scan %s[%d]: %s", topic, (int)partition, why);

@@ -2,6 +2,7 @@
  * does for the table tool), the cells gathered per row. */
 #include "scan_values.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,12 @@ static int on_cell(void *ctx, int64_t row, const pq_cell *cell) {
     return 0;
 }
 
+static atomic_size_t loads; /* ice_vals_load calls, for the tests */
+
+size_t ice_vals_load_count(void) {
+    return atomic_load(&loads);
+}
+
 void ice_vals_free(ice_vals *v) {
     pq_reader_free(v->r);
     free(v->data);
@@ -33,11 +40,26 @@ void ice_vals_free(ice_vals *v) {
     memset(v, 0, sizeof *v);
 }
 
+/* The physical type datafile.c writes for a mapped type. */
+static pq_phys phys_of(tm_type t) {
+    switch (t) {
+    case TM_TYPE_INT:
+    case TM_TYPE_TIMESTAMP: return PQ_PHYS_INT64;
+    case TM_TYPE_BOOL: return PQ_PHYS_BOOLEAN;
+    case TM_TYPE_FLOAT: return PQ_PHYS_DOUBLE;
+    case TM_TYPE_TEXT:
+    case TM_TYPE_JSON:
+    case TM_TYPE_BYTES: return PQ_PHYS_BYTE_ARRAY;
+    }
+    return PQ_PHYS_OTHER;
+}
+
 int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
                   char *why, size_t why_size) {
     const char *path = ice_uri_path(uri);
     size_t len;
     memset(v, 0, sizeof *v);
+    atomic_fetch_add(&loads, 1);
     if (!path) {
         snprintf(why, why_size, "%s: not a local file", uri);
         return -1;
@@ -83,6 +105,11 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
             continue;
         }
         v->phys[g.col] = pq_reader_phys(v->r, (size_t)k);
+        /* A physical type the mapping's is not (INT32 written by another
+         * engine) is not read at all: ice_vals_row gives the rows without
+         * values, and the rest of the file is still read. */
+        if (v->phys[g.col] != phys_of(c->type))
+            continue;
         if (pq_reader_column(v->r, (size_t)k, on_cell, &g, inner,
                              sizeof inner) != 0) {
             snprintf(why, why_size, "%s: column %s: %s", path, c->name,
@@ -92,20 +119,6 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
         }
     }
     return 0;
-}
-
-/* The physical type datafile.c writes for a mapped type. */
-static pq_phys phys_of(tm_type t) {
-    switch (t) {
-    case TM_TYPE_INT:
-    case TM_TYPE_TIMESTAMP: return PQ_PHYS_INT64;
-    case TM_TYPE_BOOL: return PQ_PHYS_BOOLEAN;
-    case TM_TYPE_FLOAT: return PQ_PHYS_DOUBLE;
-    case TM_TYPE_TEXT:
-    case TM_TYPE_JSON:
-    case TM_TYPE_BYTES: return PQ_PHYS_BYTE_ARRAY;
-    }
-    return PQ_PHYS_OTHER;
 }
 
 int ice_vals_row(const ice_vals *v, const tm_sink_config *config, int64_t row,

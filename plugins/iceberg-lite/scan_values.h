@@ -19,7 +19,9 @@ typedef struct ice_vals {
 } ice_vals;
 
 /* Loads the data file URI's columns named as CONFIG's columns (a column
- * the file lacks, added to the table after it was written, reads null).
+ * the file lacks, added to the table after it was written, reads null; one
+ * of another physical type than its mapped type's is not read, and its
+ * rows have no values).
  * 0, or -1 with why (*v then needs no free). */
 int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
                   char *why, size_t why_size);
@@ -29,5 +31,8 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
 int ice_vals_row(const ice_vals *v, const tm_sink_config *config, int64_t row,
                  tm_value *out);
 void ice_vals_free(ice_vals *v);
+/* How many times ice_vals_load has run in this process (tests count a
+ * scan's file reads with it). */
+size_t ice_vals_load_count(void);
 
 #endif

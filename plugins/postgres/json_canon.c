@@ -273,7 +273,10 @@ static int object(jc *j, pg_buf *b) {
             rc = -1;
         break;
     }
-    for (size_t i = 0; rc == 0 && i < n; i++)
+    /* Whether or not parsing went on: a member that ran out of memory
+     * failed for that reason, not for bad JSON (scan then reports out of
+     * memory instead of giving the row without values). */
+    for (size_t i = 0; i < n; i++)
         if (m[i].key.oom || m[i].value.oom)
             b->oom = 1, rc = -1;
     if (rc == 0) {

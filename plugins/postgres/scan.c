@@ -1,6 +1,10 @@
 /* Read-back for the kit and `tidemark verify`: a partition's rows (offset
  * from the hidden _tm_offset column, and the mapped columns' values) and
  * dead letters, in offset order, in one SELECT (one snapshot). Read-only.
+ * The SELECT runs as a cursor in a read-only transaction, fetched
+ * SCAN_FETCH rows at a time: memory holds one fetch, never a whole
+ * partition in one PGresult. The values are selected only when the reader
+ * wants them (verify does not: NULLs go over the wire instead).
  *
  * Each value comes back in a text form that gives it exactly, whatever
  * the session's settings: a double and a timestamptz as the bytes of
@@ -42,12 +46,19 @@ static void column_expr(pg_sink *s, pg_buf *b, const tm_column *c) {
     pg_buf_add(b, after);
 }
 
-static void scan_sql(pg_sink *s, pg_buf *b) {
+/* Rows fetched from the cursor at a time. */
+#define SCAN_FETCH 1024
+
+static void scan_sql(pg_sink *s, pg_buf *b, int wants) {
     const tm_sink_config *c = s->config;
-    pg_buf_add(b, "SELECT _tm_offset, 1, _tm_identity, NULL, NULL");
+    pg_buf_add(b, "DECLARE tm_scan NO SCROLL CURSOR FOR "
+                  "SELECT _tm_offset, 1, _tm_identity, NULL, NULL");
     for (size_t i = 0; i < c->ncolumns; i++) {
         pg_buf_add(b, ", ");
-        column_expr(s, b, TM_CELEM(tm_column, c->columns, i));
+        if (wants)
+            column_expr(s, b, TM_CELEM(tm_column, c->columns, i));
+        else
+            pg_buf_add(b, "NULL");
     }
     pg_buf_add(b, " FROM ");
     pg_buf_add(b, s->q_table);
@@ -125,6 +136,13 @@ static int cell(PGresult *res, int i, size_t k, const tm_column *c, tm_value *v,
     case TM_TYPE_TIMESTAMP:
         if (send8(p, n, &bits) != 0)
             return -1;
+        /* 'infinity' and '-infinity' (INT64_MAX and INT64_MIN in the send
+         * form), and a time within 30 years of PostgreSQL's last one, have
+         * no Unix-epoch microseconds in 64 bits: the row goes without
+         * values rather than overflow. */
+        if ((int64_t)bits == INT64_MAX || (int64_t)bits == INT64_MIN ||
+            (int64_t)bits > INT64_MAX - PG_EPOCH_US)
+            return -1;
         v->v.i = (int64_t)bits + PG_EPOCH_US;
         return 0;
     case TM_TYPE_TEXT:
@@ -145,37 +163,16 @@ static int cell(PGresult *res, int i, size_t k, const tm_column *c, tm_value *v,
     return buf->oom ? -1 : 0;
 }
 
-tm_status pg_scan(void *sink, const char *topic, int32_t partition,
-                  void *emit_ctx, tm_error *err) {
-    pg_sink *s = sink;
-    tm_status r = pg_ready(s, err);
-    if (r != TM_OK)
-        return r;
-    pg_call_begin(s, 0);
-    pg_buf b = {0};
-    scan_sql(s, &b);
-    char part[16];
-    snprintf(part, sizeof part, "%d", (int)partition);
-    const char *v[3] = {s->config->connector, topic, part};
-    PGresult *res =
-        b.oom ? NULL : pg_query(s, b.p, 3, v, NULL, NULL, 1, "scan", &r, err);
-    int oom = b.oom;
-    pg_buf_free(&b);
-    if (!res) {
-        if (oom)
-            s->host->set_error(err, "scan: out of memory");
-        return r == TM_OK || r == TM_RETRY ? (oom ? TM_FATAL : r) : TM_FATAL;
-    }
+/* The rows of one fetch to the reader. TM_OK, or TM_FATAL (out of
+ * memory); *stop when the reader has seen enough. */
+static tm_status emit_rows(pg_sink *s, PGresult *res, int wants,
+                           const char *topic, int32_t partition, tm_value *vals,
+                           pg_buf *bufs, void *emit_ctx, int *stop,
+                           tm_error *err) {
     size_t ncols = s->config->ncolumns;
-    tm_value *vals = calloc(ncols ? ncols : 1, sizeof *vals);
-    pg_buf *bufs = calloc(ncols ? ncols : 1, sizeof *bufs);
-    r = TM_OK;
-    if (!vals || !bufs) {
-        s->host->set_error(err, "scan: out of memory");
-        r = TM_FATAL;
-    }
-    for (int i = 0; r == TM_OK && i < PQntuples(res); i++) {
-        int dl = strcmp(PQgetvalue(res, i, SC_KIND), "2") == 0, with = !dl;
+    for (int i = 0; i < PQntuples(res); i++) {
+        int dl = strcmp(PQgetvalue(res, i, SC_KIND), "2") == 0;
+        int with = !dl && wants;
         for (size_t k = 0; with && k < ncols; k++)
             if (cell(res, i, k, TM_CELEM(tm_column, s->config->columns, k),
                      &vals[k], &bufs[k]) != 0)
@@ -183,10 +180,8 @@ tm_status pg_scan(void *sink, const char *topic, int32_t partition,
         for (size_t k = 0; k < ncols; k++)
             if (bufs[k].oom) {
                 s->host->set_error(err, "scan: out of memory");
-                r = TM_FATAL;
+                return TM_FATAL;
             }
-        if (r != TM_OK)
-            break;
         tm_scan_item it = {
             .struct_size = sizeof it,
             .kind = dl ? TM_ITEM_DEAD_LETTER : TM_ITEM_ROW,
@@ -204,13 +199,80 @@ tm_status pg_scan(void *sink, const char *topic, int32_t partition,
             .values = with ? vals : NULL,
             .nvalues = with ? ncols : 0,
         };
-        if (s->host->emit(emit_ctx, &it) != 0)
+        if (s->host->emit(emit_ctx, &it) != 0) {
+            *stop = 1;
             break;
+        }
+    }
+    return TM_OK;
+}
+
+/* Declares the cursor and fetches it to the end (or until the reader
+ * stops), inside the caller's transaction. */
+static tm_status scan_cursor(pg_sink *s, const char *topic, int32_t partition,
+                             int wants, void *emit_ctx, tm_error *err) {
+    pg_buf b = {0};
+    scan_sql(s, &b, wants);
+    char part[16];
+    snprintf(part, sizeof part, "%d", (int)partition);
+    const char *v[3] = {s->config->connector, topic, part};
+    tm_status r = TM_FATAL;
+    PGresult *res =
+        b.oom ? NULL : pg_query(s, b.p, 3, v, NULL, NULL, 0, "scan", &r, err);
+    int oom = b.oom;
+    pg_buf_free(&b);
+    if (!res) {
+        if (oom)
+            s->host->set_error(err, "scan: out of memory");
+        return oom ? TM_FATAL : r;
+    }
+    PQclear(res);
+    size_t ncols = s->config->ncolumns;
+    tm_value *vals = calloc(ncols ? ncols : 1, sizeof *vals);
+    pg_buf *bufs = calloc(ncols ? ncols : 1, sizeof *bufs);
+    r = TM_OK;
+    if (!vals || !bufs) {
+        s->host->set_error(err, "scan: out of memory");
+        r = TM_FATAL;
+    }
+    char fetch[64];
+    snprintf(fetch, sizeof fetch, "FETCH %d FROM tm_scan", SCAN_FETCH);
+    for (int stop = 0; r == TM_OK && !stop;) {
+        res = pg_query(s, fetch, 0, NULL, NULL, NULL, 1, "scan", &r, err);
+        if (!res)
+            break;
+        if (PQntuples(res) == 0)
+            stop = 1;
+        else
+            r = emit_rows(s, res, wants, topic, partition, vals, bufs, emit_ctx,
+                          &stop, err);
+        PQclear(res);
     }
     for (size_t k = 0; bufs && k < ncols; k++)
         pg_buf_free(&bufs[k]);
     free(bufs);
     free(vals);
-    PQclear(res);
     return r;
+}
+
+tm_status pg_scan(void *sink, const char *topic, int32_t partition,
+                  void *emit_ctx, tm_error *err) {
+    pg_sink *s = sink;
+    tm_status r = pg_ready(s, err);
+    if (r != TM_OK)
+        return r;
+    pg_call_begin(s, 0);
+    int wants = TM_HOST_SCAN_WANTS_VALUES(s->host, emit_ctx);
+    /* One transaction, so one snapshot for the whole cursor; read-only,
+     * and ended (committed: it wrote nothing) whatever happened. */
+    if ((r = pg_exec(s, "BEGIN READ ONLY", "scan", err)) != TM_OK) {
+        pg_rollback(s);
+        return r == TM_RETRY ? r : TM_FATAL;
+    }
+    r = scan_cursor(s, topic, partition, wants, emit_ctx, err);
+    if (r == TM_OK)
+        r = pg_exec(s, "COMMIT", "scan", err);
+    if (r != TM_OK)
+        pg_rollback(s);
+    return r == TM_OK || r == TM_RETRY ? r : TM_FATAL;
 }

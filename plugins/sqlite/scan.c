@@ -75,6 +75,8 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
     sq_call_begin(s, 0);
     if ((r = sq_owner_scan_check(s, topic, partition, err)) != TM_OK)
         return r;
+    /* A reader that wants no values (verify) gets none: not converted. */
+    int wants = TM_HOST_SCAN_WANTS_VALUES(s->host, emit_ctx);
     size_t ncols = s->config->ncolumns;
     tm_value *vals = calloc(ncols ? ncols : 1, sizeof *vals);
     if (!vals) {
@@ -89,7 +91,7 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
         rc = sqlite3_bind_int(st, 3, partition);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         int dl = sqlite3_column_int(st, SQ_SCAN_KIND) == 2;
-        int with = !dl && row_values(s, st, vals) == 0;
+        int with = !dl && wants && row_values(s, st, vals) == 0;
         const char *text =
             (const char *)sqlite3_column_text(st, SQ_SCAN_IDENTITY_OR_REASON);
         tm_scan_item it = {

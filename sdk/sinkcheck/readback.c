@@ -135,7 +135,9 @@ int kit_state_read(const kit_run *run, void *sink, kit_state *st,
     for (int i = 0; i < KIT_NPARTS; i++) {
         st->part[i].marker = m[i];
         scan_sink s = {.run = run, .p = &st->part[i]};
-        tm_emit_target target = {.fn = collect, .user = &s};
+        /* With values (ABI 1.4: scan_wants_values says 1): the case
+         * "values" compares them with what the kit sent. */
+        tm_emit_target target = {.fn = collect, .user = &s, .no_values = 0};
         err.message[0] = '\0';
         rc = run->api->scan(sink, kit_part_topic[i], kit_part_partition[i],
                             &target, &err);

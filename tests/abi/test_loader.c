@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "plugin/loader.h"
+#include "services/host_services.h"
 
 static char tmp[TM_PLUGIN_PATH_MAX]; /* the private directory */
 
@@ -39,6 +40,7 @@ enum {
     FX_UNRESOLVED,
     FX_ABI_1_0,
     FX_BAD_SETTINGS,
+    FX_SETTINGS_STRIDE,
     NFIXTURES
 };
 
@@ -55,6 +57,7 @@ static fixture fixtures[NFIXTURES] = {
     [FX_UNRESOLVED] = {FX_UNRESOLVED_PATH, "unresolved.so", ""},
     [FX_ABI_1_0] = {FX_ABI_1_0_PATH, "abi_1_0.so", ""},
     [FX_BAD_SETTINGS] = {FX_BAD_SETTINGS_PATH, "bad_settings.so", ""},
+    [FX_SETTINGS_STRIDE] = {FX_SETTINGS_STRIDE_PATH, "settings_stride.so", ""},
 };
 
 /* ---- Set-up helpers (abort the run on failure: no test would mean
@@ -310,8 +313,8 @@ END_TEST
 
 START_TEST(refuses_abi_minor) {
     assert_refused(fixtures[FX_ABI_MINOR].path,
-                   "abi_minor is 99, newer than this host's 3 (host speaks "
-                   "ABI 1.3)");
+                   "abi_minor is 99, newer than this host's 4 (host speaks "
+                   "ABI 1.4)");
 }
 END_TEST
 
@@ -324,6 +327,18 @@ START_TEST(refuses_bad_settings_table) {
 }
 END_TEST
 
+/* A table whose first entry claims a huge struct_size is refused at load
+ * (the host strided by it, far past the table, and crashed). */
+START_TEST(refuses_settings_table_stride) {
+    char want[128];
+    snprintf(want, sizeof want,
+             "settings table: entry 0: struct_size 1073741824 is not "
+             "tm_setting's (%zu bytes)",
+             sizeof(tm_setting));
+    assert_refused(fixtures[FX_SETTINGS_STRIDE].path, want);
+}
+END_TEST
+
 /* A plugin of ABI 1.0 loads: the host reads no field its struct_size does
  * not have (the fixture puts something that is no table where the 1.3
  * settings field would be). */
@@ -333,6 +348,21 @@ START_TEST(loads_abi_1_0_table) {
     ck_assert_uint_eq(p.api->abi_minor, 0);
     ck_assert_uint_eq(p.api->struct_size, TM_SINK_API_SIZE_1_0);
     ck_assert(!TM_SINK_API_HAS_SETTINGS(p.api));
+}
+END_TEST
+
+/* ABI 1.4: the host says per scan whether its reader wants values; a host
+ * table without the field (older than 1.4) reads as "wants them". */
+START_TEST(host_scan_wants_values_1_4) {
+    const tm_host_api *h = tm_host_services();
+    ck_assert_uint_eq(h->abi_minor, 4);
+    ck_assert_ptr_nonnull(h->scan_wants_values);
+    tm_emit_target wants = {0}, bare = {.no_values = 1};
+    ck_assert_int_eq(TM_HOST_SCAN_WANTS_VALUES(h, &wants), 1);
+    ck_assert_int_eq(TM_HOST_SCAN_WANTS_VALUES(h, &bare), 0);
+    tm_host_api old = *h; /* a 1.3 host's table: ends at settings_fill */
+    old.struct_size = (uint32_t)offsetof(tm_host_api, scan_wants_values);
+    ck_assert_int_eq(TM_HOST_SCAN_WANTS_VALUES(&old, &bare), 1);
 }
 END_TEST
 
@@ -871,7 +901,9 @@ static Suite *loader_suite(void) {
     tcase_add_test(refuse_tc, refuses_abi_major);
     tcase_add_test(refuse_tc, refuses_abi_minor);
     tcase_add_test(refuse_tc, refuses_bad_settings_table);
+    tcase_add_test(refuse_tc, refuses_settings_table_stride);
     tcase_add_test(refuse_tc, loads_abi_1_0_table);
+    tcase_add_test(refuse_tc, host_scan_wants_values_1_4);
     tcase_add_test(refuse_tc, refuses_small_struct);
     tcase_add_test(refuse_tc, refuses_null_commit);
     tcase_add_test(refuse_tc, refuses_null_name);

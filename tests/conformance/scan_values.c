@@ -15,6 +15,8 @@
  * (convert/canonical.h), as the host hands a json column to a sink.
  * --negative-zero-lost: the sink is documented to store a float -0.0 as
  * 0.0 (SQLite's REAL affinity does): the test then expects exactly 0.0.
+ * Then a scan that wants no values (as `tidemark verify`'s) must give every
+ * row without values.
  * Exit 0 when every value came back, 1 otherwise (each mismatch named). */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include <ftw.h>
@@ -246,6 +248,31 @@ static int on_item(void *ctx, const tm_scan_item *it) {
     return 0;
 }
 
+/* A scan whose reader wants no values (`tidemark verify`'s): every row
+ * comes back, none with values (the sink skipped reading them). */
+static int on_bare_item(void *ctx, const tm_scan_item *it) {
+    int *rows = ctx;
+    if (it->kind == TM_ITEM_ROW && it->offset >= 0 && it->offset < NROWS)
+        rows[it->offset]++;
+    if (TM_SCAN_ITEM_HAS_VALUES(it))
+        fail("offset %" PRId64 ": a scan that wants no values got %zu",
+             it->offset, it->nvalues);
+    return 0;
+}
+
+static void scan_without_values(const tm_sink_api *api, void *sink) {
+    int rows[NROWS] = {0};
+    tm_error err = {sizeof err, ""};
+    tm_emit_target target = {.fn = on_bare_item, .user = rows, .no_values = 1};
+    tm_status rc = api->scan(sink, TOPIC, 0, &target, &err);
+    if (rc != TM_OK)
+        fail("scan without values: %s: %s", tm_status_name(rc), err.message);
+    for (int r = 0; rc == TM_OK && r < NROWS; r++)
+        if (rows[r] != 1)
+            fail("scan without values: offset %d: %d rows came back, not 1", r,
+                 rows[r]);
+}
+
 static int run(const tm_sink_api *api, json_t *settings_obj, char **docs) {
     tm_settings *settings = tm_settings_new(settings_obj, "$.sink.settings");
     if (!settings) {
@@ -306,6 +333,8 @@ static int run(const tm_sink_api *api, json_t *settings_obj, char **docs) {
         for (int r = 0; rc == TM_OK && r < NROWS; r++)
             if (s.rows[r] != 1)
                 fail("offset %d: %d rows came back, not 1", r, s.rows[r]);
+        if (rc == TM_OK)
+            scan_without_values(api, sink);
     }
     api->close(sink);
     tm_settings_free(settings);

@@ -378,6 +378,25 @@ START_TEST(table_checks) {
 }
 END_TEST
 
+/* A field's offset far past any settings struct is refused by the table
+ * check itself: `tidemark validate` (tm_settings_check, no struct of the
+ * plugin's) sized its scratch struct by the largest offset, and 2^31
+ * allocated and zeroed 2 GB. */
+START_TEST(table_offset_far_past_any_struct) {
+    tm_setting far[] = {TM_SETTING_INT("n", demo, timeout_ms, 0, 0, 0, 1, NULL),
+                        TM_SETTING_END};
+    far[0].offset = (size_t)1 << 31;
+    table_refused(far, 0,
+                  "entry 0 (\"n\"): its field ends past the 65536 bytes a "
+                  "settings struct may have (offset 2147483648)");
+    tm_settings *s = load("{}");
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(tm_settings_check(s, far, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.message, "settings table is wrong"));
+    tm_settings_free(s);
+}
+END_TEST
+
 /* A table whose end entry is missing is refused, not read for ever. */
 START_TEST(table_without_end) {
     tm_setting *t = calloc(TM_SETTING_TABLE_MAX + 1, sizeof *t);
@@ -444,6 +463,7 @@ int main(void) {
     tcase_add_test(tc, check_without_a_struct);
     tcase_add_test(tc, table_checks);
     tcase_add_test(tc, table_without_end);
+    tcase_add_test(tc, table_offset_far_past_any_struct);
     tcase_add_test(tc, schema_from_the_table);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);

@@ -240,7 +240,7 @@ static int count_item(void *user, const tm_scan_item *it) {
 int ice_fx_scan_count(void *sink, int32_t partition, size_t *rows, size_t *dls,
                       int64_t *max_offset) {
     counts c = {0, 0, -1};
-    tm_emit_target target = {count_item, &c};
+    tm_emit_target target = {.fn = count_item, .user = &c};
     tm_error err = {sizeof err, ""};
     tm_status rc = ice_api->scan(sink, "orders", partition, &target, &err);
     if (rc != TM_OK) {

@@ -129,7 +129,7 @@ static int count_item(void *user, const tm_scan_item *it) {
 
 static tm_status scan_p0(void *sink, tm_error *err) {
     size_t n = 0;
-    tm_emit_target target = {count_item, &n};
+    tm_emit_target target = {.fn = count_item, .user = &n};
     err->struct_size = sizeof *err;
     err->message[0] = '\0';
     return ice_api->scan(sink, "orders", 0, &target, err);

@@ -74,7 +74,7 @@ START_TEST(scan_refuses_symlinked_data) {
     make_table();
     void *sink = open_ok();
     size_t rows = 0;
-    tm_emit_target target = {count_row, &rows};
+    tm_emit_target target = {.fn = count_row, .user = &rows};
     tm_error err = {sizeof err, ""};
     /* The same scan reads the rows while data/ is the table's own. */
     ck_assert_int_eq(ice_api->scan(sink, "orders", 0, &target, &err), TM_OK);

@@ -213,7 +213,7 @@ int fx_scan_exactly_once(void *sink, int32_t partition, int64_t end, char *why,
         say(why, size, "out of memory");
         return -1;
     }
-    tm_emit_target target = {count_item, &t};
+    tm_emit_target target = {.fn = count_item, .user = &t};
     tm_error err = {sizeof err, ""};
     tm_status r = fx_api->scan(sink, "t", partition, &target, &err);
     int out = 0;

@@ -72,7 +72,7 @@ START_TEST(a_value_of_another_storage_class_gives_the_row_without_values) {
     sql("UPDATE t SET body = NULL WHERE _tm_offset = 3");
 
     got g = {0};
-    tm_emit_target target = {collect, &g};
+    tm_emit_target target = {.fn = collect, .user = &g};
     tm_status r = fx_api->scan(sink, "t", 0, &target, &err);
     ck_assert_msg(r == TM_OK, "scan: %s: %s", tm_status_name(r), err.message);
     for (int o = 0; o < NROWS; o++)

@@ -52,7 +52,7 @@ extern "C" {
 
 #define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
 #define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 3           /* fields are only ever appended */
+#define TM_SINK_ABI_MINOR 4           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
@@ -299,7 +299,8 @@ typedef struct tm_scan_item {
      * Rows: the stored column values, nvalues of them in the config's
      * column order, as tm_record.values gave them (walk with TM_CELEM);
      * NULL and 0 when the sink does not give them back (then nobody can
-     * check what it stored: the kit's case "values" says SKIP). The plugin's
+     * check what it stored: the kit's case "values" says SKIP) or the
+     * reader does not want them (TM_HOST_SCAN_WANTS_VALUES). The plugin's
      * for the emit call only, as the rest of the item. */
     const tm_value *values;
     size_t nvalues;
@@ -495,7 +496,25 @@ typedef struct tm_host_api {
      * newer than the host. */
     int (*settings_fill)(const tm_settings *s, const tm_setting *table,
                          void *out, size_t out_size, tm_error *err);
+
+    /* ---- ABI 1.4 (appended) ---- */
+
+    /* Whether the reader of this scan (its emit_ctx) wants the rows'
+     * values: 1 yes (the kit's case "values"), 0 no (`tidemark verify`
+     * looks at offsets and business keys only). When 0, scan() gives
+     * every row without values and should not read or hold them (a data
+     * file's columns, a partition's cells). Read it through
+     * TM_HOST_SCAN_WANTS_VALUES: a host older than 1.4 has no such field
+     * and always wants them. Pure; any thread. */
+    int (*scan_wants_values)(void *emit_ctx);
 } tm_host_api;
+
+/* Whether HOST (of any minor version) wants the values of the scan whose
+ * emit context is EMIT_CTX (see scan_wants_values). */
+#define TM_HOST_SCAN_WANTS_VALUES(host, emit_ctx)                              \
+    ((host)->struct_size <                                                     \
+         offsetof(tm_host_api, scan_wants_values) + sizeof(void *) ||          \
+     !(host)->scan_wants_values || (host)->scan_wants_values(emit_ctx))
 
 /* ---- The sink's callback table ------------------------------------------ */
 
@@ -589,7 +608,8 @@ typedef struct tm_sink_api {
 
     /* Emits every stored row and dead letter of one partition through
      * host->emit(emit_ctx, item), in offset order; stops early when emit
-     * returns non-zero; rows with their stored values (ABI 1.2). Read-only.
+     * returns non-zero; rows with their stored values (ABI 1.2) when the
+     * reader wants them (TM_HOST_SCAN_WANTS_VALUES, ABI 1.4). Read-only.
      * @locality as read_markers. @owns items are the plugin's for the emit
      * call only. @returns TM_OK, TM_RETRY, TM_FATAL. */
     tm_status (*scan)(void *sink, const char *topic, int32_t partition,

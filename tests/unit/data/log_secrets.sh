@@ -67,5 +67,35 @@ check debug hs-client-7f3a 'the client.id from ${file:}' \
 check debug localhost 'the host name from ${env:TM_HS_BROKER}' \
     '\*\*\*:1/bootstrap'
 
+# 3. a secret longer than the 64 bytes a "found ..." shows, given to a
+#    declared setting of the wrong type (an enumeration, an integer): the
+#    error of `tidemark validate` and of `tidemark run` shows "***", not
+#    the secret's first 64 bytes (redacted before it is cut).
+long=hs-long-secret-0123456789abcdefghijklmnopqrstuvwxyz-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ
+for key in mode busy_timeout_ms; do
+    cat >"$work/long-$key.json" <<JSON
+{
+  "name": "hostsec_log_secrets_long",
+  "kafka": {"bootstrap_servers": "127.0.0.1:1", "topics": ["hostsec_long"]},
+  "sink": {"plugin": "sqlite",
+           "settings": {"path": "out.db", "table": "hs_long",
+                        "$key": "\${env:TM_HS_LONG}"}},
+  "mapping": {"mode": "raw"}
+}
+JSON
+    for cmd in validate run; do
+        (cd "$work" && TM_HS_LONG=$long TIDEMARK_STATE_DIR="$work/state" \
+            "$bin" "$cmd" "long-$key.json") >"$work/long-$key-$cmd.out" \
+            2>"$work/long-$key-$cmd.err" </dev/null
+        grep -q "settings.$key: expected " "$work/long-$key-$cmd.err" ||
+            fail "long-$key-$cmd: inconclusive: no error about $key (see $work/long-$key-$cmd.err)"
+        if grep -n 'hs-long-secret' "$work/long-$key-$cmd.err" "$work/long-$key-$cmd.out"; then
+            fail "long-$key-$cmd: the long secret from \${env:TM_HS_LONG} shows"
+        fi
+        grep -q 'found string "\*\*\*"' "$work/long-$key-$cmd.err" ||
+            fail "long-$key-$cmd: no 'found string \"***\"' (see $work/long-$key-$cmd.err)"
+    done
+done
+
 [ "$failed" -eq 0 ] && echo "log_secrets: OK"
 exit "$failed"
