@@ -17,6 +17,9 @@ import pyarrow.parquet as pq
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import EqualTo, GreaterThanOrEqual
 from pyiceberg.table import StaticTable
+from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform,
+                                  MonthTransform, TruncateTransform, YearTransform)
+from pyiceberg.types import BinaryType, LongType, StringType, TimestamptzType
 
 from judge_table import EXPECTED, KEY, latest_metadata
 
@@ -130,8 +133,68 @@ def judge_table(table, label):
     return t, set(tuples)
 
 
+def judge_vectors(helper):
+    """The plugin's transforms (ice_transform_vectors) against pyiceberg's
+    on values the table's rows do not reach: extremes, negatives, times
+    before 1970, empty and non-ASCII text, bytes with NUL."""
+    longs = [0, 1, -1, 34, -34, 2**31, -2**31 - 1, 2**63 - 1, -2**63, 1700000000123456]
+    times = [0, -1, 1, -86_400_000_000, 86_399_999_999, -62_135_596_800_000_000,
+             4_102_444_800_000_000, 951_782_400_000_000, -2_208_988_800_000_001,
+             1_700_000_000_123_456]
+    texts = ["", "a", "iceberg", "héllo wörld", "日本語テキスト", "😀x😀y", "a\u0000b",
+             "x" * 40]
+    blobs = [b"", b"\x00", b"\x00\x01\xff", bytes(range(256))[:40], b"abc"]
+    cases = []  # (type name, transform text, value, pyiceberg transform)
+    for n in (1, 4, 16, 1000, 2**31 - 1):
+        cases += [("long", f"bucket[{n}]", v, BucketTransform(n).transform(LongType()))
+                  for v in longs]
+        cases += [("timestamptz", f"bucket[{n}]", v,
+                   BucketTransform(n).transform(TimestamptzType())) for v in times]
+        cases += [("string", f"bucket[{n}]", v, BucketTransform(n).transform(StringType()))
+                  for v in texts]
+        cases += [("binary", f"bucket[{n}]", v, BucketTransform(n).transform(BinaryType()))
+                  for v in blobs]
+    for w in (1, 3, 10, 2**31 - 1):
+        cases += [("long", f"truncate[{w}]", v, TruncateTransform(w).transform(LongType()))
+                  for v in longs if -2**63 + w <= v]  # no wrap below the long range
+        cases += [("string", f"truncate[{w}]", v,
+                   TruncateTransform(w).transform(StringType())) for v in texts]
+        cases += [("binary", f"truncate[{w}]", v,
+                   TruncateTransform(w).transform(BinaryType())) for v in blobs]
+    for name, tr in (("year", YearTransform()), ("month", MonthTransform()),
+                     ("day", DayTransform()), ("hour", HourTransform())):
+        cases += [("timestamptz", name, v, tr.transform(TimestamptzType())) for v in times]
+
+    def arg(t, v):
+        if t in ("long", "timestamptz"):
+            return str(v)
+        b = v.encode() if isinstance(v, str) else v
+        return b.hex() or "-"
+
+    text = "".join(f"{t} {tr} {arg(t, v)}\n" for t, tr, v, _ in cases)
+    out = subprocess.run([helper], input=text, capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    bad = 0
+    for (t, tr, v, fn), got in zip(cases, out):
+        want = fn(v)
+        if hasattr(want, "toordinal"):
+            want = want.toordinal() - 719163
+        if isinstance(want, str):
+            want = want.encode().hex()
+        elif isinstance(want, bytes):
+            want = want.hex()
+        else:
+            want = str(want)
+        if got != want:
+            bad += 1
+            check(False, f"{tr}({t}) of {v!r}: ours {got}, pyiceberg {want}")
+    check(len(out) >= len(cases), f"{len(out)} answers for {len(cases)} vectors")
+    print(f"transforms: {len(cases)} vectors, {bad} differ from pyiceberg")
+
+
 def main():
-    writer, tidemark = sys.argv[1], sys.argv[2]
+    writer, tidemark, helper = sys.argv[1], sys.argv[2], sys.argv[3]
+    judge_vectors(helper)
     with tempfile.TemporaryDirectory() as d:
         subprocess.run([writer, d, "--partition", SPEC], check=True)
         table = f"{d}/table"
