@@ -2,6 +2,7 @@
  * spec's v2 schemas less the optional fields we never fill (column sizes,
  * NaN counts, the manifest list's partition summaries, key metadata):
  * readers resolve by field id and read an absent optional field as null. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,17 @@ static void layout_free(df_layout *l) {
     free(l->how);
 }
 
+/* Whether the metrics fields [p, end) are all null (an entry carried from
+ * a manifest written before metrics): then there are none to carry. */
+static int all_null(const uint8_t *p, const uint8_t *end) {
+    if (end - p != (ptrdiff_t)NMETRICS)
+        return 0;
+    while (p < end)
+        if (*p++ != 0)
+            return 0;
+    return 1;
+}
+
 /* One data_file record into f (path, partition and metrics copied). */
 static int read_data_file(av_reader *r, const df_layout *l, ice_datafile *f) {
     const uint8_t *path = NULL, *m0 = NULL, *p;
@@ -350,7 +362,7 @@ static int read_data_file(av_reader *r, const df_layout *l, ice_datafile *f) {
         case F_METRICS_IN: av_skip(r, type, 0); break;
         case F_METRICS_LAST:
             av_skip(r, type, 0);
-            if (!r->err && m0 &&
+            if (!r->err && m0 && !all_null(m0, r->p) &&
                 ice_bytes_dup(&f->metrics, &f->metrics_len, m0,
                               (size_t)(r->p - m0)))
                 return -1;

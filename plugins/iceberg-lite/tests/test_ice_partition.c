@@ -8,9 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "avro_writer.h"
 #include "check_main.h"
+#include "fsio.h"
 #include "ice_fixture.h"
+#include "maint.h"
 #include "services/host_services.h"
+#include "snapshot_files.h"
 
 static ice_fx fx;
 
@@ -121,6 +125,130 @@ START_TEST(unpartitioned_table_refuses_a_spec) {
 }
 END_TEST
 
+/* The data_file of manifests written before partitions and metrics: an
+ * empty partition record, no metrics fields. */
+static const char OLD_SCHEMA[] =
+    "{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
+    "{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
+    "{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],"
+    "\"default\":null,\"field-id\":1},"
+    "{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],"
+    "\"default\":null,\"field-id\":3},"
+    "{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],"
+    "\"default\":null,\"field-id\":4},"
+    "{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":"
+    "\"r2\",\"fields\":["
+    "{\"name\":\"content\",\"type\":\"int\",\"field-id\":134},"
+    "{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"
+    "{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"
+    "{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":"
+    "\"r102\",\"fields\":[]},\"field-id\":102},"
+    "{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"
+    "{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":"
+    "104}]},\"field-id\":2}]}";
+
+/* The current snapshot's live files, read back. */
+static ice_datafile *live_files(ice_table *t, size_t *n) {
+    char why[512];
+    ice_datafile *files = NULL;
+    ck_assert_int_eq(ice_table_refresh(t, why, sizeof why), 0);
+    ck_assert_msg(ice_snapshot_datafiles(t, ice_meta_current_snapshot(t->meta),
+                                         &files, n, why, sizeof why) == 0,
+                  "%s", why);
+    return files;
+}
+
+/* Rewrites the current snapshot's one manifest as manifests were written
+ * before partitions and metrics (same entries). */
+static void make_manifest_old(ice_table *t) {
+    char why[512], path[4096];
+    ice_mfile *mf = NULL;
+    size_t nmf = 0, n = 0;
+    ck_assert_int_eq(ice_table_refresh(t, why, sizeof why), 0);
+    ck_assert_int_eq(ice_snapshot_manifests(t,
+                                            ice_meta_current_snapshot(t->meta),
+                                            &mf, &nmf, why, sizeof why),
+                     0);
+    ck_assert_uint_eq(nmf, 1);
+    ice_datafile *files = live_files(t, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_gt(files[0].metrics_len, 0); /* written with metrics */
+    uint8_t sync[AV_SYNC_SIZE] = {0};
+    const char *meta[] = {"partition-spec", "[]", "format-version", "2"};
+    av_writer w;
+    av_begin(&w, OLD_SCHEMA, meta, 2, sync);
+    ib_buf *b = av_record(&w);
+    av_put_long(b, 1); /* ADDED, sequence numbers inherited */
+    av_put_branch(b, 1);
+    av_put_long(b, files[0].snapshot_id);
+    av_put_branch(b, 0);
+    av_put_branch(b, 0);
+    av_put_long(b, 0);
+    av_put_string(b, files[0].path);
+    av_put_string(b, "PARQUET");
+    av_put_long(b, files[0].records);
+    av_put_long(b, files[0].size);
+    ck_assert_int_eq(av_finish(&w), 0);
+    ck_assert_int_eq(
+        ice_table_path(t, mf[0].path, path, sizeof path, why, sizeof why), 0);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(w.file.p, 1, w.file.len, f), w.file.len);
+    ck_assert_int_eq(fclose(f), 0);
+    av_free(&w);
+    ice_datafiles_free(files, n);
+    ice_mfiles_free(mf, nmf);
+}
+
+/* A table whose manifests were written before partitions and metrics
+ * goes on: its entries are carried (without metrics) when manifests
+ * merge and when compact rewrites, every row read back. */
+START_TEST(manifests_from_before_metrics_carried) {
+    ice_table t;
+    char why[512];
+    write_one("", 0);
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 1, why, sizeof why), 0);
+    make_manifest_old(&t);
+    size_t n = 0;
+    ice_datafile *files = live_files(&t, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(files[0].metrics_len, 0); /* read as the old format */
+    ck_assert_uint_eq(files[0].part_len, 0);
+    ice_datafiles_free(files, n);
+    /* Eight more commits: the tier fills, the old entry is merged. */
+    for (int64_t at = 3; at < 27; at += 3)
+        write_one("", at);
+    files = live_files(&t, &n);
+    ck_assert_uint_eq(n, 9);
+    size_t without = 0, rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        without += files[i].metrics_len == 0;
+        rows += (size_t)files[i].records;
+    }
+    ck_assert_uint_eq(without, 1);
+    ck_assert_uint_eq(rows, 27);
+    ice_datafiles_free(files, n);
+    ice_compact_result res;
+    ck_assert_msg(ice_compact(&t, INT64_C(1) << 30, &res, why, sizeof why) == 0,
+                  "%s", why);
+    files = live_files(&t, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(files[0].records, 27);
+    ck_assert_uint_gt(files[0].metrics_len, 0); /* fresh metrics */
+    ice_datafiles_free(files, n);
+    ice_table_free(&t);
+    void *sink;
+    tm_error err;
+    size_t dls = 0;
+    int64_t max = -1;
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_OK);
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
+    ck_assert_uint_eq(rows, 27);
+    ck_assert_int_eq(max, 26);
+    ice_api->close(sink);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite.partition");
     TCase *tc = tcase_create("partition");
@@ -129,6 +257,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, good_partition_settings_accepted);
     tcase_add_test(tc, different_spec_refused);
     tcase_add_test(tc, unpartitioned_table_refuses_a_spec);
+    tcase_add_test(tc, manifests_from_before_metrics_carried);
     suite_add_tcase(s, tc);
     return s;
 }
