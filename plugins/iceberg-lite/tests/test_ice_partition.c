@@ -249,6 +249,91 @@ START_TEST(manifests_from_before_metrics_carried) {
 }
 END_TEST
 
+/* A manifest of one entry whose data_file.partition has type PART_TYPE
+ * (JSON) and value bytes VALUE, decoded: 0 or -1. */
+static int decode_crafted(const char *part_type, const uint8_t *value,
+                          size_t value_len) {
+    char schema[8192];
+    const char *at =
+        strstr(OLD_SCHEMA, "{\"type\":\"record\",\"name\":\"r102\"");
+    const char *end = strstr(at, "},\"field-id\":102");
+    snprintf(schema, sizeof schema, "%.*s%s%s", (int)(at - OLD_SCHEMA),
+             OLD_SCHEMA, part_type, end + 1);
+    uint8_t sync[AV_SYNC_SIZE] = {0};
+    av_writer w;
+    av_begin(&w, schema, NULL, 0, sync);
+    ib_buf *b = av_record(&w);
+    av_put_long(b, 1);
+    av_put_branch(b, 1);
+    av_put_long(b, 7);
+    av_put_branch(b, 0);
+    av_put_branch(b, 0);
+    av_put_long(b, 0);
+    av_put_string(b, "file:///x/data/a.parquet");
+    av_put_string(b, "PARQUET");
+    ib_buf_add(b, value, value_len);
+    av_put_long(b, 1);
+    av_put_long(b, 10);
+    ck_assert_int_eq(av_finish(&w), 0);
+    ice_mfile mf = {.seq = 1, .added_snapshot_id = 7};
+    ice_datafile *files = NULL;
+    size_t n = 0, cap = 0;
+    int rc = ice_manifest_decode(w.file.p, w.file.len, &mf, &files, &n, &cap);
+    ice_datafiles_free(files, n);
+    av_free(&w);
+    return rc;
+}
+
+/* The decoder skips a partition tuple by the type the file's header
+ * declares: crafted types and values are refused, never recursed into
+ * without bound or looped on. */
+START_TEST(crafted_partition_types_refused) {
+    /* a well-formed tuple of (int, string) is read */
+    const uint8_t ok[] = {2, 0x0c, 2, 4, 'a', 'b'};
+    ck_assert_int_eq(
+        decode_crafted("{\"type\":\"record\",\"name\":\"r102\",\"fields\":"
+                       "[{\"name\":\"a\",\"type\":[\"null\",\"int\"]},"
+                       "{\"name\":\"b\",\"type\":[\"null\",\"string\"]}]}",
+                       ok, sizeof ok),
+        0);
+    /* arrays nested 40 deep */
+    char deep[4096] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(deep, "{\"type\":\"array\",\"items\":");
+    strcat(deep, "\"int\"");
+    for (int i = 0; i < 40; i++)
+        strcat(deep, "}");
+    uint8_t ones[64];
+    memset(ones, 2, sizeof ones); /* every block: one item */
+    ck_assert_int_eq(decode_crafted(deep, ones, sizeof ones), -1);
+    /* ... while 20 deep is within the bound: read */
+    char shallow[2048] = "";
+    uint8_t nested[41] = {0};
+    for (int i = 0; i < 20; i++)
+        strcat(shallow, "{\"type\":\"array\",\"items\":");
+    strcat(shallow, "\"int\"");
+    for (int i = 0; i < 20; i++)
+        strcat(shallow, "}");
+    memset(nested, 2, 21); /* 20 blocks of one item, the int 1, 20 ends */
+    ck_assert_int_eq(decode_crafted(shallow, nested, sizeof nested), 0);
+    /* an array of 2^62 nulls: items of no bytes */
+    const uint8_t huge[] = {0xfe, 0xff, 0xff, 0xff, 0xff,
+                            0xff, 0xff, 0xff, 0x7f};
+    ck_assert_int_eq(decode_crafted("{\"type\":\"array\",\"items\":\"null\"}",
+                                    huge, sizeof huge),
+                     -1);
+    /* a named type reference, a negative fixed size, a bad union branch */
+    const uint8_t one[] = {2};
+    ck_assert_int_eq(decode_crafted("\"r2\"", one, 1), -1);
+    ck_assert_int_eq(
+        decode_crafted("{\"type\":\"fixed\",\"name\":\"f\",\"size\":-5}", one,
+                       1),
+        -1);
+    ck_assert_int_eq(
+        decode_crafted("[\"null\",\"int\"]", (const uint8_t[]){6}, 1), -1);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite.partition");
     TCase *tc = tcase_create("partition");
@@ -258,6 +343,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, different_spec_refused);
     tcase_add_test(tc, unpartitioned_table_refuses_a_spec);
     tcase_add_test(tc, manifests_from_before_metrics_carried);
+    tcase_add_test(tc, crafted_partition_types_refused);
     suite_add_tcase(s, tc);
     return s;
 }
