@@ -3,14 +3,17 @@
  *   ice_sink.c        the callback table, open, close, interrupt
  *   settings.c        the declared settings, the mapping check; validate
  *   schema.c          the mapping as an Iceberg schema and Parquet columns
+ *   partition.c       the "partition" setting as the table's spec
  *   markers.c         claim and read_markers
  *   commit.c          one batch, one new table version
  *   datafile.c        a batch's rows as Parquet data files
  *   scan.c            read-back of rows and dead letters
  * on top of the table library (iceberg_lite_table, which the CLI links
  * too): marker_keys.c, dead_letters.c, snapshot_files.c, table_meta.c
- * (metadata JSON, the atomic publish), the maintenance operations
- * (maint.h) and the formats: manifest.c, avro_writer.c / avro_reader.c,
+ * (metadata JSON, the atomic publish), pspec.c (partition specs and
+ * transforms), metrics.c (column metrics), data_out.c (one data file being
+ * written), the maintenance operations (maint.h) and the formats:
+ * manifest.c, avro_writer.c / avro_reader.c,
  * parquet_writer.c / parquet_reader.c, thrift_compact.c /
  * thrift_reader.c, ib_buf.c, fsio.c. Nothing here is exported: the plugin
  * exports only tidemark_sink_entry. */
