@@ -87,7 +87,8 @@ def judge_file(t, spec, f):
         if field.name == "at":
             want_lo, want_hi = (int(v.timestamp() * 1_000_000) for v in (want_lo, want_hi))
         if isinstance(want_lo, (str, bytes)):  # cut to 16 characters (bytes)
-            check(lo == want_lo[:16] and hi >= want_hi,
+            exact = len(want_hi) <= 16
+            check(lo == want_lo[:16] and (hi == want_hi if exact else hi > want_hi),
                   f"{path}: bounds of {field.name}: {lo!r}..{hi!r}, rows {want_lo!r}..{want_hi!r}")
         else:
             check((lo, hi) == (want_lo, want_hi),

@@ -4,6 +4,7 @@
  * evolution). What a partitioned table holds is judged by pyiceberg,
  * pyarrow and DuckDB in judge_partition.py. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "fsio.h"
 #include "ice_fixture.h"
 #include "maint.h"
+#include "metrics.h"
 #include "services/host_services.h"
 #include "snapshot_files.h"
 
@@ -334,6 +336,172 @@ START_TEST(crafted_partition_types_refused) {
 }
 END_TEST
 
+/* ---- column metrics on values the judge's rows do not reach ---- */
+
+static uint64_t rd_varint(const uint8_t **p) {
+    uint64_t u = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        uint8_t c = *(*p)++;
+        u |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            break;
+    }
+    return u;
+}
+
+static int64_t rd_long(const uint8_t **p) {
+    uint64_t u = rd_varint(p);
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+/* One bound map read from the metrics: per field id (1..4), the bytes
+ * (len -1: no entry). */
+typedef struct bound {
+    int64_t len;
+    uint8_t b[128];
+} bound;
+
+static void rd_bounds(const uint8_t **p, bound *out) {
+    for (int i = 1; i <= 4; i++)
+        out[i].len = -1;
+    ck_assert_int_eq(rd_long(p), 1); /* the union's map branch */
+    for (int64_t n; (n = rd_long(p)) != 0;)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t k = rd_long(p), len = rd_long(p);
+            ck_assert(k >= 1 && k <= 4 && len >= 0 && len <= 128);
+            out[k].len = len;
+            memcpy(out[k].b, *p, (size_t)len);
+            *p += len;
+        }
+}
+
+static void rd_counts(const uint8_t **p, int64_t *out) {
+    ck_assert_int_eq(rd_long(p), 1);
+    for (int64_t n; (n = rd_long(p)) != 0;)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t k = rd_long(p);
+            out[k] = rd_long(p);
+        }
+}
+
+static void assert_bound(const bound *b, const void *want, int64_t len) {
+    ck_assert_int_eq(b->len, len);
+    if (len > 0)
+        ck_assert_mem_eq(b->b, want, (size_t)len);
+}
+
+/* Bounds by the spec's rules (Appendix D, and the truncation Iceberg's
+ * writers apply): text cut to 16 code points, its upper bound's last
+ * code point incremented (a surrogate skipped, U+10FFFF carried left);
+ * bytes to 16, the last byte below 0xFF incremented; none when nothing
+ * can be; NaN out of the bounds, -0.0 below 0.0; an all-null column has
+ * counts but no bounds. */
+START_TEST(metrics_bounds_by_the_spec) {
+    pq_column_def cols[] = {{"s", PQ_STRING, 0, 1},
+                            {"b", PQ_BINARY, 0, 2},
+                            {"d", PQ_DOUBLE, 0, 3},
+                            {"n", PQ_INT64, 0, 4}};
+    /* strings: 17 x U+D7FF then x; 20 x 'a' then 'Z'; 17 x U+10FFFF */
+    char s1[64] = "", s2[] = "aaaaaaaaaaaaaaaaaaaaZ", s3[80] = "";
+    for (int i = 0; i < 17; i++) {
+        strcat(s1, "\xed\x9f\xbf");     /* U+D7FF */
+        strcat(s3, "\xf4\x8f\xbf\xbf"); /* U+10FFFF */
+    }
+    strcat(s1, "x");
+    uint8_t b1[20], b2[17];
+    memset(b1, 0xFF, sizeof b1);
+    memset(b2, 0xFF, sizeof b2);
+    b2[0] = 0x01;
+    struct {
+        const char *s;
+        const uint8_t *b;
+        size_t bn;
+        double d;
+    } rows[] = {{s1, b1, sizeof b1, NAN},
+                {s2, b2, sizeof b2, -0.0},
+                {s3, b1, 3, 0.0},
+                {NULL, NULL, 0, 1.5}};
+    pq_writer *w = pq_writer_new(cols, 4, 0, 0);
+    ice_metrics *m = ice_metrics_new(cols, 4);
+    ck_assert(w && m);
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        pq_cell c[4] = {
+            {.is_null = !rows[r].s,
+             .p = (const uint8_t *)rows[r].s,
+             .n = rows[r].s ? strlen(rows[r].s) : 0},
+            {.is_null = !rows[r].b, .p = rows[r].b, .n = rows[r].bn},
+            {.f = rows[r].d},
+            {.is_null = 1}};
+        ice_put_row(w, m, c);
+    }
+    ck_assert_str_eq(pq_error(w), "");
+    ib_buf out = {0};
+    ck_assert_int_eq(ice_metrics_encode(m, &out), 0);
+    const uint8_t *p = out.p;
+    int64_t values[5] = {0}, nulls[5] = {0};
+    bound lo[5], hi[5];
+    rd_counts(&p, values);
+    rd_counts(&p, nulls);
+    rd_bounds(&p, lo);
+    rd_bounds(&p, hi);
+    ck_assert_ptr_eq(p, out.p + out.len);
+    for (int k = 1; k <= 4; k++)
+        ck_assert_int_eq(values[k], 4);
+    ck_assert_int_eq(nulls[1], 1);
+    ck_assert_int_eq(nulls[2], 1);
+    ck_assert_int_eq(nulls[3], 0); /* NaN is a value, not a null */
+    ck_assert_int_eq(nulls[4], 4);
+    /* text: min is s2 (a < U+D7FF < U+10FFFF), max s3 */
+    assert_bound(&lo[1], s2, 16);
+    ck_assert_int_eq(hi[1].len, -1); /* 16 x U+10FFFF: no upper bound */
+    /* bytes: min b2 (0x01 ...), max b1 (all 0xFF, 20 bytes) */
+    assert_bound(&lo[2], b2, 16);
+    ck_assert_int_eq(hi[2].len, -1); /* 16 x 0xFF: none */
+    /* doubles: -0.0 .. 1.5, NaN left out */
+    const uint8_t mzero[8] = {0, 0, 0, 0, 0, 0, 0, 0x80},
+                  onefive[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x3f};
+    assert_bound(&lo[3], mzero, 8);
+    assert_bound(&hi[3], onefive, 8);
+    ck_assert_int_eq(lo[4].len, -1); /* all null: no bounds */
+    ck_assert_int_eq(hi[4].len, -1);
+    ib_buf_free(&out);
+    ice_metrics_free(m);
+    pq_writer_free(w);
+
+    /* Incremented uppers: s1 alone (16 x U+D7FF: the last becomes
+     * U+E000, U+D800 being a surrogate), b2 alone (0x01 then 15 x 0xFF:
+     * 0x02). */
+    w = pq_writer_new(cols, 4, 0, 0);
+    m = ice_metrics_new(cols, 4);
+    ck_assert(w && m);
+    pq_cell c[4] = {{.p = (const uint8_t *)s1, .n = strlen(s1)},
+                    {.p = b2, .n = sizeof b2},
+                    {.f = 2.0},
+                    {.i = 7}};
+    ice_put_row(w, m, c);
+    ck_assert_int_eq(ice_metrics_encode(m, &out), 0);
+    p = out.p;
+    rd_counts(&p, values);
+    rd_counts(&p, nulls);
+    rd_bounds(&p, lo);
+    rd_bounds(&p, hi);
+    char want[64] = "";
+    for (int i = 0; i < 15; i++)
+        strcat(want, "\xed\x9f\xbf");
+    strcat(want, "\xee\x80\x80"); /* U+E000 */
+    assert_bound(&hi[1], want, (int64_t)strlen(want));
+    assert_bound(&lo[1], s1, 48); /* 16 code points of 3 bytes */
+    const uint8_t two = 0x02;
+    assert_bound(&hi[2], &two, 1);
+    const uint8_t seven[8] = {7, 0, 0, 0, 0, 0, 0, 0};
+    assert_bound(&lo[4], seven, 8);
+    assert_bound(&hi[4], seven, 8);
+    ib_buf_free(&out);
+    ice_metrics_free(m);
+    pq_writer_free(w);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite.partition");
     TCase *tc = tcase_create("partition");
@@ -344,6 +512,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, unpartitioned_table_refuses_a_spec);
     tcase_add_test(tc, manifests_from_before_metrics_carried);
     tcase_add_test(tc, crafted_partition_types_refused);
+    tcase_add_test(tc, metrics_bounds_by_the_spec);
     suite_add_tcase(s, tc);
     return s;
 }
