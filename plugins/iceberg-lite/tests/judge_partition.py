@@ -5,7 +5,8 @@ wrote, must agree that every data file holds the rows of one partition,
 with the tuple pyiceberg's own transforms compute (the bucket hash
 included, on every row), bounds and counts that match the file's rows,
 and that a row filter plans fewer files than no filter while reading the
-same rows. Then `tidemark table compact` must keep files per partition."""
+same rows. Then `tidemark table compact` must keep files per partition,
+and expire and vacuum change nothing of it."""
 import os
 import subprocess
 import sys
@@ -206,6 +207,12 @@ def main():
         t, after = judge_table(table, "compacted")
         check(after == before, f"compact changed the partitions: {before ^ after}")
         check(t.current_snapshot().summary.operation.value == "replace", "compact's snapshot")
+        for args in (["expire", table, "--keep", "2"],
+                     ["vacuum", table, "--grace-seconds", "0"]):
+            subprocess.run([tidemark, "table", *args], check=True, capture_output=True)
+        t, after = judge_table(table, "expired and vacuumed")
+        check(after == before, f"expire/vacuum changed the partitions: {before ^ after}")
+        check(len(t.metadata.snapshots) == 2, f"{len(t.metadata.snapshots)} snapshots kept")
     if failures:
         print(f"judge_partition: 0 passed, {len(failures)} failed")
         sys.exit(1)
