@@ -46,18 +46,53 @@ static void record_cells(const ice_sink *s, const tm_record *r,
 }
 
 /* The files a batch has open: one per partition tuple its rows fall in
- * (a file never mixes two partitions). */
+ * (a file never mixes two partitions), found by a hash of the tuple's
+ * bytes so that a batch over many partitions stays linear. */
 typedef struct open_files {
     ice_out *o;
     size_t n, cap;
+    size_t *slot; /* open addressing: index + 1 into o, 0 empty */
+    size_t nslot; /* a power of two, at least 2 * cap */
 } open_files;
+
+static size_t slot_of(const open_files *of, const uint8_t *p, size_t n) {
+    size_t i = ice_murmur3_32(p, n) & (of->nslot - 1);
+    while (of->slot[i]) {
+        const ice_out *o = &of->o[of->slot[i] - 1];
+        if (o->part_len == n && (n == 0 || memcmp(o->part, p, n) == 0))
+            break;
+        i = (i + 1) & (of->nslot - 1);
+    }
+    return i;
+}
+
+/* Room for one more file: 0, or -1 out of memory. */
+static int grow(open_files *of) {
+    if (of->n < of->cap)
+        return 0;
+    size_t nc = of->cap ? 2 * of->cap : 4;
+    ice_out *g = realloc(of->o, nc * sizeof *g);
+    size_t *slot = calloc(4 * nc, sizeof *slot);
+    if (g)
+        of->o = g;
+    if (!g || !slot) {
+        free(slot);
+        return -1;
+    }
+    free(of->slot);
+    of->slot = slot;
+    of->nslot = 4 * nc;
+    of->cap = nc;
+    for (size_t k = 0; k < of->n; k++)
+        of->slot[slot_of(of, of->o[k].part, of->o[k].part_len)] = k + 1;
+    return 0;
+}
 
 /* Finishes o into a new data file recorded in w. */
 static tm_status flush_file(ice_sink *s, ice_out *o, int64_t snapshot_id,
                             ice_written *w, tm_error *err) {
     ice_datafile *f = realloc(w->files, (w->nfiles + 1) * sizeof *f);
     if (!f) {
-        ice_out_free(o);
         s->host->set_error(err, "out of memory");
         return TM_RETRY;
     }
@@ -65,7 +100,6 @@ static tm_status flush_file(ice_sink *s, ice_out *o, int64_t snapshot_id,
     char why[512];
     int rc = ice_out_finish(o, s->table.data_dir, s->schema_json, snapshot_id,
                             w->nfiles, &w->files[w->nfiles], why, sizeof why);
-    ice_out_free(o);
     if (rc != 0) {
         s->host->set_error(err, "data file: %s", why);
         return rc == -2 ? TM_FATAL : TM_RETRY;
@@ -76,24 +110,33 @@ static tm_status flush_file(ice_sink *s, ice_out *o, int64_t snapshot_id,
 
 /* The open file of partition tuple part, opened when there is none. */
 static ice_out *file_for(ice_sink *s, open_files *of, const ib_buf *part) {
-    for (size_t i = 0; i < of->n; i++)
-        if (of->o[i].part_len == part->len &&
-            (part->len == 0 || memcmp(of->o[i].part, part->p, part->len) == 0))
-            return &of->o[i];
-    if (of->n == of->cap) {
-        size_t nc = of->cap ? 2 * of->cap : 4;
-        ice_out *g = realloc(of->o, nc * sizeof *g);
-        if (!g)
-            return NULL;
-        of->o = g;
-        of->cap = nc;
-    }
+    if (grow(of) != 0)
+        return NULL;
+    size_t i = slot_of(of, part->p, part->len);
+    if (of->slot[i])
+        return &of->o[of->slot[i] - 1];
     ice_out *o = &of->o[of->n];
     if (ice_out_open(o, s->cols, s->ncols, s->set.compression, part->p,
                      part->len) != 0)
         return NULL;
-    of->n++;
+    of->slot[i] = ++of->n;
     return o;
+}
+
+/* Finishes the open file o and opens the next of its partition (the
+ * same tuple, the same slot). */
+static tm_status roll(ice_sink *s, ice_out *o, int64_t snapshot_id,
+                      ice_written *w, tm_error *err) {
+    ice_out next;
+    if (ice_out_open(&next, s->cols, s->ncols, s->set.compression, o->part,
+                     o->part_len) != 0) {
+        s->host->set_error(err, "out of memory (Parquet writer)");
+        return TM_RETRY;
+    }
+    tm_status r = flush_file(s, o, snapshot_id, w, err);
+    ice_out_free(o);
+    *o = next;
+    return r;
 }
 
 static tm_status write_rows(ice_sink *s, const tm_batch *b, int64_t snapshot_id,
@@ -118,19 +161,17 @@ static tm_status write_rows(ice_sink *s, const tm_batch *b, int64_t snapshot_id,
         }
         ice_put_row(o->pw, o->m, cells);
         w->rows[rec->range]++;
-        if (pq_size(o->pw) >= (size_t)s->set.target_file_size) {
-            /* Rolled: the partition's next row opens a new file. */
-            r = flush_file(s, o, snapshot_id, w, err);
-            *o = of.o[--of.n];
-        }
+        if (pq_size(o->pw) >= (size_t)s->set.target_file_size)
+            r = roll(s, o, snapshot_id, w, err);
     }
+    /* In the order the partitions first came (file names number them). */
     for (size_t i = 0; i < of.n; i++) {
-        if (r == TM_OK)
+        if (r == TM_OK && pq_rows(of.o[i].pw) > 0)
             r = flush_file(s, &of.o[i], snapshot_id, w, err);
-        else
-            ice_out_free(&of.o[i]);
+        ice_out_free(&of.o[i]);
     }
     free(of.o);
+    free(of.slot);
     free(cells);
     ib_buf_free(&part);
     return r;
