@@ -141,3 +141,94 @@ int av_read_next(av_reader *r) {
     r->left--;
     return 1;
 }
+
+static void skip_raw(av_reader *r, int64_t n) {
+    if (r->err || n < 0 || n > r->end - r->p)
+        r->err = 1;
+    else
+        r->p += n;
+}
+
+/* Array and map blocks: count (negative: then the byte size), items. */
+static void skip_blocks(av_reader *r, json_t *items, json_t *values,
+                        int depth) {
+    for (;;) {
+        int64_t count = av_get_long(r);
+        if (r->err || count == 0)
+            return;
+        if (count < 0) {
+            if (count == INT64_MIN) {
+                r->err = 1;
+                return;
+            }
+            count = -count;
+            (void)av_get_long(r); /* the block's byte size */
+        }
+        for (int64_t i = 0; i < count && !r->err; i++) {
+            const uint8_t *before = r->p;
+            if (values) { /* a map: the key, then the value */
+                const uint8_t *k;
+                size_t kn;
+                av_get_bytes(r, &k, &kn);
+                av_skip(r, values, depth + 1);
+            } else {
+                av_skip(r, items, depth + 1);
+            }
+            if (r->p == before)
+                r->err = 1; /* items of no bytes: a crafted count */
+        }
+    }
+}
+
+void av_skip(av_reader *r, json_t *type, int depth) {
+    if (r->err || depth > AV_SKIP_DEPTH_MAX) {
+        r->err = 1;
+        return;
+    }
+    if (json_is_array(type)) { /* a union: the branch, then its value */
+        int64_t b = av_get_long(r);
+        if (b < 0 || (size_t)b >= json_array_size(type))
+            r->err = 1;
+        else
+            av_skip(r, json_array_get(type, (size_t)b), depth + 1);
+        return;
+    }
+    if (json_is_object(type) &&
+        !json_is_string(json_object_get(type, "type"))) {
+        av_skip(r, json_object_get(type, "type"), depth + 1); /* nested */
+        return;
+    }
+    const char *t = json_string_value(
+        json_is_object(type) ? json_object_get(type, "type") : type);
+    if (!t) {
+        r->err = 1;
+    } else if (strcmp(t, "null") == 0) {
+    } else if (strcmp(t, "boolean") == 0) {
+        skip_raw(r, 1);
+    } else if (strcmp(t, "int") == 0 || strcmp(t, "long") == 0 ||
+               strcmp(t, "enum") == 0) {
+        (void)av_get_long(r);
+    } else if (strcmp(t, "float") == 0) {
+        skip_raw(r, 4);
+    } else if (strcmp(t, "double") == 0) {
+        skip_raw(r, 8);
+    } else if (strcmp(t, "bytes") == 0 || strcmp(t, "string") == 0) {
+        const uint8_t *p;
+        size_t n;
+        av_get_bytes(r, &p, &n);
+    } else if (strcmp(t, "fixed") == 0) {
+        skip_raw(r, json_integer_value(json_object_get(type, "size")));
+    } else if (strcmp(t, "array") == 0) {
+        skip_blocks(r, json_object_get(type, "items"), NULL, depth);
+    } else if (strcmp(t, "map") == 0) {
+        skip_blocks(r, NULL, json_object_get(type, "values"), depth);
+    } else if (strcmp(t, "record") == 0) {
+        size_t i;
+        json_t *f;
+        json_array_foreach(json_object_get(type, "fields"), i, f) {
+            av_skip(r, json_object_get(f, "type"), depth + 1);
+        }
+    } else {
+        r->err = 1; /* a named type reference: not in the files we write */
+    }
+}

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "avro_writer.h"
 
 typedef struct av_reader {
@@ -33,5 +35,13 @@ int av_get_bool(av_reader *r);
 double av_get_double(av_reader *r);
 /* bytes or string: points into the file's data. */
 void av_get_bytes(av_reader *r, const uint8_t **p, size_t *n);
+
+/* Skips one value of Avro type TYPE (the schema's JSON: a primitive name,
+ * a union array, a record, array, map, fixed or enum object; named type
+ * references are refused), e.g. fields of a manifest a reader does not
+ * decode. Malformed input, or a schema nested deeper than
+ * AV_SKIP_DEPTH_MAX, sets err. depth: 0 at the top. */
+#define AV_SKIP_DEPTH_MAX 32
+void av_skip(av_reader *r, json_t *type, int depth);
 
 #endif

@@ -106,9 +106,9 @@ out:
     free(keep);
     free(merged);
     ice_mfiles_free(mf, nmf);
-    /* files: merged entries own their paths; the new ones are borrowed. */
+    /* files: merged entries own theirs; the new ones are borrowed. */
     for (size_t i = 0; i < nfiles; i++)
-        free(files[i].path);
+        ice_datafile_clear(&files[i]);
     free(files);
     return r;
 }

@@ -1,5 +1,6 @@
-/* A batch's effects as files: rows into Parquet data files (rolled at the
- * target file size), dead letters into their side file. Each file is new
+/* A batch's effects as files: rows into Parquet data files, one file per
+ * partition tuple the rows fall in (each rolled at the target file size),
+ * dead letters into their side file. Each file is new
  * (never overwritten) and written without its own fsync: the commit's one
  * barrier (syncfs in ice_meta_stage) makes it and its directory entry
  * durable before any metadata naming it is linked. */
@@ -8,117 +9,171 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data_out.h"
 #include "fsio.h"
 #include "ice_sink.h"
 
-/* One record into the writer: mapped values, then the coordinates. */
-static void put_record(ice_sink *s, pq_writer *w, const tm_record *r,
-                       const tm_range *g) {
+/* A record as cells, one per schema column: the mapped values, then the
+ * coordinates. Byte values point into the batch. */
+static void record_cells(const ice_sink *s, const tm_record *r,
+                         const tm_range *g, pq_cell *cells) {
     const tm_sink_config *c = s->config;
     for (size_t k = 0; k < c->ncolumns; k++) {
         const tm_column *col = TM_CELEM(tm_column, c->columns, k);
         const tm_value *v = TM_CELEM(tm_value, r->values, k);
-        if (v->is_null) {
-            pq_put_null(w, k);
+        pq_cell *x = &cells[k];
+        memset(x, 0, sizeof *x);
+        x->is_null = v->is_null;
+        if (v->is_null)
             continue;
-        }
         switch (col->type) {
         case TM_TYPE_INT:
-        case TM_TYPE_TIMESTAMP: pq_put_i64(w, k, v->v.i); break;
-        case TM_TYPE_BOOL: pq_put_i64(w, k, v->v.i != 0); break;
-        case TM_TYPE_FLOAT: pq_put_double(w, k, v->v.f); break;
+        case TM_TYPE_TIMESTAMP: x->i = v->v.i; break;
+        case TM_TYPE_BOOL: x->i = v->v.i != 0; break;
+        case TM_TYPE_FLOAT: x->f = v->v.f; break;
         case TM_TYPE_TEXT:
         case TM_TYPE_JSON:
         case TM_TYPE_BYTES:
-            pq_put_bytes(w, k, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
+            x->p = (const uint8_t *)(v->v.s.ptr ? v->v.s.ptr : "");
+            x->n = v->v.s.len;
             break;
         }
     }
     size_t h = c->ncolumns;
-    pq_put_bytes(w, h, g->topic, strlen(g->topic));
-    pq_put_i64(w, h + 1, g->partition);
-    pq_put_i64(w, h + 2, r->offset);
-    pq_end_row(w);
+    cells[h] = (pq_cell){.p = (const uint8_t *)g->topic, .n = strlen(g->topic)};
+    cells[h + 1] = (pq_cell){.i = g->partition};
+    cells[h + 2] = (pq_cell){.i = r->offset};
 }
 
-static tm_status add_file(ice_written *w, const char *uri, int64_t records,
-                          size_t size, int64_t snapshot_id) {
-    ice_datafile *f = realloc(w->files, (w->nfiles + 1) * sizeof *f);
-    if (!f)
-        return TM_RETRY;
-    w->files = f;
-    f = &w->files[w->nfiles];
-    memset(f, 0, sizeof *f);
-    if (!(f->path = strdup(uri)))
-        return TM_RETRY;
-    w->nfiles++;
-    f->records = records;
-    f->size = (int64_t)size;
-    f->snapshot_id = snapshot_id;
-    return TM_OK;
+/* The files a batch has open: one per partition tuple its rows fall in
+ * (a file never mixes two partitions), found by a hash of the tuple's
+ * bytes so that a batch over many partitions stays linear. */
+typedef struct open_files {
+    ice_out *o;
+    size_t n, cap;
+    size_t *slot; /* open addressing: index + 1 into o, 0 empty */
+    size_t nslot; /* a power of two, at least 2 * cap */
+} open_files;
+
+static size_t slot_of(const open_files *of, const uint8_t *p, size_t n) {
+    size_t i = ice_murmur3_32(p, n) & (of->nslot - 1);
+    while (of->slot[i]) {
+        const ice_out *o = &of->o[of->slot[i] - 1];
+        if (o->part_len == n && (n == 0 || memcmp(o->part, p, n) == 0))
+            break;
+        i = (i + 1) & (of->nslot - 1);
+    }
+    return i;
 }
 
-/* Finishes the open Parquet writer into a new file under data/. */
-static tm_status flush_file(ice_sink *s, pq_writer *pw, int64_t snapshot_id,
+/* Room for one more file: 0, or -1 out of memory. */
+static int grow(open_files *of) {
+    if (of->n < of->cap)
+        return 0;
+    size_t nc = of->cap ? 2 * of->cap : 4;
+    ice_out *g = realloc(of->o, nc * sizeof *g);
+    size_t *slot = calloc(4 * nc, sizeof *slot);
+    if (g)
+        of->o = g;
+    if (!g || !slot) {
+        free(slot);
+        return -1;
+    }
+    free(of->slot);
+    of->slot = slot;
+    of->nslot = 4 * nc;
+    of->cap = nc;
+    for (size_t k = 0; k < of->n; k++)
+        of->slot[slot_of(of, of->o[k].part, of->o[k].part_len)] = k + 1;
+    return 0;
+}
+
+/* Finishes o into a new data file recorded in w. */
+static tm_status flush_file(ice_sink *s, ice_out *o, int64_t snapshot_id,
                             ice_written *w, tm_error *err) {
-    ib_buf file = {0};
-    const char *kv[] = {"iceberg.schema", s->schema_json};
-    int64_t records = pq_rows(pw);
-    if (pq_finish(pw, kv, 1, &file) != 0) {
-        s->host->set_error(err, "Parquet encoder: %s", pq_error(pw));
-        ib_buf_free(&file);
-        return strstr(pq_error(pw), "memory") ? TM_RETRY : TM_FATAL;
-    }
-    char uuid[37], rel[128], path[4096], uri[4200], why[512];
-    if (fs_uuid(uuid) != 0) {
-        ib_buf_free(&file);
-        s->host->set_error(err, "no random bytes for a file name");
-        return TM_RETRY;
-    }
-    snprintf(rel, sizeof rel, "%lld-%zu-%s.parquet", (long long)snapshot_id,
-             w->nfiles, uuid);
-    snprintf(path, sizeof path, "%s/%s", s->table.data_dir, rel);
-    snprintf(uri, sizeof uri, "file://%s", path);
-    int rc = fs_write_new(path, file.p, file.len, 0, why, sizeof why);
-    size_t size = file.len;
-    ib_buf_free(&file);
-    if (rc != 0) {
-        s->host->set_error(err, "data file: %s", why);
-        return TM_RETRY;
-    }
-    if (add_file(w, uri, records, size, snapshot_id) != TM_OK) {
-        unlink(path);
+    ice_datafile *f = realloc(w->files, (w->nfiles + 1) * sizeof *f);
+    if (!f) {
         s->host->set_error(err, "out of memory");
         return TM_RETRY;
     }
+    w->files = f;
+    char why[512];
+    int rc = ice_out_finish(o, s->table.data_dir, s->schema_json, snapshot_id,
+                            w->nfiles, &w->files[w->nfiles], why, sizeof why);
+    if (rc != 0) {
+        s->host->set_error(err, "data file: %s", why);
+        return rc == -2 ? TM_FATAL : TM_RETRY;
+    }
+    w->nfiles++;
     return TM_OK;
+}
+
+/* The open file of partition tuple part, opened when there is none. */
+static ice_out *file_for(ice_sink *s, open_files *of, const ib_buf *part) {
+    if (grow(of) != 0)
+        return NULL;
+    size_t i = slot_of(of, part->p, part->len);
+    if (of->slot[i])
+        return &of->o[of->slot[i] - 1];
+    ice_out *o = &of->o[of->n];
+    if (ice_out_open(o, s->cols, s->ncols, s->set.compression, part->p,
+                     part->len) != 0)
+        return NULL;
+    of->slot[i] = ++of->n;
+    return o;
+}
+
+/* Finishes the open file o and opens the next of its partition (the
+ * same tuple, the same slot). */
+static tm_status roll(ice_sink *s, ice_out *o, int64_t snapshot_id,
+                      ice_written *w, tm_error *err) {
+    ice_out next;
+    if (ice_out_open(&next, s->cols, s->ncols, s->set.compression, o->part,
+                     o->part_len) != 0) {
+        s->host->set_error(err, "out of memory (Parquet writer)");
+        return TM_RETRY;
+    }
+    tm_status r = flush_file(s, o, snapshot_id, w, err);
+    ice_out_free(o);
+    *o = next;
+    return r;
 }
 
 static tm_status write_rows(ice_sink *s, const tm_batch *b, int64_t snapshot_id,
                             ice_written *w, tm_error *err) {
-    pq_writer *pw = NULL;
-    tm_status r = TM_OK;
+    open_files of = {0};
+    ib_buf part = {0};
+    pq_cell *cells = calloc(s->ncols, sizeof *cells);
+    tm_status r = cells ? TM_OK : TM_RETRY;
+    if (!cells)
+        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
     for (size_t j = 0; r == TM_OK && j < b->nrecords; j++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, j);
         const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
-        if (!pw) {
-            if (!(pw = pq_writer_new(s->cols, s->ncols, 0, 0))) {
-                s->host->set_error(err, "out of memory (Parquet writer)");
-                return TM_RETRY;
-            }
-            pq_writer_set_codec(pw, s->set.compression);
+        record_cells(s, rec, g, cells);
+        part.len = 0;
+        ice_partition_encode(&s->spec, cells, &part);
+        ice_out *o = ib_buf_ok(&part) ? file_for(s, &of, &part) : NULL;
+        if (!o) {
+            s->host->set_error(err, "out of memory (Parquet writer)");
+            r = TM_RETRY;
+            break;
         }
-        put_record(s, pw, rec, g);
+        ice_put_row(o->pw, o->m, cells);
         w->rows[rec->range]++;
-        if (pq_size(pw) >= (size_t)s->set.target_file_size) {
-            r = flush_file(s, pw, snapshot_id, w, err);
-            pq_writer_free(pw);
-            pw = NULL;
-        }
+        if (pq_size(o->pw) >= (size_t)s->set.target_file_size)
+            r = roll(s, o, snapshot_id, w, err);
     }
-    if (r == TM_OK && pw)
-        r = flush_file(s, pw, snapshot_id, w, err);
-    pq_writer_free(pw);
+    /* In the order the partitions first came (file names number them). */
+    for (size_t i = 0; i < of.n; i++) {
+        if (r == TM_OK && pq_rows(of.o[i].pw) > 0)
+            r = flush_file(s, &of.o[i], snapshot_id, w, err);
+        ice_out_free(&of.o[i]);
+    }
+    free(of.o);
+    free(of.slot);
+    free(cells);
+    ib_buf_free(&part);
     return r;
 }
 

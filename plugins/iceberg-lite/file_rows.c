@@ -30,6 +30,20 @@ static json_t *current_schema(json_t *meta) {
     return NULL;
 }
 
+json_t *ice_schema_fields(json_t *meta) {
+    json_t *f = json_object_get(current_schema(meta), "fields");
+    return json_is_array(f) ? f : NULL;
+}
+
+int ice_type_kind(const char *type, pq_kind *kind) {
+    for (size_t k = 0; type && k < sizeof KINDS / sizeof KINDS[0]; k++)
+        if (strcmp(type, KINDS[k].type) == 0) {
+            *kind = KINDS[k].kind;
+            return 0;
+        }
+    return -1;
+}
+
 char *ice_schema_text(json_t *meta) {
     json_t *s = current_schema(meta);
     return s ? json_dumps(s, JSON_COMPACT) : NULL;
@@ -54,11 +68,8 @@ int ice_schema_columns(json_t *meta, pq_column_def **cols, size_t *ncols,
         json_t *f = json_array_get(fields, i);
         const char *name = json_string_value(json_object_get(f, "name"));
         const char *type = json_string_value(json_object_get(f, "type"));
-        size_t k = 0;
-        while (type && k < sizeof KINDS / sizeof KINDS[0] &&
-               strcmp(type, KINDS[k].type) != 0)
-            k++;
-        if (!name || !type || k == sizeof KINDS / sizeof KINDS[0]) {
+        pq_kind kind;
+        if (!name || ice_type_kind(type, &kind) != 0) {
             snprintf(why, why_size,
                      "schema field %zu: type %s is not one "
                      "this sink writes",
@@ -66,7 +77,7 @@ int ice_schema_columns(json_t *meta, pq_column_def **cols, size_t *ncols,
             free(c);
             return -1;
         }
-        c[i] = (pq_column_def){name, KINDS[k].kind,
+        c[i] = (pq_column_def){name, kind,
                                json_is_true(json_object_get(f, "required")),
                                (int32_t)ice_json_int(f, "id", (int64_t)i + 1)};
     }

@@ -1,6 +1,6 @@
 /* The iceberg-lite sink: the callback table, open, close, interrupt
  * (docs/iceberg-lite.md): append-only,
- * unpartitioned Apache Iceberg v2 tables on the local file system that
+ * optionally partitioned Apache Iceberg v2 tables on the local file system that
  * pyiceberg, pyarrow and DuckDB read; every snapshot summary carries the
  * markers; a commit is the atomic creation of the next metadata version. */
 #include <stdio.h>
@@ -13,7 +13,8 @@
  * creating it at the same time is fine: link() lets one of us win). */
 static tm_status create_table(ice_sink *s, tm_error *err) {
     char why[512], tmp[4096];
-    json_t *meta = ice_meta_initial(&s->table, s->fields, (int64_t)s->ncols);
+    json_t *meta = ice_meta_initial(&s->table, s->fields, (int64_t)s->ncols,
+                                    s->spec_fields);
     if (!meta) {
         s->host->set_error(err, "out of memory (table metadata)");
         return TM_FATAL;
@@ -49,6 +50,8 @@ static tm_status open_table(ice_sink *s, tm_error *err) {
     tm_status r = rc == 1 ? create_table(s, err) : TM_OK;
     if (r == TM_OK)
         r = ice_schema_check(s, err);
+    if (r == TM_OK)
+        r = ice_partition_check(s, err);
     return r == TM_OK ? ice_check_owner(s, TM_INVALID, err) : r;
 }
 
@@ -57,6 +60,7 @@ static void ice_close(void *sink) {
     if (!s)
         return;
     ice_table_free(&s->table);
+    ice_partition_free(s);
     ice_schema_free(s);
     free(s);
 }
@@ -77,6 +81,8 @@ static tm_status ice_open(const tm_host_api *host, const tm_sink_config *config,
     s->set = set;
     atomic_init(&s->interrupted, 0);
     r = ice_schema_build(s, err);
+    if (r == TM_OK)
+        r = ice_partition_build(s, err);
     if (r == TM_OK)
         r = open_table(s, err);
     if (r != TM_OK) {

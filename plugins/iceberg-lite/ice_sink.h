@@ -3,14 +3,17 @@
  *   ice_sink.c        the callback table, open, close, interrupt
  *   settings.c        the declared settings, the mapping check; validate
  *   schema.c          the mapping as an Iceberg schema and Parquet columns
+ *   partition.c       the "partition" setting as the table's spec
  *   markers.c         claim and read_markers
  *   commit.c          one batch, one new table version
  *   datafile.c        a batch's rows as Parquet data files
  *   scan.c            read-back of rows and dead letters
  * on top of the table library (iceberg_lite_table, which the CLI links
  * too): marker_keys.c, dead_letters.c, snapshot_files.c, table_meta.c
- * (metadata JSON, the atomic publish), the maintenance operations
- * (maint.h) and the formats: manifest.c, avro_writer.c / avro_reader.c,
+ * (metadata JSON, the atomic publish), pspec.c (partition specs and
+ * transforms), metrics.c (column metrics), data_out.c (one data file being
+ * written), the maintenance operations (maint.h) and the formats:
+ * manifest.c, avro_writer.c / avro_reader.c,
  * parquet_writer.c / parquet_reader.c, thrift_compact.c /
  * thrift_reader.c, ib_buf.c, fsio.c. Nothing here is exported: the plugin
  * exports only tidemark_sink_entry. */
@@ -50,6 +53,7 @@ typedef struct ice_settings {
     int shared_table;       /* other connectors' markers are expected */
     int codec;              /* the index of "compression" in its names */
     pq_codec compression;   /* of the Parquet pages */
+    const char *partition;  /* the partition spec's text, "" none */
 } ice_settings;
 
 typedef struct ice_sink {
@@ -59,8 +63,10 @@ typedef struct ice_sink {
     ice_table table;
     pq_column_def *cols; /* the mapping's columns, then the hidden ones */
     size_t ncols;
-    json_t *fields;    /* the Iceberg schema's fields */
-    char *schema_json; /* the Iceberg schema, for file headers */
+    json_t *fields;      /* the Iceberg schema's fields */
+    char *schema_json;   /* the Iceberg schema, for file headers */
+    json_t *spec_fields; /* the partition spec from the settings (JSON) */
+    ice_pspec spec;      /* ... parsed against the schema */
     atomic_int interrupted;
 } ice_sink;
 
@@ -88,6 +94,16 @@ void ice_schema_free(ice_sink *s);
 /* Compares the table's current schema with the mapping's. TM_OK, or
  * TM_INVALID with both shapes. */
 tm_status ice_schema_check(ice_sink *s, tm_error *err);
+
+/* partition.c */
+/* The "partition" setting as the table's partition spec: s->spec_fields
+ * and s->spec, after ice_schema_build. TM_OK, or TM_INVALID naming
+ * $.sink.settings.partition and what is wrong. */
+tm_status ice_partition_build(ice_sink *s, tm_error *err);
+/* The table's partition spec against the setting's: TM_OK, or TM_INVALID
+ * showing both (spec evolution is not supported). */
+tm_status ice_partition_check(ice_sink *s, tm_error *err);
+void ice_partition_free(ice_sink *s);
 
 /* markers.c */
 /* This connector's marker key prefix for a partition, allocated (free());

@@ -23,6 +23,11 @@
  * 0, or -1 with why (an unknown type). */
 int ice_schema_columns(json_t *meta, pq_column_def **cols, size_t *ncols,
                        char *why, size_t why_size);
+/* The current schema's fields (a JSON array, borrowed from META), or
+ * NULL. */
+json_t *ice_schema_fields(json_t *meta);
+/* The Parquet kind of an Iceberg type name this sink writes: 0, or -1. */
+int ice_type_kind(const char *type, pq_kind *kind);
 /* The current schema as JSON text (the "schema" header of manifests and
  * the iceberg.schema footer key), malloc'd; NULL on memory. */
 char *ice_schema_text(json_t *meta);

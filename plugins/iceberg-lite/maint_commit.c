@@ -149,10 +149,17 @@ int ice_write_snapshot_manifests(
     }
     int rc = 0;
     if (n > 0) {
+        /* The table's spec types data_file.partition (one spec: a spec
+         * that differs is refused at open, so every entry has its type). */
+        ice_pspec spec;
         snprintf(name, sizeof name, "%s-m0.avro", uuid);
-        rc = ice_manifest_encode(files, n, snapshot_id, schema_json, &bytes);
-        if (rc != 0)
+        rc = ice_pspec_from_meta(t->meta, &spec, why, why_size);
+        if (rc == 0 && ice_manifest_encode(files, n, snapshot_id, schema_json,
+                                           &spec, &bytes) != 0) {
             snprintf(why, why_size, "out of memory (manifest)");
+            rc = -1;
+        }
+        ice_pspec_free(&spec);
         if (rc == 0)
             rc = write_meta_file(t, name, &bytes, own, uri, why, why_size);
         m->length = (int64_t)bytes.len;

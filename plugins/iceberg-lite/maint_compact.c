@@ -1,16 +1,18 @@
 /* compact: the current snapshot's small data files rewritten into files
- * of up to the target size, published as ONE snapshot of operation
- * "replace". Its summary carries every marker as read_markers sees it
- * (ice_markers_carry), so a connector's next commit finds the same
- * markers. The rows are rewritten once, before the publish loop; losing
- * the race to a connector's append only rebuilds the manifests on top of
- * the winner (the replaced files are still live: nothing else deletes
- * files), so neither commit is lost. */
+ * of up to the target size, partition by partition (a new file holds the
+ * rows of one partition and carries its tuple, with fresh column
+ * metrics), published as ONE snapshot of operation "replace". Its summary
+ * carries every marker as read_markers sees it (ice_markers_carry), so a
+ * connector's next commit finds the same markers. The rows are rewritten once,
+ * before the publish loop; losing the race to a connector's append only
+ * rebuilds the manifests on top of the winner (the replaced files are still
+ * live: nothing else deletes files), so neither commit is lost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "data_out.h"
 #include "fsio.h"
 #include "maint.h"
 #include "marker_keys.h"
@@ -25,62 +27,36 @@ typedef struct compact_ctx {
     pq_column_def *cols;
     size_t ncols;
     char *schema_json;
-    pq_writer *pw;
-    ice_own own; /* this attempt's manifests */
+    ice_out out;               /* the file being written */
+    int open;                  /* ... when 1 */
+    const ice_datafile *group; /* the partition of the files being read */
+    ice_own own;               /* this attempt's manifests */
     char *why;
     size_t why_size;
 } compact_ctx;
 
-static int add_written(compact_ctx *c, const char *uri, int64_t records,
-                       int64_t size) {
-    ice_datafile *f = realloc(c->written, (c->nwritten + 1) * sizeof *f);
-    if (!f)
-        return -1;
-    c->written = f;
-    f = &c->written[c->nwritten];
-    memset(f, 0, sizeof *f);
-    if (!(f->path = strdup(uri)))
-        return -1;
-    f->records = records;
-    f->size = size;
-    f->snapshot_id = c->snapshot_id;
-    c->nwritten++;
-    return 0;
+static int same_partition(const ice_datafile *a, const ice_datafile *b) {
+    return a->part_len == b->part_len &&
+           (a->part_len == 0 || memcmp(a->part, b->part, a->part_len) == 0);
 }
 
-/* Finishes the open writer into a new data file. */
+/* Finishes the open file into a new data file. */
 static int flush(compact_ctx *c) {
-    ib_buf file = {0};
-    const char *kv[] = {"iceberg.schema", c->schema_json};
-    int64_t records = pq_rows(c->pw);
-    char uuid[37], path[4096], uri[4200];
-    int rc = pq_finish(c->pw, kv, 1, &file);
-    pq_writer_free(c->pw);
-    c->pw = NULL;
-    if (rc != 0) {
-        snprintf(c->why, c->why_size, "Parquet encoder: out of memory");
-        ib_buf_free(&file);
-        return -1;
-    }
-    if (fs_uuid(uuid) != 0) {
-        snprintf(c->why, c->why_size, "no random bytes for a file name");
-        ib_buf_free(&file);
-        return -1;
-    }
-    snprintf(path, sizeof path, "%s/%lld-%zu-%s.parquet", c->t->data_dir,
-             (long long)c->snapshot_id, c->nwritten, uuid);
-    snprintf(uri, sizeof uri, "file://%s", path);
-    /* No fsync of its own: the commit's barrier (ice_meta_stage). */
-    rc = fs_write_new(path, file.p, file.len, 0, c->why, c->why_size);
-    int64_t size = (int64_t)file.len;
-    ib_buf_free(&file);
-    if (rc != 0)
-        return -1;
-    if (add_written(c, uri, records, size) != 0) {
-        unlink(path);
+    ice_datafile *f = realloc(c->written, (c->nwritten + 1) * sizeof *f);
+    if (!f) {
         snprintf(c->why, c->why_size, "out of memory");
         return -1;
     }
+    c->written = f;
+    /* No fsync of its own: the commit's barrier (ice_meta_stage). */
+    int rc = ice_out_finish(&c->out, c->t->data_dir, c->schema_json,
+                            c->snapshot_id, c->nwritten,
+                            &c->written[c->nwritten], c->why, c->why_size);
+    ice_out_free(&c->out);
+    c->open = 0;
+    if (rc != 0)
+        return -1;
+    c->nwritten++;
     return 0;
 }
 
@@ -91,45 +67,45 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
                  "a data file has %zu columns, the schema %zu", n, c->ncols);
         return -1;
     }
-    if (!c->pw) {
-        if (!(c->pw = pq_writer_new(c->cols, c->ncols, 0, 0))) {
+    /* A new file carries the partition tuple of the files it replaces:
+     * every file of a group has the same one. */
+    if (!c->open) {
+        if (ice_out_open(&c->out, c->cols, c->ncols, PQ_CODEC_DEFAULT,
+                         c->group->part, c->group->part_len) != 0) {
             snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
             return -1;
         }
-        pq_writer_set_codec(c->pw, PQ_CODEC_DEFAULT);
+        c->open = 1;
     }
-    for (size_t k = 0; k < n; k++) {
-        if (cells[k].is_null) {
-            pq_put_null(c->pw, k);
-            continue;
-        }
-        switch (c->cols[k].kind) {
-        case PQ_BOOLEAN:
-        case PQ_INT64:
-        case PQ_TIMESTAMP: pq_put_i64(c->pw, k, cells[k].i); break;
-        case PQ_DOUBLE: pq_put_double(c->pw, k, cells[k].f); break;
-        case PQ_STRING:
-        case PQ_BINARY: pq_put_bytes(c->pw, k, cells[k].p, cells[k].n); break;
-        }
-    }
-    pq_end_row(c->pw);
-    if (pq_error(c->pw)[0]) {
-        snprintf(c->why, c->why_size, "Parquet encoder: %s", pq_error(c->pw));
+    ice_put_row(c->out.pw, c->out.m, cells);
+    if (pq_error(c->out.pw)[0]) {
+        snprintf(c->why, c->why_size, "Parquet encoder: %s",
+                 pq_error(c->out.pw));
         return -1;
     }
     c->rows++;
-    return pq_size(c->pw) >= (size_t)c->target ? flush(c) : 0;
+    return pq_size(c->out.pw) >= (size_t)c->target ? flush(c) : 0;
 }
 
 /* Reads the small files' rows into new files (durable at the commit's
- * barrier, before the link that names them). */
+ * barrier, before the link that names them), one partition at a time:
+ * a new file never holds rows of two partitions. */
 static int rewrite(compact_ctx *c) {
-    for (size_t i = 0; i < c->nreplaced; i++)
-        if (ice_file_rows(c->replaced[i].path, put_row, c, c->why,
-                          c->why_size) != 0)
+    for (size_t g = 0; g < c->nreplaced; g++) {
+        size_t first = 0;
+        while (!same_partition(&c->replaced[first], &c->replaced[g]))
+            first++;
+        if (first < g)
+            continue; /* its partition was rewritten with an earlier file */
+        c->group = &c->replaced[g];
+        for (size_t i = g; i < c->nreplaced; i++)
+            if (same_partition(&c->replaced[i], c->group) &&
+                ice_file_rows(c->replaced[i].path, put_row, c, c->why,
+                              c->why_size) != 0)
+                return -1;
+        if (c->open && flush(c) != 0)
             return -1;
-    if (c->pw && flush(c) != 0)
-        return -1;
+    }
     return 0;
 }
 
@@ -228,7 +204,8 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
     return rc;
 }
 
-/* Picks the current snapshot's files smaller than the target. */
+/* Picks the current snapshot's files smaller than the target, of the
+ * partitions that have at least two of them. */
 static int plan(compact_ctx *c, char *why, size_t why_size) {
     ice_datafile *live;
     size_t nlive;
@@ -241,12 +218,18 @@ static int plan(compact_ctx *c, char *why, size_t why_size) {
         snprintf(why, why_size, "out of memory");
         return -1;
     }
+    /* Files merge only within their partition: one that is the only small
+     * file of its partition stays. */
     for (size_t i = 0; i < nlive; i++) {
-        if (live[i].size < c->target) {
+        size_t peers = 0;
+        for (size_t j = 0; live[i].size < c->target && j < nlive; j++)
+            peers +=
+                live[j].size < c->target && same_partition(&live[i], &live[j]);
+        if (peers >= 2) {
             c->replaced[c->nreplaced++] = live[i];
             c->replaced_size += live[i].size;
         } else {
-            free(live[i].path);
+            ice_datafile_clear(&live[i]);
         }
     }
     free(live);
@@ -301,7 +284,8 @@ int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
         res->files_out = c.nwritten;
         res->rows = c.rows;
     }
-    pq_writer_free(c.pw);
+    if (c.open)
+        ice_out_free(&c.out);
     ice_own_free(&c.own);
     ice_datafiles_free(c.replaced, c.nreplaced);
     ice_datafiles_free(c.written, c.nwritten);

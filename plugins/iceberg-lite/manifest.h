@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ib_buf.h"
+#include "pspec.h"
 
 /* manifest_entry.status */
 enum { ICE_EXISTING = 0, ICE_ADDED = 1, ICE_DELETED = 2 };
@@ -19,6 +20,12 @@ typedef struct ice_datafile {
     char *path; /* as recorded: a file:// URI */
     int64_t records, size;
     int64_t snapshot_id, seq, file_seq;
+    /* data_file.partition as Avro bytes (pspec.h; none when unpartitioned)
+     * and the column metrics fields (metrics.h; none in entries written
+     * before metrics): carried as they are into a later manifest. Owned,
+     * NULL when empty. */
+    uint8_t *part, *metrics;
+    size_t part_len, metrics_len;
 } ice_datafile;
 
 /* acc += v for counts and sizes read from table files (a crafted or
@@ -44,10 +51,12 @@ typedef struct ice_mfile {
 /* A manifest of files[0..n): those with snapshot_id == snapshot_id are
  * ADDED (sequence numbers left null: inherited from the list), the others
  * EXISTING with their values. table_schema is the table's schema JSON
- * (the "schema" header key). Appends the file to out; 0 or -1 (memory). */
+ * (the "schema" header key), spec its partition spec (the
+ * "partition-spec" key and the type of data_file.partition). Appends the
+ * file to out; 0 or -1 (memory). */
 int ice_manifest_encode(const ice_datafile *files, size_t n,
                         int64_t snapshot_id, const char *table_schema,
-                        ib_buf *out);
+                        const ice_pspec *spec, ib_buf *out);
 /* The manifest list of snapshot snapshot_id (parent < 0: none). */
 int ice_manifest_list_encode(const ice_mfile *m, size_t n, int64_t snapshot_id,
                              int64_t parent_id, int64_t seq, ib_buf *out);
@@ -80,5 +89,9 @@ size_t ice_manifests_to_merge(const ice_mfile *mf, size_t n,
 
 void ice_mfiles_free(ice_mfile *m, size_t n);
 void ice_datafiles_free(ice_datafile *f, size_t n);
+/* Frees what one entry owns (path, partition, metrics). */
+void ice_datafile_clear(ice_datafile *f);
+/* Copies bytes into *dst (malloc'd, NULL when n is 0). 0 or -1. */
+int ice_bytes_dup(uint8_t **dst, size_t *dst_len, const uint8_t *p, size_t n);
 
 #endif

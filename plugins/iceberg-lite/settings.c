@@ -19,6 +19,8 @@
  * the commit's cost. 0 keeps them all. */
 #define DEFAULT_KEEP_SNAPSHOTS 100
 #define MAX_KEEP_SNAPSHOTS     1000000
+/* The partition setting's longest text. */
+#define ICE_PARTITION_TEXT_MAX 4096
 
 /* The codecs "compression" takes, by the names pq_codec_parse() knows;
  * zstd first: the index of the default (PQ_CODEC_DEFAULT). */
@@ -40,6 +42,11 @@ const tm_setting ICE_SETTINGS[] = {
                    "snapshots kept in the metadata (0 keeps all)"),
     TM_SETTING_ENUM("compression", ice_settings, codec, 0, CODECS, 0,
                     "the Parquet pages' codec"),
+    TM_SETTING_STRING("partition", ice_settings, partition, 0, "", 0,
+                      ICE_PARTITION_TEXT_MAX,
+                      "the partition spec: \"transform(column), ...\" "
+                      "(identity, bucket[N], truncate[W], year, month, day, "
+                      "hour); \"\" unpartitioned"),
     TM_SETTING_BOOL("shared_table", ice_settings, shared_table, 0,
                     "true: other connectors write this table too (else a "
                     "table holding another connector's markers is "
@@ -105,35 +112,51 @@ tm_status ice_path_refused(const tm_host_api *h, const ice_settings *set,
     return TM_INVALID;
 }
 
+/* What open checks of the table, changing nothing. */
+static tm_status validate_table(ice_sink *s, tm_error *err) {
+    const tm_host_api *host = s->host;
+    char why[512];
+    /* What open checks first, the same function (it changes nothing). */
+    int rc = ice_table_check_path(s->set.path, s->set.create, why, sizeof why);
+    if (rc != 0)
+        return ice_path_refused(host, &s->set, rc, why, err);
+    if (access(s->set.path, F_OK) != 0)
+        return TM_OK; /* open() creates the table */
+    rc = ice_table_init(&s->table, s->set.path, 0, s->set.fsync, why,
+                        sizeof why);
+    if (rc != 0)
+        return ice_path_refused(host, &s->set, rc, why, err);
+    tm_status r = TM_OK;
+    rc = ice_table_refresh(&s->table, why, sizeof why);
+    if (rc < 0) {
+        r = ice_path_refused(host, &s->set, rc, why, err);
+    } else if (rc == 1 && !s->set.create) {
+        r = ice_path_refused(host, &s->set, ICE_PATH_NO_TABLE, why, err);
+    } else if (rc == 0) {
+        r = ice_schema_check(s, err);
+        if (r == TM_OK)
+            r = ice_partition_check(s, err);
+        if (r == TM_OK)
+            r = ice_check_owner(s, TM_INVALID, err);
+    }
+    ice_table_free(&s->table);
+    return r;
+}
+
 tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
                        tm_error *err) {
     ice_sink s = {.host = host, .config = config};
     tm_status r = ice_settings_load(host, config, &s.set, err);
     if (r != TM_OK)
         return r;
-    char why[512];
-    /* What open checks first, the same function (it changes nothing). */
-    int rc = ice_table_check_path(s.set.path, s.set.create, why, sizeof why);
-    if (rc != 0)
-        return ice_path_refused(host, &s.set, rc, why, err);
-    if (access(s.set.path, F_OK) != 0)
-        return TM_OK; /* open() creates the table */
-    rc = ice_table_init(&s.table, s.set.path, 0, s.set.fsync, why, sizeof why);
-    if (rc != 0)
-        return ice_path_refused(host, &s.set, rc, why, err);
-    rc = ice_table_refresh(&s.table, why, sizeof why);
-    if (rc < 0) {
-        r = ice_path_refused(host, &s.set, rc, why, err);
-    } else if (rc == 1 && !s.set.create) {
-        r = ice_path_refused(host, &s.set, ICE_PATH_NO_TABLE, why, err);
-    } else if (rc == 0) {
-        r = ice_schema_build(&s, err);
-        if (r == TM_OK)
-            r = ice_schema_check(&s, err);
-        if (r == TM_OK)
-            r = ice_check_owner(&s, TM_INVALID, err);
-        ice_schema_free(&s);
-    }
-    ice_table_free(&s.table);
+    /* The mapping's schema and the partition setting against it, whether
+     * or not the table exists yet. */
+    r = ice_schema_build(&s, err);
+    if (r == TM_OK)
+        r = ice_partition_build(&s, err);
+    if (r == TM_OK)
+        r = validate_table(&s, err);
+    ice_partition_free(&s);
+    ice_schema_free(&s);
     return r;
 }

@@ -511,23 +511,24 @@ int ice_table_refresh(ice_table *t, char *why, size_t why_size) {
 }
 
 json_t *ice_meta_initial(const ice_table *t, json_t *fields,
-                         int64_t last_column_id) {
+                         int64_t last_column_id, json_t *spec_fields) {
     char uuid[37];
     if (fs_uuid(uuid) != 0)
         return NULL;
     return json_pack(
         "{s:i, s:s, s:s, s:i, s:I, s:I, s:i, s:[{s:s, s:i, s:O}], s:i,"
-        " s:[{s:i, s:[]}], s:i, s:i, s:[{s:i, s:[]}], s:{s:s},"
+        " s:[{s:i, s:O}], s:I, s:i, s:[{s:i, s:[]}], s:{s:s},"
         " s:i, s:{}, s:[], s:[], s:[]}",
         "format-version", 2, "table-uuid", uuid, "location", t->location,
         "last-sequence-number", 0, "last-updated-ms", (json_int_t)ice_now_ms(),
         "last-column-id", (json_int_t)last_column_id, "current-schema-id", 0,
         "schemas", "type", "struct", "schema-id", 0, "fields", fields,
         "default-spec-id", 0, "partition-specs", "spec-id", 0, "fields",
-        "last-partition-id", 999, "default-sort-order-id", 0, "sort-orders",
-        "order-id", 0, "fields", "properties", "write.format.default",
-        "parquet", "current-snapshot-id", -1, "refs", "snapshots",
-        "snapshot-log", "metadata-log");
+        spec_fields, "last-partition-id",
+        (json_int_t)(999 + (int64_t)json_array_size(spec_fields)),
+        "default-sort-order-id", 0, "sort-orders", "order-id", 0, "fields",
+        "properties", "write.format.default", "parquet", "current-snapshot-id",
+        -1, "refs", "snapshots", "snapshot-log", "metadata-log");
 }
 
 json_t *ice_meta_next(const ice_table *t) {

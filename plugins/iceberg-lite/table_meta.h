@@ -65,9 +65,10 @@ void ice_table_free(ice_table *t);
 int ice_table_refresh(ice_table *t, char *why, size_t why_size);
 
 /* Metadata for a new table with the given schema fields (a JSON array of
- * Iceberg fields) and last column id. Returned new reference or NULL. */
+ * Iceberg fields), last column id and partition spec fields (spec-id 0;
+ * an empty array: unpartitioned). Returned new reference or NULL. */
 json_t *ice_meta_initial(const ice_table *t, json_t *fields,
-                         int64_t last_column_id);
+                         int64_t last_column_id, json_t *spec_fields);
 /* A copy of the current metadata made ready to become the next version:
  * last-updated-ms moved on, the current file appended to the metadata log
  * (bounded). NULL on allocation failure. */

@@ -81,12 +81,30 @@ static void avro_seeds(void) {
         fail("ice_sample_avro");
     seed("avro", "sample.avro", b.p, b.len);
     ib_buf_reset(&b);
+    /* Partitioned by bucket[4](id): a tuple of one int, and metrics of
+     * one column, so the fuzzer starts from both. */
+    uint8_t part[] = {2, 6}, metrics[] = {2, 2, 2, 20, 0, 2, 2, 2, 0, 0, 2,
+                                          2, 2, 2, 1,  0, 2, 2, 2, 2, 9, 0};
     ice_datafile files[] = {
-        {"file:///t/data/a.parquet", 10, 4096, 42, -1, -1},
-        {"file:///t/data/b.parquet", 7, 2048, 41, 2, 2},
+        {"file:///t/data/a.parquet", 10, 4096, 42, -1, -1, part, metrics,
+         sizeof part, sizeof metrics},
+        {"file:///t/data/b.parquet", 7, 2048, 41, 2, 2, part, NULL, sizeof part,
+         0},
     };
-    if (ice_manifest_encode(files, 2, 42, "{\"type\":\"struct\"}", &b) != 0)
+    json_t *schema = json_pack("[{s:i, s:s, s:s, s:b}]", "id", 1, "name", "id",
+                               "type", "long", "required", 1);
+    json_t *fields =
+        json_pack("[{s:i, s:i, s:s, s:s}]", "source-id", 1, "field-id", 1000,
+                  "name", "id_bucket", "transform", "bucket[4]");
+    ice_pspec spec;
+    char why[256];
+    if (ice_pspec_build(schema, fields, &spec, why, sizeof why) != 0 ||
+        ice_manifest_encode(files, 2, 42, "{\"type\":\"struct\"}", &spec, &b) !=
+            0)
         fail("ice_manifest_encode");
+    ice_pspec_free(&spec);
+    json_decref(schema);
+    json_decref(fields);
     seed("avro", "manifest.avro", b.p, b.len);
     ib_buf_reset(&b);
     ice_mfile m[] = {
@@ -109,8 +127,14 @@ static void table_meta_seeds(void) {
         json_pack("[{s:i, s:s, s:b, s:s}, {s:i, s:s, s:b, s:s}]", "id", 1,
                   "name", "id", "required", 1, "type", "long", "id", 2, "name",
                   "body", "required", 0, "type", "string");
-    json_t *meta = fields ? ice_meta_initial(&t, fields, 2) : NULL;
+    /* partitioned: the spec in partition-specs */
+    json_t *spec =
+        json_pack("[{s:i, s:i, s:s, s:s}]", "source-id", 1, "field-id", 1000,
+                  "name", "id_bucket", "transform", "bucket[4]");
+    json_t *meta =
+        fields && spec ? ice_meta_initial(&t, fields, 2, spec) : NULL;
     json_decref(fields);
+    json_decref(spec);
     if (!meta)
         fail("ice_meta_initial");
     seed_json("table_meta", "initial.json", json_deep_copy(meta));

@@ -10,7 +10,7 @@
  * are written by hand): claim orders 0, 1; p0 [0,4) rows 0-2 and a dead
  * letter at 3; p1 [0,2) rows 0-1; p0 [4,6) rows 4-5.
  * With --compression CODEC: the sink's "compression" setting (else its
- * default). */
+ * default); with --partition SPEC its "partition" setting. */
 #include <stdio.h>
 #include <string.h>
 
@@ -52,27 +52,30 @@ static int write_small(void *sink, const tm_marker *m) {
 
 int main(int argc, char **argv) {
     int small = 0, usage = argc < 2;
-    const char *codec = NULL;
+    const char *codec = NULL, *spec = NULL;
     for (int i = 2; i < argc && !usage; i++) {
         if (strcmp(argv[i], "--small") == 0)
             small = 1;
         else if (strcmp(argv[i], "--compression") == 0 && i + 1 < argc)
             codec = argv[++i];
+        else if (strcmp(argv[i], "--partition") == 0 && i + 1 < argc)
+            spec = argv[++i];
         else
             usage = 1;
     }
     if (usage) {
         fprintf(stderr,
-                "usage: %s DIR [--small] [--compression CODEC] (the table "
-                "goes to DIR/table)\n",
+                "usage: %s DIR [--small] [--compression CODEC] [--partition "
+                "SPEC] (the table goes to DIR/table)\n",
                 argv[0]);
         return 2;
     }
-    char settings[256];
+    char settings[1024];
     snprintf(settings, sizeof settings,
-             "{\"path\": \"$T\", \"target_file_size\": 65536%s%s%s}",
+             "{\"path\": \"$T\", \"target_file_size\": 65536%s%s%s%s%s%s}",
              codec ? ", \"compression\": \"" : "", codec ? codec : "",
-             codec ? "\"" : "");
+             codec ? "\"" : "", spec ? ", \"partition\": \"" : "",
+             spec ? spec : "", spec ? "\"" : "");
     ice_fx fx;
     void *sink;
     tm_error err;
