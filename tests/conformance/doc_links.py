@@ -101,6 +101,19 @@ def check_layout_row(src, lineno, line, problems):
                                               lineno, heads[0], t, heads[0]))
 
 
+def outside_code(line, in_code):
+    """The line's text outside inline code spans (a span may run on from
+    the line before: in_code), and whether a span is open at its end:
+    `bucket[16](id)` is code, not a link to "id"."""
+    out = []
+    for k, part in enumerate(line.split("`")):
+        if k:
+            in_code = not in_code
+        if not in_code:
+            out.append(part)
+    return " ".join(out), in_code
+
+
 def main():
     problems = []
     for src in files():
@@ -113,7 +126,7 @@ def main():
         except UnicodeDecodeError:
             continue
         is_doc = src.endswith(".md")
-        fenced = False
+        fenced = in_code = False
         for i, line in enumerate(lines, 1):
             if "DESIGN.md" in line:
                 problems.append("%s:%d: cites DESIGN.md, which the repo does "
@@ -127,9 +140,12 @@ def main():
                 fenced = not fenced
             if fenced:
                 continue
+            if not line.strip():
+                in_code = False  # a code span never crosses a paragraph
+            prose, in_code = outside_code(line, in_code)
             if line.startswith("|"):
                 check_layout_row(src, i, line, problems)
-            for m in LINK.finditer(line):
+            for m in LINK.finditer(prose):
                 t = m.group(1)
                 if re.match(r"^[a-z]+:", t):
                     continue  # http:, https:, mailto:
