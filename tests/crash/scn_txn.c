@@ -178,8 +178,8 @@ void scenario_txn_compact(const char *sink) {
     int64_t total = committed + kept;
     h_fault_pipe fp;
     h_fault_pipe_open(&fp);
-    const char *env[] = {"TIDEMARK_FAULT=after_commit",
-                         "TIDEMARK_FAULT_HIT=7", fp.fd_env, NULL};
+    const char *env[] = {"TIDEMARK_FAULT=after_commit", "TIDEMARK_FAULT_HIT=7",
+                         fp.fd_env, NULL};
     pid_t pid = ce_spawn_cfgs(raw_only, "run.log", env);
     h_fault_wait(&fp, "after_commit", pid, 0);
     int rc = h_stop(pid, 0, 10000, NULL);
