@@ -117,7 +117,8 @@ static pq_phys phys_of(pq_kind k) {
 }
 
 /* Which file column fills each of the NCOLS output columns: the one whose
- * field id is cols[k]'s, -1 (null in every row) when the file has none,
+ * field id is cols[k]'s (or, without a field id, its name), -1 (null in
+ * every row) when the file has none,
  * written before the column was added to the table. cols NULL: the file's
  * own columns in order. 0, or -1 with why (a column of another physical
  * type: read as the schema's type it would be misread). */
@@ -128,6 +129,12 @@ static int project(pq_reader *r, const pq_column_def *cols, size_t ncols,
         for (size_t c = 0; cols && c < pq_reader_ncols(r); c++)
             if (pq_reader_field_id(r, c) == cols[k].field_id)
                 src[k] = (long)c;
+        /* A column without a field id (a writer that sets none) is the
+         * schema's column of its name: names are never reused here
+         * (renames are refused). */
+        int by_name = cols && src[k] < 0 ? pq_reader_find(r, cols[k].name) : -1;
+        if (by_name >= 0 && pq_reader_field_id(r, (size_t)by_name) < 0)
+            src[k] = by_name;
         if (cols && src[k] >= 0 &&
             pq_reader_phys(r, (size_t)src[k]) != phys_of(cols[k].kind)) {
             snprintf(why, why_size,

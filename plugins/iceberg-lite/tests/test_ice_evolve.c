@@ -562,6 +562,51 @@ START_TEST(crash_before_the_link_keeps_the_old_schema) {
 }
 END_TEST
 
+/* The reader of `table scan` and compact on a file another engine wrote
+ * (pyarrow: "id" INT32, "body" a string, no field ids): columns without
+ * ids are matched by name, a column the file lacks is null, and one of
+ * another physical type (an Iceberg int the table widened to long) is
+ * refused naming it, never misread. */
+typedef struct foreign_rows {
+    size_t rows, doc_null;
+    char body[8];
+} foreign_rows;
+
+static int on_foreign(void *ctx, const pq_cell *cells, size_t n) {
+    foreign_rows *f = ctx;
+    ck_assert_int_eq(n, 2);
+    if (!cells[0].is_null && cells[0].n == 1)
+        f->body[f->rows] = (char)cells[0].p[0];
+    f->doc_null += cells[1].is_null;
+    f->rows++;
+    return 0;
+}
+
+START_TEST(foreign_file_read_by_name_and_int32_refused) {
+    const char *path = getenv("TM_ICE_INT32_FILE");
+    ck_assert_msg(path && *path, "TM_ICE_INT32_FILE is not set: inconclusive");
+    pq_column_def some[] = {{"body", PQ_STRING, 0, 2},
+                            {"doc", PQ_STRING, 0, 9}};
+    foreign_rows f = {0};
+    char why[512];
+    ck_assert_msg(
+        ice_file_rows_as(path, some, 2, on_foreign, &f, why, sizeof why) == 0,
+        "%s", why);
+    ck_assert_int_eq(f.rows, 5);
+    ck_assert_str_eq(f.body, "abcde");
+    ck_assert_int_eq(f.doc_null, 5);
+    pq_column_def widened[] = {{"id", PQ_INT64, 1, 1},
+                               {"body", PQ_STRING, 0, 2}};
+    ck_assert_int_eq(
+        ice_file_rows_as(path, widened, 2, on_foreign, &f, why, sizeof why),
+        -1);
+    ck_assert_msg(strstr(why, "column id (field id 1) is not of the physical "
+                              "type"),
+                  "%s", why);
+    ck_assert_int_eq(f.rows, 5); /* no row handed out */
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite.evolve");
     TCase *tc = tcase_create("evolve");
@@ -572,6 +617,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, partition_source_column_cannot_be_dropped);
     tcase_add_test(tc, int_and_float_widen_to_long_and_double);
     tcase_add_test(tc, crash_before_the_link_keeps_the_old_schema);
+    tcase_add_test(tc, foreign_file_read_by_name_and_int32_refused);
     suite_add_tcase(s, tc);
     return s;
 }
