@@ -607,6 +607,146 @@ START_TEST(foreign_file_read_by_name_and_int32_refused) {
 }
 END_TEST
 
+/* Two connectors' mappings add columns to one table at once: a adds doc,
+ * b adds raw and doc (raw first, so on the old table b would give raw id
+ * 9 and doc 10). a commits between b's files and b's link: b's files
+ * carry ids the table no longer has, so b answers RETRY and its resend
+ * writes them again under doc 9, raw 10. */
+static const tm_column COLS_A[] = {
+    COL("id", TM_TYPE_INT, 1),       COL("body", TM_TYPE_TEXT, 0),
+    COL("amount", TM_TYPE_FLOAT, 0), COL("flag", TM_TYPE_BOOL, 0),
+    COL("at", TM_TYPE_TIMESTAMP, 0), COL("doc", TM_TYPE_JSON, 0),
+};
+/* The fixture's values 5 and 6 ({"o":N} and "rP:N") land in raw and doc. */
+static const tm_column COLS_B[] = {
+    COL("id", TM_TYPE_INT, 1),       COL("body", TM_TYPE_TEXT, 0),
+    COL("amount", TM_TYPE_FLOAT, 0), COL("flag", TM_TYPE_BOOL, 0),
+    COL("at", TM_TYPE_TIMESTAMP, 0), COL("raw", TM_TYPE_BYTES, 0),
+    COL("doc", TM_TYPE_JSON, 0),
+};
+static tm_sink_config cfg_a, cfg_b;
+static int raced;
+
+static void a_commits_at_b_link(const char *point) {
+    if (raced || strcmp(point, TM_FAULT_AFTER_MARKER) != 0)
+        return;
+    raced = 1;
+    void *a;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_api->open(tm_host_services(), &cfg_a, &a, &err),
+                     TM_OK);
+    tm_status rc = claim_commit(a, 10, 13, &err);
+    ck_assert_msg(rc == TM_OK, "a: %s: %s", tm_status_name(rc), err.message);
+    ice_api->close(a);
+}
+
+typedef struct by_name {
+    const pq_column_def *cols;
+    size_t ncols, p1_rows, p1_ok, p0_new;
+} by_name;
+
+static const pq_cell *cell_of(by_name *b, const pq_cell *cells,
+                              const char *name) {
+    for (size_t k = 0; k < b->ncols; k++)
+        if (strcmp(b->cols[k].name, name) == 0)
+            return &cells[k];
+    ck_abort_msg("no column %s", name);
+    return NULL;
+}
+
+static int on_raced_row(void *ctx, const pq_cell *cells, size_t n) {
+    by_name *b = ctx;
+    ck_assert_int_eq(n, b->ncols);
+    int64_t p = cell_of(b, cells, "_tm_partition")->i;
+    int64_t o = cell_of(b, cells, "_tm_offset")->i;
+    const pq_cell *doc = cell_of(b, cells, "doc"),
+                  *raw = cell_of(b, cells, "raw");
+    char text[32], bytes[32];
+    int nt = snprintf(text, sizeof text, "{\"o\":%lld}", (long long)o);
+    int nb =
+        snprintf(bytes, sizeof bytes, "r%lld:%lld", (long long)p, (long long)o);
+    if (p == 1) {
+        /* b's values: {"o":N} in raw (field 10), rP:N in doc (field 9) */
+        b->p1_rows++;
+        b->p1_ok += !raw->is_null && raw->n == (size_t)nt &&
+                    memcmp(raw->p, text, raw->n) == 0 &&
+                    (o % 7 == 6 ? doc->is_null
+                                : !doc->is_null && doc->n == (size_t)nb &&
+                                      memcmp(doc->p, bytes, doc->n) == 0);
+    } else if (o >= 10) {
+        b->p0_new += !doc->is_null && doc->n == (size_t)nt &&
+                     memcmp(doc->p, text, doc->n) == 0 && raw->is_null;
+    }
+    return 0;
+}
+
+START_TEST(ids_taken_meanwhile_make_the_batch_written_again) {
+    write_v1_table(10);
+    cfg_a = fx.config;
+    cfg_a.columns = COLS_A;
+    cfg_a.ncolumns = 6;
+    cfg_b = fx.config;
+    cfg_b.columns = COLS_B;
+    cfg_b.ncolumns = 7;
+    tm_host_api host = *tm_host_services();
+    host.fault = a_commits_at_b_link;
+    void *b;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_api->open(&host, &cfg_b, &b, &err), TM_OK);
+    tm_marker m = {.struct_size = sizeof m, .topic = "orders", .partition = 1};
+    ck_assert_int_eq(ice_api->claim(b, &m, 1, 0, &err), TM_OK);
+    ice_fx_batch kb;
+    ice_fx_batch_init(&kb, "b-1");
+    uint32_t r = ice_fx_range(&kb, 1, 0, 8, m.epoch);
+    for (int64_t o = 0; o < 8; o++)
+        ice_fx_record(&kb, r, o);
+    ice_fx_seal(&kb);
+    raced = 0;
+    tm_status rc = ice_api->commit(b, &kb.b, &err);
+    ck_assert_msg(raced, "inconclusive: a did not commit at b's link");
+    ck_assert_msg(rc == TM_RETRY && strstr(err.message, "changed the schema"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    rc = ice_api->commit(b, &kb.b, &err); /* the host's resend */
+    ck_assert_msg(rc == TM_OK, "resend: %s: %s", tm_status_name(rc),
+                  err.message);
+    ice_fx_batch_free(&kb);
+    ice_api->close(b);
+
+    json_t *meta = newest(NULL);
+    ck_assert_int_eq(ice_json_int(meta, "current-schema-id", -1), 2);
+    ck_assert_int_eq(ice_json_int(meta, "last-column-id", -1), 10);
+    ck_assert_int_eq(field(schema_by_id(meta, 1), "doc", NULL), 9);
+    ck_assert_int_eq(field(schema_by_id(meta, 2), "doc", NULL), 9);
+    ck_assert_int_eq(field(schema_by_id(meta, 2), "raw", NULL), 10);
+    json_decref(meta);
+    ice_table t;
+    char why[512];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    ck_assert_int_eq(ice_table_refresh(&t, why, sizeof why), 0);
+    ice_datafile *files;
+    size_t n;
+    pq_column_def *cols;
+    size_t ncols;
+    ck_assert_int_eq(ice_snapshot_datafiles(&t,
+                                            ice_meta_current_snapshot(t.meta),
+                                            &files, &n, why, sizeof why),
+                     0);
+    ck_assert_int_eq(ice_schema_columns(t.meta, &cols, &ncols, why, sizeof why),
+                     0);
+    by_name got = {.cols = cols, .ncols = ncols};
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(ice_file_rows_as(files[i].path, cols, ncols, on_raced_row,
+                                       &got, why, sizeof why) == 0,
+                      "%s", why);
+    ck_assert_int_eq(got.p1_rows, 8);
+    ck_assert_int_eq(got.p1_ok, 8);
+    ck_assert_int_eq(got.p0_new, 3);
+    ice_datafiles_free(files, n);
+    free(cols);
+    ice_table_free(&t);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite.evolve");
     TCase *tc = tcase_create("evolve");
@@ -618,6 +758,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, int_and_float_widen_to_long_and_double);
     tcase_add_test(tc, crash_before_the_link_keeps_the_old_schema);
     tcase_add_test(tc, foreign_file_read_by_name_and_int32_refused);
+    tcase_add_test(tc, ids_taken_meanwhile_make_the_batch_written_again);
     suite_add_tcase(s, tc);
     return s;
 }
