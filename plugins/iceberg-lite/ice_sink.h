@@ -3,6 +3,7 @@
  *   ice_sink.c        the callback table, open, close, interrupt
  *   settings.c        the declared settings, the mapping check; validate
  *   schema.c          the mapping as an Iceberg schema and Parquet columns
+ *   schema_evolve.c   ... against an existing table (schema evolution)
  *   partition.c       the "partition" setting as the table's spec
  *   markers.c         claim and read_markers
  *   commit.c          one batch, one new table version
@@ -97,6 +98,7 @@ tm_status ice_path_refused(const tm_host_api *host, const ice_settings *set,
 /* Builds s->cols, s->fields and s->schema_json from the mapping. */
 tm_status ice_schema_build(ice_sink *s, tm_error *err);
 void ice_schema_free(ice_sink *s);
+/* schema_evolve.c */
 /* The mapping against the loaded table's current schema (schema
  * evolution, docs/iceberg-lite.md): columns matched by name take the
  * table's field ids; a new optional column gets a new id past every id
