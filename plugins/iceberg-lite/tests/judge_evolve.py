@@ -180,11 +180,105 @@ def judge(writer, tidemark, flags):
         judge_cli(table, tidemark)
 
 
+def make_foreign(table):
+    """What another engine would have written: the table's id an Iceberg
+    int and amount a float, its files' id INT32 and amount FLOAT (each
+    data file rewritten by pyarrow, field ids kept; a new metadata
+    version with schema 0's types narrowed)."""
+    import pyarrow as pa
+    t = StaticTable.from_metadata(latest_metadata(table))
+    for task in t.scan().plan_files():
+        path = task.file.file_path[len("file://"):]
+        tab = pq.read_table(path)
+        fields = [f.with_type(pa.int32()) if f.name == "id" else
+                  f.with_type(pa.float32()) if f.name == "amount" else f
+                  for f in tab.schema]
+        # plain pages, as the plugin reads them: only the types differ
+        pq.write_table(tab.cast(pa.schema(fields)), path, compression="NONE",
+                       use_dictionary=False)
+        kinds = {f.name: str(f.physical_type)
+                 for f in pq.ParquetFile(path).schema}
+        check((kinds["id"], kinds["amount"]) == ("INT32", "FLOAT"),
+              f"{path}: not rewritten narrow: {kinds}")
+    newest = latest_metadata(table)
+    n = int(os.path.basename(newest)[1:].split(".")[0])
+    with open(newest) as fh:
+        md = json.load(fh)
+    for f in md["schemas"][0]["fields"]:
+        f["type"] = {"id": "int", "amount": "float"}.get(f["name"], f["type"])
+    with open(f"{table}/metadata/v{n + 1}.metadata.json", "x") as fh:
+        json.dump(md, fh)
+    with open(f"{table}/metadata/version-hint.text", "w") as fh:
+        fh.write(str(n + 1))
+
+
+def judge_widen(writer, tidemark):
+    """Iceberg int to long and float to double: a table another engine
+    made with int and float columns, then written by the sink with the
+    mapping's int and float."""
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([writer, d, "--v1-only"], check=True)
+        table = os.path.join(d, "table")
+        make_foreign(table)
+        subprocess.run([writer, d, "--resume-v1"], check=True)
+        t = StaticTable.from_metadata(latest_metadata(table))
+        md = t.metadata
+        by_id = {s.schema_id: s for s in md.schemas}
+        types = {i: {f.name: (f.field_id, str(f.field_type))
+                     for f in by_id[i].fields if f.name in ("id", "amount")}
+                 for i in by_id}
+        check(md.current_schema_id == 1 and md.last_column_id == 8,
+              f"current schema {md.current_schema_id}, last-column-id "
+              f"{md.last_column_id}")
+        check(types == {0: {"id": (1, "int"), "amount": (3, "float")},
+                        1: {"id": (1, "long"), "amount": (3, "double")}},
+              f"widened types {types}")
+        cols = ["id", "body", "amount", "flag", "at", "_tm_topic",
+                "_tm_partition", "_tm_offset"]
+        want = sorted([{k: row(p, o)[k] for k in cols}
+                       for p, o in V1_ROWS + V2_ROWS], key=KEY)
+        rows = sorted(t.scan().to_arrow().to_pylist(), key=KEY)
+        bad = [(a, b) for a, b in zip(rows, want) if a != b]
+        check(len(rows) == len(want) and not bad,
+              f"pyiceberg widened scan: {len(rows)} rows, first diff {bad[:1]}")
+        arrow = t.scan().to_arrow().schema
+        check((str(arrow.field("id").type), str(arrow.field("amount").type))
+              == ("int64", "double"), f"pyiceberg types {arrow}")
+        paths = [x.file.file_path[len("file://"):] for x in t.scan().plan_files()]
+        phys = sorted({str(pq.ParquetFile(p).schema.column(0).physical_type)
+                       for p in paths})
+        check(phys == ["INT32", "INT64"], f"id physical types {phys}")
+        con = duckdb.connect()
+        got = con.execute(
+            "select typeof(any_value(id)), typeof(any_value(amount)), count(*), "
+            "sum(id), sum(amount) from read_parquet(?, union_by_name=true)",
+            [paths]).fetchone()
+        check(got == ("BIGINT", "DOUBLE", len(want), sum(r["id"] for r in want),
+                      sum(r["amount"] for r in want)), f"duckdb widened {got}")
+        # the plugin's own reader reads only the types it writes: refused
+        cli = subprocess.run([tidemark, "table", "scan", table], text=True,
+                             capture_output=True)
+        check(cli.returncode == 1 and "column id (field id 1) is not of the "
+              "physical type" in cli.stderr, f"table scan: {cli.stderr}")
+        before = md.current_snapshot_id
+        cli = subprocess.run([tidemark, "table", "compact", table], text=True,
+                             capture_output=True)
+        check(cli.returncode == 1 and "column id (field id 1) is not of the "
+              "physical type" in cli.stderr, f"compact: {cli.stderr}")
+        after = StaticTable.from_metadata(latest_metadata(table))
+        check(after.metadata.current_snapshot_id == before,
+              "a refused compact changed the table")
+        print(f"widen: pyiceberg {len(rows)} rows (int64, double), id files "
+              f"{phys}, duckdb {got[:3]}")
+
+
 def main():
     writer, tidemark = sys.argv[1], sys.argv[2]
     for flags in ([], ["--partition", "bucket[4](id)"]):
         print(f"-- ice_write_evolve {' '.join(flags)}")
         judge(writer, tidemark, flags)
+    print("-- int and float widened")
+    judge_widen(writer, tidemark)
     if failures:
         print(f"judge_evolve: {len(failures)} failed")
         sys.exit(1)
