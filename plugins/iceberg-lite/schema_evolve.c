@@ -70,9 +70,10 @@ static void source_note(json_t *meta, int64_t id, char *out, size_t size) {
     out[0] = '\0';
     json_array_foreach(json_object_get(meta, "partition-specs"), i, sp) {
         json_array_foreach(json_object_get(sp, "fields"), k, f) {
+            const char *name = json_string_value(json_object_get(f, "name"));
             if (ice_json_int(f, "source-id", -1) == id && !out[0])
                 snprintf(out, size, "; it is the source of partition field %s",
-                         json_string_value(json_object_get(f, "name")));
+                         name ? name : "(unnamed)");
         }
     }
 }
@@ -252,13 +253,15 @@ int ice_schema_put(const ice_sink *s, json_t *next) {
         return 0;
     json_t *schemas = json_object_get(next, "schemas");
     int64_t last = ice_json_int(next, "last-column-id", 0);
+    if (!json_is_array(schemas))
+        return -1;
     json_t *schema = json_pack("{s:s, s:I, s:O}", "type", "struct", "schema-id",
                                (json_int_t)s->schema_id, "fields", s->fields);
     /* The copy: later commits of this sink change s->fields' ids in
      * place. */
     json_t *copy = schema ? json_deep_copy(schema) : NULL;
     json_decref(schema);
-    if (!json_is_array(schemas) || json_array_append_new(schemas, copy) != 0)
+    if (json_array_append_new(schemas, copy) != 0)
         return -1;
     return json_object_set_new(next, "current-schema-id",
                                json_integer(s->schema_id)) != 0 ||

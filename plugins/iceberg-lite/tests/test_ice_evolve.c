@@ -747,6 +747,48 @@ START_TEST(ids_taken_meanwhile_make_the_batch_written_again) {
 }
 END_TEST
 
+/* A connector still on the old mapping, open while another one added
+ * columns: its next commit finds its mapping dropping them (FATAL, the
+ * drop's message), nothing written. */
+START_TEST(a_column_added_meanwhile_is_fatal_for_the_older_mapping) {
+    write_v1_table(10);
+    cfg_a = fx.config; /* mapping v1 */
+    cfg_b = fx.config;
+    cfg_b.ncolumns = V2;
+    void *a, *b;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_api->open(tm_host_services(), &cfg_a, &a, &err),
+                     TM_OK);
+    ck_assert_int_eq(ice_api->open(tm_host_services(), &cfg_b, &b, &err),
+                     TM_OK);
+    tm_status rc = claim_commit(b, 10, 20, &err);
+    ck_assert_msg(rc == TM_OK, "b: %s: %s", tm_status_name(rc), err.message);
+    ice_api->close(b);
+    int64_t v0, v1;
+    json_decref(newest(&v0));
+    tm_marker m = {.struct_size = sizeof m, .topic = "orders", .partition = 1};
+    ck_assert_int_eq(ice_api->claim(a, &m, 1, 0, &err), TM_OK);
+    json_decref(newest(&v0));
+    ice_fx_batch kb;
+    ice_fx_batch_init(&kb, "a-1");
+    uint32_t r = ice_fx_range(&kb, 1, 0, 3, m.epoch);
+    for (int64_t o = 0; o < 3; o++)
+        ice_fx_record(&kb, r, o);
+    ice_fx_seal(&kb);
+    rc = ice_api->commit(a, &kb.b, &err);
+    ice_fx_batch_free(&kb);
+    ck_assert_msg(rc == TM_FATAL &&
+                      strstr(err.message, "column \"doc\" (string, field "
+                                          "id 9), the mapping does not"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    ice_api->close(a);
+    json_t *meta = newest(&v1);
+    ck_assert_int_eq(v1, v0);
+    ck_assert_int_eq(ice_json_int(meta, "current-schema-id", -1), 1);
+    json_decref(meta);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite.evolve");
     TCase *tc = tcase_create("evolve");
@@ -759,6 +801,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, crash_before_the_link_keeps_the_old_schema);
     tcase_add_test(tc, foreign_file_read_by_name_and_int32_refused);
     tcase_add_test(tc, ids_taken_meanwhile_make_the_batch_written_again);
+    tcase_add_test(tc, a_column_added_meanwhile_is_fatal_for_the_older_mapping);
     suite_add_tcase(s, tc);
     return s;
 }
