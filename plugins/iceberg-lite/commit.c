@@ -211,6 +211,20 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
                            b->batch_id);
         return TM_RETRY;
     }
+    /* The schema as the loaded version has it: another writer may have
+     * evolved it since open (the mapping may then lack its column). */
+    int moved = 0;
+    r = ice_schema_reconcile(s, &moved, err);
+    if (r != TM_OK)
+        return r == TM_INVALID ? TM_FATAL : r;
+    if (moved && x->written) {
+        /* This batch's files carry the field ids of before. */
+        s->host->set_error(err,
+                           "batch %s: another writer changed the schema of "
+                           "%s meanwhile: the resend writes the batch again",
+                           b->batch_id, s->table.root);
+        return TM_RETRY;
+    }
     if (!x->written) {
         x->snapshot_id = ice_new_snapshot_id(s->table.meta);
         if ((r = ice_write_effects(s, b, x->snapshot_id, &x->w, err)) != TM_OK)
@@ -232,6 +246,11 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
                                 0);
     json_t *next = ice_meta_next(&s->table);
     json_t *sum = next ? summary(x, total_files, total_rows) : NULL;
+    /* A new schema lands with the first batch written under it. */
+    if (sum && ice_schema_put(s, next) != 0) {
+        json_decref(sum);
+        sum = NULL;
+    }
     if (!sum || ice_meta_add_snapshot(next, x->snapshot_id, parent, seq,
                                       list_uri, sum) != 0) {
         json_decref(next);

@@ -103,8 +103,53 @@ static int on_cell(void *ctx, int64_t row, const pq_cell *cell) {
     return 0;
 }
 
-int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
-                  size_t why_size) {
+/* The physical type the reader gives for a column of kind K. */
+static pq_phys phys_of(pq_kind k) {
+    switch (k) {
+    case PQ_BOOLEAN: return PQ_PHYS_BOOLEAN;
+    case PQ_INT64:
+    case PQ_TIMESTAMP: return PQ_PHYS_INT64;
+    case PQ_DOUBLE: return PQ_PHYS_DOUBLE;
+    case PQ_STRING:
+    case PQ_BINARY: return PQ_PHYS_BYTE_ARRAY;
+    }
+    return PQ_PHYS_OTHER;
+}
+
+/* Which file column fills each of the NCOLS output columns: the one whose
+ * field id is cols[k]'s (or, without a field id, its name), -1 (null in
+ * every row) when the file has none,
+ * written before the column was added to the table. cols NULL: the file's
+ * own columns in order. 0, or -1 with why (a column of another physical
+ * type: read as the schema's type it would be misread). */
+static int project(pq_reader *r, const pq_column_def *cols, size_t ncols,
+                   long *src, const char *path, char *why, size_t why_size) {
+    for (size_t k = 0; k < ncols; k++) {
+        src[k] = cols ? -1 : (long)k;
+        for (size_t c = 0; cols && c < pq_reader_ncols(r); c++)
+            if (pq_reader_field_id(r, c) == cols[k].field_id)
+                src[k] = (long)c;
+        /* A column without a field id (a writer that sets none) is the
+         * schema's column of its name: names are never reused here
+         * (renames are refused). */
+        int by_name = cols && src[k] < 0 ? pq_reader_find(r, cols[k].name) : -1;
+        if (by_name >= 0 && pq_reader_field_id(r, (size_t)by_name) < 0)
+            src[k] = by_name;
+        if (cols && src[k] >= 0 &&
+            pq_reader_phys(r, (size_t)src[k]) != phys_of(cols[k].kind)) {
+            snprintf(why, why_size,
+                     "%s: column %s (field id %d) is not of the physical "
+                     "type this sink reads for the table's type",
+                     path, cols[k].name, (int)cols[k].field_id);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads the file's rows into cells of NCOLS columns (see project). */
+static int read_rows(const char *uri, const pq_column_def *cols, size_t ncols,
+                     ice_row_fn fn, void *ctx, char *why, size_t why_size) {
     const char *path = ice_uri_path(uri);
     uint8_t *data;
     size_t len;
@@ -124,7 +169,8 @@ int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
         free(data);
         return -1;
     }
-    gather g = {.nrows = pq_reader_rows(r), .ncols = pq_reader_ncols(r)};
+    gather g = {.nrows = pq_reader_rows(r),
+                .ncols = cols ? ncols : pq_reader_ncols(r)};
     /* The footer's row count is the file's word: nrows * ncols cells must
      * not wrap around (then every row past the first would land outside
      * the allocation). */
@@ -140,20 +186,41 @@ int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
     }
     size_t cells = (size_t)g.nrows * g.ncols;
     g.cells = calloc(cells ? cells : 1, sizeof *g.cells);
-    rc = g.cells ? 0 : -1;
-    if (!g.cells)
+    long *src = calloc(g.ncols ? g.ncols : 1, sizeof *src);
+    rc = g.cells && src ? 0 : -1;
+    if (rc != 0)
         snprintf(why, why_size, "%s: out of memory for %lld rows", path,
                  (long long)g.nrows);
-    for (g.col = 0; rc == 0 && g.col < g.ncols; g.col++)
-        if (pq_reader_column(r, g.col, on_cell, &g, inner, sizeof inner) != 0) {
-            snprintf(why, why_size, "%s: column %zu: %s", path, g.col + 1,
+    if (rc == 0)
+        rc = project(r, cols, g.ncols, src, path, why, why_size);
+    for (g.col = 0; rc == 0 && g.col < g.ncols; g.col++) {
+        if (src[g.col] < 0) {
+            for (int64_t i = 0; i < g.nrows; i++)
+                g.cells[(size_t)i * g.ncols + g.col].is_null = 1;
+            continue;
+        }
+        if (pq_reader_column(r, (size_t)src[g.col], on_cell, &g, inner,
+                             sizeof inner) != 0) {
+            snprintf(why, why_size, "%s: column %ld: %s", path, src[g.col] + 1,
                      g.overrun ? "more values than the file's rows" : inner);
             rc = -1;
         }
+    }
     for (int64_t i = 0; rc == 0 && i < g.nrows; i++)
         rc = fn(ctx, &g.cells[(size_t)i * g.ncols], g.ncols);
+    free(src);
     free(g.cells);
     pq_reader_free(r);
     free(data);
     return rc;
+}
+
+int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
+                  size_t why_size) {
+    return read_rows(uri, NULL, 0, fn, ctx, why, why_size);
+}
+
+int ice_file_rows_as(const char *uri, const pq_column_def *cols, size_t ncols,
+                     ice_row_fn fn, void *ctx, char *why, size_t why_size) {
+    return read_rows(uri, cols, ncols, fn, ctx, why, why_size);
 }

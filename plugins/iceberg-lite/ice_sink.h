@@ -3,6 +3,7 @@
  *   ice_sink.c        the callback table, open, close, interrupt
  *   settings.c        the declared settings, the mapping check; validate
  *   schema.c          the mapping as an Iceberg schema and Parquet columns
+ *   schema_evolve.c   ... against an existing table (schema evolution)
  *   partition.c       the "partition" setting as the table's spec
  *   markers.c         claim and read_markers
  *   commit.c          one batch, one new table version
@@ -63,8 +64,14 @@ typedef struct ice_sink {
     ice_table table;
     pq_column_def *cols; /* the mapping's columns, then the hidden ones */
     size_t ncols;
-    json_t *fields;      /* the Iceberg schema's fields */
-    char *schema_json;   /* the Iceberg schema, for file headers */
+    json_t *fields;    /* the Iceberg schema's fields, in cols' order */
+    char *schema_json; /* the Iceberg schema, for file headers */
+    int64_t schema_id; /* of schema_json */
+    int64_t last_column_id;
+    /* The loaded table's current schema is not schema_json (the mapping
+     * adds optional columns or widens types): the next commit appends it
+     * to the table's schemas and makes it current, with its batch. */
+    int evolve;
     json_t *spec_fields; /* the partition spec from the settings (JSON) */
     ice_pspec spec;      /* ... parsed against the schema */
     atomic_int interrupted;
@@ -91,9 +98,22 @@ tm_status ice_path_refused(const tm_host_api *host, const ice_settings *set,
 /* Builds s->cols, s->fields and s->schema_json from the mapping. */
 tm_status ice_schema_build(ice_sink *s, tm_error *err);
 void ice_schema_free(ice_sink *s);
-/* Compares the table's current schema with the mapping's. TM_OK, or
- * TM_INVALID with both shapes. */
+/* schema_evolve.c */
+/* The mapping against the loaded table's current schema (schema
+ * evolution, docs/iceberg-lite.md): columns matched by name take the
+ * table's field ids; a new optional column gets a new id past every id
+ * the table used; int to long and float to double widen. s->cols,
+ * s->fields, s->schema_json and s->evolve follow, and the partition spec
+ * is rebuilt on the table's ids. A dropped column, a changed or narrowed
+ * type, a new required column or a changed "required" is TM_INVALID
+ * naming the mapping's JSON path and why. *moved (may be NULL): a
+ * column's field id changed. */
 tm_status ice_schema_check(ice_sink *s, tm_error *err);
+tm_status ice_schema_reconcile(ice_sink *s, int *moved, tm_error *err);
+/* Adds the evolved schema to NEXT (the metadata a commit publishes) when
+ * s->evolve: appended to "schemas", made current, last-column-id raised.
+ * 0, or -1 out of memory. */
+int ice_schema_put(const ice_sink *s, json_t *next);
 
 /* partition.c */
 /* The "partition" setting as the table's partition spec: s->spec_fields

@@ -37,6 +37,12 @@ typedef int (*ice_row_fn)(void *ctx, const pq_cell *cells, size_t ncols);
  * non-zero; -1 with why. */
 int ice_file_rows(const char *uri, ice_row_fn fn, void *ctx, char *why,
                   size_t why_size);
+/* The same, one cell per column of COLS (a schema's columns, e.g.
+ * ice_schema_columns), matched to the file's columns by field id: a
+ * column the file lacks (added to the table after the file was written)
+ * is null in every row; one of another physical type is refused. */
+int ice_file_rows_as(const char *uri, const pq_column_def *cols, size_t ncols,
+                     ice_row_fn fn, void *ctx, char *why, size_t why_size);
 
 /* ---- maint_commit.c: the publish loop shared by the operations ---- */
 

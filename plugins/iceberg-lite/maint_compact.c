@@ -100,8 +100,8 @@ static int rewrite(compact_ctx *c) {
         c->group = &c->replaced[g];
         for (size_t i = g; i < c->nreplaced; i++)
             if (same_partition(&c->replaced[i], c->group) &&
-                ice_file_rows(c->replaced[i].path, put_row, c, c->why,
-                              c->why_size) != 0)
+                ice_file_rows_as(c->replaced[i].path, c->cols, c->ncols,
+                                 put_row, c, c->why, c->why_size) != 0)
                 return -1;
         if (c->open && flush(c) != 0)
             return -1;

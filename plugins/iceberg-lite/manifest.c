@@ -78,11 +78,25 @@ static int random_sync(uint8_t sync[AV_SYNC_SIZE]) {
     return fs_random(sync, AV_SYNC_SIZE);
 }
 
+/* The "schema-id" of the schema JSON text: the header names the schema
+ * the manifest's files were written with (format/spec.md "Manifests"). */
+static int schema_id_text(const char *table_schema, char *out, size_t size) {
+    json_t *s = json_loads(table_schema, 0, NULL);
+    json_t *id = json_object_get(s, "schema-id");
+    int rc = json_is_integer(id) ? 0 : -1;
+    if (rc == 0)
+        snprintf(out, size, "%lld", (long long)json_integer_value(id));
+    json_decref(s);
+    return rc;
+}
+
 int ice_manifest_encode(const ice_datafile *files, size_t n,
                         int64_t snapshot_id, const char *table_schema,
                         const ice_pspec *spec, ib_buf *out) {
     uint8_t sync[AV_SYNC_SIZE];
-    if (random_sync(sync) != 0)
+    char schema_id[24];
+    if (random_sync(sync) != 0 ||
+        schema_id_text(table_schema, schema_id, sizeof schema_id) != 0)
         return -1;
     ib_buf schema = {0};
     ib_buf_str(&schema, MANIFEST_HEAD);
@@ -96,7 +110,7 @@ int ice_manifest_encode(const ice_datafile *files, size_t n,
     const char *meta[] = {"schema",
                           table_schema,
                           "schema-id",
-                          "0",
+                          schema_id,
                           "partition-spec",
                           spec->spec_json,
                           "partition-spec-id",

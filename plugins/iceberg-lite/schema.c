@@ -1,7 +1,8 @@
 /* The mapping as an Iceberg schema (field ids 1..n in mapping order, then
  * the hidden coordinate columns) and as the Parquet columns of the data
  * files, with the same field ids: readers match Parquet columns to the
- * table's columns by field id, not by name. */
+ * table's columns by field id, not by name. Against an existing
+ * table: schema_evolve.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,63 +88,13 @@ tm_status ice_schema_build(ice_sink *s, tm_error *err) {
                                      "schema-id", 0, "fields", s->fields);
     s->schema_json = schema ? json_dumps(schema, JSON_COMPACT) : NULL;
     json_decref(schema);
+    s->schema_id = 0;
+    s->last_column_id = (int64_t)s->ncols;
+    s->evolve = 0;
     if (!s->schema_json) {
         ice_schema_free(s);
         s->host->set_error(err, "out of memory (schema)");
         return TM_FATAL;
     }
     return TM_OK;
-}
-
-/* "name type [required], ..." of a fields array, for messages. */
-static void shape_text(json_t *fields, char *out, size_t size) {
-    size_t i, len = 0;
-    json_t *f;
-    out[0] = '\0';
-    json_array_foreach(fields, i, f) {
-        json_t *t = json_object_get(f, "type");
-        int n = snprintf(
-            out + len, size - len, "%s%s %s%s", i ? ", " : "",
-            json_string_value(json_object_get(f, "name")),
-            json_is_string(t) ? json_string_value(t) : "(nested)",
-            json_is_true(json_object_get(f, "required")) ? " required" : "");
-        if (n < 0 || (size_t)n >= size - len)
-            break;
-        len += (size_t)n;
-    }
-}
-
-tm_status ice_schema_check(ice_sink *s, tm_error *err) {
-    json_t *meta = s->table.meta;
-    int64_t cur = ice_json_int(meta, "current-schema-id", 0);
-    json_t *schemas = json_object_get(meta, "schemas"), *schema = NULL, *sc;
-    size_t i;
-    json_array_foreach(schemas, i, sc) {
-        if (ice_json_int(sc, "schema-id", -1) == cur)
-            schema = sc;
-    }
-    json_t *have = json_object_get(schema, "fields");
-    int same = json_is_array(have) &&
-               json_array_size(have) == json_array_size(s->fields);
-    for (i = 0; same && i < json_array_size(have); i++) {
-        json_t *a = json_array_get(have, i), *b = json_array_get(s->fields, i);
-        same = json_equal(json_object_get(a, "id"), json_object_get(b, "id")) &&
-               json_equal(json_object_get(a, "name"),
-                          json_object_get(b, "name")) &&
-               json_equal(json_object_get(a, "type"),
-                          json_object_get(b, "type")) &&
-               json_is_true(json_object_get(a, "required")) ==
-                   json_is_true(json_object_get(b, "required"));
-    }
-    if (same)
-        return TM_OK;
-    char want[200], got[200];
-    shape_text(s->fields, want, sizeof want);
-    shape_text(have, got, sizeof got);
-    s->host->set_error(err,
-                       "setting \"path\": the table %s has columns (%s); the "
-                       "mapping needs (%s) (schema evolution is not "
-                       "supported)",
-                       s->set.path, got, want);
-    return TM_INVALID;
 }

@@ -583,7 +583,8 @@ int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
     json_t *s = json_pack("{s:I, s:I, s:I, s:s, s:o, s:i}", "snapshot-id",
                           (json_int_t)id, "sequence-number", (json_int_t)seq,
                           "timestamp-ms", (json_int_t)ts, "manifest-list",
-                          manifest_list, "summary", summary, "schema-id", 0);
+                          manifest_list, "summary", summary, "schema-id",
+                          (int)ice_json_int(meta, "current-schema-id", 0));
     if (!s)
         return -1;
     if (parent_id >= 0 && json_object_set_new(s, "parent-snapshot-id",

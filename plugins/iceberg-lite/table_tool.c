@@ -303,7 +303,8 @@ static int do_scan(ice_table *t, const opts *o) {
         rc = 1;
     }
     for (size_t i = 0; rc == 0 && i < nfiles; i++)
-        if (ice_file_rows(files[i].path, on_row, &c, why, sizeof why) != 0) {
+        if (ice_file_rows_as(files[i].path, cols, ncols, on_row, &c, why,
+                             sizeof why) != 0) {
             if (c.oom)
                 snprintf(why, sizeof why, "out of memory");
             fprintf(stderr, "tidemark table: %s\n", why);
