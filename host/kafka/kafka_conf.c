@@ -35,43 +35,99 @@ static int holds_secret(const tm_connector_config *cfg, const char *value) {
     return 0;
 }
 
+/* The separators of the lists and key=value settings librdkafka takes
+ * (ssl.curves.list "a:b", debug "a,b", sasl.oauthbearer.config "k=v k=v"):
+ * it, or the library under it, may quote one element alone. */
+#define PIECE_SEPS ",;:= \t\r\n"
+
+/* The strings refused() hides; the pieces are copies it owns. */
+typedef struct hide_list {
+    const char **v;
+    size_t n, cap;
+    char **owned;
+    size_t nowned;
+} hide_list;
+
+static int hide(hide_list *h, const char *s, char *owned) {
+    if (h->n == h->cap) {
+        size_t c = h->cap ? 2 * h->cap : 16;
+        const char **v = realloc(h->v, c * sizeof *v);
+        if (v)
+            h->v = v;
+        char **o = v ? realloc(h->owned, c * sizeof *o) : NULL;
+        if (o)
+            h->owned = o;
+        if (!v || !o)
+            return -1;
+        h->cap = c;
+    }
+    h->v[h->n++] = s;
+    if (owned)
+        h->owned[h->nowned++] = owned;
+    return 0;
+}
+
+/* VALUE and each of its elements of at least TM_REDACT_MIN_LEN bytes.
+ * 0, or -1 when memory ran out. */
+static int hide_value(hide_list *h, const char *value) {
+    size_t len = strlen(value);
+    if (hide(h, value, NULL) != 0)
+        return -1;
+    if (strcspn(value, PIECE_SEPS) == len)
+        return 0; /* one element: the value itself */
+    for (size_t i = strspn(value, PIECE_SEPS); i < len;
+         i += strspn(value + i, PIECE_SEPS)) {
+        size_t k = strcspn(value + i, PIECE_SEPS);
+        if (k >= TM_REDACT_MIN_LEN) {
+            char *piece = strndup(value + i, k);
+            if (!piece || hide(h, piece, piece) != 0) {
+                free(piece);
+                return -1;
+            }
+        }
+        i += k;
+    }
+    return 0;
+}
+
 /* "PREFIX: WHY" into errstr, WHY being librdkafka's text from a buffer of
- * WHY_SIZE bytes, which may quote a value it refused, whole or cut. Hidden
- * from it: every value of VALUES (those that hold a secret: a secret with
- * text around it shows whole), the config's secrets, and the process's
- * list, which also holds each line and list part of a secret (a PEM key's
- * lines). A full buffer ends in a cut value: its tail is hidden as one. */
+ * WHY_SIZE bytes, which may quote a value it refused, whole, cut, or one
+ * element of it. Hidden from it: every value of VALUES (those that hold a
+ * secret: a secret with text around it shows whole) and each element of
+ * them, the config's secrets, and the process's list, which also holds
+ * each line and list part of a secret (a PEM key's lines). A full buffer
+ * ends in a cut value: its tail is hidden as one. */
 static void refused(const tm_connector_config *cfg, const char *const *values,
                     size_t nvalues, const char *prefix, const char *why,
                     char *errstr, size_t errsize) {
     tm_redact_tail tail =
         strlen(why) + 1 >= WHY_SIZE ? TM_REDACT_CUT : TM_REDACT_MAYBE_CUT;
-    size_t nlist = nvalues + cfg->nsecrets;
+    hide_list h = {0};
     size_t len = strlen(prefix) + strlen(why) + 3;
-    const char **list = malloc((nlist ? nlist : 1) * sizeof *list);
     char *line = malloc(len), *hidden = malloc(3 * len + 4);
-    if (!list || !line || !hidden) {
+    int oom = !line || !hidden;
+    for (size_t i = 0; !oom && i < nvalues; i++)
+        oom = hide_value(&h, values[i]) != 0;
+    for (size_t i = 0; !oom && i < cfg->nsecrets; i++)
+        oom = hide_value(&h, cfg->secrets[i]) != 0;
+    if (oom) {
         snprintf(errstr, errsize,
-                 "%s: (librdkafka's reason not shown: out "
-                 "of memory)",
-                 prefix);
-        goto done;
+                 "%s: (librdkafka's reason not shown: out of memory)", prefix);
+    } else {
+        snprintf(line, len, "%s: %s", prefix, why);
+        tm_redact_list(h.v, h.n, line, tail, hidden, 3 * len + 4);
+        tm_redact(hidden, tail, errstr, errsize);
     }
-    for (size_t i = 0; i < nvalues; i++)
-        list[i] = values[i];
-    for (size_t i = 0; i < cfg->nsecrets; i++)
-        list[nvalues + i] = cfg->secrets[i];
-    snprintf(line, len, "%s: %s", prefix, why);
-    tm_redact_list(list, nlist, line, tail, hidden, 3 * len + 4);
-    tm_redact(hidden, tail, errstr, errsize);
-done:
-    free(list);
+    for (size_t i = 0; i < h.nowned; i++)
+        free(h.owned[i]);
+    free(h.owned);
+    free(h.v);
     free(line);
     free(hidden);
 }
 
-/* The values of $.kafka.properties that hold a secret (NULL when there are
- * none or memory ran out: the config's and the process's lists remain). */
+/* The values of $.kafka.properties that hold a secret (*n of them); NULL
+ * when memory ran out. */
 static const char **secret_values(const tm_connector_config *cfg, size_t *n) {
     const char **v = malloc((cfg->kafka.nproperties + 1) * sizeof *v);
     *n = 0;
@@ -266,7 +322,11 @@ static void client_refused(const tm_connector_config *cfg, const char *what,
         snprintf(prefix, sizeof prefix, "cannot create the Kafka client");
     size_t n = 0;
     const char **values = secret_values(cfg, &n);
-    refused(cfg, values, n, prefix, why, errstr, errsize);
+    if (values)
+        refused(cfg, values, n, prefix, why, errstr, errsize);
+    else
+        snprintf(errstr, errsize,
+                 "%s: (librdkafka's reason not shown: out of memory)", prefix);
     free(values);
 }
 

@@ -99,8 +99,10 @@ done
 
 # 4. A secret librdkafka refuses, or a plugin cuts, is never echoed, not
 #    even in part: a PEM key as an enumeration's value (rd_kafka_conf_set)
-#    and as sasl.mechanisms (refused by rd_kafka_new), a 613-byte ${env:}
-#    value as "debug", and a 2 KB ${env:} value inside the sqlite "path".
+#    and as sasl.mechanisms, a 613-byte ${env:} value as "debug", an
+#    element of a ${env:} list OpenSSL quotes alone (ssl.curves.list,
+#    refused by rd_kafka_new), and a 2 KB ${env:} value inside the sqlite
+#    "path".
 #    Each secret's every 12-byte piece is looked for in the output.
 {
     echo '-----BEGIN PRIVATE KEY-----'
@@ -116,6 +118,9 @@ vhuge=$vlong
 while [ "${#vhuge}" -lt 2048 ]; do vhuge="${vhuge}-$vlong"; done
 vhuge=$(printf %s "$vhuge" | cut -c1-2048)
 printf %s "$vlong" >"$work/vlong.secret" && printf %s "$vhuge" >"$work/vhuge.secret" || exit 1
+# A list whose one element OpenSSL quotes (through rd_kafka_new).
+curves="P-256:hs-curve-$(head -c 24 /dev/urandom | base64 -w 0 | tr -d '+/=')"
+printf %s "$curves" >"$work/curves.secret" || exit 1
 
 # pieces FILE: every 12-byte piece of every line of FILE but the PEM markers.
 pieces() {
@@ -137,7 +142,7 @@ secret_case() {
 JSON
     pieces "$work/$2" >"$work/$1.pieces"
     for cmd in validate run; do
-        (cd "$work" && TM_HS_VLONG=$vlong TM_HS_VHUGE=$vhuge \
+        (cd "$work" && TM_HS_VLONG=$vlong TM_HS_VHUGE=$vhuge TM_HS_CURVES=$curves \
             TIDEMARK_STATE_DIR="$work/state" "$bin" "$cmd" "$1.json") \
             >"$work/$1-$cmd.out" 2>"$work/$1-$cmd.err" </dev/null
         grep -q "$3" "$work/$1-$cmd.err" ||
@@ -157,6 +162,9 @@ secret_case pem_sasl key.pem 'librdkafka refused' \
 secret_case env_debug vlong.secret \
     'kafka.properties.debug: librdkafka refused' \
     '"debug": "${env:TM_HS_VLONG}"' out.db
+secret_case curves_part curves.secret \
+    'refused the consumer.s configuration: ssl.curves.list failed' \
+    '"security.protocol": "ssl", "ssl.curves.list": "${env:TM_HS_CURVES}"' out.db
 secret_case sqlite_path vhuge.secret 'setting "path": cannot create' '' '${env:TM_HS_VHUGE}/x.db'
 
 [ "$failed" -eq 0 ] && echo "log_secrets: OK"
