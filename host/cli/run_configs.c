@@ -79,6 +79,46 @@ static int expand_dir(const char *dir, file_list *l) {
     return 0;
 }
 
+/* Drops every file that is one already listed (same device and inode: the
+ * same path twice, a directory and a file in it, a symlink to another
+ * config), with a note: loaded twice, it would be refused as a second
+ * connector of its own name. A file stat() cannot see stays, for its load
+ * to say what is wrong. */
+static void drop_repeats(file_list *l) {
+    struct stat *seen = malloc((l->n ? l->n : 1) * sizeof *seen);
+    int *ok = malloc((l->n ? l->n : 1) * sizeof *ok);
+    if (!seen || !ok) {
+        free(seen);
+        free(ok);
+        l->oom = 1;
+        return;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        struct stat st;
+        memset(&st, 0, sizeof st);
+        int have = stat(l->v[i], &st) == 0;
+        size_t k = 0;
+        while (have && k < kept &&
+               !(ok[k] && seen[k].st_dev == st.st_dev &&
+                 seen[k].st_ino == st.st_ino))
+            k++;
+        if (have && k < kept) {
+            fprintf(stderr,
+                    "%s: the same file as %s (given twice): read once\n",
+                    l->v[i], l->v[k]);
+            free(l->v[i]);
+            continue;
+        }
+        seen[kept] = st;
+        ok[kept] = have;
+        l->v[kept++] = l->v[i];
+    }
+    l->n = kept;
+    free(seen);
+    free(ok);
+}
+
 int tm_run_config_files(const char *const *args, size_t nargs, char ***files,
                         size_t *nfiles) {
     file_list l = {0};
@@ -90,6 +130,8 @@ int tm_run_config_files(const char *const *args, size_t nargs, char ***files,
         else
             push(&l, strdup(args[i])); /* its load says what is wrong */
     }
+    if (!bad && !l.oom)
+        drop_repeats(&l);
     if (l.oom)
         fprintf(stderr, "tidemark: out of memory\n");
     if (bad || l.oom) {

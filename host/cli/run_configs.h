@@ -11,7 +11,9 @@
 /* The config files of the CONFIG arguments (of run, and of validate, which
  * checks what run would run): a file as given; a directory
  * for the *.json files in it, in name order (names starting with '.'
- * skipped), so that a reload sees a file added or removed there. 0 with
+ * skipped), so that a reload sees a file added or removed there. A file
+ * given twice (the same device and inode: a directory and a file in it, a
+ * symlink to another config) is listed once, with a note. 0 with
  * *files (free with tm_run_files_free), or -1 with each problem printed as
  * "PATH: message" (a directory without any *.json file is one). */
 int tm_run_config_files(const char *const *args, size_t nargs, char ***files,

@@ -194,17 +194,33 @@ static int check_bounds(const tm_setting *e, size_t i, char *why, size_t size) {
 
 int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
                            size_t why_size) {
+    return tm_setting_table_check_sized(table, sizeof(tm_setting), out_size,
+                                        why, why_size);
+}
+
+int tm_setting_table_check_sized(const tm_setting *table, size_t host_size,
+                                 size_t out_size, char *why, size_t why_size) {
     if (!table) {
         snprintf(why, why_size, "no table");
         return -1;
     }
-    /* Entries are walked with the first one's struct_size as the stride:
-     * any other size than this ABI's tm_setting (a plugin newer than the
-     * host is refused before) would read past the table. */
-    if (table->name && table->struct_size != sizeof(tm_setting)) {
-        char got[96];
-        snprintf(got, sizeof got, "%lu is not tm_setting's (%zu bytes)",
-                 (unsigned long)table->struct_size, sizeof(tm_setting));
+    /* Entries are walked with the first one's struct_size as the stride
+     * (TM_CELEM), so that an older plugin's smaller entries stay readable
+     * when tm_setting grows. Every field read here is ABI 1.3's: within
+     * any accepted size. Larger than the host's (a newer plugin, refused
+     * before by its minor version) could read past the table; bounded by
+     * it, walking TM_SETTING_TABLE_MAX entries stays within reach. */
+    if (table->name && (table->struct_size < TM_SETTING_SIZE_1_3 ||
+                        table->struct_size > host_size)) {
+        char got[160];
+        if (table->struct_size < TM_SETTING_SIZE_1_3)
+            snprintf(got, sizeof got,
+                     "%lu is smaller than tm_setting (%zu bytes) of ABI 1.3",
+                     (unsigned long)table->struct_size, TM_SETTING_SIZE_1_3);
+        else
+            snprintf(got, sizeof got,
+                     "%lu is larger than tm_setting (%zu bytes) of this host",
+                     (unsigned long)table->struct_size, host_size);
         return bad_entry(why, why_size, 0, NULL, "struct_size %s", got);
     }
     for (size_t i = 0;; i++) {

@@ -17,13 +17,28 @@
  * validate`) allocates no more than this for its scratch one. */
 #define TM_SETTING_STRUCT_MAX 65536
 
+/* tm_setting as ABI 1.3 declared it. A later minor version only appends
+ * fields, so a table of a 1.3 plugin has entries of this size under any
+ * later host. */
+#define TM_SETTING_SIZE_1_3                                                    \
+    (offsetof(tm_setting, description) + sizeof(const char *))
+
 /* 0 when TABLE is well formed: entries of a known struct_size and type,
  * names unique and non-empty, fields inside OUT_SIZE bytes (0: inside
  * TM_SETTING_STRUCT_MAX) and aligned, enumerations with allowed values,
  * defaults within their own bounds, the end entry within TM_SETTING_TABLE_MAX.
+ * Entries may be smaller than this host's tm_setting, down to ABI 1.3's.
  * -1 with one line in why naming the entry. */
 int tm_setting_table_check(const tm_setting *table, size_t out_size, char *why,
                            size_t why_size);
+
+/* The same for a host whose own tm_setting is HOST_SIZE bytes
+ * (tm_setting_table_check passes sizeof(tm_setting); the test, a grown
+ * one): entries of TM_SETTING_SIZE_1_3 to HOST_SIZE bytes, all of one
+ * size, walked with it as the stride; larger ones (a newer plugin's) and
+ * smaller ones are refused. */
+int tm_setting_table_check_sized(const tm_setting *table, size_t host_size,
+                                 size_t out_size, char *why, size_t why_size);
 
 /* host->settings_fill() (sink.h). */
 int tm_settings_fill(const tm_settings *s, const tm_setting *table, void *out,

@@ -6,6 +6,7 @@
 
 #include "config/json_path.h"
 #include "services/log.h"
+#include "services/redact.h"
 
 /* librdkafka's own lines into ours. One config serves every role, so the
  * consumer-only properties a user sets make librdkafka warn on the
@@ -21,17 +22,141 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     tm_log(l, NULL, "librdkafka %s: %s", fac, buf);
 }
 
+/* librdkafka's error buffers: large enough for its messages about any
+ * value a config holds in practice; a longer one is cut, and a cut value
+ * is redacted as cut (see refused()). */
+#define WHY_SIZE 4096
+
+/* Whether VALUE holds a resolved ${env:} or ${file:} value. */
+static int holds_secret(const tm_connector_config *cfg, const char *value) {
+    for (size_t i = 0; value && i < cfg->nsecrets; i++)
+        if (strstr(value, cfg->secrets[i]))
+            return 1;
+    return 0;
+}
+
+/* The separators of the lists and key=value settings librdkafka takes
+ * (ssl.curves.list "a:b", debug "a,b", sasl.oauthbearer.config "k=v k=v"):
+ * it, or the library under it, may quote one element alone. */
+#define PIECE_SEPS ",;:= \t\r\n"
+
+/* The strings refused() hides; the pieces are copies it owns. */
+typedef struct hide_list {
+    const char **v;
+    size_t n, cap;
+    char **owned;
+    size_t nowned;
+} hide_list;
+
+static int hide(hide_list *h, const char *s, char *owned) {
+    if (h->n == h->cap) {
+        size_t c = h->cap ? 2 * h->cap : 16;
+        const char **v = realloc(h->v, c * sizeof *v);
+        if (v)
+            h->v = v;
+        char **o = v ? realloc(h->owned, c * sizeof *o) : NULL;
+        if (o)
+            h->owned = o;
+        if (!v || !o)
+            return -1;
+        h->cap = c;
+    }
+    h->v[h->n++] = s;
+    if (owned)
+        h->owned[h->nowned++] = owned;
+    return 0;
+}
+
+/* VALUE and each of its elements of at least TM_REDACT_MIN_LEN bytes.
+ * 0, or -1 when memory ran out. */
+static int hide_value(hide_list *h, const char *value) {
+    size_t len = strlen(value);
+    if (hide(h, value, NULL) != 0)
+        return -1;
+    if (strcspn(value, PIECE_SEPS) == len)
+        return 0; /* one element: the value itself */
+    for (size_t i = strspn(value, PIECE_SEPS); i < len;
+         i += strspn(value + i, PIECE_SEPS)) {
+        size_t k = strcspn(value + i, PIECE_SEPS);
+        if (k >= TM_REDACT_MIN_LEN) {
+            char *piece = strndup(value + i, k);
+            if (!piece || hide(h, piece, piece) != 0) {
+                free(piece);
+                return -1;
+            }
+        }
+        i += k;
+    }
+    return 0;
+}
+
+/* "PREFIX: WHY" into errstr, WHY being librdkafka's text from a buffer of
+ * WHY_SIZE bytes, which may quote a value it refused, whole, cut, or one
+ * element of it. Hidden from it: every value of VALUES (those that hold a
+ * secret: a secret with text around it shows whole) and each element of
+ * them, the config's secrets, and the process's list, which also holds
+ * each line and list part of a secret (a PEM key's lines). A full buffer
+ * ends in a cut value: its tail is hidden as one. */
+static void refused(const tm_connector_config *cfg, const char *const *values,
+                    size_t nvalues, const char *prefix, const char *why,
+                    char *errstr, size_t errsize) {
+    tm_redact_tail tail =
+        strlen(why) + 1 >= WHY_SIZE ? TM_REDACT_CUT : TM_REDACT_MAYBE_CUT;
+    hide_list h = {0};
+    size_t len = strlen(prefix) + strlen(why) + 3;
+    char *line = malloc(len), *hidden = malloc(3 * len + 4);
+    int oom = !line || !hidden;
+    for (size_t i = 0; !oom && i < nvalues; i++)
+        oom = hide_value(&h, values[i]) != 0;
+    for (size_t i = 0; !oom && i < cfg->nsecrets; i++)
+        oom = hide_value(&h, cfg->secrets[i]) != 0;
+    if (oom) {
+        snprintf(errstr, errsize,
+                 "%s: (librdkafka's reason not shown: out of memory)", prefix);
+    } else {
+        snprintf(line, len, "%s: %s", prefix, why);
+        tm_redact_list(h.v, h.n, line, tail, hidden, 3 * len + 4);
+        tm_redact(hidden, tail, errstr, errsize);
+    }
+    for (size_t i = 0; i < h.nowned; i++)
+        free(h.owned[i]);
+    free(h.owned);
+    free(h.v);
+    free(line);
+    free(hidden);
+}
+
+/* The values of $.kafka.properties that hold a secret (*n of them); NULL
+ * when memory ran out. */
+static const char **secret_values(const tm_connector_config *cfg, size_t *n) {
+    const char **v = malloc((cfg->kafka.nproperties + 1) * sizeof *v);
+    *n = 0;
+    for (size_t i = 0; v && i < cfg->kafka.nproperties; i++)
+        if (holds_secret(cfg, cfg->kafka.properties[i].value))
+            v[(*n)++] = cfg->kafka.properties[i].value;
+    return v;
+}
+
 static int set(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
                const char *path, const char *key, const char *value,
                char *errstr, size_t errsize) {
-    char why[512];
+    char why[WHY_SIZE];
     if (rd_kafka_conf_set(conf, key, value, why, sizeof why) ==
         RD_KAFKA_CONF_OK)
         return 0;
-    char line[2048];
-    snprintf(line, sizeof line, "%s: librdkafka refused \"%s\": %s", path, key,
-             why);
-    tm_config_redact(cfg, line, errstr, errsize);
+    char prefix[1024];
+    /* librdkafka's text quotes the value: one that holds a secret is
+     * never echoed, not even the start that fit its buffer. */
+    if (holds_secret(cfg, value))
+        snprintf(prefix, sizeof prefix,
+                 "%s: librdkafka refused the value of \"%s\" (from a "
+                 "${env:} or ${file:} reference, not shown)",
+                 path, key);
+    else
+        snprintf(prefix, sizeof prefix, "%s: librdkafka refused \"%s\"", path,
+                 key);
+    refused(cfg, &value, holds_secret(cfg, value) ? 1 : 0, prefix, why, errstr,
+            errsize);
     return -1;
 }
 
@@ -182,6 +307,29 @@ static int producer_guarantees(const rd_kafka_conf_t *conf, char *errstr,
     return 0;
 }
 
+/* rd_kafka_new's refusal (of the client WHAT; NULL: the one run makes)
+ * into errstr. It does not say which property it refused, so no value
+ * holding a secret is echoed, whichever it was. */
+static void client_refused(const tm_connector_config *cfg, const char *what,
+                           const char *why, char *errstr, size_t errsize) {
+    char prefix[256];
+    if (what)
+        snprintf(prefix, sizeof prefix,
+                 "$.kafka.properties: librdkafka refused the %s's "
+                 "configuration",
+                 what);
+    else
+        snprintf(prefix, sizeof prefix, "cannot create the Kafka client");
+    size_t n = 0;
+    const char **values = secret_values(cfg, &n);
+    if (values)
+        refused(cfg, values, n, prefix, why, errstr, errsize);
+    else
+        snprintf(errstr, errsize,
+                 "%s: (librdkafka's reason not shown: out of memory)", prefix);
+    free(values);
+}
+
 /* rd_kafka_new checks what rd_kafka_conf_set cannot: properties against
  * each other (fetch.max.bytes >= message.max.bytes, acks=all with
  * idempotence) and the files they name. Without bootstrap.servers the
@@ -197,7 +345,7 @@ static int try_client(const tm_connector_config *cfg, tm_kafka_role role,
         rd_kafka_conf_destroy(conf);
         return -1;
     }
-    char why[512];
+    char why[WHY_SIZE];
     rd_kafka_t *rk = rd_kafka_new(role == TM_KAFKA_CONSUMER ? RD_KAFKA_CONSUMER
                                                             : RD_KAFKA_PRODUCER,
                                   conf, why, sizeof why);
@@ -206,12 +354,7 @@ static int try_client(const tm_connector_config *cfg, tm_kafka_role role,
         return 0;
     }
     rd_kafka_conf_destroy(conf); /* rd_kafka_new owns it only on success */
-    char line[2048];
-    snprintf(line, sizeof line,
-             "$.kafka.properties: librdkafka refused the %s's configuration: "
-             "%s",
-             what, why);
-    tm_config_redact(cfg, line, errstr, errsize);
+    client_refused(cfg, what, why, errstr, errsize);
     return -1;
 }
 
@@ -273,15 +416,13 @@ rd_kafka_t *tm_kafka_client_new(const tm_connector_config *cfg,
     rd_kafka_conf_t *conf = tm_kafka_conf_new(cfg, role, errstr, errsize);
     if (!conf)
         return NULL;
-    char why[512];
+    char why[WHY_SIZE];
     rd_kafka_t *rk = rd_kafka_new(role == TM_KAFKA_CONSUMER ? RD_KAFKA_CONSUMER
                                                             : RD_KAFKA_PRODUCER,
                                   conf, why, sizeof why);
     if (!rk) {
         rd_kafka_conf_destroy(conf); /* rd_kafka_new owns it only on success */
-        char line[2048];
-        snprintf(line, sizeof line, "cannot create the Kafka client: %s", why);
-        tm_config_redact(cfg, line, errstr, errsize);
+        client_refused(cfg, NULL, why, errstr, errsize);
     }
     return rk;
 }

@@ -6,9 +6,10 @@
  * round made duplicated offsets quadratic) and memory holds only the files
  * whose rows are interleaved at that point. A reader that wants no values
  * (verify) makes no file be read at all. A file whose values cannot be
- * loaded (not a Parquet file this reader knows, written by another engine)
+ * decoded (not a Parquet file this reader knows, written by another engine)
  * gives its rows without values, with a warning: the values are extra, the
- * scan of offsets must still work. */
+ * scan of offsets must still work. A load that failed (the file gone,
+ * unreadable, memory out) fails the scan: its rows are not given at all. */
 #include "scan_emit.h"
 
 #include <stdio.h>
@@ -63,8 +64,16 @@ int ice_scan_emit(const tm_host_api *host, const tm_sink_config *config,
         if (f && !f->loaded) {
             char bad[512];
             f->loaded = 1;
-            if (ice_vals_load(&f->v, files[item->file].path, config, bad,
-                              sizeof bad) != 0) {
+            int lr = ice_vals_load(&f->v, files[item->file].path, config, bad,
+                                   sizeof bad);
+            if (lr == ICE_VALS_FAILED) {
+                /* I/O or memory: rows without values would pass for a
+                 * file that has none; the scan fails instead. */
+                snprintf(why, size, "reading the values of %s", bad);
+                rc = -1;
+                break;
+            }
+            if (lr != 0) {
                 f->failed = 1;
                 host->log(config->host_ctx, TM_LOG_WARN,
                           "scan %s[%d]: rows given without values: %s", topic,

@@ -2,6 +2,7 @@
  * does for the table tool), the cells gathered per row. */
 #include "scan_values.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,21 +63,23 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
     atomic_fetch_add(&loads, 1);
     if (!path) {
         snprintf(why, why_size, "%s: not a local file", uri);
-        return -1;
+        return ICE_VALS_UNDECODABLE; /* another engine's: not this reader's */
     }
     int rc = fs_read_all(path, &v->data, &len, why, why_size);
     if (rc == 1)
         snprintf(why, why_size, "data file %s is missing", path);
     if (rc != 0)
-        return -1;
+        return ICE_VALS_FAILED; /* gone, unreadable, or no memory for it */
     char inner[400] = "";
+    errno = 0; /* malloc sets ENOMEM; a malformed footer leaves it */
     v->r = pq_reader_open(v->data, len, inner, sizeof inner);
     v->nrows = v->r ? pq_reader_rows(v->r) : 0;
     v->ncols = config->ncolumns;
     if (!v->r) {
+        int oom = errno == ENOMEM;
         snprintf(why, why_size, "%s: %s", path, inner);
         ice_vals_free(v);
-        return -1;
+        return oom ? ICE_VALS_FAILED : ICE_VALS_UNDECODABLE;
     }
     /* The footer's row count is the file's word: the cells must not wrap
      * around. */
@@ -85,7 +88,7 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
         snprintf(why, why_size, "%s: %lld rows: more than memory can hold",
                  path, (long long)v->nrows);
         ice_vals_free(v);
-        return -1;
+        return ICE_VALS_UNDECODABLE; /* the footer's count is not real */
     }
     v->cells = calloc(v->nrows ? (size_t)v->nrows : 1, per_row);
     v->phys = calloc(v->ncols ? v->ncols : 1, sizeof *v->phys);
@@ -93,7 +96,7 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
         snprintf(why, why_size, "%s: out of memory for %lld rows", path,
                  (long long)v->nrows);
         ice_vals_free(v);
-        return -1;
+        return ICE_VALS_FAILED;
     }
     gather g = {.v = v};
     for (g.col = 0; g.col < v->ncols; g.col++) {
@@ -110,12 +113,14 @@ int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
          * values, and the rest of the file is still read. */
         if (v->phys[g.col] != phys_of(c->type))
             continue;
+        errno = 0;
         if (pq_reader_column(v->r, (size_t)k, on_cell, &g, inner,
                              sizeof inner) != 0) {
+            int oom = !g.overrun && errno == ENOMEM;
             snprintf(why, why_size, "%s: column %s: %s", path, c->name,
                      g.overrun ? "more values than the file's rows" : inner);
             ice_vals_free(v);
-            return -1;
+            return oom ? ICE_VALS_FAILED : ICE_VALS_UNDECODABLE;
         }
     }
     return 0;

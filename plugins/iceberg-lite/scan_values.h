@@ -18,11 +18,19 @@ typedef struct ice_vals {
     size_t ncols;
 } ice_vals;
 
+/* What ice_vals_load failed at: the file's values cannot be decoded by
+ * this reader (not Parquet it knows, not a local file: its rows may go
+ * without values), or the load itself failed (the file gone or unreadable,
+ * memory ran out: the scan must fail, not lose the values). */
+#define ICE_VALS_UNDECODABLE (-1)
+#define ICE_VALS_FAILED      (-2)
+
 /* Loads the data file URI's columns named as CONFIG's columns (a column
  * the file lacks, added to the table after it was written, reads null; one
  * of another physical type than its mapped type's is not read, and its
  * rows have no values).
- * 0, or -1 with why (*v then needs no free). */
+ * 0, or ICE_VALS_UNDECODABLE / ICE_VALS_FAILED with why (*v then needs no
+ * free). */
 int ice_vals_load(ice_vals *v, const char *uri, const tm_sink_config *config,
                   char *why, size_t why_size);
 /* Row ROW's values into out[0..ncols), valid until ice_vals_free. 0, or -1

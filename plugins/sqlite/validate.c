@@ -3,20 +3,22 @@
  * one is fine when the sink may create it). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sqlite_sink.h"
 
-/* The directory part of PATH into buf ("." when none). */
-static void dir_of(const char *path, char *buf, size_t size) {
+/* The directory part of PATH ("." when none), a new string of its full
+ * length (a cut copy would name, and check, another directory, and show
+ * a cut value no redaction recognizes); NULL when memory ran out. */
+static char *dir_of(const char *path) {
     const char *slash = strrchr(path, '/');
     if (!slash)
-        snprintf(buf, size, ".");
-    else if (slash == path)
-        snprintf(buf, size, "/");
-    else
-        snprintf(buf, size, "%.*s", (int)(slash - path), path);
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
 }
 
 /* validate answers OK, INVALID or RETRY: a file that open would refuse
@@ -25,42 +27,57 @@ static tm_status permanent_is_invalid(tm_status r) {
     return r == TM_FATAL ? TM_INVALID : r;
 }
 
-tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
-                      tm_error *err) {
-    sq_sink s = {.host = host, .config = config};
-    tm_status r = sq_settings_load(host, config, &s.set, err);
-    if (r != TM_OK)
-        return r;
-    char dir[1024];
-    dir_of(s.set.path, dir, sizeof dir);
-    if (access(s.set.path, F_OK) != 0) {
-        if (!s.set.create) {
+/* The file and its directory as open needs them: TM_OK when open can go
+ * on (a missing file the sink may create: nothing to open yet). */
+static tm_status check_path(const tm_host_api *host, const sq_sink *s,
+                            const char *dir, tm_error *err) {
+    const char *path = s->set.path;
+    if (access(path, F_OK) != 0) {
+        if (!s->set.create) {
             host->set_error(err,
                             "setting \"path\": %s does not exist and "
                             "\"create\" is false",
-                            s.set.path);
+                            path);
             return TM_INVALID;
         }
         if (access(dir, W_OK) != 0) {
             host->set_error(err, "setting \"path\": cannot create %s: %s: %s",
-                            s.set.path, dir, strerror(errno));
+                            path, dir, strerror(errno));
             return TM_INVALID;
         }
         return TM_OK; /* open() creates database and tables */
     }
     /* open writes (WAL: the -wal and -shm files beside it too); a
      * read-only file or directory would only make it retry. */
-    const char *ro = access(s.set.path, W_OK) != 0 ? s.set.path
-                     : access(dir, W_OK) != 0      ? dir
-                                                   : NULL;
+    const char *ro = access(path, W_OK) != 0  ? path
+                     : access(dir, W_OK) != 0 ? dir
+                                              : NULL;
     if (ro) {
         host->set_error(err,
                         "setting \"path\": %s is read-only for this process "
                         "(%s: %s); the sink writes the database and its -wal "
                         "and -shm files beside it",
-                        s.set.path, ro, strerror(errno));
+                        path, ro, strerror(errno));
         return TM_INVALID;
     }
+    return TM_OK;
+}
+
+tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
+                      tm_error *err) {
+    sq_sink s = {.host = host, .config = config};
+    tm_status r = sq_settings_load(host, config, &s.set, err);
+    if (r != TM_OK)
+        return r;
+    char *dir = dir_of(s.set.path);
+    if (!dir) {
+        host->set_error(err, "out of memory");
+        return TM_RETRY;
+    }
+    r = check_path(host, &s, dir, err);
+    free(dir);
+    if (r != TM_OK || access(s.set.path, F_OK) != 0)
+        return r;
     if ((r = sq_db_open(&s, 1, err)) != TM_OK)
         return permanent_is_invalid(r);
     int exists = 0;

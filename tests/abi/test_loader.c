@@ -332,8 +332,8 @@ END_TEST
 START_TEST(refuses_settings_table_stride) {
     char want[128];
     snprintf(want, sizeof want,
-             "settings table: entry 0: struct_size 1073741824 is not "
-             "tm_setting's (%zu bytes)",
+             "settings table: entry 0: struct_size 1073741824 is larger "
+             "than tm_setting (%zu bytes) of this host",
              sizeof(tm_setting));
     assert_refused(fixtures[FX_SETTINGS_STRIDE].path, want);
 }

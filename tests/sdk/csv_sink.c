@@ -243,6 +243,12 @@ static tm_status csv_scan(void *sink, const char *topic, int32_t partition,
     size_t len = 0, n = 0, lines = 0;
     tm_scan_item *items = NULL;
     tm_status rc = tms_load(s->host, s->markers, &ms, err);
+#ifdef CSV_SCAN_REFUSES_VALUES /* a reader that must ask for none: verify */
+    if (rc == TM_OK && TM_HOST_SCAN_WANTS_VALUES(s->host, emit_ctx)) {
+        s->host->set_error(err, "scan: asked for values");
+        rc = TM_FATAL;
+    }
+#endif
     if (rc == TM_OK) /* only the committed part: never a dead commit's */
         rc = tms_journal_read(s->host, s->journal, ms.committed, &text, &len,
                               err);

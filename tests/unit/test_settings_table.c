@@ -414,6 +414,61 @@ START_TEST(table_without_end) {
 }
 END_TEST
 
+/* Tables stay readable when tm_setting grows in a later ABI: a host takes
+ * entries from ABI 1.3's size up to its own, walked with the plugin's own
+ * struct_size as the stride, and refuses larger ones (a newer plugin) and
+ * smaller ones. A host grown past this one is the check with a larger
+ * host size. */
+typedef struct grown_setting {
+    tm_setting s;
+    int64_t later; /* a field of a later minor version */
+} grown_setting;
+
+static void grown_table(grown_setting g[3], const char *second) {
+    memset(g, 0, 3 * sizeof *g);
+    g[0].s = (tm_setting)TM_SETTING_BOOL("create", demo, create, 1, NULL);
+    g[1].s = (tm_setting)TM_SETTING_BOOL(second, demo, mode, 0, NULL);
+    g[0].s.struct_size = g[1].s.struct_size = (uint32_t)sizeof(grown_setting);
+}
+
+START_TEST(table_stride_from_abi_1_3_to_the_hosts) {
+    char why[512] = "";
+    /* ABI 1.3's entries under a host whose own have grown */
+    ck_assert_msg(tm_setting_table_check_sized(TABLE, sizeof(grown_setting),
+                                               sizeof(demo), why,
+                                               sizeof why) == 0,
+                  "%s", why);
+    /* that host walks its own grown entries with their stride: entry 1
+     * is read where it is (its name found twice, then not) */
+    grown_setting g[3];
+    grown_table(g, "create");
+    ck_assert_int_eq(tm_setting_table_check_sized(
+                         &g[0].s, sizeof(grown_setting), 0, why, sizeof why),
+                     -1);
+    ck_assert_str_eq(why, "entry 1 (\"create\"): a name declared twice");
+    grown_table(g, "mode");
+    ck_assert_msg(tm_setting_table_check_sized(&g[0].s, sizeof(grown_setting),
+                                               0, why, sizeof why) == 0,
+                  "%s", why);
+    /* this host: grown entries are a newer plugin's, refused */
+    char want[160];
+    snprintf(want, sizeof want,
+             "entry 0: struct_size %zu is larger than tm_setting (%zu bytes) "
+             "of this host",
+             sizeof(grown_setting), sizeof(tm_setting));
+    table_refused(&g[0].s, 0, want);
+    /* smaller than ABI 1.3's: refused */
+    tm_setting small[] = {TM_SETTING_BOOL("b", demo, create, 0, NULL),
+                          TM_SETTING_END};
+    small[0].struct_size = (uint32_t)TM_SETTING_SIZE_1_3 - 8;
+    snprintf(want, sizeof want,
+             "entry 0: struct_size %zu is smaller than tm_setting (%zu "
+             "bytes) of ABI 1.3",
+             TM_SETTING_SIZE_1_3 - 8, TM_SETTING_SIZE_1_3);
+    table_refused(small, 0, want);
+}
+END_TEST
+
 START_TEST(schema_from_the_table) {
     json_t *got = tm_setting_table_schema(TABLE);
     ck_assert_ptr_nonnull(got);
@@ -464,6 +519,7 @@ int main(void) {
     tcase_add_test(tc, table_checks);
     tcase_add_test(tc, table_without_end);
     tcase_add_test(tc, table_offset_far_past_any_struct);
+    tcase_add_test(tc, table_stride_from_abi_1_3_to_the_hosts);
     tcase_add_test(tc, schema_from_the_table);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);

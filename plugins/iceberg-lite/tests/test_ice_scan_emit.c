@@ -202,6 +202,28 @@ START_TEST(unreadable_file_rows_without_values) {
 }
 END_TEST
 
+/* A data file listed by the snapshot but gone when its values are read
+ * (removed under the scan): an I/O error, not a file this reader cannot
+ * decode. The scan fails; its rows never come back without values. */
+START_TEST(vanished_file_fails_the_scan) {
+    const char *path = ice_uri_path(files[1].path);
+    ck_assert_ptr_nonnull(path);
+    ck_assert_msg(unlink(path) == 0, "%s: inconclusive: not removed", path);
+    ice_scan_item *items = duplicated();
+    got g = {.last_offset = -1};
+    tm_emit_target target = {.fn = on_item, .user = &g};
+    char why[512] = "";
+    int rc = ice_scan_emit(tm_host_services(), &fx.config, items, 2 * N, files,
+                           nfiles, "orders", 0, &target, why, sizeof why);
+    free(items);
+    ck_assert_msg(rc != 0,
+                  "a vanished data file: the scan succeeded, %zu rows, %zu "
+                  "with values",
+                  g.rows, g.with_values);
+    ck_assert_msg(strstr(why, "missing") && strstr(why, path), "why: %s", why);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("ice_scan_emit");
     TCase *tc = tcase_create("emit");
@@ -210,6 +232,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, no_values_loads_no_file);
     tcase_add_test(tc, int32_column_rows_without_values);
     tcase_add_test(tc, unreadable_file_rows_without_values);
+    tcase_add_test(tc, vanished_file_fails_the_scan);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -97,5 +97,75 @@ JSON
     done
 done
 
+# 4. A secret librdkafka refuses, or a plugin cuts, is never echoed, not
+#    even in part: a PEM key as an enumeration's value (rd_kafka_conf_set)
+#    and as sasl.mechanisms, a 613-byte ${env:} value as "debug", an
+#    element of a ${env:} list OpenSSL quotes alone (ssl.curves.list,
+#    refused by rd_kafka_new), and a 2 KB ${env:} value inside the sqlite
+#    "path".
+#    Each secret's every 12-byte piece is looked for in the output.
+{
+    echo '-----BEGIN PRIVATE KEY-----'
+    head -c 1216 /dev/urandom | base64 -w 64
+    echo '-----END PRIVATE KEY-----'
+} >"$work/key.pem" || exit 1
+vlong=hs-vlong-
+while [ "${#vlong}" -lt 613 ]; do
+    vlong="${vlong}$(head -c 48 /dev/urandom | base64 -w 0 | tr -d '+/=')"
+done
+vlong=$(printf %s "$vlong" | cut -c1-613)
+vhuge=$vlong
+while [ "${#vhuge}" -lt 2048 ]; do vhuge="${vhuge}-$vlong"; done
+vhuge=$(printf %s "$vhuge" | cut -c1-2048)
+printf %s "$vlong" >"$work/vlong.secret" && printf %s "$vhuge" >"$work/vhuge.secret" || exit 1
+# A list whose one element OpenSSL quotes (through rd_kafka_new).
+curves="P-256:hs-curve-$(head -c 24 /dev/urandom | base64 -w 0 | tr -d '+/=')"
+printf %s "$curves" >"$work/curves.secret" || exit 1
+
+# pieces FILE: every 12-byte piece of every line of FILE but the PEM markers.
+pieces() {
+    awk '!/^-----/ { for (i = 1; i + 11 <= length($0); i++)
+                         print substr($0, i, 12) }' "$1"
+}
+
+# secret_case NAME SECRET_FILE EXPECTED KAFKA_PROPERTIES SETTINGS_PATH
+secret_case() {
+    cat >"$work/$1.json" <<JSON
+{
+  "name": "hostsec_log_secrets_$1",
+  "kafka": {"bootstrap_servers": "127.0.0.1:1", "topics": ["hostsec_$1"],
+            "properties": {$4}},
+  "sink": {"plugin": "sqlite",
+           "settings": {"path": "$5", "table": "hs_$1"}},
+  "mapping": {"mode": "raw"}
+}
+JSON
+    pieces "$work/$2" >"$work/$1.pieces"
+    for cmd in validate run; do
+        (cd "$work" && TM_HS_VLONG=$vlong TM_HS_VHUGE=$vhuge TM_HS_CURVES=$curves \
+            TIDEMARK_STATE_DIR="$work/state" "$bin" "$cmd" "$1.json") \
+            >"$work/$1-$cmd.out" 2>"$work/$1-$cmd.err" </dev/null
+        grep -q "$3" "$work/$1-$cmd.err" ||
+            fail "$1-$cmd: inconclusive: no line matching '$3' (see $work/$1-$cmd.err)"
+        if cat "$work/$1-$cmd.err" "$work/$1-$cmd.out" |
+            grep -F -f "$work/$1.pieces" | head -3 | cut -c1-200 | grep .; then
+            fail "$1-$cmd: a piece of the secret from $2 shows"
+        fi
+    done
+}
+
+secret_case pem_enum key.pem \
+    'kafka.properties\["ssl.endpoint.identification.algorithm"\]: librdkafka refused' \
+    '"ssl.endpoint.identification.algorithm": "${file:key.pem}"' out.db
+secret_case pem_sasl key.pem 'librdkafka refused' \
+    '"sasl.mechanisms": "${file:key.pem}"' out.db
+secret_case env_debug vlong.secret \
+    'kafka.properties.debug: librdkafka refused' \
+    '"debug": "${env:TM_HS_VLONG}"' out.db
+secret_case curves_part curves.secret \
+    'refused the consumer.s configuration: ssl.curves.list failed' \
+    '"security.protocol": "ssl", "ssl.curves.list": "${env:TM_HS_CURVES}"' out.db
+secret_case sqlite_path vhuge.secret 'setting "path": cannot create' '' '${env:TM_HS_VHUGE}/x.db'
+
 [ "$failed" -eq 0 ] && echo "log_secrets: OK"
 exit "$failed"
