@@ -10,9 +10,19 @@
 
 #include "fsio.h"
 
+const char *fs_path_shown(const char *path, char buf[48]) {
+    size_t n = strlen(path);
+    if (n <= FS_PATH_SHOWN_MAX)
+        return path;
+    snprintf(buf, 48, "(a path of %zu bytes)", n);
+    return buf;
+}
+
 static int fail(char *why, size_t size, const char *what, const char *path,
                 int e) {
-    snprintf(why, size, "%s %s: %s", what, path, strerror(e));
+    char shown[48];
+    snprintf(why, size, "%s %s: %s", what, fs_path_shown(path, shown),
+             strerror(e));
     return -1;
 }
 
@@ -110,7 +120,10 @@ int fs_open_nofollow(const char *path, int flags, char *why, size_t why_size) {
     char buf[4096];
     int n = snprintf(buf, sizeof buf, "%s", path);
     if (n < 0 || (size_t)n >= sizeof buf) {
-        snprintf(why, why_size, "%.200s...: path too long", path);
+        /* Not echoed, not even cut: a path may hold a secret, and a cut
+         * one is no longer recognised as one. */
+        snprintf(why, why_size, "path too long (%zu bytes, at most %zu)",
+                 strlen(path), sizeof buf - 1);
         return -2;
     }
     /* Each directory on the way is opened from the one before, O_NOFOLLOW:
@@ -175,7 +188,9 @@ int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        snprintf(why, why_size, "open %s: not a regular file", path);
+        char shown[48];
+        snprintf(why, why_size, "open %s: not a regular file",
+                 fs_path_shown(path, shown));
         return -1;
     }
     size_t cap = (size_t)st.st_size, n = 0;

@@ -47,4 +47,11 @@ int fs_random(void *buf, size_t n);
 /* A random version-4 UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx". */
 int fs_uuid(char out[37]);
 
+/* A path as an error message shows it: itself, or "(a path of N bytes)"
+ * when it is too long for the plugin's message buffers. A path cut in a
+ * message can end in part of a ${env:}/${file:} secret, and the host
+ * recognises a secret only whole, so a long path is never shown cut. */
+#define FS_PATH_SHOWN_MAX 255
+const char *fs_path_shown(const char *path, char buf[48]);
+
 #endif

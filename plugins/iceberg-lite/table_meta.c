@@ -73,35 +73,38 @@ static int split_path(const char *path, char *dir, char *base, size_t size) {
                                                                         : 0;
 }
 
-static int root_fits(const char *path, const char *real, char *why,
-                     size_t why_size) {
+static int root_fits(const char *real, char *why, size_t why_size) {
     size_t n = strlen(real);
     if (n <= ICE_ROOT_MAX)
         return 0;
     snprintf(why, why_size,
-             "%s: the table directory %.64s... is %zu bytes long, at most %d "
-             "(the table's file paths are built under it)",
-             path, real, n, ICE_ROOT_MAX);
+             "the table directory is %zu bytes long as a real path, at most "
+             "%d (the table's file paths are built under it)",
+             n, ICE_ROOT_MAX);
     return -1;
 }
 
 int ice_table_check_path(const char *path, int create, char *why,
                          size_t why_size) {
     char real[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];
+    char shown[48], shown2[48];
     struct stat st;
     if (stat(path, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
-            snprintf(why, why_size, "%s: not a directory", path);
+            snprintf(why, why_size, "%s: not a directory",
+                     fs_path_shown(path, shown));
             return -1;
         }
         if (!realpath(path, real)) {
-            snprintf(why, why_size, "%s: %s", path, strerror(errno));
+            snprintf(why, why_size, "%s: %s", fs_path_shown(path, shown),
+                     strerror(errno));
             return -1;
         }
-        return root_fits(path, real, why, why_size);
+        return root_fits(real, why, why_size);
     }
     if (errno != ENOENT) {
-        snprintf(why, why_size, "%s: %s", path, strerror(errno));
+        snprintf(why, why_size, "%s: %s", fs_path_shown(path, shown),
+                 strerror(errno));
         return -1;
     }
     if (!create)
@@ -109,14 +112,14 @@ int ice_table_check_path(const char *path, int create, char *why,
     /* Only the table's own directory is created: its parent must be an
      * existing directory. */
     if (split_path(path, dir, base, sizeof dir) != 0) {
-        snprintf(why, why_size, "%.200s...: path too long", path);
+        snprintf(why, why_size, "path too long (%zu bytes)", strlen(path));
         return -1;
     }
     if (stat(dir, &st) != 0) {
         snprintf(why, why_size,
                  "%s: the parent directory %s %s (only the table's own "
                  "directory is created)",
-                 path, dir,
+                 fs_path_shown(path, shown), fs_path_shown(dir, shown2),
                  errno == ENOENT ? "does not exist" : strerror(errno));
         return -1;
     }
@@ -124,20 +127,21 @@ int ice_table_check_path(const char *path, int create, char *why,
         snprintf(why, why_size,
                  "%s: the parent %s is not a directory (only the table's "
                  "own directory is created)",
-                 path, dir);
+                 fs_path_shown(path, shown), fs_path_shown(dir, shown2));
         return -1;
     }
     if (!realpath(dir, real)) {
-        snprintf(why, why_size, "%s: %s", dir, strerror(errno));
+        snprintf(why, why_size, "%s: %s", fs_path_shown(dir, shown),
+                 strerror(errno));
         return -1;
     }
     size_t n = strlen(real);
     int k = snprintf(real + n, sizeof real - n, "/%s", base);
     if (k < 0 || (size_t)k >= sizeof real - n) {
-        snprintf(why, why_size, "%.200s...: path too long", path);
+        snprintf(why, why_size, "path too long (%zu bytes)", strlen(path));
         return -1;
     }
-    return root_fits(path, real, why, why_size);
+    return root_fits(real, why, why_size);
 }
 
 /* The barrier's descriptors: the table's directory, then each of
@@ -174,6 +178,7 @@ static int open_barriers(ice_table *t, char *why, size_t why_size) {
 
 int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size) {
+    char shown[48];
     memset(t, 0, sizeof *t);
     t->fsync = fsync;
     int rc = ice_table_check_path(path, create, why, why_size);
@@ -185,11 +190,12 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
     if (!realpath(path, real)) {
         if (errno == ENOENT && !create)
             return 1;
-        snprintf(why, why_size, "table path %s: %s", path, strerror(errno));
+        snprintf(why, why_size, "table path %s: %s", fs_path_shown(path, shown),
+                 strerror(errno));
         return -1;
     }
     /* Checked again: the directory may have been replaced meanwhile. */
-    if (root_fits(path, real, why, why_size) != 0)
+    if (root_fits(real, why, why_size) != 0)
         return -1;
     size_t n = strlen(real) + 8;
     t->root = strdup(real);
@@ -230,8 +236,8 @@ int ice_path_in(const char *root, const char *ref, char *out, size_t size,
     int len = abs ? snprintf(out, size, "%s", abs)
                   : snprintf(out, size, "%s/%s", root, ref);
     if (len < 0 || (size_t)len >= size) {
-        snprintf(why, why_size, "%.200s...: path too long (at most %zu bytes)",
-                 ref, size - 1);
+        snprintf(why, why_size, "path too long (%zu bytes, at most %zu)",
+                 strlen(abs ? abs : ref), size - 1);
         return -1;
     }
     /* Lexically under root/, and no component that could leave it. */
@@ -388,13 +394,14 @@ int ice_table_raise_floor(ice_table *t, int64_t floor, char *why,
 /* 1 when version V exists, 0 when not (V 0 never does), -1 with why. */
 static int version_exists(const ice_table *t, int64_t v, char *why,
                           size_t why_size) {
-    char path[PATH_SIZE];
+    char path[PATH_SIZE], shown[48];
     if (v <= 0)
         return 0;
     version_path(t, v, path, sizeof path);
     int e = fs_exists(path);
     if (e < 0)
-        snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
+        snprintf(why, why_size, "stat %s: %s", fs_path_shown(path, shown),
+                 strerror(errno));
     return e;
 }
 

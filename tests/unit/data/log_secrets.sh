@@ -102,7 +102,7 @@ done
 #    and as sasl.mechanisms, a 613-byte ${env:} value as "debug", an
 #    element of a ${env:} list OpenSSL quotes alone (ssl.curves.list,
 #    refused by rd_kafka_new), and a 2 KB ${env:} value inside the sqlite
-#    "path".
+#    "path"; ${env:} values making an iceberg-lite "path" too long.
 #    Each secret's every 12-byte piece is looked for in the output.
 {
     echo '-----BEGIN PRIVATE KEY-----'
@@ -128,15 +128,15 @@ pieces() {
                          print substr($0, i, 12) }' "$1"
 }
 
-# secret_case NAME SECRET_FILE EXPECTED KAFKA_PROPERTIES SETTINGS_PATH
+# secret_case NAME SECRET_FILE EXPECTED KAFKA_PROPERTIES SETTINGS_PATH [PLUGIN]
 secret_case() {
     cat >"$work/$1.json" <<JSON
 {
   "name": "hostsec_log_secrets_$1",
   "kafka": {"bootstrap_servers": "127.0.0.1:1", "topics": ["hostsec_$1"],
             "properties": {$4}},
-  "sink": {"plugin": "sqlite",
-           "settings": {"path": "$5", "table": "hs_$1"}},
+  "sink": {"plugin": "${6:-sqlite}",
+           "settings": {"path": "$5"$([ "${6:-sqlite}" = sqlite ] && printf ', "table": "hs_%s"' "$1")}},
   "mapping": {"mode": "raw"}
 }
 JSON
@@ -166,6 +166,14 @@ secret_case curves_part curves.secret \
     'refused the consumer.s configuration: ssl.curves.list failed' \
     '"security.protocol": "ssl", "ssl.curves.list": "${env:TM_HS_CURVES}"' out.db
 secret_case sqlite_path vhuge.secret 'setting "path": cannot create' '' '${env:TM_HS_VHUGE}/x.db'
+# iceberg-lite: a table directory whose name (one component) and whose
+# path are too long (the plugin's messages once showed such a path cut to
+# 200 bytes, ending in part of the secret).
+mkdir -p "$work/ice" || exit 1
+secret_case iceberg_long_name vlong.secret 'File name too long' '' \
+    "$work/ice/\${env:TM_HS_VLONG}" iceberg_lite
+secret_case iceberg_long_path vhuge.secret 'path of [0-9]* bytes' '' \
+    "$work/ice/\${env:TM_HS_VHUGE}/\${env:TM_HS_VHUGE}/t" iceberg_lite
 
 [ "$failed" -eq 0 ] && echo "log_secrets: OK"
 exit "$failed"
