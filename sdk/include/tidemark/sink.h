@@ -244,10 +244,12 @@ typedef struct tm_record {
      * (insert, or replace the row of that key) or TM_OP_DELETE (delete the
      * row of that key; only the key columns' values are set, the others
      * null). Only a change-data-capture mapping ($.mapping.format
-     * "debezium" or "connect") makes deletes, and only for a sink with
-     * TM_CAP_UPSERT | TM_CAP_DELETE; in such a batch a key appears at most
-     * once per partition (the host keeps the last event of a key, in
-     * offset order). Read it through TM_RECORD_OP. */
+     * "debezium" or "connect", TM_CONFIG_CDC) makes deletes, and only
+     * for a sink with TM_CAP_UPSERT | TM_CAP_DELETE. The sink applies a
+     * batch's records as if one by one in offset order (the last event
+     * of a key wins); the host sends only the last event of a key per
+     * partition and batch, but a sink must not rely on it (the kit's
+     * case "cdc" does not). Read it through TM_RECORD_OP. */
     uint32_t op;
 } tm_record;
 
