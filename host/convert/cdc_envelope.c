@@ -50,12 +50,15 @@ static int is_flattened(const json_t *ev) {
     return json_object_get(ev, "__deleted") || json_object_get(ev, "__op");
 }
 
-/* The record key as a row: its JSON, out of the Connect envelope. */
+/* The record key as a row: its JSON, out of the Connect envelope. 0, 1
+ * none (no key, not a JSON object), -1 OOM. */
 static int key_row(const void *key, size_t key_len, tm_cdc_row *out) {
     if (!key)
         return 1;
     json_error_t e;
     out->key_doc = json_loadb(key, key_len, JSON_DECODE_ANY, &e);
+    if (!out->key_doc && json_error_code(&e) == json_error_out_of_memory)
+        return -1; /* not the record's fault: no dead letter */
     json_t *k = out->key_doc;
     if (is_connect_envelope(k))
         k = json_object_get(k, "payload");
@@ -96,8 +99,9 @@ static int debezium_event(json_t *ev, const json_t *schema, const void *key,
     }
     json_t *row = json_object_get(ev, image);
     if (!json_is_object(row) && out->op == TM_OP_DELETE) {
-        if (key_row(key, key_len, out) == 0)
-            return 0;
+        int k = key_row(key, key_len, out);
+        if (k <= 0)
+            return k;
         *reason = TM_DL_NULL_KEY;
         snprintf(why, n,
                  "/before: a delete without the row's before image "
