@@ -410,6 +410,32 @@ START_TEST(flattened_rows) {
 }
 END_TEST
 
+/* The filter reads the row image (after; before for a delete). */
+START_TEST(filter_on_row_image) {
+    char m[1024];
+    snprintf(m, sizeof m,
+             "{\"mode\":\"json\",\"format\":\"debezium\",\"columns\":%s,"
+             "\"filter\":\"/name == ann\"}",
+             COLS);
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    tm_connector_config *c = load(m, &errs);
+    tm_config_errors_free(&errs);
+    ck_assert_ptr_nonnull(c);
+    conv x;
+    run(&x, c, NULL, EVENT("null", "{\"id\":1,\"name\":\"ann\"}", "c"));
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    done(&x);
+    run(&x, c, NULL, EVENT("null", "{\"id\":2,\"name\":\"bo\"}", "c"));
+    ck_assert_int_eq(x.out, TM_CONV_FILTERED);
+    done(&x);
+    run(&x, c, NULL, EVENT("{\"id\":1,\"name\":\"ann\"}", "null", "d"));
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    done(&x);
+    tm_config_free(c);
+}
+END_TEST
+
 /* ---- the batch: last event of a key wins ---- */
 
 static void add(tm_batch_builder *bb, int r, int64_t offset,
@@ -525,6 +551,7 @@ static Suite *suite(void) {
     tcase_add_test(t, batch_last_event_wins);
     tcase_add_test(t, timestamp_text_round_trip);
     tcase_add_test(t, record_op_of_older_hosts);
+    tcase_add_test(t, filter_on_row_image);
     suite_add_tcase(s, t);
     return s;
 }
