@@ -2,7 +2,8 @@
  * in-batch dedup: identity = canonical key columns, hash = SHA-256 of the
  * canonical mapped columns; the first record of an identity wins, a later
  * one with the same hash is counted as a duplicate, with another hash it
- * is an identity_conflict dead letter. */
+ * is an identity_conflict dead letter. Change events (a CDC format) go
+ * the other way: the last event of a key wins (add_change). */
 #include "convert/batch_builder.h"
 
 #include <inttypes.h>
