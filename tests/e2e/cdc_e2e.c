@@ -210,7 +210,13 @@ static void wait_caught_up(const target *t) {
     }
 }
 
-static const char *config(const target *t) {
+#define DEBEZIUM_MAPPING                                                       \
+    "{\"mode\": \"json\", \"format\": \"debezium\", \"columns\": ["            \
+    "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", \"key\": "    \
+    "true}, {\"name\": \"name\", \"pointer\": \"/name\", \"type\": "           \
+    "\"text\"}]}"
+
+static const char *config_with(const target *t, const char *mapping) {
     char sink[2048], text[8192];
     if (t->pg)
         snprintf(sink, sizeof sink,
@@ -232,14 +238,13 @@ static const char *config(const target *t) {
              " \"batch\": {\"max_records\": 40, \"max_wait_ms\": 100},\n"
              " \"sink\": %s,\n"
              " \"state_dir\": \"%s/state\",\n"
-             " \"mapping\": {\"mode\": \"json\", \"format\": \"debezium\", "
-             "\"columns\": ["
-             "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
-             "\"key\": true},"
-             "{\"name\": \"name\", \"pointer\": \"/name\", \"type\": "
-             "\"text\"}]}}\n",
-             t->connector, h_bootstrap(), t->topic, sink, h_workdir());
+             " \"mapping\": %s}\n",
+             t->connector, h_bootstrap(), t->topic, sink, h_workdir(), mapping);
     return h_write_file("cdc.json", text);
+}
+
+static const char *config(const target *t) {
+    return config_with(t, DEBEZIUM_MAPPING);
 }
 
 /* The table against the state, row for row; the dead letters against
@@ -360,6 +365,81 @@ static void run_sigkill(int pg) {
     check_final(&t, &s, cfg);
 }
 
+/* ExtractNewRecordState's records in the Connect envelope (format
+ * "connect"): __deleted marks deletes; a Decimal and a MicroTimestamp
+ * converted by their logical types. 12345 is "MDk=", -12345 "z8c=", 5
+ * "BQ==" (big-endian, scale 2). */
+static void scenario_sqlite_flattened(void) {
+    target t;
+    init_target(&t, 0);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL); /* all in 0 */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+#define FLAT_SCHEMA                                                            \
+    "{\"type\":\"struct\",\"fields\":[{\"field\":\"id\",\"type\":\"int32\"},"  \
+    "{\"field\":\"price\",\"type\":\"bytes\",\"optional\":true,\"name\":"      \
+    "\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":"     \
+    "\"2\"}},{\"field\":\"at\",\"type\":\"int64\",\"optional\":true,"          \
+    "\"name\":\"io.debezium.time.MicroTimestamp\"},{\"field\":\"__deleted\","  \
+    "\"type\":\"string\",\"optional\":true}]}"
+    static const struct {
+        int id;
+        const char *payload; /* NULL: a tombstone */
+    } EV[] = {
+        {1, "{\"id\":1,\"price\":\"MDk=\",\"at\":1700000000000001,"
+            "\"__deleted\":\"false\"}"},
+        {2, "{\"id\":2,\"price\":\"BQ==\",\"at\":null,\"__deleted\":"
+            "\"false\"}"},
+        {1, "{\"id\":1,\"price\":\"z8c=\",\"at\":1700000000123456,"
+            "\"__deleted\":\"false\"}"},
+        {2, "{\"id\":2,\"price\":\"BQ==\",\"at\":null,\"__deleted\":"
+            "\"true\"}"},
+        {2, NULL},
+        {3, "{\"id\":3,\"price\":null,\"at\":0,\"__deleted\":\"false\"}"},
+    };
+    for (size_t i = 0; i < sizeof EV / sizeof EV[0]; i++) {
+        char key[32], value[2048];
+        snprintf(key, sizeof key, "{\"id\":%d}", EV[i].id);
+        if (EV[i].payload)
+            snprintf(value, sizeof value, "{\"schema\":%s,\"payload\":%s}",
+                     FLAT_SCHEMA, EV[i].payload);
+        h_produce_async(p, t.topic, 0, key, EV[i].payload ? value : NULL,
+                        EV[i].payload ? strlen(value) : 0);
+    }
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config_with(
+        &t, "{\"mode\": \"json\", \"format\": \"connect\", \"columns\": ["
+            "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+            "\"key\": true}, {\"name\": \"price\", \"pointer\": \"/price\", "
+            "\"type\": \"text\"}, {\"name\": \"at\", \"pointer\": \"/at\", "
+            "\"type\": \"timestamp\"}]}");
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table) == 2,
+            "rows: %lld, want keys 1 and 3",
+            (long long)h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table));
+    H_CHECK(h_sqlf(t.db,
+                   "SELECT count(*) FROM \"%s\" WHERE id = 1 AND price = "
+                   "'-123.45' AND at = 1700000000123456",
+                   t.table) == 1,
+            "key 1: not its last event's price -123.45 and time");
+    H_CHECK(h_sqlf(t.db,
+                   "SELECT count(*) FROM \"%s\" WHERE id = 3 AND price IS NULL "
+                   "AND at = 0",
+                   t.table) == 1,
+            "key 3: not as created");
+    H_CHECK(h_sqlf(t.db,
+                   "SELECT filtered FROM tidemark_markers WHERE connector = "
+                   "'%s'",
+                   t.connector) == 1,
+            "the tombstone is not counted as filtered");
+    const char *args[] = {"verify", cfg, NULL};
+    int rc = h_tidemark("verify.out", args);
+    H_CHECK(rc == 0, "tidemark verify: exit %d\n%s", rc,
+            h_read_file("verify.out"));
+}
+
 static void scenario_sqlite(void) {
     run_plain(0);
 }
@@ -386,6 +466,7 @@ int main(int argc, char **argv) {
         {"postgres", scenario_postgres},
         {"sqlite_sigkill", scenario_sqlite_sigkill},
         {"postgres_sigkill", scenario_postgres_sigkill},
+        {"sqlite_flattened", scenario_sqlite_flattened},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
