@@ -134,36 +134,34 @@ static int record_dead_letter(sq_run *x, const tm_record *r, const tm_range *g,
 static int bind_values(sqlite3_stmt *st, const tm_sink_config *c,
                        const tm_record *r, int keys_only, int *next) {
     int rc = SQLITE_OK;
-    int i = 1;
+    int n = 0; /* parameters bound */
     for (size_t k = 0; rc == SQLITE_OK && k < c->ncolumns; k++) {
         const tm_column *col = TM_CELEM(tm_column, c->columns, k);
         const tm_value *v = TM_CELEM(tm_value, r->values, k);
         if (keys_only && !col->key)
             continue;
-        i++;
+        int at = ++n;
         if (v->is_null) {
-            rc = sqlite3_bind_null(st, i - 1);
+            rc = sqlite3_bind_null(st, at);
             continue;
         }
         switch (col->type) {
         case TM_TYPE_INT:
         case TM_TYPE_BOOL:
-        case TM_TYPE_TIMESTAMP:
-            rc = sqlite3_bind_int64(st, i - 1, v->v.i);
-            break;
-        case TM_TYPE_FLOAT: rc = sqlite3_bind_double(st, i - 1, v->v.f); break;
+        case TM_TYPE_TIMESTAMP: rc = sqlite3_bind_int64(st, at, v->v.i); break;
+        case TM_TYPE_FLOAT: rc = sqlite3_bind_double(st, at, v->v.f); break;
         case TM_TYPE_TEXT:
         case TM_TYPE_JSON:
-            rc = sqlite3_bind_text64(st, i - 1, v->v.s.ptr ? v->v.s.ptr : "",
+            rc = sqlite3_bind_text64(st, at, v->v.s.ptr ? v->v.s.ptr : "",
                                      v->v.s.len, SQLITE_STATIC, SQLITE_UTF8);
             break;
         case TM_TYPE_BYTES:
-            rc = sqlite3_bind_blob64(st, i - 1, v->v.s.ptr ? v->v.s.ptr : "",
+            rc = sqlite3_bind_blob64(st, at, v->v.s.ptr ? v->v.s.ptr : "",
                                      v->v.s.len, SQLITE_STATIC);
             break;
         }
     }
-    *next = i;
+    *next = n + 1;
     return rc;
 }
 
