@@ -152,6 +152,7 @@ static const struct {
     {TM_CAP_DEDUP, "dedup"},
     {TM_CAP_DEAD_LETTERS, "dead_letters"},
     {TM_CAP_UPSERT, "upsert"},
+    {TM_CAP_DELETE, "delete"},
 };
 #define NCAP_WORDS (sizeof cap_words / sizeof cap_words[0])
 

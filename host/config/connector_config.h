@@ -49,6 +49,19 @@ typedef enum tm_mapping_mode {
     TM_MAPPING_JSON = 2 /* columns taken from the JSON value by pointer */
 } tm_mapping_mode;
 
+/* $.mapping.format (json mode): how a record's value carries its row.
+ * plain: the value is the row. connect: Kafka Connect's JsonConverter
+ * envelope {"schema", "payload"}, the payload is the row. debezium: a
+ * Debezium change event (in that envelope or bare), the row is "after"
+ * ("before" for a delete). Both CDC formats read the flattened shape of
+ * ExtractNewRecordState too (__deleted, __op). docs/configuration.md,
+ * "Change data capture". */
+typedef enum tm_record_format {
+    TM_FORMAT_PLAIN = 0,
+    TM_FORMAT_CONNECT = 1,
+    TM_FORMAT_DEBEZIUM = 2
+} tm_record_format;
+
 /* One librdkafka property of $.kafka.properties. */
 typedef struct tm_config_property {
     char *key;
@@ -113,6 +126,7 @@ typedef struct tm_connector_config {
         char **pointers; /* json mode: pointers[i] is column i's RFC 6901
                             pointer; NULL in raw mode */
         tm_filter filter;
+        tm_record_format format; /* json mode; plain in raw mode */
     } mapping;
 
     struct {

@@ -224,8 +224,9 @@ static void load_json_column(loader *L, json_t *col, const char *path,
 }
 
 void cfg_load_mapping(loader *L, json_t *root) {
-    static const char *const KNOWN[] = {"mode", "columns", "filter"};
+    static const char *const KNOWN[] = {"mode", "columns", "filter", "format"};
     static const char *const MODES[] = {"raw", "json"};
+    static const char *const FORMATS[] = {"plain", "connect", "debezium"};
     const char *P = "$.mapping";
     tm_connector_config *c = L->cfg;
     json_t *m = NULL;
@@ -236,7 +237,15 @@ void cfg_load_mapping(loader *L, json_t *root) {
     int has_mode = cfg_get_enum(L, m, P, "mode", 1, MODES, N(MODES), &mode);
     json_t *cols = json_object_get(m, "columns");
     json_t *filter = json_object_get(m, "filter");
+    size_t format = 0;
+    if (cfg_get_enum(L, m, P, "format", 0, FORMATS, N(FORMATS), &format) == 1 &&
+        has_mode == 1 && mode == 0 && format != 0)
+        cfg_fail(L, "$.mapping.format",
+                 "not allowed with mode \"raw\" (record values are not "
+                 "parsed); use mode \"json\"");
+    c->mapping.format = (tm_record_format)format;
     if (has_mode == 1 && mode == 0) {
+        c->mapping.format = TM_FORMAT_PLAIN;
         c->mapping.mode = TM_MAPPING_RAW;
         if (cols)
             cfg_fail(
@@ -275,6 +284,18 @@ void cfg_load_mapping(loader *L, json_t *root) {
         tm_json_path_index(path, sizeof path, "$.mapping.columns", i);
         load_json_column(L, json_array_get(cols, i), path, i);
     }
+    if (c->mapping.format != TM_FORMAT_PLAIN) {
+        size_t keys = 0;
+        for (size_t i = 0; i < n; i++)
+            keys += c->mapping.columns[i].key;
+        if (keys == 0)
+            cfg_fail(L, "$.mapping.columns",
+                     "expected at least one key column (\"key\": true) with "
+                     "format \"%s\": change events upsert and delete rows "
+                     "by their key",
+                     c->mapping.format == TM_FORMAT_DEBEZIUM ? "debezium"
+                                                             : "connect");
+    }
     if (!filter)
         return;
     if (!json_is_string(filter)) {
@@ -308,6 +329,11 @@ void cfg_load_dedup(loader *L, json_t *root) {
     if (cfg_get_object(L, root, "$", "dedup", 0, &d) != 1)
         return;
     c->dedup.enabled = 1;
+    if (c->mapping.format != TM_FORMAT_PLAIN)
+        cfg_fail(L, "$.dedup",
+                 "not allowed with a change-data-capture $.mapping.format: "
+                 "events replace and delete rows by their key, the last "
+                 "one wins");
     cfg_check_keys(L, d, "$.dedup", KNOWN, N(KNOWN));
     if (cfg_get_typed(L, d, "$.dedup", "key", 1, JSON_ARRAY,
                       "a non-empty array of column names", &keys) != 1)

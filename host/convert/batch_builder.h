@@ -2,8 +2,9 @@
  * messages in, the tm_batch a sink commits out. Every message added gets
  * exactly one outcome: a row (tm_record), a dead letter with a reason, filtered
  * (counted in its range), or an in-batch duplicate (counted in its range;
- * first occurrence wins). docs/configuration.md, "How records are
- * converted", says the rules.
+ * first occurrence wins; for change events the last event of a key wins
+ * and the earlier ones are counted). docs/configuration.md, "How records
+ * are converted" and "Change data capture", says the rules.
  *
  * The builder copies everything it keeps into its own storage, released by
  * tm_bb_reset; one thread uses a builder at a time. */

@@ -77,3 +77,19 @@ int tm_dedup_find_or_add(tm_dedup_index *x, const char *identity,
     x->n++;
     return 0;
 }
+
+int tm_dedup_replace(tm_dedup_index *x, const char *identity, uint32_t range,
+                     int64_t offset, int64_t *previous) {
+    uint64_t h = fnv1a(identity);
+    if (x->cap) {
+        tm_dedup_entry *e = probe(x->slots, x->cap, h, identity);
+        if (e->identity) {
+            *previous = e->offset;
+            e->range = range;
+            e->offset = offset;
+            return 1;
+        }
+    }
+    const tm_dedup_entry *unused;
+    return tm_dedup_find_or_add(x, identity, NULL, range, offset, &unused);
+}

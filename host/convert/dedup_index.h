@@ -34,4 +34,11 @@ int tm_dedup_find_or_add(tm_dedup_index *x, const char *identity,
                          const char *hash, uint32_t range, int64_t offset,
                          const tm_dedup_entry **found);
 
+/* The last-wins use (change events): sets identity's entry to (range,
+ * offset), the offset field holding whatever position the caller keeps.
+ * 1 when it was present (*previous: its former offset), 0 when added, -1
+ * on OOM (nothing changed). */
+int tm_dedup_replace(tm_dedup_index *x, const char *identity, uint32_t range,
+                     int64_t offset, int64_t *previous);
+
 #endif

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert/cdc_envelope.h"
+#include "convert/cdc_logical.h"
 #include "convert/json_extract.h"
 #include "convert/json_pointer.h"
 #include "convert/timestamp.h"
@@ -195,9 +197,10 @@ static tm_conv_outcome find_values(const tm_converter *cv, tm_arena *a,
     return TM_CONV_ROW;
 }
 
-/* Filter, then columns, from the values found. */
+/* Filter, then columns, from the values found; keys_only (a change
+ * event's delete): the other columns are null, required or not. */
 static tm_conv_outcome convert_found(const tm_converter *cv, tm_arena *a,
-                                     const tm_jvalue *found,
+                                     const tm_jvalue *found, int keys_only,
                                      tm_conv_result *out) {
     const tm_connector_config *cfg = cv->cfg;
     size_t n = cfg->mapping.ncolumns;
@@ -215,7 +218,7 @@ static tm_conv_outcome convert_found(const tm_converter *cv, tm_arena *a,
         val->struct_size = (uint32_t)sizeof(tm_value);
         if (!v->present || v->kind == JSON_NULL) {
             val->is_null = 1;
-            if (col->required)
+            if (col->required && !keys_only)
                 return dead(a, out, TM_DL_MISSING_FIELD,
                             "%s: required, %s (column %s)",
                             shown_pointer(cfg->mapping.pointers[i]),
@@ -248,8 +251,88 @@ static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
         found[cv->npointers].present = 0;
         rc = find_values(cv, a, in, found, &doc, out);
         if (rc == TM_CONV_ROW)
-            rc = convert_found(cv, a, found, out);
+            rc = convert_found(cv, a, found, 0, out);
     }
+    json_decref(doc);
+    return rc;
+}
+
+/* ---- change events ---- */
+
+/* found[i] for the converter's pointer i into the event's row, each value
+ * of a column through its field's logical type (cdc_logical.h); keep
+ * holds the converted values. ROW, or a dead letter, or OOM. */
+static tm_conv_outcome find_in_row(const tm_converter *cv, tm_arena *a,
+                                   const tm_cdc_row *row, json_t *keep,
+                                   tm_jvalue *found, tm_conv_result *out) {
+    const tm_connector_config *cfg = cv->cfg;
+    size_t n = cfg->mapping.ncolumns;
+    for (size_t i = 0; i < cv->npointers; i++) {
+        const tm_column *col = i < n ? &cfg->mapping.columns[i] : NULL;
+        json_t *node = tm_json_pointer_resolve(&cv->pointers[i], row->row);
+        if (col && row->op == TM_OP_DELETE && !col->key)
+            node = NULL; /* a delete sets its key only */
+        if (col && node && !json_is_null(node) && row->schema) {
+            char why[DETAIL_MAX / 2];
+            json_t *conv = NULL;
+            const json_t *fs =
+                tm_cdc_field_schema(row->schema, &cv->pointers[i]);
+            int r = tm_cdc_logical(fs, node, col->type, &conv, why, sizeof why);
+            if (r != 0)
+                return r < 0 ? TM_CONV_OOM
+                             : dead(a, out, TM_DL_SCHEMA_MISMATCH,
+                                    "%s: %s (column %s)",
+                                    shown_pointer(cfg->mapping.pointers[i]),
+                                    why, col->name);
+            if (json_array_append_new(keep, conv) != 0)
+                return TM_CONV_OOM;
+            node = conv;
+        }
+        tm_jvalue_from_node(node, &found[i]);
+        if (col && col->key &&
+            (!found[i].present || found[i].kind == JSON_NULL))
+            return dead(a, out, TM_DL_NULL_KEY,
+                        "%s: key column %s is %s: no row to %s by it",
+                        shown_pointer(cfg->mapping.pointers[i]), col->name,
+                        found[i].present ? "null" : "missing",
+                        row->op == TM_OP_DELETE ? "delete" : "upsert");
+    }
+    return TM_CONV_ROW;
+}
+
+static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
+                                   const tm_conv_input *in,
+                                   tm_conv_result *out) {
+    if (!in->value)
+        return TM_CONV_FILTERED; /* the tombstone after a delete */
+    json_error_t jerr;
+    int oom = 0;
+    json_t *doc = parse(in, &jerr, &oom);
+    if (!doc)
+        return oom ? TM_CONV_OOM
+                   : dead(a, out, TM_DL_PARSE_ERROR,
+                          "invalid JSON at line %d, column %d: %s", jerr.line,
+                          jerr.column, jerr.text);
+    tm_cdc_row row;
+    tm_dl_reason reason = TM_DL_ENVELOPE;
+    char why[DETAIL_MAX];
+    int u = tm_cdc_unwrap(cv->cfg->mapping.format, doc, in->key, in->key_len,
+                          &row, &reason, why, sizeof why);
+    tm_conv_outcome rc = TM_CONV_OOM;
+    json_t *keep = json_array();
+    tm_jvalue *found = tm_arena_scratch(a, (cv->npointers + 1) * sizeof *found);
+    if (u > 0) {
+        rc = dead(a, out, reason, "%s", why);
+    } else if (u == 0 && keep && found) {
+        found[cv->npointers].present = 0;
+        rc = find_in_row(cv, a, &row, keep, found, out);
+        if (rc == TM_CONV_ROW)
+            rc = convert_found(cv, a, found, row.op == TM_OP_DELETE, out);
+        out->op = row.op;
+    }
+    if (u == 0)
+        tm_cdc_row_clear(&row);
+    json_decref(keep);
     json_decref(doc);
     return rc;
 }
@@ -305,7 +388,10 @@ tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
     out->values = NULL;
     out->reason = 0;
     out->detail = NULL;
+    out->op = TM_OP_UPSERT;
     if (cv->cfg->mapping.mode == TM_MAPPING_RAW)
         return convert_raw(cv, a, in, out);
+    if (cv->cfg->mapping.format != TM_FORMAT_PLAIN)
+        return convert_cdc(cv, a, in, out);
     return convert_json(cv, a, in, out);
 }

@@ -36,6 +36,8 @@ typedef struct tm_conv_result {
     tm_value *values;    /* ROW: ncolumns values (arena) */
     tm_dl_reason reason; /* DEAD_LETTER */
     const char *detail;  /* DEAD_LETTER: "/count: expected int, ..." (arena) */
+    uint32_t op;         /* ROW: TM_OP_UPSERT, or TM_OP_DELETE (a change
+                            event's delete: only key columns set) */
 } tm_conv_result;
 
 /* The config with its pointers compiled. */
@@ -59,7 +61,9 @@ void tm_converter_free(tm_converter *cv);
 
 /* Converts in: raw mode always a ROW; json mode parse, then filter, then
  * columns, the first failure deciding (docs/configuration.md, "How
- * records are converted"). */
+ * records are converted"). A change-data-capture format (debezium,
+ * connect) unwraps the event first (cdc_envelope.h) and reads the columns
+ * from its row image; its tombstones are FILTERED. */
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out);
 

@@ -1,5 +1,7 @@
 #include "convert/timestamp.h"
 
+#include <stdio.h>
+
 /* n decimal digits at s[*i] as a number; -1 when they are not digits. */
 static int digits(const char *s, size_t len, size_t *i, int n) {
     int v = 0;
@@ -96,4 +98,41 @@ int tm_timestamp_from_ms(int64_t ms, int64_t *us) {
         return -1;
     *us = ms * 1000;
     return 0;
+}
+
+/* The inverse of days_from_civil (H. Hinnant's civil_from_days). */
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+size_t tm_timestamp_format(int64_t us, char out[TM_TIMESTAMP_TEXT_MAX]) {
+    /* floor division, so that times before 1970 keep a positive fraction */
+    int64_t secs = us / 1000000, frac = us % 1000000;
+    if (frac < 0) {
+        frac += 1000000;
+        secs--;
+    }
+    int64_t days = secs / 86400, sod = secs % 86400;
+    if (sod < 0) {
+        sod += 86400;
+        days--;
+    }
+    int64_t y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (y < 0 || y > 9999)
+        return 0;
+    int n = snprintf(out, TM_TIMESTAMP_TEXT_MAX,
+                     "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", (int)y, m, d,
+                     (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60),
+                     (int)frac);
+    return n > 0 && n < TM_TIMESTAMP_TEXT_MAX ? (size_t)n : 0;
 }

@@ -18,4 +18,12 @@ int tm_timestamp_parse(const char *s, size_t n, int64_t *us);
 /* Epoch milliseconds to microseconds; -1 when it does not fit. */
 int tm_timestamp_from_ms(int64_t ms, int64_t *us);
 
+/* Microseconds since 1970-01-01 UTC as the RFC 3339 text
+ * tm_timestamp_parse reads back to the same value
+ * ("2024-05-01T12:00:00.123456Z"), years 0000 to 9999; the text's length,
+ * or 0 when the year is outside them. out has TM_TIMESTAMP_TEXT_MAX
+ * bytes. */
+#define TM_TIMESTAMP_TEXT_MAX 32
+size_t tm_timestamp_format(int64_t us, char out[TM_TIMESTAMP_TEXT_MAX]);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "convert/batch_builder.h"
+#include "convert/canonical.h"
 #include "kafka/message_view.h"
 #include "kafka/partition_reader.h"
 #include "kafka/partitions.h"
@@ -52,6 +53,9 @@ typedef struct run {
      * holds, the only trace of those offsets (verify/dlq_index.c). */
     int dlq_only;
     tm_dlq_index dlq;
+    /* A change-data-capture mapping: per key of the partition being
+     * walked, its last event below the marker (cdc_event). */
+    json_t *cdc_last;
 } run;
 
 static void problem(tm_verify_result *r, const char *fmt, ...) TM_PRINTF(2, 3);
@@ -138,8 +142,10 @@ static int key_stored(const run *R, const char *identity) {
 }
 
 /* What the connector's own mapping makes of this record: 0 row (identity
- * set with dedup), 1 dead letter, 2 filtered, -1 out of memory. */
-static int predict(run *R, const rd_kafka_message_t *m, const char **identity) {
+ * set with dedup; *rec the record, valid until the next predict), 1 dead
+ * letter, 2 filtered, -1 out of memory. */
+static int predict(run *R, const rd_kafka_message_t *m, const char **identity,
+                   const tm_record **rec) {
     tm_verify_partition *vp = &R->out->parts[R->part];
     tm_bb_reset(R->bb, "verify", 0);
     int r = tm_bb_range(R->bb, vp->topic, vp->partition, m->offset, 1);
@@ -153,7 +159,8 @@ static int predict(run *R, const rd_kafka_message_t *m, const char **identity) {
     if (!b)
         return -1;
     if (b->nrecords == 1) {
-        *identity = TM_CELEM(tm_record, b->records, 0)->identity;
+        *rec = TM_CELEM(tm_record, b->records, 0);
+        *identity = (*rec)->identity;
         return 0;
     }
     return b->ndead_letters == 1 ? 1 : 2;
@@ -184,6 +191,80 @@ static void stored_before(run *R, int64_t offset) {
     }
 }
 
+/* ---- change events (docs/exactly-once.md, "Deletes") ----
+ * A key's row holds its last event: the rows of its earlier events were
+ * replaced, and a delete leaves none. So an event absent from the sink is
+ * accounted for when a later event of its key is below the marker (it was
+ * superseded) or when it is a delete; a stored row must be its key's last
+ * event; the last event of every key, an upsert, must be stored. The
+ * markers say how far; the keys say which offsets may be gone. */
+
+#define CDC_STORED 1
+#define CDC_DELETE 2
+
+static char *cdc_key(const run *R, const tm_record *rec) {
+    const tm_connector_config *cfg = R->cfg;
+    size_t idx[64], n = 0;
+    for (size_t i = 0; i < cfg->mapping.ncolumns && n < 64; i++)
+        if (cfg->mapping.columns[i].key)
+            idx[n++] = i;
+    return tm_canonical_array(cfg->mapping.columns, rec->values, idx, n);
+}
+
+/* Notes an event of the partition (in offset order); 0, or -1 OOM. */
+static int cdc_event(run *R, const tm_record *rec, int64_t offset, int stored) {
+    tm_verify_partition *vp = &R->out->parts[R->part];
+    char *key = cdc_key(R, rec);
+    if (!key)
+        return -1;
+    json_t *prev = json_object_get(R->cdc_last, key);
+    if (prev && (json_integer_value(json_array_get(prev, 1)) & CDC_STORED)) {
+        vp->gaps++;
+        problem(R->out,
+                "%s [%" PRId32 "] key %s: its row is from offset %" PRId64
+                ", but its later event at offset %" PRId64
+                " is below the marker and not applied",
+                vp->topic, vp->partition, key,
+                (int64_t)json_integer_value(json_array_get(prev, 0)), offset);
+    }
+    int flags = (stored ? CDC_STORED : 0) |
+                (TM_RECORD_OP(rec) == TM_OP_DELETE ? CDC_DELETE : 0);
+    if (!stored)
+        vp->superseded++; /* until cdc_finish finds it the last upsert */
+    json_t *now = json_pack("[Ii]", (json_int_t)offset, flags);
+    int rc =
+        now && json_object_set_new_nocheck(R->cdc_last, key, now) == 0 ? 0 : -1;
+    free(key);
+    return rc;
+}
+
+/* The partition's keys: the last event of each, an upsert, is stored. */
+static void cdc_finish(run *R) {
+    tm_verify_partition *vp = &R->out->parts[R->part];
+    const char *key;
+    json_t *last;
+    json_object_foreach(R->cdc_last, key, last) {
+        int flags = (int)json_integer_value(json_array_get(last, 1));
+        int64_t offset = json_integer_value(json_array_get(last, 0));
+        if ((flags & CDC_DELETE) && (flags & CDC_STORED)) {
+            vp->unexpected++;
+            problem(R->out,
+                    "%s [%" PRId32 "] offset %" PRId64
+                    ": a delete of key %s, stored as a row",
+                    vp->topic, vp->partition, offset, key);
+        } else if (!(flags & (CDC_DELETE | CDC_STORED))) {
+            vp->superseded--;
+            vp->gaps++;
+            problem(R->out,
+                    "%s [%" PRId32 "] offset %" PRId64
+                    ": the last event of key %s, below the marker, but its "
+                    "row is not in the sink",
+                    vp->topic, vp->partition, offset, key);
+        }
+    }
+    json_object_clear(R->cdc_last);
+}
+
 static int on_record(void *user, const rd_kafka_message_t *m) {
     run *R = user;
     tm_verify_partition *vp = &R->out->parts[R->part];
@@ -200,14 +281,18 @@ static int on_record(void *user, const rd_kafka_message_t *m) {
         problem(R->out, "%s [%" PRId32 "] offset %" PRId64 ": stored %zu times",
                 vp->topic, vp->partition, m->offset, copies);
     }
-    if (copies > 0)
+    if (copies > 0 && !R->cdc_last)
         return 0;
     const char *identity = NULL;
-    int outcome = predict(R, m, &identity);
-    if (outcome < 0) {
+    const tm_record *rec = NULL;
+    int outcome = predict(R, m, &identity, &rec);
+    if (outcome < 0 || (outcome == 0 && R->cdc_last &&
+                        cdc_event(R, rec, m->offset, copies > 0) != 0)) {
         R->oom = 1;
         return 1;
     }
+    if (copies > 0 || (outcome == 0 && R->cdc_last))
+        return 0;
     if (outcome == 2) {
         vp->filtered++;
     } else if (outcome == 0 && identity && key_stored(R, identity)) {
@@ -408,7 +493,10 @@ static int verify_once(const tm_connector_config *cfg,
         rc = 0;
         goto done;
     }
+    if (cfg->mapping.format != TM_FORMAT_PLAIN && !(R.cdc_last = json_object()))
+        goto oom;
     if (index_keys(&R) != 0 || !(R.bb = tm_bb_new(cfg))) {
+    oom:
         snprintf(errstr, errsize, "out of memory");
         goto done;
     }
@@ -443,6 +531,8 @@ static int verify_once(const tm_connector_config *cfg,
         if (r != 0)
             goto done;
         stored_before(&R, INT64_MAX); /* stored at or past the marker */
+        if (R.cdc_last)
+            cdc_finish(&R);
         /* The records absent from the sink must all be in the marker's
          * filtered and duplicate counts. The marker may count more: after
          * a rewind (offsets --reset-to an earlier offset) the records
@@ -450,11 +540,17 @@ static int verify_once(const tm_connector_config *cfg,
          * their offsets keep the rows of the first pass. */
         uint64_t absent = vp->filtered + vp->duplicates;
         uint64_t in_marker = vp->m.filtered + vp->m.duplicates;
+        /* Change events: the marker's duplicates are the events superseded
+         * within their batch, which verify counts with those superseded
+         * across batches (vp->superseded, checked by key instead). */
+        if (R.cdc_last)
+            in_marker = vp->m.filtered;
         /* Without dedup there are no business keys: a replay stores its
          * records again (stored twice) or filters them again, never makes
          * a duplicate, so a marker counting any over-counts; the surplus
          * is then no replay. */
-        int keyless_dups = !cfg->dedup.enabled && vp->m.duplicates > 0;
+        int keyless_dups =
+            !cfg->dedup.enabled && !R.cdc_last && vp->m.duplicates > 0;
         vp->counts_agree = in_marker >= absent && !keyless_dups;
         vp->replayed = vp->counts_agree ? in_marker - absent : 0;
         if (keyless_dups)
@@ -488,6 +584,7 @@ static int verify_once(const tm_connector_config *cfg,
     rc = 0;
 done:
     tm_bb_free(R.bb);
+    json_decref(R.cdc_last);
     tm_dlq_index_free(&R.dlq);
     free(R.keys);
     for (size_t p = 0; R.stored && p < out->nparts; p++) {

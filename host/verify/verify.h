@@ -14,7 +14,10 @@
  * counted again (a replay after `offsets --reset-to` an earlier offset:
  * its filtered and duplicate counts then exceed what Kafka holds below
  * it), and, on a compacted topic, stored offsets the cleaner removed from
- * Kafka after they were stored. */
+ * Kafka after they were stored. With a change-data-capture mapping a
+ * key's row holds only its last event: an absent event is accounted for
+ * by a later event of its key below the marker, or by being a delete
+ * (superseded), and a stored row must be its key's last event. */
 #ifndef TM_VERIFY_H
 #define TM_VERIFY_H
 
@@ -42,6 +45,8 @@ typedef struct tm_verify_partition {
     int compacted_topic; /* cleanup.policy names "compact" */
     uint64_t compacted;  /* stored, then removed by the cleaner */
     uint64_t replayed;   /* counted again by the marker (a rewind) */
+    uint64_t superseded; /* change events applied, then replaced or
+                            deleted by a later event of their key */
     int counts_agree;    /* the marker's filtered + duplicates cover the
                             records verify found absent and explained */
 } tm_verify_partition;

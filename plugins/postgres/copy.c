@@ -140,7 +140,7 @@ static void copy_line(const pg_sink *s, const tm_batch *bt, pg_buf *b, size_t j,
     else
         pg_buf_add(b, "\\N");
     if (with_seq) {
-        snprintf(num, sizeof num, "\t%zu", j);
+        snprintf(num, sizeof num, "\t%zu\t%u", j, (unsigned)TM_RECORD_OP(r));
         pg_buf_add(b, num);
     }
     pg_buf_add(b, "\n");
@@ -153,7 +153,7 @@ static void column_list(pg_sink *s, pg_buf *b, int with_seq) {
     }
     pg_buf_add(b, "_tm_topic, _tm_partition, _tm_offset, _tm_identity");
     if (with_seq)
-        pg_buf_add(b, ", _tm_seq");
+        pg_buf_add(b, ", _tm_seq, _tm_op");
 }
 
 /* Ends a COPY, sending ERRMSG (abort) or nothing; the final result. */
@@ -269,9 +269,40 @@ static tm_status copy_rows(pg_sink *s, const pg_rows *x, const char *target,
     return r;
 }
 
+/* The staged records, the last of each key (KEYS) only. */
+static void last_of_each_key(pg_buf *b, const char *keys) {
+    pg_buf_add(b, "(SELECT DISTINCT ON (");
+    pg_buf_add(b, keys);
+    pg_buf_add(b, ") * FROM pg_temp.tm_stage ORDER BY ");
+    pg_buf_add(b, keys);
+    pg_buf_add(b, ", _tm_seq DESC) AS staged");
+}
+
+/* Change events: the keys whose last staged record is a delete
+ * (_tm_op 1, TM_OP_DELETE) lose their row; a key not stored is fine. */
+static void delete_staged(pg_sink *s, pg_buf *b, const char *keys) {
+    pg_buf_add(b, "DELETE FROM ");
+    pg_buf_add(b, s->q_table);
+    pg_buf_add(b, " AS t USING ");
+    last_of_each_key(b, keys);
+    pg_buf_add(b, " WHERE staged._tm_op = 1");
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        if (!col->key)
+            continue;
+        pg_buf_add(b, " AND t.");
+        pg_buf_ident(s, b, col->name);
+        pg_buf_add(b, " = staged.");
+        pg_buf_ident(s, b, col->name);
+    }
+    pg_buf_add(b, "; ");
+}
+
 /* Upsert: COPY into a session-temporary staging table, then one INSERT ...
  * ON CONFLICT (keys) DO UPDATE; the last record of a key in the batch
- * wins, as if the records were applied one by one. */
+ * wins, as if the records were applied one by one. With change events
+ * (TM_CONFIG_CDC) that last record may be a delete: the DELETE of those
+ * keys goes first, the INSERT takes the others. */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
                          tm_error *err) {
     const tm_sink_config *c = s->config;
@@ -287,7 +318,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     pg_buf_add(&b, "CREATE TEMP TABLE IF NOT EXISTS tm_stage ON COMMIT "
                    "DELETE ROWS AS SELECT ");
     column_list(s, &b, 0);
-    pg_buf_add(&b, ", NULL::bigint AS _tm_seq FROM ");
+    pg_buf_add(&b, ", NULL::bigint AS _tm_seq, NULL::integer AS _tm_op FROM ");
     pg_buf_add(&b, s->q_table);
     pg_buf_add(&b, " WITH NO DATA");
     if (b.oom) {
@@ -308,17 +339,20 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
         pg_buf_ident(s, &keys, col->name);
         sep = ", ";
     }
+    int cdc = (c->flags & TM_CONFIG_CDC) != 0;
+    if (cdc)
+        delete_staged(s, &b, keys.p ? keys.p : "");
     pg_buf_add(&b, "INSERT INTO ");
     pg_buf_add(&b, s->q_table);
     pg_buf_add(&b, " AS t (");
     column_list(s, &b, 0);
     pg_buf_add(&b, ") SELECT ");
     column_list(s, &b, 0);
-    pg_buf_add(&b, " FROM (SELECT DISTINCT ON (");
-    pg_buf_add(&b, keys.p ? keys.p : "");
-    pg_buf_add(&b, ") * FROM pg_temp.tm_stage ORDER BY ");
-    pg_buf_add(&b, keys.p ? keys.p : "");
-    pg_buf_add(&b, ", _tm_seq DESC) AS staged ON CONFLICT (");
+    pg_buf_add(&b, " FROM ");
+    last_of_each_key(&b, keys.p ? keys.p : "");
+    if (cdc)
+        pg_buf_add(&b, " WHERE staged._tm_op = 0");
+    pg_buf_add(&b, " ON CONFLICT (");
     pg_buf_add(&b, keys.p ? keys.p : "");
     pg_buf_add(&b, ") DO UPDATE SET ");
     for (size_t i = 0; i < c->ncolumns; i++) {

@@ -121,7 +121,7 @@ static tm_status call_scan(void *sink, const char *topic, int32_t partition,
 
 TM_SINK_DEFINE(.name = "postgres", .version = "0.1.0",
                .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
-                               TM_CAP_UPSERT,
+                               TM_CAP_DELETE | TM_CAP_UPSERT,
                .open = pg_open, .claim = call_claim,
                .read_markers = call_read_markers, .commit = call_commit,
                .close = pg_close, .validate = pg_validate, .scan = call_scan,

@@ -109,13 +109,17 @@ static tm_status table_privileges(pg_sink *s, const char *role,
 static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     static const char *const APPEND[] = {"INSERT", "SELECT", NULL};
     static const char *const UPSERT[] = {"INSERT", "SELECT", "UPDATE", NULL};
+    static const char *const CDC[] = {"INSERT", "SELECT", "UPDATE", "DELETE",
+                                      NULL};
     static const char *const MARKERS[] = {"INSERT", "UPDATE", "SELECT", NULL};
     static const char *const KEYS[] = {"INSERT", "SELECT", "DELETE", NULL};
     static const char *const DLS[] = {"INSERT", "SELECT", NULL};
     static const char *const OWNERS[] = {"INSERT", "UPDATE", "SELECT", NULL};
-    tm_status r =
-        table_privileges(s, role, s->q_table,
-                         s->set.mode == PG_UPSERT ? UPSERT : APPEND, "", err);
+    tm_status r = table_privileges(s, role, s->q_table,
+                                   s->config->flags & TM_CONFIG_CDC ? CDC
+                                   : s->set.mode == PG_UPSERT       ? UPSERT
+                                                                    : APPEND,
+                                   "", err);
     if (r == TM_OK)
         r = table_privileges(s, role, s->q_markers, MARKERS,
                              " (the sink's markers)", err);

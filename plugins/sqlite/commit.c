@@ -129,35 +129,58 @@ static int record_dead_letter(sq_run *x, const tm_record *r, const tm_range *g,
         detail, r->key, r->key_len, r->value, r->value_len, r->headers_json);
 }
 
-/* Binds one record's mapped values and coordinates, steps, resets. */
-static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
-    const tm_sink_config *c = x->s->config;
-    sqlite3_stmt *st = x->s->stmt[SQ_INS_ROW];
+/* Binds a record's mapped values (keys_only: its key columns' values)
+ * from parameter 1 on; *next is the parameter after them. */
+static int bind_values(sqlite3_stmt *st, const tm_sink_config *c,
+                       const tm_record *r, int keys_only, int *next) {
     int rc = SQLITE_OK;
-    int i = 1;
-    for (size_t k = 0; rc == SQLITE_OK && k < c->ncolumns; k++, i++) {
+    int n = 0; /* parameters bound */
+    for (size_t k = 0; rc == SQLITE_OK && k < c->ncolumns; k++) {
         const tm_column *col = TM_CELEM(tm_column, c->columns, k);
         const tm_value *v = TM_CELEM(tm_value, r->values, k);
+        if (keys_only && !col->key)
+            continue;
+        int at = ++n;
         if (v->is_null) {
-            rc = sqlite3_bind_null(st, i);
+            rc = sqlite3_bind_null(st, at);
             continue;
         }
         switch (col->type) {
         case TM_TYPE_INT:
         case TM_TYPE_BOOL:
-        case TM_TYPE_TIMESTAMP: rc = sqlite3_bind_int64(st, i, v->v.i); break;
-        case TM_TYPE_FLOAT: rc = sqlite3_bind_double(st, i, v->v.f); break;
+        case TM_TYPE_TIMESTAMP: rc = sqlite3_bind_int64(st, at, v->v.i); break;
+        case TM_TYPE_FLOAT: rc = sqlite3_bind_double(st, at, v->v.f); break;
         case TM_TYPE_TEXT:
         case TM_TYPE_JSON:
-            rc = sqlite3_bind_text64(st, i, v->v.s.ptr ? v->v.s.ptr : "",
+            rc = sqlite3_bind_text64(st, at, v->v.s.ptr ? v->v.s.ptr : "",
                                      v->v.s.len, SQLITE_STATIC, SQLITE_UTF8);
             break;
         case TM_TYPE_BYTES:
-            rc = sqlite3_bind_blob64(st, i, v->v.s.ptr ? v->v.s.ptr : "",
+            rc = sqlite3_bind_blob64(st, at, v->v.s.ptr ? v->v.s.ptr : "",
                                      v->v.s.len, SQLITE_STATIC);
             break;
         }
     }
+    *next = n + 1;
+    return rc;
+}
+
+/* A change event's delete (TM_OP_DELETE): the row of its key, if any. */
+static int delete_row(sq_run *x, const tm_record *r) {
+    sqlite3_stmt *st = x->s->stmt[SQ_DEL_ROW];
+    int next;
+    int rc = bind_values(st, x->s->config, r, 1, &next);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sq_reuse(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Binds one record's mapped values and coordinates, steps, resets. */
+static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
+    sqlite3_stmt *st = x->s->stmt[SQ_INS_ROW];
+    int i;
+    int rc = bind_values(st, x->s->config, r, 0, &i);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, i++, g->topic, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
@@ -345,6 +368,12 @@ static int write_records(sq_run *x) {
         }
         if (outcome == 2) {
             rc = record_dead_letter(x, r, g, TM_DL_IDENTITY_CONFLICT, detail);
+            continue;
+        }
+        if (TM_RECORD_OP(r) == TM_OP_DELETE) {
+            /* applied: counted with the rows (docs/exactly-once.md) */
+            if ((rc = delete_row(x, r)) == SQLITE_OK)
+                x->rows[r->range]++;
             continue;
         }
         rc = insert_row(x, r, g);

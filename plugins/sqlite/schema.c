@@ -550,6 +550,29 @@ static void insert_sql(const sq_sink *s, sq_buf *b) {
     }
 }
 
+/* DELETE of the row of one key (TM_OP_DELETE): the key columns' values
+ * bound in column order; no key columns (not upsert) deletes nothing. */
+static void delete_sql(const sq_sink *s, sq_buf *b) {
+    const tm_sink_config *c = s->config;
+    char num[32];
+    const char *sep = " WHERE ";
+    size_t k = 0;
+    sq_buf_add(b, "DELETE FROM ");
+    sq_buf_ident(b, s->set.table);
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (!col->key)
+            continue;
+        sq_buf_add(b, sep);
+        sq_buf_ident(b, col->name);
+        snprintf(num, sizeof num, " = ?%zu", ++k);
+        sq_buf_add(b, num);
+        sep = " AND ";
+    }
+    if (k == 0)
+        sq_buf_add(b, " WHERE 0");
+}
+
 /* SELECT of one partition's rows and dead letters, in offset order: four
  * fixed columns (offset, kind, the row's identity or the dead letter's
  * reason, the dead letter's detail; scan.c reads them as SQ_SCAN_*), then a
@@ -615,18 +638,20 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
 };
 
 tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
-    sq_buf ins = {0}, scan = {0};
+    sq_buf ins = {0}, scan = {0}, del = {0};
     insert_sql(s, &ins);
     scan_sql(s, &scan);
+    delete_sql(s, &del);
     tm_status r = TM_OK;
-    if (ins.oom || scan.oom) {
+    if (ins.oom || scan.oom || del.oom) {
         s->host->set_error(err, "out of memory");
         r = TM_FATAL;
     }
     for (int i = 0; r == TM_OK && i < SQ_NSTMTS; i++) {
-        const char *sql = i == SQ_INS_ROW ? ins.p
-                          : i == SQ_SCAN  ? scan.p
-                                          : FIXED_SQL[i];
+        const char *sql = i == SQ_INS_ROW   ? ins.p
+                          : i == SQ_SCAN    ? scan.p
+                          : i == SQ_DEL_ROW ? del.p
+                                            : FIXED_SQL[i];
         int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
                                     &s->stmt[i], NULL);
         if (rc != SQLITE_OK) {
@@ -640,5 +665,6 @@ tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
     }
     sq_buf_free(&ins);
     sq_buf_free(&scan);
+    sq_buf_free(&del);
     return r;
 }

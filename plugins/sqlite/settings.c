@@ -82,6 +82,12 @@ static tm_status check_columns(const tm_host_api *h,
         }
         keys += c->key != 0;
     }
+    if ((config->flags & TM_CONFIG_CDC) && out->mode != SQ_UPSERT) {
+        h->set_error(err, "setting \"mode\": a change-data-capture mapping "
+                          "($.mapping.format) needs \"upsert\": its events "
+                          "replace and delete rows by their key");
+        return TM_INVALID;
+    }
     if (out->mode == SQ_UPSERT && keys == 0) {
         h->set_error(err,
                      "setting \"mode\": \"upsert\" needs key columns "

@@ -76,7 +76,7 @@ static void sq_interrupt(void *sink) {
 
 TM_SINK_DEFINE(.name = "sqlite", .version = "1.0.0",
                .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
-                               TM_CAP_UPSERT,
+                               TM_CAP_DELETE | TM_CAP_UPSERT,
                .open = sq_open, .claim = sq_claim,
                .read_markers = sq_read_markers, .commit = sq_commit,
                .close = sq_close, .validate = sq_validate, .scan = sq_scan,

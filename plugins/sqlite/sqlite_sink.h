@@ -66,6 +66,7 @@ typedef enum sq_stmt_id {
     SQ_KEY_DEL,
     SQ_KEY_PRUNE,
     SQ_SCAN,
+    SQ_DEL_ROW, /* change events' deletes: by the key columns */
     SQ_NSTMTS
 } sq_stmt_id;
 

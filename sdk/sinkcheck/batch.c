@@ -127,6 +127,21 @@ void kit_batch_record(kit_batch *kb, uint32_t r, int64_t offset,
     };
 }
 
+void kit_batch_change(kit_batch *kb, uint32_t r, int64_t offset, size_t key_col,
+                      int64_t key, uint32_t op) {
+    size_t at = kb->b.nrecords;
+    kit_batch_record(kb, r, offset, NULL, NULL);
+    if (kb->b.nrecords != at + 1)
+        return; /* out of memory: kb->oom is set */
+    tm_record *rec = &kb->records[at];
+    /* the kit's own arena memory, handed out as const */
+    tm_value *vals = (tm_value *)(uintptr_t)rec->values;
+    for (size_t c = 0; op == TM_OP_DELETE && c < kb->run->ncolumns; c++)
+        vals[c].is_null = c != key_col;
+    vals[key_col].v.i = key;
+    rec->op = op;
+}
+
 void kit_batch_dead_letter(kit_batch *kb, uint32_t r, int64_t offset,
                            tm_dl_reason reason, const char *detail) {
     tm_dead_letter *dls =

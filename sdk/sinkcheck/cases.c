@@ -31,6 +31,9 @@ const kit_case kit_cases[] = {
      "business-key duplicates and identity conflicts, atomically"},
     {"lineage", kit_case_lineage,
      "the marker's lineage round-trips; a reset claim forgets it"},
+    {"cdc", kit_case_cdc,
+     "change events: upserts and deletes by key in offset order; a replay "
+     "does not bring a deleted row back"},
     {"bad_settings", kit_case_bad_settings,
      "missing and unknown settings: INVALID naming the key, no crash"},
 };

@@ -19,5 +19,6 @@ void kit_case_dead_letters(const kit_run *run, kit_result *res);
 void kit_case_dedup(const kit_run *run, kit_result *res);
 void kit_case_bad_settings(const kit_run *run, kit_result *res);
 void kit_case_lineage(const kit_run *run, kit_result *res);
+void kit_case_cdc(const kit_run *run, kit_result *res);
 
 #endif

@@ -120,6 +120,11 @@ uint32_t kit_batch_range(kit_batch *kb, int part, int64_t start, int64_t end,
  * and hash may be NULL. */
 void kit_batch_record(kit_batch *kb, uint32_t r, int64_t offset,
                       const char *identity, const char *hash);
+/* Adds a change event (TM_CONFIG_CDC) at OFFSET: the record of
+ * kit_batch_record with column KEY_COL set to KEY and tm_record.op OP; a
+ * delete's other columns are null. */
+void kit_batch_change(kit_batch *kb, uint32_t r, int64_t offset, size_t key_col,
+                      int64_t key, uint32_t op);
 /* Adds a host-made dead letter. */
 void kit_batch_dead_letter(kit_batch *kb, uint32_t r, int64_t offset,
                            tm_dl_reason reason, const char *detail);

@@ -50,5 +50,7 @@ cc $cflags -shared -fPIC -o "$stage/plugin/example.so" \
     "$src/sdk/examples/file_sink.c" $libs
 chmod 0755 "$stage/plugin/example.so"
 
-# The example has no business-key dedup: its dedup case must SKIP.
-"$kit" "$stage/plugin/example.so" --config "$config" --expect-skip dedup
+# The example has no business-key dedup nor deletes: its dedup and cdc
+# cases must SKIP.
+"$kit" "$stage/plugin/example.so" --config "$config" --expect-skip dedup \
+    --expect-skip cdc

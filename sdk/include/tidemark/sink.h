@@ -52,7 +52,7 @@ extern "C" {
 
 #define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
 #define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 4           /* fields are only ever appended */
+#define TM_SINK_ABI_MINOR 5           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
@@ -133,6 +133,10 @@ typedef struct tm_settings tm_settings;
 
 #define TM_CONFIG_DEDUP 0x1u /* records carry business keys to dedup */
 #define TM_CONFIG_RAW   0x2u /* raw ("bronze") mapping */
+/* ABI 1.5: a change-data-capture mapping: records carry tm_record.op
+ * (upserts and deletes by the key columns); the sink keys its rows by the
+ * columns with tm_column.key (its upsert mode) or refuses the config. */
+#define TM_CONFIG_CDC 0x4u
 
 typedef struct tm_sink_config {
     uint32_t struct_size;
@@ -235,7 +239,28 @@ typedef struct tm_record {
      * same key, different hash: a dead letter TM_DL_IDENTITY_CONFLICT. */
     const char *identity;
     const char *identity_hash;
+    /* ---- ABI 1.5 (appended): set by the host ----
+     * What the record does to the row its key columns name: TM_OP_UPSERT
+     * (insert, or replace the row of that key) or TM_OP_DELETE (delete the
+     * row of that key; only the key columns' values are set, the others
+     * null). Only a change-data-capture mapping ($.mapping.format
+     * "debezium" or "connect", TM_CONFIG_CDC) makes deletes, and only
+     * for a sink with TM_CAP_UPSERT | TM_CAP_DELETE. The sink applies a
+     * batch's records as if one by one in offset order (the last event
+     * of a key wins); the host sends only the last event of a key per
+     * partition and batch, but a sink must not rely on it (the kit's
+     * case "cdc" does not). Read it through TM_RECORD_OP. */
+    uint32_t op;
 } tm_record;
+
+#define TM_OP_UPSERT 0u /* the default: a row (mode append or upsert) */
+#define TM_OP_DELETE 1u /* delete the row of the record's key columns */
+
+/* The op of a record of a host of any minor version (older: upsert). */
+#define TM_RECORD_OP(r)                                                        \
+    ((r)->struct_size >= offsetof(tm_record, op) + sizeof(uint32_t)            \
+         ? (r)->op                                                             \
+         : TM_OP_UPSERT)
 
 typedef enum tm_dl_reason {
     TM_DL_PARSE_ERROR = 1,       /* value is not valid JSON */
@@ -243,9 +268,14 @@ typedef enum tm_dl_reason {
     TM_DL_TYPE_MISMATCH = 3,     /* a column does not convert to its type */
     TM_DL_IDENTITY_CONFLICT = 4, /* business key applied with other payload */
     TM_DL_REJECTED = 5,          /* the sink refused the row (constraint) */
-    TM_DL_NULL_KEY = 6           /* upsert: a key column is null or missing */
+    TM_DL_NULL_KEY = 6,          /* upsert: a key column is null or missing */
+    /* ---- ABI 1.5 (appended) ---- */
+    TM_DL_ENVELOPE = 7, /* a change event's envelope is malformed */
+    TM_DL_SCHEMA_MISMATCH =
+        8 /* the event's schema disagrees with its payload */
 } tm_dl_reason;
-#define TM_DL_REASON_LAST TM_DL_NULL_KEY /* the highest reason of this SDK */
+#define TM_DL_REASON_LAST                                                      \
+    TM_DL_SCHEMA_MISMATCH /* the highest reason of this SDK */
 
 typedef struct tm_dead_letter {
     uint32_t struct_size;
@@ -527,6 +557,11 @@ typedef struct tm_host_api {
 #define TM_CAP_DEDUP        0x1u /* business-key dedup (tm_record.identity) */
 #define TM_CAP_DEAD_LETTERS 0x2u /* stores dead letters with the batch */
 #define TM_CAP_UPSERT       0x4u /* replaces rows by key columns (upsert) */
+/* ABI 1.5: deletes rows by key columns (tm_record.op TM_OP_DELETE) in the
+ * commit's atomic step; a delete of a key not stored is no error. A
+ * change-data-capture mapping needs TM_CAP_UPSERT | TM_CAP_DELETE and the
+ * sink's upsert mode. */
+#define TM_CAP_DELETE 0x8u
 
 typedef struct tm_sink_api {
     uint32_t magic;                /* TM_SINK_MAGIC */
@@ -669,6 +704,8 @@ static inline const char *tm_dl_reason_name(tm_dl_reason r) {
     case TM_DL_IDENTITY_CONFLICT: return "identity_conflict";
     case TM_DL_REJECTED: return "rejected";
     case TM_DL_NULL_KEY: return "null_key";
+    case TM_DL_ENVELOPE: return "envelope";
+    case TM_DL_SCHEMA_MISMATCH: return "schema_mismatch";
     }
     return "unknown";
 }
