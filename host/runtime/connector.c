@@ -389,11 +389,17 @@ static void settle_loop_stop(tm_connector *c, int with_pause) {
  * when resumed, stopped, FAILED or the consumer failed. */
 static void paused_wait(tm_connector *c) {
     char why[512];
-    if (tm_pause_file_read(c->dir_fd, c->conn_dir, c->paused_by,
-                           sizeof c->paused_by, &c->paused_since_ms, why,
-                           sizeof why) != 1) {
+    c->pause_file_error[0] = '\0';
+    int r = tm_pause_file_read(c->dir_fd, c->conn_dir, c->paused_by,
+                               sizeof c->paused_by, &c->paused_since_ms, why,
+                               sizeof why);
+    if (r != 1) {
         snprintf(c->paused_by, sizeof c->paused_by, "unknown");
         c->paused_since_ms = tm_wall_ms();
+    } else if (why[0]) {
+        /* Malformed: kept paused, said so in the log and the status. */
+        tm_log(TM_LOG_WARN, c->cfg->name, "pause file: %s", why);
+        snprintf(c->pause_file_error, sizeof c->pause_file_error, "%s", why);
     }
     if (!c->paused_since_ms)
         c->paused_since_ms = tm_wall_ms();

@@ -151,8 +151,12 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
         snprintf(s->reason, sizeof s->reason,
                  "paused by %s with `tidemark pause`: nothing is committed, "
                  "its partitions stay assigned to it, paused; `tidemark "
-                 "resume` goes on",
-                 c->paused_by);
+                 "resume` goes on%s%s",
+                 c->paused_by, c->pause_file_error[0] ? " (" : "",
+                 c->pause_file_error[0] ? c->pause_file_error : "");
+        if (c->pause_file_error[0])
+            snprintf(s->reason + strlen(s->reason),
+                     sizeof s->reason - strlen(s->reason), ")");
         s->reason_since_ms = c->paused_since_ms;
         return;
     }

@@ -102,7 +102,8 @@ static const char *status_of(const char *sd, const conn *c) {
     return h_read_file(rel);
 }
 
-/* Two hosts of one connector (one group, two state directories): host 1
+/* Two hosts of one connector (one group, two state directories; dynamic
+ * members: one that leaves hands its partitions over at once): host 1
  * paused, records produced, host 2 applies its share and leaves; host 1,
  * still paused, gets that share back. Its status must show, for every
  * partition, Kafka's own high watermark (queried by the test), the lag

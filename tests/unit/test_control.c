@@ -179,6 +179,35 @@ START_TEST(test_long_path_socket) {
 }
 END_TEST
 
+/* A malformed pause file keeps the connector paused (fail-safe) but says
+ * why: its path and the parser's message, for the log and the status. */
+START_TEST(test_malformed_pause_file) {
+    make_dir();
+    int fd = openat(dfd, TM_PAUSE_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "{\"by\": ", 7), 7);
+    close(fd);
+    char by[160] = "", why[512] = "";
+    int64_t since = -1;
+    ck_assert_int_eq(
+        tm_pause_file_read(dfd, dir, by, sizeof by, &since, why, sizeof why),
+        1);
+    ck_assert_str_eq(by, "unknown");
+    ck_assert_msg(strstr(why, TM_PAUSE_FILE) && strstr(why, "malformed"),
+                  "why: \"%s\"", why);
+    /* A good file: nothing to say. */
+    ck_assert_int_eq(tm_pause_file_write(dfd, dir, "me", 7, why, sizeof why),
+                     0);
+    snprintf(why, sizeof why, "stale");
+    ck_assert_int_eq(
+        tm_pause_file_read(dfd, dir, by, sizeof by, &since, why, sizeof why),
+        1);
+    ck_assert_str_eq(by, "me");
+    ck_assert_str_eq(why, "");
+    remove_dir();
+}
+END_TEST
+
 /* ---- a served socket with slow or departed clients ---- */
 
 static long long mono_ms(void) {
@@ -332,6 +361,7 @@ int main(void) {
     tcase_add_test(tc, test_other_user_refused);
     tcase_add_test(tc, test_requests);
     tcase_add_test(tc, test_long_path_socket);
+    tcase_add_test(tc, test_malformed_pause_file);
     suite_add_tcase(s, tc);
     TCase *slow = tcase_create("slow clients");
     tcase_set_timeout(slow, 60);
