@@ -11,6 +11,9 @@
  *   queried by the test, never below its next offset; before, librdkafka's
  *   watermark cache, not refreshed for a paused partition, showed lag 0),
  *   and its partition shows as paused.
+ * - fifo_in_dir: a FIFO named *.json in a config directory is refused by
+ *   `tidemark validate DIR` with a message naming it, at once (opening it
+ *   would wait forever for a writer).
  *
  * usage: rv18fix_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO */
 #include <errno.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -198,6 +202,48 @@ static void scenario_paused_lag(void) {
     h_stop_clean(h1);
 }
 
+static const char *tidemark_bin;
+
+static void scenario_fifo_in_dir(void) {
+    conn a;
+    conn_make(&a, "f", 1);
+    char dir[4300], fifo[4400], cfg[4400], out[4400];
+    snprintf(dir, sizeof dir, "%s/fifo-conf", h_workdir());
+    H_CHECK(mkdir(dir, 0700) == 0, "mkdir: %s", strerror(errno));
+    snprintf(cfg, sizeof cfg, "%s/a.json", dir);
+    H_CHECK(rename(a.path, cfg) == 0, "rename: %s", strerror(errno));
+    snprintf(fifo, sizeof fifo, "%s/b.json", dir);
+    H_CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+    snprintf(out, sizeof out, "%s/validate.out", h_workdir());
+    pid_t pid = fork();
+    H_CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (!freopen(out, "w", stdout) || dup2(fileno(stdout), 2) < 0)
+            _exit(127);
+        execl(tidemark_bin, tidemark_bin, "validate", dir, (char *)NULL);
+        _exit(127);
+    }
+    int64_t t0 = h_now_ms();
+    int st = 0;
+    while (waitpid(pid, &st, WNOHANG) != pid) {
+        if (h_now_ms() - t0 > 10000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            h_fail("`tidemark validate DIR` with a FIFO b.json in DIR still "
+                   "running after 10 s: %s",
+                   h_read_file("validate.out"));
+        }
+        h_sleep_ms(50);
+    }
+    const char *text = h_read_file("validate.out");
+    H_CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0,
+            "validate exited %d with a FIFO in DIR: %s",
+            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), text);
+    H_CHECK(strstr(text, "b.json") && strstr(text, "not a regular file"),
+            "no message naming the FIFO: %s", text);
+    h_step("refused at once, exit %d: %s", WEXITSTATUS(st), text);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr,
@@ -210,9 +256,11 @@ int main(int argc, char **argv) {
     } scenarios[] = {
         {"stop_before_join", scenario_stop_before_join},
         {"paused_lag", scenario_paused_lag},
+        {"fifo_in_dir", scenario_fifo_in_dir},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {
+            tidemark_bin = argv[1];
             h_init(argv[1], argv[2], argv[3]);
             scenarios[i].fn();
             h_step("PASS");
