@@ -76,6 +76,17 @@ void tm_control_handle(int dir_fd, const char *shown, const char *name,
         tm_log(TM_LOG_INFO, name, "control: resume asked by %s", who);
         snprintf(answer, size, "ok: resuming %s", name);
     } else if (strcmp(line, "restart") == 0) {
+        /* Stopping already (a reload that removes or restarts it, SIGTERM,
+         * a restart under way): the flag would be lost when it is started
+         * again, or never looked at when it is removed. */
+        if (atomic_load(&ctl->stop)) {
+            snprintf(answer, size,
+                     "error: %s is stopping (SIGTERM, a reload or a restart "
+                     "under way): restart not done; `tidemark status` shows "
+                     "whether it starts again",
+                     name);
+            return;
+        }
         atomic_store(&ctl->restart, 1);
         tm_log(TM_LOG_INFO, name, "control: restart asked by %s", who);
         snprintf(answer, size,

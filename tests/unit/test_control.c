@@ -208,6 +208,24 @@ START_TEST(test_malformed_pause_file) {
 }
 END_TEST
 
+/* A restart asked while the connector is stopping already (a reload that
+ * removes or restarts it, SIGTERM) is not answered "ok: restarting": the
+ * stop decides what comes next, and the answer says so. */
+START_TEST(test_restart_while_stopping) {
+    make_dir();
+    tm_run_ctl ctl;
+    tm_run_ctl_init(&ctl);
+    tm_run_ctl_stop(&ctl);
+    char answer[1024];
+    tm_control_handle(dfd, dir, "c", &ctl, "restart", 1000, 1000, 5, answer,
+                      sizeof answer);
+    ck_assert_msg(strncmp(answer, "error: c is stopping", 20) == 0, "%s",
+                  answer);
+    ck_assert_int_eq(atomic_load(&ctl.restart), 0);
+    remove_dir();
+}
+END_TEST
+
 /* ---- a served socket with slow or departed clients ---- */
 
 static long long mono_ms(void) {
@@ -362,6 +380,7 @@ int main(void) {
     tcase_add_test(tc, test_requests);
     tcase_add_test(tc, test_long_path_socket);
     tcase_add_test(tc, test_malformed_pause_file);
+    tcase_add_test(tc, test_restart_while_stopping);
     suite_add_tcase(s, tc);
     TCase *slow = tcase_create("slow clients");
     tcase_set_timeout(slow, 60);
