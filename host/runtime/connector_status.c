@@ -85,24 +85,26 @@ static void query_watermarks(tm_connector *c, int64_t now) {
 }
 
 /* The broker's high watermark as librdkafka last saw it (no round trip),
- * asked for while paused by an operator. librdkafka's cache never lowers
- * what is known: it is not refreshed for a partition that is not fetched
- * (paused, or assigned paused after a claim read a fresher one). */
+ * unless it is below the committed offset: a partition librdkafka did not
+ * fetch since (assigned paused after a claim read a fresher one) keeps an
+ * old one. While paused by an operator nothing is fetched: asked from the
+ * broker instead (the cache would undo each answer). */
 static void refresh_watermarks(tm_connector *c, int64_t now) {
     if (!c->rk)
         return;
+    if (c->paused_since_ms) {
+        query_watermarks(c, now);
+        return;
+    }
+    c->wm_queried_ms = 0; /* at once at the next pause */
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
         int64_t lo = -1, hi = -1;
         if (rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo,
                                            &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            hi > p->high_watermark)
+            hi >= 0 && hi >= p->committed)
             p->high_watermark = hi;
     }
-    if (c->paused_since_ms)
-        query_watermarks(c, now);
-    else
-        c->wm_queried_ms = 0; /* at once at the next pause */
 }
 
 /* Why the first paused partition is paused (the host pauses them all for
