@@ -18,6 +18,9 @@
 #include "status/status_file.h"
 #include "status/status_lock.h"
 
+/* How long the CLI waits for the answer. */
+#define CONTROL_ANSWER_S 10
+
 #define EXIT_NOT_RUNNING 3
 
 static void usage(FILE *out, const char *cmd) {
@@ -84,7 +87,7 @@ static int ask(const char *cmd, const char *conn_dir, const char *name,
                 cmd, name, conn_dir, TM_CONTROL_SOCKET, strerror(err));
         return EXIT_NOT_RUNNING;
     }
-    struct timeval tv = {10, 0};
+    struct timeval tv = {CONTROL_ANSWER_S, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char line[1100];
     snprintf(line, sizeof line, "%s\n", request);
@@ -109,8 +112,11 @@ static int ask(const char *cmd, const char *conn_dir, const char *name,
         fprintf(stderr, "tidemark %s: %s\n", cmd, line + 7);
         return 1;
     }
-    fprintf(stderr, "tidemark %s: connector %s: no answer from its process\n",
-            cmd, name);
+    fprintf(stderr,
+            "tidemark %s: connector %s: no answer from its process within "
+            "%d s: the request may still be applied (see `tidemark "
+            "status`)\n",
+            cmd, name, CONTROL_ANSWER_S);
     return 1;
 }
 

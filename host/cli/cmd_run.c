@@ -146,11 +146,21 @@ static void reload(run_ctx *rc, unsigned seq) {
                seq);
         for (size_t i = 0; cfgs && i < n; i++)
             tm_config_free(cfgs[i]);
-    } else {
-        /* Before the supervisor owns cfgs; a connector added shows once
-         * its host wrote its status, one removed goes at once. */
-        metrics_for(&rc->metrics, NULL, rc->opt, cfgs, n);
-        tm_sup_reload(sup, seq, cfgs, n);
+    } else if (tm_sup_reload(sup, seq, cfgs, n) == 0) {
+        /* Once applied (a refused reload leaves them as they are): the
+         * connectors the supervisor runs now. One added shows once its
+         * host wrote its status, one removed goes at once. */
+        size_t m = tm_sup_configs(sup, NULL, 0);
+        tm_connector_config **now = calloc(m ? m : 1, sizeof *now);
+        if (now) {
+            tm_sup_configs(sup, now, m);
+            metrics_for(&rc->metrics, NULL, rc->opt, now, m);
+        } else if (rc->metrics) {
+            tm_log(TM_LOG_ERROR, NULL,
+                   "metrics: out of memory: they keep the connectors of "
+                   "before the reload");
+        }
+        free(now);
     }
     free(cfgs);
     tm_run_files_free(files, n);

@@ -49,6 +49,20 @@ static int by_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A config must be a regular file (or a link to one): opening a FIFO or
+ * a device named *.json would wait, or read, forever. 0, or -1 printed. */
+static int regular_or_refuse(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return 0; /* a missing one: its load says so */
+    fprintf(stderr, "%s: not a regular file (%s): refused as a config\n", path,
+            S_ISFIFO(st.st_mode)   ? "a FIFO"
+            : S_ISSOCK(st.st_mode) ? "a socket"
+            : S_ISDIR(st.st_mode)  ? "a directory"
+                                   : "a device");
+    return -1;
+}
+
 /* The *.json files of DIR, in name order. 0, or -1 printed. */
 static int expand_dir(const char *dir, file_list *l) {
     DIR *d = opendir(dir);
@@ -58,6 +72,7 @@ static int expand_dir(const char *dir, file_list *l) {
         return -1;
     }
     size_t first = l->n;
+    int bad = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (!is_json_name(e->d_name))
@@ -66,10 +81,15 @@ static int expand_dir(const char *dir, file_list *l) {
         char *path = malloc(len);
         if (path)
             snprintf(path, len, "%s/%s", dir, e->d_name);
+        if (path && regular_or_refuse(path) != 0) {
+            free(path);
+            bad = 1;
+            continue;
+        }
         push(l, path);
     }
     closedir(d);
-    if (l->oom)
+    if (l->oom || bad)
         return -1;
     if (l->n == first) {
         fprintf(stderr, "%s: the directory holds no *.json config\n", dir);
@@ -127,6 +147,8 @@ int tm_run_config_files(const char *const *args, size_t nargs, char ***files,
         struct stat st;
         if (stat(args[i], &st) == 0 && S_ISDIR(st.st_mode))
             bad |= expand_dir(args[i], &l) != 0;
+        else if (regular_or_refuse(args[i]) != 0)
+            bad = 1;
         else
             push(&l, strdup(args[i])); /* its load says what is wrong */
     }

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@ struct tm_control_server {
     char name[256];
     tm_run_ctl *ctl;
     int fd;
+    int wake[2]; /* a byte written to wake[1] ends the serving at once */
     atomic_int done;
     pthread_t thread;
 };
@@ -76,6 +76,17 @@ void tm_control_handle(int dir_fd, const char *shown, const char *name,
         tm_log(TM_LOG_INFO, name, "control: resume asked by %s", who);
         snprintf(answer, size, "ok: resuming %s", name);
     } else if (strcmp(line, "restart") == 0) {
+        /* Stopping already (a reload that removes or restarts it, SIGTERM,
+         * a restart under way): the flag would be lost when it is started
+         * again, or never looked at when it is removed. */
+        if (atomic_load(&ctl->stop)) {
+            snprintf(answer, size,
+                     "error: %s is stopping (SIGTERM, a reload or a restart "
+                     "under way): restart not done; `tidemark status` shows "
+                     "whether it starts again",
+                     name);
+            return;
+        }
         atomic_store(&ctl->restart, 1);
         tm_log(TM_LOG_INFO, name, "control: restart asked by %s", who);
         snprintf(answer, size,
@@ -90,48 +101,106 @@ void tm_control_handle(int dir_fd, const char *shown, const char *name,
     }
 }
 
-/* One request: a line read within 2 s, one line answered. */
-static void serve(tm_control_server *s, int fd) {
-    struct timeval tv = {2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+/* Milliseconds left until deadline_ms (monotonic), 0 when past. */
+static int left_ms(long long deadline_ms) {
+    long long left = deadline_ms - tm_clock_mono_ms();
+    return left > 0 ? (int)left : 0;
+}
+
+/* Reads one request line from FD into line (NUL-ended, without its
+ * newline) before deadline_ms, or until WAKE_FD becomes readable (the
+ * server stops). 0 with a line; -1 otherwise, with why. */
+static int read_line(int fd, int wake_fd, long long deadline_ms, char *line,
+                     size_t size, const char **why) {
+    size_t n = 0;
+    for (;;) {
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+        int left = left_ms(deadline_ms);
+        int r = left > 0 ? poll(p, wake_fd >= 0 ? 2 : 1, left) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            *why = "no complete request in time";
+            return -1;
+        }
+        if (wake_fd >= 0 && p[1].revents) {
+            *why = "the connector is stopping";
+            return -1;
+        }
+        ssize_t got = recv(fd, line + n, size - 1 - n, MSG_DONTWAIT);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (got <= 0) {
+            *why = "the client hung up before its request was complete";
+            return -1;
+        }
+        n += (size_t)got;
+        line[n] = '\0';
+        char *nl = memchr(line, '\n', n);
+        if (nl) {
+            *nl = '\0';
+            return 0;
+        }
+        if (n == size - 1) {
+            *why = "request too long";
+            return -1;
+        }
+    }
+}
+
+/* Whether the client is still there to be answered: one that gave up (its
+ * own timeout) and hung up must not have its request applied after it
+ * was told there was no answer. */
+static int peer_gone(int fd) {
+    struct pollfd p = {fd, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 &&
+           (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+int tm_control_serve(int dir_fd, const char *shown, const char *name,
+                     tm_run_ctl *ctl, int fd, int wake_fd) {
+    long long deadline = tm_clock_mono_ms() + TM_CONTROL_REQUEST_MS;
     struct ucred cred;
     socklen_t clen = sizeof cred;
-    char answer[1024];
+    char answer[1024], line[128];
+    const char *why = NULL;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
+        why = "SO_PEERCRED";
         snprintf(answer, sizeof answer,
                  "error: cannot tell who is asking (SO_PEERCRED: %s)",
                  strerror(errno));
+    } else if (read_line(fd, wake_fd, deadline, line, sizeof line, &why) != 0) {
+        tm_log(TM_LOG_WARN, name, "control: request not served: %s", why);
+        snprintf(answer, sizeof answer, "error: %s", why);
+    } else if (peer_gone(fd)) {
+        tm_log(TM_LOG_WARN, name,
+               "control: \"%.64s\" not applied: the client hung up before "
+               "it could be answered",
+               line);
+        return -1;
     } else {
-        char line[128];
-        size_t n = 0;
-        while (n < sizeof line - 1) {
-            ssize_t r = read(fd, line + n, 1);
-            if (r <= 0 || line[n] == '\n')
-                break;
-            n++;
-        }
-        line[n] = '\0';
-        tm_control_handle(s->dir_fd, s->dir, s->name, s->ctl, line,
-                          (unsigned)cred.uid, (unsigned)geteuid(),
-                          tm_clock_wall_ms(), answer, sizeof answer);
+        tm_control_handle(dir_fd, shown, name, ctl, line, (unsigned)cred.uid,
+                          (unsigned)geteuid(), tm_clock_wall_ms(), answer,
+                          sizeof answer);
     }
     size_t len = strlen(answer);
     answer[len++] = '\n';
-    ssize_t w = write(fd, answer, len);
+    /* Never blocks: one short line into an empty socket buffer. */
+    ssize_t w = send(fd, answer, len, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)w; /* a client gone: nothing to tell */
+    return why ? -1 : 0;
 }
 
 static void *server_main(void *arg) {
     tm_control_server *s = arg;
     while (!atomic_load(&s->done)) {
-        struct pollfd p = {s->fd, POLLIN, 0};
-        if (poll(&p, 1, 200) <= 0)
+        struct pollfd p[2] = {{s->fd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
+        if (poll(p, 2, -1) <= 0 || p[1].revents)
             continue;
         int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             continue;
-        serve(s, fd);
+        tm_control_serve(s->dir_fd, s->dir, s->name, s->ctl, fd, s->wake[0]);
         close(fd);
     }
     return NULL;
@@ -150,6 +219,11 @@ tm_control_server *tm_control_start(int dir_fd, const char *shown,
     snprintf(s->name, sizeof s->name, "%s", name);
     s->ctl = ctl;
     atomic_init(&s->done, 0);
+    if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        snprintf(why, size, "control socket: pipe: %s", strerror(errno));
+        free(s);
+        return NULL;
+    }
     struct sockaddr_un addr;
     socklen_t len;
     tm_control_addr_fd(dir_fd, &addr, &len);
@@ -171,6 +245,8 @@ tm_control_server *tm_control_start(int dir_fd, const char *shown,
     if (!ok) {
         if (s->fd >= 0)
             close(s->fd);
+        close(s->wake[0]);
+        close(s->wake[1]);
         free(s);
         return NULL;
     }
@@ -181,7 +257,13 @@ void tm_control_stop(tm_control_server *s) {
     if (!s)
         return;
     atomic_store(&s->done, 1);
+    /* Wakes the thread in its poll, also while it serves a client: a stop
+     * never waits for a client. */
+    ssize_t w = write(s->wake[1], "x", 1);
+    (void)w; /* the pipe is empty: the byte goes in */
     pthread_join(s->thread, NULL);
+    close(s->wake[0]);
+    close(s->wake[1]);
     close(s->fd);
     unlinkat(s->dir_fd, TM_CONTROL_SOCKET, 0);
     free(s);

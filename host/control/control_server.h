@@ -37,4 +37,17 @@ void tm_control_handle(int dir_fd, const char *shown, const char *name,
                        unsigned own, long long now_ms, char *answer,
                        size_t size);
 
+/* How long a client has to send its whole request line (one deadline
+ * for the request, not per read). */
+#define TM_CONTROL_REQUEST_MS 2000
+
+/* Serves one client connected on FD: its request line read within
+ * TM_CONTROL_REQUEST_MS (or until WAKE_FD, -1 for none, is readable: the
+ * server stops), applied by tm_control_handle unless the client hung up
+ * meanwhile (it gave up waiting: it must not be applied behind its back),
+ * and answered. 0 when applied and answered, -1 otherwise. For the server
+ * and its tests. */
+int tm_control_serve(int dir_fd, const char *shown, const char *name,
+                     tm_run_ctl *ctl, int fd, int wake_fd);
+
 #endif

@@ -58,6 +58,13 @@ int tm_pause_file_read(int dir_fd, const char *shown, char *by, size_t by_size,
     json_error_t jerr;
     json_t *doc = json_loadfd(fd, 0, &jerr);
     close(fd);
+    if (!doc)
+        snprintf(why, size,
+                 "%s is malformed (line %d: %s): kept paused, by unknown; "
+                 "`tidemark resume` removes it",
+                 path, jerr.line, jerr.text);
+    else
+        why[0] = '\0';
     const char *b = json_string_value(json_object_get(doc, "by"));
     json_t *s = json_object_get(doc, "since_ms");
     if (b)

@@ -18,8 +18,9 @@ int tm_pause_file_write(int dir_fd, const char *shown, const char *by,
                         int64_t since_ms, char *why, size_t size);
 
 /* 1 paused (by and *since_ms filled; "unknown", 0 when the file cannot be
- * parsed: a pause is kept rather than lost), 0 not paused, -1 with why
- * when the file cannot be read. */
+ * parsed: a pause is kept rather than lost, and why says so, with the
+ * path and the parser's message; why "" when it parsed), 0 not paused, -1
+ * with why when the file cannot be read. */
 int tm_pause_file_read(int dir_fd, const char *shown, char *by, size_t by_size,
                        int64_t *since_ms, char *why, size_t size);
 

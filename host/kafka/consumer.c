@@ -94,6 +94,14 @@ static void recheck_subscription(tm_connector *c, rd_kafka_t *rk) {
     tm_consumer_rejoin_as_new(c);
 }
 
+/* Whether the group runs the cooperative protocol. librdkafka has no
+ * protocol (NULL) before the consumer joined the group, or after it left:
+ * a consumer closed right after it subscribed is called back then. */
+static int cooperative_protocol(rd_kafka_t *rk) {
+    const char *protocol = rd_kafka_rebalance_protocol(rk);
+    return protocol && strcmp(protocol, "COOPERATIVE") == 0;
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque) {
     struct tm_consumer_link *link = opaque;
@@ -102,7 +110,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         /* Leaving the group: complete whatever the group asks, take
          * nothing (no records are processed any more), touch nothing of
          * the connector. The partitions stay listed for the last status. */
-        int coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+        int coop = cooperative_protocol(rk);
         int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
         rd_kafka_error_t *e = NULL;
         if (coop)
@@ -114,8 +122,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             rd_kafka_error_destroy(e);
         return;
     }
-    int cooperative =
-        strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    int cooperative = cooperative_protocol(rk);
     rd_kafka_error_t *aerr = NULL;
     rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -343,6 +350,10 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
     rd_kafka_resp_err_t err = rd_kafka_subscribe(c->rk, subs);
     rd_kafka_topic_partition_list_destroy(subs);
     free(pattern);
+    /* A test stops the connector here: subscribed, not yet in the group
+     * (no rebalance protocol yet). */
+    if (!err)
+        tm_fault("after_subscribe");
     if (err) {
         snprintf(errstr, errsize, "cannot subscribe: %s",
                  rd_kafka_err2str(err));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "commit/claim.h"
+#include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
 #include "control/control_server.h"
 #include "control/pause_file.h"
@@ -389,11 +390,17 @@ static void settle_loop_stop(tm_connector *c, int with_pause) {
  * when resumed, stopped, FAILED or the consumer failed. */
 static void paused_wait(tm_connector *c) {
     char why[512];
-    if (tm_pause_file_read(c->dir_fd, c->conn_dir, c->paused_by,
-                           sizeof c->paused_by, &c->paused_since_ms, why,
-                           sizeof why) != 1) {
+    c->pause_file_error[0] = '\0';
+    int r = tm_pause_file_read(c->dir_fd, c->conn_dir, c->paused_by,
+                               sizeof c->paused_by, &c->paused_since_ms, why,
+                               sizeof why);
+    if (r != 1) {
         snprintf(c->paused_by, sizeof c->paused_by, "unknown");
         c->paused_since_ms = tm_wall_ms();
+    } else if (why[0]) {
+        /* Malformed: kept paused, said so in the log and the status. */
+        tm_log(TM_LOG_WARN, c->cfg->name, "pause file: %s", why);
+        snprintf(c->pause_file_error, sizeof c->pause_file_error, "%s", why);
     }
     if (!c->paused_since_ms)
         c->paused_since_ms = tm_wall_ms();
@@ -409,18 +416,13 @@ static void paused_wait(tm_connector *c) {
         /* Not stopping: a partition assigned now is claimed (the claim
          * would give it up as work a stop interrupts), then paused. */
         settle_loop_stop(c, 0);
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
-        if (m) {
-            /* Fetched before the pause took: read again after it. */
-            tm_part *p = m->rkt ? tm_conn_part(c, rd_kafka_topic_name(m->rkt),
-                                               m->partition)
-                                : NULL;
-            if (p)
-                p->needs_seek = 1;
-            rd_kafka_message_destroy(m);
-        }
+        /* Polled as while a commit waits: a record fetched before the
+         * pause took is read again after it, and a consumer error counts
+         * (health, FAILED, a fatal one) as when running. No batch is
+         * open while paused: nothing to abandon. */
+        c->batch_abandoned = 0;
+        tm_commit_serve(c, 100);
         pause_assigned(c);
-        tm_conn_status_tick(c, 0);
     }
     c->paused_since_ms = 0;
     if (atomic_load(&c->ctl->stop) || c->state == TM_CONN_FAILED ||

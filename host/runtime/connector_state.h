@@ -69,6 +69,13 @@ typedef struct tm_connector {
      * ms); paused_since_ms 0 when not paused. */
     char paused_by[160];
     int64_t paused_since_ms;
+    char pause_file_error[512]; /* its file malformed: why, else "" */
+    /* While paused librdkafka fetches nothing, so its cached watermarks go
+     * stale: the status asks the broker (runtime/connector_status.c),
+     * every few seconds (wm_queried_ms, monotonic), a bounded time each,
+     * from partition wm_next on. */
+    int64_t wm_queried_ms;
+    size_t wm_next;
     /* Inside the sink's claim(): a stop interrupts it at once, a commit
      * only past its grace (runtime/connector.c, the stop watch). */
     atomic_int in_claim;

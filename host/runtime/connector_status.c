@@ -49,16 +49,60 @@ void tm_conn_refresh_markers(tm_connector *c) {
     free(m);
 }
 
-/* The broker's high watermark as librdkafka last saw it (no round trip). */
-static void refresh_watermarks(tm_connector *c) {
+/* How often, and for how long at most, a paused connector asks the
+ * broker for its partitions' high watermarks. */
+#define WATERMARK_QUERY_PERIOD_MS 5000
+#define WATERMARK_QUERY_BUDGET_MS 1000
+
+/* The broker's high watermarks, asked for (a round trip, from the thread
+ * that owns the consumer): librdkafka learns them from its fetches, and a
+ * paused partition is not fetched, so its cached one stays where it was
+ * (a lag of 0 shown while records wait). Every partition in turn, within
+ * the budget, from where the last round stopped. */
+static void query_watermarks(tm_connector *c, int64_t now) {
+    if (c->nparts == 0 || (c->wm_queried_ms &&
+                           now - c->wm_queried_ms < WATERMARK_QUERY_PERIOD_MS))
+        return;
+    c->wm_queried_ms = now;
+    int64_t deadline = now + WATERMARK_QUERY_BUDGET_MS;
+    size_t k = 0;
+    for (; k < c->nparts; k++) {
+        int64_t left = deadline - tm_now_ms();
+        if (left <= 0)
+            break;
+        tm_part *p = &c->parts[(c->wm_next + k) % c->nparts];
+        int64_t lo = -1, hi = -1;
+        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+            c->rk, p->topic, p->partition, &lo, &hi, (int)left);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && hi >= 0)
+            p->high_watermark = hi;
+        else if (err)
+            tm_log(TM_LOG_DEBUG, c->cfg->name,
+                   "status: high watermark of %s [%d]: %s", p->topic,
+                   (int)p->partition, rd_kafka_err2str(err));
+    }
+    c->wm_next = (c->wm_next + k) % c->nparts;
+}
+
+/* The broker's high watermark as librdkafka last saw it (no round trip),
+ * unless it is below the committed offset: a partition librdkafka did not
+ * fetch since (assigned paused after a claim read a fresher one) keeps an
+ * old one. While paused by an operator nothing is fetched: asked from the
+ * broker instead (the cache would undo each answer). */
+static void refresh_watermarks(tm_connector *c, int64_t now) {
     if (!c->rk)
         return;
+    if (c->paused_since_ms) {
+        query_watermarks(c, now);
+        return;
+    }
+    c->wm_queried_ms = 0; /* at once at the next pause */
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
         int64_t lo = -1, hi = -1;
         if (rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo,
                                            &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            hi >= 0)
+            hi >= 0 && hi >= p->committed)
             p->high_watermark = hi;
     }
 }
@@ -109,8 +153,12 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
         snprintf(s->reason, sizeof s->reason,
                  "paused by %s with `tidemark pause`: nothing is committed, "
                  "its partitions stay assigned to it, paused; `tidemark "
-                 "resume` goes on",
-                 c->paused_by);
+                 "resume` goes on%s%s",
+                 c->paused_by, c->pause_file_error[0] ? " (" : "",
+                 c->pause_file_error[0] ? c->pause_file_error : "");
+        if (c->pause_file_error[0])
+            snprintf(s->reason + strlen(s->reason),
+                     sizeof s->reason - strlen(s->reason), ")");
         s->reason_since_ms = c->paused_since_ms;
         return;
     }
@@ -140,7 +188,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
         return;
     c->status_written_ms = now;
     tm_conn_refresh_markers(c);
-    refresh_watermarks(c);
+    refresh_watermarks(c, now);
 
     tm_status_partition *parts =
         c->nparts ? calloc(c->nparts, sizeof *parts) : NULL;
@@ -154,13 +202,22 @@ void tm_conn_status_tick(tm_connector *c, int force) {
         s->partition = p->partition;
         s->next_offset = p->committed;
         s->epoch = p->epoch;
-        s->high_watermark = p->high_watermark;
+        /* Never below what is committed: a watermark not known better
+         * yet (-1 unknown stays so) shows no lag rather than a negative
+         * one. */
+        s->high_watermark =
+            p->high_watermark >= 0 && p->high_watermark < p->committed
+                ? p->committed
+                : p->high_watermark;
         s->rows = p->marker.rows;
         s->dead_letters = p->marker.dead_letters;
         s->filtered = p->marker.filtered;
         s->duplicates = p->marker.duplicates;
-        s->paused = p->paused || p->fenced || p->unclaimed;
-        if (s->paused && !paused)
+        int by_host = p->paused || p->fenced || p->unclaimed;
+        /* Paused by the host itself (its reason in the status), or with
+         * the whole connector by an operator. */
+        s->paused = by_host || c->paused_since_ms != 0;
+        if (by_host && !paused)
             paused = p;
     }
     tm_status_snapshot s;

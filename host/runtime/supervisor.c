@@ -147,8 +147,23 @@ static void job_stop(job *j) {
     j->stop_asked_ms = tm_now_ms();
 }
 
-void tm_sup_reload(tm_supervisor *s, unsigned seq, tm_connector_config **cfgs,
-                   size_t n) {
+size_t tm_sup_configs(const tm_supervisor *s, tm_connector_config **out,
+                      size_t max) {
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const job *j = s->jobs[i];
+        if (j->removing)
+            continue;
+        if (k < max)
+            out[k] = j->next_cfg ? j->next_cfg : j->cfg;
+        k++;
+    }
+    return k;
+}
+
+int tm_sup_reload(tm_supervisor *s, unsigned seq, tm_connector_config **cfgs,
+                  size_t n) {
+    int rc = -1;
     size_t nrun = s->n;
     tm_reload_entry *run = calloc(nrun ? nrun : 1, sizeof *run);
     tm_reload_entry *next = calloc(n ? n : 1, sizeof *next);
@@ -208,12 +223,14 @@ void tm_sup_reload(tm_supervisor *s, unsigned seq, tm_connector_config **cfgs,
            seq, kept, restarted, added, removed);
     s->reload_seq = seq;
     tm_sup_tick(s); /* "done" at once when nothing has to stop */
+    rc = 0;
 out:
     free(run);
     free(next);
     free(run_action);
     free(next_action);
     free(run_next);
+    return rc;
 }
 
 static int in_transition(const job *j) {

@@ -36,9 +36,17 @@ int tm_sup_is_down(const tm_supervisor *s, const char *name);
 /* Applies reload SEQ (tm_reload_plan) with the configs read again, which
  * the supervisor owns from now: unchanged connectors untouched, changed
  * and down ones stopped and then started with their new config, removed
- * ones stopped, new ones started. The stops finish in tm_sup_tick. */
-void tm_sup_reload(tm_supervisor *s, unsigned seq, tm_connector_config **cfgs,
-                   size_t n);
+ * ones stopped, new ones started. The stops finish in tm_sup_tick. 0, or
+ * -1 when refused (out of memory: every connector runs on unchanged, the
+ * configs freed). */
+int tm_sup_reload(tm_supervisor *s, unsigned seq, tm_connector_config **cfgs,
+                  size_t n);
+
+/* The configs of the connectors it runs or is starting (a changed one's
+ * new config; those a reload removes left out), in order: the first max
+ * into out (which may be NULL when max is 0). Returns how many there are. */
+size_t tm_sup_configs(const tm_supervisor *s, tm_connector_config **out,
+                      size_t max);
 
 /* Whether a reload is still being applied (a connector it stopped has not
  * returned yet): the next reload waits for it. */
