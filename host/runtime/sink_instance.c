@@ -25,6 +25,18 @@ int tm_sink_instance_load(tm_sink_instance *si, const tm_connector_config *cfg,
                  si->api->name, si->plugin.path);
         return -1;
     }
+    /* Without both, a sink that ignores TM_CONFIG_CDC would store a
+     * delete as a row. */
+    const uint32_t cdc_caps = TM_CAP_UPSERT | TM_CAP_DELETE;
+    if (cfg->mapping.format != TM_FORMAT_PLAIN &&
+        (si->api->capabilities & cdc_caps) != cdc_caps) {
+        snprintf(errstr, errsize,
+                 "$.mapping.format: plugin \"%s\" (%s) cannot apply change "
+                 "events: it needs TM_CAP_UPSERT and TM_CAP_DELETE; use "
+                 "format \"plain\" or another sink",
+                 si->api->name, si->plugin.path);
+        return -1;
+    }
     if (cfg->dead_letters.sink &&
         !(si->api->capabilities & TM_CAP_DEAD_LETTERS)) {
         snprintf(errstr, errsize,

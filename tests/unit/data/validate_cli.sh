@@ -44,6 +44,15 @@ grep -q '^dedup-no-capability.json: \$.dedup: plugin "example_file" (.*example_f
 grep -qx 'sqlite-bad-settings.json: $.sink: plugin "sqlite" refused the config (INVALID): $.sink.settings.tabel: unknown setting (did you mean "table"?)' \
     "$work/plugin.out" || fail "sqlite validate: no refusal line"
 
+# The host refuses a change-data-capture mapping for a plugin without
+# TM_CAP_UPSERT and TM_CAP_DELETE (it would store deletes as rows).
+(cd "$data" && "$bin" validate cdc-no-capability.json) >"$work/cdc.out" 2>&1
+rc=$?
+cat "$work/cdc.out"
+[ "$rc" -eq 2 ] || fail "cdc without TM_CAP_DELETE: exit $rc, expected 2"
+grep -q '^cdc-no-capability.json: \$.mapping.format: plugin "example_file" (.*example_file.so) cannot apply change events: it needs TM_CAP_UPSERT and TM_CAP_DELETE; use format "plain" or another sink$' \
+    "$work/cdc.out" || fail "cdc without TM_CAP_DELETE: no refusal line"
+
 # A plugin without validate() that declares its settings (example_file):
 # the host checks them against its table, as open would.
 (cd "$data" && "$bin" validate example-bad-settings.json) >"$work/declared.out" 2>&1
