@@ -99,8 +99,9 @@ static void avro_seeds(void) {
     ice_pspec spec;
     char why[256];
     if (ice_pspec_build(schema, fields, &spec, why, sizeof why) != 0 ||
-        ice_manifest_encode(files, 2, 42, "{\"type\":\"struct\"}", &spec, &b) !=
-            0)
+        ice_manifest_encode(files, 2, 42,
+                            "{\"type\":\"struct\",\"schema-id\":0}", &spec,
+                            &b) != 0)
         fail("ice_manifest_encode");
     ice_pspec_free(&spec);
     json_decref(schema);
