@@ -1,7 +1,7 @@
 /* Change data capture (docs/configuration.md, "Change data capture"): the
  * config's $.mapping.format, the Connect and Debezium envelopes and the
  * ExtractNewRecordState shape, Connect's logical types, the dead letters
- * of bad events, and the batch builder keeping the last event of a key.
+ * of bad events, and the batch builder keeping every event in order.
  * The events are written by hand after the documented formats (a
  * Debezium change event: before, after, source, op, ts_ms; JsonConverter
  * with schemas: {"schema", "payload"}); expected values worked out by
@@ -436,7 +436,7 @@ START_TEST(filter_on_row_image) {
 }
 END_TEST
 
-/* ---- the batch: last event of a key wins ---- */
+/* ---- the batch: every event, in offset order ---- */
 
 static void add(tm_batch_builder *bb, int r, int64_t offset,
                 const char *value) {
@@ -449,7 +449,7 @@ static void add(tm_batch_builder *bb, int r, int64_t offset,
     ck_assert_int_eq(tm_bb_add(bb, (uint32_t)r, &m), 0);
 }
 
-START_TEST(batch_last_event_wins) {
+START_TEST(batch_keeps_every_event) {
     tm_connector_config *c = cfg("debezium", COLS);
     tm_batch_builder *bb = tm_bb_new(c);
     ck_assert_ptr_nonnull(bb);
@@ -466,35 +466,37 @@ START_TEST(batch_last_event_wins) {
     add(bb, r, 17, EVENT("{\"id\":2,\"name\":\"x\"}", "null", "d"));
     tm_bb_counts n;
     tm_bb_counts(bb, &n);
-    ck_assert_uint_eq(n.rows, 3);
-    ck_assert_uint_eq(n.duplicates, 3);
+    ck_assert_uint_eq(n.rows, 6);
+    ck_assert_uint_eq(n.duplicates, 0);
     ck_assert_uint_eq(n.filtered, 1);
     ck_assert_uint_eq(n.dead_letters, 1);
     const tm_batch *b = tm_bb_batch(bb);
     ck_assert_ptr_nonnull(b);
-    ck_assert_uint_eq(b->nrecords, 3);
-    /* offset order kept; each key once, its last event */
-    const int64_t offsets[] = {13, 15, 17};
-    const uint32_t ops[] = {TM_OP_DELETE, TM_OP_UPSERT, TM_OP_DELETE};
-    const int64_t ids[] = {1, 3, 2};
-    for (size_t i = 0; i < 3; i++) {
+    ck_assert_uint_eq(b->nrecords, 6);
+    /* every event of a key, in offset order: the sink refusing a later
+     * one must still have the earlier ones to apply */
+    const int64_t offsets[] = {10, 11, 12, 13, 15, 17};
+    const uint32_t ops[] = {TM_OP_UPSERT, TM_OP_UPSERT, TM_OP_UPSERT,
+                            TM_OP_DELETE, TM_OP_UPSERT, TM_OP_DELETE};
+    const int64_t ids[] = {1, 1, 2, 1, 3, 2};
+    for (size_t i = 0; i < 6; i++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, i);
         ck_assert_int_eq(rec->offset, offsets[i]);
         ck_assert_uint_eq(TM_RECORD_OP(rec), ops[i]);
         ck_assert_int_eq(rec->values[0].v.i, ids[i]);
     }
-    ck_assert_uint_eq(b->ranges[0].duplicates, 3);
+    ck_assert_uint_eq(b->ranges[0].duplicates, 0);
     ck_assert_int_eq(b->ranges[0].end_offset, 18);
     /* the same batch again (a RETRY), and more events after a look */
     ck_assert_ptr_eq(tm_bb_batch(bb), b);
-    ck_assert_uint_eq(b->nrecords, 3);
+    ck_assert_uint_eq(b->nrecords, 6);
     add(bb, r, 18, EVENT("null", "{\"id\":3,\"name\":\"c\"}", "u"));
     tm_bb_counts(bb, &n);
-    ck_assert_uint_eq(n.rows, 3);
+    ck_assert_uint_eq(n.rows, 7);
     b = tm_bb_batch(bb);
-    ck_assert_uint_eq(b->nrecords, 3);
-    ck_assert_int_eq(TM_CELEM(tm_record, b->records, 2)->offset, 18);
-    ck_assert_uint_eq(b->ranges[0].duplicates, 4);
+    ck_assert_uint_eq(b->nrecords, 7);
+    ck_assert_int_eq(TM_CELEM(tm_record, b->records, 6)->offset, 18);
+    ck_assert_uint_eq(b->ranges[0].duplicates, 0);
     tm_bb_free(bb);
     tm_config_free(c);
 }
@@ -548,7 +550,7 @@ static Suite *suite(void) {
     tcase_add_test(t, connect_logical_types);
     tcase_add_test(t, decimal_edges);
     tcase_add_test(t, flattened_rows);
-    tcase_add_test(t, batch_last_event_wins);
+    tcase_add_test(t, batch_keeps_every_event);
     tcase_add_test(t, timestamp_text_round_trip);
     tcase_add_test(t, record_op_of_older_hosts);
     tcase_add_test(t, filter_on_row_image);
