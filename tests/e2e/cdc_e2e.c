@@ -491,7 +491,8 @@ static void plain_event(rd_kafka_t *p, const target *t, int id, const char *op,
 /* Each event as if applied one at a time in offset order, a refused one a
  * dead letter without effect: key 1 created then refused an update keeps
  * its row; key 2 (stored by an earlier batch) deleted then refused a
- * create has no row; key 3 created, deleted, refused a create has none.
+ * create has no row; key 3 created, deleted, refused a create has none;
+ * key 4's refused create is a dead letter though its update is applied.
  * Envelope dead letters before and after them carry the batch id: all in
  * one batch, else inconclusive. */
 static void run_refused_in_batch(int pg) {
@@ -510,6 +511,8 @@ static void run_refused_in_batch(int pg) {
     plain_event(p, &t, 3, "c", "v0");
     plain_event(p, &t, 3, "d", NULL);
     plain_event(p, &t, 3, "c", "bad");
+    plain_event(p, &t, 4, "c", "bad");
+    plain_event(p, &t, 4, "u", "v1");
     h_produce_async(p, t.topic, 0, "{\"id\":0}", BAD, strlen(BAD));
     h_flush(p);
     rd_kafka_destroy(p);
@@ -519,18 +522,18 @@ static void run_refused_in_batch(int pg) {
     h_stop_clean(pid);
     const char *bq = "SELECT count(DISTINCT batch_id) FROM "
                      "tidemark_dead_letters WHERE connector = '%s' AND "
-                     "\"offset\" BETWEEN 1 AND 9";
+                     "\"offset\" BETWEEN 1 AND 11";
     int64_t batches =
         pg ? h_pg_int(bq, t.connector) : h_sqlf(t.db, bq, t.connector);
     H_CHECK(batches == 1,
-            "inconclusive: offsets 1 to 9 in %lld batches, not one",
+            "inconclusive: offsets 1 to 11 in %lld batches, not one",
             (long long)batches);
     const char *rq = "SELECT count(*) FROM tidemark_dead_letters WHERE "
                      "connector = '%s' AND reason = 'rejected' AND \"offset\" "
-                     "IN (3, 5, 8)";
+                     "IN (3, 5, 8, 9)";
     int64_t rejected =
         pg ? h_pg_int(rq, t.connector) : h_sqlf(t.db, rq, t.connector);
-    H_CHECK(rejected == 3, "rejected dead letters at 3, 5, 8: %lld",
+    H_CHECK(rejected == 4, "rejected dead letters at 3, 5, 8, 9: %lld",
             (long long)rejected);
     H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 1, "good") == 1,
             "key 1: its create lost with its refused update (rows: %lld)",
@@ -539,7 +542,9 @@ static void run_refused_in_batch(int pg) {
             "key 2: its delete lost with the refused create after it");
     H_CHECK(count_rows(&t, "WHERE id = %d%s", 3, "") == 0,
             "key 3: a row left by create, delete, refused create");
-    H_CHECK(count_rows(&t, "%.0d%s", 0, "") == 1, "the table has %lld rows",
+    H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 4, "v1") == 1,
+            "key 4: not updated after its refused create");
+    H_CHECK(count_rows(&t, "%.0d%s", 0, "") == 2, "the table has %lld rows",
             (long long)count_rows(&t, "%.0d%s", 0, ""));
     h_step("one batch: each event applied in order, the refused ones dead "
            "letters");
