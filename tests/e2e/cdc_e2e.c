@@ -550,6 +550,61 @@ static void run_refused_in_batch(int pg) {
            "letters");
 }
 
+/* A delete without before keys by the record key: a Date key (days)
+ * must delete its row, whether the key is in its Connect envelope or bare
+ * (then the event's row schema types it). */
+static void scenario_sqlite_delete_by_date_key(void) {
+    target t;
+    init_target(&t, 0);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL); /* all in 0 */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+#define DAY_ROW(field)                                                         \
+    "{\"field\":\"" field "\",\"type\":\"struct\",\"optional\":true,"          \
+    "\"fields\":[{\"field\":\"day\",\"type\":\"int32\",\"name\":"              \
+    "\"io.debezium.time.Date\"},{\"field\":\"name\",\"type\":\"string\","      \
+    "\"optional\":true}]}"
+#define DAY_EVENT(payload)                                                     \
+    "{\"schema\":{\"type\":\"struct\",\"fields\":[" DAY_ROW(                   \
+        "before") "," DAY_ROW("after") ",{\"field\":\"op\",\"type\":"          \
+                                       "\"string\"}]},\"payload\":" payload    \
+                                       "}"
+    static const char *const EV[][2] = {
+        {"{\"day\":19000}",
+         DAY_EVENT("{\"before\":null,\"after\":{\"day\":19000,\"name\":"
+                   "\"a\"},\"op\":\"c\"}")},
+        {"{\"day\":19001}",
+         DAY_EVENT("{\"before\":null,\"after\":{\"day\":19001,\"name\":"
+                   "\"b\"},\"op\":\"c\"}")},
+        {"{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"day\","
+         "\"type\":\"int32\",\"name\":\"io.debezium.time.Date\"}]},"
+         "\"payload\":{\"day\":19000}}",
+         DAY_EVENT("{\"before\":null,\"after\":null,\"op\":\"d\"}")},
+        {"{\"day\":19001}",
+         DAY_EVENT("{\"before\":null,\"after\":null,\"op\":\"d\"}")},
+    };
+    for (size_t i = 0; i < sizeof EV / sizeof EV[0]; i++)
+        h_produce_async(p, t.topic, 0, EV[i][0], EV[i][1], strlen(EV[i][1]));
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config_with(
+        &t, "{\"mode\": \"json\", \"format\": \"debezium\", \"columns\": ["
+            "{\"name\": \"day\", \"pointer\": \"/day\", \"type\": "
+            "\"timestamp\", \"key\": true}, {\"name\": \"name\", \"pointer\": "
+            "\"/name\", \"type\": \"text\"}]}");
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    h_stop_clean(pid);
+    int64_t rows = h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table);
+    H_CHECK(rows == 0, "%lld rows left after deleting both Date keys",
+            (long long)rows);
+    H_CHECK(h_sqlf(t.db,
+                   "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                   "connector = '%s'",
+                   t.connector) == 0,
+            "dead letters among the Date key events");
+    h_step("both Date keys deleted by their record keys");
+}
+
 static void scenario_sqlite(void) {
     run_plain(0);
 }
@@ -584,6 +639,7 @@ int main(int argc, char **argv) {
         {"postgres_sigkill", scenario_postgres_sigkill},
         {"sqlite_flattened", scenario_sqlite_flattened},
         {"sqlite_refused_in_batch", scenario_sqlite_refused_in_batch},
+        {"sqlite_delete_by_date_key", scenario_sqlite_delete_by_date_key},
         {"postgres_refused_in_batch", scenario_postgres_refused_in_batch},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)

@@ -349,6 +349,52 @@ START_TEST(connect_logical_types) {
 }
 END_TEST
 
+#define DAY_COLS                                                               \
+    "[{\"name\":\"day\",\"pointer\":\"/day\",\"type\":\"timestamp\","          \
+    "\"key\":true},{\"name\":\"name\",\"pointer\":\"/name\",\"type\":"         \
+    "\"text\"}]"
+#define DAY_ROW_SCHEMA(field)                                                  \
+    "{\"field\":\"" field "\",\"type\":\"struct\",\"optional\":true,"          \
+    "\"fields\":[{\"field\":\"day\",\"type\":\"int32\",\"name\":"              \
+    "\"io.debezium.time.Date\"},{\"field\":\"name\",\"type\":\"string\","      \
+    "\"optional\":true}]}"
+#define DAY_DELETE                                                             \
+    "{\"schema\":{\"type\":\"struct\",\"fields\":[" DAY_ROW_SCHEMA(            \
+        "before") "," DAY_ROW_SCHEMA("after") ",{\"field\":\"op\",\"type\":"   \
+                                              "\"string\"}]},\"payload\":{"    \
+                                              "\"before\":null,\"after\":"     \
+                                              "null,\"op\":\"d\"}}"
+
+/* A delete without before keys by the record key: its Date converts by
+ * the key envelope's own schema, or by the event's row schema for a bare
+ * key, never as plain epoch milliseconds (a silent non-match). */
+START_TEST(delete_by_key_keeps_logical_type) {
+    tm_connector_config *c = cfg("debezium", DAY_COLS);
+    const int64_t want = 19000LL * 86400 * 1000000;
+    conv x;
+    run(&x, c,
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"day\","
+        "\"type\":\"int32\",\"name\":\"io.debezium.time.Date\"}]},"
+        "\"payload\":{\"day\":19000}}",
+        DAY_DELETE);
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, want);
+    done(&x);
+    run(&x, c, "{\"day\":19000}", DAY_DELETE);
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, want);
+    done(&x);
+    /* a key envelope that breaks its own schema */
+    expect_dead(c,
+                "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":"
+                "\"day\",\"type\":\"int32\"}]},\"payload\":{\"day\":\"x\"}}",
+                DAY_DELETE, TM_DL_SCHEMA_MISMATCH, "/key");
+    tm_config_free(c);
+}
+END_TEST
+
 START_TEST(decimal_edges) {
     tm_connector_config *c =
         cfg("connect", "[{\"name\":\"id\",\"pointer\":\"/id\",\"type\":\"int\","
@@ -551,6 +597,7 @@ static Suite *suite(void) {
     tcase_add_test(t, decimal_edges);
     tcase_add_test(t, flattened_rows);
     tcase_add_test(t, batch_keeps_every_event);
+    tcase_add_test(t, delete_by_key_keeps_logical_type);
     tcase_add_test(t, timestamp_text_round_trip);
     tcase_add_test(t, record_op_of_older_hosts);
     tcase_add_test(t, filter_on_row_image);
