@@ -605,6 +605,48 @@ static void scenario_sqlite_delete_by_date_key(void) {
     h_step("both Date keys deleted by their record keys");
 }
 
+/* A delete the table refuses (a BEFORE DELETE trigger raising ABORT) is a
+ * dead letter "rejected" without effect, like a refused insert; the
+ * connector goes on (the event after it applied). */
+static void scenario_sqlite_delete_refused(void) {
+    target t;
+    init_target(&t, 0);
+    create_checked_table(&t);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE TRIGGER \"%s_keep\" BEFORE DELETE ON \"%s\" BEGIN "
+             "SELECT RAISE(ABORT, 'rows are kept'); END",
+             t.table, t.table);
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(t.db, &db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    H_CHECK(rc == SQLITE_OK, "inconclusive: trigger: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL); /* all in 0 */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    plain_event(p, &t, 1, "c", "a");
+    plain_event(p, &t, 1, "d", NULL);
+    plain_event(p, &t, 2, "c", "b");
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config(&t);
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(t.db,
+                   "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                   "connector = '%s' AND reason = 'rejected' AND \"offset\" = "
+                   "1 AND detail LIKE '%%rows are kept%%'",
+                   t.connector) == 1,
+            "the refused delete is not a dead letter rejected");
+    H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 1, "a") == 1,
+            "key 1: its row is gone though the delete was refused");
+    H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 2, "b") == 1,
+            "key 2: the event after the refused delete not applied");
+    h_step("the refused delete a dead letter, the connector went on");
+}
+
 static void scenario_sqlite(void) {
     run_plain(0);
 }
@@ -640,6 +682,7 @@ int main(int argc, char **argv) {
         {"sqlite_flattened", scenario_sqlite_flattened},
         {"sqlite_refused_in_batch", scenario_sqlite_refused_in_batch},
         {"sqlite_delete_by_date_key", scenario_sqlite_delete_by_date_key},
+        {"sqlite_delete_refused", scenario_sqlite_delete_refused},
         {"postgres_refused_in_batch", scenario_postgres_refused_in_batch},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
