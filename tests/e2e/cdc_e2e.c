@@ -548,6 +548,29 @@ static void run_refused_in_batch(int pg) {
             (long long)count_rows(&t, "%.0d%s", 0, ""));
     h_step("one batch: each event applied in order, the refused ones dead "
            "letters");
+    /* verify: a refused event (a dead letter) is no event of its key */
+    const char *args[] = {"verify", cfg, NULL};
+    int rc = h_tidemark("verify.out", args);
+    H_CHECK(rc == 0, "tidemark verify after the refusals: exit %d\n%s", rc,
+            h_read_file("verify.out"));
+    if (pg)
+        return;
+    /* and key 1's row lost behind the host's back is seen: its last event
+     * is its create (offset 2), not the refused update */
+    sqlite3 *db = NULL;
+    char sql[256];
+    snprintf(sql, sizeof sql, "DELETE FROM \"%s\" WHERE id = 1", t.table);
+    rc = sqlite3_open(t.db, &db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    H_CHECK(rc == SQLITE_OK && sqlite3_changes(db) == 1,
+            "inconclusive: deleting key 1's row: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    rc = h_tidemark("verify-lost.out", args);
+    const char *out = h_read_file("verify-lost.out");
+    H_CHECK(rc != 0 && strstr(out, "offset 2: the last event of key"),
+            "verify with key 1's row deleted: exit %d\n%s", rc, out);
+    h_step("verify: OK after the refusals, FAIL with key 1's row lost");
 }
 
 /* A delete without before keys by the record key: a Date key (days)
