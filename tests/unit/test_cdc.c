@@ -349,6 +349,42 @@ START_TEST(connect_logical_types) {
 }
 END_TEST
 
+/* Base64 that is not: a lone last digit, bits left over that are not
+ * zero, padding that does not make a multiple of 4 (or too much). */
+START_TEST(decimal_bad_base64) {
+    tm_connector_config *c =
+        cfg("connect", "[{\"name\":\"id\",\"pointer\":\"/id\",\"type\":\"int\","
+                       "\"key\":true},{\"name\":\"d\",\"pointer\":\"/d\","
+                       "\"type\":\"text\"}]");
+    const char *bad[] = {"B", "BQ==B", "BR==", "BR", "BQ=", "BQ===", "MDl="};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char v[1024];
+        snprintf(v, sizeof v,
+                 "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":"
+                 "\"id\",\"type\":\"int32\"}," DEC(
+                     "d") "]},\"payload\":{\"id\":1,\"d\":\"%s\"}}",
+                 bad[i]);
+        conv x;
+        run(&x, c, NULL, v);
+        if (x.out != TM_CONV_DEAD_LETTER)
+            fprintf(stderr, "accepted: %s\n", bad[i]);
+        ck_assert_int_eq(x.out, TM_CONV_DEAD_LETTER);
+        ck_assert_int_eq(x.res.reason, TM_DL_SCHEMA_MISMATCH);
+        done(&x);
+    }
+    /* unpadded but whole: accepted (12345 is "MDk=") */
+    conv x;
+    run(&x, c, NULL,
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"id\","
+        "\"type\":\"int32\"}," DEC("d") "]},\"payload\":{\"id\":1,\"d\":"
+                                        "\"MDk\"}}");
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_str_eq(x.res.values[1].v.s.ptr, "123.45");
+    done(&x);
+    tm_config_free(c);
+}
+END_TEST
+
 #define DAY_COLS                                                               \
     "[{\"name\":\"day\",\"pointer\":\"/day\",\"type\":\"timestamp\","          \
     "\"key\":true},{\"name\":\"name\",\"pointer\":\"/name\",\"type\":"         \
@@ -598,6 +634,7 @@ static Suite *suite(void) {
     tcase_add_test(t, flattened_rows);
     tcase_add_test(t, batch_keeps_every_event);
     tcase_add_test(t, delete_by_key_keeps_logical_type);
+    tcase_add_test(t, decimal_bad_base64);
     tcase_add_test(t, timestamp_text_round_trip);
     tcase_add_test(t, record_op_of_older_hosts);
     tcase_add_test(t, filter_on_row_image);
