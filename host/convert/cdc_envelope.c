@@ -83,6 +83,33 @@ static int key_row(const void *key, size_t key_len, const json_t *row_schema,
     return 0;
 }
 
+/* A delete's before image without the value of a key field (null or
+ * missing: a replica identity without the key, say) takes it from the
+ * record key, a JSON object (enveloped or not) of the key fields; a key
+ * that is none leaves before as it is. 0, or -1 OOM. */
+static int fill_key(json_t *before, const void *key, size_t key_len) {
+    if (!key)
+        return 0;
+    json_error_t e;
+    json_t *doc = json_loadb(key, key_len, JSON_DECODE_ANY, &e);
+    if (!doc)
+        return json_error_code(&e) == json_error_out_of_memory ? -1 : 0;
+    json_t *k =
+        is_connect_envelope(doc) ? json_object_get(doc, "payload") : doc;
+    const char *name;
+    json_t *v;
+    int rc = 0;
+    if (json_is_object(k))
+        json_object_foreach(k, name, v) {
+            const json_t *have = json_object_get(before, name);
+            if ((!have || json_is_null(have)) && !json_is_null(v) &&
+                json_object_set(before, name, v) != 0)
+                rc = -1;
+        }
+    json_decref(doc);
+    return rc;
+}
+
 /* A Debezium change event ev (schema: the event's struct schema or
  * NULL). */
 static int debezium_event(json_t *ev, const json_t *schema, const void *key,
@@ -129,6 +156,8 @@ static int debezium_event(json_t *ev, const json_t *schema, const void *key,
                  op);
         return 1;
     }
+    if (out->op == TM_OP_DELETE && fill_key(row, key, key_len) != 0)
+        return -1;
     out->row = json_incref(row);
     const json_t *f = schema ? struct_field(schema, image) : NULL;
     if (schema && !f) {

@@ -187,6 +187,20 @@ START_TEST(debezium_ops) {
     ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
     ck_assert_int_eq(x.res.values[0].v.i, 9);
     done(&x);
+    /* a before image without the key's value (missing or null: a
+     * replica identity without it): the record key's */
+    run(&x, c, "{\"id\":5}", EVENT("{\"name\":\"anna\"}", "null", "d"));
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, 5);
+    done(&x);
+    run(&x, c,
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"id\","
+        "\"type\":\"int32\"}]},\"payload\":{\"id\":6}}",
+        EVENT("{\"id\":null,\"name\":\"anna\"}", "null", "d"));
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_int_eq(x.res.values[0].v.i, 6);
+    done(&x);
     /* the tombstone after a delete: filtered, not a dead letter */
     run(&x, c, "{\"id\":9}", NULL);
     ck_assert_int_eq(x.out, TM_CONV_FILTERED);
