@@ -2,8 +2,8 @@
  * in-batch dedup: identity = canonical key columns, hash = SHA-256 of the
  * canonical mapped columns; the first record of an identity wins, a later
  * one with the same hash is counted as a duplicate, with another hash it
- * is an identity_conflict dead letter. Change events (a CDC format) go
- * the other way: the last event of a key wins (add_change). */
+ * is an identity_conflict dead letter. Change events (a CDC format) are
+ * all kept, in offset order (add_change). */
 #include "convert/batch_builder.h"
 
 #include <inttypes.h>
@@ -32,13 +32,6 @@ struct tm_batch_builder {
     size_t nrecords, cap_records;
     tm_dead_letter *dls;
     size_t ndls, cap_dls;
-    /* Change events: each record's key ("range:canonical key columns"),
-     * NULL once a later event of its key superseded it; the index maps a
-     * key to its record's position. */
-    const char **cdc_keys;
-    size_t cap_cdc_keys, nsuperseded;
-    size_t *key_cols;
-    size_t nkey_cols;
 
     const char *batch_id; /* in the arena */
     int64_t deadline_ms;
@@ -78,11 +71,6 @@ tm_batch_builder *tm_bb_new(const tm_connector_config *cfg) {
     for (size_t i = 0; i < n; i++)
         if (!is_kafka_metadata(cfg, i))
             bb->hash_cols[bb->nhash_cols++] = i;
-    if (!(bb->key_cols = calloc(n ? n : 1, sizeof *bb->key_cols)))
-        goto fail;
-    for (size_t i = 0; i < n; i++)
-        if (cfg->mapping.columns[i].key)
-            bb->key_cols[bb->nkey_cols++] = i;
     tm_bb_reset(bb, "", 0);
     if (bb->broken)
         goto fail;
@@ -99,8 +87,6 @@ void tm_bb_free(tm_batch_builder *bb) {
     tm_arena_free(&bb->arena);
     tm_dedup_free(&bb->index);
     free(bb->hash_cols);
-    free(bb->key_cols);
-    free(bb->cdc_keys);
     free(bb->ranges);
     free(bb->records);
     free(bb->dls);
@@ -111,7 +97,7 @@ void tm_bb_reset(tm_batch_builder *bb, const char *batch_id,
                  int64_t deadline_ms) {
     tm_arena_reset(&bb->arena);
     tm_dedup_clear(&bb->index);
-    bb->nranges = bb->nrecords = bb->ndls = bb->nsuperseded = 0;
+    bb->nranges = bb->nrecords = bb->ndls = 0;
     bb->messages = bb->bytes = 0;
     bb->deadline_ms = deadline_ms;
     bb->batch_id = tm_arena_strdup(&bb->arena, batch_id ? batch_id : "");
@@ -250,61 +236,17 @@ static int add_row(tm_batch_builder *bb, uint32_t range,
     return 0;
 }
 
-/* A change event's row (or delete): the last event of a key in a range
- * wins, so the sink gets one record per key and partition and needs no
- * order among them; each earlier one is counted in the range's
- * duplicates (applied, superseded within the batch:
- * docs/exactly-once.md). */
+/* A change event's row (or delete): every event goes to the sink, in
+ * offset order, which applies them as if one at a time. Collapsing a key's
+ * events to its last would lose the earlier ones whenever the sink
+ * refuses that last one (a dead letter with no effect). */
 static int add_change(tm_batch_builder *bb, uint32_t range,
                       const tm_conv_input *in, const tm_value *values,
                       uint32_t op) {
-    const tm_connector_config *cfg = bb->cfg;
-    char *canon = tm_canonical_array(cfg->mapping.columns, values, bb->key_cols,
-                                     bb->nkey_cols);
-    const char *key =
-        canon ? tm_arena_printf(&bb->arena, "%" PRIu32 ":%s", range, canon)
-              : NULL;
-    free(canon);
     size_t at = bb->nrecords;
-    const char **keys =
-        key ? tm_grow_array(bb->cdc_keys, &bb->cap_cdc_keys, at, sizeof *keys)
-            : NULL;
-    if (!keys)
-        return -1;
-    bb->cdc_keys = keys;
-    int64_t previous = -1;
-    int f = tm_dedup_replace(&bb->index, key, range, (int64_t)at, &previous);
-    if (f < 0 || add_row(bb, range, in, values) != 0)
+    if (add_row(bb, range, in, values) != 0)
         return -1;
     bb->records[at].op = op;
-    bb->cdc_keys[at] = key;
-    if (f == 1) {
-        bb->cdc_keys[previous] = NULL;
-        bb->nsuperseded++;
-        bb->ranges[range].duplicates++;
-    }
-    return 0;
-}
-
-/* Drops the superseded records (keeping the order of the rest) and points
- * the index at the new positions. 0, or -1 on OOM. */
-static int drop_superseded(tm_batch_builder *bb) {
-    if (bb->nsuperseded == 0)
-        return 0;
-    size_t w = 0;
-    for (size_t r = 0; r < bb->nrecords; r++)
-        if (bb->cdc_keys[r]) {
-            bb->records[w] = bb->records[r];
-            bb->cdc_keys[w++] = bb->cdc_keys[r];
-        }
-    bb->nrecords = w;
-    bb->nsuperseded = 0;
-    tm_dedup_clear(&bb->index);
-    int64_t unused;
-    for (size_t j = 0; j < w; j++)
-        if (tm_dedup_replace(&bb->index, bb->cdc_keys[j], bb->records[j].range,
-                             (int64_t)j, &unused) != 0)
-            return -1;
     return 0;
 }
 
@@ -383,8 +325,6 @@ int tm_bb_add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
 }
 
 const tm_batch *tm_bb_batch(tm_batch_builder *bb) {
-    if (!bb->broken && drop_superseded(bb) != 0)
-        bb->broken = 1;
     if (bb->broken)
         return NULL;
     tm_batch *b = &bb->batch;
@@ -412,7 +352,7 @@ size_t tm_bb_bytes(const tm_batch_builder *bb) {
 
 void tm_bb_get_counts(const tm_batch_builder *bb, tm_bb_counts *out) {
     memset(out, 0, sizeof *out);
-    out->rows = bb->nrecords - bb->nsuperseded;
+    out->rows = bb->nrecords;
     out->dead_letters = bb->ndls;
     for (size_t i = 0; i < bb->nranges; i++) {
         out->filtered += bb->ranges[i].filtered;

@@ -50,9 +50,15 @@ static int is_flattened(const json_t *ev) {
     return json_object_get(ev, "__deleted") || json_object_get(ev, "__op");
 }
 
-/* The record key as a row: its JSON, out of the Connect envelope. 0, 1
- * none (no key, not a JSON object), -1 OOM. */
-static int key_row(const void *key, size_t key_len, tm_cdc_row *out) {
+/* The record key as a row: its JSON, out of the Connect envelope. Its
+ * fields convert by their logical types (a Date key is days, not epoch
+ * milliseconds): by the key envelope's own schema, checked against its
+ * payload, else by row_schema (the event's "before" schema: Debezium's
+ * key fields are the row's columns), else as plain JSON like any value
+ * without a schema. 0, 1 none (no key, not a JSON object: *reason
+ * TM_DL_NULL_KEY) or a key breaking its schema (why set), -1 OOM. */
+static int key_row(const void *key, size_t key_len, const json_t *row_schema,
+                   tm_cdc_row *out, tm_dl_reason *reason, char *why, size_t n) {
     if (!key)
         return 1;
     json_error_t e;
@@ -60,13 +66,48 @@ static int key_row(const void *key, size_t key_len, tm_cdc_row *out) {
     if (!out->key_doc && json_error_code(&e) == json_error_out_of_memory)
         return -1; /* not the record's fault: no dead letter */
     json_t *k = out->key_doc;
-    if (is_connect_envelope(k))
+    const json_t *schema = row_schema;
+    if (is_connect_envelope(k)) {
+        schema = json_object_get(k, "schema");
         k = json_object_get(k, "payload");
+        if (json_is_object(k) &&
+            tm_cdc_schema_check(schema, k, "/key/payload", why, n) != 0) {
+            *reason = TM_DL_SCHEMA_MISMATCH;
+            return 1;
+        }
+    }
     if (!json_is_object(k))
         return 1;
     out->row = json_incref(k);
-    out->schema = NULL; /* the key's own schema is not the row's */
+    out->schema = schema;
     return 0;
+}
+
+/* A delete's before image without the value of a key field (null or
+ * missing: a replica identity without the key, say) takes it from the
+ * record key, a JSON object (enveloped or not) of the key fields; a key
+ * that is none leaves before as it is. 0, or -1 OOM. */
+static int fill_key(json_t *before, const void *key, size_t key_len) {
+    if (!key)
+        return 0;
+    json_error_t e;
+    json_t *doc = json_loadb(key, key_len, JSON_DECODE_ANY, &e);
+    if (!doc)
+        return json_error_code(&e) == json_error_out_of_memory ? -1 : 0;
+    json_t *k =
+        is_connect_envelope(doc) ? json_object_get(doc, "payload") : doc;
+    const char *name;
+    json_t *v;
+    int rc = 0;
+    if (json_is_object(k))
+        json_object_foreach(k, name, v) {
+            const json_t *have = json_object_get(before, name);
+            if ((!have || json_is_null(have)) && !json_is_null(v) &&
+                json_object_set(before, name, v) != 0)
+                rc = -1;
+        }
+    json_decref(doc);
+    return rc;
 }
 
 /* A Debezium change event ev (schema: the event's struct schema or
@@ -99,10 +140,12 @@ static int debezium_event(json_t *ev, const json_t *schema, const void *key,
     }
     json_t *row = json_object_get(ev, image);
     if (!json_is_object(row) && out->op == TM_OP_DELETE) {
-        int k = key_row(key, key_len, out);
-        if (k <= 0)
-            return k;
         *reason = TM_DL_NULL_KEY;
+        int k = key_row(key, key_len,
+                        schema ? struct_field(schema, "before") : NULL, out,
+                        reason, why, n);
+        if (k <= 0 || *reason != TM_DL_NULL_KEY)
+            return k;
         snprintf(why, n,
                  "/before: a delete without the row's before image "
                  "nor a JSON record key: no key to delete by");
@@ -113,6 +156,8 @@ static int debezium_event(json_t *ev, const json_t *schema, const void *key,
                  op);
         return 1;
     }
+    if (out->op == TM_OP_DELETE && fill_key(row, key, key_len) != 0)
+        return -1;
     out->row = json_incref(row);
     const json_t *f = schema ? struct_field(schema, image) : NULL;
     if (schema && !f) {

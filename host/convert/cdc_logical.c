@@ -148,11 +148,18 @@ static int b64_digit(char c) {
     return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-/* Standard base64 (padding optional) into out; its length, or -1. */
+/* Standard base64 (padding optional) into out; its length, or -1 for
+ * text that is not base64: a lone last digit (length % 4 == 1), bits left
+ * over that are not zero, padding that does not complete a group of 4. */
 static long b64_decode(const char *s, size_t len, unsigned char *out,
                        size_t cap) {
-    while (len > 0 && s[len - 1] == '=')
+    size_t pad = 0;
+    while (len > 0 && s[len - 1] == '=') {
         len--;
+        pad++;
+    }
+    if (len % 4 == 1 || pad > 2 || (pad > 0 && (len + pad) % 4 != 0))
+        return -1;
     size_t o = 0;
     uint32_t acc = 0;
     int bits = 0;
@@ -169,6 +176,8 @@ static long b64_decode(const char *s, size_t len, unsigned char *out,
             out[o++] = (unsigned char)(acc >> bits);
         }
     }
+    if ((acc & ((1u << bits) - 1)) != 0)
+        return -1;
     return (long)o;
 }
 

@@ -271,9 +271,10 @@ static int on_record(void *user, const rd_kafka_message_t *m) {
     items *s = &R->stored[R->part];
     vp->kafka_records++;
     stored_before(R, m->offset);
-    size_t copies = 0;
+    size_t copies = 0, rows = 0;
     while (R->next_item < s->n && s->v[R->next_item].offset == m->offset) {
         copies++;
+        rows += s->v[R->next_item].kind == TM_ITEM_ROW;
         R->next_item++;
     }
     if (copies > 1) {
@@ -281,13 +282,15 @@ static int on_record(void *user, const rd_kafka_message_t *m) {
         problem(R->out, "%s [%" PRId32 "] offset %" PRId64 ": stored %zu times",
                 vp->topic, vp->partition, m->offset, copies);
     }
-    if (copies > 0 && !R->cdc_last)
+    /* A change event the sink made a dead letter (the table refused it)
+     * had no effect on its key's row: not an event of the key. */
+    if (copies > 0 && (!R->cdc_last || rows == 0))
         return 0;
     const char *identity = NULL;
     const tm_record *rec = NULL;
     int outcome = predict(R, m, &identity, &rec);
     if (outcome < 0 || (outcome == 0 && R->cdc_last &&
-                        cdc_event(R, rec, m->offset, copies > 0) != 0)) {
+                        cdc_event(R, rec, m->offset, rows > 0) != 0)) {
         R->oom = 1;
         return 1;
     }

@@ -309,16 +309,17 @@ static int prune_keys(sq_run *x) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* 1 when the INSERT's failure RC was the record's content, not the
- * statement or the store: a constraint or datatype rule (SQLite undid
- * only that statement), or an error raised while computing the row — a
- * CHECK or generated column whose function fails on this value
- * (json_extract on text that is not JSON: SQLITE_ERROR), a value past
+/* 1 when the failure RC of statement STMT (the row's INSERT or a change
+ * event's DELETE: a trigger may RAISE, a foreign key refuse) was the
+ * record's content, not the statement or the store: a constraint or
+ * datatype rule (SQLite undid only that statement), or an error raised while
+ * computing the row — a CHECK or generated column whose function fails on this
+ * value (json_extract on text that is not JSON: SQLITE_ERROR), a value past
  * SQLite's size limits (SQLITE_TOOBIG) — as long as the transaction is
- * still open (only the statement was undone) and the INSERT's SQL still
+ * still open (only the statement was undone) and the statement's SQL still
  * compiles (an SQLITE_ERROR of a table dropped or changed under the sink
  * is the statement's: FATAL, never a dead letter per record). */
-static int refused_row(sq_run *x, int rc) {
+static int refused_row(sq_run *x, int rc, int stmt) {
     if (sq_refused_content(rc))
         return 1;
     int prim = rc & 0xff;
@@ -328,8 +329,8 @@ static int refused_row(sq_run *x, int rc) {
     if (prim == SQLITE_TOOBIG)
         return 1;
     sqlite3_stmt *again = NULL;
-    int ok = sqlite3_prepare_v2(x->s->db, sqlite3_sql(x->s->stmt[SQ_INS_ROW]),
-                                -1, &again, NULL) == SQLITE_OK;
+    int ok = sqlite3_prepare_v2(x->s->db, sqlite3_sql(x->s->stmt[stmt]), -1,
+                                &again, NULL) == SQLITE_OK;
     sqlite3_finalize(again);
     return ok;
 }
@@ -370,16 +371,14 @@ static int write_records(sq_run *x) {
             rc = record_dead_letter(x, r, g, TM_DL_IDENTITY_CONFLICT, detail);
             continue;
         }
-        if (TM_RECORD_OP(r) == TM_OP_DELETE) {
-            /* applied: counted with the rows (docs/exactly-once.md) */
-            if ((rc = delete_row(x, r)) == SQLITE_OK)
-                x->rows[r->range]++;
-            continue;
-        }
-        rc = insert_row(x, r, g);
+        /* a delete is applied even when no row had its key: counted with
+         * the rows (docs/exactly-once.md) */
+        int del = TM_RECORD_OP(r) == TM_OP_DELETE;
+        rc = del ? delete_row(x, r) : insert_row(x, r, g);
         if (rc != SQLITE_OK) /* before refused_row's prepare clears it */
             snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
-        if (rc != SQLITE_OK && refused_row(x, rc)) {
+        if (rc != SQLITE_OK &&
+            refused_row(x, rc, del ? SQ_DEL_ROW : SQ_INS_ROW)) {
             /* Only this statement was undone; the transaction goes on. */
             rc = keyed ? forget_key(x, r) : SQLITE_OK;
             if (rc == SQLITE_OK)

@@ -440,6 +440,236 @@ static void scenario_sqlite_flattened(void) {
             h_read_file("verify.out"));
 }
 
+/* ---- a refused event among its key's events in one batch ---- */
+
+/* Creates the target table before the host does, with a CHECK refusing
+ * the name "bad", and upsert's unique index on the key. */
+static void create_checked_table(const target *t) {
+    const char *ddl =
+        "CREATE TABLE \"%s\" (id %s, name text CHECK (name <> 'bad'), "
+        "_tm_topic text NOT NULL, _tm_partition integer NOT NULL, "
+        "_tm_offset bigint NOT NULL, _tm_identity text); CREATE UNIQUE "
+        "INDEX \"%s_id\" ON \"%s\" (id)";
+    char sql[1024];
+    snprintf(sql, sizeof sql, ddl, t->table, t->pg ? "bigint" : "INTEGER",
+             t->table, t->table);
+    if (t->pg) {
+        h_pg_int("%s", sql);
+        H_CHECK(h_pg_int("SELECT count(*) FROM pg_class WHERE relname = '%s'",
+                         t->table) == 1,
+                "inconclusive: table %s not created", t->table);
+        return;
+    }
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(t->db, &db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    H_CHECK(rc == SQLITE_OK, "inconclusive: creating %s: %s", t->table,
+            sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* One bare Debezium event of key id into partition 0 (name NULL: a
+ * delete). */
+static void plain_event(rd_kafka_t *p, const target *t, int id, const char *op,
+                        const char *name) {
+    char key[64], value[512];
+    snprintf(key, sizeof key, "{\"id\":%d}", id);
+    if (name)
+        snprintf(value, sizeof value,
+                 "{\"before\":null,\"after\":{\"id\":%d,\"name\":\"%s\"},"
+                 "\"op\":\"%s\"}",
+                 id, name, op);
+    else
+        snprintf(value, sizeof value,
+                 "{\"before\":{\"id\":%d,\"name\":null},\"after\":null,"
+                 "\"op\":\"%s\"}",
+                 id, op);
+    h_produce_async(p, t->topic, 0, key, value, strlen(value));
+}
+
+/* Each event as if applied one at a time in offset order, a refused one a
+ * dead letter without effect: key 1 created then refused an update keeps
+ * its row; key 2 (stored by an earlier batch) deleted then refused a
+ * create has no row; key 3 created, deleted, refused a create has none;
+ * key 4's refused create is a dead letter though its update is applied.
+ * Envelope dead letters before and after them carry the batch id: all in
+ * one batch, else inconclusive. */
+static void run_refused_in_batch(int pg) {
+    target t;
+    init_target(&t, pg);
+    create_checked_table(&t);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL); /* all in 0 */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    static const char BAD[] = "{\"before\":null,\"after\":null,\"op\":\"x\"}";
+    plain_event(p, &t, 2, "c", "v0"); /* offset 0: a batch of its own */
+    h_produce_async(p, t.topic, 0, "{\"id\":0}", BAD, strlen(BAD));
+    plain_event(p, &t, 1, "c", "good");
+    plain_event(p, &t, 1, "u", "bad");
+    plain_event(p, &t, 2, "d", NULL);
+    plain_event(p, &t, 2, "c", "bad");
+    plain_event(p, &t, 3, "c", "v0");
+    plain_event(p, &t, 3, "d", NULL);
+    plain_event(p, &t, 3, "c", "bad");
+    plain_event(p, &t, 4, "c", "bad");
+    plain_event(p, &t, 4, "u", "v1");
+    h_produce_async(p, t.topic, 0, "{\"id\":0}", BAD, strlen(BAD));
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config(&t);
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    h_stop_clean(pid);
+    const char *bq = "SELECT count(DISTINCT batch_id) FROM "
+                     "tidemark_dead_letters WHERE connector = '%s' AND "
+                     "\"offset\" BETWEEN 1 AND 11";
+    int64_t batches =
+        pg ? h_pg_int(bq, t.connector) : h_sqlf(t.db, bq, t.connector);
+    H_CHECK(batches == 1,
+            "inconclusive: offsets 1 to 11 in %lld batches, not one",
+            (long long)batches);
+    const char *rq = "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                     "connector = '%s' AND reason = 'rejected' AND \"offset\" "
+                     "IN (3, 5, 8, 9)";
+    int64_t rejected =
+        pg ? h_pg_int(rq, t.connector) : h_sqlf(t.db, rq, t.connector);
+    H_CHECK(rejected == 4, "rejected dead letters at 3, 5, 8, 9: %lld",
+            (long long)rejected);
+    H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 1, "good") == 1,
+            "key 1: its create lost with its refused update (rows: %lld)",
+            (long long)count_rows(&t, "WHERE id = %d%s", 1, ""));
+    H_CHECK(count_rows(&t, "WHERE id = %d%s", 2, "") == 0,
+            "key 2: its delete lost with the refused create after it");
+    H_CHECK(count_rows(&t, "WHERE id = %d%s", 3, "") == 0,
+            "key 3: a row left by create, delete, refused create");
+    H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 4, "v1") == 1,
+            "key 4: not updated after its refused create");
+    H_CHECK(count_rows(&t, "%.0d%s", 0, "") == 2, "the table has %lld rows",
+            (long long)count_rows(&t, "%.0d%s", 0, ""));
+    h_step("one batch: each event applied in order, the refused ones dead "
+           "letters");
+    /* verify: a refused event (a dead letter) is no event of its key */
+    const char *args[] = {"verify", cfg, NULL};
+    int rc = h_tidemark("verify.out", args);
+    H_CHECK(rc == 0, "tidemark verify after the refusals: exit %d\n%s", rc,
+            h_read_file("verify.out"));
+    if (pg)
+        return;
+    /* and key 1's row lost behind the host's back is seen: its last event
+     * is its create (offset 2), not the refused update */
+    sqlite3 *db = NULL;
+    char sql[256];
+    snprintf(sql, sizeof sql, "DELETE FROM \"%s\" WHERE id = 1", t.table);
+    rc = sqlite3_open(t.db, &db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    H_CHECK(rc == SQLITE_OK && sqlite3_changes(db) == 1,
+            "inconclusive: deleting key 1's row: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    rc = h_tidemark("verify-lost.out", args);
+    const char *out = h_read_file("verify-lost.out");
+    H_CHECK(rc != 0 && strstr(out, "offset 2: the last event of key"),
+            "verify with key 1's row deleted: exit %d\n%s", rc, out);
+    h_step("verify: OK after the refusals, FAIL with key 1's row lost");
+}
+
+/* A delete without before keys by the record key: a Date key (days)
+ * must delete its row, whether the key is in its Connect envelope or bare
+ * (then the event's row schema types it). */
+static void scenario_sqlite_delete_by_date_key(void) {
+    target t;
+    init_target(&t, 0);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL); /* all in 0 */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+#define DAY_ROW(field)                                                         \
+    "{\"field\":\"" field "\",\"type\":\"struct\",\"optional\":true,"          \
+    "\"fields\":[{\"field\":\"day\",\"type\":\"int32\",\"name\":"              \
+    "\"io.debezium.time.Date\"},{\"field\":\"name\",\"type\":\"string\","      \
+    "\"optional\":true}]}"
+#define DAY_EVENT(payload)                                                     \
+    "{\"schema\":{\"type\":\"struct\",\"fields\":[" DAY_ROW(                   \
+        "before") "," DAY_ROW("after") ",{\"field\":\"op\",\"type\":"          \
+                                       "\"string\"}]},\"payload\":" payload    \
+                                       "}"
+    static const char *const EV[][2] = {
+        {"{\"day\":19000}",
+         DAY_EVENT("{\"before\":null,\"after\":{\"day\":19000,\"name\":"
+                   "\"a\"},\"op\":\"c\"}")},
+        {"{\"day\":19001}",
+         DAY_EVENT("{\"before\":null,\"after\":{\"day\":19001,\"name\":"
+                   "\"b\"},\"op\":\"c\"}")},
+        {"{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"day\","
+         "\"type\":\"int32\",\"name\":\"io.debezium.time.Date\"}]},"
+         "\"payload\":{\"day\":19000}}",
+         DAY_EVENT("{\"before\":null,\"after\":null,\"op\":\"d\"}")},
+        {"{\"day\":19001}",
+         DAY_EVENT("{\"before\":null,\"after\":null,\"op\":\"d\"}")},
+    };
+    for (size_t i = 0; i < sizeof EV / sizeof EV[0]; i++)
+        h_produce_async(p, t.topic, 0, EV[i][0], EV[i][1], strlen(EV[i][1]));
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config_with(
+        &t, "{\"mode\": \"json\", \"format\": \"debezium\", \"columns\": ["
+            "{\"name\": \"day\", \"pointer\": \"/day\", \"type\": "
+            "\"timestamp\", \"key\": true}, {\"name\": \"name\", \"pointer\": "
+            "\"/name\", \"type\": \"text\"}]}");
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    h_stop_clean(pid);
+    int64_t rows = h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table);
+    H_CHECK(rows == 0, "%lld rows left after deleting both Date keys",
+            (long long)rows);
+    H_CHECK(h_sqlf(t.db,
+                   "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                   "connector = '%s'",
+                   t.connector) == 0,
+            "dead letters among the Date key events");
+    h_step("both Date keys deleted by their record keys");
+}
+
+/* A delete the table refuses (a BEFORE DELETE trigger raising ABORT) is a
+ * dead letter "rejected" without effect, like a refused insert; the
+ * connector goes on (the event after it applied). */
+static void scenario_sqlite_delete_refused(void) {
+    target t;
+    init_target(&t, 0);
+    create_checked_table(&t);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE TRIGGER \"%s_keep\" BEFORE DELETE ON \"%s\" BEGIN "
+             "SELECT RAISE(ABORT, 'rows are kept'); END",
+             t.table, t.table);
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(t.db, &db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    H_CHECK(rc == SQLITE_OK, "inconclusive: trigger: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL); /* all in 0 */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    plain_event(p, &t, 1, "c", "a");
+    plain_event(p, &t, 1, "d", NULL);
+    plain_event(p, &t, 2, "c", "b");
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config(&t);
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    h_stop_clean(pid);
+    H_CHECK(h_sqlf(t.db,
+                   "SELECT count(*) FROM tidemark_dead_letters WHERE "
+                   "connector = '%s' AND reason = 'rejected' AND \"offset\" = "
+                   "1 AND detail LIKE '%%rows are kept%%'",
+                   t.connector) == 1,
+            "the refused delete is not a dead letter rejected");
+    H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 1, "a") == 1,
+            "key 1: its row is gone though the delete was refused");
+    H_CHECK(count_rows(&t, "WHERE id = %d AND name = '%s'", 2, "b") == 1,
+            "key 2: the event after the refused delete not applied");
+    h_step("the refused delete a dead letter, the connector went on");
+}
+
 static void scenario_sqlite(void) {
     run_plain(0);
 }
@@ -451,6 +681,12 @@ static void scenario_sqlite_sigkill(void) {
 }
 static void scenario_postgres_sigkill(void) {
     run_sigkill(1);
+}
+static void scenario_sqlite_refused_in_batch(void) {
+    run_refused_in_batch(0);
+}
+static void scenario_postgres_refused_in_batch(void) {
+    run_refused_in_batch(1);
 }
 
 int main(int argc, char **argv) {
@@ -467,6 +703,10 @@ int main(int argc, char **argv) {
         {"sqlite_sigkill", scenario_sqlite_sigkill},
         {"postgres_sigkill", scenario_postgres_sigkill},
         {"sqlite_flattened", scenario_sqlite_flattened},
+        {"sqlite_refused_in_batch", scenario_sqlite_refused_in_batch},
+        {"sqlite_delete_by_date_key", scenario_sqlite_delete_by_date_key},
+        {"sqlite_delete_refused", scenario_sqlite_delete_refused},
+        {"postgres_refused_in_batch", scenario_postgres_refused_in_batch},
     };
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
         if (strcmp(scenarios[i].name, argv[3]) == 0) {

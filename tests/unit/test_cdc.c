@@ -1,7 +1,7 @@
 /* Change data capture (docs/configuration.md, "Change data capture"): the
  * config's $.mapping.format, the Connect and Debezium envelopes and the
  * ExtractNewRecordState shape, Connect's logical types, the dead letters
- * of bad events, and the batch builder keeping the last event of a key.
+ * of bad events, and the batch builder keeping every event in order.
  * The events are written by hand after the documented formats (a
  * Debezium change event: before, after, source, op, ts_ms; JsonConverter
  * with schemas: {"schema", "payload"}); expected values worked out by
@@ -187,6 +187,20 @@ START_TEST(debezium_ops) {
     ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
     ck_assert_int_eq(x.res.values[0].v.i, 9);
     done(&x);
+    /* a before image without the key's value (missing or null: a
+     * replica identity without it): the record key's */
+    run(&x, c, "{\"id\":5}", EVENT("{\"name\":\"anna\"}", "null", "d"));
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, 5);
+    done(&x);
+    run(&x, c,
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"id\","
+        "\"type\":\"int32\"}]},\"payload\":{\"id\":6}}",
+        EVENT("{\"id\":null,\"name\":\"anna\"}", "null", "d"));
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_int_eq(x.res.values[0].v.i, 6);
+    done(&x);
     /* the tombstone after a delete: filtered, not a dead letter */
     run(&x, c, "{\"id\":9}", NULL);
     ck_assert_int_eq(x.out, TM_CONV_FILTERED);
@@ -349,6 +363,88 @@ START_TEST(connect_logical_types) {
 }
 END_TEST
 
+/* Base64 that is not: a lone last digit, bits left over that are not
+ * zero, padding that does not make a multiple of 4 (or too much). */
+START_TEST(decimal_bad_base64) {
+    tm_connector_config *c =
+        cfg("connect", "[{\"name\":\"id\",\"pointer\":\"/id\",\"type\":\"int\","
+                       "\"key\":true},{\"name\":\"d\",\"pointer\":\"/d\","
+                       "\"type\":\"text\"}]");
+    const char *bad[] = {"B", "BQ==B", "BR==", "BR", "BQ=", "BQ===", "MDl="};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char v[1024];
+        snprintf(v, sizeof v,
+                 "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":"
+                 "\"id\",\"type\":\"int32\"}," DEC(
+                     "d") "]},\"payload\":{\"id\":1,\"d\":\"%s\"}}",
+                 bad[i]);
+        conv x;
+        run(&x, c, NULL, v);
+        if (x.out != TM_CONV_DEAD_LETTER)
+            fprintf(stderr, "accepted: %s\n", bad[i]);
+        ck_assert_int_eq(x.out, TM_CONV_DEAD_LETTER);
+        ck_assert_int_eq(x.res.reason, TM_DL_SCHEMA_MISMATCH);
+        done(&x);
+    }
+    /* unpadded but whole: accepted (12345 is "MDk=") */
+    conv x;
+    run(&x, c, NULL,
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"id\","
+        "\"type\":\"int32\"}," DEC("d") "]},\"payload\":{\"id\":1,\"d\":"
+                                        "\"MDk\"}}");
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_str_eq(x.res.values[1].v.s.ptr, "123.45");
+    done(&x);
+    tm_config_free(c);
+}
+END_TEST
+
+#define DAY_COLS                                                               \
+    "[{\"name\":\"day\",\"pointer\":\"/day\",\"type\":\"timestamp\","          \
+    "\"key\":true},{\"name\":\"name\",\"pointer\":\"/name\",\"type\":"         \
+    "\"text\"}]"
+#define DAY_ROW_SCHEMA(field)                                                  \
+    "{\"field\":\"" field "\",\"type\":\"struct\",\"optional\":true,"          \
+    "\"fields\":[{\"field\":\"day\",\"type\":\"int32\",\"name\":"              \
+    "\"io.debezium.time.Date\"},{\"field\":\"name\",\"type\":\"string\","      \
+    "\"optional\":true}]}"
+#define DAY_DELETE                                                             \
+    "{\"schema\":{\"type\":\"struct\",\"fields\":[" DAY_ROW_SCHEMA(            \
+        "before") "," DAY_ROW_SCHEMA("after") ",{\"field\":\"op\",\"type\":"   \
+                                              "\"string\"}]},\"payload\":{"    \
+                                              "\"before\":null,\"after\":"     \
+                                              "null,\"op\":\"d\"}}"
+
+/* A delete without before keys by the record key: its Date converts by
+ * the key envelope's own schema, or by the event's row schema for a bare
+ * key, never as plain epoch milliseconds (a silent non-match). */
+START_TEST(delete_by_key_keeps_logical_type) {
+    tm_connector_config *c = cfg("debezium", DAY_COLS);
+    const int64_t want = 19000LL * 86400 * 1000000;
+    conv x;
+    run(&x, c,
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"day\","
+        "\"type\":\"int32\",\"name\":\"io.debezium.time.Date\"}]},"
+        "\"payload\":{\"day\":19000}}",
+        DAY_DELETE);
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, want);
+    done(&x);
+    run(&x, c, "{\"day\":19000}", DAY_DELETE);
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, want);
+    done(&x);
+    /* a key envelope that breaks its own schema */
+    expect_dead(c,
+                "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":"
+                "\"day\",\"type\":\"int32\"}]},\"payload\":{\"day\":\"x\"}}",
+                DAY_DELETE, TM_DL_SCHEMA_MISMATCH, "/key");
+    tm_config_free(c);
+}
+END_TEST
+
 START_TEST(decimal_edges) {
     tm_connector_config *c =
         cfg("connect", "[{\"name\":\"id\",\"pointer\":\"/id\",\"type\":\"int\","
@@ -436,7 +532,7 @@ START_TEST(filter_on_row_image) {
 }
 END_TEST
 
-/* ---- the batch: last event of a key wins ---- */
+/* ---- the batch: every event, in offset order ---- */
 
 static void add(tm_batch_builder *bb, int r, int64_t offset,
                 const char *value) {
@@ -449,7 +545,7 @@ static void add(tm_batch_builder *bb, int r, int64_t offset,
     ck_assert_int_eq(tm_bb_add(bb, (uint32_t)r, &m), 0);
 }
 
-START_TEST(batch_last_event_wins) {
+START_TEST(batch_keeps_every_event) {
     tm_connector_config *c = cfg("debezium", COLS);
     tm_batch_builder *bb = tm_bb_new(c);
     ck_assert_ptr_nonnull(bb);
@@ -466,35 +562,37 @@ START_TEST(batch_last_event_wins) {
     add(bb, r, 17, EVENT("{\"id\":2,\"name\":\"x\"}", "null", "d"));
     tm_bb_counts n;
     tm_bb_counts(bb, &n);
-    ck_assert_uint_eq(n.rows, 3);
-    ck_assert_uint_eq(n.duplicates, 3);
+    ck_assert_uint_eq(n.rows, 6);
+    ck_assert_uint_eq(n.duplicates, 0);
     ck_assert_uint_eq(n.filtered, 1);
     ck_assert_uint_eq(n.dead_letters, 1);
     const tm_batch *b = tm_bb_batch(bb);
     ck_assert_ptr_nonnull(b);
-    ck_assert_uint_eq(b->nrecords, 3);
-    /* offset order kept; each key once, its last event */
-    const int64_t offsets[] = {13, 15, 17};
-    const uint32_t ops[] = {TM_OP_DELETE, TM_OP_UPSERT, TM_OP_DELETE};
-    const int64_t ids[] = {1, 3, 2};
-    for (size_t i = 0; i < 3; i++) {
+    ck_assert_uint_eq(b->nrecords, 6);
+    /* every event of a key, in offset order: the sink refusing a later
+     * one must still have the earlier ones to apply */
+    const int64_t offsets[] = {10, 11, 12, 13, 15, 17};
+    const uint32_t ops[] = {TM_OP_UPSERT, TM_OP_UPSERT, TM_OP_UPSERT,
+                            TM_OP_DELETE, TM_OP_UPSERT, TM_OP_DELETE};
+    const int64_t ids[] = {1, 1, 2, 1, 3, 2};
+    for (size_t i = 0; i < 6; i++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, i);
         ck_assert_int_eq(rec->offset, offsets[i]);
         ck_assert_uint_eq(TM_RECORD_OP(rec), ops[i]);
         ck_assert_int_eq(rec->values[0].v.i, ids[i]);
     }
-    ck_assert_uint_eq(b->ranges[0].duplicates, 3);
+    ck_assert_uint_eq(b->ranges[0].duplicates, 0);
     ck_assert_int_eq(b->ranges[0].end_offset, 18);
     /* the same batch again (a RETRY), and more events after a look */
     ck_assert_ptr_eq(tm_bb_batch(bb), b);
-    ck_assert_uint_eq(b->nrecords, 3);
+    ck_assert_uint_eq(b->nrecords, 6);
     add(bb, r, 18, EVENT("null", "{\"id\":3,\"name\":\"c\"}", "u"));
     tm_bb_counts(bb, &n);
-    ck_assert_uint_eq(n.rows, 3);
+    ck_assert_uint_eq(n.rows, 7);
     b = tm_bb_batch(bb);
-    ck_assert_uint_eq(b->nrecords, 3);
-    ck_assert_int_eq(TM_CELEM(tm_record, b->records, 2)->offset, 18);
-    ck_assert_uint_eq(b->ranges[0].duplicates, 4);
+    ck_assert_uint_eq(b->nrecords, 7);
+    ck_assert_int_eq(TM_CELEM(tm_record, b->records, 6)->offset, 18);
+    ck_assert_uint_eq(b->ranges[0].duplicates, 0);
     tm_bb_free(bb);
     tm_config_free(c);
 }
@@ -548,7 +646,9 @@ static Suite *suite(void) {
     tcase_add_test(t, connect_logical_types);
     tcase_add_test(t, decimal_edges);
     tcase_add_test(t, flattened_rows);
-    tcase_add_test(t, batch_last_event_wins);
+    tcase_add_test(t, batch_keeps_every_event);
+    tcase_add_test(t, delete_by_key_keeps_logical_type);
+    tcase_add_test(t, decimal_bad_base64);
     tcase_add_test(t, timestamp_text_round_trip);
     tcase_add_test(t, record_op_of_older_hosts);
     tcase_add_test(t, filter_on_row_image);

@@ -247,9 +247,9 @@ typedef struct tm_record {
      * "debezium" or "connect", TM_CONFIG_CDC) makes deletes, and only
      * for a sink with TM_CAP_UPSERT | TM_CAP_DELETE. The sink applies a
      * batch's records as if one by one in offset order (the last event
-     * of a key wins); the host sends only the last event of a key per
-     * partition and batch, but a sink must not rely on it (the kit's
-     * case "cdc" does not). Read it through TM_RECORD_OP. */
+     * of a key wins; a refused one is a dead letter without effect); the
+     * host sends every event, so a key may come several times in a batch
+     * (the kit's case "cdc"). Read it through TM_RECORD_OP. */
     uint32_t op;
 } tm_record;
 
