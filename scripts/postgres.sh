@@ -103,7 +103,10 @@ cmd_start() {
     init_cluster
     as_pg mkdir -p "$RUN"
     say "starting on 127.0.0.1:$PORT (data: $DATA, log: $LOGFILE)"
-    as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$LOGFILE" -w -t 60 start >/dev/null \
+    # wal_level=logical on every start (not only at initdb, so older clusters get it too):
+    # the change-data-capture tests run a Debezium source connector against this server.
+    as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$LOGFILE" -w -t 60 \
+        -o "-c wal_level=logical -c max_replication_slots=20 -c max_wal_senders=20" start >/dev/null \
       || { tail -n 20 "$LOGFILE" >&2; die "pg_ctl start failed"; }
   fi
   ensure_db
