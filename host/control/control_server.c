@@ -150,11 +150,12 @@ static int read_line(int fd, int wake_fd, long long deadline_ms, char *line,
 
 /* Whether the client is still there to be answered: one that gave up (its
  * own timeout) and hung up must not have its request applied after it
- * was told there was no answer. */
+ * was told there was no answer. Only a client gone in both directions
+ * (POLLHUP) gave up: one that shut down only its writing end (POLLRDHUP:
+ * `nc -N`, socat, a script closing stdin) still reads the answer. */
 static int peer_gone(int fd) {
-    struct pollfd p = {fd, POLLRDHUP, 0};
-    return poll(&p, 1, 0) > 0 &&
-           (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    struct pollfd p = {fd, 0, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)) != 0;
 }
 
 int tm_control_serve(int dir_fd, const char *shown, const char *name,

@@ -371,6 +371,39 @@ START_TEST(test_hung_up_request_not_applied) {
 }
 END_TEST
 
+/* A client that half-closes after its request (shutdown(SHUT_WR), as
+ * `nc -N`, `socat` or a script that closes its write end do) is still
+ * there to read the answer: its request is applied and answered. Only a
+ * client gone in both directions is one that gave up. The request and the
+ * shutdown wait in the backlog behind a dripping client, so both have
+ * happened when the server reads the request. */
+START_TEST(test_half_closed_client_answered) {
+    make_dir();
+    tm_run_ctl ctl;
+    tm_run_ctl_init(&ctl);
+    char why[512];
+    tm_control_server *s =
+        tm_control_start(dfd, dir, "c", &ctl, why, sizeof why);
+    ck_assert_msg(s != NULL, "%s", why);
+    drip d;
+    drip_start(&d);
+    int fd = client();
+    struct timeval tv = {15, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ck_assert_int_eq(write(fd, "pause\n", 6), 6);
+    ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+    char answer[256] = "";
+    ssize_t n = read(fd, answer, sizeof answer - 1);
+    close(fd);
+    ck_assert_msg(n > 0 && strncmp(answer, "ok: pausing c", 13) == 0,
+                  "a half-closed client got no answer (%zd): %s", n, answer);
+    ck_assert_int_eq(atomic_load(&ctl.pause), 1);
+    drip_end(&d);
+    tm_control_stop(s);
+    remove_dir();
+}
+END_TEST
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN); /* as the host: a client gone is an EPIPE */
     Suite *s = suite_create("control");
@@ -387,6 +420,7 @@ int main(void) {
     tcase_add_test(slow, test_dripping_client_deadline);
     tcase_add_test(slow, test_stop_with_client_connected);
     tcase_add_test(slow, test_hung_up_request_not_applied);
+    tcase_add_test(slow, test_half_closed_client_answered);
     suite_add_tcase(s, slow);
     return tm_check_run(s, 1);
 }
