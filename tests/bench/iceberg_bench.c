@@ -36,20 +36,14 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_data.h"
 #include "config/settings.h"
 #include "parquet_writer.h"
 #include "plugin/loader.h"
 #include "services/host_services.h"
 
-#define NCOLS 6
-static const tm_column COLS[NCOLS] = {
-    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 0},
-    {sizeof(tm_column), "name", TM_TYPE_TEXT, 0, 0},
-    {sizeof(tm_column), "amount", TM_TYPE_FLOAT, 0, 0},
-    {sizeof(tm_column), "flag", TM_TYPE_BOOL, 0, 0},
-    {sizeof(tm_column), "at", TM_TYPE_TIMESTAMP, 0, 0},
-    {sizeof(tm_column), "doc", TM_TYPE_JSON, 0, 0},
-};
+#define NCOLS BENCH_ORDERS_NCOLS
+#define COLS  BENCH_ORDERS_COLS
 /* The Parquet columns the sink writes for COLS (plugins/iceberg-lite/
  * schema.c): the mapping's, then the hidden coordinates. */
 #define PQ_NCOLS (NCOLS + 3)
@@ -63,82 +57,11 @@ static const pq_column_def PQ_COLS[PQ_NCOLS] = {
 
 static const char *TOPIC = "bench.orders";
 
-typedef struct data {
-    size_t nrows, batch, nbatches;
-    tm_record *records;
-    tm_value *values; /* nrows * NCOLS */
-    char *text;       /* the strings the values point at */
-    tm_range *ranges; /* one per batch */
-    tm_batch *batches;
-    char (*ids)[32];
-} data;
+typedef bench_data data;
 
 static void die(const char *what, const char *why) {
     fprintf(stderr, "iceberg_bench: %s: %s\n", what, why);
     exit(1);
-}
-
-/* Every row's values, made once: both sides encode the very same bytes. */
-static void make_data(data *d, size_t nrows, size_t batch) {
-    d->nrows = nrows;
-    d->batch = batch;
-    d->nbatches = (nrows + batch - 1) / batch;
-    d->records = calloc(nrows, sizeof *d->records);
-    d->values = calloc(nrows * NCOLS, sizeof *d->values);
-    d->text = malloc(nrows * 96);
-    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
-    d->batches = calloc(d->nbatches, sizeof *d->batches);
-    d->ids = calloc(d->nbatches, sizeof *d->ids);
-    if (!d->records || !d->values || !d->text || !d->ranges || !d->batches ||
-        !d->ids)
-        die("data", "out of memory");
-    for (size_t i = 0; i < nrows; i++) {
-        tm_value *v = &d->values[i * NCOLS];
-        char *name = d->text + i * 96, *doc = name + 32;
-        int nl = snprintf(name, 32, "customer-%zu", i % 977);
-        int dl = snprintf(doc, 64, "{\"sku\":\"A-%zu\",\"qty\":%zu}", i % 131,
-                          i % 7 + 1);
-        for (int c = 0; c < NCOLS; c++)
-            v[c].struct_size = sizeof(tm_value);
-        v[0].v.i = (int64_t)i;
-        v[1].v.s.ptr = name;
-        v[1].v.s.len = (size_t)nl;
-        v[2].v.f = (double)(i % 10000) / 100.0;
-        v[3].v.i = (int64_t)(i % 2);
-        v[4].v.i = 1700000000000000 + (int64_t)i * 1000;
-        v[5].v.s.ptr = doc;
-        v[5].v.s.len = (size_t)dl;
-        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
-                                    .range = 0,
-                                    .offset = (int64_t)i,
-                                    .timestamp_ms = 1700000000000 + (int64_t)i,
-                                    .value = doc,
-                                    .value_len = (size_t)dl,
-                                    .values = v};
-    }
-}
-
-/* The batches for one sink run (epoch from that run's claim). */
-static void make_batches(data *d, int64_t epoch) {
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch;
-        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
-        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
-        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
-                                  .topic = TOPIC,
-                                  .partition = 0,
-                                  .start_offset = (int64_t)first,
-                                  .end_offset = (int64_t)(first + n),
-                                  .epoch = epoch};
-        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
-                                   .connector = "bench",
-                                   .batch_id = d->ids[k],
-                                   .deadline_ms = 0,
-                                   .ranges = &d->ranges[k],
-                                   .nranges = 1,
-                                   .records = &d->records[first],
-                                   .nrecords = n};
-    }
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag,
@@ -178,7 +101,7 @@ static double dir_bytes(const char *dir) {
 /* ---- the sink ----------------------------------------------------------- */
 
 static void stamp(void *d, int64_t epoch) {
-    make_batches(d, epoch);
+    bench_data_batches(d, TOPIC, epoch);
 }
 
 static int sync_on = 1;
@@ -218,8 +141,7 @@ static double run_ceiling(data *d, const char *dir, double *bytes) {
     *bytes = 0;
     double t0 = bench_now_s();
     for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch;
-        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
+        size_t first = k * d->batch, n = bench_data_batch_len(d, k);
         pq_writer *w = pq_writer_new(PQ_COLS, PQ_NCOLS, 0, 0);
         if (!w)
             die("Parquet writer", "out of memory");
@@ -373,7 +295,7 @@ static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
             die("--ages", ages);
         p = *end == ',' ? end + 1 : end;
         data d;
-        make_data(&d, age + commits * batch, batch);
+        bench_data_orders(&d, "iceberg_bench", age + commits * batch, batch);
         fresh_dir(path);
         aged a;
         aged_open(&a, api, path, 0);
@@ -391,12 +313,7 @@ static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
                newest_metadata_bytes(path));
         fflush(stdout);
         fresh_dir(path);
-        free(d.records);
-        free(d.values);
-        free(d.text);
-        free(d.ranges);
-        free(d.batches);
-        free(d.ids);
+        bench_data_free(&d);
     }
     free(lat);
 }
@@ -451,7 +368,7 @@ int main(int argc, char **argv) {
     snprintf(sink_dir, sizeof sink_dir, "%s/tm-bench-ice-sink", dir);
     snprintf(bare_dir, sizeof bare_dir, "%s/tm-bench-ice-ceiling", dir);
     data d;
-    make_data(&d, rows, batch);
+    bench_data_orders(&d, "iceberg_bench", rows, batch);
     printf("# iceberg_bench: %zu rows, %zu per batch (%zu commits), %zu reps, "
            "dir %s, %s, keep_snapshots %ld, compression %s\n",
            rows, batch, d.nbatches, reps, dir, sync_on ? "fsync" : "no fsync",
@@ -475,11 +392,6 @@ int main(int argc, char **argv) {
     printf("ratio sink/ceiling: %.3f\n", mb / ms);
     fresh_dir(sink_dir);
     fresh_dir(bare_dir);
-    free(d.records);
-    free(d.values);
-    free(d.text);
-    free(d.ranges);
-    free(d.batches);
-    free(d.ids);
+    bench_data_free(&d);
     return 0;
 }

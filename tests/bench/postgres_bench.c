@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_data.h"
 #include "plugin/loader.h"
 
 #define NCOLS    6
@@ -34,15 +35,11 @@
 
 static const char *TOPIC = "bench.events";
 
+/* The shared rows and batches, and the docs' total bytes (for the average
+ * printed). */
 typedef struct data {
-    size_t nrows, batch, nbatches;
-    tm_record *records;
-    tm_value *values; /* nrows * NCOLS */
-    char *text;       /* the strings the values point at */
-    tm_range *ranges; /* one per batch */
-    tm_batch *batches;
-    char (*ids)[32];
-    size_t doc_bytes; /* total, for the average printed */
+    bench_data b;
+    size_t doc_bytes;
 } data;
 
 typedef struct pg_buf {
@@ -81,22 +78,12 @@ static const char *const TYPES[] = {
 /* A realistic mapped event: id bigint, type, title, user text, ts
  * timestamptz, doc (the event as JSON, ~300 bytes). */
 static void make_data(data *d, size_t nrows, size_t batch) {
-    d->nrows = nrows;
-    d->batch = batch;
-    d->nbatches = (nrows + batch - 1) / batch;
-    d->records = calloc(nrows, sizeof *d->records);
-    d->values = calloc(nrows * NCOLS, sizeof *d->values);
-    d->text = malloc(nrows * (128 + DOC_SIZE));
-    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
-    d->batches = calloc(d->nbatches, sizeof *d->batches);
-    d->ids = calloc(d->nbatches, sizeof *d->ids);
+    bench_data_alloc(&d->b, "postgres_bench", nrows, batch, NCOLS,
+                     128 + DOC_SIZE);
     d->doc_bytes = 0;
-    if (!d->records || !d->values || !d->text || !d->ranges || !d->batches ||
-        !d->ids)
-        die("data", "out of memory");
     for (size_t i = 0; i < nrows; i++) {
-        tm_value *v = &d->values[i * NCOLS];
-        char *title = d->text + i * (128 + DOC_SIZE), *user = title + 80;
+        tm_value *v = &d->b.values[i * NCOLS];
+        char *title = d->b.text + i * (128 + DOC_SIZE), *user = title + 80;
         char *doc = title + 128;
         const char *type = TYPES[i % 5];
         /* Formatted on the stack first: the doc repeats title and user, and
@@ -120,8 +107,6 @@ static void make_data(data *d, size_t nrows, size_t batch) {
             i % 53, i % 977, i % 4 + 1, i * 2654435761u, i, t, i / 60 % 60,
             i % 60);
         d->doc_bytes += (size_t)dl;
-        for (int c = 0; c < NCOLS; c++)
-            v[c].struct_size = sizeof(tm_value);
         v[0].v.i = 20000000000 + (int64_t)i;
         v[1].v.s.ptr = type;
         v[1].v.s.len = strlen(type);
@@ -132,39 +117,7 @@ static void make_data(data *d, size_t nrows, size_t batch) {
         v[4].v.i = 1796205600000000 + (int64_t)i * 1000;
         v[5].v.s.ptr = doc;
         v[5].v.s.len = (size_t)dl;
-        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
-                                    .range = 0,
-                                    .offset = (int64_t)i,
-                                    .timestamp_ms = 1796205600000 + (int64_t)i,
-                                    .value = doc,
-                                    .value_len = (size_t)dl,
-                                    .values = v};
-    }
-}
-
-static size_t batch_len(const data *d, size_t k) {
-    size_t first = k * d->batch;
-    return first + d->batch <= d->nrows ? d->batch : d->nrows - first;
-}
-
-static void make_batches(data *d, int64_t epoch) {
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch, n = batch_len(d, k);
-        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
-        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
-                                  .topic = TOPIC,
-                                  .partition = 0,
-                                  .start_offset = (int64_t)first,
-                                  .end_offset = (int64_t)(first + n),
-                                  .epoch = epoch};
-        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
-                                   .connector = "bench",
-                                   .batch_id = d->ids[k],
-                                   .deadline_ms = 0,
-                                   .ranges = &d->ranges[k],
-                                   .nranges = 1,
-                                   .records = &d->records[first],
-                                   .nrecords = n};
+        bench_data_record(&d->b, i, 1796205600000, doc, (size_t)dl);
     }
 }
 
@@ -221,7 +174,7 @@ static const char COLUMNS[] =
 /* ---- the sink ------------------------------------------------------------ */
 
 static void stamp(void *d, int64_t epoch) {
-    make_batches(d, epoch);
+    bench_data_batches(&((data *)d)->b, TOPIC, epoch);
 }
 
 static double run_sink(const tm_sink_api *api, data *d, int json_text) {
@@ -244,7 +197,7 @@ static double run_sink(const tm_sink_api *api, data *d, int json_text) {
     char errstr[1024];
     double t =
         bench_time_sink(api, obj, "postgres", cols, NCOLS, TOPIC, stamp, d,
-                        d->batches, d->nbatches, errstr, sizeof errstr);
+                        d->b.batches, d->b.nbatches, errstr, sizeof errstr);
     json_decref(obj);
     if (t < 0)
         die("sink", errstr);
@@ -322,12 +275,12 @@ static double run_copy_text(data *d, const char *json_type) {
     buf b = {0};
     char num[64];
     double t0 = bench_now_s();
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch, n = batch_len(d, k);
+    for (size_t k = 0; k < d->b.nbatches; k++) {
+        size_t first = k * d->b.batch, n = bench_data_batch_len(&d->b, k);
         exec(c, "BEGIN");
         copy_start(c, "");
         for (size_t i = first; i < first + n; i++) {
-            const tm_value *v = &d->values[i * NCOLS];
+            const tm_value *v = &d->b.values[i * NCOLS];
             snprintf(num, sizeof num, "%lld\t", (long long)v[0].v.i);
             buf_add(&b, num);
             for (int col = 1; col <= 3; col++) {
@@ -341,7 +294,7 @@ static double run_copy_text(data *d, const char *json_type) {
             buf_add(&b, "\t");
             copy_text(&b, TOPIC, strlen(TOPIC));
             snprintf(num, sizeof num, "\t0\t%lld\t\\N\n",
-                     (long long)d->records[i].offset);
+                     (long long)d->b.records[i].offset);
             buf_add(&b, num);
             copy_send(c, &b, 0);
         }
@@ -390,13 +343,13 @@ static double run_copy_binary(data *d, const char *json_type) {
     fresh_table(c, json_type);
     buf b = {0};
     double t0 = bench_now_s();
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch, n = batch_len(d, k);
+    for (size_t k = 0; k < d->b.nbatches; k++) {
+        size_t first = k * d->b.batch, n = bench_data_batch_len(&d->b, k);
         exec(c, "BEGIN");
         copy_start(c, " (FORMAT binary)");
         buf_addn(&b, HEADER, sizeof HEADER);
         for (size_t i = first; i < first + n; i++) {
-            const tm_value *v = &d->values[i * NCOLS];
+            const tm_value *v = &d->b.values[i * NCOLS];
             be16(&b, 10);
             be32(&b, 8);
             be64(&b, v[0].v.i);
@@ -414,7 +367,7 @@ static double run_copy_binary(data *d, const char *json_type) {
             be32(&b, 4);
             be32(&b, 0);
             be32(&b, 8);
-            be64(&b, d->records[i].offset);
+            be64(&b, d->b.records[i].offset);
             be32(&b, -1);
             copy_send(c, &b, 0);
         }
@@ -446,14 +399,15 @@ static double run_insert(data *d, const char *json_type) {
     PQclear(r);
     char id[32], ts[64], off[32];
     double t0 = bench_now_s();
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch, n = batch_len(d, k);
+    for (size_t k = 0; k < d->b.nbatches; k++) {
+        size_t first = k * d->b.batch, n = bench_data_batch_len(&d->b, k);
         exec(c, "BEGIN");
         for (size_t i = first; i < first + n; i++) {
-            const tm_value *v = &d->values[i * NCOLS];
+            const tm_value *v = &d->b.values[i * NCOLS];
             snprintf(id, sizeof id, "%lld", (long long)v[0].v.i);
             text_timestamp(ts, sizeof ts, v[4].v.i);
-            snprintf(off, sizeof off, "%lld", (long long)d->records[i].offset);
+            snprintf(off, sizeof off, "%lld",
+                     (long long)d->b.records[i].offset);
             const char *vals[10] = {
                 id,           v[1].v.s.ptr, v[2].v.s.ptr, v[3].v.s.ptr, ts,
                 v[5].v.s.ptr, TOPIC,        "0",          off,          NULL};
@@ -521,7 +475,7 @@ static void bench(const tm_sink_api *api, data *d, size_t reps, int json_text,
                   const loops *l) {
     const char *jt = json_text ? "text" : "jsonb";
     double ts[MAXREPS], tt[MAXREPS], tb[MAXREPS], ti[MAXREPS];
-    size_t rows = d->nrows;
+    size_t rows = d->b.nrows;
     printf("## doc as %s\n", jt);
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
         ts[r] = l->sink ? run_sink(api, d, json_text) : 0;
@@ -611,11 +565,6 @@ int main(int argc, char **argv) {
     exec(c, "DROP SCHEMA IF EXISTS tm_bench_bare CASCADE");
     exec(c, "DROP SCHEMA IF EXISTS tm_bench_sink CASCADE");
     PQfinish(c);
-    free(d.records);
-    free(d.values);
-    free(d.text);
-    free(d.ranges);
-    free(d.batches);
-    free(d.ids);
+    bench_data_free(&d.b);
     return 0;
 }

@@ -19,17 +19,11 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_data.h"
 #include "plugin/loader.h"
 
-#define NCOLS 6
-static const tm_column COLS[NCOLS] = {
-    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 0},
-    {sizeof(tm_column), "name", TM_TYPE_TEXT, 0, 0},
-    {sizeof(tm_column), "amount", TM_TYPE_FLOAT, 0, 0},
-    {sizeof(tm_column), "flag", TM_TYPE_BOOL, 0, 0},
-    {sizeof(tm_column), "at", TM_TYPE_TIMESTAMP, 0, 0},
-    {sizeof(tm_column), "doc", TM_TYPE_JSON, 0, 0},
-};
+#define NCOLS BENCH_ORDERS_NCOLS
+#define COLS  BENCH_ORDERS_COLS
 /* The table the sink creates for COLS (plugins/sqlite/schema.c). */
 static const char BARE_DDL[] =
     "CREATE TABLE bench (\"id\" INTEGER NOT NULL, \"name\" TEXT, \"amount\" "
@@ -43,82 +37,11 @@ static const char BARE_INSERT[] =
 
 static const char *TOPIC = "bench.orders";
 
-typedef struct data {
-    size_t nrows, batch, nbatches;
-    tm_record *records;
-    tm_value *values; /* nrows * NCOLS */
-    char *text;       /* the strings the values point at */
-    tm_range *ranges; /* one per batch */
-    tm_batch *batches;
-    char (*ids)[32];
-} data;
+typedef bench_data data;
 
 static void die(const char *what, const char *why) {
     fprintf(stderr, "sqlite_bench: %s: %s\n", what, why);
     exit(1);
-}
-
-/* Every row's values, made once: both sides bind the very same bytes. */
-static void make_data(data *d, size_t nrows, size_t batch) {
-    d->nrows = nrows;
-    d->batch = batch;
-    d->nbatches = (nrows + batch - 1) / batch;
-    d->records = calloc(nrows, sizeof *d->records);
-    d->values = calloc(nrows * NCOLS, sizeof *d->values);
-    d->text = malloc(nrows * 96);
-    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
-    d->batches = calloc(d->nbatches, sizeof *d->batches);
-    d->ids = calloc(d->nbatches, sizeof *d->ids);
-    if (!d->records || !d->values || !d->text || !d->ranges || !d->batches ||
-        !d->ids)
-        die("data", "out of memory");
-    for (size_t i = 0; i < nrows; i++) {
-        tm_value *v = &d->values[i * NCOLS];
-        char *name = d->text + i * 96, *doc = name + 32;
-        int nl = snprintf(name, 32, "customer-%zu", i % 977);
-        int dl = snprintf(doc, 64, "{\"sku\":\"A-%zu\",\"qty\":%zu}", i % 131,
-                          i % 7 + 1);
-        for (int c = 0; c < NCOLS; c++)
-            v[c].struct_size = sizeof(tm_value);
-        v[0].v.i = (int64_t)i;
-        v[1].v.s.ptr = name;
-        v[1].v.s.len = (size_t)nl;
-        v[2].v.f = (double)(i % 10000) / 100.0;
-        v[3].v.i = (int64_t)(i % 2);
-        v[4].v.i = 1700000000000000 + (int64_t)i * 1000;
-        v[5].v.s.ptr = doc;
-        v[5].v.s.len = (size_t)dl;
-        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
-                                    .range = 0,
-                                    .offset = (int64_t)i,
-                                    .timestamp_ms = 1700000000000 + (int64_t)i,
-                                    .value = doc,
-                                    .value_len = (size_t)dl,
-                                    .values = v};
-    }
-}
-
-/* The batches for one sink run (epoch from that run's claim). */
-static void make_batches(data *d, int64_t epoch) {
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch;
-        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
-        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
-        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
-                                  .topic = TOPIC,
-                                  .partition = 0,
-                                  .start_offset = (int64_t)first,
-                                  .end_offset = (int64_t)(first + n),
-                                  .epoch = epoch};
-        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
-                                   .connector = "bench",
-                                   .batch_id = d->ids[k],
-                                   .deadline_ms = 0,
-                                   .ranges = &d->ranges[k],
-                                   .nranges = 1,
-                                   .records = &d->records[first],
-                                   .nrecords = n};
-    }
 }
 
 static void fresh_db(const char *path) {
@@ -134,7 +57,7 @@ static void fresh_db(const char *path) {
 /* ---- the sink ----------------------------------------------------------- */
 
 static void stamp(void *d, int64_t epoch) {
-    make_batches(d, epoch);
+    bench_data_batches(d, TOPIC, epoch);
 }
 
 static double run_sink(const tm_sink_api *api, data *d, const char *path,
@@ -179,8 +102,7 @@ static double run_bare(data *d, const char *path, const char *sync) {
           SQLITE_OK, "prepare");
     double t0 = bench_now_s();
     for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch;
-        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
+        size_t first = k * d->batch, n = bench_data_batch_len(d, k);
         check(db, sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
               SQLITE_OK, "BEGIN");
         for (size_t i = first; i < first + n; i++) {
@@ -239,7 +161,7 @@ int main(int argc, char **argv) {
     snprintf(sink_db, sizeof sink_db, "%s/tm-bench-sink.db", dir);
     snprintf(bare_db, sizeof bare_db, "%s/tm-bench-bare.db", dir);
     data d;
-    make_data(&d, rows, batch);
+    bench_data_orders(&d, "sqlite_bench", rows, batch);
     printf("# sqlite_bench: %zu rows, %zu per batch, %zu reps, "
            "synchronous=%s, dir %s, SQLite %s\n",
            rows, batch, reps, sync, dir, sqlite3_libversion());
@@ -256,11 +178,6 @@ int main(int argc, char **argv) {
     printf("ratio sink/bare: %.3f\n", mb / ms);
     fresh_db(sink_db);
     fresh_db(bare_db);
-    free(d.records);
-    free(d.values);
-    free(d.text);
-    free(d.ranges);
-    free(d.batches);
-    free(d.ids);
+    bench_data_free(&d);
     return 0;
 }
