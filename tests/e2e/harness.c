@@ -125,6 +125,23 @@ void h_init(const char *bin, const char *plugins, const char *scenario) {
     h_step("work dir %s, broker %s", workdir, bootstrap);
 }
 
+int h_main(int argc, char **argv, const char *prog, const h_scenario *list,
+           size_t n) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s TIDEMARK_BIN PLUGIN_DIR SCENARIO\n", prog);
+        return 2;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i].name, argv[3]) == 0) {
+            h_init(argv[1], argv[2], argv[3]);
+            list[i].fn();
+            h_step("PASS");
+            return 0;
+        }
+    fprintf(stderr, "%s: unknown scenario %s\n", prog, argv[3]);
+    return 2;
+}
+
 const char *h_name(const char *base) {
     static char bufs[8][256];
     static int next;

@@ -25,6 +25,17 @@ void h_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (h_name) so reruns against one broker never see old data. */
 void h_init(const char *tidemark_bin, const char *plugin_dir,
             const char *scenario);
+/* A program's scenarios by name: h_main runs the one argv[3] names
+ * (argv: TIDEMARK_BIN PLUGIN_DIR SCENARIO) after h_init, and says PASS;
+ * 2 on a usage error or an unknown name. */
+typedef struct h_scenario {
+    const char *name;
+    void (*fn)(void);
+} h_scenario;
+int h_main(int argc, char **argv, const char *prog, const h_scenario *list,
+           size_t n);
+#define H_NSCENARIOS(list) (sizeof(list) / sizeof((list)[0]))
+
 const char *h_name(const char *base); /* "<base>-<run id>", static buffer
                                          per call: copy it */
 const char *h_workdir(void);

@@ -1518,40 +1518,26 @@ static void scenario_fail_stops_hosts(void) {
     h_step("the failed test's host is gone");
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"claim_locked", scenario_claim_locked},
+    {"missing_topic", scenario_missing_topic},
+    {"status_invalid_config", scenario_status_invalid_config},
+    {"stop_pg_blackholed", scenario_stop_pg_blackholed},
+    {"broker_unreachable", scenario_broker_unreachable},
+    {"broker_stalled", scenario_broker_stalled},
+    {"advertised_cut", scenario_advertised_cut},
+    {"standby_alias", scenario_standby_alias},
+    {"kafka_recovery_keeps_cause", scenario_kafka_recovery_keeps_cause},
+    {"claim_fatal_stopping", scenario_claim_fatal_stopping},
+    {"lineage_stall", scenario_lineage_stall},
+    {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
+    {"verify_dlq_foreign", scenario_verify_dlq_foreign},
+    {"verify_dlq_group_renamed", scenario_verify_dlq_group_renamed},
+    {"validate_stats_interval", scenario_validate_stats_interval},
+    {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
+    {"fail_stops_hosts", scenario_fail_stops_hosts},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: health_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"claim_locked", scenario_claim_locked},
-        {"missing_topic", scenario_missing_topic},
-        {"status_invalid_config", scenario_status_invalid_config},
-        {"stop_pg_blackholed", scenario_stop_pg_blackholed},
-        {"broker_unreachable", scenario_broker_unreachable},
-        {"broker_stalled", scenario_broker_stalled},
-        {"advertised_cut", scenario_advertised_cut},
-        {"standby_alias", scenario_standby_alias},
-        {"kafka_recovery_keeps_cause", scenario_kafka_recovery_keeps_cause},
-        {"claim_fatal_stopping", scenario_claim_fatal_stopping},
-        {"lineage_stall", scenario_lineage_stall},
-        {"verify_dlq_topic_only", scenario_verify_dlq_topic_only},
-        {"verify_dlq_foreign", scenario_verify_dlq_foreign},
-        {"verify_dlq_group_renamed", scenario_verify_dlq_group_renamed},
-        {"validate_stats_interval", scenario_validate_stats_interval},
-        {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
-        {"fail_stops_hosts", scenario_fail_stops_hosts},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "health_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "health_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

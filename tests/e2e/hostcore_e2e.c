@@ -857,34 +857,21 @@ static void scenario_stop_blocked_commit(void) {
     rd_kafka_destroy(p);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"latest_grows", scenario_latest_grows},
+    {"all_failed_exit", scenario_all_failed_exit},
+    {"signals", scenario_signals},
+    {"stop_blocked_claim", scenario_stop_blocked_claim},
+    {"stop_blocked_commit", scenario_stop_blocked_commit},
+    {"status_on_assign", scenario_status_on_assign},
+    {"fenced_reclaim", scenario_fenced_reclaim},
+    {"restore_wiped", scenario_restore_wiped},
+    {"two_groups", scenario_two_groups},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr,
-                "usage: hostcore_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"latest_grows", scenario_latest_grows},
-        {"all_failed_exit", scenario_all_failed_exit},
-        {"signals", scenario_signals},
-        {"stop_blocked_claim", scenario_stop_blocked_claim},
-        {"stop_blocked_commit", scenario_stop_blocked_commit},
-        {"status_on_assign", scenario_status_on_assign},
-        {"fenced_reclaim", scenario_fenced_reclaim},
-        {"restore_wiped", scenario_restore_wiped},
-        {"two_groups", scenario_two_groups},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            setenv("HC_TIDEMARK_BIN", argv[1], 1);
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "hostcore_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    if (argc == 4)
+        setenv("HC_TIDEMARK_BIN", argv[1], 1);
+    return h_main(argc, argv, "hostcore_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
 }

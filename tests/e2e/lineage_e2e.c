@@ -260,25 +260,12 @@ static void scenario_kept_and_gone(void) {
     rd_kafka_destroy(p);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"recreated_topic", scenario_recreated_topic},
+    {"kept_and_gone", scenario_kept_and_gone},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: lineage_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"recreated_topic", scenario_recreated_topic},
-        {"kept_and_gone", scenario_kept_and_gone},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "lineage_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "lineage_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
 }

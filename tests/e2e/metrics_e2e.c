@@ -563,20 +563,13 @@ static void scenario_bad_options(void) {
             "status --format yaml: exit %d\n%s", rc, h_read_file("bad.out"));
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"textfile_scraped", scenario_textfile_scraped},
+    {"listener_scraped", scenario_listener_scraped},
+    {"bad_options", scenario_bad_options},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: metrics_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    h_init(argv[1], argv[2], argv[3]);
-    if (strcmp(argv[3], "textfile_scraped") == 0)
-        scenario_textfile_scraped();
-    else if (strcmp(argv[3], "listener_scraped") == 0)
-        scenario_listener_scraped();
-    else if (strcmp(argv[3], "bad_options") == 0)
-        scenario_bad_options();
-    else
-        h_fail("unknown scenario %s", argv[3]);
-    printf("PASS %s\n", argv[3]);
-    return 0;
+    return h_main(argc, argv, "metrics_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
 }

@@ -1040,33 +1040,20 @@ static void scenario_control_other_user(void) {
     h_stop_clean(pid);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"reload_under_load", scenario_reload_under_load},
+    {"reload_failed_recover", scenario_reload_failed_recover},
+    {"reload_queued_then_term", scenario_reload_queued_then_term},
+    {"reload_during_blocked_claim", scenario_reload_during_blocked_claim},
+    {"pause_resume", scenario_pause_resume},
+    {"pause_during_blocked_claim", scenario_pause_during_blocked_claim},
+    {"restart", scenario_restart},
+    {"control_not_running", scenario_control_not_running},
+    {"control_other_user", scenario_control_other_user},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: ops2_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"reload_under_load", scenario_reload_under_load},
-        {"reload_failed_recover", scenario_reload_failed_recover},
-        {"reload_queued_then_term", scenario_reload_queued_then_term},
-        {"reload_during_blocked_claim", scenario_reload_during_blocked_claim},
-        {"pause_resume", scenario_pause_resume},
-        {"pause_during_blocked_claim", scenario_pause_during_blocked_claim},
-        {"restart", scenario_restart},
-        {"control_not_running", scenario_control_not_running},
-        {"control_other_user", scenario_control_other_user},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            setenv("OPS2_TIDEMARK_BIN", argv[1], 1);
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "ops2_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    if (argc == 4)
+        setenv("OPS2_TIDEMARK_BIN", argv[1], 1);
+    return h_main(argc, argv, "ops2_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

@@ -629,27 +629,13 @@ static void scenario_validate_dir(void) {
     h_step("a directory without *.json: refused");
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"metrics_follow_reload", scenario_metrics_follow_reload},
+    {"run_cross_check", scenario_run_cross_check},
+    {"validate_dir", scenario_validate_dir},
+    {"pause_rebalance", scenario_pause_rebalance},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: ops3_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"metrics_follow_reload", scenario_metrics_follow_reload},
-        {"run_cross_check", scenario_run_cross_check},
-        {"validate_dir", scenario_validate_dir},
-        {"pause_rebalance", scenario_pause_rebalance},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "ops3_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "ops3_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

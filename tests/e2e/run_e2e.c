@@ -1253,40 +1253,26 @@ static void scenario_iceberg_run(void) {
     rd_kafka_destroy(p);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"bad_records", scenario_bad_records},
+    {"sigterm_backlog", scenario_sigterm_backlog},
+    {"transactions", scenario_transactions},
+    {"filter_dedup", scenario_filter_dedup},
+    {"raw", scenario_raw},
+    {"two_hosts", scenario_two_hosts},
+    {"static_fenced", scenario_static_fenced},
+    {"dead_letter_topic", scenario_dead_letter_topic},
+    {"latest_and_regex", scenario_latest_and_regex},
+    {"retry_locked", scenario_retry_locked},
+    {"zombie", scenario_zombie},
+    {"status_states", scenario_status_states},
+    {"conflict", scenario_conflict},
+    {"two_connectors", scenario_two_connectors},
+    {"postgres_sigkill", scenario_postgres_sigkill},
+    {"verify_mutations", scenario_verify_mutations},
+    {"iceberg_run", scenario_iceberg_run},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"bad_records", scenario_bad_records},
-        {"sigterm_backlog", scenario_sigterm_backlog},
-        {"transactions", scenario_transactions},
-        {"filter_dedup", scenario_filter_dedup},
-        {"raw", scenario_raw},
-        {"two_hosts", scenario_two_hosts},
-        {"static_fenced", scenario_static_fenced},
-        {"dead_letter_topic", scenario_dead_letter_topic},
-        {"latest_and_regex", scenario_latest_and_regex},
-        {"retry_locked", scenario_retry_locked},
-        {"zombie", scenario_zombie},
-        {"status_states", scenario_status_states},
-        {"conflict", scenario_conflict},
-        {"two_connectors", scenario_two_connectors},
-        {"postgres_sigkill", scenario_postgres_sigkill},
-        {"verify_mutations", scenario_verify_mutations},
-        {"iceberg_run", scenario_iceberg_run},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "run_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "run_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

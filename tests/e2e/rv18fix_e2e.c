@@ -244,28 +244,15 @@ static void scenario_fifo_in_dir(void) {
     h_step("refused at once, exit %d: %s", WEXITSTATUS(st), text);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"stop_before_join", scenario_stop_before_join},
+    {"paused_lag", scenario_paused_lag},
+    {"fifo_in_dir", scenario_fifo_in_dir},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr,
-                "usage: rv18fix_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"stop_before_join", scenario_stop_before_join},
-        {"paused_lag", scenario_paused_lag},
-        {"fifo_in_dir", scenario_fifo_in_dir},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            tidemark_bin = argv[1];
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "rv18fix_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    if (argc == 4)
+        tidemark_bin = argv[1];
+    return h_main(argc, argv, "rv18fix_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
 }

@@ -78,6 +78,11 @@ static void scenario_verify_asks_no_values(void) {
     rd_kafka_destroy(p);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"verify_asks_no_values", scenario_verify_asks_no_values},
+};
+
+/* argv[4]: the csv plugin built without scan values (CSV_NOVALUES_PLUGIN). */
 int main(int argc, char **argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: rv19c_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO "
@@ -85,19 +90,5 @@ int main(int argc, char **argv) {
         return 2;
     }
     plugin = argv[4];
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"verify_asks_no_values", scenario_verify_asks_no_values},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "rv19c_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(4, argv, "rv19c_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

@@ -343,29 +343,15 @@ static void scenario_verify_duplicates_without_dedup(void) {
     rd_kafka_destroy(p);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"reset_verify", scenario_reset_verify},
+    {"compacted_verify", scenario_compacted_verify},
+    {"db_dir_removed", scenario_db_dir_removed},
+    {"wal_removed", scenario_wal_removed},
+    {"verify_duplicates_without_dedup",
+     scenario_verify_duplicates_without_dedup},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: sqlite_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"reset_verify", scenario_reset_verify},
-        {"compacted_verify", scenario_compacted_verify},
-        {"db_dir_removed", scenario_db_dir_removed},
-        {"wal_removed", scenario_wal_removed},
-        {"verify_duplicates_without_dedup",
-         scenario_verify_duplicates_without_dedup},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "sqlite_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "sqlite_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

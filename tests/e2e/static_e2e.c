@@ -1160,42 +1160,28 @@ static void scenario_validate_member_id(void) {
     rd_kafka_destroy(p);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"restart_backlog", scenario_restart_backlog},
+    {"member_id", scenario_member_id},
+    {"opt_out", scenario_opt_out},
+    {"two_state_dirs", scenario_two_state_dirs},
+    {"reset_after_stop", scenario_reset_after_stop},
+    {"topic_added", scenario_topic_added},
+    {"topic_removed", scenario_topic_removed},
+    {"partitions_added", scenario_partitions_added},
+    {"regex_topic_created", scenario_regex_topic_created},
+    {"foreign_assignment", scenario_foreign_assignment},
+    {"failed_message", scenario_failed_message},
+    {"reset_by_members", scenario_reset_by_members},
+    {"validate_member_id", scenario_validate_member_id},
+    {"regex_internal_topic", scenario_regex_internal_topic},
+    {"regex_internal_topic_user_blacklist",
+     scenario_regex_internal_topic_user_blacklist},
+    {"topic_created_at_start", scenario_topic_created_at_start},
+    {"missing_topic_keeps_id", scenario_missing_topic_keeps_id},
+    {"foreign_held", scenario_foreign_held},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: static_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"restart_backlog", scenario_restart_backlog},
-        {"member_id", scenario_member_id},
-        {"opt_out", scenario_opt_out},
-        {"two_state_dirs", scenario_two_state_dirs},
-        {"reset_after_stop", scenario_reset_after_stop},
-        {"topic_added", scenario_topic_added},
-        {"topic_removed", scenario_topic_removed},
-        {"partitions_added", scenario_partitions_added},
-        {"regex_topic_created", scenario_regex_topic_created},
-        {"foreign_assignment", scenario_foreign_assignment},
-        {"failed_message", scenario_failed_message},
-        {"reset_by_members", scenario_reset_by_members},
-        {"validate_member_id", scenario_validate_member_id},
-        {"regex_internal_topic", scenario_regex_internal_topic},
-        {"regex_internal_topic_user_blacklist",
-         scenario_regex_internal_topic_user_blacklist},
-        {"topic_created_at_start", scenario_topic_created_at_start},
-        {"missing_topic_keeps_id", scenario_missing_topic_keeps_id},
-        {"foreign_held", scenario_foreign_held},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "static_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "static_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }
