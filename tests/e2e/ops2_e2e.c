@@ -894,6 +894,13 @@ static void scenario_restart(void) {
     wait_claimed(pid, &g, eg_setup, 60000);
     int64_t eg[NPART];
     epochs(&g, eg);
+    /* "Untouched" is judged by the instance id, which changes only when a
+     * connector starts again: an epoch also moves on a late rebalance of
+     * the connector's own group (a static member rejoining), which is not
+     * a restart (CI once saw f claim again after this test had read its
+     * epochs, and fail "f [0] restarted with g"). */
+    char ig[64];
+    wait_status(pid, &g, "RUNNING", NULL, ig, sizeof ig);
     H_CHECK(control("restart", &f, "r1.out") == 0, "restart: %s",
             h_read_file("r1.out"));
     wait_status(pid, &f, "FAILED", i1, i2, sizeof i2);
@@ -907,11 +914,10 @@ static void scenario_restart(void) {
             h_read_file("r2.out"));
     wait_status(pid, &f, "RUNNING", i2, i3, sizeof i3);
     wait_caught_up(&f, 60000);
-    int64_t ef[NPART], eg2[NPART];
-    epochs(&f, ef);
-    epochs(&g, eg2);
-    for (int part = 0; part < NPART; part++)
-        H_CHECK(eg2[part] == eg[part], "g [%d] restarted with f", part);
+    char ig2[64];
+    wait_status(pid, &g, "RUNNING", NULL, ig2, sizeof ig2);
+    H_CHECK(strcmp(ig2, ig) == 0, "g restarted with f: instance %s, was %s",
+            ig2, ig);
     h_step("restart of f, its store fixed: RUNNING (%s), g untouched", i3);
 
     H_CHECK(control("restart", &g, "r3.out") == 0, "restart: %s",
@@ -923,10 +929,10 @@ static void scenario_restart(void) {
     }
     wait_caught_up(&f, 60000);
     wait_caught_up(&g, 60000);
-    int64_t ef2[NPART];
-    epochs(&f, ef2);
-    for (int part = 0; part < NPART; part++)
-        H_CHECK(ef2[part] == ef[part], "f [%d] restarted with g", part);
+    char i4[64];
+    wait_status(pid, &f, "RUNNING", NULL, i4, sizeof i4);
+    H_CHECK(strcmp(i4, i3) == 0, "f restarted with g: instance %s, was %s", i4,
+            i3);
     h_step("restart of running g: claimed again, f untouched");
     h_stop_clean(pid); /* exit 0: nothing FAILED any more */
     rd_kafka_destroy(p);
