@@ -1,0 +1,105 @@
+/* The machine's state, shared by machine.c (events, batches) and
+ * machine_part.c (the partition table and what a marker means for one
+ * partition). Nothing here calls out of the process. */
+#ifndef TM_MACHINE_INTERNAL_H
+#define TM_MACHINE_INTERNAL_H
+
+#include "commit/backoff.h"
+#include "commit/machine.h"
+
+typedef struct mpart {
+    char *topic; /* owned: ranges and actions point at it */
+    int32_t partition;
+    tm_machine_part_state state;
+    int64_t epoch, committed, next_expected, high_watermark;
+    int paused;          /* by RETRY's backpressure */
+    int needs_seek;      /* records dropped: SEEK once it may run */
+    int deferred;        /* claim deferred: assigned at the log's end */
+    int claiming;        /* a CLAIM of it is out */
+    int from_assignment; /* that CLAIM came from ASSIGNED: START answers it */
+    int reading;         /* a READ_MARKERS of it is out */
+    int reclaiming;      /* the CLAIM out is a fenced partition's re-claim */
+    int64_t read_epoch;  /* the epoch READ_MARKERS found before it */
+    int64_t fenced_ms;   /* when fenced, or its marker last seen moving */
+    tm_marker fenced_marker;
+} mpart;
+
+typedef struct mrange {
+    const char *topic; /* the part's own string */
+    int32_t partition;
+    int64_t start, end, epoch;
+} mrange;
+
+typedef struct mbatch {
+    tm_machine_batch_phase phase;
+    uint64_t id;
+    mrange *ranges;
+    size_t nranges, cap;
+    int64_t messages, bytes, opened_ms;
+    int abandoned;    /* a part of it revoked or lost while out */
+    int dlq_sent;     /* its dead letters are on the topic */
+    int paused_parts; /* RETRY paused the running parts */
+    int due_asked;    /* BATCH_DUE or STOP: cut as soon as the sink is free */
+    int64_t retry_at;
+} mbatch;
+
+struct tm_machine {
+    tm_machine_config cfg;
+    mpart *parts;
+    size_t nparts, cap;
+    mbatch building, at_sink; /* the pipeline: one of each at most */
+    uint64_t seq;
+    int conflicts_in_row;
+    int failed;
+    int stopping;
+    int64_t give_up_ms; /* stopping: the batch out is given up past it */
+    int64_t now_ms;
+    tm_backoff retry_backoff, claim_backoff;
+    int64_t claim_retry_ms;
+    /* This step's actions and the strings they point at (freed at the
+     * next step). */
+    tm_machine_action *acts;
+    size_t nacts, acap;
+    char **strs;
+    size_t nstrs, scap;
+    int oom;
+    tm_machine_action oom_fail; /* the one action left when memory ran out */
+};
+
+/* Emits an action (machine.c). A failed allocation sets m->oom. */
+void tm_m_emit(tm_machine *m, tm_machine_action_kind kind, const mpart *p,
+               int64_t offset, const char *why);
+/* A copy of why kept until the next step; NULL (and m->oom) when memory
+ * ran out. */
+const char *tm_m_keep(tm_machine *m, const char *why);
+/* FAILED, with why (and the part when one is named). */
+void tm_m_fail(tm_machine *m, const mpart *p, const char *why);
+
+/* machine_part.c */
+mpart *tm_m_part(const tm_machine *m, const char *topic, int32_t partition);
+mpart *tm_m_part_add(tm_machine *m, const char *topic, int32_t partition);
+void tm_m_part_remove(tm_machine *m, mpart *p);
+void tm_m_parts_free(tm_machine *m);
+/* Owned for group offsets and batches: claimed, not fenced, not revoked. */
+int tm_m_part_owned(const mpart *p);
+/* The partitions' markers after a claim: running at them (0), or -1 when
+ * the connector FAILED (a marker outside the log, a re-claim that found no
+ * marker of its own). */
+int tm_m_parts_claimed(tm_machine *m, const tm_machine_event *ev);
+/* A deferred claim: the partitions wait unclaimed (or stay fenced). */
+void tm_m_parts_deferred(tm_machine *m, const tm_machine_event *ev);
+/* After FENCED or CONFLICT: what the markers read again say of each
+ * partition. */
+void tm_m_parts_reread(tm_machine *m, const tm_marker *mk, size_t n);
+/* READ_MARKERS answered for fenced partitions. */
+void tm_m_parts_fenced_read(tm_machine *m, const tm_machine_event *ev);
+/* SEEKs of every running partition that needs one and may run. */
+void tm_m_parts_flush_seeks(tm_machine *m);
+/* RETRY's backpressure: pause (1) or resume (0) the running partitions. */
+void tm_m_parts_pause_all(tm_machine *m, int pause);
+/* Forgets the partitions revoked or lost while a batch was out. */
+void tm_m_parts_release(tm_machine *m);
+/* TIMER: deferred claims and fenced bounds that are due. */
+void tm_m_parts_timer(tm_machine *m);
+
+#endif
