@@ -215,8 +215,11 @@ static int range_for(tm_machine *m, mpart *p) {
 static void drop(tm_machine *m, mbatch *b, const char *why) {
     if (b->phase == TM_BATCH_NONE)
         return;
+    /* The batch built behind it continues it: never sent without it. */
+    if (b == &m->at_sink)
+        drop(m, &m->building, "the batch before it was not applied");
     for (size_t i = 0; i < b->nranges; i++) {
-        mpart *p = tm_m_part(m, b->ranges[i].topic, b->ranges[i].partition);
+        mpart *p = tm_m_part_of(m, &b->ranges[i]);
         if (!p || p->state == TM_PART_REVOKING || p->state == TM_PART_LOST ||
             p->state == TM_PART_CLAIMING)
             continue;
@@ -299,8 +302,9 @@ static void applied(tm_machine *m) {
     mbatch *b = &m->at_sink;
     for (size_t i = 0; i < b->nranges; i++) {
         const mrange *r = &b->ranges[i];
-        mpart *p = tm_m_part(m, r->topic, r->partition);
+        mpart *p = tm_m_part_of(m, r);
         if (!tm_m_part_owned(p)) {
+            p = tm_m_part(m, r->topic, r->partition);
             if (MACHINE_MUTANT == 2 && p)
                 tm_m_emit(m, TM_ACT_COMMIT_OFFSETS, p, r->end, NULL);
             continue; /* revoked or lost while at the sink */
@@ -360,7 +364,7 @@ static void on_answer(tm_machine *m, const tm_machine_event *ev) {
         }
         drop(m, &m->building, "the batch before it was not applied");
         if (ev->markers_read)
-            tm_m_parts_reread(m, ev->markers, ev->nmarkers);
+            tm_m_parts_reread(m, b, ev->markers, ev->nmarkers);
         drop(m, b,
              ev->status == TM_FENCED ? "fenced"
                                      : "conflict: rebuilding from the markers");

@@ -88,9 +88,15 @@ int tm_m_part_owned(const mpart *p);
 int tm_m_parts_claimed(tm_machine *m, const tm_machine_event *ev);
 /* A deferred claim: the partitions wait unclaimed (or stay fenced). */
 void tm_m_parts_deferred(tm_machine *m, const tm_machine_event *ev);
-/* After FENCED or CONFLICT: what the markers read again say of each
- * partition. */
-void tm_m_parts_reread(tm_machine *m, const tm_marker *mk, size_t n);
+/* The partition of a batch's range, when it is still the claim the range
+ * was built under (the same epoch): one revoked, or lost, and claimed again
+ * while the batch was out is another claim, which the batch must not
+ * touch. */
+mpart *tm_m_part_of(const tm_machine *m, const mrange *r);
+/* After FENCED or CONFLICT: what the markers read again (mk[i] of the
+ * batch's range i) say of each partition. */
+void tm_m_parts_reread(tm_machine *m, const mbatch *b, const tm_marker *mk,
+                       size_t n);
 /* READ_MARKERS answered for fenced partitions. */
 void tm_m_parts_fenced_read(tm_machine *m, const tm_machine_event *ev);
 /* SEEKs of every running partition that needs one and may run. */

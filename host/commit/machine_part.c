@@ -172,10 +172,18 @@ static void fence(tm_machine *m, mpart *p, const tm_marker *now) {
     p->state = TM_PART_FENCED;
 }
 
-void tm_m_parts_reread(tm_machine *m, const tm_marker *mk, size_t n) {
+mpart *tm_m_part_of(const tm_machine *m, const mrange *r) {
+    mpart *p = tm_m_part(m, r->topic, r->partition);
+    return p && p->epoch == r->epoch ? p : NULL;
+}
+
+void tm_m_parts_reread(tm_machine *m, const mbatch *b, const tm_marker *mk,
+                       size_t n) {
     for (size_t i = 0; i < n; i++) {
         mpart *p = tm_m_part(m, mk[i].topic, mk[i].partition);
-        if (!p || (p->state != TM_PART_RUNNING && p->state != TM_PART_FENCED))
+        const mrange *r = i < b->nranges ? &b->ranges[i] : NULL;
+        if (!p || !r || p->epoch != r->epoch ||
+            (p->state != TM_PART_RUNNING && p->state != TM_PART_FENCED))
             continue; /* not ours any more */
         if (mk[i].epoch == TM_NO_EPOCH) {
             char why[1024];
