@@ -84,6 +84,14 @@ void tm_machine_free(tm_machine *m) {
     free(m);
 }
 
+char *tm_m_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
 const char *tm_m_keep(tm_machine *m, const char *why) {
     if (!why)
         return NULL;
@@ -97,7 +105,7 @@ const char *tm_m_keep(tm_machine *m, const char *why) {
         m->strs = ns;
         m->scap = cap;
     }
-    char *s = strdup(why);
+    char *s = tm_m_strdup(why);
     if (!s) {
         m->oom = 1;
         return NULL;

@@ -69,6 +69,8 @@ struct tm_machine {
 /* Emits an action (machine.c). A failed allocation sets m->oom. */
 void tm_m_emit(tm_machine *m, tm_machine_action_kind kind, const mpart *p,
                int64_t offset, const char *why);
+/* strdup through malloc itself, so that a test can make it fail. */
+char *tm_m_strdup(const char *s);
 /* A copy of why kept until the next step; NULL (and m->oom) when memory
  * ran out. */
 const char *tm_m_keep(tm_machine *m, const char *why);

@@ -29,7 +29,7 @@ mpart *tm_m_part_add(tm_machine *m, const char *topic, int32_t partition) {
         m->parts = np;
         m->cap = cap;
     }
-    char *t = strdup(topic);
+    char *t = tm_m_strdup(topic);
     if (!t)
         return NULL;
     p = &m->parts[m->nparts++];
@@ -81,12 +81,14 @@ static int all_in_log(tm_machine *m, const tm_machine_event *ev) {
 int tm_m_parts_claimed(tm_machine *m, const tm_machine_event *ev) {
     if (!all_in_log(m, ev))
         return -1;
+    int retried = 0;
     for (size_t i = 0; i < ev->nmarkers; i++) {
         const tm_marker *mk = &ev->markers[i];
         mpart *p = tm_m_part(m, mk->topic, mk->partition);
         if (!p || !p->claiming)
             continue; /* revoked while its claim was out */
         int reclaim = p->reclaiming, fresh = p->from_assignment;
+        retried |= p->deferred;
         p->claiming = p->reclaiming = p->from_assignment = 0;
         if (reclaim && mk->epoch <= p->read_epoch) {
             /* The claim raises the epoch of a marker it finds: one no
@@ -112,7 +114,8 @@ int tm_m_parts_claimed(tm_machine *m, const tm_machine_event *ev) {
          * host paused when fenced would never be fetched again. */
         tm_m_emit(m, TM_ACT_RESUME, p, 0, NULL);
     }
-    tm_backoff_reset(&m->claim_backoff);
+    if (retried)
+        tm_backoff_reset(&m->claim_backoff); /* a deferred claim went in */
     tm_m_emit(m, TM_ACT_WRITE_STATUS, NULL, 0, NULL);
     return 0;
 }

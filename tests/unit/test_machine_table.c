@@ -23,6 +23,34 @@
 
 #define MAXM 16
 
+/* Out of memory: the machine's allocations fail from the n-th on while
+ * alloc_armed (linked with --wrap=malloc,--wrap=realloc; only the
+ * machine's calls are counted). */
+void *__real_malloc(size_t n);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int alloc_armed;
+static long alloc_left = -1; /* -1: never fail */
+static int alloc_failed;
+
+static int alloc_fails(void) {
+    if (!alloc_armed || alloc_left < 0)
+        return 0;
+    if (alloc_left-- > 0)
+        return 0;
+    alloc_failed = 1;
+    return 1;
+}
+
+void *__wrap_malloc(size_t n) {
+    return alloc_fails() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_realloc(void *p, size_t n) {
+    return alloc_fails() ? NULL : __real_realloc(p, n);
+}
+
 typedef struct row {
     const char *name;
     int dlq; /* $.dead_letters.topic set */
@@ -231,7 +259,20 @@ static void run_event(driver *d, const char *text) {
     const tm_machine_action *a;
     size_t na;
     char err[256];
+    alloc_armed = 1;
     int rc = tm_machine_step(d->m, &ev, &a, &na, err, sizeof err);
+    alloc_armed = 0;
+    if (alloc_failed) {
+        /* Out of memory: one FAIL action, the machine FAILED. */
+        ck_assert_int_eq(rc, -1);
+        ck_assert_uint_eq(na, 1);
+        ck_assert_int_eq(a[0].kind, TM_ACT_FAIL);
+        ck_assert_str_eq(a[0].why, "out of memory");
+        ck_assert(tm_machine_failed(d->m));
+        ck_assert_msg(strstr(err, "out of memory") != NULL, "%s", err);
+        d->rendered[0] = '\0';
+        return;
+    }
     ck_assert_msg(rc == 0, "event '%s': %s", text, err);
     render(d, a, na);
 }
@@ -711,11 +752,61 @@ START_TEST(malformed_events) {
 }
 END_TEST
 
+/* Every allocation of the machine failing in turn, through a scenario
+ * that claims, builds two batches, pipelines, answers and revokes: each
+ * failure is a FAIL action and a -1, never a crash or a leak (ASan). */
+START_TEST(out_of_memory) {
+    static const char *const script =
+        SINK "; rec t:0 12; dlq ok; answer RETRY; timer +200; answer OK; "
+             "rec t:0 13; due; dlq ok; answer CONFLICT t:0 e3 n13 t:1 e3 n11; "
+             "revoke t:1; assign t:2; claimed ok t:2 e1 n0; rec t:2 0; due; "
+             "revoke t:2; dlq ok";
+    int completed = 0;
+    long k = 0;
+    for (; k < 1000 && !completed; k++) {
+        tm_machine_config cfg;
+        config(&cfg, 1);
+        char err[256];
+        driver *d = calloc(1, sizeof *d);
+        ck_assert_ptr_nonnull(d);
+        alloc_failed = 0;
+        alloc_left = k;
+        alloc_armed = 1;
+        d->m = tm_machine_new(&cfg, err, sizeof err);
+        alloc_armed = 0;
+        if (!d->m) {
+            ck_assert(alloc_failed);
+            ck_assert_str_eq(err, "out of memory");
+        } else {
+            char buf[2048];
+            snprintf(buf, sizeof buf, "%s", script);
+            char *save = NULL;
+            for (char *e = strtok_r(buf, ";", &save); e && !alloc_failed;
+                 e = strtok_r(NULL, ";", &save)) {
+                while (*e == ' ')
+                    e++;
+                run_event(d, e);
+            }
+            completed = !alloc_failed;
+            tm_machine_free(d->m);
+        }
+        free(d);
+    }
+    alloc_left = -1;
+    ck_assert_msg(completed, "the scenario never ran without a failure");
+    /* The machine's own allocations in that scenario: the machine, its
+     * partitions and topics, two batches' ranges, actions, strings. */
+    ck_assert_msg(k > 8, "only %ld allocations failed in turn", k - 1);
+    fprintf(stderr, "out of memory: %ld allocations failed in turn\n", k - 1);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("machine_table");
     TCase *tc = tcase_create("rows");
     tcase_add_loop_test(tc, table_row, 0, (int)(sizeof rows / sizeof *rows));
     tcase_add_test(tc, malformed_events);
+    tcase_add_test(tc, out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }
