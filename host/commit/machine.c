@@ -20,12 +20,14 @@
 #define MACHINE_MUTANT 0
 #endif
 
-/* commit_batch.c's and connector.c's values. */
+/* The values of today's host: $.batch's defaults (config/connector_config.c),
+ * commit_batch.c's, connector.c's and commit_loop.c's (twice librdkafka's
+ * default session timeout). */
 void tm_machine_config_defaults(tm_machine_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->max_records = 10000;
-    cfg->max_bytes = 16 << 20;
-    cfg->max_wait_ms = 1000;
+    cfg->max_bytes = 16 * 1024 * 1024;
+    cfg->max_wait_ms = 500;
     cfg->commit_deadline_ms = 60000;
     cfg->stop_grace_ms = 5000;
     cfg->fenced_bound_ms = 90000;

@@ -34,8 +34,11 @@
  *    COMMIT_OFFSETS → rd_kafka_commit (async); DROP_BATCH → tm_bb_reset;
  *    WRITE_STATUS → tm_conn_status_tick(c, 1); DEGRADE / FAIL →
  *    tm_conn_error(c, 0 / 1, ...).
- *  - runtime/connector.c keeps the threads, the stop watch and the status;
- *    totals and metrics are counted from the actions and answers.
+ *  - what the sink answered is reported by the executor that sent
+ *    SINK_ANSWER, as commit_batch.c does now: RETRY, FENCED and CONFLICT
+ *    with the sink's message (DEGRADED), the totals and the metrics; the
+ *    machine's own DEGRADE and FAIL carry its reasons only.
+ *  - runtime/connector.c keeps the threads, the stop watch and the status.
  */
 #ifndef TM_MACHINE_H
 #define TM_MACHINE_H
@@ -65,7 +68,7 @@ typedef struct tm_machine_config {
     uint64_t seed;                       /* the backoffs' jitter */
 } tm_machine_config;
 
-/* The defaults of today's host (commit_batch.c, connector.c). */
+/* The defaults of today's host ($.batch, commit_batch.c, connector.c). */
 void tm_machine_config_defaults(tm_machine_config *cfg);
 
 typedef enum tm_machine_event_kind {

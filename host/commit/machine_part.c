@@ -288,7 +288,8 @@ void tm_m_parts_release(tm_machine *m) {
 }
 
 void tm_m_parts_timer(tm_machine *m) {
-    if (m->now_ms < m->claim_retry_ms)
+    /* Stopping: nothing more is claimed (the commit loop has ended). */
+    if (m->stopping || m->now_ms < m->claim_retry_ms)
         return;
     int any = 0;
     for (size_t i = 0; i < m->nparts; i++)

@@ -632,6 +632,12 @@ static const row rows[] = {
      "answer RETRY", "PAUSE t:0, PAUSE t:1", "t:0 RUNNING e3 c10 n12 paused",
      "NONE RETRY_WAIT#1", 0},
 
+    {"stopping: a deferred claim is not retried", 0, DEFER "; stop", "timer +1",
+     "", "t:0 CLAIMING e0 c-1 n-1 deferred", "NONE NONE", 0},
+    {"stopping: the batch built behind goes after the answer, in the grace", 0,
+     PSINK "; stop", "answer OK", A_APPLIED ", SINK_COMMIT #2 @50",
+     "t:0 RUNNING e3 c12 n13", "NONE AT_SINK#2", 0},
+
     /* ---- seeks ---- */
     {"a failed seek is asked again at the next step", 0,
      SINK "; answer FENCED noread", "seekfail t:0", "",
