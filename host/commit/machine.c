@@ -314,8 +314,8 @@ static void applied(tm_machine *m) {
         const mrange *r = &b->ranges[i];
         mpart *p = tm_m_part_of(m, r);
         if (!tm_m_part_owned(p)) {
-            p = tm_m_part(m, r->topic, r->partition);
-            if (MACHINE_MUTANT == 2 && p)
+            if (MACHINE_MUTANT == 2 &&
+                (p = tm_m_part(m, r->topic, r->partition)) != NULL)
                 tm_m_emit(m, TM_ACT_COMMIT_OFFSETS, p, r->end, NULL);
             continue; /* revoked or lost while at the sink */
         }

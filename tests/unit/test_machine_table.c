@@ -70,6 +70,7 @@ typedef struct driver {
     tm_marker mk[MAXM];
     int64_t low[MAXM], high[MAXM];
     char rendered[4096];
+    char why[1024]; /* the last FAIL's or DEGRADE's reason */
 } driver;
 
 static void config(tm_machine_config *cfg, int dlq) {
@@ -275,6 +276,10 @@ static void run_event(driver *d, const char *text) {
     }
     ck_assert_msg(rc == 0, "event '%s': %s", text, err);
     render(d, a, na);
+    for (size_t i = 0; i < na; i++)
+        if ((a[i].kind == TM_ACT_FAIL || a[i].kind == TM_ACT_DEGRADE) &&
+            a[i].why)
+            snprintf(d->why, sizeof d->why, "%s", a[i].why);
 }
 
 static void run_script(driver *d, const char *script) {
@@ -758,6 +763,51 @@ START_TEST(malformed_events) {
 }
 END_TEST
 
+/* The machine's own reasons name the partition and what to do: the texts
+ * of commit/marker_check.c, which claim.c prints too. */
+typedef struct reason {
+    const char *setup, *event, *want;
+} reason;
+
+static const reason reasons[] = {
+    {"assign t:0", "claimed ok t:0 e3 n5 lo8",
+     "t [0]: the sink's marker 5 is below the log start offset 8: records "
+     "5..7 were deleted by retention before they were applied; reset with "
+     "`tidemark offsets --reset-to`"},
+    {"assign t:0", "claimed ok t:0 e3 n150 hi100",
+     "t [0]: the sink's marker 150 is above the high watermark 100: was the "
+     "topic deleted and created again? reset with `tidemark offsets "
+     "--reset-to`"},
+    {SINK, "answer CONFLICT t:0 e0 n-1",
+     "t [0]: the sink holds no marker for t[0] any more (deleted, or the "
+     "sink restored from a backup): nothing more is applied; decide with "
+     "`tidemark offsets CONFIG --reset-to ...`"},
+    {FENCED0 "; timer +500", "read ok t:0 e4 n20",
+     "t [0]: another live writer keeps committing it (marker 10 epoch 4 now "
+     "20 epoch 4); not claimed again while it moves"},
+    {SINK CONFLICT_AGAIN CONFLICT_AGAIN CONFLICT_AGAIN CONFLICT_AGAIN,
+     "answer CONFLICT t:0 e3 n10",
+     "CONFLICT 5 times in a row: the rebuild does not converge (something "
+     "else writes the markers)"},
+};
+
+START_TEST(fail_reasons) {
+    const reason *r = &reasons[_i];
+    tm_machine_config cfg;
+    config(&cfg, 0);
+    char err[256];
+    driver *d = calloc(1, sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    d->m = tm_machine_new(&cfg, err, sizeof err);
+    ck_assert_ptr_nonnull(d->m);
+    run_script(d, r->setup);
+    run_event(d, r->event);
+    ck_assert_str_eq(d->why, r->want);
+    tm_machine_free(d->m);
+    free(d);
+}
+END_TEST
+
 /* Every allocation of the machine failing in turn, through a scenario
  * that claims, builds two batches, pipelines, answers and revokes: each
  * failure is a FAIL action and a -1, never a crash or a leak (ASan). */
@@ -813,6 +863,8 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, table_row, 0, (int)(sizeof rows / sizeof *rows));
     tcase_add_test(tc, malformed_events);
     tcase_add_test(tc, out_of_memory);
+    tcase_add_loop_test(tc, fail_reasons, 0,
+                        (int)(sizeof reasons / sizeof *reasons));
     suite_add_tcase(s, tc);
     return s;
 }
