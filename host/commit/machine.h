@@ -8,7 +8,7 @@
  * nothing: no librdkafka, no sink, no clock (time comes in the events), no
  * log, no thread. NOT WIRED IN YET: today's code paths still run the host.
  *
- * What the wiring step has to do (issue 15, part 3):
+ * What the wiring step has to do (with issue 15 part 3, the pipeline):
  *  - event sources:
  *    kafka/consumer.c rebalance_cb: ASSIGNED (after tm_claim_assigned's
  *      filter of foreign topics), REVOKED / LOST (rd_kafka_assignment_lost);
