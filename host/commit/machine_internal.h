@@ -1,6 +1,7 @@
-/* The machine's state, shared by machine.c (events, batches) and
- * machine_part.c (the partition table and what a marker means for one
- * partition). Nothing here calls out of the process. */
+/* The machine's state, shared by machine.c (the step, the group's events),
+ * machine_batch.c (the batches and the sink's answers) and machine_part.c
+ * (the partition table and what a marker means for one partition). Nothing
+ * here calls out of the process. */
 #ifndef TM_MACHINE_INTERNAL_H
 #define TM_MACHINE_INTERNAL_H
 
@@ -66,7 +67,11 @@ struct tm_machine {
     tm_machine_action oom_fail; /* the one action left when memory ran out */
 };
 
-/* Emits an action (machine.c). A failed allocation sets m->oom. */
+/* machine.c */
+/* A new action, zeroed but its kind; NULL (and m->oom) when memory ran
+ * out. */
+tm_machine_action *tm_m_push(tm_machine *m, tm_machine_action_kind kind);
+/* Emits an action naming p (or none). */
 void tm_m_emit(tm_machine *m, tm_machine_action_kind kind, const mpart *p,
                int64_t offset, const char *why);
 /* strdup through malloc itself, so that a test can make it fail. */
@@ -76,6 +81,21 @@ char *tm_m_strdup(const char *s);
 const char *tm_m_keep(tm_machine *m, const char *why);
 /* FAILED, with why (and the part when one is named). */
 void tm_m_fail(tm_machine *m, const mpart *p, const char *why);
+
+/* machine_batch.c */
+/* Closes a batch without committing it (the one built behind the batch at
+ * the sink goes with it); its partitions are read again. */
+void tm_m_drop(tm_machine *m, mbatch *b, const char *why);
+/* Hands the batch being built to the sink when it is due (forced: now) and
+ * the sink is free. */
+void tm_m_cut(tm_machine *m, int forced);
+/* The batch at the sink is settled, applied or not. */
+void tm_m_settle(tm_machine *m, int applied);
+void tm_m_record(tm_machine *m, const tm_machine_event *ev);
+void tm_m_partition_end(tm_machine *m, const tm_machine_event *ev);
+void tm_m_dlq_sent(tm_machine *m, const tm_machine_event *ev);
+void tm_m_answer(tm_machine *m, const tm_machine_event *ev);
+void tm_m_batch_timer(tm_machine *m);
 
 /* machine_part.c */
 mpart *tm_m_part(const tm_machine *m, const char *topic, int32_t partition);
