@@ -808,6 +808,44 @@ START_TEST(fail_reasons) {
 }
 END_TEST
 
+/* The ranges of both batches as the sink gets them: where each starts (the
+ * marker, or the end of the batch at the sink for the one built behind
+ * it), where it ends (after a record, at a partition end), its epoch. */
+START_TEST(batch_ranges) {
+    tm_machine_config cfg;
+    config(&cfg, 0);
+    char err[256];
+    driver *d = calloc(1, sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    d->m = tm_machine_new(&cfg, err, sizeof err);
+    ck_assert_ptr_nonnull(d->m);
+    run_script(d, PSINK "; end t:1 16");
+    static const struct {
+        int which;
+        size_t i;
+        int32_t partition;
+        int64_t start, end, epoch;
+    } want[] = {{1, 0, 0, 10, 12, 3},
+                {1, 1, 1, 10, 11, 3},
+                {0, 0, 0, 12, 13, 3},
+                {0, 1, 1, 11, 16, 3}};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        tm_range r;
+        ck_assert_int_eq(
+            tm_machine_batch_range(d->m, want[k].which, want[k].i, &r), 0);
+        ck_assert_str_eq(r.topic, "t");
+        ck_assert_int_eq(r.partition, want[k].partition);
+        ck_assert_int_eq(r.start_offset, want[k].start);
+        ck_assert_int_eq(r.end_offset, want[k].end);
+        ck_assert_int_eq(r.epoch, want[k].epoch);
+    }
+    tm_range r;
+    ck_assert_int_eq(tm_machine_batch_range(d->m, 1, 2, &r), -1);
+    tm_machine_free(d->m);
+    free(d);
+}
+END_TEST
+
 /* Every allocation of the machine failing in turn, through a scenario
  * that claims, builds two batches, pipelines, answers and revokes: each
  * failure is a FAIL action and a -1, never a crash or a leak (ASan). */
@@ -863,6 +901,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, table_row, 0, (int)(sizeof rows / sizeof *rows));
     tcase_add_test(tc, malformed_events);
     tcase_add_test(tc, out_of_memory);
+    tcase_add_test(tc, batch_ranges);
     tcase_add_loop_test(tc, fail_reasons, 0,
                         (int)(sizeof reasons / sizeof *reasons));
     suite_add_tcase(s, tc);
