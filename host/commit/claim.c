@@ -7,6 +7,7 @@
 
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
+#include "commit/marker_check.h"
 #include "kafka/consumer.h"
 #include "kafka/member_id.h"
 #include "kafka/partitions.h"
@@ -198,7 +199,7 @@ static int defer(tm_connector *c, rd_kafka_topic_partition_list_t *assigned,
  * after the sink took it (the lineage read outlasted the patience): the
  * claim raised each marker's epoch, so the claimed marker, not the one
  * seen when fenced, is what the next look must find unchanged; else
- * marker_moved takes this host's own claim for another live writer's. */
+ * tm_marker_moved takes this host's own claim for another live writer's. */
 static void keep_claimed_as_fenced(tm_connector *c, const tm_marker *m,
                                    size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -292,25 +293,9 @@ static int claim_list(tm_connector *c,
     /* auto.offset.reset=error: a marker outside the log is never a silent
      * jump; the operator decides (offsets --reset-to). */
     for (size_t i = 0; i < n; i++) {
-        const tm_marker *m = &markers[i];
-        if (m->next_offset < low[i]) {
-            tm_conn_error(c, 1,
-                          "%s [%" PRId32 "]: the sink's marker %" PRId64
-                          " is below the log start offset %" PRId64
-                          ": records %" PRId64 "..%" PRId64
-                          " were deleted by retention before they were "
-                          "applied; reset with `tidemark offsets --reset-to`",
-                          m->topic, m->partition, m->next_offset, low[i],
-                          m->next_offset, low[i] - 1);
-            goto out;
-        }
-        if (m->next_offset > high[i]) {
-            tm_conn_error(c, 1,
-                          "%s [%" PRId32 "]: the sink's marker %" PRId64
-                          " is above the high watermark %" PRId64
-                          ": was the topic deleted and created again? reset "
-                          "with `tidemark offsets --reset-to`",
-                          m->topic, m->partition, m->next_offset, high[i]);
+        char why[1024];
+        if (!tm_marker_in_log(&markers[i], low[i], high[i], why, sizeof why)) {
+            tm_conn_error(c, 1, "%s", why);
             goto out;
         }
     }
@@ -490,19 +475,9 @@ int tm_claim_pending(tm_connector *c) {
 
 void tm_claim_marker_lost(tm_connector *c, const char *topic,
                           int32_t partition) {
-    tm_conn_error(c, 1,
-                  "%s [%" PRId32 "]: the sink holds no marker for %s[%" PRId32
-                  "] any more (deleted, or the sink restored from a backup): "
-                  "nothing more is applied; decide with `tidemark offsets "
-                  "CONFIG --reset-to ...`",
-                  topic, partition, topic, partition);
-}
-
-/* Whether a fenced partition's marker moved since it was fenced: someone
- * still commits it. */
-static int marker_moved(const tm_marker *then, const tm_marker *now) {
-    return then->next_offset != now->next_offset || then->epoch != now->epoch ||
-           strcmp(then->last_batch_id, now->last_batch_id) != 0;
+    char why[1024];
+    tm_marker_lost_error(why, sizeof why, topic, partition);
+    tm_conn_error(c, 1, "%s", why);
 }
 
 /* The fenced partitions past the bound, their markers read again: `due`
@@ -573,7 +548,7 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
         tm_part *p = tm_conn_part(c, due[i].topic, due[i].partition);
         if (!p)
             continue;
-        if (marker_moved(&p->fenced_marker, &due[i])) {
+        if (tm_marker_moved(&p->fenced_marker, &due[i])) {
             /* Someone the group does not know of (a host of another
              * group_id: a renamed group, a rolling deploy) still writes
              * it: claiming it back would fence that writer, and it would

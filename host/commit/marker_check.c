@@ -224,3 +224,42 @@ void tm_marker_advance(tm_marker *stored, const tm_batch *batch, size_t range,
     stored->duplicates += r->duplicates + duplicates;
     tm_lineage_advance(stored, r);
 }
+
+int tm_marker_in_log(const tm_marker *m, int64_t low, int64_t high, char *why,
+                     size_t whysize) {
+    if (m->next_offset < low) {
+        snprintf(why, whysize,
+                 "%s [%" PRId32 "]: the sink's marker %" PRId64
+                 " is below the log start offset %" PRId64 ": records %" PRId64
+                 "..%" PRId64 " were deleted by retention before they were "
+                 "applied; reset with `tidemark offsets --reset-to`",
+                 m->topic, m->partition, m->next_offset, low, m->next_offset,
+                 low - 1);
+        return 0;
+    }
+    if (m->next_offset > high) {
+        snprintf(why, whysize,
+                 "%s [%" PRId32 "]: the sink's marker %" PRId64
+                 " is above the high watermark %" PRId64
+                 ": was the topic deleted and created again? reset "
+                 "with `tidemark offsets --reset-to`",
+                 m->topic, m->partition, m->next_offset, high);
+        return 0;
+    }
+    return 1;
+}
+
+int tm_marker_moved(const tm_marker *then, const tm_marker *now) {
+    return then->next_offset != now->next_offset || then->epoch != now->epoch ||
+           strcmp(then->last_batch_id, now->last_batch_id) != 0;
+}
+
+void tm_marker_lost_error(char *why, size_t whysize, const char *topic,
+                          int32_t partition) {
+    snprintf(why, whysize,
+             "%s [%" PRId32 "]: the sink holds no marker for %s[%" PRId32
+             "] any more (deleted, or the sink restored from a backup): "
+             "nothing more is applied; decide with `tidemark offsets "
+             "CONFIG --reset-to ...`",
+             topic, partition, topic, partition);
+}

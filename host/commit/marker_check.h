@@ -18,4 +18,21 @@ void tm_marker_advance(tm_marker *stored, const tm_batch *batch, size_t range,
                        uint64_t rows, uint64_t dead_letters,
                        uint64_t duplicates);
 
+/* Whether a claimed marker lies inside the log [low, high] (low the log
+ * start offset, high the high watermark): 1, else 0 with err naming the
+ * partition, the bound and the reset command in why. auto.offset.reset=error: a
+ * marker outside the log is never a silent jump. */
+int tm_marker_in_log(const tm_marker *m, int64_t low, int64_t high, char *why,
+                     size_t whysize);
+
+/* Whether a marker moved between two reads (next_offset, epoch or last
+ * batch): someone still commits its partition. */
+int tm_marker_moved(const tm_marker *then, const tm_marker *now);
+
+/* The error of a marker the sink no longer holds for a partition this host
+ * claimed (deleted, or the sink restored from a backup): the connector
+ * fails; the operator decides with `tidemark offsets --reset-to`. */
+void tm_marker_lost_error(char *why, size_t whysize, const char *topic,
+                          int32_t partition);
+
 #endif
