@@ -284,24 +284,15 @@ static void last_of_each_key(pg_buf *b, const char *keys) {
  * leaves out take their defaults again), as one event at a time would
  * give it; the INSERT then takes the keys whose last event is an upsert.
  * The join is the key columns' own equality (their collation). */
-static void delete_staged(pg_sink *s, pg_buf *b) {
-    const tm_sink_config *c = s->config;
-    const char *sep = "";
+static void delete_staged(pg_sink *s, pg_buf *b, const char *keys) {
+    const char *sep = " WHERE ";
     pg_buf_add(b, "DELETE FROM ");
     pg_buf_add(b, s->q_table);
     pg_buf_add(b, " AS t USING (SELECT ");
-    for (size_t i = 0; i < c->ncolumns; i++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (!col->key)
-            continue;
-        pg_buf_add(b, sep);
-        pg_buf_ident(s, b, col->name);
-        sep = ", ";
-    }
+    pg_buf_add(b, keys);
     pg_buf_add(b, " FROM pg_temp.tm_stage WHERE _tm_op = 1) AS gone");
-    sep = " WHERE ";
-    for (size_t i = 0; i < c->ncolumns; i++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         if (!col->key)
             continue;
         pg_buf_add(b, sep);
@@ -371,7 +362,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     }
     int cdc = (c->flags & TM_CONFIG_CDC) != 0;
     if (cdc)
-        delete_staged(s, &b);
+        delete_staged(s, &b, keys.p ? keys.p : "");
     pg_buf_add(&b, "INSERT INTO ");
     pg_buf_add(&b, s->q_table);
     pg_buf_add(&b, " AS t (");
