@@ -173,10 +173,18 @@ static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
     c->last_batch_records = records;
     c->conflicts_in_row = 0;
     c->markers_dirty = 1;
+    /* The host's own counts: what the sink made of the records it was
+     * handed (rows, dead letters, duplicates) is in its markers. */
+    uint64_t deletes = 0;
+    for (size_t j = 0; j < b->nrecords; j++)
+        deletes +=
+            TM_RECORD_OP(TM_CELEM(tm_record, b->records, j)) == TM_OP_DELETE;
     tm_conn_log(c, TM_LOG_DEBUG, NULL, -1, c->batch_id,
-                "committed: %zu range(s), %" PRIu64 " rows, %" PRIu64
+                "committed: %zu range(s); handed to the sink %" PRIu64
+                " records (%" PRIu64 " deletes); by the host %" PRIu64
                 " dead letters, %" PRIu64 " filtered, %" PRIu64 " duplicates",
-                b->nranges, n.rows, n.dead_letters, n.filtered, n.duplicates);
+                b->nranges, n.rows, deletes, n.dead_letters, n.filtered,
+                n.duplicates);
     commit_group_offsets(c, b);
 }
 

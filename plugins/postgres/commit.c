@@ -239,7 +239,16 @@ static tm_status reject_row(pg_run *x, size_t j, const char *detail,
  * become dead letters. One refused row among n costs about 2 log2(n)
  * COPYs of shrinking halves, not n round trips: a batch of any size with
  * a refused row commits within its deadline. The deadline and interrupt()
- * are checked before every attempt. */
+ * are checked before every attempt.
+ *
+ * Change events go the same way: a write applies each key's last event
+ * (copy.c, pg_upsert_rows), so a hot key costs one row, not a round trip
+ * per event. A run of events is replaced by its result, which is the
+ * result of applying them one at a time whenever the table accepts it
+ * (each key's row depends only on its own events); a refusal, whether of
+ * an event's content or of the order the collapsed write took, halves
+ * the run, and a single event is written alone, exactly. So a batch that
+ * is valid one event at a time ends as one event at a time leaves it. */
 static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
     size_t n = x->b->nrecords;
@@ -276,6 +285,10 @@ static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
             return r;
         char detail[TM_ERROR_MAX];
         snprintf(detail, sizeof detail, "%s", err->message);
+        s->host->log(s->config->host_ctx, TM_LOG_DEBUG,
+                     "batch %s: a write of %zu records refused (%s); %s",
+                     x->b->batch_id, count, detail,
+                     count == 1 ? "a dead letter" : "halved");
         if ((r = pg_exec(s,
                          "ROLLBACK TO SAVEPOINT tm_rows; RELEASE SAVEPOINT "
                          "tm_rows",
@@ -300,127 +313,6 @@ static tm_status write_rows_or_reject(pg_run *x, tm_error *err) {
     }
     err->message[0] = '\0';
     return TM_OK;
-}
-
-/* ---- change events in generations ------------------------------------- */
-
-/* The bytes of a key value (floats: none, so equal ones hash alike). */
-static size_t key_bytes(const tm_column *col, const tm_value *v,
-                        const void **p) {
-    switch (col->type) {
-    case TM_TYPE_TEXT:
-    case TM_TYPE_JSON:
-    case TM_TYPE_BYTES: *p = v->v.s.ptr; return v->v.s.len;
-    case TM_TYPE_FLOAT: return 0;
-    default: *p = &v->v.i; return sizeof v->v.i;
-    }
-}
-
-/* FNV-1a over the key columns' null flags and bytes. */
-static uint64_t key_hash(const tm_sink_config *c, const tm_record *r) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t k = 0; k < c->ncolumns; k++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, k);
-        const tm_value *v = TM_CELEM(tm_value, r->values, k);
-        if (!col->key)
-            continue;
-        const void *p = NULL;
-        size_t n = v->is_null ? 0 : key_bytes(col, v, &p);
-        for (size_t i = 0; i < n; i++)
-            h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-        h = (h ^ (v->is_null ? 0x6eu : 0x76u)) * 1099511628211ull;
-    }
-    return h;
-}
-
-static int same_key(const tm_sink_config *c, const tm_record *a,
-                    const tm_record *b) {
-    for (size_t k = 0; k < c->ncolumns; k++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, k);
-        const tm_value *va = TM_CELEM(tm_value, a->values, k);
-        const tm_value *vb = TM_CELEM(tm_value, b->values, k);
-        if (!col->key)
-            continue;
-        if (va->is_null || vb->is_null) {
-            if (va->is_null != vb->is_null)
-                return 0;
-            continue;
-        }
-        if (col->type == TM_TYPE_FLOAT) {
-            if (!(va->v.f == vb->v.f))
-                return 0;
-            continue;
-        }
-        const void *pa = NULL, *pb = NULL;
-        size_t na = key_bytes(col, va, &pa), nb = key_bytes(col, vb, &pb);
-        if (na != nb || (na > 0 && memcmp(pa, pb, na) != 0))
-            return 0;
-    }
-    return 1;
-}
-
-/* gen[j]: how many earlier records to write have record J's key (0 for
- * the others); *ngen: the largest plus one. 0, or -1 out of memory. */
-static int key_generations(const pg_run *x, size_t *gen, size_t *ngen) {
-    const tm_sink_config *c = x->s->config;
-    size_t n = x->b->nrecords, cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    size_t *slot = calloc(cap, sizeof *slot); /* record index + 1, 0 free */
-    if (!slot)
-        return -1;
-    *ngen = 1;
-    for (size_t j = 0; j < n; j++) {
-        gen[j] = 0;
-        if (!x->write[j])
-            continue;
-        const tm_record *rec = TM_CELEM(tm_record, x->b->records, j);
-        size_t i = (size_t)key_hash(c, rec) & (cap - 1);
-        while (
-            slot[i] &&
-            !same_key(c, TM_CELEM(tm_record, x->b->records, slot[i] - 1), rec))
-            i = (i + 1) & (cap - 1);
-        if (slot[i]) {
-            gen[j] = gen[slot[i] - 1] + 1;
-            if (gen[j] + 1 > *ngen)
-                *ngen = gen[j] + 1;
-        }
-        slot[i] = j + 1;
-    }
-    free(slot);
-    return 0;
-}
-
-/* Change events apply as if one at a time in offset order, and a key may
- * come several times in a batch: one set-based write (DISTINCT ON, one
- * INSERT ... ON CONFLICT) would apply only its last event and never let
- * the table judge the earlier ones. Generation k holds each key's k-th
- * event of the batch, so its keys are distinct: each generation is
- * written set-based (with the halving), the generations in order. */
-static tm_status write_generations(pg_run *x, tm_error *err) {
-    size_t n = x->b->nrecords, ngen = 1;
-    size_t *gen = malloc((n ? n : 1) * sizeof *gen);
-    unsigned char *pending = malloc(n ? n : 1);
-    if (!gen || !pending || key_generations(x, gen, &ngen) != 0) {
-        free(gen);
-        free(pending);
-        x->s->host->set_error(err, "out of memory (batch %s)", x->b->batch_id);
-        return TM_RETRY;
-    }
-    memcpy(pending, x->write, n);
-    tm_status r = TM_OK;
-    for (size_t g = 0; g < ngen && r == TM_OK; g++) {
-        for (size_t j = 0; j < n; j++)
-            x->write[j] = pending[j] && gen[j] == g;
-        r = write_rows_or_reject(x, err);
-        for (size_t j = 0; j < n; j++)
-            if (gen[j] == g)
-                pending[j] = x->write[j];
-    }
-    memcpy(x->write, pending, n);
-    free(gen);
-    free(pending);
-    return r;
 }
 
 /* Upsert: the name of the first key column RECORD has null (or missing,
@@ -540,9 +432,7 @@ static tm_status write_each(pg_run *x, const pg_key_set *keys, tm_error *err) {
             x->rows[rec->range]++;
         }
     }
-    if (x->nwrite > 0 && (r = (x->s->config->flags & TM_CONFIG_CDC)
-                                  ? write_generations(x, err)
-                                  : write_rows_or_reject(x, err)) != TM_OK)
+    if (x->nwrite > 0 && (r = write_rows_or_reject(x, err)) != TM_OK)
         return r;
     for (size_t j = 0; j < b->ndead_letters; j++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, j);

@@ -278,31 +278,52 @@ static void last_of_each_key(pg_buf *b, const char *keys) {
     pg_buf_add(b, ", _tm_seq DESC) AS staged");
 }
 
-/* Change events: the keys whose last staged record is a delete
- * (_tm_op 1, TM_OP_DELETE) lose their row; a key not stored is fine. */
+/* Change events: every key with a delete among its staged events loses
+ * its row first (a key not stored is fine), so that a key deleted and
+ * created again in one write gets a new row (the columns the mapping
+ * leaves out take their defaults again), as one event at a time would
+ * give it; the INSERT then takes the keys whose last event is an upsert.
+ * The join is the key columns' own equality (their collation). */
 static void delete_staged(pg_sink *s, pg_buf *b, const char *keys) {
+    const char *sep = " WHERE ";
     pg_buf_add(b, "DELETE FROM ");
     pg_buf_add(b, s->q_table);
-    pg_buf_add(b, " AS t USING ");
-    last_of_each_key(b, keys);
-    pg_buf_add(b, " WHERE staged._tm_op = 1");
+    pg_buf_add(b, " AS t USING (SELECT ");
+    pg_buf_add(b, keys);
+    pg_buf_add(b, " FROM pg_temp.tm_stage WHERE _tm_op = 1) AS gone");
     for (size_t i = 0; i < s->config->ncolumns; i++) {
         const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         if (!col->key)
             continue;
-        pg_buf_add(b, " AND t.");
+        pg_buf_add(b, sep);
+        pg_buf_add(b, "t.");
         pg_buf_ident(s, b, col->name);
-        pg_buf_add(b, " = staged.");
+        pg_buf_add(b, " = gone.");
         pg_buf_ident(s, b, col->name);
+        sep = " AND ";
     }
     pg_buf_add(b, "; ");
 }
 
 /* Upsert: COPY into a session-temporary staging table, then one INSERT ...
  * ON CONFLICT (keys) DO UPDATE; the last record of a key in the batch
- * wins, as if the records were applied one by one. With change events
- * (TM_CONFIG_CDC) that last record may be a delete: the DELETE of those
- * keys goes first, the INSERT takes the others. */
+ * wins, as if the records were applied one by one. Which records share a
+ * key is the database's decision (DISTINCT ON compares by the key
+ * columns' equality, their collation included: the staging table takes
+ * the table's column collations), never the bytes.
+ *
+ * Change events (TM_CONFIG_CDC), docs/sinks/postgres.md step 4: each key
+ * collapses to its last event; the keys with a delete lose their row
+ * first (delete_staged), then the last upserts are inserted in offset
+ * order (_tm_seq), their key columns set too, so a row is its last
+ * event's image, the key's spelling under a case-insensitive collation
+ * included. Deleting first only frees values a UNIQUE constraint could
+ * meet, and inserting in offset order applies a value handed from one
+ * key to another in its order: a batch that is valid one event at a time
+ * is most often accepted as it is. Any order it does not keep (a value
+ * swapped between keys, a foreign key within the table) makes the table
+ * refuse the write, and the caller's halving (commit.c) applies smaller
+ * runs, down to single events, which are exact. */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
                          tm_error *err) {
     const tm_sink_config *c = s->config;
@@ -351,13 +372,13 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     pg_buf_add(&b, " FROM ");
     last_of_each_key(&b, keys.p ? keys.p : "");
     if (cdc)
-        pg_buf_add(&b, " WHERE staged._tm_op = 0");
+        pg_buf_add(&b, " WHERE staged._tm_op = 0 ORDER BY staged._tm_seq");
     pg_buf_add(&b, " ON CONFLICT (");
     pg_buf_add(&b, keys.p ? keys.p : "");
     pg_buf_add(&b, ") DO UPDATE SET ");
     for (size_t i = 0; i < c->ncolumns; i++) {
         const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (col->key)
+        if (col->key && !cdc)
             continue;
         pg_buf_ident(s, &b, col->name);
         pg_buf_add(&b, " = EXCLUDED.");

@@ -1,0 +1,244 @@
+/* cdc_bench: what a batch of change events costs each sink by how its
+ * events spread over keys, through the plugin API (loaded with the host's
+ * loader), in one run: the same number of events committed in batches of
+ * one size, as WIDE (every event a create of a key of its own), HOT (every
+ * event an update of one key) and CHURN (a tenth of the batch's size in
+ * keys, every fifth event a delete); events/s of each (median of the
+ * reps, workloads alternated) and the ratios hot/wide and churn/wide. A
+ * hot key must cost about what distinct keys cost (docs/sinks/postgres.md,
+ * step 4). Not a ctest test: docs/benchmarks.md.
+ *
+ *   cdc_bench [--events N] [--reps N] [--batch N] [--sinks sqlite,postgres]
+ *             [--dir DIR] [--sqlite-plugin PATH] [--postgres-plugin PATH]
+ *
+ * PostgreSQL: TIDEMARK_PG_CONNINFO (scripts/env.sh), schema
+ * tm_cdc_bench_<pid>, dropped at the end. SQLite: DIR/tm-cdc-bench.db. */
+#include <errno.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "plugin/loader.h"
+
+#define NCOLS 2
+static const tm_column COLS[NCOLS] = {
+    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+    {sizeof(tm_column), "name", TM_TYPE_TEXT, 0, 0},
+};
+static const char *TOPIC = "bench.cdc";
+
+enum { WIDE, HOT, CHURN, NLOADS };
+
+typedef struct data {
+    size_t nevents, batch, nbatches;
+    tm_record *records;
+    tm_value *values; /* nevents * NCOLS */
+    char (*names)[24];
+    tm_range *ranges;
+    tm_batch *batches;
+    char (*ids)[32];
+} data;
+
+static void die(const char *what, const char *why) {
+    fprintf(stderr, "cdc_bench: %s: %s\n", what, why);
+    exit(1);
+}
+
+/* Event i of LOAD: its key and op. */
+static void event_of(int load, size_t i, size_t batch, int64_t *key,
+                     uint32_t *op) {
+    size_t keys = batch / 10 ? batch / 10 : 1;
+    *op = TM_OP_UPSERT;
+    switch (load) {
+    case WIDE: *key = (int64_t)i + 1; break;
+    case HOT: *key = 1; break;
+    default:
+        *key = (int64_t)(i % keys) + 1;
+        if (i % 5 == 4)
+            *op = TM_OP_DELETE;
+    }
+}
+
+static void make_data(data *d, int load, size_t nevents, size_t batch) {
+    d->nevents = nevents;
+    d->batch = batch;
+    d->nbatches = (nevents + batch - 1) / batch;
+    d->records = calloc(nevents, sizeof *d->records);
+    d->values = calloc(nevents * NCOLS, sizeof *d->values);
+    d->names = calloc(nevents, sizeof *d->names);
+    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
+    d->batches = calloc(d->nbatches, sizeof *d->batches);
+    d->ids = calloc(d->nbatches, sizeof *d->ids);
+    if (!d->records || !d->values || !d->names || !d->ranges || !d->batches ||
+        !d->ids)
+        die("data", "out of memory");
+    for (size_t i = 0; i < nevents; i++) {
+        tm_value *v = &d->values[i * NCOLS];
+        uint32_t op;
+        event_of(load, i, batch, &v[0].v.i, &op);
+        int nl = snprintf(d->names[i], sizeof d->names[i], "v%zu", i);
+        for (int c = 0; c < NCOLS; c++)
+            v[c].struct_size = sizeof(tm_value);
+        /* a delete carries only its key */
+        v[1].is_null = op == TM_OP_DELETE;
+        v[1].v.s.ptr = d->names[i];
+        v[1].v.s.len = (size_t)nl;
+        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                    .offset = (int64_t)i,
+                                    .timestamp_ms = 1700000000000 + (int64_t)i,
+                                    .value = d->names[i],
+                                    .value_len = (size_t)nl,
+                                    .values = v,
+                                    .op = op};
+    }
+}
+
+static void free_data(data *d) {
+    free(d->records);
+    free(d->values);
+    free(d->names);
+    free(d->ranges);
+    free(d->batches);
+    free(d->ids);
+}
+
+static void stamp(void *ctx, int64_t epoch) {
+    data *d = ctx;
+    for (size_t k = 0; k < d->nbatches; k++) {
+        size_t first = k * d->batch;
+        size_t n =
+            first + d->batch <= d->nevents ? d->batch : d->nevents - first;
+        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
+        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
+                                  .topic = TOPIC,
+                                  .start_offset = (int64_t)first,
+                                  .end_offset = (int64_t)(first + n),
+                                  .epoch = epoch};
+        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
+                                   .connector = "bench",
+                                   .batch_id = d->ids[k],
+                                   .ranges = &d->ranges[k],
+                                   .nranges = 1,
+                                   .records = &d->records[first],
+                                   .nrecords = n};
+    }
+}
+
+static char schema[64], sqlite_path[1024];
+
+static void quiet(void *arg, const char *message) {
+    (void)arg;
+    (void)message; /* DROP ... CASCADE notices */
+}
+
+static void fresh(int postgres) {
+    if (postgres) {
+        const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+        if (!ci)
+            die("postgres", "TIDEMARK_PG_CONNINFO is not set (scripts/env.sh)");
+        PGconn *c = PQconnectdb(ci);
+        if (PQstatus(c) != CONNECTION_OK)
+            die("postgres", PQerrorMessage(c));
+        PQsetNoticeProcessor(c, quiet, NULL);
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
+        PGresult *r = PQexec(c, sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            die(sql, PQerrorMessage(c));
+        PQclear(r);
+        PQfinish(c);
+        return;
+    }
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[1100];
+        snprintf(p, sizeof p, "%s%s", sqlite_path, suffix[i]);
+        if (unlink(p) != 0 && errno != ENOENT)
+            die(p, strerror(errno));
+    }
+}
+
+/* Seconds for every batch of D into a fresh table (upsert, change
+ * events). */
+static double run(const tm_sink_api *api, int postgres, data *d) {
+    fresh(postgres);
+    json_t *obj = postgres ? json_pack("{s:s,s:s,s:s,s:s}", "conninfo",
+                                       getenv("TIDEMARK_PG_CONNINFO"), "schema",
+                                       schema, "table", "t", "mode", "upsert")
+                           : json_pack("{s:s,s:s,s:s}", "path", sqlite_path,
+                                       "table", "t", "mode", "upsert");
+    if (!obj)
+        die("settings", "out of memory");
+    char errstr[1024];
+    double t = bench_time_sink_flags(
+        api, obj, postgres ? "postgres" : "sqlite", COLS, NCOLS, TM_CONFIG_CDC,
+        TOPIC, stamp, d, d->batches, d->nbatches, errstr, sizeof errstr);
+    json_decref(obj);
+    if (t < 0)
+        die("commit", errstr);
+    return t;
+}
+
+int main(int argc, char **argv) {
+    size_t events = 100000, reps = 3, batch = 10000;
+    const char *sinks = "sqlite,postgres", *dir = "/tmp";
+    const char *plugins[2] = {TM_SQLITE_PLUGIN, TM_POSTGRES_PLUGIN};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--events"))
+            events = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--batch"))
+            batch = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--sinks"))
+            sinks = argv[i + 1];
+        else if (!strcmp(argv[i], "--dir"))
+            dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--sqlite-plugin"))
+            plugins[0] = argv[i + 1];
+        else if (!strcmp(argv[i], "--postgres-plugin"))
+            plugins[1] = argv[i + 1];
+        else
+            die("bad argument", argv[i]);
+    }
+    if (!events || !batch || !reps || reps > 100)
+        die("arguments", "--events, --batch, --reps must be > 0 (reps <= 100)");
+    snprintf(schema, sizeof schema, "tm_cdc_bench_%d", (int)getpid());
+    snprintf(sqlite_path, sizeof sqlite_path, "%s/tm-cdc-bench.db", dir);
+    printf("# cdc_bench: %zu events in batches of %zu, %zu reps\n", events,
+           batch, reps);
+    printf("%-8s %12s %12s %12s %8s %8s\n", "sink", "wide/s", "hot/s",
+           "churn/s", "hot/w", "churn/w");
+    for (int postgres = 0; postgres < 2; postgres++) {
+        const char *name = postgres ? "postgres" : "sqlite";
+        if (!strstr(sinks, name))
+            continue;
+        char errstr[1024];
+        tm_plugin loaded;
+        if (tm_plugin_load(plugins[postgres], NULL, 0, &loaded, errstr,
+                           sizeof errstr) != 0)
+            die("load", errstr);
+        data d[NLOADS];
+        for (int l = 0; l < NLOADS; l++)
+            make_data(&d[l], l, events, batch);
+        double t[NLOADS][100], med[NLOADS];
+        for (size_t r = 0; r < reps; r++) /* alternated */
+            for (int l = 0; l < NLOADS; l++)
+                t[l][r] = run(loaded.api, postgres, &d[l]);
+        for (int l = 0; l < NLOADS; l++) {
+            med[l] = bench_median(t[l], reps);
+            free_data(&d[l]);
+        }
+        printf("%-8s %12.0f %12.0f %12.0f %8.3f %8.3f\n", name,
+               (double)events / med[WIDE], (double)events / med[HOT],
+               (double)events / med[CHURN], med[WIDE] / med[HOT],
+               med[WIDE] / med[CHURN]);
+        fflush(stdout);
+        fresh(postgres);
+    }
+    return 0;
+}
