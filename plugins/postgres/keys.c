@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binarray.h"
 #include "pg_sink.h"
 
 int64_t pg_applied_at(const tm_record *r, int64_t wall_ms) {
@@ -107,64 +108,63 @@ int pg_key_one(pg_sink *s, const tm_record *r, const tm_range *g,
     return same ? 1 : 2;
 }
 
-/* One element of a text[] literal: quoted, '"' and '\' escaped; NULL
- * unquoted. */
-static void array_text(pg_buf *b, const char *v) {
-    if (!v) {
-        pg_buf_add(b, "NULL");
-        return;
-    }
-    pg_buf_add(b, "\"");
-    for (const char *p = v; *p;) {
-        size_t n = strcspn(p, "\"\\");
-        pg_buf_addn(b, p, n);
-        p += n;
-        if (*p) {
-            char esc[2] = {'\\', *p++};
-            pg_buf_addn(b, esc, 2);
-        }
-    }
-    pg_buf_add(b, "\"");
-}
-
-static void array_int(pg_buf *b, int64_t v) {
-    char t[32];
-    snprintf(t, sizeof t, "%" PRId64, v);
-    pg_buf_add(b, t);
-}
-
 enum { A_IDENT, A_HASH, A_TOPIC, A_PART, A_OFF, A_AT, NARRAYS };
+static const uint32_t ARRAY_OID[NARRAYS] = {PG_OID_TEXT, PG_OID_TEXT,
+                                            PG_OID_TEXT, PG_OID_INT4,
+                                            PG_OID_INT8, PG_OID_INT8};
+
+/* The prepared statement's name on the session (pg_sink.keys_prepared). */
+#define PG_STMT_KEYS "tm_keys_decide"
 
 /* The statement: $2..$7 the arrays (identity, payload hash, topic,
  * partition, offset, applied_at) of each key's first occurrence, one
  * element per distinct key (in-batch repeats are decided here, in
- * decide_run), $8 the wall clock. old: the keys stored before (the
- * statement's snapshot), read by one primary key probe each (LATERAL ...
- * LIMIT 1: never a scan of every key the connector stored); the INSERT
- * stores the others, and the answer is old alone, empty when nothing was
- * resent. The INSERT has no ON CONFLICT: its speculative insertion writes
- * a fourth WAL record per key (and probes again), and the keys it inserts
- * are known absent; one stored by a concurrent transaction since the
- * snapshot fails it (23505), and the keys are then decided one record at
- * a time, which waits for that transaction. No sort and no join on the
- * identities: old is matched back by ordinality. */
+ * decide_run), $8 the wall clock. p: every key with the row stored before
+ * (the statement's snapshot) if any, read by one primary key probe each
+ * (LATERAL ... LIMIT 1: never a scan of every key the connector stored);
+ * the INSERT stores the keys not found, and the answer is the found ones
+ * alone, empty when nothing was resent. Both read p in one pass each: no
+ * join whose plan could depend on estimates (the statement is prepared
+ * once per session, and after a few runs PostgreSQL may keep a generic
+ * plan that does not know the arrays' sizes). The INSERT has no ON
+ * CONFLICT: its speculative insertion writes a fourth WAL record per key
+ * (and probes again), and the keys it inserts are known absent; one stored
+ * by a concurrent transaction since the snapshot fails it (23505), and the
+ * keys are then decided one record at a time, which waits for that
+ * transaction. The arrays come in PostgreSQL's binary format (binarray.h):
+ * no array literal to parse. */
 static void set_sql(pg_sink *s, pg_buf *b) {
-    pg_buf_add(b, "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], "
-                  "$4::text[], $5::int[], $6::bigint[], $7::bigint[]) WITH "
-                  "ORDINALITY AS u(identity, payload_hash, topic, part, off, "
-                  "at, ord)), old AS MATERIALIZED (SELECT u.ord, k.* FROM u "
-                  "CROSS JOIN LATERAL (SELECT payload_hash, first_topic, "
+    pg_buf_add(b, "WITH p AS MATERIALIZED (SELECT u.*, k.payload_hash AS "
+                  "k_hash, k.first_topic, k.first_partition, k.first_offset "
+                  "FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], "
+                  "$6::bigint[], $7::bigint[]) WITH ORDINALITY AS "
+                  "u(identity, payload_hash, topic, part, off, at, ord) LEFT "
+                  "JOIN LATERAL (SELECT payload_hash, first_topic, "
                   "first_partition, first_offset FROM ");
     pg_buf_add(b, s->q_keys);
     pg_buf_add(b, " WHERE connector = $1 AND identity = u.identity LIMIT 1) "
-                  "k), ins AS (INSERT INTO ");
+                  "k ON true), ins AS (INSERT INTO ");
     pg_buf_add(b, s->q_keys);
     pg_buf_add(b, " (connector, identity, payload_hash, first_topic, "
                   "first_partition, first_offset, applied_at, applied_wall) "
                   "SELECT $1, identity, payload_hash, topic, part, off, at, "
-                  "$8::bigint FROM u WHERE NOT EXISTS (SELECT 1 FROM old "
-                  "WHERE old.ord = u.ord)) SELECT ord, payload_hash, "
-                  "first_topic, first_partition, first_offset FROM old");
+                  "$8::bigint FROM p WHERE first_topic IS NULL) SELECT ord, "
+                  "k_hash, first_topic, first_partition, first_offset FROM p "
+                  "WHERE first_topic IS NOT NULL");
+}
+
+/* The statement prepared on this session, once: planned anew for every
+ * batch it cost more than its arrays' parsing (docs/benchmarks.md). */
+static tm_status prepare_set(pg_sink *s, tm_error *err) {
+    if (s->keys_prepared)
+        return TM_OK;
+    pg_buf q = {0};
+    set_sql(s, &q);
+    tm_status r = pg_prepare(s, PG_STMT_KEYS, q.oom ? NULL : q.p, 8,
+                             "preparing the business keys' statement", err);
+    pg_buf_free(&q);
+    s->keys_prepared = r == TM_OK;
+    return r;
 }
 
 /* A keyed record: its identity and its index in the batch. */
@@ -235,18 +235,16 @@ static tm_status decide_run(pg_sink *s, const tm_batch *b, const key_ref *k,
 }
 
 /* Appends record J's elements to the arrays. */
-static void add_key(const tm_batch *b, size_t j, int64_t wall_ms, pg_buf *a,
-                    int more) {
+static void add_key(const tm_batch *b, size_t j, int64_t wall_ms,
+                    pg_binarray *a) {
     const tm_record *rec = TM_CELEM(tm_record, b->records, j);
     const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
-    for (int k = 0; k < NARRAYS; k++)
-        pg_buf_add(&a[k], more ? "," : "{");
-    array_text(&a[A_IDENT], rec->identity);
-    array_text(&a[A_HASH], rec->identity_hash);
-    array_text(&a[A_TOPIC], g->topic);
-    array_int(&a[A_PART], g->partition);
-    array_int(&a[A_OFF], rec->offset);
-    array_int(&a[A_AT], pg_applied_at(rec, wall_ms));
+    pg_binarray_text(&a[A_IDENT], rec->identity);
+    pg_binarray_text(&a[A_HASH], rec->identity_hash);
+    pg_binarray_text(&a[A_TOPIC], g->topic);
+    pg_binarray_int4(&a[A_PART], g->partition);
+    pg_binarray_int8(&a[A_OFF], rec->offset);
+    pg_binarray_int8(&a[A_AT], pg_applied_at(rec, wall_ms));
 }
 
 /* Reads the statement's answer: ROW_OF[u] its row for distinct key u (the
@@ -276,7 +274,9 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
     size_t *run =
         malloc((cap + 1) * sizeof *run); /* key u: k[run[u] .. run[u+1]) */
     int *row_of = malloc(cap * sizeof *row_of);
-    pg_buf a[NARRAYS] = {{0}}, q = {0};
+    pg_binarray a[NARRAYS];
+    for (int i = 0; i < NARRAYS; i++)
+        pg_binarray_start(&a[i], ARRAY_OID[i]);
     tm_status r = TM_OK;
     PGresult *res = NULL;
     if (!k || !run || !row_of) {
@@ -292,29 +292,34 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
     qsort(k, n, sizeof *k, by_identity);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || strcmp(k[i].identity, k[i - 1].identity) != 0) {
-            add_key(b, k[i].j, wall_ms, a, m > 0);
+            add_key(b, k[i].j, wall_ms, a);
             run[m++] = i;
         }
     run[m] = n;
-    int oom = 0;
-    for (int i = 0; i < NARRAYS; i++) {
-        pg_buf_add(&a[i], "}");
-        oom |= a[i].oom;
-    }
-    set_sql(s, &q);
-    char wall[32];
-    snprintf(wall, sizeof wall, "%" PRId64, wall_ms);
-    const char *v[8] = {
-        s->config->connector, a[A_IDENT].p, a[A_HASH].p, a[A_TOPIC].p,
-        a[A_PART].p,          a[A_OFF].p,   a[A_AT].p,   wall};
-    if (oom || q.oom) {
-        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+    int bad = 0;
+    for (int i = 0; i < NARRAYS; i++)
+        bad |= pg_binarray_finish(&a[i]) != 0;
+    if (bad) {
+        s->host->set_error(err, "out of memory (batch %s: %zu business keys)",
+                           b->batch_id, m);
         r = TM_RETRY;
         goto done;
     }
+    char wall[32];
+    snprintf(wall, sizeof wall, "%" PRId64, wall_ms);
+    const char *v[8] = {
+        s->config->connector, a[A_IDENT].b.p, a[A_HASH].b.p, a[A_TOPIC].b.p,
+        a[A_PART].b.p,        a[A_OFF].b.p,   a[A_AT].b.p,   wall};
+    int lens[8] = {0}, fmts[8] = {0};
+    for (int i = 0; i < NARRAYS; i++) {
+        lens[1 + i] = (int)a[i].b.len;
+        fmts[1 + i] = 1;
+    }
     s->last_state[0] = '\0';
-    res =
-        pg_query(s, q.p, 8, v, NULL, NULL, 1, "storing business keys", &r, err);
+    if ((r = prepare_set(s, err)) != TM_OK)
+        goto done;
+    res = pg_query_prepared(s, PG_STMT_KEYS, 8, v, lens, fmts, 1,
+                            "storing business keys", &r, err);
     if (!res || (r = read_rows(s, res, row_of, m, err)) != TM_OK)
         goto done;
     for (size_t u = 0; u < m && r == TM_OK; u++)
@@ -323,8 +328,7 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
 done:
     PQclear(res);
     for (int i = 0; i < NARRAYS; i++)
-        pg_buf_free(&a[i]);
-    pg_buf_free(&q);
+        pg_binarray_free(&a[i]);
     free(k);
     free(run);
     free(row_of);

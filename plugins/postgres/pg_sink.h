@@ -73,6 +73,7 @@ typedef struct pg_sink {
     char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
     int prepared;       /* the marker statements are prepared on conn */
+    int keys_prepared;  /* the business keys' statement (keys.c) too */
 } pg_sink;
 
 /* settings.c */
@@ -128,6 +129,15 @@ pg_err_class pg_state_class(const char *state, int in_record);
  * callers that write a record). The message names the step and the
  * server's message. Clears res. */
 tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err);
+/* pg_query of the statement prepared as NAME (pg_prepare). */
+PGresult *pg_query_prepared(pg_sink *s, const char *name, int n,
+                            const char *const *vals, const int *lens,
+                            const int *formats, int want_tuples,
+                            const char *step, tm_status *r, tm_error *err);
+/* Prepares SQL (NULL: out of memory) as NAME with N parameters, their
+ * types those the SQL casts them to; TM_OK or pg_fail's answer. */
+tm_status pg_prepare(pg_sink *s, const char *name, const char *sql, int n,
+                     const char *step, tm_error *err);
 /* Runs SQL without parameters; TM_OK or pg_fail's answer. */
 tm_status pg_exec(pg_sink *s, const char *sql, const char *step, tm_error *err);
 /* PQexecParams with text parameters (NULL: SQL null); the result, or NULL
