@@ -1,9 +1,13 @@
-/* PostgreSQL's binary array format (binarray.h): int32 dimensions (1),
- * int32 flags (1 if any element is NULL), the element type's OID, then per
- * dimension its length and lower bound (1); then per element its length
- * in bytes (-1: NULL) and its bytes in the element type's binary format.
- * Every integer big-endian. The element count is known only at the end:
- * the header is patched then. */
+/* PostgreSQL's binary formats (binarray.h). Every integer big-endian.
+ * A value: int32 length in bytes (-1: NULL), then the bytes of its type's
+ * binary format (text: the characters; int4, int8: the integer).
+ * An array: int32 dimensions (1), int32 flags (1 if any element is NULL),
+ * the element type's OID, then per dimension its length and lower bound
+ * (1); then its elements as values. The element count is known only at
+ * the end: the header is patched then.
+ * COPY binary: the signature "PGCOPY\n\377\r\n\0", int32 flags (0) and
+ * int32 header extension length (0); per row an int16 field count and the
+ * fields as values; the trailer is an int16 -1. */
 #include <stdint.h>
 #include <string.h>
 
@@ -18,53 +22,76 @@ static void put32(unsigned char *p, uint32_t v) {
     p[3] = (unsigned char)v;
 }
 
-static void add32(pg_binarray *a, uint32_t v) {
+static void add32(pg_buf *b, uint32_t v) {
     unsigned char t[4];
     put32(t, v);
-    pg_buf_addn(&a->b, (const char *)t, sizeof t);
+    pg_buf_addn(b, (const char *)t, sizeof t);
+}
+
+static void add16(pg_buf *b, uint16_t v) {
+    unsigned char t[2] = {(unsigned char)(v >> 8), (unsigned char)v};
+    pg_buf_addn(b, (const char *)t, sizeof t);
+}
+
+void pg_bin_text(pg_buf *b, const char *v, int *toobig) {
+    if (!v) {
+        add32(b, (uint32_t)-1);
+        return;
+    }
+    size_t n = strlen(v);
+    if (n > INT32_MAX) {
+        *toobig = 1;
+        return;
+    }
+    add32(b, (uint32_t)n);
+    pg_buf_addn(b, v, n);
+}
+
+void pg_bin_int4(pg_buf *b, int32_t v) {
+    add32(b, 4);
+    add32(b, (uint32_t)v);
+}
+
+void pg_bin_int8(pg_buf *b, int64_t v) {
+    add32(b, 8);
+    add32(b, (uint32_t)((uint64_t)v >> 32));
+    add32(b, (uint32_t)(uint64_t)v);
 }
 
 void pg_binarray_start(pg_binarray *a, uint32_t elem_oid) {
     memset(a, 0, sizeof *a);
-    add32(a, 1);        /* dimensions */
-    add32(a, 0);        /* flags: patched */
-    add32(a, elem_oid); /* element type */
-    add32(a, 0);        /* length of the dimension: patched */
-    add32(a, 1);        /* lower bound */
+    add32(&a->b, 1);        /* dimensions */
+    add32(&a->b, 0);        /* flags: patched */
+    add32(&a->b, elem_oid); /* element type */
+    add32(&a->b, 0);        /* length of the dimension: patched */
+    add32(&a->b, 1);        /* lower bound */
 }
 
-/* Starts element N + 1 of LEN bytes (-1: NULL). */
-static int element(pg_binarray *a, int64_t len) {
-    if (a->n == INT32_MAX || len > INT32_MAX) {
+/* One more element: 0, or -1 past the format's count. */
+static int element(pg_binarray *a) {
+    if (a->n == INT32_MAX) {
         a->toobig = 1;
         return -1;
     }
     a->n++;
-    add32(a, (uint32_t)(int32_t)len);
     return 0;
 }
 
 void pg_binarray_text(pg_binarray *a, const char *v) {
-    if (!v) {
-        a->hasnull = 1;
-        element(a, -1);
-        return;
+    if (element(a) == 0) {
+        a->hasnull |= v == NULL;
+        pg_bin_text(&a->b, v, &a->toobig);
     }
-    size_t n = strlen(v);
-    if (element(a, (int64_t)(n > INT32_MAX ? (size_t)INT32_MAX + 1 : n)) == 0)
-        pg_buf_addn(&a->b, v, n);
 }
 
 void pg_binarray_int4(pg_binarray *a, int32_t v) {
-    if (element(a, 4) == 0)
-        add32(a, (uint32_t)v);
+    if (element(a) == 0)
+        pg_bin_int4(&a->b, v);
 }
 
 void pg_binarray_int8(pg_binarray *a, int64_t v) {
-    if (element(a, 8) == 0) {
-        add32(a, (uint32_t)((uint64_t)v >> 32));
-        add32(a, (uint32_t)(uint64_t)v);
-    }
+    if (element(a) == 0)
+        pg_bin_int8(&a->b, v);
 }
 
 int pg_binarray_finish(pg_binarray *a) {
@@ -79,4 +106,19 @@ int pg_binarray_finish(pg_binarray *a) {
 void pg_binarray_free(pg_binarray *a) {
     pg_buf_free(&a->b);
     memset(a, 0, sizeof *a);
+}
+
+void pg_bincopy_start(pg_buf *b) {
+    static const char SIGNATURE[11] = "PGCOPY\n\377\r\n";
+    pg_buf_addn(b, SIGNATURE, sizeof SIGNATURE); /* with its '\0' */
+    add32(b, 0);                                 /* flags */
+    add32(b, 0);                                 /* header extension */
+}
+
+void pg_bincopy_row(pg_buf *b, int16_t nfields) {
+    add16(b, (uint16_t)nfields);
+}
+
+void pg_bincopy_end(pg_buf *b) {
+    add16(b, 0xFFFFu);
 }

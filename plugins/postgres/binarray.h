@@ -1,8 +1,9 @@
-/* One-dimensional arrays in PostgreSQL's binary format (what array_send
- * writes and array_recv reads), for parameters sent with format 1: the
- * server copies each element as it is, where a text literal ('{"a","b"}')
- * goes through array_in's parser, quoting and escapes (about a sixth of
- * the business keys' statement, docs/benchmarks.md). */
+/* PostgreSQL's binary formats, for what the sink sends in bulk: one-
+ * dimensional arrays (what array_send writes and array_recv reads), for
+ * parameters sent with format 1, and the rows of COPY ... (FORMAT binary).
+ * The server takes each value as it is, where text goes through a parser:
+ * array_in's quoting and escapes for a literal ('{"a","b"}'), COPY's text
+ * format for rows (docs/benchmarks.md, business keys). */
 #ifndef TM_PG_BINARRAY_H
 #define TM_PG_BINARRAY_H
 
@@ -15,6 +16,13 @@
 #define PG_OID_INT4 23u
 #define PG_OID_INT8 20u
 #define PG_OID_TEXT 25u
+
+/* One value in the binary format, as an array element or a COPY field:
+ * its length (-1: NULL) and its bytes. toobig is set when a length does
+ * not fit the format's int32. */
+void pg_bin_text(pg_buf *b, const char *v, int *toobig);
+void pg_bin_int4(pg_buf *b, int32_t v);
+void pg_bin_int8(pg_buf *b, int64_t v);
 
 typedef struct pg_binarray {
     pg_buf b;
@@ -33,5 +41,11 @@ void pg_binarray_int8(pg_binarray *a, int64_t v);
  * array is then unusable: free it). */
 int pg_binarray_finish(pg_binarray *a);
 void pg_binarray_free(pg_binarray *a);
+
+/* COPY ... FROM STDIN (FORMAT binary): the header, then per row
+ * pg_bincopy_row and its NFIELDS values (pg_bin_*), then the trailer. */
+void pg_bincopy_start(pg_buf *b);
+void pg_bincopy_row(pg_buf *b, int16_t nfields);
+void pg_bincopy_end(pg_buf *b);
 
 #endif

@@ -226,6 +226,14 @@ typedef struct pg_rows {
 } pg_rows;
 tm_status pg_copy_rows(pg_sink *s, const pg_rows *rows, const char *lead,
                        tm_error *err);
+/* The COPY protocol: LEAD (NULL: none) and COPY (a COPY ... FROM STDIN)
+ * sent as one simple query, up to the server's CopyInResponse; then, once
+ * the data is put, its end (ERRMSG not NULL: abandoned with that message)
+ * and the server's answer, a failure named STEP. */
+tm_status pg_copy_start(pg_sink *s, const char *lead, const char *copy,
+                        tm_error *err);
+tm_status pg_copy_finish(pg_sink *s, const char *errmsg, const char *step,
+                         tm_error *err);
 /* Upsert: COPY into a staging table, then INSERT ... ON CONFLICT. */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *rows, const char *lead,
                          tm_error *err);
