@@ -4,8 +4,9 @@
  * keys in two round trips: one prepared statement reads the keys stored
  * before by primary key (the identities go as one array), and one COPY
  * stores the others. A key per round trip cost a 2000-record batch 2000
- * round trips; the keys inserted by one INSERT ... SELECT cost about three
- * times the COPY's CPU on the server (docs/benchmarks.md).
+ * round trips; one statement that probed and inserted them (INSERT ...
+ * SELECT) cost the server about a third more CPU than the probe and the
+ * COPY (docs/benchmarks.md).
  * pg_key_one is the same decision for one record: the fallback when the
  * set fails for a record's content (or a key stored concurrently), to
  * find which record it was. */

@@ -9,6 +9,8 @@
  *   owners.c    which connectors write the target table (claim)
  *   copy.c      rows with COPY (text format), upsert through staging
  *   jsonb_text.c  JSON text jsonb can hold (a NUL byte in a string)
+ *   binarray.c  PostgreSQL's binary formats: arrays, COPY rows (keys.c)
+ *   keys.c      the business keys of dedup, decided as a set
  *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
  *   validate.c  the read-only check of settings, connection and table
