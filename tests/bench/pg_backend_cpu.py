@@ -3,7 +3,10 @@
 loaded machine disturbs far less than wall time: runs COMMAND and, while it
 runs, samples the user+system CPU (/proc/<pid>/stat) of every backend whose
 application_name is APP (the sink's is its connector: "bench" for
-dedup_bench); prints COMMAND's output, then the sum over those backends.
+dedup_bench) and that started after COMMAND did; prints COMMAND's output,
+then the sum over those backends and how many there were (more than the
+benchmark opened: another client connected under that name meanwhile, and
+the figure is not the benchmark's alone).
 The server must run on this machine, readable by this user; psql and
 TIDEMARK_PG_CONNINFO (scripts/env.sh) reach it. Sampled every 50 ms: a
 backend's last few milliseconds before it exits are not counted.
@@ -16,11 +19,12 @@ import sys
 import time
 
 
-def backends(conninfo, app):
+def backends(conninfo, app, since):
     out = subprocess.run(
         ["psql", conninfo, "-Atc",
          "SELECT pid FROM pg_stat_activity WHERE application_name = '"
-         + app.replace("'", "''") + "'"],
+         + app.replace("'", "''") + "' AND backend_start >= "
+         f"to_timestamp({since})"],
         capture_output=True, text=True, check=False).stdout
     return out.split()
 
@@ -43,9 +47,10 @@ def main():
         sys.exit("pg_backend_cpu.py: TIDEMARK_PG_CONNINFO is not set "
                  "(source scripts/env.sh)")
     seen = {}
+    since = time.time() - 1  # the server's clock: the same machine's
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     while proc.poll() is None:
-        for pid in backends(conninfo, app):
+        for pid in backends(conninfo, app, since):
             t = cpu_ticks(pid)
             if t is not None:
                 seen[pid] = t
