@@ -1,12 +1,16 @@
 /* Business keys (dedup): which of a batch's keyed records are new, which
  * are duplicates and which are identity conflicts, decided as a set: the
  * in-batch repeats here (the records sorted by identity), the distinct
- * keys in two round trips: one prepared statement reads the keys stored
- * before by primary key (the identities go as one array), and one COPY
- * stores the others. A key per round trip cost a 2000-record batch 2000
- * round trips; one statement that probed and inserted them (INSERT ...
- * SELECT) cost the server about a third more CPU than the probe and the
- * COPY (docs/benchmarks.md).
+ * keys by the database. When the sink's last batch had no key stored
+ * before (most batches: nothing resent), one COPY stores them all, under
+ * a savepoint; a key stored before fails it (23505), and the batch, like
+ * one after a batch that had such keys, is decided in two round trips: a
+ * prepared statement reads the keys stored before by primary key (the
+ * identities go as one array), and one COPY stores the others. A key per
+ * round trip cost a 2000-record batch 2000 round trips; one statement that
+ * probed and inserted them (INSERT ... SELECT) cost the server about a
+ * third more CPU than the probe and the COPY, the probe about a third of
+ * that (docs/benchmarks.md).
  * pg_key_one is the same decision for one record: the fallback when the
  * set fails for a record's content (or a key stored concurrently), to
  * find which record it was. */
@@ -111,6 +115,8 @@ int pg_key_one(pg_sink *s, const tm_record *r, const tm_range *g,
 
 /* The probe's name on the session (pg_sink.keys_prepared). */
 #define PG_STMT_KEYS "tm_keys_probe"
+/* The savepoint a COPY of every key tried first rolls back to. */
+#define KEYS_SAVEPOINT "tm_keys"
 
 /* The probe: $2 the distinct identities of the batch's keyed records (an
  * array in PostgreSQL's binary format, binarray.h: no literal to parse);
@@ -154,10 +160,12 @@ static tm_status prepare_probe(pg_sink *s, tm_error *err) {
  * and the keys are then decided one record at a time, which waits for
  * that transaction. A key the database refuses for its content (an
  * identity too long for the index, say) fails it as well (s->last_state):
- * pg_key_one finds the record. */
+ * pg_key_one finds the record. LEAD (NULL: none): SQL sent with the COPY,
+ * in its round trip. */
 static tm_status copy_new_keys(pg_sink *s, const tm_batch *b,
                                const size_t *first, const int *row_of, size_t m,
-                               int64_t wall_ms, tm_error *err) {
+                               int64_t wall_ms, const char *lead,
+                               tm_error *err) {
     pg_buf data = {0}, sql = {0};
     int toobig = 0;
     size_t fresh = 0;
@@ -191,7 +199,7 @@ static tm_status copy_new_keys(pg_sink *s, const tm_batch *b,
         s->host->set_error(err, "out of memory (batch %s: %zu business keys)",
                            b->batch_id, fresh);
         r = TM_RETRY;
-    } else if ((r = pg_copy_start(s, NULL, sql.p, err)) == TM_OK) {
+    } else if ((r = pg_copy_start(s, lead, sql.p, err)) == TM_OK) {
         const char *abandon = NULL;
         if (PQputCopyData(s->conn, data.p, (int)data.len) != 1)
             abandon = "the business keys could not be sent";
@@ -269,12 +277,11 @@ static tm_status decide_run(pg_sink *s, const tm_batch *b, const key_ref *k,
     return r;
 }
 
-/* Reads the probe's answer: ROW_OF[u] its row for distinct key u (the
- * answer's 1-based ordinality), -1 for the keys not stored before. */
+/* Reads the probe's answer into ROW_OF (every key -1 before): its row for
+ * distinct key u (the answer's 1-based ordinality); the keys not stored
+ * before stay -1. */
 static tm_status read_rows(pg_sink *s, PGresult *res, int *row_of, size_t m,
                            tm_error *err) {
-    for (size_t u = 0; u < m; u++)
-        row_of[u] = -1;
     for (int i = 0; i < PQntuples(res); i++) {
         char *end;
         long o = strtol(PQgetvalue(res, i, 0), &end, 10);
@@ -325,16 +332,43 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
         r = TM_RETRY;
         goto done;
     }
-    const char *v[2] = {s->config->connector, ids.b.p};
-    const int lens[2] = {0, (int)ids.b.len}, fmts[2] = {0, 1};
+    for (size_t u = 0; u < m; u++)
+        row_of[u] = -1;
     s->last_state[0] = '\0';
-    if ((r = prepare_probe(s, err)) != TM_OK)
-        goto done;
-    res = pg_query_prepared(s, PG_STMT_KEYS, 2, v, lens, fmts, 1,
-                            "probing business keys", &r, err);
-    if (!res || (r = read_rows(s, res, row_of, m, err)) != TM_OK ||
-        (r = copy_new_keys(s, b, first, row_of, m, wall_ms, err)) != TM_OK)
-        goto done;
+    int copied = 0;
+    /* Nothing stored before in the last batch: most likely nothing in
+     * this one either, and the COPY alone decides (the probe cost about a
+     * third of the keys' CPU). */
+    if (!s->keys_resent) {
+        r = copy_new_keys(s, b, first, row_of, m, wall_ms,
+                          "SAVEPOINT " KEYS_SAVEPOINT, err);
+        if (r == TM_OK)
+            copied = 1;
+        else if (!s->conn || strcmp(s->last_state, "23505") != 0 ||
+                 (r = pg_exec(s, "ROLLBACK TO SAVEPOINT " KEYS_SAVEPOINT,
+                              "business keys: ROLLBACK TO SAVEPOINT", err)) !=
+                     TM_OK)
+            goto done; /* not a key stored before: the caller's to judge */
+        else
+            s->host->log(s->config->host_ctx, TM_LOG_DEBUG,
+                         "batch %s: a business key was stored before; "
+                         "probing the keys",
+                         b->batch_id);
+    }
+    if (!copied) {
+        const char *v[2] = {s->config->connector, ids.b.p};
+        const int lens[2] = {0, (int)ids.b.len}, fmts[2] = {0, 1};
+        s->last_state[0] = '\0';
+        if ((r = prepare_probe(s, err)) != TM_OK)
+            goto done;
+        res = pg_query_prepared(s, PG_STMT_KEYS, 2, v, lens, fmts, 1,
+                                "probing business keys", &r, err);
+        if (!res || (r = read_rows(s, res, row_of, m, err)) != TM_OK ||
+            (r = copy_new_keys(s, b, first, row_of, m, wall_ms, NULL, err)) !=
+                TM_OK)
+            goto done;
+    }
+    s->keys_resent = res && PQntuples(res) > 0;
     for (size_t u = 0; u < m && r == TM_OK; u++)
         r = decide_run(s, b, k + run[u], run[u + 1] - run[u], res, row_of[u],
                        out, err);

@@ -75,7 +75,8 @@ typedef struct pg_sink {
     char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
     int prepared;       /* the marker statements are prepared on conn */
-    int keys_prepared;  /* the business keys' statement (keys.c) too */
+    int keys_prepared;  /* the business keys' probe (keys.c) too */
+    int keys_resent;    /* the last batch's probe found keys stored before */
 } pg_sink;
 
 /* settings.c */

@@ -7,10 +7,12 @@
  * path. Batches of hundreds of records from a seeded generator: in-batch
  * repeats, keys resent across batches, identity conflicts, null payload
  * hashes, identities that need quoting, rows the table refuses (their
- * keys forgotten), keys expired by the retention, and more batches than
- * PostgreSQL plans a prepared statement for before it may keep a generic
- * plan. Both schemas must then hold the same rows, dead letters, keys and
- * markers, offset for offset. */
+ * keys forgotten), keys expired by the retention, batches of new keys
+ * alone (the even ones: the set's COPY of every key without a probe)
+ * between batches that resend, and more batches than PostgreSQL plans a
+ * prepared statement for before it may keep a generic plan. Both schemas must
+ * then hold the same rows, dead letters, keys and markers, offset for offset.
+ */
 #include <check.h>
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -81,10 +83,18 @@ static long long sql2_int(const char *fmt) {
     return atoll(v);
 }
 
-/* Each sink's warnings that its set of keys failed (host_ctx: a counter). */
+/* What each sink logged of its keys' paths (host_ctx). */
+typedef struct paths {
+    int refusals; /* the set failed: one record at a time */
+    int probes;   /* the COPY of every key met a key stored: the probe */
+} paths;
+
 static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
+    paths *p = ctx;
     if (level == TM_LOG_WARN && strstr(fmt, "set of business keys failed"))
-        ++*(int *)ctx;
+        p->refusals++;
+    if (level == TM_LOG_DEBUG && strstr(fmt, "was stored before; probing"))
+        p->probes++;
 }
 
 static unsigned lcg(unsigned *x) {
@@ -121,6 +131,9 @@ static void gen(gen_batch *g, int k, int64_t epoch, unsigned *seed) {
                            : key % 13 == 0 ? "NULL%u"
                                            : "k%u";
         snprintf(g->ident[i], sizeof g->ident[i], form, key);
+        if (k % 2 == 0) /* keys of this batch alone: none stored before */
+            snprintf(g->ident[i] + strlen(g->ident[i]),
+                     sizeof g->ident[i] - strlen(g->ident[i]), "/b%d", k);
         if (i == 17 || i == 211) {
             /* refused by the second schema's trigger, and by the table in
              * both (body "bad"): a dead letter "rejected" either way */
@@ -182,7 +195,7 @@ static void same_in_both(const char *what, const char *query, int batch) {
 
 START_TEST(set_and_per_record_paths_agree) {
     char q[1024];
-    int refusals[2] = {0, 0};
+    paths seen[2] = {{0, 0}, {0, 0}};
     tm_host_api host[2];
     tm_settings *settings[2];
     tm_sink_config config[2];
@@ -211,7 +224,7 @@ START_TEST(set_and_per_record_paths_agree) {
                                      .columns = COLS,
                                      .ncolumns = 2,
                                      .flags = TM_CONFIG_DEDUP,
-                                     .host_ctx = &refusals[i]};
+                                     .host_ctx = &seen[i]};
         sink[i] = pgt_open(api, &host[i], &config[i]);
         mk[i] = pgt_claim1(api, sink[i]);
     }
@@ -269,10 +282,16 @@ START_TEST(set_and_per_record_paths_agree) {
                      "FROM $S.tidemark_markers",
                      k);
     }
-    /* the paths ran as intended, and the batches held every case */
-    ck_assert_msg(refusals[0] == 0 && refusals[1] == NBATCHES,
+    /* the paths ran as intended: in the first schema, the COPY of every
+     * key alone (batches 0 to 2), the COPY meeting keys stored before and
+     * the probe after it (the odd batches after 2), the probe first (the
+     * even ones after those); in the second, one record at a time */
+    ck_assert_msg(seen[0].refusals == 0 && seen[1].refusals == NBATCHES,
                   "inconclusive: the set failed %d and %d times, want 0 and %d",
-                  refusals[0], refusals[1], NBATCHES);
+                  seen[0].refusals, seen[1].refusals, NBATCHES);
+    ck_assert_msg(seen[0].probes == (NBATCHES - 3) / 2,
+                  "inconclusive: %d probes after a COPY, want %d",
+                  seen[0].probes, (NBATCHES - 3) / 2);
     char v[256];
     sql2("SELECT (SELECT duplicates FROM $A.tidemark_markers) || '/' || "
          "(SELECT count(*) FILTER (WHERE reason = 'identity_conflict') || '/' "
