@@ -47,6 +47,14 @@ static void setup(void) {
     snprintf(schema[1], sizeof schema[1], "pgkeys_%d_each", (int)getpid());
     snprintf(connector, sizeof connector, "pgkeys_%d", (int)getpid());
     admin = pgt_connect(pgt_conninfo());
+    /* a failed test skips its teardown: a later process with its pid
+     * would find its schemas */
+    char q[256];
+    for (int i = 0; i < 2; i++) {
+        snprintf(q, sizeof q, "DROP SCHEMA IF EXISTS \"%s\" CASCADE",
+                 schema[i]);
+        PQclear(pgt_sql(admin, q));
+    }
 }
 
 static void teardown(void) {
