@@ -206,7 +206,8 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
     }
     PQsetNoticeProcessor(c, quiet_notices, NULL);
     s->conn = c;
-    s->prepared = 0; /* prepared statements live in a session */
+    /* prepared statements live in a session */
+    s->prepared = s->keys_prepared = 0;
     char st[32];
     snprintf(st, sizeof st, "%lld", (long long)s->set.statement_timeout_ms);
     const char *p[1] = {st};
@@ -353,6 +354,19 @@ tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
     return again ? TM_RETRY : TM_FATAL;
 }
 
+/* RES of a statement: itself when it succeeded as WANT_TUPLES says, else
+ * NULL with pg_fail's answer in *r. */
+static PGresult *query_result(pg_sink *s, PGresult *res, int want_tuples,
+                              const char *step, tm_status *r, tm_error *err) {
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st == (want_tuples ? PGRES_TUPLES_OK : PGRES_COMMAND_OK)) {
+        *r = TM_OK;
+        return res;
+    }
+    *r = pg_fail(s, res, step, err);
+    return NULL;
+}
+
 PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
                    const int *lens, const int *formats, int want_tuples,
                    const char *step, tm_status *r, tm_error *err) {
@@ -369,13 +383,39 @@ PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
         n == 0 && !want_tuples
             ? PQexec(s->conn, sql)
             : PQexecParams(s->conn, sql, n, NULL, vals, lens, formats, 0);
-    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-    if (st == (want_tuples ? PGRES_TUPLES_OK : PGRES_COMMAND_OK)) {
-        *r = TM_OK;
-        return res;
+    return query_result(s, res, want_tuples, step, r, err);
+}
+
+PGresult *pg_query_prepared(pg_sink *s, const char *name, int n,
+                            const char *const *vals, const int *lens,
+                            const int *formats, int want_tuples,
+                            const char *step, tm_status *r, tm_error *err) {
+    if (!s->conn) {
+        s->host->set_error(err, "%s: no connection", step);
+        *r = TM_RETRY;
+        return NULL;
     }
-    *r = pg_fail(s, res, step, err);
-    return NULL;
+    if ((*r = pg_if_interrupted(s, step, err)) != TM_OK)
+        return NULL;
+    PGresult *res = PQexecPrepared(s->conn, name, n, vals, lens, formats, 0);
+    return query_result(s, res, want_tuples, step, r, err);
+}
+
+tm_status pg_prepare(pg_sink *s, const char *name, const char *sql, int n,
+                     const char *step, tm_error *err) {
+    if (!sql) {
+        s->host->set_error(err, "%s: out of memory", step);
+        return TM_RETRY;
+    }
+    if (!s->conn) {
+        s->host->set_error(err, "%s: no connection", step);
+        return TM_RETRY;
+    }
+    PGresult *res = PQprepare(s->conn, name, sql, n, NULL);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        return pg_fail(s, res, step, err);
+    PQclear(res);
+    return TM_OK;
 }
 
 tm_status pg_exec(pg_sink *s, const char *sql, const char *step,

@@ -157,7 +157,8 @@ static void column_list(pg_sink *s, pg_buf *b, int with_seq) {
 }
 
 /* Ends a COPY, sending ERRMSG (abort) or nothing; the final result. */
-static tm_status copy_finish(pg_sink *s, const char *errmsg, tm_error *err) {
+tm_status pg_copy_finish(pg_sink *s, const char *errmsg, const char *step,
+                         tm_error *err) {
     tm_status r = TM_OK;
     if (PQputCopyEnd(s->conn, errmsg) != 1) {
         r = pg_fail(s, NULL, "COPY: ending", err);
@@ -166,20 +167,20 @@ static tm_status copy_finish(pg_sink *s, const char *errmsg, tm_error *err) {
     PGresult *res;
     while (s->conn && (res = PQgetResult(s->conn)) != NULL) {
         if (PQresultStatus(res) != PGRES_COMMAND_OK && r == TM_OK)
-            r = pg_fail(s, res, "COPY rows", err);
+            r = pg_fail(s, res, step, err);
         else
             PQclear(res);
     }
     if (r == TM_OK && s->conn && PQstatus(s->conn) != CONNECTION_OK)
-        r = pg_fail(s, NULL, "COPY rows", err);
+        r = pg_fail(s, NULL, step, err);
     return r;
 }
 
 /* Sends LEAD and the COPY as one simple query (one round trip) and reads
  * up to the server's CopyInResponse. A failing LEAD statement makes the
  * server skip the COPY: its error is the one reported. */
-static tm_status copy_start(pg_sink *s, const char *lead, const char *copy,
-                            tm_error *err) {
+tm_status pg_copy_start(pg_sink *s, const char *lead, const char *copy,
+                        tm_error *err) {
     tm_status stop = pg_if_interrupted(s, "COPY: starting", err);
     if (stop != TM_OK)
         return stop;
@@ -231,7 +232,7 @@ static tm_status copy_rows(pg_sink *s, const pg_rows *x, const char *target,
         s->host->set_error(err, "out of memory");
         return TM_RETRY;
     }
-    tm_status started = copy_start(s, lead, sql.p, err);
+    tm_status started = pg_copy_start(s, lead, sql.p, err);
     pg_buf_free(&sql);
     if (started != TM_OK)
         return started;
@@ -260,7 +261,7 @@ static tm_status copy_rows(pg_sink *s, const pg_rows *x, const char *target,
         return pg_fail(s, NULL, "COPY: sending rows", err);
     }
     pg_buf_free(&data);
-    tm_status r = copy_finish(s, abort_msg, err);
+    tm_status r = pg_copy_finish(s, abort_msg, "COPY rows", err);
     if (abort_msg) {
         s->host->set_error(err, "batch %s: COPY given up: %s", x->b->batch_id,
                            abort_msg);

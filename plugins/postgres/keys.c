@@ -1,18 +1,24 @@
 /* Business keys (dedup): which of a batch's keyed records are new, which
  * are duplicates and which are identity conflicts, decided as a set: the
  * in-batch repeats here (the records sorted by identity), the distinct
- * keys in one statement (the keys go as arrays, the keys stored before
- * are read by primary key, one INSERT stores the others, and the
- * statement answers only for the keys stored before). A key per round
- * trip cost a 2000-record batch 2000 round trips (docs/benchmarks.md).
+ * keys by the database. When the sink's last batch had no key stored
+ * before (most batches: nothing resent), one COPY stores them all, under
+ * a savepoint; a key stored before fails it (23505), and the batch, like
+ * one after a batch that had such keys, is decided in two round trips: a
+ * prepared statement reads the keys stored before by primary key (the
+ * identities go as one array), and one COPY stores the others. A key per
+ * round trip cost a 2000-record batch 2000 round trips; one statement that
+ * probed and inserted them (INSERT ... SELECT) cost the server about a
+ * third more CPU than the probe and the COPY, the probe about a third of
+ * that (docs/benchmarks.md).
  * pg_key_one is the same decision for one record: the fallback when the
- * set statement fails for a record's content (or a key stored
- * concurrently), to find which record it was. */
-#include <inttypes.h>
+ * set fails for a record's content (or a key stored concurrently), to
+ * find which record it was. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "binarray.h"
 #include "pg_sink.h"
 
 int64_t pg_applied_at(const tm_record *r, int64_t wall_ms) {
@@ -107,64 +113,101 @@ int pg_key_one(pg_sink *s, const tm_record *r, const tm_range *g,
     return same ? 1 : 2;
 }
 
-/* One element of a text[] literal: quoted, '"' and '\' escaped; NULL
- * unquoted. */
-static void array_text(pg_buf *b, const char *v) {
-    if (!v) {
-        pg_buf_add(b, "NULL");
-        return;
-    }
-    pg_buf_add(b, "\"");
-    for (const char *p = v; *p;) {
-        size_t n = strcspn(p, "\"\\");
-        pg_buf_addn(b, p, n);
-        p += n;
-        if (*p) {
-            char esc[2] = {'\\', *p++};
-            pg_buf_addn(b, esc, 2);
-        }
-    }
-    pg_buf_add(b, "\"");
-}
+/* The probe's name on the session (pg_sink.keys_prepared). */
+#define PG_STMT_KEYS "tm_keys_probe"
+/* The savepoint a COPY of every key tried first rolls back to. */
+#define KEYS_SAVEPOINT "tm_keys"
 
-static void array_int(pg_buf *b, int64_t v) {
-    char t[32];
-    snprintf(t, sizeof t, "%" PRId64, v);
-    pg_buf_add(b, t);
-}
-
-enum { A_IDENT, A_HASH, A_TOPIC, A_PART, A_OFF, A_AT, NARRAYS };
-
-/* The statement: $2..$7 the arrays (identity, payload hash, topic,
- * partition, offset, applied_at) of each key's first occurrence, one
- * element per distinct key (in-batch repeats are decided here, in
- * decide_run), $8 the wall clock. old: the keys stored before (the
- * statement's snapshot), read by one primary key probe each (LATERAL ...
- * LIMIT 1: never a scan of every key the connector stored); the INSERT
- * stores the others, and the answer is old alone, empty when nothing was
- * resent. The INSERT has no ON CONFLICT: its speculative insertion writes
- * a fourth WAL record per key (and probes again), and the keys it inserts
- * are known absent; one stored by a concurrent transaction since the
- * snapshot fails it (23505), and the keys are then decided one record at
- * a time, which waits for that transaction. No sort and no join on the
- * identities: old is matched back by ordinality. */
-static void set_sql(pg_sink *s, pg_buf *b) {
-    pg_buf_add(b, "WITH u AS (SELECT * FROM unnest($2::text[], $3::text[], "
-                  "$4::text[], $5::int[], $6::bigint[], $7::bigint[]) WITH "
-                  "ORDINALITY AS u(identity, payload_hash, topic, part, off, "
-                  "at, ord)), old AS MATERIALIZED (SELECT u.ord, k.* FROM u "
-                  "CROSS JOIN LATERAL (SELECT payload_hash, first_topic, "
-                  "first_partition, first_offset FROM ");
+/* The probe: $2 the distinct identities of the batch's keyed records (an
+ * array in PostgreSQL's binary format, binarray.h: no literal to parse);
+ * the answer, the keys stored before (the statement's snapshot) with
+ * their first occurrence, each by its 1-based ordinality in $2, read by
+ * one primary key probe (LATERAL ... LIMIT 1: never a scan of every key
+ * the connector stored); empty when nothing was resent. No join: its
+ * plan cannot depend on estimates (prepared once per session, the
+ * statement may run on a generic plan that does not know the array's
+ * size). */
+static void probe_sql(pg_sink *s, pg_buf *b) {
+    pg_buf_add(b, "SELECT u.ord, k.payload_hash, k.first_topic, "
+                  "k.first_partition, k.first_offset FROM unnest($2::text[]) "
+                  "WITH ORDINALITY AS u(identity, ord) CROSS JOIN LATERAL "
+                  "(SELECT payload_hash, first_topic, first_partition, "
+                  "first_offset FROM ");
     pg_buf_add(b, s->q_keys);
     pg_buf_add(b, " WHERE connector = $1 AND identity = u.identity LIMIT 1) "
-                  "k), ins AS (INSERT INTO ");
-    pg_buf_add(b, s->q_keys);
-    pg_buf_add(b, " (connector, identity, payload_hash, first_topic, "
-                  "first_partition, first_offset, applied_at, applied_wall) "
-                  "SELECT $1, identity, payload_hash, topic, part, off, at, "
-                  "$8::bigint FROM u WHERE NOT EXISTS (SELECT 1 FROM old "
-                  "WHERE old.ord = u.ord)) SELECT ord, payload_hash, "
-                  "first_topic, first_partition, first_offset FROM old");
+                  "k");
+}
+
+/* The probe prepared on this session, once: not parsed and planned for
+ * every batch. */
+static tm_status prepare_probe(pg_sink *s, tm_error *err) {
+    if (s->keys_prepared)
+        return TM_OK;
+    pg_buf q = {0};
+    probe_sql(s, &q);
+    tm_status r = pg_prepare(s, PG_STMT_KEYS, q.oom ? NULL : q.p, 2,
+                             "preparing the business keys' probe", err);
+    pg_buf_free(&q);
+    s->keys_prepared = r == TM_OK;
+    return r;
+}
+
+/* The new keys (FIRST[u] the first occurrence of key u, for the keys
+ * u < M with ROW_OF[u] < 0) stored with one COPY in the binary format:
+ * rows in bulk, where an INSERT ... SELECT inserted and logged them one by
+ * one (docs/benchmarks.md). The probe's snapshot found them absent; a key
+ * stored by a concurrent transaction since then fails the COPY (23505),
+ * and the keys are then decided one record at a time, which waits for
+ * that transaction. A key the database refuses for its content (an
+ * identity too long for the index, say) fails it as well (s->last_state):
+ * pg_key_one finds the record. LEAD (NULL: none): SQL sent with the COPY,
+ * in its round trip. */
+static tm_status copy_new_keys(pg_sink *s, const tm_batch *b,
+                               const size_t *first, const int *row_of, size_t m,
+                               int64_t wall_ms, const char *lead,
+                               tm_error *err) {
+    pg_buf data = {0}, sql = {0};
+    int toobig = 0;
+    size_t fresh = 0;
+    pg_bincopy_start(&data);
+    for (size_t u = 0; u < m; u++) {
+        if (row_of[u] >= 0)
+            continue;
+        const tm_record *rec = TM_CELEM(tm_record, b->records, first[u]);
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
+        pg_bincopy_row(&data, 8);
+        pg_bin_text(&data, s->config->connector, &toobig);
+        pg_bin_text(&data, rec->identity, &toobig);
+        pg_bin_text(&data, rec->identity_hash, &toobig);
+        pg_bin_text(&data, g->topic, &toobig);
+        pg_bin_int4(&data, g->partition);
+        pg_bin_int8(&data, rec->offset);
+        pg_bin_int8(&data, pg_applied_at(rec, wall_ms));
+        pg_bin_int8(&data, wall_ms);
+        fresh++;
+    }
+    pg_bincopy_end(&data);
+    pg_buf_add(&sql, "COPY ");
+    pg_buf_add(&sql, s->q_keys);
+    pg_buf_add(&sql, " (connector, identity, payload_hash, first_topic, "
+                     "first_partition, first_offset, applied_at, "
+                     "applied_wall) FROM STDIN (FORMAT binary)");
+    tm_status r = TM_OK;
+    if (fresh == 0) {
+        /* every key was stored before: nothing to send */
+    } else if (data.oom || sql.oom || toobig || data.len > INT32_MAX) {
+        s->host->set_error(err, "out of memory (batch %s: %zu business keys)",
+                           b->batch_id, fresh);
+        r = TM_RETRY;
+    } else if ((r = pg_copy_start(s, lead, sql.p, err)) == TM_OK) {
+        const char *abandon = NULL;
+        if (PQputCopyData(s->conn, data.p, (int)data.len) != 1)
+            abandon = "the business keys could not be sent";
+        r = pg_copy_finish(s, abandon, "storing business keys", err);
+    }
+    pg_buf_free(&data);
+    pg_buf_free(&sql);
+    return r;
 }
 
 /* A keyed record: its identity and its index in the batch. */
@@ -197,9 +240,9 @@ static tm_status put(pg_sink *s, const tm_batch *b, size_t j, int outcome,
     return TM_OK;
 }
 
-/* The outcomes of one key's run K[0..n): ROW the statement's answer row
+/* The outcomes of one key's run K[0..n): ROW the probe's answer row
  * for the key, stored before this batch (all its records compare with the
- * stored row), or -1: the statement stored it (the first occurrence is
+ * stored row), or -1: the COPY stored it (the first occurrence is
  * new, the repeats compare with it). */
 static tm_status decide_run(pg_sink *s, const tm_batch *b, const key_ref *k,
                             size_t n, PGresult *res, int row, pg_key_set *out,
@@ -234,27 +277,11 @@ static tm_status decide_run(pg_sink *s, const tm_batch *b, const key_ref *k,
     return r;
 }
 
-/* Appends record J's elements to the arrays. */
-static void add_key(const tm_batch *b, size_t j, int64_t wall_ms, pg_buf *a,
-                    int more) {
-    const tm_record *rec = TM_CELEM(tm_record, b->records, j);
-    const tm_range *g = TM_CELEM(tm_range, b->ranges, rec->range);
-    for (int k = 0; k < NARRAYS; k++)
-        pg_buf_add(&a[k], more ? "," : "{");
-    array_text(&a[A_IDENT], rec->identity);
-    array_text(&a[A_HASH], rec->identity_hash);
-    array_text(&a[A_TOPIC], g->topic);
-    array_int(&a[A_PART], g->partition);
-    array_int(&a[A_OFF], rec->offset);
-    array_int(&a[A_AT], pg_applied_at(rec, wall_ms));
-}
-
-/* Reads the statement's answer: ROW_OF[u] its row for distinct key u (the
- * answer's 1-based ordinality), -1 for the keys it stored. */
+/* Reads the probe's answer into ROW_OF (every key -1 before): its row for
+ * distinct key u (the answer's 1-based ordinality); the keys not stored
+ * before stay -1. */
 static tm_status read_rows(pg_sink *s, PGresult *res, int *row_of, size_t m,
                            tm_error *err) {
-    for (size_t u = 0; u < m; u++)
-        row_of[u] = -1;
     for (int i = 0; i < PQntuples(res); i++) {
         char *end;
         long o = strtol(PQgetvalue(res, i, 0), &end, 10);
@@ -275,11 +302,13 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
     key_ref *k = malloc(cap * sizeof *k);
     size_t *run =
         malloc((cap + 1) * sizeof *run); /* key u: k[run[u] .. run[u+1]) */
+    size_t *first = malloc(cap * sizeof *first); /* key u: its record */
     int *row_of = malloc(cap * sizeof *row_of);
-    pg_buf a[NARRAYS] = {{0}}, q = {0};
+    pg_binarray ids;
+    pg_binarray_start(&ids, PG_OID_TEXT);
     tm_status r = TM_OK;
     PGresult *res = NULL;
-    if (!k || !run || !row_of) {
+    if (!k || !run || !first || !row_of) {
         s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
         r = TM_RETRY;
         goto done;
@@ -292,41 +321,63 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
     qsort(k, n, sizeof *k, by_identity);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || strcmp(k[i].identity, k[i - 1].identity) != 0) {
-            add_key(b, k[i].j, wall_ms, a, m > 0);
+            pg_binarray_text(&ids, k[i].identity);
+            first[m] = k[i].j;
             run[m++] = i;
         }
     run[m] = n;
-    int oom = 0;
-    for (int i = 0; i < NARRAYS; i++) {
-        pg_buf_add(&a[i], "}");
-        oom |= a[i].oom;
-    }
-    set_sql(s, &q);
-    char wall[32];
-    snprintf(wall, sizeof wall, "%" PRId64, wall_ms);
-    const char *v[8] = {
-        s->config->connector, a[A_IDENT].p, a[A_HASH].p, a[A_TOPIC].p,
-        a[A_PART].p,          a[A_OFF].p,   a[A_AT].p,   wall};
-    if (oom || q.oom) {
-        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
+    if (pg_binarray_finish(&ids) != 0) {
+        s->host->set_error(err, "out of memory (batch %s: %zu business keys)",
+                           b->batch_id, m);
         r = TM_RETRY;
         goto done;
     }
+    for (size_t u = 0; u < m; u++)
+        row_of[u] = -1;
     s->last_state[0] = '\0';
-    res =
-        pg_query(s, q.p, 8, v, NULL, NULL, 1, "storing business keys", &r, err);
-    if (!res || (r = read_rows(s, res, row_of, m, err)) != TM_OK)
-        goto done;
+    int copied = 0;
+    /* Nothing stored before in the last batch: most likely nothing in
+     * this one either, and the COPY alone decides (the probe cost about a
+     * third of the keys' CPU). */
+    if (!s->keys_resent) {
+        r = copy_new_keys(s, b, first, row_of, m, wall_ms,
+                          "SAVEPOINT " KEYS_SAVEPOINT, err);
+        if (r == TM_OK)
+            copied = 1;
+        else if (!s->conn || strcmp(s->last_state, "23505") != 0 ||
+                 (r = pg_exec(s, "ROLLBACK TO SAVEPOINT " KEYS_SAVEPOINT,
+                              "business keys: ROLLBACK TO SAVEPOINT", err)) !=
+                     TM_OK)
+            goto done; /* not a key stored before: the caller's to judge */
+        else
+            s->host->log(s->config->host_ctx, TM_LOG_DEBUG,
+                         "batch %s: a business key was stored before; "
+                         "probing the keys",
+                         b->batch_id);
+    }
+    if (!copied) {
+        const char *v[2] = {s->config->connector, ids.b.p};
+        const int lens[2] = {0, (int)ids.b.len}, fmts[2] = {0, 1};
+        s->last_state[0] = '\0';
+        if ((r = prepare_probe(s, err)) != TM_OK)
+            goto done;
+        res = pg_query_prepared(s, PG_STMT_KEYS, 2, v, lens, fmts, 1,
+                                "probing business keys", &r, err);
+        if (!res || (r = read_rows(s, res, row_of, m, err)) != TM_OK ||
+            (r = copy_new_keys(s, b, first, row_of, m, wall_ms, NULL, err)) !=
+                TM_OK)
+            goto done;
+    }
+    s->keys_resent = res && PQntuples(res) > 0;
     for (size_t u = 0; u < m && r == TM_OK; u++)
         r = decide_run(s, b, k + run[u], run[u + 1] - run[u], res, row_of[u],
                        out, err);
 done:
     PQclear(res);
-    for (int i = 0; i < NARRAYS; i++)
-        pg_buf_free(&a[i]);
-    pg_buf_free(&q);
+    pg_binarray_free(&ids);
     free(k);
     free(run);
+    free(first);
     free(row_of);
     return r;
 }

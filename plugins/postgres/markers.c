@@ -114,19 +114,6 @@ static const char *marker_update_sql(pg_sink *s, pg_buf *b) {
         "$2 || '[' || $3 || ']' END)::boolean FROM u");
 }
 
-static tm_status prepare(pg_sink *s, const char *name, const char *sql, int n,
-                         const char *step, tm_error *err) {
-    if (!sql) {
-        s->host->set_error(err, "%s: out of memory", step);
-        return TM_RETRY;
-    }
-    PGresult *res = PQprepare(s->conn, name, sql, n, NULL);
-    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
-        return pg_fail(s, res, step, err);
-    PQclear(res);
-    return TM_OK;
-}
-
 tm_status pg_marker_prepare(pg_sink *s, tm_error *err) {
     if (s->prepared)
         return TM_OK;
@@ -136,11 +123,11 @@ tm_status pg_marker_prepare(pg_sink *s, tm_error *err) {
         return TM_RETRY;
     }
     pg_buf b = {0};
-    tm_status r = prepare(s, PG_STMT_LOCK, pg_marker_select_sql(s, &b, 1), 3,
-                          "preparing the marker lock", err);
+    tm_status r = pg_prepare(s, PG_STMT_LOCK, pg_marker_select_sql(s, &b, 1), 3,
+                             "preparing the marker lock", err);
     if (r == TM_OK)
-        r = prepare(s, PG_STMT_UPDATE, marker_update_sql(s, &b),
-                    PG_MARKER_NPARAMS, "preparing the marker update", err);
+        r = pg_prepare(s, PG_STMT_UPDATE, marker_update_sql(s, &b),
+                       PG_MARKER_NPARAMS, "preparing the marker update", err);
     pg_buf_free(&b);
     s->prepared = r == TM_OK;
     /* Half prepared, a second try would fail on the name that exists: the

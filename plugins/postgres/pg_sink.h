@@ -9,6 +9,8 @@
  *   owners.c    which connectors write the target table (claim)
  *   copy.c      rows with COPY (text format), upsert through staging
  *   jsonb_text.c  JSON text jsonb can hold (a NUL byte in a string)
+ *   binarray.c  PostgreSQL's binary formats: arrays, COPY rows (keys.c)
+ *   keys.c      the business keys of dedup, decided as a set
  *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
  *   validate.c  the read-only check of settings, connection and table
@@ -73,6 +75,8 @@ typedef struct pg_sink {
     char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
     int prepared;       /* the marker statements are prepared on conn */
+    int keys_prepared;  /* the business keys' probe (keys.c) too */
+    int keys_resent;    /* the last batch's probe found keys stored before */
 } pg_sink;
 
 /* settings.c */
@@ -128,6 +132,15 @@ pg_err_class pg_state_class(const char *state, int in_record);
  * callers that write a record). The message names the step and the
  * server's message. Clears res. */
 tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err);
+/* pg_query of the statement prepared as NAME (pg_prepare). */
+PGresult *pg_query_prepared(pg_sink *s, const char *name, int n,
+                            const char *const *vals, const int *lens,
+                            const int *formats, int want_tuples,
+                            const char *step, tm_status *r, tm_error *err);
+/* Prepares SQL (NULL: out of memory) as NAME with N parameters, their
+ * types those the SQL casts them to; TM_OK or pg_fail's answer. */
+tm_status pg_prepare(pg_sink *s, const char *name, const char *sql, int n,
+                     const char *step, tm_error *err);
 /* Runs SQL without parameters; TM_OK or pg_fail's answer. */
 tm_status pg_exec(pg_sink *s, const char *sql, const char *step, tm_error *err);
 /* PQexecParams with text parameters (NULL: SQL null); the result, or NULL
@@ -216,6 +229,14 @@ typedef struct pg_rows {
 } pg_rows;
 tm_status pg_copy_rows(pg_sink *s, const pg_rows *rows, const char *lead,
                        tm_error *err);
+/* The COPY protocol: LEAD (NULL: none) and COPY (a COPY ... FROM STDIN)
+ * sent as one simple query, up to the server's CopyInResponse; then, once
+ * the data is put, its end (ERRMSG not NULL: abandoned with that message)
+ * and the server's answer, a failure named STEP. */
+tm_status pg_copy_start(pg_sink *s, const char *lead, const char *copy,
+                        tm_error *err);
+tm_status pg_copy_finish(pg_sink *s, const char *errmsg, const char *step,
+                         tm_error *err);
 /* Upsert: COPY into a staging table, then INSERT ... ON CONFLICT. */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *rows, const char *lead,
                          tm_error *err);

@@ -1,0 +1,392 @@
+/* The business keys' two paths against each other: the set statement
+ * (keys.c, pg_keys_decide: one prepared statement per batch) and the
+ * one-record-at-a-time path (pg_key_one) it falls back to. The same
+ * batches go to two sinks, each in a schema of its own; in the second, a
+ * trigger on the keys table refuses one identity of every batch, which
+ * fails the set statement and sends the whole batch down the per-record
+ * path. Batches of hundreds of records from a seeded generator: in-batch
+ * repeats, keys resent across batches, identity conflicts, null payload
+ * hashes, identities that need quoting, rows the table refuses (their
+ * keys forgotten), keys expired by the retention, batches of new keys
+ * alone (the even ones: the set's COPY of every key without a probe)
+ * between batches that resend, and more batches than PostgreSQL plans a
+ * prepared statement for before it may keep a generic plan. Both schemas must
+ * then hold the same rows, dead letters, keys and markers, offset for offset.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "pg_test_common.h"
+#include "config/settings.h"
+#include "services/host_services.h"
+
+#define NBATCHES  9
+#define BATCH     400
+#define NKEYS     300
+#define EXPIRE_AT 5 /* before this batch, the keys k1* expire */
+
+static const tm_sink_api *api;
+static char schema[2][64], connector[64];
+static PGconn *admin;
+
+static const tm_column COLS[] = {
+    {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+    {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+};
+
+static void setup(void) {
+    api = pgt_plugin(TM_POSTGRES_PLUGIN);
+    snprintf(schema[0], sizeof schema[0], "pgkeys_%d_set", (int)getpid());
+    snprintf(schema[1], sizeof schema[1], "pgkeys_%d_each", (int)getpid());
+    snprintf(connector, sizeof connector, "pgkeys_%d", (int)getpid());
+    admin = pgt_connect(pgt_conninfo());
+    /* a failed test skips its teardown: a later process with its pid
+     * would find its schemas */
+    char q[256];
+    for (int i = 0; i < 2; i++) {
+        snprintf(q, sizeof q, "DROP SCHEMA IF EXISTS \"%s\" CASCADE",
+                 schema[i]);
+        PQclear(pgt_sql(admin, q));
+    }
+}
+
+static void teardown(void) {
+    char q[256];
+    for (int i = 0; i < 2; i++) {
+        snprintf(q, sizeof q, "DROP SCHEMA IF EXISTS \"%s\" CASCADE",
+                 schema[i]);
+        PQclear(PQexec(admin, q));
+    }
+    PQfinish(admin);
+    admin = NULL;
+}
+
+/* SQL with "$A" and "$B" the two schemas (quoted), as one text value. */
+static void sql2(const char *fmt, char *out, size_t size) {
+    char text[8192], *at;
+    snprintf(text, sizeof text, "%s", fmt);
+    while ((at = strstr(text, "$A")) || (at = strstr(text, "$B"))) {
+        char rest[8192];
+        snprintf(rest, sizeof rest, "%s", at + 2);
+        snprintf(at, sizeof text - (size_t)(at - text), "\"%s\"%s",
+                 schema[at[1] == 'B'], rest);
+    }
+    PGresult *r = pgt_sql(admin, text);
+    ck_assert_msg(PQntuples(r) == 1, "%s: %d rows", text, PQntuples(r));
+    snprintf(out, size, "%s",
+             PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
+static long long sql2_int(const char *fmt) {
+    char v[64];
+    sql2(fmt, v, sizeof v);
+    return atoll(v);
+}
+
+/* What each sink logged of its keys' paths (host_ctx). */
+typedef struct paths {
+    int refusals; /* the set failed: one record at a time */
+    int probes;   /* the COPY of every key met a key stored: the probe */
+} paths;
+
+static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
+    paths *p = ctx;
+    if (level == TM_LOG_WARN && strstr(fmt, "set of business keys failed"))
+        p->refusals++;
+    if (level == TM_LOG_DEBUG && strstr(fmt, "was stored before; probing"))
+        p->probes++;
+}
+
+static unsigned lcg(unsigned *x) {
+    *x = *x * 1103515245u + 12345u;
+    return (*x >> 16) & 0x7fff;
+}
+
+typedef struct gen_batch {
+    tm_batch b;
+    tm_range range;
+    tm_record rec[BATCH];
+    tm_value val[BATCH][2];
+    char ident[BATCH][48], hash[BATCH][24], id[32];
+} gen_batch;
+
+/* Batch K of the sequence (offsets K * BATCH on). */
+static void gen(gen_batch *g, int k, int64_t epoch, unsigned *seed) {
+    memset(g, 0, sizeof *g);
+    snprintf(g->id, sizeof g->id, "keys-%d", k);
+    int64_t start = (int64_t)k * BATCH;
+    g->range = (tm_range){.struct_size = sizeof(tm_range),
+                          .topic = "t",
+                          .start_offset = start,
+                          .end_offset = start + BATCH,
+                          .epoch = epoch};
+    for (int i = 0; i < BATCH; i++) {
+        unsigned key = lcg(seed) % NKEYS, roll = lcg(seed) % 100;
+        const char *body = lcg(seed) % 100 < 3 ? "bad" : "ok";
+        const char *ident = g->ident[i], *hash = g->hash[i];
+        /* identities that need quoting in an array literal, not ASCII,
+         * or that read as NULL there */
+        const char *form = key % 7 == 0    ? "q\"\\{,} %u"
+                           : key % 11 == 0 ? "ключ%u"
+                           : key % 13 == 0 ? "NULL%u"
+                                           : "k%u";
+        snprintf(g->ident[i], sizeof g->ident[i], form, key);
+        if (k % 2 == 0) /* keys of this batch alone: none stored before */
+            snprintf(g->ident[i] + strlen(g->ident[i]),
+                     sizeof g->ident[i] - strlen(g->ident[i]), "/b%d", k);
+        if (i == 17 || i == 211) {
+            /* refused by the second schema's trigger, and by the table in
+             * both (body "bad"): a dead letter "rejected" either way */
+            snprintf(g->ident[i], sizeof g->ident[i], "poison-%d-%d", k, i);
+            body = "bad";
+        } else if (roll < 4) {
+            ident = hash = NULL; /* not keyed */
+        } else if (key % 17 == 0) {
+            hash = NULL; /* a key without a payload hash */
+        }
+        if (hash)
+            /* mostly the key's own hash; now and then another: a conflict */
+            snprintf(g->hash[i], sizeof g->hash[i], "%s%u",
+                     roll < 12 ? "x" : "h", key);
+        g->val[i][0] = (tm_value){.struct_size = sizeof(tm_value)};
+        g->val[i][0].v.i = (int64_t)key;
+        g->val[i][1] = (tm_value){.struct_size = sizeof(tm_value)};
+        g->val[i][1].v.s.ptr = body;
+        g->val[i][1].v.s.len = strlen(body);
+        g->rec[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                .offset = start + i,
+                                .timestamp_ms = 1000,
+                                .value = "{}",
+                                .value_len = 2,
+                                .values = g->val[i],
+                                .identity = ident,
+                                .identity_hash = hash};
+    }
+    g->b = (tm_batch){.struct_size = sizeof(tm_batch),
+                      .connector = connector,
+                      .batch_id = g->id,
+                      .ranges = &g->range,
+                      .nranges = 1,
+                      .records = g->rec,
+                      .nrecords = BATCH};
+}
+
+/* Rows of QUERY (one select on "$S") in one schema and not the other,
+ * either way: 0 when both schemas agree. */
+static void same_in_both(const char *what, const char *query, int batch) {
+    char q[8192], a[1024], b[1024], v[512];
+    snprintf(a, sizeof a, "%s", query);
+    snprintf(b, sizeof b, "%s", query);
+    char *at;
+    while ((at = strstr(a, "$S")))
+        at[1] = 'A';
+    while ((at = strstr(b, "$S")))
+        at[1] = 'B';
+    snprintf(q, sizeof q,
+             "SELECT count(*) || ' ' || coalesce(min(d::text), '') FROM "
+             "((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d",
+             a, b, b, a);
+    sql2(q, v, sizeof v);
+    ck_assert_msg(strncmp(v, "0 ", 2) == 0,
+                  "batch %d: %s differ between the set and the per-record "
+                  "path: %s",
+                  batch, what, v);
+}
+
+START_TEST(set_and_per_record_paths_agree) {
+    char q[1024];
+    paths seen[2] = {{0, 0}, {0, 0}};
+    tm_host_api host[2];
+    tm_settings *settings[2];
+    tm_sink_config config[2];
+    void *sink[2];
+    tm_marker mk[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(q, sizeof q,
+                 "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id bigint NOT "
+                 "NULL, body text CHECK (body <> 'bad'), _tm_topic text NOT "
+                 "NULL, _tm_partition int NOT NULL, _tm_offset bigint NOT "
+                 "NULL, _tm_identity text)",
+                 schema[i], schema[i]);
+        PQclear(pgt_sql(admin, q));
+        host[i] = *tm_host_services();
+        host[i].log = counting_log;
+        json_t *obj = json_pack("{s:s, s:s, s:s, s:i}", "conninfo",
+                                pgt_conninfo(), "schema", schema[i], "table",
+                                "t", "dedup_retention_s", 3600);
+        ck_assert_ptr_nonnull(obj);
+        settings[i] = tm_settings_new(obj, "$.sink.settings");
+        json_decref(obj);
+        ck_assert_ptr_nonnull(settings[i]);
+        config[i] = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
+                                     .connector = connector,
+                                     .settings = settings[i],
+                                     .columns = COLS,
+                                     .ncolumns = 2,
+                                     .flags = TM_CONFIG_DEDUP,
+                                     .host_ctx = &seen[i]};
+        sink[i] = pgt_open(api, &host[i], &config[i]);
+        mk[i] = pgt_claim1(api, sink[i]);
+    }
+    snprintf(q, sizeof q,
+             "CREATE FUNCTION \"%s\".poison() RETURNS trigger LANGUAGE "
+             "plpgsql AS $$ BEGIN IF NEW.identity LIKE 'poison-%%' THEN "
+             "RAISE EXCEPTION 'test refuses key %%', NEW.identity USING "
+             "ERRCODE = '23514'; END IF; RETURN NEW; END $$; CREATE TRIGGER "
+             "poison BEFORE INSERT ON \"%s\".tidemark_keys FOR EACH ROW "
+             "EXECUTE FUNCTION \"%s\".poison()",
+             schema[1], schema[1], schema[1]);
+    PQclear(pgt_sql(admin, q));
+    static gen_batch g;
+    for (int k = 0; k < NBATCHES; k++) {
+        if (k == EXPIRE_AT) {
+            /* expired by both clocks: the next batch's prune forgets them */
+            long long n[2];
+            for (int i = 0; i < 2; i++)
+                n[i] = sql2_int(i ? "WITH u AS (UPDATE $B.tidemark_keys SET "
+                                    "applied_at = -9000000000000, "
+                                    "applied_wall = 0 WHERE identity LIKE "
+                                    "'k1%' RETURNING 1) SELECT count(*) "
+                                    "FROM u"
+                                  : "WITH u AS (UPDATE $A.tidemark_keys SET "
+                                    "applied_at = -9000000000000, "
+                                    "applied_wall = 0 WHERE identity LIKE "
+                                    "'k1%' RETURNING 1) SELECT count(*) "
+                                    "FROM u");
+            ck_assert_msg(n[0] > 0 && n[0] == n[1],
+                          "inconclusive: %lld and %lld keys expired", n[0],
+                          n[1]);
+        }
+        for (int i = 0; i < 2; i++) {
+            unsigned seed = 20261204u + (unsigned)k;
+            gen(&g, k, mk[i].epoch, &seed);
+            tm_error err = {sizeof err, ""};
+            tm_status rc = api->commit(sink[i], &g.b, &err);
+            ck_assert_msg(rc == TM_OK, "batch %d, schema %s: %s: %s", k,
+                          schema[i], tm_status_name(rc), err.message);
+        }
+        same_in_both("rows",
+                     "SELECT _tm_offset, id, body, _tm_identity FROM $S.t", k);
+        same_in_both("dead letters",
+                     "SELECT \"offset\", reason, CASE reason WHEN "
+                     "'identity_conflict' THEN detail END FROM "
+                     "$S.tidemark_dead_letters",
+                     k);
+        same_in_both("keys",
+                     "SELECT identity, payload_hash, first_topic, "
+                     "first_partition, first_offset, applied_at FROM "
+                     "$S.tidemark_keys",
+                     k);
+        same_in_both("markers",
+                     "SELECT next_offset, \"rows\", dead_letters, duplicates "
+                     "FROM $S.tidemark_markers",
+                     k);
+    }
+    /* the paths ran as intended: in the first schema, the COPY of every
+     * key alone (batches 0 to 2), the COPY meeting keys stored before and
+     * the probe after it (the odd batches after 2), the probe first (the
+     * even ones after those); in the second, one record at a time */
+    ck_assert_msg(seen[0].refusals == 0 && seen[1].refusals == NBATCHES,
+                  "inconclusive: the set failed %d and %d times, want 0 and %d",
+                  seen[0].refusals, seen[1].refusals, NBATCHES);
+    ck_assert_msg(seen[0].probes == (NBATCHES - 3) / 2,
+                  "inconclusive: %d probes after a COPY, want %d",
+                  seen[0].probes, (NBATCHES - 3) / 2);
+    char v[256];
+    sql2("SELECT (SELECT duplicates FROM $A.tidemark_markers) || '/' || "
+         "(SELECT count(*) FILTER (WHERE reason = 'identity_conflict') || '/' "
+         "|| count(*) FILTER (WHERE reason = 'rejected') FROM "
+         "$A.tidemark_dead_letters) || '/' || (SELECT count(*) FROM "
+         "$A.tidemark_keys WHERE payload_hash IS NULL) || '/' || (SELECT "
+         "count(*) FROM $A.t t JOIN $A.t u ON u._tm_identity = t._tm_identity "
+         "AND u._tm_offset < t._tm_offset WHERE t._tm_identity LIKE 'k1%')",
+         v, sizeof v);
+    long long dups, conflicts, rejected, nullhash, again;
+    ck_assert_int_eq(sscanf(v, "%lld/%lld/%lld/%lld/%lld", &dups, &conflicts,
+                            &rejected, &nullhash, &again),
+                     5);
+    ck_assert_msg(dups > 0 && conflicts > 0 && rejected > 2 * NBATCHES &&
+                      nullhash > 0 && again > 0,
+                  "inconclusive: duplicates/conflicts/rejected/null "
+                  "hashes/rows again after expiry %s",
+                  v);
+    for (int i = 0; i < 2; i++) {
+        api->close(sink[i]);
+        tm_settings_free(settings[i]);
+    }
+}
+END_TEST
+
+/* The keys' statement is prepared once per session: a new session (the
+ * old one lost between two batches) prepares it again, or every later
+ * batch would fail on a statement the server no longer knows. */
+START_TEST(new_session_prepares_the_keys_statement_again) {
+    char q[512];
+    snprintf(q, sizeof q,
+             "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id bigint NOT "
+             "NULL, body text, _tm_topic text NOT NULL, _tm_partition int NOT "
+             "NULL, _tm_offset bigint NOT NULL, _tm_identity text)",
+             schema[0], schema[0]);
+    PQclear(pgt_sql(admin, q));
+    json_t *obj = json_pack("{s:s, s:s, s:s}", "conninfo", pgt_conninfo(),
+                            "schema", schema[0], "table", "t");
+    ck_assert_ptr_nonnull(obj);
+    tm_settings *settings = tm_settings_new(obj, "$.sink.settings");
+    json_decref(obj);
+    ck_assert_ptr_nonnull(settings);
+    tm_sink_config config = {.struct_size = sizeof(tm_sink_config),
+                             .connector = connector,
+                             .settings = settings,
+                             .columns = COLS,
+                             .ncolumns = 2,
+                             .flags = TM_CONFIG_DEDUP};
+    void *sink = pgt_open(api, tm_host_services(), &config);
+    tm_marker mk = pgt_claim1(api, sink);
+    static gen_batch g;
+    unsigned seed = 7;
+    gen(&g, 0, mk.epoch, &seed);
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->commit(sink, &g.b, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    snprintf(q, sizeof q,
+             "SELECT count(pg_terminate_backend(pid, 5000)) FROM "
+             "pg_stat_activity WHERE application_name = '%s'",
+             connector);
+    char v[64];
+    sql2(q, v, sizeof v);
+    ck_assert_msg(strcmp(v, "1") == 0,
+                  "inconclusive: %s sessions of the sink ended, want 1", v);
+    gen(&g, 1, mk.epoch, &seed);
+    rc = api->commit(sink, &g.b, &err); /* finds the session gone */
+    ck_assert_msg(rc == TM_RETRY, "%s: %s", tm_status_name(rc), err.message);
+    rc = api->commit(sink, &g.b, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(sql2_int("SELECT next_offset FROM $A.tidemark_markers"),
+                     2 * BATCH);
+    api->close(sink);
+    tm_settings_free(settings);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("postgres_keys");
+    TCase *tc = tcase_create("paths");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, set_and_per_record_paths_agree);
+    tcase_add_test(tc, new_session_prepares_the_keys_statement_again);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}
