@@ -3,6 +3,7 @@
 the source tables, queried in PostgreSQL, against a target, queried in its own database.
 
     compare.py TABLE SOURCE_CONNINFO pg TARGET_CONNINFO TARGET_SCHEMA TARGET_TABLE
+    compare.py TABLE SOURCE_CONNINFO mirror TARGET_CONNINFO TARGET_SCHEMA TARGET_TABLE
     compare.py TABLE SOURCE_CONNINFO sqlite DB_FILE TARGET_TABLE
 
 Each side is read by a query of its own (psql, or Python's sqlite3), nothing from
@@ -10,7 +11,9 @@ tidemark's counters. Values are normalised to one form per column before they ar
 numeric as a Decimal (the target holds Debezium's Decimal as its decimal text),
 timestamptz, timestamp and date as microseconds since 1970 UTC (the target holds them as
 tidemark timestamps), double precision as a float compared exactly, jsonb as the parsed
-JSON document (the target holds Debezium's Json string as text). Prints
+JSON document (the target holds Debezium's Json string as text). A "mirror" target has
+the source's column types (the Debezium JDBC sink's, tests/bench/debezium_peer.sh) and is
+read by the source's query. Prints
     compare: TABLE TARGET source_rows=N target_rows=M missing=A extra=B different=C
 and the first differences; exit 0 when the tables are equal, 1 otherwise.
 """
@@ -24,10 +27,11 @@ from decimal import Decimal
 TABLES = {
     "orders": [("id", "int"), ("customer_id", "int"), ("note", "text"),
                ("amount", "numeric"), ("placed_at", "time"), ("ship_date", "date"),
-               ("paid", "bool"), ("weight", "double"), ("attrs", "jsonb")],
+               ("paid", "bool"), ("weight", "double"), ("attrs", "jsonb"),
+               ("version", "int")],
     "customers": [("id", "int"), ("name", "text"), ("balance", "numeric"),
                   ("created_local", "time"), ("birthday", "date"), ("active", "bool"),
-                  ("score", "double")],
+                  ("score", "double"), ("version", "int")],
 }
 
 
@@ -99,9 +103,10 @@ def main(argv):
     cols = TABLES[table]
     source = keyed(psql_rows(src, [source_expr(c, k) for c, k in cols],
                              "public." + ident(table)), cols)
-    if kind == "pg" and len(argv) == 7:
-        target_name = "pg:%s.%s" % (argv[5], argv[6])
-        rows = psql_rows(argv[4], [target_pg_expr(c, k) for c, k in cols],
+    if kind in ("pg", "mirror") and len(argv) == 7:
+        target_name = "%s:%s.%s" % (kind, argv[5], argv[6])
+        expr = target_pg_expr if kind == "pg" else source_expr
+        rows = psql_rows(argv[4], [expr(c, k) for c, k in cols],
                          ident(argv[5]) + "." + ident(argv[6]))
     elif kind == "sqlite" and len(argv) == 6:
         target_name = "sqlite:" + argv[5]

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The source workload of the Debezium replication test (tests/cdc/replicate.sh).
 
-    workload.py schema                      the two tables' DDL (SQL on stdout)
+    workload.py schema                      the source's DDL (SQL on stdout)
+    workload.py tables                      the two tables alone, for a mirror target
     workload.py run SEED OPS RATE COUNTS    the workload's SQL on stdout, paced
 
 `run` writes OPS random changes to the tables `orders` and `customers`, as SQL for psql
@@ -19,7 +20,8 @@ The values cover what tidemark converts from Debezium's JSON (docs/configuration
 "Change data capture"): bigint and integer keys, text with quotes, backslashes, control
 characters and non-ASCII, numeric(p,s) (Connect Decimal), timestamptz (ZonedTimestamp),
 timestamp (MicroTimestamp), date (Date), boolean, double precision, jsonb (Json), and NULL
-in every nullable column. Text stays short: a TOASTed value an update does not change
+in every nullable column; and a version column a trigger sets from one sequence on every
+insert and update (tests/bench/debezium_peer.sh counts re-applied changes by it). Text stays short: a TOASTed value an update does not change
 would reach Debezium as its placeholder under REPLICA IDENTITY DEFAULT (orders' identity);
 customers has REPLICA IDENTITY FULL, so its deletes carry the whole before image.
 """
@@ -28,7 +30,7 @@ import random
 import sys
 import time
 
-SCHEMA = """
+TABLES_DDL = """
 CREATE TABLE orders (
     id bigint PRIMARY KEY,
     customer_id integer,
@@ -38,7 +40,8 @@ CREATE TABLE orders (
     ship_date date,
     paid boolean NOT NULL,
     weight double precision,
-    attrs jsonb
+    attrs jsonb,
+    version bigint NOT NULL
 );
 CREATE TABLE customers (
     id integer PRIMARY KEY,
@@ -47,9 +50,25 @@ CREATE TABLE customers (
     created_local timestamp(6),
     birthday date,
     active boolean,
-    score double precision
+    score double precision,
+    version bigint NOT NULL
 );
+"""
+# the source only: the replica identity and the versions
+SOURCE_DDL = """
 ALTER TABLE customers REPLICA IDENTITY FULL;
+-- every row state gets a version no other state has, rising: a target that shows a key
+-- with a version not above one it showed before has re-applied an older change
+CREATE SEQUENCE change_version;
+CREATE FUNCTION stamp_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.version := nextval('change_version');
+    RETURN NEW;
+END $$;
+CREATE TRIGGER orders_version BEFORE INSERT OR UPDATE ON orders
+    FOR EACH ROW EXECUTE FUNCTION stamp_version();
+CREATE TRIGGER customers_version BEFORE INSERT OR UPDATE ON customers
+    FOR EACH ROW EXECUTE FUNCTION stamp_version();
 """
 
 WORDS = ["ann", "bob", "O'Brien", 'say "hi"', "back\\slash", "tab\there",
@@ -257,7 +276,10 @@ def run(seed, ops, rate, counts_path):
 
 def main(argv):
     if len(argv) == 2 and argv[1] == "schema":
-        sys.stdout.write(SCHEMA)
+        sys.stdout.write(TABLES_DDL + SOURCE_DDL)
+        return 0
+    if len(argv) == 2 and argv[1] == "tables":
+        sys.stdout.write(TABLES_DDL)
         return 0
     if len(argv) == 6 and argv[1] == "run":
         run(int(argv[2]), int(argv[3]), float(argv[4]), argv[5])
