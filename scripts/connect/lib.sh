@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Source me: the jars of a Kafka Connect worker and its Debezium plugins, fetched from Maven
-# Central into <repo>/.cache/connect by the poms beside this file, and a Connect standalone
-# worker started and stopped. Used by tests/cdc/replicate.sh and tests/bench/debezium_peer.sh.
+# Central into <repo>/.cache/connect by the poms beside this file. Used by tests/cdc/lib.sh
+# (the Debezium replication test and tests/bench/debezium_peer.sh) and
+# tests/bench/connect_peer.sh.
 #
 # Needs ROOT (the repository) set and say/die defined by the caller. Sets:
 #   CONNECT_LIBS    the worker's class path folder (pom.xml)

@@ -29,7 +29,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 
 cdc_tools_check() {
   local tool
-  for tool in java kcat psql python3 sqlite3 curl; do
+  for tool in java kcat psql python3 sqlite3; do
     command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh)"
   done
   [ "$(psql_admin 'SHOW wal_level')" = logical ] ||
@@ -103,7 +103,9 @@ CONF
 cdc_connect_check() { # pid dir port name
   kill -0 "$1" 2>/dev/null || { tail -n 40 "$2/connect.log" >&2; die "the Connect worker of $4 exited (log: $2/connect.log)"; }
   local st
-  st="$(curl -s -m 2 "http://127.0.0.1:$3/connectors/$4/status" 2>/dev/null || true)"
+  st="$(python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())' \
+          "http://127.0.0.1:$3/connectors/$4/status" 2>/dev/null || true)"
   case "$st" in
     *'"state":"FAILED"'*)
       grep -E 'ERROR|Caused by' "$2/connect.log" | tail -n 20 >&2
