@@ -22,11 +22,14 @@ static const char *schema_type(const json_t *schema) {
     return t ? t : "";
 }
 
-/* Whether the payload's JSON kind is what the Connect type carries. */
+/* Whether the payload's JSON kind is what the Connect type carries.
+ * JsonConverter's schemas name FLOAT32 "float" and FLOAT64 "double" (its
+ * JsonSchema constants), not Connect's enum names float32/float64, which
+ * are accepted too. */
 static int kind_fits(const char *type, const json_t *v) {
     if (strncmp(type, "int", 3) == 0)
         return json_is_integer(v);
-    if (strncmp(type, "float", 5) == 0)
+    if (strncmp(type, "float", 5) == 0 || strcmp(type, "double") == 0)
         return json_is_number(v);
     if (strcmp(type, "boolean") == 0)
         return json_is_boolean(v);

@@ -52,12 +52,6 @@ PGPORT="$TIDEMARK_PG_PORT"
 [[ "$COUNT" =~ ^[0-9]+$ ]] && [ "$COUNT" -ge 100 ] || { echo "COUNT must be an integer >= 100" >&2; exit 2; }
 [[ "$PREFIX" =~ ^[a-z][a-z0-9_]*$ ]] || { echo "TOPIC must match [a-z][a-z0-9_]* (it names the table too)" >&2; exit 2; }
 
-CACHE="$ROOT/.cache/connect"
-LIBS="$CACHE/libs"
-PLUGIN_DIR="$CACHE/plugins"
-PLUGIN="$PLUGIN_DIR/debezium-connector-jdbc"
-POM="$ROOT/scripts/connect/pom.xml"
-PLUGIN_POM="$ROOT/scripts/connect/plugin-pom.xml"
 KAFKA_LIBS="$ROOT/.cache/kafka/libs"
 RUN_ID="$(date +%s)_$$"
 VAR="$ROOT/var/connect-peer/$RUN_ID"
@@ -85,32 +79,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- the jars ------------------------------------------------------------------------
-sum_of() { sha256sum "$1" | cut -d' ' -f1; }
-mvn_copy() { # pom outdir extra-args...
-  local pom="$1" out="$2"; shift 2
-  [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$(sum_of "$pom")" ] && return 0
-  command -v mvn >/dev/null || die "mvn not found (run scripts/install-deps.sh)"
-  say "fetching $(basename "$pom") jars from Maven Central into $out"
-  rm -rf "$out.tmp"; mkdir -p "$(dirname "$out")"
-  local log="$out.mvn.log"
-  { mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
-      "$@" -DoutputDirectory="$out.tmp" </dev/null 2>&1 || echo "__MVN_FAILED__"; } \
-    | sed 's/\x1b\[[0-9;]*m//g' | { grep -v '^$' || true; } > "$log"
-  ! grep -q __MVN_FAILED__ "$log" || { cat "$log" >&2; die "mvn dependency:copy-dependencies failed for $pom"; }
-  rm -rf "$out"; mv "$out.tmp" "$out"; sum_of "$pom" > "$out/.complete"
-}
-fetch_jars() {
-  mvn_copy "$POM" "$LIBS"
-  ls "$LIBS"/connect-runtime-*.jar >/dev/null 2>&1 || die "no connect-runtime jar in $LIBS"
-  # a plugin folder of its own (plugin.path=$PLUGIN_DIR): the connector with its runtime
-  # dependencies, without what its POM marks provided (the runtime scope leaves those out)
-  # and without any Kafka, SLF4J or Jackson core jar, which the worker provides. Jackson
-  # must come from the worker: the connector reflects on the worker's JsonConverter with
-  # com.fasterxml.jackson.databind.JsonNode parameters, and a second copy of jackson-databind
-  # in the plugin folder makes that a different class (NoSuchMethodException at start)
-  mvn_copy "$PLUGIN_POM" "$PLUGIN" -DexcludeGroupIds=org.apache.kafka,org.slf4j,com.fasterxml.jackson.core
-  ls "$PLUGIN"/debezium-connector-jdbc-*.jar >/dev/null 2>&1 || die "no debezium-connector-jdbc jar in $PLUGIN"
-}
+# shellcheck source=../../scripts/connect/lib.sh
+. "$ROOT/scripts/connect/lib.sh"
+LIBS="$CONNECT_LIBS"
+PLUGIN_DIR="$CONNECT_PLUGINS"
+# the worker and, in a plugin folder of its own (plugin.path=$PLUGIN_DIR), the connector
+fetch_jars() { connect_fetch plugin-pom.xml; }
 
 # --- services ----------------------------------------------------------------------
 ensure_services() {

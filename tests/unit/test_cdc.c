@@ -290,6 +290,48 @@ START_TEST(debezium_with_schema) {
 }
 END_TEST
 
+/* JsonConverter names Connect's FLOAT32 "float" and FLOAT64 "double" in
+ * the schemas it writes (org.apache.kafka.connect.json.JsonSchema), not
+ * "float32"/"float64" as Connect's Java enum does: Debezium writes a
+ * PostgreSQL double precision column as "double". Both are numbers; an
+ * integer-looking value (JSON 3, as Jackson writes 3.0) is one too, and a
+ * string is not. */
+#define FLOAT_COLS                                                             \
+    "[{\"name\":\"id\",\"pointer\":\"/id\",\"type\":\"int\",\"key\":true},"    \
+    "{\"name\":\"f\",\"pointer\":\"/f\",\"type\":\"float\"},"                  \
+    "{\"name\":\"d\",\"pointer\":\"/d\",\"type\":\"float\"}]"
+#define FLOAT_SCHEMA                                                           \
+    "{\"type\":\"struct\",\"fields\":[{\"field\":\"id\",\"type\":\"int32\"},"  \
+    "{\"field\":\"f\",\"type\":\"float\",\"optional\":true},"                  \
+    "{\"field\":\"d\",\"type\":\"double\",\"optional\":true}]}"
+
+START_TEST(connect_float_and_double) {
+    tm_connector_config *c = cfg("connect", FLOAT_COLS);
+    conv x;
+    run(&x, c, NULL,
+        "{\"schema\":" FLOAT_SCHEMA ",\"payload\":{\"id\":1,\"f\":1.5,"
+        "\"d\":-883655.0992983452}}");
+    if (x.out != TM_CONV_ROW)
+        fprintf(stderr, "detail: %s\n", x.res.detail);
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert(x.res.values[1].v.f == 1.5);
+    ck_assert(x.res.values[2].v.f == -883655.0992983452);
+    done(&x);
+    run(&x, c, NULL,
+        "{\"schema\":" FLOAT_SCHEMA ",\"payload\":{\"id\":2,\"f\":null,"
+        "\"d\":3}}");
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert(x.res.values[2].v.f == 3.0);
+    done(&x);
+    expect_dead(c, NULL,
+                "{\"schema\":" FLOAT_SCHEMA ",\"payload\":{\"id\":3,"
+                "\"d\":\"3\"}}",
+                TM_DL_SCHEMA_MISMATCH,
+                "/d: the schema says double, the payload has a string");
+    tm_config_free(c);
+}
+END_TEST
+
 /* ---- Connect and its logical types ---- */
 
 #define LOGICAL_COLS                                                           \
@@ -644,6 +686,7 @@ static Suite *suite(void) {
     tcase_add_test(t, debezium_bad_events);
     tcase_add_test(t, debezium_with_schema);
     tcase_add_test(t, connect_logical_types);
+    tcase_add_test(t, connect_float_and_double);
     tcase_add_test(t, decimal_edges);
     tcase_add_test(t, flattened_rows);
     tcase_add_test(t, batch_keeps_every_event);

@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Debezium replication test (ctest cdc.debezium.replicate; docs/exactly-once.md, "Deletes
+# and change events"): a real change-data-capture source replicated exactly once through
+# SIGKILLs of tidemark.
+#
+#   tests/cdc/replicate.sh TIDEMARK PLUGIN_DIR
+#
+# 1. A source database <run>_src (PostgreSQL, wal_level=logical) with two tables of several
+#    column types (tests/cdc/workload.py), captured by Debezium's PostgreSQL connector
+#    (pgoutput, its own slot and publication) in a Kafka Connect standalone worker, into one
+#    topic per table (3 partitions, JsonConverter with schemas) (tests/cdc/lib.sh).
+# 2. Four tidemark connectors, each in its own `tidemark run`: each table into an SQLite
+#    file and into the database <run>_dst, format "debezium", upsert, batches of 100.
+# 3. The workload: DEBSRC_OPS random inserts, updates, deletes and primary-key changes
+#    (and a few many-row updates), paced at DEBSRC_RATE changes/s. Meanwhile each
+#    connector's process is SIGKILLed DEBSRC_KILLS times at its sink's commit fault points
+#    and restarted (below, "the workload and the kills"); a kill that does not land with
+#    work in flight makes the test INCONCLUSIVE (exit 1).
+# 4. Then: the topics hold every event the workload made (their end offsets reach the count
+#    workload.py computed), tidemark's markers reach those end offsets, and each target
+#    table equals its source table row for row (tests/cdc/compare.py: a query on each
+#    side), with no dead letter in either sink.
+#
+# Uses the running broker and PostgreSQL (scripts/env.sh). Fetches Connect and Debezium from
+# Maven Central into .cache/connect on the first run (scripts/connect/lib.sh). Names its
+# databases, slot, publication, topics and connectors debsrc_<time>_<pid>, drops them at
+# the end (DEBSRC_KEEP=1 keeps them; the work directory is kept when the test fails).
+# Env: DEBSRC_SEED (1), DEBSRC_OPS (20000), DEBSRC_RATE (350), DEBSRC_KILLS (6 per
+#      connector), DEBSRC_BACKLOG (records past a connector's markers before it restarts,
+#      300, at least 3 batches), DEBSRC_TIMEOUT seconds for each wait (180), DEBSRC_WORK
+#      (the work directory).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/tests/cdc"
+[ $# -eq 2 ] || { sed -n '2,40p' "$0" >&2; exit 2; }
+TIDEMARK="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+PLUGIN_DIR="$(cd "$2" && pwd)"
+
+SEED="${DEBSRC_SEED:-1}"
+OPS="${DEBSRC_OPS:-20000}"
+RATE="${DEBSRC_RATE:-350}"
+KILLS="${DEBSRC_KILLS:-6}"
+BACKLOG="${DEBSRC_BACKLOG:-300}"
+[ "$BACKLOG" -ge 300 ] || { echo "DEBSRC_BACKLOG must be >= 300 (3 batches)" >&2; exit 2; }
+TIMEOUT="${DEBSRC_TIMEOUT:-180}"
+PARTITIONS=3
+TARGETS=(sqlite pg)
+RUN="debsrc_$(date +%s)_$$"
+WORK="${DEBSRC_WORK:-$ROOT/var/cdc-replicate/$RUN}"
+
+say() { echo "replicate: $*" >&2; }
+die() { say "FAIL: $*"; exit 1; }
+inconclusive() { echo "replicate: INCONCLUSIVE: $*"; exit 1; }
+
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+DST_DB="${RUN}_dst"
+DST="host=127.0.0.1 port=$TIDEMARK_PG_PORT user=tidemark dbname=$DST_DB"
+SQLITE_DB="$WORK/replica.db"
+
+declare -A TM_PID # connector (table.target) -> pid of its `tidemark run`, "" when down
+cleanup() {
+  local rc=$? c
+  for c in "${!TM_PID[@]}"; do
+    [ -z "${TM_PID[$c]}" ] || { kill -KILL "${TM_PID[$c]}" 2>/dev/null || true; wait "${TM_PID[$c]}" 2>/dev/null || true; }
+  done
+  cdc_source_cleanup
+  [ "${DEBSRC_KEEP:-0}" = 1 ] || [ "$rc" -ne 0 ] || rm -rf "$WORK"
+  [ "$rc" -eq 0 ] || say "work directory kept: $WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+connector_of() { echo "$RUN-$1-$2"; } # table target
+marker_sum() { # table target
+  case "$2" in
+    sqlite) marker_sum_sqlite "$SQLITE_DB" "$(connector_of "$1" "$2")" ;;
+    pg) marker_sum_pg "$DST" "$(connector_of "$1" "$2")" ;;
+  esac
+}
+
+cdc_tools_check
+rm -rf "$WORK"
+mkdir -p "$WORK/configs" "$WORK/state"
+connect_fetch source-pom.xml
+say "run $RUN: databases ${RUN}_src and $DST_DB, topics $TOPIC_PREFIX.public.*"
+cdc_source_create
+cdc_make_db "$DST_DB" tidemark
+cdc_source_start
+
+# --- tidemark's connectors -----------------------------------------------------------------
+# Small batches: a start works through its backlog in several commits, so a kill at the
+# second one lands with work left (below).
+for t in "${TABLES[@]}"; do
+  cdc_tidemark_config "$WORK/configs/$t-sqlite.json" "$(connector_of "$t" sqlite)" "$t" 100 \
+    "$(cdc_sqlite_sink "$SQLITE_DB" "$t")"
+  cdc_tidemark_config "$WORK/configs/$t-pg.json" "$(connector_of "$t" pg)" "$t" 100 \
+    "$(cdc_pg_sink "$DST" "$t")"
+done
+"$TIDEMARK" validate --plugin-dir "$PLUGIN_DIR" "$WORK"/configs/*.json >"$WORK/validate.log" 2>&1 ||
+  { cat "$WORK/validate.log" >&2; die "tidemark validate refused the configs"; }
+
+# One `tidemark run` per connector, so that each is killed on its own schedule. A start
+# with a fault point (operations.md, "Crash points") SIGKILLs itself at the point's
+# TIDEMARK_FAULT_HIT-th hit and first writes the point's name to the file on fd 3 (bash
+# reports each such job as "Killed" on stderr).
+declare -A TM_STARTS
+tm_start() { # table target [point hit]
+  local c="$1.$2" n
+  n=$((${TM_STARTS[$c]:-0} + 1))
+  TM_STARTS[$c]=$n
+  if [ $# -eq 4 ]; then
+    TIDEMARK_FAULT="$3" TIDEMARK_FAULT_HIT="$4" TIDEMARK_FAULT_FD=3 \
+      "$TIDEMARK" run --plugin-dir "$PLUGIN_DIR" --state-dir "$WORK/state" "$WORK/configs/$1-$2.json" \
+      >"$WORK/tidemark.$c.$n.log" 2>&1 </dev/null 3>"$WORK/fault.$c.$n" &
+  else
+    "$TIDEMARK" run --plugin-dir "$PLUGIN_DIR" --state-dir "$WORK/state" "$WORK/configs/$1-$2.json" \
+      >"$WORK/tidemark.$c.$n.log" 2>&1 </dev/null &
+  fi
+  TM_PID[$c]=$!
+}
+tm_check() { # table target: still running
+  local c="$1.$2"
+  kill -0 "${TM_PID[$c]}" 2>/dev/null && return 0
+  tail -n 30 "$WORK/tidemark.$c.${TM_STARTS[$c]}.log" >&2
+  die "tidemark run of $(connector_of "$1" "$2") exited by itself (log: $WORK/tidemark.$c.${TM_STARTS[$c]}.log)"
+}
+
+# --- the workload and the kills ----------------------------------------------------------
+# Each connector's process is killed KILLS times, each time at a commit fault point of its
+# sink, in turn: after_effects (rows written, the transaction open), after_marker (rows and
+# markers written, not committed), after_commit (committed; the consumer's offsets not),
+# before_begin (between two commits). Always at the point's 2nd hit, so one batch of the
+# start has committed first. A start waits until the topic is BACKLOG (>= 3 batches of 100
+# records) past the connector's markers: two batches commit at most before the kill, so the
+# kill lands with records left to apply. Checked after each kill, else INCONCLUSIVE: the
+# process died by SIGKILL, the fault file names the point (the kill happened there), the
+# markers (read from the sink) moved past those of the previous kill, and Kafka's end
+# offsets are past the markers.
+POINTS=(after_effects after_marker after_commit before_begin)
+HIT=2
+say "workload: $OPS changes at $RATE/s (seed $SEED); each of the 4 connectors SIGKILLed $KILLS times meanwhile"
+cdc_workload_start "$SEED" "$OPS" "$RATE"
+
+declare -A LAST_MARK NKILLS
+CONNECTORS=()
+for t in "${TABLES[@]}"; do for g in "${TARGETS[@]}"; do
+  CONNECTORS+=("$t.$g"); LAST_MARK[$t.$g]=0; NKILLS[$t.$g]=0; TM_PID[$t.$g]=""
+done; done
+deadline=$((SECONDS + 2 * TIMEOUT))
+while :; do
+  pending=0
+  for c in "${CONNECTORS[@]}"; do
+    t="${c%.*}" g="${c#*.}" k=$((NKILLS[$c] + 1))
+    [ "${NKILLS[$c]}" -lt "$KILLS" ] || continue
+    pending=1
+    pid="${TM_PID[$c]}"
+    point="${POINTS[$(((k - 1) % ${#POINTS[@]}))]}"
+    if [ -z "$pid" ]; then
+      # down: start once the topic is BACKLOG past the markers
+      if [ $(($(end_sum "$t") - LAST_MARK[$c])) -ge "$BACKLOG" ]; then
+        tm_start "$t" "$g" "$point" "$HIT"
+      else
+        workload_running ||
+          inconclusive "the workload ended before kill $k of $(connector_of "$t" "$g") (raise DEBSRC_OPS or lower DEBSRC_RATE)"
+      fi
+    elif ! kill -0 "$pid" 2>/dev/null; then
+      rc=0; wait "$pid" || rc=$?
+      TM_PID[$c]=""
+      n="${TM_STARTS[$c]}"
+      [ "$rc" = 137 ] || { tail -n 20 "$WORK/tidemark.$c.$n.log" >&2
+        inconclusive "$(connector_of "$t" "$g"): expected a SIGKILL at $point, the process exited with status $rc"; }
+      [ "$(cat "$WORK/fault.$c.$n")" = "$point" ] ||
+        inconclusive "$(connector_of "$t" "$g"): killed, but its fault file does not name $point"
+      m="$(marker_sum "$t" "$g")" e="$(end_sum "$t")"
+      echo "replicate: kill $k of $c at $point: markers ${LAST_MARK[$c]} -> $m, end offsets $e, backlog $((e - m))"
+      [ "$m" -gt "${LAST_MARK[$c]}" ] ||
+        inconclusive "$(connector_of "$t" "$g"): the markers did not move between kill $((k - 1)) and kill $k"
+      [ "$e" -gt "$m" ] ||
+        inconclusive "$(connector_of "$t" "$g"): no backlog at kill $k (markers at the end offsets)"
+      LAST_MARK[$c]="$m"
+      NKILLS[$c]=$k
+    fi
+  done
+  [ "$pending" = 1 ] || break
+  cdc_source_check
+  [ "$SECONDS" -lt "$deadline" ] || die "the kills did not happen within $((2 * TIMEOUT))s"
+  sleep 0.1
+done
+for c in "${CONNECTORS[@]}"; do tm_start "${c%.*}" "${c#*.}"; done
+
+# --- drain and compare -------------------------------------------------------------------
+say "kills done; waiting for the workload to end"
+cdc_drain_source
+say "waiting for tidemark's markers to reach the topics' end offsets"
+deadline=$((SECONDS + TIMEOUT))
+for t in "${TABLES[@]}"; do
+  e="$(end_sum "$t")"
+  for g in "${TARGETS[@]}"; do
+    while [ "$(marker_sum "$t" "$g")" -lt "$e" ]; do
+      tm_check "$t" "$g"
+      [ "$SECONDS" -lt "$deadline" ] || die "connector $(connector_of "$t" "$g") at $(marker_sum "$t" "$g") of $e after ${TIMEOUT}s"
+      sleep 0.2
+    done
+  done
+done
+for c in "${CONNECTORS[@]}"; do
+  kill -TERM "${TM_PID[$c]}"
+  wait "${TM_PID[$c]}" || die "tidemark run of $c exited with status $? on SIGTERM"
+  TM_PID[$c]=""
+done
+
+failed=0
+for t in "${TABLES[@]}"; do
+  python3 "$HERE/compare.py" "$t" "$SRC" pg "$DST" public "$t" || failed=1
+  python3 "$HERE/compare.py" "$t" "$SRC" sqlite "$SQLITE_DB" "$t" || failed=1
+done
+dl_pg="$(psql "$DST" -X -q -tA -v ON_ERROR_STOP=1 -c "SELECT count(*) FROM tidemark_dead_letters")"
+dl_sqlite="$(sqlite3 "file:$SQLITE_DB?mode=ro" "SELECT count(*) FROM tidemark_dead_letters")"
+echo "replicate: dead letters: pg=$dl_pg sqlite=$dl_sqlite"
+if [ "$dl_pg" != 0 ] || [ "$dl_sqlite" != 0 ]; then
+  psql "$DST" -X -q -c "SELECT connector, topic, partition, \"offset\", reason, detail FROM tidemark_dead_letters LIMIT 5" >&2 || true
+  failed=1
+fi
+summary="seed=$SEED ops=$OPS kills=$((KILLS * ${#CONNECTORS[@]})) events: orders=${EXPECT[orders]} customers=${EXPECT[customers]}"
+[ "$failed" = 0 ] || die "the targets differ from the source ($summary; configs: $WORK/configs)"
+echo "replicate: PASS $summary"
