@@ -271,6 +271,14 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                size_t *removed, char *why, size_t why_size) {
     refs r = {.root = t->root, .why = why, .why_size = why_size}, cand = {0};
     *removed = 0;
+    if (t->cat) {
+        /* Its metadata files are not a run of v<N>: what the floor and
+         * the listing rely on. */
+        snprintf(why, why_size,
+                 "%s: vacuum of a table in a catalog is not supported",
+                 t->root);
+        return -1;
+    }
     if (grace_seconds < 0 || grace_seconds > ICE_GRACE_MAX) {
         snprintf(why, why_size, "grace period %lld s is out of range",
                  (long long)grace_seconds);
