@@ -194,8 +194,10 @@ int ice_table_not_cataloged(const ice_table *t, char *why, size_t why_size) {
         size_t n = strcspn((const char *)data, "\n");
         snprintf(why, why_size,
                  "%s: the table is managed by an Iceberg SQL catalog (%.*s, "
-                 "metadata/%s): its versions are the catalog row's; give "
-                 "the catalog_* settings (docs/iceberg-lite.md, \"Catalog\")",
+                 "metadata/%s): its versions are the catalog row's; open it "
+                 "through the catalog (the sink's catalog_* settings, "
+                 "tidemark table's --catalog options; docs/iceberg-lite.md, "
+                 "\"Catalog\")",
                  t->root, (int)(n > 800 ? 800 : n), (const char *)data,
                  MANAGED_FILE);
     }
