@@ -11,8 +11,9 @@
  *   scan.c            read-back of rows and dead letters
  * on top of the table library (iceberg_lite_table, which the CLI links
  * too): marker_keys.c, dead_letters.c, snapshot_files.c, table_meta.c
- * (metadata JSON, the atomic publish), pspec.c (partition specs and
- * transforms), metrics.c (column metrics), data_out.c (one data file being
+ * (metadata JSON, the atomic publish), catalog*.c (a table in an Iceberg
+ * SQL catalog: the row's compare-and-swap, catalog.h), pspec.c (partition specs
+ * and transforms), metrics.c (column metrics), data_out.c (one data file being
  * written), the maintenance operations (maint.h) and the formats:
  * manifest.c, avro_writer.c / avro_reader.c,
  * parquet_writer.c / parquet_reader.c, thrift_compact.c /
