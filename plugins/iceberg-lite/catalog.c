@@ -114,11 +114,10 @@ int ice_catalog_open(const ice_catalog_ref *ref, int create, int fsync,
     }
     snprintf(c->ident, sizeof c->ident, "catalog \"%s\", table %s.%s", c->name,
              c->ns, c->table);
-    int rc = ice_catalog_sqlite_open(c, sqlite_file(ref->uri, why, why_size),
-                                     create, fsync, why, why_size);
-    if (rc != 0) {
+    if (ice_catalog_sqlite_open(c, sqlite_file(ref->uri, why, why_size), create,
+                                fsync, why, why_size) != 0) {
         ice_catalog_close(c);
-        return rc;
+        return -1;
     }
     *out = c;
     return 0;
@@ -129,7 +128,8 @@ const char *ice_catalog_ident(const ice_catalog *c) {
 }
 
 int ice_catalog_load(ice_catalog *c, char **loc, char *why, size_t why_size) {
-    return c->ops->load(c, loc, why, why_size);
+    *loc = NULL;
+    return c->empty ? 1 : c->ops->load(c, loc, why, why_size);
 }
 
 int ice_catalog_swap(ice_catalog *c, const char *old, const char *new_loc,
@@ -139,6 +139,11 @@ int ice_catalog_swap(ice_catalog *c, const char *old, const char *new_loc,
                  "%s: the metadata location is %zu bytes, more than the "
                  "catalog's %d",
                  c->ident, strlen(new_loc), ICE_CATALOG_LOC_MAX);
+        return -1;
+    }
+    if (c->empty) {
+        snprintf(why, why_size, "%s: opened read-only and not there yet",
+                 c->ident);
         return -1;
     }
     return c->ops->swap(c, old, new_loc, why, why_size);

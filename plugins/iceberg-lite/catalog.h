@@ -39,9 +39,10 @@ typedef struct ice_catalog ice_catalog;
 int ice_catalog_check_ref(const ice_catalog_ref *ref, const char **key,
                           char *why, size_t why_size);
 /* Opens the catalog REF names. create: make the database and its two
- * tables when missing (as pyiceberg does on first use); else a missing
- * database is 1. fsync: the catalog's own commits are durable when they
- * return (SQLite synchronous=FULL). 0, 1, or -1 with why. */
+ * tables when missing (as pyiceberg does on first use); else a catalog
+ * not there yet changes nothing and has no row (validate, the CLI).
+ * fsync: the catalog's own commits are durable when they return. 0, or
+ * -1 with why. */
 int ice_catalog_open(const ice_catalog_ref *ref, int create, int fsync,
                      ice_catalog **out, char *why, size_t why_size);
 void ice_catalog_close(ice_catalog *c);
@@ -62,7 +63,7 @@ int ice_catalog_swap(ice_catalog *c, const char *old, const char *new_loc,
 
 /* Makes T (after ice_table_init) a catalog table: its versions are the
  * catalog row's, no longer v<N>.metadata.json. create as for
- * ice_catalog_open. 0, 1 (no catalog database, !create), -1 with why. */
+ * ice_catalog_open. 0, or -1 with why. */
 int ice_table_use_catalog(ice_table *t, const ice_catalog_ref *ref, int create,
                           char *why, size_t why_size);
 /* ice_table_refresh of a catalog table: the row's metadata, loaded when

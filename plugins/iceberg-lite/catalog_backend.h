@@ -21,11 +21,13 @@ struct ice_catalog {
     void *db;                /* the backend's connection */
     char *name, *ns, *table; /* the row's key */
     int has_type;            /* iceberg_tables has iceberg_type (schema v1) */
+    int empty; /* opened without create, no catalog there yet (no database
+                  file, or no tables): no row, nothing written */
     char ident[ICE_CATALOG_IDENT_MAX];
 };
 
 /* The SQLite backend on database FILE: sets c->ops and c->db. As
- * ice_catalog_open: 0, 1 (no such file, !create), -1 with why. */
+ * ice_catalog_open: 0 or -1 with why. */
 int ice_catalog_sqlite_open(ice_catalog *c, const char *file, int create,
                             int fsync, char *why, size_t why_size);
 

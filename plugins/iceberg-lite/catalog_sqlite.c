@@ -247,9 +247,11 @@ static int has_table(ice_catalog *c, const char *name, char *why,
 
 int ice_catalog_sqlite_open(ice_catalog *c, const char *file, int create,
                             int fsync, char *why, size_t why_size) {
-    if (!create && access(file, F_OK) != 0)
-        return 1;
     c->ops = &SQLITE_OPS;
+    if (!create && access(file, F_OK) != 0) {
+        c->empty = 1; /* nothing is created without create */
+        return 0;
+    }
     sqlite3 *db = NULL;
     int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(file, &db, flags, NULL) != SQLITE_OK) {
@@ -267,8 +269,12 @@ int ice_catalog_sqlite_open(ice_catalog *c, const char *file, int create,
         sqlite3_exec(db, CREATE_TABLES, NULL, NULL, NULL) != SQLITE_OK)
         return fail(c, -1, "creating the catalog's tables", why, why_size);
     int rc = has_table(c, "iceberg_tables", why, why_size);
-    if (rc <= 0)
-        return rc < 0 ? -1 : 1; /* no catalog tables yet (and !create) */
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        c->empty = 1; /* no catalog tables yet (and !create) */
+        return 0;
+    }
     /* A catalog made by an older JdbcCatalog has no iceberg_type
      * (schema v0): rows are then written without it. */
     sqlite3_stmt *st = NULL;

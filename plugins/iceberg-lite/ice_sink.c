@@ -40,13 +40,10 @@ static tm_status open_table(ice_sink *s, tm_error *err) {
                             why, sizeof why);
     if (rc != 0)
         return ice_path_refused(s->host, &s->set, rc, why, err);
-    int absent;
-    tm_status r = ice_settings_catalog(s->host, &s->set, &s->table,
-                                       s->set.create, &absent, err);
+    tm_status r =
+        ice_settings_catalog(s->host, &s->set, &s->table, s->set.create, err);
     if (r != TM_OK)
         return r;
-    if (absent)
-        return ice_path_refused(s->host, &s->set, ICE_PATH_NO_TABLE, why, err);
     rc = ice_table_refresh(&s->table, why, sizeof why);
     if (rc < 0) {
         s->host->set_error(err, "setting \"%s\": %s",

@@ -94,12 +94,11 @@ tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
  * ICE_PATH_NO_TABLE (no metadata and create false), or -1 with why.
  * Always TM_INVALID. */
 /* With catalog_uri: makes T (after ice_table_init) a catalog table,
- * opening the catalog (created when missing if create). TM_OK (*absent:
- * no catalog database yet, and !create), or TM_INVALID naming
+ * opening the catalog (created when missing if create; else a catalog not
+ * there yet has no table). TM_OK, or TM_INVALID naming
  * $.sink.settings.catalog_uri and why. */
 tm_status ice_settings_catalog(const tm_host_api *host, const ice_settings *set,
-                               ice_table *t, int create, int *absent,
-                               tm_error *err);
+                               ice_table *t, int create, tm_error *err);
 #define ICE_PATH_MISSING  1
 #define ICE_PATH_NO_TABLE 2
 tm_status ice_path_refused(const tm_host_api *host, const ice_settings *set,

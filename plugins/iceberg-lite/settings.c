@@ -110,20 +110,13 @@ static tm_status check_catalog(const tm_host_api *h, const ice_settings *set,
 }
 
 tm_status ice_settings_catalog(const tm_host_api *h, const ice_settings *set,
-                               ice_table *t, int create, int *absent,
-                               tm_error *err) {
+                               ice_table *t, int create, tm_error *err) {
     char why[1024];
-    *absent = 0;
     if (!*set->catalog_uri)
         return TM_OK;
     ice_catalog_ref ref = {set->catalog_uri, set->catalog_name,
                            set->catalog_namespace, set->catalog_table};
-    int rc = ice_table_use_catalog(t, &ref, create, why, sizeof why);
-    if (rc == 1) {
-        *absent = 1;
-        return TM_OK;
-    }
-    if (rc != 0) {
+    if (ice_table_use_catalog(t, &ref, create, why, sizeof why) != 0) {
         h->set_error(err, "$.sink.settings.catalog_uri: %s", why);
         return TM_INVALID;
     }
@@ -210,14 +203,10 @@ static tm_status validate_table(ice_sink *s, tm_error *err) {
                         sizeof why);
     if (rc != 0)
         return ice_path_refused(host, &s->set, rc, why, err);
-    int absent;
-    tm_status r =
-        ice_settings_catalog(host, &s->set, &s->table, 0, &absent, err);
-    if (r != TM_OK || absent) {
-        /* No catalog database yet: open() creates it with the table. */
+    /* The catalog opened without create: one not there yet has no row. */
+    tm_status r = ice_settings_catalog(host, &s->set, &s->table, 0, err);
+    if (r != TM_OK) {
         ice_table_free(&s->table);
-        if (r == TM_OK && !s->set.create)
-            return ice_path_refused(host, &s->set, ICE_PATH_NO_TABLE, why, err);
         return r;
     }
     rc = ice_table_refresh(&s->table, why, sizeof why);

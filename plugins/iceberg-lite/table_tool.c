@@ -153,13 +153,11 @@ static int use_catalog(const opts *o, ice_table *t) {
     snprintf(ns, sizeof ns, "%.*s", (int)(dot - o->catalog_table),
              o->catalog_table);
     ice_catalog_ref ref = {o->catalog, o->catalog_name, ns, dot + 1};
-    int rc = ice_table_use_catalog(t, &ref, 0, why, sizeof why);
-    if (rc == 1)
-        fprintf(stderr, "tidemark table: --catalog %s: no such catalog\n",
-                o->catalog);
-    else if (rc != 0)
+    if (ice_table_use_catalog(t, &ref, 0, why, sizeof why) != 0) {
         fprintf(stderr, "tidemark table: --catalog: %s\n", why);
-    return rc != 0;
+        return 1;
+    }
+    return 0;
 }
 
 /* Opens and loads the table. 0, or 1 with a message. */

@@ -64,7 +64,7 @@ check no-namespace 1 "--catalog-table 'small': expected NAMESPACE.TABLE" \
     --catalog-table small
 check options-together 2 "go together" \
     "$TM" table scan "$T" --catalog "$URI"
-check no-catalog-db 1 "no such catalog" \
+check no-catalog-db 1 "catalog \"lake\", table cli.small: not in the catalog" \
     "$TM" table scan "$T" --catalog "sqlite:///$DIR/none.db" \
     --catalog-name lake --catalog-table cli.small
 exit $fail

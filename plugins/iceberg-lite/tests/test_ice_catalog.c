@@ -379,8 +379,16 @@ START_TEST(file_system_table_refused_then_registered) {
                      TM_OK);
     ice_api->close(sink);
     ck_assert_uint_eq(count_files("metadata/v3.metadata.json"), 1);
-    /* Not in the catalog: refused, naming what to do. */
+    /* Not in the catalog: refused, naming what to do; by validate too
+     * when the catalog database is not there yet (open would create it,
+     * then refuse). */
     use_catalog("");
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "holds a file-system table "
+                                      "(v3.metadata.json)"),
+                  "%s", err.message);
+    ck_assert_int_ne(access(db_path, F_OK), 0); /* validate made nothing */
     ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_FATAL);
     ck_assert_msg(strstr(err.message, "holds a file-system table "
                                       "(v3.metadata.json): stop its writers "
