@@ -20,8 +20,23 @@
 #define PATH_SIZE    4096
 #define MANAGED_FILE "catalog-table.text"
 
+/* "file://" + metadata/ + "/" + "<N>-<uuid>.metadata.json" with N of up
+ * to 19 digits. */
+#define LOC_EXTRA (7 + 1 + 19 + 1 + 36 + 14)
+
 int ice_table_use_catalog(ice_table *t, const ice_catalog_ref *ref, int create,
                           char *why, size_t why_size) {
+    /* Refused now rather than at the first swap: the catalog's column (and
+     * other catalogs reading the row) hold 1000 bytes. */
+    size_t n = strlen(t->meta_dir) + LOC_EXTRA;
+    if (n > ICE_CATALOG_LOC_MAX) {
+        snprintf(why, why_size,
+                 "the table's metadata files would be named by locations of "
+                 "up to %zu bytes, more than the %d the catalog's "
+                 "metadata_location holds: give the table a shorter path",
+                 n, ICE_CATALOG_LOC_MAX);
+        return -1;
+    }
     return ice_catalog_open(ref, create, t->fsync, &t->cat, why, why_size);
 }
 

@@ -495,7 +495,7 @@ START_TEST(settings_refused) {
     snprintf(text, sizeof text,
              ", \"catalog_uri\": \"sqlite:///%s/missing/c.db\"%s", fx.dir,
              rest);
-    char full[1024];
+    char full[2048];
     snprintf(full, sizeof full, "{\"path\": \"$T\"%s}", text);
     ck_assert_int_eq(ice_fx_settings(&fx, full), 0);
     void *sink;
@@ -503,6 +503,23 @@ START_TEST(settings_refused) {
     ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
     ck_assert_msg(strstr(err.message, "$.sink.settings.catalog_uri: catalog "
                                       "\"c\", table n.t: opening"),
+                  "%s", err.message);
+    /* A table path whose metadata locations would not fit the catalog's
+     * column (1000 bytes). */
+    char deep[1200];
+    int k = snprintf(deep, sizeof deep, "%s", fx.dir);
+    for (int level = 0; level < 4; level++) {
+        k += snprintf(deep + k, sizeof deep - (size_t)k, "/%0240d", level);
+        ck_assert_int_eq(mkdir(deep, 0700), 0);
+    }
+    snprintf(full, sizeof full,
+             "{\"path\": \"%s/t\", \"catalog_uri\": \"sqlite:///%s/c.db\"%s}",
+             deep, fx.dir, rest);
+    ck_assert_int_eq(ice_fx_settings(&fx, full), 0);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.catalog_uri: the "
+                                      "table's metadata files would be named "
+                                      "by locations of up to"),
                   "%s", err.message);
     /* create false and no catalog yet: no table. */
     ck_assert(mkdir(fx.table, 0700) == 0 || access(fx.table, F_OK) == 0);
