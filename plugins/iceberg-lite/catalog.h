@@ -1,13 +1,15 @@
 /* An Iceberg SQL catalog: the two tables of Iceberg's JdbcCatalog, which
  * pyiceberg's SqlCatalog creates the same way (iceberg_tables and
- * iceberg_namespace_properties), in a SQLite file. A table registered
+ * iceberg_namespace_properties), in a SQLite file or in PostgreSQL. A
+ * table registered
  * there is one row (catalog_name, table_namespace, table_name) whose
  * metadata_location names the current metadata file; a commit is the
  * compare-and-swap of that column (docs/iceberg-lite.md, "Catalog").
  *
  *   catalog.c         the settings' text (URI, names), open, the table's
- *                     row by the backend of the URI's scheme
+ *                     row by the backend of the URI's scheme, the SQL
  *   catalog_sqlite.c  the SQLite backend
+ *   catalog_pg.c      the PostgreSQL backend (libpq)
  *   catalog_meta.c    an ice_table whose versions live in the catalog:
  *                     refresh, the metadata file's name, the publish */
 #ifndef TM_ICE_CATALOG_H
@@ -20,7 +22,8 @@
 
 /* What the settings name (strings owned by the caller). */
 typedef struct ice_catalog_ref {
-    const char *uri;   /* as SQLAlchemy spells it: "sqlite:////abs.db" */
+    const char *uri;   /* as SQLAlchemy spells it: "sqlite:////abs.db",
+                          "postgresql://user@host:5432/db" */
     const char *name;  /* the catalog's name (catalog_name) */
     const char *ns;    /* the namespace (table_namespace), levels by "." */
     const char *table; /* the table's name (table_name) */

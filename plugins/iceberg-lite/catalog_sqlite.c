@@ -14,33 +14,6 @@
  * it taken waits this long before the attempt counts as failed. */
 #define BUSY_TIMEOUT_MS 10000
 
-/* The v1 schema (with iceberg_type), column for column SQLAlchemy's DDL
- * of pyiceberg's IcebergTables and IcebergNamespaceProperties. */
-static const char CREATE_TABLES[] =
-    "CREATE TABLE IF NOT EXISTS iceberg_tables ("
-    "catalog_name VARCHAR(255) NOT NULL, "
-    "table_namespace VARCHAR(255) NOT NULL, "
-    "table_name VARCHAR(255) NOT NULL, "
-    "metadata_location VARCHAR(1000), "
-    "previous_metadata_location VARCHAR(1000), "
-    "iceberg_type VARCHAR(5), "
-    "PRIMARY KEY (catalog_name, table_namespace, table_name));"
-    "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties ("
-    "catalog_name VARCHAR(255) NOT NULL, "
-    "namespace VARCHAR(255) NOT NULL, "
-    "property_key VARCHAR(255) NOT NULL, "
-    "property_value VARCHAR(1000) NOT NULL, "
-    "PRIMARY KEY (catalog_name, namespace, property_key));";
-
-/* The namespace exists for readers that list it (the property both
- * catalogs write on create_namespace), unless it has properties already. */
-static const char ADD_NAMESPACE[] =
-    "INSERT INTO iceberg_namespace_properties "
-    "(catalog_name, namespace, property_key, property_value) "
-    "SELECT ?1, ?2, 'exists', 'true' WHERE NOT EXISTS ("
-    "SELECT 1 FROM iceberg_namespace_properties "
-    "WHERE catalog_name = ?1 AND namespace = ?2)";
-
 static sqlite3 *db_of(ice_catalog *c) {
     return c->db;
 }
@@ -53,16 +26,21 @@ static int fail(ice_catalog *c, int rc, const char *what, char *why,
     return rc;
 }
 
-/* SQL prepared with the row's key bound to ?1 ?2 ?3. NULL with why. */
-static sqlite3_stmt *prepare_keyed(ice_catalog *c, const char *sql,
-                                   const char *what, char *why,
-                                   size_t why_size) {
+/* SQL prepared with its parameters bound by name: $1 $2 $3 the row's key,
+ * $4 p4, $5 p5 (catalog_backend.h). NULL with why. */
+static sqlite3_stmt *prepare(ice_catalog *c, const char *sql, const char *p4,
+                             const char *p5, const char *what, char *why,
+                             size_t why_size) {
+    const char *vals[5] = {c->name, c->ns, c->table, p4, p5};
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db_of(c), sql, -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC) != SQLITE_OK ||
-        sqlite3_bind_text(st, 2, c->ns, -1, SQLITE_STATIC) != SQLITE_OK ||
-        (sqlite3_bind_parameter_count(st) >= 3 &&
-         sqlite3_bind_text(st, 3, c->table, -1, SQLITE_STATIC) != SQLITE_OK)) {
+    int rc = sqlite3_prepare_v2(db_of(c), sql, -1, &st, NULL);
+    for (int i = 0; rc == SQLITE_OK && i < 5; i++) {
+        char name[4] = {'$', (char)('1' + i), '\0', '\0'};
+        int idx = sqlite3_bind_parameter_index(st, name);
+        if (idx > 0)
+            rc = sqlite3_bind_text(st, idx, vals[i], -1, SQLITE_STATIC);
+    }
+    if (rc != SQLITE_OK) {
         fail(c, -1, what, why, why_size);
         sqlite3_finalize(st);
         return NULL;
@@ -71,62 +49,32 @@ static sqlite3_stmt *prepare_keyed(ice_catalog *c, const char *sql,
 }
 
 static int sq_load(ice_catalog *c, char **loc, char *why, size_t why_size) {
-    const char *sql =
-        c->has_type ? "SELECT metadata_location, iceberg_type FROM "
-                      "iceberg_tables WHERE catalog_name = ?1 AND "
-                      "table_namespace = ?2 AND table_name = ?3"
-                    : "SELECT metadata_location, NULL FROM iceberg_tables "
-                      "WHERE catalog_name = ?1 AND table_namespace = ?2 "
-                      "AND table_name = ?3";
-    *loc = NULL;
+    const char *what = "reading the table's row";
     sqlite3_stmt *st =
-        prepare_keyed(c, sql, "reading the table's row", why, why_size);
+        prepare(c, ICE_CAT_LOAD[c->has_type], NULL, NULL, what, why, why_size);
     if (!st)
         return -1;
     int rc = sqlite3_step(st), r;
-    if (rc == SQLITE_DONE) {
+    if (rc == SQLITE_DONE)
         r = 1;
-    } else if (rc != SQLITE_ROW) {
-        r = fail(c, -1, "reading the table's row", why, why_size);
-    } else {
-        const char *type = (const char *)sqlite3_column_text(st, 1);
-        const char *text = (const char *)sqlite3_column_text(st, 0);
-        if (type && strcmp(type, "TABLE") != 0) {
-            snprintf(why, why_size,
-                     "%s: the catalog's entry is a %s, not a "
-                     "table",
-                     c->ident, type);
-            r = -1;
-        } else if (!text || !*text) {
-            snprintf(why, why_size,
-                     "%s: the catalog's row has no "
-                     "metadata_location",
-                     c->ident);
-            r = -1;
-        } else if (!(*loc = strdup(text))) {
-            snprintf(why, why_size, "out of memory (catalog row)");
-            r = -1;
-        } else {
-            r = 0;
-        }
-    }
+    else if (rc != SQLITE_ROW)
+        r = fail(c, -1, what, why, why_size);
+    else
+        r = ice_catalog_row(c, (const char *)sqlite3_column_text(st, 0),
+                            (const char *)sqlite3_column_text(st, 1), loc, why,
+                            why_size);
     sqlite3_finalize(st);
     return r;
 }
 
-/* Runs one keyed statement, binding ?4 and ?5 (when present). The step's
- * result code, or -1 when it could not be prepared (why set). */
+/* Runs one statement to its end: SQLITE_DONE, another result code, or -1
+ * when it could not be prepared (why set either way but DONE). */
 static int run(ice_catalog *c, const char *sql, const char *p4, const char *p5,
                const char *what, char *why, size_t why_size) {
-    sqlite3_stmt *st = prepare_keyed(c, sql, what, why, why_size);
+    sqlite3_stmt *st = prepare(c, sql, p4, p5, what, why, why_size);
     if (!st)
         return -1;
-    int n = sqlite3_bind_parameter_count(st), rc;
-    if ((n >= 4 && sqlite3_bind_text(st, 4, p4, -1, SQLITE_STATIC)) ||
-        (n >= 5 && sqlite3_bind_text(st, 5, p5, -1, SQLITE_STATIC)))
-        rc = -1;
-    else
-        rc = sqlite3_step(st);
+    int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE)
         fail(c, 0, what, why, why_size);
     sqlite3_finalize(st);
@@ -138,23 +86,16 @@ static int run(ice_catalog *c, const char *sql, const char *p4, const char *p5,
  * registered it first. */
 static int sq_insert(ice_catalog *c, const char *loc, char *why,
                      size_t why_size) {
-    const char *sql =
-        c->has_type
-            ? "INSERT INTO iceberg_tables (catalog_name, table_namespace, "
-              "table_name, metadata_location, previous_metadata_location, "
-              "iceberg_type) VALUES (?1, ?2, ?3, ?4, NULL, 'TABLE')"
-            : "INSERT INTO iceberg_tables (catalog_name, table_namespace, "
-              "table_name, metadata_location, previous_metadata_location) "
-              "VALUES (?1, ?2, ?3, ?4, NULL)";
     /* IMMEDIATE: the write lock now, so that BUSY here means nothing was
      * done. */
     if (sqlite3_exec(db_of(c), "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
         SQLITE_OK)
         return fail(c, -1, "registering the table", why, why_size);
-    int rc = run(c, ADD_NAMESPACE, NULL, NULL, "registering the namespace", why,
-                 why_size);
+    int rc = run(c, ICE_CAT_ADD_NAMESPACE, NULL, NULL,
+                 "registering the namespace", why, why_size);
     if (rc == SQLITE_DONE)
-        rc = run(c, sql, loc, NULL, "registering the table", why, why_size);
+        rc = run(c, ICE_CAT_INSERT[c->has_type], loc, NULL,
+                 "registering the table", why, why_size);
     if (rc != SQLITE_DONE) {
         sqlite3_exec(db_of(c), "ROLLBACK", NULL, NULL, NULL);
         return (rc & 0xff) == SQLITE_CONSTRAINT ? 1 : -1;
@@ -172,12 +113,8 @@ static int sq_swap(ice_catalog *c, const char *old, const char *new_loc,
     if (!old)
         return sq_insert(c, new_loc, why, why_size);
     /* One statement in autocommit mode: its own transaction. */
-    int rc = run(c,
-                 "UPDATE iceberg_tables SET metadata_location = ?4, "
-                 "previous_metadata_location = ?5 WHERE catalog_name = ?1 "
-                 "AND table_namespace = ?2 AND table_name = ?3 AND "
-                 "metadata_location = ?5",
-                 new_loc, old, "the commit's compare-and-swap", why, why_size);
+    int rc = run(c, ICE_CAT_SWAP, new_loc, old, "the commit's compare-and-swap",
+                 why, why_size);
     if (rc == SQLITE_DONE)
         return sqlite3_changes(db_of(c)) == 1 ? 0 : 1;
     /* Busy or locked: the statement never got the write lock. Anything
@@ -266,7 +203,7 @@ int ice_catalog_sqlite_open(ice_catalog *c, const char *file, int create,
     if (set_durable(c, fsync, why, why_size) != 0)
         return -1;
     if (create &&
-        sqlite3_exec(db, CREATE_TABLES, NULL, NULL, NULL) != SQLITE_OK)
+        sqlite3_exec(db, ICE_CAT_CREATE_TABLES, NULL, NULL, NULL) != SQLITE_OK)
         return fail(c, -1, "creating the catalog's tables", why, why_size);
     int rc = has_table(c, "iceberg_tables", why, why_size);
     if (rc < 0)

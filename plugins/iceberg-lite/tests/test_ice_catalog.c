@@ -475,11 +475,14 @@ START_TEST(settings_refused) {
     refused(", \"catalog_uri\": \"sqlite:////x.db\"",
             "$.sink.settings.catalog_name: required with");
     snprintf(text, sizeof text, ", \"catalog_uri\": \"sqlite:/x.db\"%s", rest);
-    refused(text, "$.sink.settings.catalog_uri: expected \"sqlite:///FILE\"");
-    snprintf(text, sizeof text, ", \"catalog_uri\": \"postgresql://h/db\"%s",
-             rest);
-    refused(text, "$.sink.settings.catalog_uri: PostgreSQL catalogs are not "
-                  "supported yet");
+    refused(text, "$.sink.settings.catalog_uri: expected \"sqlite:///FILE\" "
+                  "or \"postgresql://USER@HOST:PORT/DB\"");
+    snprintf(text, sizeof text, ", \"catalog_uri\": \"mysql://h/db\"%s", rest);
+    refused(text, "$.sink.settings.catalog_uri: expected \"sqlite:///FILE\" "
+                  "or \"postgresql://USER@HOST:PORT/DB\"");
+    snprintf(text, sizeof text, ", \"catalog_uri\": \"sqlite://x.db\"%s", rest);
+    refused(text, "$.sink.settings.catalog_uri: expected \"sqlite:///FILE\" "
+                  "(three slashes");
     snprintf(text, sizeof text, ", \"catalog_uri\": \"sqlite:///:memory:\"%s",
              rest);
     refused(text, "$.sink.settings.catalog_uri: names no database file");
@@ -520,6 +523,18 @@ START_TEST(settings_refused) {
     ck_assert_msg(strstr(err.message, "$.sink.settings.catalog_uri: the "
                                       "table's metadata files would be named "
                                       "by locations of up to"),
+                  "%s", err.message);
+    /* A PostgreSQL catalog that cannot be reached: open refuses it,
+     * naming the setting, never showing the URI's password. */
+    snprintf(full, sizeof full,
+             "{\"path\": \"$T\", \"catalog_uri\": "
+             "\"postgresql+psycopg2://u:secretpw@127.0.0.1:1/db\"%s}",
+             rest);
+    ck_assert_int_eq(ice_fx_settings(&fx, full), 0);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.catalog_uri: catalog "
+                                      "\"c\", table n.t: connecting: ") &&
+                      !strstr(err.message, "secretpw"),
                   "%s", err.message);
     /* create false and no catalog yet: no table. */
     ck_assert(mkdir(fx.table, 0700) == 0 || access(fx.table, F_OK) == 0);
