@@ -2,15 +2,19 @@
  * catalog (a SQLite file), read by readers that are not ours while the
  * connector writes: pyiceberg's SqlCatalog loads the table by namespace and
  * name, DuckDB reads the Parquet files of the snapshot the catalog row
- * names (iceberg_catalog_judge.py). Scenario:
- *   readers_while_writing  a host stopped mid-stream (fault point
- *                          after_commit, 3rd hit) shows a consistent part of
- *                          the records; killed, restarted and stopped again
- *                          (5th hit) more of them but not all; then, while it
- *                          catches up, a reader reads again and again (each
- *                          read a set of distinct records that never
- *                          shrinks); at the end the readers see exactly the
- *                          published records, once each. */
+ * names (iceberg_catalog_judge.py). Scenarios:
+ *   readers_while_writing     the catalog in a SQLite file beside the table:
+ *                             a host stopped mid-stream (fault point
+ *                             after_commit, 3rd hit) shows a consistent part
+ *                             of the records; killed, restarted and stopped
+ *                             again (5th hit) more of them but not all; then,
+ *                             while it catches up, a reader reads again and
+ *                             again (each read a set of distinct records that
+ *                             never shrinks); at the end the readers see
+ *                             exactly the published records, once each
+ *   readers_while_writing_pg  the same with the catalog in PostgreSQL (a
+ *                             schema of the run's own, dropped after a pass;
+ *                             pyiceberg through psycopg2) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +41,46 @@ static long reader_count(void) {
     return strtol(h_read_file("count.out"), NULL, 10);
 }
 
+/* The value of KEY in TIDEMARK_PG_CONNINFO ("host=... port=..."), into
+ * out; fails the test when it is not there. */
+static void conninfo_value(const char *key, char *out, size_t size) {
+    const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+    H_CHECK(ci && *ci, "TIDEMARK_PG_CONNINFO is not set (. scripts/env.sh)");
+    size_t n = strlen(key);
+    for (const char *p = ci; *p;) {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (len > n && strncmp(p, key, n) == 0 && p[n] == '=') {
+            snprintf(out, size, "%.*s", (int)(len - n - 1), p + n + 1);
+            return;
+        }
+        p += len;
+    }
+    h_fail("no %s= in TIDEMARK_PG_CONNINFO", key);
+}
+
+/* A schema of this run's own on the server, and the catalog URI (as
+ * SQLAlchemy spells it, for the sink and pyiceberg alike) whose
+ * search_path is that schema. */
+static void use_pg_catalog(char *schema, size_t size) {
+    char host[256], port[32], db[256], user[256];
+    conninfo_value("host", host, sizeof host);
+    conninfo_value("port", port, sizeof port);
+    conninfo_value("dbname", db, sizeof db);
+    conninfo_value("user", user, sizeof user);
+    snprintf(schema, size, "%s", h_name("icecat"));
+    for (char *c = schema; *c; c++)
+        if (*c == '-')
+            *c = '_';
+    h_pg_int("CREATE SCHEMA \"%s\"", schema);
+    H_CHECK(h_pg_int("SELECT count(*) FROM pg_namespace WHERE nspname = '%s'",
+                     schema) == 1,
+            "could not create schema %s", schema);
+    snprintf(uri, sizeof uri,
+             "postgresql+psycopg2://%s@%s:%s/%s?options=-csearch_path%%3D%s",
+             user, host, port, db, schema);
+}
+
 static void scenario_readers_while_writing(void) {
     py = getenv("TIDEMARK_VENV_PYTHON");
     judge = getenv("TIDEMARK_ICEBERG_CATALOG_JUDGE");
@@ -47,7 +91,8 @@ static void scenario_readers_while_writing(void) {
     char name[256], table[4096];
     snprintf(name, sizeof name, "%s", h_name("icecat"));
     snprintf(table, sizeof table, "%s/table", h_workdir());
-    snprintf(uri, sizeof uri, "sqlite:///%s/catalog.db", h_workdir());
+    if (!uri[0])
+        snprintf(uri, sizeof uri, "sqlite:///%s/catalog.db", h_workdir());
     h_create_topic(topic, 2, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     for (int part = 0; part < 2; part++)
@@ -173,13 +218,19 @@ static void scenario_readers_while_writing(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 || strcmp(argv[3], "readers_while_writing") != 0) {
+    int pg = argc == 4 && strcmp(argv[3], "readers_while_writing_pg") == 0;
+    if (argc != 4 || (!pg && strcmp(argv[3], "readers_while_writing") != 0)) {
         fprintf(stderr, "usage: iceberg_catalog_e2e TIDEMARK_BIN PLUGIN_DIR "
-                        "readers_while_writing\n");
+                        "readers_while_writing[_pg]\n");
         return 2;
     }
     h_init(argv[1], argv[2], argv[3]);
+    char schema[256] = "";
+    if (pg)
+        use_pg_catalog(schema, sizeof schema);
     scenario_readers_while_writing();
+    if (pg)
+        h_pg_int("DROP SCHEMA \"%s\" CASCADE", schema);
     h_step("PASS");
     return 0;
 }
