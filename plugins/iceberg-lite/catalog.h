@@ -83,6 +83,10 @@ void ice_cat_new_path(const ice_table *t, const char *uuid, char *path);
  * when it is known not published. */
 int ice_cat_publish(ice_table *t, json_t *next, const char *path, char *why,
                     size_t why_size);
+/* metadata/ICE_CATALOG_MARK: the directory is a catalog table's (written
+ * before its first swap by each writer that finds it missing). */
+#define ICE_CATALOG_MARK "catalog-table.text"
+
 /* A file-system table's refusal of a directory a catalog manages (its
  * versions are not v<N> files: writing them would fork the table). 0, or
  * -1 with why. */

@@ -17,8 +17,7 @@
 #include "catalog.h"
 #include "fsio.h"
 
-#define PATH_SIZE    4096
-#define MANAGED_FILE "catalog-table.text"
+#define PATH_SIZE 4096
 
 /* "file://" + metadata/ + "/" + "<N>-<uuid>.metadata.json" with N of up
  * to 19 digits. */
@@ -136,7 +135,7 @@ static int mark_managed(ice_table *t, char *why, size_t why_size) {
     char path[PATH_SIZE], text[ICE_CATALOG_NAME_MAX * 3 + 64];
     if (t->cat_marked)
         return 0;
-    snprintf(path, sizeof path, "%s/%s", t->meta_dir, MANAGED_FILE);
+    snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_CATALOG_MARK);
     int e = fs_exists(path);
     if (e == 0) {
         snprintf(text, sizeof text, "%s\n", ice_catalog_ident(t->cat));
@@ -198,7 +197,7 @@ int ice_cat_publish(ice_table *t, json_t *next, const char *path, char *why,
 
 int ice_table_not_cataloged(const ice_table *t, char *why, size_t why_size) {
     char path[PATH_SIZE];
-    snprintf(path, sizeof path, "%s/%s", t->meta_dir, MANAGED_FILE);
+    snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_CATALOG_MARK);
     uint8_t *data = NULL;
     size_t len;
     int rc = fs_read_all(path, &data, &len, why, why_size);
@@ -214,7 +213,7 @@ int ice_table_not_cataloged(const ice_table *t, char *why, size_t why_size) {
                  "tidemark table's --catalog options; docs/iceberg-lite.md, "
                  "\"Catalog\")",
                  t->root, (int)(n > 800 ? 800 : n), (const char *)data,
-                 MANAGED_FILE);
+                 ICE_CATALOG_MARK);
     }
     free(data);
     return -1;

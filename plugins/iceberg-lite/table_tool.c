@@ -16,7 +16,7 @@
  *   vacuum TABLE [--grace-seconds N]      delete unreferenced old files
  * A table in an Iceberg SQL catalog (catalog.h) is read and maintained
  * through its catalog row: --catalog URI --catalog-name NAME
- * --catalog-table NS.TABLE after TABLE (vacuum refuses it). */
+ * --catalog-table NS.TABLE after TABLE. */
 #define _XOPEN_SOURCE 700 /* gmtime_r */
 
 #include <errno.h>

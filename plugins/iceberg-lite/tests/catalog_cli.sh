@@ -2,8 +2,8 @@
 # `tidemark table` on a table in an Iceberg SQL catalog (ice_write_table
 # --small --catalog: three appends, one dead letter): read and maintained
 # through the catalog row with --catalog/--catalog-name/--catalog-table,
-# refused without them (a file-system writer would fork it), vacuum
-# refused, options checked.
+# refused without them (a file-system writer would fork it), vacuumed
+# (grace 0) and read the same after, options checked.
 #   catalog_cli.sh TIDEMARK ICE_WRITE_TABLE
 set -eu
 TM=$1
@@ -52,8 +52,19 @@ check after-compact 0 " replace " "$TM" table history "$T" $(cat_opts)
 # shellcheck disable=SC2046
 check files 0 "7 " "$TM" table files "$T" $(cat_opts)
 # shellcheck disable=SC2046
-check vacuum-refused 1 "vacuum of a table in a catalog is not supported" \
-    "$TM" table vacuum "$T" $(cat_opts)
+check expire 0 "kept 1" "$TM" table expire "$T" --keep 1 $(cat_opts)
+# Vacuum (grace 0): what compact replaced and expire dropped goes, the
+# table reads the same.
+# shellcheck disable=SC2046
+check vacuum 0 "removed " "$TM" table vacuum "$T" --grace-seconds 0 $(cat_opts)
+removed=$(sed -n 's/^removed \([0-9]*\) files$/\1/p' "$DIR/out")
+[ "${removed:-0}" -ge 3 ] || { echo "FAIL vacuum: removed '$removed'"; fail=1; }
+# shellcheck disable=SC2046
+check after-vacuum 0 "body-0-5" "$TM" table scan "$T" $(cat_opts)
+rows=$(grep -c ' orders ' "$DIR/out" || true)
+[ "$rows" -eq 7 ] || { echo "FAIL after-vacuum: $rows rows, want 7"; fail=1; }
+[ -f "$T/metadata/catalog-table.text" ] ||
+    { echo "FAIL vacuum removed catalog-table.text"; fail=1; }
 check without-catalog 1 "managed by an Iceberg SQL catalog (catalog \"lake\", table cli.small" \
     "$TM" table scan "$T"
 check not-in-catalog 1 "catalog \"lake\", table cli.other: not in the catalog" \
