@@ -6,12 +6,15 @@
  * file-system table at the path (refused, then registered), a directory a
  * catalog manages refused to file-system writers, a catalog of the older
  * schema (no iceberg_type), and refused settings. The catalog's rows are
- * read with SQLite itself: the source of truth. */
+ * read with SQLite itself: the source of truth. With the argument "pg"
+ * the races and the kill run with the catalog in PostgreSQL (a schema of
+ * the test's own), its row read with libpq. */
 #define _XOPEN_SOURCE 700 /* nftw in the fixture, glob */
 
 #include <check.h>
 #include <glob.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -29,32 +32,91 @@
 
 static ice_fx fx;
 static char db_path[512];
+/* The PostgreSQL run (argument "pg"): the catalog in a schema of the
+ * test's own on the server of TIDEMARK_PG_CONNINFO, read with libpq. */
+static int use_pg;
+static char pg_schema[64], cat_uri[1024];
+static PGconn *pg;
 
 /* Catalog settings on fx's table, plus EXTRA members ("" none). */
 static void use_catalog(const char *extra) {
     char text[2048];
     snprintf(db_path, sizeof db_path, "%s/catalog.db", fx.dir);
+    if (!use_pg)
+        snprintf(cat_uri, sizeof cat_uri, "sqlite:///%s", db_path);
     snprintf(text, sizeof text,
-             "{\"path\": \"$T\", \"catalog_uri\": \"sqlite:///%s\", "
+             "{\"path\": \"$T\", \"catalog_uri\": \"%s\", "
              "\"catalog_name\": \"lake\", \"catalog_namespace\": \"sales\", "
              "\"catalog_table\": \"orders\"%s%s}",
-             db_path, *extra ? ", " : "", extra);
+             cat_uri, *extra ? ", " : "", extra);
     ck_assert_int_eq(ice_fx_settings(&fx, text), 0);
 }
 
 /* The catalog's URI as the settings give it. */
 static const char *uri_of_db(void) {
-    static char uri[600];
-    snprintf(uri, sizeof uri, "sqlite:///%s", db_path);
-    return uri;
+    return cat_uri;
+}
+
+/* KEY's value in TIDEMARK_PG_CONNINFO ("host=... port=..."). */
+static void conninfo_value(const char *ci, const char *key, char *out,
+                           size_t size) {
+    size_t n = strlen(key);
+    for (const char *p = ci; *p;) {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (len > n && strncmp(p, key, n) == 0 && p[n] == '=') {
+            snprintf(out, size, "%.*s", (int)(len - n - 1), p + n + 1);
+            return;
+        }
+        p += len;
+    }
+    ck_abort_msg("no %s= in TIDEMARK_PG_CONNINFO", key);
+}
+
+static void quiet(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
+}
+
+static void pg_exec(const char *sql) {
+    PGresult *r = PQexec(pg, sql);
+    ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", sql,
+                  PQresultErrorMessage(r));
+    PQclear(r);
 }
 
 static void setup(void) {
     ck_assert_int_eq(ice_fx_init(&fx, ""), 0);
+    if (use_pg) {
+        const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+        ck_assert_msg(ci && *ci, "TIDEMARK_PG_CONNINFO is not set (. "
+                                 "scripts/env.sh)");
+        pg = PQconnectdb(ci);
+        ck_assert_msg(PQstatus(pg) == CONNECTION_OK, "%s", PQerrorMessage(pg));
+        PQsetNoticeProcessor(pg, quiet, NULL); /* DROP ... CASCADE's */
+        char host[256], port[32], db[256], user[256], sql[128];
+        conninfo_value(ci, "host", host, sizeof host);
+        conninfo_value(ci, "port", port, sizeof port);
+        conninfo_value(ci, "dbname", db, sizeof db);
+        conninfo_value(ci, "user", user, sizeof user);
+        snprintf(pg_schema, sizeof pg_schema, "icecat_unit_%d", (int)getpid());
+        snprintf(sql, sizeof sql, "CREATE SCHEMA %s", pg_schema);
+        pg_exec(sql);
+        snprintf(cat_uri, sizeof cat_uri,
+                 "postgresql://%s@%s:%s/%s?options=-csearch_path%%3D%s", user,
+                 host, port, db, pg_schema);
+    }
     use_catalog("");
 }
 
 static void teardown(void) {
+    if (use_pg) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", pg_schema);
+        pg_exec(sql);
+        PQfinish(pg);
+        pg = NULL;
+    }
     ice_fx_done(&fx, 0);
 }
 
@@ -72,27 +134,45 @@ static size_t count_files(const char *pattern_rel) {
 /* The row's metadata_location and previous_metadata_location (NULL when
  * absent), read with SQLite: strdup'd into cur and prev (may be NULL). */
 static int catalog_row(char **cur, char **prev) {
+    static const char q[] =
+        "SELECT metadata_location, previous_metadata_location FROM "
+        "iceberg_tables WHERE catalog_name = 'lake' AND table_namespace = "
+        "'sales' AND table_name = 'orders'";
+    const char *c = NULL, *p = NULL;
+    int found;
+    if (use_pg) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "SET search_path TO %s", pg_schema);
+        pg_exec(sql);
+        PGresult *r = PQexec(pg, q);
+        ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s",
+                      PQresultErrorMessage(r));
+        found = PQntuples(r) == 1;
+        if (found && !PQgetisnull(r, 0, 0))
+            c = PQgetvalue(r, 0, 0);
+        if (found && !PQgetisnull(r, 0, 1))
+            p = PQgetvalue(r, 0, 1);
+        if (cur)
+            *cur = c ? strdup(c) : NULL;
+        if (prev)
+            *prev = p ? strdup(p) : NULL;
+        PQclear(r);
+        return found;
+    }
     sqlite3 *db;
     sqlite3_stmt *st;
     ck_assert_int_eq(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL),
                      SQLITE_OK);
-    ck_assert_int_eq(
-        sqlite3_prepare_v2(db,
-                           "SELECT metadata_location, "
-                           "previous_metadata_location FROM iceberg_tables "
-                           "WHERE catalog_name = 'lake' AND table_namespace "
-                           "= 'sales' AND table_name = 'orders'",
-                           -1, &st, NULL),
-        SQLITE_OK);
-    int found = sqlite3_step(st) == SQLITE_ROW;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+    found = sqlite3_step(st) == SQLITE_ROW;
+    if (found)
+        c = (const char *)sqlite3_column_text(st, 0);
+    if (found)
+        p = (const char *)sqlite3_column_text(st, 1);
     if (cur)
-        *cur = found && sqlite3_column_text(st, 0)
-                   ? strdup((const char *)sqlite3_column_text(st, 0))
-                   : NULL;
+        *cur = c ? strdup(c) : NULL;
     if (prev)
-        *prev = found && sqlite3_column_text(st, 1)
-                    ? strdup((const char *)sqlite3_column_text(st, 1))
-                    : NULL;
+        *prev = p ? strdup(p) : NULL;
     sqlite3_finalize(st);
     sqlite3_close(db);
     return found;
@@ -571,20 +651,25 @@ END_TEST
 
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_catalog");
-    TCase *tc = tcase_create("catalog");
+    TCase *tc = tcase_create(use_pg ? "catalog_pg" : "catalog");
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, catalog_tables_and_row);
+    if (!use_pg)
+        tcase_add_test(tc, catalog_tables_and_row);
     tcase_add_test(tc, swap_lost_to_a_commit);
     tcase_add_test(tc, swap_lost_to_a_claim_is_fenced);
     tcase_add_test(tc, killed_between_file_and_swap);
-    tcase_add_test(tc, file_system_table_refused_then_registered);
-    tcase_add_test(tc, catalog_without_iceberg_type);
-    tcase_add_test(tc, settings_refused);
+    if (!use_pg) {
+        tcase_add_test(tc, file_system_table_refused_then_registered);
+        tcase_add_test(tc, catalog_without_iceberg_type);
+        tcase_add_test(tc, settings_refused);
+    }
     suite_add_tcase(s, tc);
     return s;
 }
 
-int main(void) {
+/* "pg": the swap's races and the kill with the catalog in PostgreSQL. */
+int main(int argc, char **argv) {
+    use_pg = argc > 1 && strcmp(argv[1], "pg") == 0;
     return tm_check_run(suite(), 1);
 }
