@@ -40,14 +40,19 @@ static tm_status open_table(ice_sink *s, tm_error *err) {
                             why, sizeof why);
     if (rc != 0)
         return ice_path_refused(s->host, &s->set, rc, why, err);
+    tm_status r =
+        ice_settings_catalog(s->host, &s->set, &s->table, s->set.create, err);
+    if (r != TM_OK)
+        return r;
     rc = ice_table_refresh(&s->table, why, sizeof why);
     if (rc < 0) {
-        s->host->set_error(err, "setting \"path\": %s", why);
+        s->host->set_error(err, "setting \"%s\": %s",
+                           s->table.cat ? "catalog_uri" : "path", why);
         return TM_FATAL;
     }
     if (rc == 1 && !s->set.create)
         return ice_path_refused(s->host, &s->set, ICE_PATH_NO_TABLE, why, err);
-    tm_status r = rc == 1 ? create_table(s, err) : TM_OK;
+    r = rc == 1 ? create_table(s, err) : TM_OK;
     if (r == TM_OK)
         r = ice_schema_check(s, err);
     if (r == TM_OK)

@@ -11,8 +11,9 @@
  *   scan.c            read-back of rows and dead letters
  * on top of the table library (iceberg_lite_table, which the CLI links
  * too): marker_keys.c, dead_letters.c, snapshot_files.c, table_meta.c
- * (metadata JSON, the atomic publish), pspec.c (partition specs and
- * transforms), metrics.c (column metrics), data_out.c (one data file being
+ * (metadata JSON, the atomic publish), catalog*.c (a table in an Iceberg
+ * SQL catalog: the row's compare-and-swap, catalog.h), pspec.c (partition specs
+ * and transforms), metrics.c (column metrics), data_out.c (one data file being
  * written), the maintenance operations (maint.h) and the formats:
  * manifest.c, avro_writer.c / avro_reader.c,
  * parquet_writer.c / parquet_reader.c, thrift_compact.c /
@@ -55,6 +56,9 @@ typedef struct ice_settings {
     int codec;              /* the index of "compression" in its names */
     pq_codec compression;   /* of the Parquet pages */
     const char *partition;  /* the partition spec's text, "" none */
+    /* An Iceberg SQL catalog holding the table (catalog.h); "" uri: none,
+     * the table's versions are v<N>.metadata.json files. */
+    const char *catalog_uri, *catalog_name, *catalog_namespace, *catalog_table;
 } ice_settings;
 
 typedef struct ice_sink {
@@ -89,6 +93,12 @@ tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
  * ICE_PATH_MISSING (1, from ice_table_check_path / ice_table_init),
  * ICE_PATH_NO_TABLE (no metadata and create false), or -1 with why.
  * Always TM_INVALID. */
+/* With catalog_uri: makes T (after ice_table_init) a catalog table,
+ * opening the catalog (created when missing if create; else a catalog not
+ * there yet has no table). TM_OK, or TM_INVALID naming
+ * $.sink.settings.catalog_uri and why. */
+tm_status ice_settings_catalog(const tm_host_api *host, const ice_settings *set,
+                               ice_table *t, int create, tm_error *err);
 #define ICE_PATH_MISSING  1
 #define ICE_PATH_NO_TABLE 2
 tm_status ice_path_refused(const tm_host_api *host, const ice_settings *set,

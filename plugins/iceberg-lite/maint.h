@@ -128,7 +128,8 @@ typedef void (*ice_vacuum_fn)(void *ctx, const char *path);
  * lost commits left, and what expire and compact made unreachable. Not a
  * commit (nothing in the metadata changes): a file a commit in flight will
  * name is younger than the grace period. Deletes nothing when the version
- * it loaded is not the directory's highest; raises the version floor
+ * it loaded is not the directory's highest (a catalog table: when the
+ * catalog's row moved meanwhile; it has no floor); raises the version floor
  * (table_meta.h), durably, before it deletes any metadata version; lists
  * and deletes through the table's directories opened without following
  * symlinks; two vacuums exclude each other (a lock on metadata/). 0 or -1

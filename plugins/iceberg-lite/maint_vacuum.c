@@ -6,7 +6,11 @@
  * What is referenced is read from the newest version before the directory
  * listing and again after it, so a commit published meanwhile keeps its
  * files; a commit still in flight has only files younger than the grace
- * period (the default of an hour is far above any commit's duration). */
+ * period (the default of an hour is far above any commit's duration).
+ * A table in a catalog (catalog.h): the row names the current metadata
+ * file, which is kept with those its metadata log names; every other
+ * metadata file is an orphan like any other (no run of versions, no
+ * floor: a writer built on a deleted one loses its swap). */
 #define _XOPEN_SOURCE 700 /* struct stat's st_mtim */
 
 #include <dirent.h>
@@ -20,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "dead_letters.h"
 #include "fsio.h"
 #include "maint.h"
@@ -117,8 +122,15 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
         return -1;
     json_array_foreach(json_object_get(meta, "metadata-log"), i, s) oom |=
         add_uri(r, json_string_value(json_object_get(s, "metadata-file")));
-    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
-             (long long)t->version);
+    if (t->cat) {
+        /* A catalog table's current file, and the file saying that a
+         * catalog manages it. */
+        oom |= add_uri(r, t->meta_loc);
+        snprintf(path, sizeof path, "%s/%s", t->meta_dir, ICE_CATALOG_MARK);
+    } else {
+        snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
+                 (long long)t->version);
+    }
     oom |= add(r, path);
     snprintf(path, sizeof path, "%s/version-hint.text", t->meta_dir);
     oom |= add(r, path);
@@ -224,7 +236,24 @@ static int64_t oldest_kept_version(const ice_table *t, const refs *r) {
 /* The loaded version must be the directory's highest: a newer one would
  * name files the references miss (a writer published meanwhile, or the
  * run of versions is broken): then nothing is deleted. 0 or -1. */
-static int loaded_is_newest(const ice_table *t, char *why, size_t why_size) {
+static int loaded_is_newest(ice_table *t, char *why, size_t why_size) {
+    if (t->cat) {
+        /* The row is the newest: it must not have moved since the
+         * references were collected. */
+        char *seen = t->meta_loc ? strdup(t->meta_loc) : NULL;
+        int rc = seen ? ice_table_refresh(t, why, why_size) : -1;
+        if (!seen)
+            snprintf(why, why_size, "out of memory");
+        else if (rc == 0 && strcmp(seen, t->meta_loc) != 0) {
+            snprintf(why, why_size,
+                     "%s: the catalog's row moved on while vacuum looked: "
+                     "nothing vacuumed (run it again)",
+                     t->meta_dir);
+            rc = -1;
+        }
+        free(seen);
+        return rc == 0 ? 0 : -1;
+    }
     int64_t high = ice_table_newest_on_disk(t, why, why_size);
     if (high < 0)
         return -1;
@@ -320,7 +349,11 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
     for (size_t i = 0; rc == 0 && i < cand.n; i++) {
         if (bsearch(&cand.p[i], r.p, r.n, sizeof *r.p, cmp))
             continue;
-        int64_t v = ice_meta_version_of(strrchr(cand.p[i], '/') + 1);
+        /* A catalog table has no run of versions to keep unbroken and no
+         * floor: the row names the current file, and any other metadata
+         * file nothing kept references is an orphan like any other. */
+        int64_t v =
+            t->cat ? -1 : ice_meta_version_of(strrchr(cand.p[i], '/') + 1);
         if (v > 0 && v >= keep_from)
             break; /* later candidates are all newer versions */
         if (v > 0 && !floor_raised) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "ice_sink.h"
 
 /* Files below this would make a table of many tiny files; above, one batch
@@ -21,6 +22,9 @@
 #define MAX_KEEP_SNAPSHOTS     1000000
 /* The partition setting's longest text. */
 #define ICE_PARTITION_TEXT_MAX 4096
+
+/* A catalog URI's longest text (a file path, or a connection URI). */
+#define ICE_CATALOG_URI_MAX 4096
 
 /* The codecs "compression" takes, by the names pq_codec_parse() knows;
  * zstd first: the index of the default (PQ_CODEC_DEFAULT). */
@@ -51,8 +55,73 @@ const tm_setting ICE_SETTINGS[] = {
                     "true: other connectors write this table too (else a "
                     "table holding another connector's markers is "
                     "refused)"),
+    TM_SETTING_STRING("catalog_uri", ice_settings, catalog_uri, 0, "", 0,
+                      ICE_CATALOG_URI_MAX,
+                      "an Iceberg SQL catalog holding the table, "
+                      "\"sqlite:///FILE\" as pyiceberg's SqlCatalog takes it; "
+                      "\"\" none (versions are v<N>.metadata.json files)"),
+    TM_SETTING_STRING("catalog_name", ice_settings, catalog_name, 0, "", 0,
+                      ICE_CATALOG_NAME_MAX,
+                      "the catalog's name (its rows' catalog_name)"),
+    TM_SETTING_STRING("catalog_namespace", ice_settings, catalog_namespace, 0,
+                      "", 0, ICE_CATALOG_NAME_MAX,
+                      "the table's namespace in the catalog (levels joined "
+                      "by '.')"),
+    TM_SETTING_STRING("catalog_table", ice_settings, catalog_table, 0, "", 0,
+                      ICE_CATALOG_NAME_MAX, "the table's name in the catalog"),
     TM_SETTING_END,
 };
+
+/* The catalog settings across each other: all four or none, each as the
+ * catalog's columns hold it. */
+static tm_status check_catalog(const tm_host_api *h, const ice_settings *set,
+                               tm_error *err) {
+    const char *keys[] = {"catalog_name", "catalog_namespace", "catalog_table"};
+    const char *vals[] = {set->catalog_name, set->catalog_namespace,
+                          set->catalog_table};
+    for (size_t i = 0; i < 3; i++) {
+        if (!*set->catalog_uri && *vals[i]) {
+            h->set_error(err,
+                         "$.sink.settings.%s: given without "
+                         "$.sink.settings.catalog_uri (the catalog holding "
+                         "the table)",
+                         keys[i]);
+            return TM_INVALID;
+        }
+        if (*set->catalog_uri && !*vals[i]) {
+            h->set_error(err,
+                         "$.sink.settings.%s: required with "
+                         "$.sink.settings.catalog_uri",
+                         keys[i]);
+            return TM_INVALID;
+        }
+    }
+    if (!*set->catalog_uri)
+        return TM_OK;
+    char why[512];
+    const char *key;
+    ice_catalog_ref ref = {set->catalog_uri, set->catalog_name,
+                           set->catalog_namespace, set->catalog_table};
+    if (ice_catalog_check_ref(&ref, &key, why, sizeof why) != 0) {
+        h->set_error(err, "$.sink.settings.%s: %s", key, why);
+        return TM_INVALID;
+    }
+    return TM_OK;
+}
+
+tm_status ice_settings_catalog(const tm_host_api *h, const ice_settings *set,
+                               ice_table *t, int create, tm_error *err) {
+    char why[1024];
+    if (!*set->catalog_uri)
+        return TM_OK;
+    ice_catalog_ref ref = {set->catalog_uri, set->catalog_name,
+                           set->catalog_namespace, set->catalog_table};
+    if (ice_table_use_catalog(t, &ref, create, why, sizeof why) != 0) {
+        h->set_error(err, "$.sink.settings.catalog_uri: %s", why);
+        return TM_INVALID;
+    }
+    return TM_OK;
+}
 
 tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
                             ice_settings *out, tm_error *err) {
@@ -72,6 +141,8 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
                           "dedup (no TM_CAP_DEDUP); remove $.dedup");
         return TM_INVALID;
     }
+    if (check_catalog(h, out, err) != TM_OK)
+        return TM_INVALID;
     if (config->ncolumns == 0) {
         h->set_error(err, "the mapping has no columns");
         return TM_INVALID;
@@ -102,6 +173,12 @@ tm_status ice_path_refused(const tm_host_api *h, const ice_settings *set,
                      "setting \"path\": %s does not exist and \"create\" "
                      "is false",
                      set->path);
+    else if (rc == ICE_PATH_NO_TABLE && *set->catalog_uri)
+        h->set_error(err,
+                     "setting \"catalog_table\": catalog \"%s\" has no "
+                     "table %s.%s and \"create\" is false",
+                     set->catalog_name, set->catalog_namespace,
+                     set->catalog_table);
     else if (rc == ICE_PATH_NO_TABLE)
         h->set_error(err,
                      "setting \"path\": %s holds no Iceberg table and "
@@ -126,7 +203,12 @@ static tm_status validate_table(ice_sink *s, tm_error *err) {
                         sizeof why);
     if (rc != 0)
         return ice_path_refused(host, &s->set, rc, why, err);
-    tm_status r = TM_OK;
+    /* The catalog opened without create: one not there yet has no row. */
+    tm_status r = ice_settings_catalog(host, &s->set, &s->table, 0, err);
+    if (r != TM_OK) {
+        ice_table_free(&s->table);
+        return r;
+    }
     rc = ice_table_refresh(&s->table, why, sizeof why);
     if (rc < 0) {
         r = ice_path_refused(host, &s->set, rc, why, err);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "fsio.h"
 #include "table_meta.h"
 
@@ -51,6 +52,8 @@ void ice_table_free(ice_table *t) {
     free(t->data_dir);
     free(t->dl_dir);
     json_decref(t->meta);
+    ice_catalog_close(t->cat);
+    free(t->meta_loc);
     memset(t, 0, sizeof *t);
 }
 
@@ -478,8 +481,32 @@ int64_t ice_table_newest_on_disk(const ice_table *t, char *why,
     return scan_versions(t, why, why_size);
 }
 
+int ice_meta_read(const char *path, json_t **out, char *why, size_t why_size) {
+    uint8_t *data;
+    size_t len;
+    *out = NULL;
+    int rc = fs_read_all(path, &data, &len, why, why_size);
+    if (rc != 0)
+        return rc == 1 ? 1 : -1;
+    json_error_t jerr;
+    json_t *m = json_loadb((const char *)data, len, 0, &jerr);
+    free(data);
+    if (!m || !json_is_object(m)) {
+        json_decref(m);
+        snprintf(why, why_size, "%s: not valid table metadata: %s", path,
+                 jerr.text);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
 int ice_table_refresh(ice_table *t, char *why, size_t why_size) {
     char path[PATH_SIZE];
+    if (t->cat)
+        return ice_cat_refresh(t, why, why_size);
+    if (ice_table_not_cataloged(t, why, why_size) != 0)
+        return -1;
     for (int round = 0; round < ICE_RACE_MAX; round++) {
         int64_t v = find_newest(t, why, why_size);
         if (v < 0)
@@ -489,22 +516,12 @@ int ice_table_refresh(ice_table *t, char *why, size_t why_size) {
         if (v == t->version && t->meta)
             return 0;
         version_path(t, v, path, sizeof path);
-        uint8_t *data;
-        size_t len;
-        int rc = fs_read_all(path, &data, &len, why, why_size);
+        json_t *m;
+        int rc = ice_meta_read(path, &m, why, why_size);
         if (rc == 1)
             continue; /* vacuumed between the look and the load */
         if (rc != 0)
             return -1;
-        json_error_t jerr;
-        json_t *m = json_loadb((const char *)data, len, 0, &jerr);
-        free(data);
-        if (!m || !json_is_object(m)) {
-            json_decref(m);
-            snprintf(why, why_size, "%s: not valid table metadata: %s", path,
-                     jerr.text);
-            return -1;
-        }
         json_decref(t->meta);
         t->meta = m;
         t->version = v;
@@ -545,8 +562,12 @@ json_t *ice_meta_next(const ice_table *t) {
     int64_t prev = ice_json_int(m, "last-updated-ms", 0);
     int64_t now = ice_now_ms();
     char path[PATH_SIZE], uri[PATH_SIZE + 16];
-    version_path(t, t->version, path, sizeof path);
-    snprintf(uri, sizeof uri, "file://%s", path);
+    if (t->cat) {
+        snprintf(uri, sizeof uri, "%s", t->meta_loc ? t->meta_loc : "");
+    } else {
+        version_path(t, t->version, path, sizeof path);
+        snprintf(uri, sizeof uri, "file://%s", path);
+    }
     json_t *log = json_object_get(m, "metadata-log");
     if (!json_is_array(log)) {
         log = json_array();
@@ -628,8 +649,15 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
         snprintf(why, why_size, "no random bytes for a temp name");
         return -1;
     }
-    /* Not matching v<N>.metadata.json: readers never see it. */
-    snprintf(tmp, PATH_SIZE, "%s/tmp-%s.metadata.json.part", t->meta_dir, uuid);
+    /* Not matching v<N>.metadata.json: readers never see it. A catalog
+     * table's is the new version's own name: only the catalog row's swap
+     * publishes it. */
+    if (t->cat) {
+        ice_cat_new_path(t, uuid, tmp);
+    } else {
+        snprintf(tmp, PATH_SIZE, "%s/tmp-%s.metadata.json.part", t->meta_dir,
+                 uuid);
+    }
     /* Compact: indentation was a third of the bytes every commit writes. */
     char *text = json_dumps(next, JSON_COMPACT);
     if (!text) {
@@ -680,6 +708,8 @@ static int take_back(ice_table *t, const char *path, int64_t floor, char *why,
 int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
                   size_t why_size) {
     char path[PATH_SIZE];
+    if (t->cat)
+        return ice_cat_publish(t, next, tmp, why, why_size);
     if (t->version >= ICE_VERSION_MAX) {
         unlink(tmp);
         snprintf(why, why_size,
@@ -737,6 +767,8 @@ static int put_hint(ice_table *t, int64_t v, char *why, size_t why_size) {
 
 int ice_table_write_hint(ice_table *t, char *why, size_t why_size) {
     int64_t v = t->version;
+    if (t->cat)
+        return 0; /* readers find a catalog table's version in the row */
     /* Never backwards: a writer that published v<N+1> after ours may have
      * written its hint before we write ours. So ours is written only over
      * a lower (or a dangling) hint, and a version found after ours once

@@ -18,6 +18,8 @@
  * after losing the race for the next metadata version before giving up. */
 #define ICE_RACE_MAX 64
 
+struct ice_catalog; /* catalog.h */
+
 typedef struct ice_table {
     char *root;     /* absolute path of the table directory */
     char *location; /* "file://" + root */
@@ -32,6 +34,13 @@ typedef struct ice_table {
     int nbarrier;
     int64_t version; /* of meta; 0 when none is loaded */
     json_t *meta;    /* the current metadata */
+    /* A table registered in an Iceberg SQL catalog (catalog.h): its
+     * versions are the catalog row's metadata_location, published by the
+     * row's compare-and-swap, not v<N>.metadata.json links. NULL: a
+     * file-system table. */
+    struct ice_catalog *cat;
+    char *meta_loc; /* with cat: the location meta was loaded from */
+    int cat_marked; /* with cat: metadata/ says a catalog manages it */
 } ice_table;
 
 /* The longest table directory (its real path): every file the sink names
@@ -55,7 +64,9 @@ int ice_table_init(ice_table *t, const char *path, int create, int fsync,
                    char *why, size_t why_size);
 void ice_table_free(ice_table *t);
 
-/* Loads the newest metadata version: from the cached version, the hint or
+/* Loads the newest metadata version (a catalog table: the catalog row's,
+ * ice_cat_refresh; a file-system table refuses a directory a catalog
+ * manages, ice_table_not_cataloged): from the cached version, the hint or
  * the version floor, whichever is highest and still exists, probing
  * v<N+1>, v<N+2>...; when none exists any more (vacuum removed them), from
  * the directory's highest v<N> above the floor. Never a version at or
@@ -63,6 +74,10 @@ void ice_table_free(ice_table *t);
  * hint and two stats). 0 loaded; 1 no metadata at all (no table yet); -1
  * with why. */
 int ice_table_refresh(ice_table *t, char *why, size_t why_size);
+
+/* Reads the metadata file at PATH (a JSON object) into *out. 0; 1 the
+ * file does not exist; -1 with why. */
+int ice_meta_read(const char *path, json_t **out, char *why, size_t why_size);
 
 /* Metadata for a new table with the given schema fields (a JSON array of
  * Iceberg fields), last column id and partition spec fields (spec-id 0;
@@ -99,6 +114,8 @@ int64_t ice_mono_ms(void);
  * commit's other files: their durability is unknown). */
 int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
                    size_t why_size);
+/* (A catalog table's "temp" file is the new version's final name,
+ * ice_cat_new_path: the catalog row, not the name, publishes it.) */
 /* Step two: link the temp file to v<version+1>.metadata.json, remove the
  * temp name, fsync the directory. 0 published (t->meta takes a reference
  * to next, t->version moves on); 1 another writer created that version
@@ -108,7 +125,8 @@ int ice_meta_stage(ice_table *t, json_t *next, char *tmp, char *why,
  * -2 linked but the directory fsync failed, or the floor covered the
  * number once linked (vacuum freed it meanwhile: the link is undone, the
  * cache dropped): the outcome is unknown. The temp file is gone in every
- * case. */
+ * case. A catalog table (t->cat) publishes by the catalog row's
+ * compare-and-swap instead (ice_cat_publish), with the same results. */
 int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
                   size_t why_size);
 /* Replaces version-hint.text (temp + rename) with the loaded version,

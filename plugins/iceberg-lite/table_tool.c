@@ -13,7 +13,10 @@
  *   dead-letters TABLE                    the table's dead letters
  *   compact TABLE [--target-file-size N]  small files into larger ones
  *   expire TABLE --keep N                 drop all but the N newest snapshots
- *   vacuum TABLE [--grace-seconds N]      delete unreferenced old files */
+ *   vacuum TABLE [--grace-seconds N]      delete unreferenced old files
+ * A table in an Iceberg SQL catalog (catalog.h) is read and maintained
+ * through its catalog row: --catalog URI --catalog-name NAME
+ * --catalog-table NS.TABLE after TABLE. */
 #define _XOPEN_SOURCE 700 /* gmtime_r */
 
 #include <errno.h>
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
 #include "cli/cli_args.h"
 #include "dead_letters.h"
 #include "maint.h"
@@ -37,6 +41,7 @@
 typedef struct opts {
     const char *sub, *table;
     const char *snapshot, *keep, *grace, *target;
+    const char *catalog, *catalog_name, *catalog_table;
     int json;
 } opts;
 
@@ -52,6 +57,10 @@ static void usage(FILE *out) {
             "\n"
             "Reads and maintains an iceberg-lite table (TABLE is its "
             "directory).\n"
+            "A table in an Iceberg SQL catalog: add --catalog URI "
+            "--catalog-name NAME\n"
+            "--catalog-table NAMESPACE.TABLE (URI as in the sink's "
+            "catalog_uri).\n"
             "compact, expire and vacuum are safe while a connector "
             "writes to it.\n");
 }
@@ -89,7 +98,12 @@ static int parse(int argc, char **argv, opts *o) {
             (r = tm_cli_opt(CMD, "--grace-seconds", argc, argv, &i,
                             &o->grace)) ||
             (r = tm_cli_opt(CMD, "--target-file-size", argc, argv, &i,
-                            &o->target))) {
+                            &o->target)) ||
+            (r = tm_cli_opt(CMD, "--catalog", argc, argv, &i, &o->catalog)) ||
+            (r = tm_cli_opt(CMD, "--catalog-name", argc, argv, &i,
+                            &o->catalog_name)) ||
+            (r = tm_cli_opt(CMD, "--catalog-table", argc, argv, &i,
+                            &o->catalog_table))) {
             if (r < 0)
                 return 2;
         } else if (strcmp(argv[i], "--json") == 0) {
@@ -111,24 +125,65 @@ static int parse(int argc, char **argv, opts *o) {
                 o->sub);
         return 2;
     }
+    if ((o->catalog != NULL) != (o->catalog_name != NULL) ||
+        (o->catalog != NULL) != (o->catalog_table != NULL)) {
+        fprintf(stderr,
+                "tidemark table %s: --catalog, --catalog-name and "
+                "--catalog-table go together\n",
+                o->sub);
+        return 2;
+    }
     return -1; /* go on */
 }
 
+/* With --catalog: T's versions are the catalog row's. 0, or 1 with a
+ * message. */
+static int use_catalog(const opts *o, ice_table *t) {
+    char why[1024], ns[ICE_CATALOG_NAME_MAX + 1];
+    /* NAMESPACE.TABLE, split at the last dot as pyiceberg splits it. */
+    const char *dot = strrchr(o->catalog_table, '.');
+    if (!dot || dot == o->catalog_table ||
+        (size_t)(dot - o->catalog_table) > ICE_CATALOG_NAME_MAX) {
+        fprintf(stderr,
+                "tidemark table: --catalog-table '%s': expected "
+                "NAMESPACE.TABLE\n",
+                o->catalog_table);
+        return 1;
+    }
+    snprintf(ns, sizeof ns, "%.*s", (int)(dot - o->catalog_table),
+             o->catalog_table);
+    ice_catalog_ref ref = {o->catalog, o->catalog_name, ns, dot + 1};
+    if (ice_table_use_catalog(t, &ref, 0, why, sizeof why) != 0) {
+        fprintf(stderr, "tidemark table: --catalog: %s\n", why);
+        return 1;
+    }
+    return 0;
+}
+
 /* Opens and loads the table. 0, or 1 with a message. */
-static int open_table(const char *path, ice_table *t) {
+static int open_table(const opts *o, ice_table *t) {
     char why[1024];
+    const char *path = o->table;
     int rc = ice_table_init(t, path, 0, 1, why, sizeof why);
     if (rc == 1) {
         fprintf(stderr, "tidemark table: %s: no such directory\n", path);
         return 1;
     }
+    if (rc == 0 && o->catalog && use_catalog(o, t) != 0) {
+        ice_table_free(t);
+        return 1;
+    }
     if (rc == 0) {
         rc = ice_table_refresh(t, why, sizeof why);
         if (rc == 1) {
-            fprintf(stderr,
-                    "tidemark table: %s: not a table (no "
-                    "metadata/v<N>.metadata.json)\n",
-                    t->meta_dir);
+            if (t->cat)
+                fprintf(stderr, "tidemark table: %s: not in the catalog\n",
+                        ice_catalog_ident(t->cat));
+            else
+                fprintf(stderr,
+                        "tidemark table: %s: not a table (no "
+                        "metadata/v<N>.metadata.json)\n",
+                        t->meta_dir);
             ice_table_free(t);
             return 1;
         }
@@ -560,7 +615,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     ice_table t;
-    if (open_table(o.table, &t) != 0)
+    if (open_table(&o, &t) != 0)
         return 1;
     switch (k) {
     case 0: rc = do_scan(&t, &o); break;

@@ -8,7 +8,7 @@
  *
  *   iceberg_bench [--rows N] [--batch N] [--reps N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--plugin PATH]
- *                 [--compression zstd|snappy|none]
+ *                 [--compression zstd|snappy|none] [--catalog]
  *   iceberg_bench --ages N,N,... [--batch N] [--commits N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--compression C]
  * --ages measures commit latency by the table's age instead: for each N a
@@ -20,7 +20,10 @@
  * is left is the CPU and the page cache); --keep-snapshots is the sink's
  * keep_snapshots setting (its default when absent); --compression is the
  * sink's compression setting and the ceiling's codec (zstd, the sink's
- * default, when absent).
+ * default, when absent). --catalog adds a third arm, alternating with the
+ * two: the sink with its table in an Iceberg SQL catalog (a SQLite file
+ * beside it; the commit is the row's compare-and-swap), and prints the
+ * ratio catalog/file-system table.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 
@@ -108,12 +111,32 @@ static int sync_on = 1;
 static long keep_snapshots = -1; /* -1: the sink's default */
 static pq_codec codec = PQ_CODEC_DEFAULT;
 
+/* Removes the SQLite catalog of URI and its journal. */
+static void remove_catalog(const char *uri) {
+    char journal[1200];
+    const char *file = uri + strlen("sqlite:///");
+    snprintf(journal, sizeof journal, "%s-journal", file);
+    if ((unlink(file) != 0 && errno != ENOENT) ||
+        (unlink(journal) != 0 && errno != ENOENT))
+        die("catalog", strerror(errno));
+}
+
+/* CATALOG: the catalog's URI (its file removed first), or NULL. */
 static double run_sink(const tm_sink_api *api, data *d, const char *path,
-                       double *bytes) {
+                       const char *catalog, double *bytes) {
     char data_dir[1100];
     fresh_dir(path);
     json_t *obj = json_pack("{s:s, s:b, s:s}", "path", path, "fsync", sync_on,
                             "compression", pq_codec_name(codec));
+    if (catalog)
+        remove_catalog(catalog);
+    if (obj && catalog &&
+        (json_object_set_new(obj, "catalog_uri", json_string(catalog)) != 0 ||
+         json_object_set_new(obj, "catalog_name", json_string("bench")) != 0 ||
+         json_object_set_new(obj, "catalog_namespace", json_string("bench")) !=
+             0 ||
+         json_object_set_new(obj, "catalog_table", json_string("t")) != 0))
+        die("settings", "out of memory");
     if (obj && keep_snapshots >= 0 &&
         json_object_set_new(obj, "keep_snapshots",
                             json_integer(keep_snapshots)) != 0)
@@ -322,9 +345,15 @@ int main(int argc, char **argv) {
     size_t rows = 200000, batch = 1000, reps = 5, commits = 200;
     const char *ages = NULL;
     const char *dir = "/tmp", *plugin = TM_ICEBERG_PLUGIN;
+    int with_catalog = 0;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--no-fsync")) {
             sync_on = 0;
+            i--; /* no value */
+            continue;
+        }
+        if (!strcmp(argv[i], "--catalog")) {
+            with_catalog = 1;
             i--; /* no value */
             continue;
         }
@@ -356,7 +385,8 @@ int main(int argc, char **argv) {
         die("arguments",
             "--rows, --batch and --reps must be > 0 (reps <= 100)");
     tm_plugin loaded;
-    char errstr[1024], sink_dir[1024], bare_dir[1024];
+    char errstr[1024], sink_dir[1024], bare_dir[1024], cat_dir[1024],
+        cat_uri[1100];
     if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
         die("load", errstr);
     if (ages) {
@@ -367,18 +397,26 @@ int main(int argc, char **argv) {
     }
     snprintf(sink_dir, sizeof sink_dir, "%s/tm-bench-ice-sink", dir);
     snprintf(bare_dir, sizeof bare_dir, "%s/tm-bench-ice-ceiling", dir);
+    snprintf(cat_dir, sizeof cat_dir, "%s/tm-bench-ice-catalog", dir);
+    snprintf(cat_uri, sizeof cat_uri, "sqlite:///%s/tm-bench-ice-catalog.db",
+             dir);
     data d;
     bench_data_orders(&d, "iceberg_bench", rows, batch);
     printf("# iceberg_bench: %zu rows, %zu per batch (%zu commits), %zu reps, "
            "dir %s, %s, keep_snapshots %ld, compression %s\n",
            rows, batch, d.nbatches, reps, dir, sync_on ? "fsync" : "no fsync",
            keep_snapshots, pq_codec_name(codec));
-    double ts[100], tb[100], bs = 0, bb = 0;
+    double ts[100], tb[100], tc[100], bs = 0, bb = 0, bc = 0;
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
         tb[r] = run_ceiling(&d, bare_dir, &bb);
-        ts[r] = run_sink(loaded.api, &d, sink_dir, &bs);
-        printf("rep %zu: ceiling %.0f rows/s, sink %.0f rows/s\n", r + 1,
+        ts[r] = run_sink(loaded.api, &d, sink_dir, NULL, &bs);
+        printf("rep %zu: ceiling %.0f rows/s, sink %.0f rows/s", r + 1,
                (double)rows / tb[r], (double)rows / ts[r]);
+        if (with_catalog) {
+            tc[r] = run_sink(loaded.api, &d, cat_dir, cat_uri, &bc);
+            printf(", sink in a catalog %.0f rows/s", (double)rows / tc[r]);
+        }
+        printf("\n");
     }
     double ms = bench_median(ts, reps), mb = bench_median(tb, reps);
     printf("ceiling (encoder + fdatasync per batch): %.0f rows/s, %.1f MB/s "
@@ -390,6 +428,15 @@ int main(int argc, char **argv) {
     printf("data files: %.1f bytes/row (sink), %.1f bytes/row (ceiling)\n",
            bs / (double)rows, bb / (double)rows);
     printf("ratio sink/ceiling: %.3f\n", mb / ms);
+    if (with_catalog) {
+        double mc = bench_median(tc, reps);
+        printf("sink in a catalog (SQLite):              %.0f rows/s "
+               "(median of %zu)\n",
+               (double)rows / mc, reps);
+        printf("ratio catalog/file-system table: %.3f\n", ms / mc);
+        fresh_dir(cat_dir);
+        remove_catalog(cat_uri);
+    }
     fresh_dir(sink_dir);
     fresh_dir(bare_dir);
     bench_data_free(&d);

@@ -26,6 +26,8 @@ typedef struct crash_sink {
     char db[4096];    /* SQLite: the database file; iceberg-lite: the folder
                          of its table folders */
     char schema[128]; /* PostgreSQL: this run's schema */
+    int catalog;      /* iceberg-lite with its tables in an Iceberg SQL
+                         catalog (db/catalog.db): sink "iceberg_catalog" */
 } crash_sink;
 
 /* Picks the sink by name; fails on an unknown one. */

@@ -3,7 +3,11 @@ SQL the way sqlite3 and libpq answer it for the other sinks, from the tables
 themselves, read by readers that are not ours (pyiceberg for the rows, DuckDB
 for the SQL).
 
-usage: iceberg_observer.py LAKE_DIR   (one table directory per target table)
+usage: iceberg_observer.py LAKE_DIR [--catalog]
+  (one table directory per target table; --catalog: each table is the row
+  crash.<folder> of the Iceberg SQL catalog "crash" in LAKE_DIR/catalog.db:
+  its version read from the row with sqlite3, its rows scanned from the
+  table pyiceberg's SqlCatalog loads; FORGET is not supported)
 
 Requests on stdin, one a line; answers on stdout:
   SQL <query>            -> "ROW <int>|ROW NULL" per row (first column), then
@@ -31,6 +35,7 @@ The SQL sees, as the other sinks' tables:
 import json
 import os
 import re
+import sqlite3
 import sys
 import time
 
@@ -42,12 +47,50 @@ from pyiceberg.table import StaticTable
 
 PREFIX = "tidemark.marker."
 LAKE = sys.argv[1]
+CATALOG = len(sys.argv) > 2 and sys.argv[2] == "--catalog"
+_catalog = None
+
+
+def catalog_version(table_dir):
+    """The table's current metadata as its catalog row names it, read with
+    sqlite3 (quick: the loops that wait for progress ask it often)."""
+    db = os.path.join(LAKE, "catalog.db")
+    if not os.path.exists(db):
+        raise RuntimeError(f"{table_dir}: no catalog yet")
+    # Read-write: after a SIGKILL mid-swap the first reader rolls SQLite's
+    # hot journal back, which a read-only connection cannot do.
+    con = sqlite3.connect(db, timeout=30)
+    try:
+        row = con.execute(
+            "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = "
+            "'crash' AND table_namespace = 'crash' AND table_name = ?",
+            (os.path.basename(table_dir),)).fetchone()
+    except sqlite3.OperationalError as exc:  # the tables not made yet
+        raise RuntimeError(f"{table_dir}: {exc}")
+    finally:
+        con.close()
+    if row is None:
+        raise RuntimeError(f"{table_dir}: not in the catalog yet")
+    return row[0], row[0].removeprefix("file://")
+
+
+def catalog_table(name):
+    """The table as pyiceberg's SqlCatalog loads it by name."""
+    global _catalog
+    if _catalog is None:
+        from pyiceberg.catalog.sql import SqlCatalog
+        _catalog = SqlCatalog("crash", uri=f"sqlite:///{os.path.join(LAKE, 'catalog.db')}",
+                              init_catalog_tables="false")
+    return _catalog.load_table(("crash", name))
 
 
 def latest_version(table_dir):
     """The newest metadata version: the hint, then probing past it (the hint
     is only a hint: a host killed between the link and the hint update
-    leaves it stale)."""
+    leaves it stale). In a catalog: the row's metadata_location (as both
+    the version and the path)."""
+    if CATALOG:
+        return catalog_version(table_dir)
     meta = os.path.join(table_dir, "metadata")
     try:
         with open(os.path.join(meta, "version-hint.text")) as f:
@@ -174,7 +217,9 @@ def table_rows(name):
     hit = _rows_cache.get(name)
     if hit and hit[0] == v:
         return hit[1]
-    table = StaticTable.from_metadata(path)
+    table = catalog_table(name) if CATALOG else StaticTable.from_metadata(path)
+    if CATALOG:
+        v = table.metadata_location  # the version scanned (the row may move)
     scan = table.scan()
     parts = []
     for task in scan.plan_files():
@@ -244,6 +289,8 @@ def forget(connectors):
     """Publishes the next version of each table without these connectors'
     marker keys (summary and properties), as a commit does: a temp file,
     fsynced, linked to the next version name (never overwritten)."""
+    if CATALOG:
+        raise RuntimeError("FORGET: not supported for tables in a catalog")
     gone = 0
     for d, v, meta in tables_with_metadata():
         keys = set()

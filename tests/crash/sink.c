@@ -40,9 +40,11 @@ void cs_init(crash_sink *s, const char *name, const char *scenario) {
             if (*c == '-')
                 *c = '_';
         snprintf(pg_schema, sizeof pg_schema, "%s", s->schema);
-    } else if (strcmp(name, "iceberg_lite") == 0) {
+    } else if (strcmp(name, "iceberg_lite") == 0 ||
+               strcmp(name, "iceberg_catalog") == 0) {
         s->kind = CS_ICEBERG;
-        s->name = "iceberg_lite";
+        s->catalog = strcmp(name, "iceberg_catalog") == 0;
+        s->name = s->catalog ? "iceberg_catalog" : "iceberg_lite";
         snprintf(s->db, sizeof s->db, "%s/lake", h_workdir());
         /* The plugin makes a table's folder, not its parents. */
         H_CHECK(mkdir(s->db, 0700) == 0, "mkdir %s", s->db);
@@ -54,26 +56,37 @@ void cs_init(crash_sink *s, const char *name, const char *scenario) {
                              sizeof err) == 0,
                 "the iceberg observer: %s", err);
     } else
-        h_fail("unknown sink %s (sqlite, postgres or iceberg_lite)", name);
+        h_fail("unknown sink %s (sqlite, postgres, iceberg_lite or "
+               "iceberg_catalog)",
+               name);
     s->dedup = s->kind != CS_ICEBERG; /* iceberg-lite has no dedup */
 }
 
 const char *cs_sink_json(const crash_sink *s, const char *table) {
-    static char buf[4][8192];
+    static char buf[4][16384];
     static int next;
     char *b = buf[next++ % 4];
     if (s->kind == CS_SQLITE)
-        snprintf(b, 8192,
+        snprintf(b, sizeof buf[0],
                  "{\"plugin\": \"sqlite\", \"settings\": {\"path\": \"%s\", "
                  "\"table\": \"%s\"}}",
                  s->db, table);
+    else if (s->kind == CS_ICEBERG && s->catalog)
+        /* The catalog's table name is the folder's: the observer finds
+         * each table's row by it. */
+        snprintf(b, sizeof buf[0],
+                 "{\"plugin\": \"iceberg_lite\", \"settings\": {\"path\": "
+                 "\"%s/%s\", \"catalog_uri\": \"sqlite:///%s/catalog.db\", "
+                 "\"catalog_name\": \"crash\", \"catalog_namespace\": "
+                 "\"crash\", \"catalog_table\": \"%s\"}}",
+                 s->db, table, s->db, table);
     else if (s->kind == CS_ICEBERG)
-        snprintf(b, 8192,
+        snprintf(b, sizeof buf[0],
                  "{\"plugin\": \"iceberg_lite\", \"settings\": {\"path\": "
                  "\"%s/%s\"}}",
                  s->db, table);
     else
-        snprintf(b, 8192,
+        snprintf(b, sizeof buf[0],
                  "{\"plugin\": \"postgres\", \"settings\": {\"conninfo\": "
                  "\"${env:TIDEMARK_PG_CONNINFO}\", \"schema\": \"%s\", "
                  "\"table\": \"%s\", \"connect_timeout_s\": 2}}",
@@ -122,7 +135,8 @@ static void observer_start(const crash_sink *s) {
         close(in[1]);
         close(out[0]);
         close(out[1]);
-        execl(py, py, CRASH_ICEBERG_OBSERVER, s->db, (char *)NULL);
+        execl(py, py, CRASH_ICEBERG_OBSERVER, s->db,
+              s->catalog ? "--catalog" : (char *)NULL, (char *)NULL);
         perror("exec the iceberg observer");
         _exit(127);
     }

@@ -10,7 +10,8 @@
  * are written by hand): claim orders 0, 1; p0 [0,4) rows 0-2 and a dead
  * letter at 3; p1 [0,2) rows 0-1; p0 [4,6) rows 4-5.
  * With --compression CODEC: the sink's "compression" setting (else its
- * default); with --partition SPEC its "partition" setting. */
+ * default); with --partition SPEC its "partition" setting; with --catalog
+ * URI the table is in that Iceberg SQL catalog as lake: cli.small. */
 #include <stdio.h>
 #include <string.h>
 
@@ -52,7 +53,7 @@ static int write_small(void *sink, const tm_marker *m) {
 
 int main(int argc, char **argv) {
     int small = 0, usage = argc < 2;
-    const char *codec = NULL, *spec = NULL;
+    const char *codec = NULL, *spec = NULL, *catalog = NULL;
     for (int i = 2; i < argc && !usage; i++) {
         if (strcmp(argv[i], "--small") == 0)
             small = 1;
@@ -60,22 +61,30 @@ int main(int argc, char **argv) {
             codec = argv[++i];
         else if (strcmp(argv[i], "--partition") == 0 && i + 1 < argc)
             spec = argv[++i];
+        else if (strcmp(argv[i], "--catalog") == 0 && i + 1 < argc)
+            catalog = argv[++i];
         else
             usage = 1;
     }
     if (usage) {
         fprintf(stderr,
                 "usage: %s DIR [--small] [--compression CODEC] [--partition "
-                "SPEC] (the table goes to DIR/table)\n",
+                "SPEC] [--catalog URI] (the table goes to DIR/table)\n",
                 argv[0]);
         return 2;
     }
-    char settings[1024];
+    char settings[2048], cat[1536] = "";
+    if (catalog)
+        snprintf(cat, sizeof cat,
+                 ", \"catalog_uri\": \"%s\", \"catalog_name\": \"lake\", "
+                 "\"catalog_namespace\": \"cli\", \"catalog_table\": "
+                 "\"small\"",
+                 catalog);
     snprintf(settings, sizeof settings,
-             "{\"path\": \"$T\", \"target_file_size\": 65536%s%s%s%s%s%s}",
+             "{\"path\": \"$T\", \"target_file_size\": 65536%s%s%s%s%s%s%s}",
              codec ? ", \"compression\": \"" : "", codec ? codec : "",
              codec ? "\"" : "", spec ? ", \"partition\": \"" : "",
-             spec ? spec : "", spec ? "\"" : "");
+             spec ? spec : "", spec ? "\"" : "", cat);
     ice_fx fx;
     void *sink;
     tm_error err;

@@ -1,0 +1,233 @@
+/* The SQL catalog in PostgreSQL (see catalog.h), through libpq: the same
+ * tables and statements as the SQLite backend (catalog_backend.h), in the
+ * schema the connection's search_path names first (the URI may set it:
+ * "?options=-csearch_path%3Dlake"). The swap is one UPDATE in autocommit;
+ * its command tag's row count says who won. */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog_backend.h"
+
+/* SQLSTATEs: a row of that key exists; a table of that name exists (two
+ * writers creating the catalog at once). */
+#define UNIQUE_VIOLATION "23505"
+#define DUPLICATE_TABLE  "42P07"
+
+/* The parameters are sent as text (pg_type's oid of text): the server
+ * would otherwise deduce $1 as text in one place and varchar in another
+ * (the namespace's INSERT ... SELECT) and refuse the statement. */
+#define TEXT_OID 25
+
+static PGconn *conn_of(ice_catalog *c) {
+    return c->db;
+}
+
+/* Fills why with what failed and the server's (or libpq's) message, its
+ * last newline dropped; returns rc. */
+static int fail(ice_catalog *c, int rc, const char *what, const PGresult *res,
+                char *why, size_t why_size) {
+    const char *msg = res ? PQresultErrorMessage(res) : "";
+    if (!*msg)
+        msg = c->db ? PQerrorMessage(conn_of(c)) : "no connection";
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        n--;
+    snprintf(why, why_size, "%s: %s: %.*s", c->ident, what, (int)n, msg);
+    return rc;
+}
+
+static int is_state(const PGresult *res, const char *state) {
+    const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    return s && strcmp(s, state) == 0;
+}
+
+/* The connection, made again when it was lost. 0 or -1 with why. */
+static int connected(ice_catalog *c, char *why, size_t why_size) {
+    if (PQstatus(conn_of(c)) == CONNECTION_OK)
+        return 0;
+    PQreset(conn_of(c));
+    return PQstatus(conn_of(c)) == CONNECTION_OK
+               ? 0
+               : fail(c, -1, "connecting", NULL, why, why_size);
+}
+
+/* Runs SQL with $1 $2 $3 the row's key, $4 p4, $5 p5 (as many as NPARAMS
+ * says). The result (the caller clears it), NULL out of memory. */
+static PGresult *run(ice_catalog *c, const char *sql, int nparams,
+                     const char *p4, const char *p5) {
+    const char *vals[5] = {c->name, c->ns, c->table, p4, p5};
+    const Oid types[5] = {TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID};
+    return PQexecParams(conn_of(c), sql, nparams, types, vals, NULL, NULL, 0);
+}
+
+static int pg_load(ice_catalog *c, char **loc, char *why, size_t why_size) {
+    const char *what = "reading the table's row";
+    if (connected(c, why, why_size) != 0)
+        return -1;
+    PGresult *res = run(c, ICE_CAT_LOAD[c->has_type], 3, NULL, NULL);
+    int r;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        r = fail(c, -1, what, res, why, why_size);
+    else if (PQntuples(res) == 0)
+        r = 1;
+    else
+        r = ice_catalog_row(
+            c, PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0),
+            PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1), loc, why,
+            why_size);
+    PQclear(res);
+    return r;
+}
+
+/* A statement of a transaction that failed: -2 when the connection went
+ * (the outcome of what was sent is unknown), else -1 (the server refused
+ * it: nothing of the transaction stays). */
+static int failed_in(ice_catalog *c) {
+    return PQstatus(conn_of(c)) == CONNECTION_OK ? -1 : -2;
+}
+
+/* Registers the table: the namespace (when new) and the row in one
+ * transaction, which fails on the row's primary key when another writer
+ * registered it first. */
+static int pg_insert(ice_catalog *c, const char *loc, char *why,
+                     size_t why_size) {
+    PGresult *res = PQexec(conn_of(c), "BEGIN");
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok)
+        fail(c, 0, "registering the table", res, why, why_size);
+    PQclear(res);
+    if (!ok)
+        return -1;
+    int r = 0;
+    res = run(c, ICE_CAT_ADD_NAMESPACE, 2, NULL, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        r = fail(c, failed_in(c), "registering the namespace", res, why,
+                 why_size);
+    PQclear(res);
+    if (r == 0) {
+        res = run(c, ICE_CAT_INSERT[c->has_type], 4, loc, NULL);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK)
+            r = is_state(res, UNIQUE_VIOLATION)
+                    ? 1
+                    : fail(c, failed_in(c), "registering the table", res, why,
+                           why_size);
+        PQclear(res);
+    }
+    if (r != 0) {
+        PQclear(PQexec(conn_of(c), "ROLLBACK"));
+        return r;
+    }
+    res = PQexec(conn_of(c), "COMMIT");
+    /* A COMMIT the server answered with an error rolled back; one whose
+     * answer was lost may have committed. */
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        r = fail(c, failed_in(c), "committing the table's registration", res,
+                 why, why_size);
+    PQclear(res);
+    return r;
+}
+
+static int pg_swap(ice_catalog *c, const char *old, const char *new_loc,
+                   char *why, size_t why_size) {
+    if (connected(c, why, why_size) != 0)
+        return -1; /* nothing was sent */
+    if (!old)
+        return pg_insert(c, new_loc, why, why_size);
+    PGresult *res = run(c, ICE_CAT_SWAP, 5, new_loc, old);
+    int r;
+    if (PQresultStatus(res) == PGRES_COMMAND_OK)
+        r = strcmp(PQcmdTuples(res), "1") == 0 ? 0 : 1;
+    else
+        r = fail(c, failed_in(c), "the commit's compare-and-swap", res, why,
+                 why_size);
+    PQclear(res);
+    return r;
+}
+
+static void pg_close(ice_catalog *c) {
+    PQfinish(conn_of(c));
+    c->db = NULL;
+}
+
+/* The server's notices ("relation ... already exists, skipping") are not
+ * the host's to print. */
+static void quiet(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
+}
+
+static const ice_catalog_ops PG_OPS = {
+    .load = pg_load, .swap = pg_swap, .close = pg_close};
+
+/* One query's first cell is "t". 1, 0, or -1 with why. */
+static int query_true(ice_catalog *c, const char *sql, const char *what,
+                      char *why, size_t why_size) {
+    PGresult *res = PQexec(conn_of(c), sql);
+    int r = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
+                ? strcmp(PQgetvalue(res, 0, 0), "t") == 0
+                : fail(c, -1, what, res, why, why_size);
+    PQclear(res);
+    return r;
+}
+
+/* Creates the tables when missing. Two writers creating them at once:
+ * the loser's CREATE fails on the catalog's own unique index; it looks
+ * again. 0 or -1 with why. */
+static int create_tables(ice_catalog *c, char *why, size_t why_size) {
+    for (int attempt = 0;; attempt++) {
+        PGresult *res = PQexec(conn_of(c), ICE_CAT_CREATE_TABLES);
+        int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        int race =
+            is_state(res, UNIQUE_VIOLATION) || is_state(res, DUPLICATE_TABLE);
+        if (!ok && (!race || attempt > 0))
+            fail(c, 0, "creating the catalog's tables", res, why, why_size);
+        PQclear(res);
+        if (ok)
+            return 0;
+        if (!race || attempt > 0)
+            return -1;
+    }
+}
+
+int ice_catalog_pg_open(ice_catalog *c, const char *conninfo, int create,
+                        int fsync, char *why, size_t why_size) {
+    c->ops = &PG_OPS;
+    c->db = PQconnectdb(conninfo);
+    if (!c->db) {
+        snprintf(why, why_size, "%s: out of memory (connection)", c->ident);
+        return -1;
+    }
+    if (PQstatus(conn_of(c)) != CONNECTION_OK)
+        return fail(c, -1, "connecting", NULL, why, why_size);
+    PQsetNoticeProcessor(conn_of(c), quiet, NULL);
+    /* A swap is durable when it returns, whatever the server's default. */
+    PGresult *res =
+        PQexec(conn_of(c), fsync ? "SET synchronous_commit TO on" : "SELECT 1");
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
+             PQresultStatus(res) == PGRES_TUPLES_OK;
+    if (!ok)
+        fail(c, 0, "setting synchronous_commit", res, why, why_size);
+    PQclear(res);
+    if (!ok || (create && create_tables(c, why, why_size) != 0))
+        return -1;
+    int has = query_true(c, "SELECT to_regclass('iceberg_tables') IS NOT NULL",
+                         "reading the schema", why, why_size);
+    if (has < 0)
+        return -1;
+    if (has == 0) {
+        c->empty = 1; /* no catalog tables yet (and !create) */
+        return 0;
+    }
+    /* A catalog made by an older JdbcCatalog has no iceberg_type. */
+    has = query_true(c,
+                     "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE "
+                     "attrelid = to_regclass('iceberg_tables') AND attname = "
+                     "'iceberg_type' AND NOT attisdropped)",
+                     "reading the schema", why, why_size);
+    if (has < 0)
+        return -1;
+    c->has_type = has;
+    return 0;
+}
