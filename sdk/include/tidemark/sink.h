@@ -246,10 +246,13 @@ typedef struct tm_record {
      * null). Only a change-data-capture mapping ($.mapping.format
      * "debezium" or "connect", TM_CONFIG_CDC) makes deletes, and only
      * for a sink with TM_CAP_UPSERT | TM_CAP_DELETE. The sink applies a
-     * batch's records as if one by one in offset order (the last event
-     * of a key wins; a refused one is a dead letter without effect); the
-     * host sends every event, so a key may come several times in a batch
-     * (the kit's case "cdc"). Read it through TM_RECORD_OP. */
+     * batch's records in offset order: each key's row ends as its last
+     * event leaves it, a refused event is a dead letter without effect
+     * (a set-based sink may collapse a key to its last event, judging
+     * events one at a time only when the table refuses the write:
+     * docs/writing-a-sink.md); the host sends every event, so a key may
+     * come several times in a batch (the kit's case "cdc"). Read it
+     * through TM_RECORD_OP. */
     uint32_t op;
 } tm_record;
 
