@@ -61,7 +61,10 @@ run default info 'librdkafka FAIL'
 check default localhost 'the host name from ${env:TM_HS_BROKER}' \
     'librdkafka FAIL: \[thrd:\*\*\*:1/bootstrap\]'
 
-run debug debug 'client\.id = '
+# Waits for the broker thread's lines (':1/bootstrap', redacted or not),
+# which come after the configuration dump: stopping at the dump's
+# 'client.id = ' could stop the host before the broker thread logged.
+run debug debug ':1/bootstrap'
 check debug hs-client-7f3a 'the client.id from ${file:}' \
     'client\.id = \*\*\*"'
 check debug localhost 'the host name from ${env:TM_HS_BROKER}' \
