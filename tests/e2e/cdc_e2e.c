@@ -575,33 +575,19 @@ static void scenario_postgres_refused_in_batch(void) {
     run_refused_in_batch(1);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"sqlite", scenario_sqlite},
+    {"postgres", scenario_postgres},
+    {"sqlite_sigkill", scenario_sqlite_sigkill},
+    {"postgres_sigkill", scenario_postgres_sigkill},
+    {"sqlite_flattened", scenario_sqlite_flattened},
+    {"sqlite_refused_in_batch", scenario_sqlite_refused_in_batch},
+    {"sqlite_delete_by_date_key", scenario_sqlite_delete_by_date_key},
+    {"sqlite_delete_refused", scenario_sqlite_delete_refused},
+    {"postgres_refused_in_batch", scenario_postgres_refused_in_batch},
+    {"postgres_delete_refused", scenario_postgres_delete_refused},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: cdc_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"sqlite", scenario_sqlite},
-        {"postgres", scenario_postgres},
-        {"sqlite_sigkill", scenario_sqlite_sigkill},
-        {"postgres_sigkill", scenario_postgres_sigkill},
-        {"sqlite_flattened", scenario_sqlite_flattened},
-        {"sqlite_refused_in_batch", scenario_sqlite_refused_in_batch},
-        {"sqlite_delete_by_date_key", scenario_sqlite_delete_by_date_key},
-        {"sqlite_delete_refused", scenario_sqlite_delete_refused},
-        {"postgres_refused_in_batch", scenario_postgres_refused_in_batch},
-        {"postgres_delete_refused", scenario_postgres_delete_refused},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "cdc_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "cdc_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

@@ -472,28 +472,15 @@ static void scenario_postgres_vs_sqlite(void) {
     differential(seed + 1, 300);
 }
 
+static const h_scenario SCENARIOS[] = {
+    {"postgres_unique_across_keys", scenario_postgres_unique_across_keys},
+    {"postgres_swap_in_batch", scenario_postgres_swap_in_batch},
+    {"postgres_collation", scenario_postgres_collation},
+    {"postgres_hot_key", scenario_postgres_hot_key},
+    {"postgres_vs_sqlite", scenario_postgres_vs_sqlite},
+};
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: cdc_order_e2e TIDEMARK PLUGIN_DIR SCENARIO\n");
-        return 2;
-    }
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } scenarios[] = {
-        {"postgres_unique_across_keys", scenario_postgres_unique_across_keys},
-        {"postgres_swap_in_batch", scenario_postgres_swap_in_batch},
-        {"postgres_collation", scenario_postgres_collation},
-        {"postgres_hot_key", scenario_postgres_hot_key},
-        {"postgres_vs_sqlite", scenario_postgres_vs_sqlite},
-    };
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
-        if (strcmp(scenarios[i].name, argv[3]) == 0) {
-            h_init(argv[1], argv[2], argv[3]);
-            scenarios[i].fn();
-            h_step("PASS");
-            return 0;
-        }
-    fprintf(stderr, "cdc_order_e2e: unknown scenario %s\n", argv[3]);
-    return 2;
+    return h_main(argc, argv, "cdc_order_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
 }
