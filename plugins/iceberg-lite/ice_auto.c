@@ -98,9 +98,12 @@ static int vacuum_hold(void *ctx, const char *path) {
     int64_t now = ice_mono_ms();
     ice_unref *u = unref_find(a, path);
     if (u) {
-        u->seen = 1;
-        return now - u->first_ms < s->set.maint_grace_s * 1000;
+        /* Deleted now: not seen, so that the prune forgets it. */
+        u->seen = now - u->first_ms < s->set.maint_grace_s * 1000;
+        return u->seen;
     }
+    if (s->set.maint_grace_s == 0)
+        return 0;
     if (a->nunref == a->capunref) {
         size_t cap = a->capunref ? 2 * a->capunref : 64;
         ice_unref *g = realloc(a->unref, cap * sizeof *g);
@@ -113,7 +116,7 @@ static int vacuum_hold(void *ctx, const char *path) {
     if (!p)
         return 1;
     a->unref[a->nunref++] = (ice_unref){.path = p, .first_ms = now, .seen = 1};
-    return s->set.maint_grace_s > 0;
+    return 1;
 }
 
 /* Forgets the files the last vacuum did not find (deleted, or named by a

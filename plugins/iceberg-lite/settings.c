@@ -84,8 +84,9 @@ const tm_setting ICE_SETTINGS[] = {
                    "after it was written (another writer's commit in "
                    "flight)"),
     TM_SETTING_INT("maintenance_vacuum_interval_seconds", ice_settings,
-                   maint_vacuum_every_s, 0, 300, 1, 86400,
-                   "seconds between two vacuums of the connector"),
+                   maint_vacuum_every_s, 0, 300, 0, 86400,
+                   "seconds between two vacuums of the connector (0: after "
+                   "every batch that did not compact)"),
     TM_SETTING_END,
 };
 
