@@ -82,11 +82,26 @@ static int fence(void *ctx, ice_table *t, char *why, size_t why_size) {
     return -1;
 }
 
-static ice_unref *unref_find(ice_auto *a, const char *path) {
-    for (size_t i = 0; i < a->nunref; i++)
-        if (strcmp(a->unref[i].path, path) == 0)
-            return &a->unref[i];
-    return NULL;
+/* The index of PATH in the list (kept sorted by path), or where it goes:
+ * *found set when it is there. A vacuum looks up every candidate, and the
+ * list holds every file unreferenced within the grace period (thousands
+ * under a steady load): a binary search. */
+static size_t unref_find(const ice_auto *a, const char *path, int *found) {
+    size_t lo = 0, hi = a->nunref;
+    *found = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(a->unref[mid].path, path);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* 1 keeps PATH this time: not found unreferenced before, or less than the
@@ -96,8 +111,10 @@ static int vacuum_hold(void *ctx, const char *path) {
     ice_sink *s = ctx;
     ice_auto *a = &s->maint;
     int64_t now = ice_mono_ms();
-    ice_unref *u = unref_find(a, path);
-    if (u) {
+    int found;
+    size_t at = unref_find(a, path, &found);
+    if (found) {
+        ice_unref *u = &a->unref[at];
         /* Deleted now: not seen, so that the prune forgets it. */
         u->seen = now - u->first_ms < s->set.maint_grace_s * 1000;
         return u->seen;
@@ -115,7 +132,10 @@ static int vacuum_hold(void *ctx, const char *path) {
     char *p = strdup(path);
     if (!p)
         return 1;
-    a->unref[a->nunref++] = (ice_unref){.path = p, .first_ms = now, .seen = 1};
+    memmove(&a->unref[at + 1], &a->unref[at],
+            (a->nunref - at) * sizeof *a->unref);
+    a->unref[at] = (ice_unref){.path = p, .first_ms = now, .seen = 1};
+    a->nunref++;
     return 1;
 }
 
@@ -173,7 +193,8 @@ static int compact_step(ice_sink *s, const tm_batch *b) {
     ice_compact_opts o = {.target = s->set.target_file_size,
                           .small_below = s->set.target_file_size / 2,
                           .max_bytes = s->set.target_file_size,
-                          .min_files = (size_t)s->set.maint_min_files};
+                          .min_files = (size_t)s->set.maint_min_files,
+                          .codec = s->set.compression};
     ice_compact_result res;
     char why[1024];
     int64_t t0 = ice_mono_ms();

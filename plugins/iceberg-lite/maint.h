@@ -96,7 +96,7 @@ typedef struct ice_compact_result {
 int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
                 char *why, size_t why_size);
 /* What a compaction takes (ice_compact: target_size for the first two,
- * no cap, at least two files). */
+ * no cap, at least two files, zstd). */
 typedef struct ice_compact_opts {
     int64_t target;      /* bytes of a new file */
     int64_t small_below; /* a file smaller than this is rewritten */
@@ -104,6 +104,7 @@ typedef struct ice_compact_opts {
      * bound on one run's work. */
     int64_t max_bytes;
     size_t min_files; /* fewer files to rewrite than this: nothing to do */
+    pq_codec codec;   /* of the new files' pages */
 } ice_compact_opts;
 int ice_compact_with(ice_table *t, const ice_compact_opts *o,
                      ice_compact_result *res, char *why, size_t why_size);

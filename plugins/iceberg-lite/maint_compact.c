@@ -71,7 +71,7 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
     /* A new file carries the partition tuple of the files it replaces:
      * every file of a group has the same one. */
     if (!c->open) {
-        if (ice_out_open(&c->out, c->cols, c->ncols, PQ_CODEC_DEFAULT,
+        if (ice_out_open(&c->out, c->cols, c->ncols, c->o->codec,
                          c->group->part, c->group->part_len) != 0) {
             snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
             return -1;
@@ -275,7 +275,8 @@ int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
     ice_compact_opts o = {.target = target_size,
                           .small_below = target_size,
                           .max_bytes = INT64_MAX,
-                          .min_files = 2};
+                          .min_files = 2,
+                          .codec = PQ_CODEC_DEFAULT};
     return ice_compact_with(t, &o, res, why, why_size);
 }
 
