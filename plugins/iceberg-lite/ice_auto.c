@@ -189,11 +189,13 @@ static int compact_step(ice_sink *s, const tm_batch *b) {
         return 0; /* too few new files to make enough small ones */
     /* Small: below half the target, so that two of them fit one new file
      * and a file compacted to at least half the target is never rewritten
-     * again; at most one target's worth of bytes per batch. */
+     * again; at most one target's worth of bytes per batch; a grown file
+     * only with as much new data (similar_sizes). */
     ice_compact_opts o = {.target = s->set.target_file_size,
                           .small_below = s->set.target_file_size / 2,
                           .max_bytes = s->set.target_file_size,
                           .min_files = (size_t)s->set.maint_min_files,
+                          .similar_sizes = 1,
                           .codec = s->set.compression};
     ice_compact_result res;
     char why[1024];

@@ -103,8 +103,14 @@ typedef struct ice_compact_opts {
     /* At most this many bytes of files rewritten, the smallest first: the
      * bound on one run's work. */
     int64_t max_bytes;
-    size_t min_files; /* fewer files to rewrite than this: nothing to do */
-    pq_codec codec;   /* of the new files' pages */
+    size_t min_files; /* fewer small files than this: nothing to do */
+    /* 1: a file joins the ones taken (smallest first) only while it is no
+     * larger than all of them together, so a file that grew by earlier
+     * compactions is rewritten only once as much new data came (each row
+     * rewritten about log2(target / new file size) times, as in a binary
+     * counter, not once per compaction). */
+    int similar_sizes;
+    pq_codec codec; /* of the new files' pages */
 } ice_compact_opts;
 int ice_compact_with(ice_table *t, const ice_compact_opts *o,
                      ice_compact_result *res, char *why, size_t why_size);

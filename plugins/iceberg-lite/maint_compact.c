@@ -205,8 +205,10 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
     return rc;
 }
 
-/* The files that fit the cap: the small ones, smallest first, while
- * their sizes sum to at most max_bytes (take[i] set for each). */
+/* The files to rewrite: the small ones, smallest first, while their
+ * sizes sum to at most max_bytes (and, with similar_sizes, while the next
+ * is no larger than those taken together); take[i] set for each. Fewer
+ * than min_files small files: none. */
 static int fit_cap(const ice_compact_opts *o, const ice_datafile *live,
                    size_t nlive, unsigned char *take) {
     size_t *order = calloc(nlive + 1, sizeof *order), n = 0;
@@ -225,9 +227,10 @@ static int fit_cap(const ice_compact_opts *o, const ice_datafile *live,
             order[j - 1] = x;
         }
     int64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; n >= o->min_files && i < n; i++) {
         int64_t size = live[order[i]].size;
-        if (size < 0 || size > o->max_bytes - sum)
+        if (size < 0 || size > o->max_bytes - sum ||
+            (o->similar_sizes && i >= 2 && size > sum))
             break; /* the rest are larger still */
         sum += size;
         take[order[i]] = 1;
@@ -298,8 +301,8 @@ int ice_compact_with(ice_table *t, const ice_compact_opts *o,
         return -1;
     }
     rc = plan(&c, why, why_size);
-    if (rc == 0 && (c.nreplaced < 2 || c.nreplaced < o->min_files))
-        rc = 1; /* nothing to merge */
+    if (rc == 0 && c.nreplaced < 2)
+        rc = 1; /* nothing to merge (or fewer small files than min_files) */
     if (rc == 0) {
         c.snapshot_id = ice_new_snapshot_id(t->meta);
         c.schema_json = ice_schema_text(t->meta);
