@@ -822,6 +822,25 @@ START_TEST(auto_maintenance_fenced_publishes_nothing) {
 }
 END_TEST
 
+/* Maintenance with every snapshot kept could never vacuum: refused, with
+ * the setting's path, by open and validate alike. */
+START_TEST(auto_maintenance_needs_expiry) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(
+        ice_fx_init(&fx, "\"maintenance\": true, \"keep_snapshots\": 0"), 0);
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.keep_snapshots: 0"),
+                  "%s", err.message);
+    err.message[0] = '\0';
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.keep_snapshots: 0"),
+                  "%s", err.message);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_maint");
     TCase *tc = tcase_create("maint");
@@ -838,6 +857,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, compact_and_connector_lose_nothing);
     tcase_add_test(tc, auto_maintenance_bounds_files);
     tcase_add_test(tc, auto_maintenance_fenced_publishes_nothing);
+    tcase_add_test(tc, auto_maintenance_needs_expiry);
     suite_add_tcase(s, tc);
     return s;
 }
