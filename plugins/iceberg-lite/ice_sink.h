@@ -7,6 +7,7 @@
  *   partition.c       the "partition" setting as the table's spec
  *   markers.c         claim and read_markers
  *   commit.c          one batch, one new table version
+ *   ice_auto.c        background maintenance after a batch ("maintenance")
  *   datafile.c        a batch's rows as Parquet data files
  *   scan.c            read-back of rows and dead letters
  * on top of the table library (iceberg_lite_table, which the CLI links
