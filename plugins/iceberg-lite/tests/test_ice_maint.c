@@ -822,6 +822,30 @@ START_TEST(auto_maintenance_fenced_publishes_nothing) {
 }
 END_TEST
 
+/* With a grace period, vacuum holds what it found unreferenced (a reader
+ * of an older version may still read it): the same 16 batches, a vacuum
+ * after each that did not compact, an hour's grace: every file the
+ * compactions replaced is still in data/, with the files they wrote. */
+START_TEST(auto_maintenance_grace_holds_files) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(
+        ice_fx_init(&fx, "\"maintenance\": true, \"maintenance_min_files\": 4, "
+                         "\"maintenance_grace_seconds\": 3600, "
+                         "\"keep_snapshots\": 3, "
+                         "\"maintenance_vacuum_interval_seconds\": 0"),
+        0);
+    tm_marker m[2];
+    void *sink = fill(8, m);
+    ice_api->close(sink);
+    size_t live = live_files(), dir = count_files("data/*.parquet");
+    ck_assert_msg(live <= 4, "%zu live files", live);
+    /* The 16 batch files, none deleted, and at least one compaction's. */
+    ck_assert_msg(dir > 16, "%zu files in data/: vacuum deleted some", dir);
+    int64_t end[2] = {40, 40};
+    assert_rows_once(end);
+}
+END_TEST
+
 /* Maintenance with every snapshot kept could never vacuum: refused, with
  * the setting's path, by open and validate alike. */
 START_TEST(auto_maintenance_needs_expiry) {
@@ -858,6 +882,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, auto_maintenance_bounds_files);
     tcase_add_test(tc, auto_maintenance_fenced_publishes_nothing);
     tcase_add_test(tc, auto_maintenance_needs_expiry);
+    tcase_add_test(tc, auto_maintenance_grace_holds_files);
     suite_add_tcase(s, tc);
     return s;
 }
