@@ -10,7 +10,8 @@
  * without the batch or with all of it. With keep_snapshots (default 100)
  * the next metadata also drops the snapshots past that count
  * (ice_expire_meta), so the metadata file every commit rewrites stays
- * bounded. */
+ * bounded. With "maintenance", a published batch is followed by at most
+ * one maintenance step (ice_auto.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,10 +329,15 @@ tm_status ice_commit(void *sink, const tm_batch *b, tm_error *err) {
     }
     if (x.written == 1)
         ice_written_discard(&x.w); /* never published */
+    size_t added = x.w.nfiles;
     ice_written_free(&x.w);
     ice_own_free(&x.own);
     free(x.stored);
-    if (r == TM_OK)
+    if (r == TM_OK) {
         s->host->fault(TM_FAULT_AFTER_COMMIT);
+        /* The batch is published: background maintenance may take a
+         * step now (its own commits; never this batch's outcome). */
+        ice_auto_run(s, b, added);
+    }
     return r;
 }

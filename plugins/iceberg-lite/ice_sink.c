@@ -65,6 +65,7 @@ static void ice_close(void *sink) {
     if (!s)
         return;
     ice_table_free(&s->table);
+    ice_auto_free(s);
     ice_partition_free(s);
     ice_schema_free(s);
     free(s);
@@ -90,6 +91,8 @@ static tm_status ice_open(const tm_host_api *host, const tm_sink_config *config,
         r = ice_partition_build(s, err);
     if (r == TM_OK)
         r = open_table(s, err);
+    if (r == TM_OK)
+        ice_auto_init(s);
     if (r != TM_OK) {
         ice_close(s);
         return r;

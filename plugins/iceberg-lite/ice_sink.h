@@ -7,6 +7,7 @@
  *   partition.c       the "partition" setting as the table's spec
  *   markers.c         claim and read_markers
  *   commit.c          one batch, one new table version
+ *   ice_auto.c        background maintenance after a batch ("maintenance")
  *   datafile.c        a batch's rows as Parquet data files
  *   scan.c            read-back of rows and dead letters
  * on top of the table library (iceberg_lite_table, which the CLI links
@@ -59,7 +60,23 @@ typedef struct ice_settings {
     /* An Iceberg SQL catalog holding the table (catalog.h); "" uri: none,
      * the table's versions are v<N>.metadata.json files. */
     const char *catalog_uri, *catalog_name, *catalog_namespace, *catalog_table;
+    /* Background maintenance (ice_auto.c): off unless "maintenance". */
+    int maintenance;
+    int64_t maint_min_files; /* small files that start a compaction */
+    int64_t maint_grace_s;   /* before vacuum deletes an unreferenced file */
+    int64_t maint_vacuum_every_s; /* between two vacuums */
 } ice_settings;
+
+/* The background maintenance's state between commits (ice_auto.c). */
+typedef struct ice_unref ice_unref; /* files vacuum saw unreferenced */
+typedef struct ice_auto {
+    ice_owner_hooks hooks;  /* s->table.hooks when maintenance is on */
+    const tm_batch *last;   /* the batch just committed, for the fence */
+    int64_t files_since;    /* data files committed since the last plan */
+    int64_t last_vacuum_ms; /* monotonic, 0 never */
+    ice_unref *unref;       /* first seen unreferenced, by path */
+    size_t nunref, capunref;
+} ice_auto;
 
 typedef struct ice_sink {
     const tm_host_api *host;
@@ -79,6 +96,7 @@ typedef struct ice_sink {
     json_t *spec_fields; /* the partition spec from the settings (JSON) */
     ice_pspec spec;      /* ... parsed against the schema */
     atomic_int interrupted;
+    ice_auto maint;
 } ice_sink;
 
 /* settings.c */
@@ -175,6 +193,17 @@ void ice_written_free(ice_written *w);
 
 /* commit.c */
 tm_status ice_commit(void *sink, const tm_batch *batch, tm_error *err);
+
+/* ice_auto.c: the background maintenance (docs/iceberg-lite.md,
+ * "Background maintenance"). */
+/* Sets up the table's hooks when "maintenance" is on. */
+void ice_auto_init(ice_sink *s);
+/* After batch B was committed (TM_OK), in the sink's thread: at most one
+ * maintenance step (a compaction, or a vacuum), each its own commit under
+ * this connector's fence. Never fails the batch: a step that fails is
+ * logged and tried again after a later batch. */
+void ice_auto_run(ice_sink *s, const tm_batch *b, size_t files_added);
+void ice_auto_free(ice_sink *s);
 
 /* scan.c */
 tm_status ice_scan(void *sink, const char *topic, int32_t partition,

@@ -95,6 +95,25 @@ typedef struct ice_compact_result {
  * 0 done; 1 nothing to compact; -1 / -2 as ice_maint_commit. */
 int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
                 char *why, size_t why_size);
+/* What a compaction takes (ice_compact: target_size for the first two,
+ * no cap, at least two files, zstd). */
+typedef struct ice_compact_opts {
+    int64_t target;      /* bytes of a new file */
+    int64_t small_below; /* a file smaller than this is rewritten */
+    /* At most this many bytes of files rewritten, the smallest first: the
+     * bound on one run's work. */
+    int64_t max_bytes;
+    size_t min_files; /* fewer small files than this: nothing to do */
+    /* 1: a file joins the ones taken (smallest first) only while it is no
+     * larger than all of them together, so a file that grew by earlier
+     * compactions is rewritten only once as much new data came (each row
+     * rewritten about log2(target / new file size) times, as in a binary
+     * counter, not once per compaction). */
+    int similar_sizes;
+    pq_codec codec; /* of the new files' pages */
+} ice_compact_opts;
+int ice_compact_with(ice_table *t, const ice_compact_opts *o,
+                     ice_compact_result *res, char *why, size_t why_size);
 
 /* ---- maint_expire.c ---- */
 /* Keeps the current snapshot and its keep-1 newest ancestors and drops the
@@ -132,8 +151,10 @@ typedef void (*ice_vacuum_fn)(void *ctx, const char *path);
  * catalog's row moved meanwhile; it has no floor); raises the version floor
  * (table_meta.h), durably, before it deletes any metadata version; lists
  * and deletes through the table's directories opened without following
- * symlinks; two vacuums exclude each other (a lock on metadata/). 0 or -1
- * with why. */
+ * symlinks; two vacuums exclude each other (a lock on metadata/). With
+ * the owner's hooks (table_meta.h): nothing deleted when its fence
+ * refuses; a candidate its vacuum_hold holds stays; with vacuum_nowait, 1
+ * (nothing done) when another vacuum holds the lock. 0 or -1 with why. */
 int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
                size_t *removed, char *why, size_t why_size);
 

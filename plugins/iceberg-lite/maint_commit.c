@@ -51,6 +51,13 @@ int ice_maint_commit(ice_table *t, ice_build_fn build, void *ctx, char *why,
             snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
         if (rc != 0)
             return -1;
+        /* The owner's fence, on the version this attempt builds on: the
+         * link (or swap) below succeeds only if that version is still the
+         * newest, so a claim that fenced us makes it fail and the next
+         * attempt checks again. */
+        const ice_owner_hooks *h = t->hooks;
+        if (h && h->fence && h->fence(h->ctx, t, why, why_size) != 0)
+            return -1;
         json_t *next = NULL;
         if ((rc = build(t, ctx, &next, why, why_size)) != 0)
             return rc;
@@ -59,6 +66,8 @@ int ice_maint_commit(ice_table *t, ice_build_fn build, void *ctx, char *why,
             json_decref(next);
             return -1;
         }
+        if (h && h->fault)
+            h->fault(ICE_FAULT_MAINT_STAGED);
         rc = ice_meta_link(t, next, tmp, why, why_size);
         json_decref(next);
         if (rc == 1)

@@ -20,6 +20,7 @@
 
 typedef struct compact_ctx {
     ice_table *t;
+    const ice_compact_opts *o;
     int64_t target, snapshot_id;
     ice_datafile *replaced, *written;
     size_t nreplaced, nwritten;
@@ -70,7 +71,7 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
     /* A new file carries the partition tuple of the files it replaces:
      * every file of a group has the same one. */
     if (!c->open) {
-        if (ice_out_open(&c->out, c->cols, c->ncols, PQ_CODEC_DEFAULT,
+        if (ice_out_open(&c->out, c->cols, c->ncols, c->o->codec,
                          c->group->part, c->group->part_len) != 0) {
             snprintf(c->why, c->why_size, "out of memory (Parquet writer)");
             return -1;
@@ -204,7 +205,41 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
     return rc;
 }
 
-/* Picks the current snapshot's files smaller than the target, of the
+/* The files to rewrite: the small ones, smallest first, while their
+ * sizes sum to at most max_bytes (and, with similar_sizes, while the next
+ * is no larger than those taken together); take[i] set for each. Fewer
+ * than min_files small files: none. */
+static int fit_cap(const ice_compact_opts *o, const ice_datafile *live,
+                   size_t nlive, unsigned char *take) {
+    size_t *order = calloc(nlive + 1, sizeof *order), n = 0;
+    if (!order)
+        return -1;
+    for (size_t i = 0; i < nlive; i++)
+        if (live[i].size < o->small_below)
+            order[n++] = i;
+    /* Insertion sort by size: a snapshot has few small files (compaction
+     * keeps it so) and this runs once per compaction. */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i;
+             j > 0 && live[order[j]].size < live[order[j - 1]].size; j--) {
+            size_t x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    int64_t sum = 0;
+    for (size_t i = 0; n >= o->min_files && i < n; i++) {
+        int64_t size = live[order[i]].size;
+        if (size < 0 || size > o->max_bytes - sum ||
+            (o->similar_sizes && i >= 2 && size > sum))
+            break; /* the rest are larger still */
+        sum += size;
+        take[order[i]] = 1;
+    }
+    free(order);
+    return 0;
+}
+
+/* Picks the current snapshot's small files within the cap, of the
  * partitions that have at least two of them. */
 static int plan(compact_ctx *c, char *why, size_t why_size) {
     ice_datafile *live;
@@ -213,7 +248,9 @@ static int plan(compact_ctx *c, char *why, size_t why_size) {
                                &live, &nlive, why, why_size) != 0)
         return -1;
     c->replaced = calloc(nlive + 1, sizeof *c->replaced);
-    if (!c->replaced) {
+    unsigned char *take = calloc(nlive + 1, 1);
+    if (!c->replaced || !take || fit_cap(c->o, live, nlive, take) != 0) {
+        free(take);
         ice_datafiles_free(live, nlive);
         snprintf(why, why_size, "out of memory");
         return -1;
@@ -222,9 +259,8 @@ static int plan(compact_ctx *c, char *why, size_t why_size) {
      * file of its partition stays. */
     for (size_t i = 0; i < nlive; i++) {
         size_t peers = 0;
-        for (size_t j = 0; live[i].size < c->target && j < nlive; j++)
-            peers +=
-                live[j].size < c->target && same_partition(&live[i], &live[j]);
+        for (size_t j = 0; take[i] && j < nlive; j++)
+            peers += take[j] && same_partition(&live[i], &live[j]);
         if (peers >= 2) {
             c->replaced[c->nreplaced++] = live[i];
             c->replaced_size += live[i].size;
@@ -232,28 +268,41 @@ static int plan(compact_ctx *c, char *why, size_t why_size) {
             ice_datafile_clear(&live[i]);
         }
     }
+    free(take);
     free(live);
     return 0;
 }
 
 int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
                 char *why, size_t why_size) {
+    ice_compact_opts o = {.target = target_size,
+                          .small_below = target_size,
+                          .max_bytes = INT64_MAX,
+                          .min_files = 2,
+                          .codec = PQ_CODEC_DEFAULT};
+    return ice_compact_with(t, &o, res, why, why_size);
+}
+
+int ice_compact_with(ice_table *t, const ice_compact_opts *o,
+                     ice_compact_result *res, char *why, size_t why_size) {
     compact_ctx c = {
-        .t = t, .target = target_size, .why = why, .why_size = why_size};
+        .t = t, .o = o, .target = o->target, .why = why, .why_size = why_size};
     memset(res, 0, sizeof *res);
     int rc = ice_table_refresh(t, why, why_size);
     if (rc == 1)
         snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
     if (rc != 0)
         return -1;
-    if (target_size <= 0) {
-        snprintf(why, why_size, "target file size %lld is not positive",
-                 (long long)target_size);
+    if (o->target <= 0 || o->max_bytes < 0) {
+        snprintf(why, why_size,
+                 "target file size %lld is not positive (or the cap %lld is "
+                 "negative)",
+                 (long long)o->target, (long long)o->max_bytes);
         return -1;
     }
     rc = plan(&c, why, why_size);
     if (rc == 0 && c.nreplaced < 2)
-        rc = 1; /* nothing to merge */
+        rc = 1; /* nothing to merge (or fewer small files than min_files) */
     if (rc == 0) {
         c.snapshot_id = ice_new_snapshot_id(t->meta);
         c.schema_json = ice_schema_text(t->meta);

@@ -267,9 +267,13 @@ static int loaded_is_newest(ice_table *t, char *why, size_t why_size) {
 }
 
 /* Vacuums exclude each other (the floor must only go up): an exclusive
- * lock on metadata/ itself (its descriptor FD). 0 or -1 with why. */
+ * lock on metadata/ itself (its descriptor FD). 0; 1 held by another
+ * vacuum and the owner's hooks say not to wait; -1 with why. */
 static int lock_vacuum(const ice_table *t, int fd, char *why, size_t why_size) {
-    while (flock(fd, LOCK_EX) != 0) {
+    int nowait = t->hooks && t->hooks->vacuum_nowait;
+    while (flock(fd, LOCK_EX | (nowait ? LOCK_NB : 0)) != 0) {
+        if (errno == EWOULDBLOCK)
+            return 1;
         if (errno != EINTR) {
             snprintf(why, why_size, "lock %s: %s", t->meta_dir,
                      strerror(errno));
@@ -314,8 +318,11 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
         snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
         rc = -1;
     }
-    if (rc == 0)
-        rc = lock_vacuum(t, dfd[2], why, why_size);
+    int busy = 0;
+    if (rc == 0 && (rc = lock_vacuum(t, dfd[2], why, why_size)) == 1) {
+        busy = 1; /* another vacuum runs: its work is ours */
+        rc = -1;
+    }
     if (rc == 0)
         rc = ice_table_refresh(t, why, why_size);
     if (rc == 1)
@@ -338,6 +345,11 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
         rc = collect(t, &r, why, why_size);
     if (rc == 0)
         rc = loaded_is_newest(t, why, why_size);
+    /* A fenced owner deletes nothing: what it judged unreferenced may be
+     * named by the new owner's versions it no longer follows. */
+    const ice_owner_hooks *h = t->hooks;
+    if (rc == 0 && h && h->fence)
+        rc = h->fence(h->ctx, t, why, why_size);
     if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
     int64_t keep_from = rc == 0 ? oldest_kept_version(t, &r) : 0;
@@ -348,6 +360,10 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
     int floor_raised = 0;
     for (size_t i = 0; rc == 0 && i < cand.n; i++) {
         if (bsearch(&cand.p[i], r.p, r.n, sizeof *r.p, cmp))
+            continue;
+        /* Not referenced, but perhaps not for long enough: a reader that
+         * loaded a version naming it may still be reading it. */
+        if (h && h->vacuum_hold && h->vacuum_hold(h->ctx, cand.p[i]))
             continue;
         /* A catalog table has no run of versions to keep unbroken and no
          * floor: the row names the current file, and any other metadata
@@ -373,5 +389,5 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
     for (int k = 0; k < 3; k++)
         if (dfd[k] >= 0)
             close(dfd[k]); /* releases the lock too */
-    return rc == 0 ? 0 : -1;
+    return busy ? 1 : rc == 0 ? 0 : -1;
 }

@@ -69,6 +69,24 @@ const tm_setting ICE_SETTINGS[] = {
                       "by '.')"),
     TM_SETTING_STRING("catalog_table", ice_settings, catalog_table, 0, "", 0,
                       ICE_CATALOG_NAME_MAX, "the table's name in the catalog"),
+    TM_SETTING_BOOL("maintenance", ice_settings, maintenance, 0,
+                    "true: compact small files and vacuum unreferenced ones "
+                    "between batches, each step its own commit "
+                    "(docs/iceberg-lite.md, \"Background maintenance\")"),
+    TM_SETTING_INT("maintenance_min_files", ice_settings, maint_min_files, 0,
+                   16, 2, 100000,
+                   "files smaller than half of target_file_size that start "
+                   "a compaction"),
+    TM_SETTING_INT("maintenance_grace_seconds", ice_settings, maint_grace_s, 0,
+                   600, 0, 86400,
+                   "how long a file stays after no version names it (a "
+                   "reader of an older version reads on that long) and "
+                   "after it was written (another writer's commit in "
+                   "flight)"),
+    TM_SETTING_INT("maintenance_vacuum_interval_seconds", ice_settings,
+                   maint_vacuum_every_s, 0, 300, 0, 86400,
+                   "seconds between two vacuums of the connector (0: after "
+                   "every batch that did not compact)"),
     TM_SETTING_END,
 };
 
@@ -143,6 +161,14 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
     }
     if (check_catalog(h, out, err) != TM_OK)
         return TM_INVALID;
+    if (out->maintenance && out->keep_snapshots == 0) {
+        /* Every snapshot kept names every file ever written: nothing
+         * would ever become unreferenced, so nothing could be removed. */
+        h->set_error(err, "$.sink.settings.keep_snapshots: 0 (keep every "
+                          "snapshot) with \"maintenance\": true: nothing "
+                          "would ever be vacuumed; keep a number of them");
+        return TM_INVALID;
+    }
     if (config->ncolumns == 0) {
         h->set_error(err, "the mapping has no columns");
         return TM_INVALID;

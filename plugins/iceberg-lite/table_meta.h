@@ -8,6 +8,7 @@
 #define TM_ICE_TABLE_META_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Kept in the metadata log (Iceberg's write.metadata.previous-versions-max
@@ -19,6 +20,32 @@
 #define ICE_RACE_MAX 64
 
 struct ice_catalog; /* catalog.h */
+struct ice_table;
+
+/* What a running connector adds to the maintenance it runs on its own
+ * table (the sink's background maintenance, ice_auto.c); a table without
+ * them (the CLI's) runs the operations as they are. */
+typedef struct ice_owner_hooks {
+    /* Checked on every version a maintenance commit builds on (after each
+     * reload, so the link or the catalog's swap that publishes it is the
+     * step that makes the check hold) and by vacuum before it deletes
+     * anything: 0 go on; -1 refuse, why set (the connector was fenced: a
+     * zombie publishes no maintenance). */
+    int (*fence)(void *ctx, struct ice_table *t, char *why, size_t why_size);
+    /* A crash point (tm_host_api.fault), called with ICE_FAULT_MAINT_* . */
+    void (*fault)(const char *point);
+    /* vacuum: 1 keeps candidate PATH this time (not referenced, but not
+     * for long enough yet), 0 deletes it. */
+    int (*vacuum_hold)(void *ctx, const char *path);
+    /* vacuum: another vacuum holding the table's lock is waited for (0),
+     * or vacuum returns at once, doing nothing (1). */
+    int vacuum_nowait;
+    void *ctx;
+} ice_owner_hooks;
+
+/* Crash points of a maintenance commit: its next version staged (files
+ * and metadata durable), not yet linked or swapped in. */
+#define ICE_FAULT_MAINT_STAGED "maint_staged"
 
 typedef struct ice_table {
     char *root;     /* absolute path of the table directory */
@@ -41,6 +68,7 @@ typedef struct ice_table {
     struct ice_catalog *cat;
     char *meta_loc; /* with cat: the location meta was loaded from */
     int cat_marked; /* with cat: metadata/ says a catalog manages it */
+    const ice_owner_hooks *hooks; /* NULL, or the owner's (not owned) */
 } ice_table;
 
 /* The longest table directory (its real path): every file the sink names

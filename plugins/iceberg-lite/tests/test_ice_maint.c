@@ -690,6 +690,181 @@ START_TEST(compact_and_connector_lose_nothing) {
 }
 END_TEST
 
+/* ---- background maintenance (ice_auto.c) -------------------------------- */
+
+#define AUTO_SETTINGS                                                          \
+    "\"maintenance\": true, \"maintenance_min_files\": 4, "                    \
+    "\"maintenance_grace_seconds\": 0, \"keep_snapshots\": 3, "                \
+    "\"maintenance_vacuum_interval_seconds\": 0"
+
+/* How many snapshots of META are of operation OP. */
+static size_t snapshots_of(json_t *meta, const char *op) {
+    size_t i, n = 0;
+    json_t *snap;
+    json_array_foreach(json_object_get(meta, "snapshots"), i, snap) {
+        const char *o = json_string_value(
+            json_object_get(json_object_get(snap, "summary"), "operation"));
+        n += o && strcmp(o, op) == 0;
+    }
+    return n;
+}
+
+static size_t live_files(void) {
+    ice_table t;
+    ice_datafile *files;
+    size_t n;
+    char why[1024];
+    table_open(&t);
+    ck_assert_msg(ice_snapshot_datafiles(&t, ice_meta_current_snapshot(t.meta),
+                                         &files, &n, why, sizeof why) == 0,
+                  "%s", why);
+    ice_datafiles_free(files, n);
+    ice_table_free(&t);
+    return n;
+}
+
+/* 16 batches of one file each: without maintenance the snapshot holds 16
+ * files and the directory 16; with it (4 small files start a compaction,
+ * grace 0) at most 4 stay live and vacuum removed the replaced ones from
+ * the directory; every row once, the markers as the batches left them. */
+START_TEST(auto_maintenance_bounds_files) {
+    tm_marker m[2];
+    void *sink = fill(8, m);
+    ice_api->close(sink);
+    size_t off_live = live_files(), off_dir = count_files("data/*.parquet");
+    ck_assert_uint_eq(off_live, 16);
+    ck_assert_uint_eq(off_dir, 16);
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, AUTO_SETTINGS), 0);
+    sink = fill(8, m);
+    tm_marker got[2];
+    read1(sink, 0, &got[0]);
+    read1(sink, 1, &got[1]);
+    ice_api->close(sink);
+    size_t on_live = live_files(), on_dir = count_files("data/*.parquet");
+    ck_assert_msg(on_live <= 4 && on_live < off_live,
+                  "maintenance on: %zu live files (off: %zu)", on_live,
+                  off_live);
+    /* A vacuum after every batch that did not compact, grace 0: the
+     * files the compactions replaced went once the 3 snapshots kept no
+     * longer named them (the directory holds the live files, those the
+     * kept snapshots name, and the compactions' new files: fewer than the
+     * 16 batch files only if vacuum removed some). */
+    ck_assert_msg(on_dir < off_dir,
+                  "maintenance on: %zu files in data/ (off: %zu)", on_dir,
+                  off_dir);
+    ice_table t;
+    table_open(&t);
+    ck_assert_uint_gt(snapshots_of(t.meta, "replace") +
+                          (strcmp(current_op(), "replace") == 0),
+                      0);
+    ice_table_free(&t);
+    int64_t end[2] = {40, 40};
+    assert_rows_once(end);
+    sink = open_ok();
+    for (int32_t p = 0; p < 2; p++) {
+        tm_marker now;
+        read1(sink, p, &now);
+        assert_same_marker(&now, &got[p]);
+        ck_assert_int_eq(now.next_offset, 40);
+    }
+    ice_api->close(sink);
+}
+END_TEST
+
+/* A maintenance commit staged on top of the version its fence checked;
+ * another host claims the partitions before it links (the hook below, at
+ * the fault point between stage and link): the link loses, the reload
+ * sees the newer epoch, and the zombie publishes nothing. */
+static int claimed_at_stage;
+
+static void claim_at_maint_stage(const char *point) {
+    if (strcmp(point, ICE_FAULT_MAINT_STAGED) != 0 || claimed_at_stage)
+        return;
+    claimed_at_stage = 1;
+    void *other;
+    tm_error err = {sizeof err, ""};
+    tm_marker m[2];
+    ck_assert_int_eq(ice_fx_open(&fx, &other, &err), TM_OK);
+    ck_assert_int_eq(ice_fx_claim(other, m, 2, &err), TM_OK);
+    ice_api->close(other);
+}
+
+START_TEST(auto_maintenance_fenced_publishes_nothing) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, AUTO_SETTINGS), 0);
+    tm_host_api host = *tm_host_services();
+    host.fault = claim_at_maint_stage;
+    tm_error err = {sizeof err, ""};
+    void *sink;
+    ck_assert_int_eq(ice_api->open(&host, &fx.config, &sink, &err), TM_OK);
+    tm_marker m[2];
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    claimed_at_stage = 0;
+    /* The 4th batch's compaction stages, then the claim happens. */
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(
+            commit_range(sink, 0, m[0].epoch, 5 * i, 5 * i + 5, &err), TM_OK);
+    ck_assert_msg(claimed_at_stage,
+                  "inconclusive: no maintenance commit reached its stage");
+    ck_assert_int_eq(count_files("data/*.parquet"), 4);
+    ice_table t;
+    table_open(&t);
+    ck_assert_uint_eq(snapshots_of(t.meta, "replace"), 0);
+    ice_table_free(&t);
+    ck_assert_str_eq(current_op(), "append");
+    /* And its next batch is fenced, as any zombie's. */
+    ck_assert_int_eq(commit_range(sink, 0, m[0].epoch, 20, 25, &err),
+                     TM_FENCED);
+    ice_api->close(sink);
+    int64_t end[2] = {20, 0};
+    assert_rows_once(end);
+}
+END_TEST
+
+/* With a grace period, vacuum holds what it found unreferenced (a reader
+ * of an older version may still read it): the same 16 batches, a vacuum
+ * after each that did not compact, an hour's grace: every file the
+ * compactions replaced is still in data/, with the files they wrote. */
+START_TEST(auto_maintenance_grace_holds_files) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(
+        ice_fx_init(&fx, "\"maintenance\": true, \"maintenance_min_files\": 4, "
+                         "\"maintenance_grace_seconds\": 3600, "
+                         "\"keep_snapshots\": 3, "
+                         "\"maintenance_vacuum_interval_seconds\": 0"),
+        0);
+    tm_marker m[2];
+    void *sink = fill(8, m);
+    ice_api->close(sink);
+    size_t live = live_files(), dir = count_files("data/*.parquet");
+    ck_assert_msg(live <= 4, "%zu live files", live);
+    /* The 16 batch files, none deleted, and at least one compaction's. */
+    ck_assert_msg(dir > 16, "%zu files in data/: vacuum deleted some", dir);
+    int64_t end[2] = {40, 40};
+    assert_rows_once(end);
+}
+END_TEST
+
+/* Maintenance with every snapshot kept could never vacuum: refused, with
+ * the setting's path, by open and validate alike. */
+START_TEST(auto_maintenance_needs_expiry) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(
+        ice_fx_init(&fx, "\"maintenance\": true, \"keep_snapshots\": 0"), 0);
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.keep_snapshots: 0"),
+                  "%s", err.message);
+    err.message[0] = '\0';
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &err),
+                     TM_INVALID);
+    ck_assert_msg(strstr(err.message, "$.sink.settings.keep_snapshots: 0"),
+                  "%s", err.message);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_maint");
     TCase *tc = tcase_create("maint");
@@ -704,6 +879,10 @@ static Suite *suite(void) {
     tcase_add_test(tc, vacuum_during_a_commit_reuses_no_version);
     tcase_add_test(tc, compact_wins_the_link_race);
     tcase_add_test(tc, compact_and_connector_lose_nothing);
+    tcase_add_test(tc, auto_maintenance_bounds_files);
+    tcase_add_test(tc, auto_maintenance_fenced_publishes_nothing);
+    tcase_add_test(tc, auto_maintenance_needs_expiry);
+    tcase_add_test(tc, auto_maintenance_grace_holds_files);
     suite_add_tcase(s, tc);
     return s;
 }
