@@ -202,13 +202,18 @@ static void stored_before(run *R, int64_t offset) {
 #define CDC_STORED 1
 #define CDC_DELETE 2
 
+/* rec's key, by the columns of the batch that holds it (a mapping
+ * without a column list has them from the events' schemas). */
 static char *cdc_key(const run *R, const tm_record *rec) {
-    const tm_connector_config *cfg = R->cfg;
+    const tm_batch *b = tm_bb_batch(R->bb);
+    const tm_column *cols =
+        b && b->columns ? b->columns : R->cfg->mapping.columns;
+    size_t ncols = b && b->columns ? b->ncolumns : R->cfg->mapping.ncolumns;
     size_t idx[64], n = 0;
-    for (size_t i = 0; i < cfg->mapping.ncolumns && n < 64; i++)
-        if (cfg->mapping.columns[i].key)
+    for (size_t i = 0; i < ncols && n < 64; i++)
+        if (cols[i].key)
             idx[n++] = i;
-    return tm_canonical_array(cfg->mapping.columns, rec->values, idx, n);
+    return tm_canonical_array(cols, rec->values, idx, n);
 }
 
 /* Notes an event of the partition (in offset order); 0, or -1 OOM. */
