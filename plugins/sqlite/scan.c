@@ -84,6 +84,16 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
         return TM_RETRY;
     }
     sqlite3_stmt *st = s->stmt[SQ_SCAN];
+    if (!st) {
+        /* columns from the events' schemas: none known before this
+         * process committed a batch, so the rows cannot be read yet */
+        free(vals);
+        s->host->set_error(err,
+                           "scan: the columns come from the events' schemas "
+                           "and no batch has brought them since the sink "
+                           "was opened");
+        return TM_INVALID;
+    }
     int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 2, topic, -1, SQLITE_STATIC);
