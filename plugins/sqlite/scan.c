@@ -83,17 +83,15 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
         s->host->set_error(err, "scan: out of memory");
         return TM_RETRY;
     }
-    sqlite3_stmt *st = s->stmt[SQ_SCAN];
-    if (!st) {
-        /* columns from the events' schemas: none known before this
-         * process committed a batch, so the rows cannot be read yet */
+    /* Columns from the events' schemas, none known before this process
+     * committed a batch: the rows without their values, by a statement
+     * made for this scan only (the table may be made meanwhile). */
+    int bare = !s->stmt[SQ_SCAN];
+    if (bare && (r = sq_prepare_bare_scan(s, err)) != TM_OK) {
         free(vals);
-        s->host->set_error(err,
-                           "scan: the columns come from the events' schemas "
-                           "and no batch has brought them since the sink "
-                           "was opened");
-        return TM_INVALID;
+        return r;
     }
+    sqlite3_stmt *st = s->stmt[SQ_SCAN];
     int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 2, topic, -1, SQLITE_STATIC);
@@ -122,6 +120,10 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
             break; /* the reader has seen enough */
     }
     sq_reuse(st);
+    if (bare) {
+        sqlite3_finalize(st);
+        s->stmt[SQ_SCAN] = NULL;
+    }
     free(vals);
     if (rc != SQLITE_OK && rc != SQLITE_DONE)
         return sq_fail(s, rc, "scan", err);

@@ -686,6 +686,27 @@ tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
     return prepare(s, 0, err);
 }
 
+tm_status sq_prepare_bare_scan(sq_sink *s, tm_error *err) {
+    int exists = 0;
+    tm_status r = sq_table_exists(s, &exists, err);
+    if (r != TM_OK)
+        return r;
+    sq_buf b = {0};
+    if (exists) {
+        scan_sql(s, &b); /* s->config has no columns: the fixed four */
+    } else {
+        sq_buf_add(&b,
+                   "SELECT \"offset\", 2, reason, detail FROM " SQ_DEAD_LETTERS
+                   " WHERE connector = ?1 AND topic = ?2 AND "
+                   "\"partition\" = ?3 ORDER BY 1, 2");
+    }
+    int rc = b.oom
+                 ? SQLITE_NOMEM
+                 : sqlite3_prepare_v2(s->db, b.p, -1, &s->stmt[SQ_SCAN], NULL);
+    sq_buf_free(&b);
+    return rc == SQLITE_OK ? TM_OK : sq_fail(s, rc, "preparing the scan", err);
+}
+
 /* ALTER TABLE ... ADD COLUMN for each column of s->config the table lacks
  * (nullable: the rows before it have none). SQLITE_OK or the error. */
 static int add_missing(sq_sink *s) {

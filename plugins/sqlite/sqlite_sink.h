@@ -160,6 +160,10 @@ tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err);
 tm_status sq_shape_check(sq_sink *s, tm_error *err);
 /* Prepares every statement of s->stmt. */
 tm_status sq_prepare_all(sq_sink *s, tm_error *err);
+/* Columns from the events' schemas and none known yet: s->stmt[SQ_SCAN]
+ * reads the rows without values (the dead letters alone when there is no
+ * table yet). */
+tm_status sq_prepare_bare_scan(sq_sink *s, tm_error *err);
 /* In the commit's transaction, for the columns of s->config (taken from
  * a batch): creates the table if missing and adds the columns it lacks
  * (setting "create"), checks its shape (a mismatch is TM_FATAL naming the

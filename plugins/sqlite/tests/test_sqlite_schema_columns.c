@@ -32,7 +32,7 @@ typedef struct sbatch {
     tm_column cols[MAXC];
     tm_record recs[MAXR];
     tm_value vals[MAXR][MAXC];
-    char text[MAXR][2][16];
+    char text[MAXR][2][32];
 } sbatch;
 
 static void make(sbatch *s, const char *id, int64_t epoch, int64_t start,
