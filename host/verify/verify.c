@@ -153,7 +153,21 @@ static int predict(run *R, const rd_kafka_message_t *m, const char **identity,
     tm_msg_view v;
     int truncated;
     tm_kafka_message_view(m, vp->topic, vp->partition, hv, &v, &truncated);
-    if (r < 0 || tm_bb_add(R->bb, (uint32_t)r, &v) != 0)
+    int added = r < 0 ? -1 : tm_bb_add(R->bb, (uint32_t)r, &v);
+    if (added == -2) {
+        /* A schema change the host stops at (a mapping without a column
+         * list): the operator changed the table and the host resumed
+         * from this event with no columns learnt, so predict it so. */
+        tm_batch_builder *fresh = tm_bb_new(R->cfg);
+        if (!fresh)
+            return -1;
+        tm_bb_free(R->bb);
+        R->bb = fresh;
+        tm_bb_reset(R->bb, "verify", 0);
+        r = tm_bb_range(R->bb, vp->topic, vp->partition, m->offset, 1);
+        added = r < 0 ? -1 : tm_bb_add(R->bb, (uint32_t)r, &v);
+    }
+    if (added != 0)
         return -1;
     const tm_batch *b = tm_bb_batch(R->bb);
     if (!b)
