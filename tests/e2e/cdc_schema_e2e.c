@@ -1,14 +1,15 @@
 /* Columns from the events' schemas (docs/configuration.md, "Columns from
- * the event's schema") against the real broker and an SQLite file:
- * Debezium change events in JsonConverter's envelope, a mapping without a
- * column list. One ctest test per scenario, e2e.cdc_schema.<scenario>:
- *   sqlite_columns: the table made from the first events' schema; a
+ * the event's schema") against the real broker, an SQLite file
+ * and PostgreSQL: Debezium change events in JsonConverter's envelope, a
+ * mapping without a column list. One ctest test per scenario,
+ * e2e.cdc_schema.<sqlite|postgres>_<scenario>:
+ *   columns: the table made from the first events' schema; a
  *     column added at the source mid-stream (rows before it null, after it
  *     filled); an event without a schema a dead letter schema_mismatch.
- *   sqlite_added_column_killed: the host killed at after_effects of the
+ *   added_column_killed: the host killed at after_effects of the
  *     batch that first carries a new column: neither the column nor the
  *     rows are there, the markers did not move; restarted, both are.
- *   sqlite_narrowed_type_stops: a field narrowed from double to int32 while
+ *   narrowed_type_stops: a field narrowed from double to int32 while
  *     running stops the connector with the field and both types in
  *     `tidemark status`, nothing committed; after the operator changes
  *     the table and restarts, the event goes in, nothing lost. */
@@ -68,15 +69,26 @@ static void creates(const target *t, int from, int to, const char *rowfields,
 }
 
 static int64_t has_column(const target *t, const char *column) {
+    if (t->pg)
+        return h_pg_int("SELECT count(*) FROM information_schema.columns "
+                        "WHERE table_name = '%s' AND column_name = '%s'",
+                        t->table, column);
     return h_sqlf(t->db,
                   "SELECT count(*) FROM pragma_table_info('%s') WHERE name = "
                   "'%s'",
                   t->table, column);
 }
 
-static void scenario_sqlite_columns(void) {
+/* The target's rows matching WHERE ("" for all). */
+static int64_t rows(const target *t, const char *where) {
+    char w[512];
+    snprintf(w, sizeof w, "%s%s", *where ? "WHERE " : "", where);
+    return count_rows(t, "%.0d%s", 0, w);
+}
+
+static void run_columns(int pg) {
     target t;
-    init_target(&t, 0);
+    init_target(&t, pg);
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     creates(&t, 1, 4, OLD_ROW, 0);
     creates(&t, 4, 7, NEW_ROW, 1); /* ALTER TABLE ... ADD COLUMN note */
@@ -90,18 +102,10 @@ static void scenario_sqlite_columns(void) {
     H_CHECK(has_column(&t, "id") && has_column(&t, "name") &&
                 has_column(&t, "note"),
             "the table lacks a column of the events' schemas");
-    H_CHECK(h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table) == 6,
-            "%lld rows, want 6",
-            (long long)h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table));
-    H_CHECK(h_sqlf(t.db,
-                   "SELECT count(*) FROM \"%s\" WHERE id < 4 AND note IS "
-                   "NULL AND name = 'n' || id",
-                   t.table) == 3,
+    H_CHECK(rows(&t, "") == 6, "%lld rows, want 6", (long long)rows(&t, ""));
+    H_CHECK(rows(&t, "id < 4 AND note IS NULL AND name = 'n' || id") == 3,
             "the rows before the column are not null in it");
-    H_CHECK(h_sqlf(t.db,
-                   "SELECT count(*) FROM \"%s\" WHERE id >= 4 AND note = 'x' "
-                   "|| id AND name = 'n' || id",
-                   t.table) == 3,
+    H_CHECK(rows(&t, "id >= 4 AND note = 'x' || id AND name = 'n' || id") == 3,
             "the rows after the column do not carry it");
     H_CHECK(dead_letters(&t, "schema_mismatch") == 1,
             "the event without a schema is not one dead letter "
@@ -112,9 +116,9 @@ static void scenario_sqlite_columns(void) {
            "event a dead letter; verify passes");
 }
 
-static void scenario_sqlite_added_column_killed(void) {
+static void run_added_column_killed(int pg) {
     target t;
-    init_target(&t, 0);
+    init_target(&t, pg);
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     creates(&t, 1, 4, OLD_ROW, 0);
     const char *cfg =
@@ -135,22 +139,19 @@ static void scenario_sqlite_added_column_killed(void) {
             (long long)marker_sum(&t));
     H_CHECK(!has_column(&t, "note"),
             "the column is there without its batch's rows and markers");
-    H_CHECK(h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table) == 3,
-            "rows of the killed batch are there");
+    H_CHECK(rows(&t, "") == 3, "rows of the killed batch are there");
     h_step("killed at after_effects: neither the column nor the rows");
     run_until_caught_up(&t, cfg, "run3.log");
     H_CHECK(has_column(&t, "note"), "the column was never added");
-    H_CHECK(h_sqlf(t.db,
-                   "SELECT count(*) FROM \"%s\" WHERE (id < 4 AND note IS "
-                   "NULL) OR (id >= 4 AND note = 'x' || id)",
-                   t.table) == 6,
+    H_CHECK(rows(&t, "(id < 4 AND note IS NULL) OR (id >= 4 AND note = 'x' "
+                     "|| id)") == 6,
             "want 6 rows, note null before the column and filled after");
     h_step("restarted: the column and the rows together");
 }
 
-static void scenario_sqlite_narrowed_type_stops(void) {
+static void run_narrowed_type_stops(int pg) {
     target t;
-    init_target(&t, 0);
+    init_target(&t, pg);
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     create(p, &t, 1, P_DOUBLE, "{\"id\":1,\"p\":1.5}");
@@ -177,8 +178,7 @@ static void scenario_sqlite_narrowed_type_stops(void) {
     H_CHECK(strstr(h_read_file("status.out"), want),
             "`tidemark status` does not say it: %s", h_read_file("status.out"));
     h_stop(pid, SIGTERM, 30000, NULL);
-    H_CHECK(marker_sum(&t) == 2 &&
-                h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table) == 2,
+    H_CHECK(marker_sum(&t) == 2 && rows(&t, "") == 2,
             "something of the stopped batch was committed (markers %lld)",
             (long long)marker_sum(&t));
     h_step("stopped: %s; nothing committed", want);
@@ -186,29 +186,53 @@ static void scenario_sqlite_narrowed_type_stops(void) {
     char sql[512];
     snprintf(sql, sizeof sql,
              "ALTER TABLE \"%s\" RENAME COLUMN p TO p_double; ALTER TABLE "
-             "\"%s\" ADD COLUMN p INTEGER",
-             t.table, t.table);
-    sqlite3 *db = NULL;
-    char *msg = NULL;
-    H_CHECK(sqlite3_open(t.db, &db) == SQLITE_OK &&
-                sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
-            "inconclusive: changing the table: %s", msg ? msg : "?");
-    sqlite3_free(msg);
-    sqlite3_close(db);
+             "\"%s\" ADD COLUMN p %s",
+             t.table, t.table, t.pg ? "bigint" : "INTEGER");
+    if (t.pg) {
+        pg_do(sql);
+    } else {
+        sqlite3 *db = NULL;
+        char *msg = NULL;
+        H_CHECK(sqlite3_open(t.db, &db) == SQLITE_OK &&
+                    sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
+                "inconclusive: changing the table: %s", msg ? msg : "?");
+        sqlite3_free(msg);
+        sqlite3_close(db);
+    }
     run_until_caught_up(&t, cfg, "run2.log");
-    H_CHECK(h_sqlf(t.db, "SELECT count(*) FROM \"%s\" WHERE id = 3 AND p = 3",
-                   t.table) == 1 &&
-                h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table) == 3,
+    H_CHECK(rows(&t, "id = 3 AND p = 3") == 1 && rows(&t, "") == 3,
             "after the fix the narrowed event is not in, or rows are lost");
     check_verify(cfg);
     h_step("after the table was changed: resumed, nothing lost; verify "
            "passes");
 }
 
+static void scenario_sqlite_columns(void) {
+    run_columns(0);
+}
+static void scenario_postgres_columns(void) {
+    run_columns(1);
+}
+static void scenario_sqlite_added_column_killed(void) {
+    run_added_column_killed(0);
+}
+static void scenario_postgres_added_column_killed(void) {
+    run_added_column_killed(1);
+}
+static void scenario_sqlite_narrowed_type_stops(void) {
+    run_narrowed_type_stops(0);
+}
+static void scenario_postgres_narrowed_type_stops(void) {
+    run_narrowed_type_stops(1);
+}
+
 static const h_scenario SCENARIOS[] = {
     {"sqlite_columns", scenario_sqlite_columns},
+    {"postgres_columns", scenario_postgres_columns},
     {"sqlite_added_column_killed", scenario_sqlite_added_column_killed},
+    {"postgres_added_column_killed", scenario_postgres_added_column_killed},
     {"sqlite_narrowed_type_stops", scenario_sqlite_narrowed_type_stops},
+    {"postgres_narrowed_type_stops", scenario_postgres_narrowed_type_stops},
 };
 
 int main(int argc, char **argv) {
