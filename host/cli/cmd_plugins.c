@@ -153,6 +153,7 @@ static const struct {
     {TM_CAP_DEAD_LETTERS, "dead_letters"},
     {TM_CAP_UPSERT, "upsert"},
     {TM_CAP_DELETE, "delete"},
+    {TM_CAP_SCHEMA_COLUMNS, "schema_columns"},
 };
 #define NCAP_WORDS (sizeof cap_words / sizeof cap_words[0])
 

@@ -67,6 +67,15 @@ static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
     uint64_t t0 = tm_metrics_now_ns();
     int added = tm_bb_add(c->bb, (uint32_t)r, &v);
     tm_metrics_convert_observe(c->metrics, tm_metrics_now_ns() - t0);
+    if (added == -2) {
+        tm_conn_error(c, 1,
+                      "%s [%" PRId32 "] offset %" PRId64
+                      ": %s; the partition stops here, nothing of this "
+                      "batch is committed: change the target table (or list "
+                      "the columns in $.mapping) and restart",
+                      p->topic, p->partition, m->offset, tm_bb_stopped(c->bb));
+        return;
+    }
     if (added != 0) {
         tm_conn_error(c, 1,
                       "batch: out of memory converting %s [%" PRId32

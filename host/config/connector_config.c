@@ -507,7 +507,8 @@ void tm_config_sink_config(const tm_connector_config *cfg,
     out->ncolumns = cfg->mapping.ncolumns;
     out->flags = (cfg->mapping.mode == TM_MAPPING_RAW ? TM_CONFIG_RAW : 0u) |
                  (cfg->dedup.enabled ? TM_CONFIG_DEDUP : 0u) |
-                 (cfg->mapping.format != TM_FORMAT_PLAIN ? TM_CONFIG_CDC : 0u);
+                 (cfg->mapping.format != TM_FORMAT_PLAIN ? TM_CONFIG_CDC : 0u) |
+                 (cfg->mapping.from_schema ? TM_CONFIG_SCHEMA_COLUMNS : 0u);
     out->state_dir = cfg->state_dir;
     out->host_ctx = host_ctx;
 }

@@ -130,6 +130,10 @@ typedef struct tm_connector_config {
                             pointer; NULL in raw mode */
         tm_filter filter;
         tm_record_format format; /* json mode; plain in raw mode */
+        /* A change-data-capture mapping without a column list: columns
+         * NULL, ncolumns 0; each event's schema gives them
+         * (convert/cdc_columns.h). */
+        int from_schema;
     } mapping;
 
     struct {

@@ -262,6 +262,11 @@ void cfg_load_mapping(loader *L, json_t *root) {
     if (has_mode != 1)
         return;
     c->mapping.mode = TM_MAPPING_JSON;
+    if (!cols && c->mapping.format != TM_FORMAT_PLAIN) {
+        /* the event's schema gives them, event by event */
+        c->mapping.from_schema = 1;
+        goto filter;
+    }
     if (cfg_get_typed(L, m, P, "columns", 1, JSON_ARRAY,
                       "a non-empty array of columns", &cols) != 1)
         return;
@@ -296,6 +301,7 @@ void cfg_load_mapping(loader *L, json_t *root) {
                      c->mapping.format == TM_FORMAT_DEBEZIUM ? "debezium"
                                                              : "connect");
     }
+filter:
     if (!filter)
         return;
     if (!json_is_string(filter)) {

@@ -38,6 +38,8 @@ struct tm_batch_builder {
     size_t messages, bytes;
     size_t last_range; /* the consumer asks for one range per message */
     int broken;        /* a call failed: no batch until reset */
+    size_t nvalues;    /* the values each record of the batch has */
+    const char *stop;  /* why tm_bb_add stopped (arena), or NULL */
     tm_batch batch;
 };
 
@@ -102,6 +104,7 @@ void tm_bb_reset(tm_batch_builder *bb, const char *batch_id,
     bb->deadline_ms = deadline_ms;
     bb->batch_id = tm_arena_strdup(&bb->arena, batch_id ? batch_id : "");
     bb->broken = bb->batch_id == NULL;
+    bb->stop = NULL;
 }
 
 int tm_bb_range(tm_batch_builder *bb, const char *topic, int32_t partition,
@@ -250,6 +253,28 @@ static int add_change(tm_batch_builder *bb, uint32_t range,
     return 0;
 }
 
+/* The event just converted added columns (a mapping without a column
+ * list): the batch's earlier records get them too, null (a column their
+ * events did not have). 0, or -1 OOM. */
+static int widen(tm_batch_builder *bb) {
+    size_t n;
+    tm_converter_columns(bb->cv, &n);
+    for (size_t r = 0; r < bb->nrecords && n > bb->nvalues; r++) {
+        tm_value *v = tm_arena_alloc(&bb->arena, n * sizeof *v);
+        if (!v)
+            return -1;
+        memset(v, 0, n * sizeof *v);
+        memcpy(v, bb->records[r].values, bb->nvalues * sizeof *v);
+        for (size_t i = bb->nvalues; i < n; i++) {
+            v[i].struct_size = (uint32_t)sizeof *v;
+            v[i].is_null = 1;
+        }
+        bb->records[r].values = v;
+    }
+    bb->nvalues = n;
+    return 0;
+}
+
 /* The message's own bytes, copied into the arena. */
 static int store(tm_batch_builder *bb, const tm_msg_view *m, const char *topic,
                  tm_conv_input *in) {
@@ -299,10 +324,13 @@ static int add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
     int rc = 0;
     switch (tm_convert(bb->cv, &bb->arena, &in, &res)) {
     case TM_CONV_ROW:
+        if (res.columns_added && widen(bb) != 0)
+            return -1;
         rc = bb->cfg->mapping.format != TM_FORMAT_PLAIN
                  ? add_change(bb, range, &in, res.values, res.op)
                  : add_row(bb, range, &in, res.values);
         break;
+    case TM_CONV_STOP: bb->stop = res.detail; return -2;
     case TM_CONV_DEAD_LETTER:
         rc = add_dead_letter(bb, range, &in, res.reason, res.detail);
         break;
@@ -318,10 +346,14 @@ static int add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
 }
 
 int tm_bb_add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
-    if (add(bb, range, m) == 0)
-        return 0;
-    bb->broken = 1;
-    return -1;
+    int rc = add(bb, range, m);
+    if (rc != 0)
+        bb->broken = 1;
+    return rc;
+}
+
+const char *tm_bb_stopped(const tm_batch_builder *bb) {
+    return bb->stop;
 }
 
 const tm_batch *tm_bb_batch(tm_batch_builder *bb) {
@@ -339,6 +371,8 @@ const tm_batch *tm_bb_batch(tm_batch_builder *bb) {
     b->nrecords = bb->nrecords;
     b->dead_letters = bb->dls;
     b->ndead_letters = bb->ndls;
+    if (bb->cfg->mapping.from_schema)
+        b->columns = tm_converter_columns(bb->cv, &b->ncolumns);
     return b;
 }
 

@@ -60,18 +60,26 @@ int tm_bb_range(tm_batch_builder *bb, const char *topic, int32_t partition,
 
 /* Converts one message into range `range` (messages arrive in offset order
  * per partition; offset >= the range's end); sets the range's end_offset =
- * offset + 1. 0 ok, -1 OOM or bad range or offset (the batch is unusable
- * until reset: tm_bb_batch returns NULL). */
+ * offset + 1. 0 ok, -1 OOM or bad range or offset, -2 the message's schema
+ * changes the columns unsafely (a mapping without a column list:
+ * tm_bb_stopped says which field and both types; the message has no
+ * outcome and its partition must stop). After -1 or -2 the batch is
+ * unusable until reset: tm_bb_batch returns NULL. */
 int tm_bb_add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m);
+
+/* Why the last tm_bb_add returned -2 (until reset), else NULL. */
+const char *tm_bb_stopped(const tm_batch_builder *bb);
 
 /* Moves a range's end to end_offset without a record (position past
  * transaction control records); never backwards. */
 void tm_bb_extend(tm_batch_builder *bb, uint32_t range, int64_t end_offset);
 
 /* The batch for the sink's commit: struct_size everywhere, connector =
- * cfg->name, ranges, records, dead letters. Same content on repeated calls
- * (a RETRY sends it again); valid until reset/free. NULL while the builder
- * is unusable (a failed tm_bb_add or tm_bb_reset, until the next reset). */
+ * cfg->name, ranges, records, dead letters, and for a mapping without a
+ * column list the columns the events' schemas gave so far (ABI 1.6). Same
+ * content on repeated calls (a RETRY sends it again); valid until reset/free.
+ * NULL while the builder is unusable (a failed tm_bb_add or tm_bb_reset, until
+ * the next reset). */
 const tm_batch *tm_bb_batch(tm_batch_builder *bb);
 
 size_t tm_bb_messages(const tm_batch_builder *bb); /* added since reset */

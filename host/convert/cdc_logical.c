@@ -321,6 +321,13 @@ static int time_value(const time_kind *k, json_t *value, json_t **out,
     return *out ? 0 : -1;
 }
 
+int tm_cdc_is_time(const char *name) {
+    for (size_t i = 0; name && i < sizeof TIMES / sizeof TIMES[0]; i++)
+        if (strcmp(name, TIMES[i].name) == 0)
+            return 1;
+    return 0;
+}
+
 int tm_cdc_logical(const json_t *field_schema, json_t *value, tm_type type,
                    json_t **out, char *why, size_t n) {
     const char *name = json_string_value(json_object_get(field_schema, "name"));

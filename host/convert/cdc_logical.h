@@ -32,4 +32,8 @@ const json_t *tm_cdc_field_schema(const json_t *row_schema,
 int tm_cdc_logical(const json_t *field_schema, json_t *value, tm_type type,
                    json_t **out, char *why, size_t n);
 
+/* Whether name (a schema's "name", may be NULL) is one of the date and
+ * time logical types tm_cdc_logical converts from an integer. */
+int tm_cdc_is_time(const char *name);
+
 #endif

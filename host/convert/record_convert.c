@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert/cdc_columns.h"
 #include "convert/cdc_envelope.h"
 #include "convert/cdc_logical.h"
 #include "convert/json_extract.h"
@@ -27,7 +28,31 @@ struct tm_converter {
     tm_json_pointer *pointers;
     size_t npointers;
     tm_json_plan *plan; /* the pointers, for the extractor */
+    /* A mapping without a column list: what the events' schemas taught
+     * it, held aside (the converter's configuration never changes, and
+     * tm_convert takes it const). */
+    struct schema_state *ss;
 };
+
+/* The columns the events' schemas gave so far, their compiled pointers
+ * (ncompiled of them, then the filter's), and the last row schema and key
+ * names that gave them (an event with the same ones needs no diff). */
+typedef struct schema_state {
+    tm_cdc_colset cols;
+    tm_json_pointer *compiled;
+    size_t ncompiled;
+    json_t *seen_schema, *seen_keys;
+} schema_state;
+
+static void clear_compiled(const tm_converter *cv) {
+    schema_state *ss = cv->ss;
+    size_t n = ss->ncompiled + (cv->cfg->mapping.filter.op != TM_FILTER_NONE);
+    for (size_t i = 0; ss->compiled && i < n; i++)
+        tm_json_pointer_clear(&ss->compiled[i]);
+    free(ss->compiled);
+    ss->compiled = NULL;
+    ss->ncompiled = 0;
+}
 
 void tm_converter_free(tm_converter *cv) {
     if (!cv)
@@ -36,6 +61,13 @@ void tm_converter_free(tm_converter *cv) {
     for (size_t i = 0; cv->pointers && i < cv->npointers; i++)
         tm_json_pointer_clear(&cv->pointers[i]);
     free(cv->pointers);
+    if (cv->ss) {
+        clear_compiled(cv);
+        tm_cdc_colset_clear(&cv->ss->cols);
+        json_decref(cv->ss->seen_schema);
+        json_decref(cv->ss->seen_keys);
+        free(cv->ss);
+    }
     free(cv);
 }
 
@@ -48,6 +80,8 @@ tm_converter *tm_converter_new_with(const tm_connector_config *cfg,
     cv->parser = parser;
     if (cfg->mapping.mode != TM_MAPPING_JSON)
         return cv;
+    if (cfg->mapping.from_schema && !(cv->ss = calloc(1, sizeof *cv->ss)))
+        goto fail;
     size_t n = cfg->mapping.ncolumns;
     int filtered = cfg->mapping.filter.op != TM_FILTER_NONE;
     if (!(cv->pointers = calloc(n + 1, sizeof *cv->pointers)))
@@ -67,6 +101,22 @@ fail:
 
 tm_converter *tm_converter_new(const tm_connector_config *cfg) {
     return tm_converter_new_with(cfg, TM_PARSER_EXTRACTOR);
+}
+
+/* The columns a record converts to, and their compiled pointers (then
+ * the filter's, at index n): the config's, or (a mapping without a column
+ * list) those the events' schemas gave so far. */
+typedef struct col_view {
+    const tm_column *columns;
+    char *const *texts; /* the pointers as written, for details */
+    const tm_json_pointer *pointers;
+    size_t n, npointers;
+} col_view;
+
+static col_view config_view(const tm_converter *cv) {
+    col_view v = {cv->cfg->mapping.columns, cv->cfg->mapping.pointers,
+                  cv->pointers, cv->cfg->mapping.ncolumns, cv->npointers};
+    return v;
 }
 
 /* ---- details ---- */
@@ -112,9 +162,9 @@ static int filter_keeps(const tm_converter *cv, const tm_jvalue *v,
 
 /* Column i from the value found (present, not JSON null). 0 ok, 1 a type
  * mismatch (detail set), -1 OOM. */
-static int convert_column(const tm_converter *cv, size_t i, const tm_jvalue *v,
+static int convert_column(const col_view *cols, size_t i, const tm_jvalue *v,
                           tm_value *val, tm_arena *a, tm_conv_result *out) {
-    const tm_column *col = &cv->cfg->mapping.columns[i];
+    const tm_column *col = &cols->columns[i];
     int rc = tm_value_from_json(v, col->type, a, val);
     if (rc <= 0)
         return rc;
@@ -127,8 +177,7 @@ static int convert_column(const tm_converter *cv, size_t i, const tm_jvalue *v,
                                : tm_config_type_name(col->type);
     return dead(a, out, TM_DL_TYPE_MISMATCH,
                 "%s: expected %s, found %s (column %s)",
-                shown_pointer(cv->cfg->mapping.pointers[i]),
-                expected ? expected : "?", found,
+                shown_pointer(cols->texts[i]), expected ? expected : "?", found,
                 col->name) == TM_CONV_DEAD_LETTER
                ? 1
                : -1;
@@ -199,11 +248,11 @@ static tm_conv_outcome find_values(const tm_converter *cv, tm_arena *a,
 
 /* Filter, then columns, from the values found; keys_only (a change
  * event's delete): the other columns are null, required or not. */
-static tm_conv_outcome convert_found(const tm_converter *cv, tm_arena *a,
+static tm_conv_outcome convert_found(const tm_converter *cv,
+                                     const col_view *cols, tm_arena *a,
                                      const tm_jvalue *found, int keys_only,
                                      tm_conv_result *out) {
-    const tm_connector_config *cfg = cv->cfg;
-    size_t n = cfg->mapping.ncolumns;
+    size_t n = cols->n;
     int keep = filter_keeps(cv, &found[n], a);
     if (keep <= 0)
         return keep == 0 ? TM_CONV_FILTERED : TM_CONV_OOM;
@@ -212,7 +261,7 @@ static tm_conv_outcome convert_found(const tm_converter *cv, tm_arena *a,
         return TM_CONV_OOM;
     memset(vals, 0, n * sizeof *vals);
     for (size_t i = 0; i < n; i++) {
-        const tm_column *col = &cfg->mapping.columns[i];
+        const tm_column *col = &cols->columns[i];
         const tm_jvalue *v = &found[i];
         tm_value *val = &vals[i];
         val->struct_size = (uint32_t)sizeof(tm_value);
@@ -221,11 +270,11 @@ static tm_conv_outcome convert_found(const tm_converter *cv, tm_arena *a,
             if (col->required && !keys_only)
                 return dead(a, out, TM_DL_MISSING_FIELD,
                             "%s: required, %s (column %s)",
-                            shown_pointer(cfg->mapping.pointers[i]),
+                            shown_pointer(cols->texts[i]),
                             v->present ? "found null" : "missing", col->name);
             continue;
         }
-        int c = convert_column(cv, i, v, val, a, out);
+        int c = convert_column(cols, i, v, val, a, out);
         if (c != 0)
             return c > 0 ? TM_CONV_DEAD_LETTER : TM_CONV_OOM;
     }
@@ -250,8 +299,10 @@ static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
     if (found) {
         found[cv->npointers].present = 0;
         rc = find_values(cv, a, in, found, &doc, out);
-        if (rc == TM_CONV_ROW)
-            rc = convert_found(cv, a, found, 0, out);
+        if (rc == TM_CONV_ROW) {
+            col_view cols = config_view(cv);
+            rc = convert_found(cv, &cols, a, found, 0, out);
+        }
     }
     json_decref(doc);
     return rc;
@@ -262,28 +313,27 @@ static tm_conv_outcome convert_json(const tm_converter *cv, tm_arena *a,
 /* found[i] for the converter's pointer i into the event's row, each value
  * of a column through its field's logical type (cdc_logical.h); keep
  * holds the converted values. ROW, or a dead letter, or OOM. */
-static tm_conv_outcome find_in_row(const tm_converter *cv, tm_arena *a,
+static tm_conv_outcome find_in_row(const col_view *cols, tm_arena *a,
                                    const tm_cdc_row *row, json_t *keep,
                                    tm_jvalue *found, tm_conv_result *out) {
-    const tm_connector_config *cfg = cv->cfg;
-    size_t n = cfg->mapping.ncolumns;
-    for (size_t i = 0; i < cv->npointers; i++) {
-        const tm_column *col = i < n ? &cfg->mapping.columns[i] : NULL;
-        json_t *node = tm_json_pointer_resolve(&cv->pointers[i], row->row);
+    size_t n = cols->n;
+    for (size_t i = 0; i < cols->npointers; i++) {
+        const tm_column *col = i < n ? &cols->columns[i] : NULL;
+        json_t *node = tm_json_pointer_resolve(&cols->pointers[i], row->row);
         if (col && row->op == TM_OP_DELETE && !col->key)
             node = NULL; /* a delete sets its key only */
         if (col && node && !json_is_null(node) && row->schema) {
             char why[DETAIL_MAX / 2];
             json_t *conv = NULL;
             const json_t *fs =
-                tm_cdc_field_schema(row->schema, &cv->pointers[i]);
+                tm_cdc_field_schema(row->schema, &cols->pointers[i]);
             int r = tm_cdc_logical(fs, node, col->type, &conv, why, sizeof why);
             if (r != 0)
                 return r < 0 ? TM_CONV_OOM
                              : dead(a, out, TM_DL_SCHEMA_MISMATCH,
                                     "%s: %s (column %s)",
-                                    shown_pointer(cfg->mapping.pointers[i]),
-                                    why, col->name);
+                                    shown_pointer(cols->texts[i]), why,
+                                    col->name);
             if (json_array_append_new(keep, conv) != 0)
                 return TM_CONV_OOM;
             node = conv;
@@ -293,11 +343,176 @@ static tm_conv_outcome find_in_row(const tm_converter *cv, tm_arena *a,
             (!found[i].present || found[i].kind == JSON_NULL))
             return dead(a, out, TM_DL_NULL_KEY,
                         "%s: key column %s is %s: no row to %s by it",
-                        shown_pointer(cfg->mapping.pointers[i]), col->name,
+                        shown_pointer(cols->texts[i]), col->name,
                         found[i].present ? "null" : "missing",
                         row->op == TM_OP_DELETE ? "delete" : "upsert");
     }
     return TM_CONV_ROW;
+}
+
+/* ---- columns from the events' schemas ---- */
+
+/* Compiles the pointers of cv->ss->cols, then the filter's, when the columns
+ * grew since. 0, or -1 OOM (left uncompiled: tried again next time). */
+static int compile_columns(const tm_converter *cv) {
+    if (cv->ss->compiled && cv->ss->ncompiled == cv->ss->cols.ncolumns)
+        return 0;
+    clear_compiled(cv);
+    const tm_filter *f = &cv->cfg->mapping.filter;
+    size_t n = cv->ss->cols.ncolumns, all = n + (f->op != TM_FILTER_NONE);
+    tm_json_pointer *p = calloc(all ? all : 1, sizeof *p);
+    size_t done = 0;
+    while (p && done < all &&
+           tm_json_pointer_compile(done < n ? cv->ss->cols.pointers[done]
+                                            : f->pointer,
+                                   &p[done]) == 0)
+        done++;
+    if (!p || done < all) {
+        for (size_t i = 0; p && i < done; i++)
+            tm_json_pointer_clear(&p[i]);
+        free(p);
+        return -1;
+    }
+    cv->ss->compiled = p;
+    cv->ss->ncompiled = n;
+    return 0;
+}
+
+/* The names of the record key's fields, as the members of *names (a new
+ * object): the key envelope's schema fields, else the members of a bare
+ * JSON object. 0; 1 none (no key, not JSON, no fields); -1 OOM. */
+static int key_names(const void *key, size_t len, json_t **names) {
+    *names = NULL;
+    if (!key)
+        return 1;
+    json_error_t e;
+    json_t *doc = json_loadb(key, len, JSON_DECODE_ANY, &e);
+    if (!doc)
+        return json_error_code(&e) == json_error_out_of_memory ? -1 : 1;
+    json_t *out = json_object(), *v;
+    const json_t *schema = json_object_get(doc, "schema");
+    int rc = out ? 0 : -1;
+    const char *name;
+    size_t i;
+    if (out && json_is_object(schema) && json_object_size(doc) == 2 &&
+        json_object_get(doc, "payload")) {
+        json_array_foreach(json_object_get(schema, "fields"), i, v) {
+            name = json_string_value(json_object_get(v, "field"));
+            if (name && json_object_set_new(out, name, json_true()) != 0)
+                rc = -1;
+        }
+    } else if (out && json_is_object(doc)) {
+        json_object_foreach(doc, name, v) {
+            if (json_object_set_new(out, name, json_true()) != 0)
+                rc = -1;
+        }
+    }
+    json_decref(doc);
+    if (rc == 0 && json_object_size(out) == 0)
+        rc = 1;
+    if (rc != 0) {
+        json_decref(out);
+        return rc;
+    }
+    *names = out;
+    return 0;
+}
+
+static tm_conv_outcome stop(tm_arena *a, tm_conv_result *out, const char *why) {
+    out->detail = tm_arena_strdup(a, why);
+    out->values = NULL;
+    return out->detail ? TM_CONV_STOP : TM_CONV_OOM;
+}
+
+/* The event's columns against those so far (cdc_columns.h): new ones
+ * added, an unsafe change a STOP. keys: the key's field names (taken). */
+static tm_conv_outcome evolve(const tm_converter *cv, tm_arena *a,
+                              const tm_cdc_row *row, json_t *keys,
+                              tm_conv_result *out) {
+    tm_cdc_colset ev;
+    char why[DETAIL_MAX / 2];
+    int d = tm_cdc_columns_derive(row->schema, keys, &ev, why, sizeof why);
+    if (d != 0) {
+        json_decref(keys);
+        return d < 0 ? TM_CONV_OOM
+                     : dead(a, out, TM_DL_SCHEMA_MISMATCH, "%s", why);
+    }
+    tm_conv_outcome rc = TM_CONV_ROW;
+    size_t *added = malloc(ev.ncolumns * sizeof *added), nadded = 0;
+    if (!added) {
+        rc = TM_CONV_OOM;
+    } else if (cv->ss->cols.ncolumns == 0) {
+        cv->ss->cols = ev; /* the first event's: the table's columns */
+        memset(&ev, 0, sizeof ev);
+        out->columns_added = 1;
+    } else {
+        switch (tm_cdc_columns_diff(&cv->ss->cols, &ev, added, &nadded, why,
+                                    sizeof why)) {
+        case TM_CDC_SAME: break;
+        case TM_CDC_ADDED:
+            if (tm_cdc_columns_append(&cv->ss->cols, &ev, added, nadded) != 0)
+                rc = TM_CONV_OOM;
+            out->columns_added = rc == TM_CONV_ROW;
+            break;
+        case TM_CDC_UNSAFE: rc = stop(a, out, why); break;
+        }
+    }
+    free(added);
+    tm_cdc_colset_clear(&ev);
+    if (rc == TM_CONV_ROW) {
+        json_decref(cv->ss->seen_schema);
+        json_decref(cv->ss->seen_keys);
+        cv->ss->seen_schema = json_incref((json_t *)row->schema);
+        cv->ss->seen_keys = keys;
+    } else {
+        json_decref(keys);
+    }
+    return rc;
+}
+
+/* The columns for the event in row, from its schema: ROW when cv->ss->cols
+ * (compiled) are ready for it; else a dead letter, a STOP or OOM. */
+static tm_conv_outcome schema_columns(const tm_converter *cv, tm_arena *a,
+                                      const tm_cdc_row *row,
+                                      const tm_conv_input *in,
+                                      tm_conv_result *out) {
+    if (!row->schema)
+        return dead(a, out, TM_DL_SCHEMA_MISMATCH,
+                    "the event has no schema, and the mapping has no column "
+                    "list to read it by: send the schema (JsonConverter "
+                    "schemas.enable=true) or list the columns");
+    tm_conv_outcome rc = TM_CONV_ROW;
+    /* A delete sets only its key columns: its image (a "before" of the
+     * key only, the record key) may lack the others. */
+    if (row->op != TM_OP_DELETE || cv->ss->cols.ncolumns == 0) {
+        json_t *keys = NULL;
+        int k = key_names(in->key, in->key_len, &keys);
+        if (k != 0)
+            return k < 0 ? TM_CONV_OOM
+                         : dead(a, out, TM_DL_NULL_KEY,
+                                "the record key is not a JSON object with "
+                                "fields (enveloped or not): with columns "
+                                "from the event's schema, the key columns "
+                                "are the key's fields");
+        if (cv->ss->seen_schema &&
+            json_equal(cv->ss->seen_schema, row->schema) &&
+            json_equal(cv->ss->seen_keys, keys))
+            json_decref(keys);
+        else
+            rc = evolve(cv, a, row, keys, out);
+    }
+    if (rc == TM_CONV_ROW && compile_columns(cv) != 0)
+        rc = TM_CONV_OOM;
+    return rc;
+}
+
+const tm_column *tm_converter_columns(const tm_converter *cv, size_t *n) {
+    if (!cv->cfg->mapping.from_schema) {
+        *n = cv->cfg->mapping.ncolumns;
+        return cv->cfg->mapping.columns;
+    }
+    *n = cv->ss->cols.ncolumns;
+    return cv->ss->cols.columns;
 }
 
 static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
@@ -320,14 +535,26 @@ static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
                           &row, &reason, why, sizeof why);
     tm_conv_outcome rc = TM_CONV_OOM;
     json_t *keep = json_array();
-    tm_jvalue *found = tm_arena_scratch(a, (cv->npointers + 1) * sizeof *found);
+    col_view cols = config_view(cv);
+    if (u == 0 && cv->cfg->mapping.from_schema) {
+        rc = schema_columns(cv, a, &row, in, out);
+        col_view derived = {cv->ss->cols.columns, cv->ss->cols.pointers,
+                            cv->ss->compiled, cv->ss->cols.ncolumns,
+                            cv->ss->ncompiled + (cv->npointers > 0)};
+        cols = derived;
+    }
+    tm_jvalue *found =
+        tm_arena_scratch(a, (cols.npointers + 1) * sizeof *found);
     if (u > 0) {
         rc = dead(a, out, reason, "%s", why);
-    } else if (u == 0 && keep && found) {
-        found[cv->npointers].present = 0;
-        rc = find_in_row(cv, a, &row, keep, found, out);
+    } else if (u == 0 && (!keep || !found)) {
+        rc = TM_CONV_OOM;
+    } else if (u == 0 && (rc == TM_CONV_ROW || !cv->cfg->mapping.from_schema)) {
+        found[cols.npointers].present = 0;
+        rc = find_in_row(&cols, a, &row, keep, found, out);
         if (rc == TM_CONV_ROW)
-            rc = convert_found(cv, a, found, row.op == TM_OP_DELETE, out);
+            rc =
+                convert_found(cv, &cols, a, found, row.op == TM_OP_DELETE, out);
         out->op = row.op;
     }
     if (u == 0)
@@ -385,6 +612,7 @@ static tm_conv_outcome convert_raw(const tm_converter *cv, tm_arena *a,
 
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out) {
+    out->columns_added = 0;
     out->values = NULL;
     out->reason = 0;
     out->detail = NULL;

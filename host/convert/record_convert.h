@@ -29,7 +29,12 @@ typedef enum tm_conv_outcome {
     TM_CONV_OOM = -1,
     TM_CONV_ROW = 0,
     TM_CONV_DEAD_LETTER = 1,
-    TM_CONV_FILTERED = 2
+    TM_CONV_FILTERED = 2,
+    /* A mapping without a column list: the event's schema changes the
+     * columns in a way no table can follow safely (detail says which
+     * field and both types): the partition stops, the record has no
+     * outcome. */
+    TM_CONV_STOP = 3
 } tm_conv_outcome;
 
 typedef struct tm_conv_result {
@@ -38,6 +43,8 @@ typedef struct tm_conv_result {
     const char *detail;  /* DEAD_LETTER: "/count: expected int, ..." (arena) */
     uint32_t op;         /* ROW: TM_OP_UPSERT, or TM_OP_DELETE (a change
                             event's delete: only key columns set) */
+    int columns_added;   /* a mapping without a column list: this event's
+                            schema added columns (tm_converter_columns) */
 } tm_conv_result;
 
 /* The config with its pointers compiled. */
@@ -63,8 +70,15 @@ void tm_converter_free(tm_converter *cv);
  * columns, the first failure deciding (docs/configuration.md, "How
  * records are converted"). A change-data-capture format (debezium,
  * connect) unwraps the event first (cdc_envelope.h) and reads the columns
- * from its row image; its tombstones are FILTERED. */
+ * from its row image; its tombstones are FILTERED. Without a column list
+ * the columns come from the event's schema (cdc_columns.h), and grow as
+ * the events' schemas add fields: the converter keeps them. */
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out);
+
+/* The columns rows convert to (*n of them): the config's, or for a
+ * mapping without a column list those the events' schemas gave so far
+ * (valid until the next tm_convert; NULL before the first). */
+const tm_column *tm_converter_columns(const tm_converter *cv, size_t *n);
 
 #endif

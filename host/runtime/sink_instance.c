@@ -37,6 +37,17 @@ int tm_sink_instance_load(tm_sink_instance *si, const tm_connector_config *cfg,
                  si->api->name, si->plugin.path);
         return -1;
     }
+    /* Without it the sink would store only the columns it was opened
+     * with (none): every field dropped. */
+    if (cfg->mapping.from_schema &&
+        !(si->api->capabilities & TM_CAP_SCHEMA_COLUMNS)) {
+        snprintf(errstr, errsize,
+                 "$.mapping.columns: plugin \"%s\" (%s) cannot take its "
+                 "columns from the events' schemas (no "
+                 "TM_CAP_SCHEMA_COLUMNS); list the columns",
+                 si->api->name, si->plugin.path);
+        return -1;
+    }
     if (cfg->dead_letters.sink &&
         !(si->api->capabilities & TM_CAP_DEAD_LETTERS)) {
         snprintf(errstr, errsize,

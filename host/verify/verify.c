@@ -153,7 +153,21 @@ static int predict(run *R, const rd_kafka_message_t *m, const char **identity,
     tm_msg_view v;
     int truncated;
     tm_kafka_message_view(m, vp->topic, vp->partition, hv, &v, &truncated);
-    if (r < 0 || tm_bb_add(R->bb, (uint32_t)r, &v) != 0)
+    int added = r < 0 ? -1 : tm_bb_add(R->bb, (uint32_t)r, &v);
+    if (added == -2) {
+        /* A schema change the host stops at (a mapping without a column
+         * list): the operator changed the table and the host resumed
+         * from this event with no columns learnt, so predict it so. */
+        tm_batch_builder *fresh = tm_bb_new(R->cfg);
+        if (!fresh)
+            return -1;
+        tm_bb_free(R->bb);
+        R->bb = fresh;
+        tm_bb_reset(R->bb, "verify", 0);
+        r = tm_bb_range(R->bb, vp->topic, vp->partition, m->offset, 1);
+        added = r < 0 ? -1 : tm_bb_add(R->bb, (uint32_t)r, &v);
+    }
+    if (added != 0)
         return -1;
     const tm_batch *b = tm_bb_batch(R->bb);
     if (!b)
@@ -202,13 +216,18 @@ static void stored_before(run *R, int64_t offset) {
 #define CDC_STORED 1
 #define CDC_DELETE 2
 
+/* rec's key, by the columns of the batch that holds it (a mapping
+ * without a column list has them from the events' schemas). */
 static char *cdc_key(const run *R, const tm_record *rec) {
-    const tm_connector_config *cfg = R->cfg;
+    const tm_batch *b = tm_bb_batch(R->bb);
+    const tm_column *cols =
+        b && b->columns ? b->columns : R->cfg->mapping.columns;
+    size_t ncols = b && b->columns ? b->ncolumns : R->cfg->mapping.ncolumns;
     size_t idx[64], n = 0;
-    for (size_t i = 0; i < cfg->mapping.ncolumns && n < 64; i++)
-        if (cfg->mapping.columns[i].key)
+    for (size_t i = 0; i < ncols && n < 64; i++)
+        if (cols[i].key)
             idx[n++] = i;
-    return tm_canonical_array(cfg->mapping.columns, rec->values, idx, n);
+    return tm_canonical_array(cols, rec->values, idx, n);
 }
 
 /* Notes an event of the partition (in offset order); 0, or -1 OOM. */

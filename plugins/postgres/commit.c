@@ -579,6 +579,9 @@ static tm_status lock_check_write(pg_run *x, tm_error *err) {
      * check. ALREADY / FENCED / CONFLICT write nothing. */
     if ((r = s->host->marker_check(b, x->stored, err)) != TM_OK)
         return r;
+    /* the table takes the batch's columns with its rows, or neither */
+    if ((r = pg_evolve(s, b, err)) != TM_OK)
+        return r;
     for (size_t i = 0; i < b->nranges; i++)
         if (!x->present[i]) {
             const tm_range *g = TM_CELEM(tm_range, b->ranges, i);
@@ -630,6 +633,7 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     while (r != TM_OK && x.redo) {
         /* a record's key refused: again, that record a dead letter */
         pg_rollback(s);
+        s->schema_ready = 0; /* the DDL went back too */
         x.redo = 0;
         x.nwrite = 0;
         memset(x.rows, 0, 3 * n * sizeof *x.rows);
@@ -638,6 +642,7 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     }
     if (r != TM_OK) {
         pg_rollback(s);
+        s->schema_ready = 0; /* the DDL went back too */
     } else if ((r = update_and_commit(&x, err)) != TM_OK) {
         /* An error the server answered means no COMMIT happened (it skips
          * the rest of a pipeline after an error); a lost connection leaves
@@ -646,6 +651,7 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
         if (r != TM_FATAL || !s->conn || PQstatus(s->conn) != CONNECTION_OK)
             r = TM_RETRY;
         pg_rollback(s);
+        s->schema_ready = 0; /* the DDL went back too */
     }
     free(x.stored);
     free(x.present);

@@ -79,6 +79,15 @@ static PGresult *untimed(pg_sink *s, const char *sql, int n,
  * outcome, and would otherwise time out on a large table at every try. */
 static tm_status legacy_writer(pg_sink *s, const char *step, char *other,
                                size_t size, tm_error *err) {
+    if (s->schema_cols) {
+        /* columns from the events' schemas: the table may not be made
+         * yet, and a table not there holds no one's rows */
+        int exists = 0;
+        tm_status r = pg_table_exists(s, &exists, err);
+        other[0] = '\0';
+        if (r != TM_OK || !exists)
+            return r;
+    }
     pg_buf b = {0};
     pg_buf_add(&b, "SELECT m.connector FROM ");
     pg_buf_add(&b, s->q_markers);

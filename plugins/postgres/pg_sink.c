@@ -34,13 +34,24 @@ static tm_status pg_open(const tm_host_api *host, const tm_sink_config *config,
     s->host = host;
     s->config = config;
     s->set = set;
+    if (config->flags & TM_CONFIG_SCHEMA_COLUMNS) {
+        /* no columns until the first batch brings them (evolve.c) */
+        s->schema_cols = 1;
+        s->own = *config;
+        s->own.columns = NULL;
+        s->own.ncolumns = 0;
+        s->config = &s->own;
+    }
     atomic_init(&s->interrupted, 0);
     atomic_init(&s->in_call, 0);
     atomic_flag_clear(&s->cancel_busy);
     if ((r = pg_connect(s, err)) == TM_OK &&
         (r = pg_schema_create(s, err)) == TM_OK) {
         int exists = 0;
-        if ((r = pg_table_exists(s, &exists, err)) == TM_OK && !exists) {
+        if (s->schema_cols) {
+            /* the table is checked against each batch's columns */
+            r = pg_owner_check(s, err);
+        } else if ((r = pg_table_exists(s, &exists, err)) == TM_OK && !exists) {
             host->set_error(err,
                             "setting \"table\": no table %s and \"create\" "
                             "is false",
@@ -65,6 +76,7 @@ static void pg_close(void *sink) {
     if (!s)
         return;
     pg_disconnect(s);
+    pg_evolve_free(s);
     free_names(s);
     free(s);
 }
@@ -121,7 +133,8 @@ static tm_status call_scan(void *sink, const char *topic, int32_t partition,
 
 TM_SINK_DEFINE(.name = "postgres", .version = "0.1.0",
                .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
-                               TM_CAP_DELETE | TM_CAP_UPSERT,
+                               TM_CAP_DELETE | TM_CAP_UPSERT |
+                               TM_CAP_SCHEMA_COLUMNS,
                .open = pg_open, .claim = call_claim,
                .read_markers = call_read_markers, .commit = call_commit,
                .close = pg_close, .validate = pg_validate, .scan = call_scan,

@@ -77,6 +77,12 @@ typedef struct pg_sink {
     int prepared;       /* the marker statements are prepared on conn */
     int keys_prepared;  /* the business keys' probe (keys.c) too */
     int keys_resent;    /* the last batch's probe found keys stored before */
+    /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
+     * host's config with the columns of the last batch (names copied:
+     * the batch is the host's for one call); the table fits them once
+     * schema_ready (evolve.c). */
+    int schema_cols, schema_ready;
+    tm_sink_config own;
 } pg_sink;
 
 /* settings.c */
@@ -282,5 +288,16 @@ tm_status pg_scan(void *sink, const char *topic, int32_t partition,
 /* validate.c */
 tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
                       tm_error *err);
+
+/* evolve.c */
+/* Columns from the events' schemas: in the commit's transaction, after
+ * the marker check, makes the table fit the batch's columns (created,
+ * columns added, with "create"; a mismatch TM_FATAL). TM_OK when there is
+ * nothing to do. */
+tm_status pg_evolve(pg_sink *s, const tm_batch *b, tm_error *err);
+void pg_evolve_free(pg_sink *s);
+/* schema.c: the table made or completed for s->config's columns and
+ * checked against them, in the caller's transaction. */
+tm_status pg_schema_evolve(pg_sink *s, tm_error *err);
 
 #endif

@@ -225,7 +225,8 @@ static tm_status has_key_index(pg_sink *s, int *found, tm_error *err);
  * fitting one already, whatever its name (one made under an older naming
  * rule, or by the user), so a table never gets a second one. */
 static int index_wanted(pg_sink *s) {
-    if (!s->set.create || s->set.mode != PG_UPSERT)
+    if (!s->set.create || s->set.mode != PG_UPSERT ||
+        (s->schema_cols && s->config->ncolumns == 0))
         return 0;
     int found = 0;
     tm_error scratch = {sizeof scratch, ""};
@@ -360,7 +361,7 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
         r = missing_objects(s, &missing, err);
     if (r == TM_OK) {
         helpers_ddl(s, missing, &b);
-        if (missing & PG_MISS_TABLE)
+        if ((missing & PG_MISS_TABLE) && !s->schema_cols)
             target_ddl(s, &b);
         if (b.oom) {
             s->host->set_error(err, "out of memory");
@@ -383,6 +384,43 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
         if (r == TM_FATAL)
             r = TM_INVALID;
     }
+    return r;
+}
+
+tm_status pg_schema_evolve(pg_sink *s, tm_error *err) {
+    tm_status r = TM_OK;
+    /* CREATE TABLE IF NOT EXISTS, then each column ADD COLUMN IF NOT
+     * EXISTS (nullable: the rows before it have none) */
+    for (size_t i = 0; s->set.create && r == TM_OK && i <= s->config->ncolumns;
+         i++) {
+        pg_buf b = {0};
+        if (i == 0) {
+            target_ddl(s, &b);
+        } else {
+            const tm_column *col =
+                TM_CELEM(tm_column, s->config->columns, i - 1);
+            pg_buf_add(&b, "ALTER TABLE ");
+            pg_buf_add(&b, s->q_table);
+            pg_buf_add(&b, " ADD COLUMN IF NOT EXISTS ");
+            pg_buf_ident(s, &b, col->name);
+            pg_buf_add(&b, " ");
+            pg_buf_add(&b, pg_type_sql(col->type));
+        }
+        if (b.oom) {
+            s->host->set_error(err, "out of memory");
+            r = TM_FATAL;
+        } else {
+            r = pg_exec(s, b.p, "fitting the table to the batch's columns",
+                        err);
+        }
+        pg_buf_free(&b);
+    }
+    if (r == TM_OK && index_wanted(s))
+        r = make_key_index(s, err);
+    /* A column of another type, a key the index does not match: the
+     * operator decides; no batch goes in meanwhile. */
+    if (r == TM_OK && (r = pg_shape_check(s, err)) == TM_INVALID)
+        r = TM_FATAL;
     return r;
 }
 

@@ -59,6 +59,17 @@ static tm_status check_columns(const tm_host_api *h,
                                const tm_sink_config *config,
                                const pg_settings *out, tm_error *err) {
     size_t keys = 0;
+    if (config->flags & TM_CONFIG_SCHEMA_COLUMNS) {
+        /* each batch brings them (evolve.c); change events need upsert */
+        if (out->mode != PG_UPSERT) {
+            h->set_error(err, "setting \"mode\": a change-data-capture "
+                              "mapping ($.mapping.format) needs \"upsert\": "
+                              "its events replace and delete rows by their "
+                              "key");
+            return TM_INVALID;
+        }
+        return TM_OK;
+    }
     if (config->ncolumns == 0) {
         h->set_error(err, "the mapping has no columns");
         return TM_INVALID;

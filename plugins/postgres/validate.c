@@ -274,6 +274,8 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
         } else if ((r = privileges(&s, role, err)) != TM_OK ||
                    (r = owners(&s, role, err)) != TM_OK)
             ; /* err says why */
+        else if (exists && (config->flags & TM_CONFIG_SCHEMA_COLUMNS))
+            r = pg_owner_check(&s, err); /* the shape: at each batch */
         else if (exists && (r = pg_shape_check(&s, err)) == TM_OK)
             r = pg_owner_check(&s, err);
         pg_rollback(&s);

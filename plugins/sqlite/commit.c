@@ -422,6 +422,10 @@ static tm_status apply(sq_run *x, tm_error *err) {
     tm_status r = s->host->marker_check(b, x->stored, err);
     if (r != TM_OK)
         return r;
+    /* the table takes the batch's columns with its rows, or neither */
+    x->step = "fitting the table to the batch's columns";
+    if ((r = sq_evolve(s, b, err)) != TM_OK)
+        return r;
     if ((rc = write_records(x)) != SQLITE_OK)
         return sq_fail(s, rc, x->step, err);
     s->host->fault(TM_FAULT_AFTER_EFFECTS);
@@ -490,6 +494,11 @@ tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
     }
     free(x.stored);
     free(x.rows);
+    if (r != TM_OK && s->schema_cols) {
+        /* Rolled back, or not known committed: the table may lack the
+         * columns this batch added. The next batch fits it again. */
+        s->schema_ready = 0;
+    }
     if (r == TM_OK)
         s->host->fault(TM_FAULT_AFTER_COMMIT);
     return r;

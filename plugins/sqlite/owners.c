@@ -83,6 +83,17 @@ static int first_row(sq_sink *s, const char *sql, char *other, size_t size,
  * connector is its markers over rows of the table: another connector
  * whose marker is past an offset the table holds. */
 static int legacy_writer(sq_sink *s, char *other, size_t size) {
+    if (s->schema_cols) {
+        /* columns from the events' schemas: the table may not be made
+         * yet, and a table not there holds no one's rows */
+        int exists = 0;
+        tm_error scratch = {sizeof scratch, ""};
+        other[0] = '\0';
+        if (sq_table_exists(s, &exists, &scratch) != TM_OK)
+            return SQLITE_ERROR;
+        if (!exists)
+            return SQLITE_OK;
+    }
     sq_buf b = {0};
     sq_buf_add(&b, "SELECT m.connector FROM " SQ_MARKERS " m WHERE "
                    "m.connector <> ?2 AND EXISTS (SELECT 1 "

@@ -83,6 +83,14 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
         s->host->set_error(err, "scan: out of memory");
         return TM_RETRY;
     }
+    /* Columns from the events' schemas, none known before this process
+     * committed a batch: the rows without their values, by a statement
+     * made for this scan only (the table may be made meanwhile). */
+    int bare = !s->stmt[SQ_SCAN];
+    if (bare && (r = sq_prepare_bare_scan(s, err)) != TM_OK) {
+        free(vals);
+        return r;
+    }
     sqlite3_stmt *st = s->stmt[SQ_SCAN];
     int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
@@ -112,6 +120,10 @@ tm_status sq_scan(void *sink, const char *topic, int32_t partition,
             break; /* the reader has seen enough */
     }
     sq_reuse(st);
+    if (bare) {
+        sqlite3_finalize(st);
+        s->stmt[SQ_SCAN] = NULL;
+    }
     free(vals);
     if (rc != SQLITE_OK && rc != SQLITE_DONE)
         return sq_fail(s, rc, "scan", err);

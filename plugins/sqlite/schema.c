@@ -198,12 +198,12 @@ static int schema_complete(sq_sink *s) {
         rc = sqlite3_bind_text(st, i + 1, HELPER_NAMES[i], -1, SQLITE_STATIC);
         want++;
     }
-    if (rc == SQLITE_OK && s->set.create) {
+    if (rc == SQLITE_OK && s->set.create && !s->schema_cols) {
         rc = sqlite3_bind_text(st, 7, s->set.table, -1, SQLITE_STATIC);
         want++;
     }
-    if (rc == SQLITE_OK && s->set.create && s->set.mode == SQ_UPSERT &&
-        !key.oom) {
+    if (rc == SQLITE_OK && s->set.create && !s->schema_cols &&
+        s->set.mode == SQ_UPSERT && !key.oom) {
         rc = sqlite3_bind_text(st, 8, key.p, -1, SQLITE_STATIC);
         want++;
     }
@@ -223,7 +223,7 @@ tm_status sq_schema_create(sq_sink *s, tm_error *err) {
     sq_buf_add(&b, HELPERS);
     if (s->set.retention_s > 0)
         sq_buf_add(&b, AGE_INDEX);
-    if (s->set.create)
+    if (s->set.create && !s->schema_cols)
         target_ddl(s, &b);
     if (b.oom) {
         sq_buf_free(&b);
@@ -637,7 +637,14 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
                      "applied_at < ?2 AND applied_wall < ?3",
 };
 
-tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
+static int is_target_stmt(int i) {
+    return i == SQ_INS_ROW || i == SQ_SCAN || i == SQ_DEL_ROW;
+}
+
+/* Prepares the statements of s->stmt that only_target selects (1: the
+ * target table's three, 0: all), finalizing any there. Columns from the
+ * events' schemas and none yet: no target statement (no table to name). */
+static tm_status prepare(sq_sink *s, int only_target, tm_error *err) {
     sq_buf ins = {0}, scan = {0}, del = {0};
     insert_sql(s, &ins);
     scan_sql(s, &scan);
@@ -647,7 +654,13 @@ tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
         s->host->set_error(err, "out of memory");
         r = TM_FATAL;
     }
+    int no_target = s->schema_cols && s->config->ncolumns == 0;
     for (int i = 0; r == TM_OK && i < SQ_NSTMTS; i++) {
+        if ((only_target && !is_target_stmt(i)) ||
+            (no_target && is_target_stmt(i)))
+            continue;
+        sqlite3_finalize(s->stmt[i]);
+        s->stmt[i] = NULL;
         const char *sql = i == SQ_INS_ROW   ? ins.p
                           : i == SQ_SCAN    ? scan.p
                           : i == SQ_DEL_ROW ? del.p
@@ -667,4 +680,78 @@ tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
     sq_buf_free(&scan);
     sq_buf_free(&del);
     return r;
+}
+
+tm_status sq_prepare_all(sq_sink *s, tm_error *err) {
+    return prepare(s, 0, err);
+}
+
+tm_status sq_prepare_bare_scan(sq_sink *s, tm_error *err) {
+    int exists = 0;
+    tm_status r = sq_table_exists(s, &exists, err);
+    if (r != TM_OK)
+        return r;
+    sq_buf b = {0};
+    if (exists) {
+        scan_sql(s, &b); /* s->config has no columns: the fixed four */
+    } else {
+        sq_buf_add(&b,
+                   "SELECT \"offset\", 2, reason, detail FROM " SQ_DEAD_LETTERS
+                   " WHERE connector = ?1 AND topic = ?2 AND "
+                   "\"partition\" = ?3 ORDER BY 1, 2");
+    }
+    int rc = b.oom
+                 ? SQLITE_NOMEM
+                 : sqlite3_prepare_v2(s->db, b.p, -1, &s->stmt[SQ_SCAN], NULL);
+    sq_buf_free(&b);
+    return rc == SQLITE_OK ? TM_OK : sq_fail(s, rc, "preparing the scan", err);
+}
+
+/* ALTER TABLE ... ADD COLUMN for each column of s->config the table lacks
+ * (nullable: the rows before it have none). SQLITE_OK or the error. */
+static int add_missing(sq_sink *s) {
+    found_col *f;
+    size_t n;
+    sq_buf shape = {0};
+    int rc = read_columns(s, &f, &n, &shape);
+    sq_buf_free(&shape);
+    for (size_t i = 0; rc == SQLITE_OK && i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        if (find_col(f, n, col->name))
+            continue;
+        sq_buf b = {0};
+        sq_buf_add(&b, "ALTER TABLE ");
+        sq_buf_ident(&b, s->set.table);
+        sq_buf_add(&b, " ADD COLUMN ");
+        sq_buf_ident(&b, col->name);
+        sq_buf_add(&b, " ");
+        sq_buf_add(&b, sq_type_sql(col->type));
+        rc = b.oom ? SQLITE_NOMEM : sq_exec(s, b.p);
+        sq_buf_free(&b);
+    }
+    free_columns(f, n);
+    return rc;
+}
+
+tm_status sq_schema_evolve(sq_sink *s, tm_error *err) {
+    sq_buf b = {0};
+    int rc = SQLITE_OK;
+    const char *step = "creating the table";
+    if (s->set.create) {
+        target_ddl(s, &b);
+        rc = b.oom ? SQLITE_NOMEM : sq_exec(s, b.p);
+        if (rc == SQLITE_OK) {
+            step = "adding columns";
+            rc = add_missing(s);
+        }
+    }
+    sq_buf_free(&b);
+    if (rc != SQLITE_OK)
+        return sq_fail(s, rc, step, err);
+    /* A column of another type, a key the index does not match: the
+     * operator decides; no batch goes in meanwhile. */
+    tm_status r = sq_shape_check(s, err);
+    if (r == TM_INVALID)
+        return TM_FATAL;
+    return r == TM_OK ? prepare(s, 1, err) : r;
 }

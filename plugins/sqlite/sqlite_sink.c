@@ -21,13 +21,23 @@ static tm_status sq_open(const tm_host_api *host, const tm_sink_config *config,
     s->host = host;
     s->config = config;
     s->set = set;
+    if (config->flags & TM_CONFIG_SCHEMA_COLUMNS) {
+        /* no columns until the first batch brings them (evolve.c) */
+        s->schema_cols = 1;
+        s->own = *config;
+        s->own.columns = NULL;
+        s->own.ncolumns = 0;
+        s->config = &s->own;
+    }
     atomic_init(&s->interrupted, 0);
     atomic_flag_clear(&s->db_busy);
     if ((r = sq_db_open(s, 0, err)) == TM_OK &&
         (r = sq_schema_create(s, err)) == TM_OK &&
         (r = sq_migrate(s, err)) == TM_OK) {
         int exists = 0;
-        if ((r = sq_table_exists(s, &exists, err)) == TM_OK && !exists) {
+        if (s->schema_cols) {
+            /* the table is checked against each batch's columns */
+        } else if ((r = sq_table_exists(s, &exists, err)) == TM_OK && !exists) {
             host->set_error(err,
                             "setting \"table\": no table \"%s\" in %s and "
                             "\"create\" is false",
@@ -59,6 +69,7 @@ static void sq_close(void *sink) {
     if (!s)
         return;
     sq_db_close(s);
+    sq_evolve_free(s);
     free(s);
 }
 
@@ -76,7 +87,8 @@ static void sq_interrupt(void *sink) {
 
 TM_SINK_DEFINE(.name = "sqlite", .version = "1.0.0",
                .capabilities = TM_CAP_DEDUP | TM_CAP_DEAD_LETTERS |
-                               TM_CAP_DELETE | TM_CAP_UPSERT,
+                               TM_CAP_DELETE | TM_CAP_UPSERT |
+                               TM_CAP_SCHEMA_COLUMNS,
                .open = sq_open, .claim = sq_claim,
                .read_markers = sq_read_markers, .commit = sq_commit,
                .close = sq_close, .validate = sq_validate, .scan = sq_scan,

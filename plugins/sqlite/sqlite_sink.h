@@ -87,6 +87,12 @@ typedef struct sq_sink {
     dev_t file_dev[SQ_NFILES];
     ino_t file_ino[SQ_NFILES];
     int removed; /* a file was found removed: rescued once, FATAL since */
+    /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
+     * host's config with the columns of the last batch (names copied:
+     * the batch is the host's for one call); the table and the target
+     * statements fit them once schema_ready (evolve.c). */
+    int schema_cols, schema_ready;
+    tm_sink_config own;
 } sq_sink;
 
 /* settings.c */
@@ -154,6 +160,23 @@ tm_status sq_table_exists(sq_sink *s, int *exists, tm_error *err);
 tm_status sq_shape_check(sq_sink *s, tm_error *err);
 /* Prepares every statement of s->stmt. */
 tm_status sq_prepare_all(sq_sink *s, tm_error *err);
+/* Columns from the events' schemas and none known yet: s->stmt[SQ_SCAN]
+ * reads the rows without values (the dead letters alone when there is no
+ * table yet). */
+tm_status sq_prepare_bare_scan(sq_sink *s, tm_error *err);
+/* In the commit's transaction, for the columns of s->config (taken from
+ * a batch): creates the table if missing and adds the columns it lacks
+ * (setting "create"), checks its shape (a mismatch is TM_FATAL naming the
+ * column and both types) and prepares the target statements again. */
+tm_status sq_schema_evolve(sq_sink *s, tm_error *err);
+
+/* evolve.c */
+/* Columns from the events' schemas: makes the table fit the batch's
+ * columns, in the commit's transaction (before its rows). TM_OK when
+ * there is nothing to do. */
+tm_status sq_evolve(sq_sink *s, const tm_batch *b, tm_error *err);
+/* Frees the copied columns. */
+void sq_evolve_free(sq_sink *s);
 
 /* fileid.c */
 /* Right after the open: records which files the path and its -wal and

@@ -83,8 +83,8 @@ tm_status sq_validate(const tm_host_api *host, const tm_sink_config *config,
     int exists = 0;
     if ((r = sq_table_exists(&s, &exists, err)) != TM_OK)
         ; /* err says why */
-    else if (exists)
-        r = sq_shape_check(&s, err);
+    else if (exists && !(config->flags & TM_CONFIG_SCHEMA_COLUMNS))
+        r = sq_shape_check(&s, err); /* else: checked at each batch */
     else if (!s.set.create) {
         host->set_error(err,
                         "setting \"table\": no table \"%s\" in %s and "

@@ -313,8 +313,8 @@ END_TEST
 
 START_TEST(refuses_abi_minor) {
     assert_refused(fixtures[FX_ABI_MINOR].path,
-                   "abi_minor is 99, newer than this host's 5 (host speaks "
-                   "ABI 1.5)");
+                   "abi_minor is 99, newer than this host's 6 (host speaks "
+                   "ABI 1.6)");
 }
 END_TEST
 

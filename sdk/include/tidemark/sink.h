@@ -52,7 +52,7 @@ extern "C" {
 
 #define TM_SINK_MAGIC     0x544D534Bu /* "TMSK" */
 #define TM_SINK_ABI_MAJOR 1           /* host and plugin must match */
-#define TM_SINK_ABI_MINOR 5           /* fields are only ever appended */
+#define TM_SINK_ABI_MINOR 6           /* fields are only ever appended */
 
 /* The name of the one symbol a plugin exports. */
 #define TM_SINK_ENTRY_SYMBOL "tidemark_sink_entry"
@@ -137,6 +137,10 @@ typedef struct tm_settings tm_settings;
  * (upserts and deletes by the key columns); the sink keys its rows by the
  * columns with tm_column.key (its upsert mode) or refuses the config. */
 #define TM_CONFIG_CDC 0x4u
+/* ABI 1.6: with TM_CONFIG_CDC, columns from the events' schemas: the
+ * config has no columns (ncolumns 0), each batch carries its own
+ * (tm_batch.columns). Only for a sink with TM_CAP_SCHEMA_COLUMNS. */
+#define TM_CONFIG_SCHEMA_COLUMNS 0x8u
 
 typedef struct tm_sink_config {
     uint32_t struct_size;
@@ -310,7 +314,32 @@ typedef struct tm_batch {
     size_t nrecords;
     const tm_dead_letter *dead_letters; /* made by the host */
     size_t ndead_letters;
+    /* ---- ABI 1.6 (appended): set by the host ----
+     * With TM_CONFIG_SCHEMA_COLUMNS, the columns of this batch, taken
+     * from its events' schemas (walk with TM_CELEM): every record's
+     * values follow them. A batch's columns are those of the batch before
+     * it in this process with the new ones appended (new ones are never
+     * required); a column the events no longer carry stays, null. The
+     * sink makes the table have them in the commit's atomic step: created
+     * at the first batch, a new column added in the transaction of the
+     * batch that first carries it; a column the table has with another
+     * type (or another key) is refused with TM_FATAL, naming the column
+     * and both types, nothing committed. NULL and 0 otherwise: the
+     * config's columns. Read through TM_BATCH_COLUMNS. */
+    const tm_column *columns;
+    size_t ncolumns;
 } tm_batch;
+
+/* The columns of a batch b of a host of any minor version for config c:
+ * the batch's own (TM_CONFIG_SCHEMA_COLUMNS), else the config's. The
+ * count is TM_BATCH_NCOLUMNS. */
+#define TM_BATCH_HAS_COLUMNS(b)                                                \
+    ((b)->struct_size >= offsetof(tm_batch, ncolumns) + sizeof(size_t) &&      \
+     (b)->columns != NULL)
+#define TM_BATCH_COLUMNS(b, c)                                                 \
+    (TM_BATCH_HAS_COLUMNS(b) ? (b)->columns : (c)->columns)
+#define TM_BATCH_NCOLUMNS(b, c)                                                \
+    (TM_BATCH_HAS_COLUMNS(b) ? (b)->ncolumns : (c)->ncolumns)
 
 /* ---- Read-back (scan) --------------------------------------------------- */
 
@@ -565,6 +594,12 @@ typedef struct tm_host_api {
  * change-data-capture mapping needs TM_CAP_UPSERT | TM_CAP_DELETE and the
  * sink's upsert mode. */
 #define TM_CAP_DELETE 0x8u
+/* ABI 1.6: takes each batch's columns (tm_batch.columns) under
+ * TM_CONFIG_SCHEMA_COLUMNS: creates the target table at the first batch
+ * and adds the columns a later batch brings, in the commit's atomic step.
+ * A mapping without a column list needs it; a sink without it is refused
+ * that mapping, so no field is ever dropped silently. */
+#define TM_CAP_SCHEMA_COLUMNS 0x10u
 
 typedef struct tm_sink_api {
     uint32_t magic;                /* TM_SINK_MAGIC */

@@ -1,0 +1,241 @@
+/* Columns from the events' schemas (docs/configuration.md, "Columns from
+ * the event's schema") against the real broker, an SQLite file
+ * and PostgreSQL: Debezium change events in JsonConverter's envelope, a
+ * mapping without a column list. One ctest test per scenario,
+ * e2e.cdc_schema.<sqlite|postgres>_<scenario>:
+ *   columns: the table made from the first events' schema; a
+ *     column added at the source mid-stream (rows before it null, after it
+ *     filled); an event without a schema a dead letter schema_mismatch.
+ *   added_column_killed: the host killed at after_effects of the
+ *     batch that first carries a new column: neither the column nor the
+ *     rows are there, the markers did not move; restarted, both are.
+ *   narrowed_type_stops: a field narrowed from double to int32 while
+ *     running stops the connector with the field and both types in
+ *     `tidemark status`, nothing committed; after the operator changes
+ *     the table and restarts, the event goes in, nothing lost. */
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cdc_common.h"
+
+#define SCHEMA_MAPPING "{\"mode\": \"json\", \"format\": \"debezium\"}"
+
+#define F(name, type, opt)                                                     \
+    "{\"field\":\"" name "\",\"type\":\"" type "\",\"optional\":" opt "}"
+#define OLD_ROW  F("id", "int32", "false") "," F("name", "string", "true")
+#define NEW_ROW  OLD_ROW "," F("note", "string", "true")
+#define P_DOUBLE F("id", "int32", "false") "," F("p", "double", "true")
+#define P_INT    F("id", "int32", "false") "," F("p", "int32", "true")
+
+/* A create of key id with the row schema's fields ROWFIELDS and payload
+ * AFTER, in the envelope, its key enveloped too, into partition 0. */
+static void create(rd_kafka_t *p, const target *t, int id,
+                   const char *rowfields, const char *after) {
+    char key[256], value[4096];
+    snprintf(key, sizeof key,
+             "{\"schema\":{\"type\":\"struct\",\"fields\":[" F(
+                 "id", "int32", "false") "]},\"payload\":{\"id\":%d}}",
+             id);
+    snprintf(value, sizeof value,
+             "{\"schema\":{\"type\":\"struct\",\"fields\":["
+             "{\"field\":\"before\",\"type\":\"struct\",\"optional\":true,"
+             "\"fields\":[%s]},{\"field\":\"after\",\"type\":\"struct\","
+             "\"optional\":true,\"fields\":[%s]},"
+             "{\"field\":\"op\",\"type\":\"string\",\"optional\":false}]},"
+             "\"payload\":{\"before\":null,\"after\":%s,\"op\":\"c\"}}",
+             rowfields, rowfields, after);
+    h_produce_async(p, t->topic, 0, key, value, strlen(value));
+}
+
+static void creates(const target *t, int from, int to, const char *rowfields,
+                    int with_note) {
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int id = from; id < to; id++) {
+        char after[256];
+        if (with_note)
+            snprintf(after, sizeof after,
+                     "{\"id\":%d,\"name\":\"n%d\",\"note\":\"x%d\"}", id, id,
+                     id);
+        else
+            snprintf(after, sizeof after, "{\"id\":%d,\"name\":\"n%d\"}", id,
+                     id);
+        create(p, t, id, rowfields, after);
+    }
+    h_flush(p);
+    rd_kafka_destroy(p);
+}
+
+static int64_t has_column(const target *t, const char *column) {
+    if (t->pg)
+        return h_pg_int("SELECT count(*) FROM information_schema.columns "
+                        "WHERE table_name = '%s' AND column_name = '%s'",
+                        t->table, column);
+    return h_sqlf(t->db,
+                  "SELECT count(*) FROM pragma_table_info('%s') WHERE name = "
+                  "'%s'",
+                  t->table, column);
+}
+
+/* The target's rows matching WHERE ("" for all). */
+static int64_t rows(const target *t, const char *where) {
+    char w[512];
+    snprintf(w, sizeof w, "%s%s", *where ? "WHERE " : "", where);
+    return count_rows(t, "%.0d%s", 0, w);
+}
+
+static void run_columns(int pg) {
+    target t;
+    init_target(&t, pg);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL);
+    creates(&t, 1, 4, OLD_ROW, 0);
+    creates(&t, 4, 7, NEW_ROW, 1); /* ALTER TABLE ... ADD COLUMN note */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    const char *bare = "{\"before\":null,\"after\":{\"id\":9},\"op\":\"c\"}";
+    h_produce_async(p, t.topic, 0, "{\"id\":9}", bare, strlen(bare));
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config_with(&t, SCHEMA_MAPPING);
+    run_until_caught_up(&t, cfg, "run.log");
+    H_CHECK(has_column(&t, "id") && has_column(&t, "name") &&
+                has_column(&t, "note"),
+            "the table lacks a column of the events' schemas");
+    H_CHECK(rows(&t, "") == 6, "%lld rows, want 6", (long long)rows(&t, ""));
+    H_CHECK(rows(&t, "id < 4 AND note IS NULL AND name = 'n' || id") == 3,
+            "the rows before the column are not null in it");
+    H_CHECK(rows(&t, "id >= 4 AND note = 'x' || id AND name = 'n' || id") == 3,
+            "the rows after the column do not carry it");
+    H_CHECK(dead_letters(&t, "schema_mismatch") == 1,
+            "the event without a schema is not one dead letter "
+            "schema_mismatch (%lld)",
+            (long long)dead_letters(&t, "schema_mismatch"));
+    check_verify(cfg);
+    h_step("table made from the schema, note added mid-stream, the bare "
+           "event a dead letter; verify passes");
+}
+
+static void run_added_column_killed(int pg) {
+    target t;
+    init_target(&t, pg);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL);
+    creates(&t, 1, 4, OLD_ROW, 0);
+    const char *cfg =
+        config_file(&t, SCHEMA_MAPPING, "cdc.json", 40, ONE_BATCH_WAIT_MS);
+    run_until_caught_up(&t, cfg, "run.log");
+    H_CHECK(has_column(&t, "name") && !has_column(&t, "note"),
+            "inconclusive: the first run's table is not (id, name)");
+    creates(&t, 4, 7, NEW_ROW, 1);
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=after_effects", fp.fd_env, NULL};
+    pid_t pid = h_spawn_env(cfg, "run2.log", env);
+    h_fault_wait(&fp, "after_effects", pid, 0);
+    int rc = h_stop(pid, 0, 10000, NULL);
+    H_CHECK(rc == 128 + SIGKILL, "the host exited %d, not by SIGKILL", rc);
+    H_CHECK(marker_sum(&t) == 3,
+            "inconclusive: the markers are at %lld after the kill, want 3",
+            (long long)marker_sum(&t));
+    H_CHECK(!has_column(&t, "note"),
+            "the column is there without its batch's rows and markers");
+    H_CHECK(rows(&t, "") == 3, "rows of the killed batch are there");
+    h_step("killed at after_effects: neither the column nor the rows");
+    run_until_caught_up(&t, cfg, "run3.log");
+    H_CHECK(has_column(&t, "note"), "the column was never added");
+    H_CHECK(rows(&t, "(id < 4 AND note IS NULL) OR (id >= 4 AND note = 'x' "
+                     "|| id)") == 6,
+            "want 6 rows, note null before the column and filled after");
+    h_step("restarted: the column and the rows together");
+}
+
+static void run_narrowed_type_stops(int pg) {
+    target t;
+    init_target(&t, pg);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    create(p, &t, 1, P_DOUBLE, "{\"id\":1,\"p\":1.5}");
+    create(p, &t, 2, P_DOUBLE, "{\"id\":2,\"p\":2.5}");
+    h_flush(p);
+    const char *cfg = config_with(&t, SCHEMA_MAPPING);
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    /* while it runs, the source narrows p */
+    create(p, &t, 3, P_INT, "{\"id\":3,\"p\":3}");
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *want = "field p changed type: the target column is float "
+                       "(from double), the event's schema says int (int32)";
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_status_text(t.connector), want)) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "the status never named the narrowed field; it says: %s",
+                h_status_text(t.connector));
+        h_sleep_ms(100);
+    }
+    const char *args[] = {"status", "--config", cfg, NULL};
+    h_tidemark("status.out", args);
+    H_CHECK(strstr(h_read_file("status.out"), want),
+            "`tidemark status` does not say it: %s", h_read_file("status.out"));
+    h_stop(pid, SIGTERM, 30000, NULL);
+    H_CHECK(marker_sum(&t) == 2 && rows(&t, "") == 2,
+            "something of the stopped batch was committed (markers %lld)",
+            (long long)marker_sum(&t));
+    h_step("stopped: %s; nothing committed", want);
+    /* the operator makes p an integer column, keeping the old values */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "ALTER TABLE \"%s\" RENAME COLUMN p TO p_double; ALTER TABLE "
+             "\"%s\" ADD COLUMN p %s",
+             t.table, t.table, t.pg ? "bigint" : "INTEGER");
+    if (t.pg) {
+        pg_do(sql);
+    } else {
+        sqlite3 *db = NULL;
+        char *msg = NULL;
+        H_CHECK(sqlite3_open(t.db, &db) == SQLITE_OK &&
+                    sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
+                "inconclusive: changing the table: %s", msg ? msg : "?");
+        sqlite3_free(msg);
+        sqlite3_close(db);
+    }
+    run_until_caught_up(&t, cfg, "run2.log");
+    H_CHECK(rows(&t, "id = 3 AND p = 3") == 1 && rows(&t, "") == 3,
+            "after the fix the narrowed event is not in, or rows are lost");
+    check_verify(cfg);
+    h_step("after the table was changed: resumed, nothing lost; verify "
+           "passes");
+}
+
+static void scenario_sqlite_columns(void) {
+    run_columns(0);
+}
+static void scenario_postgres_columns(void) {
+    run_columns(1);
+}
+static void scenario_sqlite_added_column_killed(void) {
+    run_added_column_killed(0);
+}
+static void scenario_postgres_added_column_killed(void) {
+    run_added_column_killed(1);
+}
+static void scenario_sqlite_narrowed_type_stops(void) {
+    run_narrowed_type_stops(0);
+}
+static void scenario_postgres_narrowed_type_stops(void) {
+    run_narrowed_type_stops(1);
+}
+
+static const h_scenario SCENARIOS[] = {
+    {"sqlite_columns", scenario_sqlite_columns},
+    {"postgres_columns", scenario_postgres_columns},
+    {"sqlite_added_column_killed", scenario_sqlite_added_column_killed},
+    {"postgres_added_column_killed", scenario_postgres_added_column_killed},
+    {"sqlite_narrowed_type_stops", scenario_sqlite_narrowed_type_stops},
+    {"postgres_narrowed_type_stops", scenario_postgres_narrowed_type_stops},
+};
+
+int main(int argc, char **argv) {
+    return h_main(argc, argv, "cdc_schema_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
+}
