@@ -88,7 +88,13 @@ tm_status pg_evolve(pg_sink *s, const tm_batch *b, tm_error *err) {
     /* Until this batch commits, the table may not have them: a rollback
      * takes the DDL back too, and the next commit does it again. */
     s->schema_ready = 0;
-    tm_status r = pg_schema_evolve(s, err);
+    /* The session's staging table (copy.c) has the old columns: made
+     * again at the next write. Inside the transaction, so a rollback
+     * keeps it as the table is. */
+    tm_status r = pg_exec(s, "DROP TABLE IF EXISTS pg_temp.tm_stage",
+                          "dropping the staging table", err);
+    if (r == TM_OK)
+        r = pg_schema_evolve(s, err);
     s->schema_ready = r == TM_OK;
     return r;
 }
