@@ -1,0 +1,142 @@
+/* REVIEW 17 reproducers (attacker review of the change-event apply
+ * paths). Each scenario FAILS on the code it was written against; a
+ * failure message says which claim broke. Not fixes: reproducers.
+ *
+ * compacted_delete (sqlite/postgres): a Debezium topic is compacted (its
+ *   usual cleanup.policy: the tombstone exists for it). A connector that
+ *   lags behind the cleaner meets a deleted key only as its tombstone:
+ *   the delete event itself is gone (the tombstone, the same key, is
+ *   newer). The host filters tombstones, so the row the source deleted
+ *   stays in the sink for ever, and `tidemark verify` passes.
+ * many_refused (postgres): a batch whose events the table all refuses is
+ *   halved down to single events; every write is a few round trips, so a
+ *   default-size batch of refused events cannot finish within the commit
+ *   deadline, is retried for ever and the connector never moves. */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdc_common.h"
+
+/* ---- compacted_delete ---------------------------------------------------- */
+
+static void run_compacted_delete(int pg) {
+    target t;
+    init_target(&t, pg);
+    create_table_as(&t, "text");
+    const char *tcfg[] = {"cleanup.policy",
+                          "compact",
+                          "segment.ms",
+                          "100",
+                          "min.cleanable.dirty.ratio",
+                          "0.01",
+                          "min.compaction.lag.ms",
+                          "0",
+                          "delete.retention.ms",
+                          "86400000", /* tombstones stay for a day */
+                          NULL};
+    h_create_topic_cfg(t.topic, PARTITIONS, tcfg);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    plain_event(p, &t, 1, "c", "a");
+    plain_event(p, &t, 2, "c", "b");
+    h_flush(p);
+    const char *cfg = config(&t);
+    run_until_caught_up(&t, cfg, "run1.log");
+    H_CHECK(count_rows(&t, "WHERE id = %d%s", 1, "") == 1,
+            "inconclusive: key 1 not stored by the first run");
+    /* The connector is down: the source deletes key 1 (Debezium: the
+     * delete event, then its tombstone, both keyed {"id":1}). */
+    static const char DEL[] =
+        "{\"before\":{\"id\":1,\"name\":null},\"after\":null,\"op\":\"d\"}";
+    int64_t del_at =
+        h_produce(p, t.topic, 0, "{\"id\":1}", 8, DEL, strlen(DEL), NULL, NULL);
+    h_produce(p, t.topic, 0, "{\"id\":1}", 8, NULL, 0, NULL, NULL);
+    /* Later changes of key 2 roll segments, so that the cleaner may
+     * compact the segments holding the delete and the tombstone. */
+    int64_t t0 = h_now_ms();
+    int gone = 0;
+    for (int round = 0; !gone; round++) {
+        char name[32];
+        snprintf(name, sizeof name, "b%d", round);
+        plain_event(p, &t, 2, "u", name);
+        h_flush(p);
+        h_sleep_ms(300);
+        int64_t *offs = NULL;
+        size_t n = h_read_offsets(t.topic, 0, &offs);
+        gone = 1;
+        for (size_t i = 0; i < n; i++)
+            if (offs[i] == del_at)
+                gone = 0;
+        free(offs);
+        H_CHECK(h_now_ms() - t0 < 150000,
+                "inconclusive: the cleaner did not remove the delete at "
+                "offset %lld within 150 s",
+                (long long)del_at);
+    }
+    rd_kafka_destroy(p);
+    h_step("the cleaner removed the delete event (offset %lld); its tombstone "
+           "remains",
+           (long long)del_at);
+    run_until_caught_up(&t, cfg, "run2.log");
+    const char *args[] = {"verify", cfg, NULL};
+    int vrc = h_tidemark("verify.out", args);
+    h_step("tidemark verify: exit %d", vrc);
+    H_CHECK(count_rows(&t, "WHERE id = %d%s", 1, "") == 0,
+            "key 1 was deleted at the source (its delete compacted away "
+            "behind its tombstone), yet the sink still holds its row "
+            "(tidemark verify exit %d)",
+            vrc);
+}
+
+static void scenario_sqlite_compacted_delete(void) {
+    run_compacted_delete(0);
+}
+static void scenario_postgres_compacted_delete(void) {
+    run_compacted_delete(1);
+}
+
+/* ---- many_refused -------------------------------------------------------- */
+
+/* N creates of distinct keys the CHECK refuses, one batch of the default
+ * size (10 000): each a dead letter "rejected" once the batch commits. */
+static void scenario_postgres_many_refused(void) {
+    const int n = 10000;
+    target t;
+    init_target(&t, 1);
+    create_checked_table(&t);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int i = 1; i <= n; i++)
+        plain_event(p, &t, i, "c", "bad");
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg =
+        config_file(&t, DEBEZIUM_MAPPING, "cdc.json", 10000, 2000);
+    int64_t t0 = h_now_ms();
+    pid_t pid = h_spawn(cfg, "run.log");
+    int64_t want = high_sum(&t), at = -1;
+    while ((at = marker_sum(&t)) != want && h_now_ms() - t0 < 240000)
+        h_sleep_ms(500);
+    h_stop(pid, 15, 20000, NULL);
+    int64_t dls = dead_letters(&t, "rejected");
+    h_step("after %lld ms: markers at %lld of %lld, %lld dead letters",
+           (long long)(h_now_ms() - t0), (long long)at, (long long)want,
+           (long long)dls);
+    H_CHECK(at == want,
+            "a batch of %d refused events never committed in 240 s "
+            "(markers at %lld of %lld): every attempt passes the commit "
+            "deadline while halving to single events, and is retried",
+            n, (long long)at, (long long)want);
+    H_CHECK(dls == n, "%lld dead letters rejected, want %d", (long long)dls, n);
+}
+
+static const h_scenario SCENARIOS[] = {
+    {"sqlite_compacted_delete", scenario_sqlite_compacted_delete},
+    {"postgres_compacted_delete", scenario_postgres_compacted_delete},
+    {"postgres_many_refused", scenario_postgres_many_refused},
+};
+
+int main(int argc, char **argv) {
+    return h_main(argc, argv, "rv17_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
+}
