@@ -8,6 +8,9 @@
  *   the delete event itself is gone (the tombstone, the same key, is
  *   newer). The host filters tombstones, so the row the source deleted
  *   stays in the sink for ever, and `tidemark verify` passes.
+ * flattened_tombstone_delete (sqlite): the same filter loses every
+ *   delete of ExtractNewRecordState configured to turn deletes into
+ *   tombstones (no __deleted field, no __op).
  * many_refused (postgres): a batch whose events the table all refuses is
  *   halved down to single events; every write is a few round trips, so a
  *   batch of 20 000 refused events cannot finish within the 60 s commit
@@ -134,10 +137,51 @@ static void scenario_postgres_many_refused(void) {
     H_CHECK(dls == n, "%lld dead letters rejected, want %d", (long long)dls, n);
 }
 
+/* ---- flattened_tombstone_delete ------------------------------------------ */
+
+/* ExtractNewRecordState without the rewrite of deletes (its
+ * delete.handling.mode "none": the delete becomes a tombstone, and the
+ * original tombstone is kept unless drop.tombstones): a flattened stream
+ * in the Connect envelope whose deletes reach the sink only as
+ * tombstones keyed by the row's key. Each is filtered, so no delete is
+ * ever applied. */
+static void scenario_sqlite_flattened_tombstone_delete(void) {
+    target t;
+    init_target(&t, 0);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL); /* all in 0 */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+#define RV17_FLAT_SCHEMA                                                       \
+    "{\"type\":\"struct\",\"fields\":[{\"field\":\"id\",\"type\":\"int32\"},"  \
+    "{\"field\":\"name\",\"type\":\"string\",\"optional\":true}]}"
+    static const char C1[] = "{\"schema\":" RV17_FLAT_SCHEMA
+                             ",\"payload\":{\"id\":1,\"name\":\"a\"}}";
+    static const char C2[] = "{\"schema\":" RV17_FLAT_SCHEMA
+                             ",\"payload\":{\"id\":2,\"name\":\"b\"}}";
+    h_produce_async(p, t.topic, 0, "{\"id\":1}", C1, strlen(C1));
+    h_produce_async(p, t.topic, 0, "{\"id\":2}", C2, strlen(C2));
+    h_produce_async(p, t.topic, 0, "{\"id\":1}", NULL, 0); /* deleted */
+    h_produce_async(p, t.topic, 0, "{\"id\":1}", NULL, 0); /* its tombstone */
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config_with(
+        &t, "{\"mode\": \"json\", \"format\": \"connect\", \"columns\": ["
+            "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
+            "\"key\": true}, {\"name\": \"name\", \"pointer\": \"/name\", "
+            "\"type\": \"text\"}]}");
+    run_until_caught_up(&t, cfg, "run.log");
+    H_CHECK(count_rows(&t, "WHERE id = %d%s", 2, "") == 1,
+            "inconclusive: key 2 not stored");
+    H_CHECK(count_rows(&t, "WHERE id = %d%s", 1, "") == 0,
+            "key 1's delete (a tombstone keyed {\"id\":1}) was filtered: "
+            "the row stays");
+}
+
 static const h_scenario SCENARIOS[] = {
     {"sqlite_compacted_delete", scenario_sqlite_compacted_delete},
     {"postgres_compacted_delete", scenario_postgres_compacted_delete},
     {"postgres_many_refused", scenario_postgres_many_refused},
+    {"sqlite_flattened_tombstone_delete",
+     scenario_sqlite_flattened_tombstone_delete},
 };
 
 int main(int argc, char **argv) {
