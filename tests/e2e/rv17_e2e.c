@@ -11,11 +11,14 @@
  * flattened_tombstone_delete (sqlite): the same filter loses every
  *   delete of ExtractNewRecordState configured to turn deletes into
  *   tombstones (no __deleted field, no __op).
+ * sqlite_nocase_key_spelling: under a NOCASE key a row keeps its first
+ *   event's key spelling, not its last event's image.
  * many_refused (postgres): a batch whose events the table all refuses is
  *   halved down to single events; every write is a few round trips, so a
  *   batch of 20 000 refused events cannot finish within the 60 s commit
  *   deadline, is retried for ever and the connector never moves. */
 #include <libpq-fe.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,10 +179,61 @@ static void scenario_sqlite_flattened_tombstone_delete(void) {
             "the row stays");
 }
 
+/* ---- sqlite_nocase_key_spelling ------------------------------------------ */
+
+/* A key column under SQLite's NOCASE collation (a user's table): "A" and
+ * "a" are one key. The docs say a key's row holds its last event (and
+ * PostgreSQL sets the key columns from it, the spelling included);
+ * SQLite's upsert updates only the other columns, so the row keeps the
+ * first event's spelling beside the last event's values. */
+static void scenario_sqlite_nocase_key_spelling(void) {
+    target t;
+    init_target(&t, 0);
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE \"%s\" (id TEXT COLLATE NOCASE, name TEXT, "
+             "_tm_topic TEXT NOT NULL, _tm_partition INTEGER NOT NULL, "
+             "_tm_offset INTEGER NOT NULL, _tm_identity TEXT); CREATE UNIQUE "
+             "INDEX \"%s_id\" ON \"%s\" (id)",
+             t.table, t.table, t.table);
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(t.db, &db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    H_CHECK(rc == SQLITE_OK, "inconclusive: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    static const char C[] = "{\"before\":null,\"after\":{\"id\":\"A\","
+                            "\"name\":\"x\"},\"op\":\"c\"}";
+    static const char U[] = "{\"before\":null,\"after\":{\"id\":\"a\","
+                            "\"name\":\"y\"},\"op\":\"u\"}";
+    h_produce_async(p, t.topic, 0, "{\"id\":\"A\"}", C, strlen(C));
+    h_produce_async(p, t.topic, 0, "{\"id\":\"a\"}", U, strlen(U));
+    h_flush(p);
+    rd_kafka_destroy(p);
+    const char *cfg = config_with(
+        &t, "{\"mode\": \"json\", \"format\": \"debezium\", \"columns\": ["
+            "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"text\", "
+            "\"key\": true}, {\"name\": \"name\", \"pointer\": \"/name\", "
+            "\"type\": \"text\"}]}");
+    run_until_caught_up(&t, cfg, "run.log");
+    H_CHECK(h_sqlf(t.db, "SELECT count(*) FROM \"%s\"", t.table) == 1,
+            "inconclusive: not one row");
+    int64_t last = h_sqlf(t.db,
+                          "SELECT count(*) FROM \"%s\" WHERE id = 'a' "
+                          "COLLATE BINARY AND name = 'y'",
+                          t.table);
+    H_CHECK(last == 1,
+            "the row is not its last event's image: the key keeps the first "
+            "event's spelling \"A\" beside the last event's name \"y\"");
+}
+
 static const h_scenario SCENARIOS[] = {
     {"sqlite_compacted_delete", scenario_sqlite_compacted_delete},
     {"postgres_compacted_delete", scenario_postgres_compacted_delete},
     {"postgres_many_refused", scenario_postgres_many_refused},
+    {"sqlite_nocase_key_spelling", scenario_sqlite_nocase_key_spelling},
     {"sqlite_flattened_tombstone_delete",
      scenario_sqlite_flattened_tombstone_delete},
 };
