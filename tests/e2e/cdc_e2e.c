@@ -496,11 +496,14 @@ static void scenario_sqlite_delete_by_date_key(void) {
 }
 
 /* A delete the table refuses (a BEFORE DELETE trigger: SQLite's
- * RAISE(ABORT), PostgreSQL's RAISE EXCEPTION, SQLSTATE P0001) is a dead
- * letter "rejected" without effect, like a refused insert; the connector
- * goes on (the event after it applied). The row is stored by a run of its
- * own first, so the delete meets it whatever a batch collapses. */
-static void run_delete_refused(int pg) {
+ * RAISE(ABORT), PostgreSQL's RAISE EXCEPTION, SQLSTATE P0001, or its
+ * ASSERT, P0004) is a dead letter "rejected" without effect, like a
+ * refused insert; the connector goes on (the event after it applied). The
+ * row is stored by a run of its own first, so the delete meets it
+ * whatever a batch collapses. pg_refuse: the PL/pgSQL statement that
+ * refuses, NULL for SQLite. */
+static void run_delete_refused(const char *pg_refuse) {
+    int pg = pg_refuse != NULL;
     target t;
     init_target(&t, pg);
     create_checked_table(&t);
@@ -508,10 +511,10 @@ static void run_delete_refused(int pg) {
     if (pg) {
         snprintf(sql, sizeof sql,
                  "CREATE FUNCTION \"%s_keep\"() RETURNS trigger LANGUAGE "
-                 "plpgsql AS $$BEGIN RAISE EXCEPTION 'rows are kept'; END$$; "
+                 "plpgsql AS $$BEGIN %s; END$$; "
                  "CREATE TRIGGER \"%s_keep\" BEFORE DELETE ON \"%s\" FOR "
                  "EACH ROW EXECUTE FUNCTION \"%s_keep\"()",
-                 t.table, t.table, t.table, t.table);
+                 t.table, pg_refuse, t.table, t.table, t.table);
         pg_do(sql);
     } else {
         snprintf(sql, sizeof sql,
@@ -552,10 +555,14 @@ static void run_delete_refused(int pg) {
 }
 
 static void scenario_sqlite_delete_refused(void) {
-    run_delete_refused(0);
+    run_delete_refused(NULL);
 }
 static void scenario_postgres_delete_refused(void) {
-    run_delete_refused(1);
+    run_delete_refused("RAISE EXCEPTION 'rows are kept'");
+}
+/* ASSERT (SQLSTATE P0004, PL/pgSQL's class P0 as RAISE's P0001). */
+static void scenario_postgres_assert_refused(void) {
+    run_delete_refused("ASSERT false, 'rows are kept'");
 }
 
 static void scenario_sqlite(void) {
@@ -588,6 +595,7 @@ static const h_scenario SCENARIOS[] = {
     {"sqlite_delete_refused", scenario_sqlite_delete_refused},
     {"postgres_refused_in_batch", scenario_postgres_refused_in_batch},
     {"postgres_delete_refused", scenario_postgres_delete_refused},
+    {"postgres_assert_refused", scenario_postgres_assert_refused},
 };
 
 int main(int argc, char **argv) {
