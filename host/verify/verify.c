@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "convert/batch_builder.h"
-#include "convert/canonical.h"
 #include "kafka/message_view.h"
 #include "kafka/partition_reader.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
 #include "services/host_services.h"
+#include "verify/cdc_key.h"
 #include "verify/cleanup_policy.h"
 #include "verify/dlq_index.h"
 
@@ -202,19 +202,11 @@ static void stored_before(run *R, int64_t offset) {
 #define CDC_STORED 1
 #define CDC_DELETE 2
 
-static char *cdc_key(const run *R, const tm_record *rec) {
-    const tm_connector_config *cfg = R->cfg;
-    size_t idx[64], n = 0;
-    for (size_t i = 0; i < cfg->mapping.ncolumns && n < 64; i++)
-        if (cfg->mapping.columns[i].key)
-            idx[n++] = i;
-    return tm_canonical_array(cfg->mapping.columns, rec->values, idx, n);
-}
-
 /* Notes an event of the partition (in offset order); 0, or -1 OOM. */
 static int cdc_event(run *R, const tm_record *rec, int64_t offset, int stored) {
     tm_verify_partition *vp = &R->out->parts[R->part];
-    char *key = cdc_key(R, rec);
+    char *key = tm_verify_cdc_key(R->cfg->mapping.columns,
+                                  R->cfg->mapping.ncolumns, rec->values);
     if (!key)
         return -1;
     json_t *prev = json_object_get(R->cdc_last, key);
