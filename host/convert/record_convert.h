@@ -63,7 +63,8 @@ void tm_converter_free(tm_converter *cv);
  * columns, the first failure deciding (docs/configuration.md, "How
  * records are converted"). A change-data-capture format (debezium,
  * connect) unwraps the event first (cdc_envelope.h) and reads the columns
- * from its row image; its tombstones are FILTERED. */
+ * from its row image; a tombstone is a delete of its record key's row
+ * (cdc_envelope.h). */
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out);
 
