@@ -169,6 +169,21 @@ static int debezium_event(json_t *ev, const json_t *schema, const void *key,
     return 0;
 }
 
+int tm_cdc_tombstone(const void *key, size_t key_len, tm_cdc_row *out,
+                     tm_dl_reason *reason, char *why, size_t n) {
+    memset(out, 0, sizeof *out);
+    out->op = TM_OP_DELETE;
+    *reason = TM_DL_NULL_KEY;
+    int k = key_row(key, key_len, NULL, out, reason, why, n);
+    if (k == 1 && *reason == TM_DL_NULL_KEY)
+        snprintf(why, n,
+                 "a tombstone (null value) without a JSON object as its "
+                 "record key: no key to delete by");
+    if (k != 0)
+        tm_cdc_row_clear(out);
+    return k;
+}
+
 int tm_cdc_unwrap(tm_record_format f, json_t *doc, const void *key,
                   size_t key_len, tm_cdc_row *out, tm_dl_reason *reason,
                   char *why, size_t n) {

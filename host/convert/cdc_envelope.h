@@ -30,6 +30,12 @@ typedef struct tm_cdc_row {
 int tm_cdc_unwrap(tm_record_format f, json_t *doc, const void *key,
                   size_t key_len, tm_cdc_row *out, tm_dl_reason *reason,
                   char *why, size_t n);
+/* A tombstone (null value) in a change-data-capture mapping: a delete of
+ * its record key's row (docs/configuration.md, "Change data capture": a
+ * compacted topic may keep a deleted key's tombstone only), the key read
+ * as a delete without "before" reads it. Returns as tm_cdc_unwrap. */
+int tm_cdc_tombstone(const void *key, size_t key_len, tm_cdc_row *out,
+                     tm_dl_reason *reason, char *why, size_t n);
 void tm_cdc_row_clear(tm_cdc_row *r);
 
 #endif

@@ -518,12 +518,10 @@ const tm_column *tm_converter_columns(const tm_converter *cv, size_t *n) {
 static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
                                    const tm_conv_input *in,
                                    tm_conv_result *out) {
-    if (!in->value)
-        return TM_CONV_FILTERED; /* the tombstone after a delete */
     json_error_t jerr;
     int oom = 0;
-    json_t *doc = parse(in, &jerr, &oom);
-    if (!doc)
+    json_t *doc = NULL;
+    if (in->value && !(doc = parse(in, &jerr, &oom)))
         return oom ? TM_CONV_OOM
                    : dead(a, out, TM_DL_PARSE_ERROR,
                           "invalid JSON at line %d, column %d: %s", jerr.line,
@@ -531,8 +529,12 @@ static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
     tm_cdc_row row;
     tm_dl_reason reason = TM_DL_ENVELOPE;
     char why[DETAIL_MAX];
-    int u = tm_cdc_unwrap(cv->cfg->mapping.format, doc, in->key, in->key_len,
-                          &row, &reason, why, sizeof why);
+    /* A tombstone deletes its key's row: after its delete event it
+     * changes nothing, and compaction may have left it alone. */
+    int u = doc ? tm_cdc_unwrap(cv->cfg->mapping.format, doc, in->key,
+                                in->key_len, &row, &reason, why, sizeof why)
+                : tm_cdc_tombstone(in->key, in->key_len, &row, &reason, why,
+                                   sizeof why);
     tm_conv_outcome rc = TM_CONV_OOM;
     json_t *keep = json_array();
     col_view cols = config_view(cv);

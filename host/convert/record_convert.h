@@ -70,9 +70,10 @@ void tm_converter_free(tm_converter *cv);
  * columns, the first failure deciding (docs/configuration.md, "How
  * records are converted"). A change-data-capture format (debezium,
  * connect) unwraps the event first (cdc_envelope.h) and reads the columns
- * from its row image; its tombstones are FILTERED. Without a column list
- * the columns come from the event's schema (cdc_columns.h), and grow as
- * the events' schemas add fields: the converter keeps them. */
+ * from its row image; a tombstone is a delete of its record key's row
+ * (cdc_envelope.h). Without a column list the columns come from the
+ * event's schema (cdc_columns.h), and grow as the events' schemas add
+ * fields: the converter keeps them. */
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out);
 

@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "convert/batch_builder.h"
-#include "convert/canonical.h"
 #include "kafka/message_view.h"
 #include "kafka/partition_reader.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
 #include "services/host_services.h"
+#include "verify/cdc_key.h"
 #include "verify/cleanup_policy.h"
 #include "verify/dlq_index.h"
 
@@ -220,14 +220,10 @@ static void stored_before(run *R, int64_t offset) {
  * without a column list has them from the events' schemas). */
 static char *cdc_key(const run *R, const tm_record *rec) {
     const tm_batch *b = tm_bb_batch(R->bb);
-    const tm_column *cols =
-        b && b->columns ? b->columns : R->cfg->mapping.columns;
-    size_t ncols = b && b->columns ? b->ncolumns : R->cfg->mapping.ncolumns;
-    size_t idx[64], n = 0;
-    for (size_t i = 0; i < ncols && n < 64; i++)
-        if (cols[i].key)
-            idx[n++] = i;
-    return tm_canonical_array(cols, rec->values, idx, n);
+    if (b && b->columns)
+        return tm_verify_cdc_key(b->columns, b->ncolumns, rec->values);
+    return tm_verify_cdc_key(R->cfg->mapping.columns, R->cfg->mapping.ncolumns,
+                             rec->values);
 }
 
 /* Notes an event of the partition (in offset order); 0, or -1 OOM. */

@@ -314,9 +314,12 @@ static const struct {
     {"40P01", PG_ERR_RETRY, PG_ERR_RETRY}, /* deadlock */
     {"55P03", PG_ERR_RETRY, PG_ERR_RETRY}, /* lock not available */
     {"42", PG_ERR_FATAL, PG_ERR_FATAL},    /* schema or privilege mismatch */
-    /* RAISE EXCEPTION without a code of its own: in a record's write, a
-     * trigger refusing the row, as SQLite's RAISE(ABORT) refuses it */
-    {"P0001", PG_ERR_ROW, PG_ERR_FATAL},
+    /* PL/pgSQL's own class: RAISE EXCEPTION without a code of its own
+     * (P0001), ASSERT (P0004), no or too many rows (P0002, P0003), a
+     * bare RAISE (P0000). In a record's write, a trigger refusing the
+     * row, as SQLite's RAISE(ABORT) refuses it. A code the trigger names
+     * itself (ERRCODE) is its own: fatal unless its class is listed. */
+    {"P0", PG_ERR_ROW, PG_ERR_FATAL},
 };
 
 pg_err_class pg_state_class(const char *state, int in_record) {

@@ -500,7 +500,8 @@ out:
 /* ---- statements --------------------------------------------------------- */
 
 /* INSERT of one row: mapped columns, then the hidden ones; for upsert an
- * ON CONFLICT on the key columns that updates the others. */
+ * ON CONFLICT on the key columns that updates the others (and the key
+ * columns too for change events). */
 static void insert_sql(const sq_sink *s, sq_buf *b) {
     const tm_sink_config *c = s->config;
     char num[32];
@@ -533,9 +534,12 @@ static void insert_sql(const sq_sink *s, sq_buf *b) {
         }
     }
     sq_buf_add(b, ") DO UPDATE SET ");
+    /* A change event's row is its image, the key's spelling included
+     * (under a NOCASE key "A" and "a" are one key): as PostgreSQL does. */
+    int cdc = (c->flags & TM_CONFIG_CDC) != 0;
     for (size_t i = 0; i < c->ncolumns; i++) {
         const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (col->key)
+        if (col->key && !cdc)
             continue;
         sq_buf_ident(b, col->name);
         sq_buf_add(b, " = excluded.");

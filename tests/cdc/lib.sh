@@ -277,3 +277,42 @@ marker_sum_pg() { # conninfo connector
   psql "$1" -X -q -tA -v ON_ERROR_STOP=1 \
     -c "SELECT coalesce(sum(next_offset), 0) FROM tidemark_markers WHERE connector = '$2'"
 }
+
+# --- the write log: exactly once, not at least once ----------------------------------------
+# Triggers on a target's tables log every row write (table, key, version) in write_log. The
+# source gives every row state a version no other state has, rising (workload.py), so a key
+# whose version does not rise from one logged write to the next re-applied an older change:
+# the state a table ends in cannot tell that from exactly once, the log can. A write rolled
+# back (a SIGKILL before the commit) takes its log row with it. The target's tables must
+# exist (the sink made them) and be the workload's (columns id and version).
+cdc_write_log_pg() { # conninfo
+  local sql t
+  sql="CREATE TABLE write_log (seq bigserial PRIMARY KEY, tbl text NOT NULL, id bigint NOT NULL,
+         version bigint NOT NULL);
+       CREATE FUNCTION log_write() RETURNS trigger LANGUAGE plpgsql AS \$\$
+       BEGIN
+         INSERT INTO write_log (tbl, id, version) VALUES (TG_TABLE_NAME, NEW.id, NEW.version);
+         RETURN NULL;
+       END \$\$;"
+  for t in "${TABLES[@]}"; do
+    sql+=" CREATE TRIGGER ${t}_log AFTER INSERT OR UPDATE ON $t FOR EACH ROW EXECUTE FUNCTION log_write();"
+  done
+  psql "$1" -X -q -v ON_ERROR_STOP=1 -c "$sql" >/dev/null
+}
+cdc_write_log_sqlite() { # db-file
+  local sql t op
+  sql="CREATE TABLE write_log (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, id INTEGER NOT NULL,
+         version INTEGER NOT NULL);"
+  for t in "${TABLES[@]}"; do for op in INSERT UPDATE; do
+    sql+=" CREATE TRIGGER ${t}_log_$op AFTER $op ON $t BEGIN
+             INSERT INTO write_log (tbl, id, version) VALUES ('$t', NEW.id, NEW.version); END;"
+  done; done
+  sqlite3 -cmd '.timeout 5000' "$1" "$sql"
+}
+# "writes replayed": the logged writes, and those whose version is not above every version
+# their key showed before (one SQL for both databases).
+CDC_WRITE_LOG_COUNTS="SELECT count(*) || ' ' || count(*) FILTER (WHERE version <= prev) FROM (
+  SELECT version, max(version) OVER (PARTITION BY tbl, id ORDER BY seq
+    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev FROM write_log) w"
+cdc_write_log_pg_counts() { psql "$1" -X -q -tA -v ON_ERROR_STOP=1 -c "$CDC_WRITE_LOG_COUNTS"; } # conninfo
+cdc_write_log_sqlite_counts() { sqlite3 -cmd '.timeout 5000' "file:$1?mode=ro" "$CDC_WRITE_LOG_COUNTS"; } # db-file

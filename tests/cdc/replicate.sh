@@ -19,7 +19,10 @@
 # 4. Then: the topics hold every event the workload made (their end offsets reach the count
 #    workload.py computed), tidemark's markers reach those end offsets, and each target
 #    table equals its source table row for row (tests/cdc/compare.py: a query on each
-#    side), with no dead letter in either sink.
+#    side), with no dead letter in either sink; and no change was applied twice: triggers
+#    on the target tables log every row write (tests/cdc/lib.sh, "the write log"), and a
+#    key's version must rise from one logged write to the next (an older event re-applied,
+#    at-least-once, leaves the same final table but not the same log).
 #
 # Uses the running broker and PostgreSQL (scripts/env.sh). Fetches Connect and Debezium from
 # Maven Central into .cache/connect on the first run (scripts/connect/lib.sh). Names its
@@ -102,6 +105,31 @@ done
 "$TIDEMARK" validate --plugin-dir "$PLUGIN_DIR" "$WORK"/configs/*.json >"$WORK/validate.log" 2>&1 ||
   { cat "$WORK/validate.log" >&2; die "tidemark validate refused the configs"; }
 
+# The write log's triggers need the target tables: each connector's first start makes its
+# table (the sink's open; the topics exist and are empty), then stops.
+tm_table_made() { # table target
+  case "$2" in
+    sqlite) [ -f "$SQLITE_DB" ] && [ "$(sqlite3 -cmd '.timeout 5000' "file:$SQLITE_DB?mode=ro"                  "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '$1'")" = 1 ] ;;
+    pg) [ "$(psql "$DST" -X -q -tA -v ON_ERROR_STOP=1 -c "SELECT to_regclass('public.$1') IS NOT NULL")" = t ] ;;
+  esac
+}
+make_tables() {
+  local t g deadline=$((SECONDS + TIMEOUT))
+  for t in "${TABLES[@]}"; do for g in "${TARGETS[@]}"; do
+    tm_start "$t" "$g"
+    until tm_table_made "$t" "$g"; do
+      tm_check "$t" "$g"
+      [ "$SECONDS" -lt "$deadline" ] || die "$(connector_of "$t" "$g") made no table $t in ${TIMEOUT}s"
+      sleep 0.2
+    done
+    kill -TERM "${TM_PID[$t.$g]}"
+    wait "${TM_PID[$t.$g]}" || die "tidemark run of $t.$g exited with status $? on SIGTERM"
+    TM_PID[$t.$g]=""
+  done; done
+  cdc_write_log_pg "$DST"
+  cdc_write_log_sqlite "$SQLITE_DB"
+}
+
 # One `tidemark run` per connector, so that each is killed on its own schedule. A start
 # with a fault point (operations.md, "Crash points") SIGKILLs itself at the point's
 # TIDEMARK_FAULT_HIT-th hit and first writes the point's name to the file on fd 3 (bash
@@ -139,6 +167,7 @@ tm_check() { # table target: still running
 # process died by SIGKILL, the fault file names the point (the kill happened there), the
 # markers (read from the sink) moved past those of the previous kill, and Kafka's end
 # offsets are past the markers.
+make_tables
 POINTS=(after_effects after_marker after_commit before_begin)
 HIT=2
 say "workload: $OPS changes at $RATE/s (seed $SEED); each of the 4 connectors SIGKILLed $KILLS times meanwhile"
@@ -222,6 +251,19 @@ dl_sqlite="$(sqlite3 "file:$SQLITE_DB?mode=ro" "SELECT count(*) FROM tidemark_de
 echo "replicate: dead letters: pg=$dl_pg sqlite=$dl_sqlite"
 if [ "$dl_pg" != 0 ] || [ "$dl_sqlite" != 0 ]; then
   psql "$DST" -X -q -c "SELECT connector, topic, partition, \"offset\", reason, detail FROM tidemark_dead_letters LIMIT 5" >&2 || true
+  failed=1
+fi
+# Exactly once, not at least once: every logged write raised its key's version.
+read -r w_pg r_pg <<<"$(cdc_write_log_pg_counts "$DST")"
+read -r w_sqlite r_sqlite <<<"$(cdc_write_log_sqlite_counts "$SQLITE_DB")"
+echo "replicate: write log: pg $w_pg writes, $r_pg replayed; sqlite $w_sqlite writes, $r_sqlite replayed"
+rows_pg="$(psql "$DST" -X -q -tA -v ON_ERROR_STOP=1 -c "SELECT (SELECT count(*) FROM orders) + (SELECT count(*) FROM customers)")"
+rows_sqlite="$(sqlite3 "file:$SQLITE_DB?mode=ro" "SELECT (SELECT count(*) FROM orders) + (SELECT count(*) FROM customers)")"
+# every row now in a table was written once at least: a log with fewer writes is no log
+[ "$w_pg" -ge "$rows_pg" ] && [ "$w_sqlite" -ge "$rows_sqlite" ] ||
+  die "the write log holds fewer writes than the tables rows (pg $w_pg < $rows_pg or sqlite $w_sqlite < $rows_sqlite): its triggers did not fire"
+if [ "$r_pg" != 0 ] || [ "$r_sqlite" != 0 ]; then
+  say "a key's version did not rise from one applied write to the next: an older event applied again"
   failed=1
 fi
 summary="seed=$SEED ops=$OPS kills=$((KILLS * ${#CONNECTORS[@]})) events: orders=${EXPECT[orders]} customers=${EXPECT[customers]}"

@@ -201,11 +201,54 @@ START_TEST(debezium_ops) {
     ck_assert_int_eq(x.out, TM_CONV_ROW);
     ck_assert_int_eq(x.res.values[0].v.i, 6);
     done(&x);
-    /* the tombstone after a delete: filtered, not a dead letter */
+    /* a tombstone: a delete of its record key's row (compaction may have
+     * removed the delete event before it), enveloped key or not */
     run(&x, c, "{\"id\":9}", NULL);
-    ck_assert_int_eq(x.out, TM_CONV_FILTERED);
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, 9);
+    ck_assert(x.res.values[1].is_null);
+    done(&x);
+    run(&x, c,
+        "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"id\","
+        "\"type\":\"int32\"}]},\"payload\":{\"id\":10}}",
+        NULL);
+    ck_assert_int_eq(x.out, TM_CONV_ROW);
+    ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+    ck_assert_int_eq(x.res.values[0].v.i, 10);
     done(&x);
     tm_config_free(c);
+}
+END_TEST
+
+/* A tombstone whose record key names no row: a dead letter, never a
+ * silent skip (the row it should delete would stay). */
+START_TEST(tombstone_without_key) {
+    const char *formats[] = {"debezium", "connect"};
+    for (size_t f = 0; f < 2; f++) {
+        tm_connector_config *c = cfg(formats[f], COLS);
+        expect_dead(c, NULL, NULL, TM_DL_NULL_KEY,
+                    "a tombstone (null value) without a JSON object as its "
+                    "record key");
+        expect_dead(c, "not json", NULL, TM_DL_NULL_KEY, "no key to delete by");
+        expect_dead(c, "9", NULL, TM_DL_NULL_KEY, "no key to delete by");
+        expect_dead(c, "{\"other\":1}", NULL, TM_DL_NULL_KEY,
+                    "/id: key column id is missing: no row to delete by");
+        expect_dead(c, "{\"id\":null}", NULL, TM_DL_NULL_KEY,
+                    "key column id is null");
+        expect_dead(c,
+                    "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":"
+                    "\"id\",\"type\":\"int32\"}]},\"payload\":{\"id\":\"x\"}}",
+                    NULL, TM_DL_SCHEMA_MISMATCH, "/key/payload");
+        /* connect: the flattened delete ExtractNewRecordState leaves */
+        conv x;
+        run(&x, c, "{\"id\":4}", NULL);
+        ck_assert_int_eq(x.out, TM_CONV_ROW);
+        ck_assert_uint_eq(x.res.op, TM_OP_DELETE);
+        ck_assert_int_eq(x.res.values[0].v.i, 4);
+        done(&x);
+        tm_config_free(c);
+    }
 }
 END_TEST
 
@@ -576,15 +619,22 @@ END_TEST
 
 /* ---- the batch: every event, in offset order ---- */
 
-static void add(tm_batch_builder *bb, int r, int64_t offset,
-                const char *value) {
+static void add_keyed(tm_batch_builder *bb, int r, int64_t offset,
+                      const char *key, const char *value) {
     tm_msg_view m = {.topic = "t",
+                     .key = key,
+                     .key_len = key ? strlen(key) : 0,
                      .partition = 0,
                      .offset = offset,
                      .timestamp_ms = -1,
                      .value = value,
                      .value_len = value ? strlen(value) : 0};
     ck_assert_int_eq(tm_bb_add(bb, (uint32_t)r, &m), 0);
+}
+
+static void add(tm_batch_builder *bb, int r, int64_t offset,
+                const char *value) {
+    add_keyed(bb, r, offset, NULL, value);
 }
 
 START_TEST(batch_keeps_every_event) {
@@ -598,26 +648,27 @@ START_TEST(batch_keeps_every_event) {
     add(bb, r, 12, EVENT("null", "{\"id\":2,\"name\":\"x\"}", "c"));
     /* a primary key change: delete of 1, create of 3 */
     add(bb, r, 13, EVENT("{\"id\":1,\"name\":\"b\"}", "null", "d"));
-    add(bb, r, 14, NULL);
+    add_keyed(bb, r, 14, "{\"id\":1}", NULL); /* its tombstone: a delete */
     add(bb, r, 15, EVENT("null", "{\"id\":3,\"name\":\"b\"}", "c"));
     add(bb, r, 16, EVENT("null", "{\"name\":\"nokey\"}", "c"));
     add(bb, r, 17, EVENT("{\"id\":2,\"name\":\"x\"}", "null", "d"));
     tm_bb_counts n;
     tm_bb_counts(bb, &n);
-    ck_assert_uint_eq(n.rows, 6);
+    ck_assert_uint_eq(n.rows, 7);
     ck_assert_uint_eq(n.duplicates, 0);
-    ck_assert_uint_eq(n.filtered, 1);
+    ck_assert_uint_eq(n.filtered, 0);
     ck_assert_uint_eq(n.dead_letters, 1);
     const tm_batch *b = tm_bb_batch(bb);
     ck_assert_ptr_nonnull(b);
-    ck_assert_uint_eq(b->nrecords, 6);
+    ck_assert_uint_eq(b->nrecords, 7);
     /* every event of a key, in offset order: the sink refusing a later
      * one must still have the earlier ones to apply */
-    const int64_t offsets[] = {10, 11, 12, 13, 15, 17};
+    const int64_t offsets[] = {10, 11, 12, 13, 14, 15, 17};
     const uint32_t ops[] = {TM_OP_UPSERT, TM_OP_UPSERT, TM_OP_UPSERT,
-                            TM_OP_DELETE, TM_OP_UPSERT, TM_OP_DELETE};
-    const int64_t ids[] = {1, 1, 2, 1, 3, 2};
-    for (size_t i = 0; i < 6; i++) {
+                            TM_OP_DELETE, TM_OP_DELETE, TM_OP_UPSERT,
+                            TM_OP_DELETE};
+    const int64_t ids[] = {1, 1, 2, 1, 1, 3, 2};
+    for (size_t i = 0; i < 7; i++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, i);
         ck_assert_int_eq(rec->offset, offsets[i]);
         ck_assert_uint_eq(TM_RECORD_OP(rec), ops[i]);
@@ -627,13 +678,13 @@ START_TEST(batch_keeps_every_event) {
     ck_assert_int_eq(b->ranges[0].end_offset, 18);
     /* the same batch again (a RETRY), and more events after a look */
     ck_assert_ptr_eq(tm_bb_batch(bb), b);
-    ck_assert_uint_eq(b->nrecords, 6);
+    ck_assert_uint_eq(b->nrecords, 7);
     add(bb, r, 18, EVENT("null", "{\"id\":3,\"name\":\"c\"}", "u"));
     tm_bb_counts(bb, &n);
-    ck_assert_uint_eq(n.rows, 7);
+    ck_assert_uint_eq(n.rows, 8);
     b = tm_bb_batch(bb);
-    ck_assert_uint_eq(b->nrecords, 7);
-    ck_assert_int_eq(TM_CELEM(tm_record, b->records, 6)->offset, 18);
+    ck_assert_uint_eq(b->nrecords, 8);
+    ck_assert_int_eq(TM_CELEM(tm_record, b->records, 7)->offset, 18);
     ck_assert_uint_eq(b->ranges[0].duplicates, 0);
     tm_bb_free(bb);
     tm_config_free(c);
@@ -683,6 +734,7 @@ static Suite *suite(void) {
     TCase *t = tcase_create("all");
     tcase_add_test(t, config_format_checked);
     tcase_add_test(t, debezium_ops);
+    tcase_add_test(t, tombstone_without_key);
     tcase_add_test(t, debezium_bad_events);
     tcase_add_test(t, debezium_with_schema);
     tcase_add_test(t, connect_logical_types);

@@ -1178,8 +1178,9 @@ static const struct {
     {"53300", TM_RETRY}, {"57P01", TM_RETRY}, {"57P03", TM_RETRY},
     {"57014", TM_RETRY}, {"40001", TM_RETRY}, {"40P01", TM_RETRY},
     {"55P03", TM_RETRY}, {"42501", TM_FATAL}, {"42P01", TM_FATAL},
-    {"42703", TM_FATAL}, {"XX000", TM_FATAL}, {"P0001", TM_OK},
-    {"P0002", TM_FATAL},
+    {"42703", TM_FATAL}, {"XX000", TM_FATAL}, {"P0000", TM_OK},
+    {"P0001", TM_OK},    {"P0002", TM_OK},    {"P0003", TM_OK},
+    {"P0004", TM_OK},    {"TM001", TM_FATAL}, /* a trigger's own code */
 };
 
 START_TEST(sqlstate_classes) {
