@@ -17,6 +17,10 @@
 #   same directory (catalog_meta.c no_row ignores catalog-table.text and
 #   the <N>-<uuid> files); vacuum of the new table deletes every file of
 #   the renamed one.
+# 5 second_catalog_refused: a second connector with another catalog_uri
+#   (or catalog_name/namespace/table) and the same path registers a second
+#   table in the directory (same cause as 3): two catalogs own one table
+#   directory, each one's vacuum deletes the other's files.
 # 4 outside_location_refused (holds): a row naming a file outside the
 #   table's directory is refused.
 set -eu
@@ -140,6 +144,19 @@ if "small" in names:
           f"was registered in the directory of cli.small_2025 ({rows} rows)")
     sys.exit(1)
 EOF
+
+# ---- 5 ----
+fresh second
+rc=0
+"$WRITE" "$D" --small --catalog "sqlite:///$D/second.db" >"$D/out" 2>&1 ||
+    rc=$?
+if [ "$rc" -ne 0 ] && grep -q "catalog" "$D/out"; then
+    echo "ok second_catalog_refused"
+else
+    echo "FAIL second_catalog_refused: a second catalog registered the table" \
+        "directory already managed by catalog lake (exit $rc)"
+    fail=1
+fi
 
 # ---- 4 (holds) ----
 fresh outside

@@ -162,8 +162,7 @@ START_TEST(pyiceberg_append_during_swap) {
     char got[256];
     race_with(APPEND_PY, got, sizeof got);
     /* Ours 2 + 4, pyiceberg's 2: nothing lost, nothing twice. */
-    ck_assert_msg(strncmp(got, "8 2 ", 4) == 0, "pyiceberg reads \"%s\"",
-                  got);
+    ck_assert_msg(strncmp(got, "8 2 ", 4) == 0, "pyiceberg reads \"%s\"", got);
 }
 END_TEST
 
@@ -205,8 +204,7 @@ END_TEST
 START_TEST(pyiceberg_tag_during_swap_kept) {
     char got[256];
     race_with(TAG_PY, got, sizeof got);
-    ck_assert_msg(strncmp(got, "6 0 ", 4) == 0, "pyiceberg reads \"%s\"",
-                  got);
+    ck_assert_msg(strncmp(got, "6 0 ", 4) == 0, "pyiceberg reads \"%s\"", got);
     ck_assert_msg(strstr(got, "audit"),
                   "FINDING: the tag pyiceberg committed before our swap is "
                   "gone after our rebuilt commit (rows, pyiceberg rows, "
