@@ -9,6 +9,12 @@
  *   pyiceberg_append_during_swap     holds: both engines' rows are there
  *   pyiceberg_tag_during_swap_kept   FINDING: our rebuilt commit drops the
  *                                    tag pyiceberg just committed
+ *   pyiceberg_append_keeps_markers   FINDING: after one pyiceberg append
+ *                                    the markers read as absent and every
+ *                                    commit is FATAL (foreign manifest list)
+ *   table_replaced_under_running_sink  FINDING (low): a table of another
+ *                                    table-uuid in the row is taken as
+ *                                    ours (CONFLICT "never claimed")
  * PostgreSQL (argument "pg", TIDEMARK_PG_CONNINFO):
  *   pg_reconnect_keeps_synchronous_commit  FINDING: after the connection
  *       is lost, PQreset's new session runs with the connection's default
@@ -213,6 +219,50 @@ START_TEST(pyiceberg_tag_during_swap_kept) {
 }
 END_TEST
 
+/* pyiceberg drops the table (no purge) and creates another at the same
+ * location while the connector runs: the row now names a table of
+ * another table-uuid. The sink must not take it for its own. */
+static const char REPLACE_PY[] =
+    "import sys\n"
+    "from pyiceberg.catalog.sql import SqlCatalog\n"
+    "c = SqlCatalog('lake', uri=sys.argv[1])\n"
+    "t = c.load_table('sales.orders')\n"
+    "c.drop_table('sales.orders')\n"
+    "c.create_table('sales.orders', schema=t.schema(), "
+    "location=t.metadata.location)\n"
+    "print(t.metadata.table_uuid)\n";
+
+START_TEST(table_replaced_under_running_sink) {
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_OK);
+    tm_marker m[1];
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(commit_range(sink, "b-0", 0, 0, 2, m[0].epoch, &err),
+                     TM_OK);
+    char old_uuid[128];
+    ck_assert_int_eq(run_py(REPLACE_PY, old_uuid, sizeof old_uuid), 0);
+    tm_status rc = commit_range(sink, "b-2", 0, 2, 2, m[0].epoch, &err);
+    tm_marker got = {
+        .struct_size = sizeof got, .topic = "orders", .partition = 0};
+    tm_status rm = ice_api->read_markers(sink, &got, 1, &err);
+    ice_api->close(sink);
+    char rows[256];
+    ck_assert_int_eq(run_py(READ_PY, rows, sizeof rows), 0);
+    fprintf(stderr,
+            "replaced: commit %s, read_markers %s next %lld, "
+            "pyiceberg \"%s\" (%s)\n",
+            tm_status_name(rc), tm_status_name(rm), (long long)got.next_offset,
+            rows, err.message);
+    ck_assert_msg(rc == TM_FATAL || rc == TM_INVALID,
+                  "FINDING: the row names another table (uuid changed from "
+                  "%s) and the sink's commit answered %s (want a refusal "
+                  "naming the replaced table); read_markers then says "
+                  "next_offset %lld",
+                  old_uuid, tm_status_name(rc), (long long)got.next_offset);
+}
+END_TEST
+
 /* ---- PostgreSQL: the session's durability after a reconnect --------- */
 
 static char *pg_show(ice_catalog *c) {
@@ -307,6 +357,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, pyiceberg_append_during_swap);
         tcase_add_test(tc, pyiceberg_append_keeps_markers);
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
+        tcase_add_test(tc, table_replaced_under_running_sink);
     }
     suite_add_tcase(s, tc);
     return s;
