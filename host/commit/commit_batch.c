@@ -17,8 +17,6 @@
 /* CONFLICT after CONFLICT means the rebuild does not converge (something
  * else writes the markers): stop rather than spin. */
 #define MAX_CONFLICTS_IN_ROW 5
-/* How long one commit() call may take before it gives up with RETRY. */
-#define COMMIT_DEADLINE_MS 60000
 
 void tm_commit_pause_all(tm_connector *c, int pause) {
     rd_kafka_topic_partition_list_t *l =
@@ -173,6 +171,7 @@ static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
     c->last_batch_records = records;
     c->conflicts_in_row = 0;
     c->markers_dirty = 1;
+
     /* The host's own counts: what the sink made of the records it was
      * handed (rows, dead letters, duplicates) is in its markers. */
     uint64_t deletes = 0;
@@ -186,6 +185,40 @@ static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
                 b->nranges, n.rows, deletes, n.dead_letters, n.filtered,
                 n.duplicates);
     commit_group_offsets(c, b);
+}
+
+/* A commit that used up its whole deadline may need more time than any
+ * deadline gives (a table that refuses many rows one at a time, a slow
+ * trigger): sent again whole, it would run out again, for ever. So the
+ * batch is dropped and rebuilt from the markers with half its records, down
+ * to one; each committed batch doubles the cap back towards max_records.
+ * A store that is merely locked costs smaller batches for a while, no more.
+ * 1 when the batch was dropped. */
+static int cut_in_half(tm_connector *c, const tm_batch *b) {
+    size_t records = tm_bb_messages(c->bb);
+    if (tm_now_ms() < b->deadline_ms || records < 2)
+        return 0;
+    c->batch_cap = (int64_t)(records / 2);
+    char why[160];
+    snprintf(why, sizeof why,
+             "past its deadline with %zu records: rebuilt with at most "
+             "%" PRId64,
+             records, c->batch_cap);
+    tm_commit_drop_batch(c, why);
+    return 1;
+}
+
+/* After a cut, the cap doubles back towards max_records with each batch
+ * that committed in under a third of the deadline (twice the records
+ * would still fit); a slower one keeps it, so a cap near what fits does
+ * not swing between passing and missing the deadline. */
+static void grow_back(tm_connector *c, uint64_t took_ns) {
+    if (!c->batch_cap ||
+        took_ns / 1000000 * 3 >= (uint64_t)c->cfg->batch.commit_timeout_ms)
+        return;
+    c->batch_cap *= 2;
+    if (c->batch_cap >= c->cfg->batch.max_records)
+        c->batch_cap = 0;
 }
 
 void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
@@ -236,12 +269,15 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
         if (dlq_sent) {
             /* Stopping cuts the deadline to the stop's grace: the sink
              * gives up by itself instead of waiting out a lock. */
-            b.deadline_ms = tm_now_ms() + COMMIT_DEADLINE_MS;
+            b.deadline_ms = tm_now_ms() + c->cfg->batch.commit_timeout_ms;
             if (give_up_ms && give_up_ms < b.deadline_ms)
                 b.deadline_ms = give_up_ms;
             uint64_t t0 = tm_metrics_now_ns();
             st = c->sink.api->commit(c->sink.sink, &b, &err);
-            tm_metrics_commit_observe(c->metrics, tm_metrics_now_ns() - t0);
+            uint64_t took_ns = tm_metrics_now_ns() - t0;
+            tm_metrics_commit_observe(c->metrics, took_ns);
+            if (st == TM_OK || st == TM_ALREADY)
+                grow_back(c, took_ns);
         } else {
             st = TM_RETRY;
         }
@@ -258,6 +294,8 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
                 tm_commit_drop_batch(c, "giving up retries while stopping");
                 break;
             }
+            if (cut_in_half(c, &b))
+                break;
             if (!paused) {
                 /* Backpressure: nothing more is fetched while we wait,
                  * but the consumer is served so the group keeps us. */

@@ -202,7 +202,8 @@ static int batch_due(tm_connector *c) {
     if (!c->batch_open)
         return 0;
     const tm_connector_config *cfg = c->cfg;
-    return (int64_t)tm_bb_messages(c->bb) >= cfg->batch.max_records ||
+    int64_t max_records = c->batch_cap ? c->batch_cap : cfg->batch.max_records;
+    return (int64_t)tm_bb_messages(c->bb) >= max_records ||
            (int64_t)tm_bb_bytes(c->bb) >= cfg->batch.max_bytes ||
            tm_now_ms() - c->batch_opened_ms >= cfg->batch.max_wait_ms;
 }

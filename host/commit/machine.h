@@ -39,6 +39,11 @@
  *    with the sink's message (DEGRADED), the totals and the metrics; the
  *    machine's own DEGRADE and FAIL carry its reasons only.
  *  - runtime/connector.c keeps the threads, the stop watch and the status.
+ *  - not modelled yet, to add before the machine replaces commit_batch.c:
+ *    a RETRY at or past the commit deadline drops the batch and caps the
+ *    next ones at half its records, doubling back after each commit in
+ *    under a third of the deadline (commit_batch.c cut_in_half/grow_back;
+ *    test e2e.hostcore.deadline_split).
  */
 #ifndef TM_MACHINE_H
 #define TM_MACHINE_H

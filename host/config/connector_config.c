@@ -250,7 +250,7 @@ static void load_kafka(loader *L, json_t *root) {
 
 static void load_batch(loader *L, json_t *root) {
     static const char *const KNOWN[] = {"max_records", "max_bytes",
-                                        "max_wait_ms"};
+                                        "max_wait_ms", "commit_timeout_ms"};
     json_t *b = NULL;
     if (cfg_get_object(L, root, "$", "batch", 0, &b) != 1)
         return;
@@ -263,6 +263,11 @@ static void load_batch(loader *L, json_t *root) {
                      &L->cfg->batch.max_bytes);
     cfg_get_positive(L, b, "$.batch", "max_wait_ms", 3600000,
                      &L->cfg->batch.max_wait_ms);
+    /* At most 4 minutes: the consumer is not polled during a commit, and
+     * librdkafka's default max.poll.interval.ms (5 minutes) would take the
+     * member out of the group first. */
+    cfg_get_positive(L, b, "$.batch", "commit_timeout_ms", 240000,
+                     &L->cfg->batch.commit_timeout_ms);
 }
 
 static void load_sink(loader *L, json_t *root) {
@@ -358,6 +363,7 @@ static tm_connector_config *config_new(const char *file) {
     c->batch.max_records = 10000;
     c->batch.max_bytes = 16 * 1024 * 1024;
     c->batch.max_wait_ms = 500;
+    c->batch.commit_timeout_ms = 60000;
     c->kafka.start = TM_START_EARLIEST;
     c->dead_letters.sink = 1;
     if (file && !c->file) {

@@ -108,6 +108,9 @@ typedef struct tm_connector_config {
         int64_t max_records; /* default 10000 */
         int64_t max_bytes;   /* default 16 MiB */
         int64_t max_wait_ms; /* default 500 */
+        /* How long one sink commit() may take before it gives up with
+         * RETRY (the batch's deadline_ms); default 60000. */
+        int64_t commit_timeout_ms;
     } batch;
 
     struct {

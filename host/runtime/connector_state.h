@@ -135,6 +135,9 @@ typedef struct tm_connector {
 
     tm_backoff backoff;
     int conflicts_in_row;
+    /* Records a batch may hold after a commit ran out of its deadline
+     * (commit_batch.c, "cut in half"); 0: $.batch.max_records. */
+    int64_t batch_cap;
 
     tm_conn_state state;
     char last_error[1024];

@@ -857,6 +857,85 @@ static void scenario_stop_blocked_commit(void) {
     rd_kafka_destroy(p);
 }
 
+/* A batch the sink cannot commit within its deadline is not retried whole
+ * for ever: the host cuts it in half until a batch fits, then grows the
+ * batches again. Here a trigger refuses every row after 1 ms, so the
+ * PostgreSQL sink halves each write down to single rows (about 2n
+ * attempts for n rows), and 1000 records take seconds against a 500 ms
+ * deadline. Every record ends as one dead letter `rejected`; the markers
+ * reach the end of the log. The log must show a deadline passed (else the
+ * test proves nothing: inconclusive). */
+static void scenario_deadline_split(void) {
+    char topic[256], table[256], name[256];
+    snprintf(topic, sizeof topic, "%s", h_name("hc-deadline"));
+    snprintf(table, sizeof table, "%s", h_name("hc_deadline"));
+    snprintf(name, sizeof name, "%s", h_name("hc-deadline"));
+    h_create_topic(topic, 1, NULL, NULL);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"]}, \"batch\": {\"max_records\": 1000, "
+             "\"max_wait_ms\": 1000, \"commit_timeout_ms\": 500}, "
+             "\"sink\": {\"plugin\": \"postgres\", \"settings\": "
+             "{\"conninfo\": \"${env:TIDEMARK_PG_CONNINFO}\", "
+             "\"table\": \"%s\"}}, \"state_dir\": \"%s/state\", %s}",
+             name, h_bootstrap(), topic, table, h_workdir(), JSON_MAPPING);
+    const char *cfg = h_write_file("deadline.json", text);
+    const char *marker = "SELECT next_offset FROM tidemark_markers WHERE "
+                         "connector = '%s' AND topic = '%s'";
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 1, "{\"id\": %d}");
+    pid_t pid = h_spawn(cfg, "deadline-1.log");
+    int64_t t0 = h_now_ms();
+    while (h_pg_int(marker, name, topic) != 1) {
+        H_CHECK(h_now_ms() - t0 < 60000, "inconclusive: first record not "
+                                         "committed in 60 s");
+        h_sleep_ms(100);
+    }
+    h_stop_clean(pid);
+    h_pg_int("CREATE FUNCTION \"%s_refuse\"() RETURNS trigger LANGUAGE "
+             "plpgsql AS $$BEGIN PERFORM pg_sleep(0.001); RAISE EXCEPTION "
+             "'refused by the test'; END$$",
+             table);
+    h_pg_int("CREATE TRIGGER \"%s_refuse\" BEFORE INSERT ON \"%s\" FOR EACH "
+             "ROW EXECUTE FUNCTION \"%s_refuse\"()",
+             table, table, table);
+    H_CHECK(h_pg_int("SELECT count(*) FROM pg_trigger WHERE tgname = "
+                     "'%s_refuse'",
+                     table) == 1,
+            "inconclusive: the refusing trigger is not there");
+    h_produce_many(p, topic, 0, 1, 1000, "{\"id\": %d}");
+    rd_kafka_destroy(p);
+    h_step("1000 records a trigger refuses, commit deadline 500 ms");
+    pid = h_spawn(cfg, "deadline-2.log");
+    t0 = h_now_ms();
+    while (h_pg_int(marker, name, topic) != 1001) {
+        H_CHECK(h_now_ms() - t0 < 150000,
+                "markers at %lld of 1001 after 150 s (the batch retried "
+                "whole past its deadline?)",
+                (long long)h_pg_int(marker, name, topic));
+        h_sleep_ms(200);
+    }
+    h_stop_clean(pid);
+    H_CHECK(strstr(h_read_file("deadline-2.log"), "past its deadline"),
+            "inconclusive: no batch passed its deadline (deadline-2.log)");
+    int64_t rows = h_pg_int("SELECT count(*) FROM \"%s\"", table);
+    int64_t dls = h_pg_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "connector = '%s' AND reason = 'rejected'",
+                           name);
+    int64_t dl_offsets = h_pg_int(
+        "SELECT count(DISTINCT \"offset\") FROM tidemark_dead_letters WHERE "
+        "connector = '%s' AND \"offset\" BETWEEN 1 AND 1000",
+        name);
+    H_CHECK(rows == 1 && dls == 1000 && dl_offsets == 1000,
+            "%lld rows (expected 1), %lld dead letters rejected over %lld "
+            "offsets (expected 1000 each)",
+            (long long)rows, (long long)dls, (long long)dl_offsets);
+    h_step("every refused record one dead letter, markers at the end");
+    h_pg_int("DROP TABLE \"%s\"", table);
+    h_pg_int("DROP FUNCTION \"%s_refuse\"()", table);
+}
+
 static const h_scenario SCENARIOS[] = {
     {"latest_grows", scenario_latest_grows},
     {"all_failed_exit", scenario_all_failed_exit},
@@ -866,6 +945,7 @@ static const h_scenario SCENARIOS[] = {
     {"status_on_assign", scenario_status_on_assign},
     {"fenced_reclaim", scenario_fenced_reclaim},
     {"restore_wiped", scenario_restore_wiped},
+    {"deadline_split", scenario_deadline_split},
     {"two_groups", scenario_two_groups},
 };
 

@@ -217,20 +217,18 @@ static void scenario_readers_while_writing(void) {
     rd_kafka_destroy(p);
 }
 
-int main(int argc, char **argv) {
-    int pg = argc == 4 && strcmp(argv[3], "readers_while_writing_pg") == 0;
-    if (argc != 4 || (!pg && strcmp(argv[3], "readers_while_writing") != 0)) {
-        fprintf(stderr, "usage: iceberg_catalog_e2e TIDEMARK_BIN PLUGIN_DIR "
-                        "readers_while_writing[_pg]\n");
-        return 2;
-    }
-    h_init(argv[1], argv[2], argv[3]);
+/* The same readers against a catalog in PostgreSQL (a schema of its own). */
+static void scenario_readers_while_writing_pg(void) {
     char schema[256] = "";
-    if (pg)
-        use_pg_catalog(schema, sizeof schema);
+    use_pg_catalog(schema, sizeof schema);
     scenario_readers_while_writing();
-    if (pg)
-        h_pg_int("DROP SCHEMA \"%s\" CASCADE", schema);
-    h_step("PASS");
-    return 0;
+    h_pg_int("DROP SCHEMA \"%s\" CASCADE", schema);
+}
+
+int main(int argc, char **argv) {
+    static const h_scenario list[] = {
+        {"readers_while_writing", scenario_readers_while_writing},
+        {"readers_while_writing_pg", scenario_readers_while_writing_pg},
+    };
+    return h_main(argc, argv, "iceberg_catalog_e2e", list, H_NSCENARIOS(list));
 }
