@@ -1,9 +1,10 @@
 #!/bin/sh
-# REVIEW REPRODUCERS (issue 16 part 5, catalog mode): each case FAILS on
-# main as of this review unless marked "holds". Another engine (pyiceberg's
-# SqlCatalog, not our code) changes the same catalog table; the truth is
-# read back with pyiceberg and the catalog's own SQLite rows.
-#   rv16_catalog_attacks.sh TIDEMARK ICE_WRITE_TABLE PYTHON
+# Another engine (pyiceberg's SqlCatalog, not our code) changes the same
+# catalog table (issue 16 part 5); each case failed on the code before its
+# fix unless marked "holds". The truth is read back with pyiceberg and the
+# catalog's own SQLite rows.
+#   catalog_rivals.sh TIDEMARK ICE_WRITE_TABLE PYTHON [CASE...]
+# CASE: refs expire rename second interrupted outside (default: all).
 #
 # 1 refs_kept_by_compact: a tag and a branch pyiceberg made are dropped by
 #   the next tidemark commit (ice_meta_add_snapshot replaces "refs" with
@@ -27,6 +28,12 @@ set -eu
 TM=$1
 WRITE=$2
 PY=$3
+shift 3
+CASES=" ${*:-refs expire rename second interrupted outside} "
+ICE_MARK=catalog-table.text
+want() {
+    case "$CASES" in *" $1 "*) return 0 ;; *) return 1 ;; esac
+}
 BASE=$(mktemp -d)
 trap 'rm -rf "$BASE"' EXIT
 fail=0
@@ -47,6 +54,7 @@ py() {
 }
 
 # ---- 1 ----
+if want refs; then
 fresh refs
 py <<'EOF' || { echo "FAIL refs: pyiceberg could not tag"; exit 1; }
 import sys
@@ -72,8 +80,10 @@ if missing:
           f"{sorted(refs)})")
     sys.exit(1)
 EOF
+fi
 
 # ---- 2 ----
+if want expire; then
 fresh expire
 py <<'EOF' || { echo "FAIL expire: pyiceberg could not tag"; exit 1; }
 import sys
@@ -108,8 +118,10 @@ if rows != 3:
           f"want 3")
     sys.exit(1)
 EOF
+fi
 
 # ---- 3 ----
+if want rename; then
 fresh rename
 py <<'EOF' || { echo "FAIL rename: pyiceberg could not rename"; exit 1; }
 import sys
@@ -119,6 +131,12 @@ EOF
 # The connector restarted with its settings unchanged (create true).
 rc=0
 "$WRITE" "$D" --small --catalog "$URI" >"$D/out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] &&
+    ! grep -q "already holds a catalog table's metadata" "$D/out"; then
+    echo "FAIL renamed_table_not_reregistered: refused for another reason"
+    cat "$D/out"
+    fail=1
+fi
 if [ "$rc" -eq 0 ]; then
     # It registered a new table in a directory a catalog row already
     # manages; vacuum of that table then deletes the renamed one's files.
@@ -144,21 +162,61 @@ if "small" in names:
           f"was registered in the directory of cli.small_2025 ({rows} rows)")
     sys.exit(1)
 EOF
+fi
 
 # ---- 5 ----
+if want second; then
 fresh second
 rc=0
 "$WRITE" "$D" --small --catalog "sqlite:///$D/second.db" >"$D/out" 2>&1 ||
     rc=$?
-if [ "$rc" -ne 0 ] && grep -q "catalog" "$D/out"; then
+if [ "$rc" -ne 0 ] &&
+    grep -q "already holds a catalog table's metadata" "$D/out"; then
     echo "ok second_catalog_refused"
 else
     echo "FAIL second_catalog_refused: a second catalog registered the table" \
         "directory already managed by catalog lake (exit $rc)"
     fail=1
 fi
+fi
+
+# ---- first registration interrupted ----
+# A first registration killed between its metadata file and its INSERT
+# leaves 00001-<uuid>.metadata.json (and the mark naming this table):
+# the restarted sink registers the table anew. A mark naming another
+# table is refused even with no metadata file.
+if want interrupted; then
+fresh interrupted
+mkdir -p "$D/again/table/metadata"
+cp "$D/table/metadata/$ICE_MARK" "$D/table/metadata"/00001-*.metadata.json \
+    "$D/again/table/metadata/"
+rc=0
+"$WRITE" "$D/again" --small --catalog "sqlite:///$D/again.db" \
+    >"$D/out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ]; then
+    echo "ok interrupted_first_registration_continues"
+else
+    echo "FAIL interrupted_first_registration_continues: exit $rc"
+    cat "$D/out"
+    fail=1
+fi
+mkdir -p "$D/marked/table/metadata"
+echo 'catalog "other", table x.y' >"$D/marked/table/metadata/$ICE_MARK"
+rc=0
+"$WRITE" "$D/marked" --small --catalog "sqlite:///$D/marked.db" \
+    >"$D/out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && grep -q 'marked as the directory of catalog "other"' \
+    "$D/out"; then
+    echo "ok other_tables_mark_refused"
+else
+    echo "FAIL other_tables_mark_refused: exit $rc"
+    cat "$D/out"
+    fail=1
+fi
+fi
 
 # ---- 4 (holds) ----
+if want outside; then
 fresh outside
 mkdir -p "$D/other/metadata"
 cur=$(py <<'EOF'
@@ -188,4 +246,6 @@ EOF
         fail=1
     fi
 done
+fi
+
 exit $fail
