@@ -89,7 +89,8 @@ json_t *ice_meta_initial(const ice_table *t, json_t *fields,
  * (bounded). NULL on allocation failure. */
 json_t *ice_meta_next(const ice_table *t);
 /* Appends a snapshot and makes it current (refs.main, snapshot log,
- * last-sequence-number). Steals summary. 0 or -1. */
+ * last-sequence-number); every other ref (another engine's tags and
+ * branches) is kept as it is. Steals summary. 0 or -1. */
 int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
                           int64_t seq, const char *manifest_list,
                           json_t *summary);
