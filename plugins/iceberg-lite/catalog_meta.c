@@ -194,6 +194,34 @@ static int no_row(ice_table *t, char *why, size_t why_size) {
     return 1;
 }
 
+/* Checks M's table-uuid against the one this writer opened (remembered
+ * at its first version): the row naming another table (dropped and
+ * created again at the same location, or replaced) is refused, as
+ * Iceberg's catalogs refuse a UUID change, and stays refused
+ * (t->replaced). 0 or -1 with why. */
+static int same_table(ice_table *t, json_t *m, char *why, size_t why_size) {
+    const char *got = json_string_value(json_object_get(m, "table-uuid"));
+    if (!got)
+        got = "";
+    if (!t->cat_uuid[0]) {
+        if (strlen(got) < sizeof t->cat_uuid)
+            snprintf(t->cat_uuid, sizeof t->cat_uuid, "%s", got);
+        return 0;
+    }
+    if (strcmp(got, t->cat_uuid) == 0)
+        return 0;
+    t->replaced = 1;
+    snprintf(why, why_size,
+             "%s: the row now names table-uuid \"%.64s\", not %s, the table "
+             "this writer opened: the table was replaced under it (dropped "
+             "and created again at the same location, or another table "
+             "registered under its name). Refused, as Iceberg's catalogs "
+             "refuse a table-uuid change: stop the connector and check which "
+             "table the row should name",
+             ice_catalog_ident(t->cat), got, t->cat_uuid);
+    return -1;
+}
+
 int ice_cat_refresh(ice_table *t, char *why, size_t why_size) {
     char *loc = NULL, path[PATH_SIZE], inner[512];
     int rc = ice_catalog_load(t->cat, &loc, why, why_size);
@@ -217,6 +245,9 @@ int ice_cat_refresh(ice_table *t, char *why, size_t why_size) {
         snprintf(why, why_size,
                  "%s: metadata_location names %s, which does not exist",
                  ice_catalog_ident(t->cat), path);
+        rc = -1;
+    } else if (rc == 0 && same_table(t, m, why, why_size) != 0) {
+        json_decref(m);
         rc = -1;
     }
     if (rc != 0) {
@@ -300,6 +331,8 @@ int ice_cat_publish(ice_table *t, json_t *next, const char *path, char *why,
     t->meta = json_incref(next);
     t->meta_loc = dup;
     t->version++;
+    if (!t->cat_uuid[0]) /* a new table's: remembered, never refused */
+        (void)same_table(t, next, why, why_size);
     return 0;
 }
 

@@ -154,7 +154,8 @@ tm_status ice_refresh(ice_sink *s, tm_error *err) {
                            s->table.root);
     else
         s->host->set_error(err, "table %s: %s", s->table.root, why);
-    return TM_RETRY;
+    /* A table replaced under the sink stays refused: no retry heals it. */
+    return s->table.replaced ? TM_FATAL : TM_RETRY;
 }
 
 /* One claim attempt on the current version: 0 published, 1 lost the race,

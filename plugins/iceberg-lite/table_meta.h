@@ -41,6 +41,10 @@ typedef struct ice_table {
     struct ice_catalog *cat;
     char *meta_loc; /* with cat: the location meta was loaded from */
     int cat_marked; /* with cat: metadata/ says a catalog manages it */
+    /* With cat: the table-uuid of the first version loaded or published
+     * ("" none yet); a row naming another is refused and replaced set. */
+    char cat_uuid[64];
+    int replaced;
 } ice_table;
 
 /* The longest table directory (its real path): every file the sink names
