@@ -9,13 +9,18 @@
  *                                    pyiceberg just committed
  *   table_replaced_under_running_sink  a table of another table-uuid in
  *                                    the row is refused (FATAL naming both)
+ *   pyiceberg_append_refused_during_swap, pyiceberg_append_refused_at_open
+ *                                    a data snapshot pyiceberg appended is
+ *                                    refused (FATAL at the commit, INVALID
+ *                                    at open) naming it: the connector must
+ *                                    be the table's only writer of data
+ *                                    snapshots (before: markers read as 0,
+ *                                    a CONFLICT "gap", then FATAL on the
+ *                                    foreign manifest list)
  * Argument "pg" (TIDEMARK_PG_CONNINFO):
  *   pg_reconnect_keeps_synchronous_commit  after the connection is lost,
  *       PQreset's new session still runs with synchronous_commit on, not
- *       the connection's default (here off, from the URI's options).
- * Argument "append" (not registered as a test: still failing, see
- * docs/iceberg-lite.md, "Catalog"): pyiceberg appending data snapshots.
- *   pyiceberg_append_during_swap, pyiceberg_append_keeps_markers */
+ *       the connection's default (here off, from the URI's options). */
 #define _XOPEN_SOURCE 700
 
 #include <check.h>
@@ -98,12 +103,13 @@ static tm_status commit_range(void *sink, const char *id, int32_t p, int64_t at,
 
 static const char *rival_script;
 static int rival_status = -1;
+static char rival_out[256]; /* the rival's first line of output */
 
 static void rival_fault(const char *point) {
     if (!rival_script || rival_status != -1 ||
         strcmp(point, TM_FAULT_AFTER_MARKER) != 0)
         return;
-    rival_status = run_py(rival_script, NULL, 0);
+    rival_status = run_py(rival_script, rival_out, sizeof rival_out);
 }
 
 static const char APPEND_PY[] =
@@ -112,7 +118,8 @@ static const char APPEND_PY[] =
     "t = SqlCatalog('lake', uri=sys.argv[1]).load_table('sales.orders')\n"
     "rows = [{'id': 1000 + i, '_tm_topic': 'pyiceberg', '_tm_partition': 99,"
     " '_tm_offset': i} for i in range(2)]\n"
-    "t.append(pa.Table.from_pylist(rows, schema=t.schema().as_arrow()))\n";
+    "t.append(pa.Table.from_pylist(rows, schema=t.schema().as_arrow()))\n"
+    "print(t.metadata.current_snapshot_id)\n";
 
 static const char TAG_PY[] =
     "import sys\n"
@@ -132,8 +139,12 @@ static const char READ_PY[] =
     "','.join(sorted(t.metadata.refs)))\n";
 
 /* Our commit of 4 records with pyiceberg's SCRIPT landing before our
- * swap; what pyiceberg reads after, into out. */
-static void race_with(const char *script, char *out, size_t size) {
+ * swap, which must answer WANT (its error into race_err); what pyiceberg
+ * reads after, into out. The commit's status. */
+static tm_error race_err;
+
+static tm_status race_with(const char *script, char *out, size_t size,
+                           tm_status want) {
     tm_host_api host = *tm_host_services();
     host.fault = rival_fault;
     void *sink;
@@ -147,9 +158,9 @@ static void race_with(const char *script, char *out, size_t size) {
                      TM_OK);
     rival_script = script;
     rival_status = -1;
-    tm_status rc = commit_range(sink, "b-2", 0, 2, 4, m[0].epoch, &err);
-    ck_assert_msg(rc == TM_OK, "commit: %s (%s)", tm_status_name(rc),
-                  err.message);
+    tm_status rc = commit_range(sink, "b-2", 0, 2, 4, m[0].epoch, &race_err);
+    ck_assert_msg(rc == want, "commit: %s (%s)", tm_status_name(rc),
+                  race_err.message);
     /* Inconclusive unless pyiceberg committed where intended. */
     ck_assert_msg(rival_status == 0,
                   "inconclusive: pyiceberg's commit at %s did not run or "
@@ -157,20 +168,39 @@ static void race_with(const char *script, char *out, size_t size) {
                   TM_FAULT_AFTER_MARKER, rival_status);
     ice_api->close(sink);
     ck_assert_int_eq(run_py(READ_PY, out, size), 0);
+    return rc;
 }
 
-START_TEST(pyiceberg_append_during_swap) {
+/* The sink's refusal of a table whose current snapshot another engine
+ * wrote: names that snapshot (SNAP_ID) and its operation. */
+static void assert_foreign_refusal(const char *message, const char *snap_id) {
+    char want[128];
+    snprintf(want, sizeof want, "current snapshot %s (operation \"append\"",
+             snap_id);
+    ck_assert_msg(*snap_id && strstr(message, want) &&
+                      strstr(message, "is another engine's") &&
+                      strstr(message, "only writer of data snapshots"),
+                  "the refusal does not name pyiceberg's snapshot %s: %s",
+                  snap_id, message);
+}
+
+/* The connector must be the table's only writer of data snapshots
+ * (docs/iceberg-lite.md, "Catalog"): pyiceberg's append landing between
+ * our metadata file and our swap stops the commit FATAL naming it, never
+ * a CONFLICT "gap"; both earlier commits' rows are there, ours once. */
+START_TEST(pyiceberg_append_refused_during_swap) {
     char got[256];
-    race_with(APPEND_PY, got, sizeof got);
-    /* Ours 2 + 4, pyiceberg's 2: nothing lost, nothing twice. */
-    ck_assert_msg(strncmp(got, "8 2 ", 4) == 0, "pyiceberg reads \"%s\"", got);
+    race_with(APPEND_PY, got, sizeof got, TM_FATAL);
+    assert_foreign_refusal(race_err.message, rival_out);
+    /* Ours 2 (the refused 4 not), pyiceberg's 2. */
+    ck_assert_msg(strncmp(got, "4 2 ", 4) == 0, "pyiceberg reads \"%s\"", got);
 }
 END_TEST
 
 /* The connector committed [0, 2) and stopped; pyiceberg appended; the
- * connector restarts: its marker must still say 2 and the resend of
- * [0, 2) must be ALREADY. */
-START_TEST(pyiceberg_append_keeps_markers) {
+ * restarted sink refuses the table at open (INVALID) naming pyiceberg's
+ * snapshot, rather than reading the markers as absent. */
+START_TEST(pyiceberg_append_refused_at_open) {
     void *sink;
     tm_error err = {sizeof err, ""};
     ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_OK);
@@ -179,32 +209,25 @@ START_TEST(pyiceberg_append_keeps_markers) {
     ck_assert_int_eq(commit_range(sink, "b-0", 0, 0, 2, m[0].epoch, &err),
                      TM_OK);
     ice_api->close(sink);
-    ck_assert_int_eq(run_py(APPEND_PY, NULL, 0), 0);
-    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_OK);
-    tm_marker got = {
-        .struct_size = sizeof got, .topic = "orders", .partition = 0};
-    ck_assert_int_eq(ice_api->read_markers(sink, &got, 1, &err), TM_OK);
-    /* What the restarted host would do from that marker: the claim and
-     * the batch from its next offset. */
-    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
-    tm_status rc = commit_range(sink, "b-0", 0, got.next_offset,
-                                (int)(2 - got.next_offset), m[0].epoch, &err);
-    ice_api->close(sink);
+    char snap_id[256];
+    ck_assert_int_eq(run_py(APPEND_PY, snap_id, sizeof snap_id), 0);
+    sink = NULL;
+    tm_status rc = ice_fx_open(&fx, &sink, &err);
+    if (rc == TM_OK)
+        ice_api->close(sink);
+    ck_assert_msg(rc == TM_INVALID, "open after pyiceberg's append: %s (%s)",
+                  tm_status_name(rc), err.message);
+    assert_foreign_refusal(err.message, snap_id);
     char rows[256];
     ck_assert_int_eq(run_py(READ_PY, rows, sizeof rows), 0);
-    ck_assert_msg(got.next_offset == 2,
-                  "FINDING: after pyiceberg's append the marker of orders[0] "
-                  "reads next_offset %lld (was 2); the restarted host's "
-                  "batch [%lld, 2) answered %s; pyiceberg now reads \"%s\" "
-                  "(rows, pyiceberg's rows, refs): want \"4 2 main\" (%s)",
-                  (long long)got.next_offset, (long long)got.next_offset,
-                  tm_status_name(rc), rows, err.message);
+    ck_assert_msg(strncmp(rows, "4 2 ", 4) == 0, "pyiceberg reads \"%s\"",
+                  rows);
 }
 END_TEST
 
 START_TEST(pyiceberg_tag_during_swap_kept) {
     char got[256];
-    race_with(TAG_PY, got, sizeof got);
+    race_with(TAG_PY, got, sizeof got, TM_OK);
     ck_assert_msg(strncmp(got, "6 0 ", 4) == 0, "pyiceberg reads \"%s\"", got);
     ck_assert_msg(strstr(got, "audit"),
                   "FINDING: the tag pyiceberg committed before our swap is "
@@ -348,19 +371,17 @@ static Suite *suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     if (strcmp(group, "pg") == 0) {
         tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
-    } else if (strcmp(group, "append") == 0) {
-        tcase_add_test(tc, pyiceberg_append_during_swap);
-        tcase_add_test(tc, pyiceberg_append_keeps_markers);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
         tcase_add_test(tc, table_replaced_under_running_sink);
+        tcase_add_test(tc, pyiceberg_append_refused_during_swap);
+        tcase_add_test(tc, pyiceberg_append_refused_at_open);
     }
     suite_add_tcase(s, tc);
     return s;
 }
 
-/* No argument: the tag and the replaced table; "pg": the PostgreSQL
- * session; "append": pyiceberg's data snapshots. */
+/* No argument: pyiceberg on the table; "pg": the PostgreSQL session. */
 int main(int argc, char **argv) {
     if (argc > 1)
         group = argv[1];
