@@ -80,12 +80,12 @@ static int64_t catalog_file_version(const char *name) {
                : -1;
 }
 
-/* The highest catalog metadata file in metadata/ (its name into name),
- * 0 when none but first-version files (what a registration this catalog
- * began and never finished leaves), -1 when none at all, -2 with why. */
-static int64_t newest_catalog_file(const ice_table *t, char *name,
-                                   size_t name_size, char *why,
-                                   size_t why_size) {
+/* The catalog metadata files in metadata/, the newest one's name into
+ * name: 1 when any is not a first version (N other than 1), 0 when all
+ * are (what a registration this catalog began and never finished
+ * leaves), -1 when there is none, -2 with why. */
+static int newest_catalog_file(const ice_table *t, char *name, size_t name_size,
+                               char *why, size_t why_size) {
     DIR *d = opendir(t->meta_dir);
     if (!d) {
         if (errno == ENOENT)
@@ -93,20 +93,21 @@ static int64_t newest_catalog_file(const ice_table *t, char *name,
         snprintf(why, why_size, "open %s: %s", t->meta_dir, strerror(errno));
         return -2;
     }
-    int64_t best = -1;
+    int64_t newest = -1;
+    int later = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int64_t v = catalog_file_version(e->d_name);
         if (v < 0)
             continue;
-        v = v == 1 ? 0 : (v == 0 ? 1 : v); /* 0: first; others count */
-        if (v > best) {
-            best = v;
+        later |= v != 1;
+        if (v > newest) {
+            newest = v;
             snprintf(name, name_size, "%s", e->d_name);
         }
     }
     closedir(d);
-    return best;
+    return newest < 0 ? -1 : later;
 }
 
 /* metadata/ICE_CATALOG_MARK's first line into text ("" when absent). 0,
@@ -165,7 +166,7 @@ static int no_row(ice_table *t, char *why, size_t why_size) {
     char mark[ICE_CATALOG_IDENT_TEXT], name[256];
     if (read_mark(t, mark, sizeof mark, why, why_size) != 0)
         return -1;
-    int64_t c = newest_catalog_file(t, name, sizeof name, why, why_size);
+    int c = newest_catalog_file(t, name, sizeof name, why, why_size);
     if (c < -1)
         return -1;
     int other = mark[0] && strcmp(mark, id) != 0;
