@@ -40,6 +40,8 @@ struct ice_catalog {
     void *db;                /* the backend's connection */
     char *name, *ns, *table; /* the row's key */
     int has_type;            /* iceberg_tables has iceberg_type (schema v1) */
+    int fsync; /* commits are durable when they return (PostgreSQL: every
+                  session sets synchronous_commit on) */
     int empty; /* opened without create, no catalog there yet (no database
                   file, or no tables): no row, nothing written */
     char ident[ICE_CATALOG_IDENT_MAX];

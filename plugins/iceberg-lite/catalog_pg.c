@@ -43,14 +43,29 @@ static int is_state(const PGresult *res, const char *state) {
     return s && strcmp(s, state) == 0;
 }
 
-/* The connection, made again when it was lost. 0 or -1 with why. */
+/* Prepares a new session (the first one and every one a reset makes): a
+ * swap is durable when it returns, whatever the server's or the
+ * connection's default. 0 or -1 with why. */
+static int session_setup(ice_catalog *c, char *why, size_t why_size) {
+    if (!c->fsync)
+        return 0;
+    PGresult *res = PQexec(conn_of(c), "SET synchronous_commit TO on");
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok)
+        fail(c, 0, "setting synchronous_commit", res, why, why_size);
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
+/* The connection, made again when it was lost: a new session, set up
+ * again (a SET lives only as long as its session). 0 or -1 with why. */
 static int connected(ice_catalog *c, char *why, size_t why_size) {
     if (PQstatus(conn_of(c)) == CONNECTION_OK)
         return 0;
     PQreset(conn_of(c));
-    return PQstatus(conn_of(c)) == CONNECTION_OK
-               ? 0
-               : fail(c, -1, "connecting", NULL, why, why_size);
+    if (PQstatus(conn_of(c)) != CONNECTION_OK)
+        return fail(c, -1, "connecting", NULL, why, why_size);
+    return session_setup(c, why, why_size);
 }
 
 /* Runs SQL with $1 $2 $3 the row's key, $4 p4, $5 p5 (as many as NPARAMS
@@ -202,15 +217,9 @@ int ice_catalog_pg_open(ice_catalog *c, const char *conninfo, int create,
     if (PQstatus(conn_of(c)) != CONNECTION_OK)
         return fail(c, -1, "connecting", NULL, why, why_size);
     PQsetNoticeProcessor(conn_of(c), quiet, NULL);
-    /* A swap is durable when it returns, whatever the server's default. */
-    PGresult *res =
-        PQexec(conn_of(c), fsync ? "SET synchronous_commit TO on" : "SELECT 1");
-    int ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
-             PQresultStatus(res) == PGRES_TUPLES_OK;
-    if (!ok)
-        fail(c, 0, "setting synchronous_commit", res, why, why_size);
-    PQclear(res);
-    if (!ok || (create && create_tables(c, why, why_size) != 0))
+    c->fsync = fsync;
+    if (session_setup(c, why, why_size) != 0 ||
+        (create && create_tables(c, why, why_size) != 0))
         return -1;
     int has = query_true(c, "SELECT to_regclass('iceberg_tables') IS NOT NULL",
                          "reading the schema", why, why_size);

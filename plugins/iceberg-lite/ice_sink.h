@@ -168,7 +168,9 @@ tm_status ice_read_markers(void *sink, tm_marker *markers, size_t n,
 /* Unless shared_table, a table holding another connector's markers is
  * refused with REFUSE (TM_INVALID at open and validate, TM_FATAL at
  * claim), the message naming the table, the other connector and the
- * setting. TM_OK, REFUSE, or TM_RETRY (out of memory). */
+ * setting; so is a table whose current snapshot another engine wrote
+ * (read_markers refuses it too). TM_OK, REFUSE, or TM_RETRY (out of
+ * memory). */
 tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err);
 /* Refreshes the table: TM_OK, or TM_RETRY / TM_FATAL with err set. */
 tm_status ice_refresh(ice_sink *s, tm_error *err);

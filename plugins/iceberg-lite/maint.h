@@ -126,8 +126,11 @@ int ice_compact_with(ice_table *t, const ice_compact_opts *o,
 int ice_expire(ice_table *t, size_t keep, size_t *removed, char *why,
                size_t why_size);
 /* The same on META, a next version being built (the sink's commit calls
- * it for its keep_snapshots setting, after adding its snapshot): when a
- * dropped snapshot names a dead-letter file, a new index is written
+ * it for its keep_snapshots setting, after adding its snapshot); the
+ * snapshots refs other than main name are kept too. When a snapshot the
+ * current one's kept ancestry no longer reaches (dropped, or kept only
+ * for a ref) names a dead-letter file not yet indexed, a new index is
+ * written
  * (durable) and its path put in index_path (4096 bytes, "" when none): the
  * caller removes it if META is not published. *removed: snapshots dropped
  * (0 when there are at most keep). 0 or -1 with why. */

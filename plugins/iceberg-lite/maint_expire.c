@@ -1,14 +1,15 @@
 /* expire: drops all but the newest snapshots from the metadata, which
  * otherwise grows by one snapshot (with every partition's markers in its
  * summary) per commit. The markers need only the current snapshot, which
- * is always kept. Dead letters are found by walking the current snapshot's
- * ancestors, which would lose the dropped snapshots' files; rather than
- * keeping those snapshots, expire moves their file names into a new
- * dead-letter index (dead_letters/index-<uuid>.txt, the old index's lines
- * then the dropped snapshots', oldest first) named by a table property,
- * so the walk (ice_dl_files) never needs an expired snapshot and the
- * metadata stays bounded. No file is deleted here: vacuum removes what
- * became unreachable. */
+ * is always kept; so is every snapshot a ref names (another engine's tag
+ * or branch, with the branch's newest), as the Iceberg spec requires. Dead
+ * letters are found by walking the current snapshot's ancestors, which would
+ * lose the dropped snapshots' files; rather than keeping those snapshots,
+ * expire moves their file names into a new dead-letter index
+ * (dead_letters/index-<uuid>.txt, the old index's lines then the dropped
+ * snapshots', oldest first) named by a table property, so the walk
+ * (ice_dl_files) never needs an expired snapshot and the metadata stays
+ * bounded. No file is deleted here: vacuum removes what became unreachable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,17 +23,83 @@ typedef struct expire_ctx {
     ice_own own; /* this attempt's index file */
 } expire_ctx;
 
-static int is_kept(const int64_t *ids, size_t n, int64_t id) {
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] == id)
+/* The snapshot ids expire keeps. */
+typedef struct id_set {
+    int64_t *ids;
+    size_t n, cap;
+} id_set;
+
+static int is_kept(const id_set *k, int64_t id) {
+    for (size_t i = 0; i < k->n; i++)
+        if (k->ids[i] == id)
             return 1;
     return 0;
 }
 
-/* The new index: the old one's text, then the dropped snapshots' files.
- * *changed when any was added. 0 or -1 with why. */
+/* Keeps SNAP and its ancestors, N snapshots at most (N bounds a parent
+ * cycle in a corrupt file too). 0 or -1 out of memory. */
+static int keep_chain(id_set *k, json_t *meta, json_t *snap, size_t n) {
+    for (size_t i = 0; snap && i < n; i++) {
+        int64_t id = ice_json_int(snap, "snapshot-id", -1);
+        if (!is_kept(k, id)) {
+            if (k->n == k->cap) {
+                size_t cap = k->cap ? 2 * k->cap : 16;
+                int64_t *ids = realloc(k->ids, cap * sizeof *ids);
+                if (!ids)
+                    return -1;
+                k->ids = ids;
+                k->cap = cap;
+            }
+            k->ids[k->n++] = id;
+        }
+        int64_t parent = ice_json_int(snap, "parent-snapshot-id", -1);
+        snap = parent >= 0 ? ice_meta_snapshot(meta, parent) : NULL;
+    }
+    return 0;
+}
+
+/* What every ref other than main needs (the Iceberg spec's retention:
+ * never a snapshot a ref names): a tag its snapshot, a branch its
+ * min-snapshots-to-keep (else KEEP) newest. Refs naming no snapshot of
+ * the table are left alone. 0 or -1 out of memory. */
+static int keep_refs(id_set *k, json_t *meta, size_t keep) {
+    const char *name;
+    json_t *ref;
+    json_object_foreach(json_object_get(meta, "refs"), name, ref) {
+        json_t *snap =
+            ice_meta_snapshot(meta, ice_json_int(ref, "snapshot-id", -1));
+        const char *type = json_string_value(json_object_get(ref, "type"));
+        int64_t min = ice_json_int(ref, "min-snapshots-to-keep", -1);
+        size_t n = type && strcmp(type, "tag") == 0 ? 1
+                   : min > 0                        ? (size_t)min
+                                                    : keep;
+        if (snap && keep_chain(k, meta, snap, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* LINE is a line of TEXT. */
+static int has_line(const ib_buf *text, const char *line) {
+    size_t n = strlen(line);
+    for (size_t at = 0; at + n <= text->len;) {
+        const char *p = (const char *)text->p + at;
+        const char *nl = memchr(p, '\n', text->len - at);
+        size_t len = nl ? (size_t)(nl - p) : text->len - at;
+        if (len == n && memcmp(p, line, n) == 0)
+            return 1;
+        at += len + 1;
+    }
+    return 0;
+}
+
+/* The new index: the old one's text, then the files of the snapshots
+ * the walk from the current snapshot no longer reaches (those not among
+ * its kept ancestors, the first NMAIN of KEPT): the dropped ones and
+ * those kept only for a ref, each once. *changed when any was added. 0
+ * or -1 with why. */
 static int index_text(const ice_table *t, json_t *meta, json_t *snaps,
-                      const int64_t *kept, size_t nkept, ib_buf *text,
+                      const id_set *kept, size_t nmain, ib_buf *text,
                       int *changed, char *why, size_t why_size) {
     const char *old = json_string_value(
         json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
@@ -51,12 +118,14 @@ static int index_text(const ice_table *t, json_t *meta, json_t *snaps,
         ib_buf_add(text, data, len);
         free(data);
     }
+    id_set main_chain = {kept->ids, nmain, nmain};
     size_t i;
     json_t *s;
     json_array_foreach(snaps, i, s) {
         const char *rel = json_string_value(
             json_object_get(json_object_get(s, "summary"), ICE_DL_FILE_KEY));
-        if (rel && !is_kept(kept, nkept, ice_json_int(s, "snapshot-id", -1))) {
+        int64_t id = ice_json_int(s, "snapshot-id", -1);
+        if (rel && !is_kept(&main_chain, id) && !has_line(text, rel)) {
             ib_buf_str(text, rel);
             ib_buf_byte(text, '\n');
             *changed = 1;
@@ -88,11 +157,11 @@ static int write_index(const ice_table *t, const ib_buf *text, char *path,
 }
 
 /* Removes from ARR the objects whose "snapshot-id" is not kept. */
-static size_t filter(json_t *arr, const int64_t *kept, size_t nkept) {
+static size_t filter(json_t *arr, const id_set *kept) {
     size_t removed = 0;
     for (size_t i = json_array_size(arr); i-- > 0;) {
         int64_t id = ice_json_int(json_array_get(arr, i), "snapshot-id", -1);
-        if (!is_kept(kept, nkept, id) && json_array_remove(arr, i) == 0)
+        if (!is_kept(kept, id) && json_array_remove(arr, i) == 0)
             removed++;
     }
     return removed;
@@ -102,7 +171,6 @@ int ice_expire_meta(const ice_table *t, json_t *meta, size_t keep,
                     char *index_path, size_t *removed, char *why,
                     size_t why_size) {
     json_t *snaps = json_object_get(meta, "snapshots");
-    json_t *snap = ice_meta_current_snapshot(meta);
     *removed = 0;
     index_path[0] = '\0';
     if (keep < 1) {
@@ -113,28 +181,30 @@ int ice_expire_meta(const ice_table *t, json_t *meta, size_t keep,
     }
     if (json_array_size(snaps) <= keep)
         return 0;
-    int64_t *kept = calloc(keep, sizeof *kept);
-    size_t nkept = 0;
-    if (!kept) {
+    /* The current snapshot's chain first: the first nmain ids. */
+    id_set kept = {0};
+    size_t nmain = 0;
+    int rc = keep_chain(&kept, meta, ice_meta_current_snapshot(meta), keep);
+    if (rc == 0) {
+        nmain = kept.n;
+        rc = keep_refs(&kept, meta, keep);
+    }
+    if (rc != 0) {
+        free(kept.ids);
         snprintf(why, why_size, "out of memory");
         return -1;
-    }
-    while (snap && nkept < keep) {
-        kept[nkept++] = ice_json_int(snap, "snapshot-id", -1);
-        int64_t parent = ice_json_int(snap, "parent-snapshot-id", -1);
-        snap = parent >= 0 ? ice_meta_snapshot(meta, parent) : NULL;
     }
     ib_buf text = {0};
     char rel[256];
     int changed = 0;
-    int rc =
-        index_text(t, meta, snaps, kept, nkept, &text, &changed, why, why_size);
+    rc = index_text(t, meta, snaps, &kept, nmain, &text, &changed, why,
+                    why_size);
     if (rc == 0 && changed)
         rc = write_index(t, &text, index_path, rel, sizeof rel, why, why_size);
     ib_buf_free(&text);
     if (rc == 0) {
-        *removed = filter(snaps, kept, nkept);
-        filter(json_object_get(meta, "snapshot-log"), kept, nkept);
+        *removed = filter(snaps, &kept);
+        filter(json_object_get(meta, "snapshot-log"), &kept);
         if (changed &&
             json_object_set_new(json_object_get(meta, "properties"),
                                 ICE_DL_INDEX_KEY, json_string(rel)) != 0) {
@@ -142,7 +212,7 @@ int ice_expire_meta(const ice_table *t, json_t *meta, size_t keep,
             rc = -1;
         }
     }
-    free(kept);
+    free(kept.ids);
     return rc;
 }
 

@@ -15,6 +15,9 @@
  * built in allocated buffers: a connector or topic name of any length
  * makes a whole key, never a cut one that two partitions would share. */
 #define ICE_MARKER_PREFIX "tidemark.marker."
+/* What every summary key of ours starts with (markers, connector, batch
+ * id, dead letters): a snapshot without one is another engine's. */
+#define ICE_OWN_KEY_PREFIX "tidemark."
 
 #define ICE_F_NEXT    "next-offset"
 #define ICE_F_BATCH   "batch-id"

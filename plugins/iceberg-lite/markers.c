@@ -104,11 +104,63 @@ static int unconsented_other(json_t *meta, const char *me, char **other) {
     return 0;
 }
 
+/* Whether SNAP's summary is one of ours (holds an ICE_OWN_KEY_PREFIX key). */
+static int ours(json_t *snap) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(snap, "summary"), key, v) {
+        if (strncmp(key, ICE_OWN_KEY_PREFIX, strlen(ICE_OWN_KEY_PREFIX)) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The connector must be the only writer of the table's data snapshots:
+ * its markers live only in the summaries of the snapshots it writes,
+ * which another engine's snapshot (pyiceberg's append, any engine's
+ * overwrite or delete) does not carry, and its manifest lists are not
+ * ours to read. A current snapshot that is not ours is refused, naming
+ * it, rather than read as "no markers" (a resend taken for new, a gap). */
+static tm_status foreign_snapshot(ice_sink *s, tm_status refuse,
+                                  tm_error *err) {
+    json_t *meta = s->table.meta;
+    json_t *snap = ice_meta_current_snapshot(meta);
+    if (!snap || ours(snap))
+        return TM_OK;
+    json_t *sum = json_object_get(snap, "summary");
+    const char *op = json_string_value(json_object_get(sum, "operation"));
+    const char *engine = json_string_value(json_object_get(sum, "engine-name"));
+    /* The newest of ours below it, where main could be rolled back to. */
+    json_t *last = snap;
+    size_t n = json_array_size(json_object_get(meta, "snapshots"));
+    for (size_t i = 0; last && !ours(last) && i < n; i++) { /* n: a cycle */
+        int64_t parent = ice_json_int(last, "parent-snapshot-id", -1);
+        last = parent >= 0 ? ice_meta_snapshot(meta, parent) : NULL;
+    }
+    char back[64] = "none kept";
+    if (last && ours(last))
+        snprintf(back, sizeof back, "%lld",
+                 (long long)ice_json_int(last, "snapshot-id", -1));
+    s->host->set_error(
+        err,
+        "table %s: current snapshot %lld (operation \"%.32s\", engine "
+        "%.32s) is another engine's: it carries none of the connector's "
+        "markers (tidemark's newest below it: %s). The connector must be "
+        "the table's only writer of data snapshots (docs/iceberg-lite.md, "
+        "\"Catalog\"): roll main back to tidemark's snapshot",
+        s->table.root, (long long)ice_json_int(snap, "snapshot-id", -1),
+        op ? op : "none", engine ? engine : "unnamed", back);
+    return refuse;
+}
+
 /* Without shared_table: any other connector's markers refuse the table.
  * With it: every other connector whose markers the table holds must have
  * recorded "shared_table": true at its claim (the consent of a connector
  * that wrote first is its own, not the newcomer's to give). */
 tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err) {
+    tm_status f = foreign_snapshot(s, refuse, err);
+    if (f != TM_OK)
+        return f;
     char *other = NULL;
     const char *me = s->config->connector ? s->config->connector : "";
     int rc = s->set.shared_table
@@ -154,7 +206,8 @@ tm_status ice_refresh(ice_sink *s, tm_error *err) {
                            s->table.root);
     else
         s->host->set_error(err, "table %s: %s", s->table.root, why);
-    return TM_RETRY;
+    /* A table replaced under the sink stays refused: no retry heals it. */
+    return s->table.replaced ? TM_FATAL : TM_RETRY;
 }
 
 /* One claim attempt on the current version: 0 published, 1 lost the race,
@@ -283,6 +336,8 @@ tm_status ice_read_markers(void *sink, tm_marker *markers, size_t n,
                            tm_error *err) {
     ice_sink *s = sink;
     tm_status r = ice_refresh(s, err);
+    if (r == TM_OK)
+        r = foreign_snapshot(s, TM_FATAL, err);
     if (r != TM_OK)
         return r;
     return read_all(s, markers, n, err);

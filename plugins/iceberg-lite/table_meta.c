@@ -622,7 +622,15 @@ int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
     }
     json_t *snaps = json_object_get(meta, "snapshots");
     json_t *log = json_object_get(meta, "snapshot-log");
-    if (!json_is_array(snaps) || !json_is_array(log)) {
+    /* Only main moves: the other refs (another engine's tags and
+     * branches) are kept as they are. */
+    json_t *refs = json_object_get(meta, "refs");
+    if (!json_is_object(refs)) {
+        refs = json_object();
+        if (json_object_set_new(meta, "refs", refs) != 0)
+            refs = NULL;
+    }
+    if (!json_is_array(snaps) || !json_is_array(log) || !refs) {
         json_decref(s);
         return -1;
     }
@@ -632,8 +640,8 @@ int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
         json_array_append_new(log, json_pack("{s:I, s:I}", "timestamp-ms",
                                              (json_int_t)ts, "snapshot-id",
                                              (json_int_t)id)) != 0 ||
-        json_object_set_new(meta, "refs",
-                            json_pack("{s:{s:I, s:s}}", "main", "snapshot-id",
+        json_object_set_new(refs, "main",
+                            json_pack("{s:I, s:s}", "snapshot-id",
                                       (json_int_t)id, "type", "branch")) != 0 ||
         json_object_set_new(meta, "current-snapshot-id", json_integer(id)) !=
             0 ||

@@ -69,6 +69,10 @@ typedef struct ice_table {
     char *meta_loc; /* with cat: the location meta was loaded from */
     int cat_marked; /* with cat: metadata/ says a catalog manages it */
     const ice_owner_hooks *hooks; /* NULL, or the owner's (not owned) */
+    /* With cat: the table-uuid of the first version loaded or published
+     * ("" none yet); a row naming another is refused and replaced set. */
+    char cat_uuid[64];
+    int replaced;
 } ice_table;
 
 /* The longest table directory (its real path): every file the sink names
@@ -117,7 +121,8 @@ json_t *ice_meta_initial(const ice_table *t, json_t *fields,
  * (bounded). NULL on allocation failure. */
 json_t *ice_meta_next(const ice_table *t);
 /* Appends a snapshot and makes it current (refs.main, snapshot log,
- * last-sequence-number). Steals summary. 0 or -1. */
+ * last-sequence-number); every other ref (another engine's tags and
+ * branches) is kept as it is. Steals summary. 0 or -1. */
 int ice_meta_add_snapshot(json_t *meta, int64_t id, int64_t parent_id,
                           int64_t seq, const char *manifest_list,
                           json_t *summary);

@@ -1,0 +1,389 @@
+/* Another engine on the same catalog table (issue 16 part 5), through the
+ * plugin API. Each case failed on the code before its fix.
+ *
+ * pyiceberg (RIVALS_PYTHON, not our code) is the other engine: it commits
+ * to the same catalog row exactly between our metadata file and our swap
+ * (the host's fault point after_marker), so our swap loses and the commit
+ * is rebuilt on pyiceberg's version.
+ *   pyiceberg_tag_during_swap_kept   our rebuilt commit keeps the tag
+ *                                    pyiceberg just committed
+ *   table_replaced_under_running_sink  a table of another table-uuid in
+ *                                    the row is refused (FATAL naming both)
+ *   pyiceberg_append_refused_during_swap, pyiceberg_append_refused_at_open
+ *                                    a data snapshot pyiceberg appended is
+ *                                    refused (FATAL at the commit, INVALID
+ *                                    at open) naming it: the connector must
+ *                                    be the table's only writer of data
+ *                                    snapshots (before: markers read as 0,
+ *                                    a CONFLICT "gap", then FATAL on the
+ *                                    foreign manifest list)
+ * Argument "pg" (TIDEMARK_PG_CONNINFO):
+ *   pg_reconnect_keeps_synchronous_commit  after the connection is lost,
+ *       PQreset's new session still runs with synchronous_commit on, not
+ *       the connection's default (here off, from the URI's options). */
+#define _XOPEN_SOURCE 700
+
+#include <check.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog_backend.h"
+#include "check_main.h"
+#include "ice_fixture.h"
+#include "services/host_services.h"
+
+static ice_fx fx;
+static char cat_uri[1024];
+
+static const char *python(void) {
+    const char *py = getenv("RIVALS_PYTHON");
+    ck_assert_msg(py && *py, "RIVALS_PYTHON is not set (the venv's python)");
+    return py;
+}
+
+/* Runs pyiceberg's SCRIPT with sys.argv[1] the catalog URI: its exit
+ * status; its stdout's first line into out. */
+static int run_py(const char *script, char *out, size_t size) {
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/rival.py", fx.dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(script, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", python(), path, cat_uri);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    if (out) {
+        out[0] = '\0';
+        if (!fgets(out, (int)size, p))
+            out[0] = '\0';
+        out[strcspn(out, "\n")] = '\0';
+    }
+    char sink[256];
+    while (fgets(sink, sizeof sink, p))
+        fputs(sink, stderr);
+    return pclose(p);
+}
+
+static void setup(void) {
+    char text[2048];
+    ck_assert_int_eq(ice_fx_init(&fx, ""), 0);
+    snprintf(cat_uri, sizeof cat_uri, "sqlite:///%s/catalog.db", fx.dir);
+    snprintf(text, sizeof text,
+             "{\"path\": \"$T\", \"catalog_uri\": \"%s\", "
+             "\"catalog_name\": \"lake\", \"catalog_namespace\": \"sales\", "
+             "\"catalog_table\": \"orders\"}",
+             cat_uri);
+    ck_assert_int_eq(ice_fx_settings(&fx, text), 0);
+}
+
+static void teardown(void) {
+    ice_fx_done(&fx, 0);
+}
+
+static tm_status commit_range(void *sink, const char *id, int32_t p, int64_t at,
+                              int n, int64_t epoch, tm_error *err) {
+    ice_fx_batch kb;
+    ice_fx_batch_init(&kb, id);
+    uint32_t r = ice_fx_range(&kb, p, at, at + n, epoch);
+    for (int64_t o = at; o < at + n; o++)
+        ice_fx_record(&kb, r, o);
+    ice_fx_seal(&kb);
+    err->struct_size = sizeof *err;
+    err->message[0] = '\0';
+    tm_status rc = ice_api->commit(sink, &kb.b, err);
+    ice_fx_batch_free(&kb);
+    return rc;
+}
+
+/* ---- pyiceberg between our metadata file and our swap ---------------- */
+
+static const char *rival_script;
+static int rival_status = -1;
+static char rival_out[256]; /* the rival's first line of output */
+
+static void rival_fault(const char *point) {
+    if (!rival_script || rival_status != -1 ||
+        strcmp(point, TM_FAULT_AFTER_MARKER) != 0)
+        return;
+    rival_status = run_py(rival_script, rival_out, sizeof rival_out);
+}
+
+static const char APPEND_PY[] =
+    "import sys, pyarrow as pa\n"
+    "from pyiceberg.catalog.sql import SqlCatalog\n"
+    "t = SqlCatalog('lake', uri=sys.argv[1]).load_table('sales.orders')\n"
+    "rows = [{'id': 1000 + i, '_tm_topic': 'pyiceberg', '_tm_partition': 99,"
+    " '_tm_offset': i} for i in range(2)]\n"
+    "t.append(pa.Table.from_pylist(rows, schema=t.schema().as_arrow()))\n"
+    "print(t.metadata.current_snapshot_id)\n";
+
+static const char TAG_PY[] =
+    "import sys\n"
+    "from pyiceberg.catalog.sql import SqlCatalog\n"
+    "t = SqlCatalog('lake', uri=sys.argv[1]).load_table('sales.orders')\n"
+    "t.manage_snapshots().create_tag(t.metadata.current_snapshot_id, "
+    "'audit').commit()\n";
+
+/* What pyiceberg reads back: "<rows> <pyiceberg rows> <refs>". */
+static const char READ_PY[] =
+    "import sys\n"
+    "from pyiceberg.catalog.sql import SqlCatalog\n"
+    "t = SqlCatalog('lake', uri=sys.argv[1]).load_table('sales.orders')\n"
+    "a = t.scan().to_arrow()\n"
+    "topics = a.column('_tm_topic').to_pylist()\n"
+    "print(len(topics), topics.count('pyiceberg'), "
+    "','.join(sorted(t.metadata.refs)))\n";
+
+/* Our commit of 4 records with pyiceberg's SCRIPT landing before our
+ * swap, which must answer WANT (its error into race_err); what pyiceberg
+ * reads after, into out. The commit's status. */
+static tm_error race_err;
+
+static tm_status race_with(const char *script, char *out, size_t size,
+                           tm_status want) {
+    tm_host_api host = *tm_host_services();
+    host.fault = rival_fault;
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_api->open(&host, &fx.config, &sink, &err), TM_OK);
+    tm_marker m[1];
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    /* pyiceberg needs a table with a snapshot to tag: a first batch. */
+    rival_script = NULL;
+    ck_assert_int_eq(commit_range(sink, "b-0", 0, 0, 2, m[0].epoch, &err),
+                     TM_OK);
+    rival_script = script;
+    rival_status = -1;
+    tm_status rc = commit_range(sink, "b-2", 0, 2, 4, m[0].epoch, &race_err);
+    ck_assert_msg(rc == want, "commit: %s (%s)", tm_status_name(rc),
+                  race_err.message);
+    /* Inconclusive unless pyiceberg committed where intended. */
+    ck_assert_msg(rival_status == 0,
+                  "inconclusive: pyiceberg's commit at %s did not run or "
+                  "failed (status %d)",
+                  TM_FAULT_AFTER_MARKER, rival_status);
+    ice_api->close(sink);
+    ck_assert_int_eq(run_py(READ_PY, out, size), 0);
+    return rc;
+}
+
+/* The sink's refusal of a table whose current snapshot another engine
+ * wrote: names that snapshot (SNAP_ID) and its operation. */
+static void assert_foreign_refusal(const char *message, const char *snap_id) {
+    char want[128];
+    snprintf(want, sizeof want, "current snapshot %s (operation \"append\"",
+             snap_id);
+    ck_assert_msg(*snap_id && strstr(message, want) &&
+                      strstr(message, "is another engine's") &&
+                      strstr(message, "only writer of data snapshots"),
+                  "the refusal does not name pyiceberg's snapshot %s: %s",
+                  snap_id, message);
+}
+
+/* The connector must be the table's only writer of data snapshots
+ * (docs/iceberg-lite.md, "Catalog"): pyiceberg's append landing between
+ * our metadata file and our swap stops the commit FATAL naming it, never
+ * a CONFLICT "gap"; both earlier commits' rows are there, ours once. */
+START_TEST(pyiceberg_append_refused_during_swap) {
+    char got[256];
+    race_with(APPEND_PY, got, sizeof got, TM_FATAL);
+    assert_foreign_refusal(race_err.message, rival_out);
+    /* Ours 2 (the refused 4 not), pyiceberg's 2. */
+    ck_assert_msg(strncmp(got, "4 2 ", 4) == 0, "pyiceberg reads \"%s\"", got);
+}
+END_TEST
+
+/* The connector committed [0, 2) and stopped; pyiceberg appended; the
+ * restarted sink refuses the table at open (INVALID) naming pyiceberg's
+ * snapshot, rather than reading the markers as absent. */
+START_TEST(pyiceberg_append_refused_at_open) {
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_OK);
+    tm_marker m[1];
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(commit_range(sink, "b-0", 0, 0, 2, m[0].epoch, &err),
+                     TM_OK);
+    ice_api->close(sink);
+    char snap_id[256];
+    ck_assert_int_eq(run_py(APPEND_PY, snap_id, sizeof snap_id), 0);
+    sink = NULL;
+    tm_status rc = ice_fx_open(&fx, &sink, &err);
+    if (rc == TM_OK)
+        ice_api->close(sink);
+    ck_assert_msg(rc == TM_INVALID, "open after pyiceberg's append: %s (%s)",
+                  tm_status_name(rc), err.message);
+    assert_foreign_refusal(err.message, snap_id);
+    char rows[256];
+    ck_assert_int_eq(run_py(READ_PY, rows, sizeof rows), 0);
+    ck_assert_msg(strncmp(rows, "4 2 ", 4) == 0, "pyiceberg reads \"%s\"",
+                  rows);
+}
+END_TEST
+
+START_TEST(pyiceberg_tag_during_swap_kept) {
+    char got[256];
+    race_with(TAG_PY, got, sizeof got, TM_OK);
+    ck_assert_msg(strncmp(got, "6 0 ", 4) == 0, "pyiceberg reads \"%s\"", got);
+    ck_assert_msg(strstr(got, "audit"),
+                  "FINDING: the tag pyiceberg committed before our swap is "
+                  "gone after our rebuilt commit (rows, pyiceberg rows, "
+                  "refs: \"%s\")",
+                  got);
+}
+END_TEST
+
+/* pyiceberg drops the table (no purge) and creates another at the same
+ * location while the connector runs: the row now names a table of
+ * another table-uuid. The sink must not take it for its own. */
+static const char REPLACE_PY[] =
+    "import sys\n"
+    "from pyiceberg.catalog.sql import SqlCatalog\n"
+    "c = SqlCatalog('lake', uri=sys.argv[1])\n"
+    "t = c.load_table('sales.orders')\n"
+    "c.drop_table('sales.orders')\n"
+    "c.create_table('sales.orders', schema=t.schema(), "
+    "location=t.metadata.location)\n"
+    "print(t.metadata.table_uuid)\n";
+
+START_TEST(table_replaced_under_running_sink) {
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_OK);
+    tm_marker m[1];
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(commit_range(sink, "b-0", 0, 0, 2, m[0].epoch, &err),
+                     TM_OK);
+    char old_uuid[128];
+    ck_assert_int_eq(run_py(REPLACE_PY, old_uuid, sizeof old_uuid), 0);
+    tm_status rc = commit_range(sink, "b-2", 0, 2, 2, m[0].epoch, &err);
+    tm_marker got = {
+        .struct_size = sizeof got, .topic = "orders", .partition = 0};
+    tm_status rm = ice_api->read_markers(sink, &got, 1, &err);
+    ice_api->close(sink);
+    char rows[256];
+    ck_assert_int_eq(run_py(READ_PY, rows, sizeof rows), 0);
+    fprintf(stderr,
+            "replaced: commit %s, read_markers %s next %lld, "
+            "pyiceberg \"%s\" (%s)\n",
+            tm_status_name(rc), tm_status_name(rm), (long long)got.next_offset,
+            rows, err.message);
+    ck_assert_msg(rc == TM_FATAL || rc == TM_INVALID,
+                  "FINDING: the row names another table (uuid changed from "
+                  "%s) and the sink's commit answered %s (want a refusal "
+                  "naming the replaced table); read_markers then says "
+                  "next_offset %lld",
+                  old_uuid, tm_status_name(rc), (long long)got.next_offset);
+}
+END_TEST
+
+/* ---- PostgreSQL: the session's durability after a reconnect --------- */
+
+static char *pg_show(ice_catalog *c) {
+    PGresult *r = PQexec(c->db, "SHOW synchronous_commit");
+    ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s",
+                  PQresultErrorMessage(r));
+    char *v = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+static void conninfo_value(const char *ci, const char *key, char *out,
+                           size_t size) {
+    size_t n = strlen(key);
+    for (const char *p = ci; *p;) {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (len > n && strncmp(p, key, n) == 0 && p[n] == '=') {
+            snprintf(out, size, "%.*s", (int)(len - n - 1), p + n + 1);
+            return;
+        }
+        p += len;
+    }
+    ck_abort_msg("no %s= in TIDEMARK_PG_CONNINFO", key);
+}
+
+START_TEST(pg_reconnect_keeps_synchronous_commit) {
+    const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+    ck_assert_msg(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
+    char host[256], port[32], db[256], user[256], schema[64], sql[256];
+    conninfo_value(ci, "host", host, sizeof host);
+    conninfo_value(ci, "port", port, sizeof port);
+    conninfo_value(ci, "dbname", db, sizeof db);
+    conninfo_value(ci, "user", user, sizeof user);
+    PGconn *admin = PQconnectdb(ci);
+    ck_assert_int_eq(PQstatus(admin), CONNECTION_OK);
+    snprintf(schema, sizeof schema, "rivals_sync_%d", (int)getpid());
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", schema);
+    PQclear(PQexec(admin, sql));
+    /* The connection's default is off (as a server's or a role's may be). */
+    snprintf(cat_uri, sizeof cat_uri,
+             "postgresql://%s@%s:%s/%s?options=-csearch_path%%3D%s%%20"
+             "-csynchronous_commit%%3Doff",
+             user, host, port, db, schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders"};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    char *before = pg_show(c);
+    ck_assert_str_eq(before, "on"); /* what open set */
+    /* The connection is lost (a failover, an idle timeout, an admin). */
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)",
+             PQbackendPID(c->db));
+    PGresult *r = PQexec(admin, sql);
+    ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+    PQclear(r);
+    char *loc = NULL;
+    /* The first call after it fails (connection lost) or reconnects. */
+    int rc = ice_catalog_load(c, &loc, why, sizeof why);
+    if (rc < 0)
+        rc = ice_catalog_load(c, &loc, why, sizeof why);
+    ck_assert_msg(rc == 1, "load after reconnect: %d %s", rc, why);
+    /* Inconclusive unless a new session answers. */
+    ck_assert_int_eq(PQstatus(c->db), CONNECTION_OK);
+    char *after = pg_show(c);
+    ice_catalog_close(c);
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
+    PQclear(PQexec(admin, sql));
+    PQfinish(admin);
+    ck_assert_msg(strcmp(after, "on") == 0,
+                  "FINDING: after a reconnect the catalog session's "
+                  "synchronous_commit is \"%s\" (was \"%s\" after open): "
+                  "swaps are acknowledged before their WAL is flushed",
+                  after, before);
+    free(before);
+    free(after);
+    free(loc);
+}
+END_TEST
+
+static const char *group = "";
+
+static Suite *suite(void) {
+    Suite *s = suite_create("ice_catalog_rivals");
+    TCase *tc = tcase_create(*group ? group : "rivals");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    if (strcmp(group, "pg") == 0) {
+        tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
+    } else {
+        tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
+        tcase_add_test(tc, table_replaced_under_running_sink);
+        tcase_add_test(tc, pyiceberg_append_refused_during_swap);
+        tcase_add_test(tc, pyiceberg_append_refused_at_open);
+    }
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* No argument: pyiceberg on the table; "pg": the PostgreSQL session. */
+int main(int argc, char **argv) {
+    if (argc > 1)
+        group = argv[1];
+    return tm_check_run(suite(), 1);
+}
