@@ -21,20 +21,20 @@ START_TEST(sizing_table) {
         tm_fetch_sizing want; /* fetch, partition, min messages, kbytes */
     } T[] = {
         /* the defaults: 10 000 records, 16 MiB */
-        {10000, 16 * MIB, 1000000, {4 * MIB, 1 * MIB, 50000, 16384}},
+        {10000, 16 * MIB, 1000000, {8 * MIB, 1 * MIB, 100000, 32768}},
         /* small batches: the floors */
-        {100, 64 * 1024, 1000000, {1 * MIB, 1 * MIB, 50000, 4096}},
-        {1, 1, 1000000, {1 * MIB, 1 * MIB, 50000, 4096}},
-        /* large batches: the ceilings */
-        {1000000, 1024 * MIB, 1000000, {8 * MIB, 1 * MIB, 5000000, 1048576}},
-        {100000, 64 * MIB, 1000000, {8 * MIB, 1 * MIB, 500000, 65536}},
+        {100, 64 * 1024, 1000000, {8 * MIB, 1 * MIB, 100000, 16384}},
+        {1, 1, 1000000, {8 * MIB, 1 * MIB, 100000, 16384}},
+        /* large batches: from them, up to the ceilings */
+        {100000, 64 * MIB, 1000000, {32 * MIB, 1 * MIB, 200000, 131072}},
+        {1000000, 1024 * MIB, 1000000, {64 * MIB, 1 * MIB, 2000000, 2097151}},
         /* a message.max.bytes above the sized response raises it */
-        {10000, 16 * MIB, 10 * MIB, {10 * MIB, 1 * MIB, 50000, 16384}},
-        {10000, 16 * MIB, 3000000000LL, {2147483135LL, 1 * MIB, 50000, 16384}},
+        {10000, 16 * MIB, 10 * MIB, {10 * MIB, 1 * MIB, 100000, 32768}},
+        {10000, 16 * MIB, 3000000000LL, {2147483135LL, 1 * MIB, 100000, 32768}},
         /* nonsense inputs stay in librdkafka's ranges */
-        {0, 0, 0, {1 * MIB, 1 * MIB, 50000, 4096}},
-        {-5, -5, -5, {1 * MIB, 1 * MIB, 50000, 4096}},
-        {INT64_MAX, INT64_MAX, 1000000, {8 * MIB, 1 * MIB, 10000000, 2097151}},
+        {0, 0, 0, {8 * MIB, 1 * MIB, 100000, 16384}},
+        {-5, -5, -5, {8 * MIB, 1 * MIB, 100000, 16384}},
+        {INT64_MAX, INT64_MAX, 1000000, {64 * MIB, 1 * MIB, 10000000, 2097151}},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         tm_fetch_sizing g =
@@ -90,10 +90,10 @@ static void no_line(void *ctx, const char *line) {
 }
 
 START_TEST(consumer_gets_the_sizing) {
-    tm_connector_config *cfg = connector(30000, "");
+    tm_connector_config *cfg = connector(80000, "");
     tm_fetch_sizing z =
-        tm_fetch_sizing_of(30000, cfg->batch.max_bytes, 1000000);
-    ck_assert_int_eq(z.queued_min_messages, 150000); /* from max_records */
+        tm_fetch_sizing_of(80000, cfg->batch.max_bytes, 1000000);
+    ck_assert_int_eq(z.queued_min_messages, 160000); /* from max_records */
     ck_assert_int_eq(consumer_value(cfg, "fetch.max.bytes"), z.fetch_max_bytes);
     ck_assert_int_eq(consumer_value(cfg, "max.partition.fetch.bytes"),
                      z.max_partition_fetch_bytes);
