@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config/json_path.h"
+#include "kafka/fetch_sizing.h"
 #include "services/log.h"
 #include "services/redact.h"
 
@@ -160,34 +161,46 @@ static int set(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
     return -1;
 }
 
-/* The queue between librdkafka's fetcher and our poll loop, per partition.
- * librdkafka 2.0.x stops fetching a partition for a full second once its
- * queue holds queued.min.messages, so the queue must hold more than a
- * second of consumption, or every second ends in a stall: measured on the
- * benchmark topic (8 partitions, ~200-byte records), a minimum of 20 000
- * gave 45 000 records/s end to end into SQLite, 100 000 gave 109 000 (and
- * 500 000 no more, with more memory). The byte cap bounds memory. */
-static int set_queue_sizes(rd_kafka_conf_t *conf,
+/* The user's message.max.bytes (librdkafka's default when not given or
+ * not a number: librdkafka refuses the latter by its own path). */
+static int64_t message_max_bytes(const tm_connector_config *cfg) {
+    for (size_t i = 0; i < cfg->kafka.nproperties; i++)
+        if (strcmp(cfg->kafka.properties[i].key, "message.max.bytes") == 0) {
+            char *end;
+            long long v = strtoll(cfg->kafka.properties[i].value, &end, 10);
+            if (end != cfg->kafka.properties[i].value && *end == '\0')
+                return v;
+        }
+    return 1000000;
+}
+
+/* The consumer's fetch and queue sizes from the batch settings
+ * (fetch_sizing.h); set before $.kafka.properties, so that a user's value,
+ * under any of librdkafka's names for it, wins. */
+static int set_fetch_sizes(rd_kafka_conf_t *conf,
                            const tm_connector_config *cfg, char *errstr,
                            size_t errsize) {
-    char v[32];
-    int64_t min_msgs = cfg->batch.max_records * 2;
-    if (min_msgs < 100000)
-        min_msgs = 100000;
-    if (min_msgs > 10000000)
-        min_msgs = 10000000;
-    snprintf(v, sizeof v, "%lld", (long long)min_msgs);
-    if (set(conf, cfg, "$.batch.max_records", "queued.min.messages", v, errstr,
-            errsize) != 0)
-        return -1;
-    int64_t kbytes = cfg->batch.max_bytes * 2 / 1024;
-    if (kbytes < 16384)
-        kbytes = 16384;
-    if (kbytes > 2097151)
-        kbytes = 2097151; /* librdkafka's maximum */
-    snprintf(v, sizeof v, "%lld", (long long)kbytes);
-    return set(conf, cfg, "$.batch.max_bytes", "queued.max.messages.kbytes", v,
-               errstr, errsize);
+    tm_fetch_sizing z = tm_fetch_sizing_of(
+        cfg->batch.max_records, cfg->batch.max_bytes, message_max_bytes(cfg));
+    const struct {
+        const char *path, *key;
+        int64_t value;
+    } SIZES[] = {
+        {"$.batch.max_bytes", "fetch.max.bytes", z.fetch_max_bytes},
+        {"$.batch.max_bytes", "max.partition.fetch.bytes",
+         z.max_partition_fetch_bytes},
+        {"$.batch.max_records", "queued.min.messages", z.queued_min_messages},
+        {"$.batch.max_bytes", "queued.max.messages.kbytes",
+         z.queued_max_kbytes},
+    };
+    for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)SIZES[i].value);
+        if (set(conf, cfg, SIZES[i].path, SIZES[i].key, v, errstr, errsize) !=
+            0)
+            return -1;
+    }
+    return 0;
 }
 
 static int set_role(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
@@ -212,7 +225,7 @@ static int set_role(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
             if (set(conf, cfg, P, FIXED[i][0], FIXED[i][1], errstr, errsize) !=
                 0)
                 return -1;
-        return set_queue_sizes(conf, cfg, errstr, errsize);
+        return set_fetch_sizes(conf, cfg, errstr, errsize);
     }
     if (role == TM_KAFKA_PRODUCER) {
         /* Dead letters: no duplicates from producer retries, and a

@@ -6,7 +6,9 @@
 #               against that sink's own ceiling (its per-sink benchmark's bare loop);
 #   freshness   each sink at fixed publish rates: p50/p95/p99 of (the sink's marker passing
 #               a record - the record's timestamp), against a bare consumer's arrival;
-#   memory      peak RSS of a host draining backlogs of MEM_BACKLOGS records into SQLite;
+#   memory      peak RSS of a host draining backlogs of MEM_BACKLOGS records into each sink of
+#               --mem-sinks (SQLite), from a topic of --mem-partitions partitions (8); with
+#               BENCH_MEM_VARIANTS, each variant's librdkafka settings in turn, --mem-rounds times;
 #   scaling     1, 2, 4 connectors in one process; 2 processes in one group;
 #   restart     launch -> claim and -> first commit with RESTART_BACKLOGS pending;
 #   dedup       each sink of --dedup-sinks for each batch size and share of resent records
@@ -19,6 +21,7 @@
 #
 # Usage: tests/bench/e2e_bench.sh [--parts LIST] [--records N] [--batch N] [--batches LIST]
 #          [--sinks LIST] [--rates LIST] [--fresh-seconds S] [--mem-backlogs LIST]
+#          [--mem-sinks LIST] [--mem-partitions N] [--mem-rounds N]
 #          [--restart-backlogs LIST] [--scaling-sinks LIST] [--connectors LIST]
 #          [--dedup-sinks LIST] [--dedup-resent LIST]
 #          [--results DIR] [--smoke]
@@ -26,7 +29,10 @@
 #            script still works; the numbers are not judged.
 # Env: TIDEMARK_BENCH_BUILD (build dir, default build), BENCH_KEEP=1 (keep topics, the
 #      PostgreSQL schema and the work dir), BENCH_TIMEOUT (seconds per wait, 1800),
-#      BENCH_PERF=1 (perf record -g of every drained host, reports by shared object).
+#      BENCH_PERF=1 (perf record -g of every drained host, reports by shared object),
+#      BENCH_KAFKA_PROPERTIES (a JSON object of librdkafka settings for every connector),
+#      BENCH_MEM_VARIANTS (the memory part's A/B: one variant a line, "NAME JSON-OBJECT" or
+#      "NAME" alone for tidemark's own sizing; run alternately, the first is the baseline).
 # Results: every figure in RESULTS/results.tsv, the table (markdown) in RESULTS/report.md,
 # the plot in RESULTS/bench-throughput.png; RESULTS defaults to var/bench/e2e-DATE-PID.
 # shellcheck source-path=SCRIPTDIR
@@ -44,6 +50,9 @@ RATES="1000,10000"
 FRESH_SECONDS=20
 FRESH_INTERVAL=10
 MEM_BACKLOGS="1000000,10000000"
+MEM_SINKS="sqlite"
+MEM_PARTS=8
+MEM_ROUNDS=1
 RESTART_BACKLOGS="0,1000000,10000000"
 SCALING_SINKS="sqlite,postgres"
 SCALING_CONNECTORS="1,2,4"
@@ -61,6 +70,9 @@ while [ $# -gt 0 ]; do
     --rates) RATES="$2"; shift 2 ;;
     --fresh-seconds) FRESH_SECONDS="$2"; shift 2 ;;
     --mem-backlogs) MEM_BACKLOGS="$2"; shift 2 ;;
+    --mem-sinks) MEM_SINKS="$2"; shift 2 ;;
+    --mem-partitions) MEM_PARTS="$2"; shift 2 ;;
+    --mem-rounds) MEM_ROUNDS="$2"; shift 2 ;;
     --restart-backlogs) RESTART_BACKLOGS="$2"; shift 2 ;;
     --scaling-sinks) SCALING_SINKS="$2"; shift 2 ;;
     --connectors) SCALING_CONNECTORS="$2"; shift 2 ;;

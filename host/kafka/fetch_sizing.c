@@ -1,0 +1,46 @@
+#include "kafka/fetch_sizing.h"
+
+#define KIB 1024LL
+#define MIB (1024LL * 1024LL)
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* librdkafka 2.0.x checks queued.min.messages and queued.max.messages.kbytes
+ * against the queue its consumer polls, which every assigned partition's
+ * fetch queue forwards to: they bound the connector's whole prefetch, not
+ * each partition's. Once the queue passes either, the broker thread stops
+ * fetching until its next wake-up, up to a second later (2.0.x has no
+ * fetch.queue.backoff.ms), so the queue must hold about a second of
+ * consumption or every second ends in a stall. A Fetch response adds up to
+ * fetch.max.bytes above the limits (librdkafka decides before a fetch, not
+ * after), and its buffer stays allocated until the last of its records is
+ * consumed: with librdkafka's default of 50 MiB, that response, not the
+ * queue, grew with the partition count. */
+tm_fetch_sizing tm_fetch_sizing_of(int64_t max_records, int64_t max_bytes,
+                                   int64_t message_max_bytes) {
+    /* Within the config's own bounds and far from overflow. */
+    max_records = clamp(max_records, 1, 1LL << 40);
+    max_bytes = clamp(max_bytes, 1, 1LL << 40);
+    tm_fetch_sizing s;
+    /* Half a batch's bytes, 8 to 64 MiB: 8 MiB is what 8 partitions of
+     * 1 MiB fetched at once before (so up to 8 partitions nothing changes,
+     * throughput included); more partitions no longer add to a response.
+     * Never below message.max.bytes, which librdkafka would refuse. */
+    s.fetch_max_bytes = clamp(max_bytes / 2, 8 * MIB, 64 * MIB);
+    if (s.fetch_max_bytes < message_max_bytes)
+        s.fetch_max_bytes = clamp(message_max_bytes, 1, 2147483135LL);
+    s.max_partition_fetch_bytes = 1 * MIB; /* librdkafka's default */
+    /* Two batches of records, at least 100 000: at ~300-byte records about
+     * a second of a sink's fastest consumption. Less costs throughput as
+     * soon as the sink is fast (docs/benchmarks.md, "Memory: fetch and
+     * queue sizing"): 20 000 gave 45 000 records/s instead of 109 000, and
+     * 50 000 with 4 MiB responses (56-66 MiB instead of 92-150) drained at
+     * 0.42-0.6 of this sizing whenever this one passed 70 000 records/s. */
+    s.queued_min_messages = clamp(2 * max_records, 100000, 10000000);
+    /* Two batches' bytes, at least 16 MiB: the bound for large records,
+     * which reach it long before the count. */
+    s.queued_max_kbytes = clamp(2 * max_bytes / KIB, 16384, 2097151);
+    return s;
+}
