@@ -194,9 +194,9 @@ static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
  * to one; each committed batch doubles the cap back towards max_records.
  * A store that is merely locked costs smaller batches for a while, no more.
  * 1 when the batch was dropped. */
-static int cut_in_half(tm_connector *c, const tm_batch *b) {
+static int cut_in_half(tm_connector *c, const tm_batch *b, int called) {
     size_t records = tm_bb_messages(c->bb);
-    if (tm_now_ms() < b->deadline_ms || records < 2)
+    if (!called || tm_now_ms() < b->deadline_ms || records < 2)
         return 0;
     c->batch_cap = (int64_t)(records / 2);
     char why[160];
@@ -219,6 +219,23 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
     c->batch_cap *= 2;
     if (c->batch_cap >= c->cfg->batch.max_records)
         c->batch_cap = 0;
+}
+
+/* The dead letters of a batch dropped after they reached the dead-letter
+ * topic (a cut, FENCED, CONFLICT) come again with the rebuilt batch: sent
+ * once is enough (the topic is at least once, not once per attempt). */
+static int dlq_already_sent(void *ctx, const tm_range *r, int64_t offset) {
+    tm_part *p = tm_conn_part(ctx, r->topic, r->partition);
+    return p && offset < p->dlq_sent_to;
+}
+
+static void dlq_mark_sent(tm_connector *c, const tm_batch *b) {
+    for (size_t i = 0; i < b->nranges; i++) {
+        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
+        tm_part *p = tm_conn_part(c, r->topic, r->partition);
+        if (p && r->end_offset > p->dlq_sent_to)
+            p->dlq_sent_to = r->end_offset;
+    }
 }
 
 void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
@@ -260,8 +277,10 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             /* Before the sink commit, confirmed: at-least-once into the
              * topic, never lost when the sink commit then succeeds. */
             char why[512];
-            if (tm_dlq_send(c->dlq, built, why, sizeof why) == 0) {
+            if (tm_dlq_send(c->dlq, built, dlq_already_sent, c, why,
+                            sizeof why) == 0) {
                 dlq_sent = 1;
+                dlq_mark_sent(c, built);
             } else {
                 tm_error_set(&err, "dead-letter topic: %s", why);
             }
@@ -294,7 +313,7 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
                 tm_commit_drop_batch(c, "giving up retries while stopping");
                 break;
             }
-            if (cut_in_half(c, &b))
+            if (cut_in_half(c, &b, dlq_sent))
                 break;
             if (!paused) {
                 /* Backpressure: nothing more is fetched while we wait,

@@ -102,12 +102,16 @@ rd_kafka_headers_t *tm_dlq_headers(const char *connector, const tm_batch *b,
     return h;
 }
 
-int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b, char *errstr,
-                size_t errsize) {
+int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
+                int (*sent)(void *ctx, const tm_range *r, int64_t offset),
+                void *ctx, char *errstr, size_t errsize) {
     q->failed = 0;
     q->first_error[0] = '\0';
     for (size_t i = 0; i < b->ndead_letters; i++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
+        if (sent && d->range < b->nranges &&
+            sent(ctx, TM_CELEM(tm_range, b->ranges, d->range), d->offset))
+            continue;
         rd_kafka_headers_t *h = tm_dlq_headers(q->cfg->name, b, d);
         if (h && add_header(h, TM_DLQ_GROUP_HEADER,
                             q->cfg->kafka.group_id ? q->cfg->kafka.group_id

@@ -29,6 +29,8 @@ typedef struct tm_part {
     int64_t next_expected;  /* the next offset a batch accepts: committed,
                                or the open range's end */
     int64_t high_watermark; /* last known, -1 unknown */
+    int64_t dlq_sent_to;    /* the dead letters below it are in the
+                               dead-letter topic already (commit_batch.c) */
     int needs_seek;         /* records were dropped (paused, abandoned batch):
                                seek to next_expected before consuming on */
     int paused;             /* paused by us (retry backpressure) */

@@ -936,6 +936,154 @@ static void scenario_deadline_split(void) {
     h_pg_int("DROP FUNCTION \"%s_refuse\"()", table);
 }
 
+/* dlq_refused_not_cut (from the review of the cut). The dead-letter topic
+ * refuses a dead letter (its max.message.bytes is below the dead letter's
+ * size: a permanent refusal; a broker outage answers the same way after
+ * the producer's 30 s flush). The sink's commit() is then never called,
+ * and the batch's deadline_ms is still the builder's 0, so cut_in_half()
+ * takes `now >= 0` for "used up its whole deadline": the batch is dropped
+ * and halved at once, again and again, logged "past its deadline", while
+ * the configured commit_timeout_ms (60 s) never ran. Expected: no batch is
+ * said to have passed a deadline within 20 s of a 60 s deadline. Failed
+ * before the fix (batches halved down to 3 records in 7 s). */
+static int rv_count(const char *s, const char *what) {
+    int n = 0;
+    for (const char *q = s; (q = strstr(q, what)) != NULL; q++)
+        n++;
+    return n;
+}
+
+static void scenario_dlq_refused_not_cut(void) {
+    char topic[256], dlq[256], name[256];
+    snprintf(topic, sizeof topic, "%s", h_name("rv-dlqref"));
+    snprintf(dlq, sizeof dlq, "%s", h_name("rv-dlqref-dl"));
+    snprintf(name, sizeof name, "%s", h_name("rv-dlqref"));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, "max.message.bytes", "1000");
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"]}, \"batch\": {\"max_records\": 1000, "
+             "\"max_wait_ms\": 1000, \"commit_timeout_ms\": 60000}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s/rv.db\", \"table\": \"t\"}}, \"dead_letters\": "
+             "{\"sink\": true, \"topic\": \"%s\"}, \"state_dir\": "
+             "\"%s/state\", %s}",
+             name, h_bootstrap(), topic, h_workdir(), dlq, h_workdir(),
+             JSON_MAPPING);
+    const char *cfg = h_write_file("rv-dlq.json", text);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 100, "{\"id\": %d}");
+    char big[1500];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    h_produce(p, topic, 0, NULL, 0, big, strlen(big), NULL, NULL);
+    rd_kafka_destroy(p);
+    pid_t pid = h_spawn(cfg, "rv-dlq.log");
+    int64_t t0 = h_now_ms();
+    while (h_now_ms() - t0 < 20000 &&
+           !strstr(h_read_file("rv-dlq.log"), "dead-letter topic"))
+        h_sleep_ms(200);
+    H_CHECK(strstr(h_read_file("rv-dlq.log"), "dead-letter topic"),
+            "inconclusive: the dead-letter topic never refused:\n%s",
+            h_read_file("rv-dlq.log"));
+    h_sleep_ms(5000);
+    h_stop_clean(pid);
+    int64_t took = h_now_ms() - t0;
+    const char *log = h_read_file("rv-dlq.log");
+    const char *cut = strstr(log, "past its deadline");
+    if (cut) {
+        const char *from = cut;
+        while (from > log && from[-1] != '\n')
+            from--;
+        const char *to = strchr(cut, '\n');
+        H_CHECK(0,
+                "%lld ms after start, with a 60000 ms commit deadline and "
+                "commit() never called, the log says: %.*s (%d lines "
+                "'batch dropped (past its deadline')",
+                (long long)took, (int)(to ? to - from : 300), from,
+                rv_count(log, "batch dropped (past its deadline"));
+    }
+    h_step("no batch said to pass its deadline");
+}
+
+/* deadline_split_dlq_once (from the review of the cut). deadline_split with a
+ * dead-letter topic and 100 malformed records among the 1000: each cut
+ * drops a batch whose dead letters were already produced to the topic
+ * (dlq_sent), and the rebuilt half produces them again, so the topic holds
+ * each early dead letter once per halving (and its offsets go backwards).
+ * Expected: the topic holds 100 dead letters (its high watermark, read
+ * from Kafka). Failed before the fix (287 messages for 100). */
+static void scenario_deadline_split_dlq_once(void) {
+    char topic[256], table[256], name[256], dlq[256];
+    snprintf(topic, sizeof topic, "%s", h_name("rv-dldup"));
+    snprintf(dlq, sizeof dlq, "%s", h_name("rv-dldup-dl"));
+    snprintf(table, sizeof table, "%s", h_name("rv_dldup"));
+    snprintf(name, sizeof name, "%s", h_name("rv-dldup"));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, NULL, NULL);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"]}, \"batch\": {\"max_records\": 1000, "
+             "\"max_wait_ms\": 1000, \"commit_timeout_ms\": 500}, "
+             "\"sink\": {\"plugin\": \"postgres\", \"settings\": "
+             "{\"conninfo\": \"${env:TIDEMARK_PG_CONNINFO}\", "
+             "\"table\": \"%s\"}}, \"dead_letters\": {\"sink\": true, "
+             "\"topic\": \"%s\"}, \"state_dir\": \"%s/state\", %s}",
+             name, h_bootstrap(), topic, table, dlq, h_workdir(), JSON_MAPPING);
+    const char *cfg = h_write_file("rv-dldup.json", text);
+    const char *marker = "SELECT next_offset FROM tidemark_markers WHERE "
+                         "connector = '%s' AND topic = '%s'";
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 1, "{\"id\": %d}");
+    pid_t pid = h_spawn(cfg, "rv-dldup-1.log");
+    int64_t t0 = h_now_ms();
+    while (h_pg_int(marker, name, topic) != 1) {
+        H_CHECK(h_now_ms() - t0 < 60000, "inconclusive: first record");
+        h_sleep_ms(100);
+    }
+    h_stop_clean(pid);
+    h_pg_int("CREATE FUNCTION \"%s_refuse\"() RETURNS trigger LANGUAGE "
+             "plpgsql AS $$BEGIN PERFORM pg_sleep(0.001); RAISE EXCEPTION "
+             "'refused by the test'; END$$",
+             table);
+    h_pg_int("CREATE TRIGGER \"%s_refuse\" BEFORE INSERT ON \"%s\" FOR EACH "
+             "ROW EXECUTE FUNCTION \"%s_refuse\"()",
+             table, table, table);
+    for (int i = 1; i <= 1000; i++) {
+        char v[64];
+        int n = i % 10 == 0 ? snprintf(v, sizeof v, "not json %d", i)
+                            : snprintf(v, sizeof v, "{\"id\": %d}", i);
+        h_produce(p, topic, 0, NULL, 0, v, (size_t)n, NULL, NULL);
+    }
+    rd_kafka_destroy(p);
+    pid = h_spawn(cfg, "rv-dldup-2.log");
+    t0 = h_now_ms();
+    while (h_pg_int(marker, name, topic) != 1001) {
+        H_CHECK(h_now_ms() - t0 < 150000, "markers at %lld of 1001",
+                (long long)h_pg_int(marker, name, topic));
+        h_sleep_ms(200);
+    }
+    h_stop_clean(pid);
+    H_CHECK(strstr(h_read_file("rv-dldup-2.log"), "past its deadline"),
+            "inconclusive: no batch passed its deadline");
+    int64_t lo, hi;
+    h_watermarks(dlq, 0, &lo, &hi);
+    int64_t stored = h_pg_int("SELECT count(*) FROM tidemark_dead_letters "
+                              "WHERE connector = '%s' AND reason <> "
+                              "'rejected'",
+                              name);
+    h_pg_int("DROP TABLE \"%s\"", table);
+    h_pg_int("DROP FUNCTION \"%s_refuse\"()", table);
+    H_CHECK(hi - lo == 100,
+            "the dead-letter topic holds %lld messages for 100 malformed "
+            "records (the sink stored %lld host dead letters; %d cuts)",
+            (long long)(hi - lo), (long long)stored,
+            rv_count(h_read_file("rv-dldup-2.log"), "past its deadline"));
+    h_step("100 dead letters in the topic");
+}
+
 static const h_scenario SCENARIOS[] = {
     {"latest_grows", scenario_latest_grows},
     {"all_failed_exit", scenario_all_failed_exit},
@@ -946,6 +1094,8 @@ static const h_scenario SCENARIOS[] = {
     {"fenced_reclaim", scenario_fenced_reclaim},
     {"restore_wiped", scenario_restore_wiped},
     {"deadline_split", scenario_deadline_split},
+    {"dlq_refused_not_cut", scenario_dlq_refused_not_cut},
+    {"deadline_split_dlq_once", scenario_deadline_split_dlq_once},
     {"two_groups", scenario_two_groups},
 };
 

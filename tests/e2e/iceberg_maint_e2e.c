@@ -386,12 +386,123 @@ static void scenario_zombie(void) {
     judge_fs(table, COUNT);
 }
 
+/* ---- REVIEW REPRODUCER (rv-maint): shared_grace ------------------------
+ * Two hosts of ONE connector (the normal scale-out: a consumer group, one
+ * partition each) write one file-system table, both with maintenance on
+ * and a short grace (GRACE_ENV, default 0; the setting allows 0..86400).
+ * Host A stops (SIGSTOP, well inside the session timeout: a stall, not a
+ * death) at after_effects: its batch's data file and manifests are written,
+ * not yet published. Host B commits a batch of its own partition, and its
+ * background vacuum finds A's in-flight files unreferenced and deletes them.
+ * A continues: it is still the owner (no rebalance happened), its link loses
+ * to B's version, it retries reusing the data files it already wrote, and
+ * publishes a snapshot naming deleted files. Expected (the contract): every
+ * record read once by pyiceberg. This test FAILS on main at 324b6b3. */
+static void scenario_rv_shared_grace(void) {
+    need_python();
+    const char *g = getenv("RV_GRACE_S");
+    int grace = g ? atoi(g) : 0;
+    char topic[256], name[256], table[4096];
+    snprintf(topic, sizeof topic, "%s", h_name("rv-maint-shared"));
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(table, sizeof table, "%s/table", h_workdir());
+    h_create_topic(topic, 2, NULL, NULL);
+    const char *cfgs[2];
+    for (int k = 0; k < 2; k++) {
+        char text[20000], file[32];
+        snprintf(file, sizeof file, "%c.json", 'a' + k);
+        snprintf(text, sizeof text,
+                 "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": "
+                 "\"%s\", \"topics\": [\"%s\"], \"properties\": "
+                 "{\"session.timeout.ms\": \"45000\", "
+                 "\"heartbeat.interval.ms\": \"1000\"}}, \"batch\": "
+                 "{\"max_records\": 50, \"max_wait_ms\": 500}, \"sink\": "
+                 "{\"plugin\": \"iceberg_lite\", \"settings\": {\"path\": "
+                 "\"%s\", \"maintenance\": true, \"maintenance_min_files\": "
+                 "100000, \"maintenance_grace_seconds\": %d, "
+                 "\"maintenance_vacuum_interval_seconds\": 0}}, "
+                 "\"state_dir\": \"%s/state-%c\", \"mapping\": {\"mode\": "
+                 "\"json\", \"columns\": [{\"name\": \"id\", \"pointer\": "
+                 "\"/id\", \"type\": \"int\", \"required\": true}, "
+                 "{\"name\": \"name\", \"pointer\": \"/name\", \"type\": "
+                 "\"text\"}]}}",
+                 name, h_bootstrap(), topic, table, grace, h_workdir(),
+                 'a' + k);
+        cfgs[k] = h_write_file(file, text);
+    }
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=after_effects",
+                         "TIDEMARK_FAULT_ACTION=stop", fp.fd_env, NULL};
+    pid_t a = h_spawn_env(cfgs[0], "a.log", env);
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file("a.log"), "claimed:")) {
+        H_CHECK(h_now_ms() - t0 < 60000, "inconclusive: A never claimed");
+        h_sleep_ms(100);
+    }
+    pid_t b = h_spawn(cfgs[1], "b.log");
+    t0 = h_now_ms();
+    while (!strstr(h_read_file("b.log"), "claimed:")) {
+        H_CHECK(h_now_ms() - t0 < 60000, "inconclusive: B never claimed");
+        h_sleep_ms(100);
+    }
+    h_sleep_ms(3000); /* the group settles: one partition each */
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < 2; part++)
+        h_produce_many(p, topic, part, part * 100000, 10,
+                       "{\"id\": %d, \"name\": \"ice\"}");
+    h_fault_wait(&fp, "after_effects", a, 1);
+    h_step("host A stopped at after_effects (its files written, unpublished)");
+    /* B's vacuum must find A's files unreferenced, and (grace > 0) find
+     * them again after the grace: B's partition gets a batch each second. */
+    int n = 10;
+    t0 = h_now_ms();
+    while (!strstr(h_read_file("b.log"), "maintenance: vacuum removed") ||
+           h_now_ms() - t0 < (grace + 2) * 1000) {
+        H_CHECK(h_now_ms() - t0 < 30000,
+                "inconclusive: B's vacuum removed nothing:\n%s",
+                h_read_file("b.log"));
+        for (int part = 0; part < 2; part++)
+            h_produce_many(p, topic, part, part * 100000 + n, 1,
+                           "{\"id\": %d, \"name\": \"ice\"}");
+        n++;
+        h_sleep_ms(1000);
+    }
+    h_step("host B vacuumed while A was stopped (%d s of A's stall)",
+           (int)((h_now_ms() - t0) / 1000));
+    H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT host A");
+    rd_kafka_destroy(p);
+    /* verify (tidemark's own reader) until caught up; a data file the
+     * table names but the directory lacks is the finding. */
+    const char *args[] = {"verify", cfgs[1], NULL};
+    char want[64];
+    snprintf(want, sizeof want, "kafka_records=%d ", 2 * n);
+    t0 = h_now_ms();
+    for (;;) {
+        int rc = h_tidemark("verify.out", args);
+        const char *out = h_read_file("verify.out");
+        H_CHECK(!strstr(out, "is missing"),
+                "a published snapshot names a file B's vacuum deleted:\n%s",
+                out);
+        if (rc == 0 && strstr(out, want))
+            break;
+        H_CHECK(h_now_ms() - t0 < 120000, "not caught up:\n%s", out);
+        h_sleep_ms(500);
+    }
+    h_stop_clean(a);
+    h_stop_clean(b);
+    H_CHECK(!strstr(h_read_file("a.log"), "fenced"),
+            "inconclusive: A was fenced (a rebalance happened)");
+    judge_fs(table, n);
+}
+
 int main(int argc, char **argv) {
     static const h_scenario SCENARIOS[] = {
         {"bounded", scenario_bounded},
         {"kill_in_maint", scenario_kill_in_maint},
         {"kill_in_maint_catalog", scenario_kill_in_maint_catalog},
         {"zombie", scenario_zombie},
+        {"rv_shared_grace", scenario_rv_shared_grace},
     };
     return h_main(argc, argv, "iceberg_maint_e2e", SCENARIOS,
                   H_NSCENARIOS(SCENARIOS));
