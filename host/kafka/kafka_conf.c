@@ -161,17 +161,22 @@ static int set(rd_kafka_conf_t *conf, const tm_connector_config *cfg,
     return -1;
 }
 
-/* The user's message.max.bytes (librdkafka's default when not given or
- * not a number: librdkafka refuses the latter by its own path). */
-static int64_t message_max_bytes(const tm_connector_config *cfg) {
+/* The user's integer property KEY, or DFLT when not given or not a number
+ * (librdkafka refuses the latter by its own path). */
+static int64_t user_int(const tm_connector_config *cfg, const char *key,
+                        int64_t dflt) {
     for (size_t i = 0; i < cfg->kafka.nproperties; i++)
-        if (strcmp(cfg->kafka.properties[i].key, "message.max.bytes") == 0) {
+        if (strcmp(cfg->kafka.properties[i].key, key) == 0) {
             char *end;
             long long v = strtoll(cfg->kafka.properties[i].value, &end, 10);
             if (end != cfg->kafka.properties[i].value && *end == '\0')
                 return v;
         }
-    return 1000000;
+    return dflt;
+}
+
+static int64_t message_max_bytes(const tm_connector_config *cfg) {
+    return user_int(cfg, "message.max.bytes", 1000000);
 }
 
 /* The consumer's fetch and queue sizes from the batch settings
@@ -182,6 +187,17 @@ static int set_fetch_sizes(rd_kafka_conf_t *conf,
                            size_t errsize) {
     tm_fetch_sizing z = tm_fetch_sizing_of(
         cfg->batch.max_records, cfg->batch.max_bytes, message_max_bytes(cfg));
+    /* librdkafka lowers a fetch.max.bytes nobody set to the queue's byte
+     * cap (never below message.max.bytes); set here, it would not, and a
+     * user's small queued.max.messages.kbytes would no longer bound a
+     * fetch (crash.*.broker_restart: the whole backlog fetched before the
+     * outage). So the same rule here. */
+    int64_t user_kbytes = user_int(cfg, "queued.max.messages.kbytes", -1);
+    if (user_kbytes > 0 && user_kbytes * 1024 < z.fetch_max_bytes) {
+        z.fetch_max_bytes = user_kbytes * 1024;
+        if (z.fetch_max_bytes < message_max_bytes(cfg))
+            z.fetch_max_bytes = message_max_bytes(cfg);
+    }
     const struct {
         const char *path, *key;
         int64_t value;
