@@ -32,7 +32,31 @@ topic() {   # topic PREFIX -> a fresh topic of $PARTS_N partitions; its name on 
   t="$1-$(date +%s%N | cut -c8-16)-$$"
   bash scripts/kafka.sh topics --create --topic "$t" --partitions "$PARTS_N" \
     --replication-factor 1 >/dev/null
+  wait_leaders "$t" "$PARTS_N"
   echo "$t"
+}
+# wait_leaders TOPIC N: until the broker's metadata shows N partitions, each with a
+# leader. CreateTopics answers once the controller has the topic; a producer that reads
+# the metadata before the broker's cache caught up fails its records to the partitions it
+# does not see yet (a 500-partition topic held 499 998 of 500 000 records).
+wait_leaders() {
+  local t="$1" n="$2" i
+  for ((i = 0; i < 300; i++)); do
+    kcat -L -J -b "$KB" -t "$t" 2>/dev/null | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+ps = [p for tp in m.get("topics", []) if not tp.get("error")
+      for p in tp.get("partitions", []) if p.get("leader", -1) >= 0 and not p.get("error")]
+sys.exit(0 if len(ps) == int(sys.argv[1]) else 1)' "$n" && return 0
+    sleep 0.1
+  done
+  die "topic $t: not every one of its $n partitions has a leader after 30 s"
+}
+# end_sum TOPIC: the sum of the topic's end offsets, as the broker answers them.
+end_sum() {
+  local t="$1" p args=()
+  for ((p = 0; p < PARTS_N; p++)); do args+=(-t "$t:$p:-1"); done
+  kcat -Q -b "$KB" "${args[@]}" | awk '{ s += $NF } END { print s + 0 }'
 }
 delete_topics() {
   [ "${#TOPICS_MADE[@]}" -gt 0 ] || return 0
@@ -45,12 +69,18 @@ delete_topics() {
 # fill TOPIC COPIES: the records file, COPIES times over (ids repeat after the first
 # copy; no connector here deduplicates, so every record is a row).
 fill() {
-  local t="$1" copies="$2" i t0 t1
+  local t="$1" copies="$2" i t0 t1 base held
+  base="$(end_sum "$t")"
   t0=$(now_ms)
   for ((i = 0; i < copies; i++)); do cat "$WORK/records.jsonl"; done |
-    kcat -q -P -b "$KB" -t "$t" -X linger.ms=20 -X batch.num.messages=10000 \
-      -X enable.idempotence=true
+    kcat -P -b "$KB" -t "$t" -X linger.ms=20 -X batch.num.messages=10000 \
+      -X enable.idempotence=true 2>"$WORK/fill.err" ||
+    die "kcat could not publish into $t: $(tail -3 "$WORK/fill.err")"
   t1=$(now_ms)
+  # What the topic holds, not what kcat was given: a failed delivery is an error here.
+  held=$(($(end_sum "$t") - base))
+  [ "$held" -eq $((copies * RECORDS)) ] ||
+    die "$t holds $held new records, not $((copies * RECORDS)): $(tail -3 "$WORK/fill.err")"
   say "published $((copies * RECORDS)) records into $t in $(((t1 - t0) / 1000)) s"
 }
 
