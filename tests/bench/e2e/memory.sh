@@ -27,8 +27,8 @@ mem_drain() {
   local name="$1" sink="$2" n="$3" cfg="$WORK/$1.json" rss_max total
   MEM_NAME=$name
   BENCH_KAFKA_PROPERTIES="$4" config "$name" "$sink" "$cfg" "$BIG_TOPIC" "$BATCH"
-  # What the topic holds, not what was published: kcat may not deliver every record
-  # (seen with 500 partitions: 499 998 of 500 000), and the drain waits for the sum.
+  # What the topic holds, as the sink's view of it (fill already checked the broker's
+  # end offsets against what it published); the drain waits for this sum.
   total="$(high_sum "$cfg")"
   [ "$total" = "$BIG_TOTAL" ] || say "[memory] $BIG_TOPIC holds $total records, not $BIG_TOTAL"
   set_backlog "$cfg" "$n"
