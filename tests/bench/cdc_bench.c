@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_data.h"
 #include "plugin/loader.h"
 
 #define NCOLS 2
@@ -32,16 +33,6 @@ static const tm_column COLS[NCOLS] = {
 static const char *TOPIC = "bench.cdc";
 
 enum { WIDE, HOT, CHURN, NLOADS };
-
-typedef struct data {
-    size_t nevents, batch, nbatches;
-    tm_record *records;
-    tm_value *values; /* nevents * NCOLS */
-    char (*names)[24];
-    tm_range *ranges;
-    tm_batch *batches;
-    char (*ids)[32];
-} data;
 
 static void die(const char *what, const char *why) {
     fprintf(stderr, "cdc_bench: %s: %s\n", what, why);
@@ -63,69 +54,26 @@ static void event_of(int load, size_t i, size_t batch, int64_t *key,
     }
 }
 
-static void make_data(data *d, int load, size_t nevents, size_t batch) {
-    d->nevents = nevents;
-    d->batch = batch;
-    d->nbatches = (nevents + batch - 1) / batch;
-    d->records = calloc(nevents, sizeof *d->records);
-    d->values = calloc(nevents * NCOLS, sizeof *d->values);
-    d->names = calloc(nevents, sizeof *d->names);
-    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
-    d->batches = calloc(d->nbatches, sizeof *d->batches);
-    d->ids = calloc(d->nbatches, sizeof *d->ids);
-    if (!d->records || !d->values || !d->names || !d->ranges || !d->batches ||
-        !d->ids)
-        die("data", "out of memory");
+/* The events of LOAD in batches of BATCH: 24 bytes of text a row, a
+ * value's name (a delete carries only its key). */
+static void make_data(bench_data *d, int load, size_t nevents, size_t batch) {
+    bench_data_alloc(d, "cdc_bench", nevents, batch, NCOLS, 24);
     for (size_t i = 0; i < nevents; i++) {
         tm_value *v = &d->values[i * NCOLS];
+        char *name = d->text + i * 24;
         uint32_t op;
         event_of(load, i, batch, &v[0].v.i, &op);
-        int nl = snprintf(d->names[i], sizeof d->names[i], "v%zu", i);
-        for (int c = 0; c < NCOLS; c++)
-            v[c].struct_size = sizeof(tm_value);
-        /* a delete carries only its key */
+        int nl = snprintf(name, 24, "v%zu", i);
         v[1].is_null = op == TM_OP_DELETE;
-        v[1].v.s.ptr = d->names[i];
+        v[1].v.s.ptr = name;
         v[1].v.s.len = (size_t)nl;
-        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
-                                    .offset = (int64_t)i,
-                                    .timestamp_ms = 1700000000000 + (int64_t)i,
-                                    .value = d->names[i],
-                                    .value_len = (size_t)nl,
-                                    .values = v,
-                                    .op = op};
+        bench_data_record(d, i, 1700000000000, name, (size_t)nl);
+        d->records[i].op = op;
     }
-}
-
-static void free_data(data *d) {
-    free(d->records);
-    free(d->values);
-    free(d->names);
-    free(d->ranges);
-    free(d->batches);
-    free(d->ids);
 }
 
 static void stamp(void *ctx, int64_t epoch) {
-    data *d = ctx;
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch;
-        size_t n =
-            first + d->batch <= d->nevents ? d->batch : d->nevents - first;
-        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
-        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
-                                  .topic = TOPIC,
-                                  .start_offset = (int64_t)first,
-                                  .end_offset = (int64_t)(first + n),
-                                  .epoch = epoch};
-        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
-                                   .connector = "bench",
-                                   .batch_id = d->ids[k],
-                                   .ranges = &d->ranges[k],
-                                   .nranges = 1,
-                                   .records = &d->records[first],
-                                   .nrecords = n};
-    }
+    bench_data_batches(ctx, TOPIC, epoch);
 }
 
 static char schema[64], sqlite_path[1024];
@@ -164,7 +112,7 @@ static void fresh(int postgres) {
 
 /* Seconds for every batch of D into a fresh table (upsert, change
  * events). */
-static double run(const tm_sink_api *api, int postgres, data *d) {
+static double run(const tm_sink_api *api, int postgres, bench_data *d) {
     fresh(postgres);
     json_t *obj = postgres ? json_pack("{s:s,s:s,s:s,s:s}", "conninfo",
                                        getenv("TIDEMARK_PG_CONNINFO"), "schema",
@@ -222,7 +170,7 @@ int main(int argc, char **argv) {
         if (tm_plugin_load(plugins[postgres], NULL, 0, &loaded, errstr,
                            sizeof errstr) != 0)
             die("load", errstr);
-        data d[NLOADS];
+        bench_data d[NLOADS];
         for (int l = 0; l < NLOADS; l++)
             make_data(&d[l], l, events, batch);
         double t[NLOADS][100], med[NLOADS];
@@ -231,7 +179,7 @@ int main(int argc, char **argv) {
                 t[l][r] = run(loaded.api, postgres, &d[l]);
         for (int l = 0; l < NLOADS; l++) {
             med[l] = bench_median(t[l], reps);
-            free_data(&d[l]);
+            bench_data_free(&d[l]);
         }
         printf("%-8s %12.0f %12.0f %12.0f %8.3f %8.3f\n", name,
                (double)events / med[WIDE], (double)events / med[HOT],

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_data.h"
 #include "plugin/loader.h"
 
 #define NCOLS 3
@@ -40,16 +41,6 @@ static const tm_column COLS[NCOLS] = {
     {sizeof(tm_column), "amount", TM_TYPE_FLOAT, 0, 0},
 };
 static const char *TOPIC = "bench.dedup";
-
-typedef struct data {
-    size_t nrows, batch, nbatches;
-    tm_record *records;
-    tm_value *values; /* nrows * NCOLS */
-    char (*text)[96]; /* per record: name, identity, hash */
-    tm_range *ranges;
-    tm_batch *batches;
-    char (*ids)[32];
-} data;
 
 static void die(const char *what, const char *why) {
     fprintf(stderr, "dedup_bench: %s: %s\n", what, why);
@@ -62,73 +53,31 @@ static size_t source_of(size_t i, unsigned resent) {
     return i > 0 && (i * 37) % 100 < resent ? i / 2 : i;
 }
 
-static void make_data(data *d, size_t nrows, size_t batch, unsigned resent) {
-    d->nrows = nrows;
-    d->batch = batch;
-    d->nbatches = (nrows + batch - 1) / batch;
-    d->records = calloc(nrows, sizeof *d->records);
-    d->values = calloc(nrows * NCOLS, sizeof *d->values);
-    d->text = calloc(nrows, sizeof *d->text);
-    d->ranges = calloc(d->nbatches, sizeof *d->ranges);
-    d->batches = calloc(d->nbatches, sizeof *d->batches);
-    d->ids = calloc(d->nbatches, sizeof *d->ids);
-    if (!d->records || !d->values || !d->text || !d->ranges || !d->batches ||
-        !d->ids)
-        die("data", "out of memory");
+/* 96 bytes of text a record: its name, identity and payload hash. */
+static void make_data(bench_data *d, size_t nrows, size_t batch,
+                      unsigned resent) {
+    bench_data_alloc(d, "dedup_bench", nrows, batch, NCOLS, 96);
     for (size_t i = 0; i < nrows; i++) {
         size_t src = source_of(i, resent);
         tm_value *v = &d->values[i * NCOLS];
-        char *name = d->text[i], *identity = name + 32, *hash = name + 64;
+        char *name = d->text + i * 96, *identity = name + 32, *hash = name + 64;
         int nl = snprintf(name, 32, "customer-%zu", src % 977);
         snprintf(identity, 32, "order-%zu", src);
         /* about a payload hash's size (30 hex digits) */
         snprintf(hash, 32, "%016zx%014zx", src * 2654435761u,
                  src & 0xffffffffffffff);
-        for (int c = 0; c < NCOLS; c++)
-            v[c].struct_size = sizeof(tm_value);
         v[0].v.i = (int64_t)src;
         v[1].v.s.ptr = name;
         v[1].v.s.len = (size_t)nl;
         v[2].v.f = (double)(src % 10000) / 100.0;
-        d->records[i] = (tm_record){.struct_size = sizeof(tm_record),
-                                    .offset = (int64_t)i,
-                                    .timestamp_ms = 1700000000000 + (int64_t)i,
-                                    .value = name,
-                                    .value_len = (size_t)nl,
-                                    .values = v,
-                                    .identity = identity,
-                                    .identity_hash = hash};
+        bench_data_record(d, i, 1700000000000, name, (size_t)nl);
+        d->records[i].identity = identity;
+        d->records[i].identity_hash = hash;
     }
-}
-
-static void free_data(data *d) {
-    free(d->records);
-    free(d->values);
-    free(d->text);
-    free(d->ranges);
-    free(d->batches);
-    free(d->ids);
 }
 
 static void stamp(void *ctx, int64_t epoch) {
-    data *d = ctx;
-    for (size_t k = 0; k < d->nbatches; k++) {
-        size_t first = k * d->batch;
-        size_t n = first + d->batch <= d->nrows ? d->batch : d->nrows - first;
-        snprintf(d->ids[k], sizeof d->ids[k], "bench-%zu", k);
-        d->ranges[k] = (tm_range){.struct_size = sizeof(tm_range),
-                                  .topic = TOPIC,
-                                  .start_offset = (int64_t)first,
-                                  .end_offset = (int64_t)(first + n),
-                                  .epoch = epoch};
-        d->batches[k] = (tm_batch){.struct_size = sizeof(tm_batch),
-                                   .connector = "bench",
-                                   .batch_id = d->ids[k],
-                                   .ranges = &d->ranges[k],
-                                   .nranges = 1,
-                                   .records = &d->records[first],
-                                   .nrecords = n};
-    }
+    bench_data_batches(ctx, TOPIC, epoch);
 }
 
 /* ---- the sinks ---------------------------------------------------------- */
@@ -175,7 +124,8 @@ static void fresh(int postgres) {
 }
 
 /* Seconds for every batch of D into a fresh table in MODE. */
-static double run(const tm_sink_api *api, int postgres, int mode, data *d) {
+static double run(const tm_sink_api *api, int postgres, int mode,
+                  bench_data *d) {
     fresh(postgres);
     const char *m = mode == UPSERT ? "upsert" : "append";
     json_t *obj = postgres ? json_pack("{s:s,s:s,s:s,s:s}", "conninfo",
@@ -261,7 +211,7 @@ int main(int argc, char **argv) {
             die("load", errstr);
         for (size_t bi = 0; bi < nb; bi++)
             for (size_t ri = 0; ri < nr; ri++) {
-                data d;
+                bench_data d;
                 make_data(&d, rows, batches[bi], (unsigned)resents[ri]);
                 double t[NMODES][100], med[NMODES];
                 for (size_t r = 0; r < reps; r++) /* alternated */
@@ -277,7 +227,7 @@ int main(int argc, char **argv) {
                        (double)rows / med[UPSERT], med[APPEND] / med[DEDUP],
                        med[APPEND] / med[UPSERT]);
                 fflush(stdout);
-                free_data(&d);
+                bench_data_free(&d);
             }
         fresh(postgres);
     }
