@@ -21,7 +21,9 @@ hold that many records.
 
 `seed` writes the first insert of each table: a connector taking its columns from the
 events' schemas makes its table at its first event, so the test seeds, lets the tables be
-made and installs its write log on them before the workload proper. `run --seeded`
+made and installs its write log on them before the workload proper. The seed's rows are
+never changed after (nor taken as a new key): each ends as a row last written before
+--alter-at. `run --seeded`
 continues from the seeded state (its COUNTS include the seed's events); without it, the
 stream is the same as it always was (tests/bench/debezium_peer.sh's figures).
 
@@ -192,6 +194,7 @@ class Workload:
         self.next_key = dict(KEY_BASE)
         self.events = {t: 0 for t in COLUMNS}
         self.columns = {t: dict(cols) for t, cols in COLUMNS.items()}  # grows at ALTER_AT
+        self.frozen = {t: [] for t in COLUMNS}   # the seed's keys, never changed
 
     def _add(self, t, k):
         self.index[t][k] = len(self.live[t])
@@ -210,7 +213,7 @@ class Workload:
         self.next_key[t] += self.rng.randint(1, 3)
         if self.rng.random() < 0.1 and k - KEY_BASE[t] > 10:
             old = self.rng.randint(KEY_BASE[t], k - 1)
-            if old not in self.index[t]:
+            if old not in self.index[t] and old not in self.frozen[t]:
                 return old
         return k
 
@@ -255,14 +258,20 @@ class Workload:
         r = self.rng.randrange(m)
         hit = sum(1 for k in self.live[t] if k % m == r)
         self.events[t] += hit
+        where = "id %% %d = %d%s" % (m, r, "".join(" AND id <> %d" % k for k in self.frozen[t]))
         if t == "orders":
-            return "UPDATE orders SET paid = NOT paid WHERE id %% %d = %d;" % (m, r)
-        return ("UPDATE customers SET score = coalesce(score, 0) + 1 WHERE id %% %d = %d;"
-                % (m, r))
+            return "UPDATE orders SET paid = NOT paid WHERE %s;" % where
+        return "UPDATE customers SET score = coalesce(score, 0) + 1 WHERE %s;" % where
 
     def seed(self):
-        """The first row of each table: the statements of `workload.py seed`."""
-        return [self.insert(t) for t in COLUMNS]
+        """The first row of each table, frozen: the statements of `workload.py seed`."""
+        stmts = []
+        for t in COLUMNS:
+            stmts.append(self.insert(t))
+            k = self.live[t][-1]
+            self._remove(t, k)
+            self.frozen[t].append(k)
+        return stmts
 
     def alter(self):
         """The schema change of ALTER_AT (no change event: Debezium reports it with the
