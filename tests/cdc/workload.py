@@ -23,9 +23,9 @@ hold that many records.
 events' schemas makes its table at its first event, so the test seeds, lets the tables be
 made and installs its write log on them before the workload proper. The seed's rows are
 never changed after (nor taken as a new key): each ends as a row last written before
---alter-at. `run --seeded`
-continues from the seeded state (its COUNTS include the seed's events); without it, the
-stream is the same as it always was (tests/bench/debezium_peer.sh's figures).
+--alter-at. `run --seeded` continues from the seeded state (its COUNTS include the seed's
+events); without it, the stream is the same as it always was (tests/bench/debezium_peer.sh's
+figures).
 
 With --alter-at N, after N changes `run` adds three optional columns to `customers`
 (SCHEMA_CHANGE: text and integer without a default, text with one) in a transaction of
@@ -176,7 +176,7 @@ COLUMNS = {
         "score": lambda r: maybe(r, double(r)),
     },
 }
-# ALTER_AT: the columns added to customers, their DDL and their values
+# --alter-at: the columns added to customers, their DDL and their values
 SCHEMA_CHANGE = {
     "nickname": ("text", lambda r: maybe(r, q(text(r)), 0.2)),
     "visits": ("integer", lambda r: maybe(r, str(r.randint(-2**31, 2**31 - 1)), 0.2)),
@@ -193,7 +193,7 @@ class Workload:
         self.index = {t: {} for t in COLUMNS}    # key -> position in live
         self.next_key = dict(KEY_BASE)
         self.events = {t: 0 for t in COLUMNS}
-        self.columns = {t: dict(cols) for t, cols in COLUMNS.items()}  # grows at ALTER_AT
+        self.columns = {t: dict(cols) for t, cols in COLUMNS.items()}  # grows at --alter-at
         self.frozen = {t: [] for t in COLUMNS}   # the seed's keys, never changed
 
     def _add(self, t, k):
