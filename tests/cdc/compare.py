@@ -5,6 +5,7 @@ the source tables, queried in PostgreSQL, against a target, queried in its own d
     compare.py TABLE SOURCE_CONNINFO pg TARGET_CONNINFO TARGET_SCHEMA TARGET_TABLE
     compare.py TABLE SOURCE_CONNINFO mirror TARGET_CONNINFO TARGET_SCHEMA TARGET_TABLE
     compare.py TABLE SOURCE_CONNINFO sqlite DB_FILE TARGET_TABLE
+    (any of them with --schema-change last: the columns workload.py --alter-at added too)
 
 Each side is read by a query of its own (psql, or Python's sqlite3), nothing from
 tidemark's counters. Values are normalised to one form per column before they are compared:
@@ -13,7 +14,10 @@ timestamptz, timestamp and date as microseconds since 1970 UTC (the target holds
 tidemark timestamps), double precision as a float compared exactly, jsonb as the parsed
 JSON document (the target holds Debezium's Json string as text). A "mirror" target has
 the source's column types (the Debezium JDBC sink's, tests/bench/debezium_peer.sh) and is
-read by the source's query. Prints
+read by the source's query. A column added with a DEFAULT (`tier`) holds the default in the
+source's rows last written before the ALTER TABLE, which PostgreSQL fills in without
+writing them, so no change event carried it: for such a row (its version at most the one
+the workload wrote to `schema_change`) the target must hold null. Prints
     compare: TABLE TARGET source_rows=N target_rows=M missing=A extra=B different=C
 and the first differences; exit 0 when the tables are equal, 1 otherwise.
 """
@@ -34,6 +38,10 @@ TABLES = {
                   ("score", "double"), ("version", "int")],
 }
 
+# --schema-change: the columns workload.py's --alter-at adds to customers; "default": text
+# with a DEFAULT (above)
+ADDED = {"customers": [("nickname", "text"), ("visits", "int"), ("tier", "default")]}
+
 
 def ident(name):
     return '"' + name.replace('"', '""') + '"'
@@ -49,6 +57,8 @@ def source_expr(col, kind):
         return "(extract(epoch FROM %s::timestamp) * 1000000)::bigint" % c
     if kind == "jsonb":
         return "%s::text" % c
+    if kind == "default":
+        return "CASE WHEN version > (SELECT version FROM public.schema_change) THEN %s END" % c
     return c
 
 
@@ -96,11 +106,14 @@ def keyed(rows, cols):
 
 
 def main(argv):
-    if len(argv) < 5 or argv[1] not in TABLES:
+    added = argv[-1] == "--schema-change"
+    if added:
+        argv = argv[:-1]
+    if len(argv) < 5 or argv[1] not in TABLES or (added and argv[1] not in ADDED):
         sys.stderr.write(__doc__)
         return 2
     table, src, kind = argv[1], argv[2], argv[3]
-    cols = TABLES[table]
+    cols = TABLES[table] + (ADDED[table] if added else [])
     source = keyed(psql_rows(src, [source_expr(c, k) for c, k in cols],
                              "public." + ident(table)), cols)
     if kind in ("pg", "mirror") and len(argv) == 7:

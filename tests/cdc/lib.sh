@@ -83,7 +83,10 @@ cdc_connect_start() { # dir
 }
 
 # The worker's properties: JSON with schemas for keys and values (what tidemark's
-# "debezium" format and the JDBC sink read), offsets in DIR/connect.offsets.
+# "debezium" format and the JDBC sink read), offsets in DIR/connect.offsets. A null stays
+# null: JsonConverter otherwise writes a field's schema default for a null value
+# (replace.null.with.default, true by default), so a column added with a DEFAULT and then
+# set to NULL would reach the targets as its default (tests/cdc/replicate.sh).
 cdc_worker_properties() { # dir port flush-ms
   cat >"$1/worker.properties" <<CONF
 bootstrap.servers=$BOOTSTRAP
@@ -91,6 +94,8 @@ key.converter=org.apache.kafka.connect.json.JsonConverter
 key.converter.schemas.enable=true
 value.converter=org.apache.kafka.connect.json.JsonConverter
 value.converter.schemas.enable=true
+key.converter.replace.null.with.default=false
+value.converter.replace.null.with.default=false
 offset.storage.file.filename=$1/connect.offsets
 offset.flush.interval.ms=$3
 listeners=http://127.0.0.1:$2
@@ -167,11 +172,19 @@ end_sum() { # table
     $3 == "offset" { s += $4; c++ } END { if (c != n) exit 1; print s + 0 }'
 }
 
+# The workload's first rows (tests/cdc/workload.py seed), for a caller that needs its
+# targets' tables made before the workload (then cdc_workload_start with --seeded).
+cdc_seed() { # seed
+  python3 "$ROOT/tests/cdc/workload.py" seed "$1" | psql "$SRC" -X -q -v ON_ERROR_STOP=1 >/dev/null
+}
+
 # The workload (tests/cdc/workload.py run) into the source, in the background: WORKLOAD_PID;
 # the event counts it made in $WORK/counts when it is done.
 WORKLOAD_PID=""
-cdc_workload_start() { # seed ops rate
-  { python3 "$ROOT/tests/cdc/workload.py" run "$1" "$2" "$3" "$WORK/counts" |
+cdc_workload_start() { # seed ops rate [workload.py run's options]
+  local seed="$1" ops="$2" rate="$3"
+  shift 3
+  { python3 "$ROOT/tests/cdc/workload.py" run "$seed" "$ops" "$rate" "$WORK/counts" "$@" |
       psql "$SRC" -X -q -v ON_ERROR_STOP=1 >/dev/null; } 2>"$WORK/workload.log" &
   WORKLOAD_PID=$!
 }
@@ -245,17 +258,21 @@ JSON
   esac
 }
 
-# A tidemark connector config of a table's topic into a sink (format "debezium", upsert).
-cdc_tidemark_config() { # file name table max-records sink-json
+# A tidemark connector config of a table's topic into a sink (format "debezium", upsert),
+# with the table's column list, or with "schema" its columns from the events' schemas
+# (docs/configuration.md, "Columns from the event's schema").
+cdc_tidemark_config() { # file name table max-records sink-json [list|schema]
+  local columns=""
+  [ "${6:-list}" = schema ] || columns=", \"columns\": [
+$(cdc_columns_of "$3")
+  ]"
   cat >"$1" <<JSON
 {
   "name": "$2",
   "kafka": {"bootstrap_servers": "$BOOTSTRAP", "topics": ["$(topic_of "$3")"], "start": "earliest"},
   "batch": {"max_records": $4, "max_wait_ms": 100},
   "sink": $5,
-  "mapping": {"mode": "json", "format": "debezium", "columns": [
-$(cdc_columns_of "$3")
-  ]},
+  "mapping": {"mode": "json", "format": "debezium"$columns},
   "dead_letters": {"sink": true}
 }
 JSON
@@ -289,6 +306,7 @@ cdc_write_log_pg() { # conninfo
   local sql t
   sql="CREATE TABLE write_log (seq bigserial PRIMARY KEY, tbl text NOT NULL, id bigint NOT NULL,
          version bigint NOT NULL);
+       CREATE INDEX write_log_key ON write_log (tbl, id, version);
        CREATE FUNCTION log_write() RETURNS trigger LANGUAGE plpgsql AS \$\$
        BEGIN
          INSERT INTO write_log (tbl, id, version) VALUES (TG_TABLE_NAME, NEW.id, NEW.version);
@@ -302,7 +320,8 @@ cdc_write_log_pg() { # conninfo
 cdc_write_log_sqlite() { # db-file
   local sql t op
   sql="CREATE TABLE write_log (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, id INTEGER NOT NULL,
-         version INTEGER NOT NULL);"
+         version INTEGER NOT NULL);
+       CREATE INDEX write_log_key ON write_log (tbl, id, version);"
   for t in "${TABLES[@]}"; do for op in INSERT UPDATE; do
     sql+=" CREATE TRIGGER ${t}_log_$op AFTER $op ON $t BEGIN
              INSERT INTO write_log (tbl, id, version) VALUES ('$t', NEW.id, NEW.version); END;"
@@ -310,9 +329,25 @@ cdc_write_log_sqlite() { # db-file
   sqlite3 -cmd '.timeout 5000' "$1" "$sql"
 }
 # "writes replayed": the logged writes, and those whose version is not above every version
-# their key showed before (one SQL for both databases).
-CDC_WRITE_LOG_COUNTS="SELECT count(*) || ' ' || count(*) FILTER (WHERE version <= prev) FROM (
-  SELECT version, max(version) OVER (PARTITION BY tbl, id ORDER BY seq
-    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev FROM write_log) w"
-cdc_write_log_pg_counts() { psql "$1" -X -q -tA -v ON_ERROR_STOP=1 -c "$CDC_WRITE_LOG_COUNTS"; } # conninfo
-cdc_write_log_sqlite_counts() { sqlite3 -cmd '.timeout 5000' "file:$1?mode=ro" "$CDC_WRITE_LOG_COUNTS"; } # db-file
+# their key showed before (one SQL for both databases); and the first few replayed writes.
+CDC_WRITE_LOG_PREV="SELECT seq, tbl, id, version, max(version) OVER (PARTITION BY tbl, id ORDER BY seq
+    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev FROM write_log"
+CDC_WRITE_LOG_COUNTS="SELECT count(*) || ' ' || count(*) FILTER (WHERE version <= prev) FROM ($CDC_WRITE_LOG_PREV) w"
+CDC_WRITE_LOG_REPLAYED="SELECT 'write ' || seq || ': ' || tbl || ' id ' || id || ' version ' || version
+    || ' after version ' || prev FROM ($CDC_WRITE_LOG_PREV) w WHERE version <= prev ORDER BY seq LIMIT 3"
+# A query's result, one row a line, columns |-separated: in PostgreSQL, in an SQLite file
+# (read only).
+cdc_pg_query() { psql "$1" -X -q -tA -v ON_ERROR_STOP=1 -c "$2"; } # conninfo sql
+cdc_sqlite_query() { sqlite3 -cmd '.timeout 5000' "file:$1?mode=ro" "$2"; } # db-file sql
+
+# The rows of a target the log misses: rows whose version is above FROM (written after the
+# log began) and whose key and version no logged write has. Anything but 0: the triggers did
+# not fire (one SQL for both databases).
+cdc_write_log_unlogged_sql() { # from
+  local t sql=""
+  for t in "${TABLES[@]}"; do
+    sql+="${sql:+ + }(SELECT count(*) FROM $t r WHERE r.version > $1 AND NOT EXISTS (
+      SELECT 1 FROM write_log w WHERE w.tbl = '$t' AND w.id = r.id AND w.version = r.version))"
+  done
+  echo "SELECT $sql"
+}

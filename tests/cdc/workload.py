@@ -3,7 +3,10 @@
 
     workload.py schema                      the source's DDL (SQL on stdout)
     workload.py tables                      the two tables alone, for a mirror target
-    workload.py run SEED OPS RATE COUNTS    the workload's SQL on stdout, paced
+    workload.py added                       the columns --alter-at adds to customers
+    workload.py seed SEED                   its first rows, one per table (SQL on stdout)
+    workload.py run SEED OPS RATE COUNTS [--seeded] [--alter-at N]
+                                            the workload's SQL on stdout, paced
 
 `run` writes OPS random changes to the tables `orders` and `customers`, as SQL for psql
 (stdin), in transactions of 1 to 8 changes, about RATE changes a second (0: unpaced):
@@ -15,6 +18,21 @@ Debezium emits per table, tombstones included ("orders N" / "customers N"): a cr
 update 1, a delete 2 (the delete and its tombstone), a primary-key change 3 (the delete of
 the old key, its tombstone, the create of the new key). The test waits for the topics to
 hold that many records.
+
+`seed` writes the first insert of each table: a connector taking its columns from the
+events' schemas makes its table at its first event, so the test seeds, lets the tables be
+made and installs its write log on them before the workload proper. The seed's rows are
+never changed after (nor taken as a new key): each ends as a row last written before
+--alter-at. `run --seeded` continues from the seeded state (its COUNTS include the seed's
+events); without it, the stream is the same as it always was (tests/bench/debezium_peer.sh's
+figures).
+
+With --alter-at N, after N changes `run` adds three optional columns to `customers`
+(SCHEMA_CHANGE: text and integer without a default, text with one) in a transaction of
+its own, and later inserts and updates fill them. In that transaction it also writes the
+version the sequence stands at to the table `schema_change` (not captured): a row last
+written at or below it holds the DEFAULT in the source, which PostgreSQL fills in without
+writing a row, so Debezium emits no event for it (tests/cdc/compare.py).
 
 The values cover what tidemark converts from Debezium's JSON (docs/configuration.md,
 "Change data capture"): bigint and integer keys, text with quotes, backslashes, control
@@ -158,6 +176,12 @@ COLUMNS = {
         "score": lambda r: maybe(r, double(r)),
     },
 }
+# --alter-at: the columns added to customers, their DDL and their values
+SCHEMA_CHANGE = {
+    "nickname": ("text", lambda r: maybe(r, q(text(r)), 0.2)),
+    "visits": ("integer", lambda r: maybe(r, str(r.randint(-2**31, 2**31 - 1)), 0.2)),
+    "tier": ("text DEFAULT 'basic'", lambda r: maybe(r, q(r.choice(WORDS)), 0.2)),
+}
 # orders' keys are bigints beyond 32 bits; customers' are integers
 KEY_BASE = {"orders": 5_000_000_000, "customers": 1}
 
@@ -169,6 +193,8 @@ class Workload:
         self.index = {t: {} for t in COLUMNS}    # key -> position in live
         self.next_key = dict(KEY_BASE)
         self.events = {t: 0 for t in COLUMNS}
+        self.columns = {t: dict(cols) for t, cols in COLUMNS.items()}  # grows at --alter-at
+        self.frozen = {t: [] for t in COLUMNS}   # the seed's keys, never changed
 
     def _add(self, t, k):
         self.index[t][k] = len(self.live[t])
@@ -187,13 +213,13 @@ class Workload:
         self.next_key[t] += self.rng.randint(1, 3)
         if self.rng.random() < 0.1 and k - KEY_BASE[t] > 10:
             old = self.rng.randint(KEY_BASE[t], k - 1)
-            if old not in self.index[t]:
+            if old not in self.index[t] and old not in self.frozen[t]:
                 return old
         return k
 
     def insert(self, t):
         k = self._new_key(t)
-        cols = COLUMNS[t]
+        cols = self.columns[t]
         names = ["id"] + list(cols)
         values = [str(k)] + [gen(self.rng) for gen in cols.values()]
         self._add(t, k)
@@ -202,7 +228,7 @@ class Workload:
 
     def update(self, t):
         k = self.rng.choice(self.live[t])
-        cols = COLUMNS[t]
+        cols = self.columns[t]
         chosen = self.rng.sample(list(cols), self.rng.randint(1, len(cols)))
         sets = ", ".join("%s = %s" % (c, cols[c](self.rng)) for c in chosen)
         self.events[t] += 1
@@ -221,8 +247,8 @@ class Workload:
         self._add(t, n)
         extra = ""
         if self.rng.random() < 0.5:  # the key and other columns in one statement
-            c = self.rng.choice(list(COLUMNS[t]))
-            extra = ", %s = %s" % (c, COLUMNS[t][c](self.rng))
+            c = self.rng.choice(list(self.columns[t]))
+            extra = ", %s = %s" % (c, self.columns[t][c](self.rng))
         self.events[t] += 3
         return "UPDATE %s SET id = %d%s WHERE id = %d;" % (t, n, extra, k)
 
@@ -232,10 +258,30 @@ class Workload:
         r = self.rng.randrange(m)
         hit = sum(1 for k in self.live[t] if k % m == r)
         self.events[t] += hit
+        where = "id %% %d = %d%s" % (m, r, "".join(" AND id <> %d" % k for k in self.frozen[t]))
         if t == "orders":
-            return "UPDATE orders SET paid = NOT paid WHERE id %% %d = %d;" % (m, r)
-        return ("UPDATE customers SET score = coalesce(score, 0) + 1 WHERE id %% %d = %d;"
-                % (m, r))
+            return "UPDATE orders SET paid = NOT paid WHERE %s;" % where
+        return "UPDATE customers SET score = coalesce(score, 0) + 1 WHERE %s;" % where
+
+    def seed(self):
+        """The first row of each table, frozen: the statements of `workload.py seed`."""
+        stmts = []
+        for t in COLUMNS:
+            stmts.append(self.insert(t))
+            k = self.live[t][-1]
+            self._remove(t, k)
+            self.frozen[t].append(k)
+        return stmts
+
+    def alter(self):
+        """The schema change of ALTER_AT (no change event: Debezium reports it with the
+        next row it writes)."""
+        adds = ", ".join("ADD COLUMN %s %s" % (c, ddl) for c, (ddl, _) in SCHEMA_CHANGE.items())
+        for c, (_, gen) in SCHEMA_CHANGE.items():
+            self.columns["customers"][c] = gen
+        return ("ALTER TABLE customers %s;\n"
+                "CREATE TABLE schema_change AS SELECT last_value AS version FROM change_version;"
+                % adds)
 
     def change(self):
         t = self.rng.choice(list(COLUMNS))
@@ -252,13 +298,18 @@ class Workload:
         return self.bulk(t)
 
 
-def run(seed, ops, rate, counts_path):
+def run(seed, ops, rate, counts_path, seeded, alter_at):
     w = Workload(seed)
+    if seeded:
+        w.seed()  # written by `workload.py seed` before: only its state and its counts
     out = sys.stdout
     out.write("\\set ON_ERROR_STOP on\nSET client_min_messages = warning;\n")
     start = time.monotonic()
     done = 0
     while done < ops:
+        if alter_at is not None and done >= alter_at:
+            out.write("BEGIN;\n%s\nCOMMIT;\n" % w.alter())
+            alter_at = None
         size = min(w.rng.randint(1, 8), ops - done)
         stmts = [w.change() for _ in range(size)]
         out.write("BEGIN;\n" + "\n".join(stmts) + "\nCOMMIT;\n")
@@ -281,8 +332,23 @@ def main(argv):
     if len(argv) == 2 and argv[1] == "tables":
         sys.stdout.write(TABLES_DDL)
         return 0
-    if len(argv) == 6 and argv[1] == "run":
-        run(int(argv[2]), int(argv[3]), float(argv[4]), argv[5])
+    if len(argv) == 2 and argv[1] == "added":
+        sys.stdout.write(" ".join(SCHEMA_CHANGE) + "\n")
+        return 0
+    if len(argv) == 3 and argv[1] == "seed":
+        sys.stdout.write("BEGIN;\n%s\nCOMMIT;\n" % "\n".join(Workload(int(argv[2])).seed()))
+        return 0
+    if len(argv) >= 6 and argv[1] == "run":
+        opts, alter_at = argv[6:], None
+        seeded = "--seeded" in opts
+        if seeded:
+            opts.remove("--seeded")
+        if len(opts) == 2 and opts[0] == "--alter-at":
+            alter_at = int(opts[1])
+        elif opts:
+            sys.stderr.write(__doc__)
+            return 2
+        run(int(argv[2]), int(argv[3]), float(argv[4]), argv[5], seeded, alter_at)
         return 0
     sys.stderr.write(__doc__)
     return 2
