@@ -444,7 +444,6 @@ static tm_conv_outcome evolve(const tm_converter *cv, tm_arena *a,
     } else if (cv->ss->cols.ncolumns == 0) {
         cv->ss->cols = ev; /* the first event's: the table's columns */
         memset(&ev, 0, sizeof ev);
-        out->columns_added = 1;
     } else {
         switch (tm_cdc_columns_diff(&cv->ss->cols, &ev, added, &nadded, why,
                                     sizeof why)) {
@@ -452,7 +451,6 @@ static tm_conv_outcome evolve(const tm_converter *cv, tm_arena *a,
         case TM_CDC_ADDED:
             if (tm_cdc_columns_append(&cv->ss->cols, &ev, added, nadded) != 0)
                 rc = TM_CONV_OOM;
-            out->columns_added = rc == TM_CONV_ROW;
             break;
         case TM_CDC_UNSAFE: rc = stop(a, out, why); break;
         }
@@ -495,7 +493,6 @@ static tm_conv_outcome learn_from_key(const tm_converter *cv, tm_arena *a,
     if (d != 0)
         return d < 0 ? TM_CONV_OOM
                      : dead(a, out, TM_DL_SCHEMA_MISMATCH, "%s", why);
-    out->columns_added = 1;
     return TM_CONV_ROW;
 }
 
@@ -648,7 +645,6 @@ static tm_conv_outcome convert_raw(const tm_converter *cv, tm_arena *a,
 
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out) {
-    out->columns_added = 0;
     out->values = NULL;
     out->reason = 0;
     out->detail = NULL;
