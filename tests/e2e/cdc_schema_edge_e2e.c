@@ -138,7 +138,8 @@ static void scenario_sqlite_bare_key_tombstone(void) {
     h_produce_async(p, t.topic, 0, "{\"id\":1}", NULL, 0);
     h_flush(p);
     rd_kafka_destroy(p);
-    run_until_caught_up(&t, config_with(&t, SCHEMA_MAPPING), "run.log");
+    const char *cfg = config_with(&t, SCHEMA_MAPPING);
+    run_until_caught_up(&t, cfg, "run.log");
     H_CHECK(count_rows(&t, "%.0dWHERE %s", 0, "id = 2") == 1,
             "inconclusive: key 2's row is not there");
     H_CHECK(count_rows(&t, "%.0dWHERE %s", 0, "id = 1") == 0,
@@ -146,6 +147,8 @@ static void scenario_sqlite_bare_key_tombstone(void) {
             "schema_mismatch: %lld); under a column list it does",
             (long long)dead_letters(&t, "schema_mismatch"));
     h_step("a bare key's tombstone deletes its row");
+    check_verify(cfg);
+    h_step("verify accounts for it");
 }
 
 static void scenario_sqlite_bare_key_tombstone_mismatch(void) {
@@ -162,7 +165,8 @@ static void scenario_sqlite_bare_key_tombstone_mismatch(void) {
     create_k(p, &t, "{\"id\":2}", ID_NAME, "{\"id\":2,\"name\":\"b\"}");
     h_flush(p);
     rd_kafka_destroy(p);
-    run_until_caught_up(&t, config_with(&t, SCHEMA_MAPPING), "run.log");
+    const char *cfg = config_with(&t, SCHEMA_MAPPING);
+    run_until_caught_up(&t, cfg, "run.log");
     H_CHECK(count_rows(&t, "%.0dWHERE %s", 0, "id = 2") == 1,
             "inconclusive: key 2's row is not there");
     H_CHECK(count_rows(&t, "%.0dWHERE %s", 0, "id = 1 AND name = 'a'") == 1,
@@ -179,6 +183,8 @@ static void scenario_sqlite_bare_key_tombstone_mismatch(void) {
             (long long)dead_letters(&t, "schema_mismatch"));
     h_step("a bare key that is not the key columns is a dead letter saying "
            "why");
+    check_verify(cfg);
+    h_step("verify accounts for them");
 }
 
 static void scenario_sqlite_bare_key_tombstone_first(void) {
@@ -214,6 +220,8 @@ static void scenario_sqlite_bare_key_tombstone_first(void) {
     H_CHECK(count_rows(&t, "%.0dWHERE %s", 0, "id = 2 AND name = 'b'") == 1,
             "key 2's row changed");
     h_step("a tombstone first in a process deletes by its key's fields");
+    check_verify(cfg);
+    h_step("verify accounts for it");
 }
 
 /* Events 1 and 3 of schema ID_NAME around event 2 of schema BAD (its
@@ -230,7 +238,8 @@ static void one_bad_schema(int pg, const char *bad, const char *bad_after,
     create(p, &t, 3, ID_NAME, "{\"id\":3,\"name\":\"c\"}");
     h_flush(p);
     rd_kafka_destroy(p);
-    pid_t pid = h_spawn(config_with(&t, SCHEMA_MAPPING), "run.log");
+    const char *cfg = config_with(&t, SCHEMA_MAPPING);
+    pid_t pid = h_spawn(cfg, "run.log");
     int rc = caught_up_or_exit(&t, pid);
     H_CHECK(rc < 0, "the connector stopped on one event (exit %d):\n%s", rc,
             h_read_file("run.log"));
@@ -246,6 +255,8 @@ static void one_bad_schema(int pg, const char *bad, const char *bad_after,
             "(%lld schema_mismatch)",
             why, (long long)dead_letters(&t, "schema_mismatch"));
     h_step("the event is a dead letter saying \"%s\"; the others applied", why);
+    check_verify(cfg);
+    h_step("verify accounts for it");
 }
 
 static void scenario_sqlite_case_twins(void) {
