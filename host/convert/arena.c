@@ -22,6 +22,7 @@ void tm_arena_init(tm_arena *a) {
     a->head = NULL;
     a->scratch = NULL;
     a->scratch_size = 0;
+    a->bytes = 0;
 }
 
 static void free_chain(tm_arena_chunk *c) {
@@ -46,6 +47,11 @@ void tm_arena_reset(tm_arena *a) {
         c = next;
     }
     a->head = keep;
+    a->bytes = keep ? keep->size : 0;
+}
+
+size_t tm_arena_bytes(const tm_arena *a) {
+    return a->bytes;
 }
 
 void tm_arena_free(tm_arena *a) {
@@ -54,7 +60,7 @@ void tm_arena_free(tm_arena *a) {
     tm_arena_init(a);
 }
 
-static tm_arena_chunk *new_chunk(size_t size) {
+static tm_arena_chunk *new_chunk(tm_arena *a, size_t size) {
     if (size > SIZE_MAX - sizeof(tm_arena_chunk))
         return NULL;
     tm_arena_chunk *c = malloc(sizeof(tm_arena_chunk) + size);
@@ -63,6 +69,7 @@ static tm_arena_chunk *new_chunk(size_t size) {
     c->next = NULL;
     c->size = size;
     c->used = 0;
+    a->bytes += size;
     return c;
 }
 
@@ -76,7 +83,7 @@ void *tm_arena_alloc(tm_arena *a, size_t n) {
     if (need > CHUNK_SIZE / 4) {
         /* Its own chunk, linked behind the head so the head keeps
          * serving small allocations. */
-        tm_arena_chunk *big = new_chunk(need);
+        tm_arena_chunk *big = new_chunk(a, need);
         if (!big)
             return NULL;
         big->used = need;
@@ -89,7 +96,7 @@ void *tm_arena_alloc(tm_arena *a, size_t n) {
         return big->data;
     }
     if (!c || c->size != CHUNK_SIZE || c->size - c->used < need) {
-        tm_arena_chunk *fresh = new_chunk(CHUNK_SIZE);
+        tm_arena_chunk *fresh = new_chunk(a, CHUNK_SIZE);
         if (!fresh)
             return NULL;
         fresh->next = c;

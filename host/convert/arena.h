@@ -14,6 +14,7 @@ typedef struct tm_arena {
     tm_arena_chunk *head; /* the chunk small allocations come from */
     void *scratch;        /* tm_arena_scratch's buffer, kept across resets */
     size_t scratch_size;
+    size_t bytes; /* the chunks' sizes: what the batch holds */
 } tm_arena;
 
 void tm_arena_init(tm_arena *a);
@@ -21,6 +22,9 @@ void tm_arena_init(tm_arena *a);
 void tm_arena_reset(tm_arena *a);
 void tm_arena_free(tm_arena *a);
 
+/* The bytes of the arena's chunks (the scratch buffer apart): what the
+ * batch's storage holds, for tests of how it grows. */
+size_t tm_arena_bytes(const tm_arena *a);
 /* n bytes aligned for any type; never NULL for n == 0 (a zero-length key
  * still needs a non-NULL pointer). NULL on OOM. */
 void *tm_arena_alloc(tm_arena *a, size_t n);

@@ -39,9 +39,18 @@ struct tm_batch_builder {
     size_t last_range; /* the consumer asks for one range per message */
     int broken;        /* a call failed: no batch until reset */
     size_t nvalues;    /* the values each record of the batch has */
-    const char *stop;  /* why tm_bb_add stopped (arena), or NULL */
+    /* A mapping without a column list: each record's values as widen
+     * grows them, and the room they have. */
+    struct row_room *rooms;
+    size_t cap_rooms;
+    const char *stop; /* why tm_bb_add stopped (arena), or NULL */
     tm_batch batch;
 };
+
+typedef struct row_room {
+    tm_value *values; /* records[i].values */
+    size_t cap;       /* values it has room for */
+} row_room;
 
 /* json mode: every mapped column. raw mode: the message's content (key,
  * value, headers) but not where and when Kafka stored it (topic,
@@ -92,6 +101,7 @@ void tm_bb_free(tm_batch_builder *bb) {
     free(bb->ranges);
     free(bb->records);
     free(bb->dls);
+    free(bb->rooms);
     free(bb);
 }
 
@@ -253,25 +263,53 @@ static int add_change(tm_batch_builder *bb, uint32_t range,
     return 0;
 }
 
-/* The event just converted added columns (a mapping without a column
- * list): the batch's earlier records get them too, null (a column their
- * events did not have). 0, or -1 OOM. */
+/* The converter's columns grew (a mapping without a column list: by the
+ * event just converted, a row or a dead letter): the batch's earlier
+ * records get them too, null (columns their events did not have). A
+ * record's values grow geometrically, in place while they have room, so
+ * a batch in which every event adds a column copies values in proportion
+ * to its rows times its columns, not every earlier row per column added
+ * (whose memory grew with the cube of the batch). 0, or -1 OOM. */
 static int widen(tm_batch_builder *bb) {
     size_t n;
     tm_converter_columns(bb->cv, &n);
-    for (size_t r = 0; r < bb->nrecords && n > bb->nvalues; r++) {
-        tm_value *v = tm_arena_alloc(&bb->arena, n * sizeof *v);
-        if (!v)
-            return -1;
-        memset(v, 0, n * sizeof *v);
-        memcpy(v, bb->records[r].values, bb->nvalues * sizeof *v);
-        for (size_t i = bb->nvalues; i < n; i++) {
-            v[i].struct_size = (uint32_t)sizeof *v;
-            v[i].is_null = 1;
+    if (n <= bb->nvalues)
+        return 0;
+    for (size_t r = 0; r < bb->nrecords; r++) {
+        row_room *room = &bb->rooms[r];
+        if (room->cap < n) {
+            /* twice the room, or n: cap < n, a count of columns */
+            size_t cap = room->cap > n / 2 ? room->cap * 2 : n;
+            if (cap > SIZE_MAX / sizeof *room->values)
+                return -1;
+            tm_value *v = tm_arena_alloc(&bb->arena, cap * sizeof *v);
+            if (!v)
+                return -1;
+            memcpy(v, room->values, bb->nvalues * sizeof *v);
+            room->values = v;
+            room->cap = cap;
+            bb->records[r].values = v;
         }
-        bb->records[r].values = v;
+        for (size_t i = bb->nvalues; i < n; i++) {
+            memset(&room->values[i], 0, sizeof room->values[i]);
+            room->values[i].struct_size = (uint32_t)sizeof(tm_value);
+            room->values[i].is_null = 1;
+        }
     }
     bb->nvalues = n;
+    return 0;
+}
+
+/* The record just added (a mapping without a column list): its values,
+ * bb->nvalues of them, for widen. 0, or -1 OOM. */
+static int keep_room(tm_batch_builder *bb, tm_value *values) {
+    row_room *rooms = tm_grow_array(bb->rooms, &bb->cap_rooms, bb->nrecords - 1,
+                                    sizeof *rooms);
+    if (!rooms)
+        return -1;
+    bb->rooms = rooms;
+    bb->rooms[bb->nrecords - 1].values = values;
+    bb->rooms[bb->nrecords - 1].cap = bb->nvalues;
     return 0;
 }
 
@@ -322,13 +360,20 @@ static int add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
         return -1;
     tm_conv_result res;
     int rc = 0;
-    switch (tm_convert(bb->cv, &bb->arena, &in, &res)) {
+    tm_conv_outcome outcome = tm_convert(bb->cv, &bb->arena, &in, &res);
+    /* The columns grow with an event's schema whatever its outcome: the
+     * earlier records must have them before a later one comes. */
+    if (bb->cfg->mapping.from_schema && outcome != TM_CONV_STOP &&
+        outcome != TM_CONV_OOM && widen(bb) != 0)
+        return -1;
+    size_t had = bb->nrecords;
+    switch (outcome) {
     case TM_CONV_ROW:
-        if (res.columns_added && widen(bb) != 0)
-            return -1;
         rc = bb->cfg->mapping.format != TM_FORMAT_PLAIN
                  ? add_change(bb, range, &in, res.values, res.op)
                  : add_row(bb, range, &in, res.values);
+        if (rc == 0 && bb->cfg->mapping.from_schema && bb->nrecords > had)
+            rc = keep_room(bb, res.values);
         break;
     case TM_CONV_STOP: bb->stop = res.detail; return -2;
     case TM_CONV_DEAD_LETTER:
@@ -378,6 +423,10 @@ const tm_batch *tm_bb_batch(tm_batch_builder *bb) {
 
 size_t tm_bb_messages(const tm_batch_builder *bb) {
     return bb->messages;
+}
+
+size_t tm_bb_memory(const tm_batch_builder *bb) {
+    return tm_arena_bytes(&bb->arena);
 }
 
 size_t tm_bb_bytes(const tm_batch_builder *bb) {

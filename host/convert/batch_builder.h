@@ -83,6 +83,9 @@ void tm_bb_extend(tm_batch_builder *bb, uint32_t range, int64_t end_offset);
 const tm_batch *tm_bb_batch(tm_batch_builder *bb);
 
 size_t tm_bb_messages(const tm_batch_builder *bb); /* added since reset */
+/* The bytes the batch's storage holds (its arena: message copies, values,
+ * strings), for tests of how it grows with the batch. */
+size_t tm_bb_memory(const tm_batch_builder *bb);
 /* Key + value + header (name and value) bytes added since reset, for
  * batch.max_bytes. */
 size_t tm_bb_bytes(const tm_batch_builder *bb);

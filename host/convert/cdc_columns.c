@@ -4,6 +4,7 @@
  * that a table made either way holds the same values. */
 #include "convert/cdc_columns.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,53 @@ static char *source_of(const json_t *fs) {
     return s;
 }
 
+static unsigned char fold(char c) {
+    return (unsigned char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+}
+
+/* a and b alike in their first max bytes, ASCII case folded, as SQLite
+ * compares names (PostgreSQL keeps the case of a quoted name, but one
+ * rule holds for every sink). */
+static int folded_eq(const char *a, const char *b, size_t max) {
+    for (size_t i = 0; i < max; i++, a++, b++) {
+        if (fold(*a) != fold(*b))
+            return 0;
+        if (!*a)
+            return 1;
+    }
+    return 1;
+}
+
+/* 1 when no table can take the column name (why says so), else 0: the
+ * sinks' own prefix "_tm_" (in any case: SQLite folds it), a name longer
+ * than PostgreSQL keeps, or the twin in case of a column of s. */
+static int name_refused(const char *name, const tm_cdc_colset *s, char *why,
+                        size_t n) {
+    if (folded_eq(name, "_tm_", 4)) {
+        snprintf(why, n,
+                 "field %s: the prefix _tm_ is the sinks' own (their "
+                 "bookkeeping columns): no column may be named so",
+                 name);
+        return 1;
+    }
+    if (strlen(name) > TM_CDC_NAME_MAX) {
+        snprintf(why, n,
+                 "field %.80s: %zu bytes, longer than the %d bytes a column "
+                 "name may have (PostgreSQL's identifiers)",
+                 name, strlen(name), TM_CDC_NAME_MAX);
+        return 1;
+    }
+    for (size_t i = 0; i < s->ncolumns; i++)
+        if (folded_eq(s->columns[i].name, name, SIZE_MAX)) {
+            snprintf(why, n,
+                     "fields %s and %s differ only in case: one column to "
+                     "SQLite, so no table takes both",
+                     s->columns[i].name, name);
+            return 1;
+        }
+    return 0;
+}
+
 static int is_mark(const char *name) {
     return strcmp(name, "__deleted") == 0 || strcmp(name, "__op") == 0;
 }
@@ -95,6 +143,33 @@ static const json_t *field(const json_t *fields, const char *name) {
             return f;
     }
     return NULL;
+}
+
+/* Appends column name (key, required) of type and source to out, whose
+ * arrays have room. 0, or -1 OOM. */
+static int add_column(tm_cdc_colset *out, const char *name, tm_type type,
+                      int key, int required, char *source) {
+    size_t c = out->ncolumns;
+    tm_column *col = &out->columns[c];
+    col->struct_size = (uint32_t)sizeof *col;
+    col->type = type;
+    col->key = (uint8_t)key;
+    col->required = (uint8_t)required;
+    col->name = strdup(name);
+    out->pointers[c] = pointer_of(name);
+    out->source[c] = source;
+    out->ncolumns++; /* cleared with the rest from here on */
+    return col->name && out->pointers[c] && out->source[c] ? 0 : -1;
+}
+
+static int alloc_columns(tm_cdc_colset *out, size_t n) {
+    out->columns = calloc(n, sizeof *out->columns);
+    out->pointers = calloc(n, sizeof *out->pointers);
+    out->source = calloc(n, sizeof *out->source);
+    if (out->columns && out->pointers && out->source)
+        return 0;
+    tm_cdc_colset_clear(out);
+    return -1;
 }
 
 int tm_cdc_columns_derive(const json_t *row_schema, const json_t *key_names,
@@ -115,13 +190,8 @@ int tm_cdc_columns_derive(const json_t *row_schema, const json_t *key_names,
             return 1;
         }
     }
-    out->columns = calloc(nf, sizeof *out->columns);
-    out->pointers = calloc(nf, sizeof *out->pointers);
-    out->source = calloc(nf, sizeof *out->source);
-    if (!out->columns || !out->pointers || !out->source) {
-        tm_cdc_colset_clear(out);
+    if (alloc_columns(out, nf) != 0)
         return -1;
-    }
     json_array_foreach(fields, i, f) {
         const char *name = str(f, "field");
         if (!name || !*name) {
@@ -131,6 +201,10 @@ int tm_cdc_columns_derive(const json_t *row_schema, const json_t *key_names,
         }
         if (is_mark(name))
             continue;
+        if (name_refused(name, out, why, n)) {
+            tm_cdc_colset_clear(out);
+            return 1;
+        }
         tm_type type = tm_cdc_column_type(f);
         if (type == 0) {
             snprintf(why, n, "field %s: type \"%.40s\" has no column type",
@@ -138,17 +212,10 @@ int tm_cdc_columns_derive(const json_t *row_schema, const json_t *key_names,
             tm_cdc_colset_clear(out);
             return 1;
         }
-        size_t c = out->ncolumns;
-        tm_column *col = &out->columns[c];
-        col->struct_size = (uint32_t)sizeof *col;
-        col->type = type;
-        col->key = json_object_get(key_names, name) != NULL;
-        col->required = !json_is_true(json_object_get(f, "optional"));
-        col->name = strdup(name);
-        out->pointers[c] = pointer_of(name);
-        out->source[c] = source_of(f);
-        out->ncolumns++; /* cleared with the rest from here on */
-        if (!col->name || !out->pointers[c] || !out->source[c]) {
+        if (add_column(out, name, type,
+                       json_object_get(key_names, name) != NULL,
+                       !json_is_true(json_object_get(f, "optional")),
+                       source_of(f)) != 0) {
             tm_cdc_colset_clear(out);
             return -1;
         }
@@ -161,11 +228,111 @@ int tm_cdc_columns_derive(const json_t *row_schema, const json_t *key_names,
     return 0;
 }
 
-static long find(const tm_cdc_colset *s, const char *name) {
+/* The column of s named name (folded: ASCII case folded), or -1. */
+static long find_as(const tm_cdc_colset *s, const char *name, int folded) {
     for (size_t i = 0; i < s->ncolumns; i++)
-        if (strcmp(s->columns[i].name, name) == 0)
+        if (folded ? folded_eq(s->columns[i].name, name, SIZE_MAX)
+                   : strcmp(s->columns[i].name, name) == 0)
             return (long)i;
     return -1;
+}
+
+/* The column type of a bare key's member (no schema says more), and what
+ * the source says for errors; 0 for null. */
+static tm_type json_kind_type(const json_t *v, const char **source) {
+    static const struct {
+        json_type kind;
+        tm_type type;
+        const char *source;
+    } K[] = {
+        {JSON_INTEGER, TM_TYPE_INT, "a bare record key's JSON integer"},
+        {JSON_REAL, TM_TYPE_FLOAT, "a bare record key's JSON number"},
+        {JSON_STRING, TM_TYPE_TEXT, "a bare record key's JSON string"},
+        {JSON_TRUE, TM_TYPE_BOOL, "a bare record key's JSON boolean"},
+        {JSON_FALSE, TM_TYPE_BOOL, "a bare record key's JSON boolean"},
+        {JSON_OBJECT, TM_TYPE_JSON, "a bare record key's JSON object"},
+        {JSON_ARRAY, TM_TYPE_JSON, "a bare record key's JSON array"},
+    };
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
+        if (json_typeof(v) == K[i].kind) {
+            *source = K[i].source;
+            return K[i].type;
+        }
+    return 0;
+}
+
+int tm_cdc_columns_from_key(const json_t *key, tm_cdc_colset *out, char *why,
+                            size_t n) {
+    memset(out, 0, sizeof *out);
+    if (json_object_size(key) == 0) {
+        snprintf(why, n, "the record key has no fields: no key columns");
+        return 1;
+    }
+    if (alloc_columns(out, json_object_size(key)) != 0)
+        return -1;
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)key, name, v) {
+        const char *source = NULL;
+        tm_type type = json_kind_type(v, &source);
+        if (type == 0)
+            snprintf(why, n, "key field %s is null: no key to delete by", name);
+        if (type == 0 || name_refused(name, out, why, n)) {
+            tm_cdc_colset_clear(out);
+            return 1;
+        }
+        if (add_column(out, name, type, 1, 1, strdup(source)) != 0) {
+            tm_cdc_colset_clear(out);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* names, ", " between them, into b (cut short at n). */
+static void list_names(char *b, size_t n, const char *const *names,
+                       size_t count) {
+    size_t at = 0;
+    b[0] = '\0';
+    for (size_t i = 0; i < count && at < n; i++) {
+        int w = snprintf(b + at, n - at, "%s%s", i ? ", " : "", names[i]);
+        at += w > 0 ? (size_t)w : 0;
+    }
+}
+
+int tm_cdc_columns_key_match(const tm_cdc_colset *cur, const json_t *key,
+                             char *why, size_t n) {
+    size_t nkeys = 0, matched = 0;
+    for (size_t i = 0; i < cur->ncolumns; i++)
+        if (cur->columns[i].key) {
+            nkeys++;
+            matched += json_object_get(key, cur->columns[i].name) != NULL;
+        }
+    if (matched == nkeys && json_object_size(key) == nkeys)
+        return 0;
+    const char *have[16], *want[16];
+    size_t nhave = 0, nwant = 0;
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)key, name, v) {
+        if (nhave < 16)
+            have[nhave++] = name;
+    }
+    for (size_t i = 0; i < cur->ncolumns && nwant < 16; i++)
+        if (cur->columns[i].key)
+            want[nwant++] = cur->columns[i].name;
+    char h[256], w[256];
+    list_names(h, sizeof h, have, nhave);
+    list_names(w, sizeof w, want, nwant);
+    snprintf(why, n,
+             "the record key's fields (%s) are not the key columns (%s) the "
+             "events' schemas gave: no row to delete by them",
+             h, w);
+    return 1;
+}
+
+static long find(const tm_cdc_colset *s, const char *name) {
+    return find_as(s, name, 0);
 }
 
 static const char *tn(tm_type t) {
@@ -179,7 +346,17 @@ tm_cdc_diff tm_cdc_columns_diff(const tm_cdc_colset *cur,
     *nadded = 0;
     for (size_t i = 0; i < cur->ncolumns; i++) {
         const tm_column *c = &cur->columns[i];
-        long j = find(ev, c->name);
+        long j = find(ev, c->name), twin = j < 0 ? find_as(ev, c->name, 1) : -1;
+        if (twin >= 0) {
+            snprintf(why, n,
+                     "field %s (%s) of the event's schema is the target's "
+                     "column %s (%s) renamed in case only: one column to "
+                     "SQLite, two to PostgreSQL, so no target follows it "
+                     "safely",
+                     ev->columns[twin].name, ev->source[twin], c->name,
+                     cur->source[i]);
+            return TM_CDC_UNSAFE;
+        }
         if (j < 0) {
             if (c->key || c->required) {
                 snprintf(why, n,

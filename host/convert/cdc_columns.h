@@ -31,14 +31,36 @@ void tm_cdc_colset_clear(tm_cdc_colset *s);
  * knows. */
 tm_type tm_cdc_column_type(const json_t *field_schema);
 
+/* The longest column name: PostgreSQL's identifiers (NAMEDATALEN - 1
+ * bytes); one rule for every sink, so a stream goes into any of them. */
+#define TM_CDC_NAME_MAX 63
+
 /* The columns of the struct schema row_schema, one per field in its order
  * (the flattened shape's marks "__deleted" and "__op" excepted), required
  * when the field is not optional; key_names (a JSON object: its member
  * names) say which are the key. 0 ok; 1 the schema gives no columns, or a
- * key name is not a field, or a field has a type with no column type (why
- * says which, a schema_mismatch detail); -1 OOM. */
+ * key name is not a field, or a field has a type with no column type, or
+ * a name no table can take (the sinks' prefix "_tm_" in any case, longer
+ * than TM_CDC_NAME_MAX bytes, or two fields differing only in ASCII case)
+ * (why says which, a schema_mismatch detail); -1 OOM. */
 int tm_cdc_columns_derive(const json_t *row_schema, const json_t *key_names,
                           tm_cdc_colset *out, char *why, size_t n);
+
+/* The key columns of a record key without a schema, the bare JSON object
+ * key (a tombstone read before any event gave the columns): one per member
+ * in its order, key and required, typed by its JSON (integer int, number
+ * float, string text, boolean bool, object or array json; no schema tells
+ * a time from a number). 0 ok; 1 a null member, no member, or a name no
+ * table can take (why says which); -1 OOM. */
+int tm_cdc_columns_from_key(const json_t *key, tm_cdc_colset *out, char *why,
+                            size_t n);
+
+/* 0 when the member names of the record key object key are exactly the
+ * key columns of cur (byte for byte); else 1, why naming both (a
+ * schema_mismatch detail): a delete by the key reads the key columns from
+ * it. */
+int tm_cdc_columns_key_match(const tm_cdc_colset *cur, const json_t *key,
+                             char *why, size_t n);
 
 /* What an event's columns (ev) do to a target that has cur. */
 typedef enum tm_cdc_diff {
@@ -47,7 +69,10 @@ typedef enum tm_cdc_diff {
     TM_CDC_UNSAFE = 2 /* why names the field and both types */
 } tm_cdc_diff;
 
-/* Unsafe: a column of both whose type differs (any change: a target
+/* Unsafe: a field of ev named as a column of cur but for its ASCII case
+ * (a rename in case only: SQLite folds the case, PostgreSQL does not, so
+ * neither a new column nor the old one is right), a column of both whose
+ * type differs (any change: a target
  * column is not retyped under its rows), a key column added, dropped or
  * no longer a key, or a column cur requires (never null) that ev drops or
  * makes optional. A new column that is not a key is added as optional

@@ -444,7 +444,6 @@ static tm_conv_outcome evolve(const tm_converter *cv, tm_arena *a,
     } else if (cv->ss->cols.ncolumns == 0) {
         cv->ss->cols = ev; /* the first event's: the table's columns */
         memset(&ev, 0, sizeof ev);
-        out->columns_added = 1;
     } else {
         switch (tm_cdc_columns_diff(&cv->ss->cols, &ev, added, &nadded, why,
                                     sizeof why)) {
@@ -452,7 +451,6 @@ static tm_conv_outcome evolve(const tm_converter *cv, tm_arena *a,
         case TM_CDC_ADDED:
             if (tm_cdc_columns_append(&cv->ss->cols, &ev, added, nadded) != 0)
                 rc = TM_CONV_OOM;
-            out->columns_added = rc == TM_CONV_ROW;
             break;
         case TM_CDC_UNSAFE: rc = stop(a, out, why); break;
         }
@@ -470,21 +468,54 @@ static tm_conv_outcome evolve(const tm_converter *cv, tm_arena *a,
     return rc;
 }
 
+/* A delete whose row is its record key (a tombstone, a delete without its
+ * before image) with columns learnt: the key's fields must be the key
+ * columns; a bare key (no schema of its own) converts by the last event
+ * schema's fields (a Date key is days, not epoch milliseconds). */
+static tm_conv_outcome key_delete(const tm_converter *cv, tm_arena *a,
+                                  tm_cdc_row *row, tm_conv_result *out) {
+    char why[DETAIL_MAX / 2];
+    if (tm_cdc_columns_key_match(&cv->ss->cols, row->row, why, sizeof why))
+        return dead(a, out, TM_DL_SCHEMA_MISMATCH, "%s", why);
+    if (!row->schema)
+        row->schema = cv->ss->seen_schema;
+    return TM_CONV_ROW;
+}
+
+/* A tombstone of a bare key read before any event gave the columns: its
+ * key's fields are the columns (cdc_columns.h), typed by their JSON; the
+ * next event with a schema is compared with them as with any columns. */
+static tm_conv_outcome learn_from_key(const tm_converter *cv, tm_arena *a,
+                                      const tm_cdc_row *row,
+                                      tm_conv_result *out) {
+    char why[DETAIL_MAX / 2];
+    int d = tm_cdc_columns_from_key(row->row, &cv->ss->cols, why, sizeof why);
+    if (d != 0)
+        return d < 0 ? TM_CONV_OOM
+                     : dead(a, out, TM_DL_SCHEMA_MISMATCH, "%s", why);
+    return TM_CONV_ROW;
+}
+
 /* The columns for the event in row, from its schema: ROW when cv->ss->cols
  * (compiled) are ready for it; else a dead letter, a STOP or OOM. */
 static tm_conv_outcome schema_columns(const tm_converter *cv, tm_arena *a,
-                                      const tm_cdc_row *row,
-                                      const tm_conv_input *in,
+                                      tm_cdc_row *row, const tm_conv_input *in,
                                       tm_conv_result *out) {
-    if (!row->schema)
+    /* A tombstone has no schema: its key, bare, may have none either. */
+    int key_row = row->op == TM_OP_DELETE && row->key_doc;
+    if (!row->schema && !(key_row && !in->value))
         return dead(a, out, TM_DL_SCHEMA_MISMATCH,
                     "the event has no schema, and the mapping has no column "
                     "list to read it by: send the schema (JsonConverter "
                     "schemas.enable=true) or list the columns");
     tm_conv_outcome rc = TM_CONV_ROW;
-    /* A delete sets only its key columns: its image (a "before" of the
-     * key only, the record key) may lack the others. */
-    if (row->op != TM_OP_DELETE || cv->ss->cols.ncolumns == 0) {
+    if (key_row && cv->ss->cols.ncolumns > 0) {
+        rc = key_delete(cv, a, row, out);
+    } else if (!row->schema) {
+        rc = learn_from_key(cv, a, row, out);
+    } else if (row->op != TM_OP_DELETE || cv->ss->cols.ncolumns == 0) {
+        /* A delete sets only its key columns: its image (a "before" of
+         * the key only, the record key) may lack the others. */
         json_t *keys = NULL;
         int k = key_names(in->key, in->key_len, &keys);
         if (k != 0)
@@ -614,7 +645,6 @@ static tm_conv_outcome convert_raw(const tm_converter *cv, tm_arena *a,
 
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out) {
-    out->columns_added = 0;
     out->values = NULL;
     out->reason = 0;
     out->detail = NULL;

@@ -43,8 +43,6 @@ typedef struct tm_conv_result {
     const char *detail;  /* DEAD_LETTER: "/count: expected int, ..." (arena) */
     uint32_t op;         /* ROW: TM_OP_UPSERT, or TM_OP_DELETE (a change
                             event's delete: only key columns set) */
-    int columns_added;   /* a mapping without a column list: this event's
-                            schema added columns (tm_converter_columns) */
 } tm_conv_result;
 
 /* The config with its pointers compiled. */
@@ -73,7 +71,8 @@ void tm_converter_free(tm_converter *cv);
  * from its row image; a tombstone is a delete of its record key's row
  * (cdc_envelope.h). Without a column list the columns come from the
  * event's schema (cdc_columns.h), and grow as the events' schemas add
- * fields: the converter keeps them. */
+ * fields: the converter keeps them, whatever the outcome of the event
+ * that brought them (tm_converter_columns says how many). */
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out);
 

@@ -284,6 +284,162 @@ START_TEST(append_adds_optional_columns) {
 }
 END_TEST
 
+START_TEST(names_no_table_takes_are_refused) {
+    /* the twin in case of an earlier field (SQLite: one column) */
+    underivable(STRUCT(F("id", "int32", "false") "," F(
+                    "name", "string", "true") "," F("NAME", "string", "true")),
+                "{\"id\":1}", "fields name and NAME differ only in case");
+    /* the sinks' prefix, in any case */
+    underivable(
+        STRUCT(F("id", "int32", "false") "," F("_tm_offset", "int64", "true")),
+        "{\"id\":1}", "field _tm_offset: the prefix _tm_");
+    underivable(
+        STRUCT(F("id", "int32", "false") "," F("_TM_x", "int64", "true")),
+        "{\"id\":1}", "field _TM_x: the prefix _tm_");
+    /* 64 bytes: one more than PostgreSQL keeps; 63 bytes is a column */
+    char n64[65], n63[64], text[512];
+    memset(n64, 'x', 64);
+    n64[64] = '\0';
+    memcpy(n63, n64, 63);
+    n63[63] = '\0';
+#define LONG_FIELD                                                             \
+    STRUCT(F("id", "int32", "false") ",{\"field\":\"%s\",\"type\":"            \
+                                     "\"string\",\"optional\":true}")
+    snprintf(text, sizeof text, LONG_FIELD, n64);
+    underivable(text, "{\"id\":1}", ": 64 bytes, longer than the 63 bytes");
+    snprintf(text, sizeof text, LONG_FIELD, n63);
+    tm_cdc_colset c = derive(text, "{\"id\":1}");
+    ck_assert_uint_eq(c.ncolumns, 2);
+    ck_assert_str_eq(c.columns[1].name, n63);
+    tm_cdc_colset_clear(&c);
+    /* "_tm" alone, and "_t_m_", are names like any other */
+    c = derive(STRUCT(F("id", "int32", "false") "," F(
+                   "_tm", "int64", "true") "," F("_t_m_", "int64", "true")),
+               "{\"id\":1}");
+    ck_assert_uint_eq(c.ncolumns, 3);
+    tm_cdc_colset_clear(&c);
+}
+END_TEST
+
+START_TEST(diff_rename_in_case_only_is_unsafe) {
+    /* name -> Name: SQLite takes it for the column name, PostgreSQL for a
+     * new one; either way the target cannot follow it */
+    unsafe(BASE,
+           STRUCT(F("id", "int32", "false") "," F(
+               "Name", "string", "false") "," F("price", "double", "true")),
+           "field Name (string) of the event's schema is the target's "
+           "column name (string) renamed in case only",
+           NULL, NULL);
+    /* an optional column renamed, which a plain drop would keep */
+    unsafe(BASE,
+           STRUCT(F("id", "int32", "false") "," F(
+               "name", "string", "false") "," F("PRICE", "double", "true")),
+           "field PRICE (double)", "column price (double) renamed in case",
+           NULL);
+    /* the key renamed (the record key's field renamed with it) */
+    char why[512] = "";
+    tm_cdc_colset cur = derive(BASE, "{\"id\":1}");
+    tm_cdc_colset ev =
+        derive(STRUCT(F("ID", "int32", "false") "," F(
+                   "name", "string", "false") "," F("price", "double", "true")),
+               "{\"ID\":1}");
+    size_t added[8], nadded;
+    ck_assert_int_eq(
+        tm_cdc_columns_diff(&cur, &ev, added, &nadded, why, sizeof why),
+        TM_CDC_UNSAFE);
+    ck_assert_msg(strstr(why, "field ID (int32) of the event's schema is the "
+                              "target's column id (int32) renamed in case"),
+                  "%s", why);
+    tm_cdc_colset_clear(&ev);
+    tm_cdc_colset_clear(&cur);
+}
+END_TEST
+
+START_TEST(bare_key_columns_by_their_json) {
+    json_t *k = parse("{\"id\":1,\"region\":\"eu\",\"r\":1.5,\"b\":true,"
+                      "\"o\":{\"x\":1}}");
+    tm_cdc_colset c;
+    char why[512] = "";
+    ck_assert_int_eq(tm_cdc_columns_from_key(k, &c, why, sizeof why), 0);
+    static const struct {
+        const char *name;
+        tm_type type;
+    } want[] = {{"id", TM_TYPE_INT},
+                {"region", TM_TYPE_TEXT},
+                {"r", TM_TYPE_FLOAT},
+                {"b", TM_TYPE_BOOL},
+                {"o", TM_TYPE_JSON}};
+    ck_assert_uint_eq(c.ncolumns, 5);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_str_eq(c.columns[i].name, want[i].name);
+        ck_assert_int_eq(c.columns[i].type, want[i].type);
+        ck_assert_uint_eq(c.columns[i].key, 1);
+        ck_assert_uint_eq(c.columns[i].required, 1);
+    }
+    ck_assert_str_eq(c.pointers[1], "/region");
+    ck_assert_str_eq(c.source[0], "a bare record key's JSON integer");
+    /* the key's columns, and the event of the full schema after them: the
+     * other fields added, the key the same */
+    tm_cdc_colset ev = derive(BASE, "{\"id\":1}");
+    tm_cdc_colset_clear(&c);
+    json_decref(k);
+    k = parse("{\"id\":1}");
+    ck_assert_int_eq(tm_cdc_columns_from_key(k, &c, why, sizeof why), 0);
+    size_t added[8], nadded;
+    ck_assert_int_eq(
+        tm_cdc_columns_diff(&c, &ev, added, &nadded, why, sizeof why),
+        TM_CDC_ADDED);
+    ck_assert_uint_eq(nadded, 2);
+    tm_cdc_colset_clear(&ev);
+    tm_cdc_colset_clear(&c);
+    json_decref(k);
+    /* what no key column can be */
+    static const struct {
+        const char *key, *why;
+    } bad[] = {{"{\"id\":null}", "key field id is null"},
+               {"{}", "the record key has no fields"},
+               {"{\"_tm_key\":1}", "field _tm_key: the prefix _tm_"},
+               {"{\"id\":1,\"Id\":2}", "fields id and Id differ only in case"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        k = parse(bad[i].key);
+        ck_assert_int_eq(tm_cdc_columns_from_key(k, &c, why, sizeof why), 1);
+        ck_assert_msg(strstr(why, bad[i].why), "%s: why \"%s\"", bad[i].key,
+                      why);
+        ck_assert_uint_eq(c.ncolumns, 0);
+        json_decref(k);
+    }
+}
+END_TEST
+
+START_TEST(key_match_is_exact) {
+    tm_cdc_colset cur = derive(BASE, "{\"id\":1}");
+    char why[512] = "";
+    static const struct {
+        const char *key;
+        int rc;
+        const char *why;
+    } cases[] = {
+        {"{\"id\":7}", 0, ""},
+        {"{\"uid\":7}", 1,
+         "the record key's fields (uid) are not the key "
+         "columns (id)"},
+        {"{\"id\":7,\"region\":\"eu\"}", 1, "fields (id, region)"},
+        {"{\"ID\":7}", 1, "fields (ID)"},
+        {"{}", 1, "fields ()"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *k = parse(cases[i].key);
+        why[0] = '\0';
+        ck_assert_int_eq(tm_cdc_columns_key_match(&cur, k, why, sizeof why),
+                         cases[i].rc);
+        ck_assert_msg(strstr(why, cases[i].why), "%s: why \"%s\"", cases[i].key,
+                      why);
+        json_decref(k);
+    }
+    tm_cdc_colset_clear(&cur);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("cdc_columns");
     TCase *t = tcase_create("core");
@@ -294,6 +450,10 @@ static Suite *suite(void) {
     tcase_add_test(t, diff_unsafe_changes_name_field_and_types);
     tcase_add_test(t, diff_key_changes_are_unsafe);
     tcase_add_test(t, append_adds_optional_columns);
+    tcase_add_test(t, names_no_table_takes_are_refused);
+    tcase_add_test(t, diff_rename_in_case_only_is_unsafe);
+    tcase_add_test(t, bare_key_columns_by_their_json);
+    tcase_add_test(t, key_match_is_exact);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,7 +1,9 @@
 /* A change-data-capture mapping without a column list: the config, and
  * the batch builder taking each batch's columns from the events' Connect
- * schemas (columns added mid-batch, earlier rows null for them; an event
- * without a schema a dead letter; an unsafe change a stop). Events are
+ * schemas (columns added mid-batch, earlier rows null for them, also when
+ * the event that added them is a dead letter, in memory linear in the
+ * batch's values; an event without a schema a dead letter; an unsafe
+ * change a stop; a bare key's tombstone by the learnt schema). Events are
  * written by hand after Debezium's format in JsonConverter's envelope. */
 #include <check.h>
 #include <stdio.h>
@@ -234,13 +236,159 @@ START_TEST(a_narrowed_type_stops) {
 }
 END_TEST
 
+/* A delete read from a bare record key (a tombstone) with columns
+ * learnt: its key converts by the learnt schema's field (a Date key is
+ * days), so it names the row its create made. */
+START_TEST(a_bare_keys_tombstone_converts_by_the_learnt_schema) {
+    tm_connector_config *c = schema_cfg();
+    tm_batch_builder *bb = tm_bb_new(c);
+    ck_assert_ptr_nonnull(bb);
+    tm_bb_reset(bb, "b1", 0);
+    ck_assert_int_eq(tm_bb_range(bb, "t", 0, 0, 1), 0);
+    static const char KEY_DAY[] = "{\"day\":19000}";
+    const char *v = event("c",
+                          "{\"field\":\"day\",\"type\":\"int32\",\"optional\":"
+                          "false,\"name\":\"io.debezium.time.Date\"},"
+                          "{\"field\":\"name\",\"type\":\"string\","
+                          "\"optional\":true}",
+                          "{\"day\":19000,\"name\":\"a\"}");
+    tm_msg_view m = {.topic = "t",
+                     .offset = 0,
+                     .timestamp_ms = -1,
+                     .key = KEY_DAY,
+                     .key_len = strlen(KEY_DAY),
+                     .value = v,
+                     .value_len = strlen(v)};
+    ck_assert_int_eq(tm_bb_add(bb, 0, &m), 0);
+    m.offset = 1;
+    m.value = NULL;
+    m.value_len = 0;
+    ck_assert_int_eq(tm_bb_add(bb, 0, &m), 0);
+    const tm_batch *b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ndead_letters, 0);
+    ck_assert_uint_eq(b->nrecords, 2);
+    ck_assert_uint_eq(b->columns[0].type, TM_TYPE_TIMESTAMP);
+    ck_assert_uint_eq(b->records[1].op, TM_OP_DELETE);
+    ck_assert_uint_eq(b->records[1].values[0].is_null, 0);
+    ck_assert_int_eq(b->records[1].values[0].v.i, b->records[0].values[0].v.i);
+    text_is(&b->records[1].values[1], NULL);
+    tm_bb_free(bb);
+    tm_config_free(c);
+}
+END_TEST
+
+#define ID_OPT F("id", "int32", "true")
+
+/* Columns an event adds whose outcome is a dead letter are the batch's
+ * all the same: the earlier records get them, null, before the next. */
+START_TEST(a_dead_letter_that_adds_columns_widens_the_rows) {
+    tm_connector_config *c = schema_cfg();
+    tm_batch_builder *bb = tm_bb_new(c);
+    ck_assert_ptr_nonnull(bb);
+    tm_bb_reset(bb, "b1", 0);
+    ck_assert_int_eq(tm_bb_range(bb, "t", 0, 0, 1), 0);
+    ck_assert_int_eq(add(bb, 0, 1,
+                         event("c", ID_OPT "," F("name", "string", "true"),
+                               "{\"id\":1,\"name\":\"a\"}")),
+                     0);
+    /* the schema adds note; its key is null: a dead letter null_key, the
+     * columns learnt all the same */
+    ck_assert_int_eq(add(bb, 1, 2,
+                         event("c",
+                               ID_OPT "," F("name", "string", "true") "," F(
+                                   "note", "string", "true"),
+                               "{\"id\":null,\"name\":\"b\",\"note\":\"n\"}")),
+                     0);
+    /* the same schema again: nothing new to learn */
+    ck_assert_int_eq(add(bb, 2, 3,
+                         event("c",
+                               ID_OPT "," F("name", "string", "true") "," F(
+                                   "note", "string", "true"),
+                               "{\"id\":3,\"name\":\"c\",\"note\":\"m\"}")),
+                     0);
+    const tm_batch *b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ndead_letters, 1);
+    ck_assert_int_eq(b->dead_letters[0].reason, TM_DL_NULL_KEY);
+    ck_assert_uint_eq(b->ncolumns, 3);
+    ck_assert_uint_eq(b->nrecords, 2);
+    text_is(&b->records[0].values[1], "a");
+    ck_assert_uint_eq(b->records[0].values[2].struct_size, sizeof(tm_value));
+    text_is(&b->records[0].values[2], NULL);
+    text_is(&b->records[1].values[2], "m");
+    tm_bb_free(bb);
+    tm_config_free(c);
+}
+END_TEST
+
+/* Events in one batch, event k adding column c<k>: */
+#define GROWING_EVENTS 1000
+
+/* Memory linear in the batch's values (rows x columns) when every event
+ * of a batch adds a column, not a copy of every earlier row per column
+ * added (memory with the cube of the batch). */
+START_TEST(memory_linear_in_the_batchs_values) {
+    tm_connector_config *c = schema_cfg();
+    tm_batch_builder *bb = tm_bb_new(c);
+    ck_assert_ptr_nonnull(bb);
+    tm_bb_reset(bb, "b1", 0);
+    ck_assert_int_eq(tm_bb_range(bb, "t", 0, 0, 1), 0);
+    for (int k = 0; k < GROWING_EVENTS; k++) {
+        char fields[256], row[128];
+        snprintf(fields, sizeof fields,
+                 F("id", "int32", "false") ",{\"field\":\"c%d\",\"type\":"
+                                           "\"int32\",\"optional\":true}",
+                 k);
+        snprintf(row, sizeof row, "{\"id\":%d,\"c%d\":%d}", k, k, k);
+        ck_assert_int_eq(add(bb, k, k, event("c", fields, row)), 0);
+        /* The batch's values: k + 1 rows of k + 2 columns. A generous
+         * linear bound: 8 times them, and 1 MiB for the messages,
+         * strings and the arena's chunks. A copy of every earlier row per
+         * column added passes it at some 60 events. */
+        size_t rows = (size_t)k + 1, values = rows * (rows + 1);
+        size_t bound = 8 * values * sizeof(tm_value) + ((size_t)1 << 20);
+        ck_assert_msg(tm_bb_memory(bb) <= bound,
+                      "after %d events adding a column each, the batch "
+                      "holds %zu bytes; its values are %zu bytes (bound %zu)",
+                      k + 1, tm_bb_memory(bb), values * sizeof(tm_value),
+                      bound);
+    }
+    const tm_batch *b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ncolumns, GROWING_EVENTS + 1);
+    ck_assert_uint_eq(b->nrecords, GROWING_EVENTS);
+    for (size_t k = 0; k < GROWING_EVENTS; k++) {
+        const tm_record *rec = &b->records[k];
+        char name[32];
+        snprintf(name, sizeof name, "c%zu", k);
+        ck_assert_str_eq(b->columns[k + 1].name, name);
+        for (size_t i = 0; i < GROWING_EVENTS + 1; i++) {
+            const tm_value *v = &rec->values[i];
+            ck_assert_uint_eq(v->struct_size, sizeof(tm_value));
+            ck_assert_uint_eq(v->is_null, !(i == 0 || i == k + 1));
+            if (!v->is_null)
+                ck_assert_int_eq(v->v.i, (int64_t)k);
+        }
+    }
+    fprintf(stderr, "%d events adding a column each: %zu bytes held\n",
+            GROWING_EVENTS, tm_bb_memory(bb));
+    tm_bb_free(bb);
+    tm_config_free(c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("cdc_schema_rows");
     TCase *t = tcase_create("core");
+    tcase_set_timeout(t, 300); /* memory_linear_in_the_batchs_values */
     tcase_add_test(t, config_without_columns);
     tcase_add_test(t, columns_from_the_schema_and_added_mid_batch);
     tcase_add_test(t, without_a_schema_a_dead_letter);
     tcase_add_test(t, a_narrowed_type_stops);
+    tcase_add_test(t, a_bare_keys_tombstone_converts_by_the_learnt_schema);
+    tcase_add_test(t, a_dead_letter_that_adds_columns_widens_the_rows);
+    tcase_add_test(t, memory_linear_in_the_batchs_values);
     suite_add_tcase(s, t);
     return s;
 }
