@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <tidemark/columns.h>
 #include <tidemark/sink.h>
 
 /* Helper tables beside the target, all named with this prefix. */
@@ -90,9 +91,11 @@ typedef struct sq_sink {
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
      * host's config with the columns of the last batch (names copied:
      * the batch is the host's for one call); the table and the target
-     * statements fit them once schema_ready (evolve.c). */
+     * statements fit them once schema_ready (evolve.c). cols owns the copied
+     * columns (tidemark/columns.h); own.columns points to them. */
     int schema_cols, schema_ready;
     tm_sink_config own;
+    tm_columns cols;
 } sq_sink;
 
 /* settings.c */
