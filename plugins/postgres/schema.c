@@ -443,6 +443,16 @@ static int type_fits(const char *found, const char *want) {
            strncmp(found, "character varying", 17) == 0;
 }
 
+/* The column type whose pg_type_sql a column of type FOUND (format_type)
+ * fits; 0 when none does. */
+static tm_type pg_type_of(const char *found) {
+    for (int t = TM_TYPE_TEXT; t <= TM_TYPE_BYTES; t++)
+        if (pg_type_sql((tm_type)t) &&
+            type_fits(found, pg_type_sql((tm_type)t)))
+            return (tm_type)t;
+    return (tm_type)0;
+}
+
 /* "id bigint NOT NULL, ..." of the mapping, for messages. */
 static void expected_shape(const pg_sink *s, pg_buf *b) {
     for (size_t i = 0; i < s->config->ncolumns; i++) {
@@ -516,7 +526,7 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
     if (!res)
         return r;
     pg_buf shape = {0}, want = {0};
-    char why[300] = "";
+    char why[TM_ERROR_MAX] = "";
     for (int i = 0; i < PQntuples(res); i++) {
         pg_buf_add(&shape, i ? ", " : "");
         pg_buf_add(&shape, PQgetvalue(res, i, 0));
@@ -531,6 +541,12 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
         if (k < 0)
             snprintf(why, sizeof why, "column \"%.*s\" is missing",
                      (int)pg_utf8_prefix(col->name, 100), col->name);
+        else if (s->schema_cols)
+            /* Columns of a batch: NOT NULL only where required, so that a
+             * column made optional stops again after a restart. */
+            tm_column_conflict(col, pg_type_of(PQgetvalue(res, k, 1)),
+                               PQgetvalue(res, k, 1),
+                               *PQgetvalue(res, k, 2) == 't', why, sizeof why);
         else if (!type_fits(PQgetvalue(res, k, 1), pg_type_sql(col->type)))
             snprintf(why, sizeof why,
                      "column \"%.*s\" is %.*s, the mapping needs %s",

@@ -153,7 +153,11 @@ typedef struct sq_buf {
 void sq_buf_add(sq_buf *b, const char *s);
 void sq_buf_ident(sq_buf *b, const char *name); /* "na""me" */
 void sq_buf_free(sq_buf *b);
+/* The declared type the sink writes for T (NULL: no such type), and
+ * back: the type a declaration the sink wrote stands for (0 for any other
+ * declaration, a table made by hand, say). */
 const char *sq_type_sql(tm_type t);
+tm_type sq_type_of_decl(const char *decl);
 /* Creates missing helper tables (and the target table when create). */
 tm_status sq_schema_create(sq_sink *s, tm_error *err);
 /* *exists: whether the target table exists. TM_OK, or sq_fail's class. */

@@ -7,13 +7,16 @@
  * embeds a tm_columns, keeps in it a copy of the columns its table was
  * last made to fit (a batch is the host's for one call only), compares the
  * next batch's columns with the copy (tm_columns_same: nothing to do when
- * they are the same). docs/writing-a-sink.md says how the built-in sinks
- * use them.
+ * they are the same) and, when the table exists, compares each batch
+ * column with the table's declared column (tm_column_conflict), so that a
+ * change refused once is refused again after a restart, when the copy is
+ * gone. docs/writing-a-sink.md says how the built-in sinks use them.
  */
 #ifndef TIDEMARK_COLUMNS_H
 #define TIDEMARK_COLUMNS_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +32,21 @@ typedef struct tm_columns {
     tm_column *cols;
     size_t n;
 } tm_columns;
+
+/* The mapping's word for a type ("int", "timestamp"), as configs and the
+ * host's messages spell it; NULL for a value this SDK does not know. */
+static inline const char *tm_type_name(tm_type t) {
+    switch (t) {
+    case TM_TYPE_TEXT: return "text";
+    case TM_TYPE_INT: return "int";
+    case TM_TYPE_FLOAT: return "float";
+    case TM_TYPE_BOOL: return "bool";
+    case TM_TYPE_TIMESTAMP: return "timestamp";
+    case TM_TYPE_JSON: return "json";
+    case TM_TYPE_BYTES: return "bytes";
+    }
+    return NULL;
+}
 
 static inline void tm_columns_free(tm_columns *own) {
     for (size_t i = 0; own->cols && i < own->n; i++)
@@ -81,6 +99,39 @@ static inline int tm_columns_copy(tm_columns *own, const tm_column *cols,
     tm_columns_free(own);
     own->cols = c;
     own->n = n;
+    return 0;
+}
+
+/* Compares batch column WANT with the table's column of the same name:
+ * HAVE its type as the sink reads it back from the declaration the sink
+ * wrote (0 when the declared type is none the sink writes), DECL that
+ * declared type as the table states it, HAVE_NOTNULL its NOT NULL. The
+ * table's column must have the batch's type, and may be NOT NULL only
+ * where the batch's column is required (an optional one may carry null).
+ * 0 when it fits; else 1 with WHY (SIZE bytes) naming the column and both
+ * types, for the sink's TM_FATAL message (which names the table). Key
+ * membership is the sink's own check (a primary key, a unique index). */
+static inline int tm_column_conflict(const tm_column *want, tm_type have,
+                                     const char *decl, int have_notnull,
+                                     char *why, size_t size) {
+    const char *want_name = tm_type_name(want->type);
+    const char *have_name = tm_type_name(have);
+    if (have != want->type) {
+        snprintf(why, size,
+                 "column \"%s\" is %s (%s) in the table, the batch's columns "
+                 "say %s: a changed type is not followed",
+                 want->name, decl,
+                 have_name ? have_name : "no type this sink writes",
+                 want_name ? want_name : "?");
+        return 1;
+    }
+    if (have_notnull && !want->required) {
+        snprintf(why, size,
+                 "column \"%s\" is %s NOT NULL in the table, the batch's "
+                 "columns say %s, optional (its events may carry null)",
+                 want->name, decl, want_name ? want_name : "?");
+        return 1;
+    }
     return 0;
 }
 
