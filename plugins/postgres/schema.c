@@ -388,7 +388,8 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
 }
 
 tm_status pg_schema_evolve(pg_sink *s, tm_error *err) {
-    tm_status r = TM_OK;
+    int existed = 0;
+    tm_status r = pg_table_exists(s, &existed, err);
     /* CREATE TABLE IF NOT EXISTS, then each column ADD COLUMN IF NOT
      * EXISTS (nullable: the rows before it have none) */
     for (size_t i = 0; s->set.create && r == TM_OK && i <= s->config->ncolumns;
@@ -415,7 +416,12 @@ tm_status pg_schema_evolve(pg_sink *s, tm_error *err) {
         }
         pg_buf_free(&b);
     }
-    if (r == TM_OK && index_wanted(s))
+    /* Upsert's unique index only on a table this batch makes: a table
+     * there before has its key in its index (made with it by an earlier
+     * batch, or by hand), and a batch keyed otherwise (the host refused a
+     * key change, then was restarted) is refused below, not given a
+     * second index. */
+    if (r == TM_OK && !existed && index_wanted(s))
         r = make_key_index(s, err);
     /* A column of another type, a key the index does not match: the
      * operator decides; no batch goes in meanwhile. */

@@ -760,11 +760,22 @@ static int add_missing(sq_sink *s) {
 
 tm_status sq_schema_evolve(sq_sink *s, tm_error *err) {
     sq_buf b = {0};
+    int existed = 0;
+    tm_status r = sq_table_exists(s, &existed, err);
+    if (r != TM_OK)
+        return r;
     int rc = SQLITE_OK;
     const char *step = "creating the table";
     if (s->set.create) {
-        target_ddl(s, &b);
-        rc = b.oom ? SQLITE_NOMEM : sq_exec(s, b.p);
+        /* The table and upsert's unique index only when this batch makes
+         * the table: a table there before has its key in its index (made
+         * with it by an earlier batch, or by hand), and a batch keyed
+         * otherwise (the host refused a key change, then was restarted)
+         * is refused below, not given a second index. */
+        if (!existed) {
+            target_ddl(s, &b);
+            rc = b.oom ? SQLITE_NOMEM : sq_exec(s, b.p);
+        }
         if (rc == SQLITE_OK) {
             step = "adding columns";
             rc = add_missing(s);
@@ -775,7 +786,7 @@ tm_status sq_schema_evolve(sq_sink *s, tm_error *err) {
         return sq_fail(s, rc, step, err);
     /* A column of another type, a key the index does not match: the
      * operator decides; no batch goes in meanwhile. */
-    tm_status r = sq_shape_check(s, err);
+    r = sq_shape_check(s, err);
     if (r == TM_INVALID)
         return TM_FATAL;
     return r == TM_OK ? prepare(s, 1, err) : r;

@@ -5,7 +5,8 @@
  * read null in it, the rows after it carry it); a batch whose column has
  * another type, or is optional where the table's is required, is refused
  * with TM_FATAL and nothing committed; and so again from a sink opened
- * afresh (a restart), which knows the columns only from the table itself,
+ * afresh (a restart), which knows the columns only from the table itself
+ * (also a column joining the key),
  * while a batch of the table's own columns still goes in there. The kit's
  * own columns, not the config's: "id" (int, the key, required), "n" (int),
  * "r" (text, required), then "note" (text). The changed type is int to
@@ -40,6 +41,9 @@ static const tm_column RETYPED[] = {
 static const tm_column OPTIONAL[] = {
     COL("id", TM_TYPE_INT, 1, 1), COL("n", TM_TYPE_INT, 0, 0),
     COL("r", TM_TYPE_TEXT, 0, 0), COL("note", TM_TYPE_TEXT, 0, 0)};
+static const tm_column REKEYED[] = {
+    COL("id", TM_TYPE_INT, 1, 1), COL("n", TM_TYPE_INT, 1, 1),
+    COL("r", TM_TYPE_TEXT, 0, 1), COL("note", TM_TYPE_TEXT, 0, 0)};
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A kit_run whose columns are COLS (for the values the kit generates and
@@ -180,11 +184,12 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
     kit_run added = with_columns(bare, ADDED, NCOLS(ADDED));
     kit_run retyped = with_columns(bare, RETYPED, NCOLS(RETYPED));
     kit_run optional = with_columns(bare, OPTIONAL, NCOLS(OPTIONAL));
+    kit_run rekeyed = with_columns(bare, REKEYED, NCOLS(REKEYED));
     int64_t epoch = 0;
     void *sink = reopen(fx, &epoch, res);
     if (!sink)
         return;
-    kit_batch b1, b2, b3, b4, b5;
+    kit_batch b1, b2, b3, b4, b5, b6;
     int built = build(&b1, &first, 0, 3, epoch) |
                 build(&b2, &added, 3, 6, epoch) |
                 build(&b3, &retyped, 6, 8, epoch);
@@ -211,7 +216,7 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
     }
     built = build(&b3, &retyped, 6, 8, epoch) |
             build(&b4, &optional, 6, 8, epoch) |
-            build(&b5, &added, 6, 8, epoch);
+            build(&b5, &added, 6, 8, epoch) | build(&b6, &rekeyed, 6, 8, epoch);
     if (built != 0)
         kit_fail(res, "out of memory building the batches");
     expect_refused(fx, sink, &b3, 6,
@@ -223,6 +228,13 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
         b4.ranges[0].epoch = b5.ranges[0].epoch = epoch;
         expect_refused(fx, sink, &b4, 6,
                        "reopened: required column \"r\" made optional", res);
+        bare->api->close(sink);
+    }
+    sink = KIT_FAILED(res) ? NULL : reopen(fx, &epoch, res);
+    if (sink) {
+        b6.ranges[0].epoch = epoch;
+        expect_refused(fx, sink, &b6, 6,
+                       "reopened: column \"n\" joined the key", res);
         bare->api->close(sink);
     }
     sink = KIT_FAILED(res) ? NULL : reopen(fx, &epoch, res);
@@ -240,6 +252,7 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
     kit_batch_free(&b3);
     kit_batch_free(&b4);
     kit_batch_free(&b5);
+    kit_batch_free(&b6);
 }
 
 void kit_case_schema_columns(const kit_run *run, kit_result *res) {
