@@ -58,7 +58,7 @@ static inline void tm_columns_free(tm_columns *own) {
 
 /* 1 when COLS (N of them, walked with TM_CELEM: the host's stride) are
  * those of OWN: same names in the same order, same type, key and required
- * flags. */
+ * flags (a column without a name is never the same). */
 static inline int tm_columns_same(const tm_columns *own, const tm_column *cols,
                                   size_t n) {
     if (n != own->n)
@@ -66,15 +66,16 @@ static inline int tm_columns_same(const tm_columns *own, const tm_column *cols,
     for (size_t i = 0; i < n; i++) {
         const tm_column *a = TM_CELEM(tm_column, cols, i);
         const tm_column *o = &own->cols[i];
-        if (strcmp(a->name, o->name) != 0 || a->type != o->type ||
+        if (!a->name || strcmp(a->name, o->name) != 0 || a->type != o->type ||
             a->key != o->key || a->required != o->required)
             return 0;
     }
     return 1;
 }
 
-/* Replaces OWN with a copy of COLS (N, walked with TM_CELEM). 0, or -1
- * when out of memory, OWN then unchanged. */
+/* Replaces OWN with a copy of COLS (N, walked with TM_CELEM), each of
+ * which has a name (the sink checks them first). 0, or -1 when out of
+ * memory, OWN then unchanged. */
 static inline int tm_columns_copy(tm_columns *own, const tm_column *cols,
                                   size_t n) {
     tm_column *c = calloc(n ? n : 1, sizeof *c);
