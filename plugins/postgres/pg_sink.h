@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <tidemark/columns.h>
 #include <tidemark/sink.h>
 
 /* Helper tables beside the target (same names as the SQLite sink), in the
@@ -80,9 +81,11 @@ typedef struct pg_sink {
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
      * host's config with the columns of the last batch (names copied:
      * the batch is the host's for one call); the table fits them once
-     * schema_ready (evolve.c). */
+     * schema_ready (evolve.c). cols owns the copied columns
+     * (tidemark/columns.h); own.columns points to them. */
     int schema_cols, schema_ready;
     tm_sink_config own;
+    tm_columns cols;
 } pg_sink;
 
 /* settings.c */

@@ -388,7 +388,8 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
 }
 
 tm_status pg_schema_evolve(pg_sink *s, tm_error *err) {
-    tm_status r = TM_OK;
+    int existed = 0;
+    tm_status r = pg_table_exists(s, &existed, err);
     /* CREATE TABLE IF NOT EXISTS, then each column ADD COLUMN IF NOT
      * EXISTS (nullable: the rows before it have none) */
     for (size_t i = 0; s->set.create && r == TM_OK && i <= s->config->ncolumns;
@@ -415,7 +416,12 @@ tm_status pg_schema_evolve(pg_sink *s, tm_error *err) {
         }
         pg_buf_free(&b);
     }
-    if (r == TM_OK && index_wanted(s))
+    /* Upsert's unique index only on a table this batch makes: a table
+     * there before has its key in its index (made with it by an earlier
+     * batch, or by hand), and a batch keyed otherwise (the host refused a
+     * key change, then was restarted) is refused below, not given a
+     * second index. */
+    if (r == TM_OK && !existed && index_wanted(s))
         r = make_key_index(s, err);
     /* A column of another type, a key the index does not match: the
      * operator decides; no batch goes in meanwhile. */
@@ -441,6 +447,16 @@ static int type_fits(const char *found, const char *want) {
         return 1;
     return strcmp(want, "text") == 0 &&
            strncmp(found, "character varying", 17) == 0;
+}
+
+/* The column type whose pg_type_sql a column of type FOUND (format_type)
+ * fits; 0 when none does. */
+static tm_type pg_type_of(const char *found) {
+    for (int t = TM_TYPE_TEXT; t <= TM_TYPE_BYTES; t++)
+        if (pg_type_sql((tm_type)t) &&
+            type_fits(found, pg_type_sql((tm_type)t)))
+            return (tm_type)t;
+    return (tm_type)0;
 }
 
 /* "id bigint NOT NULL, ..." of the mapping, for messages. */
@@ -516,7 +532,7 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
     if (!res)
         return r;
     pg_buf shape = {0}, want = {0};
-    char why[300] = "";
+    char why[TM_ERROR_MAX] = "";
     for (int i = 0; i < PQntuples(res); i++) {
         pg_buf_add(&shape, i ? ", " : "");
         pg_buf_add(&shape, PQgetvalue(res, i, 0));
@@ -531,6 +547,12 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
         if (k < 0)
             snprintf(why, sizeof why, "column \"%.*s\" is missing",
                      (int)pg_utf8_prefix(col->name, 100), col->name);
+        else if (s->schema_cols)
+            /* Columns of a batch: NOT NULL only where required, so that a
+             * column made optional stops again after a restart. */
+            tm_column_conflict(col, pg_type_of(PQgetvalue(res, k, 1)),
+                               PQgetvalue(res, k, 1),
+                               *PQgetvalue(res, k, 2) == 't', why, sizeof why);
         else if (!type_fits(PQgetvalue(res, k, 1), pg_type_sql(col->type)))
             snprintf(why, sizeof why,
                      "column \"%.*s\" is %.*s, the mapping needs %s",

@@ -45,17 +45,30 @@ void sq_buf_free(sq_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
+/* The declared type the sink writes for each column type. SQLite stores
+ * by the declaration's affinity alone (INTEGER: it contains "INT"; TEXT:
+ * it contains "TEXT"), so bool, timestamp and json need words of their
+ * own only so that a table read back says which type it was made for:
+ * int, bool and timestamp would all be INTEGER (sq_type_of_decl). */
 const char *sq_type_sql(tm_type t) {
     switch (t) {
     case TM_TYPE_TEXT: return "TEXT";
     case TM_TYPE_INT: return "INTEGER";
     case TM_TYPE_FLOAT: return "REAL";
-    case TM_TYPE_BOOL: return "INTEGER";      /* 0 or 1 */
-    case TM_TYPE_TIMESTAMP: return "INTEGER"; /* microseconds since epoch */
-    case TM_TYPE_JSON: return "TEXT";
+    case TM_TYPE_BOOL: return "BOOLEAN INTEGER"; /* 0 or 1 */
+    case TM_TYPE_TIMESTAMP:
+        return "TIMESTAMP INTEGER"; /* microseconds since epoch */
+    case TM_TYPE_JSON: return "JSON TEXT";
     case TM_TYPE_BYTES: return "BLOB";
     }
     return NULL;
+}
+
+tm_type sq_type_of_decl(const char *decl) {
+    for (int t = TM_TYPE_TEXT; decl && t <= TM_TYPE_BYTES; t++)
+        if (strcasecmp(decl, sq_type_sql((tm_type)t)) == 0)
+            return (tm_type)t;
+    return (tm_type)0;
 }
 
 /* The hidden coordinate columns, in the order of every INSERT. */
@@ -431,7 +444,7 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
     found_col *f;
     size_t n;
     sq_buf shape = {0}, want = {0};
-    char why[256] = "";
+    char why[TM_ERROR_MAX] = "";
     int rc = read_columns(s, &f, &n, &shape);
     expected_shape(s, &want);
     tm_status r = TM_OK;
@@ -443,13 +456,21 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
         const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         const found_col *fc = find_col(f, n, col->name);
         const char *aff = fc ? affinity(fc->decl) : NULL;
+        const char *need = affinity(sq_type_sql(col->type));
         if (!fc)
             snprintf(why, sizeof why, "column \"%s\" is missing", col->name);
-        else if (strcmp(aff, sq_type_sql(col->type)) != 0)
+        else if (s->schema_cols)
+            /* Columns of a batch: the type the sink declared for it, and
+             * NOT NULL only where required, so that a change stopped once
+             * stops again after a restart (affinity would take int, bool
+             * and timestamp for one another). */
+            tm_column_conflict(col, sq_type_of_decl(fc->decl),
+                               fc->decl[0] ? fc->decl : "untyped", fc->notnull,
+                               why, sizeof why);
+        else if (strcmp(aff, need) != 0)
             snprintf(why, sizeof why,
                      "column \"%s\" is %s (%s affinity), the mapping needs %s",
-                     col->name, fc->decl[0] ? fc->decl : "untyped", aff,
-                     sq_type_sql(col->type));
+                     col->name, fc->decl[0] ? fc->decl : "untyped", aff, need);
     }
     for (int h = 0; h < SQ_NHIDDEN && !why[0]; h++) {
         const found_col *fc = find_col(f, n, HIDDEN[h][0]);
@@ -739,11 +760,22 @@ static int add_missing(sq_sink *s) {
 
 tm_status sq_schema_evolve(sq_sink *s, tm_error *err) {
     sq_buf b = {0};
+    int existed = 0;
+    tm_status r = sq_table_exists(s, &existed, err);
+    if (r != TM_OK)
+        return r;
     int rc = SQLITE_OK;
     const char *step = "creating the table";
     if (s->set.create) {
-        target_ddl(s, &b);
-        rc = b.oom ? SQLITE_NOMEM : sq_exec(s, b.p);
+        /* The table and upsert's unique index only when this batch makes
+         * the table: a table there before has its key in its index (made
+         * with it by an earlier batch, or by hand), and a batch keyed
+         * otherwise (the host refused a key change, then was restarted)
+         * is refused below, not given a second index. */
+        if (!existed) {
+            target_ddl(s, &b);
+            rc = b.oom ? SQLITE_NOMEM : sq_exec(s, b.p);
+        }
         if (rc == SQLITE_OK) {
             step = "adding columns";
             rc = add_missing(s);
@@ -754,7 +786,7 @@ tm_status sq_schema_evolve(sq_sink *s, tm_error *err) {
         return sq_fail(s, rc, step, err);
     /* A column of another type, a key the index does not match: the
      * operator decides; no batch goes in meanwhile. */
-    tm_status r = sq_shape_check(s, err);
+    r = sq_shape_check(s, err);
     if (r == TM_INVALID)
         return TM_FATAL;
     return r == TM_OK ? prepare(s, 1, err) : r;

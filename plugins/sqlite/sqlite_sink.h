@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <tidemark/columns.h>
 #include <tidemark/sink.h>
 
 /* Helper tables beside the target, all named with this prefix. */
@@ -90,9 +91,11 @@ typedef struct sq_sink {
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
      * host's config with the columns of the last batch (names copied:
      * the batch is the host's for one call); the table and the target
-     * statements fit them once schema_ready (evolve.c). */
+     * statements fit them once schema_ready (evolve.c). cols owns the copied
+     * columns (tidemark/columns.h); own.columns points to them. */
     int schema_cols, schema_ready;
     tm_sink_config own;
+    tm_columns cols;
 } sq_sink;
 
 /* settings.c */
@@ -150,7 +153,11 @@ typedef struct sq_buf {
 void sq_buf_add(sq_buf *b, const char *s);
 void sq_buf_ident(sq_buf *b, const char *name); /* "na""me" */
 void sq_buf_free(sq_buf *b);
+/* The declared type the sink writes for T (NULL: no such type), and
+ * back: the type a declaration the sink wrote stands for (0 for any other
+ * declaration, a table made by hand, say). */
 const char *sq_type_sql(tm_type t);
+tm_type sq_type_of_decl(const char *decl);
 /* Creates missing helper tables (and the target table when create). */
 tm_status sq_schema_create(sq_sink *s, tm_error *err);
 /* *exists: whether the target table exists. TM_OK, or sq_fail's class. */

@@ -34,6 +34,9 @@ const kit_case kit_cases[] = {
     {"cdc", kit_case_cdc,
      "change events: upserts and deletes by key in offset order; a replay "
      "does not bring a deleted row back"},
+    {"schema_columns", kit_case_schema_columns,
+     "columns from each batch: table made, a column added, a changed type "
+     "or a required column made optional refused, also after a reopen"},
     {"bad_settings", kit_case_bad_settings,
      "missing and unknown settings: INVALID naming the key, no crash"},
 };

@@ -20,5 +20,6 @@ void kit_case_dedup(const kit_run *run, kit_result *res);
 void kit_case_bad_settings(const kit_run *run, kit_result *res);
 void kit_case_lineage(const kit_run *run, kit_result *res);
 void kit_case_cdc(const kit_run *run, kit_result *res);
+void kit_case_schema_columns(const kit_run *run, kit_result *res);
 
 #endif

@@ -53,4 +53,4 @@ chmod 0755 "$stage/plugin/example.so"
 # The example has no business-key dedup nor deletes: its dedup and cdc
 # cases must SKIP.
 "$kit" "$stage/plugin/example.so" --config "$config" --expect-skip dedup \
-    --expect-skip cdc
+    --expect-skip cdc --expect-skip schema_columns

@@ -12,7 +12,17 @@
  *   narrowed_type_stops: a field narrowed from double to int32 while
  *     running stops the connector with the field and both types in
  *     `tidemark status`, nothing committed; after the operator changes
- *     the table and restarts, the event goes in, nothing lost. */
+ *     the table and restarts, the event goes in, nothing lost.
+ *   type_change_restart: a field that becomes a Connect Timestamp stops
+ *     the connector; restarted as it is (what the shipped unit's
+ *     Restart=on-failure does), the sink compares the batch's columns
+ *     with the table's declared ones and stops again, nothing committed
+ *     (SQLite's affinity, INTEGER for int and timestamp alike, let epoch
+ *     milliseconds and microseconds into one column).
+ *   optional_restart: a required field that becomes optional (and null)
+ *     stops the connector; restarted as it is, the sink stops again
+ *     because the table says NOT NULL, instead of turning the events into
+ *     dead letters "rejected". */
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -207,6 +217,122 @@ static void run_narrowed_type_stops(int pg) {
            "passes");
 }
 
+#define TS_FIELD                                                               \
+    "{\"field\":\"ts\",\"type\":\"int64\",\"optional\":true,\"name\":"         \
+    "\"org.apache.kafka.connect.data.Timestamp\"}"
+#define V_REQUIRED F("id", "int32", "false") "," F("v", "string", "false")
+#define V_OPTIONAL F("id", "int32", "false") "," F("v", "string", "true")
+
+/* Runs the host on CFG once the first run has stopped at a change the host
+ * refuses, the table left as it is: it must stop again (exit 1) with the
+ * sink's message naming the table and saying SAYS (as the log escapes
+ * it: \" for a quote), and commit nothing (markers at
+ * 1, no row of id 2, no dead letter), where the sink used to let the
+ * event in. */
+static void restart_stops_again(const target *t, const char *cfg,
+                                const char *says) {
+    pid_t pid = h_spawn(cfg, "run2.log");
+    int64_t t0 = h_now_ms();
+    int rc = -1, exited = 0;
+    while (h_now_ms() - t0 < 60000 && marker_sum(t) < 2) {
+        if (waitpid(pid, &rc, WNOHANG) == pid) {
+            exited = 1;
+            break;
+        }
+        h_sleep_ms(100);
+    }
+    if (!exited)
+        h_stop(pid, SIGTERM, 30000, NULL);
+    int64_t rows2 = rows(t, "id = 2");
+    int64_t dls = dead_letters(t, "rejected");
+    H_CHECK(marker_sum(t) == 1 && rows2 == 0 && dls == 0,
+            "restarted as it was, the refused change went in: markers at "
+            "%lld, %lld rows of id 2, %lld dead letters rejected",
+            (long long)marker_sum(t), (long long)rows2, (long long)dls);
+    H_CHECK(exited && WIFEXITED(rc) && WEXITSTATUS(rc) == 1,
+            "the restarted host did not stop (exited %d, status %d)", exited,
+            rc);
+    const char *log = h_read_file("run2.log");
+    H_CHECK(strstr(log, t->table) && strstr(log, says),
+            "the restarted host's log does not name the table and say "
+            "\"%s\": %s",
+            says, log);
+}
+
+/* The first run: id 1 with ROW1, caught up; then id 2 with ROW2 and
+ * AFTER2 while it runs, which the host refuses with a message saying
+ * STOP1. */
+static const char *stopped_first_run(const target *t, const char *row1,
+                                     const char *after1, const char *row2,
+                                     const char *after2, const char *stop1) {
+    h_create_topic(t->topic, PARTITIONS, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    create(p, t, 1, row1, after1);
+    h_flush(p);
+    const char *cfg = config_with(t, SCHEMA_MAPPING);
+    pid_t pid = h_spawn(cfg, "run1.log");
+    wait_caught_up(t);
+    create(p, t, 2, row2, after2);
+    h_flush(p);
+    rd_kafka_destroy(p);
+    int rc = h_stop(pid, 0, 60000, NULL);
+    H_CHECK(rc == 1 && strstr(h_read_file("run1.log"), stop1),
+            "inconclusive: the first run did not stop saying \"%s\" (exit "
+            "%d)",
+            stop1, rc);
+    H_CHECK(marker_sum(t) == 1 && rows(t, "") == 1,
+            "inconclusive: markers at %lld, want 1", (long long)marker_sum(t));
+    return cfg;
+}
+
+static void run_type_change_restart(int pg) {
+    target t;
+    init_target(&t, pg);
+    const char *cfg = stopped_first_run(
+        &t, F("id", "int32", "false") "," F("ts", "int64", "true"),
+        "{\"id\":1,\"ts\":1700000000000}",
+        F("id", "int32", "false") "," TS_FIELD,
+        "{\"id\":2,\"ts\":1700000000000}", "field ts changed type");
+    h_step("run 1 stopped at the changed type");
+    char says[256];
+    snprintf(says, sizeof says,
+             "column \\\"ts\\\" is %s (int) in the table, the batch's "
+             "columns say timestamp",
+             pg ? "bigint" : "INTEGER");
+    restart_stops_again(&t, cfg, says);
+    h_step("the changed type still stops after a restart");
+}
+
+static void run_optional_restart(int pg) {
+    target t;
+    init_target(&t, pg);
+    const char *cfg = stopped_first_run(
+        &t, V_REQUIRED, "{\"id\":1,\"v\":\"a\"}", V_OPTIONAL,
+        "{\"id\":2,\"v\":null}", "field v (string) became optional");
+    h_step("run 1 stopped at the column made optional");
+    char says[256];
+    snprintf(says, sizeof says,
+             "column \\\"v\\\" is %s NOT NULL in the table, the batch's "
+             "columns say text, optional",
+             pg ? "text" : "TEXT");
+    restart_stops_again(&t, cfg, says);
+    h_step("the optional column still stops after a restart, no dead "
+           "letters");
+}
+
+static void scenario_sqlite_type_change_restart(void) {
+    run_type_change_restart(0);
+}
+static void scenario_postgres_type_change_restart(void) {
+    run_type_change_restart(1);
+}
+static void scenario_sqlite_optional_restart(void) {
+    run_optional_restart(0);
+}
+static void scenario_postgres_optional_restart(void) {
+    run_optional_restart(1);
+}
+
 static void scenario_sqlite_columns(void) {
     run_columns(0);
 }
@@ -233,6 +359,10 @@ static const h_scenario SCENARIOS[] = {
     {"postgres_added_column_killed", scenario_postgres_added_column_killed},
     {"sqlite_narrowed_type_stops", scenario_sqlite_narrowed_type_stops},
     {"postgres_narrowed_type_stops", scenario_postgres_narrowed_type_stops},
+    {"sqlite_type_change_restart", scenario_sqlite_type_change_restart},
+    {"postgres_type_change_restart", scenario_postgres_type_change_restart},
+    {"sqlite_optional_restart", scenario_sqlite_optional_restart},
+    {"postgres_optional_restart", scenario_postgres_optional_restart},
 };
 
 int main(int argc, char **argv) {

@@ -214,8 +214,8 @@ START_TEST(a_changed_type_is_fatal_until_the_table_is_changed) {
     ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
     make(&b2, "b2", m.epoch, 2, 4, 2, 1);
     ck_assert_int_eq(commit(sink, &b2, &err), TM_FATAL);
-    ck_assert_msg(strstr(err.message, "column \"name\" is TEXT") &&
-                      strstr(err.message, "the mapping needs INTEGER"),
+    ck_assert_msg(strstr(err.message, "column \"name\" is TEXT (text) in "
+                                      "the table, the batch's columns say int"),
                   "%s", err.message);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 2);
     ck_assert_int_eq(sql_int("SELECT next_offset FROM tidemark_markers"), 2);
@@ -238,10 +238,37 @@ START_TEST(a_changed_type_is_fatal_until_the_table_is_changed) {
 }
 END_TEST
 
+/* A column without a name in a batch like the last one is FATAL naming
+ * it, not a crash comparing it with the columns kept. */
+START_TEST(a_column_without_a_name_is_fatal) {
+    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
+    fx_conf c;
+    void *sink = NULL;
+    open_schema_sink(&c, &sink);
+    tm_marker m;
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    sbatch b1, b2;
+    tm_error err;
+    make(&b1, "b1", m.epoch, 0, 2, 2, 0);
+    ck_assert_msg(commit(sink, &b1, &err) == TM_OK, "%s", err.message);
+    make(&b2, "b2", m.epoch, 2, 4, 2, 0);
+    b2.cols[1].name = NULL;
+    ck_assert_int_eq(commit(sink, &b2, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, "column 1 (\"\"): no name"), "%s",
+                  err.message);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM tidemark_markers"), 2);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    fx_rmdir();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_schema_columns");
     TCase *t = tcase_create("core");
     tcase_add_test(t, created_at_the_first_batch_and_added_with_its_rows);
+    tcase_add_test(t, a_column_without_a_name_is_fatal);
     tcase_add_test(t, a_changed_type_is_fatal_until_the_table_is_changed);
     suite_add_tcase(s, t);
     return s;

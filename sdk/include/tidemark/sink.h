@@ -323,9 +323,12 @@ typedef struct tm_batch {
      * sink makes the table have them in the commit's atomic step: created
      * at the first batch, a new column added in the transaction of the
      * batch that first carries it; a column the table has with another
-     * type (or another key) is refused with TM_FATAL, naming the column
-     * and both types, nothing committed. NULL and 0 otherwise: the
-     * config's columns. Read through TM_BATCH_COLUMNS. */
+     * declared type (or another key), or NOT NULL where the batch's is
+     * optional, is refused with TM_FATAL, naming the table, the column
+     * and both types, nothing committed: compared with the table itself,
+     * so that a refusal holds after a restart (tidemark/columns.h). NULL
+     * and 0 otherwise: the config's columns. Read through
+     * TM_BATCH_COLUMNS. */
     const tm_column *columns;
     size_t ncolumns;
 } tm_batch;

@@ -1,0 +1,142 @@
+/*
+ * tidemark/columns.h - source-level helpers for a sink that takes its
+ * columns from each batch (TM_CAP_SCHEMA_COLUMNS, tm_batch.columns).
+ *
+ * Not part of the ABI: static inline functions a plugin compiles into
+ * itself (a plugin links no code of the host or of another plugin). A sink
+ * embeds a tm_columns, keeps in it a copy of the columns its table was
+ * last made to fit (a batch is the host's for one call only), compares the
+ * next batch's columns with the copy (tm_columns_same: nothing to do when
+ * they are the same) and, when the table exists, compares each batch
+ * column with the table's declared column (tm_column_conflict), so that a
+ * change refused once is refused again after a restart, when the copy is
+ * gone. docs/writing-a-sink.md says how the built-in sinks use them.
+ */
+#ifndef TIDEMARK_COLUMNS_H
+#define TIDEMARK_COLUMNS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tidemark/sink.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A plugin-owned copy of a column list: tm_column elements of this SDK's
+ * size, names malloc'd. Zero-initialised: no columns. */
+typedef struct tm_columns {
+    tm_column *cols;
+    size_t n;
+} tm_columns;
+
+/* The mapping's word for a type ("int", "timestamp"), as configs and the
+ * host's messages spell it; NULL for a value this SDK does not know. */
+static inline const char *tm_type_name(tm_type t) {
+    switch (t) {
+    case TM_TYPE_TEXT: return "text";
+    case TM_TYPE_INT: return "int";
+    case TM_TYPE_FLOAT: return "float";
+    case TM_TYPE_BOOL: return "bool";
+    case TM_TYPE_TIMESTAMP: return "timestamp";
+    case TM_TYPE_JSON: return "json";
+    case TM_TYPE_BYTES: return "bytes";
+    }
+    return NULL;
+}
+
+static inline void tm_columns_free(tm_columns *own) {
+    for (size_t i = 0; own->cols && i < own->n; i++)
+        free((char *)(uintptr_t)own->cols[i].name);
+    free(own->cols);
+    own->cols = NULL;
+    own->n = 0;
+}
+
+/* 1 when COLS (N of them, walked with TM_CELEM: the host's stride) are
+ * those of OWN: same names in the same order, same type, key and required
+ * flags (a column without a name is never the same). */
+static inline int tm_columns_same(const tm_columns *own, const tm_column *cols,
+                                  size_t n) {
+    if (n != own->n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const tm_column *a = TM_CELEM(tm_column, cols, i);
+        const tm_column *o = &own->cols[i];
+        if (!a->name || strcmp(a->name, o->name) != 0 || a->type != o->type ||
+            a->key != o->key || a->required != o->required)
+            return 0;
+    }
+    return 1;
+}
+
+/* Replaces OWN with a copy of COLS (N, walked with TM_CELEM), each of
+ * which has a name (the sink checks them first). 0, or -1 when out of
+ * memory, OWN then unchanged. */
+static inline int tm_columns_copy(tm_columns *own, const tm_column *cols,
+                                  size_t n) {
+    tm_column *c = calloc(n ? n : 1, sizeof *c);
+    size_t i = 0;
+    for (; c && i < n; i++) {
+        const tm_column *a = TM_CELEM(tm_column, cols, i);
+        char *name = malloc(strlen(a->name) + 1);
+        if (!name)
+            break;
+        memcpy(name, a->name, strlen(a->name) + 1);
+        c[i] = (tm_column){.struct_size = (uint32_t)sizeof *c,
+                           .name = name,
+                           .type = a->type,
+                           .required = a->required,
+                           .key = a->key};
+    }
+    if (!c || i < n) {
+        tm_columns part = {c, i};
+        tm_columns_free(&part);
+        return -1;
+    }
+    tm_columns_free(own);
+    own->cols = c;
+    own->n = n;
+    return 0;
+}
+
+/* Compares batch column WANT with the table's column of the same name:
+ * HAVE its type as the sink reads it back from the declaration the sink
+ * wrote (0 when the declared type is none the sink writes), DECL that
+ * declared type as the table states it, HAVE_NOTNULL its NOT NULL. The
+ * table's column must have the batch's type, and may be NOT NULL only
+ * where the batch's column is required (an optional one may carry null).
+ * 0 when it fits; else 1 with WHY (SIZE bytes) naming the column and both
+ * types, for the sink's TM_FATAL message (which names the table). Key
+ * membership is the sink's own check (a primary key, a unique index). */
+static inline int tm_column_conflict(const tm_column *want, tm_type have,
+                                     const char *decl, int have_notnull,
+                                     char *why, size_t size) {
+    const char *want_name = tm_type_name(want->type);
+    const char *have_name = tm_type_name(have);
+    if (have != want->type) {
+        snprintf(why, size,
+                 "column \"%s\" is %s (%s) in the table, the batch's columns "
+                 "say %s: a changed type is not followed",
+                 want->name, decl,
+                 have_name ? have_name : "no type this sink writes",
+                 want_name ? want_name : "?");
+        return 1;
+    }
+    if (have_notnull && !want->required) {
+        snprintf(why, size,
+                 "column \"%s\" is %s NOT NULL in the table, the batch's "
+                 "columns say %s, optional (its events may carry null)",
+                 want->name, decl, want_name ? want_name : "?");
+        return 1;
+    }
+    return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TIDEMARK_COLUMNS_H */
