@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <tidemark/columns.h>
 
 #include "config/did_you_mean.h"
 #include "config/json_path.h"
@@ -142,13 +143,9 @@ static const char *const TYPE_NAMES[] = {"text", "int",       "float",
 static const tm_type TYPES[] = {TM_TYPE_TEXT, TM_TYPE_INT,       TM_TYPE_FLOAT,
                                 TM_TYPE_BOOL, TM_TYPE_TIMESTAMP, TM_TYPE_JSON};
 
+/* The SDK's names (tidemark/columns.h), the ones sinks print too. */
 const char *tm_config_type_name(tm_type type) {
-    if (type == TM_TYPE_BYTES)
-        return "bytes";
-    for (size_t i = 0; i < N(TYPES); i++)
-        if (TYPES[i] == type)
-            return TYPE_NAMES[i];
-    return NULL;
+    return tm_type_name(type);
 }
 
 static void load_raw_columns(loader *L) {
