@@ -19,8 +19,14 @@
  * top of the version checked, a fenced host publishes no maintenance.
  *
  * Vacuum deletes a file only when it has been unreferenced, as far as this
- * process has seen, for the grace period: a reader that loaded a version
- * naming the file then has that long to read it. */
+ * process has seen, for the grace period (a reader that loaded a version
+ * naming the file then has that long to read it) AND its mtime is older
+ * than the age floor (maintenance_min_age_seconds): another host of this
+ * connector, or any writer, may have written it for a version it has not
+ * published yet, and a writer publishes nothing older than
+ * ICE_PUBLISH_MAX_MS (publish_check.c). The grace alone is counted from
+ * when this process first saw the file, which says nothing about how long
+ * another writer has had it. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,10 +235,11 @@ static void vacuum_step(ice_sink *s) {
     a->last_vacuum_ms = now;
     char why[1024];
     size_t removed = 0;
-    /* Grace 0 on the files' age: vacuum_hold keeps each file for the grace
-     * period from when it was first found unreferenced, which is never
-     * before it was written. */
-    int rc = ice_vacuum(&s->table, 0, NULL, NULL, &removed, why, sizeof why);
+    /* The age floor on the files' mtime (another writer's files in
+     * flight), and vacuum_hold keeps each file for the grace period from
+     * when this process first found it unreferenced (readers). */
+    int rc = ice_vacuum(&s->table, s->set.maint_min_age_s, NULL, NULL, &removed,
+                        why, sizeof why);
     if (rc == 1)
         return; /* another vacuum holds the table: it does the work */
     unref_prune(a);

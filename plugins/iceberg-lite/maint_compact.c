@@ -32,6 +32,7 @@ typedef struct compact_ctx {
     int open;                  /* ... when 1 */
     const ice_datafile *group; /* the partition of the files being read */
     ice_own own;               /* this attempt's manifests */
+    int64_t written_ms;        /* monotonic, before the first new file */
     char *why;
     size_t why_size;
 } compact_ctx;
@@ -150,6 +151,18 @@ static json_t *replace_summary(compact_ctx *c, json_t *meta,
         return NULL;
     }
     return sum;
+}
+
+/* The new data files and this attempt's manifests are there, written in
+ * time for the link. */
+static int check(void *ctx, char *why, size_t why_size) {
+    compact_ctx *c = ctx;
+    return ice_publish_in_time(c->written_ms, why, why_size) != 0 ||
+                   ice_datafiles_present(c->written, c->nwritten, why,
+                                         why_size) != 0 ||
+                   ice_own_present(&c->own, why, why_size) != 0
+               ? -1
+               : 0;
 }
 
 static int build(ice_table *t, void *ctx, json_t **next, char *why,
@@ -332,10 +345,11 @@ int ice_compact_with(ice_table *t, const ice_compact_opts *o,
     }
     if (rc == 0)
         rc = ice_schema_columns(t->meta, &c.cols, &c.ncols, why, why_size);
+    c.written_ms = ice_mono_ms();
     if (rc == 0)
         rc = rewrite(&c);
     if (rc == 0)
-        rc = ice_maint_commit(t, build, &c, why, why_size);
+        rc = ice_maint_commit(t, build, check, &c, why, why_size);
     if (rc != 0 && rc != -2) {
         /* Never published: the new files and manifests are ours alone. */
         ice_own_drop(&c.own);

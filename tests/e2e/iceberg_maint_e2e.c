@@ -30,7 +30,10 @@
  *                maintaining, grace 0 / 3 s: host A stops at after_effects
  *                (files written, not linked) while B's vacuum runs; A's
  *                files must survive it and A's commit publish no version
- *                naming a missing file; every record once */
+ *                naming a missing file; every record once
+ *   shared_floor the same with an age floor of 1 s, so B does delete A's
+ *                in-flight files: A's check before its link finds them
+ *                gone and writes the batch again; every record once */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -153,14 +156,16 @@ static void judge_fs(const char *table, int n) {
 #define PER_ROUND  50
 #define ROUND_MS   500
 #define GRACE_S    5
+#define MIN_AGE_S  1 /* one host: no other writer's files in flight */
 #define VACUUM_S   1
 #define MIN_FILES  8
 #define KEEP_SNAPS 10
 /* Commits per second at most (the load's rate over the batch size), and
  * the window in which a file may stay unreferenced before a vacuum
- * removes it: the grace period, a vacuum interval, a round. */
+ * removes it: the age floor (a file younger is no candidate yet), the
+ * grace period, a vacuum interval, a round. */
 #define MAX_COMMITS_S (2 * PER_ROUND * 1000 / ROUND_MS / 50 + 1)
-#define WINDOW_S      (GRACE_S + VACUUM_S + 1)
+#define WINDOW_S      (MIN_AGE_S + GRACE_S + VACUUM_S + 1)
 /* data/: the live files (fewer than MIN_FILES small ones plus the few
  * the compactions made: the whole load is a few targets of 64 KiB), those the
  * KEEP_SNAPS kept snapshots name (at most one new file per commit), and those
@@ -249,8 +254,9 @@ static void scenario_bounded(void) {
     snprintf(maint, sizeof maint,
              ", \"keep_snapshots\": %d, \"maintenance\": true, "
              "\"maintenance_min_files\": %d, \"maintenance_grace_seconds\": "
-             "%d, \"maintenance_vacuum_interval_seconds\": %d",
-             KEEP_SNAPS, MIN_FILES, GRACE_S, VACUUM_S);
+             "%d, \"maintenance_min_age_seconds\": %d, "
+             "\"maintenance_vacuum_interval_seconds\": %d",
+             KEEP_SNAPS, MIN_FILES, GRACE_S, MIN_AGE_S, VACUUM_S);
     char plain[128];
     snprintf(plain, sizeof plain, ", \"keep_snapshots\": %d", KEEP_SNAPS);
     run_counts off = run_load(uri, "plain", plain, 0);
@@ -394,7 +400,7 @@ static void scenario_zombie(void) {
     judge_fs(table, COUNT);
 }
 
-/* ---- shared_grace ------------------------------------------------------
+/* ---- shared_grace, shared_floor ----------------------------------------
  * Two hosts of ONE connector (the normal scale-out: a consumer group, one
  * partition each) write one file-system table, both with maintenance on,
  * a vacuum after every batch and the given grace. Host A stops (SIGSTOP,
@@ -407,7 +413,9 @@ static void scenario_zombie(void) {
  * continued: it is still the owner (no rebalance), its link loses to B's
  * versions, and it commits on top of them. Expected: no published version
  * names a missing file (tidemark verify), every record read once by
- * pyiceberg. */
+ * pyiceberg. With extra settings (shared_floor) B deletes A's in-flight
+ * files on purpose: A's check before its link must find them gone and
+ * write the batch again. */
 typedef struct shared_case {
     int grace;          /* maintenance_grace_seconds of both hosts */
     const char *extra;  /* more sink settings of both hosts */
@@ -538,7 +546,8 @@ static void shared_hosts(const shared_case *sc) {
     judge_fs(table, n);
 }
 
-/* No grace (0), or a short one (3 s), shorter than A's stall. */
+/* The defaults: B's vacuum leaves files younger than the age floor, so
+ * A's in-flight ones stay, with no grace (0) or a short one (3 s). */
 static void scenario_shared_grace(void) {
     shared_case sc = {.grace = 0, .extra = "", .stall_ms = 0};
     shared_hosts(&sc);
@@ -546,6 +555,17 @@ static void scenario_shared_grace(void) {
 
 static void scenario_shared_grace_3(void) {
     shared_case sc = {.grace = 3, .extra = "", .stall_ms = 4000};
+    shared_hosts(&sc);
+}
+
+/* An age floor of 1 s (unsafe with two hosts: that is the point): B
+ * deletes A's in-flight files while A is stopped for 3 s; A's check before
+ * its link finds them gone and it writes the batch again. */
+static void scenario_shared_floor(void) {
+    shared_case sc = {.grace = 0,
+                      .extra = ", \"maintenance_min_age_seconds\": 1",
+                      .stall_ms = 3000,
+                      .expect = "written again"};
     shared_hosts(&sc);
 }
 
@@ -557,6 +577,7 @@ int main(int argc, char **argv) {
         {"zombie", scenario_zombie},
         {"shared_grace", scenario_shared_grace},
         {"shared_grace_3", scenario_shared_grace_3},
+        {"shared_floor", scenario_shared_floor},
     };
     return h_main(argc, argv, "iceberg_maint_e2e", SCENARIOS,
                   H_NSCENARIOS(SCENARIOS));
