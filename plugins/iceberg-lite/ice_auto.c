@@ -187,6 +187,18 @@ static void warn(ice_sink *s, const char *what, int rc, const char *why) {
         why);
 }
 
+/* The step must end: the host is stopping, or the batch's deadline (the
+ * background steps run inside its commit call) has passed. */
+static int must_stop(ice_sink *s, const tm_batch *b) {
+    return atomic_load(&s->interrupted) ||
+           (b->deadline_ms > 0 && ice_mono_ms() > b->deadline_ms);
+}
+
+static int compact_stop(void *ctx) {
+    ice_sink *s = ctx;
+    return must_stop(s, s->maint.last);
+}
+
 /* A compaction when enough small files came: 1 when it ran (published or
  * not), 0 when there was nothing to do. */
 static int compact_step(ice_sink *s, const tm_batch *b) {
@@ -202,7 +214,9 @@ static int compact_step(ice_sink *s, const tm_batch *b) {
                           .max_bytes = s->set.target_file_size,
                           .min_files = (size_t)s->set.maint_min_files,
                           .similar_sizes = 1,
-                          .codec = s->set.compression};
+                          .codec = s->set.compression,
+                          .stop = compact_stop,
+                          .stop_ctx = s};
     ice_compact_result res;
     char why[1024];
     int64_t t0 = ice_mono_ms();
@@ -257,8 +271,7 @@ static void vacuum_step(ice_sink *s) {
 void ice_auto_run(ice_sink *s, const tm_batch *b, size_t files_added) {
     if (!s->set.maintenance)
         return;
-    if (atomic_load(&s->interrupted) ||
-        (b->deadline_ms > 0 && ice_mono_ms() > b->deadline_ms))
+    if (must_stop(s, b))
         return; /* the host is stopping or waiting: not now */
     ice_auto *a = &s->maint;
     a->last = b;

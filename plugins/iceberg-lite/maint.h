@@ -138,6 +138,11 @@ typedef struct ice_compact_opts {
      * counter, not once per compaction). */
     int similar_sizes;
     pq_codec codec; /* of the new files' pages */
+    /* NULL, or asked before each file is read: non-zero stops the
+     * compaction there (nothing published, its files removed), so that a
+     * stop or a deadline waits for one small file, not a whole target. */
+    int (*stop)(void *ctx);
+    void *stop_ctx;
 } ice_compact_opts;
 int ice_compact_with(ice_table *t, const ice_compact_opts *o,
                      ice_compact_result *res, char *why, size_t why_size);

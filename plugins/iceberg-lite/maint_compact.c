@@ -100,11 +100,20 @@ static int rewrite(compact_ctx *c) {
         if (first < g)
             continue; /* its partition was rewritten with an earlier file */
         c->group = &c->replaced[g];
-        for (size_t i = g; i < c->nreplaced; i++)
-            if (same_partition(&c->replaced[i], c->group) &&
-                ice_file_rows_as(c->replaced[i].path, c->cols, c->ncols,
+        for (size_t i = g; i < c->nreplaced; i++) {
+            if (!same_partition(&c->replaced[i], c->group))
+                continue;
+            if (c->o->stop && c->o->stop(c->o->stop_ctx)) {
+                snprintf(c->why, c->why_size,
+                         "%s: stopped (a stop, or the batch's deadline) "
+                         "after rewriting %lld rows: nothing published",
+                         c->t->root, (long long)c->rows);
+                return -1;
+            }
+            if (ice_file_rows_as(c->replaced[i].path, c->cols, c->ncols,
                                  put_row, c, c->why, c->why_size) != 0)
                 return -1;
+        }
         if (c->open && flush(c) != 0)
             return -1;
     }

@@ -691,6 +691,43 @@ START_TEST(compact_wins_the_link_race) {
 }
 END_TEST
 
+/* A stop asked for during a compaction (the callback, asked before each
+ * file is read) ends it there: nothing published, its new files gone. */
+static int stop_calls;
+
+static int stop_on_second(void *ctx) {
+    (void)ctx;
+    return ++stop_calls >= 2;
+}
+
+START_TEST(compact_stops_between_files) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    size_t before = count_files("data/*.parquet");
+    ice_table t;
+    table_open(&t);
+    ice_compact_opts o = {.target = 1 << 20,
+                          .small_below = 1 << 20,
+                          .max_bytes = INT64_MAX,
+                          .min_files = 2,
+                          .codec = PQ_CODEC_DEFAULT,
+                          .stop = stop_on_second};
+    ice_compact_result res;
+    char why[1024];
+    stop_calls = 0;
+    int rc = ice_compact_with(&t, &o, &res, why, sizeof why);
+    ice_table_free(&t);
+    ck_assert_msg(stop_calls == 2, "inconclusive: asked %d times", stop_calls);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(why, "stopped"), "%s", why);
+    ck_assert_str_eq(current_op(), "append");
+    ck_assert_uint_eq(count_files("data/*.parquet"), before);
+    int64_t end[2] = {15, 15};
+    assert_rows_once(end);
+}
+END_TEST
+
 /* A compaction whose new files another writer's vacuum deleted while it
  * was staged (the fault point between stage and link) publishes nothing:
  * its check before the link finds them gone. */
@@ -1035,6 +1072,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, vacuum_during_a_commit_reuses_no_version);
     tcase_add_test(tc, commit_writes_again_files_vacuum_took);
     tcase_add_test(tc, compact_wins_the_link_race);
+    tcase_add_test(tc, compact_stops_between_files);
     tcase_add_test(tc, compact_publishes_no_missing_file);
     tcase_add_test(tc, compact_and_connector_lose_nothing);
     tcase_add_test(tc, auto_maintenance_bounds_files);
