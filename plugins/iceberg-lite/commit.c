@@ -215,7 +215,8 @@ static tm_status before_link(ice_run *x, const char *tmp, int *gone,
                            x->b->batch_id);
         return TM_RETRY;
     }
-    if (ice_publish_in_time(x->written_ms, why, sizeof why) != 0) {
+    if (ice_publish_in_time(x->written_ms, ICE_PUBLISH_MAX_MS, why,
+                            sizeof why) != 0) {
         s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
         return TM_RETRY;
     }

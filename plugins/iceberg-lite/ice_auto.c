@@ -216,7 +216,8 @@ static int compact_step(ice_sink *s, const tm_batch *b) {
                           .similar_sizes = 1,
                           .codec = s->set.compression,
                           .stop = compact_stop,
-                          .stop_ctx = s};
+                          .stop_ctx = s,
+                          .max_age_ms = ICE_PUBLISH_MAX_MS};
     ice_compact_result res;
     char why[1024];
     int64_t t0 = ice_mono_ms();

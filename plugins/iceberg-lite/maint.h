@@ -107,8 +107,10 @@ int ice_own_present(const ice_own *o, char *why, size_t why_size);
 int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
                           size_t why_size);
 /* 0 while the files written at WRITTEN_MS (ice_mono_ms, taken before the
- * first of them) are at most ICE_PUBLISH_MAX_MS old; 1 past it (why). */
-int ice_publish_in_time(int64_t written_ms, char *why, size_t why_size);
+ * first of them) are at most MAX_MS (ICE_PUBLISH_MAX_MS for a connector's
+ * writes) old; 1 past it (why). */
+int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
+                        size_t why_size);
 
 /* ---- maint_compact.c ---- */
 typedef struct ice_compact_result {
@@ -143,6 +145,11 @@ typedef struct ice_compact_opts {
      * stop or a deadline waits for one small file, not a whole target. */
     int (*stop)(void *ctx);
     void *stop_ctx;
+    /* > 0: nothing published once the first new file is older than this
+     * (ice_publish_in_time with ICE_PUBLISH_MAX_MS: a connector's); 0: no
+     * bound (an operator's compaction may take longer than any vacuum's
+     * age floor: the files are still checked to be there). */
+    int64_t max_age_ms;
 } ice_compact_opts;
 int ice_compact_with(ice_table *t, const ice_compact_opts *o,
                      ice_compact_result *res, char *why, size_t why_size);

@@ -166,7 +166,9 @@ static json_t *replace_summary(compact_ctx *c, json_t *meta,
  * time for the link. */
 static int check(void *ctx, char *why, size_t why_size) {
     compact_ctx *c = ctx;
-    return ice_publish_in_time(c->written_ms, why, why_size) != 0 ||
+    return (c->o->max_age_ms > 0 &&
+            ice_publish_in_time(c->written_ms, c->o->max_age_ms, why,
+                                why_size) != 0) ||
                    ice_datafiles_present(c->written, c->nwritten, why,
                                          why_size) != 0 ||
                    ice_own_present(&c->own, why, why_size) != 0

@@ -51,14 +51,15 @@ int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
     return 0;
 }
 
-int ice_publish_in_time(int64_t written_ms, char *why, size_t why_size) {
+int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
+                        size_t why_size) {
     int64_t age = ice_mono_ms() - written_ms;
-    if (age <= ICE_PUBLISH_MAX_MS)
+    if (age <= max_ms)
         return 0;
     snprintf(why, why_size,
              "its files were written %lld ms ago, more than the %lld ms a "
              "writer may take to publish them (another writer's vacuum may "
-             "delete them from then on): not published, written again",
-             (long long)age, (long long)ICE_PUBLISH_MAX_MS);
+             "delete them from then on): not published",
+             (long long)age, (long long)max_ms);
     return 1;
 }

@@ -728,6 +728,43 @@ START_TEST(compact_stops_between_files) {
 }
 END_TEST
 
+/* A connector's compaction (max_age_ms) whose new files got older than
+ * its bound before the link (the stop callback lets time pass: 5 ms
+ * against a bound of 1 ms) publishes nothing. */
+static int let_time_pass(void *ctx) {
+    (void)ctx;
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+START_TEST(compact_too_old_publishes_nothing) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    size_t before = count_files("data/*.parquet");
+    ice_table t;
+    table_open(&t);
+    ice_compact_opts o = {.target = 1 << 20,
+                          .small_below = 1 << 20,
+                          .max_bytes = INT64_MAX,
+                          .min_files = 2,
+                          .codec = PQ_CODEC_DEFAULT,
+                          .stop = let_time_pass,
+                          .max_age_ms = 1};
+    ice_compact_result res;
+    char why[1024];
+    int rc = ice_compact_with(&t, &o, &res, why, sizeof why);
+    ice_table_free(&t);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(why, "more than the 1 ms"), "%s", why);
+    ck_assert_str_eq(current_op(), "append");
+    ck_assert_uint_eq(count_files("data/*.parquet"), before);
+    int64_t end[2] = {15, 15};
+    assert_rows_once(end);
+}
+END_TEST
+
 /* A compaction whose new files another writer's vacuum deleted while it
  * was staged (the fault point between stage and link) publishes nothing:
  * its check before the link finds them gone. */
@@ -1074,6 +1111,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, compact_wins_the_link_race);
     tcase_add_test(tc, compact_stops_between_files);
     tcase_add_test(tc, compact_publishes_no_missing_file);
+    tcase_add_test(tc, compact_too_old_publishes_nothing);
     tcase_add_test(tc, compact_and_connector_lose_nothing);
     tcase_add_test(tc, auto_maintenance_bounds_files);
     tcase_add_test(tc, auto_maintenance_fenced_publishes_nothing);
