@@ -30,8 +30,9 @@ typedef struct ice_run {
     int64_t snapshot_id;
     ice_written w;
     int written;
-    ice_own own;      /* manifest and manifest list of this attempt */
-    char index[4096]; /* ... and its dead-letter index, "" when none */
+    int64_t written_ms; /* monotonic, before w's first file */
+    ice_own own;        /* manifest and manifest list of this attempt */
+    char index[4096];   /* ... and its dead-letter index, "" when none */
 } ice_run;
 
 static void drop_own(ice_run *x) {
@@ -198,6 +199,50 @@ static int should_stop(ice_run *x) {
            (x->b->deadline_ms > 0 && ice_mono_ms() > x->b->deadline_ms);
 }
 
+/* Last before the link (docs/iceberg-lite.md, "Vacuum beside writers"):
+ * the commit is not stopped nor past its deadline, its files were written
+ * at most ICE_PUBLISH_MAX_MS ago, and every file the staged version TMP
+ * names that this commit wrote is still there. TM_OK; *gone set when one
+ * was deleted (another host's vacuum, after a stall past its age floor):
+ * the batch is written again; else TM_RETRY with err set. */
+static tm_status before_link(ice_run *x, const char *tmp, int *gone,
+                             tm_error *err) {
+    ice_sink *s = x->s;
+    char why[4400];
+    *gone = 0;
+    if (should_stop(x)) {
+        s->host->set_error(err, "batch %s: interrupted or past its deadline",
+                           x->b->batch_id);
+        return TM_RETRY;
+    }
+    if (ice_publish_in_time(x->written_ms, ICE_PUBLISH_MAX_MS, why,
+                            sizeof why) != 0) {
+        s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
+        return TM_RETRY;
+    }
+    int rc = ice_datafiles_present(x->w.files, x->w.nfiles, why, sizeof why);
+    if (rc == 0 && x->w.dl_path[0])
+        rc = ice_file_present(x->w.dl_path, why, sizeof why);
+    if (rc == 0)
+        rc = ice_own_present(&x->own, why, sizeof why);
+    if (rc == 0 && x->index[0])
+        rc = ice_file_present(x->index, why, sizeof why);
+    if (rc == 0)
+        rc = ice_file_present(tmp, why, sizeof why);
+    if (rc < 0) {
+        s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
+        return TM_RETRY;
+    }
+    if (rc == 1) {
+        s->host->log(s->config->host_ctx, TM_LOG_WARN,
+                     "batch %s: %s: nothing published, the batch's files "
+                     "are written again",
+                     x->b->batch_id, why);
+        *gone = 1;
+    }
+    return TM_OK;
+}
+
 /* One attempt on the loaded version. TM_OK published; *lost when another
  * writer published that version first (go again). */
 static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
@@ -228,6 +273,7 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
     }
     if (!x->written) {
         x->snapshot_id = ice_new_snapshot_id(s->table.meta);
+        x->written_ms = ice_mono_ms();
         if ((r = ice_write_effects(s, b, x->snapshot_id, &x->w, err)) != TM_OK)
             return r;
         x->written = 1;
@@ -273,6 +319,21 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
         return TM_RETRY;
     }
     s->host->fault(TM_FAULT_AFTER_MARKER);
+    int gone;
+    if ((r = before_link(x, tmp, &gone, err)) != TM_OK || gone) {
+        unlink(tmp);
+        json_decref(next);
+        if (gone) {
+            /* Nothing of this attempt is named anywhere: all of it goes
+             * (the caller drops the manifests), and the next attempt
+             * writes the batch again under new names. */
+            ice_written_discard(&x->w);
+            ice_written_free(&x->w);
+            x->written = 0;
+            *lost = 1;
+        }
+        return r;
+    }
     int rc = ice_meta_link(&s->table, next, tmp, why, sizeof why);
     json_decref(next);
     if (rc == 1) {

@@ -19,8 +19,14 @@
  * top of the version checked, a fenced host publishes no maintenance.
  *
  * Vacuum deletes a file only when it has been unreferenced, as far as this
- * process has seen, for the grace period: a reader that loaded a version
- * naming the file then has that long to read it. */
+ * process has seen, for the grace period (a reader that loaded a version
+ * naming the file then has that long to read it) AND its mtime is older
+ * than the age floor (maintenance_min_age_seconds): another host of this
+ * connector, or any writer, may have written it for a version it has not
+ * published yet, and a writer publishes nothing older than
+ * ICE_PUBLISH_MAX_MS (publish_check.c). The grace alone is counted from
+ * when this process first saw the file, which says nothing about how long
+ * another writer has had it. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +187,18 @@ static void warn(ice_sink *s, const char *what, int rc, const char *why) {
         why);
 }
 
+/* The step must end: the host is stopping, or the batch's deadline (the
+ * background steps run inside its commit call) has passed. */
+static int must_stop(ice_sink *s, const tm_batch *b) {
+    return atomic_load(&s->interrupted) ||
+           (b->deadline_ms > 0 && ice_mono_ms() > b->deadline_ms);
+}
+
+static int compact_stop(void *ctx) {
+    ice_sink *s = ctx;
+    return must_stop(s, s->maint.last);
+}
+
 /* A compaction when enough small files came: 1 when it ran (published or
  * not), 0 when there was nothing to do. */
 static int compact_step(ice_sink *s, const tm_batch *b) {
@@ -196,7 +214,10 @@ static int compact_step(ice_sink *s, const tm_batch *b) {
                           .max_bytes = s->set.target_file_size,
                           .min_files = (size_t)s->set.maint_min_files,
                           .similar_sizes = 1,
-                          .codec = s->set.compression};
+                          .codec = s->set.compression,
+                          .stop = compact_stop,
+                          .stop_ctx = s,
+                          .max_age_ms = ICE_PUBLISH_MAX_MS};
     ice_compact_result res;
     char why[1024];
     int64_t t0 = ice_mono_ms();
@@ -229,10 +250,11 @@ static void vacuum_step(ice_sink *s) {
     a->last_vacuum_ms = now;
     char why[1024];
     size_t removed = 0;
-    /* Grace 0 on the files' age: vacuum_hold keeps each file for the grace
-     * period from when it was first found unreferenced, which is never
-     * before it was written. */
-    int rc = ice_vacuum(&s->table, 0, NULL, NULL, &removed, why, sizeof why);
+    /* The age floor on the files' mtime (another writer's files in
+     * flight), and vacuum_hold keeps each file for the grace period from
+     * when this process first found it unreferenced (readers). */
+    int rc = ice_vacuum(&s->table, s->set.maint_min_age_s, NULL, NULL, &removed,
+                        why, sizeof why);
     if (rc == 1)
         return; /* another vacuum holds the table: it does the work */
     unref_prune(a);
@@ -250,8 +272,7 @@ static void vacuum_step(ice_sink *s) {
 void ice_auto_run(ice_sink *s, const tm_batch *b, size_t files_added) {
     if (!s->set.maintenance)
         return;
-    if (atomic_load(&s->interrupted) ||
-        (b->deadline_ms > 0 && ice_mono_ms() > b->deadline_ms))
+    if (must_stop(s, b))
         return; /* the host is stopping or waiting: not now */
     ice_auto *a = &s->maint;
     a->last = b;

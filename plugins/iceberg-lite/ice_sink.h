@@ -64,6 +64,7 @@ typedef struct ice_settings {
     int maintenance;
     int64_t maint_min_files; /* small files that start a compaction */
     int64_t maint_grace_s;   /* before vacuum deletes an unreferenced file */
+    int64_t maint_min_age_s; /* ... and younger files (mtime) it never does */
     int64_t maint_vacuum_every_s; /* between two vacuums */
 } ice_settings;
 

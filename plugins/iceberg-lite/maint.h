@@ -61,12 +61,17 @@ void ice_own_free(ice_own *o); /* forgets them */
  * *next set, 1 nothing to do, -1 with why. */
 typedef int (*ice_build_fn)(ice_table *t, void *ctx, json_t **next, char *why,
                             size_t why_size);
-/* Loads the newest version, builds, stages and links, again after each
- * lost race (up to ICE_RACE_MAX). 0 published; 1 nothing to do; -1 failed
- * (nothing published); -2 linked, but the directory fsync failed (outcome
- * unknown). */
-int ice_maint_commit(ice_table *t, ice_build_fn build, void *ctx, char *why,
-                     size_t why_size);
+/* Right before the link (publish_check.c): the files the staged version
+ * names that the operation wrote are all there, in time. 0, or -1 with
+ * why (nothing published). */
+typedef int (*ice_check_fn)(void *ctx, char *why, size_t why_size);
+/* Loads the newest version, builds, stages, checks (check may be NULL;
+ * the staged metadata file is checked in any case) and links, again after
+ * each lost race (up to ICE_RACE_MAX). 0 published; 1 nothing to do; -1
+ * failed (nothing published); -2 linked, but the directory fsync failed
+ * (outcome unknown). */
+int ice_maint_commit(ice_table *t, ice_build_fn build, ice_check_fn check,
+                     void *ctx, char *why, size_t why_size);
 /* The manifests of a new snapshot, shared by the sink's commit and the
  * maintenance: the manifest list of snapshot snapshot_id holds the
  * manifests keep[0..nkeep) as they are, then (when n > 0) one new manifest
@@ -82,6 +87,30 @@ int ice_write_snapshot_manifests(
     int64_t *total_files, int64_t *total_rows, char *why, size_t why_size);
 /* summary[key] = "<v>". 0 or -1. */
 int ice_sum_int(json_t *summary, const char *key, int64_t v);
+
+/* ---- publish_check.c: before a writer links (docs/iceberg-lite.md,
+ * "Vacuum beside writers") ---- */
+/* The longest a writer takes from writing a file to publishing the version
+ * naming it: past this it publishes nothing (the host's commit deadline,
+ * $.batch.commit_timeout_ms, is at most this long too). */
+#define ICE_PUBLISH_MAX_MS INT64_C(240000)
+/* The default age floor of background vacuum (maintenance_min_age_seconds):
+ * no file younger than this (by its mtime) is deleted. ICE_PUBLISH_MAX_MS
+ * and a margin of 60 s for a writer stalled between its check and its
+ * link. */
+#define ICE_VACUUM_MIN_AGE_S 300
+/* PATH (a file:// URI or a path) exists: 0; 1 it does not (why says it was
+ * deleted); -1 stat failed otherwise (why). */
+int ice_file_present(const char *path, char *why, size_t why_size);
+/* The same over every path of O, or of the data files F[0..n). */
+int ice_own_present(const ice_own *o, char *why, size_t why_size);
+int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
+                          size_t why_size);
+/* 0 while the files written at WRITTEN_MS (ice_mono_ms, taken before the
+ * first of them) are at most MAX_MS (ICE_PUBLISH_MAX_MS for a connector's
+ * writes) old; 1 past it (why). */
+int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
+                        size_t why_size);
 
 /* ---- maint_compact.c ---- */
 typedef struct ice_compact_result {
@@ -111,6 +140,16 @@ typedef struct ice_compact_opts {
      * counter, not once per compaction). */
     int similar_sizes;
     pq_codec codec; /* of the new files' pages */
+    /* NULL, or asked before each file is read: non-zero stops the
+     * compaction there (nothing published, its files removed), so that a
+     * stop or a deadline waits for one small file, not a whole target. */
+    int (*stop)(void *ctx);
+    void *stop_ctx;
+    /* > 0: nothing published once the first new file is older than this
+     * (ice_publish_in_time with ICE_PUBLISH_MAX_MS: a connector's); 0: no
+     * bound (an operator's compaction may take longer than any vacuum's
+     * age floor: the files are still checked to be there). */
+    int64_t max_age_ms;
 } ice_compact_opts;
 int ice_compact_with(ice_table *t, const ice_compact_opts *o,
                      ice_compact_result *res, char *why, size_t why_size);
@@ -149,7 +188,9 @@ typedef void (*ice_vacuum_fn)(void *ctx, const char *path);
  * and whose last change is more than grace_seconds old: what crashed or
  * lost commits left, and what expire and compact made unreachable. Not a
  * commit (nothing in the metadata changes): a file a commit in flight will
- * name is younger than the grace period. Deletes nothing when the version
+ * name is younger than the grace period when it is at least
+ * ICE_VACUUM_MIN_AGE_S (writers publish nothing older than
+ * ICE_PUBLISH_MAX_MS). Deletes nothing when the version
  * it loaded is not the directory's highest (a catalog table: when the
  * catalog's row moved meanwhile; it has no floor); raises the version floor
  * (table_meta.h), durably, before it deletes any metadata version; lists

@@ -43,8 +43,8 @@ int ice_sum_int(json_t *summary, const char *key, int64_t v) {
     return json_object_set_new(summary, key, json_string(text));
 }
 
-int ice_maint_commit(ice_table *t, ice_build_fn build, void *ctx, char *why,
-                     size_t why_size) {
+int ice_maint_commit(ice_table *t, ice_build_fn build, ice_check_fn check,
+                     void *ctx, char *why, size_t why_size) {
     for (int i = 0; i < ICE_RACE_MAX; i++) {
         int rc = ice_table_refresh(t, why, why_size);
         if (rc == 1)
@@ -68,6 +68,17 @@ int ice_maint_commit(ice_table *t, ice_build_fn build, void *ctx, char *why,
         }
         if (h && h->fault)
             h->fault(ICE_FAULT_MAINT_STAGED);
+        /* Last before the link: what it will name is still there (a
+         * stall past another writer's vacuum floor loses it). */
+        rc = ice_file_present(tmp, why, why_size) != 0 ||
+                     (check && check(ctx, why, why_size) != 0)
+                 ? -1
+                 : 0;
+        if (rc != 0) {
+            unlink(tmp); /* ENOENT when it was the one gone */
+            json_decref(next);
+            return -1;
+        }
         rc = ice_meta_link(t, next, tmp, why, why_size);
         json_decref(next);
         if (rc == 1)

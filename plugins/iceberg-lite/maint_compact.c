@@ -32,6 +32,7 @@ typedef struct compact_ctx {
     int open;                  /* ... when 1 */
     const ice_datafile *group; /* the partition of the files being read */
     ice_own own;               /* this attempt's manifests */
+    int64_t written_ms;        /* monotonic, before the first new file */
     char *why;
     size_t why_size;
 } compact_ctx;
@@ -99,11 +100,20 @@ static int rewrite(compact_ctx *c) {
         if (first < g)
             continue; /* its partition was rewritten with an earlier file */
         c->group = &c->replaced[g];
-        for (size_t i = g; i < c->nreplaced; i++)
-            if (same_partition(&c->replaced[i], c->group) &&
-                ice_file_rows_as(c->replaced[i].path, c->cols, c->ncols,
+        for (size_t i = g; i < c->nreplaced; i++) {
+            if (!same_partition(&c->replaced[i], c->group))
+                continue;
+            if (c->o->stop && c->o->stop(c->o->stop_ctx)) {
+                snprintf(c->why, c->why_size,
+                         "%s: stopped (a stop, or the batch's deadline) "
+                         "after rewriting %lld rows: nothing published",
+                         c->t->root, (long long)c->rows);
+                return -1;
+            }
+            if (ice_file_rows_as(c->replaced[i].path, c->cols, c->ncols,
                                  put_row, c, c->why, c->why_size) != 0)
                 return -1;
+        }
         if (c->open && flush(c) != 0)
             return -1;
     }
@@ -150,6 +160,20 @@ static json_t *replace_summary(compact_ctx *c, json_t *meta,
         return NULL;
     }
     return sum;
+}
+
+/* The new data files and this attempt's manifests are there, written in
+ * time for the link. */
+static int check(void *ctx, char *why, size_t why_size) {
+    compact_ctx *c = ctx;
+    return (c->o->max_age_ms > 0 &&
+            ice_publish_in_time(c->written_ms, c->o->max_age_ms, why,
+                                why_size) != 0) ||
+                   ice_datafiles_present(c->written, c->nwritten, why,
+                                         why_size) != 0 ||
+                   ice_own_present(&c->own, why, why_size) != 0
+               ? -1
+               : 0;
 }
 
 static int build(ice_table *t, void *ctx, json_t **next, char *why,
@@ -332,10 +356,11 @@ int ice_compact_with(ice_table *t, const ice_compact_opts *o,
     }
     if (rc == 0)
         rc = ice_schema_columns(t->meta, &c.cols, &c.ncols, why, why_size);
+    c.written_ms = ice_mono_ms();
     if (rc == 0)
         rc = rewrite(&c);
     if (rc == 0)
-        rc = ice_maint_commit(t, build, &c, why, why_size);
+        rc = ice_maint_commit(t, build, check, &c, why, why_size);
     if (rc != 0 && rc != -2) {
         /* Never published: the new files and manifests are ours alone. */
         ice_own_drop(&c.own);

@@ -242,6 +242,12 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
     return 0;
 }
 
+/* The dead-letter index this attempt wrote, if any, is still there. */
+static int check(void *ctx, char *why, size_t why_size) {
+    expire_ctx *c = ctx;
+    return ice_own_present(&c->own, why, why_size) != 0 ? -1 : 0;
+}
+
 int ice_expire(ice_table *t, size_t keep, size_t *removed, char *why,
                size_t why_size) {
     expire_ctx c = {.keep = keep};
@@ -252,7 +258,7 @@ int ice_expire(ice_table *t, size_t keep, size_t *removed, char *why,
                  "snapshot holds the markers)");
         return -1;
     }
-    int rc = ice_maint_commit(t, build, &c, why, why_size);
+    int rc = ice_maint_commit(t, build, check, &c, why, why_size);
     if (rc != 0 && rc != -2)
         ice_own_drop(&c.own); /* never published */
     if (rc == 0)

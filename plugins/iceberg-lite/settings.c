@@ -10,6 +10,7 @@
 
 #include "catalog.h"
 #include "ice_sink.h"
+#include "maint.h"
 
 /* Files below this would make a table of many tiny files; above, one batch
  * is held in memory per file anyway. */
@@ -79,10 +80,15 @@ const tm_setting ICE_SETTINGS[] = {
                    "a compaction"),
     TM_SETTING_INT("maintenance_grace_seconds", ice_settings, maint_grace_s, 0,
                    600, 0, 86400,
-                   "how long a file stays after no version names it (a "
-                   "reader of an older version reads on that long) and "
-                   "after it was written (another writer's commit in "
-                   "flight)"),
+                   "how long a file stays after this process first found "
+                   "no version naming it (a reader of an older version "
+                   "reads on that long)"),
+    TM_SETTING_INT("maintenance_min_age_seconds", ice_settings, maint_min_age_s,
+                   0, ICE_VACUUM_MIN_AGE_S, 0, 86400,
+                   "vacuum never deletes a file written less than this long "
+                   "ago (another host's commit in flight: a writer publishes "
+                   "nothing older than 240 s); below the default only with "
+                   "one writer"),
     TM_SETTING_INT("maintenance_vacuum_interval_seconds", ice_settings,
                    maint_vacuum_every_s, 0, 300, 0, 86400,
                    "seconds between two vacuums of the connector (0: after "

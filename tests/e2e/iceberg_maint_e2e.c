@@ -25,13 +25,24 @@
  *                times out, claims (a new epoch) and catches up; A is
  *                continued: its link loses, its fence refuses, and no
  *                metadata version on disk holds a compaction ("replace")
- *                snapshot; every record once */
+ *                snapshot; every record once
+ *   shared_grace, shared_grace_3  two hosts of one connector, both
+ *                maintaining, grace 0 / 3 s: host A stops at after_effects
+ *                (files written, not linked) while B's vacuum runs; A's
+ *                files must survive it and A's commit publish no version
+ *                naming a missing file; every record once
+ *   shared_floor the same with an age floor of 1 s, so B does delete A's
+ *                in-flight files: A's check before its link finds them
+ *                gone and writes the batch again; every record once */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -145,14 +156,16 @@ static void judge_fs(const char *table, int n) {
 #define PER_ROUND  50
 #define ROUND_MS   500
 #define GRACE_S    5
+#define MIN_AGE_S  1 /* one host: no other writer's files in flight */
 #define VACUUM_S   1
 #define MIN_FILES  8
 #define KEEP_SNAPS 10
 /* Commits per second at most (the load's rate over the batch size), and
  * the window in which a file may stay unreferenced before a vacuum
- * removes it: the grace period, a vacuum interval, a round. */
+ * removes it: the age floor (a file younger is no candidate yet), the
+ * grace period, a vacuum interval, a round. */
 #define MAX_COMMITS_S (2 * PER_ROUND * 1000 / ROUND_MS / 50 + 1)
-#define WINDOW_S      (GRACE_S + VACUUM_S + 1)
+#define WINDOW_S      (MIN_AGE_S + GRACE_S + VACUUM_S + 1)
 /* data/: the live files (fewer than MIN_FILES small ones plus the few
  * the compactions made: the whole load is a few targets of 64 KiB), those the
  * KEEP_SNAPS kept snapshots name (at most one new file per commit), and those
@@ -241,8 +254,9 @@ static void scenario_bounded(void) {
     snprintf(maint, sizeof maint,
              ", \"keep_snapshots\": %d, \"maintenance\": true, "
              "\"maintenance_min_files\": %d, \"maintenance_grace_seconds\": "
-             "%d, \"maintenance_vacuum_interval_seconds\": %d",
-             KEEP_SNAPS, MIN_FILES, GRACE_S, VACUUM_S);
+             "%d, \"maintenance_min_age_seconds\": %d, "
+             "\"maintenance_vacuum_interval_seconds\": %d",
+             KEEP_SNAPS, MIN_FILES, GRACE_S, MIN_AGE_S, VACUUM_S);
     char plain[128];
     snprintf(plain, sizeof plain, ", \"keep_snapshots\": %d", KEEP_SNAPS);
     run_counts off = run_load(uri, "plain", plain, 0);
@@ -386,24 +400,33 @@ static void scenario_zombie(void) {
     judge_fs(table, COUNT);
 }
 
-/* ---- REVIEW REPRODUCER (rv-maint): shared_grace ------------------------
+/* ---- shared_grace, shared_floor ----------------------------------------
  * Two hosts of ONE connector (the normal scale-out: a consumer group, one
- * partition each) write one file-system table, both with maintenance on
- * and a short grace (GRACE_ENV, default 0; the setting allows 0..86400).
- * Host A stops (SIGSTOP, well inside the session timeout: a stall, not a
- * death) at after_effects: its batch's data file and manifests are written,
- * not yet published. Host B commits a batch of its own partition, and its
- * background vacuum finds A's in-flight files unreferenced and deletes them.
- * A continues: it is still the owner (no rebalance happened), its link loses
- * to B's version, it retries reusing the data files it already wrote, and
- * publishes a snapshot naming deleted files. Expected (the contract): every
- * record read once by pyiceberg. This test FAILS on main at 324b6b3. */
-static void scenario_rv_shared_grace(void) {
+ * partition each) write one file-system table, both with maintenance on,
+ * a vacuum after every batch and the given grace. Host A stops (SIGSTOP,
+ * well inside the session timeout: a stall, not a death) at after_effects:
+ * its batch's data file and manifests are written, not yet published. A
+ * file planted in data/ with an old mtime (an orphan of an hour ago) shows
+ * when B's vacuum ran with A's in-flight files on disk: once it is gone, a
+ * vacuum of B listed data/ after A's files were written and, with a grace,
+ * had found both unreferenced for the grace period (A's first). A is
+ * continued: it is still the owner (no rebalance), its link loses to B's
+ * versions, and it commits on top of them. Expected: no published version
+ * names a missing file (tidemark verify), every record read once by
+ * pyiceberg. With extra settings (shared_floor) B deletes A's in-flight
+ * files on purpose: A's check before its link must find them gone and
+ * write the batch again. */
+typedef struct shared_case {
+    int grace;          /* maintenance_grace_seconds of both hosts */
+    const char *extra;  /* more sink settings of both hosts */
+    int64_t stall_ms;   /* A stays stopped at least this long first */
+    const char *expect; /* in A's log after it continued, or NULL */
+} shared_case;
+
+static void shared_hosts(const shared_case *sc) {
     need_python();
-    const char *g = getenv("RV_GRACE_S");
-    int grace = g ? atoi(g) : 0;
     char topic[256], name[256], table[4096];
-    snprintf(topic, sizeof topic, "%s", h_name("rv-maint-shared"));
+    snprintf(topic, sizeof topic, "%s", h_name("icevac-shared"));
     snprintf(name, sizeof name, "%s", topic);
     snprintf(table, sizeof table, "%s/table", h_workdir());
     h_create_topic(topic, 2, NULL, NULL);
@@ -420,14 +443,14 @@ static void scenario_rv_shared_grace(void) {
                  "{\"plugin\": \"iceberg_lite\", \"settings\": {\"path\": "
                  "\"%s\", \"maintenance\": true, \"maintenance_min_files\": "
                  "100000, \"maintenance_grace_seconds\": %d, "
-                 "\"maintenance_vacuum_interval_seconds\": 0}}, "
+                 "\"maintenance_vacuum_interval_seconds\": 0%s}}, "
                  "\"state_dir\": \"%s/state-%c\", \"mapping\": {\"mode\": "
                  "\"json\", \"columns\": [{\"name\": \"id\", \"pointer\": "
                  "\"/id\", \"type\": \"int\", \"required\": true}, "
                  "{\"name\": \"name\", \"pointer\": \"/name\", \"type\": "
                  "\"text\"}]}}",
-                 name, h_bootstrap(), topic, table, grace, h_workdir(),
-                 'a' + k);
+                 name, h_bootstrap(), topic, table, sc->grace, sc->extra,
+                 h_workdir(), 'a' + k);
         cfgs[k] = h_write_file(file, text);
     }
     h_fault_pipe fp;
@@ -441,35 +464,58 @@ static void scenario_rv_shared_grace(void) {
         h_sleep_ms(100);
     }
     pid_t b = h_spawn(cfgs[1], "b.log");
+    /* One partition each (the group's own description). */
+    char group[300];
+    snprintf(group, sizeof group, "tidemark-%s", name);
     t0 = h_now_ms();
-    while (!strstr(h_read_file("b.log"), "claimed:")) {
-        H_CHECK(h_now_ms() - t0 < 60000, "inconclusive: B never claimed");
-        h_sleep_ms(100);
+    for (;;) {
+        char owners[2][H_OWNER_MAX];
+        if (h_group_owners(group, topic, 2, owners) == 2 && owners[0][0] &&
+            owners[1][0] && strcmp(owners[0], owners[1]) != 0)
+            break;
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "inconclusive: the two hosts never held one partition each");
+        h_sleep_ms(200);
     }
-    h_sleep_ms(3000); /* the group settles: one partition each */
     rd_kafka_t *p = h_producer(NULL, NULL);
     for (int part = 0; part < 2; part++)
         h_produce_many(p, topic, part, part * 100000, 10,
                        "{\"id\": %d, \"name\": \"ice\"}");
     h_fault_wait(&fp, "after_effects", a, 1);
     h_step("host A stopped at after_effects (its files written, unpublished)");
-    /* B's vacuum must find A's files unreferenced, and (grace > 0) find
-     * them again after the grace: B's partition gets a batch each second. */
+    int64_t stopped = h_now_ms();
     int n = 10;
-    t0 = h_now_ms();
-    while (!strstr(h_read_file("b.log"), "maintenance: vacuum removed") ||
-           h_now_ms() - t0 < (grace + 2) * 1000) {
-        H_CHECK(h_now_ms() - t0 < 30000,
-                "inconclusive: B's vacuum removed nothing:\n%s",
-                h_read_file("b.log"));
+    /* B's partition gets a record each second: a batch, then a vacuum. */
+    while (h_now_ms() - stopped < sc->stall_ms) {
         for (int part = 0; part < 2; part++)
             h_produce_many(p, topic, part, part * 100000 + n, 1,
                            "{\"id\": %d, \"name\": \"ice\"}");
         n++;
         h_sleep_ms(1000);
     }
+    char planted[4200];
+    snprintf(planted, sizeof planted, "%s/data/planted-orphan.parquet", table);
+    FILE *f = fopen(planted, "w");
+    H_CHECK(f && fputs("orphan", f) >= 0 && fclose(f) == 0, "plant %s",
+            planted);
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 3600},
+                              {.tv_sec = time(NULL) - 3600}};
+    H_CHECK(utimensat(AT_FDCWD, planted, old, 0) == 0, "utimensat %s", planted);
+    t0 = h_now_ms();
+    while (access(planted, F_OK) == 0) {
+        H_CHECK(
+            h_now_ms() - t0 < 60000,
+            "inconclusive: B's vacuum never removed the planted orphan:\n%s",
+            h_read_file("b.log"));
+        for (int part = 0; part < 2; part++)
+            h_produce_many(p, topic, part, part * 100000 + n, 1,
+                           "{\"id\": %d, \"name\": \"ice\"}");
+        n++;
+        h_sleep_ms(1000);
+    }
+    H_CHECK(h_proc_state(a) == 'T', "inconclusive: A is no longer stopped");
     h_step("host B vacuumed while A was stopped (%d s of A's stall)",
-           (int)((h_now_ms() - t0) / 1000));
+           (int)((h_now_ms() - stopped) / 1000));
     H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT host A");
     rd_kafka_destroy(p);
     /* verify (tidemark's own reader) until caught up; a data file the
@@ -493,7 +539,34 @@ static void scenario_rv_shared_grace(void) {
     h_stop_clean(b);
     H_CHECK(!strstr(h_read_file("a.log"), "fenced"),
             "inconclusive: A was fenced (a rebalance happened)");
+    if (sc->expect)
+        H_CHECK(strstr(h_read_file("a.log"), sc->expect),
+                "inconclusive: A never found its files gone (\"%s\"):\n%s",
+                sc->expect, h_read_file("a.log"));
     judge_fs(table, n);
+}
+
+/* The defaults: B's vacuum leaves files younger than the age floor, so
+ * A's in-flight ones stay, with no grace (0) or a short one (3 s). */
+static void scenario_shared_grace(void) {
+    shared_case sc = {.grace = 0, .extra = "", .stall_ms = 0};
+    shared_hosts(&sc);
+}
+
+static void scenario_shared_grace_3(void) {
+    shared_case sc = {.grace = 3, .extra = "", .stall_ms = 4000};
+    shared_hosts(&sc);
+}
+
+/* An age floor of 1 s (unsafe with two hosts: that is the point): B
+ * deletes A's in-flight files while A is stopped for 3 s; A's check before
+ * its link finds them gone and it writes the batch again. */
+static void scenario_shared_floor(void) {
+    shared_case sc = {.grace = 0,
+                      .extra = ", \"maintenance_min_age_seconds\": 1",
+                      .stall_ms = 3000,
+                      .expect = "written again"};
+    shared_hosts(&sc);
 }
 
 int main(int argc, char **argv) {
@@ -502,7 +575,9 @@ int main(int argc, char **argv) {
         {"kill_in_maint", scenario_kill_in_maint},
         {"kill_in_maint_catalog", scenario_kill_in_maint_catalog},
         {"zombie", scenario_zombie},
-        {"rv_shared_grace", scenario_rv_shared_grace},
+        {"shared_grace", scenario_shared_grace},
+        {"shared_grace_3", scenario_shared_grace_3},
+        {"shared_floor", scenario_shared_floor},
     };
     return h_main(argc, argv, "iceberg_maint_e2e", SCENARIOS,
                   H_NSCENARIOS(SCENARIOS));

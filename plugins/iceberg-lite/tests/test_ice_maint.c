@@ -342,6 +342,45 @@ static void age_everything(void) {
     }
 }
 
+/* The data, manifest and dead-letter files on disk now (a commit's
+ * in-flight ones among them), to be made young again after
+ * age_everything: a vacuum then leaves them. */
+typedef struct file_set {
+    glob_t g[3];
+} file_set;
+
+static void files_now(file_set *f) {
+    const char *pats[] = {"data/*.parquet", "metadata/*.avro",
+                          "dead_letters/*"};
+    for (int k = 0; k < 3; k++) {
+        char pat[512];
+        snprintf(pat, sizeof pat, "%s/%s", fx.table, pats[k]);
+        memset(&f->g[k], 0, sizeof f->g[k]);
+        int rc = glob(pat, 0, NULL, &f->g[k]);
+        ck_assert(rc == 0 || rc == GLOB_NOMATCH);
+    }
+}
+
+static void files_touch_free(file_set *f) {
+    for (int k = 0; k < 3; k++) {
+        for (size_t i = 0; i < f->g[k].gl_pathc; i++)
+            ck_assert_int_eq(utimensat(AT_FDCWD, f->g[k].gl_pathv[i], NULL, 0),
+                             0);
+        globfree(&f->g[k]);
+    }
+}
+
+/* The staged temp metadata young again (after age_everything). */
+static void touch_staged(void) {
+    char pat[600];
+    glob_t g;
+    snprintf(pat, sizeof pat, "%s/metadata/tmp-*.metadata.json.part", fx.table);
+    ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++)
+        ck_assert_int_eq(utimensat(AT_FDCWD, g.gl_pathv[i], NULL, 0), 0);
+    globfree(&g);
+}
+
 static size_t vacuum(int64_t grace) {
     ice_table t;
     size_t removed;
@@ -512,20 +551,18 @@ static void advance_and_vacuum_at_link(const char *point) {
         return;
     inflight_done = 1;
     tm_error err;
+    /* a's own files are young: only its base version goes. */
+    file_set own;
+    files_now(&own);
     for (int i = 0; i < 14; i++)
         ck_assert_int_eq(commit_range(inflight_b, 1, inflight_mb.epoch, 5 * i,
                                       5 * i + 5, &err),
                          TM_OK);
-    /* Everything old but a's staged metadata, as if a's commit had been
-     * slower than the grace period's worth of b's commits. */
+    /* Everything old but a's files, as if a's commit had been slower than
+     * the grace period's worth of b's commits. */
     age_everything();
-    char pat[600];
-    glob_t g;
-    snprintf(pat, sizeof pat, "%s/metadata/tmp-*.metadata.json.part", fx.table);
-    ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
-    for (size_t i = 0; i < g.gl_pathc; i++)
-        ck_assert_int_eq(utimensat(AT_FDCWD, g.gl_pathv[i], NULL, 0), 0);
-    globfree(&g);
+    touch_staged();
+    files_touch_free(&own);
     vacuum(3600);
     snprintf(inflight_base, sizeof inflight_base,
              "%s/metadata/v%lld.metadata.json", fx.table,
@@ -565,6 +602,48 @@ START_TEST(vacuum_during_a_commit_reuses_no_version) {
     assert_rows_once(end);
     ice_api->close(a);
     ice_api->close(inflight_b);
+}
+END_TEST
+
+/* A commit stalled between writing its files and linking (the hook, at
+ * the link) while a vacuum took them (old enough by their mtime: a floor
+ * shorter than the stall): the check before the link finds them gone and
+ * the commit writes the batch again, publishing no version that names a
+ * missing file. */
+static int took_inflight;
+static size_t inflight_files;
+
+static void vacuum_inflight_at_link(const char *point) {
+    if (took_inflight || strcmp(point, TM_FAULT_AFTER_MARKER) != 0)
+        return;
+    took_inflight = 1;
+    inflight_files = count_files("data/*.parquet");
+    age_everything();
+    touch_staged(); /* the data file and manifests are what goes */
+    vacuum(3600);
+}
+
+START_TEST(commit_writes_again_files_vacuum_took) {
+    tm_marker m[2];
+    void *sink = fill(2, m);
+    ice_api->close(sink);
+    int64_t base = newest_version();
+    tm_host_api host = *tm_host_services();
+    host.fault = vacuum_inflight_at_link;
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_api->open(&host, &fx.config, &sink, &err), TM_OK);
+    took_inflight = 0;
+    tm_status rc = commit_range(sink, 0, m[0].epoch, 10, 15, &err);
+    /* The fault happened where intended: the in-flight file went. */
+    ck_assert_msg(took_inflight, "inconclusive: no commit reached the link");
+    ck_assert_msg(inflight_files == 5,
+                  "inconclusive: %zu data files at the link, not 4 + 1",
+                  inflight_files);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(newest_version(), base + 1);
+    ice_api->close(sink);
+    int64_t end[2] = {15, 10};
+    assert_rows_once(end);
 }
 END_TEST
 
@@ -609,6 +688,131 @@ START_TEST(compact_wins_the_link_race) {
     read1(sink, 0, &got);
     ck_assert_int_eq(got.next_offset, 15);
     ice_api->close(sink);
+}
+END_TEST
+
+/* A stop asked for during a compaction (the callback, asked before each
+ * file is read) ends it there: nothing published, its new files gone. */
+static int stop_calls;
+
+static int stop_on_second(void *ctx) {
+    (void)ctx;
+    return ++stop_calls >= 2;
+}
+
+START_TEST(compact_stops_between_files) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    size_t before = count_files("data/*.parquet");
+    ice_table t;
+    table_open(&t);
+    ice_compact_opts o = {.target = 1 << 20,
+                          .small_below = 1 << 20,
+                          .max_bytes = INT64_MAX,
+                          .min_files = 2,
+                          .codec = PQ_CODEC_DEFAULT,
+                          .stop = stop_on_second};
+    ice_compact_result res;
+    char why[1024];
+    stop_calls = 0;
+    int rc = ice_compact_with(&t, &o, &res, why, sizeof why);
+    ice_table_free(&t);
+    ck_assert_msg(stop_calls == 2, "inconclusive: asked %d times", stop_calls);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(why, "stopped"), "%s", why);
+    ck_assert_str_eq(current_op(), "append");
+    ck_assert_uint_eq(count_files("data/*.parquet"), before);
+    int64_t end[2] = {15, 15};
+    assert_rows_once(end);
+}
+END_TEST
+
+/* A connector's compaction (max_age_ms) whose new files got older than
+ * its bound before the link (the stop callback lets time pass: 5 ms
+ * against a bound of 1 ms) publishes nothing. */
+static int let_time_pass(void *ctx) {
+    (void)ctx;
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+START_TEST(compact_too_old_publishes_nothing) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    size_t before = count_files("data/*.parquet");
+    ice_table t;
+    table_open(&t);
+    ice_compact_opts o = {.target = 1 << 20,
+                          .small_below = 1 << 20,
+                          .max_bytes = INT64_MAX,
+                          .min_files = 2,
+                          .codec = PQ_CODEC_DEFAULT,
+                          .stop = let_time_pass,
+                          .max_age_ms = 1};
+    ice_compact_result res;
+    char why[1024];
+    int rc = ice_compact_with(&t, &o, &res, why, sizeof why);
+    ice_table_free(&t);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(why, "more than the 1 ms"), "%s", why);
+    ck_assert_str_eq(current_op(), "append");
+    ck_assert_uint_eq(count_files("data/*.parquet"), before);
+    int64_t end[2] = {15, 15};
+    assert_rows_once(end);
+}
+END_TEST
+
+/* A compaction whose new files another writer's vacuum deleted while it
+ * was staged (the fault point between stage and link) publishes nothing:
+ * its check before the link finds them gone. */
+static glob_t before_compact;
+static int deleted_new;
+
+static void delete_new_files_at_stage(const char *point) {
+    if (strcmp(point, ICE_FAULT_MAINT_STAGED) != 0)
+        return;
+    char pat[512];
+    glob_t g;
+    snprintf(pat, sizeof pat, "%s/data/*.parquet", fx.table);
+    ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        int old = 0;
+        for (size_t k = 0; k < before_compact.gl_pathc; k++)
+            old |= strcmp(g.gl_pathv[i], before_compact.gl_pathv[k]) == 0;
+        if (!old) {
+            ck_assert_int_eq(unlink(g.gl_pathv[i]), 0);
+            deleted_new++;
+        }
+    }
+    globfree(&g);
+}
+
+START_TEST(compact_publishes_no_missing_file) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    char pat[512];
+    snprintf(pat, sizeof pat, "%s/data/*.parquet", fx.table);
+    ck_assert_int_eq(glob(pat, 0, NULL, &before_compact), 0);
+    ice_owner_hooks h = {.fault = delete_new_files_at_stage};
+    ice_table t;
+    table_open(&t);
+    t.hooks = &h;
+    ice_compact_result res;
+    char why[1024];
+    deleted_new = 0;
+    int rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
+    ice_table_free(&t);
+    globfree(&before_compact);
+    ck_assert_msg(deleted_new > 0, "inconclusive: no new file at the stage");
+    ck_assert_msg(rc == -1, "compact: %d: %s", rc, why);
+    ck_assert_msg(strstr(why, "deleted before"), "%s", why);
+    ck_assert_str_eq(current_op(), "append");
+    int64_t end[2] = {15, 15};
+    assert_rows_once(end);
 }
 END_TEST
 
@@ -695,7 +899,8 @@ END_TEST
 #define AUTO_SETTINGS                                                          \
     "\"maintenance\": true, \"maintenance_min_files\": 4, "                    \
     "\"maintenance_grace_seconds\": 0, \"keep_snapshots\": 3, "                \
-    "\"maintenance_vacuum_interval_seconds\": 0"
+    "\"maintenance_vacuum_interval_seconds\": 0, "                             \
+    "\"maintenance_min_age_seconds\": 0"
 
 /* How many snapshots of META are of operation OP. */
 static size_t snapshots_of(json_t *meta, const char *op) {
@@ -846,6 +1051,31 @@ START_TEST(auto_maintenance_grace_holds_files) {
 }
 END_TEST
 
+/* The age floor (its default, 300 s) holds files written since, whatever
+ * the grace: the same 16 batches, grace 0, a vacuum after each batch that
+ * did not compact: every file (another writer's in flight would be among
+ * them) is still in data/. */
+START_TEST(auto_maintenance_age_floor_holds_young_files) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(
+        ice_fx_init(&fx, "\"maintenance\": true, \"maintenance_min_files\": 4, "
+                         "\"maintenance_grace_seconds\": 0, "
+                         "\"keep_snapshots\": 3, "
+                         "\"maintenance_vacuum_interval_seconds\": 0"),
+        0);
+    tm_marker m[2];
+    void *sink = fill(8, m);
+    ice_api->close(sink);
+    size_t live = live_files(), dir = count_files("data/*.parquet");
+    ck_assert_msg(live <= 4, "inconclusive: %zu live files (no compaction)",
+                  live);
+    ck_assert_msg(dir > 16, "%zu files in data/: vacuum deleted young ones",
+                  dir);
+    int64_t end[2] = {40, 40};
+    assert_rows_once(end);
+}
+END_TEST
+
 /* Maintenance with every snapshot kept could never vacuum: refused, with
  * the setting's path, by open and validate alike. */
 START_TEST(auto_maintenance_needs_expiry) {
@@ -877,10 +1107,15 @@ static Suite *suite(void) {
     tcase_add_test(tc, vacuum_beside_stale_writer_reuses_no_version);
     tcase_add_test(tc, vacuum_beside_stale_writer_without_hint);
     tcase_add_test(tc, vacuum_during_a_commit_reuses_no_version);
+    tcase_add_test(tc, commit_writes_again_files_vacuum_took);
     tcase_add_test(tc, compact_wins_the_link_race);
+    tcase_add_test(tc, compact_stops_between_files);
+    tcase_add_test(tc, compact_publishes_no_missing_file);
+    tcase_add_test(tc, compact_too_old_publishes_nothing);
     tcase_add_test(tc, compact_and_connector_lose_nothing);
     tcase_add_test(tc, auto_maintenance_bounds_files);
     tcase_add_test(tc, auto_maintenance_fenced_publishes_nothing);
+    tcase_add_test(tc, auto_maintenance_age_floor_holds_young_files);
     tcase_add_test(tc, auto_maintenance_needs_expiry);
     tcase_add_test(tc, auto_maintenance_grace_holds_files);
     suite_add_tcase(s, tc);
