@@ -1,11 +1,14 @@
 /* The status file of a running connector: written at every commit and at
  * least every second, from the connector's own state and the sink's
  * markers (their counts are the sink's truth, re-read when they moved). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "commit/commit_loop.h"
+#include "commit/part_stop.h"
 #include "metrics/metrics_persist.h"
 #include "runtime/connector_state.h"
 #include "services/error.h"
@@ -162,6 +165,23 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
         s->reason_since_ms = c->paused_since_ms;
         return;
     }
+    /* A partition stopped by a change it cannot apply: DEGRADED until the
+     * operator acts (it never recovers by itself), before any retry. */
+    size_t nstopped;
+    const tm_part *stopped = tm_part_stop_first(c, &nstopped);
+    if (stopped) {
+        s->state = TM_CONN_DEGRADED;
+        snprintf(s->reason, sizeof s->reason,
+                 "%s [%d] stopped at offset %" PRId64
+                 ": %s; the other partitions go on%s",
+                 stopped->topic, (int)stopped->partition, stopped->stop_at,
+                 stopped->stop_why,
+                 nstopped > 1 ? " (more partitions are stopped: see the "
+                                "partitions)"
+                              : "");
+        s->reason_since_ms = stopped->stop_wall_ms;
+        return;
+    }
     if (c->degraded_ms) {
         s->state = TM_CONN_DEGRADED;
         snprintf(s->reason, sizeof s->reason, "%s", c->last_error);
@@ -213,7 +233,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
         s->dead_letters = p->marker.dead_letters;
         s->filtered = p->marker.filtered;
         s->duplicates = p->marker.duplicates;
-        int by_host = p->paused || p->fenced || p->unclaimed;
+        int by_host = p->paused || p->fenced || p->unclaimed || p->stopped;
         /* Paused by the host itself (its reason in the status), or with
          * the whole connector by an operator. */
         s->paused = by_host || c->paused_since_ms != 0;

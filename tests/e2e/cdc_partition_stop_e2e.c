@@ -1,0 +1,220 @@
+/* A change the host cannot apply safely stops its partition only
+ * (docs/operations.md, "A stopped partition"), against the real broker, an
+ * SQLite file and PostgreSQL: Debezium change events in JsonConverter's
+ * envelope, a mapping without a column list, a topic of two partitions.
+ * One ctest test per target, e2e.cdc_partition_stop.<sqlite|postgres>:
+ *   partition 0 narrows a field (double to int32) at offset O while the
+ *   host runs, after a record and a dead letter of its own in the same
+ *   batch. Partition 0's marker ends at O exactly (its earlier record and
+ *   dead letter are in, nothing at or past O), records produced to
+ *   partition 1 after the stop are all committed, the status file and
+ *   `tidemark status` (exit 3) say DEGRADED naming partition 0, O, the
+ *   field and both types; SIGTERM exits 0. After the operator changes
+ *   the table and restarts, O and what follows go in, nothing lost. */
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cdc_common.h"
+
+#define SCHEMA_MAPPING "{\"mode\": \"json\", \"format\": \"debezium\"}"
+
+#define F(name, type, opt)                                                     \
+    "{\"field\":\"" name "\",\"type\":\"" type "\",\"optional\":" opt "}"
+#define P_DOUBLE F("id", "int32", "false") "," F("p", "double", "true")
+#define P_INT    F("id", "int32", "false") "," F("p", "int32", "true")
+
+/* Where partition 0 stops: after ids 1 and 2 (first run), id 3 and a
+ * dead letter. */
+#define STOP_AT 4
+
+/* A create of key ID with the row schema's fields ROWFIELDS and payload
+ * {"id": ID, "p": P}, in the envelope, its key enveloped too. */
+static void create(rd_kafka_t *p, const target *t, int32_t partition, int id,
+                   const char *rowfields, const char *pvalue) {
+    char key[256], value[4096];
+    snprintf(key, sizeof key,
+             "{\"schema\":{\"type\":\"struct\",\"fields\":[" F(
+                 "id", "int32", "false") "]},\"payload\":{\"id\":%d}}",
+             id);
+    snprintf(value, sizeof value,
+             "{\"schema\":{\"type\":\"struct\",\"fields\":["
+             "{\"field\":\"before\",\"type\":\"struct\",\"optional\":true,"
+             "\"fields\":[%s]},{\"field\":\"after\",\"type\":\"struct\","
+             "\"optional\":true,\"fields\":[%s]},"
+             "{\"field\":\"op\",\"type\":\"string\",\"optional\":false}]},"
+             "\"payload\":{\"before\":null,\"after\":{\"id\":%d,\"p\":%s},"
+             "\"op\":\"c\"}}",
+             rowfields, rowfields, id, pvalue);
+    h_produce_async(p, t->topic, partition, key, value, strlen(value));
+}
+
+static int64_t marker_of(const target *t, int32_t partition) {
+    const char *q = "SELECT coalesce(max(next_offset), -1) FROM "
+                    "tidemark_markers WHERE connector = '%s' AND topic = '%s' "
+                    "AND \"partition\" = %d";
+    return t->pg ? h_pg_int(q, t->connector, t->topic, (int)partition)
+                 : h_sqlf(t->db, q, t->connector, t->topic, (int)partition);
+}
+
+static int64_t high_of(const target *t, int32_t partition) {
+    int64_t lo, hi;
+    h_watermarks(t->topic, partition, &lo, &hi);
+    return hi;
+}
+
+/* Until partition PARTITION's marker is WANT (fails after 60 s). */
+static void wait_marker(const target *t, int32_t partition, int64_t want) {
+    int64_t t0 = h_now_ms(), at;
+    while ((at = marker_of(t, partition)) != want) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "partition %d's marker is at %lld, want %lld", (int)partition,
+                (long long)at, (long long)want);
+        h_sleep_ms(100);
+    }
+}
+
+static int64_t rows(const target *t, const char *where) {
+    return count_rows(t, "%.0dWHERE %s", 0, where);
+}
+
+/* What the operator does: p becomes an integer column, the old values
+ * kept in p_double. */
+static void fix_table(const target *t) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "ALTER TABLE \"%s\" RENAME COLUMN p TO p_double; ALTER TABLE "
+             "\"%s\" ADD COLUMN p %s",
+             t->table, t->table, t->pg ? "bigint" : "INTEGER");
+    if (t->pg) {
+        pg_do(sql);
+        return;
+    }
+    sqlite3 *db = NULL;
+    char *msg = NULL;
+    H_CHECK(sqlite3_open(t->db, &db) == SQLITE_OK &&
+                sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK,
+            "inconclusive: changing the table: %s", msg ? msg : "?");
+    sqlite3_free(msg);
+    sqlite3_close(db);
+}
+
+static void run_partition_stops(int pg) {
+    target t;
+    init_target_as(&t, pg, "partstop");
+    h_create_topic(t.topic, PARTITIONS, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    create(p, &t, 0, 1, P_DOUBLE, "1.5");
+    create(p, &t, 0, 2, P_DOUBLE, "2.5");
+    create(p, &t, 1, 101, P_DOUBLE, "101.5");
+    create(p, &t, 1, 102, P_DOUBLE, "102.5");
+    h_flush(p);
+    const char *cfg = config_file(&t, SCHEMA_MAPPING, "partstop.json", 40, 500);
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(&t);
+    H_CHECK(marker_of(&t, 0) == 2 && marker_of(&t, 1) == 2,
+            "inconclusive: the first records are not at offsets 0 and 1 of "
+            "each partition");
+    /* While it runs, partition 0 gets a record, an event without a schema
+     * (a dead letter), then the source narrows p (offset STOP_AT) and
+     * keeps it narrowed. */
+    create(p, &t, 0, 3, P_DOUBLE, "3.5");
+    const char *bare = "{\"before\":null,\"after\":{\"id\":9},\"op\":\"c\"}";
+    h_produce_async(p, t.topic, 0, "{\"id\":9}", bare, strlen(bare));
+    create(p, &t, 0, 4, P_INT, "4");
+    create(p, &t, 0, 5, P_INT, "5");
+    h_flush(p);
+    H_CHECK(high_of(&t, 0) == STOP_AT + 2,
+            "inconclusive: partition 0 ends at %lld, want %d",
+            (long long)high_of(&t, 0), STOP_AT + 2);
+    const char *field = "field p changed type: the target column is float "
+                        "(from double), the event's schema says int (int32)";
+    char where[128];
+    snprintf(where, sizeof where, "[0] stopped at offset %d", STOP_AT);
+    int64_t t0 = h_now_ms();
+    for (;;) {
+        const char *st = h_status_text(t.connector);
+        if (strstr(st, where) && strstr(st, field) &&
+            strstr(st, "\"DEGRADED\""))
+            break;
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "the status never said DEGRADED, '%s' and the field; it "
+                "says: %s",
+                where, st);
+        h_sleep_ms(100);
+    }
+    h_step("status file: DEGRADED, %s: %s", where, field);
+    /* Partition 0's record and dead letter before the stop go in. */
+    wait_marker(&t, 0, STOP_AT);
+    /* Partition 1 goes on: records produced after the stop go in. */
+    for (int id = 103; id <= 110; id++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d.5", id);
+        create(p, &t, 1, id, P_DOUBLE, v);
+    }
+    h_flush(p);
+    rd_kafka_destroy(p);
+    wait_marker(&t, 1, high_of(&t, 1));
+    H_CHECK(high_of(&t, 1) == 10, "inconclusive: partition 1 ends at %lld",
+            (long long)high_of(&t, 1));
+    H_CHECK(rows(&t, "id BETWEEN 101 AND 110") == 10,
+            "partition 1's rows: %lld of 10",
+            (long long)rows(&t, "id BETWEEN 101 AND 110"));
+    H_CHECK(rows(&t, "id IN (1, 2, 3)") == 3 && rows(&t, "id IN (4, 5)") == 0,
+            "partition 0's rows: %lld of ids 1-3 (want 3), %lld of 4-5 "
+            "(want 0)",
+            (long long)rows(&t, "id IN (1, 2, 3)"),
+            (long long)rows(&t, "id IN (4, 5)"));
+    H_CHECK(dead_letters(&t, "schema_mismatch") == 1,
+            "the dead letter before the stop: %lld, want 1",
+            (long long)dead_letters(&t, "schema_mismatch"));
+    H_CHECK(marker_of(&t, 0) == STOP_AT,
+            "partition 0's marker moved to %lld while stopped",
+            (long long)marker_of(&t, 0));
+    h_step("partition 0 at %d exactly with its dead letter; partition 1's "
+           "later records all in",
+           STOP_AT);
+    const char *args[] = {"status", "--config", cfg, NULL};
+    int rc = h_tidemark("status.out", args);
+    const char *out = h_read_file("status.out");
+    H_CHECK(rc == 3 && strstr(out, "DEGRADED") && strstr(out, where) &&
+                strstr(out, field),
+            "`tidemark status` exit %d (want 3) without DEGRADED, '%s' or "
+            "the field:\n%s",
+            rc, where, out);
+    h_step("`tidemark status`: exit 3, DEGRADED, the partition, offset and "
+           "field");
+    rc = h_stop(pid, SIGTERM, 30000, NULL);
+    H_CHECK(rc == 0, "SIGTERM: exit %d, want 0", rc);
+    H_CHECK(marker_of(&t, 0) == STOP_AT, "partition 0's marker at %lld",
+            (long long)marker_of(&t, 0));
+    h_step("SIGTERM: exit 0, partition 0 still at %d", STOP_AT);
+    fix_table(&t);
+    run_until_caught_up(&t, cfg, "run2.log");
+    H_CHECK(rows(&t, "id IN (4, 5) AND p = id") == 2 && rows(&t, "1 = 1") == 15,
+            "after the fix: %lld of ids 4-5 with p, %lld rows (want 2, 15)",
+            (long long)rows(&t, "id IN (4, 5) AND p = id"),
+            (long long)rows(&t, "1 = 1"));
+    check_verify(cfg);
+    h_step("after the table was changed: offset %d and on went in, nothing "
+           "lost; verify passes",
+           STOP_AT);
+}
+
+static void scenario_sqlite(void) {
+    run_partition_stops(0);
+}
+static void scenario_postgres(void) {
+    run_partition_stops(1);
+}
+
+static const h_scenario SCENARIOS[] = {
+    {"sqlite", scenario_sqlite},
+    {"postgres", scenario_postgres},
+};
+
+int main(int argc, char **argv) {
+    return h_main(argc, argv, "cdc_partition_stop_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
+}
