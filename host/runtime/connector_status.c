@@ -233,6 +233,9 @@ void tm_conn_status_tick(tm_connector *c, int force) {
         s->dead_letters = p->marker.dead_letters;
         s->filtered = p->marker.filtered;
         s->duplicates = p->marker.duplicates;
+        s->stopped = p->stopped;
+        s->stopped_at = p->stop_at;
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%s", p->stop_why);
         int by_host = p->paused || p->fenced || p->unclaimed || p->stopped;
         /* Paused by the host itself (its reason in the status), or with
          * the whole connector by an operator. */

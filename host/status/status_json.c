@@ -34,6 +34,11 @@ json_t *tm_status_partition_to_json(const tm_status_partition *p) {
     rc |= put(o, "filtered", uint_json(p->filtered));
     rc |= put(o, "duplicates", uint_json(p->duplicates));
     rc |= put(o, "paused", json_boolean(p->paused));
+    rc |= put(o, "stopped",
+              p->stopped
+                  ? json_pack("{s:I,s:s}", "offset", (json_int_t)p->stopped_at,
+                              "reason", p->stop_reason)
+                  : json_null());
     if (rc) {
         json_decref(o);
         return NULL;
@@ -220,6 +225,18 @@ static void read_partition(reader *r, const json_t *o, tm_status_partition *p) {
     p->duplicates = get_count(r, o, "duplicates");
     const json_t *v = field(r, o, "paused", JSON_TRUE);
     p->paused = v ? json_is_true(v) : 0;
+    /* null, or absent in the files of hosts older than partition stops. */
+    const json_t *stop = json_object_get(o, "stopped");
+    if (stop && json_is_object(stop)) {
+        const char *where = r->where;
+        char nested[64];
+        snprintf(nested, sizeof nested, "%sstopped.", where);
+        r->where = nested;
+        p->stopped = 1;
+        p->stopped_at = get_int(r, stop, "offset");
+        get_str(r, stop, "reason", p->stop_reason, sizeof p->stop_reason);
+        r->where = where;
+    }
 }
 
 static void read_optional(reader *r, const json_t *doc, tm_status_snapshot *s) {

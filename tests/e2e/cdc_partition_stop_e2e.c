@@ -9,7 +9,8 @@
  *   dead letter are in, nothing at or past O), records produced to
  *   partition 1 after the stop are all committed, the status file and
  *   `tidemark status` (exit 3) say DEGRADED naming partition 0, O, the
- *   field and both types; SIGTERM exits 0. After the operator changes
+ *   field and both types (and the partition's own `stopped` line);
+ *   SIGTERM exits 0. After the operator changes
  *   the table and restarts, O and what follows go in, nothing lost. */
 #include <signal.h>
 #include <sqlite3.h>
@@ -178,11 +179,13 @@ static void run_partition_stops(int pg) {
     const char *args[] = {"status", "--config", cfg, NULL};
     int rc = h_tidemark("status.out", args);
     const char *out = h_read_file("status.out");
+    char line[256];
+    snprintf(line, sizeof line, "[0] at offset %d: %.60s", STOP_AT, field);
     H_CHECK(rc == 3 && strstr(out, "DEGRADED") && strstr(out, where) &&
-                strstr(out, field),
-            "`tidemark status` exit %d (want 3) without DEGRADED, '%s' or "
-            "the field:\n%s",
-            rc, where, out);
+                strstr(out, field) && strstr(out, line),
+            "`tidemark status` exit %d (want 3) without DEGRADED, '%s', "
+            "the field or the partition's line '%s':\n%s",
+            rc, where, line, out);
     h_step("`tidemark status`: exit 3, DEGRADED, the partition, offset and "
            "field");
     rc = h_stop(pid, SIGTERM, 30000, NULL);
