@@ -11,7 +11,13 @@
  *   `tidemark status` (exit 3) say DEGRADED naming partition 0, O, the
  *   field and both types (and the partition's own `stopped` line);
  *   SIGTERM exits 0. After the operator changes
- *   the table and restarts, O and what follows go in, nothing lost. */
+ *   the table and restarts, O and what follows go in, nothing lost.
+ * e2e.cdc_partition_stop.sqlite_cut_rereads: the batch before O is
+ *   committed while the test holds SQLite's write lock, so its commit runs
+ *   out of its deadline and the batch is cut in half and read again (the
+ *   log says so, else inconclusive): partition 0, paused for its stop, is
+ *   read again up to O and no further; once the lock goes its marker ends
+ *   at O exactly, with its record and dead letter. */
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -101,34 +107,81 @@ static void fix_table(const target *t) {
     sqlite3_close(db);
 }
 
+/* Two records in each partition, the host started on CFG and caught
+ * up. */
+static pid_t first_run(const target *t, const char *cfg) {
+    h_create_topic(t->topic, PARTITIONS, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    create(p, t, 0, 1, P_DOUBLE, "1.5");
+    create(p, t, 0, 2, P_DOUBLE, "2.5");
+    create(p, t, 1, 101, P_DOUBLE, "101.5");
+    create(p, t, 1, 102, P_DOUBLE, "102.5");
+    h_flush(p);
+    rd_kafka_destroy(p);
+    pid_t pid = h_spawn(cfg, "run.log");
+    wait_caught_up(t);
+    H_CHECK(marker_of(t, 0) == 2 && marker_of(t, 1) == 2,
+            "inconclusive: the first records are not at offsets 0 and 1 of "
+            "each partition");
+    return pid;
+}
+
+/* Partition 0 gets a record, an event without a schema (a dead letter),
+ * then the source narrows p (offset STOP_AT) and keeps it narrowed. */
+static void narrow(const target *t) {
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    create(p, t, 0, 3, P_DOUBLE, "3.5");
+    const char *bare = "{\"before\":null,\"after\":{\"id\":9},\"op\":\"c\"}";
+    h_produce_async(p, t->topic, 0, "{\"id\":9}", bare, strlen(bare));
+    create(p, t, 0, 4, P_INT, "4");
+    create(p, t, 0, 5, P_INT, "5");
+    h_flush(p);
+    rd_kafka_destroy(p);
+    H_CHECK(high_of(t, 0) == STOP_AT + 2,
+            "inconclusive: partition 0 ends at %lld, want %d",
+            (long long)high_of(t, 0), STOP_AT + 2);
+}
+
+/* Partition 1 goes on: records produced to it now all go in. */
+static void partition_1_flows(const target *t) {
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int id = 103; id <= 110; id++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d.5", id);
+        create(p, t, 1, id, P_DOUBLE, v);
+    }
+    h_flush(p);
+    rd_kafka_destroy(p);
+    H_CHECK(high_of(t, 1) == 10, "inconclusive: partition 1 ends at %lld",
+            (long long)high_of(t, 1));
+    wait_marker(t, 1, 10);
+    H_CHECK(rows(t, "id BETWEEN 101 AND 110") == 10,
+            "partition 1's rows: %lld of 10",
+            (long long)rows(t, "id BETWEEN 101 AND 110"));
+}
+
+/* Partition 0 at STOP_AT exactly: its record and dead letter before it
+ * in, nothing at or past it. */
+static void partition_0_stopped(const target *t) {
+    H_CHECK(rows(t, "id IN (1, 2, 3)") == 3 && rows(t, "id IN (4, 5)") == 0,
+            "partition 0's rows: %lld of ids 1-3 (want 3), %lld of 4-5 "
+            "(want 0)",
+            (long long)rows(t, "id IN (1, 2, 3)"),
+            (long long)rows(t, "id IN (4, 5)"));
+    H_CHECK(dead_letters(t, "schema_mismatch") == 1,
+            "the dead letter before the stop: %lld, want 1",
+            (long long)dead_letters(t, "schema_mismatch"));
+    H_CHECK(marker_of(t, 0) == STOP_AT,
+            "partition 0's marker moved to %lld while stopped",
+            (long long)marker_of(t, 0));
+}
+
 static void run_partition_stops(int pg) {
     target t;
     init_target_as(&t, pg, "partstop");
-    h_create_topic(t.topic, PARTITIONS, NULL, NULL);
-    rd_kafka_t *p = h_producer(NULL, NULL);
-    create(p, &t, 0, 1, P_DOUBLE, "1.5");
-    create(p, &t, 0, 2, P_DOUBLE, "2.5");
-    create(p, &t, 1, 101, P_DOUBLE, "101.5");
-    create(p, &t, 1, 102, P_DOUBLE, "102.5");
-    h_flush(p);
     const char *cfg = config_file(&t, SCHEMA_MAPPING, "partstop.json", 40, 500);
-    pid_t pid = h_spawn(cfg, "run.log");
-    wait_caught_up(&t);
-    H_CHECK(marker_of(&t, 0) == 2 && marker_of(&t, 1) == 2,
-            "inconclusive: the first records are not at offsets 0 and 1 of "
-            "each partition");
-    /* While it runs, partition 0 gets a record, an event without a schema
-     * (a dead letter), then the source narrows p (offset STOP_AT) and
-     * keeps it narrowed. */
-    create(p, &t, 0, 3, P_DOUBLE, "3.5");
-    const char *bare = "{\"before\":null,\"after\":{\"id\":9},\"op\":\"c\"}";
-    h_produce_async(p, t.topic, 0, "{\"id\":9}", bare, strlen(bare));
-    create(p, &t, 0, 4, P_INT, "4");
-    create(p, &t, 0, 5, P_INT, "5");
-    h_flush(p);
-    H_CHECK(high_of(&t, 0) == STOP_AT + 2,
-            "inconclusive: partition 0 ends at %lld, want %d",
-            (long long)high_of(&t, 0), STOP_AT + 2);
+    pid_t pid = first_run(&t, cfg);
+    narrow(&t);
     const char *field = "field p changed type: the target column is float "
                         "(from double), the event's schema says int (int32)";
     char where[128];
@@ -148,31 +201,8 @@ static void run_partition_stops(int pg) {
     h_step("status file: DEGRADED, %s: %s", where, field);
     /* Partition 0's record and dead letter before the stop go in. */
     wait_marker(&t, 0, STOP_AT);
-    /* Partition 1 goes on: records produced after the stop go in. */
-    for (int id = 103; id <= 110; id++) {
-        char v[16];
-        snprintf(v, sizeof v, "%d.5", id);
-        create(p, &t, 1, id, P_DOUBLE, v);
-    }
-    h_flush(p);
-    rd_kafka_destroy(p);
-    wait_marker(&t, 1, high_of(&t, 1));
-    H_CHECK(high_of(&t, 1) == 10, "inconclusive: partition 1 ends at %lld",
-            (long long)high_of(&t, 1));
-    H_CHECK(rows(&t, "id BETWEEN 101 AND 110") == 10,
-            "partition 1's rows: %lld of 10",
-            (long long)rows(&t, "id BETWEEN 101 AND 110"));
-    H_CHECK(rows(&t, "id IN (1, 2, 3)") == 3 && rows(&t, "id IN (4, 5)") == 0,
-            "partition 0's rows: %lld of ids 1-3 (want 3), %lld of 4-5 "
-            "(want 0)",
-            (long long)rows(&t, "id IN (1, 2, 3)"),
-            (long long)rows(&t, "id IN (4, 5)"));
-    H_CHECK(dead_letters(&t, "schema_mismatch") == 1,
-            "the dead letter before the stop: %lld, want 1",
-            (long long)dead_letters(&t, "schema_mismatch"));
-    H_CHECK(marker_of(&t, 0) == STOP_AT,
-            "partition 0's marker moved to %lld while stopped",
-            (long long)marker_of(&t, 0));
+    partition_1_flows(&t);
+    partition_0_stopped(&t);
     h_step("partition 0 at %d exactly with its dead letter; partition 1's "
            "later records all in",
            STOP_AT);
@@ -205,6 +235,57 @@ static void run_partition_stops(int pg) {
            STOP_AT);
 }
 
+static void run_cut_rereads(void) {
+    target t;
+    init_target_as(&t, 0, "partcut");
+    /* The commit gives up at 1.5 s, well before SQLite's 5 s busy
+     * timeout: the batch held by the lock is cut in half. */
+    config_file(&t, SCHEMA_MAPPING, "partcut.json", 40, 500);
+    const char *text = h_read_file("partcut.json");
+    const char *batch = "\"max_wait_ms\": 500}";
+    const char *at = strstr(text, batch);
+    H_CHECK(at, "inconclusive: the config has no batch settings: %s", text);
+    char cfgtext[8192];
+    snprintf(cfgtext, sizeof cfgtext,
+             "%.*s\"max_wait_ms\": 500, \"commit_timeout_ms\": 1500}%s",
+             (int)(at - text), text, at + strlen(batch));
+    const char *cfg = h_write_file("partcut.json", cfgtext);
+    pid_t pid = first_run(&t, cfg);
+    sqlite3 *lock = NULL;
+    H_CHECK(sqlite3_open(t.db, &lock) == SQLITE_OK &&
+                sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                    SQLITE_OK,
+            "inconclusive: cannot take the write lock: %s",
+            sqlite3_errmsg(lock));
+    narrow(&t);
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_read_file("run.log"), "past its deadline with")) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "inconclusive: no batch was cut in half while the lock was "
+                "held");
+        h_sleep_ms(100);
+    }
+    H_CHECK(marker_of(&t, 0) == 2,
+            "inconclusive: partition 0 moved under the lock");
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    h_step("a batch of partition 0 before the stop was cut in half under "
+           "the lock");
+    wait_marker(&t, 0, STOP_AT);
+    partition_1_flows(&t);
+    partition_0_stopped(&t);
+    H_CHECK(strstr(h_status_text(t.connector), "[0] stopped at offset 4"),
+            "the status does not name the stop: %s",
+            h_status_text(t.connector));
+    int rc = h_stop(pid, SIGTERM, 30000, NULL);
+    H_CHECK(rc == 0, "SIGTERM: exit %d, want 0", rc);
+    H_CHECK(marker_of(&t, 0) == STOP_AT, "partition 0's marker at %lld",
+            (long long)marker_of(&t, 0));
+    h_step("read again after the cut: partition 0 at %d exactly with its "
+           "record and dead letter, partition 1 flowing",
+           STOP_AT);
+}
+
 static void scenario_sqlite(void) {
     run_partition_stops(0);
 }
@@ -215,6 +296,7 @@ static void scenario_postgres(void) {
 static const h_scenario SCENARIOS[] = {
     {"sqlite", scenario_sqlite},
     {"postgres", scenario_postgres},
+    {"sqlite_cut_rereads", run_cut_rereads},
 };
 
 int main(int argc, char **argv) {
