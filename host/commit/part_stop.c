@@ -5,8 +5,10 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "commit/commit_internal.h"
+#include "convert/bytes_json.h"
 #include "services/log.h"
 
 /* Pauses (1) or resumes (0) P alone in librdkafka. */
@@ -37,6 +39,10 @@ void tm_part_stop(tm_connector *c, tm_part *p, int64_t offset,
     p->stop_at = offset;
     p->stop_wall_ms = tm_wall_ms();
     snprintf(p->stop_why, sizeof p->stop_why, "%s", why ? why : "?");
+    /* Cut to its buffer maybe inside a character: the status is JSON. */
+    size_t n = strlen(p->stop_why);
+    for (int k = 0; k < 4 && n > 0 && !tm_utf8_valid(p->stop_why, n); k++)
+        p->stop_why[--n] = '\0';
     /* Not FAILED: the other partitions go on. DEGRADED for as long as the
      * stop lasts (runtime/connector_status.c). */
     tm_conn_error(c, 0,
