@@ -61,12 +61,10 @@ int tm_part_stop_refuses(tm_connector *c, tm_part *p, int64_t offset) {
     if (!p->stopped || offset < p->stop_at)
         return 0;
     if (!p->stop_held) {
-        /* Delivered in order from next_expected on: every offset below
-         * stop_at was read, and those without a record (transaction
-         * markers) belong to this batch's range. */
-        if (p->next_expected < p->stop_at) {
-            tm_commit_extend(c, p, p->stop_at);
-        }
+        /* Delivered in order from next_expected on (no seek pending):
+         * every offset below stop_at was read, and those without a record
+         * (transaction markers) belong to this batch's range. */
+        tm_commit_extend(c, p, p->stop_at);
         hold(c, p, 1);
         /* Resumed only after a seek back to next_expected: what was
          * fetched before the pause is not to be taken. */
