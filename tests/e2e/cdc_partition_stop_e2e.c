@@ -5,9 +5,10 @@
  * One ctest test per target, e2e.cdc_partition_stop.<sqlite|postgres>:
  *   partition 0 narrows a field (double to int32) at offset O while the
  *   host runs, after a record and a dead letter of its own in the same
- *   batch. Partition 0's marker ends at O exactly (its earlier record and
- *   dead letter are in, nothing at or past O), records produced to
- *   partition 1 after the stop are all committed, the status file and
+ *   batch, with records of partition 1. Partition 0's marker ends at O
+ *   exactly (its earlier record and dead letter are in, nothing at or past
+ *   O), partition 1's records of that batch and those produced after the
+ *   stop are all committed, the status file and
  *   `tidemark status` (exit 3) say DEGRADED naming partition 0, O, the
  *   field and both types (and the partition's own `stopped` line);
  *   SIGTERM exits 0. After the operator changes
@@ -127,9 +128,16 @@ static pid_t first_run(const target *t, const char *cfg) {
 }
 
 /* Partition 0 gets a record, an event without a schema (a dead letter),
- * then the source narrows p (offset STOP_AT) and keeps it narrowed. */
+ * then the source narrows p (offset STOP_AT) and keeps it narrowed;
+ * partition 1 gets three records at the same time. */
 static void narrow(const target *t) {
     rd_kafka_t *p = h_producer(NULL, NULL);
+    /* Partition 1's records with them: in the batch the stop drops. */
+    for (int id = 103; id <= 105; id++) {
+        char v[16];
+        snprintf(v, sizeof v, "%d.5", id);
+        create(p, t, 1, id, P_DOUBLE, v);
+    }
     create(p, t, 0, 3, P_DOUBLE, "3.5");
     const char *bare = "{\"before\":null,\"after\":{\"id\":9},\"op\":\"c\"}";
     h_produce_async(p, t->topic, 0, "{\"id\":9}", bare, strlen(bare));
@@ -142,10 +150,11 @@ static void narrow(const target *t) {
             (long long)high_of(t, 0), STOP_AT + 2);
 }
 
-/* Partition 1 goes on: records produced to it now all go in. */
+/* Partition 1 goes on: records produced to it now, and those produced
+ * with the stop, all go in. */
 static void partition_1_flows(const target *t) {
     rd_kafka_t *p = h_producer(NULL, NULL);
-    for (int id = 103; id <= 110; id++) {
+    for (int id = 106; id <= 110; id++) {
         char v[16];
         snprintf(v, sizeof v, "%d.5", id);
         create(p, t, 1, id, P_DOUBLE, v);
