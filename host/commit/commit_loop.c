@@ -37,9 +37,6 @@ static int range_of(tm_connector *c, tm_part *p) {
     return r;
 }
 
-/* Partition end: the consumer's position may be past the last record
- * (transaction markers, aborted records); an empty range carries the
- * marker there so that lag reaches 0. */
 void tm_commit_extend(tm_connector *c, tm_part *p, int64_t end) {
     if (end <= p->next_expected)
         return;
@@ -50,6 +47,9 @@ void tm_commit_extend(tm_connector *c, tm_part *p, int64_t end) {
     p->next_expected = end;
 }
 
+/* Partition end: the consumer's position may be past the last record
+ * (transaction markers, aborted records); an empty range carries the
+ * marker there so that lag reaches 0. */
 static void on_partition_end(tm_connector *c, tm_part *p, int64_t position) {
     if (position > p->high_watermark)
         p->high_watermark = position;
