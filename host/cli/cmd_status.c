@@ -193,14 +193,15 @@ static int parse_args(int argc, char **argv, options *o) {
     return 0;
 }
 
-/* The paused flag the host published for a partition, 0 when unknown. */
-static int was_paused(const tm_status_report *r, const char *topic,
-                      int32_t partition) {
+/* What the host published for a partition (paused, stopped), NULL when
+ * unknown. */
+static const tm_status_partition *
+published(const tm_status_report *r, const char *topic, int32_t partition) {
     for (size_t i = 0; i < r->snap.npartitions; i++)
         if (r->snap.partitions[i].partition == partition &&
             strcmp(r->snap.partitions[i].topic, topic) == 0)
-            return r->snap.partitions[i].paused;
-    return 0;
+            return &r->snap.partitions[i];
+    return NULL;
 }
 
 /* Replaces v's partitions with the sink's markers and the broker's
@@ -243,7 +244,15 @@ static int read_from_sink(config_source *src, tm_status_view *v, char *errstr,
         p[i].dead_letters = m[i].dead_letters;
         p[i].filtered = m[i].filtered;
         p[i].duplicates = m[i].duplicates;
-        p[i].paused = was_paused(&v->r, m[i].topic, m[i].partition);
+        const tm_status_partition *host =
+            published(&v->r, m[i].topic, m[i].partition);
+        if (host) {
+            p[i].paused = host->paused;
+            p[i].stopped = host->stopped;
+            p[i].stopped_at = host->stopped_at;
+            snprintf(p[i].stop_reason, sizeof p[i].stop_reason, "%s",
+                     host->stop_reason);
+        }
         int64_t low, high;
         char why[512];
         if (tm_kafka_watermarks(src->rk, m[i].topic, m[i].partition,

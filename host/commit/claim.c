@@ -8,6 +8,7 @@
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
 #include "commit/marker_check.h"
+#include "commit/part_stop.h"
 #include "kafka/consumer.h"
 #include "kafka/member_id.h"
 #include "kafka/partitions.h"
@@ -329,6 +330,7 @@ static int claim_list(tm_connector *c,
          * position is there, not at the marker. */
         p->needs_seek = p->unclaimed;
         p->paused = p->fenced = p->unclaimed = 0;
+        tm_part_stop_clear(p); /* read again from the marker: stops again */
         /* librdkafka keeps a partition's pause across unassign and assign:
          * one this host paused when it was fenced would never be fetched
          * again once the group gives it back. Resumed by the commit loop,

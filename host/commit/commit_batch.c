@@ -25,7 +25,7 @@ void tm_commit_pause_all(tm_connector *c, int pause) {
         return;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
-        if (p->fenced || p->paused == pause)
+        if (p->fenced || p->stop_held || p->paused == pause)
             continue;
         rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
         p->paused = pause;
@@ -50,6 +50,15 @@ void tm_commit_drop_batch(tm_connector *c, const char *why) {
         const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
         tm_part *p = tm_conn_part(c, r->topic, r->partition);
         if (!p)
+            continue;
+        p->next_expected = p->committed;
+        p->needs_seek = 1;
+    }
+    /* A builder that failed (a record it refused: commit/part_stop.c)
+     * gives no ranges; a partition read past its commit had one. */
+    for (size_t i = 0; !b && i < c->nparts; i++) {
+        tm_part *p = &c->parts[i];
+        if (p->next_expected == p->committed)
             continue;
         p->next_expected = p->committed;
         p->needs_seek = 1;

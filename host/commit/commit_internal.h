@@ -10,10 +10,16 @@
 void tm_commit_batch(tm_connector *c, int64_t give_up_ms);
 
 /* Closes the open batch without committing it: its partitions go back to
- * their committed offsets and are re-read (needs_seek). */
+ * their committed offsets and are re-read (needs_seek); when the builder
+ * failed (its ranges unknown), every partition read past its commit. */
 void tm_commit_drop_batch(tm_connector *c, const char *why);
 
-/* Pauses (1) or resumes (0) every assigned partition that is not fenced. */
+/* Carries P's range of the open batch (opened if need be) to END without
+ * a record (offsets without one: transaction markers); never backwards. */
+void tm_commit_extend(tm_connector *c, tm_part *p, int64_t end);
+
+/* Pauses (1) or resumes (0) every assigned partition that is neither
+ * fenced nor held by a stop (commit/part_stop.h). */
 void tm_commit_pause_all(tm_connector *c, int pause);
 
 /* Serves the consumer for ms milliseconds without taking records (the

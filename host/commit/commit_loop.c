@@ -7,6 +7,7 @@
 
 #include "commit/claim.h"
 #include "commit/commit_internal.h"
+#include "commit/part_stop.h"
 #include "kafka/consumer.h"
 #include "kafka/message_view.h"
 #include "kafka/partitions.h"
@@ -36,19 +37,23 @@ static int range_of(tm_connector *c, tm_part *p) {
     return r;
 }
 
+void tm_commit_extend(tm_connector *c, tm_part *p, int64_t end) {
+    if (end <= p->next_expected)
+        return;
+    int r = range_of(c, p);
+    if (r < 0)
+        return;
+    tm_bb_extend(c->bb, (uint32_t)r, end);
+    p->next_expected = end;
+}
+
 /* Partition end: the consumer's position may be past the last record
  * (transaction markers, aborted records); an empty range carries the
  * marker there so that lag reaches 0. */
 static void on_partition_end(tm_connector *c, tm_part *p, int64_t position) {
     if (position > p->high_watermark)
         p->high_watermark = position;
-    if (position <= p->next_expected)
-        return;
-    int r = range_of(c, p);
-    if (r < 0)
-        return;
-    tm_bb_extend(c->bb, (uint32_t)r, position);
-    p->next_expected = position;
+    tm_commit_extend(c, p, position);
 }
 
 static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
@@ -68,12 +73,7 @@ static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
     int added = tm_bb_add(c->bb, (uint32_t)r, &v);
     tm_metrics_convert_observe(c->metrics, tm_metrics_now_ns() - t0);
     if (added == -2) {
-        tm_conn_error(c, 1,
-                      "%s [%" PRId32 "] offset %" PRId64
-                      ": %s; the partition stops here, nothing of this "
-                      "batch is committed: change the target table (or list "
-                      "the columns in $.mapping) and restart",
-                      p->topic, p->partition, m->offset, tm_bb_stopped(c->bb));
+        tm_part_stop(c, p, m->offset, tm_bb_stopped(c->bb));
         return;
     }
     if (added != 0) {
@@ -138,6 +138,9 @@ static void on_message(tm_connector *c, rd_kafka_message_t *m) {
         p->needs_seek = 1;
         return;
     }
+    /* Stopped by a change it cannot apply: the rest stays in Kafka. */
+    if (tm_part_stop_refuses(c, p, m->offset))
+        return;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         on_partition_end(c, p, m->offset);
         return;
@@ -175,7 +178,8 @@ static void apply_seeks(tm_connector *c) {
     rd_kafka_topic_partition_list_t *l = NULL;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
-        if (!p->needs_seek || p->fenced || p->paused || p->unclaimed)
+        if (!p->needs_seek || p->fenced || p->paused || p->unclaimed ||
+            !tm_part_stop_may_seek(c, p))
             continue;
         if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
             return;

@@ -14,6 +14,7 @@
 #include "commit/claim.h"
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
+#include "commit/part_stop.h"
 #include "control/control_server.h"
 #include "control/pause_file.h"
 #include "kafka/consumer.h"
@@ -127,9 +128,12 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
 }
 
 void tm_conn_recovered(tm_connector *c, const char *what) {
-    /* Partitions still waiting for their claim, or held outside the
+    /* A stopped partition (commit/part_stop.h) waits for the operator.
+     * Partitions still waiting for their claim, or held outside the
      * subscription (commit/claim.c): not recovered yet. */
-    if (!c->degraded_ms || c->any_unclaimed || c->foreign_held)
+    size_t nstopped;
+    if (!c->degraded_ms || c->any_unclaimed || c->foreign_held ||
+        tm_part_stop_first(c, &nstopped))
         return;
     tm_log(TM_LOG_INFO, c->cfg->name,
            "recovered (%s) after %" PRId64 " s of retries; the last error: %s",

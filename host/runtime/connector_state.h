@@ -46,6 +46,13 @@ typedef struct tm_part {
      * is then that time): one that moves on while fenced has a live writer
      * (commit/claim.c, tm_claim_fenced_again). */
     tm_marker fenced_marker;
+    /* Stopped at stop_at by a change it cannot apply safely
+     * (commit/part_stop.h): nothing at or past stop_at is taken, and once
+     * everything before it is, it is paused in librdkafka (stop_held). */
+    int stopped, stop_held;
+    int64_t stop_at;
+    int64_t stop_wall_ms; /* wall, since when */
+    char stop_why[512];   /* the field and both types */
 } tm_part;
 
 typedef struct tm_connector {

@@ -1,11 +1,14 @@
 /* The status file of a running connector: written at every commit and at
  * least every second, from the connector's own state and the sink's
  * markers (their counts are the sink's truth, re-read when they moved). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "commit/commit_loop.h"
+#include "commit/part_stop.h"
 #include "metrics/metrics_persist.h"
 #include "runtime/connector_state.h"
 #include "services/error.h"
@@ -49,17 +52,19 @@ void tm_conn_refresh_markers(tm_connector *c) {
     free(m);
 }
 
-/* How often, and for how long at most, a paused connector asks the
- * broker for its partitions' high watermarks. */
+/* How often, and for how long at most, a paused connector (or one with a
+ * stopped partition) asks the broker for its partitions' high
+ * watermarks. */
 #define WATERMARK_QUERY_PERIOD_MS 5000
 #define WATERMARK_QUERY_BUDGET_MS 1000
 
 /* The broker's high watermarks, asked for (a round trip, from the thread
  * that owns the consumer): librdkafka learns them from its fetches, and a
  * paused partition is not fetched, so its cached one stays where it was
- * (a lag of 0 shown while records wait). Every partition in turn, within
- * the budget, from where the last round stopped. */
-static void query_watermarks(tm_connector *c, int64_t now) {
+ * (a lag of 0 shown while records wait). Every partition (HELD_ONLY: each
+ * paused for its stop) in turn, within the budget, from where the last
+ * round stopped. */
+static void query_watermarks(tm_connector *c, int64_t now, int held_only) {
     if (c->nparts == 0 || (c->wm_queried_ms &&
                            now - c->wm_queried_ms < WATERMARK_QUERY_PERIOD_MS))
         return;
@@ -71,6 +76,8 @@ static void query_watermarks(tm_connector *c, int64_t now) {
         if (left <= 0)
             break;
         tm_part *p = &c->parts[(c->wm_next + k) % c->nparts];
+        if (held_only && !p->stop_held)
+            continue;
         int64_t lo = -1, hi = -1;
         rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
             c->rk, p->topic, p->partition, &lo, &hi, (int)left);
@@ -88,23 +95,32 @@ static void query_watermarks(tm_connector *c, int64_t now) {
  * unless it is below the committed offset: a partition librdkafka did not
  * fetch since (assigned paused after a claim read a fresher one) keeps an
  * old one. While paused by an operator nothing is fetched: asked from the
- * broker instead (the cache would undo each answer). */
+ * broker instead (the cache would undo each answer); so for a partition
+ * paused for its stop (commit/part_stop.h). */
 static void refresh_watermarks(tm_connector *c, int64_t now) {
     if (!c->rk)
         return;
     if (c->paused_since_ms) {
-        query_watermarks(c, now);
+        query_watermarks(c, now, 0);
         return;
     }
-    c->wm_queried_ms = 0; /* at once at the next pause */
+    int held = 0;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
+        if (p->stop_held) {
+            held = 1;
+            continue;
+        }
         int64_t lo = -1, hi = -1;
         if (rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo,
                                            &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
             hi >= 0 && hi >= p->committed)
             p->high_watermark = hi;
     }
+    if (held)
+        query_watermarks(c, now, 1);
+    else
+        c->wm_queried_ms = 0; /* at once at the next pause or stop */
 }
 
 /* Why the first paused partition is paused (the host pauses them all for
@@ -162,6 +178,23 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
         s->reason_since_ms = c->paused_since_ms;
         return;
     }
+    /* A partition stopped by a change it cannot apply: DEGRADED until the
+     * operator acts (it never recovers by itself), before any retry. */
+    size_t nstopped;
+    const tm_part *stopped = tm_part_stop_first(c, &nstopped);
+    if (stopped) {
+        s->state = TM_CONN_DEGRADED;
+        snprintf(s->reason, sizeof s->reason,
+                 "%s [%d] stopped at offset %" PRId64
+                 ": %s; the other partitions go on%s",
+                 stopped->topic, (int)stopped->partition, stopped->stop_at,
+                 stopped->stop_why,
+                 nstopped > 1 ? " (more partitions are stopped: see the "
+                                "partitions)"
+                              : "");
+        s->reason_since_ms = stopped->stop_wall_ms;
+        return;
+    }
     if (c->degraded_ms) {
         s->state = TM_CONN_DEGRADED;
         snprintf(s->reason, sizeof s->reason, "%s", c->last_error);
@@ -213,7 +246,10 @@ void tm_conn_status_tick(tm_connector *c, int force) {
         s->dead_letters = p->marker.dead_letters;
         s->filtered = p->marker.filtered;
         s->duplicates = p->marker.duplicates;
-        int by_host = p->paused || p->fenced || p->unclaimed;
+        s->stopped = p->stopped;
+        s->stopped_at = p->stop_at;
+        snprintf(s->stop_reason, sizeof s->stop_reason, "%s", p->stop_why);
+        int by_host = p->paused || p->fenced || p->unclaimed || p->stopped;
         /* Paused by the host itself (its reason in the status), or with
          * the whole connector by an operator. */
         s->paused = by_host || c->paused_since_ms != 0;

@@ -19,6 +19,39 @@ static json_t *uint_json(uint64_t v) {
     return json_integer((json_int_t)(v > INT64_MAX ? INT64_MAX : v));
 }
 
+/* TEXT, held in a buffer of SIZE, as a JSON string redacted again on its
+ * way out of the process: a message that fills its buffer was cut, maybe
+ * inside a secret whose start the caller's redaction could not
+ * recognise. */
+static json_t *redacted(const char *text, size_t size) {
+    char *red = malloc(size);
+    if (!red)
+        return NULL;
+    tm_redact(text,
+              strlen(text) >= size - 1 ? TM_REDACT_CUT : TM_REDACT_MAYBE_CUT,
+              red, size);
+    json_t *v = json_string(red);
+    free(red);
+    return v;
+}
+
+/* {"offset", "reason"} of a stopped partition, null otherwise. */
+static json_t *stopped_json(const tm_status_partition *p) {
+    if (!p->stopped)
+        return json_null();
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc = 0;
+    rc |= put(o, "offset", json_integer(p->stopped_at));
+    rc |= put(o, "reason", redacted(p->stop_reason, sizeof p->stop_reason));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *tm_status_partition_to_json(const tm_status_partition *p) {
     json_t *o = json_object();
     if (!o)
@@ -34,6 +67,7 @@ json_t *tm_status_partition_to_json(const tm_status_partition *p) {
     rc |= put(o, "filtered", uint_json(p->filtered));
     rc |= put(o, "duplicates", uint_json(p->duplicates));
     rc |= put(o, "paused", json_boolean(p->paused));
+    rc |= put(o, "stopped", stopped_json(p));
     if (rc) {
         json_decref(o);
         return NULL;
@@ -84,16 +118,8 @@ static json_t *last_error_json(const tm_status_snapshot *s) {
     json_t *o = json_object();
     if (!o)
         return NULL;
-    /* Redacted again on its way out of the process: a message that fills
-     * its buffer was cut, maybe inside a secret whose start the caller's
-     * redaction could not recognise. */
-    char red[sizeof s->last_error];
-    tm_redact(s->last_error,
-              strlen(s->last_error) >= sizeof red - 1 ? TM_REDACT_CUT
-                                                      : TM_REDACT_MAYBE_CUT,
-              red, sizeof red);
     int rc = 0;
-    rc |= put(o, "message", json_string(red));
+    rc |= put(o, "message", redacted(s->last_error, sizeof s->last_error));
     rc |= put(o, "ms", json_integer(s->last_error_ms));
     if (rc) {
         json_decref(o);
@@ -110,13 +136,8 @@ static json_t *reason_json(const tm_status_snapshot *s) {
     json_t *o = json_object();
     if (!o)
         return NULL;
-    char red[sizeof s->reason];
-    tm_redact(s->reason,
-              strlen(s->reason) >= sizeof red - 1 ? TM_REDACT_CUT
-                                                  : TM_REDACT_MAYBE_CUT,
-              red, sizeof red);
     int rc = 0;
-    rc |= put(o, "message", json_string(red));
+    rc |= put(o, "message", redacted(s->reason, sizeof s->reason));
     rc |= put(o, "since_ms", json_integer(s->reason_since_ms));
     if (rc) {
         json_decref(o);
@@ -220,6 +241,18 @@ static void read_partition(reader *r, const json_t *o, tm_status_partition *p) {
     p->duplicates = get_count(r, o, "duplicates");
     const json_t *v = field(r, o, "paused", JSON_TRUE);
     p->paused = v ? json_is_true(v) : 0;
+    /* null, or absent in the files of hosts older than partition stops. */
+    const json_t *stop = json_object_get(o, "stopped");
+    if (stop && json_is_object(stop)) {
+        const char *where = r->where;
+        char nested[64];
+        snprintf(nested, sizeof nested, "%sstopped.", where);
+        r->where = nested;
+        p->stopped = 1;
+        p->stopped_at = get_int(r, stop, "offset");
+        get_str(r, stop, "reason", p->stop_reason, sizeof p->stop_reason);
+        r->where = where;
+    }
 }
 
 static void read_optional(reader *r, const json_t *doc, tm_status_snapshot *s) {

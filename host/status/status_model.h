@@ -34,6 +34,11 @@ typedef struct tm_status_partition {
     uint64_t rows, dead_letters, filtered, duplicates; /* the marker's
                                                           cumulative counts */
     int paused;
+    /* Stopped by a change the host cannot apply (docs/operations.md, "A
+     * stopped partition"): at stopped_at, for stop_reason. */
+    int stopped;
+    int64_t stopped_at;
+    char stop_reason[512];
 } tm_status_partition;
 
 typedef struct tm_status_snapshot {

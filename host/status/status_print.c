@@ -214,7 +214,9 @@ static int print_partitions(FILE *out, const tm_status_view *v) {
                                     c[6],
                                     c[7],
                                     c[8],
-                                    p->paused ? "yes" : "no"};
+                                    p->stopped  ? "stopped"
+                                    : p->paused ? "yes"
+                                                : "no"};
         rc = tm_table_add(t, cells);
     }
     if (rc == 0) {
@@ -222,6 +224,17 @@ static int print_partitions(FILE *out, const tm_status_view *v) {
         tm_table_print(t, out, "  ");
     }
     tm_table_free(t);
+    /* Each stopped partition with its offset and why (the reason line
+     * names the first one only). */
+    for (size_t i = 0; rc == 0 && i < v->r.snap.npartitions; i++) {
+        const tm_status_partition *p = &v->r.snap.partitions[i];
+        char safe[4 * sizeof p->stop_reason];
+        if (!p->stopped)
+            continue;
+        fprintf(out, "  stopped     %s ", SAFE(p->topic));
+        fprintf(out, "[%d] at offset %" PRId64 ": %s\n", (int)p->partition,
+                p->stopped_at, SAFE(p->stop_reason));
+    }
     return rc;
 }
 

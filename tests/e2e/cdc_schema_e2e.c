@@ -10,19 +10,21 @@
  *     batch that first carries a new column: neither the column nor the
  *     rows are there, the markers did not move; restarted, both are.
  *   narrowed_type_stops: a field narrowed from double to int32 while
- *     running stops the connector with the field and both types in
- *     `tidemark status`, nothing committed; after the operator changes
- *     the table and restarts, the event goes in, nothing lost.
+ *     running stops its partition (the connector DEGRADED, `tidemark
+ *     status` exit 3) with the partition, offset, field and both types,
+ *     the marker at the event; after the operator changes the table and
+ *     restarts, the event goes in, nothing lost
+ *     (cdc_partition_stop_e2e.c: the other partition goes on).
  *   type_change_restart: a field that becomes a Connect Timestamp stops
- *     the connector; restarted as it is (what the shipped unit's
+ *     its partition; restarted as it is (what the shipped unit's
  *     Restart=on-failure does), the sink compares the batch's columns
- *     with the table's declared ones and stops again, nothing committed
- *     (SQLite's affinity, INTEGER for int and timestamp alike, let epoch
- *     milliseconds and microseconds into one column).
+ *     with the table's declared ones and refuses it: the connector stops,
+ *     nothing committed (SQLite's affinity, INTEGER for int and timestamp
+ *     alike, let epoch milliseconds and microseconds into one column).
  *   optional_restart: a required field that becomes optional (and null)
- *     stops the connector; restarted as it is, the sink stops again
- *     because the table says NOT NULL, instead of turning the events into
- *     dead letters "rejected". */
+ *     stops its partition; restarted as it is, the sink refuses because
+ *     the table says NOT NULL, instead of turning the events into dead
+ *     letters "rejected". */
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -174,24 +176,29 @@ static void run_narrowed_type_stops(int pg) {
     create(p, &t, 3, P_INT, "{\"id\":3,\"p\":3}");
     h_flush(p);
     rd_kafka_destroy(p);
-    const char *want = "field p changed type: the target column is float "
-                       "(from double), the event's schema says int (int32)";
+    const char *want = "[0] stopped at offset 2: field p changed type: "
+                       "the target column is float (from double), the "
+                       "event's schema says int (int32)";
     int64_t t0 = h_now_ms();
-    while (!strstr(h_status_text(t.connector), want)) {
+    while (!strstr(h_status_text(t.connector), want) ||
+           !strstr(h_status_text(t.connector), "\"DEGRADED\"")) {
         H_CHECK(h_now_ms() - t0 < 60000,
-                "the status never named the narrowed field; it says: %s",
+                "the status never said DEGRADED naming the partition, "
+                "offset and narrowed field; it says: %s",
                 h_status_text(t.connector));
         h_sleep_ms(100);
     }
     const char *args[] = {"status", "--config", cfg, NULL};
-    h_tidemark("status.out", args);
-    H_CHECK(strstr(h_read_file("status.out"), want),
-            "`tidemark status` does not say it: %s", h_read_file("status.out"));
-    h_stop(pid, SIGTERM, 30000, NULL);
+    int rc = h_tidemark("status.out", args);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.out"), want),
+            "`tidemark status` exit %d (want 3) does not say it: %s", rc,
+            h_read_file("status.out"));
+    rc = h_stop(pid, SIGTERM, 30000, NULL);
+    H_CHECK(rc == 0, "SIGTERM: exit %d, want 0", rc);
     H_CHECK(marker_sum(&t) == 2 && rows(&t, "") == 2,
-            "something of the stopped batch was committed (markers %lld)",
+            "the narrowed event was committed (markers %lld)",
             (long long)marker_sum(&t));
-    h_step("stopped: %s; nothing committed", want);
+    h_step("stopped: %s; the marker at it", want);
     /* the operator makes p an integer column, keeping the old values */
     char sql[512];
     snprintf(sql, sizeof sql,
@@ -260,8 +267,8 @@ static void restart_stops_again(const target *t, const char *cfg,
 }
 
 /* The first run: id 1 with ROW1, caught up; then id 2 with ROW2 and
- * AFTER2 while it runs, which the host refuses with a message saying
- * STOP1. */
+ * AFTER2 while it runs, which stops its partition with a reason saying
+ * STOP1 (in the status); then SIGTERM. */
 static const char *stopped_first_run(const target *t, const char *row1,
                                      const char *after1, const char *row2,
                                      const char *after2, const char *stop1) {
@@ -275,11 +282,19 @@ static const char *stopped_first_run(const target *t, const char *row1,
     create(p, t, 2, row2, after2);
     h_flush(p);
     rd_kafka_destroy(p);
-    int rc = h_stop(pid, 0, 60000, NULL);
-    H_CHECK(rc == 1 && strstr(h_read_file("run1.log"), stop1),
-            "inconclusive: the first run did not stop saying \"%s\" (exit "
-            "%d)",
-            stop1, rc);
+    /* the change stops partition 0 (the connector DEGRADED), the process
+     * goes on until SIGTERM */
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_status_text(t->connector), stop1) ||
+           !strstr(h_status_text(t->connector), "\"DEGRADED\"")) {
+        H_CHECK(h_now_ms() - t0 < 60000,
+                "inconclusive: the first run's partition did not stop "
+                "saying \"%s\"; the status says: %s",
+                stop1, h_status_text(t->connector));
+        h_sleep_ms(100);
+    }
+    int rc = h_stop(pid, SIGTERM, 30000, NULL);
+    H_CHECK(rc == 0, "inconclusive: SIGTERM: exit %d, want 0", rc);
     H_CHECK(marker_sum(t) == 1 && rows(t, "") == 1,
             "inconclusive: markers at %lld, want 1", (long long)marker_sum(t));
     return cfg;

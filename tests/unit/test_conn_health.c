@@ -1,8 +1,9 @@
 /* The state a running connector publishes (runtime/connector_status.c):
  * DEGRADED while it retries past a transient error, until a batch commits;
  * PAUSED with which partition, by whom and why; DEGRADED once a partition
- * stays paused past TM_PAUSED_DEGRADED_MS; FAILED with its reason and
- * time. Read back from the status file the tick wrote. */
+ * stays paused past TM_PAUSED_DEGRADED_MS; DEGRADED while a partition is
+ * stopped; FAILED with its reason and time. Read back from the status file the
+ * tick wrote. */
 #include <check.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "commit/commit_loop.h"
+#include "commit/part_stop.h"
 #include "runtime/connector_state.h"
 #include "status/status_file.h"
 #include "status/status_json.h"
@@ -140,6 +142,57 @@ START_TEST(test_unclaimed_keeps_degraded) {
 }
 END_TEST
 
+/* A partition stopped by a change the host cannot apply keeps the
+ * connector DEGRADED, whatever else recovers, naming it, its offset and
+ * why; the partition reads back as stopped. Until the stop ends. */
+START_TEST(test_stopped_partition_keeps_degraded) {
+    static tm_connector c;
+    setup(&c);
+    c.parts = &part;
+    c.nparts = 1;
+    tm_part_stop_clear(&part);
+    part.stopped = 1;
+    part.stop_at = 812;
+    part.stop_wall_ms = 1700000000000;
+    snprintf(part.stop_why, sizeof part.stop_why,
+             "field price changed type: the target column is float (from "
+             "double), the event's schema says int (int32)");
+    tm_conn_error(&c, 0, "orders [3] stopped at offset 812: ...");
+    tm_conn_recovered(&c, "records flow");
+    c.totals.batches++; /* another partition committed */
+    tm_conn_status_tick(&c, 1);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s/status.json", dir, cfg.name);
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    ck_assert_msg(doc != NULL, "%s: %s", path, je.text);
+    tm_status_snapshot s;
+    tm_status_partition *parts = NULL;
+    char err[256];
+    ck_assert_msg(tm_status_from_json(doc, &s, &parts, err, sizeof err) == 0,
+                  "%s", err);
+    json_decref(doc);
+    ck_assert_int_eq(s.state, TM_CONN_DEGRADED);
+    ck_assert_str_eq(s.reason,
+                     "orders [3] stopped at offset 812: field price changed "
+                     "type: the target column is float (from double), the "
+                     "event's schema says int (int32); the other partitions "
+                     "go on");
+    ck_assert_int_eq(s.reason_since_ms, 1700000000000);
+    ck_assert_uint_eq(s.npartitions, 1);
+    ck_assert_int_eq(parts[0].stopped, 1);
+    ck_assert_int_eq(parts[0].paused, 1);
+    ck_assert_int_eq(parts[0].stopped_at, 812);
+    ck_assert_str_eq(parts[0].stop_reason, part.stop_why);
+    free(parts);
+    tm_part_stop_clear(&part); /* revoked and claimed again */
+    c.totals.batches++;
+    ck_assert_int_eq(tick(&c).state, TM_CONN_RUNNING);
+    c.nparts = 0;
+    teardown(&c);
+}
+END_TEST
+
 START_TEST(test_failed_has_reason_and_time) {
     static tm_connector c;
     setup(&c);
@@ -159,6 +212,7 @@ int main(void) {
     tcase_add_test(tc, test_retry_is_degraded_until_a_batch_commits);
     tcase_add_test(tc, test_pause_then_degraded_past_the_threshold);
     tcase_add_test(tc, test_unclaimed_keeps_degraded);
+    tcase_add_test(tc, test_stopped_partition_keeps_degraded);
     tcase_add_test(tc, test_failed_has_reason_and_time);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
