@@ -318,6 +318,7 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             c->totals.retries++;
             tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id,
                           err.message);
+            c->degraded_by_sink = 1;
             if (give_up_ms && tm_now_ms() >= give_up_ms) {
                 tm_commit_drop_batch(c, "giving up retries while stopping");
                 break;

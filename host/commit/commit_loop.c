@@ -147,7 +147,8 @@ static void on_message(tm_connector *c, rd_kafka_message_t *m) {
     }
     if (m->offset < p->next_expected)
         return;
-    tm_conn_recovered(c, "records flow");
+    if (!c->degraded_by_sink)
+        tm_conn_recovered(c, "records flow");
     on_record(c, p, m);
 }
 

@@ -104,8 +104,10 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     c->error_seq++;
     tm_metrics_error(c->metrics);
     if (!fail) {
-        if (!c->degraded_ms)
+        if (!c->degraded_ms) {
             c->degraded_ms = c->last_error_ms;
+            c->degraded_by_sink = 0; /* a new spell: the caller says */
+        }
         c->degraded_batches = c->totals.batches;
     }
     if (fail && c->state != TM_CONN_FAILED) {
@@ -139,6 +141,7 @@ void tm_conn_recovered(tm_connector *c, const char *what) {
            "recovered (%s) after %" PRId64 " s of retries; the last error: %s",
            what, (tm_wall_ms() - c->degraded_ms) / 1000, c->last_error);
     c->degraded_ms = 0;
+    c->degraded_by_sink = 0;
 }
 
 void tm_conn_log(const tm_connector *c, tm_log_level level, const char *topic,

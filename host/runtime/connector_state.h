@@ -155,10 +155,14 @@ typedef struct tm_connector {
     /* The health model (docs/operations.md, Health). Wall ms since the
      * connector has been retrying past transient errors (every error that
      * does not fail it), 0 while healthy: a claim, a committed batch or a
-     * record taken ends it. degraded_batches: totals.batches at the last
-     * such error. */
+     * record taken ends it (not a record after a RETRY: degraded_by_sink).
+     * degraded_batches: totals.batches at the last such error. */
     int64_t degraded_ms;
     uint64_t degraded_batches;
+    /* The sink answered RETRY since it became degraded: records read
+     * again after a dropped batch are no sign of recovery, only a
+     * committed batch (or a claim) is. */
+    int degraded_by_sink;
     int64_t failed_ms; /* wall, when it went FAILED */
     int64_t paused_ms; /* wall, since some partition is paused; 0 none */
     int64_t started_ms;
