@@ -361,7 +361,8 @@ static void pause_assigned(tm_connector *c) {
 }
 
 /* Resumes what the host itself does not hold paused (fenced, unclaimed,
- * backpressure: the commit loop resumes those when their time comes), and
+ * backpressure: the commit loop resumes those when their time comes; a
+ * stopped partition waits for the operator, commit/part_stop.h), and
  * has every partition seek back to its next expected offset: what was
  * fetched before the pause was dropped. */
 static void resume_assigned(tm_connector *c) {
@@ -372,7 +373,7 @@ static void resume_assigned(tm_connector *c) {
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
         p->needs_seek = 1;
-        if (!p->fenced && !p->paused && !p->unclaimed)
+        if (!p->fenced && !p->paused && !p->unclaimed && !p->stop_held)
             rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
     }
     if (l->cnt > 0)

@@ -162,6 +162,26 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
     }
     if (c->state != TM_CONN_RUNNING && c->state != TM_CONN_STARTING)
         return;
+    /* A partition stopped by a change it cannot apply: DEGRADED until the
+     * operator acts (it never recovers by itself), before any other cause,
+     * an operator's pause included (which it names). */
+    size_t nstopped;
+    const tm_part *stopped = tm_part_stop_first(c, &nstopped);
+    if (stopped) {
+        s->state = TM_CONN_DEGRADED;
+        snprintf(s->reason, sizeof s->reason,
+                 "%s [%d] stopped at offset %" PRId64
+                 ": %s; the other partitions go on%s%s%s",
+                 stopped->topic, (int)stopped->partition, stopped->stop_at,
+                 stopped->stop_why,
+                 nstopped > 1 ? " (more partitions are stopped: see the "
+                                "partitions)"
+                              : "",
+                 c->paused_since_ms ? "; paused by " : "",
+                 c->paused_since_ms ? c->paused_by : "");
+        s->reason_since_ms = stopped->stop_wall_ms;
+        return;
+    }
     /* Paused by an operator: PAUSED for as long as it lasts (never
      * DEGRADED for it: nothing is wrong), with who asked and since when. */
     if (c->paused_since_ms) {
@@ -176,23 +196,6 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
             snprintf(s->reason + strlen(s->reason),
                      sizeof s->reason - strlen(s->reason), ")");
         s->reason_since_ms = c->paused_since_ms;
-        return;
-    }
-    /* A partition stopped by a change it cannot apply: DEGRADED until the
-     * operator acts (it never recovers by itself), before any retry. */
-    size_t nstopped;
-    const tm_part *stopped = tm_part_stop_first(c, &nstopped);
-    if (stopped) {
-        s->state = TM_CONN_DEGRADED;
-        snprintf(s->reason, sizeof s->reason,
-                 "%s [%d] stopped at offset %" PRId64
-                 ": %s; the other partitions go on%s",
-                 stopped->topic, (int)stopped->partition, stopped->stop_at,
-                 stopped->stop_why,
-                 nstopped > 1 ? " (more partitions are stopped: see the "
-                                "partitions)"
-                              : "");
-        s->reason_since_ms = stopped->stop_wall_ms;
         return;
     }
     if (c->degraded_ms) {

@@ -185,6 +185,16 @@ START_TEST(test_stopped_partition_keeps_degraded) {
     ck_assert_int_eq(parts[0].stopped_at, 812);
     ck_assert_str_eq(parts[0].stop_reason, part.stop_why);
     free(parts);
+    /* an operator's pause does not hide the stop: still DEGRADED (so
+     * `tidemark status` does not exit 0), the stop named first */
+    c.paused_since_ms = 1700000001000;
+    snprintf(c.paused_by, sizeof c.paused_by, "pid 42");
+    tm_status_snapshot ps = tick(&c);
+    ck_assert_int_eq(ps.state, TM_CONN_DEGRADED);
+    ck_assert_msg(strstr(ps.reason, "stopped at offset 812") &&
+                      strstr(ps.reason, "paused by pid 42"),
+                  "%s", ps.reason);
+    c.paused_since_ms = 0;
     tm_part_stop_clear(&part); /* revoked and claimed again */
     c.totals.batches++;
     ck_assert_int_eq(tick(&c).state, TM_CONN_RUNNING);
