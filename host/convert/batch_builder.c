@@ -264,12 +264,12 @@ static int add_change(tm_batch_builder *bb, uint32_t range,
 }
 
 /* The converter's columns grew (a mapping without a column list: by the
- * event just converted to a row): the batch's earlier
- * records get them too, null (columns their events did not have). A
- * record's values grow geometrically, in place while they have room, so
- * a batch in which every event adds a column copies values in proportion
- * to its rows times its columns, not every earlier row per column added
- * (whose memory grew with the cube of the batch). 0, or -1 OOM. */
+ * event just converted to a row): the batch's earlier records get them
+ * too, null (columns their events did not have). A record's values grow
+ * geometrically, in place while they have room, so a batch in which every
+ * event adds a column copies values in proportion to its rows times its
+ * columns, not every earlier row per column added (whose memory grew with
+ * the cube of the batch). 0, or -1 OOM. */
 static int widen(tm_batch_builder *bb) {
     size_t n;
     tm_converter_columns(bb->cv, &n);
