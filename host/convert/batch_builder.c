@@ -264,12 +264,12 @@ static int add_change(tm_batch_builder *bb, uint32_t range,
 }
 
 /* The converter's columns grew (a mapping without a column list: by the
- * event just converted, a row or a dead letter): the batch's earlier
- * records get them too, null (columns their events did not have). A
- * record's values grow geometrically, in place while they have room, so
- * a batch in which every event adds a column copies values in proportion
- * to its rows times its columns, not every earlier row per column added
- * (whose memory grew with the cube of the batch). 0, or -1 OOM. */
+ * event just converted to a row): the batch's earlier records get them
+ * too, null (columns their events did not have). A record's values grow
+ * geometrically, in place while they have room, so a batch in which every
+ * event adds a column copies values in proportion to its rows times its
+ * columns, not every earlier row per column added (whose memory grew with
+ * the cube of the batch). 0, or -1 OOM. */
 static int widen(tm_batch_builder *bb) {
     size_t n;
     tm_converter_columns(bb->cv, &n);
@@ -361,10 +361,11 @@ static int add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
     tm_conv_result res;
     int rc = 0;
     tm_conv_outcome outcome = tm_convert(bb->cv, &bb->arena, &in, &res);
-    /* The columns grow with an event's schema whatever its outcome: the
-     * earlier records must have them before a later one comes. */
-    if (bb->cfg->mapping.from_schema && outcome != TM_CONV_STOP &&
-        outcome != TM_CONV_OOM && widen(bb) != 0)
+    /* The columns grow with the schema of an event that converted to a
+     * row (no other outcome changes them): the earlier records must have
+     * them before a later one comes. */
+    if (bb->cfg->mapping.from_schema && outcome == TM_CONV_ROW &&
+        widen(bb) != 0)
         return -1;
     size_t had = bb->nrecords;
     switch (outcome) {

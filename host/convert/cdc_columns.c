@@ -409,7 +409,7 @@ tm_cdc_diff tm_cdc_columns_diff(const tm_cdc_colset *cur,
 }
 
 int tm_cdc_columns_append(tm_cdc_colset *cur, const tm_cdc_colset *ev,
-                          const size_t *added, size_t nadded) {
+                          const size_t *added, size_t nadded, int rows_before) {
     size_t total = cur->ncolumns + nadded;
     tm_column *cols = calloc(total, sizeof *cols);
     char **ptrs = calloc(total, sizeof *ptrs);
@@ -419,7 +419,8 @@ int tm_cdc_columns_append(tm_cdc_colset *cur, const tm_cdc_colset *ev,
         size_t t = cur->ncolumns + k;
         const tm_column *e = &ev->columns[added[k]];
         cols[t] = *e;
-        cols[t].required = 0; /* the rows before it have none */
+        if (rows_before)
+            cols[t].required = 0; /* the rows before it have none */
         cols[t].name = strdup(e->name);
         ptrs[t] = strdup(ev->pointers[added[k]]);
         src[t] = strdup(ev->source[added[k]]);
@@ -449,4 +450,17 @@ int tm_cdc_columns_append(tm_cdc_colset *cur, const tm_cdc_colset *ev,
     cur->source = src;
     cur->ncolumns = total;
     return 0;
+}
+
+void tm_cdc_columns_truncate(tm_cdc_colset *cur, size_t n) {
+    if (n == 0) {
+        tm_cdc_colset_clear(cur);
+        return;
+    }
+    for (size_t i = n; i < cur->ncolumns; i++) {
+        free((char *)cur->columns[i].name);
+        free(cur->pointers[i]);
+        free(cur->source[i]);
+    }
+    cur->ncolumns = n; /* the arrays keep their room */
 }

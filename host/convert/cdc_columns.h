@@ -76,16 +76,25 @@ typedef enum tm_cdc_diff {
  * column is not retyped under its rows), a key column added, dropped or
  * no longer a key, or a column cur requires (never null) that ev drops or
  * makes optional. A new column that is not a key is added as optional
- * whatever its schema says (the rows before it have none). A column ev
- * drops that cur does not require stays, null from then on. added holds
+ * whatever its schema says (the rows before it have none), unless only
+ * deletes came before it (tm_cdc_columns_append). A column ev drops that
+ * cur does not require stays, null from then on. added holds
  * ev->ncolumns entries. */
 tm_cdc_diff tm_cdc_columns_diff(const tm_cdc_colset *cur,
                                 const tm_cdc_colset *ev, size_t *added,
                                 size_t *nadded, char *why, size_t n);
 
-/* cur with ev's columns added[0..nadded) appended (optional, whatever ev
- * says). 0, or -1 OOM (cur unchanged). */
+/* cur with ev's columns added[0..nadded) appended: optional whatever ev
+ * says when rows came before them (those rows have no value for them);
+ * as ev says when none did (deletes only, which set only the key: a
+ * column is then as the first event with it would have made it). 0, or
+ * -1 OOM (cur unchanged). */
 int tm_cdc_columns_append(tm_cdc_colset *cur, const tm_cdc_colset *ev,
-                          const size_t *added, size_t nadded);
+                          const size_t *added, size_t nadded, int rows_before);
+
+/* cur back to its first n columns (n <= cur->ncolumns), the columns
+ * appended since dropped: an event whose schema added them did not
+ * convert. n == 0 clears it. */
+void tm_cdc_columns_truncate(tm_cdc_colset *cur, size_t n);
 
 #endif

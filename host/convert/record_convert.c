@@ -34,14 +34,18 @@ struct tm_converter {
     struct schema_state *ss;
 };
 
-/* The columns the events' schemas gave so far, their compiled pointers
- * (ncompiled of them, then the filter's), and the last row schema and key
- * names that gave them (an event with the same ones needs no diff). */
+/* The columns the schemas of the events that converted gave so far,
+ * their compiled pointers (ncompiled of them, then the filter's), and the
+ * last row schema and key names that gave them (an event with the same
+ * ones needs no diff). rows: an upsert converted under them in this
+ * process (until then only deletes did, which carry the key alone: a
+ * column added is as its schema says, cdc_columns.h). */
 typedef struct schema_state {
     tm_cdc_colset cols;
     tm_json_pointer *compiled;
     size_t ncompiled;
     json_t *seen_schema, *seen_keys;
+    int rows;
 } schema_state;
 
 static void clear_compiled(const tm_converter *cv) {
@@ -449,7 +453,8 @@ static tm_conv_outcome evolve(const tm_converter *cv, tm_arena *a,
                                     sizeof why)) {
         case TM_CDC_SAME: break;
         case TM_CDC_ADDED:
-            if (tm_cdc_columns_append(&cv->ss->cols, &ev, added, nadded) != 0)
+            if (tm_cdc_columns_append(&cv->ss->cols, &ev, added, nadded,
+                                      cv->ss->rows) != 0)
                 rc = TM_CONV_OOM;
             break;
         case TM_CDC_UNSAFE: rc = stop(a, out, why); break;
@@ -537,6 +542,44 @@ static tm_conv_outcome schema_columns(const tm_converter *cv, tm_arena *a,
     return rc;
 }
 
+/* What an event's schema_columns may change, taken before it: an event
+ * that does not convert to a row (a dead letter, filtered, a stop) leaves
+ * the columns as they were, so that a schema its own payload contradicts
+ * never becomes the table's. */
+typedef struct schema_mark {
+    size_t ncolumns;
+    json_t *seen_schema, *seen_keys; /* references of their own */
+} schema_mark;
+
+static schema_mark mark_take(const schema_state *ss) {
+    schema_mark m = {ss->cols.ncolumns, json_incref(ss->seen_schema),
+                     json_incref(ss->seen_keys)};
+    return m;
+}
+
+/* The event converted (op its row's): what it taught stays. */
+static void mark_commit(schema_state *ss, schema_mark *m, uint32_t op) {
+    if (op != TM_OP_DELETE)
+        ss->rows = 1;
+    json_decref(m->seen_schema);
+    json_decref(m->seen_keys);
+}
+
+/* The event did not convert: the columns and the schema last seen back
+ * to the mark (a batch's records were never widened by them: the batch
+ * builder widens after a row only). */
+static void mark_rollback(const tm_converter *cv, schema_mark *m) {
+    schema_state *ss = cv->ss;
+    if (ss->cols.ncolumns != m->ncolumns) {
+        clear_compiled(cv);
+        tm_cdc_columns_truncate(&ss->cols, m->ncolumns);
+    }
+    json_decref(ss->seen_schema);
+    json_decref(ss->seen_keys);
+    ss->seen_schema = m->seen_schema;
+    ss->seen_keys = m->seen_keys;
+}
+
 const tm_column *tm_converter_columns(const tm_converter *cv, size_t *n) {
     if (!cv->cfg->mapping.from_schema) {
         *n = cv->cfg->mapping.ncolumns;
@@ -569,7 +612,10 @@ static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
     tm_conv_outcome rc = TM_CONV_OOM;
     json_t *keep = json_array();
     col_view cols = config_view(cv);
-    if (u == 0 && cv->cfg->mapping.from_schema) {
+    int learns = u == 0 && cv->cfg->mapping.from_schema;
+    schema_mark mark = {0, NULL, NULL};
+    if (learns) {
+        mark = mark_take(cv->ss);
         rc = schema_columns(cv, a, &row, in, out);
         col_view derived = {cv->ss->cols.columns, cv->ss->cols.pointers,
                             cv->ss->compiled, cv->ss->cols.ncolumns,
@@ -590,6 +636,10 @@ static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
                 convert_found(cv, &cols, a, found, row.op == TM_OP_DELETE, out);
         out->op = row.op;
     }
+    if (learns && rc == TM_CONV_ROW)
+        mark_commit(cv->ss, &mark, row.op);
+    else if (learns)
+        mark_rollback(cv, &mark);
     if (u == 0)
         tm_cdc_row_clear(&row);
     json_decref(keep);

@@ -71,8 +71,10 @@ void tm_converter_free(tm_converter *cv);
  * from its row image; a tombstone is a delete of its record key's row
  * (cdc_envelope.h). Without a column list the columns come from the
  * event's schema (cdc_columns.h), and grow as the events' schemas add
- * fields: the converter keeps them, whatever the outcome of the event
- * that brought them (tm_converter_columns says how many). */
+ * fields: the converter keeps them when the event that brought them
+ * converts to a row (a delete included); a dead letter, a filtered event
+ * or a stop leaves them as they were (tm_converter_columns says how
+ * many). */
 tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
                            const tm_conv_input *in, tm_conv_result *out);
 

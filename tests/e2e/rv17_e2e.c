@@ -74,7 +74,10 @@ static int run_caught_up(const target *t, const char *cfg, const char *log) {
     return ok;
 }
 
-static void tombstone_first(int pg, const char *tombstone_key) {
+static void tombstone_first(int pg, const char *key_text) {
+    /* a copy: env_key's buffer is overwritten by the creates below */
+    char tombstone_key[256];
+    snprintf(tombstone_key, sizeof tombstone_key, "%s", key_text);
     target t;
     init_target_as(&t, pg, "rv17");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);

@@ -267,7 +267,7 @@ START_TEST(append_adds_optional_columns) {
     ck_assert_int_eq(
         tm_cdc_columns_diff(&cur, &ev, added, &nadded, why, sizeof why),
         TM_CDC_ADDED);
-    ck_assert_int_eq(tm_cdc_columns_append(&cur, &ev, added, nadded), 0);
+    ck_assert_int_eq(tm_cdc_columns_append(&cur, &ev, added, nadded, 1), 0);
     ck_assert_uint_eq(cur.ncolumns, 4);
     ck_assert_str_eq(cur.columns[3].name, "qty");
     ck_assert_str_eq(cur.pointers[3], "/qty");
@@ -279,6 +279,36 @@ START_TEST(append_adds_optional_columns) {
     ck_assert_int_eq(
         tm_cdc_columns_diff(&cur, &ev, added, &nadded, why, sizeof why),
         TM_CDC_SAME);
+    tm_cdc_colset_clear(&ev);
+    tm_cdc_colset_clear(&cur);
+}
+END_TEST
+
+/* After deletes only (no row lacks a value), an appended column is as its
+ * schema says; truncate takes appended columns back. */
+START_TEST(append_after_deletes_only_keeps_required_and_truncates) {
+    char why[512] = "";
+    tm_cdc_colset cur = derive(BASE, "{\"id\":1}");
+    tm_cdc_colset ev =
+        derive(STRUCT(F("id", "int32", "false") "," F(
+                   "qty", "int32", "false") "," F("name", "string", "false")),
+               "{\"id\":1}");
+    size_t added[8], nadded, had = cur.ncolumns;
+    ck_assert_int_eq(
+        tm_cdc_columns_diff(&cur, &ev, added, &nadded, why, sizeof why),
+        TM_CDC_ADDED);
+    ck_assert_int_eq(tm_cdc_columns_append(&cur, &ev, added, nadded, 0), 0);
+    ck_assert_uint_eq(cur.ncolumns, had + 1);
+    ck_assert_str_eq(cur.columns[had].name, "qty");
+    ck_assert_uint_eq(cur.columns[had].required, 1);
+    tm_cdc_columns_truncate(&cur, had);
+    ck_assert_uint_eq(cur.ncolumns, had);
+    ck_assert_int_eq(
+        tm_cdc_columns_diff(&cur, &ev, added, &nadded, why, sizeof why),
+        TM_CDC_ADDED); /* qty is new again */
+    tm_cdc_columns_truncate(&cur, 0);
+    ck_assert_uint_eq(cur.ncolumns, 0);
+    ck_assert_ptr_null(cur.columns);
     tm_cdc_colset_clear(&ev);
     tm_cdc_colset_clear(&cur);
 }
@@ -450,6 +480,7 @@ static Suite *suite(void) {
     tcase_add_test(t, diff_unsafe_changes_name_field_and_types);
     tcase_add_test(t, diff_key_changes_are_unsafe);
     tcase_add_test(t, append_adds_optional_columns);
+    tcase_add_test(t, append_after_deletes_only_keeps_required_and_truncates);
     tcase_add_test(t, names_no_table_takes_are_refused);
     tcase_add_test(t, diff_rename_in_case_only_is_unsafe);
     tcase_add_test(t, bare_key_columns_by_their_json);

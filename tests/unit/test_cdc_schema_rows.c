@@ -1,10 +1,11 @@
 /* A change-data-capture mapping without a column list: the config, and
  * the batch builder taking each batch's columns from the events' Connect
- * schemas (columns added mid-batch, earlier rows null for them, also when
- * the event that added them is a dead letter, in memory linear in the
- * batch's values; an event without a schema a dead letter; an unsafe
- * change a stop; a bare key's tombstone by the learnt schema). Events are
- * written by hand after Debezium's format in JsonConverter's envelope. */
+ * schemas (columns added mid-batch, earlier rows null for them, in memory
+ * linear in the batch's values; a dead letter's schema not learnt; after
+ * deletes only, added columns required as their schema says; an event
+ * without a schema a dead letter; an unsafe change a stop; a bare key's
+ * tombstone by the learnt schema). Events are written by hand after
+ * Debezium's format in JsonConverter's envelope. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,9 +281,10 @@ END_TEST
 
 #define ID_OPT F("id", "int32", "true")
 
-/* Columns an event adds whose outcome is a dead letter are the batch's
- * all the same: the earlier records get them, null, before the next. */
-START_TEST(a_dead_letter_that_adds_columns_widens_the_rows) {
+/* Columns an event adds whose outcome is a dead letter are not learnt:
+ * the batch's columns stay as they were until an event that converts
+ * brings them, and then the earlier records get them, null. */
+START_TEST(a_dead_letters_columns_are_not_learnt) {
     tm_connector_config *c = schema_cfg();
     tm_batch_builder *bb = tm_bb_new(c);
     ck_assert_ptr_nonnull(bb);
@@ -292,25 +294,28 @@ START_TEST(a_dead_letter_that_adds_columns_widens_the_rows) {
                          event("c", ID_OPT "," F("name", "string", "true"),
                                "{\"id\":1,\"name\":\"a\"}")),
                      0);
-    /* the schema adds note; its key is null: a dead letter null_key, the
-     * columns learnt all the same */
+    /* the schema adds note; its key is null: a dead letter null_key, its
+     * columns not learnt */
     ck_assert_int_eq(add(bb, 1, 2,
                          event("c",
                                ID_OPT "," F("name", "string", "true") "," F(
                                    "note", "string", "true"),
                                "{\"id\":null,\"name\":\"b\",\"note\":\"n\"}")),
                      0);
-    /* the same schema again: nothing new to learn */
+    const tm_batch *b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ndead_letters, 1);
+    ck_assert_int_eq(b->dead_letters[0].reason, TM_DL_NULL_KEY);
+    ck_assert_uint_eq(b->ncolumns, 2);
+    /* the same schema in an event that converts: note is learnt now */
     ck_assert_int_eq(add(bb, 2, 3,
                          event("c",
                                ID_OPT "," F("name", "string", "true") "," F(
                                    "note", "string", "true"),
                                "{\"id\":3,\"name\":\"c\",\"note\":\"m\"}")),
                      0);
-    const tm_batch *b = tm_bb_batch(bb);
+    b = tm_bb_batch(bb);
     ck_assert_ptr_nonnull(b);
-    ck_assert_uint_eq(b->ndead_letters, 1);
-    ck_assert_int_eq(b->dead_letters[0].reason, TM_DL_NULL_KEY);
     ck_assert_uint_eq(b->ncolumns, 3);
     ck_assert_uint_eq(b->nrecords, 2);
     text_is(&b->records[0].values[1], "a");
@@ -319,6 +324,112 @@ START_TEST(a_dead_letter_that_adds_columns_widens_the_rows) {
     text_is(&b->records[1].values[2], "m");
     tm_bb_free(bb);
     tm_config_free(c);
+}
+END_TEST
+
+/* A Date of 2^31-1 days converts to no timestamp: read first, the event
+ * is a dead letter and its schema (p a Date) is not the table's; the next
+ * valid event (p a double) makes the columns, no stop. */
+START_TEST(a_dead_letter_read_first_leaves_no_columns) {
+    tm_connector_config *c = schema_cfg();
+    tm_batch_builder *bb = tm_bb_new(c);
+    ck_assert_ptr_nonnull(bb);
+    tm_bb_reset(bb, "b1", 0);
+    ck_assert_int_eq(tm_bb_range(bb, "t", 0, 0, 1), 0);
+    ck_assert_int_eq(
+        add(bb, 0, 1,
+            event("c",
+                  F("id", "int32", "false") ",{\"field\":\"p\",\"type\":"
+                                            "\"int32\",\"optional\":true,"
+                                            "\"name\":\"org.apache.kafka."
+                                            "connect.data.Date\"}",
+                  "{\"id\":1,\"p\":2147483647}")),
+        0);
+    const tm_batch *b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ndead_letters, 1);
+    ck_assert_int_eq(b->dead_letters[0].reason, TM_DL_SCHEMA_MISMATCH);
+    ck_assert_uint_eq(b->ncolumns, 0);
+    ck_assert_int_eq(
+        add(bb, 1, 2,
+            event("c", F("id", "int32", "false") "," F("p", "double", "true"),
+                  "{\"id\":2,\"p\":1.5}")),
+        0);
+    ck_assert_ptr_null(tm_bb_stopped(bb));
+    b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ncolumns, 2);
+    ck_assert_uint_eq(b->columns[1].type, TM_TYPE_FLOAT);
+    ck_assert_uint_eq(b->nrecords, 1);
+    ck_assert_double_eq(b->records[0].values[1].v.f, 1.5);
+    tm_bb_free(bb);
+    tm_config_free(c);
+}
+END_TEST
+
+/* A tombstone read first (bare key, or the key with its schema) learns
+ * the key columns only; deletes have no values a later column lacks, so
+ * the columns a later event adds keep their schema's required flag (the
+ * table made from that schema requires them). Once a row converted, a
+ * column added after it is optional: that row has no value for it. */
+static void tombstone_first_then_required(const char *tombstone_key) {
+    tm_connector_config *c = schema_cfg();
+    tm_batch_builder *bb = tm_bb_new(c);
+    ck_assert_ptr_nonnull(bb);
+    tm_bb_reset(bb, "b1", 0);
+    ck_assert_int_eq(tm_bb_range(bb, "t", 0, 0, 1), 0);
+    tm_msg_view m = {.topic = "t",
+                     .offset = 0,
+                     .timestamp_ms = -1,
+                     .key = tombstone_key,
+                     .key_len = strlen(tombstone_key)};
+    ck_assert_int_eq(tm_bb_add(bb, 0, &m), 0);
+    const tm_batch *b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->nrecords, 1);
+    ck_assert_uint_eq(b->ncolumns, 1);
+    ck_assert_int_eq(
+        add(bb, 1, 3,
+            event("c",
+                  F("id", "int32", "false") "," F("name", "string", "false"),
+                  "{\"id\":3,\"name\":\"c\"}")),
+        0);
+    b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ncolumns, 2);
+    ck_assert_str_eq(b->columns[1].name, "name");
+    ck_assert_uint_eq(b->columns[1].required, 1);
+    ck_assert_uint_eq(b->records[0].op, TM_OP_DELETE);
+    ck_assert_uint_eq(b->records[0].values[0].is_null, 0);
+    ck_assert_int_eq(b->records[0].values[0].v.i, 1);
+    text_is(&b->records[0].values[1], NULL);
+    text_is(&b->records[1].values[1], "c");
+    /* a row converted under the columns: the next one added is optional */
+    ck_assert_int_eq(add(bb, 2, 4,
+                         event("c",
+                               F("id", "int32", "false") "," F(
+                                   "name", "string",
+                                   "false") "," F("note", "string", "false"),
+                               "{\"id\":4,\"name\":\"d\",\"note\":\"n\"}")),
+                     0);
+    b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->ncolumns, 3);
+    ck_assert_uint_eq(b->columns[1].required, 1);
+    ck_assert_uint_eq(b->columns[2].required, 0);
+    tm_bb_free(bb);
+    tm_config_free(c);
+}
+
+START_TEST(a_bare_keys_tombstone_first_keeps_added_columns_required) {
+    tombstone_first_then_required("{\"id\":1}");
+}
+END_TEST
+
+START_TEST(an_enveloped_keys_tombstone_first_keeps_added_columns_required) {
+    char key[512];
+    snprintf(key, sizeof key, KEY, 1);
+    tombstone_first_then_required(key);
 }
 END_TEST
 
@@ -387,7 +498,11 @@ static Suite *suite(void) {
     tcase_add_test(t, without_a_schema_a_dead_letter);
     tcase_add_test(t, a_narrowed_type_stops);
     tcase_add_test(t, a_bare_keys_tombstone_converts_by_the_learnt_schema);
-    tcase_add_test(t, a_dead_letter_that_adds_columns_widens_the_rows);
+    tcase_add_test(t, a_dead_letters_columns_are_not_learnt);
+    tcase_add_test(t, a_dead_letter_read_first_leaves_no_columns);
+    tcase_add_test(t, a_bare_keys_tombstone_first_keeps_added_columns_required);
+    tcase_add_test(
+        t, an_enveloped_keys_tombstone_first_keeps_added_columns_required);
     tcase_add_test(t, memory_linear_in_the_batchs_values);
     suite_add_tcase(s, t);
     return s;
