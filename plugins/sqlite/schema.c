@@ -440,29 +440,36 @@ static int has_key_index(sq_sink *s, const found_col *f, size_t n, int *rc) {
     return found;
 }
 
-/* tm_column_conflict of batch column COL with the table's FC, except for a
- * declaration of another word but the affinity COL's type needs: the
- * values stored are right, the word differs (a table made by an older
- * build, which declared bool and timestamp INTEGER and json TEXT, or by
- * hand), or the source's type changed between types of one affinity
- * (INTEGER is int's word too). WHY says so, and how to re-declare. */
+/* tm_column_conflict of batch column COL with the table's FC, which says
+ * more where the declaration has the affinity COL's type needs (the values
+ * stored fit, only the word differs): a word this sink writes for another
+ * type is a type changed at the source or, for INTEGER and TEXT, a column
+ * of an older build, which declared bool and timestamp INTEGER and json
+ * TEXT; a word it never writes is a table made by hand. Such a column is
+ * declared again to go on (docs/sinks/sqlite.md, "Upgrading"). */
 static void decl_conflict(const tm_column *col, const found_col *fc, char *why,
                           size_t size) {
     tm_type have = sq_type_of_decl(fc->decl);
     const char *want = sq_type_sql(col->type);
     const char *decl = fc->decl[0] ? fc->decl : "untyped";
-    if (have == col->type || strcmp(affinity(fc->decl), affinity(want)) != 0) {
-        tm_column_conflict(col, have, decl, fc->notnull, why, size);
+    int same_affinity = strcmp(affinity(fc->decl), affinity(want)) == 0;
+    if (same_affinity && !have) {
+        snprintf(why, size,
+                 "column \"%s\" is declared %s in the table, not this sink's "
+                 "word for the batch's %s (%s, the same affinity): declare it "
+                 "again as %s (docs/sinks/sqlite.md, \"Upgrading\")",
+                 col->name, decl, tm_type_name(col->type), want, want);
         return;
     }
-    snprintf(why, size,
-             "column \"%s\" is declared %s in the table, this sink declares "
-             "%s for the batch's %s (the same affinity): %s; declare the "
-             "column again as %s (docs/sinks/sqlite.md, \"Upgrading\")",
-             col->name, decl, want, tm_type_name(col->type),
-             have ? "a changed type is not followed, unless the table was "
-                    "made by an older build or by hand"
-                  : "the table was made by an older build or by hand",
+    if (!tm_column_conflict(col, have, decl, fc->notnull, why, size) ||
+        !same_affinity || have == col->type ||
+        (have != TM_TYPE_INT && have != TM_TYPE_TEXT))
+        return;
+    size_t len = strlen(why);
+    snprintf(why + len, size - len,
+             ", or the column was made by an older build (which declared "
+             "bool and timestamp INTEGER, json TEXT): if so, declare it "
+             "again as %s (docs/sinks/sqlite.md, \"Upgrading\")",
              want);
 }
 
