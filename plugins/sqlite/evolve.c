@@ -41,10 +41,14 @@ tm_status sq_evolve(sq_sink *s, const tm_batch *b, tm_error *err) {
     }
     s->own.columns = s->cols.cols;
     s->own.ncolumns = s->cols.n;
+    s->deletes_only = tm_batch_deletes_only(b);
     /* Until this batch commits, the table may not have them: a rollback
      * takes the DDL back too, and the next commit does it again. */
     s->schema_ready = 0;
     tm_status r = sq_schema_evolve(s, err);
-    s->schema_ready = r == TM_OK;
+    /* A deletes-only batch was let lack a NOT NULL column: the next batch,
+     * with the same columns or not, is checked again. */
+    s->schema_ready = r == TM_OK && !s->deletes_only;
+    s->deletes_only = 0;
     return r;
 }

@@ -440,6 +440,39 @@ static int has_key_index(sq_sink *s, const found_col *f, size_t n, int *rc) {
     return found;
 }
 
+/* tm_column_conflict of batch column COL with the table's FC, which says
+ * more where the declaration has the affinity COL's type needs (the values
+ * stored fit, only the word differs): a word this sink writes for another
+ * type is a type changed at the source or, for INTEGER and TEXT, a column
+ * of an older build, which declared bool and timestamp INTEGER and json
+ * TEXT; a word it never writes is a table made by hand. Such a column is
+ * declared again to go on (docs/sinks/sqlite.md, "Upgrading"). */
+static void decl_conflict(const tm_column *col, const found_col *fc, char *why,
+                          size_t size) {
+    tm_type have = sq_type_of_decl(fc->decl);
+    const char *want = sq_type_sql(col->type);
+    const char *decl = fc->decl[0] ? fc->decl : "untyped";
+    int same_affinity = strcmp(affinity(fc->decl), affinity(want)) == 0;
+    if (same_affinity && !have) {
+        snprintf(why, size,
+                 "column \"%s\" is declared %s in the table, not this sink's "
+                 "word for the batch's %s (%s, the same affinity): declare it "
+                 "again as %s (docs/sinks/sqlite.md, \"Upgrading\")",
+                 col->name, decl, tm_type_name(col->type), want, want);
+        return;
+    }
+    if (!tm_column_conflict(col, have, decl, fc->notnull, why, size) ||
+        !same_affinity || have == col->type ||
+        (have != TM_TYPE_INT && have != TM_TYPE_TEXT))
+        return;
+    size_t len = strlen(why);
+    snprintf(why + len, size - len,
+             ", or the column was made by an older build (which declared "
+             "bool and timestamp INTEGER, json TEXT): if so, declare it "
+             "again as %s (docs/sinks/sqlite.md, \"Upgrading\")",
+             want);
+}
+
 tm_status sq_shape_check(sq_sink *s, tm_error *err) {
     found_col *f;
     size_t n;
@@ -452,6 +485,11 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
         r = sq_fail(s, rc, "reading the table's columns", err);
         goto out;
     }
+    /* find_col folds case as SQLite does: a batch column renamed in case
+     * only would be taken for the old one. */
+    for (size_t i = 0; s->schema_cols && i < n && !why[0]; i++)
+        tm_column_case_renamed(s->config->columns, s->config->ncolumns,
+                               f[i].name, why, sizeof why);
     for (size_t i = 0; i < s->config->ncolumns && !why[0]; i++) {
         const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         const found_col *fc = find_col(f, n, col->name);
@@ -464,9 +502,7 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
              * NOT NULL only where required, so that a change stopped once
              * stops again after a restart (affinity would take int, bool
              * and timestamp for one another). */
-            tm_column_conflict(col, sq_type_of_decl(fc->decl),
-                               fc->decl[0] ? fc->decl : "untyped", fc->notnull,
-                               why, sizeof why);
+            decl_conflict(col, fc, why, sizeof why);
         else if (strcmp(aff, need) != 0)
             snprintf(why, sizeof why,
                      "column \"%s\" is %s (%s affinity), the mapping needs %s",
@@ -488,7 +524,8 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
         for (size_t k = 0; k < s->config->ncolumns && !ours; k++)
             ours = strcasecmp(TM_CELEM(tm_column, s->config->columns, k)->name,
                               f[i].name) == 0;
-        if (!ours && f[i].notnull)
+        /* a batch of deletes only writes no column but its key */
+        if (!ours && f[i].notnull && !s->deletes_only)
             snprintf(why, sizeof why,
                      "column \"%s\" is NOT NULL but not in the mapping: "
                      "every insert would fail",

@@ -94,6 +94,10 @@ typedef struct sq_sink {
      * statements fit them once schema_ready (evolve.c). cols owns the copied
      * columns (tidemark/columns.h); own.columns points to them. */
     int schema_cols, schema_ready;
+    /* set while the table is fitted to a batch of deletes only
+     * (tm_batch_deletes_only): the shape check then lets the batch lack a
+     * NOT NULL column, which it never writes */
+    int deletes_only;
     tm_sink_config own;
     tm_columns cols;
 } sq_sink;

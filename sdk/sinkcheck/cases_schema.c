@@ -6,7 +6,8 @@
  * another type, or is optional where the table's is required, is refused
  * with TM_FATAL and nothing committed; and so again from a sink opened
  * afresh (a restart), which knows the columns only from the table itself
- * (also a column joining the key),
+ * (also a column joining the key, and one renamed in case only: "Note"
+ * for the table's "note"),
  * while a batch of the table's own columns still goes in there. The kit's
  * own columns, not the config's: "id" (int, the key, required), "n" (int),
  * "r" (text, required), then "note" (text). The changed type is int to
@@ -44,6 +45,10 @@ static const tm_column OPTIONAL[] = {
 static const tm_column REKEYED[] = {
     COL("id", TM_TYPE_INT, 1, 1), COL("n", TM_TYPE_INT, 1, 1),
     COL("r", TM_TYPE_TEXT, 0, 1), COL("note", TM_TYPE_TEXT, 0, 0)};
+/* "note" renamed in case only: the table's "note" is not this column. */
+static const tm_column RECASED[] = {
+    COL("id", TM_TYPE_INT, 1, 1), COL("n", TM_TYPE_INT, 0, 0),
+    COL("r", TM_TYPE_TEXT, 0, 1), COL("Note", TM_TYPE_TEXT, 0, 0)};
 #define NCOLS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A kit_run whose columns are COLS (for the values the kit generates and
@@ -185,11 +190,12 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
     kit_run retyped = with_columns(bare, RETYPED, NCOLS(RETYPED));
     kit_run optional = with_columns(bare, OPTIONAL, NCOLS(OPTIONAL));
     kit_run rekeyed = with_columns(bare, REKEYED, NCOLS(REKEYED));
+    kit_run recased = with_columns(bare, RECASED, NCOLS(RECASED));
     int64_t epoch = 0;
     void *sink = reopen(fx, &epoch, res);
     if (!sink)
         return;
-    kit_batch b1, b2, b3, b4, b5, b6;
+    kit_batch b1, b2, b3, b4, b5, b6, b7;
     int built = build(&b1, &first, 0, 3, epoch) |
                 build(&b2, &added, 3, 6, epoch) |
                 build(&b3, &retyped, 6, 8, epoch);
@@ -214,9 +220,10 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
         kit_batch_free(&b2);
         return;
     }
-    built = build(&b3, &retyped, 6, 8, epoch) |
-            build(&b4, &optional, 6, 8, epoch) |
-            build(&b5, &added, 6, 8, epoch) | build(&b6, &rekeyed, 6, 8, epoch);
+    built =
+        build(&b3, &retyped, 6, 8, epoch) | build(&b4, &optional, 6, 8, epoch) |
+        build(&b5, &added, 6, 8, epoch) | build(&b6, &rekeyed, 6, 8, epoch) |
+        build(&b7, &recased, 6, 8, epoch);
     if (built != 0)
         kit_fail(res, "out of memory building the batches");
     expect_refused(fx, sink, &b3, 6,
@@ -239,6 +246,15 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
     }
     sink = KIT_FAILED(res) ? NULL : reopen(fx, &epoch, res);
     if (sink) {
+        b7.ranges[0].epoch = epoch;
+        expect_refused(fx, sink, &b7, 6,
+                       "reopened: column \"note\" renamed \"Note\" (in case "
+                       "only)",
+                       res);
+        bare->api->close(sink);
+    }
+    sink = KIT_FAILED(res) ? NULL : reopen(fx, &epoch, res);
+    if (sink) {
         b5.ranges[0].epoch = epoch;
         if (kit_expect_commit(bare, sink, &b5, TM_OK,
                               "reopened: a batch of the table's own columns",
@@ -253,6 +269,7 @@ static void run_case(const kit_run *bare, kit_fixture *fx, kit_result *res) {
     kit_batch_free(&b4);
     kit_batch_free(&b5);
     kit_batch_free(&b6);
+    kit_batch_free(&b7);
 }
 
 void kit_case_schema_columns(const kit_run *run, kit_result *res) {

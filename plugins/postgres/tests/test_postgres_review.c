@@ -677,6 +677,117 @@ START_TEST(pre_registry_check_of_a_large_table_completes) {
 }
 END_TEST
 
+/* ---- issue 17: columns from the events' schemas ------------------------ */
+
+/* A connector whose batches bring their columns (TM_CONFIG_SCHEMA_COLUMNS,
+ * a change-data-capture mapping in upsert mode), opened without any. */
+static void *open_schema_cols(conf *c) {
+    conf_init(c, "t", ", \"mode\": \"upsert\"",
+              TM_CONFIG_CDC | TM_CONFIG_SCHEMA_COLUMNS, NULL);
+    c->config.columns = NULL;
+    c->config.ncolumns = 0;
+    return open_ok(c);
+}
+
+static void with_columns(batch *bt, const tm_column *cols, size_t n) {
+    bt->b.columns = cols;
+    bt->b.ncolumns = n;
+}
+
+/* A batch of deletes only whose columns are the key alone (a tombstone
+ * read first after a restart) writes no other column: a NOT NULL column
+ * it lacks does not refuse it. The same columns with a row to write are
+ * still refused, nothing stored. */
+START_TEST(deletes_only_batch_needs_no_required_column) {
+    static const tm_column REQ[] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+        {sizeof(tm_column), "body", TM_TYPE_TEXT, 1, 0},
+    };
+    conf c;
+    void *sink = open_schema_cols(&c);
+    tm_marker m = claim_ok(sink);
+    batch b1, b2, b3;
+    batch_make(&b1, c.name, 0, 2, m.epoch);
+    with_columns(&b1, REQ, 2);
+    commit_ok(sink, &b1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM pg_attribute WHERE "
+                             "attrelid = '$S.t'::regclass AND attname = "
+                             "'body' AND attnotnull"),
+                     1);
+    /* a later process reads a delete first: the key column only */
+    api->close(sink);
+    sink = open_ok(&c);
+    m = claim_ok(sink);
+    batch_make(&b2, c.name, 2, 1, m.epoch);
+    with_columns(&b2, REQ, 1);
+    b2.vals[0].v.i = 0; /* deletes id 0 */
+    b2.recs[0].op = TM_OP_DELETE;
+    commit_ok(sink, &b2);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 0"), 0);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM $S.tidemark_markers"), 3);
+    /* the same columns with a row to write: refused, nothing stored */
+    batch_make(&b3, c.name, 3, 2, m.epoch);
+    with_columns(&b3, REQ, 1);
+    b3.recs[0].op = TM_OP_DELETE;
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b3, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, "column \"body\" is NOT NULL without a "
+                                      "default but not in the mapping"),
+                  "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM $S.tidemark_markers"), 3);
+    api->close(sink);
+    batch_free(&b1);
+    batch_free(&b2);
+    batch_free(&b3);
+    conf_done(&c);
+}
+END_TEST
+
+/* A field renamed in case only ("body" -> "Body"), learnt by a process
+ * started after it: PostgreSQL would add a column "Body" beside "body".
+ * TM_FATAL naming both spellings, nothing stored, no column added. */
+START_TEST(column_renamed_in_case_only_is_fatal) {
+    static const tm_column OLD[] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+        {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+    };
+    static const tm_column NEW[] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 1, 1},
+        {sizeof(tm_column), "Body", TM_TYPE_TEXT, 0, 0},
+    };
+    conf c;
+    void *sink = open_schema_cols(&c);
+    tm_marker m = claim_ok(sink);
+    batch b1, b2;
+    batch_make(&b1, c.name, 0, 2, m.epoch);
+    with_columns(&b1, OLD, 2);
+    commit_ok(sink, &b1);
+    api->close(sink);
+    sink = open_ok(&c);
+    m = claim_ok(sink);
+    batch_make(&b2, c.name, 2, 2, m.epoch);
+    with_columns(&b2, NEW, 2);
+    tm_error err;
+    ck_assert_int_eq(commit(sink, &b2, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, "\"body\"") &&
+                      strstr(err.message, "\"Body\"") &&
+                      strstr(err.message, "renamed in case only"),
+                  "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM pg_attribute WHERE "
+                             "attrelid = '$S.t'::regclass AND attname = "
+                             "'Body' AND NOT attisdropped"),
+                     0);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM $S.tidemark_markers"), 2);
+    api->close(sink);
+    batch_free(&b1);
+    batch_free(&b2);
+    conf_done(&c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_review");
     TCase *tc = tcase_create("review");
@@ -702,6 +813,8 @@ static Suite *suite(void) {
     ADD(shared_newcomer_cannot_take_a_pre_registry_table);
     ADD(two_tables_from_one_topic_not_refused_after_upgrade);
     ADD(pre_registry_check_of_a_large_table_completes);
+    ADD(deletes_only_batch_needs_no_required_column);
+    ADD(column_renamed_in_case_only_is_fatal);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -264,12 +264,141 @@ START_TEST(a_column_without_a_name_is_fatal) {
 }
 END_TEST
 
+/* A batch of deletes only carries the key columns alone (the host learnt
+ * nothing else, e.g. a tombstone read first after a restart): it writes
+ * no other column, so a NOT NULL column it lacks does not refuse it. A
+ * batch with a row and those columns is still refused. */
+START_TEST(a_deletes_only_batch_needs_no_required_column) {
+    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
+    fx_conf c;
+    void *sink = NULL;
+    open_schema_sink(&c, &sink);
+    tm_marker m;
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    sbatch b1, b2, b3;
+    tm_error err;
+    make(&b1, "b1", m.epoch, 0, 2, 2, 0);
+    b1.cols[1].required = 1; /* name NOT NULL */
+    ck_assert_msg(commit(sink, &b1, &err) == TM_OK, "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT \"notnull\" FROM pragma_table_info('t') "
+                             "WHERE name = 'name'"),
+                     1);
+    /* a later process reads a delete first: the key column only */
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    open_schema_sink(&c, &sink);
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    make(&b2, "b2", m.epoch, 2, 3, 1, 0);
+    b2.vals[0][0].v.i = 0; /* deletes id 0 */
+    b2.recs[0].op = TM_OP_DELETE;
+    ck_assert_msg(commit(sink, &b2, &err) == TM_OK, "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t WHERE id = 0"), 0);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 1);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM tidemark_markers"), 3);
+    /* the same columns with a row to write: refused, nothing stored */
+    make(&b3, "b3", m.epoch, 3, 5, 1, 0);
+    b3.recs[0].op = TM_OP_DELETE;
+    ck_assert_int_eq(commit(sink, &b3, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, "column \"name\" is NOT NULL but not in "
+                                      "the mapping"),
+                  "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 1);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM tidemark_markers"), 3);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    fx_rmdir();
+}
+END_TEST
+
+/* A field renamed in case only ("name" -> "Name"), learnt by a process
+ * started after it: SQLite would take "Name" for "name" and write the new
+ * values into the old column. TM_FATAL naming both spellings, nothing
+ * stored. */
+START_TEST(a_column_renamed_in_case_only_is_fatal) {
+    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
+    fx_conf c;
+    void *sink = NULL;
+    open_schema_sink(&c, &sink);
+    tm_marker m;
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    sbatch b1, b2;
+    tm_error err;
+    make(&b1, "b1", m.epoch, 0, 2, 2, 0);
+    ck_assert_msg(commit(sink, &b1, &err) == TM_OK, "%s", err.message);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    open_schema_sink(&c, &sink);
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    make(&b2, "b2", m.epoch, 2, 4, 2, 0);
+    b2.cols[1].name = "Name";
+    b2.vals[0][0].v.i = 0; /* would overwrite row 0's name */
+    ck_assert_int_eq(commit(sink, &b2, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, "\"name\"") &&
+                      strstr(err.message, "\"Name\"") &&
+                      strstr(err.message, "renamed in case only"),
+                  "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 2);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t WHERE name = 'n0'"), 1);
+    ck_assert_int_eq(sql_int("SELECT next_offset FROM tidemark_markers"), 2);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    fx_rmdir();
+}
+END_TEST
+
+/* A column declared with the affinity its type needs but not this sink's
+ * word (as an older build declared bool INTEGER): the message says the
+ * declaration differs and how to declare it again, nothing committed. */
+START_TEST(an_older_builds_declaration_is_named_as_such) {
+    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
+    fx_conf c;
+    void *sink = NULL;
+    open_schema_sink(&c, &sink);
+    char *msg = NULL;
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(fx_db_path, &db), SQLITE_OK);
+    int rc = sqlite3_exec(
+        db,
+        "CREATE TABLE t (id INTEGER NOT NULL, name INTEGER, _tm_topic TEXT "
+        "NOT NULL, _tm_partition INTEGER NOT NULL, _tm_offset INTEGER NOT "
+        "NULL, _tm_identity TEXT); CREATE UNIQUE INDEX t_tm_key ON t (id);",
+        NULL, NULL, &msg);
+    ck_assert_msg(rc == SQLITE_OK, "%s", msg ? msg : "?");
+    sqlite3_close(db);
+    tm_marker m;
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    sbatch b1;
+    tm_error err;
+    make(&b1, "b1", m.epoch, 0, 2, 2, 1);
+    b1.cols[1].type = TM_TYPE_BOOL;
+    ck_assert_int_eq(commit(sink, &b1, &err), TM_FATAL);
+    ck_assert_msg(
+        strstr(err.message,
+               "column \"name\" is INTEGER (int) in the table, the "
+               "batch's columns say bool: a changed type is not "
+               "followed, or the column was made by an older build") &&
+            strstr(err.message, "declare it again as BOOLEAN "
+                                "INTEGER"),
+        "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 0);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    fx_rmdir();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_schema_columns");
     TCase *t = tcase_create("core");
     tcase_add_test(t, created_at_the_first_batch_and_added_with_its_rows);
     tcase_add_test(t, a_column_without_a_name_is_fatal);
     tcase_add_test(t, a_changed_type_is_fatal_until_the_table_is_changed);
+    tcase_add_test(t, a_deletes_only_batch_needs_no_required_column);
+    tcase_add_test(t, a_column_renamed_in_case_only_is_fatal);
+    tcase_add_test(t, an_older_builds_declaration_is_named_as_such);
     suite_add_tcase(s, t);
     return s;
 }

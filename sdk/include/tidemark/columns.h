@@ -136,6 +136,65 @@ static inline int tm_column_conflict(const tm_column *want, tm_type have,
     return 0;
 }
 
+/* 1 when batch B has records and every one is a delete (TM_OP_DELETE).
+ * Such a batch writes no column but its key: its columns may be the key
+ * columns alone (the host learnt no other, e.g. from a tombstone read
+ * first after a restart), and a NOT NULL column of the table they lack
+ * does not refuse it. A batch with any other record keeps that check. */
+static inline int tm_batch_deletes_only(const tm_batch *b) {
+    for (size_t i = 0; i < b->nrecords; i++)
+        if (TM_RECORD_OP(TM_CELEM(tm_record, b->records, i)) != TM_OP_DELETE)
+            return 0;
+    return b->nrecords > 0;
+}
+
+/* 1 when A and B are the same name but for ASCII letter case (bytes
+ * outside A-Z/a-z must be equal): the locale's rules play no part. */
+static inline int tm_name_caseeq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
+        if (x >= 'A' && x <= 'Z')
+            x = (unsigned char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (unsigned char)(y - 'A' + 'a');
+        if (x != y)
+            return 0;
+        if (!x)
+            return 1;
+    }
+}
+
+/* Compares the table's column named HAVE with COLS, a batch's columns (N,
+ * walked with TM_CELEM, each named): 1 when one of them is HAVE in
+ * another ASCII case only ("Name" beside the table's "name") and none is
+ * HAVE byte for byte, with WHY (SIZE bytes) naming both spellings. The
+ * source renamed a field in case only: a database folding case (SQLite)
+ * would write the new field into the old column, one that does not
+ * (PostgreSQL) would add a second column beside it; either way the
+ * operator decides, so the sink answers TM_FATAL with nothing committed,
+ * after a restart as well (the host stops the partition at such a rename
+ * only while it runs). 0 otherwise. */
+static inline int tm_column_case_renamed(const tm_column *cols, size_t n,
+                                         const char *have, char *why,
+                                         size_t size) {
+    const char *other = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = TM_CELEM(tm_column, cols, i)->name;
+        if (strcmp(name, have) == 0)
+            return 0;
+        if (!other && tm_name_caseeq(name, have))
+            other = name;
+    }
+    if (!other)
+        return 0;
+    snprintf(why, size,
+             "column \"%s\" of the table is \"%s\" in the batch's columns: "
+             "a column renamed in case only is not followed (rename the "
+             "table's column, or the field back)",
+             have, other);
+    return 1;
+}
+
 #ifdef __cplusplus
 }
 #endif
