@@ -152,7 +152,7 @@ static int use_catalog(const opts *o, ice_table *t) {
     }
     snprintf(ns, sizeof ns, "%.*s", (int)(dot - o->catalog_table),
              o->catalog_table);
-    ice_catalog_ref ref = {o->catalog, o->catalog_name, ns, dot + 1};
+    ice_catalog_ref ref = {o->catalog, o->catalog_name, ns, dot + 1, 0};
     if (ice_table_use_catalog(t, &ref, 0, why, sizeof why) != 0) {
         fprintf(stderr, "tidemark table: --catalog: %s\n", why);
         return 1;
