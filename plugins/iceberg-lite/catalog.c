@@ -204,6 +204,13 @@ int ice_catalog_open(const ice_catalog_ref *ref, int create, int fsync,
         snprintf(why, why_size, "out of memory (catalog)");
         return -1;
     }
+    /* Out of range (0: not given) is the default: a longer wait would
+     * break vacuum's margin (catalog.h). */
+    c->lock_timeout_ms =
+        ref->lock_timeout_ms >= ICE_CATALOG_LOCK_TIMEOUT_MIN_MS &&
+                ref->lock_timeout_ms <= ICE_CATALOG_LOCK_TIMEOUT_MAX_MS
+            ? ref->lock_timeout_ms
+            : ICE_CATALOG_LOCK_TIMEOUT_MS;
     snprintf(c->ident, sizeof c->ident, "catalog \"%s\", table %s.%s", c->name,
              c->ns, c->table);
     int kind;

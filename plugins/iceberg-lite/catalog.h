@@ -22,12 +22,28 @@
 
 /* What the settings name (strings owned by the caller). */
 typedef struct ice_catalog_ref {
-    const char *uri;   /* as SQLAlchemy spells it: "sqlite:////abs.db",
-                          "postgresql://user@host:5432/db" */
-    const char *name;  /* the catalog's name (catalog_name) */
-    const char *ns;    /* the namespace (table_namespace), levels by "." */
-    const char *table; /* the table's name (table_name) */
+    const char *uri;     /* as SQLAlchemy spells it: "sqlite:////abs.db",
+                            "postgresql://user@host:5432/db" */
+    const char *name;    /* the catalog's name (catalog_name) */
+    const char *ns;      /* the namespace (table_namespace), levels by "." */
+    const char *table;   /* the table's name (table_name) */
+    int lock_timeout_ms; /* PostgreSQL: the longest a statement may wait
+                            (on a row lock, or at all); 0 the default
+                            ICE_CATALOG_LOCK_TIMEOUT_MS */
 } ice_catalog_ref;
+
+/* The longest a catalog statement waits (PostgreSQL's lock_timeout and
+ * statement_timeout, SQLite's busy timeout): a swap waiting on a lock is
+ * a stall between a writer's publish check and its publish, which must
+ * stay well below the margin between ICE_PUBLISH_MAX_MS and vacuum's age
+ * floor (docs/iceberg-lite.md, "Vacuum beside writers"). */
+#define ICE_CATALOG_LOCK_TIMEOUT_MS     20000
+#define ICE_CATALOG_LOCK_TIMEOUT_MIN_MS 100
+#define ICE_CATALOG_LOCK_TIMEOUT_MAX_MS 30000
+/* How long a (re)connection to a PostgreSQL catalog may take when the URI
+ * does not say (connect_timeout, whole seconds), and the TCP settings
+ * that find a dead connection while a statement waits for its answer. */
+#define ICE_CATALOG_CONNECT_TIMEOUT_S "10"
 
 /* The longest name the catalog's columns hold (VARCHAR(255)) and the
  * longest metadata_location (VARCHAR(1000)). */

@@ -42,6 +42,7 @@ struct ice_catalog {
     int has_type;            /* iceberg_tables has iceberg_type (schema v1) */
     int fsync; /* commits are durable when they return (PostgreSQL: every
                   session sets synchronous_commit on) */
+    int lock_timeout_ms; /* PostgreSQL: a statement's longest wait */
     int empty; /* opened without create, no catalog there yet (no database
                   file, or no tables): no row, nothing written */
     char ident[ICE_CATALOG_IDENT_MAX];

@@ -2,7 +2,18 @@
  * tables and statements as the SQLite backend (catalog_backend.h), in the
  * schema the connection's search_path names first (the URI may set it:
  * "?options=-csearch_path%3Dlake"). The swap is one UPDATE in autocommit;
- * its command tag's row count says who won. */
+ * its command tag's row count says who won.
+ *
+ * No wait is unbounded (docs/iceberg-lite.md, "Vacuum beside writers": a
+ * swap runs after the writer's publish check, and a stall between the two
+ * must stay below the margin vacuum's age floor leaves): every session
+ * sets lock_timeout and statement_timeout, so the server itself cancels a
+ * swap waiting on the row (another session holding it FOR UPDATE) and
+ * can never commit it later; a (re)connection gives up after
+ * connect_timeout; TCP keepalives and tcp_user_timeout find a connection
+ * that died while a statement waits for its answer. A cancel the server
+ * reports is a refusal (nothing changed, the batch is retried); a
+ * connection lost after sending is an unknown outcome (catalog.h). */
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,18 +54,34 @@ static int is_state(const PGresult *res, const char *state) {
     return s && strcmp(s, state) == 0;
 }
 
-/* Prepares a new session (the first one and every one a reset makes): a
- * swap is durable when it returns, whatever the server's or the
- * connection's default. 0 or -1 with why. */
-static int session_setup(ice_catalog *c, char *why, size_t why_size) {
-    if (!c->fsync)
-        return 0;
-    PGresult *res = PQexec(conn_of(c), "SET synchronous_commit TO on");
+/* Runs one SET; 0 or -1 with why. */
+static int set_one(ice_catalog *c, const char *sql, const char *what, char *why,
+                   size_t why_size) {
+    PGresult *res = PQexec(conn_of(c), sql);
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     if (!ok)
-        fail(c, 0, "setting synchronous_commit", res, why, why_size);
+        fail(c, 0, what, res, why, why_size);
     PQclear(res);
     return ok ? 0 : -1;
+}
+
+/* Prepares a new session (the first one and every one a reset makes): no
+ * statement waits longer than the lock timeout, and a swap is durable
+ * when it returns, whatever the server's or the connection's default. 0
+ * or -1 with why. */
+static int session_setup(ice_catalog *c, char *why, size_t why_size) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "SET lock_timeout TO %d", c->lock_timeout_ms);
+    if (set_one(c, sql, "setting lock_timeout", why, why_size) != 0)
+        return -1;
+    snprintf(sql, sizeof sql, "SET statement_timeout TO %d",
+             c->lock_timeout_ms);
+    if (set_one(c, sql, "setting statement_timeout", why, why_size) != 0)
+        return -1;
+    if (!c->fsync)
+        return 0;
+    return set_one(c, "SET synchronous_commit TO on",
+                   "setting synchronous_commit", why, why_size);
 }
 
 /* The connection, made again when it was lost: a new session, set up
@@ -206,10 +233,31 @@ static int create_tables(ice_catalog *c, char *why, size_t why_size) {
     }
 }
 
+/* Connects by CONNINFO (a URI or key=value text) with the bounds of the
+ * file's head as defaults: they come before the expanded dbname, so what
+ * CONNINFO says itself wins. PQreset reuses them. */
+static PGconn *connect_bounded(const char *conninfo, int lock_timeout_ms) {
+    char user_timeout[32];
+    snprintf(user_timeout, sizeof user_timeout, "%d", lock_timeout_ms);
+    const char *const keys[] = {"connect_timeout",  "keepalives",
+                                "keepalives_idle",  "keepalives_interval",
+                                "keepalives_count", "tcp_user_timeout",
+                                "dbname",           NULL};
+    const char *const vals[] = {ICE_CATALOG_CONNECT_TIMEOUT_S,
+                                "1",
+                                "5",
+                                "2",
+                                "3",
+                                user_timeout,
+                                conninfo,
+                                NULL};
+    return PQconnectdbParams(keys, vals, 1);
+}
+
 int ice_catalog_pg_open(ice_catalog *c, const char *conninfo, int create,
                         int fsync, char *why, size_t why_size) {
     c->ops = &PG_OPS;
-    c->db = PQconnectdb(conninfo);
+    c->db = connect_bounded(conninfo, c->lock_timeout_ms);
     if (!c->db) {
         snprintf(why, why_size, "%s: out of memory (connection)", c->ident);
         return -1;

@@ -11,8 +11,12 @@
 #include "catalog_backend.h"
 
 /* Writers hold SQLite's lock for one short statement: a writer that finds
- * it taken waits this long before the attempt counts as failed. */
+ * it taken waits this long before the attempt counts as failed (nothing
+ * swapped, the batch retried). Below ICE_CATALOG_LOCK_TIMEOUT_MAX_MS: a
+ * swap's wait after the publish check stays within vacuum's margin. */
 #define BUSY_TIMEOUT_MS 10000
+_Static_assert(BUSY_TIMEOUT_MS <= ICE_CATALOG_LOCK_TIMEOUT_MAX_MS,
+               "the busy timeout bounds a swap's wait (catalog.h)");
 
 static sqlite3 *db_of(ice_catalog *c) {
     return c->db;

@@ -60,6 +60,8 @@ typedef struct ice_settings {
     /* An Iceberg SQL catalog holding the table (catalog.h); "" uri: none,
      * the table's versions are v<N>.metadata.json files. */
     const char *catalog_uri, *catalog_name, *catalog_namespace, *catalog_table;
+    int64_t catalog_lock_timeout_ms; /* PostgreSQL: a statement's longest
+                                        wait (catalog.h) */
     /* Background maintenance (ice_auto.c): off unless "maintenance". */
     int maintenance;
     int64_t maint_min_files; /* small files that start a compaction */

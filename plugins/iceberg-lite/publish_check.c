@@ -6,7 +6,9 @@
  * (maintenance_min_age_seconds, above ICE_PUBLISH_MAX_MS by a margin), so
  * a writer that passes this check links before any vacuum may take its
  * files, unless it stalls for longer than that margin between the check
- * and the link. Cheap: a stat of each of its own files. */
+ * and the link (a catalog swap waiting on a lock is bounded below it:
+ * ICE_CATALOG_LOCK_TIMEOUT_MAX_MS, catalog.h). Cheap: a stat of each of
+ * its own files. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

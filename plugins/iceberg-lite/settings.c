@@ -70,6 +70,14 @@ const tm_setting ICE_SETTINGS[] = {
                       "by '.')"),
     TM_SETTING_STRING("catalog_table", ice_settings, catalog_table, 0, "", 0,
                       ICE_CATALOG_NAME_MAX, "the table's name in the catalog"),
+    TM_SETTING_INT("catalog_lock_timeout_ms", ice_settings,
+                   catalog_lock_timeout_ms, 0, ICE_CATALOG_LOCK_TIMEOUT_MS,
+                   ICE_CATALOG_LOCK_TIMEOUT_MIN_MS,
+                   ICE_CATALOG_LOCK_TIMEOUT_MAX_MS,
+                   "PostgreSQL catalog: the longest a statement (the "
+                   "commit's swap) waits on a lock or at all before the "
+                   "batch is retried; bounded so that a waiting swap cannot "
+                   "outlive vacuum's age floor"),
     TM_SETTING_BOOL("maintenance", ice_settings, maintenance, 0,
                     "true: compact small files and vacuum unreferenced ones "
                     "between batches, each step its own commit "
@@ -125,7 +133,8 @@ static tm_status check_catalog(const tm_host_api *h, const ice_settings *set,
     char why[512];
     const char *key;
     ice_catalog_ref ref = {set->catalog_uri, set->catalog_name,
-                           set->catalog_namespace, set->catalog_table};
+                           set->catalog_namespace, set->catalog_table,
+                           (int)set->catalog_lock_timeout_ms};
     if (ice_catalog_check_ref(&ref, &key, why, sizeof why) != 0) {
         h->set_error(err, "$.sink.settings.%s: %s", key, why);
         return TM_INVALID;
@@ -139,7 +148,8 @@ tm_status ice_settings_catalog(const tm_host_api *h, const ice_settings *set,
     if (!*set->catalog_uri)
         return TM_OK;
     ice_catalog_ref ref = {set->catalog_uri, set->catalog_name,
-                           set->catalog_namespace, set->catalog_table};
+                           set->catalog_namespace, set->catalog_table,
+                           (int)set->catalog_lock_timeout_ms};
     if (ice_table_use_catalog(t, &ref, create, why, sizeof why) != 0) {
         h->set_error(err, "$.sink.settings.catalog_uri: %s", why);
         return TM_INVALID;

@@ -61,8 +61,13 @@ static void usage(FILE *out) {
             "--catalog-name NAME\n"
             "--catalog-table NAMESPACE.TABLE (URI as in the sink's "
             "catalog_uri).\n"
-            "compact, expire and vacuum are safe while a connector "
-            "writes to it.\n");
+            "Beside a running connector: expire is safe; vacuum with "
+            "--grace-seconds of\n"
+            "300 or more (below, it may delete a commit in flight's "
+            "files); compact only\n"
+            "when no vacuum with a shorter age floor runs (a connector's "
+            "maintenance\n"
+            "may delete its new files before it publishes them).\n");
 }
 
 /* A whole decimal number in [min, max]; 0 or -1 with a message. */
@@ -152,7 +157,7 @@ static int use_catalog(const opts *o, ice_table *t) {
     }
     snprintf(ns, sizeof ns, "%.*s", (int)(dot - o->catalog_table),
              o->catalog_table);
-    ice_catalog_ref ref = {o->catalog, o->catalog_name, ns, dot + 1};
+    ice_catalog_ref ref = {o->catalog, o->catalog_name, ns, dot + 1, 0};
     if (ice_table_use_catalog(t, &ref, 0, why, sizeof why) != 0) {
         fprintf(stderr, "tidemark table: --catalog: %s\n", why);
         return 1;

@@ -439,7 +439,7 @@ START_TEST(killed_between_file_and_swap) {
     /* Vacuum (grace 0) removes the orphan, through the catalog. */
     ice_table t;
     char why[1024];
-    ice_catalog_ref ref = {uri_of_db(), "lake", "sales", "orders"};
+    ice_catalog_ref ref = {uri_of_db(), "lake", "sales", "orders", 0};
     ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 1, why, sizeof why), 0);
     ck_assert_msg(ice_table_use_catalog(&t, &ref, 0, why, sizeof why) == 0,
                   "%s", why);

@@ -20,14 +20,25 @@
  * Argument "pg" (TIDEMARK_PG_CONNINFO):
  *   pg_reconnect_keeps_synchronous_commit  after the connection is lost,
  *       PQreset's new session still runs with synchronous_commit on, not
- *       the connection's default (here off, from the URI's options). */
+ *       the connection's default (here off, from the URI's options), and
+ *       lock_timeout and statement_timeout.
+ *   pg_swap_waits_bounded  a swap whose row another session holds FOR
+ *       UPDATE gives up within its lock timeout, nothing changed (-1: the
+ *       commit is retried), and goes through once the lock is gone (before:
+ *       it waited for as long as the lock was held, while vacuum could
+ *       take the batch's files).
+ *   pg_commit_retries_on_held_row  the same through the sink's commit
+ *       (catalog_lock_timeout_ms): RETRY, nothing published, then the
+ *       batch sent again commits. */
 #define _XOPEN_SOURCE 700
 
 #include <check.h>
 #include <libpq-fe.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog_backend.h"
@@ -283,13 +294,20 @@ END_TEST
 
 /* ---- PostgreSQL: the session's durability after a reconnect --------- */
 
-static char *pg_show(ice_catalog *c) {
-    PGresult *r = PQexec(c->db, "SHOW synchronous_commit");
+static char *pg_show(ice_catalog *c, const char *name) {
+    char sql[64];
+    snprintf(sql, sizeof sql, "SHOW %s", name);
+    PGresult *r = PQexec(c->db, sql);
     ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s",
                   PQresultErrorMessage(r));
     char *v = strdup(PQgetvalue(r, 0, 0));
     PQclear(r);
     return v;
+}
+
+static void quiet_notice(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
 }
 
 static void conninfo_value(const char *ci, const char *key, char *out,
@@ -325,12 +343,12 @@ START_TEST(pg_reconnect_keeps_synchronous_commit) {
              "postgresql://%s@%s:%s/%s?options=-csearch_path%%3D%s%%20"
              "-csynchronous_commit%%3Doff",
              user, host, port, db, schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders"};
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders", 0};
     ice_catalog *c = NULL;
     char why[1024];
     ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
                   why);
-    char *before = pg_show(c);
+    char *before = pg_show(c, "synchronous_commit");
     ck_assert_str_eq(before, "on"); /* what open set */
     /* The connection is lost (a failover, an idle timeout, an admin). */
     snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)",
@@ -346,7 +364,10 @@ START_TEST(pg_reconnect_keeps_synchronous_commit) {
     ck_assert_msg(rc == 1, "load after reconnect: %d %s", rc, why);
     /* Inconclusive unless a new session answers. */
     ck_assert_int_eq(PQstatus(c->db), CONNECTION_OK);
-    char *after = pg_show(c);
+    char *after = pg_show(c, "synchronous_commit");
+    /* The bounds of a swap's wait too (the default 20 s). */
+    char *lock = pg_show(c, "lock_timeout");
+    char *stmt = pg_show(c, "statement_timeout");
     ice_catalog_close(c);
     snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
     PQclear(PQexec(admin, sql));
@@ -356,9 +377,200 @@ START_TEST(pg_reconnect_keeps_synchronous_commit) {
                   "synchronous_commit is \"%s\" (was \"%s\" after open): "
                   "swaps are acknowledged before their WAL is flushed",
                   after, before);
+    ck_assert_str_eq(lock, "20s");
+    ck_assert_str_eq(stmt, "20s");
     free(before);
     free(after);
+    free(lock);
+    free(stmt);
     free(loc);
+}
+END_TEST
+
+/* ---- PostgreSQL: a swap waiting on the row's lock gives up ---------- */
+
+/* The catalog's lock timeout in the test, and how long the test lets the
+ * swap wait before calling it unbounded. */
+#define PG_LOCK_TIMEOUT_MS 1500
+#define PG_WAIT_LIMIT_S    15
+
+static void waited_too_long(int sig) {
+    (void)sig;
+    static const char msg[] =
+        "FINDING: the catalog's swap waited > 15 s on the row lock another "
+        "session holds (no lock or statement timeout)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void admin_ok(PGconn *admin, const char *sql, ExecStatusType want) {
+    PGresult *r = PQexec(admin, sql);
+    ck_assert_msg(PQresultStatus(r) == want, "%s: %s", sql,
+                  PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+/* The row's metadata_location as another session reads it (malloc'd). */
+static char *row_loc(PGconn *admin, const char *schema) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT metadata_location FROM %s.iceberg_tables",
+             schema);
+    PGresult *r = PQexec(admin, sql);
+    ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1,
+                  "%s", PQresultErrorMessage(r));
+    char *v = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    ck_assert_ptr_nonnull(v);
+    return v;
+}
+
+/* A schema of its own (SCHEMA, size 64) for a PostgreSQL catalog, whose
+ * URI goes to cat_uri; the other session's connection. */
+static PGconn *pg_catalog_schema(char *schema) {
+    const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+    ck_assert_msg(ci && *ci, "TIDEMARK_PG_CONNINFO is not set");
+    char host[256], port[32], db[256], user[256], sql[256];
+    conninfo_value(ci, "host", host, sizeof host);
+    conninfo_value(ci, "port", port, sizeof port);
+    conninfo_value(ci, "dbname", db, sizeof db);
+    conninfo_value(ci, "user", user, sizeof user);
+    PGconn *admin = PQconnectdb(ci);
+    ck_assert_int_eq(PQstatus(admin), CONNECTION_OK);
+    PQsetNoticeProcessor(admin, quiet_notice, NULL);
+    snprintf(schema, 64, "rivals_lock_%d", (int)getpid());
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    snprintf(cat_uri, sizeof cat_uri,
+             "postgresql://%s@%s:%s/%s?options=-csearch_path%%3D%s", user, host,
+             port, db, schema);
+    return admin;
+}
+
+/* Another session (an operator's, a backup tool's) holds the row. */
+static void hold_row(PGconn *admin, const char *schema) {
+    char sql[256];
+    admin_ok(admin, "BEGIN", PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.iceberg_tables FOR UPDATE",
+             schema);
+    admin_ok(admin, sql, PGRES_TUPLES_OK);
+}
+
+static void drop_schema(PGconn *admin, const char *schema) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    PQfinish(admin);
+}
+
+START_TEST(pg_swap_waits_bounded) {
+    char schema[64];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    hold_row(admin, schema);
+    signal(SIGALRM, waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    double t0 = now_s();
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    double waited = now_s() - t0;
+    alarm(0);
+    char *held = row_loc(admin, schema);
+    admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
+    ck_assert_msg(rc == -1,
+                  "a swap that timed out on the lock answered %d (want -1: "
+                  "not published, retried): %s",
+                  rc, why);
+    ck_assert_msg(strstr(why, "canceling statement due to"),
+                  "the error does not say the lock's wait ran out: %s", why);
+    ck_assert_msg(waited >= PG_LOCK_TIMEOUT_MS / 1000.0 - 0.1 &&
+                      waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 5,
+                  "the swap gave up after %.1f s (lock timeout %d ms)", waited,
+                  PG_LOCK_TIMEOUT_MS);
+    ck_assert_str_eq(held, "s3://b/v1.json"); /* nothing published */
+    /* The lock gone, the same swap goes through. */
+    rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                          sizeof why);
+    ck_assert_msg(rc == 0, "the swap after the lock: %d %s", rc, why);
+    char *after = row_loc(admin, schema);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_str_eq(after, "s3://b/v2.json");
+    free(held);
+    free(after);
+}
+END_TEST
+
+/* The same through the sink, with catalog_lock_timeout_ms: the commit of
+ * a batch whose swap waits on the held row answers RETRY within the bound
+ * and publishes nothing (the row and the markers as before); once the
+ * lock is gone the batch, sent again, commits. */
+START_TEST(pg_commit_retries_on_held_row) {
+    char schema[64], text[2048];
+    PGconn *admin = pg_catalog_schema(schema);
+    snprintf(text, sizeof text,
+             "{\"path\": \"$T\", \"catalog_uri\": \"%s\", "
+             "\"catalog_name\": \"lake\", \"catalog_namespace\": \"sales\", "
+             "\"catalog_table\": \"orders\", \"catalog_lock_timeout_ms\": %d}",
+             cat_uri, PG_LOCK_TIMEOUT_MS);
+    ck_assert_int_eq(ice_fx_settings(&fx, text), 0);
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_msg(ice_fx_open(&fx, &sink, &err) == TM_OK, "%s", err.message);
+    tm_marker m[1];
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(commit_range(sink, "b-0", 0, 0, 2, m[0].epoch, &err),
+                     TM_OK);
+    char *before = row_loc(admin, schema);
+    hold_row(admin, schema);
+    signal(SIGALRM, waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    double t0 = now_s();
+    tm_status rc = commit_range(sink, "b-2", 0, 2, 2, m[0].epoch, &err);
+    double waited = now_s() - t0;
+    alarm(0);
+    char *held = row_loc(admin, schema);
+    admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
+    ck_assert_msg(rc == TM_RETRY, "the commit on a held row: %s (%s)",
+                  tm_status_name(rc), err.message);
+    ck_assert_msg(strstr(err.message, "canceling statement due to"),
+                  "the error does not say the lock's wait ran out: %s",
+                  err.message);
+    ck_assert_msg(waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 5,
+                  "the commit gave up after %.1f s (lock timeout %d ms)",
+                  waited, PG_LOCK_TIMEOUT_MS);
+    ck_assert_str_eq(held, before); /* nothing published */
+    tm_marker got = {
+        .struct_size = sizeof got, .topic = "orders", .partition = 0};
+    ck_assert_int_eq(ice_api->read_markers(sink, &got, 1, &err), TM_OK);
+    ck_assert_int_eq(got.next_offset, 2);
+    /* The lock gone, the batch sent again commits. */
+    rc = commit_range(sink, "b-2", 0, 2, 2, m[0].epoch, &err);
+    ck_assert_msg(rc == TM_OK, "the commit after the lock: %s (%s)",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(ice_api->read_markers(sink, &got, 1, &err), TM_OK);
+    ice_api->close(sink);
+    char *after = row_loc(admin, schema);
+    drop_schema(admin, schema);
+    ck_assert_int_eq(got.next_offset, 4);
+    ck_assert_str_ne(after, before);
+    free(before);
+    free(held);
+    free(after);
 }
 END_TEST
 
@@ -371,6 +583,8 @@ static Suite *suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     if (strcmp(group, "pg") == 0) {
         tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
+        tcase_add_test(tc, pg_swap_waits_bounded);
+        tcase_add_test(tc, pg_commit_retries_on_held_row);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
         tcase_add_test(tc, table_replaced_under_running_sink);
