@@ -228,3 +228,28 @@ void run_until_caught_up(const target *t, const char *cfg, const char *log) {
     wait_caught_up(t);
     h_stop_clean(pid);
 }
+
+void schema_create(rd_kafka_t *p, const target *t, int32_t partition,
+                   const char *key, const char *rowfields, const char *after) {
+    char value[4096];
+    int n =
+        snprintf(value, sizeof value,
+                 "{\"schema\":{\"type\":\"struct\",\"fields\":["
+                 "{\"field\":\"before\",\"type\":\"struct\",\"optional\":true,"
+                 "\"fields\":[%s]},{\"field\":\"after\",\"type\":\"struct\","
+                 "\"optional\":true,\"fields\":[%s]},"
+                 "{\"field\":\"op\",\"type\":\"string\",\"optional\":false}]},"
+                 "\"payload\":{\"before\":null,\"after\":%s,\"op\":\"c\"}}",
+                 rowfields, rowfields, after);
+    H_CHECK(n > 0 && (size_t)n < sizeof value, "inconclusive: event too long");
+    h_produce_async(p, t->topic, partition, key, value, strlen(value));
+}
+
+const char *enveloped_id_key(char *buf, size_t n, int id) {
+    snprintf(buf, n,
+             "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":"
+             "\"id\",\"type\":\"int32\",\"optional\":false}]},"
+             "\"payload\":{\"id\":%d}}",
+             id);
+    return buf;
+}

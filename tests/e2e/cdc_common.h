@@ -80,6 +80,16 @@ void plain_event(rd_kafka_t *p, const target *t, int id, const char *op,
                  const char *name);
 void bad_marker(rd_kafka_t *p, const target *t);
 
+/* A Debezium create (op "c") in JsonConverter's envelope: the row
+ * schema's fields ROWFIELDS (field schemas, comma-separated) for before
+ * and after, payload AFTER, record key KEY (its bytes as given), into
+ * PARTITION. */
+void schema_create(rd_kafka_t *p, const target *t, int32_t partition,
+                   const char *key, const char *rowfields, const char *after);
+/* The record key {"id": ID} (int32) in JsonConverter's envelope, in BUF
+ * (at least 160 bytes). */
+const char *enveloped_id_key(char *buf, size_t n, int id);
+
 /* The connector's dead letters of REASON, read from the target. */
 int64_t dead_letters(const target *t, const char *reason);
 /* The bad markers at offsets FIRST and LAST of partition 0 are dead

@@ -42,21 +42,10 @@
  * {"id": ID, "p": P}, in the envelope, its key enveloped too. */
 static void create(rd_kafka_t *p, const target *t, int32_t partition, int id,
                    const char *rowfields, const char *pvalue) {
-    char key[256], value[4096];
-    snprintf(key, sizeof key,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":[" F(
-                 "id", "int32", "false") "]},\"payload\":{\"id\":%d}}",
-             id);
-    snprintf(value, sizeof value,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":["
-             "{\"field\":\"before\",\"type\":\"struct\",\"optional\":true,"
-             "\"fields\":[%s]},{\"field\":\"after\",\"type\":\"struct\","
-             "\"optional\":true,\"fields\":[%s]},"
-             "{\"field\":\"op\",\"type\":\"string\",\"optional\":false}]},"
-             "\"payload\":{\"before\":null,\"after\":{\"id\":%d,\"p\":%s},"
-             "\"op\":\"c\"}}",
-             rowfields, rowfields, id, pvalue);
-    h_produce_async(p, t->topic, partition, key, value, strlen(value));
+    char key[256], after[256];
+    snprintf(after, sizeof after, "{\"id\":%d,\"p\":%s}", id, pvalue);
+    schema_create(p, t, partition, enveloped_id_key(key, sizeof key, id),
+                  rowfields, after);
 }
 
 static int64_t marker_of(const target *t, int32_t partition) {

@@ -46,20 +46,9 @@
  * AFTER, in the envelope, its key enveloped too, into partition 0. */
 static void create(rd_kafka_t *p, const target *t, int id,
                    const char *rowfields, const char *after) {
-    char key[256], value[4096];
-    snprintf(key, sizeof key,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":[" F(
-                 "id", "int32", "false") "]},\"payload\":{\"id\":%d}}",
-             id);
-    snprintf(value, sizeof value,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":["
-             "{\"field\":\"before\",\"type\":\"struct\",\"optional\":true,"
-             "\"fields\":[%s]},{\"field\":\"after\",\"type\":\"struct\","
-             "\"optional\":true,\"fields\":[%s]},"
-             "{\"field\":\"op\",\"type\":\"string\",\"optional\":false}]},"
-             "\"payload\":{\"before\":null,\"after\":%s,\"op\":\"c\"}}",
-             rowfields, rowfields, after);
-    h_produce_async(p, t->topic, 0, key, value, strlen(value));
+    char key[256];
+    schema_create(p, t, 0, enveloped_id_key(key, sizeof key, id), rowfields,
+                  after);
 }
 
 static void creates(const target *t, int from, int to, const char *rowfields,

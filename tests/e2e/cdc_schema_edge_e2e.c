@@ -27,30 +27,17 @@
     "{\"field\":\"" name "\",\"type\":\"" type "\",\"optional\":" opt "}"
 #define ID_NAME F("id", "int32", "false") "," F("name", "string", "true")
 
-/* A create of key KEY (its bytes as given) with row fields ROWFIELDS and
- * payload AFTER, in partition 0. */
 static void create_k(rd_kafka_t *p, const target *t, const char *key,
                      const char *rowfields, const char *after) {
-    char value[4096];
-    snprintf(value, sizeof value,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":["
-             "{\"field\":\"before\",\"type\":\"struct\",\"optional\":true,"
-             "\"fields\":[%s]},{\"field\":\"after\",\"type\":\"struct\","
-             "\"optional\":true,\"fields\":[%s]},"
-             "{\"field\":\"op\",\"type\":\"string\",\"optional\":false}]},"
-             "\"payload\":{\"before\":null,\"after\":%s,\"op\":\"c\"}}",
-             rowfields, rowfields, after);
-    h_produce_async(p, t->topic, 0, key, value, strlen(value));
+    schema_create(p, t, 0, key, rowfields, after);
 }
 
+/* A create of key ID (the key enveloped) into partition 0. */
 static void create(rd_kafka_t *p, const target *t, int id,
                    const char *rowfields, const char *after) {
     char key[256];
-    snprintf(key, sizeof key,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":[" F(
-                 "id", "int32", "false") "]},\"payload\":{\"id\":%d}}",
-             id);
-    create_k(p, t, key, rowfields, after);
+    schema_create(p, t, 0, enveloped_id_key(key, sizeof key, id), rowfields,
+                  after);
 }
 
 /* The host on pid until its markers reach Kafka's high watermarks while

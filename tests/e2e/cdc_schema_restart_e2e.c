@@ -31,25 +31,13 @@
 
 static void create_k(rd_kafka_t *p, const target *t, const char *key,
                      const char *rowfields, const char *after) {
-    char value[4096];
-    snprintf(value, sizeof value,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":["
-             "{\"field\":\"before\",\"type\":\"struct\",\"optional\":true,"
-             "\"fields\":[%s]},{\"field\":\"after\",\"type\":\"struct\","
-             "\"optional\":true,\"fields\":[%s]},"
-             "{\"field\":\"op\",\"type\":\"string\",\"optional\":false}]},"
-             "\"payload\":{\"before\":null,\"after\":%s,\"op\":\"c\"}}",
-             rowfields, rowfields, after);
-    h_produce_async(p, t->topic, 0, key, value, strlen(value));
+    schema_create(p, t, 0, key, rowfields, after);
 }
 
+/* The key {"id": ID} enveloped (a static buffer: copy it to keep it). */
 static const char *env_key(int id) {
     static char key[256];
-    snprintf(key, sizeof key,
-             "{\"schema\":{\"type\":\"struct\",\"fields\":[" F(
-                 "id", "int32", "false") "]},\"payload\":{\"id\":%d}}",
-             id);
-    return key;
+    return enveloped_id_key(key, sizeof key, id);
 }
 
 /* Runs the host until its markers reach the high watermarks (1), it exits
