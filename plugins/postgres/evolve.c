@@ -19,7 +19,11 @@ void pg_evolve_free(pg_sink *s) {
 tm_status pg_evolve(pg_sink *s, const tm_batch *b, tm_error *err) {
     if (!s->schema_cols || !TM_BATCH_HAS_COLUMNS(b) || b->ncolumns == 0)
         return TM_OK;
-    if (s->schema_ready && tm_columns_same(&s->cols, b->columns, b->ncolumns))
+    /* Fitted already: to every batch of these columns, or (2) to their
+     * deletes-only batches (a delete needs no NOT NULL column; another
+     * DDL each time would lock the table for nothing). */
+    if (s->schema_ready && (s->schema_ready == 1 || tm_batch_deletes_only(b)) &&
+        tm_columns_same(&s->cols, b->columns, b->ncolumns))
         return TM_OK;
     for (size_t i = 0; i < b->ncolumns; i++) {
         const tm_column *a = TM_CELEM(tm_column, b->columns, i);
@@ -52,9 +56,9 @@ tm_status pg_evolve(pg_sink *s, const tm_batch *b, tm_error *err) {
                           "dropping the staging table", err);
     if (r == TM_OK)
         r = pg_schema_evolve(s, err);
-    /* A deletes-only batch was let lack a NOT NULL column: the next batch,
-     * with the same columns or not, is checked again. */
-    s->schema_ready = r == TM_OK && !s->deletes_only;
+    /* A deletes-only batch was let lack a NOT NULL column: only the next
+     * deletes-only batches of the same columns skip the check (2). */
+    s->schema_ready = r != TM_OK ? 0 : s->deletes_only ? 2 : 1;
     s->deletes_only = 0;
     return r;
 }

@@ -81,7 +81,8 @@ typedef struct pg_sink {
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
      * host's config with the columns of the last batch (names copied:
      * the batch is the host's for one call); the table fits them once
-     * schema_ready (evolve.c). cols owns the copied columns
+     * schema_ready (evolve.c: 1 for every batch of them, 2 for their
+     * deletes-only batches). cols owns the copied columns
      * (tidemark/columns.h); own.columns points to them. */
     int schema_cols, schema_ready;
     /* set while the table is fitted to a batch of deletes only

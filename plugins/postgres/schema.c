@@ -387,9 +387,49 @@ tm_status pg_schema_create(pg_sink *s, tm_error *err) {
     return r;
 }
 
+/* A batch column the table has only in another case (tidemark/columns.h),
+ * read before ADD COLUMN IF NOT EXISTS would make it a second column
+ * beside the old one, after which a rename and a user's own column of the
+ * other case look alike. */
+static tm_status refuse_case_renames(pg_sink *s, tm_error *err) {
+    const char *v[1] = {s->q_table};
+    tm_status r;
+    PGresult *res =
+        pg_query(s,
+                 "SELECT a.attname FROM pg_attribute a WHERE a.attrelid = "
+                 "to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped",
+                 1, v, NULL, NULL, 1, "reading the table's columns", &r, err);
+    if (!res)
+        return r;
+    int nt = PQntuples(res);
+    const char **names = malloc((nt > 0 ? (size_t)nt : 1) * sizeof *names);
+    if (!names) {
+        PQclear(res);
+        s->host->set_error(err, "out of memory");
+        return TM_RETRY;
+    }
+    for (int i = 0; i < nt; i++)
+        names[i] = PQgetvalue(res, i, 0);
+    char why[TM_ERROR_MAX / 2] = "";
+    r = TM_OK;
+    if (tm_columns_case_renamed(s->config->columns, s->config->ncolumns, names,
+                                (size_t)nt, why, sizeof why)) {
+        s->host->set_error(err,
+                           "setting \"table\": %s does not fit the "
+                           "mapping: %s",
+                           s->q_table, why);
+        r = TM_FATAL;
+    }
+    free(names);
+    PQclear(res);
+    return r;
+}
+
 tm_status pg_schema_evolve(pg_sink *s, tm_error *err) {
     int existed = 0;
     tm_status r = pg_table_exists(s, &existed, err);
+    if (r == TM_OK && existed && s->schema_cols)
+        r = refuse_case_renames(s, err);
     /* CREATE TABLE IF NOT EXISTS, then each column ADD COLUMN IF NOT
      * EXISTS (nullable: the rows before it have none) */
     for (size_t i = 0; s->set.create && r == TM_OK && i <= s->config->ncolumns;
@@ -541,11 +581,6 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
         pg_buf_add(&shape, *PQgetvalue(res, i, 2) == 't' ? " NOT NULL" : "");
     }
     expected_shape(s, &want);
-    /* A batch column renamed in case only: ADD COLUMN above made it a
-     * second column beside the old one (rolled back with the batch). */
-    for (int i = 0; s->schema_cols && i < PQntuples(res) && !why[0]; i++)
-        tm_column_case_renamed(s->config->columns, s->config->ncolumns,
-                               PQgetvalue(res, i, 0), why, sizeof why);
     for (size_t i = 0; i < s->config->ncolumns && !why[0]; i++) {
         const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         int k = find_col(res, col->name);

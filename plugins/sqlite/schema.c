@@ -486,10 +486,20 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
         goto out;
     }
     /* find_col folds case as SQLite does: a batch column renamed in case
-     * only would be taken for the old one. */
-    for (size_t i = 0; s->schema_cols && i < n && !why[0]; i++)
-        tm_column_case_renamed(s->config->columns, s->config->ncolumns,
-                               f[i].name, why, sizeof why);
+     * only would be taken for the old one (SQLite never holds both). */
+    if (s->schema_cols && n > 0) {
+        const char **names = malloc(n * sizeof *names);
+        if (!names) {
+            r = TM_RETRY;
+            s->host->set_error(err, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+            names[i] = f[i].name;
+        tm_columns_case_renamed(s->config->columns, s->config->ncolumns, names,
+                                n, why, sizeof why);
+        free(names);
+    }
     for (size_t i = 0; i < s->config->ncolumns && !why[0]; i++) {
         const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
         const found_col *fc = find_col(f, n, col->name);

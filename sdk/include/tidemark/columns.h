@@ -164,35 +164,38 @@ static inline int tm_name_caseeq(const char *a, const char *b) {
     }
 }
 
-/* Compares the table's column named HAVE with COLS, a batch's columns (N,
- * walked with TM_CELEM, each named): 1 when one of them is HAVE in
- * another ASCII case only ("Name" beside the table's "name") and none is
- * HAVE byte for byte, with WHY (SIZE bytes) naming both spellings. The
- * source renamed a field in case only: a database folding case (SQLite)
- * would write the new field into the old column, one that does not
- * (PostgreSQL) would add a second column beside it; either way the
- * operator decides, so the sink answers TM_FATAL with nothing committed,
- * after a restart as well (the host stops the partition at such a rename
- * only while it runs). 0 otherwise. */
-static inline int tm_column_case_renamed(const tm_column *cols, size_t n,
-                                         const char *have, char *why,
-                                         size_t size) {
-    const char *other = NULL;
+/* Compares a batch's columns COLS (N, walked with TM_CELEM, each named)
+ * with the table's column names TABLE (NT), read BEFORE the batch's DDL
+ * adds any: 1 when a batch column is not in the table byte for byte but is
+ * there in another ASCII case only (the batch's "Name", the table's
+ * "name"), with WHY (SIZE bytes) naming both spellings. The source renamed
+ * a field in case only: a database folding case (SQLite) would write the
+ * new field into the old column, one that does not (PostgreSQL) would add
+ * a second column beside it; either way the operator decides, so the sink
+ * answers TM_FATAL with nothing committed, after a restart as well (the
+ * host stops the partition at such a rename only while it runs). A table
+ * column no batch column spells (one a user added beside ours, "Name"
+ * beside "name") is no rename. 0 otherwise. */
+static inline int tm_columns_case_renamed(const tm_column *cols, size_t n,
+                                          const char *const *table, size_t nt,
+                                          char *why, size_t size) {
     for (size_t i = 0; i < n; i++) {
-        const char *name = TM_CELEM(tm_column, cols, i)->name;
-        if (strcmp(name, have) == 0)
-            return 0;
-        if (!other && tm_name_caseeq(name, have))
-            other = name;
+        const char *want = TM_CELEM(tm_column, cols, i)->name;
+        const char *twin = NULL;
+        size_t k = 0;
+        for (; k < nt && strcmp(table[k], want) != 0; k++)
+            if (!twin && tm_name_caseeq(table[k], want))
+                twin = table[k];
+        if (k < nt || !twin)
+            continue;
+        snprintf(why, size,
+                 "column \"%s\" of the table is \"%s\" in the batch's "
+                 "columns: a column renamed in case only is not followed "
+                 "(rename the table's column, or the field back)",
+                 twin, want);
+        return 1;
     }
-    if (!other)
-        return 0;
-    snprintf(why, size,
-             "column \"%s\" of the table is \"%s\" in the batch's columns: "
-             "a column renamed in case only is not followed (rename the "
-             "table's column, or the field back)",
-             have, other);
-    return 1;
+    return 0;
 }
 
 #ifdef __cplusplus
