@@ -56,6 +56,9 @@ int64_t high_sum(const target *t);
 void wait_caught_up(const target *t);
 /* Starts the host on CFG, waits until caught up, stops it (exit 0). */
 void run_until_caught_up(const target *t, const char *cfg, const char *log);
+/* Runs the host until its markers reach the high watermarks (1), it exits
+ * (0) or 60 s pass (0); then stops it. */
+int run_caught_up(const target *t, const char *cfg, const char *log);
 
 /* The connector's config into the work dir's FILE: batches of up to
  * MAX_RECORDS records, cut after MAX_WAIT_MS. _with: "cdc.json", 40

@@ -40,31 +40,6 @@ static const char *env_key(int id) {
     return enveloped_id_key(key, sizeof key, id);
 }
 
-/* Runs the host until its markers reach the high watermarks (1), it exits
- * (0) or 60 s pass (0); then stops it. */
-static int run_caught_up(const target *t, const char *cfg, const char *log) {
-    pid_t pid = h_spawn(cfg, log);
-    int64_t want = high_sum(t), t0 = h_now_ms();
-    int ok = 0;
-    for (;;) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            h_step("the host exited by itself");
-            return 0;
-        }
-        if (marker_sum(t) == want) {
-            ok = 1;
-            break;
-        }
-        if (h_now_ms() - t0 > 60000)
-            break;
-        h_sleep_ms(200);
-    }
-    fprintf(stderr, "status after the run: %s\n", h_status_text(t->connector));
-    h_stop(pid, SIGTERM, 30000, NULL);
-    return ok;
-}
-
 static void tombstone_first(int pg, const char *key_text) {
     /* a copy: env_key's buffer is overwritten by the creates below */
     char tombstone_key[256];

@@ -32,28 +32,6 @@ static const char *env_key(int id) {
     return enveloped_id_key(key, sizeof key, id);
 }
 
-/* 1 when the host's markers reach the high watermarks within 60 s. */
-static int run_caught_up(const target *t, const char *cfg, const char *log) {
-    pid_t pid = h_spawn(cfg, log);
-    int64_t want = high_sum(t), t0 = h_now_ms();
-    int ok = 0;
-    for (;;) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return 0;
-        if (marker_sum(t) == want) {
-            ok = 1;
-            break;
-        }
-        if (h_now_ms() - t0 > 60000)
-            break;
-        h_sleep_ms(200);
-    }
-    fprintf(stderr, "status after the run: %s\n", h_status_text(t->connector));
-    h_stop(pid, SIGTERM, 30000, NULL);
-    return ok;
-}
-
 static void scenario_postgres_user_twin_column(void) {
     target t;
     init_target_as(&t, 1, "rv17b");
