@@ -209,7 +209,4 @@ size_t tm_config_cross_check(const tm_connector_config *const *cfgs, size_t n,
                                             const char *line),
                              void *ctx);
 
-/* The mapping type's name in a config ("text", ...), NULL for none. */
-const char *tm_config_type_name(tm_type type);
-
 #endif

@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <tidemark/columns.h>
 
 #include "config/did_you_mean.h"
 #include "config/json_path.h"
@@ -142,11 +141,6 @@ static const char *const TYPE_NAMES[] = {"text", "int",       "float",
                                          "bool", "timestamp", "json"};
 static const tm_type TYPES[] = {TM_TYPE_TEXT, TM_TYPE_INT,       TM_TYPE_FLOAT,
                                 TM_TYPE_BOOL, TM_TYPE_TIMESTAMP, TM_TYPE_JSON};
-
-/* The SDK's names (tidemark/columns.h), the ones sinks print too. */
-const char *tm_config_type_name(tm_type type) {
-    return tm_type_name(type);
-}
 
 static void load_raw_columns(loader *L) {
     tm_connector_config *c = L->cfg;

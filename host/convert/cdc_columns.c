@@ -4,6 +4,7 @@
  * that a table made either way holds the same values. */
 #include "convert/cdc_columns.h"
 
+#include <tidemark/columns.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,7 +337,7 @@ static long find(const tm_cdc_colset *s, const char *name) {
 }
 
 static const char *tn(tm_type t) {
-    const char *s = tm_config_type_name(t);
+    const char *s = tm_type_name(t);
     return s ? s : "?";
 }
 

@@ -4,6 +4,7 @@
  * column. raw mode: the seven fixed columns, never a failure. */
 #include "convert/record_convert.h"
 
+#include <tidemark/columns.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,7 +179,7 @@ static int convert_column(const col_view *cols, size_t i, const tm_jvalue *v,
     const char *expected = col->type == TM_TYPE_TIMESTAMP
                                ? "timestamp (RFC 3339 text or epoch "
                                  "milliseconds)"
-                               : tm_config_type_name(col->type);
+                               : tm_type_name(col->type);
     return dead(a, out, TM_DL_TYPE_MISMATCH,
                 "%s: expected %s, found %s (column %s)",
                 shown_pointer(cols->texts[i]), expected ? expected : "?", found,

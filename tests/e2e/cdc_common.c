@@ -48,13 +48,27 @@ int64_t high_sum(const target *t) {
     return sum;
 }
 
-void wait_caught_up(const target *t) {
+int wait_markers(const target *t, pid_t pid, int64_t timeout_ms) {
     int64_t want = high_sum(t), t0 = h_now_ms(), at;
-    while ((at = marker_sum(t)) != want) {
-        H_CHECK(h_now_ms() - t0 < 120000, "markers at %lld of %lld",
-                (long long)at, (long long)want);
+    for (;;) {
+        int status;
+        if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
+        if ((at = marker_sum(t)) == want)
+            return CAUGHT_UP;
+        if (h_now_ms() - t0 > timeout_ms) {
+            fprintf(stderr, "markers at %lld of %lld after %lld ms\n",
+                    (long long)at, (long long)want, (long long)timeout_ms);
+            return CAUGHT_UP_TIMEOUT;
+        }
         h_sleep_ms(100);
     }
+}
+
+void wait_caught_up(const target *t) {
+    H_CHECK(wait_markers(t, 0, 120000) == CAUGHT_UP,
+            "the markers did not reach the high watermarks in 120 s");
 }
 
 /* The connector's config into the work dir's FILE: batches of up to
@@ -257,23 +271,12 @@ const char *enveloped_id_key(char *buf, size_t n, int id) {
 
 int run_caught_up(const target *t, const char *cfg, const char *log) {
     pid_t pid = h_spawn(cfg, log);
-    int64_t want = high_sum(t), t0 = h_now_ms();
-    int ok = 0;
-    for (;;) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            h_step("the host exited by itself");
-            return 0;
-        }
-        if (marker_sum(t) == want) {
-            ok = 1;
-            break;
-        }
-        if (h_now_ms() - t0 > 60000)
-            break;
-        h_sleep_ms(200);
+    int rc = wait_markers(t, pid, 60000);
+    if (rc >= 0) {
+        h_step("the host exited by itself (status %d)", rc);
+        return 0;
     }
     fprintf(stderr, "status after the run: %s\n", h_status_text(t->connector));
     h_stop(pid, SIGTERM, 30000, NULL);
-    return ok;
+    return rc == CAUGHT_UP;
 }

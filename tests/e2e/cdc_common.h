@@ -52,7 +52,13 @@ int64_t count_rows(const target *t, const char *fmt_where, int a,
 int64_t marker_sum(const target *t);
 /* The sum of the topic's high watermarks, from the broker. */
 int64_t high_sum(const target *t);
-/* Until marker_sum reaches high_sum (fails after 120 s). */
+/* Until marker_sum reaches high_sum: CAUGHT_UP; or until the host on PID
+ * (when > 0) exits: its exit status (128 + signal when killed); or
+ * CAUGHT_UP_TIMEOUT after TIMEOUT_MS. */
+#define CAUGHT_UP         (-1)
+#define CAUGHT_UP_TIMEOUT (-2)
+int wait_markers(const target *t, pid_t pid, int64_t timeout_ms);
+/* wait_markers without a host to watch; fails after 120 s. */
 void wait_caught_up(const target *t);
 /* Starts the host on CFG, waits until caught up, stops it (exit 0). */
 void run_until_caught_up(const target *t, const char *cfg, const char *log);

@@ -40,23 +40,6 @@ static void create(rd_kafka_t *p, const target *t, int id,
                   after);
 }
 
-/* The host on pid until its markers reach Kafka's high watermarks while
- * it runs (-1), or until it exits (its exit status); fails after 120 s. */
-static int caught_up_or_exit(const target *t, pid_t pid) {
-    int64_t want = high_sum(t), t0 = h_now_ms();
-    for (;;) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status)
-                                     : 128 + WTERMSIG(status);
-        if (marker_sum(t) == want)
-            return -1;
-        H_CHECK(h_now_ms() - t0 < 120000, "markers at %lld of %lld",
-                (long long)marker_sum(t), (long long)want);
-        h_sleep_ms(100);
-    }
-}
-
 /* The connector's dead letters of REASON whose detail contains TEXT. */
 static int64_t dead_letters_saying(const target *t, const char *reason,
                                    const char *text) {
@@ -246,8 +229,9 @@ static void one_bad_schema(int pg, const char *bad, const char *bad_after,
     rd_kafka_destroy(p);
     const char *cfg = config_with(&t, SCHEMA_MAPPING);
     pid_t pid = h_spawn(cfg, "run.log");
-    int rc = caught_up_or_exit(&t, pid);
-    H_CHECK(rc < 0, "the connector stopped on one event (exit %d):\n%s", rc,
+    int rc = wait_markers(&t, pid, 120000);
+    H_CHECK(rc == CAUGHT_UP,
+            "the connector stopped on one event (exit %d):\n%s", rc,
             h_read_file("run.log"));
     h_stop_clean(pid);
     H_CHECK(count_rows(&t, "%.0dWHERE %s", 0,

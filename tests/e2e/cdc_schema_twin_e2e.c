@@ -111,13 +111,6 @@ static void schema_delete(rd_kafka_t *p, const target *t, int id,
     h_produce_async(p, t->topic, 0, env_key(id), value, strlen(value));
 }
 
-static int wait_markers(const target *t, int64_t ms) {
-    int64_t want = high_sum(t), t0 = h_now_ms();
-    while (marker_sum(t) != want && h_now_ms() - t0 < ms)
-        h_sleep_ms(200);
-    return marker_sum(t) == want;
-}
-
 static void scenario_postgres_deletes_only_relocks(void) {
     target t;
     init_target_as(&t, 1, "rv17b2");
@@ -137,7 +130,8 @@ static void scenario_postgres_deletes_only_relocks(void) {
     schema_delete(p, &t, 1, cols, "n");
     h_flush(p);
     pid_t pid = h_spawn(cfg, "run2.log");
-    H_CHECK(wait_markers(&t, 60000), "inconclusive: the first delete");
+    H_CHECK(wait_markers(&t, pid, 60000) == CAUGHT_UP,
+            "inconclusive: the first delete");
     /* a reader's transaction: ACCESS SHARE on the table until it ends */
     const char *ci = getenv("TIDEMARK_PG_CONNINFO");
     PGconn *reader = PQconnectdb(ci ? ci : "");
@@ -152,14 +146,14 @@ static void scenario_postgres_deletes_only_relocks(void) {
     schema_delete(p, &t, 2, cols, "n");
     h_flush(p);
     rd_kafka_destroy(p);
-    int ok = wait_markers(&t, 20000);
+    int ok = wait_markers(&t, pid, 20000) == CAUGHT_UP;
     int64_t waiting = h_pg_int(
         "SELECT count(*) FROM pg_locks WHERE relation = '\"%s\"'::regclass "
         "AND mode = 'AccessExclusiveLock' AND NOT granted",
         t.table);
     PQclear(PQexec(reader, "ROLLBACK"));
     PQfinish(reader);
-    int after = wait_markers(&t, 60000);
+    int after = wait_markers(&t, pid, 60000) == CAUGHT_UP;
     fprintf(stderr, "status: %s\n", h_status_text(t.connector));
     h_stop(pid, SIGTERM, 30000, NULL);
     H_CHECK(ok,

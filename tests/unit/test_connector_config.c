@@ -1,6 +1,7 @@
 /* The connector config: defaults, every class of error (each naming the
  * JSON path, what was expected and what was found), all errors collected,
  * interpolation and redaction. */
+#include <tidemark/columns.h>
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -875,9 +876,9 @@ START_TEST(syntax_errors_in_plain_words) {
 END_TEST
 
 START_TEST(type_names) {
-    ck_assert_str_eq(tm_config_type_name(TM_TYPE_TIMESTAMP), "timestamp");
-    ck_assert_str_eq(tm_config_type_name(TM_TYPE_BYTES), "bytes");
-    ck_assert_ptr_null(tm_config_type_name((tm_type)99));
+    ck_assert_str_eq(tm_type_name(TM_TYPE_TIMESTAMP), "timestamp");
+    ck_assert_str_eq(tm_type_name(TM_TYPE_BYTES), "bytes");
+    ck_assert_ptr_null(tm_type_name((tm_type)99));
 }
 END_TEST
 
