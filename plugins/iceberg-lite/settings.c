@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <tidemark/columns.h>
+
 #include "catalog.h"
 #include "ice_sink.h"
 #include "maint.h"
@@ -189,21 +191,14 @@ tm_status ice_settings_load(const tm_host_api *h, const tm_sink_config *config,
         h->set_error(err, "the mapping has no columns");
         return TM_INVALID;
     }
-    for (size_t i = 0; i < config->ncolumns; i++) {
-        const tm_column *c = TM_CELEM(tm_column, config->columns, i);
-        if (!c->name || !*c->name || c->type < TM_TYPE_TEXT ||
-            c->type > TM_TYPE_BYTES) {
-            h->set_error(err, "column %zu: no name or an unknown type", i);
-            return TM_INVALID;
-        }
-        if (strncmp(c->name, ICE_HIDDEN_PREFIX, strlen(ICE_HIDDEN_PREFIX)) ==
-            0) {
-            h->set_error(err,
-                         "column \"%s\": names starting with \"%s\" are the "
-                         "sink's own (hidden coordinate columns)",
-                         c->name, ICE_HIDDEN_PREFIX);
-            return TM_INVALID;
-        }
+    /* Any type the SDK names: every one has an Iceberg type. The prefix in
+     * any case, as the other sinks: DuckDB matches names without case. */
+    char why[256];
+    if (!tm_columns_makeable(config->columns, config->ncolumns,
+                             ICE_HIDDEN_PREFIX, tm_type_name, why,
+                             sizeof why)) {
+        h->set_error(err, "%s", why);
+        return TM_INVALID;
     }
     return TM_OK;
 }

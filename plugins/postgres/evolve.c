@@ -5,7 +5,6 @@
  * of the sink reads s->config, which points to a copy of the host's config
  * holding the batch's columns (the SDK's tidemark/columns.h keeps them). */
 #include <string.h>
-#include <strings.h>
 #include <tidemark/columns.h>
 
 #include "pg_sink.h"
@@ -25,19 +24,11 @@ tm_status pg_evolve(pg_sink *s, const tm_batch *b, tm_error *err) {
     if (s->schema_ready && (s->schema_ready == 1 || tm_batch_deletes_only(b)) &&
         tm_columns_same(&s->cols, b->columns, b->ncolumns))
         return TM_OK;
-    for (size_t i = 0; i < b->ncolumns; i++) {
-        const tm_column *a = TM_CELEM(tm_column, b->columns, i);
-        if (!a->name || !*a->name || !pg_type_sql(a->type) ||
-            strncasecmp(a->name, PG_HIDDEN_PREFIX, strlen(PG_HIDDEN_PREFIX)) ==
-                0) {
-            s->host->set_error(err,
-                               "batch %s: column %zu (\"%s\"): no name, an "
-                               "unknown type, or a name starting with "
-                               "\"%s\" (the sink's own)",
-                               b->batch_id, i, a->name ? a->name : "",
-                               PG_HIDDEN_PREFIX);
-            return TM_FATAL;
-        }
+    char why[256];
+    if (!tm_columns_makeable(b->columns, b->ncolumns, PG_HIDDEN_PREFIX,
+                             pg_type_sql, why, sizeof why)) {
+        s->host->set_error(err, "batch %s: %s", b->batch_id, why);
+        return TM_FATAL;
     }
     if (tm_columns_copy(&s->cols, b->columns, b->ncolumns) != 0) {
         s->host->set_error(err, "out of memory (batch %s)", b->batch_id);

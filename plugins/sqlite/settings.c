@@ -5,7 +5,7 @@
  * suits the table. */
 #include <stdint.h>
 #include <string.h>
-#include <strings.h>
+#include <tidemark/columns.h>
 #include <sys/stat.h>
 
 #include "sqlite_sink.h"
@@ -77,22 +77,14 @@ static tm_status check_columns(const tm_host_api *h,
                      limit - SQ_NHIDDEN);
         return TM_INVALID;
     }
-    for (size_t i = 0; i < config->ncolumns; i++) {
-        const tm_column *c = TM_CELEM(tm_column, config->columns, i);
-        if (!c->name || !*c->name || !sq_type_sql(c->type)) {
-            h->set_error(err, "column %zu: no name or an unknown type", i);
-            return TM_INVALID;
-        }
-        if (strncasecmp(c->name, SQ_HIDDEN_PREFIX, strlen(SQ_HIDDEN_PREFIX)) ==
-            0) {
-            h->set_error(err,
-                         "column \"%s\": names starting with \"%s\" are "
-                         "the sink's own (hidden coordinate columns)",
-                         c->name, SQ_HIDDEN_PREFIX);
-            return TM_INVALID;
-        }
-        keys += c->key != 0;
+    char why[256];
+    if (!tm_columns_makeable(config->columns, config->ncolumns,
+                             SQ_HIDDEN_PREFIX, sq_type_sql, why, sizeof why)) {
+        h->set_error(err, "%s", why);
+        return TM_INVALID;
     }
+    for (size_t i = 0; i < config->ncolumns; i++)
+        keys += TM_CELEM(tm_column, config->columns, i)->key != 0;
     if ((config->flags & TM_CONFIG_CDC) && out->mode != SQ_UPSERT) {
         h->set_error(err, "setting \"mode\": a change-data-capture mapping "
                           "($.mapping.format) needs \"upsert\": its events "

@@ -399,6 +399,10 @@ START_TEST(refusals) {
     fx.config.columns = bad;
     fx.config.ncolumns = 1;
     ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    /* in any case: DuckDB matches column names without case */
+    bad[0].name = "_TM_Offset";
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &err), TM_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.message, "\"_TM_Offset\": names"));
     fx.config.columns = keep;
     fx.config.ncolumns = ncols;
 }

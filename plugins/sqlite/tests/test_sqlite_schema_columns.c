@@ -255,7 +255,7 @@ START_TEST(a_column_without_a_name_is_fatal) {
     make(&b2, "b2", m.epoch, 2, 4, 2, 0);
     b2.cols[1].name = NULL;
     ck_assert_int_eq(commit(sink, &b2, &err), TM_FATAL);
-    ck_assert_msg(strstr(err.message, "column 1 (\"\"): no name"), "%s",
+    ck_assert_msg(strstr(err.message, "batch b2: column 1: no name"), "%s",
                   err.message);
     ck_assert_int_eq(sql_int("SELECT next_offset FROM tidemark_markers"), 2);
     fx_api->close(sink);

@@ -148,20 +148,60 @@ static inline int tm_batch_deletes_only(const tm_batch *b) {
     return b->nrecords > 0;
 }
 
+/* C's letter in lower case when it is an ASCII capital, else C: no
+ * locale plays a part in a column name's case. */
+static inline unsigned char tm_ascii_lower(unsigned char c) {
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
 /* 1 when A and B are the same name but for ASCII letter case (bytes
  * outside A-Z/a-z must be equal): the locale's rules play no part. */
 static inline int tm_name_caseeq(const char *a, const char *b) {
     for (;; a++, b++) {
-        unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
-        if (x >= 'A' && x <= 'Z')
-            x = (unsigned char)(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z')
-            y = (unsigned char)(y - 'A' + 'a');
-        if (x != y)
+        if (tm_ascii_lower((unsigned char)*a) !=
+            tm_ascii_lower((unsigned char)*b))
             return 0;
-        if (!x)
+        if (!*a)
             return 1;
     }
+}
+
+/* 1 when NAME starts with PREFIX but for ASCII letter case. */
+static inline int tm_name_has_prefix_caseeq(const char *name,
+                                            const char *prefix) {
+    for (; *prefix; name++, prefix++)
+        if (tm_ascii_lower((unsigned char)*name) !=
+            tm_ascii_lower((unsigned char)*prefix))
+            return 0;
+    return 1;
+}
+
+/* Whether a sink can make every column of COLS (N, walked with TM_CELEM):
+ * each needs a name, a type the sink writes (SQL_TYPE, the sink's own
+ * type-to-SQL function, gives non-NULL) and a name not starting with the
+ * sink's HIDDEN prefix in any ASCII case (its own coordinate columns).
+ * 0 with WHY (SIZE bytes) naming the first that fails; 1 when all pass.
+ * For a mapping's columns at open and a batch's columns alike, so that a
+ * name is refused for one reason, in one wording. */
+static inline int tm_columns_makeable(const tm_column *cols, size_t n,
+                                      const char *hidden,
+                                      const char *(*sql_type)(tm_type),
+                                      char *why, size_t size) {
+    for (size_t i = 0; i < n; i++) {
+        const tm_column *c = TM_CELEM(tm_column, cols, i);
+        if (!c->name || !*c->name || !sql_type(c->type)) {
+            snprintf(why, size, "column %zu: no name or an unknown type", i);
+            return 0;
+        }
+        if (tm_name_has_prefix_caseeq(c->name, hidden)) {
+            snprintf(why, size,
+                     "column \"%s\": names starting with \"%s\" are the "
+                     "sink's own (hidden coordinate columns)",
+                     c->name, hidden);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Compares a batch's columns COLS (N, walked with TM_CELEM, each named)
