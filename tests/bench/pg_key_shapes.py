@@ -181,6 +181,25 @@ def packed_min_store(cur, t, lo, hi):
                                    for n in ns))]]))
 
 
+def compact_store(digest):
+    """a small key row: the identity (after its digest, if DIGEST), the
+    payload hash as a 64-bit digest, the first occurrence's offset."""
+    def store(cur, t, lo, hi):
+        ns = sorted(range(lo, hi), key=digest64) if digest else range(lo, hi)
+        cols = "digest, " if digest else ""
+        cur.copy_expert(
+            f"COPY {t} ({cols}connector, identity, hash, first_offset) FROM "
+            "STDIN (FORMAT binary)",
+            bincopy(([b_int8(digest64(n))] if digest else [])
+                    + [b_text(CONNECTOR), b_text(identity(n)),
+                       b_int8(n * 2654435761), b_int8(n)] for n in ns))
+    return store
+
+
+COMPACT_COLS = ("connector text NOT NULL, identity text NOT NULL, hash "
+                "bigint, first_offset bigint NOT NULL")
+
+
 def digest_probe_then_copy(cur, t, lo, hi):
     """the digest key after a resent batch: a probe by digest (the
     identity compared after a match), then the COPY."""
@@ -224,6 +243,11 @@ SHAPES = {
         "LATERAL (SELECT identity, payload_hash, first_topic, "
         "first_partition, first_offset FROM {t} WHERE digest = u.digest "
         "LIMIT 1) k", digest_probe_then_copy),
+    "text_pk_compact": (f"CREATE TABLE {{t}} ({COMPACT_COLS}, PRIMARY KEY "
+                        "(connector, identity))", compact_store(False)),
+    "int8_pk_compact": (f"CREATE TABLE {{t}} (digest bigint NOT NULL, "
+                        f"{COMPACT_COLS}, PRIMARY KEY (digest))",
+                        compact_store(True)),
     "int8_pk_ff70": (
         f"CREATE TABLE {{t}} {DIGEST_TABLE}, PRIMARY KEY (digest) WITH "
         "(fillfactor = 70))", digest_store(True)),
