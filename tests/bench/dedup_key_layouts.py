@@ -7,6 +7,7 @@ rows plus one key each in a keys table of a given layout. Prints rows/s
 and the file's pages per layout; docs/benchmarks.md (business keys).
 
     dedup_key_layouts.py [--rows N] [--batch N] [--reps N] [--dir DIR]
+                         [--layouts append,text key,...]
 """
 import argparse
 import hashlib
@@ -51,11 +52,47 @@ LAYOUTS = {
                    "PRIMARY KEY (digest, connector, identity)) WITHOUT ROWID",
                    "INSERT OR IGNORE INTO k VALUES (?,?,?,?,?,?,?,?,?)",
                    lambda i: (digest(f"order-{i}"),) + full(i)),
+    # the digest rowid, the batch's keys inserted in digest order
+    "digest sorted": (f"CREATE TABLE k (digest INTEGER PRIMARY KEY, "
+                      f"{KEY_COLS})",
+                      "INSERT OR IGNORE INTO k VALUES (?,?,?,?,?,?,?,?,?)",
+                      lambda i: (digest(f"order-{i}"),) + full(i)),
     # the smallest row a key can be: its identity alone
     "identity only": ("CREATE TABLE k (identity TEXT PRIMARY KEY) WITHOUT "
                       "ROWID", "INSERT OR IGNORE INTO k VALUES (?)",
                       lambda i: (f"order-{i}",)),
+    # the text key with a small row: the payload hash as a 64-bit digest,
+    # the first occurrence as its offset alone (no topic, times)
+    "compact key": ("CREATE TABLE k (connector TEXT NOT NULL, identity TEXT "
+                    "NOT NULL, hash INTEGER, first_offset INTEGER NOT NULL, "
+                    "PRIMARY KEY (connector, identity)) WITHOUT ROWID",
+                    "INSERT OR IGNORE INTO k VALUES (?,?,?,?)",
+                    lambda i: ("bench", f"order-{i}", digest(f"{i:030x}"), i)),
+    # one row a batch: its keys packed (sorted digests as one blob, the
+    # identities and hashes as one text each), the set held by the sink
+    "packed": ("CREATE TABLE k (connector TEXT NOT NULL, batch INTEGER NOT "
+               "NULL, digests BLOB NOT NULL, identities TEXT NOT NULL, "
+               "hashes TEXT NOT NULL, PRIMARY KEY (connector, batch)) "
+               "WITHOUT ROWID", "INSERT INTO k VALUES (?,?,?,?,?)", None),
 }
+
+
+def packed(lo, hi):
+    ids = sorted(range(lo, hi), key=lambda i: digest(f"order-{i}"))
+    return [("bench", lo,
+             b"".join(digest(f"order-{i}").to_bytes(8, "big", signed=True)
+                      for i in ids),
+             "\n".join(f"order-{i}" for i in ids),
+             "\n".join(f"{i:030x}" for i in ids))]
+
+
+def keys_of(layout, key, lo, hi):
+    """The rows LAYOUT stores for the keys of records LO..HI."""
+    if layout == "packed":
+        return packed(lo, hi)
+    if layout == "digest sorted":
+        return sorted((key(i) for i in range(lo, hi)), key=lambda r: r[0])
+    return [key(i) for i in range(lo, hi)]
 
 
 def run(path, layout, nrows, batch):
@@ -78,7 +115,7 @@ def run(path, layout, nrows, batch):
                       [(i, f"customer-{i % 977}", i / 100, "bench.dedup", 0,
                         i, f"order-{i}") for i in range(b, b + batch)])
         if insert:
-            c.executemany(insert, [key(i) for i in range(b, b + batch)])
+            c.executemany(insert, keys_of(layout, key, b, b + batch))
         c.execute("COMMIT")
     rate = nrows / (time.perf_counter() - t0)
     pages = c.execute("PRAGMA page_count").fetchone()[0]
@@ -97,11 +134,18 @@ def main():
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--dir", default=".")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS),
+                    help="a subset, comma-separated (one alone to count its "
+                    "system calls with strace -c)")
     a = ap.parse_args()
+    layouts = a.layouts.split(",")
+    for layout in layouts:
+        if layout not in LAYOUTS:
+            ap.error(f"no layout {layout!r} (one of {', '.join(LAYOUTS)})")
     path = os.path.join(a.dir, f"dedup-key-layouts-{os.getpid()}.db")
     print(f"# {a.rows} records, batches of {a.batch}; layouts alternated")
     for rep in range(a.reps):
-        for layout in LAYOUTS:
+        for layout in layouts:
             rate, pages = run(path, layout, a.rows, a.batch)
             print(f"{layout:14s} {rate:10.0f} rows/s {pages:6d} pages")
 
