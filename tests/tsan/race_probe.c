@@ -1,0 +1,48 @@
+/* The ThreadSanitizer build's own check that it sees what it must:
+ *   race_probe race  two C11 threads write one counter without a lock: the
+ *                    sanitizer must report a data race (tsan.sees_a_race);
+ *   race_probe c11   the same writes under a C11 mtx_t: no report, which
+ *                    holds only while c11_threads.c hands mtx_lock to the
+ *                    intercepted pthread_mutex_lock, as librdkafka's locks
+ *                    need (tsan.sees_c11_locks).
+ * A build that stopped catching races, or that took librdkafka's locks for
+ * none, fails one of the two. */
+#include <stdio.h>
+#include <string.h>
+#include <threads.h>
+
+static long counter;
+static mtx_t lock;
+static int locked;
+
+static int bump(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 100000; i++) {
+        if (locked && mtx_lock(&lock) != thrd_success)
+            return 1;
+        counter++;
+        if (locked && mtx_unlock(&lock) != thrd_success)
+            return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2 || (strcmp(argv[1], "race") && strcmp(argv[1], "c11"))) {
+        fprintf(stderr, "usage: race_probe race|c11\n");
+        return 2;
+    }
+    locked = strcmp(argv[1], "c11") == 0;
+    if (mtx_init(&lock, mtx_plain) != thrd_success)
+        return 2;
+    thrd_t a, b;
+    if (thrd_create(&a, bump, NULL) != thrd_success ||
+        thrd_create(&b, bump, NULL) != thrd_success)
+        return 2;
+    int ra = 1, rb = 1;
+    if (thrd_join(a, &ra) != thrd_success || thrd_join(b, &rb) != thrd_success)
+        return 2;
+    mtx_destroy(&lock);
+    printf("counter %ld (threads %d %d)\n", counter, ra, rb);
+    return ra || rb ? 2 : 0;
+}
