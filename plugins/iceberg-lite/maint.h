@@ -99,6 +99,12 @@ int ice_sum_int(json_t *summary, const char *key, int64_t v);
  * and a margin of 60 s for a writer stalled between its check and its
  * link. */
 #define ICE_VACUUM_MIN_AGE_S 300
+/* Tests only, beside the host's TIDEMARK_FAULT* variables: a stall of
+ * this many ms (at most ICE_FAULT_STALL_MAX_MS) taken to pass between a
+ * writer's files and its publish check, which then refuses as after a
+ * real stall (a SIGSTOP, a swap's wait) without the test waiting. */
+#define ICE_FAULT_STALL_ENV    "TIDEMARK_FAULT_STALL_MS"
+#define ICE_FAULT_STALL_MAX_MS INT64_C(86400000)
 /* PATH (a file:// URI or a path) exists: 0; 1 it does not (why says it was
  * deleted); -1 stat failed otherwise (why). */
 int ice_file_present(const char *path, char *why, size_t why_size);
@@ -108,7 +114,8 @@ int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
                           size_t why_size);
 /* 0 while the files written at WRITTEN_MS (ice_mono_ms, taken before the
  * first of them) are at most MAX_MS (ICE_PUBLISH_MAX_MS for a connector's
- * writes) old; 1 past it (why). */
+ * writes) old; 1 past it (why). Their age counts the test stall of
+ * ICE_FAULT_STALL_ENV too (tests only: nothing else sets it). */
 int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
                         size_t why_size);
 
