@@ -127,8 +127,10 @@ typedef struct ice_compact_result {
 } ice_compact_result;
 /* Rewrites the current snapshot's data files smaller than target_size
  * (at least two of them) into files of up to target_size, as one snapshot
- * of operation "replace" whose summary carries every marker unchanged.
- * 0 done; 1 nothing to compact; -1 / -2 as ice_maint_commit. */
+ * of operation "replace" whose summary carries every marker unchanged,
+ * under the writers' bound (max_age_ms ICE_PUBLISH_MAX_MS: an operator's
+ * compaction runs beside connectors' vacuums too). 0 done; 1 nothing to
+ * compact; -1 / -2 as ice_maint_commit. */
 int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
                 char *why, size_t why_size);
 /* What a compaction takes (ice_compact: target_size for the first two,
@@ -153,9 +155,10 @@ typedef struct ice_compact_opts {
     int (*stop)(void *ctx);
     void *stop_ctx;
     /* > 0: nothing published once the first new file is older than this
-     * (ice_publish_in_time with ICE_PUBLISH_MAX_MS: a connector's); 0: no
-     * bound (an operator's compaction may take longer than any vacuum's
-     * age floor: the files are still checked to be there). */
+     * (ice_publish_in_time with ICE_PUBLISH_MAX_MS, a connector's and
+     * ice_compact's), and the rewrite stops at the first file read past
+     * it; 0: no bound (only for a table no vacuum with an age floor runs
+     * beside: the files are still checked to be there). */
     int64_t max_age_ms;
 } ice_compact_opts;
 int ice_compact_with(ice_table *t, const ice_compact_opts *o,
