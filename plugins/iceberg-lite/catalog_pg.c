@@ -25,6 +25,10 @@
  * writers creating the catalog at once). */
 #define UNIQUE_VIOLATION "23505"
 #define DUPLICATE_TABLE  "42P07"
+/* ... and a statement cancelled by statement_timeout (or a cancel), or
+ * by lock_timeout. */
+#define QUERY_CANCELED     "57014"
+#define LOCK_NOT_AVAILABLE "55P03"
 
 /* The parameters are sent as text (pg_type's oid of text): the server
  * would otherwise deduce $1 as text in one place and varchar in another
@@ -171,6 +175,64 @@ static int pg_insert(ice_catalog *c, const char *loc, char *why,
     return r;
 }
 
+/* The session whose transaction holds the table's row locked (its id is
+ * the row's xmax: a SELECT ... FOR UPDATE, or another writer's UPDATE not
+ * committed yet), as pg_stat_activity shows it; none when the lock is
+ * gone, or shared by several (xmax is then a multixact). */
+static const char HOLDER_SQL[] =
+    "SELECT a.pid, coalesce(a.usename, '?'), "
+    "coalesce(nullif(a.application_name, ''), '-'), "
+    "coalesce(host(a.client_addr), 'local'), coalesce(a.state, '?'), "
+    "coalesce(extract(epoch FROM now() - a.xact_start)::bigint, 0) "
+    "FROM iceberg_tables t JOIN pg_stat_activity a ON a.backend_xid = t.xmax "
+    "WHERE t.catalog_name = $1 AND t.table_namespace = $2 "
+    "AND t.table_name = $3 AND a.pid <> pg_backend_pid()";
+
+/* "pid N, user U, application A, client C, STATE for S s in its
+ * transaction" of the row lock's holder into out; "" when PostgreSQL does
+ * not say (a failed look-up only loses the detail). */
+static void lock_holder(ice_catalog *c, char *out, size_t size) {
+    PGresult *res = run(c, HOLDER_SQL, 3, NULL, NULL);
+    out[0] = '\0';
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        snprintf(out, size,
+                 "pid %s, user %s, application %s, client %s, %s, %s s in "
+                 "its transaction",
+                 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
+                 PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3),
+                 PQgetvalue(res, 0, 4), PQgetvalue(res, 0, 5));
+    PQclear(res);
+}
+
+/* A swap the server cancelled at the session's timeouts. Both are
+ * catalog_lock_timeout_ms, and PostgreSQL then reports the statement
+ * timeout (its timer started first) even when the wait was for the
+ * row's lock: what was waited for, and who held it, is said here (the
+ * error's context names the tuple when it was a row lock's wait). -1
+ * (nothing changed) with why; 0 when it was no lock's wait (the caller
+ * reports the server's message as it is). */
+static int refused_wait(ice_catalog *c, const PGresult *res, char *why,
+                        size_t why_size) {
+    if (!is_state(res, QUERY_CANCELED) && !is_state(res, LOCK_NOT_AVAILABLE))
+        return 0;
+    const char *ctx = PQresultErrorField(res, PG_DIAG_CONTEXT);
+    const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    char holder[1024];
+    lock_holder(c, holder, sizeof holder);
+    if (!holder[0] && !(ctx && strstr(ctx, " tuple ")))
+        return 0;
+    snprintf(why, why_size,
+             "%s: the commit's compare-and-swap waited catalog_lock_timeout_ms "
+             "(%d ms) for the lock on the table's catalog row, held by "
+             "another session (%s): nothing changed (PostgreSQL: %s)",
+             c->ident, c->lock_timeout_ms,
+             holder[0] ? holder
+                       : "PostgreSQL does not say which: it has ended, or "
+                         "several share the lock",
+             msg ? msg : "cancelled");
+    return -1;
+}
+
 static int pg_swap(ice_catalog *c, const char *old, const char *new_loc,
                    char *why, size_t why_size) {
     if (connected(c, why, why_size) != 0)
@@ -181,6 +243,8 @@ static int pg_swap(ice_catalog *c, const char *old, const char *new_loc,
     int r;
     if (PQresultStatus(res) == PGRES_COMMAND_OK)
         r = strcmp(PQcmdTuples(res), "1") == 0 ? 0 : 1;
+    else if (failed_in(c) == -1 && refused_wait(c, res, why, why_size) != 0)
+        r = -1;
     else
         r = fail(c, failed_in(c), "the commit's compare-and-swap", res, why,
                  why_size);

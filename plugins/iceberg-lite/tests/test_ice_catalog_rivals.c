@@ -27,6 +27,9 @@
  *       commit is retried), and goes through once the lock is gone (before:
  *       it waited for as long as the lock was held, while vacuum could
  *       take the batch's files).
+ *   pg_swap_timeout_names_the_lock  that refusal names the row's lock,
+ *       the session holding it (pid, state) and the bound (before:
+ *       "canceling statement due to statement timeout" alone).
  *   pg_commit_retries_on_held_row  the same through the sink's commit
  *       (catalog_lock_timeout_ms): RETRY, nothing published, then the
  *       batch sent again commits. */
@@ -515,6 +518,44 @@ START_TEST(pg_swap_waits_bounded) {
 }
 END_TEST
 
+/* The swap's refusal says what it waited for: the lock on the table's
+ * catalog row, held by the other session (its pid, as pg_stat_activity
+ * shows it), and the bound, not PostgreSQL's "statement timeout" alone
+ * (both timeouts are the same, and PostgreSQL then reports the statement
+ * one, whose timer started first). */
+START_TEST(pg_swap_timeout_names_the_lock) {
+    char schema[64], pid[32];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    hold_row(admin, schema);
+    snprintf(pid, sizeof pid, "pid %d", PQbackendPID(admin));
+    signal(SIGALRM, waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    alarm(0);
+    admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1, "the swap answered %d: %s", rc, why);
+    ck_assert_msg(strstr(why, "the lock on the table's catalog row") &&
+                      strstr(why, "held by another session") &&
+                      strstr(why, pid) && strstr(why, "idle in transaction") &&
+                      strstr(why, "catalog_lock_timeout_ms (1500 ms)"),
+                  "the refusal does not say the swap waited for the row's "
+                  "lock, held by %s, for 1500 ms: %s",
+                  pid, why);
+}
+END_TEST
+
 /* The same through the sink, with catalog_lock_timeout_ms: the commit of
  * a batch whose swap waits on the held row answers RETRY within the bound
  * and publishes nothing (the row and the markers as before); once the
@@ -547,7 +588,10 @@ START_TEST(pg_commit_retries_on_held_row) {
     admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
     ck_assert_msg(rc == TM_RETRY, "the commit on a held row: %s (%s)",
                   tm_status_name(rc), err.message);
-    ck_assert_msg(strstr(err.message, "canceling statement due to"),
+    ck_assert_msg(strstr(err.message, "canceling statement due to") &&
+                      strstr(err.message, "for the lock on the table's "
+                                          "catalog row, held by another "
+                                          "session (pid"),
                   "the error does not say the lock's wait ran out: %s",
                   err.message);
     ck_assert_msg(waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 5,
@@ -584,6 +628,7 @@ static Suite *suite(void) {
     if (strcmp(group, "pg") == 0) {
         tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
         tcase_add_test(tc, pg_swap_waits_bounded);
+        tcase_add_test(tc, pg_swap_timeout_names_the_lock);
         tcase_add_test(tc, pg_commit_retries_on_held_row);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
