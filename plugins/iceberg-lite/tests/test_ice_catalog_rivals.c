@@ -30,6 +30,9 @@
  *   pg_swap_timeout_names_the_lock  that refusal names the row's lock,
  *       the session holding it (pid, state) and the bound (before:
  *       "canceling statement due to statement timeout" alone).
+ *   pg_swap_commit_wait_bounded  a swap whose commit waits (a deferred
+ *       trigger sleeping 20 s) gives up at its lock timeout and a slack,
+ *       cancelled, nothing changed (before: it waited, then published).
  *   pg_commit_retries_on_held_row  the same through the sink's commit
  *       (catalog_lock_timeout_ms): RETRY, nothing published, then the
  *       batch sent again commits. */
@@ -556,6 +559,80 @@ START_TEST(pg_swap_timeout_names_the_lock) {
 }
 END_TEST
 
+/* The wait after the statement: PostgreSQL disables statement_timeout
+ * before it commits, so a commit that waits (here a deferred trigger on
+ * the catalog table; synchronous replication to a standby that is gone
+ * waits the same way) held the swap, and then published it, for as long
+ * as the server took: a version a vacuum beside may have emptied
+ * meanwhile. The swap gives up at its lock timeout and a slack, cancels
+ * the statement (the trigger's sleep is cancelled: nothing changed), and
+ * the connection still serves the next swap. */
+#define PG_COMMIT_SLEEP_S 20
+
+static void commit_waited_too_long(int sig) {
+    (void)sig;
+    static const char msg[] =
+        "FINDING: the catalog's swap waited > 15 s for its commit (no bound "
+        "once the statement is done: it publishes when the server commits)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+START_TEST(pg_swap_commit_wait_bounded) {
+    char schema[64], sql[512];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION %s.slow() RETURNS trigger LANGUAGE plpgsql AS "
+             "$$ BEGIN PERFORM pg_sleep(%d); RETURN NULL; END $$",
+             schema, PG_COMMIT_SLEEP_S);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql,
+             "CREATE CONSTRAINT TRIGGER slow AFTER UPDATE ON "
+             "%s.iceberg_tables DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+             "EXECUTE FUNCTION %s.slow()",
+             schema, schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    signal(SIGALRM, commit_waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    double t0 = now_s();
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    double waited = now_s() - t0;
+    alarm(0);
+    char *after_wait = row_loc(admin, schema);
+    /* The trigger gone, the connection serves the same swap. */
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    int rc2 = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                               sizeof why);
+    char *last = row_loc(admin, schema);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1, "a swap whose commit waited answered %d: %s", rc,
+                  why);
+    ck_assert_msg(strstr(why, "cancelled") && strstr(why, "nothing changed"),
+                  "%s", why);
+    ck_assert_msg(waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 8,
+                  "the swap gave up after %.1f s (lock timeout %d ms)", waited,
+                  PG_LOCK_TIMEOUT_MS);
+    ck_assert_str_eq(after_wait, "s3://b/v1.json");
+    ck_assert_msg(rc2 == 0, "the swap after the trigger: %d %s", rc2, why);
+    ck_assert_str_eq(last, "s3://b/v2.json");
+    free(after_wait);
+    free(last);
+}
+END_TEST
+
 /* The same through the sink, with catalog_lock_timeout_ms: the commit of
  * a batch whose swap waits on the held row answers RETRY within the bound
  * and publishes nothing (the row and the markers as before); once the
@@ -629,6 +706,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
         tcase_add_test(tc, pg_swap_waits_bounded);
         tcase_add_test(tc, pg_swap_timeout_names_the_lock);
+        tcase_add_test(tc, pg_swap_commit_wait_bounded);
         tcase_add_test(tc, pg_commit_retries_on_held_row);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
