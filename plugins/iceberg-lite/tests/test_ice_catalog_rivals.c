@@ -33,6 +33,8 @@
  *   pg_swap_commit_wait_bounded  a swap whose commit waits (a deferred
  *       trigger sleeping 20 s) gives up at its lock timeout and a slack,
  *       cancelled, nothing changed (before: it waited, then published).
+ *   pg_register_commit_wait_bounded  the same for the table's
+ *       registration (the INSERT's transaction's COMMIT).
  *   pg_commit_retries_on_held_row  the same through the sink's commit
  *       (catalog_lock_timeout_ms): RETRY, nothing published, then the
  *       batch sent again commits. */
@@ -579,6 +581,23 @@ static void commit_waited_too_long(int sig) {
     _exit(1);
 }
 
+/* A deferred trigger on the catalog table's EVENT sleeping
+ * PG_COMMIT_SLEEP_S at each commit. */
+static void slow_commits(PGconn *admin, const char *schema, const char *event) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE OR REPLACE FUNCTION %s.slow() RETURNS trigger LANGUAGE "
+             "plpgsql AS $$ BEGIN PERFORM pg_sleep(%d); RETURN NULL; END $$",
+             schema, PG_COMMIT_SLEEP_S);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql,
+             "CREATE CONSTRAINT TRIGGER slow AFTER %s ON "
+             "%s.iceberg_tables DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+             "EXECUTE FUNCTION %s.slow()",
+             event, schema, schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+}
+
 START_TEST(pg_swap_commit_wait_bounded) {
     char schema[64], sql[512];
     PGconn *admin = pg_catalog_schema(schema);
@@ -591,17 +610,7 @@ START_TEST(pg_swap_commit_wait_bounded) {
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
-    snprintf(sql, sizeof sql,
-             "CREATE FUNCTION %s.slow() RETURNS trigger LANGUAGE plpgsql AS "
-             "$$ BEGIN PERFORM pg_sleep(%d); RETURN NULL; END $$",
-             schema, PG_COMMIT_SLEEP_S);
-    admin_ok(admin, sql, PGRES_COMMAND_OK);
-    snprintf(sql, sizeof sql,
-             "CREATE CONSTRAINT TRIGGER slow AFTER UPDATE ON "
-             "%s.iceberg_tables DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
-             "EXECUTE FUNCTION %s.slow()",
-             schema, schema);
-    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    slow_commits(admin, schema, "UPDATE");
     signal(SIGALRM, commit_waited_too_long);
     alarm(PG_WAIT_LIMIT_S);
     double t0 = now_s();
@@ -629,6 +638,52 @@ START_TEST(pg_swap_commit_wait_bounded) {
     ck_assert_msg(rc2 == 0, "the swap after the trigger: %d %s", rc2, why);
     ck_assert_str_eq(last, "s3://b/v2.json");
     free(after_wait);
+    free(last);
+}
+END_TEST
+
+/* The same for the table's registration (its INSERT's transaction, whose
+ * COMMIT runs the trigger): cancelled, no row; then registered. */
+START_TEST(pg_register_commit_wait_bounded) {
+    char schema[64], sql[512];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    slow_commits(admin, schema, "INSERT");
+    signal(SIGALRM, commit_waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    double t0 = now_s();
+    int rc = ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why);
+    double waited = now_s() - t0;
+    alarm(0);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.iceberg_tables", schema);
+    PGresult *r = PQexec(admin, sql);
+    ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+    int rows = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    char why2[1024];
+    int rc2 = ice_catalog_swap(c, NULL, "s3://b/v1.json", why2, sizeof why2);
+    char *last = row_loc(admin, schema);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1,
+                  "a registration whose commit waited answered %d: "
+                  "%s",
+                  rc, why);
+    ck_assert_msg(strstr(why, "cancelled"), "%s", why);
+    ck_assert_msg(waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 8,
+                  "the registration gave up after %.1f s (lock timeout %d ms)",
+                  waited, PG_LOCK_TIMEOUT_MS);
+    ck_assert_int_eq(rows, 0);
+    ck_assert_msg(rc2 == 0, "the registration after the trigger: %d %s", rc2,
+                  why2);
+    ck_assert_str_eq(last, "s3://b/v1.json");
     free(last);
 }
 END_TEST
@@ -707,6 +762,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, pg_swap_waits_bounded);
         tcase_add_test(tc, pg_swap_timeout_names_the_lock);
         tcase_add_test(tc, pg_swap_commit_wait_bounded);
+        tcase_add_test(tc, pg_register_commit_wait_bounded);
         tcase_add_test(tc, pg_commit_retries_on_held_row);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
