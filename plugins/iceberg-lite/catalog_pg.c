@@ -12,10 +12,11 @@
  * can never commit it later; the client waits for a statement's whole
  * answer (its commit included, which statement_timeout does not cover)
  * that long and a slack, then cancels it (bounded); a (re)connection
- * gives up after connect_timeout; TCP keepalives and tcp_user_timeout find a
- * connection that died while a statement waits for its answer. A cancel the
- * server reports is a refusal (nothing changed, the batch is retried); a
- * connection lost after sending is an unknown outcome (catalog.h). */
+ * gives up after connect_timeout; TCP keepalives and tcp_user_timeout
+ * find a connection that died while a statement waits for its answer. A
+ * cancel the server reports is a refusal (nothing changed, the batch is
+ * retried); a connection lost after sending is an unknown outcome
+ * (catalog.h). */
 #include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
@@ -78,48 +79,6 @@ static int fail(ice_catalog *c, int rc, const char *what, const PGresult *res,
 static int is_state(const PGresult *res, const char *state) {
     const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
     return s && strcmp(s, state) == 0;
-}
-
-/* Runs one SET; 0 or -1 with why. */
-static int set_one(ice_catalog *c, const char *sql, const char *what, char *why,
-                   size_t why_size) {
-    PGresult *res = PQexec(conn_of(c), sql);
-    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    if (!ok)
-        fail(c, 0, what, res, why, why_size);
-    PQclear(res);
-    return ok ? 0 : -1;
-}
-
-/* Prepares a new session (the first one and every one a reset makes): no
- * statement waits longer than the lock timeout, and a swap is durable
- * when it returns, whatever the server's or the connection's default. 0
- * or -1 with why. */
-static int session_setup(ice_catalog *c, char *why, size_t why_size) {
-    char sql[96];
-    snprintf(sql, sizeof sql, "SET lock_timeout TO %d", c->lock_timeout_ms);
-    if (set_one(c, sql, "setting lock_timeout", why, why_size) != 0)
-        return -1;
-    snprintf(sql, sizeof sql, "SET statement_timeout TO %d",
-             c->lock_timeout_ms);
-    if (set_one(c, sql, "setting statement_timeout", why, why_size) != 0)
-        return -1;
-    if (!c->fsync)
-        return 0;
-    return set_one(c, "SET synchronous_commit TO on",
-                   "setting synchronous_commit", why, why_size);
-}
-
-/* The connection, made again when it was lost: a new session, set up
- * again (a SET lives only as long as its session). 0 or -1 with why. */
-static int connected(ice_catalog *c, char *why, size_t why_size) {
-    if (!c->lost && PQstatus(conn_of(c)) == CONNECTION_OK)
-        return 0;
-    c->lost = 0; /* what was in flight on the old one is abandoned */
-    PQreset(conn_of(c));
-    if (PQstatus(conn_of(c)) != CONNECTION_OK)
-        return fail(c, -1, "connecting", NULL, why, why_size);
-    return session_setup(c, why, why_size);
 }
 
 /* Reads the answer to the statement sent until it is whole (libpq's
@@ -202,9 +161,52 @@ static PGresult *run(ice_catalog *c, const char *sql, int nparams,
     return bounded(c, sql, nparams, types, vals);
 }
 
-/* A statement without parameters (BEGIN, COMMIT), bounded the same. */
+/* A statement without parameters (BEGIN, COMMIT, SET), bounded the
+ * same. */
 static PGresult *run0(ice_catalog *c, const char *sql) {
     return bounded(c, sql, 0, NULL, NULL);
+}
+
+/* Runs one SET; 0 or -1 with why. */
+static int set_one(ice_catalog *c, const char *sql, const char *what, char *why,
+                   size_t why_size) {
+    PGresult *res = run0(c, sql);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok)
+        fail(c, 0, what, res, why, why_size);
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
+/* Prepares a new session (the first one and every one a reset makes): no
+ * statement waits longer than the lock timeout, and a swap is durable
+ * when it returns, whatever the server's or the connection's default. 0
+ * or -1 with why. */
+static int session_setup(ice_catalog *c, char *why, size_t why_size) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "SET lock_timeout TO %d", c->lock_timeout_ms);
+    if (set_one(c, sql, "setting lock_timeout", why, why_size) != 0)
+        return -1;
+    snprintf(sql, sizeof sql, "SET statement_timeout TO %d",
+             c->lock_timeout_ms);
+    if (set_one(c, sql, "setting statement_timeout", why, why_size) != 0)
+        return -1;
+    if (!c->fsync)
+        return 0;
+    return set_one(c, "SET synchronous_commit TO on",
+                   "setting synchronous_commit", why, why_size);
+}
+
+/* The connection, made again when it was lost: a new session, set up
+ * again (a SET lives only as long as its session). 0 or -1 with why. */
+static int connected(ice_catalog *c, char *why, size_t why_size) {
+    if (!c->lost && PQstatus(conn_of(c)) == CONNECTION_OK)
+        return 0;
+    c->lost = 0; /* what was in flight on the old one is abandoned */
+    PQreset(conn_of(c));
+    if (PQstatus(conn_of(c)) != CONNECTION_OK)
+        return fail(c, -1, "connecting", NULL, why, why_size);
+    return session_setup(c, why, why_size);
 }
 
 static int pg_load(ice_catalog *c, char **loc, char *why, size_t why_size) {
@@ -287,7 +289,7 @@ static const char HOLDER_SQL[] =
     "WHERE t.catalog_name = $1 AND t.table_namespace = $2 "
     "AND t.table_name = $3 AND a.pid <> pg_backend_pid()";
 
-/* "pid N, user U, application A, client C, STATE for S s in its
+/* "pid N, user U, application A, client C, STATE, S s in its
  * transaction" of the row lock's holder into out; "" when PostgreSQL does
  * not say (a failed look-up only loses the detail). */
 static void lock_holder(ice_catalog *c, char *out, size_t size) {
