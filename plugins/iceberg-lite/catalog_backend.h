@@ -48,6 +48,10 @@ struct ice_catalog {
      * connection is given up (its outcome unknown) and made again at the
      * next call. */
     int cancelled, lost;
+    /* PostgreSQL: the session's PGcancel, taken when it connected: a
+     * statement whose connection broke is cancelled through it (libpq
+     * gives none for a connection already gone). */
+    void *cancel;
     int empty; /* opened without create, no catalog there yet (no database
                   file, or no tables): no row, nothing written */
     char ident[ICE_CATALOG_IDENT_MAX];

@@ -114,6 +114,21 @@ static int collect(ice_catalog *c, int64_t deadline, PGresult **res) {
     }
 }
 
+/* Asks the server to cancel what the session runs (best effort: a
+ * cancel that cannot be delivered changes nothing). */
+static void cancel_statement(ice_catalog *c) {
+    char err[256];
+    if (c->cancel)
+        (void)PQcancel(c->cancel, err, sizeof err);
+}
+
+/* The session's cancel handle, taken again after each (re)connection
+ * (its backend and key change). */
+static void take_cancel(ice_catalog *c) {
+    PQfreeCancel(c->cancel);
+    c->cancel = PQgetCancel(conn_of(c));
+}
+
 /* Sends SQL (NPARAMS of VALS) and takes its result, waiting at most the
  * lock timeout and a slack: the server's timeouts bound the statement,
  * not a commit that waits after it (statement_timeout ends with the
@@ -135,17 +150,23 @@ static PGresult *bounded(ice_catalog *c, const char *sql, int nparams,
     PGresult *res = NULL;
     int64_t deadline =
         ice_mono_ms() + c->lock_timeout_ms + ICE_CATALOG_DEADLINE_SLACK_MS;
-    if (collect(c, deadline, &res))
+    if (collect(c, deadline, &res)) {
+        /* The connection broke under the statement: its backend may run
+         * on (a server learns of a lost client only when it writes to
+         * it) and commit whenever its wait ends, long after our publish
+         * check. Cancelled; the outcome stays unknown (failed_in). */
+        if (PQstatus(conn) != CONNECTION_OK)
+            cancel_statement(c);
         return res;
-    PGcancel *cancel = PQgetCancel(conn);
-    char err[256];
+    }
     /* Best effort: without it, the wait below runs out the same. */
-    if (cancel)
-        (void)PQcancel(cancel, err, sizeof err);
-    PQfreeCancel(cancel);
+    cancel_statement(c);
     c->cancelled = 1;
-    if (collect(c, ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS, &res))
+    if (collect(c, ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS, &res)) {
+        if (PQstatus(conn) != CONNECTION_OK)
+            cancel_statement(c);
         return res;
+    }
     PQclear(res);
     c->lost = 1;
     return NULL;
@@ -206,6 +227,7 @@ static int connected(ice_catalog *c, char *why, size_t why_size) {
     PQreset(conn_of(c));
     if (PQstatus(conn_of(c)) != CONNECTION_OK)
         return fail(c, -1, "connecting", NULL, why, why_size);
+    take_cancel(c);
     return session_setup(c, why, why_size);
 }
 
@@ -355,6 +377,8 @@ static int pg_swap(ice_catalog *c, const char *old, const char *new_loc,
 }
 
 static void pg_close(ice_catalog *c) {
+    PQfreeCancel(c->cancel);
+    c->cancel = NULL;
     PQfinish(conn_of(c));
     c->db = NULL;
 }
@@ -430,6 +454,7 @@ int ice_catalog_pg_open(ice_catalog *c, const char *conninfo, int create,
     }
     if (PQstatus(conn_of(c)) != CONNECTION_OK)
         return fail(c, -1, "connecting", NULL, why, why_size);
+    take_cancel(c);
     PQsetNoticeProcessor(conn_of(c), quiet, NULL);
     c->fsync = fsync;
     if (session_setup(c, why, why_size) != 0 ||

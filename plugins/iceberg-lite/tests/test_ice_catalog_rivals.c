@@ -35,6 +35,10 @@
  *       cancelled, nothing changed (before: it waited, then published).
  *   pg_register_commit_wait_bounded  the same for the table's
  *       registration (the INSERT's transaction's COMMIT).
+ *   pg_swap_connection_cut_in_commit  the connection cut while the
+ *       commit waits: -2 (unknown), not the "UPDATE 1" that came before
+ *       the commit, and the orphaned statement cancelled (before: 0,
+ *       "swapped", and the statement published when its commit ended).
  *   pg_commit_retries_on_held_row  the same through the sink's commit
  *       (catalog_lock_timeout_ms): RETRY, nothing published, then the
  *       batch sent again commits. */
@@ -42,10 +46,12 @@
 
 #include <check.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -642,6 +648,110 @@ START_TEST(pg_swap_commit_wait_bounded) {
 }
 END_TEST
 
+/* The connection lost while the swap's commit waits (cut on our side:
+ * no error from the server, whose backend goes on): the outcome is
+ * unknown (-2: the row is read again and the resend's marker check
+ * settles it), never "swapped" from the "UPDATE 1" that came before the
+ * commit; and the orphaned statement is cancelled, so it cannot publish
+ * when its commit ends, long after the publish check. The cut waits for
+ * the backend to be in the trigger's sleep (pg_stat_activity), not for a
+ * time. */
+static ice_catalog *cut_c;
+static char cut_ci[1024];
+
+static void *cut_in_commit(void *arg) {
+    (void)arg;
+    PGconn *watch = PQconnectdb(cut_ci);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT 1 FROM pg_stat_activity WHERE pid = %d AND "
+             "wait_event = 'PgSleep'",
+             PQbackendPID(cut_c->db));
+    for (int i = 0; i < 1000 && PQstatus(watch) == CONNECTION_OK; i++) {
+        PGresult *r = PQexec(watch, sql);
+        int there = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        PQclear(r);
+        if (there) {
+            shutdown(PQsocket(cut_c->db), SHUT_RDWR);
+            PQfinish(watch);
+            return (void *)1;
+        }
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    PQfinish(watch);
+    return NULL;
+}
+
+/* 1 once no backend runs the swap's UPDATE any more (waits at most
+ * LIMIT_S; 0 if it still does). */
+static int update_gone(PGconn *admin, int backend_pid, int limit_s) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM pg_stat_activity WHERE pid = %d",
+             backend_pid);
+    double end = now_s() + limit_s;
+    while (now_s() < end) {
+        PGresult *r = PQexec(admin, sql);
+        int there = PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) > 0;
+        PQclear(r);
+        if (!there)
+            return 1;
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    }
+    return 0;
+}
+
+START_TEST(pg_swap_connection_cut_in_commit) {
+    char schema[64];
+    PGconn *admin = pg_catalog_schema(schema);
+    snprintf(cut_ci, sizeof cut_ci, "%s", getenv("TIDEMARK_PG_CONNINFO"));
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           ICE_CATALOG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    slow_commits(admin, schema, "UPDATE");
+    cut_c = c;
+    int backend = PQbackendPID(c->db);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, cut_in_commit, NULL), 0);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    void *cut;
+    pthread_join(th, &cut);
+    ck_assert_msg(cut, "inconclusive: the swap's backend was never seen in "
+                       "the trigger's sleep");
+    int gone = update_gone(admin, backend, PG_COMMIT_SLEEP_S / 2);
+    char *row = row_loc(admin, schema);
+    char sql[256];
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    char why2[1024];
+    int rc2 = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why2,
+                               sizeof why2);
+    ice_catalog_close(c);
+    /* Cleaning up after a finding: the statement's sleep ends first. */
+    if (!gone)
+        update_gone(admin, backend, 2 * PG_COMMIT_SLEEP_S);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -2,
+                  "a swap whose connection was cut in its commit answered "
+                  "%d (want -2, unknown; the row is %s): %s",
+                  rc, row, why);
+    ck_assert_msg(gone,
+                  "FINDING: the swap's statement (backend %d) lives on after "
+                  "its connection was cut: it publishes when its commit "
+                  "ends",
+                  backend);
+    ck_assert_str_eq(row, "s3://b/v1.json");
+    ck_assert_msg(rc2 == 0, "the swap after a reconnect: %d %s", rc2, why2);
+    free(row);
+}
+END_TEST
+
 /* The same for the table's registration (its INSERT's transaction, whose
  * COMMIT runs the trigger): cancelled, no row; then registered. */
 START_TEST(pg_register_commit_wait_bounded) {
@@ -763,6 +873,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, pg_swap_timeout_names_the_lock);
         tcase_add_test(tc, pg_swap_commit_wait_bounded);
         tcase_add_test(tc, pg_register_commit_wait_bounded);
+        tcase_add_test(tc, pg_swap_connection_cut_in_commit);
         tcase_add_test(tc, pg_commit_retries_on_held_row);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
