@@ -44,6 +44,14 @@ typedef struct ice_catalog_ref {
  * does not say (connect_timeout, whole seconds), and the TCP settings
  * that find a dead connection while a statement waits for its answer. */
 #define ICE_CATALOG_CONNECT_TIMEOUT_S "10"
+/* A PostgreSQL catalog statement's deadline on our side: its answer is
+ * awaited for the lock timeout and this slack (the server's own timeouts
+ * answer first), then the statement is cancelled (a commit that waits
+ * after its statement, e.g. on a deferred trigger or on synchronous
+ * replication, is not under statement_timeout), and its answer awaited
+ * ICE_CATALOG_CANCEL_WAIT_MS more before the connection is given up. */
+#define ICE_CATALOG_DEADLINE_SLACK_MS 2000
+#define ICE_CATALOG_CANCEL_WAIT_MS    3000
 
 /* The longest name the catalog's columns hold (VARCHAR(255)) and the
  * longest metadata_location (VARCHAR(1000)). */

@@ -43,6 +43,15 @@ struct ice_catalog {
     int fsync; /* commits are durable when they return (PostgreSQL: every
                   session sets synchronous_commit on) */
     int lock_timeout_ms; /* PostgreSQL: a statement's longest wait */
+    /* PostgreSQL, the last statement: cancelled by us at its deadline
+     * (catalog_pg.c); lost: no answer even after the cancel, the
+     * connection is given up (its outcome unknown) and made again at the
+     * next call. */
+    int cancelled, lost;
+    /* PostgreSQL: the session's PGcancel, taken when it connected: a
+     * statement whose connection broke is cancelled through it (libpq
+     * gives none for a connection already gone). */
+    void *cancel;
     int empty; /* opened without create, no catalog there yet (no database
                   file, or no tables): no row, nothing written */
     char ident[ICE_CATALOG_IDENT_MAX];

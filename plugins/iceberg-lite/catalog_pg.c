@@ -9,12 +9,17 @@
  * must stay below the margin vacuum's age floor leaves): every session
  * sets lock_timeout and statement_timeout, so the server itself cancels a
  * swap waiting on the row (another session holding it FOR UPDATE) and
- * can never commit it later; a (re)connection gives up after
- * connect_timeout; TCP keepalives and tcp_user_timeout find a connection
- * that died while a statement waits for its answer. A cancel the server
- * reports is a refusal (nothing changed, the batch is retried); a
- * connection lost after sending is an unknown outcome (catalog.h). */
+ * can never commit it later; the client waits for a statement's whole
+ * answer (its commit included, which statement_timeout does not cover)
+ * that long and a slack, then cancels it (bounded); a (re)connection
+ * gives up after connect_timeout; TCP keepalives and tcp_user_timeout
+ * find a connection that died while a statement waits for its answer. A
+ * cancel the server reports is a refusal (nothing changed, the batch is
+ * retried); a connection lost after sending is an unknown outcome
+ * (catalog.h). */
+#include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +30,10 @@
  * writers creating the catalog at once). */
 #define UNIQUE_VIOLATION "23505"
 #define DUPLICATE_TABLE  "42P07"
+/* ... and a statement cancelled by statement_timeout (or a cancel), or
+ * by lock_timeout. */
+#define QUERY_CANCELED     "57014"
+#define LOCK_NOT_AVAILABLE "55P03"
 
 /* The parameters are sent as text (pg_type's oid of text): the server
  * would otherwise deduce $1 as text in one place and varchar in another
@@ -39,13 +48,31 @@ static PGconn *conn_of(ice_catalog *c) {
  * last newline dropped; returns rc. */
 static int fail(ice_catalog *c, int rc, const char *what, const PGresult *res,
                 char *why, size_t why_size) {
+    if (c->lost) {
+        snprintf(why, why_size,
+                 "%s: %s: no answer within %d ms, nor %d ms after a cancel: "
+                 "the connection is given up, the outcome unknown",
+                 c->ident, what,
+                 c->lock_timeout_ms + ICE_CATALOG_DEADLINE_SLACK_MS,
+                 ICE_CATALOG_CANCEL_WAIT_MS);
+        return rc;
+    }
     const char *msg = res ? PQresultErrorMessage(res) : "";
     if (!*msg)
         msg = c->db ? PQerrorMessage(conn_of(c)) : "no connection";
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         n--;
-    snprintf(why, why_size, "%s: %s: %.*s", c->ident, what, (int)n, msg);
+    if (c->cancelled)
+        snprintf(why, why_size,
+                 "%s: %s: no answer within catalog_lock_timeout_ms (%d ms) "
+                 "and %d ms (a commit that waits after its statement: a "
+                 "deferred trigger, synchronous replication): cancelled, "
+                 "nothing changed (PostgreSQL: %.*s)",
+                 c->ident, what, c->lock_timeout_ms,
+                 ICE_CATALOG_DEADLINE_SLACK_MS, (int)n, msg);
+    else
+        snprintf(why, why_size, "%s: %s: %.*s", c->ident, what, (int)n, msg);
     return rc;
 }
 
@@ -54,10 +81,117 @@ static int is_state(const PGresult *res, const char *state) {
     return s && strcmp(s, state) == 0;
 }
 
+/* Reads the answer to the statement sent until it is whole (libpq's
+ * NULL after its results) or DEADLINE (ice_mono_ms) passes: 1 whole (or
+ * the connection broke), 0 not by then. The results go to *res, an error
+ * replacing what came before it: with the extended protocol the
+ * UPDATE's "UPDATE 1" comes before the commit (at Sync), which may still
+ * fail (a deferred trigger, a cancel), and the last word is the
+ * transaction's outcome. */
+static int collect(ice_catalog *c, int64_t deadline, PGresult **res) {
+    PGconn *conn = conn_of(c);
+    for (;;) {
+        int ok = PQconsumeInput(conn);
+        while (!PQisBusy(conn)) {
+            PGresult *r = PQgetResult(conn);
+            if (!r)
+                return 1;
+            if (!*res || PQresultStatus(r) == PGRES_FATAL_ERROR) {
+                PQclear(*res);
+                *res = r;
+            } else {
+                PQclear(r);
+            }
+        }
+        if (!ok)
+            return 1; /* broken: PQstatus and PQerrorMessage say so */
+        int64_t left = deadline - ice_mono_ms();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = {.fd = PQsocket(conn), .events = POLLIN};
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            return 1; /* PQconsumeInput would report the socket's error */
+    }
+}
+
+/* Asks the server to cancel what the session runs (best effort: a
+ * cancel that cannot be delivered changes nothing). */
+static void cancel_statement(ice_catalog *c) {
+    char err[256];
+    if (c->cancel)
+        (void)PQcancel(c->cancel, err, sizeof err);
+}
+
+/* The session's cancel handle, taken again after each (re)connection
+ * (its backend and key change). */
+static void take_cancel(ice_catalog *c) {
+    PQfreeCancel(c->cancel);
+    c->cancel = PQgetCancel(conn_of(c));
+}
+
+/* Sends SQL (NPARAMS of VALS) and takes its result, waiting at most the
+ * lock timeout and a slack: the server's timeouts bound the statement,
+ * not a commit that waits after it (statement_timeout ends with the
+ * statement), which would publish a swap whenever the server gets to it.
+ * Past the deadline the statement is cancelled (c->cancelled; a cancel
+ * does not stop a commit already writing: it may still answer OK), and
+ * without the whole answer ICE_CATALOG_CANCEL_WAIT_MS later the
+ * connection is given up (c->lost: the outcome is unknown). The result
+ * (the caller clears it); NULL when lost, or nothing was sent
+ * (PQerrorMessage). */
+static PGresult *bounded(ice_catalog *c, const char *sql, int nparams,
+                         const Oid *types, const char *const *vals) {
+    PGconn *conn = conn_of(c);
+    if (c->lost)
+        return NULL; /* given up: made again by the next call's connected */
+    c->cancelled = 0;
+    if (!PQsendQueryParams(conn, sql, nparams, types, vals, NULL, NULL, 0))
+        return NULL;
+    PGresult *res = NULL;
+    int64_t deadline =
+        ice_mono_ms() + c->lock_timeout_ms + ICE_CATALOG_DEADLINE_SLACK_MS;
+    if (collect(c, deadline, &res)) {
+        /* The connection broke under the statement: its backend may run
+         * on (a server learns of a lost client only when it writes to
+         * it) and commit whenever its wait ends, long after our publish
+         * check. Cancelled; the outcome stays unknown (failed_in). */
+        if (PQstatus(conn) != CONNECTION_OK)
+            cancel_statement(c);
+        return res;
+    }
+    /* Best effort: without it, the wait below runs out the same. */
+    cancel_statement(c);
+    c->cancelled = 1;
+    if (collect(c, ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS, &res)) {
+        if (PQstatus(conn) != CONNECTION_OK)
+            cancel_statement(c);
+        return res;
+    }
+    PQclear(res);
+    c->lost = 1;
+    return NULL;
+}
+
+/* Runs SQL with $1 $2 $3 the row's key, $4 p4, $5 p5 (as many as NPARAMS
+ * says), bounded. The result (the caller clears it), or NULL (see
+ * bounded). */
+static PGresult *run(ice_catalog *c, const char *sql, int nparams,
+                     const char *p4, const char *p5) {
+    const char *vals[5] = {c->name, c->ns, c->table, p4, p5};
+    const Oid types[5] = {TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID};
+    return bounded(c, sql, nparams, types, vals);
+}
+
+/* A statement without parameters (BEGIN, COMMIT, SET), bounded the
+ * same. */
+static PGresult *run0(ice_catalog *c, const char *sql) {
+    return bounded(c, sql, 0, NULL, NULL);
+}
+
 /* Runs one SET; 0 or -1 with why. */
 static int set_one(ice_catalog *c, const char *sql, const char *what, char *why,
                    size_t why_size) {
-    PGresult *res = PQexec(conn_of(c), sql);
+    PGresult *res = run0(c, sql);
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     if (!ok)
         fail(c, 0, what, res, why, why_size);
@@ -87,21 +221,14 @@ static int session_setup(ice_catalog *c, char *why, size_t why_size) {
 /* The connection, made again when it was lost: a new session, set up
  * again (a SET lives only as long as its session). 0 or -1 with why. */
 static int connected(ice_catalog *c, char *why, size_t why_size) {
-    if (PQstatus(conn_of(c)) == CONNECTION_OK)
+    if (!c->lost && PQstatus(conn_of(c)) == CONNECTION_OK)
         return 0;
+    c->lost = 0; /* what was in flight on the old one is abandoned */
     PQreset(conn_of(c));
     if (PQstatus(conn_of(c)) != CONNECTION_OK)
         return fail(c, -1, "connecting", NULL, why, why_size);
+    take_cancel(c);
     return session_setup(c, why, why_size);
-}
-
-/* Runs SQL with $1 $2 $3 the row's key, $4 p4, $5 p5 (as many as NPARAMS
- * says). The result (the caller clears it), NULL out of memory. */
-static PGresult *run(ice_catalog *c, const char *sql, int nparams,
-                     const char *p4, const char *p5) {
-    const char *vals[5] = {c->name, c->ns, c->table, p4, p5};
-    const Oid types[5] = {TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID, TEXT_OID};
-    return PQexecParams(conn_of(c), sql, nparams, types, vals, NULL, NULL, 0);
 }
 
 static int pg_load(ice_catalog *c, char **loc, char *why, size_t why_size) {
@@ -127,7 +254,7 @@ static int pg_load(ice_catalog *c, char **loc, char *why, size_t why_size) {
  * (the outcome of what was sent is unknown), else -1 (the server refused
  * it: nothing of the transaction stays). */
 static int failed_in(ice_catalog *c) {
-    return PQstatus(conn_of(c)) == CONNECTION_OK ? -1 : -2;
+    return !c->lost && PQstatus(conn_of(c)) == CONNECTION_OK ? -1 : -2;
 }
 
 /* Registers the table: the namespace (when new) and the row in one
@@ -135,7 +262,7 @@ static int failed_in(ice_catalog *c) {
  * registered it first. */
 static int pg_insert(ice_catalog *c, const char *loc, char *why,
                      size_t why_size) {
-    PGresult *res = PQexec(conn_of(c), "BEGIN");
+    PGresult *res = run0(c, "BEGIN");
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     if (!ok)
         fail(c, 0, "registering the table", res, why, why_size);
@@ -158,10 +285,10 @@ static int pg_insert(ice_catalog *c, const char *loc, char *why,
         PQclear(res);
     }
     if (r != 0) {
-        PQclear(PQexec(conn_of(c), "ROLLBACK"));
+        PQclear(run0(c, "ROLLBACK"));
         return r;
     }
-    res = PQexec(conn_of(c), "COMMIT");
+    res = run0(c, "COMMIT");
     /* A COMMIT the server answered with an error rolled back; one whose
      * answer was lost may have committed. */
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -169,6 +296,64 @@ static int pg_insert(ice_catalog *c, const char *loc, char *why,
                  why, why_size);
     PQclear(res);
     return r;
+}
+
+/* The session whose transaction holds the table's row locked (its id is
+ * the row's xmax: a SELECT ... FOR UPDATE, or another writer's UPDATE not
+ * committed yet), as pg_stat_activity shows it; none when the lock is
+ * gone, or shared by several (xmax is then a multixact). */
+static const char HOLDER_SQL[] =
+    "SELECT a.pid, coalesce(a.usename, '?'), "
+    "coalesce(nullif(a.application_name, ''), '-'), "
+    "coalesce(host(a.client_addr), 'local'), coalesce(a.state, '?'), "
+    "coalesce(extract(epoch FROM now() - a.xact_start)::bigint, 0) "
+    "FROM iceberg_tables t JOIN pg_stat_activity a ON a.backend_xid = t.xmax "
+    "WHERE t.catalog_name = $1 AND t.table_namespace = $2 "
+    "AND t.table_name = $3 AND a.pid <> pg_backend_pid()";
+
+/* "pid N, user U, application A, client C, STATE, S s in its
+ * transaction" of the row lock's holder into out; "" when PostgreSQL does
+ * not say (a failed look-up only loses the detail). */
+static void lock_holder(ice_catalog *c, char *out, size_t size) {
+    PGresult *res = run(c, HOLDER_SQL, 3, NULL, NULL);
+    out[0] = '\0';
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        snprintf(out, size,
+                 "pid %s, user %s, application %s, client %s, %s, %s s in "
+                 "its transaction",
+                 PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
+                 PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3),
+                 PQgetvalue(res, 0, 4), PQgetvalue(res, 0, 5));
+    PQclear(res);
+}
+
+/* A swap the server cancelled at the session's timeouts. Both are
+ * catalog_lock_timeout_ms, and PostgreSQL then reports the statement
+ * timeout (its timer started first) even when the wait was for the
+ * row's lock: what was waited for, and who held it, is said here (the
+ * error's context names the tuple when it was a row lock's wait). -1
+ * (nothing changed) with why; 0 when it was no lock's wait (the caller
+ * reports the server's message as it is). */
+static int refused_wait(ice_catalog *c, const PGresult *res, char *why,
+                        size_t why_size) {
+    if (!is_state(res, QUERY_CANCELED) && !is_state(res, LOCK_NOT_AVAILABLE))
+        return 0;
+    const char *ctx = PQresultErrorField(res, PG_DIAG_CONTEXT);
+    const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    char holder[1024];
+    lock_holder(c, holder, sizeof holder);
+    if (!holder[0] && !(ctx && strstr(ctx, " tuple ")))
+        return 0;
+    snprintf(why, why_size,
+             "%s: the commit's compare-and-swap waited catalog_lock_timeout_ms "
+             "(%d ms) for the lock on the table's catalog row, held by "
+             "another session (%s): nothing changed (PostgreSQL: %s)",
+             c->ident, c->lock_timeout_ms,
+             holder[0] ? holder
+                       : "PostgreSQL does not say which: it has ended, or "
+                         "several share the lock",
+             msg ? msg : "cancelled");
+    return -1;
 }
 
 static int pg_swap(ice_catalog *c, const char *old, const char *new_loc,
@@ -181,6 +366,9 @@ static int pg_swap(ice_catalog *c, const char *old, const char *new_loc,
     int r;
     if (PQresultStatus(res) == PGRES_COMMAND_OK)
         r = strcmp(PQcmdTuples(res), "1") == 0 ? 0 : 1;
+    else if (failed_in(c) == -1 && !c->cancelled &&
+             refused_wait(c, res, why, why_size) != 0)
+        r = -1;
     else
         r = fail(c, failed_in(c), "the commit's compare-and-swap", res, why,
                  why_size);
@@ -189,6 +377,8 @@ static int pg_swap(ice_catalog *c, const char *old, const char *new_loc,
 }
 
 static void pg_close(ice_catalog *c) {
+    PQfreeCancel(c->cancel);
+    c->cancel = NULL;
     PQfinish(conn_of(c));
     c->db = NULL;
 }
@@ -264,6 +454,7 @@ int ice_catalog_pg_open(ice_catalog *c, const char *conninfo, int create,
     }
     if (PQstatus(conn_of(c)) != CONNECTION_OK)
         return fail(c, -1, "connecting", NULL, why, why_size);
+    take_cancel(c);
     PQsetNoticeProcessor(conn_of(c), quiet, NULL);
     c->fsync = fsync;
     if (session_setup(c, why, why_size) != 0 ||

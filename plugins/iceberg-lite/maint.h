@@ -99,6 +99,12 @@ int ice_sum_int(json_t *summary, const char *key, int64_t v);
  * and a margin of 60 s for a writer stalled between its check and its
  * link. */
 #define ICE_VACUUM_MIN_AGE_S 300
+/* Tests only, beside the host's TIDEMARK_FAULT* variables: a stall of
+ * this many ms (at most ICE_FAULT_STALL_MAX_MS) taken to pass between a
+ * writer's files and its publish check, which then refuses as after a
+ * real stall (a SIGSTOP, a swap's wait) without the test waiting. */
+#define ICE_FAULT_STALL_ENV    "TIDEMARK_FAULT_STALL_MS"
+#define ICE_FAULT_STALL_MAX_MS INT64_C(86400000)
 /* PATH (a file:// URI or a path) exists: 0; 1 it does not (why says it was
  * deleted); -1 stat failed otherwise (why). */
 int ice_file_present(const char *path, char *why, size_t why_size);
@@ -108,7 +114,8 @@ int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
                           size_t why_size);
 /* 0 while the files written at WRITTEN_MS (ice_mono_ms, taken before the
  * first of them) are at most MAX_MS (ICE_PUBLISH_MAX_MS for a connector's
- * writes) old; 1 past it (why). */
+ * writes) old; 1 past it (why). Their age counts the test stall of
+ * ICE_FAULT_STALL_ENV too (tests only: nothing else sets it). */
 int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
                         size_t why_size);
 
@@ -120,8 +127,10 @@ typedef struct ice_compact_result {
 } ice_compact_result;
 /* Rewrites the current snapshot's data files smaller than target_size
  * (at least two of them) into files of up to target_size, as one snapshot
- * of operation "replace" whose summary carries every marker unchanged.
- * 0 done; 1 nothing to compact; -1 / -2 as ice_maint_commit. */
+ * of operation "replace" whose summary carries every marker unchanged,
+ * under the writers' bound (max_age_ms ICE_PUBLISH_MAX_MS: an operator's
+ * compaction runs beside connectors' vacuums too). 0 done; 1 nothing to
+ * compact; -1 / -2 as ice_maint_commit. */
 int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
                 char *why, size_t why_size);
 /* What a compaction takes (ice_compact: target_size for the first two,
@@ -146,9 +155,10 @@ typedef struct ice_compact_opts {
     int (*stop)(void *ctx);
     void *stop_ctx;
     /* > 0: nothing published once the first new file is older than this
-     * (ice_publish_in_time with ICE_PUBLISH_MAX_MS: a connector's); 0: no
-     * bound (an operator's compaction may take longer than any vacuum's
-     * age floor: the files are still checked to be there). */
+     * (ice_publish_in_time with ICE_PUBLISH_MAX_MS, a connector's and
+     * ice_compact's), and the rewrite stops at the first file read past
+     * it; 0: no bound (only for a table no vacuum with an age floor runs
+     * beside: the files are still checked to be there). */
     int64_t max_age_ms;
 } ice_compact_opts;
 int ice_compact_with(ice_table *t, const ice_compact_opts *o,

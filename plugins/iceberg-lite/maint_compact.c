@@ -103,6 +103,13 @@ static int rewrite(compact_ctx *c) {
         for (size_t i = g; i < c->nreplaced; i++) {
             if (!same_partition(&c->replaced[i], c->group))
                 continue;
+            /* Past the bound already: the publish would be refused, so
+             * stop reading (an operator's run over a large table learns
+             * it now, not after rewriting all of it). */
+            if (c->o->max_age_ms > 0 &&
+                ice_publish_in_time(c->written_ms, c->o->max_age_ms, c->why,
+                                    c->why_size) != 0)
+                return -1;
             if (c->o->stop && c->o->stop(c->o->stop_ctx)) {
                 snprintf(c->why, c->why_size,
                          "%s: stopped (a stop, or the batch's deadline) "
@@ -321,7 +328,8 @@ int ice_compact(ice_table *t, int64_t target_size, ice_compact_result *res,
                           .small_below = target_size,
                           .max_bytes = INT64_MAX,
                           .min_files = 2,
-                          .codec = PQ_CODEC_DEFAULT};
+                          .codec = PQ_CODEC_DEFAULT,
+                          .max_age_ms = ICE_PUBLISH_MAX_MS};
     return ice_compact_with(t, &o, res, why, why_size);
 }
 

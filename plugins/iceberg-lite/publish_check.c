@@ -11,6 +11,7 @@
  * its own files. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -53,9 +54,24 @@ int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
     return 0;
 }
 
+/* TIDEMARK_FAULT_STALL_MS (docs/operations.md, "Crash points"): a test's
+ * stall of that many ms between writing the files and this check, added
+ * to their age, so that a late publish is tested without waiting for the
+ * bound. It can only make a writer refuse; text that is not a whole
+ * number in 0..ICE_FAULT_STALL_MAX_MS counts as none. */
+static int64_t test_stall_ms(void) {
+    const char *s = getenv(ICE_FAULT_STALL_ENV);
+    if (!s || !*s)
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return errno || *end || v < 0 || v > ICE_FAULT_STALL_MAX_MS ? 0 : v;
+}
+
 int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
                         size_t why_size) {
-    int64_t age = ice_mono_ms() - written_ms;
+    int64_t age = ice_mono_ms() - written_ms + test_stall_ms();
     if (age <= max_ms)
         return 0;
     snprintf(why, why_size,

@@ -61,13 +61,13 @@ static void usage(FILE *out) {
             "--catalog-name NAME\n"
             "--catalog-table NAMESPACE.TABLE (URI as in the sink's "
             "catalog_uri).\n"
-            "Beside a running connector: expire is safe; vacuum with "
-            "--grace-seconds of\n"
-            "300 or more (below, it may delete a commit in flight's "
-            "files); compact only\n"
-            "when no vacuum with a shorter age floor runs (a connector's "
-            "maintenance\n"
-            "may delete its new files before it publishes them).\n");
+            "Beside a running connector: vacuum with --grace-seconds of "
+            "300 or more\n"
+            "(below, it may delete a commit in flight's files); compact "
+            "and expire\n"
+            "publish nothing (exit 1) when their new files are older than "
+            "240 s at\n"
+            "their publish check, as a connector's writers.\n");
 }
 
 /* A whole decimal number in [min, max]; 0 or -1 with a message. */

@@ -27,6 +27,18 @@
  *       commit is retried), and goes through once the lock is gone (before:
  *       it waited for as long as the lock was held, while vacuum could
  *       take the batch's files).
+ *   pg_swap_timeout_names_the_lock  that refusal names the row's lock,
+ *       the session holding it (pid, state) and the bound (before:
+ *       "canceling statement due to statement timeout" alone).
+ *   pg_swap_commit_wait_bounded  a swap whose commit waits (a deferred
+ *       trigger sleeping 20 s) gives up at its lock timeout and a slack,
+ *       cancelled, nothing changed (before: it waited, then published).
+ *   pg_register_commit_wait_bounded  the same for the table's
+ *       registration (the INSERT's transaction's COMMIT).
+ *   pg_swap_connection_cut_in_commit  the connection cut while the
+ *       commit waits: -2 (unknown), not the "UPDATE 1" that came before
+ *       the commit, and the orphaned statement cancelled (before: 0,
+ *       "swapped", and the statement published when its commit ended).
  *   pg_commit_retries_on_held_row  the same through the sink's commit
  *       (catalog_lock_timeout_ms): RETRY, nothing published, then the
  *       batch sent again commits. */
@@ -34,10 +46,12 @@
 
 #include <check.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -515,6 +529,275 @@ START_TEST(pg_swap_waits_bounded) {
 }
 END_TEST
 
+/* The swap's refusal says what it waited for: the lock on the table's
+ * catalog row, held by the other session (its pid, as pg_stat_activity
+ * shows it), and the bound, not PostgreSQL's "statement timeout" alone
+ * (both timeouts are the same, and PostgreSQL then reports the statement
+ * one, whose timer started first). */
+START_TEST(pg_swap_timeout_names_the_lock) {
+    char schema[64], pid[32];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    hold_row(admin, schema);
+    snprintf(pid, sizeof pid, "pid %d", PQbackendPID(admin));
+    signal(SIGALRM, waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    alarm(0);
+    admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1, "the swap answered %d: %s", rc, why);
+    ck_assert_msg(strstr(why, "the lock on the table's catalog row") &&
+                      strstr(why, "held by another session") &&
+                      strstr(why, pid) && strstr(why, "idle in transaction") &&
+                      strstr(why, "catalog_lock_timeout_ms (1500 ms)"),
+                  "the refusal does not say the swap waited for the row's "
+                  "lock, held by %s, for 1500 ms: %s",
+                  pid, why);
+}
+END_TEST
+
+/* The wait after the statement: PostgreSQL disables statement_timeout
+ * before it commits, so a commit that waits (here a deferred trigger on
+ * the catalog table; synchronous replication to a standby that is gone
+ * waits the same way) held the swap, and then published it, for as long
+ * as the server took: a version a vacuum beside may have emptied
+ * meanwhile. The swap gives up at its lock timeout and a slack, cancels
+ * the statement (the trigger's sleep is cancelled: nothing changed), and
+ * the connection still serves the next swap. */
+#define PG_COMMIT_SLEEP_S 20
+
+static void commit_waited_too_long(int sig) {
+    (void)sig;
+    static const char msg[] =
+        "FINDING: the catalog's swap waited > 15 s for its commit (no bound "
+        "once the statement is done: it publishes when the server commits)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+/* A deferred trigger on the catalog table's EVENT sleeping
+ * PG_COMMIT_SLEEP_S at each commit. */
+static void slow_commits(PGconn *admin, const char *schema, const char *event) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE OR REPLACE FUNCTION %s.slow() RETURNS trigger LANGUAGE "
+             "plpgsql AS $$ BEGIN PERFORM pg_sleep(%d); RETURN NULL; END $$",
+             schema, PG_COMMIT_SLEEP_S);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql,
+             "CREATE CONSTRAINT TRIGGER slow AFTER %s ON "
+             "%s.iceberg_tables DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+             "EXECUTE FUNCTION %s.slow()",
+             event, schema, schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+}
+
+START_TEST(pg_swap_commit_wait_bounded) {
+    char schema[64], sql[512];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    slow_commits(admin, schema, "UPDATE");
+    signal(SIGALRM, commit_waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    double t0 = now_s();
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    double waited = now_s() - t0;
+    alarm(0);
+    char *after_wait = row_loc(admin, schema);
+    /* The trigger gone, the connection serves the same swap. */
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    int rc2 = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                               sizeof why);
+    char *last = row_loc(admin, schema);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1, "a swap whose commit waited answered %d: %s", rc,
+                  why);
+    ck_assert_msg(strstr(why, "cancelled") && strstr(why, "nothing changed"),
+                  "%s", why);
+    ck_assert_msg(waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 8,
+                  "the swap gave up after %.1f s (lock timeout %d ms)", waited,
+                  PG_LOCK_TIMEOUT_MS);
+    ck_assert_str_eq(after_wait, "s3://b/v1.json");
+    ck_assert_msg(rc2 == 0, "the swap after the trigger: %d %s", rc2, why);
+    ck_assert_str_eq(last, "s3://b/v2.json");
+    free(after_wait);
+    free(last);
+}
+END_TEST
+
+/* The connection lost while the swap's commit waits (cut on our side:
+ * no error from the server, whose backend goes on): the outcome is
+ * unknown (-2: the row is read again and the resend's marker check
+ * settles it), never "swapped" from the "UPDATE 1" that came before the
+ * commit; and the orphaned statement is cancelled, so it cannot publish
+ * when its commit ends, long after the publish check. The cut waits for
+ * the backend to be in the trigger's sleep (pg_stat_activity), not for a
+ * time. */
+static ice_catalog *cut_c;
+static char cut_ci[1024];
+
+static void *cut_in_commit(void *arg) {
+    (void)arg;
+    PGconn *watch = PQconnectdb(cut_ci);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT 1 FROM pg_stat_activity WHERE pid = %d AND "
+             "wait_event = 'PgSleep'",
+             PQbackendPID(cut_c->db));
+    for (int i = 0; i < 1000 && PQstatus(watch) == CONNECTION_OK; i++) {
+        PGresult *r = PQexec(watch, sql);
+        int there = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        PQclear(r);
+        if (there) {
+            shutdown(PQsocket(cut_c->db), SHUT_RDWR);
+            PQfinish(watch);
+            return (void *)1;
+        }
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    PQfinish(watch);
+    return NULL;
+}
+
+/* 1 once no backend runs the swap's UPDATE any more (waits at most
+ * LIMIT_S; 0 if it still does). */
+static int update_gone(PGconn *admin, int backend_pid, int limit_s) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM pg_stat_activity WHERE pid = %d",
+             backend_pid);
+    double end = now_s() + limit_s;
+    while (now_s() < end) {
+        PGresult *r = PQexec(admin, sql);
+        int there = PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) > 0;
+        PQclear(r);
+        if (!there)
+            return 1;
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    }
+    return 0;
+}
+
+START_TEST(pg_swap_connection_cut_in_commit) {
+    char schema[64];
+    PGconn *admin = pg_catalog_schema(schema);
+    snprintf(cut_ci, sizeof cut_ci, "%s", getenv("TIDEMARK_PG_CONNINFO"));
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           ICE_CATALOG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    slow_commits(admin, schema, "UPDATE");
+    cut_c = c;
+    int backend = PQbackendPID(c->db);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, cut_in_commit, NULL), 0);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    void *cut;
+    pthread_join(th, &cut);
+    ck_assert_msg(cut, "inconclusive: the swap's backend was never seen in "
+                       "the trigger's sleep");
+    int gone = update_gone(admin, backend, PG_COMMIT_SLEEP_S / 2);
+    char *row = row_loc(admin, schema);
+    char sql[256];
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    char why2[1024];
+    int rc2 = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why2,
+                               sizeof why2);
+    ice_catalog_close(c);
+    /* Cleaning up after a finding: the statement's sleep ends first. */
+    if (!gone)
+        update_gone(admin, backend, 2 * PG_COMMIT_SLEEP_S);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -2,
+                  "a swap whose connection was cut in its commit answered "
+                  "%d (want -2, unknown; the row is %s): %s",
+                  rc, row, why);
+    ck_assert_msg(gone,
+                  "FINDING: the swap's statement (backend %d) lives on after "
+                  "its connection was cut: it publishes when its commit "
+                  "ends",
+                  backend);
+    ck_assert_str_eq(row, "s3://b/v1.json");
+    ck_assert_msg(rc2 == 0, "the swap after a reconnect: %d %s", rc2, why2);
+    free(row);
+}
+END_TEST
+
+/* The same for the table's registration (its INSERT's transaction, whose
+ * COMMIT runs the trigger): cancelled, no row; then registered. */
+START_TEST(pg_register_commit_wait_bounded) {
+    char schema[64], sql[512];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    slow_commits(admin, schema, "INSERT");
+    signal(SIGALRM, commit_waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    double t0 = now_s();
+    int rc = ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why);
+    double waited = now_s() - t0;
+    alarm(0);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.iceberg_tables", schema);
+    PGresult *r = PQexec(admin, sql);
+    ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+    int rows = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    char why2[1024];
+    int rc2 = ice_catalog_swap(c, NULL, "s3://b/v1.json", why2, sizeof why2);
+    char *last = row_loc(admin, schema);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1,
+                  "a registration whose commit waited answered %d: "
+                  "%s",
+                  rc, why);
+    ck_assert_msg(strstr(why, "cancelled"), "%s", why);
+    ck_assert_msg(waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 8,
+                  "the registration gave up after %.1f s (lock timeout %d ms)",
+                  waited, PG_LOCK_TIMEOUT_MS);
+    ck_assert_int_eq(rows, 0);
+    ck_assert_msg(rc2 == 0, "the registration after the trigger: %d %s", rc2,
+                  why2);
+    ck_assert_str_eq(last, "s3://b/v1.json");
+    free(last);
+}
+END_TEST
+
 /* The same through the sink, with catalog_lock_timeout_ms: the commit of
  * a batch whose swap waits on the held row answers RETRY within the bound
  * and publishes nothing (the row and the markers as before); once the
@@ -547,7 +830,10 @@ START_TEST(pg_commit_retries_on_held_row) {
     admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
     ck_assert_msg(rc == TM_RETRY, "the commit on a held row: %s (%s)",
                   tm_status_name(rc), err.message);
-    ck_assert_msg(strstr(err.message, "canceling statement due to"),
+    ck_assert_msg(strstr(err.message, "canceling statement due to") &&
+                      strstr(err.message, "for the lock on the table's "
+                                          "catalog row, held by another "
+                                          "session (pid"),
                   "the error does not say the lock's wait ran out: %s",
                   err.message);
     ck_assert_msg(waited < PG_LOCK_TIMEOUT_MS / 1000.0 + 5,
@@ -584,6 +870,10 @@ static Suite *suite(void) {
     if (strcmp(group, "pg") == 0) {
         tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
         tcase_add_test(tc, pg_swap_waits_bounded);
+        tcase_add_test(tc, pg_swap_timeout_names_the_lock);
+        tcase_add_test(tc, pg_swap_commit_wait_bounded);
+        tcase_add_test(tc, pg_register_commit_wait_bounded);
+        tcase_add_test(tc, pg_swap_connection_cut_in_commit);
         tcase_add_test(tc, pg_commit_retries_on_held_row);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
