@@ -1,6 +1,9 @@
+/* nftw (XSI): a passed scenario's work dir is removed. */
+#define _XOPEN_SOURCE 700
 #include "harness.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <libpq-fe.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -125,6 +128,29 @@ void h_init(const char *bin, const char *plugins, const char *scenario) {
     h_step("work dir %s, broker %s", workdir, bootstrap);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0 && errno != ENOENT)
+        fprintf(stderr, "[%s] could not remove %s: %s\n", scenario_name, path,
+                strerror(errno));
+    return 0;
+}
+
+/* A passed scenario leaves nothing behind (a crash suite's run left
+ * hundreds of MB); a failed one keeps its logs, named in the failure. */
+void h_pass(void) {
+    h_step("PASS");
+    const char *keep = getenv("TIDEMARK_KEEP_WORKDIR");
+    if (keep && *keep) {
+        h_step("work dir kept (TIDEMARK_KEEP_WORKDIR): %s", workdir);
+        return;
+    }
+    nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int h_main(int argc, char **argv, const char *prog, const h_scenario *list,
            size_t n) {
     if (argc != 4) {
@@ -135,7 +161,7 @@ int h_main(int argc, char **argv, const char *prog, const h_scenario *list,
         if (strcmp(list[i].name, argv[3]) == 0) {
             h_init(argv[1], argv[2], argv[3]);
             list[i].fn();
-            h_step("PASS");
+            h_pass();
             return 0;
         }
     fprintf(stderr, "%s: unknown scenario %s\n", prog, argv[3]);

@@ -25,6 +25,9 @@ void h_step(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (h_name) so reruns against one broker never see old data. */
 void h_init(const char *tidemark_bin, const char *plugin_dir,
             const char *scenario);
+/* The scenario passed: says so and removes its work dir (kept when
+ * TIDEMARK_KEEP_WORKDIR is set; a failed scenario always keeps it). */
+void h_pass(void);
 /* A program's scenarios by name: h_main runs the one argv[3] names
  * (argv: TIDEMARK_BIN PLUGIN_DIR SCENARIO) after h_init, and says PASS;
  * 2 on a usage error or an unknown name. */
