@@ -51,6 +51,9 @@ void ice_table_free(ice_table *t) {
     free(t->meta_dir);
     free(t->data_dir);
     free(t->dl_dir);
+    if (t->hint_spare)
+        unlink(t->hint_spare); /* best effort: else an orphan for vacuum */
+    free(t->hint_spare);
     json_decref(t->meta);
     ice_catalog_close(t->cat);
     free(t->meta_loc);
@@ -765,10 +768,23 @@ int ice_meta_link(ice_table *t, json_t *next, const char *tmp, char *why,
 
 /* Writes N as the hint. Not synced: after a crash the hint may be stale,
  * empty or missing, and loading copes with all three (it validates the
- * number and probes past it), so an fsync here would buy nothing. */
+ * number and probes past it), so an fsync here would buy nothing.
+ * Through this instance's spare, exchanged with the hint: a commit then
+ * allocates and frees no inode for its hint (fs_replace_via_spare). When
+ * that fails (the spare removed by vacuum while idle, a file system
+ * without the exchange), a new temp file and rename, as before. */
 static int put_hint(ice_table *t, int64_t v, char *why, size_t why_size) {
-    char text[32];
+    char text[32], hint[PATH_SIZE], uuid[37];
     snprintf(text, sizeof text, "%lld", (long long)v);
+    snprintf(hint, sizeof hint, "%s/version-hint.text", t->meta_dir);
+    if (!t->hint_spare && fs_uuid(uuid) == 0) {
+        char name[64];
+        snprintf(name, sizeof name, "tmp-%s.hint.part", uuid);
+        t->hint_spare = join(t->meta_dir, name);
+    }
+    if (t->hint_spare && fs_replace_via_spare(t->hint_spare, hint, text,
+                                              strlen(text), why, why_size) == 0)
+        return 0;
     return replace_small_file(t, "version-hint.text", "hint", text, 0, why,
                               why_size);
 }

@@ -59,6 +59,10 @@ typedef struct ice_table {
      * written since is reported to them. */
     int barrier_fds[4];
     int nbarrier;
+    /* metadata/tmp-<uuid>.hint.part: this instance's spare for the hint
+     * (ice_table_write_hint), made at the first hint it writes and
+     * removed by ice_table_free; NULL before. */
+    char *hint_spare;
     int64_t version; /* of meta; 0 when none is loaded */
     json_t *meta;    /* the current metadata */
     /* A table registered in an Iceberg SQL catalog (catalog.h): its

@@ -301,7 +301,6 @@ static int by_double(const void *a, const void *b) {
 static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
                      size_t batch, size_t commits) {
     char path[1100];
-    snprintf(path, sizeof path, "%s/tm-bench-ice-age", dir);
     printf("# commit latency by table age: %zu commits of %zu rows, %s, "
            "keep_snapshots %ld, compression %s\n",
            commits, batch, sync_on ? "fsync" : "no fsync", keep_snapshots,
@@ -319,6 +318,8 @@ static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
         p = *end == ',' ? end + 1 : end;
         data d;
         bench_data_orders(&d, "iceberg_bench", age + commits * batch, batch);
+        /* A table per age, all removed at the end (as the reps' above). */
+        snprintf(path, sizeof path, "%s/tm-bench-ice-age-%zu", dir, age);
         fresh_dir(path);
         aged a;
         aged_open(&a, api, path, 0);
@@ -335,10 +336,25 @@ static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
                lat[(commits * 99) / 100], lat[commits - 1],
                newest_metadata_bytes(path));
         fflush(stdout);
-        fresh_dir(path);
         bench_data_free(&d);
     }
+    for (const char *p = ages; *p;) {
+        char *end;
+        size_t age = strtoul(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+        snprintf(path, sizeof path, "%s/tm-bench-ice-age-%zu", dir, age);
+        fresh_dir(path);
+    }
     free(lat);
+}
+
+/* The directories (and catalog) of rep R under DIR. */
+static void rep_dirs(const char *dir, size_t r, char sink[1024],
+                     char bare[1024], char cat[1024], char cat_uri[1100]) {
+    snprintf(sink, 1024, "%s/tm-bench-ice-sink-%zu", dir, r);
+    snprintf(bare, 1024, "%s/tm-bench-ice-ceiling-%zu", dir, r);
+    snprintf(cat, 1024, "%s/tm-bench-ice-catalog-%zu", dir, r);
+    snprintf(cat_uri, 1100, "sqlite:///%s/tm-bench-ice-catalog-%zu.db", dir, r);
 }
 
 int main(int argc, char **argv) {
@@ -395,11 +411,6 @@ int main(int argc, char **argv) {
         run_ages(loaded.api, dir, ages, batch, commits);
         return 0;
     }
-    snprintf(sink_dir, sizeof sink_dir, "%s/tm-bench-ice-sink", dir);
-    snprintf(bare_dir, sizeof bare_dir, "%s/tm-bench-ice-ceiling", dir);
-    snprintf(cat_dir, sizeof cat_dir, "%s/tm-bench-ice-catalog", dir);
-    snprintf(cat_uri, sizeof cat_uri, "sqlite:///%s/tm-bench-ice-catalog.db",
-             dir);
     data d;
     bench_data_orders(&d, "iceberg_bench", rows, batch);
     printf("# iceberg_bench: %zu rows, %zu per batch (%zu commits), %zu reps, "
@@ -408,6 +419,12 @@ int main(int argc, char **argv) {
            keep_snapshots, pq_codec_name(codec));
     double ts[100], tb[100], tc[100], bs = 0, bb = 0, bc = 0;
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
+        /* A directory per rep, all removed at the end, not between runs:
+         * on an ext4 without a journal every new inode steps over the
+         * inodes freed in its group in the last minute (five when their
+         * block is still dirty), so removing a run's thousand files just
+         * before the next run would charge that run for them. */
+        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri);
         tb[r] = run_ceiling(&d, bare_dir, &bb);
         ts[r] = run_sink(loaded.api, &d, sink_dir, NULL, &bs);
         printf("rep %zu: ceiling %.0f rows/s, sink %.0f rows/s", r + 1,
@@ -434,11 +451,16 @@ int main(int argc, char **argv) {
                "(median of %zu)\n",
                (double)rows / mc, reps);
         printf("ratio catalog/file-system table: %.3f\n", ms / mc);
-        fresh_dir(cat_dir);
-        remove_catalog(cat_uri);
     }
-    fresh_dir(sink_dir);
-    fresh_dir(bare_dir);
+    for (size_t r = 0; r < reps; r++) {
+        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri);
+        fresh_dir(sink_dir);
+        fresh_dir(bare_dir);
+        if (with_catalog) {
+            fresh_dir(cat_dir);
+            remove_catalog(cat_uri);
+        }
+    }
     bench_data_free(&d);
     return 0;
 }

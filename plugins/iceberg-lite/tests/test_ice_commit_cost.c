@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* RTLD_NEXT, syncfs */
 
 #include <check.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
@@ -402,6 +403,83 @@ START_TEST(manifest_merges_cost_bounded) {
 }
 END_TEST
 
+/* The hint's temp files in metadata/ (tmp-*.hint.part). */
+static int hint_spares(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/metadata", fx.table);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t k = strlen(e->d_name);
+        n += strncmp(e->d_name, "tmp-", 4) == 0 && k > 10 &&
+             strcmp(e->d_name + k - 10, ".hint.part") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The hint's inode after a commit, checking that it names version V. */
+static ino_t hint_inode(int64_t v) {
+    char path[600];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/metadata/version-hint.text", fx.table);
+    ck_assert_int_eq(stat(path, &st), 0);
+    FILE *f = fopen(path, "r");
+    long long got = -1;
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%lld", &got), 1);
+    fclose(f);
+    ck_assert_int_eq(got, v);
+    return st.st_ino;
+}
+
+/* The hint is replaced through one spare file exchanged with it, so a
+ * commit allocates and frees no inode for it: over many commits the hint
+ * is always one of the same two inodes, and one spare is on disk while the
+ * sink is open, none after close. A hint written before (a plain file, as
+ * the temp file and rename made it) is taken over the same way. */
+START_TEST(hint_reuses_two_inodes) {
+    for (int round = 0; round < 2; round++) {
+        void *sink = open_with("{\"path\": \"$T\"}");
+        tm_marker m;
+        tm_error err;
+        ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+        ino_t seen[2] = {0, 0};
+        int64_t v = round == 0 ? 2 : 9; /* the claim's (v1: created) */
+        ck_assert_uint_ne(hint_inode(v), 0);
+        for (int k = 0; k < 6; k++) {
+            commit_range(sink, m.epoch, round * 6 + k, 1, 0);
+            ino_t ino = hint_inode(++v);
+            if (k < 2)
+                seen[k] = ino;
+            else
+                ck_assert_msg(ino == seen[k % 2],
+                              "round %d, commit %d: the hint is inode %lu, "
+                              "not the %lu of two commits before",
+                              round, k, (unsigned long)ino,
+                              (unsigned long)seen[k % 2]);
+            ck_assert_int_eq(hint_spares(), 1);
+        }
+        ck_assert_uint_ne(seen[0], seen[1]);
+        ice_api->close(sink);
+        ck_assert_int_eq(hint_spares(), 0);
+        if (round == 0) { /* the hint as an earlier writer left it */
+            char path[600], tmp[620];
+            snprintf(path, sizeof path, "%s/metadata/version-hint.text",
+                     fx.table);
+            snprintf(tmp, sizeof tmp, "%s.old", path);
+            FILE *f = fopen(tmp, "w");
+            ck_assert_ptr_nonnull(f);
+            ck_assert_int_gt(fprintf(f, "%lld", (long long)v), 0);
+            ck_assert_int_eq(fclose(f), 0);
+            ck_assert_int_eq(rename(tmp, path), 0);
+        }
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_commit_cost");
     TCase *tc = tcase_create("commit_cost");
@@ -414,6 +492,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, created_directories_are_durable_at_open);
     tcase_add_test(tc, directory_added_to_a_table_is_durable_at_open);
     tcase_add_test(tc, manifest_merges_cost_bounded);
+    tcase_add_test(tc, hint_reuses_two_inodes);
     suite_add_tcase(s, tc);
     return s;
 }
