@@ -11,6 +11,7 @@
  *                 [--compression zstd|snappy|none] [--catalog]
  *   iceberg_bench --ages N,N,... [--batch N] [--commits N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--compression C]
+ *   iceberg_bench --sync-probe N [--dir DIR]
  * --ages measures commit latency by the table's age instead: for each N a
  * fresh table is aged by N commits of one row (fsync off, the same
  * keep_snapshots: expiry as configured), synced, reopened with fsync as
@@ -25,7 +26,7 @@
  * beside it; the commit is the row's compare-and-swap), and prints the
  * ratio catalog/file-system table.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _GNU_SOURCE /* nftw, syncfs, sync_file_range */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -348,6 +349,70 @@ static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
     free(lat);
 }
 
+/* ---- the barrier against per-file syncs --------------------------------- */
+
+/* --sync-probe N: what the commit's one barrier costs against syncing each
+ * new file instead, on the files of a commit (a data file in data/, a
+ * manifest, a manifest list and a metadata file in metadata/, of the
+ * sizes the bench's commits of 1000 rows write), N times each,
+ * alternating: syncfs of the file system, or sync_file_range(WRITE) on
+ * each then fdatasync of each and fsync of both directories (their new
+ * entries). Only the sync is timed. */
+static void run_sync_probe(const char *dir, size_t n) {
+    static const size_t sizes[4] = {9000, 3000, 1500, 72000};
+    char root[1100], sub[2][1200], path[1300];
+    snprintf(root, sizeof root, "%s/tm-bench-ice-syncprobe", dir);
+    fresh_dir(root);
+    snprintf(sub[0], sizeof sub[0], "%s/data", root);
+    snprintf(sub[1], sizeof sub[1], "%s/metadata", root);
+    if (mkdir(root, 0755) != 0 || mkdir(sub[0], 0755) != 0 ||
+        mkdir(sub[1], 0755) != 0)
+        die(root, strerror(errno));
+    int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char *buf = malloc(sizes[3]);
+    double *t[2] = {calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+    if (rootfd < 0 || !buf || !t[0] || !t[1])
+        die("sync probe", strerror(errno ? errno : ENOMEM));
+    memset(buf, 'x', sizes[3]);
+    for (size_t i = 0; i < 2 * n; i++) {
+        int mode = (int)(i % 2), fds[4];
+        for (int k = 0; k < 4; k++) {
+            snprintf(path, sizeof path, "%s/f-%zu-%d", sub[k > 0], i, k);
+            fds[k] = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fds[k] < 0 || write(fds[k], buf, sizes[k]) != (ssize_t)sizes[k])
+                die(path, strerror(errno));
+        }
+        double t0 = bench_now_s();
+        if (mode == 0 && syncfs(rootfd) != 0)
+            die("syncfs", strerror(errno));
+        for (int k = 0; mode == 1 && k < 4; k++)
+            if (sync_file_range(fds[k], 0, 0, SYNC_FILE_RANGE_WRITE) != 0)
+                die("sync_file_range", strerror(errno));
+        for (int k = 0; mode == 1 && k < 4; k++)
+            if (fdatasync(fds[k]) != 0)
+                die("fdatasync", strerror(errno));
+        for (int k = 0; mode == 1 && k < 2; k++) {
+            int dfd = open(sub[k], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd < 0 || fsync(dfd) != 0 || close(dfd) != 0)
+                die(sub[k], strerror(errno));
+        }
+        t[mode][i / 2] = (bench_now_s() - t0) * 1e3;
+        for (int k = 0; k < 4; k++)
+            close(fds[k]);
+    }
+    const char *names[2] = {"syncfs", "per file (4 fdatasync, 2 dir fsync)"};
+    for (int mode = 0; mode < 2; mode++) {
+        qsort(t[mode], n, sizeof(double), by_double);
+        printf("%-38s p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", names[mode],
+               t[mode][n / 2], t[mode][(n * 9) / 10], t[mode][(n * 99) / 100]);
+    }
+    close(rootfd);
+    free(buf);
+    free(t[0]);
+    free(t[1]);
+    fresh_dir(root);
+}
+
 /* The directories (and catalog) of rep R under DIR. */
 static void rep_dirs(const char *dir, size_t r, char sink[1024],
                      char bare[1024], char cat[1024], char cat_uri[1100]) {
@@ -360,6 +425,7 @@ static void rep_dirs(const char *dir, size_t r, char sink[1024],
 int main(int argc, char **argv) {
     size_t rows = 200000, batch = 1000, reps = 5, commits = 200;
     const char *ages = NULL;
+    size_t probe = 0;
     const char *dir = "/tmp", *plugin = TM_ICEBERG_PLUGIN;
     int with_catalog = 0;
     for (int i = 1; i < argc; i += 2) {
@@ -389,6 +455,8 @@ int main(int argc, char **argv) {
             plugin = argv[i + 1];
         else if (!strcmp(argv[i], "--ages"))
             ages = argv[i + 1];
+        else if (!strcmp(argv[i], "--sync-probe"))
+            probe = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--commits"))
             commits = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--compression")) {
@@ -400,6 +468,10 @@ int main(int argc, char **argv) {
     if (!rows || !batch || !reps || reps > 100)
         die("arguments",
             "--rows, --batch and --reps must be > 0 (reps <= 100)");
+    if (probe) {
+        run_sync_probe(dir, probe);
+        return 0;
+    }
     tm_plugin loaded;
     char errstr[1024], sink_dir[1024], bare_dir[1024], cat_dir[1024],
         cat_uri[1100];
