@@ -9,6 +9,7 @@
  *   iceberg_bench [--rows N] [--batch N] [--reps N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--plugin PATH]
  *                 [--compression zstd|snappy|none] [--catalog]
+ *                 [--baseline PATH]
  *   iceberg_bench --ages N,N,... [--batch N] [--commits N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--compression C]
  *   iceberg_bench --sync-probe N [--dir DIR]
@@ -24,7 +25,10 @@
  * default, when absent). --catalog adds a third arm, alternating with the
  * two: the sink with its table in an Iceberg SQL catalog (a SQLite file
  * beside it; the commit is the row's compare-and-swap), and prints the
- * ratio catalog/file-system table.
+ * ratio catalog/file-system table. --baseline PATH adds an arm too: the
+ * sink of another build of the plugin (e.g. the main branch's), loaded
+ * beside --plugin's, run before it on odd reps and after it on even ones,
+ * and prints the ratio sink/baseline of the same invocation.
  */
 #define _GNU_SOURCE /* nftw, syncfs, sync_file_range */
 
@@ -415,7 +419,9 @@ static void run_sync_probe(const char *dir, size_t n) {
 
 /* The directories (and catalog) of rep R under DIR. */
 static void rep_dirs(const char *dir, size_t r, char sink[1024],
-                     char bare[1024], char cat[1024], char cat_uri[1100]) {
+                     char bare[1024], char cat[1024], char cat_uri[1100],
+                     char base[1024]) {
+    snprintf(base, 1024, "%s/tm-bench-ice-baseline-%zu", dir, r);
     snprintf(sink, 1024, "%s/tm-bench-ice-sink-%zu", dir, r);
     snprintf(bare, 1024, "%s/tm-bench-ice-ceiling-%zu", dir, r);
     snprintf(cat, 1024, "%s/tm-bench-ice-catalog-%zu", dir, r);
@@ -428,6 +434,7 @@ int main(int argc, char **argv) {
     size_t probe = 0;
     const char *dir = "/tmp", *plugin = TM_ICEBERG_PLUGIN;
     int with_catalog = 0;
+    const char *baseline = NULL;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--no-fsync")) {
             sync_on = 0;
@@ -455,6 +462,8 @@ int main(int argc, char **argv) {
             plugin = argv[i + 1];
         else if (!strcmp(argv[i], "--ages"))
             ages = argv[i + 1];
+        else if (!strcmp(argv[i], "--baseline"))
+            baseline = argv[i + 1];
         else if (!strcmp(argv[i], "--sync-probe"))
             probe = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--commits"))
@@ -474,9 +483,13 @@ int main(int argc, char **argv) {
     }
     tm_plugin loaded;
     char errstr[1024], sink_dir[1024], bare_dir[1024], cat_dir[1024],
-        cat_uri[1100];
+        cat_uri[1100], base_dir[1024];
+    tm_plugin base;
     if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
         die("load", errstr);
+    if (baseline &&
+        tm_plugin_load(baseline, NULL, 0, &base, errstr, sizeof errstr) != 0)
+        die("load (baseline)", errstr);
     if (ages) {
         if (!commits)
             die("arguments", "--commits must be > 0");
@@ -489,18 +502,25 @@ int main(int argc, char **argv) {
            "dir %s, %s, keep_snapshots %ld, compression %s\n",
            rows, batch, d.nbatches, reps, dir, sync_on ? "fsync" : "no fsync",
            keep_snapshots, pq_codec_name(codec));
-    double ts[100], tb[100], tc[100], bs = 0, bb = 0, bc = 0;
+    double ts[100], tb[100], tc[100], tl[100], bs = 0, bb = 0, bc = 0, bl = 0;
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
         /* A directory per rep, all removed at the end, not between runs:
          * on an ext4 without a journal every new inode steps over the
          * inodes freed in its group in the last minute (five when their
          * block is still dirty), so removing a run's thousand files just
          * before the next run would charge that run for them. */
-        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri);
+        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri, base_dir);
         tb[r] = run_ceiling(&d, bare_dir, &bb);
+        /* The baseline build first on odd reps, second on even ones. */
+        if (baseline && r % 2 == 0)
+            tl[r] = run_sink(base.api, &d, base_dir, NULL, &bl);
         ts[r] = run_sink(loaded.api, &d, sink_dir, NULL, &bs);
+        if (baseline && r % 2 == 1)
+            tl[r] = run_sink(base.api, &d, base_dir, NULL, &bl);
         printf("rep %zu: ceiling %.0f rows/s, sink %.0f rows/s", r + 1,
                (double)rows / tb[r], (double)rows / ts[r]);
+        if (baseline)
+            printf(", baseline sink %.0f rows/s", (double)rows / tl[r]);
         if (with_catalog) {
             tc[r] = run_sink(loaded.api, &d, cat_dir, cat_uri, &bc);
             printf(", sink in a catalog %.0f rows/s", (double)rows / tc[r]);
@@ -517,6 +537,14 @@ int main(int argc, char **argv) {
     printf("data files: %.1f bytes/row (sink), %.1f bytes/row (ceiling)\n",
            bs / (double)rows, bb / (double)rows);
     printf("ratio sink/ceiling: %.3f\n", mb / ms);
+    if (baseline) {
+        double ml = bench_median(tl, reps);
+        printf("baseline sink:                           %.0f rows/s "
+               "(median of %zu)\n",
+               (double)rows / ml, reps);
+        printf("ratio baseline/ceiling: %.3f\n", mb / ml);
+        printf("ratio sink/baseline: %.3f\n", ml / ms);
+    }
     if (with_catalog) {
         double mc = bench_median(tc, reps);
         printf("sink in a catalog (SQLite):              %.0f rows/s "
@@ -525,9 +553,10 @@ int main(int argc, char **argv) {
         printf("ratio catalog/file-system table: %.3f\n", ms / mc);
     }
     for (size_t r = 0; r < reps; r++) {
-        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri);
+        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri, base_dir);
         fresh_dir(sink_dir);
         fresh_dir(bare_dir);
+        fresh_dir(base_dir);
         if (with_catalog) {
             fresh_dir(cat_dir);
             remove_catalog(cat_uri);
