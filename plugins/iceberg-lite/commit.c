@@ -293,8 +293,15 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
                                 0);
     json_t *next = ice_meta_next(&s->table);
     json_t *sum = next ? summary(x, total_files, total_rows) : NULL;
-    /* A new schema lands with the first batch written under it. */
-    if (sum && ice_schema_put(s, next) != 0) {
+    /* The markers move into the new snapshot: the parent (still current
+     * in next) keeps none, so the metadata holds one set, not one per
+     * snapshot kept. A new schema lands with the first batch written
+     * under it. */
+    json_t *own =
+        sum && parent >= 0 ? ice_meta_own_snapshot(next, parent) : NULL;
+    if (sum && ((parent >= 0 &&
+                 (!own || ice_markers_move(own, x->snapshot_id) != 0)) ||
+                ice_schema_put(s, next) != 0)) {
         json_decref(sum);
         sum = NULL;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,66 @@ int fs_write_new(const char *path, const void *data, size_t len, int sync,
         int e = errno;
         unlink(path);
         return fail(why, why_size, "close", path, e);
+    }
+    return 0;
+}
+
+/* Writes DATA over the whole of FD's file (the spare): written first,
+ * then cut to its length, so a longer old content never shows past it. */
+static int overwrite(int fd, const void *data, size_t len) {
+    const uint8_t *p = data;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = pwrite(fd, p + off, len - off, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    return ftruncate(fd, (off_t)len);
+}
+
+int fs_replace_via_spare(const char *spare, const char *path, const void *data,
+                         size_t len, char *why, size_t why_size) {
+    /* O_NOFOLLOW | O_NONBLOCK and the fstat: a symlink or a FIFO under
+     * the spare's name is refused, never written through or waited on. */
+    int fd = open(
+        spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fail(why, why_size, "open", spare, errno);
+    /* nlink 1: the spare is nobody else's name too (written in place). */
+    struct stat st;
+    int e = fstat(fd, &st) != 0                        ? errno
+            : !S_ISREG(st.st_mode) || st.st_nlink != 1 ? EINVAL
+            : overwrite(fd, data, len) != 0            ? errno
+                                                       : 0;
+    if (e) {
+        close(fd);
+        unlink(spare);
+        return fail(why, why_size, "write", spare, e);
+    }
+    if (close(fd) != 0) {
+        e = errno;
+        unlink(spare);
+        return fail(why, why_size, "close", spare, e);
+    }
+    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
+        return 0;
+    /* ENOENT: no PATH yet (or the spare was removed meanwhile: then the
+     * rename fails too); EINVAL, ENOSYS: no exchange on this file system
+     * or kernel. A plain rename frees PATH's old inode, as a temp file
+     * would. */
+    if (errno != ENOENT && errno != EINVAL && errno != ENOSYS &&
+        errno != EOPNOTSUPP)
+        return fail(why, why_size, "exchange with", path, errno);
+    if (rename(spare, path) != 0) {
+        e = errno;
+        unlink(spare);
+        return fail(why, why_size, "rename to", path, e);
     }
     return 0;
 }
@@ -228,10 +289,23 @@ int fs_exists(const char *path) {
 }
 
 int fs_random(void *buf, size_t n) {
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == ENOSYS)
+            break; /* a kernel before 3.17: the device below */
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    if (n == 0)
+        return 0;
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    uint8_t *p = buf;
     while (n > 0) {
         ssize_t r = read(fd, p, n);
         if (r < 0 && errno == EINTR)

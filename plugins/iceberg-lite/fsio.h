@@ -14,6 +14,19 @@
  * 0, or -1 with why (a message) filled. */
 int fs_write_new(const char *path, const void *data, size_t len, int sync,
                  char *why, size_t why_size);
+/* Replaces PATH's content by DATA (not synced) through SPARE, a file name
+ * of the caller's own that it keeps from one call to the next: SPARE is
+ * written (created when missing) and then exchanged with PATH in one step
+ * (renameat2 RENAME_EXCHANGE), so a reader opening PATH finds the old
+ * content or the new one, whole, and PATH's old inode becomes the next
+ * spare instead of being freed: no inode is allocated or freed per call
+ * (each is an inode allocation on a file system that may have to step over
+ * recently freed ones, docs/iceberg-lite.md, "What a commit costs"). Where
+ * PATH does not exist yet or the file system cannot exchange, SPARE is
+ * renamed over PATH instead (and made afresh next time). 0, or -1 with why
+ * (the caller may fall back to a new temp file and rename). */
+int fs_replace_via_spare(const char *spare, const char *path, const void *data,
+                         size_t len, char *why, size_t why_size);
 /* syncfs(2) of the file system holding FD (WHAT names it in messages):
  * every file written on it and every directory entry made on it before
  * the call are durable when it returns 0. Since Linux 5.8 it reports a
@@ -42,7 +55,8 @@ int fs_read_all(const char *path, uint8_t **data, size_t *len, char *why,
                 size_t why_size);
 /* 1 when PATH exists, 0 when not, -1 when it cannot be told. */
 int fs_exists(const char *path);
-/* Fills buf with n random bytes (getrandom-like, from /dev/urandom). */
+/* Fills buf with n random bytes (getrandom(2); /dev/urandom where the
+ * kernel has no getrandom). 0 or -1. */
 int fs_random(void *buf, size_t n);
 /* A random version-4 UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx". */
 int fs_uuid(char out[37]);

@@ -1,8 +1,9 @@
 /* The iceberg-lite sink: the callback table, open, close, interrupt
  * (docs/iceberg-lite.md): append-only,
  * optionally partitioned Apache Iceberg v2 tables on the local file system that
- * pyiceberg, pyarrow and DuckDB read; every snapshot summary carries the
- * markers; a commit is the atomic creation of the next metadata version. */
+ * pyiceberg, pyarrow and DuckDB read; the current snapshot's summary
+ * carries the markers; a commit is the atomic creation of the next metadata
+ * version. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -276,6 +276,24 @@ int ice_markers_carry(json_t *meta, json_t *summary) {
     return 0;
 }
 
+int ice_markers_move(json_t *snap, int64_t successor) {
+    json_t *sum = json_object_get(snap, "summary");
+    if (!json_is_object(sum))
+        return 0; /* nothing to move (not a snapshot of ours) */
+    const char *key;
+    json_t *v;
+    void *tmp;
+    size_t pn = strlen(ICE_MARKER_PREFIX);
+    json_object_foreach_safe(sum, tmp, key, v) {
+        if (strncmp(key, ICE_MARKER_PREFIX, pn) == 0 &&
+            json_object_del(sum, key) != 0)
+            return -1;
+    }
+    char id[24];
+    snprintf(id, sizeof id, "%lld", (long long)successor);
+    return json_object_set_new(sum, ICE_MARKERS_MOVED_KEY, json_string(id));
+}
+
 /* The connector of a marker key (allocated), or NULL: not a marker key
  * (*oom 0) or out of memory (*oom 1). The key is
  * ICE_MARKER_PREFIX "<connector>/<topic>/<partition>.<field>": fields

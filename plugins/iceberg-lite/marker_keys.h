@@ -55,6 +55,18 @@ int ice_marker_get(json_t *meta, const char *prefix, tm_marker *m);
 int ice_markers_carry(json_t *meta, json_t *summary);
 int ice_marker_put_summary(json_t *summary, const char *prefix,
                            const tm_marker *m);
+/* Only the current snapshot carries markers: a commit moves them from
+ * its parent into its own summary and leaves in the parent's this key,
+ * naming the snapshot they moved to (as a string). The metadata then
+ * holds one set of markers, not one per snapshot kept. A current snapshot
+ * holding the key was made current again by a rollback: its markers are
+ * gone, and it is refused rather than read as "no markers". */
+#define ICE_MARKERS_MOVED_KEY "tidemark.markers-moved-to"
+/* Removes every marker key from the summary of SNAP (the parent of a new
+ * snapshot: the next metadata's own copy of it, ice_meta_own_snapshot)
+ * and sets ICE_MARKERS_MOVED_KEY to SUCCESSOR. 0 or -1 (out of memory). */
+int ice_markers_move(json_t *snap, int64_t successor);
+
 /* obj[prefix field] = value (a string). 0 or -1. */
 int ice_marker_put(json_t *obj, const char *prefix, const char *field,
                    const char *value);

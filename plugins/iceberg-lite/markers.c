@@ -153,12 +153,36 @@ static tm_status foreign_snapshot(ice_sink *s, tm_status refuse,
     return refuse;
 }
 
+/* A current snapshot whose markers moved to a later one (marker_keys.h,
+ * ICE_MARKERS_MOVED_KEY): main was rolled back to it. Its markers are
+ * gone with the move, so it is refused, naming both, rather than read as
+ * "no markers" (a resend taken for new). */
+static tm_status moved_snapshot(ice_sink *s, tm_status refuse, tm_error *err) {
+    json_t *snap = ice_meta_current_snapshot(s->table.meta);
+    const char *to = json_string_value(json_object_get(
+        json_object_get(snap, "summary"), ICE_MARKERS_MOVED_KEY));
+    if (!to)
+        return TM_OK;
+    s->host->set_error(
+        err,
+        "table %s: current snapshot %lld was made current again (main "
+        "rolled back): its markers moved to snapshot %.24s when that one "
+        "was committed, and only the snapshot current when written carries "
+        "them (docs/iceberg-lite.md, \"Where the markers live\"): set main "
+        "back to snapshot %.24s or its descendants",
+        s->table.root, (long long)ice_json_int(snap, "snapshot-id", -1), to,
+        to);
+    return refuse;
+}
+
 /* Without shared_table: any other connector's markers refuse the table.
  * With it: every other connector whose markers the table holds must have
  * recorded "shared_table": true at its claim (the consent of a connector
  * that wrote first is its own, not the newcomer's to give). */
 tm_status ice_check_owner(ice_sink *s, tm_status refuse, tm_error *err) {
     tm_status f = foreign_snapshot(s, refuse, err);
+    if (f == TM_OK)
+        f = moved_snapshot(s, refuse, err);
     if (f != TM_OK)
         return f;
     char *other = NULL;
@@ -338,6 +362,8 @@ tm_status ice_read_markers(void *sink, tm_marker *markers, size_t n,
     tm_status r = ice_refresh(s, err);
     if (r == TM_OK)
         r = foreign_snapshot(s, TM_FATAL, err);
+    if (r == TM_OK)
+        r = moved_snapshot(s, TM_FATAL, err);
     if (r != TM_OK)
         return r;
     return read_all(s, markers, n, err);

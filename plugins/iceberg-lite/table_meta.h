@@ -59,6 +59,10 @@ typedef struct ice_table {
      * written since is reported to them. */
     int barrier_fds[4];
     int nbarrier;
+    /* metadata/tmp-<uuid>.hint.part: this instance's spare for the hint
+     * (ice_table_write_hint), made at the first hint it writes and
+     * removed by ice_table_free; NULL before. */
+    char *hint_spare;
     int64_t version; /* of meta; 0 when none is loaded */
     json_t *meta;    /* the current metadata */
     /* A table registered in an Iceberg SQL catalog (catalog.h): its
@@ -118,8 +122,18 @@ json_t *ice_meta_initial(const ice_table *t, json_t *fields,
                          int64_t last_column_id, json_t *spec_fields);
 /* A copy of the current metadata made ready to become the next version:
  * last-updated-ms moved on, the current file appended to the metadata log
- * (bounded). NULL on allocation failure. */
+ * (bounded). NULL on allocation failure. Copy on write: its top-level
+ * members and the arrays and objects directly under "snapshots",
+ * "snapshot-log", "metadata-log", "properties", "refs", "schemas",
+ * "partition-specs" and "sort-orders" are its own (set, append to and
+ * remove from them freely); the values below those (a snapshot, a
+ * schema, a log entry) are shared with t->meta: replace them, never change
+ * them in place (ice_meta_own_snapshot for a snapshot). */
 json_t *ice_meta_next(const ice_table *t);
+/* The snapshot ID of META (a next version) replaced by a deep copy of it,
+ * which is returned, for changing in place; NULL when there is none or
+ * out of memory. */
+json_t *ice_meta_own_snapshot(json_t *meta, int64_t id);
 /* Appends a snapshot and makes it current (refs.main, snapshot log,
  * last-sequence-number); every other ref (another engine's tags and
  * branches) is kept as it is. Steals summary. 0 or -1. */

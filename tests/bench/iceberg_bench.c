@@ -9,8 +9,10 @@
  *   iceberg_bench [--rows N] [--batch N] [--reps N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--plugin PATH]
  *                 [--compression zstd|snappy|none] [--catalog]
+ *                 [--baseline PATH]
  *   iceberg_bench --ages N,N,... [--batch N] [--commits N] [--dir DIR]
  *                 [--keep-snapshots N] [--no-fsync] [--compression C]
+ *   iceberg_bench --sync-probe N [--dir DIR]
  * --ages measures commit latency by the table's age instead: for each N a
  * fresh table is aged by N commits of one row (fsync off, the same
  * keep_snapshots: expiry as configured), synced, reopened with fsync as
@@ -23,9 +25,12 @@
  * default, when absent). --catalog adds a third arm, alternating with the
  * two: the sink with its table in an Iceberg SQL catalog (a SQLite file
  * beside it; the commit is the row's compare-and-swap), and prints the
- * ratio catalog/file-system table.
+ * ratio catalog/file-system table. --baseline PATH adds an arm too: the
+ * sink of another build of the plugin (e.g. the main branch's), loaded
+ * beside --plugin's, run before it on odd reps and after it on even ones,
+ * and prints the ratio sink/baseline of the same invocation.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _GNU_SOURCE /* nftw, syncfs, sync_file_range */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -301,7 +306,6 @@ static int by_double(const void *a, const void *b) {
 static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
                      size_t batch, size_t commits) {
     char path[1100];
-    snprintf(path, sizeof path, "%s/tm-bench-ice-age", dir);
     printf("# commit latency by table age: %zu commits of %zu rows, %s, "
            "keep_snapshots %ld, compression %s\n",
            commits, batch, sync_on ? "fsync" : "no fsync", keep_snapshots,
@@ -319,6 +323,8 @@ static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
         p = *end == ',' ? end + 1 : end;
         data d;
         bench_data_orders(&d, "iceberg_bench", age + commits * batch, batch);
+        /* A table per age, all removed at the end (as the reps' above). */
+        snprintf(path, sizeof path, "%s/tm-bench-ice-age-%zu", dir, age);
         fresh_dir(path);
         aged a;
         aged_open(&a, api, path, 0);
@@ -335,17 +341,100 @@ static void run_ages(const tm_sink_api *api, const char *dir, const char *ages,
                lat[(commits * 99) / 100], lat[commits - 1],
                newest_metadata_bytes(path));
         fflush(stdout);
-        fresh_dir(path);
         bench_data_free(&d);
     }
+    for (const char *p = ages; *p;) {
+        char *end;
+        size_t age = strtoul(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+        snprintf(path, sizeof path, "%s/tm-bench-ice-age-%zu", dir, age);
+        fresh_dir(path);
+    }
     free(lat);
+}
+
+/* ---- the barrier against per-file syncs --------------------------------- */
+
+/* --sync-probe N: what the commit's one barrier costs against syncing each
+ * new file instead, on the files of a commit (a data file in data/, a
+ * manifest, a manifest list and a metadata file in metadata/, of the
+ * sizes the bench's commits of 1000 rows write), N times each,
+ * alternating: syncfs of the file system, or sync_file_range(WRITE) on
+ * each then fdatasync of each and fsync of both directories (their new
+ * entries). Only the sync is timed. */
+static void run_sync_probe(const char *dir, size_t n) {
+    static const size_t sizes[4] = {9000, 3000, 1500, 72000};
+    char root[1100], sub[2][1200], path[1300];
+    snprintf(root, sizeof root, "%s/tm-bench-ice-syncprobe", dir);
+    fresh_dir(root);
+    snprintf(sub[0], sizeof sub[0], "%s/data", root);
+    snprintf(sub[1], sizeof sub[1], "%s/metadata", root);
+    if (mkdir(root, 0755) != 0 || mkdir(sub[0], 0755) != 0 ||
+        mkdir(sub[1], 0755) != 0)
+        die(root, strerror(errno));
+    int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char *buf = malloc(sizes[3]);
+    double *t[2] = {calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+    if (rootfd < 0 || !buf || !t[0] || !t[1])
+        die("sync probe", strerror(errno ? errno : ENOMEM));
+    memset(buf, 'x', sizes[3]);
+    for (size_t i = 0; i < 2 * n; i++) {
+        int mode = (int)(i % 2), fds[4];
+        for (int k = 0; k < 4; k++) {
+            snprintf(path, sizeof path, "%s/f-%zu-%d", sub[k > 0], i, k);
+            fds[k] = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fds[k] < 0 || write(fds[k], buf, sizes[k]) != (ssize_t)sizes[k])
+                die(path, strerror(errno));
+        }
+        double t0 = bench_now_s();
+        if (mode == 0 && syncfs(rootfd) != 0)
+            die("syncfs", strerror(errno));
+        for (int k = 0; mode == 1 && k < 4; k++)
+            if (sync_file_range(fds[k], 0, 0, SYNC_FILE_RANGE_WRITE) != 0)
+                die("sync_file_range", strerror(errno));
+        for (int k = 0; mode == 1 && k < 4; k++)
+            if (fdatasync(fds[k]) != 0)
+                die("fdatasync", strerror(errno));
+        for (int k = 0; mode == 1 && k < 2; k++) {
+            int dfd = open(sub[k], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd < 0 || fsync(dfd) != 0 || close(dfd) != 0)
+                die(sub[k], strerror(errno));
+        }
+        t[mode][i / 2] = (bench_now_s() - t0) * 1e3;
+        for (int k = 0; k < 4; k++)
+            close(fds[k]);
+    }
+    const char *names[2] = {"syncfs", "per file (4 fdatasync, 2 dir fsync)"};
+    for (int mode = 0; mode < 2; mode++) {
+        qsort(t[mode], n, sizeof(double), by_double);
+        printf("%-38s p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", names[mode],
+               t[mode][n / 2], t[mode][(n * 9) / 10], t[mode][(n * 99) / 100]);
+    }
+    close(rootfd);
+    free(buf);
+    free(t[0]);
+    free(t[1]);
+    fresh_dir(root);
+}
+
+/* The directories (and catalog) of rep R under DIR. */
+static void rep_dirs(const char *dir, size_t r, char sink[1024],
+                     char bare[1024], char cat[1024], char cat_uri[1100],
+                     char base[1024]) {
+    snprintf(base, 1024, "%s/tm-bench-ice-baseline-%zu", dir, r);
+    snprintf(sink, 1024, "%s/tm-bench-ice-sink-%zu", dir, r);
+    snprintf(bare, 1024, "%s/tm-bench-ice-ceiling-%zu", dir, r);
+    snprintf(cat, 1024, "%s/tm-bench-ice-catalog-%zu", dir, r);
+    snprintf(cat_uri, 1100, "sqlite:///%s/tm-bench-ice-catalog-%zu.db", dir, r);
 }
 
 int main(int argc, char **argv) {
     size_t rows = 200000, batch = 1000, reps = 5, commits = 200;
     const char *ages = NULL;
+    size_t probe = 0;
     const char *dir = "/tmp", *plugin = TM_ICEBERG_PLUGIN;
     int with_catalog = 0;
+    const char *baseline = NULL;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--no-fsync")) {
             sync_on = 0;
@@ -373,6 +462,10 @@ int main(int argc, char **argv) {
             plugin = argv[i + 1];
         else if (!strcmp(argv[i], "--ages"))
             ages = argv[i + 1];
+        else if (!strcmp(argv[i], "--baseline"))
+            baseline = argv[i + 1];
+        else if (!strcmp(argv[i], "--sync-probe"))
+            probe = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--commits"))
             commits = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--compression")) {
@@ -384,34 +477,50 @@ int main(int argc, char **argv) {
     if (!rows || !batch || !reps || reps > 100)
         die("arguments",
             "--rows, --batch and --reps must be > 0 (reps <= 100)");
+    if (probe) {
+        run_sync_probe(dir, probe);
+        return 0;
+    }
     tm_plugin loaded;
     char errstr[1024], sink_dir[1024], bare_dir[1024], cat_dir[1024],
-        cat_uri[1100];
+        cat_uri[1100], base_dir[1024];
+    tm_plugin base;
     if (tm_plugin_load(plugin, NULL, 0, &loaded, errstr, sizeof errstr) != 0)
         die("load", errstr);
+    if (baseline &&
+        tm_plugin_load(baseline, NULL, 0, &base, errstr, sizeof errstr) != 0)
+        die("load (baseline)", errstr);
     if (ages) {
         if (!commits)
             die("arguments", "--commits must be > 0");
         run_ages(loaded.api, dir, ages, batch, commits);
         return 0;
     }
-    snprintf(sink_dir, sizeof sink_dir, "%s/tm-bench-ice-sink", dir);
-    snprintf(bare_dir, sizeof bare_dir, "%s/tm-bench-ice-ceiling", dir);
-    snprintf(cat_dir, sizeof cat_dir, "%s/tm-bench-ice-catalog", dir);
-    snprintf(cat_uri, sizeof cat_uri, "sqlite:///%s/tm-bench-ice-catalog.db",
-             dir);
     data d;
     bench_data_orders(&d, "iceberg_bench", rows, batch);
     printf("# iceberg_bench: %zu rows, %zu per batch (%zu commits), %zu reps, "
            "dir %s, %s, keep_snapshots %ld, compression %s\n",
            rows, batch, d.nbatches, reps, dir, sync_on ? "fsync" : "no fsync",
            keep_snapshots, pq_codec_name(codec));
-    double ts[100], tb[100], tc[100], bs = 0, bb = 0, bc = 0;
+    double ts[100], tb[100], tc[100], tl[100], bs = 0, bb = 0, bc = 0, bl = 0;
     for (size_t r = 0; r < reps; r++) { /* alternate: same conditions */
+        /* A directory per rep, all removed at the end, not between runs:
+         * on an ext4 without a journal every new inode steps over the
+         * inodes freed in its group in the last minute (five when their
+         * block is still dirty), so removing a run's thousand files just
+         * before the next run would charge that run for them. */
+        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri, base_dir);
         tb[r] = run_ceiling(&d, bare_dir, &bb);
+        /* The baseline build first on odd reps, second on even ones. */
+        if (baseline && r % 2 == 0)
+            tl[r] = run_sink(base.api, &d, base_dir, NULL, &bl);
         ts[r] = run_sink(loaded.api, &d, sink_dir, NULL, &bs);
+        if (baseline && r % 2 == 1)
+            tl[r] = run_sink(base.api, &d, base_dir, NULL, &bl);
         printf("rep %zu: ceiling %.0f rows/s, sink %.0f rows/s", r + 1,
                (double)rows / tb[r], (double)rows / ts[r]);
+        if (baseline)
+            printf(", baseline sink %.0f rows/s", (double)rows / tl[r]);
         if (with_catalog) {
             tc[r] = run_sink(loaded.api, &d, cat_dir, cat_uri, &bc);
             printf(", sink in a catalog %.0f rows/s", (double)rows / tc[r]);
@@ -428,17 +537,31 @@ int main(int argc, char **argv) {
     printf("data files: %.1f bytes/row (sink), %.1f bytes/row (ceiling)\n",
            bs / (double)rows, bb / (double)rows);
     printf("ratio sink/ceiling: %.3f\n", mb / ms);
+    if (baseline) {
+        double ml = bench_median(tl, reps);
+        printf("baseline sink:                           %.0f rows/s "
+               "(median of %zu)\n",
+               (double)rows / ml, reps);
+        printf("ratio baseline/ceiling: %.3f\n", mb / ml);
+        printf("ratio sink/baseline: %.3f\n", ml / ms);
+    }
     if (with_catalog) {
         double mc = bench_median(tc, reps);
         printf("sink in a catalog (SQLite):              %.0f rows/s "
                "(median of %zu)\n",
                (double)rows / mc, reps);
         printf("ratio catalog/file-system table: %.3f\n", ms / mc);
-        fresh_dir(cat_dir);
-        remove_catalog(cat_uri);
     }
-    fresh_dir(sink_dir);
-    fresh_dir(bare_dir);
+    for (size_t r = 0; r < reps; r++) {
+        rep_dirs(dir, r, sink_dir, bare_dir, cat_dir, cat_uri, base_dir);
+        fresh_dir(sink_dir);
+        fresh_dir(bare_dir);
+        fresh_dir(base_dir);
+        if (with_catalog) {
+            fresh_dir(cat_dir);
+            remove_catalog(cat_uri);
+        }
+    }
     bench_data_free(&d);
     return 0;
 }

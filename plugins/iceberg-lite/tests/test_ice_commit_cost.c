@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* RTLD_NEXT, syncfs */
 
 #include <check.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
@@ -22,6 +23,7 @@
 #include "fsio.h"
 #include "ice_fixture.h"
 #include "maint.h"
+#include "marker_keys.h"
 #include "snapshot_files.h"
 
 static ice_fx fx;
@@ -402,6 +404,304 @@ START_TEST(manifest_merges_cost_bounded) {
 }
 END_TEST
 
+/* The hint's temp files in metadata/ (tmp-*.hint.part). */
+static int hint_spares(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/metadata", fx.table);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t k = strlen(e->d_name);
+        n += strncmp(e->d_name, "tmp-", 4) == 0 && k > 10 &&
+             strcmp(e->d_name + k - 10, ".hint.part") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The hint's inode after a commit, checking that it names version V. */
+static ino_t hint_inode(int64_t v) {
+    char path[600];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/metadata/version-hint.text", fx.table);
+    ck_assert_int_eq(stat(path, &st), 0);
+    FILE *f = fopen(path, "r");
+    long long got = -1;
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%lld", &got), 1);
+    fclose(f);
+    ck_assert_int_eq(got, v);
+    return st.st_ino;
+}
+
+/* The hint is replaced through one spare file exchanged with it, so a
+ * commit allocates and frees no inode for it: over many commits the hint
+ * is always one of the same two inodes, and one spare is on disk while the
+ * sink is open, none after close. A hint written before (a plain file, as
+ * the temp file and rename made it) is taken over the same way. */
+START_TEST(hint_reuses_two_inodes) {
+    for (int round = 0; round < 2; round++) {
+        void *sink = open_with("{\"path\": \"$T\"}");
+        tm_marker m;
+        tm_error err;
+        ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+        ino_t seen[2] = {0, 0};
+        int64_t v = round == 0 ? 2 : 9; /* the claim's (v1: created) */
+        ck_assert_uint_ne(hint_inode(v), 0);
+        for (int k = 0; k < 6; k++) {
+            commit_range(sink, m.epoch, round * 6 + k, 1, 0);
+            ino_t ino = hint_inode(++v);
+            if (k < 2)
+                seen[k] = ino;
+            else
+                ck_assert_msg(ino == seen[k % 2],
+                              "round %d, commit %d: the hint is inode %lu, "
+                              "not the %lu of two commits before",
+                              round, k, (unsigned long)ino,
+                              (unsigned long)seen[k % 2]);
+            ck_assert_int_eq(hint_spares(), 1);
+        }
+        ck_assert_uint_ne(seen[0], seen[1]);
+        ice_api->close(sink);
+        ck_assert_int_eq(hint_spares(), 0);
+        if (round == 0) { /* the hint as an earlier writer left it */
+            char path[600], tmp[620];
+            snprintf(path, sizeof path, "%s/metadata/version-hint.text",
+                     fx.table);
+            snprintf(tmp, sizeof tmp, "%s.old", path);
+            FILE *f = fopen(tmp, "w");
+            ck_assert_ptr_nonnull(f);
+            ck_assert_int_gt(fprintf(f, "%lld", (long long)v), 0);
+            ck_assert_int_eq(fclose(f), 0);
+            ck_assert_int_eq(rename(tmp, path), 0);
+        }
+    }
+}
+END_TEST
+
+/* Commits [at, at + n) of PARTITION. */
+static void commit_part(void *sink, int64_t epoch, int32_t partition,
+                        int64_t at, int n) {
+    ice_fx_batch kb;
+    char id[48];
+    tm_error err = {sizeof err, ""};
+    snprintf(id, sizeof id, "p%d-%lld", (int)partition, (long long)at);
+    ice_fx_batch_init(&kb, id);
+    uint32_t r = ice_fx_range(&kb, partition, at, at + n, epoch);
+    for (int64_t o = at; o < at + n; o++)
+        ice_fx_record(&kb, r, o);
+    ice_fx_seal(&kb);
+    tm_status rc = ice_api->commit(sink, &kb.b, &err);
+    ck_assert_msg(rc == TM_OK, "commit %s: %s", id, err.message);
+    ice_fx_batch_free(&kb);
+}
+
+/* Marker keys in SNAP's summary. */
+static int marker_keys_in(json_t *snap) {
+    const char *key;
+    json_t *v;
+    int n = 0;
+    json_object_foreach(json_object_get(snap, "summary"), key, v) n +=
+        strncmp(key, ICE_MARKER_PREFIX, strlen(ICE_MARKER_PREFIX)) == 0;
+    return n;
+}
+
+/* Partitions whose marker SNAP's summary carries (its next-offset keys). */
+static int markers_in(json_t *snap) {
+    const char *key;
+    json_t *v;
+    int n = 0;
+    size_t fn = strlen("." ICE_F_NEXT);
+    json_object_foreach(json_object_get(snap, "summary"), key, v) {
+        size_t k = strlen(key);
+        n += strncmp(key, ICE_MARKER_PREFIX, strlen(ICE_MARKER_PREFIX)) == 0 &&
+             k > fn && strcmp(key + k - fn, "." ICE_F_NEXT) == 0;
+    }
+    return n;
+}
+
+/* The snapshot whose parent is ID in META, or -1. */
+static int64_t child_of(json_t *meta, int64_t id) {
+    size_t i;
+    json_t *snap;
+    json_array_foreach(json_object_get(meta, "snapshots"), i, snap) {
+        if (ice_json_int(snap, "parent-snapshot-id", -2) == id)
+            return ice_json_int(snap, "snapshot-id", -1);
+    }
+    return -1;
+}
+
+/* Next offsets of partitions 0..2 read back through read_markers. */
+static void want_next(void *sink, int64_t p0, int64_t p1, int64_t p2) {
+    tm_marker m[3];
+    tm_error err = {sizeof err, ""};
+    for (int32_t i = 0; i < 3; i++)
+        m[i] = (tm_marker){
+            .struct_size = sizeof m[i], .topic = "orders", .partition = i};
+    ck_assert_msg(ice_api->read_markers(sink, m, 3, &err) == TM_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(m[0].next_offset, p0);
+    ck_assert_int_eq(m[1].next_offset, p1);
+    ck_assert_int_eq(m[2].next_offset, p2);
+}
+
+/* Only the current snapshot carries markers: each commit moves them from
+ * its parent, which keeps the key naming the snapshot they moved to (so a
+ * metadata file holds one set of markers, not one per snapshot kept), and
+ * every partition's marker, the untouched ones too, reads back. */
+START_TEST(markers_only_in_the_current_snapshot) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m[3];
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 3, &err), TM_OK);
+    for (int k = 0; k < 6; k++)
+        commit_part(sink, m[k % 3].epoch, k % 3, (k / 3) * 2, 2);
+    want_next(sink, 4, 4, 4);
+    commit_part(sink, m[1].epoch, 1, 4, 3);
+    want_next(sink, 4, 7, 4);
+    ice_table t;
+    char why[512];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    json_t *meta = newest_meta(&t);
+    int64_t cur = ice_json_int(meta, "current-snapshot-id", -1);
+    size_t i, nsnaps = json_array_size(json_object_get(meta, "snapshots"));
+    json_t *snap;
+    ck_assert_uint_eq(nsnaps, 7);
+    json_array_foreach(json_object_get(meta, "snapshots"), i, snap) {
+        int64_t id = ice_json_int(snap, "snapshot-id", -1);
+        const char *to = json_string_value(json_object_get(
+            json_object_get(snap, "summary"), ICE_MARKERS_MOVED_KEY));
+        if (id == cur) {
+            ck_assert_int_eq(markers_in(snap), 3);
+            ck_assert_ptr_null(to);
+            continue;
+        }
+        ck_assert_msg(marker_keys_in(snap) == 0,
+                      "snapshot %lld (not current) holds %d marker keys",
+                      (long long)id, marker_keys_in(snap));
+        ck_assert_ptr_nonnull(to);
+        ck_assert_int_eq(strtoll(to, NULL, 10), child_of(meta, id));
+    }
+    ice_table_free(&t);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* Writes META as the next version of the table (the loader probes past
+ * the hint), as another writer would. */
+static void publish_by_hand(ice_table *t, json_t *meta) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir,
+             (long long)t->version + 1);
+    ck_assert_int_eq(json_dump_file(meta, path, JSON_COMPACT), 0);
+}
+
+/* A table written before the markers moved (every snapshot's summary
+ * carrying every marker, no moved key) opens and appends: the markers
+ * read back, the parent of the new snapshot gives its markers up, the
+ * older snapshots are left as they were. */
+START_TEST(table_with_markers_in_every_snapshot_appends) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m[3];
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 3, &err), TM_OK);
+    for (int k = 0; k < 3; k++)
+        commit_part(sink, m[k].epoch, k, 0, 2);
+    ice_api->close(sink);
+    ice_table t;
+    char why[512];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    json_t *meta = json_deep_copy(newest_meta(&t));
+    json_t *cur = json_object_get(ice_meta_current_snapshot(meta), "summary");
+    size_t i;
+    json_t *snap;
+    json_array_foreach(json_object_get(meta, "snapshots"), i, snap) {
+        json_t *sum = json_object_get(snap, "summary");
+        const char *key;
+        json_t *v;
+        json_object_del(sum, ICE_MARKERS_MOVED_KEY);
+        json_object_foreach(cur, key, v) {
+            if (strncmp(key, ICE_MARKER_PREFIX, strlen(ICE_MARKER_PREFIX)) == 0)
+                ck_assert_int_eq(json_object_set(sum, key, v), 0);
+        }
+        ck_assert_int_eq(markers_in(snap), 3);
+    }
+    publish_by_hand(&t, meta);
+    sink = open_with("{\"path\": \"$T\"}");
+    ck_assert_int_eq(ice_fx_claim(sink, m, 3, &err), TM_OK);
+    want_next(sink, 2, 2, 2);
+    commit_part(sink, m[0].epoch, 0, 2, 3);
+    want_next(sink, 5, 2, 2);
+    json_t *now = newest_meta(&t);
+    int64_t id = ice_json_int(now, "current-snapshot-id", -1);
+    json_array_foreach(json_object_get(now, "snapshots"), i, snap) {
+        int64_t sid = ice_json_int(snap, "snapshot-id", -1);
+        int64_t parent = ice_json_int(ice_meta_current_snapshot(now),
+                                      "parent-snapshot-id", -1);
+        int want = sid == parent ? 0 : 3;
+        ck_assert_msg(markers_in(snap) == want &&
+                          (want || !marker_keys_in(snap)),
+                      "snapshot %lld (current %lld): markers of %d "
+                      "partitions, want %d",
+                      (long long)sid, (long long)id, markers_in(snap), want);
+    }
+    size_t rows = 0, dls = 0;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, NULL), 0);
+    ck_assert_uint_eq(rows, 5);
+    json_decref(meta);
+    ice_table_free(&t);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* main rolled back to the parent of the current snapshot (as pyiceberg's
+ * rollback does): its markers moved on, so the table is refused, naming
+ * both snapshots, by open (INVALID), read_markers, claim and commit
+ * (FATAL), instead of being read as holding no markers. */
+START_TEST(rolled_back_snapshot_refused) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m[3];
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_claim(sink, m, 3, &err), TM_OK);
+    for (int k = 0; k < 3; k++)
+        commit_part(sink, m[k].epoch, k, 0, 2);
+    ice_table t;
+    char why[512];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    json_t *meta = json_deep_copy(newest_meta(&t));
+    int64_t cur = ice_json_int(meta, "current-snapshot-id", -1);
+    int64_t parent =
+        ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
+    ck_assert_int_gt(parent, 0);
+    ck_assert_int_eq(
+        json_object_set_new(meta, "current-snapshot-id", json_integer(parent)),
+        0);
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "main",
+                            json_pack("{s:I, s:s}", "snapshot-id",
+                                      (json_int_t)parent, "type", "branch")),
+        0);
+    publish_by_hand(&t, meta);
+    json_decref(meta);
+    char want[64];
+    snprintf(want, sizeof want, "moved to snapshot %lld", (long long)cur);
+    tm_marker got[1] = {
+        {.struct_size = sizeof got[0], .topic = "orders", .partition = 1}};
+    ck_assert_int_eq(ice_api->read_markers(sink, got, 1, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, want) && strstr(err.message, "rolled"),
+                  "%s", err.message);
+    ck_assert_int_eq(ice_fx_claim(sink, m, 3, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, want), "%s", err.message);
+    ice_api->close(sink);
+    void *again = NULL;
+    ck_assert_int_eq(ice_fx_open(&fx, &again, &err), TM_INVALID);
+    ck_assert_msg(strstr(err.message, want), "%s", err.message);
+    ice_table_free(&t);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_commit_cost");
     TCase *tc = tcase_create("commit_cost");
@@ -414,6 +714,10 @@ static Suite *suite(void) {
     tcase_add_test(tc, created_directories_are_durable_at_open);
     tcase_add_test(tc, directory_added_to_a_table_is_durable_at_open);
     tcase_add_test(tc, manifest_merges_cost_bounded);
+    tcase_add_test(tc, hint_reuses_two_inodes);
+    tcase_add_test(tc, markers_only_in_the_current_snapshot);
+    tcase_add_test(tc, table_with_markers_in_every_snapshot_appends);
+    tcase_add_test(tc, rolled_back_snapshot_refused);
     suite_add_tcase(s, tc);
     return s;
 }
