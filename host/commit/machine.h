@@ -13,7 +13,7 @@
  *    kafka/consumer.c rebalance_cb: ASSIGNED (after tm_claim_assigned's
  *      filter of foreign topics), REVOKED / LOST (rd_kafka_assignment_lost);
  *    commit/commit_loop.c on_message: RECORD (with the message's size),
- *      PARTITION_END (RD_KAFKA_RESP_ERR__PARTITION_EOF's position);
+ *      PARTITION_END (tm_kafka_poll's TM_POLLED_END position);
  *      batch_due and the poll timeout become TIMER; apply_seeks' failures
  *      SEEK_FAILED; a stop becomes STOP;
  *    commit/claim.c claim_list: CLAIMED with the markers, the log's
@@ -28,13 +28,13 @@
  *  - action executors:
  *    CLAIM → claim_list (start policy, watermarks, sink claim, lineage);
  *    READ_MARKERS → read_markers; START → the offset of the partition in
- *    rd_kafka_incremental_assign's list (RD_KAFKA_OFFSET_END for
- *    TM_MACHINE_LOG_END); PAUSE / RESUME → rd_kafka_pause_partitions /
- *    rd_kafka_resume_partitions; SEEK → rd_kafka_seek_partitions;
+ *    the assignment tm_claim_assigned fills (TM_KAFKA_OFFSET_END for
+ *    TM_MACHINE_LOG_END); PAUSE / RESUME → tm_kafka_set_paused; SEEK →
+ *    tm_kafka_seek (kafka/consumer_ops.h: commit/ calls no librdkafka);
  *    RANGE / TAKE / EXTEND → tm_bb_range / tm_bb_add / tm_bb_extend into
  *    the batch's own builder (two builders for the pipeline); DLQ_SEND →
  *    tm_dlq_send; SINK_COMMIT → tm_lineage_fill_ranges and commit();
- *    COMMIT_OFFSETS → rd_kafka_commit (async); DROP_BATCH → tm_bb_reset;
+ *    COMMIT_OFFSETS → tm_kafka_commit_offsets; DROP_BATCH → tm_bb_reset;
  *    WRITE_STATUS → tm_conn_status_tick(c, 1); DEGRADE / FAIL →
  *    tm_conn_error(c, 0 / 1, ...).
  *  - what the sink answered is reported by the executor that sent

@@ -324,8 +324,9 @@ static void load_pause(tm_connector *c) {
  * goes on. Partitions outside the subscription are not ours to claim. */
 static void claim_orphans(tm_connector *c,
                           const rd_kafka_topic_partition_list_t *assigned) {
-    rd_kafka_topic_partition_list_t *orphans =
-        rd_kafka_topic_partition_list_new(assigned->cnt);
+    size_t n = 0;
+    tm_kafka_tp *orphans =
+        calloc(assigned->cnt ? (size_t)assigned->cnt : 1, sizeof *orphans);
     if (!orphans)
         return;
     for (int i = 0; i < assigned->cnt; i++) {
@@ -333,17 +334,16 @@ static void claim_orphans(tm_connector *c,
         char why[256];
         if (!tm_conn_part(c, tp->topic, tp->partition) &&
             tm_config_reads_topic(c->cfg, tp->topic, why, sizeof why) == 1)
-            rd_kafka_topic_partition_list_add(orphans, tp->topic,
-                                              tp->partition);
+            orphans[n++] = (tm_kafka_tp){tp->topic, tp->partition, 0, NULL};
     }
-    if (orphans->cnt > 0 && tm_claim_assigned(c, orphans) == 0)
-        for (int i = 0; i < orphans->cnt; i++) {
-            tm_part *p = tm_conn_part(c, orphans->elems[i].topic,
-                                      orphans->elems[i].partition);
+    if (n > 0 && tm_claim_assigned(c, orphans, n) == 0)
+        for (size_t i = 0; i < n; i++) {
+            tm_part *p =
+                tm_conn_part(c, orphans[i].topic, orphans[i].partition);
             if (p)
                 p->needs_seek = 1;
         }
-    rd_kafka_topic_partition_list_destroy(orphans);
+    free(orphans);
 }
 
 /* Pauses every partition librdkafka assigned to this consumer (one
