@@ -22,13 +22,14 @@
 #define MACHINE_MUTANT 0
 #endif
 
-/* A batch's action: its id, and its range when one is named. */
-static void emit_batch(tm_machine *m, tm_machine_action_kind kind,
-                       const mbatch *b, uint32_t range, int64_t offset,
-                       const char *why) {
+/* A batch's action: its id, and its range when one is named. NULL when
+ * memory ran out. */
+static tm_machine_action *emit_batch(tm_machine *m, tm_machine_action_kind kind,
+                                     const mbatch *b, uint32_t range,
+                                     int64_t offset, const char *why) {
     tm_machine_action *a = tm_m_push(m, kind);
     if (!a)
-        return;
+        return NULL;
     a->batch = b->id;
     a->offset = offset;
     if (range < b->nranges) {
@@ -39,6 +40,7 @@ static void emit_batch(tm_machine *m, tm_machine_action_kind kind,
         a->range = range;
     }
     a->why = tm_m_keep(m, why);
+    return a;
 }
 
 /* ---- Batches --------------------------------------------------------- */
@@ -356,9 +358,11 @@ void tm_m_record(tm_machine *m, const tm_machine_event *ev) {
     int r = range_for(m, p);
     if (r < 0)
         return;
-    emit_batch(m, TM_ACT_TAKE, &m->building, (uint32_t)r, ev->offset, NULL);
-    if (m->nacts && !m->oom)
-        m->acts[m->nacts - 1].flows = !m->sink_degraded;
+    tm_machine_action *take =
+        emit_batch(m, TM_ACT_TAKE, &m->building, (uint32_t)r, ev->offset, NULL);
+    if (take)
+        take->flows = !m->sink_degraded;
+    /* Answered (TAKEN or RECORD_STOP) before anything else happens. */
     m->take_out = 1;
     m->take_topic = p->topic;
     m->take_partition = p->partition;
@@ -382,12 +386,6 @@ void tm_m_partition_end(tm_machine *m, const tm_machine_event *ev) {
     extend_to(m, p, ev->offset + (MACHINE_MUTANT == 5));
 }
 
-/* The converter refused the record at offset with STOP (a change it cannot
- * apply safely: docs/operations.md, "A stopped partition"). Not FAILED:
- * the other partitions go on, and the status stays DEGRADED for as long as
- * the stop lasts. The batch holds P's records before it and the other
- * partitions' records, but the builder refused it: the batch is read again,
- * this time bounded by the stop. */
 /* The builder converted the record, or failed (out of memory): FAILED. */
 void tm_m_taken(tm_machine *m, const tm_machine_event *ev) {
     m->take_out = 0;
@@ -397,6 +395,12 @@ void tm_m_taken(tm_machine *m, const tm_machine_event *ev) {
     tm_m_drop(m, &m->building, "failed");
 }
 
+/* The converter refused the record at offset with STOP (a change it cannot
+ * apply safely: docs/operations.md, "A stopped partition"). Not FAILED:
+ * the other partitions go on, and the status stays DEGRADED for as long as
+ * the stop lasts. The batch holds P's records before it and the other
+ * partitions' records, but the builder refused it: the batch is read again,
+ * this time bounded by the stop. */
 void tm_m_record_stop(tm_machine *m, const tm_machine_event *ev) {
     m->take_out = 0;
     mpart *p = tm_m_part(m, ev->topic, ev->partition);

@@ -90,6 +90,7 @@ typedef struct world {
     int64_t acked_end[MAXP];
     int64_t last_committed[MAXP]; /* -2: not kept by the machine */
     tm_machine_part_state was[MAXP];
+    int was_held[MAXP];
     int64_t taken; /* the record of this step, -1 none */
     int claims[MAXP], nclaims;
     int64_t claim_from[MAXP];
@@ -471,7 +472,8 @@ static void step(world *w, tm_machine_event *ev) {
         tm_machine_part_view v;
         tm_machine_part(w->m, TOPIC, p, &v);
         seen.fenced += v.state == TM_PART_FENCED && w->was[p] != TM_PART_FENCED;
-        seen.held += v.held && ev->kind == TM_EV_RECORD;
+        seen.held += v.held && !w->was_held[p];
+        w->was_held[p] = v.held;
         w->was[p] = v.state;
         if (v.state != TM_PART_RUNNING) {
             if (v.state == TM_PART_ABSENT || v.state == TM_PART_CLAIMING)
@@ -903,7 +905,7 @@ int main(int argc, char **argv) {
             "%ld FATAL %ld INVALID %ld; %ld revokes or losses while a batch "
             "was out, %ld pauses after FENCED, %ld fenced markers read again, "
             "%ld claims deferred, %ld steps with two batches, %ld "
-            "partitions stopped, %ld records refused past a stop, %ld "
+            "partitions stopped, %ld held at their stop, %ld "
             "batches cut in half at their deadline\n",
             count, seen.caught_up, seen.holes_ended, seen.failed,
             seen.answers[TM_OK], seen.answers[TM_ALREADY],
