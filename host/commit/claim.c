@@ -554,16 +554,11 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
              * it: claiming it back would fence that writer, and it would
              * fence us in turn, for ever, each dropping the other's
              * batches. Left to it; looked at again after another bound. */
-            tm_conn_error(c, 0,
-                          "%s [%" PRId32 "]: another live writer (another "
-                          "group or host?) keeps committing %s[%" PRId32
-                          "]: its marker moved from %" PRId64 " (epoch %" PRId64
-                          ") to %" PRId64 " (epoch %" PRId64 ") in %" PRId64
-                          " ms, this host fenced; not claimed again while it "
-                          "moves",
-                          p->topic, p->partition, p->topic, p->partition,
-                          p->fenced_marker.next_offset, p->fenced_marker.epoch,
-                          due[i].next_offset, due[i].epoch, now - p->fenced_ms);
+            char why[1024];
+            tm_marker_moved_error(why, sizeof why, p->topic, p->partition,
+                                  &p->fenced_marker, &due[i],
+                                  now - p->fenced_ms);
+            tm_conn_error(c, 0, "%s", why);
             p->fenced_marker = due[i];
             p->fenced_marker.topic = p->topic;
             p->fenced_ms = now;

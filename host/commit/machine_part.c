@@ -237,14 +237,10 @@ void tm_m_parts_fenced_read(tm_machine *m, const tm_machine_event *ev) {
             /* A writer the group does not know of (another group_id)
              * still commits it: claiming it back would start a fencing
              * war. Looked at again after another bound. */
-            char why[512];
-            snprintf(why, sizeof why,
-                     "%s [%" PRId32 "]: another live writer keeps "
-                     "committing it (marker %" PRId64 " epoch %" PRId64
-                     " now %" PRId64 " epoch %" PRId64
-                     "); not claimed again while it moves",
-                     p->topic, p->partition, p->fenced_marker.next_offset,
-                     p->fenced_marker.epoch, mk->next_offset, mk->epoch);
+            char why[1024];
+            tm_marker_moved_error(why, sizeof why, p->topic, p->partition,
+                                  &p->fenced_marker, mk,
+                                  m->now_ms - p->fenced_ms);
             tm_m_emit(m, TM_ACT_DEGRADE, p, 0, why);
             p->fenced_marker = *mk;
             p->fenced_marker.topic = p->topic;

@@ -949,8 +949,9 @@ static const reason reasons[] = {
      "sink restored from a backup): nothing more is applied; decide with "
      "`tidemark offsets CONFIG --reset-to ...`"},
     {FENCED0 "; timer +500", "read ok t:0 e4 n20",
-     "t [0]: another live writer keeps committing it (marker 10 epoch 4 now "
-     "20 epoch 4); not claimed again while it moves"},
+     "t [0]: another live writer (another group or host?) keeps committing "
+     "t[0]: its marker moved from 10 (epoch 4) to 20 (epoch 4) in 500 ms, "
+     "this host fenced; not claimed again while it moves"},
     {RUN "; rec t:0 10; rec t:1 10", "stoprec t:0 11",
      "t [0] stopped at offset 11: column n: int64 narrowed to int32; nothing "
      "at or past it is committed, the other partitions go on: change the "
