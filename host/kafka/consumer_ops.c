@@ -36,6 +36,57 @@ void tm_kafka_tps_free(tm_kafka_tp *tps, size_t n) {
     free(tps);
 }
 
+/* An array of l's partitions with their own topics; NULL with errstr. */
+static tm_kafka_tp *owned_tps(const rd_kafka_topic_partition_list_t *l,
+                              size_t *n, char *errstr, size_t errsize) {
+    size_t cnt = (size_t)(l->cnt > 0 ? l->cnt : 0);
+    tm_kafka_tp *v = calloc(cnt ? cnt : 1, sizeof *v);
+    for (size_t i = 0; v && i < cnt; i++) {
+        v[i].partition = l->elems[i].partition;
+        v[i].offset = l->elems[i].offset;
+        v[i].topic = strdup(l->elems[i].topic);
+        if (!v[i].topic) {
+            tm_kafka_tps_free(v, i);
+            v = NULL;
+        }
+    }
+    if (!v) {
+        snprintf(errstr, errsize, "out of memory");
+        return NULL;
+    }
+    *n = cnt;
+    return v;
+}
+
+int tm_kafka_assignment(rd_kafka_t *rk, tm_kafka_tp **out, size_t *n,
+                        char *errstr, size_t errsize) {
+    *out = NULL;
+    *n = 0;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_assignment(rk, &l);
+    if (err || !l) {
+        snprintf(errstr, errsize, "%s",
+                 err ? rd_kafka_err2str(err) : "no assignment list");
+        if (l)
+            rd_kafka_topic_partition_list_destroy(l);
+        return -1;
+    }
+    *out = owned_tps(l, n, errstr, errsize);
+    rd_kafka_topic_partition_list_destroy(l);
+    return *out ? 0 : -1;
+}
+
+int tm_kafka_cached_high(rd_kafka_t *rk, const char *topic, int32_t partition,
+                         int64_t *high) {
+    int64_t lo = -1, hi = -1;
+    if (rd_kafka_get_watermark_offsets(rk, topic, partition, &lo, &hi) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        hi < 0)
+        return -1;
+    *high = hi;
+    return 0;
+}
+
 int tm_kafka_partition_tps(rd_kafka_t *rk, const tm_connector_config *cfg,
                            int timeout_ms, tm_kafka_tp **out, size_t *n,
                            char *errstr, size_t errsize) {
@@ -45,27 +96,9 @@ int tm_kafka_partition_tps(rd_kafka_t *rk, const tm_connector_config *cfg,
     if (tm_kafka_list_partitions(rk, cfg, timeout_ms, &all, errstr, errsize) !=
         0)
         return -1;
-    size_t cnt = (size_t)(all->cnt > 0 ? all->cnt : 0);
-    tm_kafka_tp *v = calloc(cnt ? cnt : 1, sizeof *v);
-    int rc = v ? 0 : -1;
-    for (size_t i = 0; v && i < cnt; i++) {
-        v[i].partition = all->elems[i].partition;
-        v[i].offset = all->elems[i].offset;
-        v[i].topic = strdup(all->elems[i].topic);
-        if (!v[i].topic) {
-            tm_kafka_tps_free(v, i);
-            v = NULL;
-            rc = -1;
-        }
-    }
+    *out = owned_tps(all, n, errstr, errsize);
     rd_kafka_topic_partition_list_destroy(all);
-    if (rc != 0) {
-        snprintf(errstr, errsize, "out of memory");
-        return -1;
-    }
-    *out = v;
-    *n = cnt;
-    return 0;
+    return *out ? 0 : -1;
 }
 
 /* A librdkafka list of tps (with their offsets); NULL when out of memory. */

@@ -39,6 +39,17 @@ int tm_kafka_partition_tps(rd_kafka_t *rk, const tm_connector_config *cfg,
                            char *errstr, size_t errsize);
 void tm_kafka_tps_free(tm_kafka_tp *tps, size_t n);
 
+/* The consumer's current assignment as an array with its own topics
+ * (offsets as librdkafka holds them): freed with tm_kafka_tps_free. 0, or
+ * -1 with errstr. */
+int tm_kafka_assignment(rd_kafka_t *rk, tm_kafka_tp **out, size_t *n,
+                        char *errstr, size_t errsize);
+
+/* The high watermark librdkafka last saw for the partition (no round
+ * trip): 0 with *high, or -1 when it has none. */
+int tm_kafka_cached_high(rd_kafka_t *rk, const char *topic, int32_t partition,
+                         int64_t *high);
+
 /* Pauses (pause 1) or resumes (0) the partitions' fetching. 0, or -1 with
  * errstr (librdkafka's reason, or out of memory). */
 int tm_kafka_set_paused(rd_kafka_t *rk, const tm_kafka_tp *tps, size_t n,
