@@ -10,6 +10,7 @@
 #include "commit/marker_check.h"
 #include "commit/part_stop.h"
 #include "kafka/consumer.h"
+#include "kafka/consumer_ops.h"
 #include "kafka/member_id.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
@@ -98,21 +99,21 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
 static int claimed_before(tm_connector *c, char *why, size_t whysize) {
     if (c->claimed_before)
         return 1;
-    rd_kafka_topic_partition_list_t *all = NULL;
-    if (tm_kafka_list_partitions(c->rk, c->cfg, WATERMARK_TIMEOUT_MS, &all, why,
-                                 whysize) != 0)
+    tm_kafka_tp *all = NULL;
+    size_t n = 0;
+    if (tm_kafka_partition_tps(c->rk, c->cfg, WATERMARK_TIMEOUT_MS, &all, &n,
+                               why, whysize) != 0)
         return -1;
-    size_t n = (size_t)all->cnt;
     tm_marker *m = calloc(n ? n : 1, sizeof *m);
     if (!m) {
-        rd_kafka_topic_partition_list_destroy(all);
+        tm_kafka_tps_free(all, n);
         snprintf(why, whysize, "out of memory");
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         m[i].struct_size = sizeof m[i];
-        m[i].topic = all->elems[i].topic;
-        m[i].partition = all->elems[i].partition;
+        m[i].topic = all[i].topic;
+        m[i].partition = all[i].partition;
     }
     tm_error err = tm_error_init();
     tm_status st =
@@ -128,7 +129,7 @@ static int claimed_before(tm_connector *c, char *why, size_t whysize) {
         c->claimed_before = rc;
     }
     free(m);
-    rd_kafka_topic_partition_list_destroy(all);
+    tm_kafka_tps_free(all, n);
     return rc;
 }
 
@@ -165,14 +166,13 @@ static int start_at_end(tm_connector *c, int *at_end, int64_t patience_ms) {
  * (fallback NULL) are kept unclaimed, assigned at the log's end (nothing
  * of them is taken: on_message drops their records) until
  * tm_claim_pending claims them and seeks to their markers. */
-static int defer(tm_connector *c, rd_kafka_topic_partition_list_t *assigned,
+static int defer(tm_connector *c, tm_kafka_tp *assigned, size_t n,
                  const int64_t *fallback) {
     if (fallback)
         return CLAIM_DEFERRED; /* fenced parts: retried as they are */
     int newly = 0;
-    for (int i = 0; i < assigned->cnt; i++) {
-        tm_part *p =
-            add_part(c, assigned->elems[i].topic, assigned->elems[i].partition);
+    for (size_t i = 0; i < n; i++) {
+        tm_part *p = add_part(c, assigned[i].topic, assigned[i].partition);
         if (!p) {
             tm_conn_error(c, 1, "claim: out of memory");
             return -1;
@@ -183,7 +183,7 @@ static int defer(tm_connector *c, rd_kafka_topic_partition_list_t *assigned,
             p->epoch = TM_NO_EPOCH;
             p->committed = p->next_expected = TM_NO_OFFSET;
         }
-        assigned->elems[i].offset = RD_KAFKA_OFFSET_END;
+        assigned[i].offset = TM_KAFKA_OFFSET_END;
     }
     c->any_unclaimed = 1;
     if (newly) {
@@ -218,10 +218,8 @@ static void keep_claimed_as_fenced(tm_connector *c, const tm_marker *m,
  * claim returns it as it is. Transient errors are retried within
  * patience_ms. 0 claimed, CLAIM_DEFERRED (a
  * transient error outlasted it: defer()), -1 FAILED or stopping. */
-static int claim_list(tm_connector *c,
-                      rd_kafka_topic_partition_list_t *assigned,
+static int claim_list(tm_connector *c, tm_kafka_tp *assigned, size_t n,
                       const int64_t *fallback, int64_t patience_ms) {
-    size_t n = (size_t)assigned->cnt;
     if (n == 0)
         return 0;
     int64_t started = tm_now_ms();
@@ -235,12 +233,12 @@ static int claim_list(tm_connector *c,
     int at_end = 0;
     if (!fallback && (rc = start_at_end(c, &at_end, patience_ms)) != 0) {
         if (rc == CLAIM_DEFERRED)
-            rc = defer(c, assigned, fallback);
+            rc = defer(c, assigned, n, fallback);
         goto out;
     }
     rc = -1;
     for (size_t i = 0; i < n; i++) {
-        const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
+        const tm_kafka_tp *tp = &assigned[i];
         char why[512];
         /* Right after a leader change the broker answers "not leader"
          * for a while: retried like a busy store, not a reason to fail. */
@@ -254,7 +252,7 @@ static int claim_list(tm_connector *c,
             if (atomic_load(c->stop))
                 goto out;
             if (tm_now_ms() >= give_up) {
-                rc = defer(c, assigned, fallback);
+                rc = defer(c, assigned, n, fallback);
                 goto out;
             }
             sleep_ms(tm_backoff_next(&wb));
@@ -280,7 +278,7 @@ static int claim_list(tm_connector *c,
     if (st == TM_RETRY) {
         tm_conn_error(c, 0, "claim of %zu partition(s): RETRY: %s", n,
                       err.message);
-        rc = defer(c, assigned, fallback);
+        rc = defer(c, assigned, n, fallback);
         goto out;
     }
     if (st != TM_OK) {
@@ -312,7 +310,7 @@ static int claim_list(tm_connector *c,
     if (lineage == TM_LINEAGE_DEFERRED) {
         if (fallback)
             keep_claimed_as_fenced(c, markers, n);
-        rc = defer(c, assigned, fallback);
+        rc = defer(c, assigned, n, fallback);
         goto out;
     }
     if (lineage != 0)
@@ -338,7 +336,7 @@ static int claim_list(tm_connector *c,
         p->needs_resume = 1;
         p->marker = markers[i];
         p->marker.topic = p->topic;
-        assigned->elems[i].offset = markers[i].next_offset;
+        assigned[i].offset = markers[i].next_offset;
         tm_conn_log(c, TM_LOG_INFO, p->topic, p->partition, NULL,
                     "claimed: epoch=%" PRId64 " next_offset=%" PRId64
                     " log=[%" PRId64 ",%" PRId64 ")",
@@ -367,18 +365,19 @@ out:
  * rebalance (kafka/member_id.h): it may hold a topic removed from the
  * config. Its entry's offset is set to the log's end and it is left out
  * of c->parts, so none of its records is taken (commit_loop.c). Returns
- * the number of such partitions; the others are copied to *ours. */
-static int outside_subscription(tm_connector *c,
-                                rd_kafka_topic_partition_list_t *assigned,
-                                rd_kafka_topic_partition_list_t *ours) {
+ * the number of such partitions; the others are copied to ours
+ * (*nours of them). */
+static int outside_subscription(tm_connector *c, tm_kafka_tp *assigned,
+                                size_t n, tm_kafka_tp *ours, size_t *nours) {
     int foreign = 0;
-    for (int i = 0; i < assigned->cnt; i++) {
-        rd_kafka_topic_partition_t *tp = &assigned->elems[i];
+    *nours = 0;
+    for (size_t i = 0; i < n; i++) {
+        tm_kafka_tp *tp = &assigned[i];
         if (tm_kafka_topic_wanted(c->cfg, tp->topic)) {
-            rd_kafka_topic_partition_list_add(ours, tp->topic, tp->partition);
+            ours[(*nours)++] = (tm_kafka_tp){tp->topic, tp->partition, 0, NULL};
             continue;
         }
-        tp->offset = RD_KAFKA_OFFSET_END;
+        tp->offset = TM_KAFKA_OFFSET_END;
         if (!foreign++)
             tm_conn_error(c, 0,
                           "%s [%" PRId32 "]: assigned by the group but not "
@@ -390,24 +389,22 @@ static int outside_subscription(tm_connector *c,
     return foreign;
 }
 
-int tm_claim_assigned(tm_connector *c,
-                      rd_kafka_topic_partition_list_t *assigned) {
-    rd_kafka_topic_partition_list_t *ours =
-        rd_kafka_topic_partition_list_new(assigned->cnt ? assigned->cnt : 1);
+int tm_claim_assigned(tm_connector *c, tm_kafka_tp *assigned, size_t n) {
+    tm_kafka_tp *ours = calloc(n ? n : 1, sizeof *ours);
     if (!ours) {
         tm_conn_error(c, 1, "claim: out of memory");
         return -1;
     }
-    int foreign = outside_subscription(c, assigned, ours);
-    int rc = claim_list(c, ours, NULL, CLAIM_PATIENCE_MS) < 0 ? -1 : 0;
+    size_t nours;
+    int foreign = outside_subscription(c, assigned, n, ours, &nours);
+    int rc = claim_list(c, ours, nours, NULL, CLAIM_PATIENCE_MS) < 0 ? -1 : 0;
     /* Where each claimed (or deferred) partition starts. */
-    for (int i = 0; i < ours->cnt; i++) {
-        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_find(
-            assigned, ours->elems[i].topic, ours->elems[i].partition);
-        if (tp)
-            tp->offset = ours->elems[i].offset;
-    }
-    rd_kafka_topic_partition_list_destroy(ours);
+    for (size_t i = 0; i < nours; i++)
+        for (size_t j = 0; j < n; j++)
+            if (assigned[j].partition == ours[i].partition &&
+                strcmp(assigned[j].topic, ours[i].topic) == 0)
+                assigned[j].offset = ours[i].offset;
+    free(ours);
     if (foreign && rc == 0) {
         /* Not healthy while this consumer holds them: the claim's recovery
          * must not hide it. A new member id helps once (an old member's
@@ -452,20 +449,21 @@ static void retry_later(tm_connector *c) {
 int tm_claim_pending(tm_connector *c) {
     if (!c->any_unclaimed || !retry_due(c))
         return 0;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+    tm_kafka_tp *l = calloc(c->nparts ? c->nparts : 1, sizeof *l);
     if (!l) {
         tm_conn_error(c, 1, "claim: out of memory");
         return -1;
     }
+    size_t n = 0;
     for (size_t i = 0; i < c->nparts; i++)
         if (c->parts[i].unclaimed)
-            rd_kafka_topic_partition_list_add(l, c->parts[i].topic,
-                                              c->parts[i].partition);
+            l[n++] = (tm_kafka_tp){c->parts[i].topic, c->parts[i].partition, 0,
+                                   NULL};
     /* None left: they were revoked while waiting. */
-    int rc = l->cnt ? claim_list(c, l, NULL, 0) : 0;
-    if (l->cnt == 0)
+    int rc = n ? claim_list(c, l, n, NULL, 0) : 0;
+    if (n == 0)
         c->any_unclaimed = 0;
-    rd_kafka_topic_partition_list_destroy(l);
+    free(l);
     if (rc == CLAIM_DEFERRED) {
         retry_later(c);
         return 0;
@@ -538,7 +536,7 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
         retry_later(c);
         return 0;
     }
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+    tm_kafka_tp *l = calloc(n, sizeof *l);
     int64_t *from = calloc(n, sizeof *from);
     if (!l || !from) {
         tm_conn_error(c, 1, "claim: out of memory");
@@ -556,16 +554,11 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
              * it: claiming it back would fence that writer, and it would
              * fence us in turn, for ever, each dropping the other's
              * batches. Left to it; looked at again after another bound. */
-            tm_conn_error(c, 0,
-                          "%s [%" PRId32 "]: another live writer (another "
-                          "group or host?) keeps committing %s[%" PRId32
-                          "]: its marker moved from %" PRId64 " (epoch %" PRId64
-                          ") to %" PRId64 " (epoch %" PRId64 ") in %" PRId64
-                          " ms, this host fenced; not claimed again while it "
-                          "moves",
-                          p->topic, p->partition, p->topic, p->partition,
-                          p->fenced_marker.next_offset, p->fenced_marker.epoch,
-                          due[i].next_offset, due[i].epoch, now - p->fenced_ms);
+            char why[1024];
+            tm_marker_moved_error(why, sizeof why, p->topic, p->partition,
+                                  &p->fenced_marker, &due[i],
+                                  now - p->fenced_ms);
+            tm_conn_error(c, 0, "%s", why);
             p->fenced_marker = due[i];
             p->fenced_marker.topic = p->topic;
             p->fenced_ms = now;
@@ -580,10 +573,10 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
                     bound_ms, due[i].next_offset, due[i].epoch);
         /* The claim returns the marker as it is (and raises its epoch);
          * its own offset is the only one given. */
-        from[nclaim++] = due[i].next_offset;
-        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+        from[nclaim] = due[i].next_offset;
+        l[nclaim++] = (tm_kafka_tp){p->topic, p->partition, 0, NULL};
     }
-    rc = l->cnt ? claim_list(c, l, from, 0) : 0;
+    rc = nclaim ? claim_list(c, l, nclaim, from, 0) : 0;
     if (rc == CLAIM_DEFERRED) {
         /* A transient error: still fenced, claimed again later. */
         retry_later(c);
@@ -606,8 +599,7 @@ int tm_claim_fenced_again(tm_connector *c, int64_t bound_ms) {
             }
         }
 out:
-    if (l)
-        rd_kafka_topic_partition_list_destroy(l);
+    free(l);
     free(from);
     free(due);
     return rc;

@@ -2,6 +2,7 @@
 #ifndef TM_CLAIM_H
 #define TM_CLAIM_H
 
+#include "kafka/consumer_ops.h"
 #include "runtime/connector_state.h"
 
 /* For every partition of `assigned` (newly given to this host by the
@@ -9,14 +10,13 @@
  * against the broker's watermarks), claim them all in the sink in one call
  * (raising their epochs), check each marker against the log's bounds, add
  * them to c->parts and set each entry's offset to the marker's next_offset
- * for rd_kafka_incremental_assign(). A transient error (the store or
+ * for the consumer's assignment. A transient error (the store or
  * the broker) outlasting a few seconds does not fail it: the partitions
  * are kept unclaimed (their offsets set to the log's end, none of their
  * records taken) and tm_claim_pending claims them later. Returns 0; -1
  * when nothing was claimed: the connector is now FAILED (the reason is in
  * c->last_error) or stopping; entries' offsets untouched. */
-int tm_claim_assigned(tm_connector *c,
-                      rd_kafka_topic_partition_list_t *assigned);
+int tm_claim_assigned(tm_connector *c, tm_kafka_tp *assigned, size_t n);
 
 /* The commit loop's retry of the unclaimed partitions (outside the
  * rebalance callback, between polls, so the member stays in the group),

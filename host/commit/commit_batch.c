@@ -9,6 +9,7 @@
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
+#include "kafka/consumer_ops.h"
 #include "kafka/dead_letter_producer.h"
 #include "metrics/metrics_registry.h"
 #include "services/error.h"
@@ -19,27 +20,25 @@
 #define MAX_CONFLICTS_IN_ROW 5
 
 void tm_commit_pause_all(tm_connector *c, int pause) {
-    rd_kafka_topic_partition_list_t *l =
-        rd_kafka_topic_partition_list_new((int)(c->nparts ? c->nparts : 1));
-    if (!l)
+    tm_kafka_tp *v = calloc(c->nparts ? c->nparts : 1, sizeof *v);
+    if (!v)
         return;
+    size_t n = 0;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
         if (p->fenced || p->stop_held || p->paused == pause)
             continue;
-        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+        v[n].topic = p->topic;
+        v[n++].partition = p->partition;
         p->paused = pause;
         if (!pause)
             p->needs_seek = 1; /* whatever was fetched before the pause */
     }
-    if (l->cnt > 0) {
-        rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(c->rk, l)
-                                        : rd_kafka_resume_partitions(c->rk, l);
-        if (err)
-            tm_log(TM_LOG_WARN, c->cfg->name, "%s: %s",
-                   pause ? "pause" : "resume", rd_kafka_err2str(err));
-    }
-    rd_kafka_topic_partition_list_destroy(l);
+    char why[256];
+    if (tm_kafka_set_paused(c->rk, v, n, pause, why, sizeof why) != 0)
+        tm_log(TM_LOG_WARN, c->cfg->name, "%s: %s", pause ? "pause" : "resume",
+               why);
+    free(v);
 }
 
 void tm_commit_drop_batch(tm_connector *c, const char *why) {
@@ -106,14 +105,9 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
              * the group to revoke it; claiming back here would start a
              * fencing war. */
             if (!p->fenced) {
-                rd_kafka_topic_partition_list_t *l =
-                    rd_kafka_topic_partition_list_new(1);
-                if (l) {
-                    rd_kafka_topic_partition_list_add(l, p->topic,
-                                                      p->partition);
-                    rd_kafka_pause_partitions(c->rk, l);
-                    rd_kafka_topic_partition_list_destroy(l);
-                }
+                tm_kafka_tp tp = {p->topic, p->partition, 0, NULL};
+                char why[256];
+                (void)tm_kafka_set_paused(c->rk, &tp, 1, 1, why, sizeof why);
                 tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
                             "fenced: epoch %" PRId64 " is now %" PRId64
                             " (another host claimed it); paused until "
@@ -137,24 +131,20 @@ static void reread_markers(tm_connector *c, const tm_batch *b) {
 }
 
 static void commit_group_offsets(tm_connector *c, const tm_batch *b) {
-    rd_kafka_topic_partition_list_t *l =
-        rd_kafka_topic_partition_list_new((int)(b->nranges ? b->nranges : 1));
-    if (!l)
+    tm_kafka_tp *v = calloc(b->nranges ? b->nranges : 1, sizeof *v);
+    if (!v)
         return;
+    size_t n = 0;
     for (size_t i = 0; i < b->nranges; i++) {
         const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
         if (tm_conn_part(c, r->topic, r->partition))
-            rd_kafka_topic_partition_list_add(l, r->topic, r->partition)
-                ->offset = r->end_offset;
+            v[n++] = (tm_kafka_tp){r->topic, r->partition, r->end_offset, NULL};
     }
     /* Asynchronous and best effort: only lag tools read these. */
-    if (l->cnt > 0) {
-        rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, l, 1);
-        if (err)
-            tm_log(TM_LOG_DEBUG, c->cfg->name, "group offset commit: %s",
-                   rd_kafka_err2str(err));
-    }
-    rd_kafka_topic_partition_list_destroy(l);
+    char why[256];
+    if (tm_kafka_commit_offsets(c->rk, v, n, why, sizeof why) != 0)
+        tm_log(TM_LOG_DEBUG, c->cfg->name, "group offset commit: %s", why);
+    free(v);
 }
 
 static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {

@@ -9,7 +9,7 @@
 #include "commit/commit_internal.h"
 #include "commit/part_stop.h"
 #include "kafka/consumer.h"
-#include "kafka/message_view.h"
+#include "kafka/consumer_ops.h"
 #include "kafka/partitions.h"
 #include "metrics/metrics_registry.h"
 #include "services/log.h"
@@ -56,11 +56,11 @@ static void on_partition_end(tm_connector *c, tm_part *p, int64_t position) {
     tm_commit_extend(c, p, position);
 }
 
-static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
+static void on_record(tm_connector *c, tm_part *p, const tm_polled *m) {
     tm_header_view hv[TM_MAX_HEADERS];
     tm_msg_view v;
     int truncated;
-    tm_kafka_message_view(m, p->topic, p->partition, hv, &v, &truncated);
+    tm_kafka_polled_view(m, hv, &v, &truncated);
     if (truncated)
         tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
                     "offset %" PRId64 ": more than %d headers, the rest are "
@@ -86,11 +86,10 @@ static void on_record(tm_connector *c, tm_part *p, rd_kafka_message_t *m) {
     p->next_expected = m->offset + 1;
 }
 
-static void on_error(tm_connector *c, rd_kafka_message_t *m) {
-    const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "?";
-    switch (m->err) {
-    case RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET:
-    case RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE:
+static void on_error(tm_connector *c, const tm_polled *m) {
+    const char *topic = m->topic;
+    switch (m->error) {
+    case TM_POLL_ERR_OFFSET_GONE:
         /* auto.offset.reset=error: the log moved under us (retention
          * deleted records we had not applied yet). Never a silent jump. */
         tm_conn_error(c, 1,
@@ -98,36 +97,31 @@ static void on_error(tm_connector *c, rd_kafka_message_t *m) {
                       " is no longer in the log (%s): records were deleted "
                       "before they were applied; reset with `tidemark "
                       "offsets --reset-to` once you have decided",
-                      topic, m->partition, m->offset,
-                      rd_kafka_message_errstr(m));
+                      topic, m->partition, m->offset, m->errstr);
         return;
-    case RD_KAFKA_RESP_ERR__FATAL: tm_consumer_fatal(c); return;
-    case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
-    case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
-    case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+    case TM_POLL_ERR_FATAL: tm_consumer_fatal(c); return;
+    case TM_POLL_ERR_NO_TOPIC:
         /* A topic of `topics` not created yet: librdkafka keeps the
          * subscription and the group assigns it once it exists. */
-        tm_conn_error(c, 0, "waiting for topic %s: %s", topic,
-                      rd_kafka_message_errstr(m));
+        tm_conn_error(c, 0, "waiting for topic %s: %s", topic, m->errstr);
         return;
-    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
-    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
-        tm_conn_error(c, 1, "%s: %s", topic, rd_kafka_message_errstr(m));
+    case TM_POLL_ERR_AUTH:
+        tm_conn_error(c, 1, "%s: %s", topic, m->errstr);
         return;
-    default:
-        tm_log(TM_LOG_WARN, c->cfg->name, "consumer: %s: %s",
-               rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+    case TM_POLL_ERR_OTHER:
+        tm_log(TM_LOG_WARN, c->cfg->name, "consumer: %s: %s", m->errname,
+               m->errstr);
     }
 }
 
-static void on_message(tm_connector *c, rd_kafka_message_t *m) {
-    if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+static void on_message(tm_connector *c, const tm_polled *m) {
+    if (m->kind == TM_POLLED_ERROR) {
         on_error(c, m);
         return;
     }
-    if (!m->rkt)
+    if (m->kind == TM_POLLED_NOTHING)
         return;
-    tm_part *p = tm_conn_part(c, rd_kafka_topic_name(m->rkt), m->partition);
+    tm_part *p = tm_conn_part(c, m->topic, m->partition);
     /* Not ours (revoked), lost to another owner, waiting for a seek after
      * dropped records, or before what the batch already has (delivered
      * again after a seek): not taken. */
@@ -141,7 +135,7 @@ static void on_message(tm_connector *c, rd_kafka_message_t *m) {
     /* Stopped by a change it cannot apply: the rest stays in Kafka. */
     if (tm_part_stop_refuses(c, p, m->offset))
         return;
-    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    if (m->kind == TM_POLLED_END) {
         on_partition_end(c, p, m->offset);
         return;
     }
@@ -152,64 +146,76 @@ static void on_message(tm_connector *c, rd_kafka_message_t *m) {
     on_record(c, p, m);
 }
 
-/* Re-reads what was dropped: seek each marked partition back to where the
- * next batch must start. rd_kafka_seek_partitions() waits for the seek, and
- * librdkafka discards what was fetched before it. */
-static void apply_resumes(tm_connector *c) {
-    rd_kafka_topic_partition_list_t *l = NULL;
+/* The partitions of c->parts that want (wanted(p) non-zero) an
+ * operation, each at its next_expected; NULL when none (or out of
+ * memory: tried again at the next turn of the loop). */
+static tm_kafka_tp *parts_where(tm_connector *c,
+                                int (*wanted)(tm_connector *, tm_part *),
+                                size_t *n) {
+    tm_kafka_tp *v = NULL;
+    *n = 0;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
-        if (!p->needs_resume)
+        if (!wanted(c, p))
             continue;
-        if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
-            return;
-        rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
-        p->needs_resume = 0;
+        if (!v && !(v = calloc(c->nparts, sizeof *v)))
+            return NULL;
+        v[*n].topic = p->topic;
+        v[*n].partition = p->partition;
+        v[*n].offset = p->next_expected;
+        ++*n;
     }
-    if (!l)
-        return;
-    rd_kafka_resp_err_t err = rd_kafka_resume_partitions(c->rk, l);
-    if (err)
-        tm_log(TM_LOG_WARN, c->cfg->name, "resume after claim: %s",
-               rd_kafka_err2str(err));
-    rd_kafka_topic_partition_list_destroy(l);
+    return v;
 }
 
-static void apply_seeks(tm_connector *c) {
-    rd_kafka_topic_partition_list_t *l = NULL;
-    for (size_t i = 0; i < c->nparts; i++) {
-        tm_part *p = &c->parts[i];
-        if (!p->needs_seek || p->fenced || p->paused || p->unclaimed ||
-            !tm_part_stop_may_seek(c, p))
-            continue;
-        if (!l && !(l = rd_kafka_topic_partition_list_new(4)))
-            return;
-        rd_kafka_topic_partition_list_add(l, p->topic, p->partition)->offset =
-            p->next_expected;
-    }
-    if (!l)
+static int wants_resume(tm_connector *c, tm_part *p) {
+    (void)c;
+    return p->needs_resume;
+}
+
+static void apply_resumes(tm_connector *c) {
+    size_t n;
+    tm_kafka_tp *v = parts_where(c, wants_resume, &n);
+    if (!v)
         return;
-    rd_kafka_error_t *err = rd_kafka_seek_partitions(c->rk, l, 10000);
-    if (err) {
-        tm_log(TM_LOG_WARN, c->cfg->name, "seek: %s; trying again",
-               rd_kafka_error_string(err));
-        rd_kafka_error_destroy(err);
+    for (size_t i = 0; i < c->nparts; i++)
+        c->parts[i].needs_resume = 0;
+    char why[256];
+    if (tm_kafka_set_paused(c->rk, v, n, 0, why, sizeof why) != 0)
+        tm_log(TM_LOG_WARN, c->cfg->name, "resume after claim: %s", why);
+    free(v);
+}
+
+static int wants_seek(tm_connector *c, tm_part *p) {
+    return p->needs_seek && !p->fenced && !p->paused && !p->unclaimed &&
+           tm_part_stop_may_seek(c, p);
+}
+
+/* Re-reads what was dropped: seek each marked partition back to where the
+ * next batch must start. The seek is waited for, and what was fetched
+ * before it is discarded. */
+static void apply_seeks(tm_connector *c) {
+    size_t n;
+    tm_kafka_tp *v = parts_where(c, wants_seek, &n);
+    if (!v)
+        return;
+    char why[512];
+    if (tm_kafka_seek(c->rk, v, n, 10000, why, sizeof why) != 0) {
+        tm_log(TM_LOG_WARN, c->cfg->name, "seek: %s; trying again", why);
     } else {
-        for (int i = 0; i < l->cnt; i++) {
-            tm_part *p =
-                tm_conn_part(c, l->elems[i].topic, l->elems[i].partition);
+        for (size_t i = 0; i < n; i++) {
+            tm_part *p = tm_conn_part(c, v[i].topic, v[i].partition);
             if (!p)
                 continue;
-            if (l->elems[i].err)
+            if (v[i].err)
                 tm_log(TM_LOG_WARN, c->cfg->name,
                        "seek %s [%" PRId32 "] to %" PRId64 ": %s", p->topic,
-                       p->partition, p->next_expected,
-                       rd_kafka_err2str(l->elems[i].err));
+                       p->partition, p->next_expected, v[i].err);
             else
                 p->needs_seek = 0;
         }
     }
-    rd_kafka_topic_partition_list_destroy(l);
+    free(v);
 }
 
 static int batch_due(tm_connector *c) {
@@ -228,19 +234,16 @@ void tm_commit_serve(tm_connector *c, int64_t ms) {
         int64_t left = until - tm_now_ms();
         if (left <= 0 || c->batch_abandoned)
             return;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(
-            c->rk, (int)(left < POLL_MS ? left : POLL_MS));
-        if (m) {
-            if (!m->err && m->rkt) {
-                tm_part *p =
-                    tm_conn_part(c, rd_kafka_topic_name(m->rkt), m->partition);
-                if (p)
-                    p->needs_seek = 1;
-            } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                on_error(c, m);
-            }
-            rd_kafka_message_destroy(m);
+        tm_polled m;
+        tm_kafka_poll(c->rk, (int)(left < POLL_MS ? left : POLL_MS), &m);
+        if (m.kind == TM_POLLED_RECORD) {
+            tm_part *p = tm_conn_part(c, m.topic, m.partition);
+            if (p)
+                p->needs_seek = 1;
+        } else if (m.kind == TM_POLLED_ERROR) {
+            on_error(c, &m);
         }
+        tm_kafka_polled_release(&m);
         tm_conn_status_tick(c, 0);
     }
 }
@@ -257,13 +260,7 @@ int64_t tm_fenced_bound_ms(tm_connector *c) {
      * consumer once: its configuration does not change. */
     if (c->fenced_bound_ms)
         return c->fenced_bound_ms;
-    char v[32];
-    size_t size = sizeof v;
-    int64_t session_ms = 45000; /* librdkafka's default */
-    if (c->rk && rd_kafka_conf_get(rd_kafka_conf(c->rk), "session.timeout.ms",
-                                   v, &size) == RD_KAFKA_CONF_OK)
-        session_ms = strtoll(v, NULL, 10);
-    c->fenced_bound_ms = 2 * (session_ms > 0 ? session_ms : 45000);
+    c->fenced_bound_ms = 2 * tm_kafka_consumer_session_ms(c->rk);
     return c->fenced_bound_ms;
 }
 
@@ -276,11 +273,10 @@ void tm_commit_loop_run(tm_connector *c) {
                 c->batch_opened_ms + c->cfg->batch.max_wait_ms - tm_now_ms();
             timeout = left <= 0 ? 0 : left < POLL_MS ? (int)left : POLL_MS;
         }
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, timeout);
-        if (m) {
-            on_message(c, m);
-            rd_kafka_message_destroy(m);
-        }
+        tm_polled m;
+        tm_kafka_poll(c->rk, timeout, &m);
+        on_message(c, &m);
+        tm_kafka_polled_release(&m);
         if (c->state == TM_CONN_FAILED)
             break;
         if (c->batch_open && c->batch_abandoned)
@@ -306,9 +302,8 @@ void tm_commit_loop_run(tm_connector *c) {
                                                   : "stopping");
 }
 
-void tm_commit_on_revoke(tm_connector *c,
-                         const rd_kafka_topic_partition_list_t *revoked,
-                         int lost) {
+void tm_commit_on_revoke(tm_connector *c, const tm_kafka_tp *revoked,
+                         size_t nrevoked, int lost) {
     /* The counts of the last commits, before the partitions are gone. */
     if (!lost)
         tm_conn_refresh_markers(c);
@@ -317,9 +312,9 @@ void tm_commit_on_revoke(tm_connector *c,
         const tm_batch *b = tm_bb_batch(c->bb);
         for (size_t i = 0; b && i < b->nranges && !hit; i++) {
             const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
-            for (int j = 0; j < revoked->cnt && !hit; j++)
-                hit = revoked->elems[j].partition == r->partition &&
-                      strcmp(revoked->elems[j].topic, r->topic) == 0;
+            for (size_t j = 0; j < nrevoked && !hit; j++)
+                hit = revoked[j].partition == r->partition &&
+                      strcmp(revoked[j].topic, r->topic) == 0;
         }
     }
     if (c->batch_open && hit) {
@@ -332,12 +327,11 @@ void tm_commit_on_revoke(tm_connector *c,
     }
     /* Held foreign partitions (commit/claim.c) the group takes away: no
      * longer a reason to stay DEGRADED. */
-    for (int j = 0; j < revoked->cnt && c->foreign_held > 0; j++)
-        if (!tm_kafka_topic_wanted(c->cfg, revoked->elems[j].topic))
+    for (size_t j = 0; j < nrevoked && c->foreign_held > 0; j++)
+        if (!tm_kafka_topic_wanted(c->cfg, revoked[j].topic))
             c->foreign_held--;
-    for (int j = 0; j < revoked->cnt; j++) {
-        tm_part *p = tm_conn_part(c, revoked->elems[j].topic,
-                                  revoked->elems[j].partition);
+    for (size_t j = 0; j < nrevoked; j++) {
+        tm_part *p = tm_conn_part(c, revoked[j].topic, revoked[j].partition);
         if (!p)
             continue;
         tm_conn_log(c, TM_LOG_INFO, p->topic, p->partition, NULL,

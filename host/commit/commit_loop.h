@@ -4,6 +4,7 @@
 #ifndef TM_COMMIT_LOOP_H
 #define TM_COMMIT_LOOP_H
 
+#include "kafka/consumer_ops.h"
 #include "runtime/connector_state.h"
 
 /* Runs until *c->stop is set (then finishes or abandons the batch in
@@ -14,9 +15,8 @@ void tm_commit_loop_run(tm_connector *c);
 /* The rebalance callback's revoke: a batch never outlives the assignment
  * of its partitions. Drops the batch in flight when it holds a revoked
  * partition (every batch when lost), and forgets the revoked partitions. */
-void tm_commit_on_revoke(tm_connector *c,
-                         const rd_kafka_topic_partition_list_t *revoked,
-                         int lost);
+void tm_commit_on_revoke(tm_connector *c, const tm_kafka_tp *revoked,
+                         size_t nrevoked, int lost);
 
 /* Writes the status file when a second has passed since the last write, or
  * at once with force (runtime/connector_status.c). */

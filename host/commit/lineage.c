@@ -138,18 +138,17 @@ typedef struct check_ctx {
     int *stopped;              /* 1 when a mismatch was reported */
 } check_ctx;
 
-static void on_record(void *user, size_t i, const rd_kafka_message_t *msg) {
+static void on_record(void *user, size_t i, const tm_read_record *msg) {
     check_ctx *x = user;
     const tm_marker *m = x->checked[i];
     tm_lineage_seen seen, *found = NULL;
     if (msg) {
-        rd_kafka_timestamp_type_t tt;
         seen.offset = msg->offset;
-        seen.timestamp_ms = rd_kafka_message_timestamp(msg, &tt);
+        seen.timestamp_ms = msg->timestamp_ms;
         seen.key = msg->key;
         seen.key_len = msg->key_len;
-        seen.value = msg->payload;
-        seen.value_len = msg->len;
+        seen.value = msg->value;
+        seen.value_len = msg->value_len;
         found = &seen;
     }
     char why[512];

@@ -238,6 +238,8 @@ static void on_stop(tm_machine *m) {
 static const char *malformed(const tm_machine *m, const tm_machine_event *ev) {
     if (ev->now_ms < m->now_ms)
         return "now_ms went back";
+    if (m->take_out && ev->kind != TM_EV_TAKEN && ev->kind != TM_EV_RECORD_STOP)
+        return "a TAKE is not answered yet (TAKEN or RECORD_STOP)";
     if (ev->nparts && !ev->parts)
         return "parts is NULL";
     for (size_t i = 0; i < ev->nparts; i++)
@@ -271,6 +273,16 @@ static const char *malformed(const tm_machine *m, const tm_machine_event *ev) {
     case TM_EV_SINK_ANSWER:
         if (m->at_sink.phase != TM_BATCH_AT_SINK || ev->batch != m->at_sink.id)
             return "SINK_ANSWER for a batch not at the sink";
+        return NULL;
+    case TM_EV_TAKEN:
+    case TM_EV_RECORD_STOP:
+        if (!ev->topic)
+            return "no topic";
+        if (!m->take_out || ev->batch != m->building.id ||
+            ev->partition != m->take_partition ||
+            ev->offset != m->take_offset ||
+            strcmp(ev->topic, m->take_topic) != 0)
+            return "answers no TAKE out";
         return NULL;
     case TM_EV_ASSIGNED:
     case TM_EV_REVOKED:
@@ -310,6 +322,8 @@ int tm_machine_step(tm_machine *m, const tm_machine_event *ev,
     case TM_EV_RECORD: tm_m_record(m, ev); break;
     case TM_EV_PARTITION_END: tm_m_partition_end(m, ev); break;
     case TM_EV_BATCH_DUE: tm_m_cut(m, 1); break;
+    case TM_EV_TAKEN: tm_m_taken(m, ev); break;
+    case TM_EV_RECORD_STOP: tm_m_record_stop(m, ev); break;
     case TM_EV_DLQ_SENT: tm_m_dlq_sent(m, ev); break;
     case TM_EV_SINK_ANSWER: tm_m_answer(m, ev); break;
     case TM_EV_SEEK_FAILED: {
@@ -321,7 +335,9 @@ int tm_machine_step(tm_machine *m, const tm_machine_event *ev,
     case TM_EV_TIMER: on_timer(m); break;
     case TM_EV_STOP: on_stop(m); break;
     }
-    if (!m->failed && ev->kind != TM_EV_TIMER && ev->kind != TM_EV_STOP)
+    /* A batch is cut once its last TAKE is answered (converted). */
+    if (!m->failed && !m->take_out && ev->kind != TM_EV_TIMER &&
+        ev->kind != TM_EV_STOP)
         tm_m_cut(m, 0);
     /* A failed seek is asked again at the next step, not at once. */
     if (!m->failed && ev->kind != TM_EV_SEEK_FAILED)
@@ -357,6 +373,9 @@ void tm_machine_part(const tm_machine *m, const char *topic, int32_t partition,
     out->paused = p->paused;
     out->needs_seek = p->needs_seek;
     out->deferred = p->deferred;
+    out->stopped = p->stopped;
+    out->stop_at = p->stop_at;
+    out->held = p->held;
 }
 
 static const mbatch *which_batch(const tm_machine *m, int which) {
@@ -399,9 +418,9 @@ int tm_machine_failed(const tm_machine *m) {
 
 const char *tm_machine_event_name(tm_machine_event_kind k) {
     static const char *const names[] = {
-        "ASSIGNED",    "REVOKED",       "LOST",      "CLAIMED",  "MARKERS_READ",
-        "RECORD",      "PARTITION_END", "BATCH_DUE", "DLQ_SENT", "SINK_ANSWER",
-        "SEEK_FAILED", "TIMER",         "STOP"};
+        "ASSIGNED", "REVOKED",       "LOST",        "CLAIMED", "MARKERS_READ",
+        "RECORD",   "PARTITION_END", "BATCH_DUE",   "TAKEN",   "RECORD_STOP",
+        "DLQ_SENT", "SINK_ANSWER",   "SEEK_FAILED", "TIMER",   "STOP"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 

@@ -13,25 +13,28 @@
  *    kafka/consumer.c rebalance_cb: ASSIGNED (after tm_claim_assigned's
  *      filter of foreign topics), REVOKED / LOST (rd_kafka_assignment_lost);
  *    commit/commit_loop.c on_message: RECORD (with the message's size),
- *      PARTITION_END (RD_KAFKA_RESP_ERR__PARTITION_EOF's position);
+ *      PARTITION_END (tm_kafka_poll's TM_POLLED_END position);
  *      batch_due and the poll timeout become TIMER; apply_seeks' failures
  *      SEEK_FAILED; a stop becomes STOP;
  *    commit/claim.c claim_list: CLAIMED with the markers, the log's
  *      bounds and the status (TM_RETRY for a deferred claim, after its
  *      patience; lineage is checked there before CLAIMED is sent);
  *    commit/claim.c reread_fenced: MARKERS_READ;
+ *    the TAKE's executor: TAKEN (tm_bb_add converted it, or failed),
+ *      RECORD_STOP (tm_bb_add's -2: the converter's STOP, tm_bb_stopped
+ *      its words);
  *    commit/commit_batch.c: DLQ_SENT (tm_dlq_send), SINK_ANSWER (commit()'s
  *      status, and for FENCED / CONFLICT the markers read_markers returned).
  *  - action executors:
  *    CLAIM → claim_list (start policy, watermarks, sink claim, lineage);
  *    READ_MARKERS → read_markers; START → the offset of the partition in
- *    rd_kafka_incremental_assign's list (RD_KAFKA_OFFSET_END for
- *    TM_MACHINE_LOG_END); PAUSE / RESUME → rd_kafka_pause_partitions /
- *    rd_kafka_resume_partitions; SEEK → rd_kafka_seek_partitions;
+ *    the assignment tm_claim_assigned fills (TM_KAFKA_OFFSET_END for
+ *    TM_MACHINE_LOG_END); PAUSE / RESUME → tm_kafka_set_paused; SEEK →
+ *    tm_kafka_seek (kafka/consumer_ops.h: commit/ calls no librdkafka);
  *    RANGE / TAKE / EXTEND → tm_bb_range / tm_bb_add / tm_bb_extend into
  *    the batch's own builder (two builders for the pipeline); DLQ_SEND →
  *    tm_dlq_send; SINK_COMMIT → tm_lineage_fill_ranges and commit();
- *    COMMIT_OFFSETS → rd_kafka_commit (async); DROP_BATCH → tm_bb_reset;
+ *    COMMIT_OFFSETS → tm_kafka_commit_offsets; DROP_BATCH → tm_bb_reset;
  *    WRITE_STATUS → tm_conn_status_tick(c, 1); DEGRADE / FAIL →
  *    tm_conn_error(c, 0 / 1, ...).
  *  - what the sink answered is reported by the executor that sent
@@ -39,11 +42,15 @@
  *    with the sink's message (DEGRADED), the totals and the metrics; the
  *    machine's own DEGRADE and FAIL carry its reasons only.
  *  - runtime/connector.c keeps the threads, the stop watch and the status.
- *  - not modelled yet, to add before the machine replaces commit_batch.c:
- *    a RETRY at or past the commit deadline drops the batch and caps the
- *    next ones at half its records, doubling back after each commit in
- *    under a third of the deadline (commit_batch.c cut_in_half/grow_back;
- *    test e2e.hostcore.deadline_split).
+ *  - the status facts the machine decides: a TAKE's flows (records read
+ *    again after a RETRY are no sign of recovery: tm_conn_recovered only
+ *    when set); a stopped partition's stop_at and held (tm_machine_part),
+ *    which keep the connector DEGRADED.
+ * It models too: a RETRY at or past the commit deadline drops the batch
+ * and caps the next ones at half its records, doubling back after each
+ * commit in under a third of the deadline (test e2e.hostcore.deadline_split);
+ * a partition stopped by the converter (RECORD_STOP; tests
+ * e2e.cdc_partition_stop.*).
  */
 #ifndef TM_MACHINE_H
 #define TM_MACHINE_H
@@ -97,6 +104,14 @@ typedef enum tm_machine_event_kind {
     TM_EV_PARTITION_END,
     /* The open batch is due now (a stop finishing it, a test). */
     TM_EV_BATCH_DUE,
+    /* The answer to a TAKE (batch, topic, partition, offset), before any
+     * other event: TAKEN with status TM_OK, converted (a batch it made due
+     * is cut now), else the builder failed (FAILED, why); RECORD_STOP, the
+     * converter refused it with STOP (a change it cannot apply safely, why
+     * its words): the partition stops there (docs/operations.md, "A
+     * stopped partition"), the batch is read again without it. */
+    TM_EV_TAKEN,
+    TM_EV_RECORD_STOP,
     /* batch: the dead letters of it were delivered (status TM_OK), or not
      * (anything else, why): like a sink's RETRY. */
     TM_EV_DLQ_SENT,
@@ -150,7 +165,10 @@ typedef enum tm_machine_action_kind {
     TM_ACT_RANGE,          /* batch, range, part: a range opens at offset with
                               epoch */
     TM_ACT_TAKE,           /* batch, range, part, offset: convert the record of
-                              this event into the range */
+                              this event into the range, answer TAKEN or
+                              RECORD_STOP; flows: a sign of recovery for the
+                              status (no RETRY since the last commit or
+                              claim) */
     TM_ACT_EXTEND,         /* batch, range, part: the range ends at offset
                               without a record (partition end) */
     TM_ACT_DLQ_SEND,       /* batch: produce its dead letters, flush, answer
@@ -173,6 +191,7 @@ typedef struct tm_machine_action {
     int64_t epoch;
     uint64_t batch;
     uint32_t range;
+    int flows;       /* TAKE: records flow again (see TM_ACT_TAKE) */
     const char *why; /* valid until the next step */
 } tm_machine_action;
 
@@ -210,6 +229,9 @@ typedef struct tm_machine_part_view {
     int paused;     /* paused by RETRY's backpressure */
     int needs_seek; /* records dropped: a SEEK is due once it may run */
     int deferred;   /* CLAIMING after a deferred claim */
+    int stopped;    /* stopped at stop_at by RECORD_STOP */
+    int64_t stop_at;
+    int held; /* stopped, read up to stop_at, and paused there */
 } tm_machine_part_view;
 
 void tm_machine_part(const tm_machine *m, const char *topic, int32_t partition,

@@ -9,7 +9,8 @@
  *   2 group offsets are committed for partitions no longer owned
  *   3 a batch goes to the sink while another is there
  *   4 the sink commit is asked before the dead letters are on the topic
- *   5 a partition end carries the marker one offset past the position */
+ *   5 a partition end carries the marker one offset past the position
+ *   6 a stopped partition's range is carried one past its stop */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +22,14 @@
 #define MACHINE_MUTANT 0
 #endif
 
-/* A batch's action: its id, and its range when one is named. */
-static void emit_batch(tm_machine *m, tm_machine_action_kind kind,
-                       const mbatch *b, uint32_t range, int64_t offset,
-                       const char *why) {
+/* A batch's action: its id, and its range when one is named. NULL when
+ * memory ran out. */
+static tm_machine_action *emit_batch(tm_machine *m, tm_machine_action_kind kind,
+                                     const mbatch *b, uint32_t range,
+                                     int64_t offset, const char *why) {
     tm_machine_action *a = tm_m_push(m, kind);
     if (!a)
-        return;
+        return NULL;
     a->batch = b->id;
     a->offset = offset;
     if (range < b->nranges) {
@@ -38,6 +40,7 @@ static void emit_batch(tm_machine *m, tm_machine_action_kind kind,
         a->range = range;
     }
     a->why = tm_m_keep(m, why);
+    return a;
 }
 
 /* ---- Batches --------------------------------------------------------- */
@@ -125,13 +128,16 @@ static void attempt(tm_machine *m) {
         return;
     }
     b->phase = TM_BATCH_AT_SINK;
-    emit_batch(m, TM_ACT_SINK_COMMIT, b, UINT32_MAX, commit_deadline(m), NULL);
+    b->sent_ms = m->now_ms;
+    b->deadline_ms = commit_deadline(m);
+    emit_batch(m, TM_ACT_SINK_COMMIT, b, UINT32_MAX, b->deadline_ms, NULL);
 }
 
 static int due(const tm_machine *m) {
     const mbatch *b = &m->building;
+    int64_t max_records = m->batch_cap ? m->batch_cap : m->cfg.max_records;
     return b->phase == TM_BATCH_BUILDING &&
-           (b->messages >= m->cfg.max_records || b->bytes >= m->cfg.max_bytes ||
+           (b->messages >= max_records || b->bytes >= m->cfg.max_bytes ||
             m->now_ms - b->opened_ms >= m->cfg.max_wait_ms || m->stopping ||
             b->due_asked);
 }
@@ -175,8 +181,23 @@ void tm_m_settle(tm_machine *m, int applied) {
         tm_m_cut(m, 0);
 }
 
+/* After a cut, the cap doubles back towards max_records with each batch
+ * that committed in under a third of the deadline (twice the records
+ * would still fit); a slower one keeps it, so a cap near what fits does
+ * not swing between passing and missing the deadline. */
+static void grow_back(tm_machine *m, const mbatch *b) {
+    if (!m->batch_cap ||
+        (m->now_ms - b->sent_ms) * 3 >= m->cfg.commit_deadline_ms)
+        return;
+    m->batch_cap *= 2;
+    if (m->batch_cap >= m->cfg.max_records)
+        m->batch_cap = 0;
+}
+
 static void applied(tm_machine *m) {
     mbatch *b = &m->at_sink;
+    grow_back(m, b);
+    m->sink_degraded = 0; /* a committed batch is a sign of recovery */
     for (size_t i = 0; i < b->nranges; i++) {
         const mrange *r = &b->ranges[i];
         mpart *p = tm_m_part_of(m, r);
@@ -195,11 +216,34 @@ static void applied(tm_machine *m) {
     tm_m_settle(m, 1);
 }
 
-/* RETRY (or dead letters not delivered): the same batch again after a
- * backoff, unless it was abandoned or the stop's grace is spent. The
- * executor reports the sink's own message. */
-static void on_retry(tm_machine *m) {
+/* A commit that used up its whole deadline may need more time than any
+ * deadline gives (a table that refuses many rows one at a time, a slow
+ * trigger): sent again whole, it would run out again, for ever. So the
+ * batch is dropped and rebuilt from the markers with half its records, down
+ * to one; grow_back doubles the cap again. A store that is merely locked
+ * costs smaller batches for a while, no more. 1 when the batch was
+ * dropped. */
+static int cut_in_half(tm_machine *m, mbatch *b) {
+    if (m->now_ms < b->deadline_ms || b->messages < 2)
+        return 0;
+    m->batch_cap = b->messages / 2;
+    char why[160];
+    snprintf(why, sizeof why,
+             "past its deadline with %" PRId64 " records: rebuilt with at "
+             "most %" PRId64,
+             b->messages, m->batch_cap);
+    tm_m_drop(m, b, why);
+    tm_m_settle(m, 0);
+    return 1;
+}
+
+/* RETRY (or dead letters not delivered: called 0): the same batch again
+ * after a backoff, unless the stop's grace is spent, the sink's call ran
+ * out of its deadline, or the batch was abandoned. The executor reports
+ * the sink's own message. */
+static void on_retry(tm_machine *m, int called) {
     mbatch *b = &m->at_sink;
+    m->sink_degraded = 1;
     /* Whatever was built behind it is read again after the answer. */
     tm_m_drop(m, &m->building, "the batch before it was not applied");
     if (m->stopping && m->now_ms >= m->give_up_ms) {
@@ -207,6 +251,8 @@ static void on_retry(tm_machine *m) {
         tm_m_settle(m, 0);
         return;
     }
+    if (called && cut_in_half(m, b))
+        return;
     if (b->abandoned) {
         tm_m_drop(m, b, "partitions revoked during retries");
         tm_m_settle(m, 0);
@@ -227,7 +273,7 @@ void tm_m_answer(tm_machine *m, const tm_machine_event *ev) {
     switch (ev->status) {
     case TM_OK:
     case TM_ALREADY: applied(m); return;
-    case TM_RETRY: on_retry(m); return;
+    case TM_RETRY: on_retry(m, 1); return;
     case TM_FENCED:
     case TM_CONFLICT:
         if (ev->status == TM_CONFLICT &&
@@ -259,6 +305,38 @@ void tm_m_answer(tm_machine *m, const tm_machine_event *ev) {
 
 /* ---- Records --------------------------------------------------------- */
 
+/* Carries P's range of the batch being built (opened if need be) to END
+ * without a record: offsets without one (transaction markers, aborted
+ * records), or everything before a stop. Never backwards. */
+static void extend_to(tm_machine *m, mpart *p, int64_t end) {
+    if (end <= p->next_expected)
+        return;
+    int r = range_for(m, p);
+    if (r < 0)
+        return;
+    emit_batch(m, TM_ACT_EXTEND, &m->building, (uint32_t)r, end, NULL);
+    m->building.ranges[r].end = end;
+    p->next_expected = end;
+}
+
+/* Whether the record (or end) at OFFSET of a stopped P is refused: at or
+ * past its stop. The first one also carries P's range up to the stop
+ * (delivered in order from next_expected, every offset below it was read)
+ * and pauses P there, so that its marker ends at the stop exactly. */
+static int stop_refuses(tm_machine *m, mpart *p, int64_t offset) {
+    if (!p->stopped || offset < p->stop_at)
+        return 0;
+    if (!p->held) {
+        extend_to(m, p, p->stop_at + (MACHINE_MUTANT == 6));
+        tm_m_emit(m, TM_ACT_PAUSE, p, 0, NULL);
+        p->held = 1;
+        /* Resumed only after a seek back to next_expected: what was
+         * fetched before the pause is not to be taken. */
+        p->needs_seek = 1;
+    }
+    return 1;
+}
+
 /* The partition whose record or end this is, when it is taken: running,
  * positioned (no seek due) and not paused (a paused one is read again
  * from next_expected once resumed). */
@@ -275,12 +353,20 @@ static mpart *taking(tm_machine *m, const tm_machine_event *ev) {
 
 void tm_m_record(tm_machine *m, const tm_machine_event *ev) {
     mpart *p = taking(m, ev);
-    if (!p || ev->offset < p->next_expected)
+    if (!p || stop_refuses(m, p, ev->offset) || ev->offset < p->next_expected)
         return; /* delivered again after a seek */
     int r = range_for(m, p);
     if (r < 0)
         return;
-    emit_batch(m, TM_ACT_TAKE, &m->building, (uint32_t)r, ev->offset, NULL);
+    tm_machine_action *take =
+        emit_batch(m, TM_ACT_TAKE, &m->building, (uint32_t)r, ev->offset, NULL);
+    if (take)
+        take->flows = !m->sink_degraded;
+    /* Answered (TAKEN or RECORD_STOP) before anything else happens. */
+    m->take_out = 1;
+    m->take_topic = p->topic;
+    m->take_partition = p->partition;
+    m->take_offset = ev->offset;
     m->building.ranges[r].end = ev->offset + 1;
     m->building.messages++;
     m->building.bytes += ev->bytes > 0 ? ev->bytes : 0;
@@ -291,19 +377,47 @@ void tm_m_record(tm_machine *m, const tm_machine_event *ev) {
  * records): an empty range carries the marker there. */
 void tm_m_partition_end(tm_machine *m, const tm_machine_event *ev) {
     mpart *p = taking(m, ev);
-    if (!p)
+    if (!p || stop_refuses(m, p, ev->offset))
         return;
     if (ev->offset > p->high_watermark)
         p->high_watermark = ev->offset;
     if (ev->offset <= p->next_expected)
         return;
-    int r = range_for(m, p);
-    if (r < 0)
+    extend_to(m, p, ev->offset + (MACHINE_MUTANT == 5));
+}
+
+/* The builder converted the record, or failed (out of memory): FAILED. */
+void tm_m_taken(tm_machine *m, const tm_machine_event *ev) {
+    m->take_out = 0;
+    if (ev->status == TM_OK)
         return;
-    int64_t end = ev->offset + (MACHINE_MUTANT == 5);
-    emit_batch(m, TM_ACT_EXTEND, &m->building, (uint32_t)r, end, NULL);
-    m->building.ranges[r].end = end;
-    p->next_expected = end;
+    tm_m_fail(m, NULL, ev->why ? ev->why : tm_status_name(ev->status));
+    tm_m_drop(m, &m->building, "failed");
+}
+
+/* The converter refused the record at offset with STOP (a change it cannot
+ * apply safely: docs/operations.md, "A stopped partition"). Not FAILED:
+ * the other partitions go on, and the status stays DEGRADED for as long as
+ * the stop lasts. The batch holds P's records before it and the other
+ * partitions' records, but the builder refused it: the batch is read again,
+ * this time bounded by the stop. */
+void tm_m_record_stop(tm_machine *m, const tm_machine_event *ev) {
+    m->take_out = 0;
+    mpart *p = tm_m_part(m, ev->topic, ev->partition);
+    if (p) {
+        p->stopped = 1;
+        p->held = 0;
+        p->stop_at = ev->offset;
+        char why[1024];
+        snprintf(why, sizeof why,
+                 "%s [%" PRId32 "] stopped at offset %" PRId64
+                 ": %s; nothing at or past it is committed, the other "
+                 "partitions go on: change the target table (or list the "
+                 "columns in $.mapping) and restart",
+                 p->topic, p->partition, ev->offset, ev->why ? ev->why : "?");
+        tm_m_emit(m, TM_ACT_DEGRADE, p, 0, why);
+    }
+    tm_m_drop(m, &m->building, "a partition stopped");
 }
 
 /* TIMER: the next attempt after RETRY's backoff, a batch due by age. */
@@ -329,6 +443,6 @@ void tm_m_dlq_sent(tm_machine *m, const tm_machine_event *ev) {
         m->at_sink.dlq_sent = 1;
         attempt(m);
     } else {
-        on_retry(m);
+        on_retry(m, 0);
     }
 }

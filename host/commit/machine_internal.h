@@ -23,6 +23,10 @@ typedef struct mpart {
     int64_t read_epoch;  /* the epoch READ_MARKERS found before it */
     int64_t fenced_ms;   /* when fenced, or its marker last seen moving */
     tm_marker fenced_marker;
+    /* Stopped at stop_at by the converter (RECORD_STOP): nothing at or
+     * past it is taken; held once read up to it and paused there. */
+    int stopped, held;
+    int64_t stop_at;
 } mpart;
 
 typedef struct mrange {
@@ -42,6 +46,7 @@ typedef struct mbatch {
     int paused_parts; /* RETRY paused the running parts */
     int due_asked;    /* BATCH_DUE or STOP: cut as soon as the sink is free */
     int64_t retry_at;
+    int64_t sent_ms, deadline_ms; /* its last SINK_COMMIT: when, until when */
 } mbatch;
 
 struct tm_machine {
@@ -51,6 +56,18 @@ struct tm_machine {
     mbatch building, at_sink; /* the pipeline: one of each at most */
     uint64_t seq;
     int conflicts_in_row;
+    /* Records a batch may hold after a RETRY at the commit deadline cut
+     * one in half; 0: max_records. */
+    int64_t batch_cap;
+    /* The sink answered RETRY since the last commit or claim: records read
+     * again are no sign of recovery (TAKE's flows). */
+    int sink_degraded;
+    /* A TAKE out, to be answered (TAKEN or RECORD_STOP) by the next event:
+     * its partition (the part's own string) and offset. */
+    int take_out;
+    const char *take_topic;
+    int32_t take_partition;
+    int64_t take_offset;
     int failed;
     int stopping;
     int64_t give_up_ms; /* stopping: the batch out is given up past it */
@@ -93,6 +110,8 @@ void tm_m_cut(tm_machine *m, int forced);
 void tm_m_settle(tm_machine *m, int applied);
 void tm_m_record(tm_machine *m, const tm_machine_event *ev);
 void tm_m_partition_end(tm_machine *m, const tm_machine_event *ev);
+void tm_m_taken(tm_machine *m, const tm_machine_event *ev);
+void tm_m_record_stop(tm_machine *m, const tm_machine_event *ev);
 void tm_m_dlq_sent(tm_machine *m, const tm_machine_event *ev);
 void tm_m_answer(tm_machine *m, const tm_machine_event *ev);
 void tm_m_batch_timer(tm_machine *m);
@@ -123,7 +142,8 @@ void tm_m_parts_reread(tm_machine *m, const mbatch *b, const tm_marker *mk,
 void tm_m_parts_fenced_read(tm_machine *m, const tm_machine_event *ev);
 /* SEEKs of every running partition that needs one and may run. */
 void tm_m_parts_flush_seeks(tm_machine *m);
-/* RETRY's backpressure: pause (1) or resume (0) the running partitions. */
+/* RETRY's backpressure: pause (1) or resume (0) the running partitions
+ * (not one held at its stop: that pause is the stop's). */
 void tm_m_parts_pause_all(tm_machine *m, int pause);
 /* Forgets the partitions revoked or lost while a batch was out. */
 void tm_m_parts_release(tm_machine *m);

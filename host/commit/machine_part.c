@@ -107,6 +107,9 @@ int tm_m_parts_claimed(tm_machine *m, const tm_machine_event *ev) {
          * the marker itself. */
         p->needs_seek = p->deferred || reclaim;
         p->paused = p->deferred = 0;
+        /* Read again from the marker: a stop comes again where it was. */
+        p->stopped = p->held = 0;
+        p->stop_at = 0;
         p->state = TM_PART_RUNNING;
         if (fresh && !p->needs_seek)
             tm_m_emit(m, TM_ACT_START, p, mk->next_offset, NULL);
@@ -116,6 +119,7 @@ int tm_m_parts_claimed(tm_machine *m, const tm_machine_event *ev) {
     }
     if (retried)
         tm_backoff_reset(&m->claim_backoff); /* a deferred claim went in */
+    m->sink_degraded = 0;                    /* a claim is a sign of recovery */
     tm_m_emit(m, TM_ACT_WRITE_STATUS, NULL, 0, NULL);
     return 0;
 }
@@ -233,14 +237,10 @@ void tm_m_parts_fenced_read(tm_machine *m, const tm_machine_event *ev) {
             /* A writer the group does not know of (another group_id)
              * still commits it: claiming it back would start a fencing
              * war. Looked at again after another bound. */
-            char why[512];
-            snprintf(why, sizeof why,
-                     "%s [%" PRId32 "]: another live writer keeps "
-                     "committing it (marker %" PRId64 " epoch %" PRId64
-                     " now %" PRId64 " epoch %" PRId64
-                     "); not claimed again while it moves",
-                     p->topic, p->partition, p->fenced_marker.next_offset,
-                     p->fenced_marker.epoch, mk->next_offset, mk->epoch);
+            char why[1024];
+            tm_marker_moved_error(why, sizeof why, p->topic, p->partition,
+                                  &p->fenced_marker, mk,
+                                  m->now_ms - p->fenced_ms);
             tm_m_emit(m, TM_ACT_DEGRADE, p, 0, why);
             p->fenced_marker = *mk;
             p->fenced_marker.topic = p->topic;
@@ -260,6 +260,14 @@ void tm_m_parts_flush_seeks(tm_machine *m) {
         mpart *p = &m->parts[i];
         if (p->state != TM_PART_RUNNING || !p->needs_seek || p->paused)
             continue;
+        if (p->held) {
+            /* Paused at its stop: read again only when something before
+             * the stop is to be read again (its batch dropped). */
+            if (p->next_expected >= p->stop_at)
+                continue;
+            tm_m_emit(m, TM_ACT_RESUME, p, 0, NULL);
+            p->held = 0;
+        }
         tm_m_emit(m, TM_ACT_SEEK, p, p->next_expected, NULL);
         p->needs_seek = 0;
     }
@@ -268,7 +276,7 @@ void tm_m_parts_flush_seeks(tm_machine *m) {
 void tm_m_parts_pause_all(tm_machine *m, int pause) {
     for (size_t i = 0; i < m->nparts; i++) {
         mpart *p = &m->parts[i];
-        if (p->state != TM_PART_RUNNING || p->paused == pause)
+        if (p->state != TM_PART_RUNNING || p->held || p->paused == pause)
             continue;
         tm_m_emit(m, pause ? TM_ACT_PAUSE : TM_ACT_RESUME, p, 0, NULL);
         p->paused = pause;

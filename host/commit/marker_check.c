@@ -254,6 +254,19 @@ int tm_marker_moved(const tm_marker *then, const tm_marker *now) {
            strcmp(then->last_batch_id, now->last_batch_id) != 0;
 }
 
+void tm_marker_moved_error(char *why, size_t whysize, const char *topic,
+                           int32_t partition, const tm_marker *then,
+                           const tm_marker *now, int64_t ms) {
+    snprintf(why, whysize,
+             "%s [%" PRId32 "]: another live writer (another group or host?) "
+             "keeps committing %s[%" PRId32 "]: its marker moved from %" PRId64
+             " (epoch %" PRId64 ") to %" PRId64 " (epoch %" PRId64
+             ") in %" PRId64 " ms, this host fenced; not claimed again while "
+             "it moves",
+             topic, partition, topic, partition, then->next_offset, then->epoch,
+             now->next_offset, now->epoch, ms);
+}
+
 void tm_marker_lost_error(char *why, size_t whysize, const char *topic,
                           int32_t partition) {
     snprintf(why, whysize,

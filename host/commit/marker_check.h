@@ -29,6 +29,13 @@ int tm_marker_in_log(const tm_marker *m, int64_t low, int64_t high, char *why,
  * batch): someone still commits its partition. */
 int tm_marker_moved(const tm_marker *then, const tm_marker *now);
 
+/* The DEGRADED reason of a fenced partition whose marker moved from `then`
+ * to `now` in `ms`: another live writer (another group or host) keeps
+ * committing it, so it is not claimed again while it moves. */
+void tm_marker_moved_error(char *why, size_t whysize, const char *topic,
+                           int32_t partition, const tm_marker *then,
+                           const tm_marker *now, int64_t ms);
+
 /* The error of a marker the sink no longer holds for a partition this host
  * claimed (deleted, or the sink restored from a backup): the connector
  * fails; the operator decides with `tidemark offsets --reset-to`. */

@@ -9,25 +9,16 @@
 
 #include "commit/commit_internal.h"
 #include "convert/bytes_json.h"
+#include "kafka/consumer_ops.h"
 #include "services/log.h"
 
 /* Pauses (1) or resumes (0) P alone in librdkafka. */
 static void hold(tm_connector *c, tm_part *p, int on) {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    if (!l) {
-        tm_log(TM_LOG_WARN, c->cfg->name,
-               "%s [%" PRId32 "]: out of memory %s the stopped partition",
-               p->topic, p->partition, on ? "pausing" : "resuming");
-        return;
-    }
-    rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
-    rd_kafka_resp_err_t err = on ? rd_kafka_pause_partitions(c->rk, l)
-                                 : rd_kafka_resume_partitions(c->rk, l);
-    rd_kafka_topic_partition_list_destroy(l);
-    if (err) {
+    tm_kafka_tp tp = {p->topic, p->partition, 0, NULL};
+    char why[256];
+    if (tm_kafka_set_paused(c->rk, &tp, 1, on, why, sizeof why) != 0) {
         tm_log(TM_LOG_WARN, c->cfg->name, "%s %s [%" PRId32 "]: %s",
-               on ? "pause" : "resume", p->topic, p->partition,
-               rd_kafka_err2str(err));
+               on ? "pause" : "resume", p->topic, p->partition, why);
         return;
     }
     p->stop_held = on;

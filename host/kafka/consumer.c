@@ -102,6 +102,22 @@ static int cooperative_protocol(rd_kafka_t *rk) {
     return protocol && strcmp(protocol, "COOPERATIVE") == 0;
 }
 
+/* The claim of an assignment (commit/claim.h): each partition's offset set
+ * where it starts. 0 claimed, -1 not (FAILED or stopping). */
+static int claim(tm_connector *c, rd_kafka_topic_partition_list_t *parts) {
+    size_t n;
+    tm_kafka_tp *v = tm_kafka_tps_of_list(parts, &n);
+    if (!v && parts->cnt > 0) {
+        tm_conn_error(c, 1, "claim: out of memory");
+        return -1;
+    }
+    int rc = tm_claim_assigned(c, v, n);
+    for (size_t i = 0; i < n; i++)
+        parts->elems[i].offset = v[i].offset;
+    free(v);
+    return rc;
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque) {
     struct tm_consumer_link *link = opaque;
@@ -130,8 +146,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             link->assigned = 1;
             recheck_subscription(c, rk);
         }
-        int claimed =
-            c->state != TM_CONN_FAILED && tm_claim_assigned(c, parts) == 0;
+        int claimed = c->state != TM_CONN_FAILED && claim(c, parts) == 0;
         if (!claimed && c->state == TM_CONN_FAILED)
             tm_log(TM_LOG_ERROR, c->cfg->name,
                    "assignment of %d partition(s) not claimed: %s", parts->cnt,
@@ -148,7 +163,13 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             rerr = rd_kafka_assign(rk, parts);
     } else {
         int lost = rd_kafka_assignment_lost(rk);
-        tm_commit_on_revoke(c, parts, lost);
+        size_t n;
+        tm_kafka_tp *v = tm_kafka_tps_of_list(parts, &n);
+        if (!v && parts->cnt > 0)
+            tm_conn_error(c, 1, "rebalance: out of memory");
+        else
+            tm_commit_on_revoke(c, v, n, lost);
+        free(v);
         if (cooperative)
             aerr = rd_kafka_incremental_unassign(rk, parts);
         else

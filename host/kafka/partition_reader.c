@@ -206,7 +206,17 @@ int tm_kafka_read_each(const tm_connector_config *cfg, const tm_read_at *want,
             snprintf(errstr, errsize, "%s [%" PRId32 "]: %s", topic,
                      m->partition, rd_kafka_message_errstr(m));
         } else {
-            fn(user, i, missing ? NULL : m);
+            tm_read_record r;
+            if (!missing) {
+                rd_kafka_timestamp_type_t tt;
+                r.offset = m->offset;
+                r.timestamp_ms = rd_kafka_message_timestamp(m, &tt);
+                r.key = m->key;
+                r.key_len = m->key_len;
+                r.value = m->payload;
+                r.value_len = m->len;
+            }
+            fn(user, i, missing ? NULL : &r);
             done[i] = 1;
             left--;
             pause_one(rk, &want[i]); /* the rest of it is not wanted */

@@ -34,11 +34,19 @@ typedef struct tm_read_at {
     int64_t offset;
 } tm_read_at;
 
+/* A record read back, as the lineage check compares it (pointers into the
+ * message, valid during the call). */
+typedef struct tm_read_record {
+    int64_t offset;
+    int64_t timestamp_ms; /* -1 when it has none */
+    const void *key, *value;
+    size_t key_len, value_len;
+} tm_read_record;
+
 /* Called once per wanted partition i: with the first record at or past
- * want[i].offset, or with m NULL when the log holds none there (its end
+ * want[i].offset, or with r NULL when the log holds none there (its end
  * reached, or the offset below its start). */
-typedef void (*tm_read_each_fn)(void *user, size_t i,
-                                const rd_kafka_message_t *m);
+typedef void (*tm_read_each_fn)(void *user, size_t i, const tm_read_record *r);
 
 /* Reads one record of each of want[0..n) with ONE consumer of cfg's cluster
  * (assigned, never subscribed), for at most timeout_ms, giving up within

@@ -18,6 +18,7 @@
 #include "control/control_server.h"
 #include "control/pause_file.h"
 #include "kafka/consumer.h"
+#include "kafka/consumer_ops.h"
 #include "kafka/dead_letter_producer.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/member_id.h"
@@ -322,42 +323,43 @@ static void load_pause(tm_connector *c) {
  * a stop, and the partitions stay assigned at the log's end, taken by
  * nobody). Claimed now, they seek to their markers when the commit loop
  * goes on. Partitions outside the subscription are not ours to claim. */
-static void claim_orphans(tm_connector *c,
-                          const rd_kafka_topic_partition_list_t *assigned) {
-    rd_kafka_topic_partition_list_t *orphans =
-        rd_kafka_topic_partition_list_new(assigned->cnt);
+static void claim_orphans(tm_connector *c, const tm_kafka_tp *assigned,
+                          size_t nassigned) {
+    size_t n = 0;
+    tm_kafka_tp *orphans = calloc(nassigned ? nassigned : 1, sizeof *orphans);
     if (!orphans)
         return;
-    for (int i = 0; i < assigned->cnt; i++) {
-        const rd_kafka_topic_partition_t *tp = &assigned->elems[i];
+    for (size_t i = 0; i < nassigned; i++) {
+        const tm_kafka_tp *tp = &assigned[i];
         char why[256];
         if (!tm_conn_part(c, tp->topic, tp->partition) &&
             tm_config_reads_topic(c->cfg, tp->topic, why, sizeof why) == 1)
-            rd_kafka_topic_partition_list_add(orphans, tp->topic,
-                                              tp->partition);
+            orphans[n++] = (tm_kafka_tp){tp->topic, tp->partition, 0, NULL};
     }
-    if (orphans->cnt > 0 && tm_claim_assigned(c, orphans) == 0)
-        for (int i = 0; i < orphans->cnt; i++) {
-            tm_part *p = tm_conn_part(c, orphans->elems[i].topic,
-                                      orphans->elems[i].partition);
+    if (n > 0 && tm_claim_assigned(c, orphans, n) == 0)
+        for (size_t i = 0; i < n; i++) {
+            tm_part *p =
+                tm_conn_part(c, orphans[i].topic, orphans[i].partition);
             if (p)
                 p->needs_seek = 1;
         }
-    rd_kafka_topic_partition_list_destroy(orphans);
+    free(orphans);
 }
 
 /* Pauses every partition librdkafka assigned to this consumer (one
  * assigned during the pause included: the rebalance callback claims it,
  * nothing fetches it). */
 static void pause_assigned(tm_connector *c) {
-    rd_kafka_topic_partition_list_t *l = NULL;
-    if (rd_kafka_assignment(c->rk, &l) != RD_KAFKA_RESP_ERR_NO_ERROR || !l)
+    tm_kafka_tp *l = NULL;
+    size_t n = 0;
+    char why[256];
+    if (tm_kafka_assignment(c->rk, &l, &n, why, sizeof why) != 0)
         return;
-    if (l->cnt > 0) {
-        claim_orphans(c, l);
-        rd_kafka_pause_partitions(c->rk, l);
+    if (n > 0) {
+        claim_orphans(c, l, n);
+        (void)tm_kafka_set_paused(c->rk, l, n, 1, why, sizeof why);
     }
-    rd_kafka_topic_partition_list_destroy(l);
+    tm_kafka_tps_free(l, n);
 }
 
 /* Resumes what the host itself does not hold paused (fenced, unclaimed,
@@ -366,19 +368,19 @@ static void pause_assigned(tm_connector *c) {
  * has every partition seek back to its next expected offset: what was
  * fetched before the pause was dropped. */
 static void resume_assigned(tm_connector *c) {
-    rd_kafka_topic_partition_list_t *l =
-        rd_kafka_topic_partition_list_new((int)c->nparts + 1);
+    tm_kafka_tp *l = calloc(c->nparts + 1, sizeof *l);
     if (!l)
         return;
+    size_t n = 0;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
         p->needs_seek = 1;
         if (!p->fenced && !p->paused && !p->unclaimed && !p->stop_held)
-            rd_kafka_topic_partition_list_add(l, p->topic, p->partition);
+            l[n++] = (tm_kafka_tp){p->topic, p->partition, 0, NULL};
     }
-    if (l->cnt > 0)
-        rd_kafka_resume_partitions(c->rk, l);
-    rd_kafka_topic_partition_list_destroy(l);
+    char why[256];
+    (void)tm_kafka_set_paused(c->rk, l, n, 0, why, sizeof why);
+    free(l);
 }
 
 /* Clears loop_stop, then sets it again when a stop (or, with

@@ -9,6 +9,8 @@
 
 #include "commit/commit_loop.h"
 #include "commit/part_stop.h"
+#include "kafka/consumer_ops.h"
+#include "kafka/partitions.h"
 #include "metrics/metrics_persist.h"
 #include "runtime/connector_state.h"
 #include "services/error.h"
@@ -79,14 +81,12 @@ static void query_watermarks(tm_connector *c, int64_t now, int held_only) {
         if (held_only && !p->stop_held)
             continue;
         int64_t lo = -1, hi = -1;
-        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-            c->rk, p->topic, p->partition, &lo, &hi, (int)left);
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR && hi >= 0)
+        char why[512];
+        if (tm_kafka_watermarks(c->rk, p->topic, p->partition, (int)left, &lo,
+                                &hi, why, sizeof why) != 0)
+            tm_log(TM_LOG_DEBUG, c->cfg->name, "status: %s", why);
+        else if (hi >= 0)
             p->high_watermark = hi;
-        else if (err)
-            tm_log(TM_LOG_DEBUG, c->cfg->name,
-                   "status: high watermark of %s [%d]: %s", p->topic,
-                   (int)p->partition, rd_kafka_err2str(err));
     }
     c->wm_next = (c->wm_next + k) % c->nparts;
 }
@@ -111,10 +111,9 @@ static void refresh_watermarks(tm_connector *c, int64_t now) {
             held = 1;
             continue;
         }
-        int64_t lo = -1, hi = -1;
-        if (rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition, &lo,
-                                           &hi) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-            hi >= 0 && hi >= p->committed)
+        int64_t hi = -1;
+        if (tm_kafka_cached_high(c->rk, p->topic, p->partition, &hi) == 0 &&
+            hi >= p->committed)
             p->high_watermark = hi;
     }
     if (held)

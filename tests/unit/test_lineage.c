@@ -163,7 +163,7 @@ END_TEST
 /* The read-back at claim against a broker that does not answer: bounded
  * by its timeout (-1: the caller retries, nothing FAILED), and given up
  * within half a second of a stop (-2). */
-static void never_called(void *user, size_t i, const rd_kafka_message_t *m) {
+static void never_called(void *user, size_t i, const tm_read_record *m) {
     (void)user;
     (void)i;
     (void)m;

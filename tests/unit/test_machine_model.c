@@ -20,6 +20,9 @@
  *                      offset of every log applied exactly once
  *   no_progress        ... and the end is reached
  *   unexpected_fail    FAILED only after an injected FATAL or INVALID
+ *   past_stop          no batch handed to the sink covers a record the
+ *                      converter refused with STOP (a stopped partition's
+ *                      marker ends at the stop at most)
  *
  * TIDEMARK_MACHINE_SEED replays a run (each sequence prints nothing unless it
  * fails, then its own seed: replay it with TIDEMARK_MACHINE_SEQUENCES=1).
@@ -87,12 +90,19 @@ typedef struct world {
     int64_t acked_end[MAXP];
     int64_t last_committed[MAXP]; /* -2: not kept by the machine */
     tm_machine_part_state was[MAXP];
+    int was_held[MAXP];
     int64_t taken; /* the record of this step, -1 none */
     int claims[MAXP], nclaims;
     int64_t claim_from[MAXP];
     int reads[MAXP], nreads;
     int seekfail[MAXP], nseekfail;
     int fail_ok; /* a FATAL or INVALID was injected */
+    /* the converter: the record it answers STOP for (-1 none), until the
+     * operator changes the table (settle_down); the TAKE it refused */
+    int64_t poison[MAXP];
+    int took, stop_p;
+    int64_t stop_off;
+    uint64_t stop_batch;
     tm_machine *m;
     char violation[64];
     char detail[512];
@@ -105,7 +115,7 @@ typedef struct world {
 static struct {
     long answers[TM_INVALID + 1];
     long caught_up, failed, revoked_out, fenced, reclaimed, pipelined, deferred,
-        holes_ended;
+        holes_ended, stopped, held, split;
 } seen;
 
 static uint64_t rnd(world *w) {
@@ -362,6 +372,12 @@ static void execute(world *w, const tm_machine_action *a) {
         if (a->offset != w->taken)
             violate(w, "malformed", "TAKE %" PRId64 ", delivered %" PRId64,
                     a->offset, w->taken);
+        /* Answered after this step's actions (deliver_record): STOP at
+         * the poisoned record, else converted. */
+        w->took = 1;
+        w->stop_p = a->offset == w->poison[p] ? p : -1;
+        w->stop_off = a->offset;
+        w->stop_batch = a->batch;
         b->r[a->range].end = a->offset + 1;
         if (b->nrec < MAXREC) {
             b->rp[b->nrec] = p;
@@ -386,8 +402,17 @@ static void execute(world *w, const tm_machine_action *a) {
                     "batch %" PRIu64 " to the sink before its dead letters",
                     a->batch);
         w->at_sink = a->batch;
-        if ((b = slot(w, a->batch, 0)))
+        if ((b = slot(w, a->batch, 0))) {
             check_first_handoff(w, b);
+            for (int i = 0; i < b->nr; i++) {
+                int64_t o = w->poison[b->r[i].p];
+                if (o >= b->r[i].start && o < b->r[i].end)
+                    violate(w, "past_stop",
+                            "batch %" PRIu64 " hands %d [%" PRId64 ", %" PRId64
+                            "), the converter stopped at %" PRId64,
+                            b->id, b->r[i].p, b->r[i].start, b->r[i].end, o);
+            }
+        }
         break;
     case TM_ACT_COMMIT_OFFSETS:
         if (!w->ours[p])
@@ -399,6 +424,7 @@ static void execute(world *w, const tm_machine_action *a) {
                     a->offset, p, w->mk[p].next_offset);
         break;
     case TM_ACT_DROP_BATCH:
+        seen.split += a->why && strncmp(a->why, "past its deadline", 17) == 0;
         free_slot(w, a->batch);
         if (w->at_sink == a->batch)
             w->at_sink = 0;
@@ -437,6 +463,7 @@ static void step(world *w, tm_machine_event *ev) {
     tm_machine_batch_view built, out;
     tm_machine_batch(w->m, 0, &built);
     tm_machine_batch(w->m, 1, &out);
+    seen.stopped += ev->kind == TM_EV_RECORD_STOP;
     seen.pipelined +=
         built.phase != TM_BATCH_NONE && out.phase != TM_BATCH_NONE;
     seen.revoked_out +=
@@ -445,6 +472,8 @@ static void step(world *w, tm_machine_event *ev) {
         tm_machine_part_view v;
         tm_machine_part(w->m, TOPIC, p, &v);
         seen.fenced += v.state == TM_PART_FENCED && w->was[p] != TM_PART_FENCED;
+        seen.held += v.held && !w->was_held[p];
+        w->was_held[p] = v.held;
         w->was[p] = v.state;
         if (v.state != TM_PART_RUNNING) {
             if (v.state == TM_PART_ABSENT || v.state == TM_PART_CLAIMING)
@@ -591,15 +620,36 @@ static int deliver_record(world *w, int p) {
         w->pos[p] = o + 1;
         w->taken = o;
     }
+    w->took = 0;
     step(w, &ev);
     w->taken = -1;
+    if (w->took) {
+        /* The TAKE answered: converted, or refused with STOP. */
+        int32_t partition = ev.partition;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = w->stop_p >= 0 ? TM_EV_RECORD_STOP : TM_EV_TAKEN;
+        ev.status = TM_OK;
+        ev.batch = w->stop_batch;
+        ev.topic = TOPIC;
+        ev.partition = partition;
+        ev.offset = w->stop_off;
+        ev.why = "a column narrowed";
+        w->took = 0;
+        w->stop_p = -1;
+        step(w, &ev);
+    }
     return 1;
 }
 
 static void produce(world *w, int p) {
     int n = 1 + (int)upto(w, 20);
-    for (int i = 0; i < n && w->len[p] < MAXLOG; i++)
-        w->present[p][w->len[p]++] = (unsigned char)!pct(w, 15);
+    for (int i = 0; i < n && w->len[p] < MAXLOG; i++) {
+        int64_t o = w->len[p]++;
+        w->present[p][o] = (unsigned char)!pct(w, 15);
+        /* Now and then an event the converter cannot apply safely. */
+        if (!w->quiet && w->poison[p] < 0 && w->present[p][o] && pct(w, 2))
+            w->poison[p] = o;
+    }
 }
 
 static void group_event(world *w, tm_machine_event_kind kind, int only) {
@@ -691,6 +741,15 @@ static int caught_up(world *w) {
 
 static void settle_down(world *w) {
     w->quiet = 1;
+    /* The operator changes the target table and restarts: the stopped
+     * partitions are claimed again and convert. */
+    for (int p = 0; p < w->np; p++) {
+        tm_machine_part_view v;
+        tm_machine_part(w->m, TOPIC, p, &v);
+        w->poison[p] = -1;
+        if (v.stopped)
+            group_event(w, TM_EV_REVOKED, p);
+    }
     group_event(w, TM_EV_ASSIGNED, -1);
     answer_claims(w);
     for (int i = 0; i < 20000 && !w->violation[0]; i++) {
@@ -744,6 +803,9 @@ static int sequence(uint64_t seed, const char *expect, int verbose) {
     w->np = 1 + (int)upto(w, MAXP);
     w->dlq = pct(w, 50);
     w->taken = -1;
+    w->stop_p = -1;
+    for (int p = 0; p < w->np; p++)
+        w->poison[p] = -1;
     for (int p = 0; p < w->np; p++) {
         produce(w, p);
         w->last_committed[p] = -2;
@@ -758,6 +820,8 @@ static int sequence(uint64_t seed, const char *expect, int verbose) {
     cfg.max_bytes = 400 + (int64_t)upto(w, 2000);
     cfg.max_wait_ms = 50 + (int64_t)upto(w, 500);
     cfg.fenced_bound_ms = 300 + (int64_t)upto(w, 1000);
+    /* Short enough that a RETRY comes at it now and then: cut in half. */
+    cfg.commit_deadline_ms = 100 + (int64_t)upto(w, 2000);
     cfg.retry_base_ms = 5;
     cfg.retry_max_ms = 200;
     cfg.claim_base_ms = 5;
@@ -840,13 +904,16 @@ int main(int argc, char **argv) {
             "fault; answers OK %ld ALREADY %ld RETRY %ld FENCED %ld CONFLICT "
             "%ld FATAL %ld INVALID %ld; %ld revokes or losses while a batch "
             "was out, %ld pauses after FENCED, %ld fenced markers read again, "
-            "%ld claims deferred, %ld steps with two batches\n",
+            "%ld claims deferred, %ld steps with two batches, %ld "
+            "partitions stopped, %ld held at their stop, %ld "
+            "batches cut in half at their deadline\n",
             count, seen.caught_up, seen.holes_ended, seen.failed,
             seen.answers[TM_OK], seen.answers[TM_ALREADY],
             seen.answers[TM_RETRY], seen.answers[TM_FENCED],
             seen.answers[TM_CONFLICT], seen.answers[TM_FATAL],
             seen.answers[TM_INVALID], seen.revoked_out, seen.fenced,
-            seen.reclaimed, seen.deferred, seen.pipelined);
+            seen.reclaimed, seen.deferred, seen.pipelined, seen.stopped,
+            seen.held, seen.split);
     /* Not vacuous: with a few hundred sequences or more, every answer and
      * every situation the invariants are about must have happened. */
     if (count >= 500) {
@@ -863,7 +930,10 @@ int main(int argc, char **argv) {
                        seen.reclaimed,
                        seen.deferred,
                        seen.pipelined,
-                       seen.holes_ended};
+                       seen.holes_ended,
+                       seen.stopped,
+                       seen.held,
+                       seen.split};
         for (size_t i = 0; i < sizeof need / sizeof *need; i++)
             if (!need[i]) {
                 fprintf(stderr,

@@ -11,7 +11,13 @@
  * [hiH]]... rec P OFFSET [BYTES]           end P POSITION       due       stop
  *   dlq ok|fail                    answer STATUS [noread] [P eE nN]...
  *   read ok|retry|fatal [P eE nN]...   seekfail P    timer +MS
- * Actions are written KIND [P] [#batch] [@offset], joined by ", ". */
+ * A record's TAKE is answered at once: TAKEN OK after rec, RECORD_STOP
+ * after `stoprec P OFFSET` (the converter refused it), TAKEN FATAL after
+ * `recfail P OFFSET` (the builder failed); the actions of both steps.
+ * Actions are written KIND [P] [#batch] [@offset], joined by ", "; a TAKE
+ * that is no sign of recovery (records read again after a RETRY) ends in
+ * " quiet". A stopped partition shows " stop@OFFSET", " held" once paused
+ * there. */
 #include <check.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -70,7 +76,10 @@ typedef struct driver {
     tm_marker mk[MAXM];
     int64_t low[MAXM], high[MAXM];
     char rendered[4096];
-    char why[1024]; /* the last FAIL's or DEGRADE's reason */
+    char why[1024];      /* the last FAIL's or DEGRADE's reason */
+    char dropped[1024];  /* the last DROP_BATCH's reason */
+    int took;            /* the last step emitted a TAKE ... */
+    uint64_t took_batch; /* ... into this batch */
 } driver;
 
 static void config(tm_machine_config *cfg, int dlq) {
@@ -150,9 +159,9 @@ static size_t markers_of(driver *d, char **tok, size_t k, size_t n) {
     return c;
 }
 
+/* Appends the actions of one step to d->rendered. */
 static void render(driver *d, const tm_machine_action *a, size_t n) {
-    size_t at = 0;
-    d->rendered[0] = '\0';
+    size_t at = strlen(d->rendered);
     for (size_t i = 0; i < n; i++) {
         char one[256];
         int len = snprintf(one, sizeof one, "%s%s",
@@ -181,19 +190,24 @@ static void render(driver *d, const tm_machine_action *a, size_t n) {
         case TM_ACT_EXTEND:
         case TM_ACT_SINK_COMMIT:
         case TM_ACT_COMMIT_OFFSETS:
-            snprintf(one + len, sizeof one - (size_t)len, " @%" PRId64,
-                     a[i].offset);
+            len += snprintf(one + len, sizeof one - (size_t)len, " @%" PRId64,
+                            a[i].offset);
             break;
         default: break;
         }
+        if (a[i].kind == TM_ACT_TAKE && !a[i].flows)
+            snprintf(one + len, sizeof one - (size_t)len, " quiet");
         at += (size_t)snprintf(d->rendered + at, sizeof d->rendered - at,
-                               "%s%s", i ? ", " : "", one);
+                               "%s%s", at ? ", " : "", one);
         ck_assert(at < sizeof d->rendered);
     }
 }
 
+static void feed(driver *d, tm_machine_event *ev, const char *text);
+
 /* Runs one event of the script; its actions rendered in d->rendered. */
 static void run_event(driver *d, const char *text) {
+    d->rendered[0] = '\0';
     char buf[512];
     snprintf(buf, sizeof buf, "%s", text);
     char *tok[64];
@@ -224,10 +238,13 @@ static void run_event(driver *d, const char *text) {
         ev.high = d->high;
         ev.why = "store said no";
     } else if (strcmp(w, "rec") == 0 || strcmp(w, "end") == 0 ||
-               strcmp(w, "seekfail") == 0) {
-        ev.kind = w[0] == 'r'   ? TM_EV_RECORD
-                  : w[0] == 'e' ? TM_EV_PARTITION_END
-                                : TM_EV_SEEK_FAILED;
+               strcmp(w, "seekfail") == 0 || strcmp(w, "stoprec") == 0 ||
+               strcmp(w, "recfail") == 0) {
+        ev.kind = w[0] == 'r' || w[0] == 's' ? TM_EV_RECORD
+                  : w[0] == 'e'              ? TM_EV_PARTITION_END
+                                             : TM_EV_SEEK_FAILED;
+        if (strcmp(w, "seekfail") == 0)
+            ev.kind = TM_EV_SEEK_FAILED;
         part_of(d, tok[1], 0, &ev.topic, &ev.partition);
         ev.offset = n > 2 ? strtoll(tok[2], NULL, 10) : 0;
         ev.bytes = n > 3 ? strtoll(tok[3], NULL, 10) : 100;
@@ -257,11 +274,38 @@ static void run_event(driver *d, const char *text) {
         ck_abort_msg("unknown event %s", w);
     }
     ev.now_ms = d->now;
+    feed(d, &ev, text);
+    if (!d->took)
+        return;
+    /* The TAKE answered, as the executor does once it converted it. */
+    tm_machine_event ans;
+    memset(&ans, 0, sizeof ans);
+    ans.kind = TM_EV_TAKEN;
+    ans.status = TM_OK;
+    if (strcmp(w, "stoprec") == 0) {
+        ans.kind = TM_EV_RECORD_STOP;
+        ans.why = "column n: int64 narrowed to int32";
+    } else if (strcmp(w, "recfail") == 0) {
+        ans.status = TM_FATAL;
+        ans.why = "out of memory converting t [0] offset 10";
+    }
+    ans.batch = d->took_batch;
+    ans.topic = ev.topic;
+    ans.partition = ev.partition;
+    ans.offset = ev.offset;
+    ans.now_ms = d->now;
+    feed(d, &ans, text);
+}
+
+/* One step; its actions appended to d->rendered, d->took when one is a
+ * TAKE (its batch in d->took_batch). */
+static void feed(driver *d, tm_machine_event *ev, const char *text) {
     const tm_machine_action *a;
     size_t na;
     char err[256];
+    d->took = 0;
     alloc_armed = 1;
-    int rc = tm_machine_step(d->m, &ev, &a, &na, err, sizeof err);
+    int rc = tm_machine_step(d->m, ev, &a, &na, err, sizeof err);
     alloc_armed = 0;
     if (alloc_failed) {
         /* Out of memory: one FAIL action, the machine FAILED. */
@@ -277,9 +321,14 @@ static void run_event(driver *d, const char *text) {
     ck_assert_msg(rc == 0, "event '%s': %s", text, err);
     render(d, a, na);
     for (size_t i = 0; i < na; i++)
-        if ((a[i].kind == TM_ACT_FAIL || a[i].kind == TM_ACT_DEGRADE) &&
-            a[i].why)
+        if (a[i].kind == TM_ACT_TAKE) {
+            d->took = 1;
+            d->took_batch = a[i].batch;
+        } else if ((a[i].kind == TM_ACT_FAIL || a[i].kind == TM_ACT_DEGRADE) &&
+                   a[i].why)
             snprintf(d->why, sizeof d->why, "%s", a[i].why);
+        else if (a[i].kind == TM_ACT_DROP_BATCH && a[i].why)
+            snprintf(d->dropped, sizeof d->dropped, "%s", a[i].why);
 }
 
 static void run_script(driver *d, const char *script) {
@@ -306,10 +355,14 @@ static void render_part(const driver *d, const char *p, char *out,
         snprintf(out, size, "%s ABSENT", p);
         return;
     }
-    snprintf(out, size, "%s %s e%" PRId64 " c%" PRId64 " n%" PRId64 "%s%s%s", p,
-             tm_machine_part_state_name(v.state), v.epoch, v.committed,
-             v.next_expected, v.paused ? " paused" : "",
-             v.needs_seek ? " seek" : "", v.deferred ? " deferred" : "");
+    int len = snprintf(
+        out, size, "%s %s e%" PRId64 " c%" PRId64 " n%" PRId64 "%s%s%s", p,
+        tm_machine_part_state_name(v.state), v.epoch, v.committed,
+        v.next_expected, v.paused ? " paused" : "", v.needs_seek ? " seek" : "",
+        v.deferred ? " deferred" : "");
+    if (v.stopped)
+        snprintf(out + len, size - (size_t)len, " stop@%" PRId64 "%s",
+                 v.stop_at, v.held ? " held" : "");
 }
 
 static void render_batches(const driver *d, char *out, size_t size) {
@@ -341,6 +394,13 @@ static void render_batches(const driver *d, char *out, size_t size) {
 #define DSINK          BUILD "; due"
 #define DEFER          "assign t:0; claimed retry t:0"
 #define CONFLICT_AGAIN "; answer CONFLICT t:0 e3 n10; rec t:0 10; due"
+
+/* Batch 1 (three records) answered RETRY at its deadline: cut in half. */
+#define SPLIT SINK "; timer +1000; answer RETRY"
+/* t:0 stopped at 11 by the converter, batch 1 dropped. */
+#define STOP RUN "; rec t:0 10; rec t:1 10; stoprec t:0 11"
+/* ... read again: batch 2 holds t:0 10 and t:1 10, t:0 held at 11. */
+#define HELD STOP "; rec t:0 10; rec t:1 10; rec t:0 11"
 
 #define R_RUN        "t:0 RUNNING e3 c10 n10; t:1 RUNNING e3 c10 n10"
 #define A_APPLIED    "COMMIT_OFFSETS t:0 @12, COMMIT_OFFSETS t:1 @11"
@@ -495,6 +555,12 @@ static const row rows[] = {
      "t:0 RUNNING e3 c10 n10 seek", "NONE NONE", 1},
     {"running: FATAL fails", 0, SINK, "answer FATAL", A_FAIL1,
      "t:0 RUNNING e3 c10 n10 seek", "NONE NONE", 1},
+    {"a record the builder fails on fails the connector", 0, RUN,
+     "recfail t:0 10", "RANGE t:0 #1 @10, TAKE t:0 #1 @10, FAIL, DROP_BATCH #1",
+     "t:0 RUNNING e3 c10 n10 seek", "NONE NONE", 1},
+    {"a TAKE answered, its batch due is cut then", 0,
+     RUN "; rec t:0 10 2000000", "timer +1", "", "t:0 RUNNING e3 c10 n11",
+     "NONE AT_SINK#1", 0},
     {"failed: nothing more is taken", 0, SINK "; answer FATAL", "rec t:0 10",
      "", "t:0 RUNNING e3 c10 n10 seek", "NONE NONE", 1},
 
@@ -651,6 +717,98 @@ static const row rows[] = {
      SINK "; answer FENCED noread; seekfail t:0", "timer +1", "SEEK t:0 @10",
      "t:0 RUNNING e3 c10 n10", "NONE NONE", 0},
 
+    /* ---- the commit deadline: a RETRY at it cuts the batch in half ---- */
+    {"deadline: RETRY at it drops the batch, cut in half", 0,
+     SINK "; timer +1000", "answer RETRY", A_DROP1_SEEK, R_RUN, "NONE NONE", 0},
+    {"deadline: RETRY before it retries the whole batch", 0,
+     SINK "; timer +999", "answer RETRY", "PAUSE t:0, PAUSE t:1",
+     "t:0 RUNNING e3 c10 n12 paused", "NONE RETRY_WAIT#1", 0},
+    {"deadline: the next batch is due at half the records", 0, SPLIT,
+     "rec t:0 10",
+     "RANGE t:0 #2 @10, TAKE t:0 #2 @10 quiet, SINK_COMMIT #2 @2000",
+     "t:0 RUNNING e3 c10 n11", "NONE AT_SINK#2", 0},
+    {"deadline: a batch of one record is not cut", 0,
+     RUN "; rec t:0 10; due; timer +1000", "answer RETRY",
+     "PAUSE t:0, PAUSE t:1", "t:0 RUNNING e3 c10 n11 paused",
+     "NONE RETRY_WAIT#1", 0},
+    {"deadline: dead letters not delivered are no cut", 1,
+     DSINK "; timer +1000", "dlq fail", "PAUSE t:0, PAUSE t:1",
+     "t:0 RUNNING e3 c10 n12 paused", "NONE RETRY_WAIT#1", 0},
+    {"deadline: stopping gives up rather than cut", 0,
+     SINK "; stop; timer +1000", "answer RETRY", A_DROP1_SEEK, R_RUN,
+     "NONE NONE", 0},
+    {"deadline: a commit in under a third of it doubles the cap", 0,
+     SPLIT "; rec t:0 10; timer +333; answer OK; rec t:0 11", "rec t:0 12",
+     "TAKE t:0 #3 @12, SINK_COMMIT #3 @2333", "t:0 RUNNING e3 c11 n13",
+     "NONE AT_SINK#3", 0},
+    {"deadline: a slower commit keeps the cap", 0,
+     SPLIT "; rec t:0 10; timer +334; answer OK", "rec t:0 11",
+     "RANGE t:0 #3 @11, TAKE t:0 #3 @11, SINK_COMMIT #3 @2334",
+     "t:0 RUNNING e3 c11 n12", "NONE AT_SINK#3", 0},
+
+    /* ---- a partition stopped by a record the converter refused ---- */
+    {"stop: the partition stops there, the batch is read again", 0,
+     RUN "; rec t:0 10; rec t:1 10", "stoprec t:0 11",
+     "TAKE t:0 #1 @11, DEGRADE t:0, DROP_BATCH #1, SEEK t:0 @10, SEEK t:1 @10",
+     "t:0 RUNNING e3 c10 n10 stop@11; t:1 RUNNING e3 c10 n10", "NONE NONE", 0},
+    {"stop: the records before it are taken again", 0, STOP, "rec t:0 10",
+     "RANGE t:0 #2 @10, TAKE t:0 #2 @10", "t:0 RUNNING e3 c10 n11 stop@11",
+     "BUILDING#2 NONE", 0},
+    {"stop: the record at it is refused, the partition paused there", 0,
+     STOP "; rec t:0 10", "rec t:0 11", "PAUSE t:0",
+     "t:0 RUNNING e3 c10 n11 seek stop@11 held", "BUILDING#2 NONE", 0},
+    {"stop: a record past it carries the range to it", 0, STOP, "rec t:0 12",
+     "RANGE t:0 #2 @10, EXTEND t:0 #2 @11, PAUSE t:0",
+     "t:0 RUNNING e3 c10 n11 seek stop@11 held", "BUILDING#2 NONE", 0},
+    {"stop: a hole before it, the range carried over it", 0,
+     RUN "; rec t:0 10; stoprec t:0 12; rec t:0 10", "rec t:0 12",
+     "EXTEND t:0 #2 @12, PAUSE t:0", "t:0 RUNNING e3 c10 n12 seek stop@12 held",
+     "BUILDING#2 NONE", 0},
+    {"stop: a partition end at or past it is refused too", 0,
+     STOP "; rec t:0 10", "end t:0 15", "PAUSE t:0",
+     "t:0 RUNNING e3 c10 n11 seek stop@11 held", "BUILDING#2 NONE", 0},
+    {"stop: the other partitions go on", 0, STOP "; rec t:0 10; rec t:0 11",
+     "rec t:1 10", "RANGE t:1 #2 @10, TAKE t:1 #2 @10",
+     "t:0 RUNNING e3 c10 n11 seek stop@11 held; t:1 RUNNING e3 c10 n11",
+     "BUILDING#2 NONE", 0},
+    {"stop: its marker ends at it exactly, it stays paused", 0, HELD "; due",
+     "answer OK", "COMMIT_OFFSETS t:0 @11, COMMIT_OFFSETS t:1 @11",
+     "t:0 RUNNING e3 c11 n11 seek stop@11 held; t:1 RUNNING e3 c11 n11",
+     "NONE NONE", 0},
+    {"stop: RETRY's backpressure leaves it alone", 0, HELD "; due",
+     "answer RETRY", "PAUSE t:1",
+     "t:0 RUNNING e3 c10 n11 seek stop@11 held; t:1 RUNNING e3 c10 n11 paused",
+     "NONE RETRY_WAIT#2", 0},
+    {"stop: after RETRY, OK resumes the others only", 0,
+     HELD "; due; answer RETRY; timer +200", "answer OK",
+     "COMMIT_OFFSETS t:0 @11, COMMIT_OFFSETS t:1 @11, RESUME t:1, SEEK t:1 @11",
+     "t:0 RUNNING e3 c11 n11 seek stop@11 held; t:1 RUNNING e3 c11 n11",
+     "NONE NONE", 0},
+    {"stop: its batch dropped, it is read again up to the stop", 0,
+     HELD "; due", "answer CONFLICT t:0 e3 n10 t:1 e3 n10",
+     "DROP_BATCH #2, WRITE_STATUS, RESUME t:0, SEEK t:0 @10, SEEK t:1 @10",
+     "t:0 RUNNING e3 c10 n10 stop@11; t:1 RUNNING e3 c10 n10", "NONE NONE", 0},
+    {"stop: a claim of it again forgets the stop", 0, HELD "; assign t:0",
+     "claimed ok t:0 e4 n10", "START t:0 @10, RESUME t:0, WRITE_STATUS",
+     "t:0 RUNNING e4 c10 n10", "BUILDING#2 NONE", 0},
+    {"stop: a revoke forgets it", 0, HELD "; revoke t:0; assign t:0",
+     "claimed ok t:0 e4 n11", "START t:0 @11, RESUME t:0, WRITE_STATUS",
+     "t:0 RUNNING e4 c11 n11", "NONE NONE", 0},
+
+    /* ---- records as a sign of recovery (the status) ---- */
+    {"flow: records read again after a RETRY are no sign", 0,
+     SINK "; answer RETRY; revoke t:0", "rec t:1 10",
+     "RANGE t:1 #2 @10, TAKE t:1 #2 @10 quiet", "t:1 RUNNING e3 c10 n11",
+     "BUILDING#2 NONE", 0},
+    {"flow: a claim after the RETRY is", 0,
+     SPLIT "; assign t:2; claimed ok t:2 e1 n0", "rec t:0 10",
+     "RANGE t:0 #2 @10, TAKE t:0 #2 @10, SINK_COMMIT #2 @2000",
+     "t:0 RUNNING e3 c10 n11", "NONE AT_SINK#2", 0},
+    {"flow: a committed batch after the RETRY is", 0,
+     SINK "; answer RETRY; timer +200; answer OK", "rec t:0 12",
+     "RANGE t:0 #2 @12, TAKE t:0 #2 @12", "t:0 RUNNING e3 c12 n13",
+     "BUILDING#2 NONE", 0},
+
     /* ---- the pipeline: one batch built while one is at the sink ---- */
     {"pipeline: records go to the next batch from the first's end", 0, SINK,
      "rec t:0 12", "RANGE t:0 #2 @12, TAKE t:0 #2 @12",
@@ -755,6 +913,14 @@ START_TEST(malformed_events) {
                             .nmarkers = 1};
     ck_assert_int_eq(tm_machine_step(m, &ev, &a, &n, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "bounds") != NULL, "%s", err);
+    /* A converter's STOP answers the TAKE of the batch being built. */
+    ev = (tm_machine_event){.kind = TM_EV_RECORD_STOP,
+                            .now_ms = 10,
+                            .batch = 1,
+                            .topic = "t",
+                            .offset = 3};
+    ck_assert_int_eq(tm_machine_step(m, &ev, &a, &n, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "no TAKE") != NULL, "%s", err);
     tm_machine_config bad = cfg;
     bad.max_records = 0;
     ck_assert_ptr_null(tm_machine_new(&bad, err, sizeof err));
@@ -783,8 +949,13 @@ static const reason reasons[] = {
      "sink restored from a backup): nothing more is applied; decide with "
      "`tidemark offsets CONFIG --reset-to ...`"},
     {FENCED0 "; timer +500", "read ok t:0 e4 n20",
-     "t [0]: another live writer keeps committing it (marker 10 epoch 4 now "
-     "20 epoch 4); not claimed again while it moves"},
+     "t [0]: another live writer (another group or host?) keeps committing "
+     "t[0]: its marker moved from 10 (epoch 4) to 20 (epoch 4) in 500 ms, "
+     "this host fenced; not claimed again while it moves"},
+    {RUN "; rec t:0 10; rec t:1 10", "stoprec t:0 11",
+     "t [0] stopped at offset 11: column n: int64 narrowed to int32; nothing "
+     "at or past it is committed, the other partitions go on: change the "
+     "target table (or list the columns in $.mapping) and restart"},
     {SINK CONFLICT_AGAIN CONFLICT_AGAIN CONFLICT_AGAIN CONFLICT_AGAIN,
      "answer CONFLICT t:0 e3 n10",
      "CONFLICT 5 times in a row: the rebuild does not converge (something "
@@ -803,6 +974,34 @@ START_TEST(fail_reasons) {
     run_script(d, r->setup);
     run_event(d, r->event);
     ck_assert_str_eq(d->why, r->want);
+    tm_machine_free(d->m);
+    free(d);
+}
+END_TEST
+
+/* Why a batch was dropped (the executor logs it): the deadline's cut
+ * says how many records the next batches hold at most; stopping gives
+ * up before it cuts. */
+static const reason drops[] = {
+    {SINK "; timer +1000", "answer RETRY",
+     "past its deadline with 3 records: rebuilt with at most 1"},
+    {SINK "; stop; timer +1000", "answer RETRY",
+     "giving up retries while stopping"},
+    {RUN "; rec t:0 10; rec t:1 10", "stoprec t:0 11", "a partition stopped"},
+};
+
+START_TEST(drop_reasons) {
+    const reason *r = &drops[_i];
+    tm_machine_config cfg;
+    config(&cfg, 0);
+    char err[256];
+    driver *d = calloc(1, sizeof *d);
+    ck_assert_ptr_nonnull(d);
+    d->m = tm_machine_new(&cfg, err, sizeof err);
+    ck_assert_ptr_nonnull(d->m);
+    run_script(d, r->setup);
+    run_event(d, r->event);
+    ck_assert_str_eq(d->dropped, r->want);
     tm_machine_free(d->m);
     free(d);
 }
@@ -904,6 +1103,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, batch_ranges);
     tcase_add_loop_test(tc, fail_reasons, 0,
                         (int)(sizeof reasons / sizeof *reasons));
+    tcase_add_loop_test(tc, drop_reasons, 0,
+                        (int)(sizeof drops / sizeof *drops));
     suite_add_tcase(s, tc);
     return s;
 }
