@@ -63,7 +63,15 @@ static int fail(ice_catalog *c, int rc, const char *what, const PGresult *res,
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         n--;
-    if (c->cancelled)
+    if (c->cancelled && PQstatus(conn_of(c)) != CONNECTION_OK)
+        /* The cancel may not have stopped it before the break. */
+        snprintf(why, why_size,
+                 "%s: %s: no answer within catalog_lock_timeout_ms (%d ms) "
+                 "and %d ms: cancelled, then the connection broke before "
+                 "the answer: the outcome unknown (PostgreSQL: %.*s)",
+                 c->ident, what, c->lock_timeout_ms,
+                 ICE_CATALOG_DEADLINE_SLACK_MS, (int)n, msg);
+    else if (c->cancelled)
         snprintf(why, why_size,
                  "%s: %s: no answer within catalog_lock_timeout_ms (%d ms) "
                  "and %d ms (a commit that waits after its statement: a "
@@ -114,19 +122,25 @@ static int collect(ice_catalog *c, int64_t deadline, PGresult **res) {
     }
 }
 
-/* Asks the server to cancel what the session runs (best effort: a
- * cancel that cannot be delivered changes nothing). */
-static void cancel_statement(ice_catalog *c) {
-    char err[256];
-    if (c->cancel)
-        (void)PQcancel(c->cancel, err, sizeof err);
-}
-
 /* The session's cancel handle, taken again after each (re)connection
  * (its backend and key change). */
 static void take_cancel(ice_catalog *c) {
     PQfreeCancel(c->cancel);
     c->cancel = PQgetCancel(conn_of(c));
+}
+
+/* Asks the server to cancel what the session runs, waiting for the
+ * request to be taken at most until DEADLINE (a cancel that is not
+ * changes nothing, or lands later: the caller's wait decides). The
+ * session's handle goes to the cancel (catalog_pg_cancel.c) and is taken
+ * again while the connection stands; a reconnect takes the new
+ * session's. */
+static void cancel_statement(ice_catalog *c, int64_t deadline) {
+    void *cancel = c->cancel;
+    c->cancel = NULL;
+    (void)ice_pg_cancel_until(cancel, deadline);
+    if (PQstatus(conn_of(c)) == CONNECTION_OK)
+        take_cancel(c);
 }
 
 /* Sends SQL (NPARAMS of VALS) and takes its result, waiting at most the
@@ -156,15 +170,18 @@ static PGresult *bounded(ice_catalog *c, const char *sql, int nparams,
          * it) and commit whenever its wait ends, long after our publish
          * check. Cancelled; the outcome stays unknown (failed_in). */
         if (PQstatus(conn) != CONNECTION_OK)
-            cancel_statement(c);
+            cancel_statement(c, ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS);
         return res;
     }
-    /* Best effort: without it, the wait below runs out the same. */
-    cancel_statement(c);
+    /* The cancel's delivery and the answer after it share one wait, so
+     * the whole stays within the lock timeout, the slack and this wait
+     * (a server that never answers the cancel, a full listen backlog). */
+    int64_t end = ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS;
     c->cancelled = 1;
-    if (collect(c, ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS, &res)) {
+    cancel_statement(c, end);
+    if (collect(c, end, &res)) {
         if (PQstatus(conn) != CONNECTION_OK)
-            cancel_statement(c);
+            cancel_statement(c, end); /* again, for the orphan: no wait */
         return res;
     }
     PQclear(res);
@@ -223,7 +240,8 @@ static int session_setup(ice_catalog *c, char *why, size_t why_size) {
 static int connected(ice_catalog *c, char *why, size_t why_size) {
     if (!c->lost && PQstatus(conn_of(c)) == CONNECTION_OK)
         return 0;
-    c->lost = 0; /* what was in flight on the old one is abandoned */
+    c->lost = 0;      /* what was in flight on the old one is abandoned */
+    c->cancelled = 0; /* ... and its cancel is no part of what comes */
     PQreset(conn_of(c));
     if (PQstatus(conn_of(c)) != CONNECTION_OK)
         return fail(c, -1, "connecting", NULL, why, why_size);
