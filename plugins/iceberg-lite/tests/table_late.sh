@@ -51,6 +51,9 @@ late() {
     if [ "$rc" != 1 ] ||
         ! grep -q "more than the 240000 ms a writer may take to publish them" \
             "$DIR/err" ||
+        ! grep -q "TIDEMARK_FAULT_STALL_MS=240001" "$DIR/err" ||
+        [ "$(grep -c "warning: TIDEMARK_FAULT_STALL_MS=240001 is set" \
+            "$DIR/err")" != 1 ] ||
         [ "$(current)" != "$before" ] ||
         [ "$(judged)" != "$judged_before" ] ||
         ! cmp -s "$DIR/data.before" "$DIR/data.after" ||
