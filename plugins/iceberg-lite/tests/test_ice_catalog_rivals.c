@@ -862,6 +862,56 @@ START_TEST(pg_commit_retries_on_held_row) {
 }
 END_TEST
 
+/* The swap blocked by a lock on the whole table (LOCK TABLE by one
+ * session, SHARE mode) while another holds the row FOR KEY SHARE (its xid in
+ * the row's xmax, not blocking an UPDATE of the metadata columns): the refusal
+ * must not name the FOR KEY SHARE holder as the one that held the swap; it says
+ * it could not tell. */
+START_TEST(pg_swap_timeout_names_no_wrong_holder) {
+    char schema[64], sql[256], share_pid[32];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    PGconn *sharer = PQconnectdb(getenv("TIDEMARK_PG_CONNINFO"));
+    ck_assert_int_eq(PQstatus(sharer), CONNECTION_OK);
+    admin_ok(sharer, "BEGIN", PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.iceberg_tables FOR KEY SHARE",
+             schema);
+    admin_ok(sharer, sql, PGRES_TUPLES_OK);
+    snprintf(share_pid, sizeof share_pid, "pid %d,", PQbackendPID(sharer));
+    admin_ok(admin, "BEGIN", PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql, "LOCK TABLE %s.iceberg_tables IN SHARE MODE",
+             schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    signal(SIGALRM, waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    alarm(0);
+    admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
+    admin_ok(sharer, "ROLLBACK", PGRES_COMMAND_OK);
+    PQfinish(sharer);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1, "the swap answered %d: %s", rc, why);
+    ck_assert_msg(!strstr(why, share_pid),
+                  "FINDING: the refusal names the FOR KEY SHARE holder (%s) "
+                  "as the session that held the swap, which a table lock "
+                  "held: %s",
+                  share_pid, why);
+    ck_assert_msg(strstr(why, "PostgreSQL does not say") &&
+                      strstr(why, "nothing changed"),
+                  "%s", why);
+}
+END_TEST
+
 /* ---- PostgreSQL: the cancel itself, and a statement that outlives it -- */
 
 /* PQcancel is a blocking connect, send and wait for the server to close:
@@ -1180,6 +1230,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
         tcase_add_test(tc, pg_swap_waits_bounded);
         tcase_add_test(tc, pg_swap_timeout_names_the_lock);
+        tcase_add_test(tc, pg_swap_timeout_names_no_wrong_holder);
         tcase_add_test(tc, pg_swap_commit_wait_bounded);
         tcase_add_test(tc, pg_register_commit_wait_bounded);
         tcase_add_test(tc, pg_swap_connection_cut_in_commit);
