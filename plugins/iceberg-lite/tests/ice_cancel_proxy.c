@@ -1,6 +1,7 @@
 /* See ice_cancel_proxy.h. One thread accepts; one thread per connection
  * reads the first packet's 8 bytes (length, code), then either holds a
- * cancel request or connects to the server and copies bytes both ways.
+ * cancel request, or ends a session at once (refuse), or connects to the
+ * server and copies bytes both ways.
  * Every wait polls at most 100 ms, so icp_stop ends them all. */
 #define _XOPEN_SOURCE 700
 
@@ -85,6 +86,10 @@ static void *conn_main(void *arg) {
             return NULL;
         }
     } else {
+        if (atomic_load(&x->refuse)) {
+            shutdown(a.fd, SHUT_RDWR); /* the client reads EOF */
+            return NULL;
+        }
         atomic_fetch_add(&x->sessions, 1);
     }
     int sfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -94,6 +99,7 @@ static void *conn_main(void *arg) {
         write_all(sfd, head, sizeof head) == 0)
         pump(x, a.fd, sfd);
     close(sfd);
+    shutdown(a.fd, SHUT_RDWR); /* the server's end reaches the client */
     return NULL;
 }
 

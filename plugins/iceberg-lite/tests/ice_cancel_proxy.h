@@ -23,6 +23,7 @@ typedef struct icp_proxy {
     atomic_int nconns;
     atomic_int stop;
     atomic_int blackhole;  /* hold cancel requests unanswered */
+    atomic_int refuse;     /* close new sessions at once (a server gone) */
     atomic_int cancels;    /* cancel requests seen */
     atomic_int blackholed; /* ... of which held unanswered */
     atomic_int sessions;   /* other connections, passed through */

@@ -1179,6 +1179,55 @@ START_TEST(pg_cancel_then_broken_is_unknown) {
 }
 END_TEST
 
+/* The flag of a cancel lives as long as its statement: after a swap
+ * given up (its statement outlived the cancel), the reconnect that fails
+ * (the server gone: the proxy ends every new session) says so, not that
+ * a statement was "cancelled, nothing changed". */
+START_TEST(pg_failed_reconnect_repeats_no_cancel) {
+    char schema[64], host[256], port[32], db[256], user[256];
+    PGconn *admin = pg_catalog_schema(schema);
+    const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+    conninfo_value(ci, "host", host, sizeof host);
+    conninfo_value(ci, "port", port, sizeof port);
+    conninfo_value(ci, "dbname", db, sizeof db);
+    conninfo_value(ci, "user", user, sizeof user);
+    icp_proxy px;
+    ck_assert_int_eq(icp_start(&px, host, atoi(port)), 0);
+    snprintf(cat_uri, sizeof cat_uri,
+             "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable&gssencmode="
+             "disable&options=-csearch_path%%3D%s",
+             user, px.port, db, schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024], why2[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    stubborn_commits(admin, schema);
+    int backend = PQbackendPID(c->db);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    atomic_store(&px.refuse, 1);
+    char *loc = NULL;
+    int rc2 = ice_catalog_load(c, &loc, why2, sizeof why2);
+    free(loc);
+    release_stubborn(admin, schema, backend);
+    ice_catalog_close(c);
+    icp_stop(&px);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -2, "inconclusive: the swap was not given up (%d: %s)",
+                  rc, why);
+    ck_assert_msg(rc2 == -1, "the load with no server: %d %s", rc2, why2);
+    ck_assert_msg(!strstr(why2, "cancelled"),
+                  "FINDING: a failed reconnect repeats the last statement's "
+                  "cancel: %s",
+                  why2);
+}
+END_TEST
+
 /* A reconnect takes the new session's cancel key: a swap after it whose
  * commit waits is cancelled (-1, nothing changed), not given up as lost
  * because the cancel went to the old, ended backend. */
@@ -1240,6 +1289,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, pg_commit_outliving_its_cancel_is_unknown);
         tcase_add_test(tc, pg_cancel_then_broken_is_unknown);
         tcase_add_test(tc, pg_cancel_after_reconnect);
+        tcase_add_test(tc, pg_failed_reconnect_repeats_no_cancel);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
         tcase_add_test(tc, table_replaced_under_running_sink);
