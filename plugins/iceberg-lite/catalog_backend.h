@@ -57,6 +57,12 @@ struct ice_catalog {
     char ident[ICE_CATALOG_IDENT_MAX];
 };
 
+/* Cancels, through CANCEL (a PGcancel, taken over and freed), what its
+ * session runs, waiting for the server to take the request at most until
+ * DEADLINE (ice_mono_ms; catalog_pg_cancel.c): 1 taken by then; 0 not
+ * (not sent, refused, or no answer yet: it may still land later). */
+int ice_pg_cancel_until(void *cancel, int64_t deadline);
+
 /* The SQLite backend on database FILE: sets c->ops and c->db. As
  * ice_catalog_open: 0 or -1 with why. */
 int ice_catalog_sqlite_open(ice_catalog *c, const char *file, int create,

@@ -63,7 +63,15 @@ static int fail(ice_catalog *c, int rc, const char *what, const PGresult *res,
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         n--;
-    if (c->cancelled)
+    if (c->cancelled && PQstatus(conn_of(c)) != CONNECTION_OK)
+        /* The cancel may not have stopped it before the break. */
+        snprintf(why, why_size,
+                 "%s: %s: no answer within catalog_lock_timeout_ms (%d ms) "
+                 "and %d ms: cancelled, then the connection broke before "
+                 "the answer: the outcome unknown (PostgreSQL: %.*s)",
+                 c->ident, what, c->lock_timeout_ms,
+                 ICE_CATALOG_DEADLINE_SLACK_MS, (int)n, msg);
+    else if (c->cancelled)
         snprintf(why, why_size,
                  "%s: %s: no answer within catalog_lock_timeout_ms (%d ms) "
                  "and %d ms (a commit that waits after its statement: a "
@@ -114,19 +122,25 @@ static int collect(ice_catalog *c, int64_t deadline, PGresult **res) {
     }
 }
 
-/* Asks the server to cancel what the session runs (best effort: a
- * cancel that cannot be delivered changes nothing). */
-static void cancel_statement(ice_catalog *c) {
-    char err[256];
-    if (c->cancel)
-        (void)PQcancel(c->cancel, err, sizeof err);
-}
-
 /* The session's cancel handle, taken again after each (re)connection
  * (its backend and key change). */
 static void take_cancel(ice_catalog *c) {
     PQfreeCancel(c->cancel);
     c->cancel = PQgetCancel(conn_of(c));
+}
+
+/* Asks the server to cancel what the session runs, waiting for the
+ * request to be taken at most until DEADLINE (a cancel that is not
+ * changes nothing, or lands later: the caller's wait decides). The
+ * session's handle goes to the cancel (catalog_pg_cancel.c) and is taken
+ * again while the connection stands; a reconnect takes the new
+ * session's. */
+static void cancel_statement(ice_catalog *c, int64_t deadline) {
+    void *cancel = c->cancel;
+    c->cancel = NULL;
+    (void)ice_pg_cancel_until(cancel, deadline);
+    if (PQstatus(conn_of(c)) == CONNECTION_OK)
+        take_cancel(c);
 }
 
 /* Sends SQL (NPARAMS of VALS) and takes its result, waiting at most the
@@ -139,8 +153,9 @@ static void take_cancel(ice_catalog *c) {
  * connection is given up (c->lost: the outcome is unknown). The result
  * (the caller clears it); NULL when lost, or nothing was sent
  * (PQerrorMessage). */
-static PGresult *bounded(ice_catalog *c, const char *sql, int nparams,
-                         const Oid *types, const char *const *vals) {
+static PGresult *bounded_for(ice_catalog *c, const char *sql, int nparams,
+                             const Oid *types, const char *const *vals,
+                             int wait_ms) {
     PGconn *conn = conn_of(c);
     if (c->lost)
         return NULL; /* given up: made again by the next call's connected */
@@ -148,28 +163,36 @@ static PGresult *bounded(ice_catalog *c, const char *sql, int nparams,
     if (!PQsendQueryParams(conn, sql, nparams, types, vals, NULL, NULL, 0))
         return NULL;
     PGresult *res = NULL;
-    int64_t deadline =
-        ice_mono_ms() + c->lock_timeout_ms + ICE_CATALOG_DEADLINE_SLACK_MS;
+    int64_t deadline = ice_mono_ms() + wait_ms;
     if (collect(c, deadline, &res)) {
         /* The connection broke under the statement: its backend may run
          * on (a server learns of a lost client only when it writes to
          * it) and commit whenever its wait ends, long after our publish
          * check. Cancelled; the outcome stays unknown (failed_in). */
         if (PQstatus(conn) != CONNECTION_OK)
-            cancel_statement(c);
+            cancel_statement(c, ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS);
         return res;
     }
-    /* Best effort: without it, the wait below runs out the same. */
-    cancel_statement(c);
+    /* The cancel's delivery and the answer after it share one wait, so
+     * the whole stays within the lock timeout, the slack and this wait
+     * (a server that never answers the cancel, a full listen backlog). */
+    int64_t end = ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS;
     c->cancelled = 1;
-    if (collect(c, ice_mono_ms() + ICE_CATALOG_CANCEL_WAIT_MS, &res)) {
+    cancel_statement(c, end);
+    if (collect(c, end, &res)) {
         if (PQstatus(conn) != CONNECTION_OK)
-            cancel_statement(c);
+            cancel_statement(c, end); /* again, for the orphan: no wait */
         return res;
     }
     PQclear(res);
     c->lost = 1;
     return NULL;
+}
+
+static PGresult *bounded(ice_catalog *c, const char *sql, int nparams,
+                         const Oid *types, const char *const *vals) {
+    return bounded_for(c, sql, nparams, types, vals,
+                       c->lock_timeout_ms + ICE_CATALOG_DEADLINE_SLACK_MS);
 }
 
 /* Runs SQL with $1 $2 $3 the row's key, $4 p4, $5 p5 (as many as NPARAMS
@@ -223,7 +246,8 @@ static int session_setup(ice_catalog *c, char *why, size_t why_size) {
 static int connected(ice_catalog *c, char *why, size_t why_size) {
     if (!c->lost && PQstatus(conn_of(c)) == CONNECTION_OK)
         return 0;
-    c->lost = 0; /* what was in flight on the old one is abandoned */
+    c->lost = 0;      /* what was in flight on the old one is abandoned */
+    c->cancelled = 0; /* ... and its cancel is no part of what comes */
     PQreset(conn_of(c));
     if (PQstatus(conn_of(c)) != CONNECTION_OK)
         return fail(c, -1, "connecting", NULL, why, why_size);
@@ -301,21 +325,30 @@ static int pg_insert(ice_catalog *c, const char *loc, char *why,
 /* The session whose transaction holds the table's row locked (its id is
  * the row's xmax: a SELECT ... FOR UPDATE, or another writer's UPDATE not
  * committed yet), as pg_stat_activity shows it; none when the lock is
- * gone, or shared by several (xmax is then a multixact). */
+ * gone, or shared by several (xmax is then a multixact). Asked only after
+ * a wait PostgreSQL says was on the row's tuple: a FOR KEY SHARE holder
+ * is in xmax too but never blocks the swap. */
 static const char HOLDER_SQL[] =
     "SELECT a.pid, coalesce(a.usename, '?'), "
     "coalesce(nullif(a.application_name, ''), '-'), "
-    "coalesce(host(a.client_addr), 'local'), coalesce(a.state, '?'), "
+    "CASE WHEN a.client_addr IS NOT NULL THEN host(a.client_addr) "
+    "WHEN a.client_port = -1 THEN 'a local socket' ELSE 'unknown' END, "
+    "coalesce(a.state, '?'), "
     "coalesce(extract(epoch FROM now() - a.xact_start)::bigint, 0) "
     "FROM iceberg_tables t JOIN pg_stat_activity a ON a.backend_xid = t.xmax "
     "WHERE t.catalog_name = $1 AND t.table_namespace = $2 "
     "AND t.table_name = $3 AND a.pid <> pg_backend_pid()";
+/* The look-up's own wait: a detail of a refusal, never a second lock
+ * timeout. */
+#define HOLDER_WAIT_MS 500
 
 /* "pid N, user U, application A, client C, STATE, S s in its
  * transaction" of the row lock's holder into out; "" when PostgreSQL does
  * not say (a failed look-up only loses the detail). */
 static void lock_holder(ice_catalog *c, char *out, size_t size) {
-    PGresult *res = run(c, HOLDER_SQL, 3, NULL, NULL);
+    const char *vals[3] = {c->name, c->ns, c->table};
+    const Oid types[3] = {TEXT_OID, TEXT_OID, TEXT_OID};
+    PGresult *res = bounded_for(c, HOLDER_SQL, 3, types, vals, HOLDER_WAIT_MS);
     out[0] = '\0';
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         snprintf(out, size,
@@ -330,9 +363,10 @@ static void lock_holder(ice_catalog *c, char *out, size_t size) {
 /* A swap the server cancelled at the session's timeouts. Both are
  * catalog_lock_timeout_ms, and PostgreSQL then reports the statement
  * timeout (its timer started first) even when the wait was for the
- * row's lock: what was waited for, and who held it, is said here (the
- * error's context names the tuple when it was a row lock's wait). -1
- * (nothing changed) with why; 0 when it was no lock's wait (the caller
+ * row's lock: what was waited for, and who held it, is said here. The
+ * holder is named only when the error's context names the tuple (a row
+ * lock's wait); another wait (a lock on the whole table) names none. -1
+ * (nothing changed) with why; 0 when it was no timeout (the caller
  * reports the server's message as it is). */
 static int refused_wait(ice_catalog *c, const PGresult *res, char *why,
                         size_t why_size) {
@@ -340,19 +374,28 @@ static int refused_wait(ice_catalog *c, const PGresult *res, char *why,
         return 0;
     const char *ctx = PQresultErrorField(res, PG_DIAG_CONTEXT);
     const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    if (!msg)
+        msg = "cancelled";
+    if (is_state(res, QUERY_CANCELED) && !strstr(msg, "timeout"))
+        return 0; /* an administrator's cancel, not a bound */
+    if (!(ctx && strstr(ctx, " tuple "))) {
+        snprintf(why, why_size,
+                 "%s: the commit's compare-and-swap waited "
+                 "catalog_lock_timeout_ms (%d ms), not for the table's "
+                 "catalog row (for a lock on the whole table, or else): "
+                 "which session held it, PostgreSQL does not say: nothing "
+                 "changed (PostgreSQL: %s)",
+                 c->ident, c->lock_timeout_ms, msg);
+        return -1;
+    }
     char holder[1024];
     lock_holder(c, holder, sizeof holder);
-    if (!holder[0] && !(ctx && strstr(ctx, " tuple ")))
-        return 0;
     snprintf(why, why_size,
              "%s: the commit's compare-and-swap waited catalog_lock_timeout_ms "
              "(%d ms) for the lock on the table's catalog row, held by "
              "another session (%s): nothing changed (PostgreSQL: %s)",
              c->ident, c->lock_timeout_ms,
-             holder[0] ? holder
-                       : "PostgreSQL does not say which: it has ended, or "
-                         "several share the lock",
-             msg ? msg : "cancelled");
+             holder[0] ? holder : "could not tell which", msg);
     return -1;
 }
 

@@ -124,6 +124,8 @@ typedef struct ice_compact_result {
     int64_t snapshot_id;
     size_t files_in, files_out; /* small files replaced, files written */
     int64_t rows;               /* rows rewritten */
+    int more;                   /* stopped taking files at the work bound (see
+                                   ice_compact_opts.max_age_ms): run again for the rest */
 } ice_compact_result;
 /* Rewrites the current snapshot's data files smaller than target_size
  * (at least two of them) into files of up to target_size, as one snapshot

@@ -33,6 +33,7 @@ typedef struct compact_ctx {
     const ice_datafile *group; /* the partition of the files being read */
     ice_own own;               /* this attempt's manifests */
     int64_t written_ms;        /* monotonic, before the first new file */
+    int more; /* stopped taking files at half the bound (rewrite) */
     char *why;
     size_t why_size;
 } compact_ctx;
@@ -89,18 +90,55 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
     return pq_size(c->out.pw) >= (size_t)c->target ? flush(c) : 0;
 }
 
+/* Half the bound has passed (by the publish check's own clock, the test
+ * stall included): a run takes no more input files, so that what it
+ * rewrote is published in time however large the table. */
+static int work_spent(const compact_ctx *c) {
+    char why[256];
+    return c->o->max_age_ms > 0 &&
+           ice_publish_in_time(c->written_ms, c->o->max_age_ms / 2, why,
+                               sizeof why) != 0;
+}
+
+/* Keeps in c->replaced only the files read (read[i]): the others stay
+ * live, for the next run. */
+static void keep_read(compact_ctx *c, const unsigned char *read) {
+    size_t n = 0;
+    c->replaced_size = 0;
+    for (size_t i = 0; i < c->nreplaced; i++) {
+        if (!read[i]) {
+            ice_datafile_clear(&c->replaced[i]);
+            continue;
+        }
+        c->replaced[n++] = c->replaced[i];
+        c->replaced_size += c->replaced[i].size;
+    }
+    c->nreplaced = n;
+    c->more = 1;
+}
+
 /* Reads the small files' rows into new files (durable at the commit's
  * barrier, before the link that names them), one partition at a time:
- * a new file never holds rows of two partitions. */
+ * a new file never holds rows of two partitions. Past half the bound it
+ * stops taking files (work_spent) at a partition's end, or once two of
+ * the partition are read (a merge of fewer gains nothing). */
 static int rewrite(compact_ctx *c) {
-    for (size_t g = 0; g < c->nreplaced; g++) {
+    unsigned char *read = calloc(c->nreplaced + 1, 1);
+    size_t nread = 0;
+    if (!read) {
+        snprintf(c->why, c->why_size, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t g = 0; rc == 0 && !c->more && g < c->nreplaced; g++) {
         size_t first = 0;
         while (!same_partition(&c->replaced[first], &c->replaced[g]))
             first++;
         if (first < g)
             continue; /* its partition was rewritten with an earlier file */
         c->group = &c->replaced[g];
-        for (size_t i = g; i < c->nreplaced; i++) {
+        size_t in_group = 0;
+        for (size_t i = g; rc == 0 && i < c->nreplaced; i++) {
             if (!same_partition(&c->replaced[i], c->group))
                 continue;
             /* Past the bound already: the publish would be refused, so
@@ -108,23 +146,37 @@ static int rewrite(compact_ctx *c) {
              * it now, not after rewriting all of it). */
             if (c->o->max_age_ms > 0 &&
                 ice_publish_in_time(c->written_ms, c->o->max_age_ms, c->why,
-                                    c->why_size) != 0)
-                return -1;
+                                    c->why_size) != 0) {
+                rc = -1;
+                break;
+            }
+            if ((in_group >= 2 || (in_group == 0 && nread > 0)) &&
+                work_spent(c)) {
+                keep_read(c, read);
+                break;
+            }
             if (c->o->stop && c->o->stop(c->o->stop_ctx)) {
                 snprintf(c->why, c->why_size,
                          "%s: stopped (a stop, or the batch's deadline) "
                          "after rewriting %lld rows: nothing published",
                          c->t->root, (long long)c->rows);
-                return -1;
+                rc = -1;
+                break;
             }
             if (ice_file_rows_as(c->replaced[i].path, c->cols, c->ncols,
-                                 put_row, c, c->why, c->why_size) != 0)
-                return -1;
+                                 put_row, c, c->why, c->why_size) != 0) {
+                rc = -1;
+                break;
+            }
+            read[i] = 1;
+            nread++;
+            in_group++;
         }
-        if (c->open && flush(c) != 0)
-            return -1;
+        if (rc == 0 && c->open && flush(c) != 0)
+            rc = -1;
     }
-    return 0;
+    free(read);
+    return rc;
 }
 
 static int is_replaced(const compact_ctx *c, const char *path) {
@@ -383,6 +435,7 @@ int ice_compact_with(ice_table *t, const ice_compact_opts *o,
         res->files_in = c.nreplaced;
         res->files_out = c.nwritten;
         res->rows = c.rows;
+        res->more = c.more;
     }
     if (c.open)
         ice_out_free(&c.out);

@@ -10,6 +10,7 @@
  * ICE_CATALOG_LOCK_TIMEOUT_MAX_MS, catalog.h). Cheap: a stat of each of
  * its own files. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,26 +59,45 @@ int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
  * stall of that many ms between writing the files and this check, added
  * to their age, so that a late publish is tested without waiting for the
  * bound. It can only make a writer refuse; text that is not a whole
- * number in 0..ICE_FAULT_STALL_MAX_MS counts as none. */
-static int64_t test_stall_ms(void) {
+ * number in 0..ICE_FAULT_STALL_MAX_MS counts as none. Set by accident it
+ * refuses every publish, so the first check that sees it set warns on
+ * stderr, once per process, and every refusal names it. */
+static int64_t test_stall_ms(const char **text) {
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
     const char *s = getenv(ICE_FAULT_STALL_ENV);
+    *text = s;
     if (!s || !*s)
         return 0;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    return errno || *end || v < 0 || v > ICE_FAULT_STALL_MAX_MS ? 0 : v;
+    int bad = errno || *end || v < 0 || v > ICE_FAULT_STALL_MAX_MS;
+    if (!atomic_flag_test_and_set(&warned))
+        fprintf(stderr,
+                "tidemark: warning: %s=%s is set (a test's fault variable): "
+                "%s\n",
+                ICE_FAULT_STALL_ENV, s,
+                bad ? "not a whole number of ms in range, ignored"
+                    : "every publish check counts its files that many ms "
+                      "older, and refuses them past the writers' bound");
+    return bad ? 0 : v;
 }
 
 int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
                         size_t why_size) {
-    int64_t age = ice_mono_ms() - written_ms + test_stall_ms();
+    const char *text;
+    int64_t stall = test_stall_ms(&text);
+    int64_t age = ice_mono_ms() - written_ms + stall;
     if (age <= max_ms)
         return 0;
+    char fault[128] = "";
+    if (stall > 0)
+        snprintf(fault, sizeof fault, " (%lld ms of it %s=%.24s)",
+                 (long long)stall, ICE_FAULT_STALL_ENV, text);
     snprintf(why, why_size,
-             "its files were written %lld ms ago, more than the %lld ms a "
+             "its files were written %lld ms ago%s, more than the %lld ms a "
              "writer may take to publish them (another writer's vacuum may "
              "delete them from then on): not published",
-             (long long)age, (long long)max_ms);
+             (long long)age, fault, (long long)max_ms);
     return 1;
 }

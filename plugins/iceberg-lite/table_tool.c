@@ -553,6 +553,10 @@ static int do_compact(ice_table *t, const opts *o) {
     printf("compacted %zu files into %zu (%" PRId64 " rows): snapshot %" PRId64
            " (replace)\n",
            res.files_in, res.files_out, res.rows, res.snapshot_id);
+    if (res.more)
+        printf("more to compact: this run stopped taking files at half the "
+               "writers' %" PRId64 " ms publish bound; run compact again\n",
+               ICE_PUBLISH_MAX_MS);
     return 0;
 }
 

@@ -48,6 +48,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@
 
 #include "catalog_backend.h"
 #include "check_main.h"
+#include "ice_cancel_proxy.h"
 #include "ice_fixture.h"
 #include "services/host_services.h"
 
@@ -860,6 +862,412 @@ START_TEST(pg_commit_retries_on_held_row) {
 }
 END_TEST
 
+/* The swap blocked by a lock on the whole table (LOCK TABLE by one
+ * session, SHARE mode) while another holds the row FOR KEY SHARE (its xid in
+ * the row's xmax, not blocking an UPDATE of the metadata columns): the refusal
+ * must not name the FOR KEY SHARE holder as the one that held the swap; it says
+ * it could not tell. */
+START_TEST(pg_swap_timeout_names_no_wrong_holder) {
+    char schema[64], sql[256], share_pid[32];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    PGconn *sharer = PQconnectdb(getenv("TIDEMARK_PG_CONNINFO"));
+    ck_assert_int_eq(PQstatus(sharer), CONNECTION_OK);
+    admin_ok(sharer, "BEGIN", PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s.iceberg_tables FOR KEY SHARE",
+             schema);
+    admin_ok(sharer, sql, PGRES_TUPLES_OK);
+    snprintf(share_pid, sizeof share_pid, "pid %d,", PQbackendPID(sharer));
+    admin_ok(admin, "BEGIN", PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql, "LOCK TABLE %s.iceberg_tables IN SHARE MODE",
+             schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    signal(SIGALRM, waited_too_long);
+    alarm(PG_WAIT_LIMIT_S);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    alarm(0);
+    admin_ok(admin, "ROLLBACK", PGRES_COMMAND_OK);
+    admin_ok(sharer, "ROLLBACK", PGRES_COMMAND_OK);
+    PQfinish(sharer);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1, "the swap answered %d: %s", rc, why);
+    ck_assert_msg(!strstr(why, share_pid),
+                  "FINDING: the refusal names the FOR KEY SHARE holder (%s) "
+                  "as the session that held the swap, which a table lock "
+                  "held: %s",
+                  share_pid, why);
+    ck_assert_msg(strstr(why, "PostgreSQL does not say") &&
+                      strstr(why, "nothing changed"),
+                  "%s", why);
+}
+END_TEST
+
+/* ---- PostgreSQL: the cancel itself, and a statement that outlives it -- */
+
+/* PQcancel is a blocking connect, send and wait for the server to close:
+ * a cancel request that a server (or a proxy before it) accepts and never
+ * answers held the connector's thread for good. Through ice_cancel_proxy
+ * holding every cancel request unanswered, a swap whose commit waits (the
+ * sleeping deferred trigger) gives up within the bound: the statement may
+ * still commit, so the outcome is unknown (-2). */
+static void cancel_hung(int sig) {
+    (void)sig;
+    static const char msg[] =
+        "FINDING: the catalog's swap blocked > 15 s in its cancel (a cancel "
+        "request accepted and never answered holds the thread)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+/* Ends BACKEND (its statement rolled back) and waits until it is gone. */
+static void end_backend(PGconn *admin, int backend) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)", backend);
+    admin_ok(admin, sql, PGRES_TUPLES_OK);
+    ck_assert_msg(update_gone(admin, backend, 10), "backend %d still there",
+                  backend);
+}
+
+START_TEST(pg_swap_cancel_unanswered_bounded) {
+    char schema[64], sql[256], host[256], port[32], db[256], user[256];
+    PGconn *admin = pg_catalog_schema(schema);
+    const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+    conninfo_value(ci, "host", host, sizeof host);
+    conninfo_value(ci, "port", port, sizeof port);
+    conninfo_value(ci, "dbname", db, sizeof db);
+    conninfo_value(ci, "user", user, sizeof user);
+    icp_proxy px;
+    ck_assert_int_eq(icp_start(&px, host, atoi(port)), 0);
+    snprintf(cat_uri, sizeof cat_uri,
+             "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable&gssencmode="
+             "disable&options=-csearch_path%%3D%s",
+             user, px.port, db, schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    slow_commits(admin, schema, "UPDATE");
+    int backend = PQbackendPID(c->db);
+    atomic_store(&px.blackhole, 1);
+    signal(SIGALRM, cancel_hung);
+    alarm(PG_WAIT_LIMIT_S);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    alarm(0);
+    int held = atomic_load(&px.blackholed);
+    end_backend(admin, backend); /* its sleep would publish v2 later */
+    char *row = row_loc(admin, schema);
+    atomic_store(&px.blackhole, 0);
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    char why2[1024];
+    int rc2 = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why2,
+                               sizeof why2);
+    ice_catalog_close(c);
+    icp_stop(&px);
+    drop_schema(admin, schema);
+    ck_assert_msg(held >= 1, "inconclusive: no cancel request was held by the "
+                             "proxy");
+    ck_assert_msg(rc == -2 && strstr(why, "outcome unknown"),
+                  "a swap whose cancel was never answered answered %d (want "
+                  "-2: its statement may still commit): %s",
+                  rc, why);
+    ck_assert_str_eq(row, "s3://b/v1.json");
+    ck_assert_msg(rc2 == 0, "the swap after a reconnect: %d %s", rc2, why2);
+    free(row);
+}
+END_TEST
+
+/* A deferred trigger that ignores cancels: it loops in short sleeps until
+ * SCHEMA.release has a row, and on a cancel sets its session's
+ * application_name to "cancel_ignored" (pg_stat_activity shows it: the
+ * cancel reached it) and goes on. */
+static void stubborn_commits(PGconn *admin, const char *schema) {
+    char sql[1024];
+    snprintf(sql, sizeof sql, "CREATE TABLE %s.release (x int)", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql,
+             "CREATE OR REPLACE FUNCTION %s.stubborn() RETURNS trigger "
+             "LANGUAGE plpgsql AS $$ BEGIN "
+             "WHILE NOT EXISTS (SELECT 1 FROM %s.release) LOOP "
+             "BEGIN PERFORM pg_sleep(0.05); "
+             "EXCEPTION WHEN query_canceled THEN PERFORM "
+             "set_config('application_name', 'cancel_ignored', false); END; "
+             "END LOOP; RETURN NULL; END $$",
+             schema, schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql,
+             "CREATE CONSTRAINT TRIGGER stubborn AFTER UPDATE ON "
+             "%s.iceberg_tables DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+             "EXECUTE FUNCTION %s.stubborn()",
+             schema, schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+}
+
+/* Lets the stubborn trigger end (its transaction then commits) and waits
+ * until BACKEND's statement is over (idle or gone). */
+static void release_stubborn(PGconn *admin, const char *schema, int backend) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO %s.release VALUES (1)", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    snprintf(sql, sizeof sql,
+             "SELECT 1 FROM pg_stat_activity WHERE pid = %d AND state = "
+             "'active'",
+             backend);
+    for (int i = 0; i < 500; i++) {
+        PGresult *r = PQexec(admin, sql);
+        int busy = PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) > 0;
+        PQclear(r);
+        if (!busy)
+            return;
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    }
+    ck_abort_msg("backend %d still runs the swap after its release", backend);
+}
+
+/* A swap whose statement outlives its cancel (the trigger ignores it) is
+ * given up, outcome unknown, through the sink: RETRY, its files kept;
+ * the statement then commits (its version published, every file it
+ * names there), and the batch sent again is ALREADY, every row once. */
+START_TEST(pg_commit_outliving_its_cancel_is_unknown) {
+    char schema[64], text[2048];
+    PGconn *admin = pg_catalog_schema(schema);
+    snprintf(text, sizeof text,
+             "{\"path\": \"$T\", \"catalog_uri\": \"%s\", "
+             "\"catalog_name\": \"lake\", \"catalog_namespace\": \"sales\", "
+             "\"catalog_table\": \"orders\", \"catalog_lock_timeout_ms\": %d}",
+             cat_uri, PG_LOCK_TIMEOUT_MS);
+    ck_assert_int_eq(ice_fx_settings(&fx, text), 0);
+    void *sink;
+    tm_error err = {sizeof err, ""};
+    ck_assert_msg(ice_fx_open(&fx, &sink, &err) == TM_OK, "%s", err.message);
+    tm_marker m[1];
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(commit_range(sink, "b-0", 0, 0, 2, m[0].epoch, &err),
+                     TM_OK);
+    char *before = row_loc(admin, schema);
+    stubborn_commits(admin, schema);
+    char sql[256];
+    tm_status rc = commit_range(sink, "b-2", 0, 2, 2, m[0].epoch, &err);
+    char retry_msg[sizeof err.message];
+    snprintf(retry_msg, sizeof retry_msg, "%s", err.message);
+    /* The swap's backend, still in the trigger, saw the cancel. */
+    snprintf(sql, sizeof sql,
+             "SELECT pid FROM pg_stat_activity WHERE application_name = "
+             "'cancel_ignored' AND state = 'active'");
+    PGresult *r = PQexec(admin, sql);
+    ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+    int seen = PQntuples(r) == 1;
+    int backend = seen ? atoi(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    if (seen)
+        release_stubborn(admin, schema, backend);
+    char *published = row_loc(admin, schema);
+    snprintf(sql, sizeof sql, "DROP TRIGGER stubborn ON %s.iceberg_tables",
+             schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    const char *path =
+        strncmp(published, "file://", 7) == 0 ? published + 7 : published;
+    int file_there = access(path, F_OK) == 0;
+    tm_status rc2 = commit_range(sink, "b-2", 0, 2, 2, m[0].epoch, &err);
+    size_t rows = 0, dls = 0;
+    int64_t max_off = -1;
+    int scanned = ice_fx_scan_count(sink, 0, &rows, &dls, &max_off);
+    ice_api->close(sink);
+    drop_schema(admin, schema);
+    ck_assert_msg(seen,
+                  "inconclusive: the swap's backend never saw a cancel "
+                  "(rc %s: %s)",
+                  tm_status_name(rc), retry_msg);
+    ck_assert_msg(rc == TM_RETRY && strstr(retry_msg, "outcome unknown"),
+                  "the commit whose swap outlived its cancel: %s (want RETRY, "
+                  "outcome unknown): %s",
+                  tm_status_name(rc), retry_msg);
+    ck_assert_str_ne(published, before); /* the statement committed later */
+    ck_assert_msg(file_there,
+                  "FINDING: the catalog row names %s, which the sink deleted "
+                  "as not published",
+                  published);
+    ck_assert_msg(rc2 == TM_ALREADY, "the resend: %s (%s)", tm_status_name(rc2),
+                  err.message);
+    ck_assert_int_eq(scanned, 0);
+    ck_assert_int_eq(rows, 4);
+    ck_assert_int_eq(max_off, 3);
+    free(before);
+    free(published);
+}
+END_TEST
+
+/* The cancel of a statement, then its connection broken in the wait for
+ * the answer (the backend ended): the outcome is unknown (-2), and the
+ * message must not say "cancelled, nothing changed"; the next failure
+ * (the reconnect refused) does not repeat the cancel either. */
+static int killer_backend;
+static char killer_ci[1024];
+
+static void *kill_after_cancel(void *arg) {
+    (void)arg;
+    PGconn *watch = PQconnectdb(killer_ci);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+             "pid = %d AND application_name = 'cancel_ignored'",
+             killer_backend);
+    for (int i = 0; i < 1000 && PQstatus(watch) == CONNECTION_OK; i++) {
+        PGresult *r = PQexec(watch, sql);
+        int done = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        PQclear(r);
+        if (done) {
+            PQfinish(watch);
+            return (void *)1;
+        }
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    PQfinish(watch);
+    return NULL;
+}
+
+START_TEST(pg_cancel_then_broken_is_unknown) {
+    char schema[64];
+    PGconn *admin = pg_catalog_schema(schema);
+    snprintf(killer_ci, sizeof killer_ci, "%s", getenv("TIDEMARK_PG_CONNINFO"));
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    stubborn_commits(admin, schema);
+    killer_backend = PQbackendPID(c->db);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, kill_after_cancel, NULL), 0);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    void *killed;
+    pthread_join(th, &killed);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(killed,
+                  "inconclusive: the backend was not ended after the "
+                  "cancel reached it (%d: %s)",
+                  rc, why);
+    ck_assert_msg(rc == -2, "answered %d (want -2): %s", rc, why);
+    ck_assert_msg(!strstr(why, "nothing changed") &&
+                      strstr(why, "outcome unknown"),
+                  "FINDING: a cancel followed by a broken connection is "
+                  "reported as: %s",
+                  why);
+}
+END_TEST
+
+/* The flag of a cancel lives as long as its statement: after a swap
+ * given up (its statement outlived the cancel), the reconnect that fails
+ * (the server gone: the proxy ends every new session) says so, not that
+ * a statement was "cancelled, nothing changed". */
+START_TEST(pg_failed_reconnect_repeats_no_cancel) {
+    char schema[64], host[256], port[32], db[256], user[256];
+    PGconn *admin = pg_catalog_schema(schema);
+    const char *ci = getenv("TIDEMARK_PG_CONNINFO");
+    conninfo_value(ci, "host", host, sizeof host);
+    conninfo_value(ci, "port", port, sizeof port);
+    conninfo_value(ci, "dbname", db, sizeof db);
+    conninfo_value(ci, "user", user, sizeof user);
+    icp_proxy px;
+    ck_assert_int_eq(icp_start(&px, host, atoi(port)), 0);
+    snprintf(cat_uri, sizeof cat_uri,
+             "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable&gssencmode="
+             "disable&options=-csearch_path%%3D%s",
+             user, px.port, db, schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024], why2[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    stubborn_commits(admin, schema);
+    int backend = PQbackendPID(c->db);
+    int rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                              sizeof why);
+    atomic_store(&px.refuse, 1);
+    char *loc = NULL;
+    int rc2 = ice_catalog_load(c, &loc, why2, sizeof why2);
+    free(loc);
+    release_stubborn(admin, schema, backend);
+    ice_catalog_close(c);
+    icp_stop(&px);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -2, "inconclusive: the swap was not given up (%d: %s)",
+                  rc, why);
+    ck_assert_msg(rc2 == -1, "the load with no server: %d %s", rc2, why2);
+    ck_assert_msg(!strstr(why2, "cancelled"),
+                  "FINDING: a failed reconnect repeats the last statement's "
+                  "cancel: %s",
+                  why2);
+}
+END_TEST
+
+/* A reconnect takes the new session's cancel key: a swap after it whose
+ * commit waits is cancelled (-1, nothing changed), not given up as lost
+ * because the cancel went to the old, ended backend. */
+START_TEST(pg_cancel_after_reconnect) {
+    char schema[64], sql[256];
+    PGconn *admin = pg_catalog_schema(schema);
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
+                           PG_LOCK_TIMEOUT_MS};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    ck_assert_msg(
+        ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
+        why);
+    int first = PQbackendPID(c->db);
+    end_backend(admin, first);
+    char *loc = NULL;
+    int rc = ice_catalog_load(c, &loc, why, sizeof why);
+    if (rc != 0)
+        rc = ice_catalog_load(c, &loc, why, sizeof why);
+    ck_assert_msg(rc == 0, "load after the reconnect: %d %s", rc, why);
+    free(loc);
+    ck_assert_int_ne(PQbackendPID(c->db), first); /* else inconclusive */
+    slow_commits(admin, schema, "UPDATE");
+    rc = ice_catalog_swap(c, "s3://b/v1.json", "s3://b/v2.json", why,
+                          sizeof why);
+    char *row = row_loc(admin, schema);
+    snprintf(sql, sizeof sql, "DROP TRIGGER slow ON %s.iceberg_tables", schema);
+    admin_ok(admin, sql, PGRES_COMMAND_OK);
+    ice_catalog_close(c);
+    drop_schema(admin, schema);
+    ck_assert_msg(rc == -1 && strstr(why, "nothing changed"),
+                  "a swap cancelled after a reconnect answered %d: %s", rc,
+                  why);
+    ck_assert_str_eq(row, "s3://b/v1.json");
+    free(row);
+}
+END_TEST
+
 static const char *group = "";
 
 static Suite *suite(void) {
@@ -871,10 +1279,17 @@ static Suite *suite(void) {
         tcase_add_test(tc, pg_reconnect_keeps_synchronous_commit);
         tcase_add_test(tc, pg_swap_waits_bounded);
         tcase_add_test(tc, pg_swap_timeout_names_the_lock);
+        tcase_add_test(tc, pg_swap_timeout_names_no_wrong_holder);
         tcase_add_test(tc, pg_swap_commit_wait_bounded);
         tcase_add_test(tc, pg_register_commit_wait_bounded);
         tcase_add_test(tc, pg_swap_connection_cut_in_commit);
         tcase_add_test(tc, pg_commit_retries_on_held_row);
+    } else if (strcmp(group, "pg_cancel") == 0) {
+        tcase_add_test(tc, pg_swap_cancel_unanswered_bounded);
+        tcase_add_test(tc, pg_commit_outliving_its_cancel_is_unknown);
+        tcase_add_test(tc, pg_cancel_then_broken_is_unknown);
+        tcase_add_test(tc, pg_cancel_after_reconnect);
+        tcase_add_test(tc, pg_failed_reconnect_repeats_no_cancel);
     } else {
         tcase_add_test(tc, pyiceberg_tag_during_swap_kept);
         tcase_add_test(tc, table_replaced_under_running_sink);

@@ -765,6 +765,84 @@ START_TEST(compact_too_old_publishes_nothing) {
 }
 END_TEST
 
+/* A compaction's work is bounded, not only its publish: once half the
+ * writers' bound has passed (here the stall of TIDEMARK_FAULT_STALL_MS,
+ * 130 s of the 240 s, at every check) it takes no more input files and
+ * publishes what it rewrote (the first two small files: a merge needs
+ * two); the next run goes on with the rest. Before, a table whose
+ * compaction takes longer than the bound was refused at every run. */
+START_TEST(compact_bounded_work_publishes_part) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    size_t before = count_files("data/*.parquet");
+    ck_assert_uint_ge(before, 4); /* else inconclusive */
+    ice_table t;
+    table_open(&t);
+    ice_compact_result res;
+    char why[1024];
+    setenv(ICE_FAULT_STALL_ENV, "130000", 1);
+    int rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
+    unsetenv(ICE_FAULT_STALL_ENV);
+    ck_assert_msg(rc == 0, "a compaction past half its bound: %d %s", rc, why);
+    ck_assert_str_eq(current_op(), "replace");
+    ck_assert_msg(res.files_in == 2 && res.files_out == 1 && res.more,
+                  "it took %zu files into %zu (more: %d), want 2 into 1 and "
+                  "more to do (of %zu)",
+                  res.files_in, res.files_out, res.more, before);
+    int64_t end[2] = {15, 15};
+    assert_rows_once(end);
+    /* The next run, in time, takes the rest. */
+    ck_assert_int_eq(ice_table_refresh(&t, why, sizeof why), 0);
+    rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
+    ice_table_free(&t);
+    ck_assert_msg(rc == 0, "the next run: %d %s", rc, why);
+    ck_assert_uint_eq(res.files_in, before - 1);
+    ck_assert_int_eq(res.more, 0);
+    assert_rows_once(end);
+}
+END_TEST
+
+/* Past the bound already before a file is read (the stall of 240 001 ms),
+ * no file is read at all: the run learns it at once, not after rewriting
+ * the table (the stop callback counts the files it was about to read). */
+static int count_reads(void *ctx) {
+    (void)ctx;
+    stop_calls++;
+    return 0;
+}
+
+START_TEST(compact_past_bound_reads_nothing) {
+    tm_marker m[2];
+    void *sink = fill(3, m);
+    ice_api->close(sink);
+    size_t before = count_files("data/*.parquet");
+    ice_table t;
+    table_open(&t);
+    ice_compact_opts o = {.target = 1 << 20,
+                          .small_below = 1 << 20,
+                          .max_bytes = INT64_MAX,
+                          .min_files = 2,
+                          .codec = PQ_CODEC_DEFAULT,
+                          .stop = count_reads,
+                          .max_age_ms = ICE_PUBLISH_MAX_MS};
+    ice_compact_result res;
+    char why[1024];
+    stop_calls = 0;
+    setenv(ICE_FAULT_STALL_ENV, "240001", 1);
+    int rc = ice_compact_with(&t, &o, &res, why, sizeof why);
+    unsetenv(ICE_FAULT_STALL_ENV);
+    ice_table_free(&t);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(why, "more than the 240000 ms"), "%s", why);
+    ck_assert_msg(stop_calls == 0,
+                  "FINDING: a compaction past its bound read %d files before "
+                  "refusing",
+                  stop_calls);
+    ck_assert_uint_eq(count_files("data/*.parquet"), before);
+}
+END_TEST
+
 /* A compaction whose new files another writer's vacuum deleted while it
  * was staged (the fault point between stage and link) publishes nothing:
  * its check before the link finds them gone. */
@@ -1112,6 +1190,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, compact_stops_between_files);
     tcase_add_test(tc, compact_publishes_no_missing_file);
     tcase_add_test(tc, compact_too_old_publishes_nothing);
+    tcase_add_test(tc, compact_bounded_work_publishes_part);
+    tcase_add_test(tc, compact_past_bound_reads_nothing);
     tcase_add_test(tc, compact_and_connector_lose_nothing);
     tcase_add_test(tc, auto_maintenance_bounds_files);
     tcase_add_test(tc, auto_maintenance_fenced_publishes_nothing);

@@ -153,6 +153,12 @@ START_TEST(commit_past_the_bound_publishes_nothing) {
                                       "them") &&
                       strstr(err.message, "not published"),
                   "%s", err.message);
+    /* Set by accident it would refuse every publish: the refusal names it
+     * and its value. */
+    ck_assert_msg(strstr(err.message, ICE_FAULT_STALL_ENV "=" STALL_LATE),
+                  "the refusal does not name " ICE_FAULT_STALL_ENV
+                  " and its value: %s",
+                  err.message);
     seen after = look(sink);
     ck_assert_int_eq(after.version, before.version);
     ck_assert_int_eq(after.snapshot, before.snapshot);
