@@ -276,7 +276,11 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             /* Before the sink commit, confirmed: at-least-once into the
              * topic, never lost when the sink commit then succeeds. */
             char why[512];
-            if (tm_dlq_send(c->dlq, built, dlq_already_sent, c, why,
+            /* Stopping leaves the delivery the rest of the grace. */
+            int64_t wait = TM_DLQ_FLUSH_TIMEOUT_MS;
+            if (give_up_ms && give_up_ms - tm_now_ms() < wait)
+                wait = give_up_ms - tm_now_ms();
+            if (tm_dlq_send(c->dlq, built, dlq_already_sent, c, wait, why,
                             sizeof why) == 0) {
                 dlq_sent = 1;
                 dlq_mark_sent(c, built);
@@ -309,6 +313,8 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id,
                           err.message);
             c->degraded_by_sink = 1;
+            if (atomic_load(c->stop) && !give_up_ms)
+                give_up_ms = tm_stop_deadline_ms(c);
             if (give_up_ms && tm_now_ms() >= give_up_ms) {
                 tm_commit_drop_batch(c, "giving up retries while stopping");
                 break;
@@ -321,7 +327,13 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
                 tm_commit_pause_all(c, 1);
                 paused = 1;
             }
-            tm_commit_serve(c, tm_backoff_next(&c->backoff));
+            /* The backoff ends at the stop's grace, and when a stop is
+             * asked during it (tm_commit_serve returns then): the next
+             * attempt has the rest of the grace, then the batch goes. */
+            int64_t wait = tm_backoff_next(&c->backoff);
+            if (give_up_ms && give_up_ms - tm_now_ms() < wait)
+                wait = give_up_ms - tm_now_ms();
+            tm_commit_serve(c, wait);
             if (c->batch_abandoned || c->state == TM_CONN_FAILED) {
                 tm_commit_drop_batch(c, "partitions revoked during retries");
                 break;

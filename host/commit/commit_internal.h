@@ -24,7 +24,8 @@ void tm_commit_pause_all(tm_connector *c, int pause);
 
 /* Serves the consumer for ms milliseconds without taking records (the
  * group must not evict us while a commit waits): anything delivered is
- * dropped and its partition marked for a seek. */
+ * dropped and its partition marked for a seek. Returns early when a stop
+ * is asked meanwhile, so that the caller counts its grace from then. */
 void tm_commit_serve(tm_connector *c, int64_t ms);
 
 #endif

@@ -230,9 +230,11 @@ static int batch_due(tm_connector *c) {
 
 void tm_commit_serve(tm_connector *c, int64_t ms) {
     int64_t until = tm_now_ms() + ms;
+    int stopping = atomic_load(c->stop);
     for (;;) {
         int64_t left = until - tm_now_ms();
-        if (left <= 0 || c->batch_abandoned)
+        if (left <= 0 || c->batch_abandoned ||
+            (!stopping && atomic_load(c->stop)))
             return;
         tm_polled m;
         tm_kafka_poll(c->rk, (int)(left < POLL_MS ? left : POLL_MS), &m);

@@ -9,8 +9,6 @@
 #include "kafka/kafka_conf.h"
 #include "services/redact.h"
 
-#define FLUSH_TIMEOUT_MS 30000
-
 struct tm_dead_letter_producer {
     const tm_connector_config *cfg;
     rd_kafka_t *rk;
@@ -104,7 +102,11 @@ rd_kafka_headers_t *tm_dlq_headers(const char *connector, const tm_batch *b,
 
 int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
                 int (*sent)(void *ctx, const tm_range *r, int64_t offset),
-                void *ctx, char *errstr, size_t errsize) {
+                void *ctx, int64_t timeout_ms, char *errstr, size_t errsize) {
+    int flush_ms = timeout_ms < 1 ? 1
+                   : timeout_ms > TM_DLQ_FLUSH_TIMEOUT_MS
+                       ? TM_DLQ_FLUSH_TIMEOUT_MS
+                       : (int)timeout_ms;
     q->failed = 0;
     q->first_error[0] = '\0';
     for (size_t i = 0; i < b->ndead_letters; i++) {
@@ -142,12 +144,11 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
             return -1;
         }
     }
-    rd_kafka_resp_err_t err = rd_kafka_flush(q->rk, FLUSH_TIMEOUT_MS);
+    rd_kafka_resp_err_t err = rd_kafka_flush(q->rk, flush_ms);
     if (err) {
         snprintf(errstr, errsize,
                  "dead letters to %s not confirmed within %d ms: %s",
-                 q->cfg->dead_letters.topic, FLUSH_TIMEOUT_MS,
-                 rd_kafka_err2str(err));
+                 q->cfg->dead_letters.topic, flush_ms, rd_kafka_err2str(err));
         return -1;
     }
     if (q->failed) {

@@ -19,13 +19,17 @@ typedef struct tm_dead_letter_producer tm_dead_letter_producer;
 tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
                                     char *errstr, size_t errsize);
 
+/* How long tm_dlq_send waits for the deliveries at most, unless stopping
+ * leaves less. */
+#define TM_DLQ_FLUSH_TIMEOUT_MS 30000
+
 /* Produces every dead letter of the batch, but those sent(ctx, range,
  * offset) says were delivered already (sent may be NULL), and waits until
- * each is delivered. 0 when all were; -1 with errstr naming the first
- * failure. */
+ * each is delivered, at most TIMEOUT_MS (at least 1). 0 when all were; -1
+ * with errstr naming the first failure. */
 int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
                 int (*sent)(void *ctx, const tm_range *r, int64_t offset),
-                void *ctx, char *errstr, size_t errsize);
+                void *ctx, int64_t timeout_ms, char *errstr, size_t errsize);
 
 void tm_dlq_free(tm_dead_letter_producer *q);
 

@@ -961,11 +961,16 @@ static int rv_count(const char *s, const char *what) {
     return n;
 }
 
-static void scenario_dlq_refused_not_cut(void) {
-    char topic[256], dlq[256], name[256];
-    snprintf(topic, sizeof topic, "%s", h_name("rv-dlqref"));
-    snprintf(dlq, sizeof dlq, "%s", h_name("rv-dlqref-dl"));
-    snprintf(name, sizeof name, "%s", h_name("rv-dlqref"));
+/* A connector (its config written as rv-dlq.json, its log rv-dlq.log)
+ * whose dead-letter topic refuses the one dead letter of its first batch
+ * (the topic's max.message.bytes is 1000, the record 1499 bytes): started,
+ * and seen refusing. *T0 gets the start. */
+static pid_t dlq_refusing(const char *prefix, int64_t *t0) {
+    char topic[256], dlq[256], name[256], dlqp[256];
+    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
+    snprintf(topic, sizeof topic, "%s", h_name(prefix));
+    snprintf(dlq, sizeof dlq, "%s", h_name(dlqp));
+    snprintf(name, sizeof name, "%s", h_name(prefix));
     h_create_topic(topic, 1, NULL, NULL);
     h_create_topic(dlq, 1, "max.message.bytes", "1000");
     char text[4096];
@@ -988,13 +993,19 @@ static void scenario_dlq_refused_not_cut(void) {
     h_produce(p, topic, 0, NULL, 0, big, strlen(big), NULL, NULL);
     rd_kafka_destroy(p);
     pid_t pid = h_spawn(cfg, "rv-dlq.log");
-    int64_t t0 = h_now_ms();
-    while (h_now_ms() - t0 < 20000 &&
+    *t0 = h_now_ms();
+    while (h_now_ms() - *t0 < 20000 &&
            !strstr(h_read_file("rv-dlq.log"), "dead-letter topic"))
         h_sleep_ms(200);
     H_CHECK(strstr(h_read_file("rv-dlq.log"), "dead-letter topic"),
             "inconclusive: the dead-letter topic never refused:\n%s",
             h_read_file("rv-dlq.log"));
+    return pid;
+}
+
+static void scenario_dlq_refused_not_cut(void) {
+    int64_t t0;
+    pid_t pid = dlq_refusing("rv-dlqref", &t0);
     h_sleep_ms(5000);
     h_stop_clean(pid);
     int64_t took = h_now_ms() - t0;
@@ -1013,6 +1024,55 @@ static void scenario_dlq_refused_not_cut(void) {
                 rv_count(log, "batch dropped (past its deadline"));
     }
     h_step("no batch said to pass its deadline");
+}
+
+/* The time of day of the first log line containing NEEDLE (its ts=
+ * field, in ms since midnight UTC), -1 when none. */
+static int64_t log_line_ms(const char *log, const char *needle) {
+    const char *at = strstr(log, needle);
+    if (!at)
+        return -1;
+    while (at > log && at[-1] != '\n')
+        at--;
+    int h, m, sec, ms;
+    if (sscanf(at, "ts=%*d-%*d-%*dT%d:%d:%d.%dZ", &h, &m, &sec, &ms) != 4)
+        return -1;
+    return ((int64_t)h * 3600 + m * 60 + sec) * 1000 + ms;
+}
+
+/* From A to B, two times of day, B not before A by a day or more. */
+static int64_t day_ms_between(int64_t a, int64_t b) {
+    return b >= a ? b - a : b + 86400000 - a;
+}
+
+/* stop_during_dlq_retry: SIGTERM while the dead-letter topic refuses the
+ * batch's dead letter. operations.md: the batch in flight is committed if
+ * that takes less than 5 s, else abandoned. The refusal is for good, so
+ * the batch is abandoned within the 5 s (a second of margin for the one
+ * delivery attempt then under way), and the process exits 0 by itself,
+ * not by the 10-second watch that blames a sink which never got the
+ * batch. */
+static void scenario_stop_during_dlq_retry(void) {
+    int64_t t0;
+    pid_t pid = dlq_refusing("rv-dlqstop", &t0);
+    h_sleep_ms(1000);
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, 15000, &took);
+    const char *log = h_read_file("rv-dlq.log");
+    int64_t term = log_line_ms(log, "SIGTERM: stopping");
+    int64_t drop =
+        log_line_ms(log, "batch dropped (giving up retries while stopping)");
+    H_CHECK(term >= 0, "inconclusive: no SIGTERM line in the log:\n%s", log);
+    int64_t after = drop >= 0 ? day_ms_between(term, drop) : -1;
+    H_CHECK(!strstr(log, "did not stop within") && after >= 0 &&
+                after <= 6000 && rc == 0,
+            "SIGTERM during the dead-letter topic's refusals: exit %d after "
+            "%lld ms; batch abandoned %lld ms after the signal (-1: never); "
+            "the 10-second watch %s:\n%s",
+            rc, (long long)took, (long long)after,
+            strstr(log, "did not stop within") ? "fired" : "did not fire", log);
+    h_step("abandoned %lld ms after SIGTERM; exit 0 after %lld ms",
+           (long long)after, (long long)took);
 }
 
 /* deadline_split_dlq_once (from the review of the cut). deadline_split with a
@@ -1104,6 +1164,7 @@ static const h_scenario SCENARIOS[] = {
     {"deadline_split", scenario_deadline_split},
     {"dlq_refused_not_cut", scenario_dlq_refused_not_cut},
     {"deadline_split_dlq_once", scenario_deadline_split_dlq_once},
+    {"stop_during_dlq_retry", scenario_stop_during_dlq_retry},
     {"two_groups", scenario_two_groups},
 };
 
