@@ -1,13 +1,22 @@
 /* Two owners at once: two processes, each with its own instance, claim the
- * same partitions of one store at the same moment and then commit until
- * fenced. What the host relies on when a partition moves between hosts:
+ * same partitions of one store and then commit until fenced. What the host
+ * relies on when a partition moves between hosts:
  *   - the two claims are serialised: they return different epochs;
  *   - fencing holds: no commit of the older owner that began after the
  *     newer owner's claim returned is OK;
  *   - every acknowledged commit of either is in the store, once: rows are
  *     exactly [0, marker) and the marker is the highest acknowledged end.
- * Rounds repeat on the same store, each starting both at one barrier, so
- * that a sink without a lock shows it. */
+ * Rounds repeat on the same store and alternate two schedules:
+ *   - at once: both claim at one barrier. Whether two claims overlap is
+ *     left to the scheduler, so a sink without a lock shows it in some
+ *     runs only (seen: 3 of 40);
+ *   - staged: the first owner claims, commits, and is held inside its
+ *     second commit at host->fault(after_effects), its effects written and
+ *     its markers read, while the second claims; it is let go once that
+ *     claim returned, or after STAGE_WAIT_MS if the claim waits (for the
+ *     first owner's lock, as it should). A sink without a lock lets the
+ *     claim through and the first owner then commits on its stale markers,
+ *     whatever the scheduler does. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include <errno.h>
@@ -25,9 +34,11 @@
 #include "cases.h"
 #include "kit.h"
 
-#define ROUNDS  12
-#define COMMITS 4
-#define RETRIES 200 /* TM_RETRY (a busy lock) is retried, 5 ms apart */
+#define ROUNDS        12
+#define COMMITS       4
+#define RETRIES       200   /* TM_RETRY (a busy lock) is retried, 5 ms apart */
+#define STAGE_WAIT_MS 250   /* how long a staged claim may wait for the lock */
+#define HOLD_MAX_MS   10000 /* a held commit is let go after this anyway */
 
 typedef struct cc_commit {
     int64_t start_seq; /* when the commit call began */
@@ -37,7 +48,8 @@ typedef struct cc_commit {
 
 typedef struct cc_child {
     atomic_int ready;
-    int64_t claim_seq; /* when the claim returned */
+    atomic_int claimed; /* the claim returned (staged rounds) */
+    int64_t claim_seq;  /* when the claim returned */
     int64_t epoch[KIT_NPARTS];
     int ncommits;
     cc_commit commits[COMMITS];
@@ -45,8 +57,12 @@ typedef struct cc_child {
 } cc_child;
 
 typedef struct cc_page {
+    atomic_int staged; /* this round's schedule: 0 at once, 1 staged */
     atomic_int go;
-    atomic_llong seq; /* one clock for both processes */
+    atomic_int second_go; /* staged: the second owner may claim */
+    atomic_int held;      /* staged: the first owner is held in a commit */
+    atomic_int release;   /* staged: let the first owner go on */
+    atomic_llong seq;     /* one clock for both processes */
     cc_child child[2];
 } cc_page;
 
@@ -56,18 +72,44 @@ static void pause_ms(long ms) {
         ;
 }
 
+/* The first owner's fault hook in a staged round: holds the commit it is
+ * armed for at after_effects until the parent lets it go. */
+static cc_page *hold_page; /* the child's view of the shared page */
+static int hold_armed;
+
+static void hold_at_effects(const char *point) {
+    if (!hold_armed || !point || strcmp(point, TM_FAULT_AFTER_EFFECTS) != 0)
+        return;
+    hold_armed = 0;
+    atomic_store(&hold_page->held, 1);
+    for (int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
+         !atomic_load(&hold_page->release) && tm_clock_mono_ms() < end;)
+        pause_ms(1);
+}
+
+static void wait_flag(atomic_int *flag) {
+    for (int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
+         !atomic_load(flag) && tm_clock_mono_ms() < end;)
+        ; /* spin: the claim starts within microseconds */
+}
+
 static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     cc_child *c = &pg->child[me];
     tm_marker m[KIT_NPARTS];
     int64_t zero[KIT_NPARTS] = {0}, len[KIT_NPARTS] = {2, 1, 3};
     tm_error err;
     void *sink;
+    int staged = atomic_load(&pg->staged);
+    tm_host_api host = *tm_host_services();
+    hold_page = pg;
+    host.fault = hold_at_effects;
     /* Both owners open one store at the same moment: a sink may answer
      * RETRY for a lock the other's open holds (SQLite's switch to WAL),
      * which the host retries, and so does the kit. */
     tm_status rc = TM_RETRY;
     for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
-        if ((rc = kit_open(fx, NULL, &sink, &err)) == TM_RETRY)
+        if ((rc = kit_open(fx, staged && me == 0 ? &host : NULL, &sink,
+                           &err)) == TM_RETRY)
             pause_ms(5);
     if (rc != TM_OK) {
         snprintf(c->error, sizeof c->error, "open: %s: %s", tm_status_name(rc),
@@ -75,14 +117,13 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
         _exit(3);
     }
     atomic_store(&c->ready, 1);
-    for (int64_t end = tm_clock_mono_ms() + 10000;
-         !atomic_load(&pg->go) && tm_clock_mono_ms() < end;)
-        ; /* spin: both claims start within microseconds */
+    wait_flag(staged && me == 1 ? &pg->second_go : &pg->go);
     rc = TM_RETRY;
     for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
         if ((rc = kit_claim(fx->run, sink, m, zero, 0, &err)) == TM_RETRY)
             pause_ms(5);
     c->claim_seq = atomic_fetch_add(&pg->seq, 1);
+    atomic_store(&c->claimed, 1);
     if (rc != TM_OK) {
         snprintf(c->error, sizeof c->error, "claim: %s: %s", tm_status_name(rc),
                  err.message);
@@ -99,6 +140,7 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
             snprintf(c->error, sizeof c->error, "out of memory");
             _exit(3);
         }
+        hold_armed = staged && me == 0 && k == 1;
         cm->start_seq = atomic_fetch_add(&pg->seq, 1);
         rc = TM_RETRY;
         for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
@@ -116,11 +158,43 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     _exit(0);
 }
 
+/* The staged schedule from the parent: once the first owner is held in
+ * its commit, the second claims; the first is let go when that claim
+ * returned or after STAGE_WAIT_MS. 0, or -1 with res set when the first
+ * owner was never held (the round would have tested nothing). */
+static int stage(cc_page *pg, pid_t first, int round, kit_result *res) {
+    int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
+    for (;;) {
+        siginfo_t si = {0}; /* WNOWAIT: run_pair reaps it */
+        if (atomic_load(&pg->held) || tm_clock_mono_ms() >= end ||
+            waitid(P_PID, (id_t)first, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            si.si_pid != 0)
+            break;
+        pause_ms(1);
+    }
+    int held = atomic_load(&pg->held);
+    atomic_store(&pg->second_go, 1);
+    for (end = tm_clock_mono_ms() + STAGE_WAIT_MS;
+         held && !atomic_load(&pg->child[1].claimed) &&
+         tm_clock_mono_ms() < end;)
+        pause_ms(1);
+    atomic_store(&pg->release, 1);
+    if (!held)
+        kit_fail(res,
+                 "round %d: inconclusive: the first owner's second commit "
+                 "never reached host->fault(\"%s\"), where the staged "
+                 "round holds it while the other owner claims (does commit "
+                 "call host->fault?)",
+                 round, TM_FAULT_AFTER_EFFECTS);
+    return held ? 0 : -1;
+}
+
 /* Runs both children to their end; 0, or -1 with res set. */
-static int run_pair(const kit_fixture *fx, cc_page *pg, int round,
+static int run_pair(const kit_fixture *fx, cc_page *pg, int round, int staged,
                     kit_result *res) {
     pid_t pid[2] = {-1, -1};
     memset(pg, 0, sizeof *pg);
+    atomic_store(&pg->staged, staged);
     fflush(NULL);
     for (int i = 0; i < 2; i++) {
         if ((pid[i] = fork()) < 0) {
@@ -130,12 +204,16 @@ static int run_pair(const kit_fixture *fx, cc_page *pg, int round,
         if (pid[i] == 0)
             child_run(fx, pg, i);
     }
-    for (int64_t end = tm_clock_mono_ms() + 10000;
+    for (int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
          !(atomic_load(&pg->child[0].ready) &&
            atomic_load(&pg->child[1].ready)) &&
          tm_clock_mono_ms() < end;)
         pause_ms(1);
     atomic_store(&pg->go, 1);
+    if (staged && pid[0] > 0 && pid[1] > 0)
+        stage(pg, pid[0], round, res);
+    atomic_store(&pg->second_go, 1); /* whatever happened: no child waits */
+    atomic_store(&pg->release, 1);
     for (int i = 0; i < 2; i++) {
         int status;
         pid_t w = -1;
@@ -229,7 +307,7 @@ void kit_case_concurrent_owners(const kit_run *run, kit_result *res) {
     }
     if (kit_fixture_init(&fx, run, "concurrent_owners", 0, res) == 0) {
         for (int r = 1; r <= ROUNDS && !KIT_FAILED(res); r++)
-            if (run_pair(&fx, pg, r, res) == 0)
+            if (run_pair(&fx, pg, r, r % 2 == 0, res) == 0)
                 judge(&fx, pg, r, last, res);
         kit_fixture_done(&fx);
     }
