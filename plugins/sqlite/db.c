@@ -122,13 +122,25 @@ void sq_reuse(sqlite3_stmt *st) {
     sqlite3_clear_bindings(st);
 }
 
-/* One PRAGMA whose single result row must read WANT (case-insensitive). */
+/* One PRAGMA whose single result row must read WANT (case-insensitive).
+ * SQLITE_BUSY is waited out here, with the busy handler's bounds: SQLite
+ * does not call the handler for the lock upgrade a journal-mode switch
+ * needs while another connection switches the same new file (it would
+ * risk a deadlock), so two connectors opening one file at once would
+ * otherwise see RETRY and wait for the host's backoff. */
 static tm_status pragma_expect(sq_sink *s, const char *sql, const char *want,
                                const char *key, tm_error *err) {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(st);
+    int rc;
+    for (int count = 0;; count++) {
+        rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(st);
+        if ((rc & 0xff) != SQLITE_BUSY || !on_busy(s, count))
+            break;
+        sqlite3_finalize(st);
+        st = NULL;
+    }
     if (rc != SQLITE_ROW) {
         /* Not a database, corrupt: FATAL; read-only, I/O, busy: RETRY. */
         tm_status r = sq_fail(s, rc, sql, err);

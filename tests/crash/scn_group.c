@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /* Waits until the killed host's member left both groups (session
  * timeout): only then will the broker take offsets for them. */
@@ -19,6 +20,30 @@ static void wait_groups_empty(crash_env *e, const char *const *groups) {
                     "group %s still has members 30 s after the kill",
                     groups[g]);
             h_sleep_ms(250);
+        }
+}
+
+/* Waits until every group has committed an offset: a connector still
+ * opening its sink (a SQLite file another connector is switching to WAL
+ * answers RETRY, retried 0.5 s later) has not joined its group, and a kill
+ * then would leave no group to delete or move: the scenario would test
+ * nothing for it. */
+static void wait_groups_committed(crash_env *e, const char *const *groups,
+                                  pid_t pid) {
+    int64_t t0 = h_now_ms();
+    for (int g = 0; g < e->nconn; g++)
+        for (;;) {
+            int any = 0;
+            for (int p = 0; p < e->partitions && !any; p++)
+                any = h_group_offset(groups[g], e->topic, p) >= 0;
+            if (any)
+                break;
+            H_CHECK(waitpid(pid, NULL, WNOHANG) == 0,
+                    "the host exited before group %s committed an offset",
+                    groups[g]);
+            H_CHECK(h_now_ms() - t0 < 60000,
+                    "group %s committed no offset in 60 s", groups[g]);
+            h_sleep_ms(20);
         }
 }
 
@@ -63,6 +88,7 @@ void scenario_group_offsets(const char *sink) {
     const char *const groups[2] = {g_raw, g_dedup};
     ce_writeup_backlog(&e);
     pid_t pid = ce_spawn(&e, "run.log", NULL);
+    wait_groups_committed(&e, groups, pid);
     int64_t at_kill = ce_kill_between(&e, pid, e.sent / 5, e.sent * 4 / 5);
     h_step("SIGKILL with %lld of %lld raw rows", (long long)at_kill,
            (long long)e.sent);

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -445,12 +446,74 @@ START_TEST(fenced_writer_never_commits) {
 }
 END_TEST
 
+/* Two connectors open one new database file at the same moment, as two
+ * connectors of one host do when they share a file: the first switches it
+ * to WAL, which the other's own switch must wait for (SQLite gives that
+ * lock upgrade SQLITE_BUSY at once, without the busy handler, to avoid a
+ * deadlock). Neither open may answer RETRY (the host would wait 0.5 s or
+ * more before it tries again); ROUNDS fresh files, both opens at a
+ * barrier. */
+#define OPEN_ROUNDS 100
+
+typedef struct opener {
+    pthread_barrier_t *go;
+    fx_conf *conf;
+    tm_status rc;
+    char why[FX_WHY_MAX];
+} opener;
+
+static void *open_at_barrier(void *arg) {
+    opener *o = arg;
+    void *sink = NULL;
+    pthread_barrier_wait(o->go);
+    o->rc = fx_open(o->conf, &sink, o->why, sizeof o->why);
+    if (sink)
+        fx_api->close(sink);
+    return NULL;
+}
+
+START_TEST(two_opens_of_a_new_file_wait_for_each_other) {
+    int retries = 0;
+    char first[FX_WHY_MAX] = "";
+    for (int r = 0; r < OPEN_ROUNDS; r++) {
+        char extra[700], why[FX_WHY_MAX] = "";
+        snprintf(extra, sizeof extra, "\"path\": \"%s/open_%d.db\"", fx_dir, r);
+        fx_conf conf[2];
+        opener o[2];
+        pthread_t th[2];
+        pthread_barrier_t go;
+        ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_msg(fx_conf_init(&conf[i], extra, why, sizeof why) == 0,
+                          "%s", why);
+            o[i] = (opener){.go = &go, .conf = &conf[i], .rc = TM_FATAL};
+        }
+        for (int i = 0; i < 2; i++)
+            ck_assert_int_eq(
+                pthread_create(&th[i], NULL, open_at_barrier, &o[i]), 0);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+            ck_assert_msg(o[i].rc == TM_OK || o[i].rc == TM_RETRY,
+                          "round %d: open: %s: %s", r, tm_status_name(o[i].rc),
+                          o[i].why);
+            if (o[i].rc == TM_RETRY && retries++ == 0)
+                snprintf(first, sizeof first, "%s", o[i].why);
+            fx_conf_done(&conf[i]);
+        }
+        pthread_barrier_destroy(&go);
+    }
+    ck_assert_msg(retries == 0, "%d of %d opens answered RETRY, e.g. %s",
+                  retries, 2 * OPEN_ROUNDS, first);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_two_writers");
     TCase *tc = tcase_create("two_writers");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, fenced_writer_never_commits);
+    tcase_add_test(tc, two_opens_of_a_new_file_wait_for_each_other);
     suite_add_tcase(s, tc);
     return s;
 }
