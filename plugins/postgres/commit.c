@@ -633,7 +633,7 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     while (r != TM_OK && x.redo) {
         /* a record's key refused: again, that record a dead letter */
         pg_rollback(s);
-        s->schema_ready = 0; /* the DDL went back too */
+        s->follow.ready = 0; /* the DDL went back too */
         x.redo = 0;
         x.nwrite = 0;
         memset(x.rows, 0, 3 * n * sizeof *x.rows);
@@ -642,7 +642,7 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     }
     if (r != TM_OK) {
         pg_rollback(s);
-        s->schema_ready = 0; /* the DDL went back too */
+        s->follow.ready = 0; /* the DDL went back too */
     } else if ((r = update_and_commit(&x, err)) != TM_OK) {
         /* An error the server answered means no COMMIT happened (it skips
          * the rest of a pipeline after an error); a lost connection leaves
@@ -651,7 +651,7 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
         if (r != TM_FATAL || !s->conn || PQstatus(s->conn) != CONNECTION_OK)
             r = TM_RETRY;
         pg_rollback(s);
-        s->schema_ready = 0; /* the DDL went back too */
+        s->follow.ready = 0; /* the DDL went back too */
     }
     free(x.stored);
     free(x.present);

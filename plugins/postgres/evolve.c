@@ -10,36 +10,23 @@
 #include "pg_sink.h"
 
 void pg_evolve_free(pg_sink *s) {
-    tm_columns_free(&s->cols);
+    tm_columns_free(&s->follow.cols);
     s->own.columns = NULL;
     s->own.ncolumns = 0;
 }
 
 tm_status pg_evolve(pg_sink *s, const tm_batch *b, tm_error *err) {
-    if (!s->schema_cols || !TM_BATCH_HAS_COLUMNS(b) || b->ncolumns == 0)
-        return TM_OK;
-    /* Fitted already: to every batch of these columns, or (2) to their
-     * deletes-only batches (a delete needs no NOT NULL column; another
-     * DDL each time would lock the table for nothing). */
-    if (s->schema_ready && (s->schema_ready == 1 || tm_batch_deletes_only(b)) &&
-        tm_columns_same(&s->cols, b->columns, b->ncolumns))
+    if (!s->schema_cols)
         return TM_OK;
     char why[256];
-    if (!tm_columns_makeable(b->columns, b->ncolumns, PG_HIDDEN_PREFIX,
-                             pg_type_sql, why, sizeof why)) {
+    int go = tm_columns_follow_begin(&s->follow, b, PG_HIDDEN_PREFIX,
+                                     pg_type_sql, why, sizeof why);
+    if (go < 0)
         s->host->set_error(err, "batch %s: %s", b->batch_id, why);
-        return TM_FATAL;
-    }
-    if (tm_columns_copy(&s->cols, b->columns, b->ncolumns) != 0) {
-        s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
-        return TM_RETRY;
-    }
-    s->own.columns = s->cols.cols;
-    s->own.ncolumns = s->cols.n;
-    s->deletes_only = tm_batch_deletes_only(b);
-    /* Until this batch commits, the table may not have them: a rollback
-     * takes the DDL back too, and the next commit does it again. */
-    s->schema_ready = 0;
+    if (go <= 0)
+        return go == 0 ? TM_OK : go == -1 ? TM_FATAL : TM_RETRY;
+    s->own.columns = s->follow.cols.cols;
+    s->own.ncolumns = s->follow.cols.n;
     /* The session's staging table (copy.c) has the old columns: made
      * again at the next write. Inside the transaction, so a rollback
      * keeps it as the table is. */
@@ -47,9 +34,6 @@ tm_status pg_evolve(pg_sink *s, const tm_batch *b, tm_error *err) {
                           "dropping the staging table", err);
     if (r == TM_OK)
         r = pg_schema_evolve(s, err);
-    /* A deletes-only batch was let lack a NOT NULL column: only the next
-     * deletes-only batches of the same columns skip the check (2). */
-    s->schema_ready = r != TM_OK ? 0 : s->deletes_only ? 2 : 1;
-    s->deletes_only = 0;
+    tm_columns_follow_end(&s->follow, r == TM_OK);
     return r;
 }

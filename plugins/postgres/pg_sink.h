@@ -79,18 +79,13 @@ typedef struct pg_sink {
     int keys_prepared;  /* the business keys' probe (keys.c) too */
     int keys_resent;    /* the last batch's probe found keys stored before */
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
-     * host's config with the columns of the last batch (names copied:
-     * the batch is the host's for one call); the table fits them once
-     * schema_ready (evolve.c: 1 for every batch of them, 2 for their
-     * deletes-only batches). cols owns the copied columns
-     * (tidemark/columns.h); own.columns points to them. */
-    int schema_cols, schema_ready;
-    /* set while the table is fitted to a batch of deletes only
-     * (tm_batch_deletes_only): the shape check then lets the batch lack a
-     * NOT NULL column, which it never writes */
-    int deletes_only;
+     * host's config with the columns of the last batch; follow owns them
+     * (names copied: the batch is the host's for one call) and says
+     * whether the table fit them
+     * (tidemark/columns.h, tm_columns_follow). */
+    int schema_cols;
     tm_sink_config own;
-    tm_columns cols;
+    tm_columns_follow follow;
 } pg_sink;
 
 /* settings.c */

@@ -617,7 +617,7 @@ tm_status pg_shape_check(pg_sink *s, tm_error *err) {
                           name) == 0;
         /* a batch of deletes only writes no column but its key */
         if (!ours && *PQgetvalue(res, i, 2) == 't' &&
-            *PQgetvalue(res, i, 3) != 't' && !s->deletes_only)
+            *PQgetvalue(res, i, 3) != 't' && !s->follow.deletes_only)
             snprintf(why, sizeof why,
                      "column \"%.*s\" is NOT NULL without a default but not "
                      "in the mapping: every insert would fail",

@@ -497,7 +497,7 @@ tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
     if (r != TM_OK && s->schema_cols) {
         /* Rolled back, or not known committed: the table may lack the
          * columns this batch added. The next batch fits it again. */
-        s->schema_ready = 0;
+        s->follow.ready = 0;
     }
     if (r == TM_OK)
         s->host->fault(TM_FAULT_AFTER_COMMIT);

@@ -535,7 +535,7 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
             ours = strcasecmp(TM_CELEM(tm_column, s->config->columns, k)->name,
                               f[i].name) == 0;
         /* a batch of deletes only writes no column but its key */
-        if (!ours && f[i].notnull && !s->deletes_only)
+        if (!ours && f[i].notnull && !s->follow.deletes_only)
             snprintf(why, sizeof why,
                      "column \"%s\" is NOT NULL but not in the mapping: "
                      "every insert would fail",

@@ -89,18 +89,13 @@ typedef struct sq_sink {
     ino_t file_ino[SQ_NFILES];
     int removed; /* a file was found removed: rescued once, FATAL since */
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
-     * host's config with the columns of the last batch (names copied:
-     * the batch is the host's for one call); the table and the target
-     * statements fit them once schema_ready (evolve.c: 1 for every batch of
-     * them, 2 for their deletes-only batches). cols owns the copied
-     * columns (tidemark/columns.h); own.columns points to them. */
-    int schema_cols, schema_ready;
-    /* set while the table is fitted to a batch of deletes only
-     * (tm_batch_deletes_only): the shape check then lets the batch lack a
-     * NOT NULL column, which it never writes */
-    int deletes_only;
+     * host's config with the columns of the last batch; follow owns them
+     * (names copied: the batch is the host's for one call) and says
+     * whether the table and the target statements fit them
+     * (tidemark/columns.h, tm_columns_follow). */
+    int schema_cols;
     tm_sink_config own;
-    tm_columns cols;
+    tm_columns_follow follow;
 } sq_sink;
 
 /* settings.c */

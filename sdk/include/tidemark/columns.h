@@ -238,6 +238,60 @@ static inline int tm_columns_case_renamed(const tm_column *cols, size_t n,
     return 0;
 }
 
+/* What a sink keeps to follow its batches' columns (TM_CONFIG_SCHEMA_COLUMNS)
+ * with as little DDL as it can: the columns its table was last made to fit
+ * and whether that fit holds. Zero-initialised: nothing fitted yet. */
+typedef struct tm_columns_follow {
+    tm_columns cols; /* the columns the table was last made to fit */
+    /* 1: the table fits every batch of cols; 2: only their batches of
+     * deletes only (a delete needs no NOT NULL column; DDL each time would
+     * lock the table for nothing); 0: not known (set it to 0 when a
+     * rollback takes the DDL back: the next commit does it again) */
+    int ready;
+    /* set while the table is fitted to a batch of deletes only: the
+     * sink's shape check then lets it lack a NOT NULL column, which it
+     * never writes */
+    int deletes_only;
+} tm_columns_follow;
+
+/* Starts following BATCH's columns: 0 when the table fits them already
+ * (or the batch has none); 1 when it must be made to fit: F->cols now
+ * holds the batch's columns (the sink points its config there), the sink
+ * runs its DDL inside the batch's transaction, then calls
+ * tm_columns_follow_end. -1 with WHY (SIZE bytes) when a column cannot be
+ * made (tm_columns_makeable: the sink answers TM_FATAL), -2 when out of
+ * memory (TM_RETRY). */
+static inline int tm_columns_follow_begin(tm_columns_follow *f,
+                                          const tm_batch *b, const char *hidden,
+                                          const char *(*sql_type)(tm_type),
+                                          char *why, size_t size) {
+    if (!TM_BATCH_HAS_COLUMNS(b) || b->ncolumns == 0)
+        return 0;
+    if (f->ready && (f->ready == 1 || tm_batch_deletes_only(b)) &&
+        tm_columns_same(&f->cols, b->columns, b->ncolumns))
+        return 0;
+    if (!tm_columns_makeable(b->columns, b->ncolumns, hidden, sql_type, why,
+                             size))
+        return -1;
+    if (tm_columns_copy(&f->cols, b->columns, b->ncolumns) != 0) {
+        snprintf(why, size, "out of memory");
+        return -2;
+    }
+    f->deletes_only = tm_batch_deletes_only(b);
+    /* Until this batch commits the table may not have them: a rollback
+     * takes the DDL back too. */
+    f->ready = 0;
+    return 1;
+}
+
+/* Ends what tm_columns_follow_begin started: OK, the sink's DDL worked
+ * (its transaction still has to commit). A fit made for a batch of deletes
+ * only holds for the next such batches of the same columns alone. */
+static inline void tm_columns_follow_end(tm_columns_follow *f, int ok) {
+    f->ready = !ok ? 0 : f->deletes_only ? 2 : 1;
+    f->deletes_only = 0;
+}
+
 #ifdef __cplusplus
 }
 #endif
