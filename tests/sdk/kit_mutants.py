@@ -47,7 +47,7 @@ MUTANTS = {
     "no_lock": (["concurrent_owners"],
                 r"FAIL concurrent_owners: .*(not serialised|fencing does not "
                 r"hold|acknowledged commit was lost|got (ALREADY|FENCED|"
-                r"CONFLICT))",
+                r"CONFLICT|FATAL))",
                 [("store/util.c",
                   "while ((rc = fcntl(fd, F_SETLKW, &fl)) != 0 && errno == "
                   "EINTR)\n            ;",
