@@ -41,7 +41,7 @@ static int on_progress(void *arg) {
 static int on_busy(void *arg, int count) {
     sq_sink *s = arg;
     int64_t now = sq_now_ms();
-    if (count == 0)
+    if (count == 0 && !s->busy_pinned)
         s->busy_started_ms = now;
     if (atomic_load(&s->interrupted) || past_deadline(s) ||
         now - s->busy_started_ms >= s->set.busy_timeout_ms)
@@ -132,7 +132,11 @@ static tm_status pragma_expect(sq_sink *s, const char *sql, const char *want,
                                const char *key, tm_error *err) {
     sqlite3_stmt *st = NULL;
     int rc;
-    for (int count = 0;; count++) {
+    /* One wait across the attempts: the handler SQLite calls inside each
+     * step starts no new one (else each attempt could wait it all). */
+    s->busy_started_ms = sq_now_ms();
+    s->busy_pinned = 1;
+    for (int count = 1;; count++) {
         rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
         if (rc == SQLITE_OK)
             rc = sqlite3_step(st);
@@ -141,6 +145,7 @@ static tm_status pragma_expect(sq_sink *s, const char *sql, const char *want,
         sqlite3_finalize(st);
         st = NULL;
     }
+    s->busy_pinned = 0;
     if (rc != SQLITE_ROW) {
         /* Not a database, corrupt: FATAL; read-only, I/O, busy: RETRY. */
         tm_status r = sq_fail(s, rc, sql, err);

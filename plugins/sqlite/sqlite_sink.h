@@ -81,6 +81,7 @@ typedef struct sq_sink {
     atomic_flag db_busy;     /* guards db against interrupt() during reopen */
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     int64_t busy_started_ms; /* first busy callback of the current wait */
+    int busy_pinned; /* busy_started_ms set by a caller's own wait (db.c) */
     /* The files the connection opened (the database, -wal, -shm; stat of
      * their paths right after the open): SQLite in WAL mode goes on
      * writing into unlinked files, so each commit checks that the paths

@@ -11,8 +11,9 @@
  *     left to the scheduler, so a sink without a lock shows it in some
  *     runs only (seen: 3 of 40);
  *   - staged: the first owner claims, commits, and is held inside its
- *     second commit at host->fault(after_effects), its effects written and
- *     its markers read, while the second claims; it is let go once that
+ *     second commit, at host->fault(after_effects) (its effects written,
+ *     its markers read) or, every other time, at after_marker (its marker
+ *     written too), while the second claims; it is let go once that
  *     claim returned, or after STAGE_WAIT_MS if the claim waits (for the
  *     first owner's lock, as it should). A sink without a lock lets the
  *     claim through and the first owner then commits on its stale markers,
@@ -57,7 +58,8 @@ typedef struct cc_child {
 } cc_child;
 
 typedef struct cc_page {
-    atomic_int staged; /* this round's schedule: 0 at once, 1 staged */
+    atomic_int staged;  /* this round's schedule: 0 at once, 1 staged */
+    atomic_int hold_at; /* staged: the index in HOLD_POINTS */
     atomic_int go;
     atomic_int second_go; /* staged: the second owner may claim */
     atomic_int held;      /* staged: the first owner is held in a commit */
@@ -72,13 +74,21 @@ static void pause_ms(long ms) {
         ;
 }
 
+/* Where a staged round holds the first owner's commit, in turn: after
+ * its effects (a claim then meets a commit that read its markers), and
+ * after its marker (one that wrote them too: a lock given up between the
+ * two shows only here). */
+static const char *const HOLD_POINTS[] = {TM_FAULT_AFTER_EFFECTS,
+                                          TM_FAULT_AFTER_MARKER};
+
 /* The first owner's fault hook in a staged round: holds the commit it is
- * armed for at after_effects until the parent lets it go. */
+ * armed for at the round's point until the parent lets it go. */
 static cc_page *hold_page; /* the child's view of the shared page */
 static int hold_armed;
 
-static void hold_at_effects(const char *point) {
-    if (!hold_armed || !point || strcmp(point, TM_FAULT_AFTER_EFFECTS) != 0)
+static void hold_at_point(const char *point) {
+    if (!hold_armed || !point ||
+        strcmp(point, HOLD_POINTS[atomic_load(&hold_page->hold_at)]) != 0)
         return;
     hold_armed = 0;
     atomic_store(&hold_page->held, 1);
@@ -87,10 +97,12 @@ static void hold_at_effects(const char *point) {
         pause_ms(1);
 }
 
+/* Spins (no sleep: at once, both claims start within microseconds of the
+ * flag) until FLAG is set, HOLD_MAX_MS at most. */
 static void wait_flag(atomic_int *flag) {
     for (int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
          !atomic_load(flag) && tm_clock_mono_ms() < end;)
-        ; /* spin: the claim starts within microseconds */
+        ;
 }
 
 static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
@@ -102,7 +114,7 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     int staged = atomic_load(&pg->staged);
     tm_host_api host = *tm_host_services();
     hold_page = pg;
-    host.fault = hold_at_effects;
+    host.fault = hold_at_point;
     /* Both owners open one store at the same moment: a sink may answer
      * RETRY for a lock the other's open holds (SQLite's switch to WAL),
      * which the host retries, and so does the kit. */
@@ -185,16 +197,17 @@ static int stage(cc_page *pg, pid_t first, int round, kit_result *res) {
                  "never reached host->fault(\"%s\"), where the staged "
                  "round holds it while the other owner claims (does commit "
                  "call host->fault?)",
-                 round, TM_FAULT_AFTER_EFFECTS);
+                 round, HOLD_POINTS[atomic_load(&pg->hold_at)]);
     return held ? 0 : -1;
 }
 
 /* Runs both children to their end; 0, or -1 with res set. */
 static int run_pair(const kit_fixture *fx, cc_page *pg, int round, int staged,
-                    kit_result *res) {
+                    int hold_at, kit_result *res) {
     pid_t pid[2] = {-1, -1};
     memset(pg, 0, sizeof *pg);
     atomic_store(&pg->staged, staged);
+    atomic_store(&pg->hold_at, hold_at);
     fflush(NULL);
     for (int i = 0; i < 2; i++) {
         if ((pid[i] = fork()) < 0) {
@@ -307,7 +320,7 @@ void kit_case_concurrent_owners(const kit_run *run, kit_result *res) {
     }
     if (kit_fixture_init(&fx, run, "concurrent_owners", 0, res) == 0) {
         for (int r = 1; r <= ROUNDS && !KIT_FAILED(res); r++)
-            if (run_pair(&fx, pg, r, r % 2 == 0, res) == 0)
+            if (run_pair(&fx, pg, r, r % 2 == 0, r / 2 % 2, res) == 0)
                 judge(&fx, pg, r, last, res);
         kit_fixture_done(&fx);
     }

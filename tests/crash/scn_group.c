@@ -23,11 +23,10 @@ static void wait_groups_empty(crash_env *e, const char *const *groups) {
         }
 }
 
-/* Waits until every group has committed an offset: a connector still
- * opening its sink (a SQLite file another connector is switching to WAL
- * answers RETRY, retried 0.5 s later) has not joined its group, and a kill
- * then would leave no group to delete or move: the scenario would test
- * nothing for it. */
+/* Waits until every group has committed an offset: a connector slower to
+ * start than the other (its sink's open retried, its group join late) has
+ * no group yet, and a kill then would leave no group to delete or move:
+ * the scenario would test nothing for it. */
 static void wait_groups_committed(crash_env *e, const char *const *groups,
                                   pid_t pid) {
     int64_t t0 = h_now_ms();

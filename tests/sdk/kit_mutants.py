@@ -42,16 +42,35 @@ static tm_status lazy_load(ex_sink *s, tms_markers *ms, tm_error *err) {
 
 /* commit: the protocol's steps'''
 
+# Two owners without a lock between them: the kit says so, or finds what
+# they did to each other (a commit answering FATAL, or a marker file two
+# writers damaged).
+NO_LOCK_CAUGHT = (r"FAIL concurrent_owners: .*(not serialised|fencing does "
+                  r"not hold|acknowledged commit was lost|got (ALREADY|"
+                  r"FENCED|CONFLICT|FATAL)|is damaged)")
+
 # name: (cases, FAIL regex, [(file, old, new), ...])
 MUTANTS = {
-    "no_lock": (["concurrent_owners"],
-                r"FAIL concurrent_owners: .*(not serialised|fencing does not "
-                r"hold|acknowledged commit was lost|got (ALREADY|FENCED|"
-                r"CONFLICT|FATAL))",
+    "no_lock": (["concurrent_owners"], NO_LOCK_CAUGHT,
                 [("store/util.c",
                   "while ((rc = fcntl(fd, F_SETLKW, &fl)) != 0 && errno == "
                   "EINTR)\n            ;",
                   "rc = 0; /* MUTANT: no lock */")]),
+    # A lock that does not cover everything: claim without it, or a commit
+    # giving it up between its effects and its marker.
+    "claim_without_lock": (["concurrent_owners"], NO_LOCK_CAUGHT,
+                           [("file_sink.c",
+                             "    int lock = tms_lock(s->host, s->lock, "
+                             "err); /* one owner at a time */",
+                             "    int lock = dup(2); /* MUTANT: claim takes "
+                             "no lock */")]),
+    "lock_released_before_the_marker": (
+        ["concurrent_owners"], NO_LOCK_CAUGHT,
+        [("file_sink.c",
+          "        s->host->fault(TM_FAULT_AFTER_EFFECTS);\n",
+          "        s->host->fault(TM_FAULT_AFTER_EFFECTS);\n"
+          "        close(lock); /* MUTANT: the marker written unlocked */\n"
+          "        lock = dup(2);\n")]),
     "no_fsync": (["power_loss"],
                  r"FAIL power_loss: .*were dropped",
                  [("store/journal.c", "if (fdatasync(j->fd) == 0)",

@@ -446,64 +446,104 @@ START_TEST(fenced_writer_never_commits) {
 }
 END_TEST
 
-/* Two connectors open one new database file at the same moment, as two
- * connectors of one host do when they share a file: the first switches it
- * to WAL, which the other's own switch must wait for (SQLite gives that
- * lock upgrade SQLITE_BUSY at once, without the busy handler, to avoid a
- * deadlock). Neither open may answer RETRY (the host would wait 0.5 s or
- * more before it tries again); ROUNDS fresh files, both opens at a
- * barrier. */
-#define OPEN_ROUNDS 100
+/* Another connection holds the database's write lock (BEGIN IMMEDIATE,
+ * a row written) while the sink opens it: the open's switch to WAL reads
+ * first and then needs that lock, and SQLite answers such an upgrade with
+ * SQLITE_BUSY at once, without the busy handler (it could deadlock). This
+ * is how two connectors opening one new file at the same moment meet. The
+ * open must wait for the lock like any statement (here the holder commits
+ * after HOLD_MS), not answer RETRY, which the host would follow with a
+ * backoff of 0.5 s or more; and, held longer than busy_timeout_ms, answer
+ * RETRY at that bound, not a multiple of it. */
+#define HOLD_MS  400 /* the other connection's write lock, then COMMIT */
+#define BOUND_MS 500 /* busy_timeout_ms of the bounded case */
+#define SLACK_MS 400 /* over the bound: the sleeps' granularity, a load */
 
-typedef struct opener {
-    pthread_barrier_t *go;
-    fx_conf *conf;
-    tm_status rc;
-    char why[FX_WHY_MAX];
-} opener;
+typedef struct holder {
+    sqlite3 *db;
+    int hold_ms; /* then COMMIT */
+    int64_t released_ms;
+} holder;
 
-static void *open_at_barrier(void *arg) {
-    opener *o = arg;
-    void *sink = NULL;
-    pthread_barrier_wait(o->go);
-    o->rc = fx_open(o->conf, &sink, o->why, sizeof o->why);
-    if (sink)
-        fx_api->close(sink);
+static void *release_later(void *arg) {
+    holder *h = arg;
+    struct timespec ts = {h->hold_ms / 1000, (h->hold_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    h->released_ms = tm_clock_mono_ms();
+    ck_assert_int_eq(sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL),
+                     SQLITE_OK);
     return NULL;
 }
 
-START_TEST(two_opens_of_a_new_file_wait_for_each_other) {
-    int retries = 0;
-    char first[FX_WHY_MAX] = "";
-    for (int r = 0; r < OPEN_ROUNDS; r++) {
-        char extra[700], why[FX_WHY_MAX] = "";
-        snprintf(extra, sizeof extra, "\"path\": \"%s/open_%d.db\"", fx_dir, r);
-        fx_conf conf[2];
-        opener o[2];
-        pthread_t th[2];
-        pthread_barrier_t go;
-        ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
-        for (int i = 0; i < 2; i++) {
-            ck_assert_msg(fx_conf_init(&conf[i], extra, why, sizeof why) == 0,
-                          "%s", why);
-            o[i] = (opener){.go = &go, .conf = &conf[i], .rc = TM_FATAL};
-        }
-        for (int i = 0; i < 2; i++)
-            ck_assert_int_eq(
-                pthread_create(&th[i], NULL, open_at_barrier, &o[i]), 0);
-        for (int i = 0; i < 2; i++) {
-            ck_assert_int_eq(pthread_join(th[i], NULL), 0);
-            ck_assert_msg(o[i].rc == TM_OK || o[i].rc == TM_RETRY,
-                          "round %d: open: %s: %s", r, tm_status_name(o[i].rc),
-                          o[i].why);
-            if (o[i].rc == TM_RETRY && retries++ == 0)
-                snprintf(first, sizeof first, "%s", o[i].why);
-            fx_conf_done(&conf[i]);
-        }
-        pthread_barrier_destroy(&go);
+/* Opens the sink (settings EXTRA) while another connection holds the
+ * write lock of a database in rollback-journal mode for HOLD_MS (BEGIN
+ * IMMEDIATE: others may still read; EXCLUSIVE: they may not, and SQLite
+ * calls the busy handler for the open's read); the open's answer and how
+ * long it took. */
+static tm_status open_beside_a_writer(const char *begin, const char *extra,
+                                      int hold_ms, int64_t *took_ms,
+                                      int64_t *released_ms, char *why,
+                                      size_t size) {
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(fx_db_path, &db), SQLITE_OK);
+    char sql[128];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE IF NOT EXISTS other (a); BEGIN %s; "
+             "INSERT INTO other VALUES (1)",
+             begin);
+    ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    holder h = {.db = db, .hold_ms = hold_ms};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, release_later, &h), 0);
+    fx_conf conf;
+    ck_assert_msg(fx_conf_init(&conf, extra, why, size) == 0, "%s", why);
+    void *sink = NULL;
+    int64_t t0 = tm_clock_mono_ms();
+    tm_status rc = fx_open(&conf, &sink, why, size);
+    *took_ms = tm_clock_mono_ms() - t0;
+    if (sink)
+        fx_api->close(sink);
+    fx_conf_done(&conf);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    *released_ms = h.released_ms - t0;
+    ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+    return rc;
+}
+
+START_TEST(open_waits_for_a_writer_holding_the_file) {
+    char why[FX_WHY_MAX] = "";
+    int64_t took, released;
+    tm_status rc = open_beside_a_writer("IMMEDIATE", NULL, HOLD_MS, &took,
+                                        &released, why, sizeof why);
+    ck_assert_msg(rc == TM_OK,
+                  "open beside a writer holding the lock for %d "
+                  "ms: %s after %lld ms",
+                  HOLD_MS, why, (long long)took);
+    ck_assert_msg(took >= released,
+                  "inconclusive: the open returned after %lld ms, before "
+                  "the other connection let its lock go (%lld ms)",
+                  (long long)took, (long long)released);
+}
+END_TEST
+
+START_TEST(open_gives_up_at_busy_timeout) {
+    static const char *const begin[2] = {"IMMEDIATE", "EXCLUSIVE"};
+    char why[FX_WHY_MAX] = "", extra[64];
+    snprintf(extra, sizeof extra, "\"busy_timeout_ms\": %d", BOUND_MS);
+    for (int k = 0; k < 2; k++) {
+        int64_t took, released;
+        tm_status rc = open_beside_a_writer(begin[k], extra, 6 * BOUND_MS,
+                                            &took, &released, why, sizeof why);
+        ck_assert_msg(rc == TM_RETRY,
+                      "open beside BEGIN %s held %d ms, busy_timeout_ms %d: "
+                      "%s after %lld ms, expected RETRY",
+                      begin[k], 6 * BOUND_MS, BOUND_MS, tm_status_name(rc),
+                      (long long)took);
+        ck_assert_msg(took >= BOUND_MS && took < BOUND_MS + SLACK_MS,
+                      "open beside BEGIN %s: RETRY after %lld ms, expected "
+                      "%d ms (busy_timeout_ms) to %d",
+                      begin[k], (long long)took, BOUND_MS, BOUND_MS + SLACK_MS);
     }
-    ck_assert_msg(retries == 0, "%d of %d opens answered RETRY, e.g. %s",
-                  retries, 2 * OPEN_ROUNDS, first);
 }
 END_TEST
 
@@ -513,7 +553,8 @@ static Suite *suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, fenced_writer_never_commits);
-    tcase_add_test(tc, two_opens_of_a_new_file_wait_for_each_other);
+    tcase_add_test(tc, open_waits_for_a_writer_holding_the_file);
+    tcase_add_test(tc, open_gives_up_at_busy_timeout);
     suite_add_tcase(s, tc);
     return s;
 }
