@@ -101,13 +101,16 @@ int tm_kafka_partition_tps(rd_kafka_t *rk, const tm_connector_config *cfg,
     return *out ? 0 : -1;
 }
 
-/* A librdkafka list of tps (with their offsets); NULL when out of memory. */
-static rd_kafka_topic_partition_list_t *list_of(const tm_kafka_tp *tps,
-                                                size_t n) {
+/* A librdkafka list of tps (with their offsets); NULL with errstr when out
+ * of memory. */
+static rd_kafka_topic_partition_list_t *
+list_of(const tm_kafka_tp *tps, size_t n, char *errstr, size_t errsize) {
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new((int)(n ? n : 1));
-    if (!l)
+    if (!l) {
+        snprintf(errstr, errsize, "out of memory");
         return NULL;
+    }
     for (size_t i = 0; i < n; i++)
         rd_kafka_topic_partition_list_add(l, tps[i].topic, tps[i].partition)
             ->offset = tps[i].offset;
@@ -118,11 +121,9 @@ int tm_kafka_set_paused(rd_kafka_t *rk, const tm_kafka_tp *tps, size_t n,
                         int pause, char *errstr, size_t errsize) {
     if (n == 0)
         return 0;
-    rd_kafka_topic_partition_list_t *l = list_of(tps, n);
-    if (!l) {
-        snprintf(errstr, errsize, "out of memory");
+    rd_kafka_topic_partition_list_t *l = list_of(tps, n, errstr, errsize);
+    if (!l)
         return -1;
-    }
     rd_kafka_resp_err_t err = pause ? rd_kafka_pause_partitions(rk, l)
                                     : rd_kafka_resume_partitions(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
@@ -137,11 +138,9 @@ int tm_kafka_seek(rd_kafka_t *rk, tm_kafka_tp *tps, size_t n, int timeout_ms,
                   char *errstr, size_t errsize) {
     if (n == 0)
         return 0;
-    rd_kafka_topic_partition_list_t *l = list_of(tps, n);
-    if (!l) {
-        snprintf(errstr, errsize, "out of memory");
+    rd_kafka_topic_partition_list_t *l = list_of(tps, n, errstr, errsize);
+    if (!l)
         return -1;
-    }
     rd_kafka_error_t *err = rd_kafka_seek_partitions(rk, l, timeout_ms);
     int rc = 0;
     if (err) {
@@ -161,11 +160,9 @@ int tm_kafka_commit_offsets(rd_kafka_t *rk, const tm_kafka_tp *tps, size_t n,
                             char *errstr, size_t errsize) {
     if (n == 0)
         return 0;
-    rd_kafka_topic_partition_list_t *l = list_of(tps, n);
-    if (!l) {
-        snprintf(errstr, errsize, "out of memory");
+    rd_kafka_topic_partition_list_t *l = list_of(tps, n, errstr, errsize);
+    if (!l)
         return -1;
-    }
     rd_kafka_resp_err_t err = rd_kafka_commit(rk, l, 1);
     rd_kafka_topic_partition_list_destroy(l);
     if (err) {
