@@ -211,6 +211,17 @@ static void assert_foreign_refusal(const char *message, const char *snap_id) {
                   snap_id, message);
 }
 
+/* The catalog "lake" (cat_uri), table sales.orders, opened to write with
+ * the given lock timeout. */
+static ice_catalog *open_orders(int lock_timeout_ms) {
+    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders", lock_timeout_ms};
+    ice_catalog *c = NULL;
+    char why[1024];
+    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
+                  why);
+    return c;
+}
+
 /* The connector must be the table's only writer of data snapshots
  * (docs/iceberg-lite.md, "Catalog"): pyiceberg's append landing between
  * our metadata file and our swap stops the commit FATAL naming it, never
@@ -359,11 +370,8 @@ START_TEST(pg_reconnect_keeps_synchronous_commit) {
              "postgresql://%s@%s:%s/%s?options=-csearch_path%%3D%s%%20"
              "-csynchronous_commit%%3Doff",
              user, host, port, db, schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders", 0};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(0);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     char *before = pg_show(c, "synchronous_commit");
     ck_assert_str_eq(before, "on"); /* what open set */
     /* The connection is lost (a failover, an idle timeout, an admin). */
@@ -488,12 +496,8 @@ static void drop_schema(PGconn *admin, const char *schema) {
 START_TEST(pg_swap_waits_bounded) {
     char schema[64];
     PGconn *admin = pg_catalog_schema(schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
@@ -539,12 +543,8 @@ END_TEST
 START_TEST(pg_swap_timeout_names_the_lock) {
     char schema[64], pid[32];
     PGconn *admin = pg_catalog_schema(schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
@@ -609,12 +609,8 @@ static void slow_commits(PGconn *admin, const char *schema, const char *event) {
 START_TEST(pg_swap_commit_wait_bounded) {
     char schema[64], sql[512];
     PGconn *admin = pg_catalog_schema(schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
@@ -706,12 +702,8 @@ START_TEST(pg_swap_connection_cut_in_commit) {
     char schema[64];
     PGconn *admin = pg_catalog_schema(schema);
     snprintf(cut_ci, sizeof cut_ci, "%s", getenv("TIDEMARK_PG_CONNINFO"));
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           ICE_CATALOG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(ICE_CATALOG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
@@ -759,12 +751,8 @@ END_TEST
 START_TEST(pg_register_commit_wait_bounded) {
     char schema[64], sql[512];
     PGconn *admin = pg_catalog_schema(schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     slow_commits(admin, schema, "INSERT");
     signal(SIGALRM, commit_waited_too_long);
     alarm(PG_WAIT_LIMIT_S);
@@ -870,12 +858,8 @@ END_TEST
 START_TEST(pg_swap_timeout_names_no_wrong_holder) {
     char schema[64], sql[256], share_pid[32];
     PGconn *admin = pg_catalog_schema(schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
@@ -953,12 +937,8 @@ START_TEST(pg_swap_cancel_unanswered_bounded) {
              "postgresql://%s@127.0.0.1:%d/%s?sslmode=disable&gssencmode="
              "disable&options=-csearch_path%%3D%s",
              user, px.port, db, schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
@@ -1147,12 +1127,8 @@ START_TEST(pg_cancel_then_broken_is_unknown) {
     char schema[64];
     PGconn *admin = pg_catalog_schema(schema);
     snprintf(killer_ci, sizeof killer_ci, "%s", getenv("TIDEMARK_PG_CONNINFO"));
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
@@ -1234,12 +1210,8 @@ END_TEST
 START_TEST(pg_cancel_after_reconnect) {
     char schema[64], sql[256];
     PGconn *admin = pg_catalog_schema(schema);
-    ice_catalog_ref ref = {cat_uri, "lake", "sales", "orders",
-                           PG_LOCK_TIMEOUT_MS};
-    ice_catalog *c = NULL;
+    ice_catalog *c = open_orders(PG_LOCK_TIMEOUT_MS);
     char why[1024];
-    ck_assert_msg(ice_catalog_open(&ref, 1, 1, &c, why, sizeof why) == 0, "%s",
-                  why);
     ck_assert_msg(
         ice_catalog_swap(c, NULL, "s3://b/v1.json", why, sizeof why) == 0, "%s",
         why);
