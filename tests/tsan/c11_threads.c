@@ -6,11 +6,14 @@
  * internal pthread functions directly. librdkafka makes its threads and
  * locks with C11 threads, so without this file its threads run unknown to
  * the sanitizer (which crashes allocating in them) and its locks order
- * nothing for it (every hand-over of a message would look like a race).
+ * nothing for it (every hand-over of a message would look like a race);
+ * its global initialisation runs under call_once, which without this file
+ * orders nothing for the sanitizer either. tidemark's own code uses
+ * pthreads, not C11 threads.
  * Defined in the program, these names win over libc's for librdkafka too,
  * and each calls the pthread function glibc's own would have: glibc's
- * mtx_t, cnd_t and thrd_t are its pthread_mutex_t, pthread_cond_t and
- * pthread_t. */
+ * mtx_t, cnd_t, thrd_t and once_flag are its pthread_mutex_t,
+ * pthread_cond_t, pthread_t and pthread_once_t. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -20,6 +23,7 @@
 _Static_assert(sizeof(mtx_t) == sizeof(pthread_mutex_t), "mtx_t");
 _Static_assert(sizeof(cnd_t) == sizeof(pthread_cond_t), "cnd_t");
 _Static_assert(sizeof(thrd_t) == sizeof(pthread_t), "thrd_t");
+_Static_assert(sizeof(once_flag) == sizeof(pthread_once_t), "once_flag");
 
 /* glibc's mapping of an error number to a C11 thread result. */
 static int result(int err) {
@@ -122,4 +126,9 @@ int cnd_timedwait(cnd_t *restrict c, mtx_t *restrict m,
 
 void cnd_destroy(cnd_t *c) {
     pthread_cond_destroy((pthread_cond_t *)c);
+}
+
+/* glibc's ONCE_FLAG_INIT is its PTHREAD_ONCE_INIT (0). */
+void call_once(once_flag *flag, void (*fn)(void)) {
+    pthread_once((pthread_once_t *)flag, fn);
 }

@@ -1,10 +1,12 @@
 /* The ThreadSanitizer build's own check that it sees what it must:
  *   race_probe race  two C11 threads write one counter without a lock: the
  *                    sanitizer must report a data race (tsan.sees_a_race);
- *   race_probe c11   the same writes under a C11 mtx_t: no report, which
- *                    holds only while c11_threads.c hands mtx_lock to the
- *                    intercepted pthread_mutex_lock, as librdkafka's locks
- *                    need (tsan.sees_c11_locks).
+ *   race_probe c11   the same writes under a C11 mtx_t, after each thread
+ *                    read what a C11 call_once wrote: no report, which
+ *                    holds only while c11_threads.c hands mtx_lock and
+ *                    call_once to the intercepted pthread_mutex_lock and
+ *                    pthread_once, as librdkafka's locks and its global
+ *                    initialisation need (tsan.sees_c11_locks).
  * A build that stopped catching races, or that took librdkafka's locks for
  * none, fails one of the two. */
 #include <stdio.h>
@@ -14,13 +16,24 @@
 static long counter;
 static mtx_t lock;
 static int locked;
+static once_flag once = ONCE_FLAG_INIT;
+static long step; /* written once, by whichever thread comes first */
+
+static void first(void) {
+    step = 1;
+}
 
 static int bump(void *arg) {
     (void)arg;
+    long by = 1;
+    if (locked) {
+        call_once(&once, first);
+        by = step;
+    }
     for (int i = 0; i < 100000; i++) {
         if (locked && mtx_lock(&lock) != thrd_success)
             return 1;
-        counter++;
+        counter += by;
         if (locked && mtx_unlock(&lock) != thrd_success)
             return 1;
     }
