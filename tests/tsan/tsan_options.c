@@ -13,7 +13,7 @@
  * callbacks (log, error, stats, rebalance, delivery report) has its
  * frames under ours, and in the log callback, which it calls on its own
  * threads, a thread it made; such a race is reported
- * (tsan.sees_callback_race), and so is a lock-order inversion.
+ * (tsan.sees_callback_race). No lock-order report is left out at all.
  *
  * called_from_lib:librdkafka.so.1  the intercepted calls librdkafka makes
  *   itself (malloc, free, memcpy, its read-write locks) pass through
