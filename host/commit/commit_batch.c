@@ -220,11 +220,24 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
         c->batch_cap = 0;
 }
 
+/* tm_dlq_send's context: its wait ends TM_DLQ_FLUSH_TIMEOUT_MS after the
+ * send began, or at the stop's deadline, asked again at every slice of
+ * the wait (a stop asked during it counts). */
+typedef struct dlq_ctx {
+    tm_connector *c;
+    int64_t until;
+} dlq_ctx;
+
+static int64_t dlq_left_ms(void *ctx) {
+    const dlq_ctx *d = ctx;
+    return tm_stop_bound_ms(d->c, d->until) - tm_now_ms();
+}
+
 /* The dead letters of a batch dropped after they reached the dead-letter
  * topic (a cut, FENCED, CONFLICT) come again with the rebuilt batch: sent
  * once is enough (the topic is at least once, not once per attempt). */
 static int dlq_already_sent(void *ctx, const tm_range *r, int64_t offset) {
-    tm_part *p = tm_conn_part(ctx, r->topic, r->partition);
+    tm_part *p = tm_conn_part(((dlq_ctx *)ctx)->c, r->topic, r->partition);
     return p && offset < p->dlq_sent_to;
 }
 
@@ -237,7 +250,24 @@ static void dlq_mark_sent(tm_connector *c, const tm_batch *b) {
     }
 }
 
-void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
+/* Delivers the batch's dead letters to the topic, confirmed: 0, or -1
+ * with err set. */
+static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
+    char why[512];
+    dlq_ctx ctx = {c, tm_now_ms() + TM_DLQ_FLUSH_TIMEOUT_MS};
+    if (tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx, why,
+                    sizeof why) == 0) {
+        dlq_mark_sent(c, built);
+        return 0;
+    }
+    int64_t stop = tm_stop_deadline_ms(c);
+    tm_error_set(err, "dead-letter topic: %s%s", why,
+                 stop && tm_now_ms() >= stop ? " (the stop's grace is over)"
+                                             : "");
+    return -1;
+}
+
+void tm_commit_batch(tm_connector *c) {
     if (!c->batch_open)
         return;
     const tm_batch *built = tm_bb_batch(c->bb);
@@ -272,28 +302,15 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
     for (;;) {
         tm_status st;
         tm_error err = tm_error_init();
-        if (!dlq_sent) {
-            /* Before the sink commit, confirmed: at-least-once into the
-             * topic, never lost when the sink commit then succeeds. */
-            char why[512];
-            /* Stopping leaves the delivery the rest of the grace. */
-            int64_t wait = TM_DLQ_FLUSH_TIMEOUT_MS;
-            if (give_up_ms && give_up_ms - tm_now_ms() < wait)
-                wait = give_up_ms - tm_now_ms();
-            if (tm_dlq_send(c->dlq, built, dlq_already_sent, c, wait, why,
-                            sizeof why) == 0) {
-                dlq_sent = 1;
-                dlq_mark_sent(c, built);
-            } else {
-                tm_error_set(&err, "dead-letter topic: %s", why);
-            }
-        }
+        /* Before the sink commit, confirmed: at-least-once into the
+         * topic, never lost when the sink commit then succeeds. */
+        if (!dlq_sent)
+            dlq_sent = dlq_deliver(c, built, &err) == 0;
         if (dlq_sent) {
             /* Stopping cuts the deadline to the stop's grace: the sink
              * gives up by itself instead of waiting out a lock. */
-            b.deadline_ms = tm_now_ms() + c->cfg->batch.commit_timeout_ms;
-            if (give_up_ms && give_up_ms < b.deadline_ms)
-                b.deadline_ms = give_up_ms;
+            b.deadline_ms = tm_stop_bound_ms(
+                c, tm_now_ms() + c->cfg->batch.commit_timeout_ms);
             uint64_t t0 = tm_metrics_now_ns();
             st = c->sink.api->commit(c->sink.sink, &b, &err);
             uint64_t took_ns = tm_metrics_now_ns() - t0;
@@ -313,10 +330,12 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
             tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id,
                           err.message);
             c->degraded_by_sink = 1;
-            if (atomic_load(c->stop) && !give_up_ms)
-                give_up_ms = tm_stop_deadline_ms(c);
-            if (give_up_ms && tm_now_ms() >= give_up_ms) {
-                tm_commit_drop_batch(c, "giving up retries while stopping");
+            int64_t stop = tm_stop_deadline_ms(c);
+            if (stop && tm_now_ms() >= stop) {
+                char why[64];
+                snprintf(why, sizeof why, "giving up retries while %s",
+                         tm_stop_kind(c));
+                tm_commit_drop_batch(c, why);
                 break;
             }
             if (cut_in_half(c, &b, dlq_sent))
@@ -327,19 +346,14 @@ void tm_commit_batch(tm_connector *c, int64_t give_up_ms) {
                 tm_commit_pause_all(c, 1);
                 paused = 1;
             }
-            /* The backoff ends at the stop's grace, and when a stop is
-             * asked during it (tm_commit_serve returns then): the next
-             * attempt has the rest of the grace, then the batch goes. */
-            int64_t wait = tm_backoff_next(&c->backoff);
-            if (give_up_ms && give_up_ms - tm_now_ms() < wait)
-                wait = give_up_ms - tm_now_ms();
-            tm_commit_serve(c, wait);
+            /* The backoff ends at the stop's deadline, and when a stop is
+             * asked during it: the next attempt has the rest of the grace,
+             * then the batch goes. */
+            tm_commit_serve(c, tm_backoff_next(&c->backoff));
             if (c->batch_abandoned || c->state == TM_CONN_FAILED) {
                 tm_commit_drop_batch(c, "partitions revoked during retries");
                 break;
             }
-            if (atomic_load(c->stop) && !give_up_ms)
-                give_up_ms = tm_stop_deadline_ms(c);
             continue;
         }
         if (st == TM_FENCED) {

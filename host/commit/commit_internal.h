@@ -5,9 +5,13 @@
 #include "runtime/connector_state.h"
 
 /* Commits the open batch, retrying RETRY until it is settled, abandoned by
- * a revoke, or past give_up_ms (monotonic; 0: never). Then the batch is
- * closed, whatever happened to it. */
-void tm_commit_batch(tm_connector *c, int64_t give_up_ms);
+ * a revoke, or past the stop's deadline (commit_loop.h) once a stop or a
+ * pause is asked. Then the batch is closed, whatever happened to it. */
+void tm_commit_batch(tm_connector *c);
+
+/* What the commit loop was asked, for the log: "pausing" (`tidemark
+ * pause`) or "stopping" (anything else). */
+const char *tm_stop_kind(const tm_connector *c);
 
 /* Closes the open batch without committing it: its partitions go back to
  * their committed offsets and are re-read (needs_seek); when the builder
@@ -25,7 +29,8 @@ void tm_commit_pause_all(tm_connector *c, int pause);
 /* Serves the consumer for ms milliseconds without taking records (the
  * group must not evict us while a commit waits): anything delivered is
  * dropped and its partition marked for a seek. Returns early when a stop
- * is asked meanwhile, so that the caller counts its grace from then. */
+ * is asked meanwhile (the batch in flight tries once more within the
+ * grace), and at the stop's deadline. */
 void tm_commit_serve(tm_connector *c, int64_t ms);
 
 #endif

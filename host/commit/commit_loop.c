@@ -12,6 +12,7 @@
 #include "kafka/consumer_ops.h"
 #include "kafka/partitions.h"
 #include "metrics/metrics_registry.h"
+#include "runtime/connector.h"
 #include "services/log.h"
 
 #define POLL_MS 100
@@ -232,7 +233,7 @@ void tm_commit_serve(tm_connector *c, int64_t ms) {
     int64_t until = tm_now_ms() + ms;
     int stopping = atomic_load(c->stop);
     for (;;) {
-        int64_t left = until - tm_now_ms();
+        int64_t left = tm_stop_bound_ms(c, until) - tm_now_ms();
         if (left <= 0 || c->batch_abandoned ||
             (!stopping && atomic_load(c->stop)))
             return;
@@ -251,8 +252,32 @@ void tm_commit_serve(tm_connector *c, int64_t ms) {
 }
 
 int64_t tm_stop_deadline_ms(tm_connector *c) {
-    int64_t at = atomic_load(&c->stop_seen_ms);
-    return (at ? at : tm_now_ms()) + TM_STOP_GRACE_MS;
+    if (!atomic_load(c->stop))
+        return 0;
+    /* Set once, by whoever sees the stop first: the stop watch or this
+     * thread (a pause is seen only here). */
+    int64_t seen = 0, now = tm_now_ms();
+    if (atomic_compare_exchange_strong(&c->stop_seen_ms, &seen, now))
+        seen = now;
+    return seen + TM_STOP_GRACE_MS;
+}
+
+int64_t tm_stop_bound_ms(tm_connector *c, int64_t until) {
+    int64_t stop = tm_stop_deadline_ms(c);
+    return stop && stop < until ? stop : until;
+}
+
+const char *tm_stop_kind(const tm_connector *c) {
+    return c->ctl && !atomic_load(&c->ctl->stop) && atomic_load(&c->ctl->pause)
+               ? "pausing"
+               : "stopping";
+}
+
+void tm_stop_deadline_reset(tm_connector *c) {
+    /* A real stop that came meanwhile may lose the time it was seen at
+     * and get it again at its next reading: later by this instant. */
+    if (!c->ctl || !atomic_load(&c->ctl->stop))
+        atomic_store(&c->stop_seen_ms, 0);
 }
 
 int64_t tm_fenced_bound_ms(tm_connector *c) {
@@ -284,7 +309,7 @@ void tm_commit_loop_run(tm_connector *c) {
         if (c->batch_open && c->batch_abandoned)
             tm_commit_drop_batch(c, "partitions revoked");
         if (batch_due(c))
-            tm_commit_batch(c, 0);
+            tm_commit_batch(c);
         if (c->any_fenced &&
             tm_claim_fenced_again(c, tm_fenced_bound_ms(c)) != 0)
             break;
@@ -298,10 +323,10 @@ void tm_commit_loop_run(tm_connector *c) {
      * else abandon it (safe: the markers did not move). A consumer that
      * failed fatally drops it: the next consumer reads it again. */
     if (c->batch_open && c->state != TM_CONN_FAILED && !c->consumer_fatal)
-        tm_commit_batch(c, tm_stop_deadline_ms(c));
+        tm_commit_batch(c);
     if (c->batch_open)
         tm_commit_drop_batch(c, c->consumer_fatal ? "the consumer failed"
-                                                  : "stopping");
+                                                  : tm_stop_kind(c));
 }
 
 void tm_commit_on_revoke(tm_connector *c, const tm_kafka_tp *revoked,

@@ -22,9 +22,22 @@ void tm_commit_on_revoke(tm_connector *c, const tm_kafka_tp *revoked,
  * at once with force (runtime/connector_status.c). */
 void tm_conn_status_tick(tm_connector *c, int force);
 
-/* When the batch in flight is given up once a stop is asked: the stop's
- * grace from when it was first seen (the stop watch), else from now. */
+/* The stop's deadline (monotonic ms), 0 while the commit loop is not
+ * asked to stop (*c->stop: a stop or a pause): TM_STOP_GRACE_MS from when
+ * the ask was first seen, by the stop watch or by this thread, whichever
+ * came first. The one deadline of a stop: the batch in flight is given up
+ * there (its retries, its wait between them, the sink's commit deadline,
+ * the delivery of its dead letters), and the stop watch interrupts the
+ * sink there. Any thread. */
 int64_t tm_stop_deadline_ms(tm_connector *c);
+
+/* UNTIL (monotonic ms), or the stop's deadline when it is earlier. */
+int64_t tm_stop_bound_ms(tm_connector *c, int64_t until);
+
+/* Forgets the deadline of a pause whose batch is settled (before the
+ * connector clears *c->stop), so that the next stop or pause gets its
+ * own; a real stop's stays. */
+void tm_stop_deadline_reset(tm_connector *c);
 
 /* How long a fenced partition waits for its revoke before it is claimed
  * again: twice the consumer's session timeout. */

@@ -14,7 +14,7 @@ struct tm_dead_letter_producer {
     rd_kafka_t *rk;
     /* Delivery results of the current send, written by the delivery report
      * callback (on this thread, inside rd_kafka_flush/poll). */
-    size_t failed;
+    size_t delivered, failed;
     char first_error[512];
 };
 
@@ -22,7 +22,12 @@ static void delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                         void *opaque) {
     (void)rk;
     tm_dead_letter_producer *q = opaque;
-    if (m->err) {
+    if (!m->err) {
+        q->delivered++;
+    } else if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+               m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+        return; /* discarded (discard()): no send waits for them */
+    } else {
         if (q->failed++ == 0)
             snprintf(q->first_error, sizeof q->first_error,
                      "delivery to %s failed: %s", q->cfg->dead_letters.topic,
@@ -100,60 +105,99 @@ rd_kafka_headers_t *tm_dlq_headers(const char *connector, const tm_batch *b,
     return h;
 }
 
+/* Each wait of tm_dlq_send at most: a stop asked meanwhile is seen within
+ * it (left_ms is asked again). */
+#define SLICE_MS 100
+
+static int slice_of(int64_t left) {
+    return left <= 0 ? 0 : left < SLICE_MS ? (int)left : SLICE_MS;
+}
+
+/* Produces dead letter D, waiting for room in the producer's queue while
+ * left_ms(ctx) leaves time. 0, or -1 with errstr. */
+static int produce_one(tm_dead_letter_producer *q, const tm_batch *b,
+                       const tm_dead_letter *d, int64_t (*left_ms)(void *ctx),
+                       void *ctx, char *errstr, size_t errsize) {
+    rd_kafka_headers_t *h = tm_dlq_headers(q->cfg->name, b, d);
+    if (h &&
+        add_header(h, TM_DLQ_GROUP_HEADER,
+                   q->cfg->kafka.group_id ? q->cfg->kafka.group_id : "") != 0) {
+        rd_kafka_headers_destroy(h);
+        h = NULL;
+    }
+    if (!h) {
+        snprintf(errstr, errsize, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            q->rk, RD_KAFKA_V_TOPIC(q->cfg->dead_letters.topic),
+            RD_KAFKA_V_KEY((void *)d->key, d->key_len),
+            RD_KAFKA_V_VALUE((void *)d->value, d->value_len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+            RD_KAFKA_V_END);
+        if (!err)
+            return 0;
+        int64_t left = err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? left_ms(ctx) : 0;
+        if (left <= 0) {
+            rd_kafka_headers_destroy(h); /* owned by us on failure */
+            snprintf(errstr, errsize, "cannot produce to %s: %s%s",
+                     q->cfg->dead_letters.topic, rd_kafka_err2str(err),
+                     err == RD_KAFKA_RESP_ERR__QUEUE_FULL
+                         ? " (no room before the wait ended)"
+                         : "");
+            return -1;
+        }
+        rd_kafka_poll(q->rk, slice_of(left)); /* make room: serve reports */
+    }
+}
+
+/* What is still queued or in flight goes, without waiting: their batch
+ * is not committed (it is only once all its dead letters are confirmed),
+ * and its next attempt, or whoever reads it again from the markers,
+ * produces them again. Left queued, they would go on to the topic behind
+ * that next attempt's own. */
+static void discard(tm_dead_letter_producer *q) {
+    rd_kafka_purge(q->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(q->rk, 0); /* their reports, ignored */
+}
+
 int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
                 int (*sent)(void *ctx, const tm_range *r, int64_t offset),
-                void *ctx, int64_t timeout_ms, char *errstr, size_t errsize) {
-    int flush_ms = timeout_ms < 1 ? 1
-                   : timeout_ms > TM_DLQ_FLUSH_TIMEOUT_MS
-                       ? TM_DLQ_FLUSH_TIMEOUT_MS
-                       : (int)timeout_ms;
-    q->failed = 0;
+                int64_t (*left_ms)(void *ctx), void *ctx, char *errstr,
+                size_t errsize) {
+    q->delivered = q->failed = 0;
     q->first_error[0] = '\0';
+    size_t produced = 0;
     for (size_t i = 0; i < b->ndead_letters; i++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
         if (sent && d->range < b->nranges &&
             sent(ctx, TM_CELEM(tm_range, b->ranges, d->range), d->offset))
             continue;
-        rd_kafka_headers_t *h = tm_dlq_headers(q->cfg->name, b, d);
-        if (h && add_header(h, TM_DLQ_GROUP_HEADER,
-                            q->cfg->kafka.group_id ? q->cfg->kafka.group_id
-                                                   : "") != 0) {
-            rd_kafka_headers_destroy(h);
-            h = NULL;
-        }
-        if (!h) {
-            snprintf(errstr, errsize, "out of memory");
+        if (produce_one(q, b, d, left_ms, ctx, errstr, errsize) != 0) {
+            discard(q);
             return -1;
         }
-        rd_kafka_resp_err_t err;
-        for (;;) {
-            err = rd_kafka_producev(
-                q->rk, RD_KAFKA_V_TOPIC(q->cfg->dead_letters.topic),
-                RD_KAFKA_V_KEY((void *)d->key, d->key_len),
-                RD_KAFKA_V_VALUE((void *)d->value, d->value_len),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
-                RD_KAFKA_V_END);
-            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                break;
-            rd_kafka_poll(q->rk, 100); /* make room: serve reports */
-        }
-        if (err) {
-            rd_kafka_headers_destroy(h); /* owned by us on failure */
-            snprintf(errstr, errsize, "cannot produce to %s: %s",
-                     q->cfg->dead_letters.topic, rd_kafka_err2str(err));
-            return -1;
-        }
+        produced++;
     }
-    rd_kafka_resp_err_t err = rd_kafka_flush(q->rk, flush_ms);
-    if (err) {
-        snprintf(errstr, errsize,
-                 "dead letters to %s not confirmed within %d ms: %s",
-                 q->cfg->dead_letters.topic, flush_ms, rd_kafka_err2str(err));
-        return -1;
+    /* At least one flush, even past the deadline: the deliveries may be
+     * confirmed already. */
+    for (;;) {
+        int64_t left = left_ms(ctx);
+        if (rd_kafka_flush(q->rk, slice_of(left)) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+        if (left <= 0) {
+            snprintf(errstr, errsize,
+                     "%zu dead letter(s) produced to %s, %zu confirmed when "
+                     "the wait ended",
+                     produced, q->cfg->dead_letters.topic, q->delivered);
+            discard(q);
+            return -1;
+        }
     }
     if (q->failed) {
         snprintf(errstr, errsize, "%zu of %zu dead letter(s) not delivered: %s",
-                 q->failed, b->ndead_letters, q->first_error);
+                 q->failed, produced, q->first_error);
         return -1;
     }
     return 0;
@@ -162,7 +206,10 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
 void tm_dlq_free(tm_dead_letter_producer *q) {
     if (!q)
         return;
-    rd_kafka_flush(q->rk, 5000);
+    /* A send that failed discarded what it left, so nothing should be
+     * queued; anything that is would be of a batch not committed: not
+     * waited for (a stop does not wait for a slow topic here). */
+    discard(q);
     rd_kafka_destroy(q->rk);
     free(q);
 }

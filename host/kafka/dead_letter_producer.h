@@ -19,18 +19,27 @@ typedef struct tm_dead_letter_producer tm_dead_letter_producer;
 tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
                                     char *errstr, size_t errsize);
 
-/* How long tm_dlq_send waits for the deliveries at most, unless stopping
- * leaves less. */
+/* How long tm_dlq_send's caller lets it wait for the deliveries, unless
+ * a stop leaves less (commit/commit_batch.c). */
 #define TM_DLQ_FLUSH_TIMEOUT_MS 30000
 
 /* Produces every dead letter of the batch, but those sent(ctx, range,
  * offset) says were delivered already (sent may be NULL), and waits until
- * each is delivered, at most TIMEOUT_MS (at least 1). 0 when all were; -1
- * with errstr naming the first failure. */
+ * each is delivered. The wait (for room in the producer's queue, then for
+ * the deliveries) goes in slices of at most 100 ms and ends when
+ * left_ms(ctx), asked before each, is 0 or less: the caller's deadline may
+ * come closer during the wait (a stop asked meanwhile). 0 when all were
+ * delivered; -1 with errstr naming the first failure, or how many were
+ * confirmed when the wait ended: what was not confirmed then is discarded
+ * (purged), as the batch is not committed, and comes again with its next
+ * attempt or whoever reads it again from the markers. */
 int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
                 int (*sent)(void *ctx, const tm_range *r, int64_t offset),
-                void *ctx, int64_t timeout_ms, char *errstr, size_t errsize);
+                int64_t (*left_ms)(void *ctx), void *ctx, char *errstr,
+                size_t errsize);
 
+/* Frees the producer without waiting for the topic: anything still queued
+ * would be of a batch that was not committed. */
 void tm_dlq_free(tm_dead_letter_producer *q);
 
 /* The header naming the deployment that produced a dead letter: its

@@ -195,11 +195,13 @@ static int open_sink(tm_connector *c) {
     return -1;
 }
 
-/* The stop watch: from the stop on, interrupts the sink's blocking call
- * (sink.h: interrupt() from any thread, a call in progress gives up with
- * RETRY). A claim at once; anything else (the batch in flight) once the
- * stop's grace for it is over. Repeated, because a sink clears the flag at
- * the start of each call. Runs while the sink is open. */
+/* The stop watch: sets the stop's deadline the moment the stop comes
+ * (commit/commit_loop.h: the batch in flight has TM_STOP_GRACE_MS from
+ * then, whatever it is doing), and from then on interrupts the sink's
+ * blocking call (sink.h: interrupt() from any thread, a call in progress
+ * gives up with RETRY): a claim at once, anything else (the batch in
+ * flight) once the deadline is past. Repeated, because a sink clears the
+ * flag at the start of each call. Runs while the sink is open. */
 typedef struct stop_watch {
     tm_connector *c;
     atomic_int done;
@@ -210,15 +212,13 @@ typedef struct stop_watch {
 static void *stop_watch_main(void *arg) {
     stop_watch *w = arg;
     tm_connector *c = w->c;
-    int64_t stop_ms = 0;
     while (!atomic_load(&w->done)) {
         if (atomic_load(&c->ctl->stop)) {
-            int64_t now = tm_now_ms();
-            if (!stop_ms) {
-                stop_ms = now;
-                atomic_store(&c->stop_seen_ms, now);
-            }
-            if (atomic_load(&c->in_claim) || now - stop_ms >= TM_STOP_GRACE_MS)
+            /* 0 for the instant loop_stop lags the stop (tm_run_ctl). */
+            int64_t deadline = tm_stop_deadline_ms(c);
+            if (c->sink.api->interrupt &&
+                (atomic_load(&c->in_claim) ||
+                 (deadline && tm_now_ms() >= deadline)))
                 c->sink.api->interrupt(c->sink.sink);
         }
         sleep_ms(50);
@@ -229,9 +229,8 @@ static void *stop_watch_main(void *arg) {
 static void stop_watch_start(stop_watch *w, tm_connector *c) {
     w->c = c;
     atomic_init(&w->done, 0);
-    w->running = c->sink.api->interrupt &&
-                 pthread_create(&w->thread, NULL, stop_watch_main, w) == 0;
-    if (c->sink.api->interrupt && !w->running)
+    w->running = pthread_create(&w->thread, NULL, stop_watch_main, w) == 0;
+    if (!w->running)
         tm_log(TM_LOG_WARN, c->cfg->name,
                "cannot start the stop watch: a stop waits for the sink's "
                "own timeouts");
@@ -385,8 +384,11 @@ static void resume_assigned(tm_connector *c) {
 
 /* Clears loop_stop, then sets it again when a stop (or, with
  * with_pause, a pause) is asked: only the connector clears it, and a stop
- * that came in between is not lost (tm_run_ctl). */
+ * that came in between is not lost (tm_run_ctl). The pause that set it
+ * settled its batch: the next stop or pause gets a deadline of its own
+ * (also when the pause was taken back before it was seen here). */
 static void settle_loop_stop(tm_connector *c, int with_pause) {
+    tm_stop_deadline_reset(c);
     atomic_store(&c->ctl->loop_stop, 0);
     if (atomic_load(&c->ctl->stop) ||
         (with_pause && atomic_load(&c->ctl->pause)))

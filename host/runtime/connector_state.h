@@ -88,8 +88,10 @@ typedef struct tm_connector {
     /* Inside the sink's claim(): a stop interrupts it at once, a commit
      * only past its grace (runtime/connector.c, the stop watch). */
     atomic_int in_claim;
-    /* Monotonic ms when the stop watch first saw *stop, 0 before: the
-     * batch in flight gets TM_STOP_GRACE_MS from then, not from later. */
+    /* Monotonic ms when *stop (a stop or a pause) was first seen, by the
+     * stop watch or the connector's thread, 0 before: the one deadline of
+     * the batch in flight is TM_STOP_GRACE_MS from then, never later
+     * (commit/commit_loop.h, tm_stop_deadline_ms). */
     _Atomic int64_t stop_seen_ms;
     /* librdkafka raised a fatal error (seen: a static member fenced by its
      * own rejoin after a broker restart): the consumer is made again. */

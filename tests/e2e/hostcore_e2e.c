@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "hostcore_e2e.h"
 
-static const char *JSON_MAPPING =
+const char *const JSON_MAPPING =
     "\"mapping\": {\"mode\": \"json\", \"columns\": ["
     "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
     "\"required\": true},"
@@ -1026,9 +1027,7 @@ static void scenario_dlq_refused_not_cut(void) {
     h_step("no batch said to pass its deadline");
 }
 
-/* The time of day of the first log line containing NEEDLE (its ts=
- * field, in ms since midnight UTC), -1 when none. */
-static int64_t log_line_ms(const char *log, const char *needle) {
+int64_t log_line_ms(const char *log, const char *needle) {
     const char *at = strstr(log, needle);
     if (!at)
         return -1;
@@ -1040,8 +1039,7 @@ static int64_t log_line_ms(const char *log, const char *needle) {
     return ((int64_t)h * 3600 + m * 60 + sec) * 1000 + ms;
 }
 
-/* From A to B, two times of day, B not before A by a day or more. */
-static int64_t day_ms_between(int64_t a, int64_t b) {
+int64_t day_ms_between(int64_t a, int64_t b) {
     return b >= a ? b - a : b + 86400000 - a;
 }
 
@@ -1165,6 +1163,9 @@ static const h_scenario SCENARIOS[] = {
     {"dlq_refused_not_cut", scenario_dlq_refused_not_cut},
     {"deadline_split_dlq_once", scenario_deadline_split_dlq_once},
     {"stop_during_dlq_retry", scenario_stop_during_dlq_retry},
+    {"stop_during_slow_dlq", scenario_stop_during_slow_dlq},
+    {"stop_during_dlq_queue_full", scenario_stop_during_dlq_queue_full},
+    {"pause_during_slow_dlq", scenario_pause_during_slow_dlq},
     {"two_groups", scenario_two_groups},
 };
 

@@ -1,0 +1,24 @@
+/* What the connector core's scenarios share across their files
+ * (hostcore_e2e.c, hostcore_slow_dlq.c): one program, hostcore_e2e. */
+#ifndef TM_E2E_HOSTCORE_H
+#define TM_E2E_HOSTCORE_H
+
+#include <stdint.h>
+
+/* The mapping of {"id": N, "name": S} records, as a config's member. */
+extern const char *const JSON_MAPPING;
+
+/* The time of day of the first log line containing NEEDLE (its ts=
+ * field, in ms since midnight UTC), -1 when none. */
+int64_t log_line_ms(const char *log, const char *needle);
+
+/* From A to B, two times of day, B not before A by a day or more. */
+int64_t day_ms_between(int64_t a, int64_t b);
+
+/* hostcore_slow_dlq.c: a stop or a pause while the dead-letter topic is
+ * slow. */
+void scenario_stop_during_slow_dlq(void);
+void scenario_stop_during_dlq_queue_full(void);
+void scenario_pause_during_slow_dlq(void);
+
+#endif

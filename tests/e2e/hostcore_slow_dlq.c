@@ -1,0 +1,424 @@
+/* A stop (SIGTERM) or a pause (`tidemark pause`) while the dead-letter
+ * topic is slow: the broker throttles the host's producer (a quota on its
+ * client id, client_quota.h), so its deliveries succeed, late. The batch
+ * in flight has the stop's 5 s grace (docs/operations.md, Signals), no
+ * less and no more, whatever part of the delivery it is in; then the next
+ * run redoes it exactly once. The truth: Kafka's own offsets and headers
+ * of the dead-letter topic, the sink's rows and markers. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client_quota.h"
+#include "harness.h"
+#include "hostcore_e2e.h"
+
+/* SLOW_DL records of ~100 KB that are not JSON, between SLOW_GOOD good
+ * records before and SLOW_GOOD after: one batch (max_records) with SLOW_DL
+ * dead letters, 3 MB, which a producer held to SLOW_RATE needs about a
+ * minute to deliver (the first MB goes at once, then the broker throttles
+ * it for seconds at a time). */
+#define SLOW_GOOD     10
+#define SLOW_DL       30
+#define SLOW_ALL      (2 * SLOW_GOOD + SLOW_DL)
+#define SLOW_DL_BYTES 100000
+#define SLOW_RATE     51200.0
+
+/* The grace a stop gives the batch in flight, and the margin either side
+ * the host's polling (50-100 ms) and a loaded machine need. */
+#define GRACE_MS       5000
+#define GRACE_SLACK_MS 1000
+
+typedef struct slow_dlq {
+    char topic[256], dlq[256], name[256], client[300], cfg[4096], db[1024];
+    char log[64];       /* the host's log file in the work dir */
+    int64_t hi_base;    /* the topic's end before the delivery under test */
+    int64_t hi_at_stop; /* its end when the stop or pause was asked */
+} slow_dlq;
+
+/* ---- the dead-letter topic, read from Kafka -------------------------- */
+
+/* One dead letter: its source offset (__connect.errors.offset) and batch
+ * (tidemark.batch_id). */
+typedef struct dl_seen {
+    int64_t src_offset;
+    char batch[64];
+} dl_seen;
+
+static int dl_header(rd_kafka_message_t *m, const char *name, char *out,
+                     size_t size) {
+    rd_kafka_headers_t *h = NULL;
+    const void *v = NULL;
+    size_t len = 0;
+    if (rd_kafka_message_headers(m, &h) ||
+        rd_kafka_header_get_last(h, name, &v, &len) || !v || len >= size)
+        return 0;
+    memcpy(out, v, len);
+    out[len] = '\0';
+    return 1;
+}
+
+/* A consumer of partition 0 of TOPIC from offset FROM. */
+static rd_kafka_t *reader(const char *topic, int64_t from) {
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    char err[512];
+    H_CHECK(rd_kafka_conf_set(c, "bootstrap.servers", h_bootstrap(), err,
+                              sizeof err) == RD_KAFKA_CONF_OK &&
+                rd_kafka_conf_set(c, "group.id", h_name("hc-dl-reader"), err,
+                                  sizeof err) == RD_KAFKA_CONF_OK,
+            "consumer config: %s", err);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+    H_CHECK(rk, "consumer: %s", err);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, 0)->offset = from;
+    H_CHECK(rd_kafka_assign(rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR, "assign %s",
+            topic);
+    rd_kafka_topic_partition_list_destroy(l);
+    return rk;
+}
+
+/* The next message of R (within the time left until DEADLINE, h_now_ms),
+ * which must be the one at offset AT, into *OUT. 0 when none came. */
+static int next_dead_letter(rd_kafka_t *r, int64_t at, int64_t deadline,
+                            dl_seen *out) {
+    while (h_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(r, 200);
+        if (!m)
+            continue;
+        H_CHECK(!m->err, "reading dead letters: %s",
+                rd_kafka_message_errstr(m));
+        char off[32];
+        H_CHECK(m->offset == at &&
+                    dl_header(m, "__connect.errors.offset", off, sizeof off) &&
+                    dl_header(m, "tidemark.batch_id", out->batch,
+                              sizeof out->batch),
+                "dead letter at offset %lld (expected %lld): without the "
+                "offset and batch headers, or not the next",
+                (long long)m->offset, (long long)at);
+        out->src_offset = strtoll(off, NULL, 10);
+        rd_kafka_message_destroy(m);
+        return 1;
+    }
+    return 0;
+}
+
+/* Every message of the topic, in order: *n of them (the caller frees). */
+static dl_seen *read_dead_letters(const char *topic, size_t *n) {
+    int64_t lo, hi;
+    h_watermarks(topic, 0, &lo, &hi);
+    *n = (size_t)(hi - lo);
+    dl_seen *v = calloc(*n ? *n : 1, sizeof *v);
+    H_CHECK(v, "out of memory");
+    rd_kafka_t *r = reader(topic, lo);
+    int64_t deadline = h_now_ms() + 60000;
+    for (size_t i = 0; i < *n; i++)
+        H_CHECK(next_dead_letter(r, lo + (int64_t)i, deadline, &v[i]),
+                "%s: %zu of %zu messages in 60 s", topic, i, *n);
+    rd_kafka_consumer_close(r);
+    rd_kafka_destroy(r);
+    return v;
+}
+
+/* ---- the scenario's steps -------------------------------------------- */
+
+/* Waits until the topic has a dead letter past s->hi_base of a batch other
+ * than NOT_BATCH ("" none): a delivery under way. Then checks it is not
+ * over (the topic does not have all SLOW_DL past hi_base). */
+static void wait_delivering(slow_dlq *s, const char *not_batch) {
+    rd_kafka_t *r = reader(s->dlq, s->hi_base);
+    int64_t deadline = h_now_ms() + 90000, at = s->hi_base;
+    dl_seen d = {0, ""};
+    while (next_dead_letter(r, at, deadline, &d) &&
+           strcmp(d.batch, not_batch) == 0)
+        at++;
+    rd_kafka_consumer_close(r);
+    rd_kafka_destroy(r);
+    int64_t lo, hi;
+    h_watermarks(s->dlq, 0, &lo, &hi);
+    H_CHECK(d.batch[0] && strcmp(d.batch, not_batch) != 0 &&
+                hi - s->hi_base < SLOW_DL,
+            "inconclusive: %lld dead letters in %s past %lld after 90 s "
+            "(expected some of a new batch, not all %d: a delivery under "
+            "way)",
+            (long long)(hi - s->hi_base), s->dlq, (long long)s->hi_base,
+            SLOW_DL);
+}
+
+/* The connector, its dead-letter producer (client id tidemark-NAME, the
+ * host's: kafka/kafka_conf.c) held to SLOW_RATE; PROPS: its
+ * $.kafka.properties members ("" none). Spawned, and seen delivering its
+ * first batch's dead letters. */
+static pid_t slow_dlq_start(slow_dlq *s, const char *prefix,
+                            const char *props) {
+    char dlqp[256];
+    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
+    snprintf(s->topic, sizeof s->topic, "%s", h_name(prefix));
+    snprintf(s->dlq, sizeof s->dlq, "%s", h_name(dlqp));
+    snprintf(s->name, sizeof s->name, "%s", h_name(prefix));
+    snprintf(s->client, sizeof s->client, "tidemark-%s", s->name);
+    snprintf(s->db, sizeof s->db, "%s", h_path("slow.db"));
+    snprintf(s->log, sizeof s->log, "slow-1.log");
+    s->hi_base = s->hi_at_stop = 0;
+    h_create_topic(s->topic, 1, NULL, NULL);
+    h_create_topic(s->dlq, 1, NULL, NULL);
+    h_client_quota(s->client, SLOW_RATE);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, s->topic, 0, 0, SLOW_GOOD, "{\"id\": %d}");
+    char *big = malloc(SLOW_DL_BYTES);
+    H_CHECK(big, "out of memory");
+    memset(big, 'x', SLOW_DL_BYTES);
+    for (int i = 0; i < SLOW_DL; i++) {
+        int n = snprintf(big, 32, "not json %d ", i);
+        big[n] = 'x';
+        h_produce(p, s->topic, 0, NULL, 0, big, SLOW_DL_BYTES, NULL, NULL);
+    }
+    free(big);
+    h_produce_many(p, s->topic, 0, SLOW_GOOD + SLOW_DL, SLOW_GOOD,
+                   "{\"id\": %d}");
+    rd_kafka_destroy(p);
+    char text[8192];
+    snprintf(text, sizeof text,
+             "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
+             "\"topics\": [\"%s\"], \"properties\": {%s}}, "
+             "\"batch\": {\"max_records\": %d, \"max_wait_ms\": 120000}, "
+             "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
+             "\"%s\", \"table\": \"t\"}}, \"dead_letters\": {\"sink\": true, "
+             "\"topic\": \"%s\"}, \"state_dir\": \"%s/state\", %s}",
+             s->name, h_bootstrap(), s->topic, props, SLOW_ALL, s->db, s->dlq,
+             h_workdir(), JSON_MAPPING);
+    snprintf(s->cfg, sizeof s->cfg, "%s", h_write_file("slow.json", text));
+    pid_t pid = h_spawn(s->cfg, s->log);
+    wait_delivering(s, "");
+    return pid;
+}
+
+/* The stop (or pause) whose log line is ASKED came during the current
+ * delivery: the topic did not have all of it. Without SINCE, the
+ * delivery is also the batch's first: no RETRY is logged before ASKED.
+ * With it (a log line), ASKED is looked for after SINCE, and the delivery
+ * may be a retry (after a resume, the broker may hold the producer past
+ * the delivery's 30 s before the test sees it under way). Else
+ * inconclusive. */
+static void check_during_delivery(const slow_dlq *s, const char *log,
+                                  const char *since, const char *asked) {
+    const char *from = since ? strstr(log, since) : log;
+    const char *asked_at = from ? strstr(from, asked) : NULL;
+    H_CHECK(asked_at, "inconclusive: no '%s' line%s%s in the log:\n%s", asked,
+            since ? " after " : "", since ? since : "", log);
+    const char *retry_at = since ? NULL : strstr(log, "dead-letter topic");
+    H_CHECK((!retry_at || retry_at > asked_at) &&
+                s->hi_at_stop - s->hi_base < SLOW_DL,
+            "inconclusive: '%s' did not come during %s delivery (%lld of "
+            "%d in the topic; a RETRY before: %s)",
+            asked, since ? "a" : "the batch's first",
+            (long long)(s->hi_at_stop - s->hi_base), SLOW_DL,
+            retry_at && retry_at < asked_at ? "yes" : "no");
+}
+
+/* From the log line ASKED to the line DROPPED, the batch had its grace, no
+ * less and no more: between GRACE_MS - GRACE_SLACK_MS and GRACE_MS +
+ * GRACE_SLACK_MS. Returns the time. */
+static int64_t check_grace(const char *log, const char *asked,
+                           const char *dropped) {
+    int64_t a = log_line_ms(log, asked), d = log_line_ms(log, dropped);
+    int64_t after = a >= 0 && d >= 0 ? day_ms_between(a, d) : -1;
+    H_CHECK(after >= GRACE_MS - GRACE_SLACK_MS &&
+                after <= GRACE_MS + GRACE_SLACK_MS,
+            "'%s' %lld ms after '%s' (-1: never), expected %d ms, give or "
+            "take %d:\n%s",
+            dropped, (long long)after, asked, GRACE_MS, GRACE_SLACK_MS, log);
+    return after;
+}
+
+static void check_marker_still(const slow_dlq *s) {
+    H_CHECK(h_sqlf(s->db,
+                   "SELECT next_offset FROM tidemark_markers WHERE "
+                   "topic='%s' AND \"partition\"=0",
+                   s->topic) == 0,
+            "the marker moved although the batch was given up");
+}
+
+/* SIGTERM now (SINCE: as for check_during_delivery): the batch whose dead
+ * letters are being delivered is given up after its grace, the process
+ * exits 0 by itself within the 10 s operations.md promises, and the sink
+ * has nothing of the batch. */
+static void slow_dlq_stop(slow_dlq *s, pid_t pid, const char *since) {
+    int64_t lo;
+    h_watermarks(s->dlq, 0, &lo, &s->hi_at_stop);
+    int64_t took;
+    int rc = h_stop(pid, SIGTERM, 30000, &took);
+    const char *log = h_read_file(s->log);
+    check_during_delivery(s, log, since, "SIGTERM: stopping");
+    H_CHECK(!strstr(log, "did not stop within") && rc == 0 && took <= 10000,
+            "SIGTERM during a delivery to a slow dead-letter topic: exit %d "
+            "after %lld ms (expected 0 within 10000), the 10-second watch "
+            "%s:\n%s",
+            rc, (long long)took,
+            strstr(log, "did not stop within") ? "fired" : "did not fire", log);
+    int64_t after =
+        check_grace(log, "SIGTERM: stopping",
+                    "batch dropped (giving up retries while stopping)");
+    check_marker_still(s);
+    h_step("given up %lld ms after SIGTERM (%lld of %d dead letters of the "
+           "delivery in the topic then); exit 0 after %lld ms",
+           (long long)after, (long long)(s->hi_at_stop - s->hi_base), SLOW_DL,
+           (long long)took);
+}
+
+/* The quota lifted, the next run redoes the batch: the sink has every good
+ * record once and every dead letter once, the markers reach the end, and
+ * the topic (from Kafka) holds GIVEN_UP batches of fewer than SLOW_DL dead
+ * letters, each at most once in its batch, then the redo's SLOW_DL, each
+ * exactly once. */
+static void slow_dlq_redo(slow_dlq *s, int given_up) {
+    h_client_quota(s->client, -1);
+    snprintf(s->log, sizeof s->log, "slow-redo.log");
+    pid_t pid = h_spawn(s->cfg, s->log);
+    h_wait_caught_up(s->db, s->name, s->topic, 1, 60000);
+    h_stop_clean(pid);
+    int64_t rows = h_sqlf(s->db, "SELECT count(*) FROM t");
+    H_CHECK(rows == 2 * SLOW_GOOD &&
+                h_sqlf(s->db,
+                       "SELECT count(DISTINCT _tm_offset) FROM t WHERE "
+                       "_tm_offset < %d OR _tm_offset >= %d",
+                       SLOW_GOOD, SLOW_GOOD + SLOW_DL) == 2 * SLOW_GOOD,
+            "rows: %lld, expected each of the %d good records once",
+            (long long)rows, 2 * SLOW_GOOD);
+    int64_t dls = h_sqlf(s->db, "SELECT count(*) FROM tidemark_dead_letters");
+    H_CHECK(dls == SLOW_DL &&
+                h_sqlf(s->db,
+                       "SELECT count(DISTINCT \"offset\") FROM "
+                       "tidemark_dead_letters WHERE \"offset\" >= %d AND "
+                       "\"offset\" < %d",
+                       SLOW_GOOD, SLOW_GOOD + SLOW_DL) == SLOW_DL,
+            "the sink's dead letters: %lld, expected each of %d once",
+            (long long)dls, SLOW_DL);
+    size_t n;
+    dl_seen *v = read_dead_letters(s->dlq, &n);
+    /* Batches in the order they came; count[b][k]: source offset
+     * SLOW_GOOD + k in batch b. */
+    char batch[8][64];
+    int count[8][SLOW_DL] = {{0}}, nbatch = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t k = v[i].src_offset - SLOW_GOOD;
+        H_CHECK(k >= 0 && k < SLOW_DL,
+                "%s offset %zu: a dead letter of source offset %lld, not of a "
+                "malformed record",
+                s->dlq, i, (long long)v[i].src_offset);
+        int b = nbatch - 1;
+        if (b < 0 || strcmp(batch[b], v[i].batch) != 0) {
+            for (b = 0; b < nbatch && strcmp(batch[b], v[i].batch); b++)
+                ;
+            H_CHECK(b == nbatch && nbatch < 8,
+                    "%s offset %zu: batch %s again after another, or more "
+                    "than 8 batches",
+                    s->dlq, i, v[i].batch);
+            snprintf(batch[nbatch++], sizeof batch[0], "%s", v[i].batch);
+        }
+        count[b][k]++;
+    }
+    free(v);
+    H_CHECK(nbatch == given_up + 1,
+            "%d batches in the dead-letter topic, expected %d given up and "
+            "the redo",
+            nbatch, given_up);
+    for (int b = 0; b < nbatch; b++) {
+        int total = 0;
+        for (int k = 0; k < SLOW_DL; k++) {
+            int want_max = 1, want_min = b == nbatch - 1;
+            H_CHECK(count[b][k] >= want_min && count[b][k] <= want_max,
+                    "source offset %d: %d time(s) in batch %s (%s: expected "
+                    "%s)",
+                    SLOW_GOOD + k, count[b][k], batch[b],
+                    b == nbatch - 1 ? "the redo" : "given up",
+                    b == nbatch - 1 ? "once" : "at most once");
+            total += count[b][k];
+        }
+        H_CHECK(b == nbatch - 1 || total < SLOW_DL,
+                "batch %s, given up, has all %d dead letters in the topic",
+                batch[b], SLOW_DL);
+    }
+    h_step("redone: %d rows and %d dead letters once in the sink; the topic: "
+           "%d batch(es) given up part way, then the redo's %d once each",
+           2 * SLOW_GOOD, SLOW_DL, given_up, SLOW_DL);
+}
+
+/* ---- the scenarios ---------------------------------------------------- */
+
+/* stop_during_slow_dlq: SIGTERM while the dead-letter topic takes a
+ * batch's dead letters for the first time. Failed before the fix: the
+ * delivery waited out its 30 s, the 10-second watch ended the process. */
+void scenario_stop_during_slow_dlq(void) {
+    slow_dlq s;
+    pid_t pid = slow_dlq_start(&s, "hc-slowdl", "");
+    slow_dlq_stop(&s, pid, NULL);
+    slow_dlq_redo(&s, 1);
+}
+
+/* stop_during_dlq_queue_full: the same with the producer's queue held to
+ * one message (queue.buffering.max.messages), so that the stop finds the
+ * host still producing, waiting for room (QUEUE_FULL), not flushing: with
+ * one message queued at a time, two not in the topic yet means one not
+ * produced yet. */
+void scenario_stop_during_dlq_queue_full(void) {
+    slow_dlq s;
+    pid_t pid = slow_dlq_start(&s, "hc-fulldl",
+                               "\"queue.buffering.max.messages\": \"1\"");
+    slow_dlq_stop(&s, pid, NULL);
+    H_CHECK(s.hi_at_stop < SLOW_DL - 1,
+            "inconclusive: %lld of %d dead letters in the topic when the "
+            "stop came: all were produced already",
+            (long long)s.hi_at_stop, SLOW_DL);
+    slow_dlq_redo(&s, 1);
+}
+
+/* pause_during_slow_dlq: `tidemark pause` during the first delivery gives
+ * the batch the same grace, and says it pauses (not "stopping"); the
+ * connector is then PAUSED. Resumed, the batch is delivered again (still
+ * slowly), and a SIGTERM during that delivery gives it a grace of its own,
+ * not what was left of the pause's. */
+void scenario_pause_during_slow_dlq(void) {
+    slow_dlq s;
+    pid_t pid = slow_dlq_start(&s, "hc-pausedl", "");
+    int64_t lo;
+    h_watermarks(s.dlq, 0, &lo, &s.hi_at_stop);
+    const char *pause[] = {"pause", "--state-dir", h_path("state"), s.name,
+                           NULL};
+    H_CHECK(h_tidemark("pause.out", pause) == 0, "tidemark pause: %s",
+            h_read_file("pause.out"));
+    int64_t t0 = h_now_ms();
+    while (!strstr(h_status_text(s.name), "\"state\": \"PAUSED\"")) {
+        H_CHECK(h_now_ms() - t0 < 30000 && waitpid(pid, NULL, WNOHANG) == 0,
+                "not PAUSED 30 s after the pause: %s", h_status_text(s.name));
+        h_sleep_ms(100);
+    }
+    const char *log = h_read_file(s.log);
+    check_during_delivery(&s, log, NULL, "control: pause asked");
+    int64_t after =
+        check_grace(log, "control: pause asked",
+                    "batch dropped (giving up retries while pausing)");
+    H_CHECK(!strstr(log, "while stopping") && !strstr(log, "(stopping)"),
+            "a pause logged as a stop:\n%s", log);
+    check_marker_still(&s);
+    h_step("paused: given up %lld ms after the pause, PAUSED",
+           (long long)after);
+
+    /* The given-up batch's dead letters: those the topic took. */
+    size_t n;
+    dl_seen *v = read_dead_letters(s.dlq, &n);
+    H_CHECK(n > 0, "the dead-letter topic is empty after the pause");
+    char paused_batch[64];
+    snprintf(paused_batch, sizeof paused_batch, "%s", v[0].batch);
+    free(v);
+    s.hi_base = (int64_t)n;
+    const char *resume[] = {"resume", "--state-dir", h_path("state"), s.name,
+                            NULL};
+    H_CHECK(h_tidemark("resume.out", resume) == 0, "tidemark resume: %s",
+            h_read_file("resume.out"));
+    wait_delivering(&s, paused_batch);
+    slow_dlq_stop(&s, pid, "control: resume asked");
+    slow_dlq_redo(&s, 2);
+}
