@@ -14,10 +14,10 @@
  *     second commit, at host->fault(after_effects) (its effects written,
  *     its markers read) or, every other time, at after_marker (its marker
  *     written too), while the second claims; it is let go once that
- *     claim returned, or after STAGE_WAIT_MS if the claim waits (for the
- *     first owner's lock, as it should). A sink without a lock lets the
- *     claim through and the first owner then commits on its stale markers,
- *     whatever the scheduler does. */
+ *     claim returned, or after a while (STAGE_WAIT_MS, below) if the
+ *     claim waits (for the first owner's lock, as it should). A sink
+ *     without a lock lets the claim through and the first owner then
+ *     commits on its stale markers, whatever the scheduler does. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include <errno.h>
@@ -35,11 +35,16 @@
 #include "cases.h"
 #include "kit.h"
 
-#define ROUNDS        12
-#define COMMITS       4
-#define RETRIES       200   /* TM_RETRY (a busy lock) is retried, 5 ms apart */
-#define STAGE_WAIT_MS 250   /* how long a staged claim may wait for the lock */
-#define HOLD_MAX_MS   10000 /* a held commit is let go after this anyway */
+#define ROUNDS  12
+#define COMMITS 4
+#define RETRIES 200 /* TM_RETRY (a busy lock) is retried, 5 ms apart */
+/* How long a staged claim may take before the first owner is let go: 4
+ * times the slowest claim of the rounds at once so far (a loaded machine
+ * makes every claim slower, and a claim without a lock must get through
+ * while the first owner is held), 250 ms at least. */
+#define STAGE_WAIT_MS     250
+#define STAGE_WAIT_FACTOR 4
+#define HOLD_MAX_MS       10000 /* a held commit is let go after this anyway */
 
 typedef struct cc_commit {
     int64_t start_seq; /* when the commit call began */
@@ -51,6 +56,7 @@ typedef struct cc_child {
     atomic_int ready;
     atomic_int claimed; /* the claim returned (staged rounds) */
     int64_t claim_seq;  /* when the claim returned */
+    int64_t claim_ms;   /* how long the claim took, its retries included */
     int64_t epoch[KIT_NPARTS];
     int ncommits;
     cc_commit commits[COMMITS];
@@ -131,9 +137,11 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     atomic_store(&c->ready, 1);
     wait_flag(staged && me == 1 ? &pg->second_go : &pg->go);
     rc = TM_RETRY;
+    int64_t t0 = tm_clock_mono_ms();
     for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
         if ((rc = kit_claim(fx->run, sink, m, zero, 0, &err)) == TM_RETRY)
             pause_ms(5);
+    c->claim_ms = tm_clock_mono_ms() - t0;
     c->claim_seq = atomic_fetch_add(&pg->seq, 1);
     atomic_store(&c->claimed, 1);
     if (rc != TM_OK) {
@@ -172,9 +180,10 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
 
 /* The staged schedule from the parent: once the first owner is held in
  * its commit, the second claims; the first is let go when that claim
- * returned or after STAGE_WAIT_MS. 0, or -1 with res set when the first
- * owner was never held (the round would have tested nothing). */
-static int stage(cc_page *pg, pid_t first, int round, kit_result *res) {
+ * returned or after WAIT_MS. 0, or -1 with res set when the first owner
+ * was never held (the round would have tested nothing). */
+static int stage(cc_page *pg, pid_t first, int round, int64_t wait_ms,
+                 kit_result *res) {
     int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
     for (;;) {
         siginfo_t si = {0}; /* WNOWAIT: run_pair reaps it */
@@ -186,7 +195,7 @@ static int stage(cc_page *pg, pid_t first, int round, kit_result *res) {
     }
     int held = atomic_load(&pg->held);
     atomic_store(&pg->second_go, 1);
-    for (end = tm_clock_mono_ms() + STAGE_WAIT_MS;
+    for (end = tm_clock_mono_ms() + wait_ms;
          held && !atomic_load(&pg->child[1].claimed) &&
          tm_clock_mono_ms() < end;)
         pause_ms(1);
@@ -203,7 +212,7 @@ static int stage(cc_page *pg, pid_t first, int round, kit_result *res) {
 
 /* Runs both children to their end; 0, or -1 with res set. */
 static int run_pair(const kit_fixture *fx, cc_page *pg, int round, int staged,
-                    int hold_at, kit_result *res) {
+                    int hold_at, int64_t stage_wait_ms, kit_result *res) {
     pid_t pid[2] = {-1, -1};
     memset(pg, 0, sizeof *pg);
     atomic_store(&pg->staged, staged);
@@ -224,7 +233,7 @@ static int run_pair(const kit_fixture *fx, cc_page *pg, int round, int staged,
         pause_ms(1);
     atomic_store(&pg->go, 1);
     if (staged && pid[0] > 0 && pid[1] > 0)
-        stage(pg, pid[0], round, res);
+        stage(pg, pid[0], round, stage_wait_ms, res);
     atomic_store(&pg->second_go, 1); /* whatever happened: no child waits */
     atomic_store(&pg->release, 1);
     for (int i = 0; i < 2; i++) {
@@ -319,9 +328,20 @@ void kit_case_concurrent_owners(const kit_run *run, kit_result *res) {
         return;
     }
     if (kit_fixture_init(&fx, run, "concurrent_owners", 0, res) == 0) {
-        for (int r = 1; r <= ROUNDS && !KIT_FAILED(res); r++)
-            if (run_pair(&fx, pg, r, r % 2 == 0, r / 2 % 2, res) == 0)
-                judge(&fx, pg, r, last, res);
+        int64_t slowest = 0; /* claim of the rounds at once so far */
+        for (int r = 1; r <= ROUNDS && !KIT_FAILED(res); r++) {
+            int staged = r % 2 == 0;
+            int64_t wait = STAGE_WAIT_FACTOR * slowest;
+            wait = wait < STAGE_WAIT_MS ? STAGE_WAIT_MS
+                   : wait > HOLD_MAX_MS ? HOLD_MAX_MS
+                                        : wait;
+            if (run_pair(&fx, pg, r, staged, r / 2 % 2, wait, res) != 0)
+                break;
+            for (int i = 0; i < 2 && !staged; i++)
+                if (pg->child[i].claim_ms > slowest)
+                    slowest = pg->child[i].claim_ms;
+            judge(&fx, pg, r, last, res);
+        }
         kit_fixture_done(&fx);
     }
     munmap(pg, sizeof *pg);
