@@ -261,9 +261,10 @@ static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
         return 0;
     }
     int64_t stop = tm_stop_deadline_ms(c);
-    tm_error_set(err, "dead-letter topic: %s%s", why,
-                 stop && tm_now_ms() >= stop ? " (the stop's grace is over)"
-                                             : "");
+    int over = stop && tm_now_ms() >= stop;
+    tm_error_set(err, "dead-letter topic: %s%s%s%s", why,
+                 over ? " (the grace is over: " : "",
+                 over ? tm_stop_kind(c) : "", over ? ")" : "");
     return -1;
 }
 

@@ -9,8 +9,9 @@
  * pause is asked. Then the batch is closed, whatever happened to it. */
 void tm_commit_batch(tm_connector *c);
 
-/* What the commit loop was asked, for the log: "pausing" (`tidemark
- * pause`) or "stopping" (anything else). */
+/* What the commit loop was asked, for the log: "stopping", "pausing"
+ * (`tidemark pause`) or "pausing, taken back since" (resumed before the
+ * loop settled its batch). */
 const char *tm_stop_kind(const tm_connector *c);
 
 /* Closes the open batch without committing it: its partitions go back to

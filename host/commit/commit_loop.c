@@ -268,9 +268,12 @@ int64_t tm_stop_bound_ms(tm_connector *c, int64_t until) {
 }
 
 const char *tm_stop_kind(const tm_connector *c) {
-    return c->ctl && !atomic_load(&c->ctl->stop) && atomic_load(&c->ctl->pause)
-               ? "pausing"
-               : "stopping";
+    if (!c->ctl || atomic_load(&c->ctl->stop))
+        return "stopping";
+    /* Not a stop: a pause, or one taken back since it stopped the loop
+     * (the batch it settles is given up all the same). */
+    return atomic_load(&c->ctl->pause) ? "pausing"
+                                       : "pausing, taken back since";
 }
 
 void tm_stop_deadline_reset(tm_connector *c) {

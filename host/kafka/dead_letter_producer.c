@@ -16,6 +16,7 @@ struct tm_dead_letter_producer {
      * callback (on this thread, inside rd_kafka_flush/poll). */
     size_t delivered, failed;
     char first_error[512];
+    int discarding; /* inside discard(): its purges are no failure */
 };
 
 static void delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
@@ -24,10 +25,12 @@ static void delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     tm_dead_letter_producer *q = opaque;
     if (!m->err) {
         q->delivered++;
-    } else if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
-               m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
-        return; /* discarded (discard()): no send waits for them */
+    } else if (q->discarding && (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+                                 m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)) {
+        return; /* discarded by us: no send waits for them */
     } else {
+        /* librdkafka purges by itself too: on a fatal error of the
+         * producer, what was queued is reported purged */
         if (q->failed++ == 0)
             snprintf(q->first_error, sizeof q->first_error,
                      "delivery to %s failed: %s", q->cfg->dead_letters.topic,
@@ -158,8 +161,10 @@ static int produce_one(tm_dead_letter_producer *q, const tm_batch *b,
  * produces them again. Left queued, they would go on to the topic behind
  * that next attempt's own. */
 static void discard(tm_dead_letter_producer *q) {
+    q->discarding = 1;
     rd_kafka_purge(q->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(q->rk, 0); /* their reports, ignored */
+    q->discarding = 0;
 }
 
 int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
@@ -195,9 +200,14 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
             return -1;
         }
     }
-    if (q->failed) {
+    /* Delivered means confirmed, each of them: a flush that found the
+     * queue empty says nothing of how it emptied. */
+    if (q->failed || q->delivered != produced) {
         snprintf(errstr, errsize, "%zu of %zu dead letter(s) not delivered: %s",
-                 q->failed, produced, q->first_error);
+                 produced > q->delivered ? produced - q->delivered : q->failed,
+                 produced,
+                 q->first_error[0] ? q->first_error
+                                   : "not confirmed by the topic");
         return -1;
     }
     return 0;

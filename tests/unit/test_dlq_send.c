@@ -1,0 +1,169 @@
+/* tm_dlq_send (kafka/dead_letter_producer.h) against what librdkafka does
+ * by itself, with no broker to reach (a closed port): its dead letters
+ * stay queued, so the send's outcome is decided by the producer alone.
+ *   - librdkafka raises a fatal error on the (idempotent) producer, which
+ *     purges what is queued: the send must fail, never report the batch's
+ *     dead letters delivered (its batch would be committed without them);
+ *   - the wait ends (left_ms gives 0): the send fails, saying how many were
+ *     confirmed. */
+#include <check.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "config/connector_config.h"
+#include "kafka/dead_letter_producer.h"
+#include "services/clock.h"
+
+/* A loopback port nobody listens on: bound, never listened to. */
+static int closed_port(int *fd) {
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(*fd, 0);
+    ck_assert_int_eq(bind(*fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+    return ntohs(a.sin_port);
+}
+
+static tm_connector_config *connector(int port) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"name\":\"c\",\"kafka\":{\"bootstrap_servers\":"
+             "\"127.0.0.1:%d\",\"topics\":[\"t\"]},"
+             "\"dead_letters\":{\"topic\":\"dlq\"},"
+             "\"sink\":{\"plugin\":\"sqlite\"},\"mapping\":{\"mode\":\"raw\"}}",
+             port);
+    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
+    tm_connector_config *cfg = tm_config_load_string(text, "c.json", &errs);
+    for (size_t i = 0; i < errs.count; i++)
+        fprintf(stderr, "  unexpected: %s\n", errs.lines[i]);
+    tm_config_errors_free(&errs);
+    ck_assert_ptr_nonnull(cfg);
+    return cfg;
+}
+
+/* A batch of one range [0, 3) whose three records are dead letters. */
+typedef struct one_batch {
+    tm_batch b;
+    tm_range range;
+    tm_dead_letter dl[3];
+} one_batch;
+
+static void batch_of_dead_letters(one_batch *ob) {
+    memset(ob, 0, sizeof *ob);
+    ob->range = (tm_range){.struct_size = sizeof(tm_range),
+                           .topic = "t",
+                           .partition = 0,
+                           .start_offset = 0,
+                           .end_offset = 3,
+                           .epoch = 1};
+    for (int i = 0; i < 3; i++)
+        ob->dl[i] = (tm_dead_letter){.struct_size = sizeof(tm_dead_letter),
+                                     .range = 0,
+                                     .offset = i,
+                                     .reason = TM_DL_PARSE_ERROR,
+                                     .value = "{bad",
+                                     .value_len = 4};
+    ob->b = (tm_batch){.struct_size = sizeof(tm_batch),
+                       .batch_id = "b-1",
+                       .ranges = &ob->range,
+                       .nranges = 1,
+                       .dead_letters = ob->dl,
+                       .ndead_letters = 3};
+}
+
+/* left_ms: the wait's end, as a monotonic time. */
+static int64_t until(void *ctx) {
+    return *(int64_t *)ctx - tm_clock_mono_ms();
+}
+
+/* rd_kafka_flush as the host's code calls it (linked with
+ * --wrap=rd_kafka_flush): while armed, the first call raises a fatal error
+ * on the producer before flushing, as librdkafka does by itself when the
+ * broker refuses the idempotent producer (a principal without
+ * IdempotentWrite): what is queued is purged. */
+static int arm_fatal, raised;
+
+rd_kafka_resp_err_t __real_rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
+rd_kafka_resp_err_t __wrap_rd_kafka_flush(rd_kafka_t *rk, int timeout_ms);
+
+rd_kafka_resp_err_t __wrap_rd_kafka_flush(rd_kafka_t *rk, int timeout_ms) {
+    if (arm_fatal && !raised) {
+        raised = 1;
+        /* the three still queued (with librdkafka's own requests and
+         * events, also counted here): no broker could take them */
+        ck_assert_int_ge(rd_kafka_outq_len(rk), 3);
+        ck_assert_int_eq(
+            rd_kafka_test_fatal_error(
+                rk, RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED, "test"),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    return __real_rd_kafka_flush(rk, timeout_ms);
+}
+
+/* Sends the three dead letters, waiting WAIT_MS at most; the result, with
+ * the message in why. */
+static int send_three(int fatal, int64_t wait_ms, char *why, size_t size) {
+    int fd;
+    tm_connector_config *cfg = connector(closed_port(&fd));
+    tm_dead_letter_producer *q = tm_dlq_new(cfg, why, size);
+    ck_assert_msg(q != NULL, "%s", why);
+    one_batch ob;
+    batch_of_dead_letters(&ob);
+    arm_fatal = fatal;
+    raised = 0;
+    int64_t end = tm_clock_mono_ms() + wait_ms;
+    int rc = tm_dlq_send(q, &ob.b, NULL, until, &end, why, size);
+    ck_assert_msg(!fatal || raised,
+                  "inconclusive: the send never flushed, so no fatal error "
+                  "was raised (returned %d: %s)",
+                  rc, why);
+    tm_dlq_free(q);
+    tm_config_free(cfg);
+    close(fd);
+    return rc;
+}
+
+START_TEST(fatal_error_purges_are_no_delivery) {
+    char why[1024] = "";
+    int rc = send_three(1, 2000, why, sizeof why);
+    ck_assert_msg(rc != 0,
+                  "the producer's fatal error purged the 3 dead letters, "
+                  "yet the send reported them delivered");
+    ck_assert_msg(strstr(why, "3 dead letter(s)") != NULL, "%s", why);
+}
+END_TEST
+
+START_TEST(wait_ends_without_a_broker) {
+    char why[1024] = "";
+    int64_t t0 = tm_clock_mono_ms();
+    int rc = send_three(0, 300, why, sizeof why);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(
+        strstr(why, "3 dead letter(s) produced to dlq, 0 confirmed") != NULL,
+        "%s", why);
+    ck_assert_msg(tm_clock_mono_ms() - t0 < 5000, "the send took %lld ms",
+                  (long long)(tm_clock_mono_ms() - t0));
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("dlq_send");
+    TCase *tc = tcase_create("dlq_send");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, fatal_error_purges_are_no_delivery);
+    tcase_add_test(tc, wait_ends_without_a_broker);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}
