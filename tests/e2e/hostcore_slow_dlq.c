@@ -268,17 +268,41 @@ static void slow_dlq_stop(slow_dlq *s, pid_t pid, const char *since) {
            (long long)took);
 }
 
+/* The prefix of the batch ids of the run whose log is LOG ("<instance>-"):
+ * a batch id is the run's instance id and a sequence number. */
+static void run_batch_prefix(const char *log, char *out, size_t size) {
+    static const char key[] = "starting (instance ";
+    const char *at = strstr(log, key);
+    H_CHECK(at, "inconclusive: no '%s' line in the redo's log:\n%s", key, log);
+    at += sizeof key - 1;
+    size_t len = strcspn(at, ",");
+    H_CHECK(len > 0 && len + 2 <= size,
+            "inconclusive: no instance id in the redo's log:\n%s", log);
+    memcpy(out, at, len);
+    out[len] = '-';
+    out[len + 1] = '\0';
+}
+
 /* The quota lifted, the next run redoes the batch: the sink has every good
  * record once and every dead letter once, the markers reach the end, and
- * the topic (from Kafka) holds GIVEN_UP batches of fewer than SLOW_DL dead
- * letters, each at most once in its batch, then the redo's SLOW_DL, each
- * exactly once. */
+ * the topic (from Kafka) holds GIVEN_UP batches, each dead letter at most
+ * once in each, and the redo's batch with each of the SLOW_DL exactly once.
+ * In any order: a given-up attempt's dead letters already sent when it was
+ * discarded may still land, and a dead process's requests the broker held
+ * back (the quota throttles them) can land after the redo's own (seen
+ * under ThreadSanitizer: the given-up batch's letters at offsets 0-8 and
+ * again at 39, behind the redo's). Nor can a given-up batch be told by
+ * how many of its letters landed: those on their way may all arrive.
+ * That the stop came during the delivery is checked when it came
+ * (check_during_delivery). */
 static void slow_dlq_redo(slow_dlq *s, int given_up) {
     h_client_quota(s->client, -1);
     snprintf(s->log, sizeof s->log, "slow-redo.log");
     pid_t pid = h_spawn(s->cfg, s->log);
     h_wait_caught_up(s->db, s->name, s->topic, 1, 60000);
     h_stop_clean(pid);
+    char redo[64];
+    run_batch_prefix(h_read_file(s->log), redo, sizeof redo);
     int64_t rows = h_sqlf(s->db, "SELECT count(*) FROM t");
     H_CHECK(rows == 2 * SLOW_GOOD &&
                 h_sqlf(s->db,
@@ -298,8 +322,7 @@ static void slow_dlq_redo(slow_dlq *s, int given_up) {
             (long long)dls, SLOW_DL);
     size_t n;
     dl_seen *v = read_dead_letters(s->dlq, &n);
-    /* Batches in the order they came; count[b][k]: source offset
-     * SLOW_GOOD + k in batch b. */
+    /* count[b][k]: source offset SLOW_GOOD + k in batch b. */
     char batch[8][64];
     int count[8][SLOW_DL] = {{0}}, nbatch = 0;
     for (size_t i = 0; i < n; i++) {
@@ -308,41 +331,35 @@ static void slow_dlq_redo(slow_dlq *s, int given_up) {
                 "%s offset %zu: a dead letter of source offset %lld, not of a "
                 "malformed record",
                 s->dlq, i, (long long)v[i].src_offset);
-        int b = nbatch - 1;
-        if (b < 0 || strcmp(batch[b], v[i].batch) != 0) {
-            for (b = 0; b < nbatch && strcmp(batch[b], v[i].batch); b++)
-                ;
-            H_CHECK(b == nbatch && nbatch < 8,
-                    "%s offset %zu: batch %s again after another, or more "
-                    "than 8 batches",
-                    s->dlq, i, v[i].batch);
+        int b = 0;
+        while (b < nbatch && strcmp(batch[b], v[i].batch) != 0)
+            b++;
+        if (b == nbatch) {
+            H_CHECK(nbatch < 8, "%s offset %zu: more than 8 batches", s->dlq,
+                    i);
             snprintf(batch[nbatch++], sizeof batch[0], "%s", v[i].batch);
         }
         count[b][k]++;
     }
     free(v);
-    H_CHECK(nbatch == given_up + 1,
-            "%d batches in the dead-letter topic, expected %d given up and "
-            "the redo",
-            nbatch, given_up);
+    int redone = 0;
     for (int b = 0; b < nbatch; b++) {
-        int total = 0;
-        for (int k = 0; k < SLOW_DL; k++) {
-            int want_max = 1, want_min = b == nbatch - 1;
-            H_CHECK(count[b][k] >= want_min && count[b][k] <= want_max,
+        int is_redo = strncmp(batch[b], redo, strlen(redo)) == 0;
+        redone += is_redo;
+        for (int k = 0; k < SLOW_DL; k++)
+            H_CHECK(count[b][k] >= is_redo && count[b][k] <= 1,
                     "source offset %d: %d time(s) in batch %s (%s: expected "
                     "%s)",
                     SLOW_GOOD + k, count[b][k], batch[b],
-                    b == nbatch - 1 ? "the redo" : "given up",
-                    b == nbatch - 1 ? "once" : "at most once");
-            total += count[b][k];
-        }
-        H_CHECK(b == nbatch - 1 || total < SLOW_DL,
-                "batch %s, given up, has all %d dead letters in the topic",
-                batch[b], SLOW_DL);
+                    is_redo ? "the redo" : "given up",
+                    is_redo ? "once" : "at most once");
     }
+    H_CHECK(redone == 1 && nbatch - redone == given_up,
+            "%d batch(es) of the redo (ids %s...) and %d others in the "
+            "dead-letter topic, expected 1 and %d given up",
+            redone, redo, nbatch - redone, given_up);
     h_step("redone: %d rows and %d dead letters once in the sink; the topic: "
-           "%d batch(es) given up part way, then the redo's %d once each",
+           "%d batch(es) given up part way, and the redo's %d once each",
            2 * SLOW_GOOD, SLOW_DL, given_up, SLOW_DL);
 }
 
