@@ -260,8 +260,7 @@ static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
         dlq_mark_sent(c, built);
         return 0;
     }
-    int64_t stop = tm_stop_deadline_ms(c);
-    int over = stop && tm_now_ms() >= stop;
+    int over = tm_stop_grace_over(c);
     tm_error_set(err, "dead-letter topic: %s%s%s%s", why,
                  over ? " (the grace is over: " : "",
                  over ? tm_stop_kind(c) : "", over ? ")" : "");
@@ -331,8 +330,7 @@ void tm_commit_batch(tm_connector *c) {
             tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id,
                           err.message);
             c->degraded_by_sink = 1;
-            int64_t stop = tm_stop_deadline_ms(c);
-            if (stop && tm_now_ms() >= stop) {
+            if (tm_stop_grace_over(c)) {
                 char why[64];
                 snprintf(why, sizeof why, "giving up retries while %s",
                          tm_stop_kind(c));

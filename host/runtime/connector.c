@@ -214,11 +214,10 @@ static void *stop_watch_main(void *arg) {
     tm_connector *c = w->c;
     while (!atomic_load(&w->done)) {
         if (atomic_load(&c->ctl->stop)) {
-            /* 0 for the instant loop_stop lags the stop (tm_run_ctl). */
-            int64_t deadline = tm_stop_deadline_ms(c);
+            /* Not over for the instant loop_stop lags the stop
+             * (tm_run_ctl): no deadline yet. */
             if (c->sink.api->interrupt &&
-                (atomic_load(&c->in_claim) ||
-                 (deadline && tm_now_ms() >= deadline)))
+                (atomic_load(&c->in_claim) || tm_stop_grace_over(c)))
                 c->sink.api->interrupt(c->sink.sink);
         }
         sleep_ms(50);
