@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kafka/kafka_conf.h"
+#include "services/fault.h"
 #include "services/redact.h"
 
 struct tm_dead_letter_producer {
@@ -38,20 +39,13 @@ static void delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     }
 }
 
-tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
-                                    char *errstr, size_t errsize) {
-    tm_dead_letter_producer *q = calloc(1, sizeof *q);
-    if (!q) {
-        snprintf(errstr, errsize, "out of memory");
-        return NULL;
-    }
-    q->cfg = cfg;
+/* A new librdkafka producer for q: 0, or -1 with errstr. */
+static int make_producer(tm_dead_letter_producer *q, char *errstr,
+                         size_t errsize) {
     rd_kafka_conf_t *conf =
-        tm_kafka_conf_new(cfg, TM_KAFKA_PRODUCER, errstr, errsize);
-    if (!conf) {
-        free(q);
-        return NULL;
-    }
+        tm_kafka_conf_new(q->cfg, TM_KAFKA_PRODUCER, errstr, errsize);
+    if (!conf)
+        return -1;
     rd_kafka_conf_set_opaque(conf, q);
     rd_kafka_conf_set_dr_msg_cb(conf, delivery_cb);
     char why[512];
@@ -60,10 +54,33 @@ tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
         rd_kafka_conf_destroy(conf);
         snprintf(errstr, errsize, "cannot create the dead-letter producer: %s",
                  why);
+        return -1;
+    }
+    return 0;
+}
+
+tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
+                                    char *errstr, size_t errsize) {
+    tm_dead_letter_producer *q = calloc(1, sizeof *q);
+    if (!q) {
+        snprintf(errstr, errsize, "out of memory");
+        return NULL;
+    }
+    q->cfg = cfg;
+    if (make_producer(q, errstr, errsize) != 0) {
         free(q);
         return NULL;
     }
     return q;
+}
+
+int tm_dlq_fatal(tm_dead_letter_producer *q, char *errstr, size_t errsize) {
+    char why[512];
+    rd_kafka_resp_err_t err = rd_kafka_fatal_error(q->rk, why, sizeof why);
+    if (!err)
+        return 0;
+    snprintf(errstr, errsize, "%s: %s", rd_kafka_err2name(err), why);
+    return 1;
 }
 
 /* Every value redacted (services/redact.h): a header leaves the process,
@@ -173,6 +190,12 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
                 size_t errsize) {
     q->delivered = q->failed = 0;
     q->first_error[0] = '\0';
+    /* The failure point of a fatal error (tests): as librdkafka raises one
+     * by itself, its queue purged and every later produce refused. */
+    if (tm_fault_fail("dlq.fatal"))
+        rd_kafka_test_fatal_error(
+            q->rk, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+            "injected at the failure point dlq.fatal");
     size_t produced = 0;
     for (size_t i = 0; i < b->ndead_letters; i++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
@@ -213,13 +236,24 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
     return 0;
 }
 
+/* A send that failed discarded what it left, so nothing should be queued;
+ * anything that is would be of a batch not committed: not waited for (a
+ * stop does not wait for a slow topic here). */
+static void destroy_producer(tm_dead_letter_producer *q) {
+    discard(q);
+    rd_kafka_destroy(q->rk);
+    q->rk = NULL;
+}
+
+int tm_dlq_renew(tm_dead_letter_producer *q, char *errstr, size_t errsize) {
+    destroy_producer(q);
+    return make_producer(q, errstr, errsize);
+}
+
 void tm_dlq_free(tm_dead_letter_producer *q) {
     if (!q)
         return;
-    /* A send that failed discarded what it left, so nothing should be
-     * queued; anything that is would be of a batch not committed: not
-     * waited for (a stop does not wait for a slow topic here). */
-    discard(q);
-    rd_kafka_destroy(q->rk);
+    if (q->rk)
+        destroy_producer(q);
     free(q);
 }

@@ -38,6 +38,16 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
                 int64_t (*left_ms)(void *ctx), void *ctx, char *errstr,
                 size_t errsize);
 
+/* 1 when librdkafka raised a fatal error on the producer (its idempotence
+ * broken: every later produce is refused), with errstr naming it (the
+ * error's name and librdkafka's reason); 0 while it is usable. */
+int tm_dlq_fatal(tm_dead_letter_producer *q, char *errstr, size_t errsize);
+
+/* Makes the producer again (after a fatal error): the old one goes as
+ * tm_dlq_free lets it go, a new one takes its place. 0, or -1 with errstr:
+ * then q may only be freed. */
+int tm_dlq_renew(tm_dead_letter_producer *q, char *errstr, size_t errsize);
+
 /* Frees the producer without waiting for the topic: anything still queued
  * would be of a batch that was not committed. */
 void tm_dlq_free(tm_dead_letter_producer *q);

@@ -41,13 +41,6 @@ typedef struct slow_dlq {
 
 /* ---- the dead-letter topic, read from Kafka -------------------------- */
 
-/* One dead letter: its source offset (__connect.errors.offset) and batch
- * (tidemark.batch_id). */
-typedef struct dl_seen {
-    int64_t src_offset;
-    char batch[64];
-} dl_seen;
-
 static int dl_header(rd_kafka_message_t *m, const char *name, char *out,
                      size_t size) {
     rd_kafka_headers_t *h = NULL;
@@ -105,8 +98,7 @@ static int next_dead_letter(rd_kafka_t *r, int64_t at, int64_t deadline,
     return 0;
 }
 
-/* Every message of the topic, in order: *n of them (the caller frees). */
-static dl_seen *read_dead_letters(const char *topic, size_t *n) {
+dl_seen *read_dead_letters(const char *topic, size_t *n) {
     int64_t lo, hi;
     h_watermarks(topic, 0, &lo, &hi);
     *n = (size_t)(hi - lo);
