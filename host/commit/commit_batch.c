@@ -221,9 +221,9 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
         c->batch_cap = 0;
 }
 
-/* tm_dlq_send's context: its wait ends TM_DLQ_FLUSH_TIMEOUT_MS after the
- * send began, or at the stop's deadline, asked again at every slice of
- * the wait (a stop asked during it counts). */
+/* tm_dlq_send's context: its wait ends $.dead_letters.delivery_timeout_ms
+ * after the send began, or at the stop's deadline, asked again at every slice
+ * of the wait (a stop asked during it counts). */
 typedef struct dlq_ctx {
     tm_connector *c;
     int64_t until;
@@ -285,7 +285,7 @@ static int dlq_renew(tm_connector *c, const char *fatal) {
  * again). */
 static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     char why[512];
-    dlq_ctx ctx = {c, tm_now_ms() + TM_DLQ_FLUSH_TIMEOUT_MS};
+    dlq_ctx ctx = {c, tm_now_ms() + c->cfg->dead_letters.delivery_timeout_ms};
     if (tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx, why,
                     sizeof why) == 0) {
         dlq_mark_sent(c, built);
@@ -422,6 +422,8 @@ void tm_commit_batch(tm_connector *c) {
     }
     free(ranges);
     c->batch_open = 0;
+    if (c->dlq)
+        tm_dlq_forget(c->dlq); /* what a batch given up left on its way */
     if (paused && c->state != TM_CONN_FAILED)
         tm_commit_pause_all(c, 0);
     /* An applied batch reaches the status file with the next periodic

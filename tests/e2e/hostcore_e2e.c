@@ -1169,6 +1169,7 @@ static const h_scenario SCENARIOS[] = {
     {"two_groups", scenario_two_groups},
     {"dlq_fatal_remade", scenario_dlq_fatal_remade},
     {"dlq_fatal_failed", scenario_dlq_fatal_failed},
+    {"slow_dlq_commits", scenario_slow_dlq_commits},
 };
 
 int main(int argc, char **argv) {

@@ -36,5 +36,6 @@ void scenario_dlq_fatal_failed(void);
 void scenario_stop_during_slow_dlq(void);
 void scenario_stop_during_dlq_queue_full(void);
 void scenario_pause_during_slow_dlq(void);
+void scenario_slow_dlq_commits(void);
 
 #endif

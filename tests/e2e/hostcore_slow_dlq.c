@@ -414,3 +414,65 @@ void scenario_pause_during_slow_dlq(void) {
     slow_dlq_stop(&s, pid, "control: resume asked");
     slow_dlq_redo(&s, 2);
 }
+
+/* slow_dlq_commits: a dead-letter topic slow enough that the batch's dead
+ * letters take longer than one attempt's wait (30 s, the default
+ * $.dead_letters.delivery_timeout_ms) to be confirmed, but never failing:
+ * the batch still commits, and the topic (read from Kafka) has each dead
+ * letter exactly once, in that one batch. Each attempt goes on from what
+ * the last one left: those confirmed are not produced again, those on
+ * their way are waited for. Failed before the fix: every attempt produced
+ * all SLOW_DL again and never saw them all confirmed within its wait; the
+ * batch never committed and the topic filled with copies. */
+void scenario_slow_dlq_commits(void) {
+    slow_dlq s;
+    pid_t pid = slow_dlq_start(&s, "hc-slowok", "");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(s.db,
+                  "SELECT coalesce(max(next_offset), 0) FROM "
+                  "tidemark_markers WHERE topic='%s' AND \"partition\"=0",
+                  s.topic) != SLOW_ALL) {
+        int64_t lo, hi;
+        h_watermarks(s.dlq, 0, &lo, &hi);
+        H_CHECK(h_now_ms() - t0 < 200000,
+                "the batch is not committed 200 s into the delivery of its "
+                "%d dead letters to a slow topic (%lld messages in %s); "
+                "status: %s\nlog:\n%s",
+                SLOW_DL, (long long)(hi - lo), s.dlq, h_status_text(s.name),
+                h_read_file(s.log));
+        h_sleep_ms(500);
+    }
+    int64_t took = h_now_ms() - t0;
+    h_stop_clean(pid);
+    h_client_quota(s.client, -1);
+    const char *log = h_read_file(s.log);
+    H_CHECK(strstr(log, "confirmed when the wait ended"),
+            "inconclusive: no attempt's wait ended before its dead letters "
+            "were confirmed (the topic was not slow enough):\n%s",
+            log);
+    size_t n;
+    dl_seen *v = read_dead_letters(s.dlq, &n);
+    int count[SLOW_DL] = {0};
+    for (size_t i = 0; i < n; i++) {
+        int64_t k = v[i].src_offset - SLOW_GOOD;
+        H_CHECK(k >= 0 && k < SLOW_DL && strcmp(v[i].batch, v[0].batch) == 0,
+                "%s offset %zu: source offset %lld of batch %s (expected a "
+                "malformed record's, of batch %s)",
+                s.dlq, i, (long long)v[i].src_offset, v[i].batch, v[0].batch);
+        count[k]++;
+    }
+    free(v);
+    for (int k = 0; k < SLOW_DL; k++)
+        H_CHECK(count[k] == 1,
+                "source offset %d: %d time(s) in %s (%zu messages), "
+                "expected once",
+                SLOW_GOOD + k, count[k], s.dlq, n);
+    H_CHECK(h_sqlf(s.db, "SELECT count(*) FROM t") == 2 * SLOW_GOOD &&
+                h_sqlf(s.db, "SELECT count(DISTINCT \"offset\") FROM "
+                             "tidemark_dead_letters") == SLOW_DL,
+            "the sink does not hold each of %d rows and %d dead letters",
+            2 * SLOW_GOOD, SLOW_DL);
+    h_step("committed %lld ms into the slow delivery; each of %d dead "
+           "letters once in the topic",
+           (long long)took, SLOW_DL);
+}
