@@ -203,8 +203,21 @@ static void discard(tm_dead_letter_producer *q) {
     q->discarding = 0;
 }
 
+/* How many dead letters of the batch are confirmed, and on their way. */
+static void count(const tm_dead_letter_producer *q, size_t *confirmed,
+                  size_t *on_way) {
+    *confirmed = *on_way = 0;
+    for (size_t i = 0; i < q->nstate; i++) {
+        *confirmed += q->state[i] == DL_CONFIRMED;
+        *on_way += q->state[i] == DL_ON_WAY;
+    }
+}
+
 void tm_dlq_forget(tm_dead_letter_producer *q) {
-    if (q->rk)
+    size_t confirmed, on_way;
+    count(q, &confirmed, &on_way);
+    /* A purge waits on librdkafka's threads: not for a batch committed */
+    if (q->rk && on_way)
         discard(q);
     q->base += q->nstate + 1;
     free(q->state);
@@ -230,16 +243,6 @@ static int progress_of(tm_dead_letter_producer *q, const tm_batch *b) {
     }
     q->nstate = b->ndead_letters;
     return 0;
-}
-
-/* How many dead letters of the batch are confirmed, and on their way. */
-static void count(const tm_dead_letter_producer *q, size_t *confirmed,
-                  size_t *on_way) {
-    *confirmed = *on_way = 0;
-    for (size_t i = 0; i < q->nstate; i++) {
-        *confirmed += q->state[i] == DL_CONFIRMED;
-        *on_way += q->state[i] == DL_ON_WAY;
-    }
 }
 
 int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
