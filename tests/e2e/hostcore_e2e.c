@@ -1170,6 +1170,7 @@ static const h_scenario SCENARIOS[] = {
     {"dlq_fatal_remade", scenario_dlq_fatal_remade},
     {"dlq_fatal_failed", scenario_dlq_fatal_failed},
     {"slow_dlq_commits", scenario_slow_dlq_commits},
+    {"slow_dlq_commits_short", scenario_slow_dlq_commits_short},
 };
 
 int main(int argc, char **argv) {

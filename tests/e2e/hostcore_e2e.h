@@ -37,5 +37,6 @@ void scenario_stop_during_slow_dlq(void);
 void scenario_stop_during_dlq_queue_full(void);
 void scenario_pause_during_slow_dlq(void);
 void scenario_slow_dlq_commits(void);
+void scenario_slow_dlq_commits_short(void);
 
 #endif

@@ -141,10 +141,11 @@ static void wait_delivering(slow_dlq *s, const char *not_batch) {
 
 /* The connector, its dead-letter producer (client id tidemark-NAME, the
  * host's: kafka/kafka_conf.c) held to SLOW_RATE; PROPS: its
- * $.kafka.properties members ("" none). Spawned, and seen delivering its
- * first batch's dead letters. */
-static pid_t slow_dlq_start(slow_dlq *s, const char *prefix,
-                            const char *props) {
+ * $.kafka.properties members ("" none), DL_PROPS: more members of its
+ * $.dead_letters, each after a comma ("" none). Spawned, and seen
+ * delivering its first batch's dead letters. */
+static pid_t slow_dlq_start(slow_dlq *s, const char *prefix, const char *props,
+                            const char *dl_props) {
     char dlqp[256];
     snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
     snprintf(s->topic, sizeof s->topic, "%s", h_name(prefix));
@@ -178,9 +179,9 @@ static pid_t slow_dlq_start(slow_dlq *s, const char *prefix,
              "\"batch\": {\"max_records\": %d, \"max_wait_ms\": 120000}, "
              "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
              "\"%s\", \"table\": \"t\"}}, \"dead_letters\": {\"sink\": true, "
-             "\"topic\": \"%s\"}, \"state_dir\": \"%s/state\", %s}",
+             "\"topic\": \"%s\"%s}, \"state_dir\": \"%s/state\", %s}",
              s->name, h_bootstrap(), s->topic, props, SLOW_ALL, s->db, s->dlq,
-             h_workdir(), JSON_MAPPING);
+             dl_props, h_workdir(), JSON_MAPPING);
     snprintf(s->cfg, sizeof s->cfg, "%s", h_write_file("slow.json", text));
     pid_t pid = h_spawn(s->cfg, s->log);
     wait_delivering(s, "");
@@ -345,7 +346,7 @@ static void slow_dlq_redo(slow_dlq *s, int given_up) {
  * delivery waited out its 30 s, the 10-second watch ended the process. */
 void scenario_stop_during_slow_dlq(void) {
     slow_dlq s;
-    pid_t pid = slow_dlq_start(&s, "hc-slowdl", "");
+    pid_t pid = slow_dlq_start(&s, "hc-slowdl", "", "");
     slow_dlq_stop(&s, pid, NULL);
     slow_dlq_redo(&s, 1);
 }
@@ -358,7 +359,7 @@ void scenario_stop_during_slow_dlq(void) {
 void scenario_stop_during_dlq_queue_full(void) {
     slow_dlq s;
     pid_t pid = slow_dlq_start(&s, "hc-fulldl",
-                               "\"queue.buffering.max.messages\": \"1\"");
+                               "\"queue.buffering.max.messages\": \"1\"", "");
     slow_dlq_stop(&s, pid, NULL);
     H_CHECK(s.hi_at_stop < SLOW_DL - 1,
             "inconclusive: %lld of %d dead letters in the topic when the "
@@ -374,7 +375,7 @@ void scenario_stop_during_dlq_queue_full(void) {
  * not what was left of the pause's. */
 void scenario_pause_during_slow_dlq(void) {
     slow_dlq s;
-    pid_t pid = slow_dlq_start(&s, "hc-pausedl", "");
+    pid_t pid = slow_dlq_start(&s, "hc-pausedl", "", "");
     int64_t lo;
     h_watermarks(s.dlq, 0, &lo, &s.hi_at_stop);
     const char *pause[] = {"pause", "--state-dir", h_path("state"), s.name,
@@ -423,10 +424,12 @@ void scenario_pause_during_slow_dlq(void) {
  * the last one left: those confirmed are not produced again, those on
  * their way are waited for. Failed before the fix: every attempt produced
  * all SLOW_DL again and never saw them all confirmed within its wait; the
- * batch never committed and the topic filled with copies. */
-void scenario_slow_dlq_commits(void) {
+ * batch never committed and the topic filled with copies. DL_PROPS: as
+ * for slow_dlq_start; the scenario's state into *PS. */
+static void slow_dlq_commits(slow_dlq *ps, const char *prefix,
+                             const char *dl_props) {
     slow_dlq s;
-    pid_t pid = slow_dlq_start(&s, "hc-slowok", "");
+    pid_t pid = slow_dlq_start(&s, prefix, "", dl_props);
     int64_t t0 = h_now_ms();
     while (h_sqlf(s.db,
                   "SELECT coalesce(max(next_offset), 0) FROM "
@@ -475,4 +478,44 @@ void scenario_slow_dlq_commits(void) {
     h_step("committed %lld ms into the slow delivery; each of %d dead "
            "letters once in the topic",
            (long long)took, SLOW_DL);
+    *ps = s;
+}
+
+void scenario_slow_dlq_commits(void) {
+    slow_dlq s;
+    slow_dlq_commits(&s, "hc-slowok", "");
+}
+
+/* The time of day of the N-th (from 1) log line containing NEEDLE, -1
+ * when there are fewer. */
+static int64_t nth_line_ms(const char *log, const char *needle, int n) {
+    const char *at = log;
+    for (int i = 1; i < n && at; i++) {
+        at = strstr(at, needle);
+        at = at ? strchr(at, '\n') : NULL;
+    }
+    return at ? log_line_ms(at, needle) : -1;
+}
+
+/* slow_dlq_commits_short: the same with
+ * $.dead_letters.delivery_timeout_ms 5000: the attempts end after 5 s
+ * each (the first two RETRYs of the delivery less than 10 s apart; 30 s
+ * by default), and each goes on from the last across several of them. */
+void scenario_slow_dlq_commits_short(void) {
+    slow_dlq s;
+    slow_dlq_commits(&s, "hc-slowok5", ", \"delivery_timeout_ms\": 5000");
+    const char *log = h_read_file(s.log),
+               *ended = "confirmed when the wait ended";
+    int64_t first = nth_line_ms(log, ended, 1),
+            second = nth_line_ms(log, ended, 2),
+            third = nth_line_ms(log, ended, 3);
+    int64_t gap =
+        first >= 0 && second >= 0 ? day_ms_between(first, second) : -1;
+    H_CHECK(third >= 0 && gap >= 4000 && gap < 10000,
+            "with delivery_timeout_ms 5000: the first two waits that ended "
+            "%lld ms apart (-1: fewer than two), %s third (expected at "
+            "least three attempts, 5 s and a backoff apart):\n%s",
+            (long long)gap, third >= 0 ? "a" : "no", log);
+    h_step("attempts 5 s apart (the first two RETRYs %lld ms apart)",
+           (long long)gap);
 }
