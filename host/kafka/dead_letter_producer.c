@@ -93,6 +93,8 @@ tm_dead_letter_producer *tm_dlq_new(const tm_connector_config *cfg,
 }
 
 int tm_dlq_fatal(tm_dead_letter_producer *q, char *errstr, size_t errsize) {
+    if (!q->rk)
+        return 0; /* none to fail: tm_dlq_send says so */
     char why[512];
     rd_kafka_resp_err_t err = rd_kafka_fatal_error(q->rk, why, sizeof why);
     if (!err)
@@ -251,6 +253,12 @@ int tm_dlq_send(tm_dead_letter_producer *q, const tm_batch *b,
                 size_t errsize) {
     q->failed = 0;
     q->first_error[0] = '\0';
+    if (!q->rk) {
+        snprintf(errstr, errsize,
+                 "no dead-letter producer (it could not be "
+                 "made again)");
+        return -1;
+    }
     /* The failure point of a fatal error (tests): as librdkafka raises one
      * by itself, its queue purged and every later produce refused. */
     if (tm_fault_fail("dlq.fatal"))

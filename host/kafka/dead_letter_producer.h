@@ -52,7 +52,8 @@ int tm_dlq_fatal(tm_dead_letter_producer *q, char *errstr, size_t errsize);
 /* Makes the producer again (after a fatal error): the old one goes
  * without waiting, a new one takes its place. The batch's progress stays:
  * what was confirmed is not produced again, what was on its way is. 0, or
- * -1 with errstr: then q may only be freed. */
+ * -1 with errstr: then q has no producer, and tm_dlq_send fails saying so
+ * (the caller's connector is FAILED). */
 int tm_dlq_renew(tm_dead_letter_producer *q, char *errstr, size_t errsize);
 
 /* Frees the producer without waiting for the topic: anything still queued
