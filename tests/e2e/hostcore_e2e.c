@@ -1167,6 +1167,10 @@ static const h_scenario SCENARIOS[] = {
     {"stop_during_dlq_queue_full", scenario_stop_during_dlq_queue_full},
     {"pause_during_slow_dlq", scenario_pause_during_slow_dlq},
     {"two_groups", scenario_two_groups},
+    {"dlq_fatal_remade", scenario_dlq_fatal_remade},
+    {"dlq_fatal_failed", scenario_dlq_fatal_failed},
+    {"slow_dlq_commits", scenario_slow_dlq_commits},
+    {"slow_dlq_commits_short", scenario_slow_dlq_commits_short},
 };
 
 int main(int argc, char **argv) {
