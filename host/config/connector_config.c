@@ -322,6 +322,11 @@ static void load_dead_letters(loader *L, json_t *root) {
      * as $.batch.commit_timeout_ms: the consumer is not polled during it. */
     cfg_get_positive(L, d, P, "delivery_timeout_ms", 240000,
                      &c->dead_letters.delivery_timeout_ms);
+    /* Without a topic it bounds nothing: said, not silently ignored. */
+    if (topic_rc == 0 && d && json_object_get(d, "delivery_timeout_ms"))
+        cfg_fail(L, "$.dead_letters.delivery_timeout_ms",
+                 "expected it only with \"topic\" (it bounds the delivery to "
+                 "the topic), found no topic");
     /* Neither the sink nor a topic: every dead letter would be dropped,
      * uncounted, and its offset committed as if it had been kept. */
     if (sink_rc == 1 && !c->dead_letters.sink && topic_rc == 0)

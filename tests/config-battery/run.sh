@@ -273,6 +273,8 @@ $.dead_letters.topic: expected a topic that is not one of Kafka's internal ones 
 $.dead_letters.delivery_timeout_ms: expected a positive integer, found integer 0
 @ 101-dead-letters-delivery-timeout-max.json
 $.dead_letters.delivery_timeout_ms: expected at most 240000, found 240001
+@ 102-dead-letters-delivery-timeout-no-topic.json
+$.dead_letters.delivery_timeout_ms: expected it only with "topic" (it bounds the delivery to the topic), found no topic
 
 # --- a state directory run could not use
 @ 100-state-dir-uncreatable.json
