@@ -6,10 +6,11 @@
  * committed offset. With --reset-to it moves the markers, offline only:
  * no host of this connector may run here (its host lock, which this
  * command holds during the reset so none starts meanwhile) nor anywhere
- * (the consumer group must have no member). The reset is ONE claim with
- * TM_CLAIM_RESET: it sets next_offset and raises every epoch, so a
- * straggler host that wakes up is fenced. Then the same offsets go to the
- * consumer group, only so that lag tools agree with the sink. */
+ * (the consumer group must have no member). The offsets go to the
+ * consumer group first (the broker refuses that while the group has a
+ * member), only so that lag tools agree with the sink; then ONE claim with
+ * TM_CLAIM_RESET sets next_offset and raises every epoch, so a straggler
+ * host that wakes up is fenced. */
 #include "cli/commands.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include "kafka/kafka_conf.h"
 #include "kafka/partitions.h"
 #include "services/error.h"
+#include "services/fault.h"
 #include "status/status_file.h"
 #include "status/text_table.h"
 
@@ -76,8 +78,9 @@ static void usage(FILE *out) {
         "                    partition to its log start), latest (to its\n"
         "                    high watermark) or TOPIC:PARTITION=OFFSET,...\n"
         "                    (each within [log start, high watermark]).\n"
-        "                    One claim that also raises the epochs, then\n"
-        "                    the same offsets are committed to the group.\n"
+        "                    The offsets go to the consumer group (the\n"
+        "                    broker refuses while it has a member), then\n"
+        "                    one claim sets the markers and raises epochs.\n"
         "  --json            one JSON document instead of the table\n"
         "  --state-dir DIR   where the host lock is (default: the config's\n"
         "                    state_dir, else the default state directory)\n"
@@ -513,7 +516,13 @@ static tm_status_writer *lock_connector(ctx *c) {
     return w;
 }
 
-/* The claim, then the group commit. 0 or 1 (printed). */
+/* The group commit, then the claim. The group commit goes first because
+ * the broker refuses it while the group has a member: that refusal is the
+ * one check no member can slip past (the describe before it is only for a
+ * clearer message; a member may join right after it). A member that joins
+ * after the group commit is fenced by the claim's raised epochs. The
+ * markers alone say where a host resumes (never the group's offsets), so
+ * a claim refused after the group moved loses nothing. 0 or 1 (printed). */
 static int apply_reset(ctx *c) {
     size_t k = 0;
     for (size_t i = 0; i < c->n; i++)
@@ -539,16 +548,35 @@ static int apply_reset(ctx *c) {
         m[j].topic = c->parts[i].m.topic;
         m[j].partition = c->parts[i].m.partition;
         m[j].next_offset = c->parts[i].target;
+        rd_kafka_topic_partition_list_add(commit, m[j].topic, m[j].partition)
+            ->offset = c->parts[i].target;
         j++;
+    }
+    int rc = 0;
+    char errstr[1024];
+    if (tm_kafka_group_alter_offsets(c->rk, c->sink.cfg->kafka.group_id, commit,
+                                     KAFKA_TIMEOUT_MS, errstr,
+                                     sizeof errstr) != 0) {
+        /* Most likely a member joined since the check: say so as the
+         * check would; otherwise the broker's own answer. */
+        if (check_group_empty(c) == 0)
+            fail(c, "refused: %s (the sink's markers are unchanged; try again)",
+                 errstr);
+        rc = 1;
     }
     tm_error err = tm_error_init();
     const tm_sink_api *api = c->sink.inst.api;
-    tm_status st = api->claim(c->sink.inst.sink, m, k, TM_CLAIM_RESET, &err);
-    int rc = 0;
-    if (st != TM_OK) {
-        fail(c, "the sink refused the reset (%s): %s%s", tm_status_name(st),
-             err.message,
-             st == TM_RETRY ? " (nothing changed; try again)" : "");
+    tm_status st =
+        rc == 0 ? api->claim(c->sink.inst.sink, m, k, TM_CLAIM_RESET, &err)
+                : TM_OK;
+    if (rc == 0 && st != TM_OK) {
+        fail(c,
+             "the sink refused the reset (%s): %s; its markers are "
+             "unchanged and a host resumes from them, but consumer group "
+             "%s already holds the new offsets (lag tools will disagree "
+             "until the next run commits)%s",
+             tm_status_name(st), err.message, c->sink.cfg->kafka.group_id,
+             st == TM_RETRY ? "; try again" : "");
         rc = 1;
     }
     for (size_t i = 0, j = 0; rc == 0 && i < c->n; i++) {
@@ -556,23 +584,9 @@ static int apply_reset(ctx *c) {
             continue;
         c->parts[i].m = m[j];
         c->parts[i].m.topic = c->list->elems[i].topic;
-        rd_kafka_topic_partition_list_add(commit, m[j].topic, m[j].partition)
-            ->offset = m[j].next_offset;
+        c->parts[i].group_offset = c->parts[i].target;
         j++;
     }
-    char errstr[1024];
-    if (rc == 0 && tm_kafka_group_alter_offsets(
-                       c->rk, c->sink.cfg->kafka.group_id, commit,
-                       KAFKA_TIMEOUT_MS, errstr, sizeof errstr) != 0) {
-        fail(c,
-             "the sink's markers were reset, but %s (lag tools will "
-             "disagree until the next run commits)",
-             errstr);
-        rc = 1;
-    }
-    for (size_t i = 0; rc == 0 && i < c->n; i++)
-        if (c->parts[i].target >= 0)
-            c->parts[i].group_offset = c->parts[i].m.next_offset;
     free(m);
     rd_kafka_topic_partition_list_destroy(commit);
     return rc;
@@ -603,6 +617,8 @@ static int reset(ctx *c) {
         return 1;
     part *old = NULL;
     rc = check_group_empty(c) == 0 ? 0 : 1;
+    if (rc == 0)
+        tm_fault("offsets.group_checked"); /* a member may join here */
     if (rc == 0 && !(old = malloc(c->n * sizeof *old + 1))) {
         fail(c, "out of memory");
         rc = 1;

@@ -202,23 +202,68 @@ want="0 5 2 0 5 0 5
 1 3 2 0 3 0 3"
 [ "$got" = "$want" ] || fail "offsets after the resets: got [$got], want [$want]"
 
-# 8. A member in the consumer group: refused (kcat as the member, no
-# commits of its own).
-kcat -b "$boot" -G "$group" -X enable.auto.commit=false -q "$topic" >/dev/null 2>&1 &
-kcat_pid=$!
-pids+=("$kcat_pid")
-refused=0
-for _ in $(seq 60); do
-    "$bin" offsets "$cfg" --reset-to earliest >/dev/null 2>"$work/r6.err"
-    rc=$?
-    if [ "$rc" -eq 1 ] && grep -q "refused: consumer group $group has 1 active member (state " "$work/r6.err"; then
-        refused=1
+# The group's members, from Kafka's own tool: how many it describes.
+group_members() {
+    java -Xmx256m -XX:TieredStopAtLevel=1 \
+        "-Dlog4j2.configurationFile=$src/var/kafka/tools-log4j2.properties" \
+        -cp "$libs/*" org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
+        --bootstrap-server "$boot" --describe --members --group "$group" 2>/dev/null |
+        awk -v g="$group" '$1 == g' | wc -l
+}
+# kcat joins the group as a member (no commits of its own); waits until
+# the broker describes it, so the steps below never race its join.
+start_member() {
+    kcat -b "$boot" -G "$group" -X enable.auto.commit=false -q "$topic" >/dev/null 2>&1 &
+    kcat_pid=$!
+    pids+=("$kcat_pid")
+    for _ in $(seq 60); do
+        [ "$(group_members)" -ge 1 ] && return 0
+        sleep 0.5
+    done
+    fail "kcat never became a member of $group"
+    return 1
+}
+
+# 8. A member that joins after the reset found the group empty, before it
+# writes anything: the reset must still be refused and change nothing (the
+# broker refuses the group commit while the group has a member, so that
+# commit goes first). The reset is held by SIGSTOP at the failure point
+# right after its emptiness check; the fault must be seen there, else the
+# step is inconclusive.
+TIDEMARK_FAULT=offsets.group_checked TIDEMARK_FAULT_ACTION=stop TIDEMARK_FAULT_FD=3 \
+    "$bin" offsets "$cfg" --reset-to earliest >/dev/null 2>"$work/r7.err" 3>"$work/r7.fault" &
+reset_pid=$!
+pids+=("$reset_pid")
+stopped=0
+for _ in $(seq 100); do
+    if grep -qx offsets.group_checked "$work/r7.fault" 2>/dev/null &&
+        [ "$(ps -o stat= -p "$reset_pid" | cut -c1)" = T ]; then
+        stopped=1
         break
     fi
-    [ "$rc" -eq 0 ] && { fail "reset went through with a group member"; break; }
-    sleep 0.5
+    sleep 0.1
 done
-[ "$refused" -eq 1 ] || fail "reset with a group member: $(cat "$work/r6.err")"
+if [ "$stopped" -ne 1 ]; then
+    fail "inconclusive: the reset never stopped at offsets.group_checked: $(cat "$work/r7.err")"
+else
+    start_member
+    kill -CONT "$reset_pid"
+fi
+wait "$reset_pid"
+rc=$?
+[ "$rc" -eq 1 ] || fail "reset with a member that joined after the check: exit $rc, expected 1"
+grep -q "refused: consumer group $group has 1 active member (state " "$work/r7.err" ||
+    fail "member joined after the check: $(cat "$work/r7.err")"
+got=$(markers)
+[ "$got" = "0 5 2
+1 3 2" ] || fail "a member that joined after the check let the reset change the markers: [$got]"
+
+# 9. A member in the consumer group (still kcat): refused before anything.
+"$bin" offsets "$cfg" --reset-to earliest >/dev/null 2>"$work/r6.err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "reset with a group member: exit $rc, expected 1"
+grep -q "refused: consumer group $group has 1 active member (state " "$work/r6.err" ||
+    fail "reset with a group member: $(cat "$work/r6.err")"
 grep -q "stop every host of connector $name first (a reset is offline only)" "$work/r6.err" ||
     fail "group refusal wording: $(cat "$work/r6.err")"
 kill "$kcat_pid"; wait "$kcat_pid" 2>/dev/null
@@ -226,7 +271,7 @@ got=$(markers)
 [ "$got" = "0 5 2
 1 3 2" ] || fail "the group refusal changed the marker table: [$got]"
 
-# 9. status --config with a status file left by a killed host: STOPPED,
+# 10. status --config with a status file left by a killed host: STOPPED,
 # partitions from the sink and the broker, exit 2.
 start_holder "$state" "$name" RUNNING
 stop_holder
@@ -240,7 +285,7 @@ want="0 5 2 5 0
 1 3 2 3 0"
 [ "$got" = "$want" ] || fail "status --config after resets: got [$got], want [$want]"
 
-# 10. Status files alone (no --config): a live FAILED host (exit 2), a live
+# 11. Status files alone (no --config): a live FAILED host (exit 2), a live
 # RUNNING one (exit 0), then killed (STOPPED, exit 2).
 sd=$work/state2
 start_holder "$sd" failing FAILED "sink: disk full"
@@ -313,7 +358,7 @@ grep -q "^  state       STOPPED (host pid $run_pid gone; it said RUNNING at " "$
     fail "killed host: $(grep state "$work/s8.out")"
 kill -9 "$fail_pid"; wait "$fail_pid" 2>/dev/null
 
-# 11. Errors: unknown connector, missing state dir, usage.
+# 12. Errors: unknown connector, missing state dir, usage.
 "$bin" status --state-dir "$sd" nobody >/dev/null 2>"$work/e1.err"
 rc=$?
 [ "$rc" -eq 1 ] || fail "unknown connector: exit $rc, expected 1"
