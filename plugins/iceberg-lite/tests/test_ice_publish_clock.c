@@ -557,7 +557,7 @@ START_TEST(a_future_mtime_counts_as_age) {
                   "%s", why);
     ck_assert_msg(check_at(100, 0, 240000, why, sizeof why) == 0, "%s", why);
     ck_assert_int_eq(check_at(100, 150000, 240000, why, sizeof why), 2);
-    /* Past the clamp of a time in ms: no overflow, still late. */
+    /* Decades ahead: late (no wrap of the ms arithmetic). */
     ck_assert_int_eq(check_at(INT32_MAX, 0, 240000, why, sizeof why), 2);
 }
 END_TEST
