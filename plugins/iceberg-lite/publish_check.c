@@ -15,11 +15,11 @@
  * (and a paused VM's may too): the time since the writer began writing
  * on CLOCK_BOOTTIME (counts a suspend), and the oldest file's mtime
  * against this host's wall clock, as vacuum judges it; the larger wins.
- * A mtime ahead of the wall clock (the file system stamped it on a clock
- * ahead of ours, or ours was stepped back since) adds how far ahead it is:
- * which part of that is a pause our clocks missed cannot be told, so all
- * of it counts, and a skew past the bound refuses every publish, naming
- * the file, until the clocks agree again. */
+ * A mtime ahead of the wall clock (a file server's clock ahead of ours)
+ * counts as no age by the mtime, only the boot clock's: counting it as age
+ * refused every publish, for ever, wherever the skew passed the bound
+ * (also on tables no vacuum touches), and a skew below it shrank every
+ * commit's budget. A vacuum judging such a file sees it younger still. */
 #define _XOPEN_SOURCE 700 /* struct stat's st_mtim */
 
 #include <errno.h>
@@ -68,11 +68,11 @@ static int64_t ts_ms(const struct timespec *ts) {
     return s * 1000 + ts->tv_nsec / 1000000;
 }
 
-/* The mtimes the stats found: the oldest and the newest, and whose. */
+/* The oldest mtime the stats found, and whose. */
 typedef struct file_ages {
     size_t n;
-    int64_t oldest_ms, newest_ms; /* CLOCK_REALTIME ms */
-    const char *oldest, *newest;  /* borrowed */
+    int64_t oldest_ms;  /* CLOCK_REALTIME ms */
+    const char *oldest; /* borrowed */
 } file_ages;
 
 static int seen(file_ages *a, const char *path, char *why, size_t why_size) {
@@ -86,10 +86,6 @@ static int seen(file_ages *a, const char *path, char *why, size_t why_size) {
     if (a->n == 0 || m < a->oldest_ms) {
         a->oldest_ms = m;
         a->oldest = path;
-    }
-    if (a->n == 0 || m > a->newest_ms) {
-        a->newest_ms = m;
-        a->newest = path;
     }
     a->n++;
     return 0;
@@ -131,23 +127,16 @@ static int judge(int64_t written_ms, const file_ages *a, int64_t max_ms,
     int64_t elapsed = ice_boot_ms() - written_ms;
     int64_t age = elapsed, now = a->n ? ice_now_ms() : 0;
     int64_t by_mtime = a->n ? now - a->oldest_ms : 0;
-    int64_t ahead = a->n && a->newest_ms > now ? a->newest_ms - now : 0;
     if (by_mtime > age)
         age = by_mtime;
-    age += ahead + stall;
+    age += stall;
     if (age <= max_ms)
         return 0;
     char fault[128] = "", clock[4400];
     if (stall > 0)
         snprintf(fault, sizeof fault, " (%lld ms of it %s=%.24s)",
                  (long long)stall, ICE_FAULT_STALL_ENV, text);
-    if (ahead > 0)
-        snprintf(clock, sizeof clock,
-                 "%s's mtime is %lld ms ahead of this host's wall clock, "
-                 "counted as age: the file system's clock and this host's "
-                 "disagree, or this host's was stepped back",
-                 shown(a->newest), (long long)ahead);
-    else if (by_mtime > elapsed)
+    if (by_mtime > elapsed)
         snprintf(clock, sizeof clock,
                  "by the mtime of %s on this host's wall clock, as vacuum "
                  "judges it; %lld ms passed on its boot clock",
