@@ -12,6 +12,7 @@
 #include "kafka/consumer_ops.h"
 #include "kafka/dead_letter_producer.h"
 #include "metrics/metrics_registry.h"
+#include "runtime/restarts.h"
 #include "services/error.h"
 #include "services/log.h"
 
@@ -220,9 +221,9 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
         c->batch_cap = 0;
 }
 
-/* tm_dlq_send's context: its wait ends TM_DLQ_FLUSH_TIMEOUT_MS after the
- * send began, or at the stop's deadline, asked again at every slice of
- * the wait (a stop asked during it counts). */
+/* tm_dlq_send's context: its wait ends $.dead_letters.delivery_timeout_ms
+ * after the send began, or at the stop's deadline, asked again at every slice
+ * of the wait (a stop asked during it counts). */
 typedef struct dlq_ctx {
     tm_connector *c;
     int64_t until;
@@ -250,21 +251,56 @@ static void dlq_mark_sent(tm_connector *c, const tm_batch *b) {
     }
 }
 
+/* After a fatal error of the dead-letter producer (FATAL, its reason):
+ * every later produce would fail, the batch answer RETRY for ever. So it
+ * is made again, as the consumer is after its own (runtime/connector.c),
+ * and the batch retried; the fourth in a row, each within a minute of the
+ * last, ends in FAILED. 0, or -1 when FAILED. */
+static int dlq_renew(tm_connector *c, const char *fatal) {
+    int in_row = tm_restarts_count(&c->dlq_restarts, tm_now_ms());
+    if (in_row > TM_RESTARTS_MAX) {
+        tm_conn_error(c, 1,
+                      "the dead-letter producer failed fatally %d times in a "
+                      "row, each within a minute of the last; the last: %s",
+                      in_row, fatal);
+        return -1;
+    }
+    char why[512];
+    if (tm_dlq_renew(c->dlq, why, sizeof why) != 0) {
+        tm_conn_error(c, 1,
+                      "$.dead_letters.topic: %s (making the producer again "
+                      "after its fatal error: %s)",
+                      why, fatal);
+        return -1;
+    }
+    tm_conn_log(c, TM_LOG_WARN, NULL, -1, c->batch_id,
+                "dead-letter producer made again after a fatal error (%d in "
+                "a row): %s",
+                in_row, fatal);
+    return 0;
+}
+
 /* Delivers the batch's dead letters to the topic, confirmed: 0, or -1
- * with err set. */
+ * with err set (and the connector FAILED when its producer cannot be made
+ * again). */
 static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     char why[512];
-    dlq_ctx ctx = {c, tm_now_ms() + TM_DLQ_FLUSH_TIMEOUT_MS};
+    dlq_ctx ctx = {c, tm_now_ms() + c->cfg->dead_letters.delivery_timeout_ms};
     if (tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx, why,
                     sizeof why) == 0) {
         dlq_mark_sent(c, built);
         return 0;
     }
-    int64_t stop = tm_stop_deadline_ms(c);
-    int over = stop && tm_now_ms() >= stop;
-    tm_error_set(err, "dead-letter topic: %s%s%s%s", why,
+    char fatal[512];
+    int is_fatal = tm_dlq_fatal(c->dlq, fatal, sizeof fatal);
+    int over = tm_stop_grace_over(c);
+    tm_error_set(err, "dead-letter topic: %s%s%s%s%s%s%s", why,
+                 is_fatal ? " (the producer's fatal error: " : "",
+                 is_fatal ? fatal : "", is_fatal ? ")" : "",
                  over ? " (the grace is over: " : "",
                  over ? tm_stop_kind(c) : "", over ? ")" : "");
+    if (is_fatal)
+        (void)dlq_renew(c, fatal);
     return -1;
 }
 
@@ -307,6 +343,11 @@ void tm_commit_batch(tm_connector *c) {
          * topic, never lost when the sink commit then succeeds. */
         if (!dlq_sent)
             dlq_sent = dlq_deliver(c, built, &err) == 0;
+        if (c->state == TM_CONN_FAILED) {
+            /* its producer could not be made again: the reason stays */
+            tm_commit_drop_batch(c, "failed");
+            break;
+        }
         if (dlq_sent) {
             /* Stopping cuts the deadline to the stop's grace: the sink
              * gives up by itself instead of waiting out a lock. */
@@ -331,8 +372,7 @@ void tm_commit_batch(tm_connector *c) {
             tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id,
                           err.message);
             c->degraded_by_sink = 1;
-            int64_t stop = tm_stop_deadline_ms(c);
-            if (stop && tm_now_ms() >= stop) {
+            if (tm_stop_grace_over(c)) {
                 char why[64];
                 snprintf(why, sizeof why, "giving up retries while %s",
                          tm_stop_kind(c));
@@ -382,6 +422,8 @@ void tm_commit_batch(tm_connector *c) {
     }
     free(ranges);
     c->batch_open = 0;
+    if (c->dlq)
+        tm_dlq_forget(c->dlq); /* what a batch given up left on its way */
     if (paused && c->state != TM_CONN_FAILED)
         tm_commit_pause_all(c, 0);
     /* An applied batch reaches the status file with the next periodic

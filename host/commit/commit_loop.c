@@ -262,6 +262,11 @@ int64_t tm_stop_deadline_ms(tm_connector *c) {
     return seen + TM_STOP_GRACE_MS;
 }
 
+int tm_stop_grace_over(tm_connector *c) {
+    int64_t stop = tm_stop_deadline_ms(c);
+    return stop && tm_now_ms() >= stop;
+}
+
 int64_t tm_stop_bound_ms(tm_connector *c, int64_t until) {
     int64_t stop = tm_stop_deadline_ms(c);
     return stop && stop < until ? stop : until;

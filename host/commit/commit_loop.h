@@ -31,6 +31,10 @@ void tm_conn_status_tick(tm_connector *c, int force);
  * sink there. Any thread. */
 int64_t tm_stop_deadline_ms(tm_connector *c);
 
+/* 1 once the stop's deadline is set and past: the batch in flight has had
+ * its grace. Any thread. */
+int tm_stop_grace_over(tm_connector *c);
+
 /* UNTIL (monotonic ms), or the stop's deadline when it is earlier. */
 int64_t tm_stop_bound_ms(tm_connector *c, int64_t until);
 

@@ -284,7 +284,7 @@ static void load_sink(loader *L, json_t *root) {
 }
 
 static void load_dead_letters(loader *L, json_t *root) {
-    static const char *const KNOWN[] = {"sink", "topic"};
+    static const char *const KNOWN[] = {"sink", "topic", "delivery_timeout_ms"};
     const char *P = "$.dead_letters";
     tm_connector_config *c = L->cfg;
     json_t *d = NULL;
@@ -318,6 +318,15 @@ static void load_dead_letters(loader *L, json_t *root) {
                      cfg_found(L, t, f, sizeof f), why);
         }
     }
+    /* One attempt's wait for the topic's confirmations. At most 4 minutes,
+     * as $.batch.commit_timeout_ms: the consumer is not polled during it. */
+    cfg_get_positive(L, d, P, "delivery_timeout_ms", 240000,
+                     &c->dead_letters.delivery_timeout_ms);
+    /* Without a topic it bounds nothing: said, not silently ignored. */
+    if (topic_rc == 0 && d && json_object_get(d, "delivery_timeout_ms"))
+        cfg_fail(L, "$.dead_letters.delivery_timeout_ms",
+                 "expected it only with \"topic\" (it bounds the delivery to "
+                 "the topic), found no topic");
     /* Neither the sink nor a topic: every dead letter would be dropped,
      * uncounted, and its offset committed as if it had been kept. */
     if (sink_rc == 1 && !c->dead_letters.sink && topic_rc == 0)
@@ -366,6 +375,7 @@ static tm_connector_config *config_new(const char *file) {
     c->batch.commit_timeout_ms = 60000;
     c->kafka.start = TM_START_EARLIEST;
     c->dead_letters.sink = 1;
+    c->dead_letters.delivery_timeout_ms = TM_DLQ_DELIVERY_TIMEOUT_MS;
     if (file && !c->file) {
         free(c);
         return NULL;

@@ -146,6 +146,9 @@ typedef struct tm_connector_config {
     struct {
         int sink;    /* store dead letters in the sink; default 1 */
         char *topic; /* also produce them to this topic; NULL: none */
+        /* one delivery attempt's wait for the topic's confirmations;
+         * default TM_DLQ_DELIVERY_TIMEOUT_MS */
+        int64_t delivery_timeout_ms;
     } dead_letters;
 
     char *state_dir; /* NULL when not set */
@@ -162,6 +165,9 @@ typedef struct tm_connector_config {
 
 /* The JSON path the plugin's settings sit at. */
 #define TM_CONFIG_SETTINGS_PATH "$.sink.settings"
+
+/* $.dead_letters.delivery_timeout_ms by default. */
+#define TM_DLQ_DELIVERY_TIMEOUT_MS 30000
 
 /* Loads and validates PATH. Returns the config when it is valid (errs
  * untouched); NULL otherwise, with every problem appended to errs (which

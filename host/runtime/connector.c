@@ -214,11 +214,10 @@ static void *stop_watch_main(void *arg) {
     tm_connector *c = w->c;
     while (!atomic_load(&w->done)) {
         if (atomic_load(&c->ctl->stop)) {
-            /* 0 for the instant loop_stop lags the stop (tm_run_ctl). */
-            int64_t deadline = tm_stop_deadline_ms(c);
+            /* Not over for the instant loop_stop lags the stop
+             * (tm_run_ctl): no deadline yet. */
             if (c->sink.api->interrupt &&
-                (atomic_load(&c->in_claim) ||
-                 (deadline && tm_now_ms() >= deadline)))
+                (atomic_load(&c->in_claim) || tm_stop_grace_over(c)))
                 c->sink.api->interrupt(c->sink.sink);
         }
         sleep_ms(50);
@@ -263,7 +262,6 @@ static void wait_failed(tm_connector *c) {
  * as at start. Four fatal errors in a row, each within a minute of the
  * last, end in FAILED: something keeps killing the consumer (two hosts
  * with one group.instance.id, say). 0, or -1 when FAILED. */
-#define CONSUMER_RESTARTS_MAX 3
 static int restart_consumer(tm_connector *c) {
     tm_consumer_stop(c, 5000);
     for (size_t i = 0; i < c->nparts; i++)
@@ -271,17 +269,12 @@ static int restart_consumer(tm_connector *c) {
     c->nparts = 0;
     c->any_unclaimed = 0;
     c->markers_dirty = 1;
-    int64_t now = tm_now_ms();
-    c->consumer_restarts =
-        c->consumer_restarts && now - c->consumer_restart_ms < 60000
-            ? c->consumer_restarts + 1
-            : 1;
-    c->consumer_restart_ms = now;
-    if (c->consumer_restarts > CONSUMER_RESTARTS_MAX) {
+    int in_row = tm_restarts_count(&c->consumer_restarts, tm_now_ms());
+    if (in_row > TM_RESTARTS_MAX) {
         tm_conn_error(c, 1,
                       "the Kafka consumer failed fatally %d times in a row, "
                       "each within a minute of the last; the last: %s",
-                      c->consumer_restarts, c->last_error);
+                      in_row, c->last_error);
         return -1;
     }
     c->consumer_fatal = 0;
@@ -293,7 +286,7 @@ static int restart_consumer(tm_connector *c) {
     tm_log(TM_LOG_INFO, c->cfg->name,
            "consumer made again after a fatal error (%d in a row); joining "
            "group %s",
-           c->consumer_restarts, c->cfg->kafka.group_id);
+           in_row, c->cfg->kafka.group_id);
     tm_conn_status_tick(c, 1);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include "commit/backoff.h"
 #include "config/connector_config.h"
 #include "convert/batch_builder.h"
+#include "runtime/restarts.h"
 #include "runtime/sink_instance.h"
 #include "status/status_model.h"
 
@@ -110,8 +111,8 @@ typedef struct tm_connector {
      * process: kafka/consumer.c). */
     char member_fp[32];
     int member_fp_changed;
-    int consumer_restarts;       /* in a row, each within a minute */
-    int64_t consumer_restart_ms; /* monotonic, the last one */
+    tm_restarts consumer_restarts; /* the consumer made again */
+    tm_restarts dlq_restarts;      /* the dead-letter producer made again */
     /* Kafka's reachability (kafka/broker_watch.c): monotonic and wall ms
      * since librdkafka's statistics last showed no broker UP (0 while one
      * is), the error_seq of the DEGRADED it caused (0 none), and

@@ -58,21 +58,43 @@ static void write_all(int fd, const char *buf, size_t len) {
     }
 }
 
-void tm_fault(const char *point) {
+/* 1 when POINT is the point asked and this hit fires it (the n-th; with
+ * FROM_ON, any from the n-th on), its name then written to the fault's
+ * descriptor. */
+static int reached(const char *point, int from_on) {
     const char *want = getenv("TIDEMARK_FAULT");
     if (!want || !point || strcmp(want, point) != 0)
-        return;
-    /* Exactly the n-th hit, not every one from there on: a stopped zombie
-     * that is continued and reaches the point again must run on (seen: a
-     * zombie given a partition back stopped again, and never took SIGTERM). */
-    if (atomic_fetch_add(&hits, 1) + 1 != env_long("TIDEMARK_FAULT_HIT", 1))
-        return;
+        return 0;
+    long hit = atomic_fetch_add(&hits, 1) + 1,
+         at = env_long("TIDEMARK_FAULT_HIT", 1);
+    if (from_on ? hit < at : hit != at)
+        return 0;
     long fd = env_long("TIDEMARK_FAULT_FD", -1);
     if (fd >= 0) {
         write_all((int)fd, point, strlen(point));
         write_all((int)fd, "\n", 1);
     }
+    return 1;
+}
+
+int tm_fault_fail(const char *point) {
     const char *action = getenv("TIDEMARK_FAULT_ACTION");
+    if (!action)
+        return 0;
+    if (strcmp(action, "fail") == 0)
+        return reached(point, 0);
+    return strcmp(action, "fail-from") == 0 && reached(point, 1);
+}
+
+void tm_fault(const char *point) {
+    /* Exactly the n-th hit, not every one from there on: a stopped zombie
+     * that is continued and reaches the point again must run on (seen: a
+     * zombie given a partition back stopped again, and never took SIGTERM). */
+    const char *action = getenv("TIDEMARK_FAULT_ACTION");
+    if (action && strncmp(action, "fail", 4) == 0)
+        return; /* for tm_fault_fail's points only */
+    if (!reached(point, 0))
+        return;
     if (action && strcmp(action, "stop") == 0) {
         /* raise(), not kill(getpid()): a process-directed SIGSTOP may be
          * taken by another thread, and this one would run on into the

@@ -7,11 +7,19 @@
  *                                 tests: the process resumes on SIGCONT)
  *   TIDEMARK_FAULT_HIT=<n>        fire on the n-th time the point is
  *                                 reached in this process (default 1)
- * Plugins never implement faults themselves. */
+ * Plugins never implement faults themselves.
+ * A failure point (tm_fault_fail) makes its caller fail instead, with
+ *   TIDEMARK_FAULT_ACTION=fail       on the n-th time only
+ *   TIDEMARK_FAULT_ACTION=fail-from  on the n-th time and every later one */
 #ifndef TM_FAULT_H
 #define TM_FAULT_H
 
 void tm_fault(const char *point);
+
+/* 1 when the failure point POINT fires (its name written to
+ * TIDEMARK_FAULT_FD first): the caller then fails as it would by itself
+ * (the host's own code, where no plugin can reach). */
+int tm_fault_fail(const char *point);
 
 /* Called by the signal thread once it has acted on a stop signal (the
  * stop flag is set). A point that stopped the process waits for it after

@@ -269,6 +269,12 @@ $.dead_letters.topic: expected a topic the connector does not read, found string
 $.dead_letters.topic: expected a topic the connector does not read, found string "t_aba" (matched by $.kafka.topic_regex: each dead letter would be read back and fail again, for ever)
 @ 99-dead-letters-topic-internal.json
 $.dead_letters.topic: expected a topic that is not one of Kafka's internal ones (starting with "__"), found string "__consumer_offsets"
+@ 100-dead-letters-delivery-timeout.json
+$.dead_letters.delivery_timeout_ms: expected a positive integer, found integer 0
+@ 101-dead-letters-delivery-timeout-max.json
+$.dead_letters.delivery_timeout_ms: expected at most 240000, found 240001
+@ 102-dead-letters-delivery-timeout-no-topic.json
+$.dead_letters.delivery_timeout_ms: expected it only with "topic" (it bounds the delivery to the topic), found no topic
 
 # --- a state directory run could not use
 @ 100-state-dir-uncreatable.json

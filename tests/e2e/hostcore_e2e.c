@@ -2,6 +2,7 @@
  * stops) against the real broker and the SQLite sink: usage hostcore_e2e
  * TIDEMARK_BIN PLUGIN_DIR SCENARIO. Every expected value comes from what
  * the test produced or from Kafka itself, never from the host's output. */
+#include <errno.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -145,7 +146,11 @@ static void scenario_latest_grows(void) {
                        "{\"id\": %d, \"name\": \"new\"}");
 
     /* Grown while running: records go into the new partitions before the
-     * host has seen them (its metadata refresh is a second). */
+     * host has seen them. The host is held (SIGSTOP) meanwhile: with only
+     * its metadata refresh (a second) to race, a loaded machine let it
+     * claim them first ("inconclusive" below, in CI under the
+     * sanitizers). Held for seconds, far inside its session timeout. */
+    H_CHECK(kill(pid, SIGSTOP) == 0, "SIGSTOP the host: %s", strerror(errno));
     grow_topic(ta, 4);
     rd_kafka_t *p2 = h_producer(NULL, NULL);
     for (int part = 2; part < 4; part++)
@@ -153,6 +158,7 @@ static void scenario_latest_grows(void) {
                        "{\"id\": %d, \"name\": \"added\"}");
     h_create_topic(tb, 1, NULL, NULL);
     h_produce_many(p2, tb, 0, 5000, 60, "{\"id\": %d, \"name\": \"created\"}");
+    H_CHECK(kill(pid, SIGCONT) == 0, "SIGCONT the host: %s", strerror(errno));
     /* Inconclusive unless the records were there before the host claimed
      * the new partitions: a claim after the records is the loss case. */
     int64_t claimed_new =
@@ -1167,6 +1173,10 @@ static const h_scenario SCENARIOS[] = {
     {"stop_during_dlq_queue_full", scenario_stop_during_dlq_queue_full},
     {"pause_during_slow_dlq", scenario_pause_during_slow_dlq},
     {"two_groups", scenario_two_groups},
+    {"dlq_fatal_remade", scenario_dlq_fatal_remade},
+    {"dlq_fatal_failed", scenario_dlq_fatal_failed},
+    {"slow_dlq_commits", scenario_slow_dlq_commits},
+    {"slow_dlq_commits_short", scenario_slow_dlq_commits_short},
 };
 
 int main(int argc, char **argv) {

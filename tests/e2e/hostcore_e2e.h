@@ -3,6 +3,7 @@
 #ifndef TM_E2E_HOSTCORE_H
 #define TM_E2E_HOSTCORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The mapping of {"id": N, "name": S} records, as a config's member. */
@@ -15,10 +16,27 @@ int64_t log_line_ms(const char *log, const char *needle);
 /* From A to B, two times of day, B not before A by a day or more. */
 int64_t day_ms_between(int64_t a, int64_t b);
 
+/* One dead letter read from the topic: its source offset
+ * (__connect.errors.offset) and batch (tidemark.batch_id). */
+typedef struct dl_seen {
+    int64_t src_offset;
+    char batch[64];
+} dl_seen;
+
+/* Every message of partition 0 of TOPIC, in order: *n of them (the caller
+ * frees); hostcore_slow_dlq.c. */
+dl_seen *read_dead_letters(const char *topic, size_t *n);
+
+/* hostcore_dlq_fatal.c: the dead-letter producer's fatal error. */
+void scenario_dlq_fatal_remade(void);
+void scenario_dlq_fatal_failed(void);
+
 /* hostcore_slow_dlq.c: a stop or a pause while the dead-letter topic is
  * slow. */
 void scenario_stop_during_slow_dlq(void);
 void scenario_stop_during_dlq_queue_full(void);
 void scenario_pause_during_slow_dlq(void);
+void scenario_slow_dlq_commits(void);
+void scenario_slow_dlq_commits_short(void);
 
 #endif

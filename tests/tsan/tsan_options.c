@@ -5,6 +5,15 @@
  * halt_on_error: the first race ends the process (exit 66), so that a
  * test fails even when it never looks at the host's exit status.
  *
+ * atexit_sleep_ms=100: the runtime's default sleeps 1000 ms in the main
+ * thread before exiting, so that threads still running meet the exit's
+ * destructors. Every process of the build paid that second, and the
+ * scenarios that time a stop against operations.md's 10 s measured it as
+ * the product's (e2e.health.stop_pg_blackholed: "exited after 10103 ms",
+ * the last log line 1.0 s before the exit). 100 ms keeps a window for
+ * such races (a connector left behind inside its sink runs on past the
+ * exit) without charging the stop with the sanitizer's own wait.
+ *
  * librdkafka is not built with the sanitizer: its own loads, stores and
  * atomics are invisible to it, so its hand-overs of its own memory from
  * one of its threads to another look like races wherever an intercepted
@@ -36,7 +45,7 @@ const char *__tsan_default_options(void);
 const char *__tsan_default_suppressions(void);
 
 const char *__tsan_default_options(void) {
-    return "halt_on_error=1 second_deadlock_stack=1";
+    return "halt_on_error=1 second_deadlock_stack=1 atexit_sleep_ms=100";
 }
 
 const char *__tsan_default_suppressions(void) {

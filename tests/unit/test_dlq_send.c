@@ -5,9 +5,12 @@
  *     purges what is queued: the send must fail, never report the batch's
  *     dead letters delivered (its batch would be committed without them);
  *   - the wait ends (left_ms gives 0): the send fails, saying how many were
- *     confirmed. */
+ *     confirmed;
+ *   - the batch's next attempt goes on from the last (counted through a
+ *     wrapped rd_kafka_producev). */
 #include <check.h>
 #include <librdkafka/rdkafka.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +111,51 @@ rd_kafka_resp_err_t __wrap_rd_kafka_flush(rd_kafka_t *rk, int timeout_ms) {
     return __real_rd_kafka_flush(rk, timeout_ms);
 }
 
+/* rd_kafka_producev as the host's code calls it (--wrap): counted. */
+static int produced;
+
+rd_kafka_resp_err_t __wrap_rd_kafka_producev(rd_kafka_t *rk, ...);
+
+/* The host calls it with its own fixed list of arguments (topic, key,
+ * value, flags, headers, opaque): passed on as they came. */
+rd_kafka_resp_err_t __wrap_rd_kafka_producev(rd_kafka_t *rk, ...) {
+    va_list ap;
+    va_start(ap, rk);
+    rd_kafka_vu_t vus[8];
+    size_t n = 0;
+    for (;;) {
+        rd_kafka_vtype_t t = va_arg(ap, rd_kafka_vtype_t);
+        ck_assert_int_lt(n, 8);
+        vus[n].vtype = t;
+        if (t == RD_KAFKA_VTYPE_END)
+            break;
+        switch (t) {
+        case RD_KAFKA_VTYPE_TOPIC:
+            vus[n].u.cstr = va_arg(ap, const char *);
+            break;
+        case RD_KAFKA_VTYPE_KEY:
+        case RD_KAFKA_VTYPE_VALUE:
+            vus[n].u.mem.ptr = va_arg(ap, void *);
+            vus[n].u.mem.size = va_arg(ap, size_t);
+            break;
+        case RD_KAFKA_VTYPE_MSGFLAGS: vus[n].u.i = va_arg(ap, int); break;
+        case RD_KAFKA_VTYPE_HEADERS:
+            vus[n].u.headers = va_arg(ap, rd_kafka_headers_t *);
+            break;
+        case RD_KAFKA_VTYPE_OPAQUE: vus[n].u.ptr = va_arg(ap, void *); break;
+        default: ck_abort_msg("an argument the test does not pass on: %d", t);
+        }
+        n++;
+    }
+    va_end(ap);
+    produced++;
+    rd_kafka_error_t *e = rd_kafka_produceva(rk, vus, n);
+    rd_kafka_resp_err_t err = e ? rd_kafka_error_code(e) : 0;
+    if (e)
+        rd_kafka_error_destroy(e);
+    return err;
+}
+
 /* Sends the three dead letters, waiting WAIT_MS at most; the result, with
  * the message in why. */
 static int send_three(int fatal, int64_t wait_ms, char *why, size_t size) {
@@ -154,12 +202,67 @@ START_TEST(wait_ends_without_a_broker) {
 }
 END_TEST
 
+/* A wait that ends leaves the dead letters on their way: the batch's next
+ * attempt waits for them and produces none again (a topic slower than
+ * one attempt's wait would otherwise get them all again at every
+ * attempt, never all confirmed); a new producer (after a fatal error)
+ * produces again those its predecessor had on their way; the batch
+ * forgotten (given up), its next delivery produces all three again. */
+START_TEST(attempts_go_on_from_the_last) {
+    char why[1024] = "";
+    int fd;
+    tm_connector_config *cfg = connector(closed_port(&fd));
+    tm_dead_letter_producer *q = tm_dlq_new(cfg, why, sizeof why);
+    ck_assert_msg(q != NULL, "%s", why);
+    one_batch ob;
+    batch_of_dead_letters(&ob);
+    arm_fatal = 0;
+    int64_t end = tm_clock_mono_ms() + 200;
+    produced = 0;
+    ck_assert_int_ne(tm_dlq_send(q, &ob.b, NULL, until, &end, why, sizeof why),
+                     0);
+    ck_assert_msg(produced == 3, "first attempt: %d produced", produced);
+    ck_assert_msg(strstr(why, "(3 still on their way)") != NULL, "%s", why);
+
+    end = tm_clock_mono_ms() + 200;
+    produced = 0;
+    ck_assert_int_ne(tm_dlq_send(q, &ob.b, NULL, until, &end, why, sizeof why),
+                     0);
+    ck_assert_msg(produced == 0,
+                  "the second attempt produced %d dead letters again that "
+                  "were still on their way",
+                  produced);
+
+    ck_assert_int_eq(tm_dlq_renew(q, why, sizeof why), 0);
+    end = tm_clock_mono_ms() + 200;
+    produced = 0;
+    ck_assert_int_ne(tm_dlq_send(q, &ob.b, NULL, until, &end, why, sizeof why),
+                     0);
+    ck_assert_msg(produced == 3,
+                  "after the producer was made again: %d produced, expected "
+                  "the 3 the old one had on their way",
+                  produced);
+
+    tm_dlq_forget(q);
+    end = tm_clock_mono_ms() + 200;
+    produced = 0;
+    ck_assert_int_ne(tm_dlq_send(q, &ob.b, NULL, until, &end, why, sizeof why),
+                     0);
+    ck_assert_msg(produced == 3, "after the batch was forgotten: %d produced",
+                  produced);
+    tm_dlq_free(q);
+    tm_config_free(cfg);
+    close(fd);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("dlq_send");
     TCase *tc = tcase_create("dlq_send");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, fatal_error_purges_are_no_delivery);
     tcase_add_test(tc, wait_ends_without_a_broker);
+    tcase_add_test(tc, attempts_go_on_from_the_last);
     suite_add_tcase(s, tc);
     return s;
 }
