@@ -91,27 +91,83 @@ static int has(const names *s, const char *path) {
 
 /* ---- the suspension ------------------------------------------------------ */
 
-static names before;       /* the files before the writer started */
-static const char *armed;  /* the fault point that backdates, or NULL */
-static int reached;        /* times it did */
-static size_t moved_data;  /* data files it backdated */
-static size_t moved_dl;    /* dead-letter files and indexes */
-static size_t moved_total; /* every file */
+/* The kinds of file a writer writes for a version, by where and how it
+ * names them: which of them the suspension ages. */
+enum {
+    K_DATA = 1,     /* data/ */
+    K_MANIFEST = 2, /* metadata/ *.avro: manifests and manifest lists */
+    K_DL_FILE = 4,  /* dead_letters/, not an index */
+    K_DL_INDEX = 8, /* dead_letters/index-*.txt */
+    K_STAGED = 16,  /* the staged metadata file (tmp-*, or a catalog's) */
+    K_OTHER = 32,   /* anything else (a hint's spare) */
+    K_NKINDS = 6,
+    /* What the writer wrote before it staged: the first tests' default
+     * (the staged file was written after the suspension ended). */
+    K_WRITTEN = K_DATA | K_MANIFEST | K_DL_FILE | K_DL_INDEX
+};
+
+static unsigned kind_of(const char *path) {
+    const char *base = strrchr(path, '/') + 1;
+    size_t n = strlen(base);
+    if (strstr(path, "/data/"))
+        return K_DATA;
+    if (strstr(path, "/dead_letters/"))
+        return strncmp(base, "index-", 6) == 0 ? K_DL_INDEX : K_DL_FILE;
+    if (n > 5 && strcmp(base + n - 5, ".avro") == 0)
+        return K_MANIFEST;
+    if (strncmp(base, "tmp-", 4) == 0 && strstr(base, ".metadata.json"))
+        return K_STAGED;
+    if (n > 14 && strcmp(base + n - 14, ".metadata.json") == 0)
+        return K_STAGED; /* a catalog table's staged version */
+    return K_OTHER;
+}
+
+/* Index of a single kind in aged_n[]. */
+static int kind_index(unsigned k) {
+    int i = 0;
+    while (k > 1) {
+        k >>= 1;
+        i++;
+    }
+    return i;
+}
+
+static names before;            /* the files before the writer started */
+static const char *armed;       /* the fault point that backdates, or NULL */
+static unsigned aged;           /* the kinds it backdates */
+static int reached;             /* times it did */
+static size_t aged_n[K_NKINDS]; /* files it backdated, per kind */
+static size_t moved_total;      /* every file */
 static int vacuum_at_link; /* the next version's link() runs vacuum first */
 static int vacuum_ran;
 static size_t vacuum_removed;
 static char vacuum_why[1024];
 
-static void arm(const char *point) {
+/* Files of KINDS backdated. */
+static size_t moved_of(unsigned kinds) {
+    size_t n = 0;
+    for (int i = 0; i < K_NKINDS; i++)
+        if (kinds & (1u << i))
+            n += aged_n[i];
+    return n;
+}
+
+static void arm_kinds(const char *point, unsigned kinds) {
     names_free(&before);
     list_files(&before);
     armed = point;
+    aged = kinds;
     reached = 0;
-    moved_data = moved_dl = moved_total = 0;
+    memset(aged_n, 0, sizeof aged_n);
+    moved_total = 0;
     vacuum_at_link = 1;
     vacuum_ran = 0;
     vacuum_removed = 0;
     vacuum_why[0] = '\0';
+}
+
+static void arm(const char *point) {
+    arm_kinds(point, K_WRITTEN);
 }
 
 static void disarm(void) {
@@ -119,9 +175,9 @@ static void disarm(void) {
     vacuum_at_link = 0;
 }
 
-/* The files the writer wrote since arm(), but not a staged metadata file
- * (tmp-*: staged after the suspension ended, it is fresh), get mtimes
- * SUSPEND_S ago, and are checked to have them. */
+/* The files of the armed kinds the writer wrote since arm() (by default
+ * not a staged metadata file: staged after the suspension ended, it is
+ * fresh) get mtimes SUSPEND_S ago, and are checked to have them. */
 static void backdate(void) {
     names now;
     list_files(&now);
@@ -130,8 +186,9 @@ static void backdate(void) {
     t.tv_sec -= SUSPEND_S;
     struct timespec times[2] = {t, t};
     for (size_t i = 0; i < now.n; i++) {
-        const char *p = now.p[i], *base = strrchr(p, '/') + 1;
-        if (has(&before, p) || strncmp(base, "tmp-", 4) == 0)
+        const char *p = now.p[i];
+        unsigned kind = kind_of(p);
+        if (has(&before, p) || !(aged & kind))
             continue;
         ck_assert_msg(utimensat(AT_FDCWD, p, times, 0) == 0,
                       "inconclusive: utimensat %s: %s", p, strerror(errno));
@@ -140,8 +197,7 @@ static void backdate(void) {
         ck_assert_msg(st.st_mtim.tv_sec == t.tv_sec,
                       "inconclusive: %s kept its mtime", p);
         moved_total++;
-        moved_data += strstr(p, "/data/") != NULL;
-        moved_dl += strstr(p, "/dead_letters/") != NULL;
+        aged_n[kind_index(kind)]++;
     }
     names_free(&now);
     reached++;
@@ -153,13 +209,19 @@ static void sink_fault(const char *point) {
 }
 
 /* Vacuum as `tidemark table vacuum --grace-seconds 300` runs it. */
+/* The clocks' shifts of clock_gettime() below. */
+static time_t boot_shift_s, vacuum_shift_s;
+static int in_vacuum;
+
 static void run_vacuum(void) {
     ice_table t;
     if (ice_table_init(&t, fx.table, 0, 1, vacuum_why, sizeof vacuum_why) != 0)
         return;
+    in_vacuum = 1;
     if (ice_vacuum(&t, VACUUM_FLOOR, NULL, NULL, &vacuum_removed, vacuum_why,
                    sizeof vacuum_why) == 0)
         vacuum_ran = 1;
+    in_vacuum = 0;
     ice_table_free(&t);
 }
 
@@ -311,6 +373,7 @@ static void judge(long long rows, long long sum) {
 
 static void setup(void) {
     unsetenv(ICE_FAULT_STALL_ENV);
+    boot_shift_s = vacuum_shift_s = 0;
     disarm();
     ck_assert_int_eq(ice_fx_init(&fx, ""), 0);
 }
@@ -377,11 +440,11 @@ START_TEST(commit_suspended_past_the_floor_publishes_nothing) {
     arm(TM_FAULT_AFTER_EFFECTS);
     tm_status rc = commit_range(sink, epoch, 5, 10, 0, &err);
     disarm();
-    ck_assert_msg(reached == 1 && moved_data == 1 && moved_total >= 3,
+    ck_assert_msg(reached == 1 && moved_of(K_DATA) == 1 && moved_total >= 3,
                   "inconclusive: after_effects reached %d times, %zu data "
                   "files of %zu files backdated (1 of a data file and two "
                   "manifests expected)",
-                  reached, moved_data, moved_total);
+                  reached, moved_of(K_DATA), moved_total);
     assert_whole("the suspended commit");
     ck_assert_msg(rc == TM_RETRY, "suspended commit: %s: %s",
                   tm_status_name(rc), err.message);
@@ -396,6 +459,146 @@ START_TEST(commit_suspended_past_the_floor_publishes_nothing) {
     ck_assert_msg(rc == TM_OK, "retry: %s: %s", tm_status_name(rc),
                   err.message);
     ck_assert_int_eq(assert_whole("the retry"), v0 + 1);
+    ck_assert_int_eq(next_offset(sink), 10);
+    judge(10, 45);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* The sink's commit suspended after staging (after_marker) with only the
+ * files of KINDS aged past the floor, the rest fresh: the check must judge
+ * every kind it wrote (one that skips a kind passes on the fresh others,
+ * and the vacuum at the link deletes the aged ones from under the
+ * version). Batches with dead letters; SETTINGS (NULL: the fixture's)
+ * e.g. keep_snapshots 1, under which the commit expires the previous
+ * snapshot and writes a dead-letter index. */
+static void commit_with_aged(unsigned kinds, const char *settings) {
+    if (settings)
+        ck_assert_int_eq(ice_fx_settings(&fx, settings), 0);
+    tm_host_api host;
+    int64_t epoch;
+    void *sink = open_sink(&host, &epoch);
+    tm_error err;
+    ck_assert_int_eq(commit_range(sink, epoch, 0, 5, 1, &err), TM_OK);
+    int64_t v0 = assert_whole("the first commit");
+
+    arm_kinds(TM_FAULT_AFTER_MARKER, kinds);
+    tm_status rc = commit_range(sink, epoch, 5, 10, 1, &err);
+    disarm();
+    ck_assert_msg(reached == 1 && moved_of(kinds) >= 1,
+                  "inconclusive: after_marker reached %d times, %zu files of "
+                  "the kinds 0x%x backdated",
+                  reached, moved_of(kinds), kinds);
+    assert_whole("the suspended commit");
+    ck_assert_msg(rc == TM_RETRY, "suspended commit: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_msg(strstr(err.message, BOUND_TEXT) &&
+                      strstr(err.message, "by the mtime of "),
+                  "%s", err.message);
+    ck_assert_int_eq(assert_whole("the refusal"), v0);
+    ck_assert_int_eq(next_offset(sink), 5);
+
+    rc = commit_range(sink, epoch, 5, 10, 1, &err);
+    ck_assert_msg(rc == TM_OK, "retry: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_int_eq(assert_whole("the retry"), v0 + 1);
+    ck_assert_int_eq(next_offset(sink), 10);
+    /* Offsets 0 to 9 but the dead letters 4 and 9, each once. */
+    judge(8, 45 - 4 - 9);
+    ice_api->close(sink);
+}
+
+START_TEST(commit_data_files_aged_alone) {
+    commit_with_aged(K_DATA, NULL);
+}
+END_TEST
+
+START_TEST(commit_manifests_aged_alone) {
+    commit_with_aged(K_MANIFEST, NULL);
+}
+END_TEST
+
+START_TEST(commit_dead_letter_file_aged_alone) {
+    commit_with_aged(K_DL_FILE, NULL);
+}
+END_TEST
+
+START_TEST(commit_dead_letter_index_aged_alone) {
+    commit_with_aged(K_DL_INDEX, "{\"path\": \"$T\", \"keep_snapshots\": 1}");
+}
+END_TEST
+
+/* ---- a suspension only the boot clock has counted -------------------------
+ * This executable's clock_gettime() stands in for libc's (exported, for
+ * the plugin too): CLOCK_BOOTTIME reads boot_shift_s ahead, and
+ * CLOCK_REALTIME reads vacuum_shift_s ahead inside run_vacuum() only.
+ * That is a suspension the writer's boot clock counted but its wall clock
+ * has not caught up with yet (nor its files' mtimes, stamped by it),
+ * while another host's vacuum, on a right wall clock, finds the files
+ * that much older. Only the boot clock can refuse there: a check on
+ * CLOCK_MONOTONIC (which stood still) passes, and the vacuum at the link
+ * deletes every file of the attempt (here the staged one too, so the link
+ * fails; a catalog's swap would publish the version naming them). A real
+ * suspend of the test machine is not possible: this is what one looks
+ * like to the check, through the function the check reads the clock by. */
+int clock_gettime(clockid_t id, struct timespec *ts) {
+    static int (*real)(clockid_t, struct timespec *);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "clock_gettime");
+    if (!real)
+        _exit(97);
+    int rc = real(id, ts);
+    if (rc == 0 && id == CLOCK_BOOTTIME)
+        ts->tv_sec += boot_shift_s;
+    if (rc == 0 && id == CLOCK_REALTIME && in_vacuum)
+        ts->tv_sec += vacuum_shift_s;
+    return rc;
+}
+
+/* CLOCK_BOOTTIME in ms as this executable reads it (shifted), not through
+ * the code under test. */
+static int64_t boot_clock_ms(void) {
+    struct timespec ts;
+    ck_assert_int_eq(clock_gettime(CLOCK_BOOTTIME, &ts), 0);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void suspend_boot_clock(const char *point) {
+    if (armed && strcmp(point, armed) == 0) {
+        boot_shift_s += SUSPEND_S;
+        vacuum_shift_s = SUSPEND_S;
+        reached++;
+    }
+}
+
+START_TEST(commit_suspended_on_the_boot_clock_alone) {
+    tm_host_api host;
+    int64_t epoch;
+    void *sink = open_sink(&host, &epoch);
+    host.fault = suspend_boot_clock;
+    tm_error err;
+    ck_assert_int_eq(commit_range(sink, epoch, 0, 5, 0, &err), TM_OK);
+    int64_t v0 = assert_whole("the first commit");
+
+    arm_kinds(TM_FAULT_AFTER_EFFECTS, 0);
+    int64_t boot0 = boot_clock_ms();
+    tm_status rc = commit_range(sink, epoch, 5, 10, 0, &err);
+    disarm();
+    int64_t moved_ms = boot_clock_ms() - boot0;
+    ck_assert_msg(reached == 1 && moved_ms >= SUSPEND_S * 1000,
+                  "inconclusive: after_effects reached %d times, the boot "
+                  "clock moved %lld ms",
+                  reached, (long long)moved_ms);
+    assert_whole("the commit suspended on the boot clock");
+    ck_assert_msg(rc == TM_RETRY, "suspended commit: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_msg(strstr(err.message, BOUND_TEXT) &&
+                      strstr(err.message, "boot clock"),
+                  "%s", err.message);
+    ck_assert_int_eq(assert_whole("the refusal"), v0);
+    rc = commit_range(sink, epoch, 5, 10, 0, &err);
+    ck_assert_msg(rc == TM_OK, "retry: %s: %s", tm_status_name(rc),
+                  err.message);
     ck_assert_int_eq(next_offset(sink), 10);
     judge(10, 45);
     ice_api->close(sink);
@@ -430,10 +633,10 @@ START_TEST(compaction_suspended_past_the_floor_publishes_nothing) {
     arm(ICE_FAULT_MAINT_STAGED);
     int rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
     disarm();
-    ck_assert_msg(reached == 1 && moved_data == 1,
+    ck_assert_msg(reached == 1 && moved_of(K_DATA) == 1,
                   "inconclusive: maint_staged reached %d times, %zu data "
                   "files backdated (the compacted file expected)",
-                  reached, moved_data);
+                  reached, moved_of(K_DATA));
     assert_whole("the suspended compaction");
     ck_assert_msg(rc == -1, "suspended compaction: %d: %s", rc, why);
     ck_assert_msg(strstr(why, BOUND_TEXT) && strstr(why, "not published"), "%s",
@@ -449,6 +652,40 @@ START_TEST(compaction_suspended_past_the_floor_publishes_nothing) {
 }
 END_TEST
 
+/* A compaction suspended at its staged point with only the files of KINDS
+ * aged: its check judges each kind it wrote. */
+static void compaction_with_aged(unsigned kinds) {
+    ice_table t;
+    three_batches(0, &t);
+    int64_t v0 = assert_whole("the batches");
+    ice_compact_result res;
+    char why[4600];
+    arm_kinds(ICE_FAULT_MAINT_STAGED, kinds);
+    int rc = ice_compact(&t, 1 << 20, &res, why, sizeof why);
+    disarm();
+    ck_assert_msg(reached == 1 && moved_of(kinds) >= 1,
+                  "inconclusive: maint_staged reached %d times, %zu files of "
+                  "the kinds 0x%x backdated",
+                  reached, moved_of(kinds), kinds);
+    assert_whole("the suspended compaction");
+    ck_assert_msg(rc == -1, "suspended compaction: %d: %s", rc, why);
+    ck_assert_msg(strstr(why, BOUND_TEXT) && strstr(why, "by the mtime of "),
+                  "%s", why);
+    ck_assert_int_eq(assert_whole("the refusal"), v0);
+    judge(15, 105);
+    ice_table_free(&t);
+}
+
+START_TEST(compaction_data_file_aged_alone) {
+    compaction_with_aged(K_DATA);
+}
+END_TEST
+
+START_TEST(compaction_manifests_aged_alone) {
+    compaction_with_aged(K_MANIFEST);
+}
+END_TEST
+
 /* An expiry suspended after writing its dead-letter index (the dropped
  * snapshots' dead-letter files move into it). */
 START_TEST(expiry_suspended_past_the_floor_publishes_nothing) {
@@ -460,10 +697,10 @@ START_TEST(expiry_suspended_past_the_floor_publishes_nothing) {
     arm(ICE_FAULT_MAINT_STAGED);
     int rc = ice_expire(&t, 1, &removed, why, sizeof why);
     disarm();
-    ck_assert_msg(reached == 1 && moved_dl == 1,
+    ck_assert_msg(reached == 1 && moved_of(K_DL_FILE | K_DL_INDEX) == 1,
                   "inconclusive: maint_staged reached %d times, %zu "
                   "dead-letter files backdated (the new index expected)",
-                  reached, moved_dl);
+                  reached, moved_of(K_DL_FILE | K_DL_INDEX));
     assert_whole("the suspended expiry");
     ck_assert_msg(rc == -1, "suspended expiry: %d: %s", rc, why);
     ck_assert_msg(strstr(why, BOUND_TEXT) && strstr(why, "not published"), "%s",
@@ -563,6 +800,42 @@ START_TEST(a_future_mtime_is_no_age) {
 }
 END_TEST
 
+/* A mtime past the range of ms in 64 bits (tv_sec near INT64_MAX: tmpfs
+ * stores any) is clamped, not wrapped: far in the future, so no age by
+ * the mtime; one near INT64_MIN is ancient. Without the clamp the first
+ * one's ms wrapped to just before 1970 and refused a fresh write. */
+START_TEST(an_mtime_past_the_ms_range_is_clamped) {
+    char dir[] = "/dev/shm/tm-ice-clock-XXXXXX", path[64], why[8192];
+    ck_assert_msg(mkdtemp(dir), "inconclusive: no tmpfs at /dev/shm: %s",
+                  strerror(errno));
+    snprintf(path, sizeof path, "%s/far", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fclose(f), 0);
+    static const struct {
+        time_t sec;
+        int want;
+    } cases[] = {{INT64_MAX, 0}, {INT64_MIN, 2}};
+    for (size_t i = 0; i < 2; i++) {
+        struct timespec times[2] = {{cases[i].sec, 999999999},
+                                    {cases[i].sec, 999999999}};
+        ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_msg(st.st_mtim.tv_sec == cases[i].sec,
+                      "inconclusive: %s stored the mtime %lld, not %lld", path,
+                      (long long)st.st_mtim.tv_sec, (long long)cases[i].sec);
+        ice_pub_files pf = {.more = {path}};
+        why[0] = '\0';
+        int rc = ice_publish_check(&pf, ice_boot_ms(), 240000, why, sizeof why);
+        ck_assert_msg(rc == cases[i].want, "mtime %lld s: %d (%s)",
+                      (long long)cases[i].sec, rc, why);
+    }
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(a_file_gone_is_told_apart) {
     char why[8192], path[512];
     file_at("gone", 0, path, sizeof path);
@@ -583,6 +856,13 @@ static Suite *suite(void) {
     tcase_add_test(tc, commit_suspended_past_the_floor_publishes_nothing);
     tcase_add_test(tc, compaction_suspended_past_the_floor_publishes_nothing);
     tcase_add_test(tc, expiry_suspended_past_the_floor_publishes_nothing);
+    tcase_add_test(tc, commit_data_files_aged_alone);
+    tcase_add_test(tc, commit_manifests_aged_alone);
+    tcase_add_test(tc, commit_dead_letter_file_aged_alone);
+    tcase_add_test(tc, commit_dead_letter_index_aged_alone);
+    tcase_add_test(tc, compaction_data_file_aged_alone);
+    tcase_add_test(tc, compaction_manifests_aged_alone);
+    tcase_add_test(tc, commit_suspended_on_the_boot_clock_alone);
     suite_add_tcase(s, tc);
     TCase *tj = tcase_create("judgment");
     tcase_add_checked_fixture(tj, setup, teardown);
@@ -590,6 +870,7 @@ static Suite *suite(void) {
     tcase_add_test(tj, judged_by_the_boot_clock_too);
     tcase_add_test(tj, a_future_mtime_is_no_age);
     tcase_add_test(tj, a_file_gone_is_told_apart);
+    tcase_add_test(tj, an_mtime_past_the_ms_range_is_clamped);
     suite_add_tcase(s, tj);
     return s;
 }
