@@ -221,12 +221,14 @@ static json_t *replace_summary(compact_ctx *c, json_t *meta,
     return sum;
 }
 
-/* The new data files and this attempt's manifests are there, written in
- * time for the link. */
-static int check(void *ctx, char *why, size_t why_size) {
+/* The new data files, this attempt's manifests and its staged metadata
+ * are there, written in time for the link. */
+static int check(void *ctx, const char *staged, char *why, size_t why_size) {
     compact_ctx *c = ctx;
-    ice_pub_files f = {
-        .data = c->written, .ndata = c->nwritten, .own = &c->own};
+    ice_pub_files f = {.data = c->written,
+                       .ndata = c->nwritten,
+                       .own = &c->own,
+                       .more = {staged}};
     return ice_publish_check(&f, c->written_ms, c->o->max_age_ms, why,
                              why_size) != 0
                ? -1

@@ -244,12 +244,13 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
     return 0;
 }
 
-/* The dead-letter index this attempt wrote, if any, is still there, and
- * this attempt's files were written in time for another writer's vacuum
- * (docs/iceberg-lite.md, "Vacuum beside writers"). */
-static int check(void *ctx, char *why, size_t why_size) {
+/* The dead-letter index this attempt wrote, if any, and its staged
+ * metadata (often its only file) are still there, written in time for
+ * another writer's vacuum (docs/iceberg-lite.md, "Vacuum beside
+ * writers"). */
+static int check(void *ctx, const char *staged, char *why, size_t why_size) {
     expire_ctx *c = ctx;
-    ice_pub_files f = {.own = &c->own};
+    ice_pub_files f = {.own = &c->own, .more = {staged}};
     return ice_publish_check(&f, c->written_ms, ICE_PUBLISH_MAX_MS, why,
                              why_size) != 0
                ? -1

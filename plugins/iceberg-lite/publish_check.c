@@ -55,11 +55,6 @@ static int stat_file(const char *path, struct stat *st, char *why,
     return -1;
 }
 
-int ice_file_present(const char *path, char *why, size_t why_size) {
-    struct stat st;
-    return stat_file(path, &st, why, why_size);
-}
-
 /* A time in ms, its seconds clamped so that no product or difference of
  * two such times overflows (an mtime is whatever the file system says). */
 static int64_t ts_ms(const struct timespec *ts) {
