@@ -293,6 +293,24 @@ int sqlite3_prepare_v2(sqlite3 *db, const char *sql, int n, sqlite3_stmt **st,
     return real(db, sql, n, st, tail);
 }
 
+/* A point of this test's own: right after the barrier (syncfs) of a
+ * staged version, before its check. A stall in the barrier is a stall
+ * between staging and the check, for a claim too, which has no fault
+ * point of its own there. */
+#define AT_BARRIER "test:after_syncfs"
+static void sink_fault(const char *point);
+
+int syncfs(int fd) {
+    static int (*real)(int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "syncfs");
+    if (!real)
+        _exit(97);
+    int rc = real(fd);
+    sink_fault(AT_BARRIER);
+    return rc;
+}
+
 /* ---- the table as readers find it ---------------------------------------- */
 
 static int file_missing(const char *uri, char *what, size_t what_size) {
@@ -847,6 +865,59 @@ START_TEST(catalog_expiry_staged_file_aged_publishes_nothing) {
 }
 END_TEST
 
+/* A claim stalled in its barrier, after writing its staged metadata,
+ * past the floor (the file aged): it must not publish. In a catalog the
+ * staged file is the version the swap names, and a vacuum before the
+ * swap deletes it as an orphan; unchecked, the row named a deleted file.
+ * (In a directory the link of the deleted file fails: the check refuses
+ * first, the same way.) */
+static void claim_stalled_in_its_barrier(void) {
+    tm_host_api host;
+    int64_t epoch;
+    void *sink = open_sink(&host, &epoch);
+    tm_error err;
+    ck_assert_int_eq(commit_range(sink, epoch, 0, 5, 0, &err), TM_OK);
+    int64_t v0 = assert_whole("the first commit");
+
+    arm_kinds(AT_BARRIER, K_STAGED);
+    tm_marker m;
+    tm_status rc = ice_fx_claim(sink, &m, 1, &err);
+    disarm();
+    ck_assert_msg(reached == 1 && moved_of(K_STAGED) == 1 && moved_total == 1,
+                  "inconclusive: the claim's barrier reached %d times, %zu "
+                  "staged files of %zu files backdated (its staged metadata "
+                  "alone expected)",
+                  reached, moved_of(K_STAGED), moved_total);
+    assert_whole("the stalled claim");
+    ck_assert_msg(rc == TM_RETRY, "stalled claim: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_msg(strstr(err.message, BOUND_TEXT) &&
+                      strstr(err.message, "not published"),
+                  "%s", err.message);
+    ck_assert_int_eq(assert_whole("the refusal"), v0);
+
+    /* Claimed again, not stalled: the epoch moves past the refused one's,
+     * and the next batch lands. */
+    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
+    ck_assert_int_eq(m.epoch, epoch + 1);
+    ck_assert_int_eq(commit_range(sink, m.epoch, 5, 10, 0, &err), TM_OK);
+    ck_assert_int_eq(next_offset(sink), 10);
+    ice_api->close(sink);
+    assert_whole("the batch after the claim");
+    assert_rows(10, 0);
+}
+
+START_TEST(claim_stalled_past_the_floor_publishes_nothing) {
+    claim_stalled_in_its_barrier();
+}
+END_TEST
+
+START_TEST(catalog_claim_stalled_past_the_floor_publishes_nothing) {
+    use_catalog();
+    claim_stalled_in_its_barrier();
+}
+END_TEST
+
 /* ---- the judgment alone, on real files ------------------------------------
  */
 
@@ -986,6 +1057,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, commit_suspended_on_the_boot_clock_alone);
     tcase_add_test(tc, expiry_staged_file_aged_publishes_nothing);
     tcase_add_test(tc, catalog_expiry_staged_file_aged_publishes_nothing);
+    tcase_add_test(tc, claim_stalled_past_the_floor_publishes_nothing);
+    tcase_add_test(tc, catalog_claim_stalled_past_the_floor_publishes_nothing);
     suite_add_tcase(s, tc);
     TCase *tj = tcase_create("judgment");
     tcase_add_checked_fixture(tj, setup, teardown);
