@@ -127,15 +127,28 @@ static int judge(int64_t written_ms, const file_ages *a, int64_t max_ms,
     age += stall;
     if (age <= max_ms)
         return 0;
-    char fault[128] = "", clock[4400];
+    char fault[128] = "", clock[4800];
     if (stall > 0)
         snprintf(fault, sizeof fault, " (%lld ms of it %s=%.24s)",
                  (long long)stall, ICE_FAULT_STALL_ENV, text);
+    /* Late by the mtime alone, the boot clock inside the bound: refused
+     * before the host's deadline (at most the bound after it called
+     * commit), which halves a batch only at or past it; and where the
+     * file system's clock is behind ours every attempt is refused so,
+     * whatever the batch's size. Said, so the operator fixes the clocks. */
     if (by_mtime > elapsed)
         snprintf(clock, sizeof clock,
                  "by the mtime of %s on this host's wall clock, as vacuum "
-                 "judges it; %lld ms passed on its boot clock",
-                 shown(a->oldest), (long long)elapsed);
+                 "judges it; %lld ms passed on its boot clock%s",
+                 shown(a->oldest), (long long)elapsed,
+                 elapsed + stall <= max_ms
+                     ? ": the file system stamped it behind this host's wall "
+                       "clock (a file server's clock behind, this clock "
+                       "stepped forward, or a pause only it counted); if every "
+                       "attempt is refused so, a smaller batch does not help: "
+                       "keep the clocks of the hosts and the file server "
+                       "within a few seconds (NTP)"
+                     : "");
     else
         snprintf(clock, sizeof clock,
                  "on this host's boot clock, since the writer began writing "

@@ -242,8 +242,12 @@ static int table_open(ice_table *t, char *why, size_t why_size) {
     return 0;
 }
 
+/* The deadline_ms of the batches commit_range() makes (CLOCK_MONOTONIC, as
+ * the host's; 0: none). */
+static int64_t batch_deadline_ms;
+
 /* The clocks' shifts of clock_gettime() below. */
-static time_t boot_shift_s, vacuum_shift_s;
+static time_t boot_shift_s, mono_shift_s, vacuum_shift_s;
 static int in_vacuum;
 
 static void run_vacuum(void) {
@@ -452,7 +456,8 @@ static void judge(long long rows, long long sum) {
 static void setup(void) {
     unsetenv(ICE_FAULT_STALL_ENV);
     cataloged = 0;
-    boot_shift_s = vacuum_shift_s = 0;
+    batch_deadline_ms = 0;
+    boot_shift_s = mono_shift_s = vacuum_shift_s = 0;
     disarm();
     ck_assert_int_eq(ice_fx_init(&fx, ""), 0);
 }
@@ -479,6 +484,7 @@ static tm_status commit_range(void *sink, int64_t epoch, int64_t start,
             ice_fx_record(&kb, r, o);
     }
     ice_fx_seal(&kb);
+    kb.b.deadline_ms = batch_deadline_ms;
     *err = (tm_error){.struct_size = sizeof *err};
     tm_status rc = ice_api->commit(sink, &kb.b, err);
     ice_fx_batch_free(&kb);
@@ -629,6 +635,8 @@ int clock_gettime(clockid_t id, struct timespec *ts) {
     int rc = real(id, ts);
     if (rc == 0 && id == CLOCK_BOOTTIME)
         ts->tv_sec += boot_shift_s;
+    if (rc == 0 && id == CLOCK_MONOTONIC)
+        ts->tv_sec += mono_shift_s;
     if (rc == 0 && id == CLOCK_REALTIME && in_vacuum)
         ts->tv_sec += vacuum_shift_s;
     return rc;
@@ -805,6 +813,52 @@ START_TEST(expiry_suspended_past_the_floor_publishes_nothing) {
 }
 END_TEST
 
+/* ---- a write slower than the bound ----------------------------------------
+ * The host halves a batch whose commit answered RETRY at or past its
+ * deadline (host/commit/commit_batch.c), never one refused before it:
+ * resent whole, a batch that cannot be written within the bound would be
+ * refused for ever. The host's deadline is at most 240 s after it called
+ * commit ($.batch.commit_timeout_ms), the bound 240 s after the commit
+ * began writing, on clocks that run together but in a suspend: a write
+ * slower than the bound is past the deadline first, and the commit says
+ * so (its deadline test comes before the publish check). Staged here by
+ * moving the monotonic and boot clocks 241 s at after_effects. */
+static void slow_write(const char *point) {
+    if (armed && strcmp(point, armed) == 0) {
+        boot_shift_s += 241;
+        mono_shift_s += 241;
+        reached++;
+    }
+}
+
+START_TEST(a_write_slower_than_the_bound_is_past_the_deadline) {
+    tm_host_api host;
+    int64_t epoch;
+    void *sink = open_sink(&host, &epoch);
+    host.fault = slow_write;
+    tm_error err;
+    arm_kinds(TM_FAULT_AFTER_EFFECTS, 0);
+    batch_deadline_ms = ice_mono_ms() + 240000; /* the longest the host sets */
+    tm_status rc = commit_range(sink, epoch, 0, 5, 0, &err);
+    disarm();
+    ck_assert_msg(reached == 1, "inconclusive: after_effects reached %d times",
+                  reached);
+    ck_assert_msg(rc == TM_RETRY, "slow commit: %s: %s", tm_status_name(rc),
+                  err.message);
+    /* What the host halves on: RETRY at or past the deadline. */
+    ck_assert_int_ge(ice_mono_ms(), batch_deadline_ms);
+    ck_assert_msg(strstr(err.message, "past its deadline") &&
+                      !strstr(err.message, BOUND_TEXT),
+                  "%s", err.message);
+    batch_deadline_ms = ice_mono_ms() + 240000;
+    rc = commit_range(sink, epoch, 0, 5, 0, &err);
+    ck_assert_msg(rc == TM_OK, "retry: %s: %s", tm_status_name(rc),
+                  err.message);
+    ck_assert_int_eq(next_offset(sink), 5);
+    ice_api->close(sink);
+}
+END_TEST
+
 /* Rows and dead letters of partition 0 through the sink, and the
  * version they were read from (the catalog's or the directory's). */
 static void assert_rows(size_t want_rows, size_t want_dls) {
@@ -960,6 +1014,25 @@ START_TEST(judged_by_the_oldest_mtime_on_the_wall_clock) {
 }
 END_TEST
 
+/* Late by the mtime alone, the boot clock well inside the bound: the
+ * file system stamps mtimes behind this host's wall clock (a file
+ * server's clock behind, or this clock stepped forward). Every attempt
+ * is refused before the host's deadline, which a smaller batch does not
+ * change: the refusal says so and what to fix. */
+START_TEST(a_late_mtime_alone_names_the_clocks) {
+    char why[8192];
+    ck_assert_int_eq(check_at(-300, 1000, 240000, why, sizeof why), 2);
+    ck_assert_msg(strstr(why, "by the mtime of ") &&
+                      strstr(why, "behind this host's wall clock") &&
+                      strstr(why, "a smaller batch does not help") &&
+                      strstr(why, "NTP"),
+                  "%s", why);
+    /* Late on the boot clock too: not a matter of clocks. */
+    ck_assert_int_eq(check_at(-300, 250000, 240000, why, sizeof why), 2);
+    ck_assert_msg(!strstr(why, "a smaller batch does not help"), "%s", why);
+}
+END_TEST
+
 START_TEST(judged_by_the_boot_clock_too) {
     char why[8192];
     ck_assert_msg(check_at(0, 200000, 240000, why, sizeof why) == 0, "%s", why);
@@ -1055,6 +1128,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, compaction_data_file_aged_alone);
     tcase_add_test(tc, compaction_manifests_aged_alone);
     tcase_add_test(tc, commit_suspended_on_the_boot_clock_alone);
+    tcase_add_test(tc, a_write_slower_than_the_bound_is_past_the_deadline);
     tcase_add_test(tc, expiry_staged_file_aged_publishes_nothing);
     tcase_add_test(tc, catalog_expiry_staged_file_aged_publishes_nothing);
     tcase_add_test(tc, claim_stalled_past_the_floor_publishes_nothing);
@@ -1064,6 +1138,7 @@ static Suite *suite(void) {
     tcase_add_checked_fixture(tj, setup, teardown);
     tcase_add_test(tj, judged_by_the_oldest_mtime_on_the_wall_clock);
     tcase_add_test(tj, judged_by_the_boot_clock_too);
+    tcase_add_test(tj, a_late_mtime_alone_names_the_clocks);
     tcase_add_test(tj, a_future_mtime_is_no_age);
     tcase_add_test(tj, a_file_gone_is_told_apart);
     tcase_add_test(tj, an_mtime_past_the_ms_range_is_clamped);
