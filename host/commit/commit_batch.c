@@ -221,9 +221,56 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
         c->batch_cap = 0;
 }
 
+/* The consumer is not polled while an attempt waits for the dead-letter
+ * topic and then for the sink's commit: past max.poll.interval.ms without
+ * a poll, librdkafka takes the member out of its group (MAXPOLL: its
+ * partitions revoked, a static member fenced, its consumer made again).
+ * So both waits of an attempt end within four fifths of that interval
+ * from the last poll; the fifth left is the margin for what comes before
+ * the next poll (the status, a seek, a sink late at its deadline). The
+ * commit keeps its $.batch.commit_timeout_ms when it fits, and the
+ * dead-letter wait gets what is left before it (docs/configuration.md). */
+#define POLL_SHARE_NUM 4
+#define POLL_SHARE_DEN 5
+
+static int64_t poll_budget_ms(tm_connector *c) {
+    return tm_kafka_consumer_max_poll_ms(c->rk) / POLL_SHARE_DEN *
+           POLL_SHARE_NUM;
+}
+
+/* The time the sink's commit gets within the budget. */
+static int64_t commit_share_ms(tm_connector *c) {
+    int64_t budget = poll_budget_ms(c);
+    return c->cfg->batch.commit_timeout_ms < budget
+               ? c->cfg->batch.commit_timeout_ms
+               : budget;
+}
+
+/* Said once per run when the configured waits do not fit together. */
+static void warn_poll_cut(tm_connector *c) {
+    int64_t budget = poll_budget_ms(c);
+    if (c->poll_cut_warned || c->cfg->dead_letters.delivery_timeout_ms +
+                                      c->cfg->batch.commit_timeout_ms <=
+                                  budget)
+        return;
+    c->poll_cut_warned = 1;
+    tm_conn_log(c, TM_LOG_WARN, NULL, -1, c->batch_id,
+                "$.dead_letters.delivery_timeout_ms (%" PRId64
+                ") and $.batch.commit_timeout_ms (%" PRId64
+                ") together pass 4/5 of max.poll.interval.ms (%" PRId64
+                "): each attempt waits at most %" PRId64
+                " ms for the dead-letter topic and %" PRId64
+                " ms for the commit, so that the consumer is polled in time",
+                c->cfg->dead_letters.delivery_timeout_ms,
+                c->cfg->batch.commit_timeout_ms,
+                tm_kafka_consumer_max_poll_ms(c->rk),
+                budget - commit_share_ms(c), commit_share_ms(c));
+}
+
 /* tm_dlq_send's context: its wait ends $.dead_letters.delivery_timeout_ms
- * after the send began, or at the stop's deadline, asked again at every slice
- * of the wait (a stop asked during it counts). */
+ * after the send began, or earlier when the commit after it would end too
+ * late for the consumer's next poll (above), or at the stop's deadline,
+ * asked again at every slice of the wait (a stop asked during it counts). */
 typedef struct dlq_ctx {
     tm_connector *c;
     int64_t until;
@@ -285,9 +332,19 @@ static int dlq_renew(tm_connector *c, const char *fatal) {
  * again). */
 static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     char why[512];
-    dlq_ctx ctx = {c, tm_now_ms() + c->cfg->dead_letters.delivery_timeout_ms};
-    if (tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx, why,
-                    sizeof why) == 0) {
+    int64_t until = tm_now_ms() + c->cfg->dead_letters.delivery_timeout_ms,
+            room = c->polled_ms + poll_budget_ms(c) - commit_share_ms(c);
+    dlq_ctx ctx = {c, room < until ? room : until};
+    warn_poll_cut(c);
+    tm_conn_waiting(c,
+                    "the dead-letter topic %s to confirm the %zu dead "
+                    "letter(s) of batch %s",
+                    c->cfg->dead_letters.topic, built->ndead_letters,
+                    c->batch_id);
+    int rc = tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx,
+                         why, sizeof why);
+    tm_conn_waiting(c, NULL);
+    if (rc == 0) {
         dlq_mark_sent(c, built);
         return 0;
     }
@@ -350,12 +407,20 @@ void tm_commit_batch(tm_connector *c) {
         }
         if (dlq_sent) {
             /* Stopping cuts the deadline to the stop's grace: the sink
-             * gives up by itself instead of waiting out a lock. */
-            b.deadline_ms = tm_stop_bound_ms(
-                c, tm_now_ms() + c->cfg->batch.commit_timeout_ms);
+             * gives up by itself instead of waiting out a lock. Never
+             * past the consumer's next poll (above). */
+            int64_t until = tm_now_ms() + c->cfg->batch.commit_timeout_ms,
+                    poll = c->polled_ms + poll_budget_ms(c);
+            b.deadline_ms = tm_stop_bound_ms(c, poll < until ? poll : until);
+            tm_conn_waiting(c,
+                            "the sink's commit of batch %s (%zu records, "
+                            "%" PRId64 " ms at most)",
+                            c->batch_id, b.nrecords,
+                            b.deadline_ms - tm_now_ms());
             uint64_t t0 = tm_metrics_now_ns();
             st = c->sink.api->commit(c->sink.sink, &b, &err);
             uint64_t took_ns = tm_metrics_now_ns() - t0;
+            tm_conn_waiting(c, NULL);
             tm_metrics_commit_observe(c->metrics, took_ns);
             if (st == TM_OK || st == TM_ALREADY)
                 grow_back(c, took_ns);

@@ -27,6 +27,7 @@
 #include "services/log.h"
 #include "services/redact.h"
 #include "status/status_file.h"
+#include "status/status_pulse.h"
 
 int64_t tm_now_ms(void) {
     struct timespec ts;
@@ -515,6 +516,14 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
         free(c);
         return TM_RUN_REFUSED;
     }
+    /* Its own thread rewrites the file while this one waits in a commit. */
+    c->pulse = tm_status_pulse_start(c->status, TM_STATUS_PERIOD_MS, cfg->name);
+    if (!c->pulse) {
+        tm_log(TM_LOG_ERROR, cfg->name, "cannot start: out of memory");
+        tm_status_writer_close(c->status);
+        free(c);
+        return TM_RUN_REFUSED;
+    }
     tm_log(TM_LOG_INFO, cfg->name, "starting (instance %s, state in %s/%s)",
            c->instance_id, dir, cfg->name);
     /* The host lock is ours now: so is the control socket. */
@@ -587,6 +596,7 @@ failed:
         free(c->parts[i].topic);
     free(c->parts);
     tm_control_stop(control); /* before the lock goes with the writer */
+    tm_status_pulse_stop(c->pulse);
     tm_status_writer_close(c->status);
     tm_log(TM_LOG_INFO, cfg->name, "%s",
            result == TM_RUN_STOPPED ? "stopped" : "stopped after FAILED");
