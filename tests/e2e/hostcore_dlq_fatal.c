@@ -145,5 +145,19 @@ void scenario_dlq_fatal_failed(void) {
     H_CHECK(done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 1,
             "the host of a FAILED connector did not exit 1 by itself:\n%s",
             h_read_file(s.log));
+    /* The batch stops at the FAILED: no RETRY after it, and the reason its
+     * last status file keeps is still the FAILED's (a RETRY after it would
+     * have taken its place as the last error). */
+    const char *log = h_read_file(s.log);
+    const char *failed_at = strstr(log, "FAILED: ");
+    H_CHECK(failed_at && !strstr(failed_at, "RETRY"),
+            "a RETRY after the connector went FAILED:\n%s", log);
+    st = h_status_text(s.name);
+    H_CHECK(strstr(st, "\"state\": \"FAILED\"") &&
+                strstr(st, "dead-letter producer failed fatally") &&
+                !strstr(st, "RETRY"),
+            "the last status of the FAILED connector does not keep its "
+            "reason: %s",
+            st);
     h_step("FAILED, the reason naming the producer's fatal error");
 }

@@ -330,3 +330,63 @@ void scenario_maxpoll_dlq_then_commit(void) {
            "deadline: no MAXPOLL, no rebalance; status at most %lld ms old",
            (long long)(last - first), (long long)worst);
 }
+
+/* given_up_dlq_not_left_queued: a batch given up during a slow delivery
+ * (here by `tidemark pause`): the dead letters still queued for the topic
+ * are discarded at once (tm_dlq_forget), not left to go on to the topic
+ * while the connector is paused. Its producer sends one dead letter per
+ * request and one request at a time (batch.num.messages and
+ * max.in.flight.requests.per.connection 1), so at most one was on its way
+ * when the batch was given up. Once PAUSED the quota is lifted: what was
+ * left queued would reach the topic within seconds; over NOT_MORE_MS at
+ * most that one does. Before this test, a host that forgot nothing after
+ * a given-up batch passed every test. */
+#define NOT_MORE_MS 8000
+void scenario_given_up_dlq_not_left_queued(void) {
+    wait_case w;
+    const char *cfg =
+        wait_case_config(&w, "hc-dlqleft", 30,
+                         ", \"batch.num.messages\": \"1\", "
+                         "\"max.in.flight.requests.per.connection\": \"1\"",
+                         "", "", "");
+    pid_t pid = h_spawn(cfg, w.log);
+    int64_t t0 = h_now_ms();
+    while (dl_count(&w) == 0) {
+        H_CHECK(h_now_ms() - t0 < 90000 && waitpid(pid, NULL, WNOHANG) == 0,
+                "inconclusive: no dead letter in %s 90 s after the start:\n%s",
+                w.dlq, h_read_file(w.log));
+        h_sleep_ms(LOOK_MS);
+    }
+    const char *pause[] = {"pause", "--state-dir", h_path("state"), w.name,
+                           NULL};
+    H_CHECK(h_tidemark("pause.out", pause) == 0, "tidemark pause: %s",
+            h_read_file("pause.out"));
+    t0 = h_now_ms();
+    while (!strstr(h_status_text(w.name), "\"state\": \"PAUSED\"")) {
+        H_CHECK(h_now_ms() - t0 < 30000 && waitpid(pid, NULL, WNOHANG) == 0,
+                "not PAUSED 30 s after the pause: %s", h_status_text(w.name));
+        h_sleep_ms(LOOK_MS);
+    }
+    int64_t at_pause = dl_count(&w);
+    const char *log = h_read_file(w.log);
+    H_CHECK(strstr(log, "batch dropped (giving up retries while pausing)") &&
+                at_pause < w.ndl - 2 && marker(&w) <= 0,
+            "inconclusive: the batch was not given up part way through its "
+            "delivery (%lld of %d dead letters in the topic, marker "
+            "%lld):\n%s",
+            (long long)at_pause, w.ndl, (long long)marker(&w), log);
+    h_client_quota(w.client, -1);
+    int64_t most = at_pause;
+    for (t0 = h_now_ms(); h_now_ms() - t0 < NOT_MORE_MS; h_sleep_ms(LOOK_MS))
+        most = dl_count(&w);
+    H_CHECK(most <= at_pause + 1,
+            "the given-up batch's dead letters went on to %s while the "
+            "connector was paused: %lld when PAUSED, %lld %d ms after the "
+            "quota was lifted (expected at most one more: the one on its "
+            "way)",
+            w.dlq, (long long)at_pause, (long long)most, NOT_MORE_MS);
+    h_stop_clean(pid);
+    h_step("given up with %lld of %d dead letters in the topic; %lld after "
+           "%d ms paused without the quota",
+           (long long)at_pause, w.ndl, (long long)most, NOT_MORE_MS);
+}

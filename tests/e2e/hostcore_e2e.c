@@ -1188,6 +1188,7 @@ static const h_scenario SCENARIOS[] = {
     {"slow_dlq_commits_short", scenario_slow_dlq_commits_short},
     {"status_fresh_during_slow_dlq", scenario_status_fresh_during_slow_dlq},
     {"maxpoll_dlq_then_commit", scenario_maxpoll_dlq_then_commit},
+    {"given_up_dlq_not_left_queued", scenario_given_up_dlq_not_left_queued},
 };
 
 int main(int argc, char **argv) {

@@ -36,6 +36,7 @@ void slow_dl_records(const char *topic, int good, int dl, size_t dl_bytes);
  * fresh while a batch waits for the dead-letter topic and its commit. */
 void scenario_status_fresh_during_slow_dlq(void);
 void scenario_maxpoll_dlq_then_commit(void);
+void scenario_given_up_dlq_not_left_queued(void);
 
 /* hostcore_dlq_fatal.c: the dead-letter producer's fatal error. */
 void scenario_dlq_fatal_remade(void);
