@@ -304,14 +304,10 @@ static void dlq_mark_sent(tm_connector *c, const tm_batch *b) {
  * and the batch retried; the fourth in a row, each within a minute of the
  * last, ends in FAILED. 0, or -1 when FAILED. */
 static int dlq_renew(tm_connector *c, const char *fatal) {
-    int in_row = tm_restarts_count(&c->dlq_restarts, tm_now_ms());
-    if (in_row > TM_RESTARTS_MAX) {
-        tm_conn_error(c, 1,
-                      "the dead-letter producer failed fatally %d times in a "
-                      "row, each within a minute of the last; the last: %s",
-                      in_row, fatal);
+    int in_row = tm_restarts_admit(c, &c->dlq_restarts,
+                                   "the dead-letter producer", fatal);
+    if (in_row < 0)
         return -1;
-    }
     char why[512];
     if (tm_dlq_renew(c->dlq, why, sizeof why) != 0) {
         tm_conn_error(c, 1,

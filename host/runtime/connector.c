@@ -270,14 +270,10 @@ static int restart_consumer(tm_connector *c) {
     c->nparts = 0;
     c->any_unclaimed = 0;
     c->markers_dirty = 1;
-    int in_row = tm_restarts_count(&c->consumer_restarts, tm_now_ms());
-    if (in_row > TM_RESTARTS_MAX) {
-        tm_conn_error(c, 1,
-                      "the Kafka consumer failed fatally %d times in a row, "
-                      "each within a minute of the last; the last: %s",
-                      in_row, c->last_error);
+    int in_row = tm_restarts_admit(c, &c->consumer_restarts,
+                                   "the Kafka consumer", c->last_error);
+    if (in_row < 0)
         return -1;
-    }
     c->consumer_fatal = 0;
     char why[1024];
     if (tm_consumer_start(c, why, sizeof why) != 0) {
