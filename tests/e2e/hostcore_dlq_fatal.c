@@ -27,15 +27,9 @@ typedef struct fatal_dlq {
  * seen reaching it. */
 static pid_t fatal_dlq_start(fatal_dlq *s, const char *prefix,
                              const char *action) {
-    char dlqp[256];
-    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
-    snprintf(s->topic, sizeof s->topic, "%s", h_name(prefix));
-    snprintf(s->dlq, sizeof s->dlq, "%s", h_name(dlqp));
-    snprintf(s->name, sizeof s->name, "%s", h_name(prefix));
+    h_dl_setup(prefix, s->topic, s->dlq, s->name, sizeof s->topic, NULL, NULL);
     snprintf(s->db, sizeof s->db, "%s", h_path("fatal.db"));
     snprintf(s->log, sizeof s->log, "fatal.log");
-    h_create_topic(s->topic, 1, NULL, NULL);
-    h_create_topic(s->dlq, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, s->topic, 0, 0, GOOD, "{\"id\": %d}");
     h_produce_many(p, s->topic, 0, GOOD, 2, "not json %d");

@@ -41,17 +41,12 @@ typedef struct wait_case {
 static const char *wait_case_config(wait_case *w, const char *prefix, int ndl,
                                     const char *props, const char *batch,
                                     const char *dl_props, const char *sink) {
-    char dlqp[256];
-    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
-    snprintf(w->topic, sizeof w->topic, "%s", h_name(prefix));
-    snprintf(w->dlq, sizeof w->dlq, "%s", h_name(dlqp));
-    snprintf(w->name, sizeof w->name, "%s", h_name(prefix));
+    h_dl_setup(prefix, w->topic, w->dlq, w->name, sizeof w->topic,
+               "message.timestamp.type", "LogAppendTime");
     snprintf(w->client, sizeof w->client, "tidemark-%s", w->name);
     snprintf(w->db, sizeof w->db, "%s", h_path("wait.db"));
     snprintf(w->log, sizeof w->log, "%s.log", prefix);
     w->ndl = ndl;
-    h_create_topic(w->topic, 1, NULL, NULL);
-    h_create_topic(w->dlq, 1, "message.timestamp.type", "LogAppendTime");
     h_client_quota(w->client, DL_RATE);
     slow_dl_records(w->topic, GOOD, ndl, DL_BYTES);
     char text[8192];

@@ -162,17 +162,11 @@ static void wait_delivering(slow_dlq *s, const char *not_batch) {
  * delivering its first batch's dead letters. */
 static pid_t slow_dlq_start(slow_dlq *s, const char *prefix, const char *props,
                             const char *dl_props) {
-    char dlqp[256];
-    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
-    snprintf(s->topic, sizeof s->topic, "%s", h_name(prefix));
-    snprintf(s->dlq, sizeof s->dlq, "%s", h_name(dlqp));
-    snprintf(s->name, sizeof s->name, "%s", h_name(prefix));
+    h_dl_setup(prefix, s->topic, s->dlq, s->name, sizeof s->topic, NULL, NULL);
     snprintf(s->client, sizeof s->client, "tidemark-%s", s->name);
     snprintf(s->db, sizeof s->db, "%s", h_path("slow.db"));
     snprintf(s->log, sizeof s->log, "slow-1.log");
     s->hi_base = s->hi_at_stop = 0;
-    h_create_topic(s->topic, 1, NULL, NULL);
-    h_create_topic(s->dlq, 1, NULL, NULL);
     h_client_quota(s->client, SLOW_RATE);
     slow_dl_records(s->topic, SLOW_GOOD, SLOW_DL, SLOW_DL_BYTES);
     char text[8192];
