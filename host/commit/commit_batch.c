@@ -9,6 +9,7 @@
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
+#include "commit/poll_budget.h"
 #include "kafka/consumer_ops.h"
 #include "kafka/dead_letter_producer.h"
 #include "metrics/metrics_registry.h"
@@ -221,52 +222,6 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
         c->batch_cap = 0;
 }
 
-/* The consumer is not polled while an attempt waits for the dead-letter
- * topic and then for the sink's commit: past max.poll.interval.ms without
- * a poll, librdkafka takes the member out of its group (MAXPOLL: its
- * partitions revoked, a static member fenced, its consumer made again).
- * So both waits of an attempt end within four fifths of that interval
- * from the last poll; the fifth left is the margin for what comes before
- * the next poll (the status, a seek, a sink late at its deadline). The
- * commit keeps its $.batch.commit_timeout_ms when it fits, and the
- * dead-letter wait gets what is left before it (docs/configuration.md). */
-#define POLL_SHARE_NUM 4
-#define POLL_SHARE_DEN 5
-
-static int64_t poll_budget_ms(tm_connector *c) {
-    return tm_kafka_consumer_max_poll_ms(c->rk) / POLL_SHARE_DEN *
-           POLL_SHARE_NUM;
-}
-
-/* The time the sink's commit gets within the budget. */
-static int64_t commit_share_ms(tm_connector *c) {
-    int64_t budget = poll_budget_ms(c);
-    return c->cfg->batch.commit_timeout_ms < budget
-               ? c->cfg->batch.commit_timeout_ms
-               : budget;
-}
-
-/* Said once per run when the configured waits do not fit together. */
-static void warn_poll_cut(tm_connector *c) {
-    int64_t budget = poll_budget_ms(c);
-    if (c->poll_cut_warned || c->cfg->dead_letters.delivery_timeout_ms +
-                                      c->cfg->batch.commit_timeout_ms <=
-                                  budget)
-        return;
-    c->poll_cut_warned = 1;
-    tm_conn_log(c, TM_LOG_WARN, NULL, -1, c->batch_id,
-                "$.dead_letters.delivery_timeout_ms (%" PRId64
-                ") and $.batch.commit_timeout_ms (%" PRId64
-                ") together pass 4/5 of max.poll.interval.ms (%" PRId64
-                "): each attempt waits at most %" PRId64
-                " ms for the dead-letter topic and %" PRId64
-                " ms for the commit, so that the consumer is polled in time",
-                c->cfg->dead_letters.delivery_timeout_ms,
-                c->cfg->batch.commit_timeout_ms,
-                tm_kafka_consumer_max_poll_ms(c->rk),
-                budget - commit_share_ms(c), commit_share_ms(c));
-}
-
 /* tm_dlq_send's context: its wait ends $.dead_letters.delivery_timeout_ms
  * after the send began, or earlier when the commit after it would end too
  * late for the consumer's next poll (above), or at the stop's deadline,
@@ -328,10 +283,7 @@ static int dlq_renew(tm_connector *c, const char *fatal) {
  * again). */
 static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     char why[512];
-    int64_t until = tm_now_ms() + c->cfg->dead_letters.delivery_timeout_ms,
-            room = c->polled_ms + poll_budget_ms(c) - commit_share_ms(c);
-    dlq_ctx ctx = {c, room < until ? room : until};
-    warn_poll_cut(c);
+    dlq_ctx ctx = {c, tm_poll_budget_dlq_until(c, tm_now_ms())};
     tm_conn_waiting(c,
                     "the dead-letter topic %s to confirm the %zu dead "
                     "letter(s) of batch %s",
@@ -389,6 +341,7 @@ void tm_commit_batch(tm_connector *c) {
     int paused = 0, applied = 0,
         dlq_sent = !c->dlq || built->ndead_letters == 0;
     tm_backoff_reset(&c->backoff);
+    tm_poll_budget_warn(c);
     for (;;) {
         tm_status st;
         tm_error err = tm_error_init();
@@ -405,9 +358,8 @@ void tm_commit_batch(tm_connector *c) {
             /* Stopping cuts the deadline to the stop's grace: the sink
              * gives up by itself instead of waiting out a lock. Never
              * past the consumer's next poll (above). */
-            int64_t until = tm_now_ms() + c->cfg->batch.commit_timeout_ms,
-                    poll = c->polled_ms + poll_budget_ms(c);
-            b.deadline_ms = tm_stop_bound_ms(c, poll < until ? poll : until);
+            b.deadline_ms = tm_stop_bound_ms(
+                c, tm_poll_budget_commit_until(c, tm_now_ms()));
             tm_conn_waiting(c,
                             "the sink's commit of batch %s (%zu records, "
                             "%" PRId64 " ms at most)",
