@@ -224,8 +224,9 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
 
 /* tm_dlq_send's context: its wait ends $.dead_letters.delivery_timeout_ms
  * after the send began, or earlier when the commit after it would end too
- * late for the consumer's next poll (above), or at the stop's deadline,
- * asked again at every slice of the wait (a stop asked during it counts). */
+ * late for the consumer's next poll (commit/poll_budget.h), or at the
+ * stop's deadline, asked again at every slice of the wait (a stop asked
+ * during it counts). */
 typedef struct dlq_ctx {
     tm_connector *c;
     int64_t until;
@@ -357,7 +358,7 @@ void tm_commit_batch(tm_connector *c) {
         if (dlq_sent) {
             /* Stopping cuts the deadline to the stop's grace: the sink
              * gives up by itself instead of waiting out a lock. Never
-             * past the consumer's next poll (above). */
+             * past the consumer's next poll (commit/poll_budget.h). */
             b.deadline_ms = tm_stop_bound_ms(
                 c, tm_poll_budget_commit_until(c, tm_now_ms()));
             tm_conn_waiting(c,
