@@ -149,8 +149,9 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
                 SAFE(s->reason));
     }
     /* A step of the commit in progress (the status pulse rewrites the file
-     * meanwhile): what it waits on, for how long already. */
-    if (s->waiting_on[0]) {
+     * meanwhile): what it waits on, for how long already; not for a host
+     * that is gone (it waits on nothing any more). */
+    if (s->waiting_on[0] && v->r.live) {
         tm_status_format_time(s->waiting_since_ms, t, sizeof t);
         tm_status_format_duration(now_ms - s->waiting_since_ms, d, sizeof d);
         fprintf(out, "  waiting     since %s (%s): %s\n", t, d,

@@ -133,6 +133,12 @@ void scenario_status_fresh_during_slow_dlq(void) {
             snprintf(named, sizeof named, "%s", on);
         }
     }
+    /* `tidemark status` shows the wait too. */
+    const char *status[] = {"status", "--state-dir", h_path("state"), w.name,
+                            NULL};
+    int rc = h_tidemark("status.out", status);
+    const char *out = h_read_file("status.out");
+    const char *line = strstr(out, "\n  waiting     since ");
     int64_t in_topic = dl_count(&w);
     H_CHECK(in_topic < w.ndl && marker(&w) <= 0,
             "inconclusive: the delivery was over during the %d ms the "
@@ -147,6 +153,8 @@ void scenario_status_fresh_during_slow_dlq(void) {
             "the status never said the connector waits on the dead-letter "
             "topic %s: %s",
             w.dlq, h_status_text(w.name));
+    H_CHECK(rc == 0 && line && strstr(line, "the dead-letter topic"),
+            "`tidemark status` (exit %d) does not show the wait:\n%s", rc, out);
     h_step("status at most %lld ms old over %d ms of the wait (%lld of %d "
            "dead letters in the topic): waiting on \"%s\"",
            (long long)worst, SAMPLE_MS, (long long)in_topic, w.ndl, named);
