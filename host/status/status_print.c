@@ -148,6 +148,15 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
         fprintf(out, "  reason      since %s (%s): %s\n", t, d,
                 SAFE(s->reason));
     }
+    /* A step of the commit in progress (the status pulse rewrites the file
+     * meanwhile): what it waits on, for how long already; not for a host
+     * that is gone (it waits on nothing any more). */
+    if (s->waiting_on[0] && v->r.live) {
+        tm_status_format_time(s->waiting_since_ms, t, sizeof t);
+        tm_status_format_duration(now_ms - s->waiting_since_ms, d, sizeof d);
+        fprintf(out, "  waiting     since %s (%s): %s\n", t, d,
+                SAFE(s->waiting_on));
+    }
     if (s->plugin[0])
         fprintf(out, "  plugin      %s ", SAFE(s->plugin));
     if (s->plugin[0])
