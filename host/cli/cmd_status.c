@@ -416,7 +416,7 @@ static int render(FILE *out, const options *o, const char *state_dir,
         return 1;
     }
     int64_t now = tm_clock_wall_ms();
-    int rc = tm_status_health(vs.v, vs.n);
+    int rc = tm_status_health(vs.v, vs.n, now);
     if (o->prometheus) {
         const char **dirs = calloc(vs.n ? vs.n : 1, sizeof *dirs);
         for (size_t i = 0; dirs && i < vs.n; i++)

@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *doc = tm_status_views_json(dir, &v, 1, now);
     free(json_dumps(doc, 0));
     json_decref(doc);
-    (void)tm_status_health(&v, 1);
+    (void)tm_status_health(&v, 1, now);
     tm_status_view_free(&v);
     return 0;
 }
