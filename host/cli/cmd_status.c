@@ -422,7 +422,7 @@ static int render(FILE *out, const options *o, const char *state_dir,
         for (size_t i = 0; dirs && i < vs.n; i++)
             dirs[i] = state_dir;
         if (dirs)
-            tm_metrics_status_write(out, vs.v, vs.n, dirs);
+            tm_metrics_status_write(out, vs.v, vs.n, dirs, now);
         else
             fprintf(stderr, "tidemark status: out of memory\n");
         rc = dirs ? rc : 1;

@@ -67,6 +67,13 @@ const char *tm_status_text(const char *text, char *out, size_t size) {
     return out;
 }
 
+/* How long ago THEN_MS was at NOW_MS; 0 for an unknown time (0 or less,
+ * or from a file anyone may have written: INT64_MIN must not overflow) or
+ * one in the future. */
+static int64_t since(int64_t now_ms, int64_t then_ms) {
+    return then_ms > 0 && then_ms < now_ms ? now_ms - then_ms : 0;
+}
+
 static const char *state_label(const tm_status_view *v) {
     return v->running ? tm_conn_state_name(v->r.snap.state) : "not running";
 }
@@ -74,10 +81,9 @@ static const char *state_label(const tm_status_view *v) {
 int64_t tm_status_stale_ms(const tm_status_view *v, int64_t now_ms) {
     const tm_status_snapshot *s = &v->r.snap;
     if (v->error[0] || !v->running || !v->r.live || !v->r.has_file ||
-        s->updated_ms <= 0 || s->state == TM_CONN_STOPPED ||
-        s->state == TM_CONN_FAILED)
+        s->state == TM_CONN_STOPPED || s->state == TM_CONN_FAILED)
         return 0;
-    int64_t age = now_ms - s->updated_ms;
+    int64_t age = since(now_ms, s->updated_ms);
     return age > TM_STATUS_STALE_MS ? age : 0;
 }
 
@@ -128,7 +134,7 @@ static void print_state_line(FILE *out, const tm_status_view *v,
         else
             fprintf(out, " (pid %ld, last update %s)", s->pid, t);
     } else {
-        tm_status_format_duration(now_ms - s->started_ms, d, sizeof d);
+        tm_status_format_duration(since(now_ms, s->started_ms), d, sizeof d);
         if (s->started_ms > 0)
             fprintf(out, " (pid %ld, up %s)", s->pid, d);
         else
@@ -165,7 +171,8 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
      * as its file says). */
     if (s->reason[0]) {
         tm_status_format_time(s->reason_since_ms, t, sizeof t);
-        tm_status_format_duration(now_ms - s->reason_since_ms, d, sizeof d);
+        tm_status_format_duration(since(now_ms, s->reason_since_ms), d,
+                                  sizeof d);
         fprintf(out, "  reason      since %s (%s): %s\n", t, d,
                 SAFE(s->reason));
     }
@@ -176,7 +183,7 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
     if (!v->r.has_file)
         return;
     tm_status_format_time(s->updated_ms, t, sizeof t);
-    tm_status_format_duration(now_ms - s->updated_ms, d, sizeof d);
+    tm_status_format_duration(since(now_ms, s->updated_ms), d, sizeof d);
     fprintf(out, "  updated     %s (%s ago)\n", t, d);
     if (s->last_batch_id[0]) {
         tm_status_format_time(s->last_batch_ms, t, sizeof t);
@@ -312,9 +319,9 @@ static json_t *view_json(const tm_status_view *v, int64_t now_ms) {
                       : json_null());
     rc |= json_object_set_new(o, "live", json_boolean(v->r.live));
     int up = v->r.live && v->r.snap.started_ms > 0;
-    rc |= json_object_set_new(o, "uptime_ms",
-                              up ? json_integer(now_ms - v->r.snap.started_ms)
-                                 : json_null());
+    rc |= json_object_set_new(
+        o, "uptime_ms",
+        up ? json_integer(since(now_ms, v->r.snap.started_ms)) : json_null());
     int64_t stale = tm_status_stale_ms(v, now_ms);
     rc |= json_object_set_new(o, "stale_ms",
                               stale > 0 ? json_integer(stale) : json_null());

@@ -102,6 +102,12 @@ assert d["healthy"] is False, d
 assert isinstance(c["stale_ms"], int) and c["stale_ms"] > 10000, c
 PY
 
+"$bin" status --state-dir "$state" "$name" --format prometheus >"$work/status.prom" 2>&1
+rc=$?
+[ "$rc" -eq 3 ] || fail "status --format prometheus of the frozen host: exit $rc, expected 3"
+grep -qx "tidemark_connector_status_stale{connector=\"$name\"} 1" "$work/status.prom" ||
+    fail "prometheus: no stale sample of 1: $(grep stale "$work/status.prom")"
+
 # Running again: healthy within a few seconds (a write a second).
 kill -CONT "$host_pid"
 ok=0
@@ -110,6 +116,9 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 [ "$ok" -eq 1 ] || fail "the host continued: status still $(cat "$work/status.out")"
+"$bin" status --state-dir "$state" "$name" --format prometheus >"$work/status.prom" 2>&1
+grep -qx "tidemark_connector_status_stale{connector=\"$name\"} 0" "$work/status.prom" ||
+    fail "prometheus after SIGCONT: $(grep stale "$work/status.prom")"
 
 kill -TERM "$host_pid"
 wait "$host_pid"

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "status/status_json.h"
@@ -57,11 +58,11 @@ END_TEST
 START_TEST(test_health_stale_file) {
     tm_status_view v[1] = {view(TM_CONN_RUNNING)};
     v[0].r.has_file = 1;
-    v[0].r.snap.updated_ms = NOW - TM_STATUS_STALE_MS;
+    v[0].r.snap.updated_ms = NOW - 10000; /* the documented 10 s */
     ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 0);
     ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
-    v[0].r.snap.updated_ms = NOW - TM_STATUS_STALE_MS - 1;
-    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), TM_STATUS_STALE_MS + 1);
+    v[0].r.snap.updated_ms = NOW - 10001;
+    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 10001);
     ck_assert_int_eq(tm_status_health(v, 1, NOW), 3);
     v[0].r.snap.state = TM_CONN_PAUSED;
     ck_assert_int_eq(tm_status_health(v, 1, NOW), 3);
@@ -83,6 +84,32 @@ START_TEST(test_health_stale_file) {
     v[0].r.live = 1;
     v[0].running = 0;
     ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 0);
+}
+END_TEST
+
+/* Times from a status file anyone may have written: INT64_MIN in every one
+ * of them is shown (text and JSON, of a live host) without an overflow (the
+ * ASan+UBSan build aborts on one) and is no age at all. */
+START_TEST(test_health_extreme_times) {
+    tm_status_view v = view(TM_CONN_DEGRADED);
+    v.r.has_file = 1;
+    v.r.snap.updated_ms = INT64_MIN;
+    v.r.snap.started_ms = INT64_MIN;
+    v.r.snap.reason_since_ms = INT64_MIN;
+    strcpy(v.r.snap.reason, "r");
+    FILE *devnull = fopen("/dev/null", "w");
+    ck_assert_ptr_nonnull(devnull);
+    tm_status_print_text(devnull, &v, 1, NOW);
+    fclose(devnull);
+    json_t *doc = tm_status_views_json("d", &v, 1, NOW);
+    ck_assert_ptr_nonnull(doc);
+    json_t *c = json_array_get(json_object_get(doc, "connectors"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "uptime_ms")), 0);
+    ck_assert(json_is_null(json_object_get(c, "stale_ms")));
+    json_decref(doc);
+    ck_assert_int_eq(tm_status_stale_ms(&v, NOW), 0);
+    v.r.snap.updated_ms = INT64_MAX;
+    ck_assert_int_eq(tm_status_stale_ms(&v, NOW), 0);
 }
 END_TEST
 
@@ -127,6 +154,7 @@ int main(void) {
     tcase_add_test(tc, test_health_degraded_exit_3);
     tcase_add_test(tc, test_health_order);
     tcase_add_test(tc, test_health_stale_file);
+    tcase_add_test(tc, test_health_extreme_times);
     tcase_add_test(tc, test_health_state_names);
     tcase_add_test(tc, test_health_reason_round_trip);
     suite_add_tcase(s, tc);
