@@ -50,7 +50,7 @@ int tm_metrics_render(FILE *out, const tm_metrics_target *targets, size_t n) {
         }
         shown++;
     }
-    tm_metrics_status_write(out, views, shown, dirs);
+    tm_metrics_status_write(out, views, shown, dirs, tm_clock_wall_ms());
     for (size_t i = 0; i < shown; i++)
         tm_status_view_free(&views[i]);
     free(views);
