@@ -598,6 +598,21 @@ static void publish_by_hand(ice_table *t, json_t *meta) {
     ck_assert_int_eq(json_dump_file(meta, path, JSON_COMPACT), 0);
 }
 
+/* main set to snapshot ID in a version written by hand on top of the
+ * newest (as pyiceberg's rollback_to_snapshot does). */
+static void roll_main_back(ice_table *t, int64_t id) {
+    json_t *meta = json_deep_copy(newest_meta(t));
+    ck_assert_int_eq(
+        json_object_set_new(meta, "current-snapshot-id", json_integer(id)), 0);
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "main",
+                            json_pack("{s:I, s:s}", "snapshot-id",
+                                      (json_int_t)id, "type", "branch")),
+        0);
+    publish_by_hand(t, meta);
+    json_decref(meta);
+}
+
 /* A table written before the markers moved (every snapshot's summary
  * carrying every marker, no moved key) opens and appends: the markers
  * read back, the parent of the new snapshot gives its markers up, the
@@ -670,21 +685,12 @@ START_TEST(rolled_back_snapshot_refused) {
     ice_table t;
     char why[512];
     ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
-    json_t *meta = json_deep_copy(newest_meta(&t));
+    json_t *meta = newest_meta(&t);
     int64_t cur = ice_json_int(meta, "current-snapshot-id", -1);
     int64_t parent =
         ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
     ck_assert_int_gt(parent, 0);
-    ck_assert_int_eq(
-        json_object_set_new(meta, "current-snapshot-id", json_integer(parent)),
-        0);
-    ck_assert_int_eq(
-        json_object_set_new(json_object_get(meta, "refs"), "main",
-                            json_pack("{s:I, s:s}", "snapshot-id",
-                                      (json_int_t)parent, "type", "branch")),
-        0);
-    publish_by_hand(&t, meta);
-    json_decref(meta);
+    roll_main_back(&t, parent);
     char want[64];
     snprintf(want, sizeof want, "moved to snapshot %lld", (long long)cur);
     tm_marker got[1] = {
@@ -733,17 +739,7 @@ START_TEST(rolled_back_past_a_compaction_refused) {
     sink = open_with("{\"path\": \"$T\"}");
     ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
     ck_assert_int_eq(m[0].next_offset, 20);
-    meta = json_deep_copy(newest_meta(&t));
-    ck_assert_int_eq(
-        json_object_set_new(meta, "current-snapshot-id", json_integer(parent)),
-        0);
-    ck_assert_int_eq(
-        json_object_set_new(json_object_get(meta, "refs"), "main",
-                            json_pack("{s:I, s:s}", "snapshot-id",
-                                      (json_int_t)parent, "type", "branch")),
-        0);
-    publish_by_hand(&t, meta);
-    json_decref(meta);
+    roll_main_back(&t, parent);
     char want[64];
     snprintf(want, sizeof want, "moved to snapshot %lld",
              (long long)res.snapshot_id);
