@@ -392,6 +392,101 @@ static size_t vacuum(int64_t grace) {
     return removed;
 }
 
+/* The property naming the dead-letter index segments, copied. */
+static char *index_property(void) {
+    ice_table t;
+    table_open(&t);
+    const char *v = json_string_value(json_object_get(
+        json_object_get(t.meta, "properties"), ICE_DL_INDEX_KEY));
+    char *copy = v ? strdup(v) : NULL;
+    ice_table_free(&t);
+    return copy;
+}
+
+static size_t segments_in(const char *prop) {
+    size_t n = 0;
+    for (const char *c = prop; c && *c; c++)
+        n += *c == ' ';
+    return prop && *prop ? n + 1 : 0;
+}
+
+/* Segments merge: 16 snapshots with a dead letter each, keep_snapshots
+ * 1, list fewer segments than expiries; a table whose index is a single
+ * file named by a bare path (as written before segments) reads it, and
+ * its next expiry adds a segment beside it; vacuum then removes the
+ * merged and replaced segments only, every dead letter read once. */
+START_TEST(dead_letter_segments_merge_and_old_index_reads) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 1"), 0);
+    tm_marker m[2];
+    void *sink = fill(8, m); /* 16 snapshots, 15 expiries */
+    ice_api->close(sink);
+    ck_assert_uint_eq(count_dead_letters(), 16);
+    char *prop = index_property();
+    ck_assert_ptr_nonnull(prop);
+    ck_assert_msg(segments_in(prop) < 15, "%s", prop);
+    /* All the segments' lines in one file, named bare: an older index. */
+    ice_table t;
+    table_open(&t);
+    char old[600];
+    snprintf(old, sizeof old, "%s/dead_letters/index-older.txt", fx.table);
+    FILE *out = fopen(old, "w");
+    ck_assert_ptr_nonnull(out);
+    const char *p = prop;
+    char rel[4096];
+    int64_t bytes;
+    size_t lines = 0;
+    while (ice_dl_index_next(&p, rel, sizeof rel, &bytes) == 1) {
+        char path[4500];
+        snprintf(path, sizeof path, "%s/%s", fx.table, rel);
+        FILE *in = fopen(path, "r");
+        ck_assert_ptr_nonnull(in);
+        int c;
+        while ((c = fgetc(in)) != EOF) {
+            lines += c == '\n';
+            fputc(c, out);
+        }
+        fclose(in);
+    }
+    fclose(out);
+    ck_assert_uint_eq(lines, 15);
+    json_t *meta = json_deep_copy(t.meta);
+    ck_assert_int_eq(json_object_set_new(json_object_get(meta, "properties"),
+                                         ICE_DL_INDEX_KEY,
+                                         json_string("dead_letters/"
+                                                     "index-older.txt")),
+                     0);
+    char next[700];
+    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t.meta_dir,
+             (long long)t.version + 1);
+    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    json_decref(meta);
+    ice_table_free(&t);
+    ck_assert_uint_eq(count_dead_letters(), 16);
+    /* One more batch on each partition: two expiries. */
+    sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++)
+        ck_assert_int_eq(commit_range(sink, q, m[q].epoch, 40, 45, &err),
+                         TM_OK);
+    ice_api->close(sink);
+    char *now = index_property();
+    ck_assert_msg(strncmp(now, "dead_letters/index-older.txt ", 29) == 0 &&
+                      segments_in(now) == 3,
+                  "%s", now);
+    ck_assert_uint_eq(count_dead_letters(), 18);
+    /* The segments of before are unreferenced now: vacuum takes them. */
+    age_everything();
+    vacuum(0);
+    ck_assert_uint_eq(count_dead_letters(), 18);
+    ck_assert_uint_eq(count_files("dead_letters/index-*.txt"), 3);
+    ck_assert_int_eq(access(old, F_OK), 0);
+    free(prop);
+    free(now);
+}
+END_TEST
+
 START_TEST(vacuum_removes_old_orphans_only) {
     tm_marker m[2];
     void *sink = fill(3, m);
@@ -1215,6 +1310,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, compact_keeps_rows_and_markers);
     tcase_add_test(tc, expire_keeps_markers_and_dead_letters);
     tcase_add_test(tc, commits_expire_past_keep_snapshots);
+    tcase_add_test(tc, dead_letter_segments_merge_and_old_index_reads);
     tcase_add_test(tc, vacuum_removes_old_orphans_only);
     tcase_add_test(tc, vacuum_keeps_a_far_future_file);
     tcase_add_test(tc, vacuum_beside_stale_writer_reuses_no_version);

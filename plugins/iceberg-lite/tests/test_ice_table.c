@@ -618,6 +618,83 @@ START_TEST(validate_refuses_missing_parent) {
 }
 END_TEST
 
+/* The sink's file:// locations are not percent-encoded, so a table
+ * created where the real path holds '#', '?' or '%' is one readers cannot
+ * open: refused at validate and at open (before any directory is made),
+ * naming the setting's JSON path and the character, whether the directory
+ * is missing or there without a table. An existing table at such a path
+ * still opens (its writer is not locked out). */
+START_TEST(uri_chars_refused_when_created) {
+    static const char BAD[] = "#?%";
+    char json[1400], path[700], want[8];
+    tm_error verr = {sizeof verr, ""}, oerr = {sizeof oerr, ""};
+    void *sink;
+    for (int pass = 0; pass < 2; pass++) {
+        for (const char *c = BAD; *c; c++) {
+            snprintf(path, sizeof path, "%s/t%d%cx", fx.dir, pass, *c);
+            if (pass == 1) /* there, but holding no table */
+                ck_assert_int_eq(mkdir(path, 0755), 0);
+            snprintf(json, sizeof json, "{\"path\": \"%s\"}", path);
+            ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+            tm_status v =
+                ice_api->validate(tm_host_services(), &fx.config, &verr);
+            tm_status o = ice_fx_open(&fx, &sink, &oerr);
+            if (o == TM_OK)
+                ice_api->close(sink);
+            ck_assert_msg(v == TM_INVALID, "validate %s: %s", path,
+                          tm_status_name(v));
+            ck_assert_msg(o == TM_INVALID, "open %s: %s", path,
+                          tm_status_name(o));
+            ck_assert_str_eq(verr.message, oerr.message);
+            snprintf(want, sizeof want, "'%c'", *c);
+            ck_assert_msg(strstr(verr.message, "$.sink.settings.path") &&
+                              strstr(verr.message, want),
+                          "%s", verr.message);
+            char sub[800];
+            snprintf(sub, sizeof sub, "%s/metadata", path);
+            ck_assert_msg(access(pass ? sub : path, F_OK) == -1, "%s was made",
+                          pass ? sub : path);
+        }
+    }
+    /* In a catalog the table's location is the same URI: the same. */
+    snprintf(json, sizeof json,
+             "{\"path\": \"%s/c#t\", \"catalog_uri\": \"sqlite:///%s/c.db\", "
+             "\"catalog_name\": \"lake\", \"catalog_namespace\": \"ns\", "
+             "\"catalog_table\": \"t\"}",
+             fx.dir, fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &verr),
+                     TM_INVALID);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &oerr), TM_INVALID);
+    ck_assert_str_eq(verr.message, oerr.message);
+    ck_assert_msg(strstr(oerr.message, "$.sink.settings.path") &&
+                      strstr(oerr.message, "'#'"),
+                  "%s", oerr.message);
+    /* A space needs no escape pyiceberg does not do: accepted. */
+    snprintf(json, sizeof json, "{\"path\": \"%s/sp ace\"}", fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &verr),
+                     TM_OK);
+    /* A table made at a plain path, then its directory renamed to one
+     * with '#': it still opens. */
+    snprintf(json, sizeof json, "{\"path\": \"%s/plain\"}", fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &oerr), TM_OK);
+    ice_api->close(sink);
+    char from[700];
+    snprintf(from, sizeof from, "%s/plain", fx.dir);
+    snprintf(path, sizeof path, "%s/old#t", fx.dir);
+    ck_assert_int_eq(rename(from, path), 0);
+    snprintf(json, sizeof json, "{\"path\": \"%s\"}", path);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    tm_status v = ice_api->validate(tm_host_services(), &fx.config, &verr);
+    ck_assert_msg(v == TM_OK, "%s", verr.message);
+    tm_status o = ice_fx_open(&fx, &sink, &oerr);
+    ck_assert_msg(o == TM_OK, "%s", oerr.message);
+    ice_api->close(sink);
+}
+END_TEST
+
 /* Opens the table as connector NAME with its own config (the sink keeps
  * a pointer to it). */
 static tm_status open_as(const char *name, tm_sink_config *cfg, void **sink,
@@ -811,6 +888,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, marker_keys_never_truncated);
     tcase_add_test(tc, long_table_path_refused_not_cut);
     tcase_add_test(tc, validate_refuses_missing_parent);
+    tcase_add_test(tc, uri_chars_refused_when_created);
     tcase_add_test(tc, second_connector_refused);
     tcase_add_test(tc, no_fsync_still_commits);
     tcase_add_test(tc, two_writers_lose_nothing);
