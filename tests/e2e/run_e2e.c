@@ -887,7 +887,19 @@ static void scenario_status_states(void) {
 
     pid_t pid = h_spawn(cfg, "st.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    h_sleep_ms(1500); /* a status write after the last commit */
+    /* The status file is written every second: waited for until it names
+     * the partition (a fixed 1.5 s assumed the writer on time). */
+    char status_rel[1024];
+    snprintf(status_rel, sizeof status_rel, "state-st.json/%s/status.json",
+             name);
+    int64_t t_st = h_now_ms();
+    while (!strstr(h_read_file(status_rel), topic)) {
+        H_CHECK(h_now_ms() - t_st < 60000,
+                "the status file does not name %s 60 s after the catch-up: "
+                "%s",
+                topic, h_read_file(status_rel));
+        h_sleep_ms(100);
+    }
     int rc = h_tidemark("status-live.out", status_args);
     const char *out = h_read_file("status-live.out");
     H_CHECK(rc == 0, "status of a live host: exit %d, expected 0\n%s", rc, out);
