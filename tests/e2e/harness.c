@@ -883,6 +883,22 @@ void h_fault_pipe_open(h_fault_pipe *fp) {
     snprintf(fp->fd_env, sizeof fp->fd_env, "TIDEMARK_FAULT_FD=%d", fds[1]);
 }
 
+void h_fault_pipe_spawned(h_fault_pipe *fp) {
+    if (fp->wfd >= 0)
+        close(fp->wfd);
+    fp->wfd = -1;
+    if (fcntl(fp->rfd, F_SETFD, FD_CLOEXEC) != 0)
+        h_fail("fcntl FD_CLOEXEC: %s", strerror(errno));
+}
+
+void h_fault_pipe_close(h_fault_pipe *fp) {
+    if (fp->wfd >= 0)
+        close(fp->wfd);
+    if (fp->rfd >= 0)
+        close(fp->rfd);
+    fp->wfd = fp->rfd = -1;
+}
+
 char h_proc_state(pid_t pid) {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -897,7 +913,9 @@ char h_proc_state(pid_t pid) {
 }
 
 void h_fault_wait(h_fault_pipe *fp, const char *point, pid_t pid, int stopped) {
-    close(fp->wfd);
+    if (fp->wfd >= 0)
+        close(fp->wfd);
+    fp->wfd = -1;
     char name[64] = "";
     ssize_t got = 0;
     struct pollfd pfd = {fp->rfd, POLLIN, 0};
@@ -911,6 +929,7 @@ void h_fault_wait(h_fault_pipe *fp, const char *point, pid_t pid, int stopped) {
         got += n;
     }
     close(fp->rfd);
+    fp->rfd = -1;
     size_t len = strlen(point);
     if (!(got > (ssize_t)len && strncmp(name, point, len) == 0 &&
           name[len] == '\n'))

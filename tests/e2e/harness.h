@@ -154,6 +154,12 @@ typedef struct h_fault_pipe {
     char fd_env[64]; /* "TIDEMARK_FAULT_FD=<wfd>" */
 } h_fault_pipe;
 void h_fault_pipe_open(h_fault_pipe *fp);
+/* After the spawn of the host that writes to it: the parent's write end
+ * closed and the read end kept from later children, so that only that
+ * host holds the pipe open (its death ends h_fault_wait's read at once). */
+void h_fault_pipe_spawned(h_fault_pipe *fp);
+/* Both ends closed, for a host that was never waited for. */
+void h_fault_pipe_close(h_fault_pipe *fp);
 /* Closes the parent's write end, reads the name the host reported (up to
  * its newline, or the host's death; 60 s at most) and fails the test as
  * inconclusive unless it is point. With stopped (TIDEMARK_FAULT_ACTION=
