@@ -2,6 +2,7 @@
  * sink: usage run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO. Each scenario
  * states what it proves; every expected value is written here from what
  * the test produced, never read from the host's output. */
+#include <errno.h>
 #include <libpq-fe.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -497,9 +498,15 @@ static void wait_log(const char *log, const char *text, int timeout_ms) {
  * fences host A (librdkafka: "Static consumer fenced", a fatal error, the
  * consumer finished for good; seen after a broker restart too). B is
  * killed at once; A must make a new consumer, rejoin, claim again and
- * catch up alone: exactly once, against the database. */
-/* Sizes: the host drains ~100 000 records a second on a quiet broker; the
- * backlog must outlast B's join. */
+ * catch up alone: exactly once, against the database.
+ * Both hosts hold themselves at the fault point before_begin (stop; no
+ * lock held there), so that the fence meets A mid-backlog whatever the
+ * machine's speed: A at its 11th batch (at most 2 000 rows applied), B at
+ * its first, after its join and its claim; then A goes on and meets the
+ * fence. B's join used to race A's drain of the backlog: with B started
+ * 3 s late, 4 of 10 runs were inconclusive ("all applied when A was
+ * fenced", or A never fenced). The session timeout (30 s) outlasts A's
+ * hold, so that B's join, not the end of A's session, replaces A. */
 static void scenario_static_fenced(void) {
     const char *topic = h_name("static");
     char name[256];
@@ -513,22 +520,37 @@ static void scenario_static_fenced(void) {
     char props[512];
     snprintf(props, sizeof props,
              "\"group.instance.id\": \"%s-x\", \"session.timeout.ms\": "
-             "\"6000\", \"heartbeat.interval.ms\": \"500\"",
+             "\"30000\", \"heartbeat.interval.ms\": \"500\"",
              name);
     const char *cfg_a = sqlite_config(
         "a.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
     const char *cfg_b = sqlite_config(
         "b.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
-    pid_t a = spawn_until_rows(cfg_a, "a.log", db, 2000);
-    pid_t b = h_spawn(cfg_b, "b.log");
+    h_fault_pipe fa, fb;
+    h_fault_pipe_open(&fa);
+    const char *env_a[] = {"TIDEMARK_FAULT=before_begin",
+                           "TIDEMARK_FAULT_ACTION=stop",
+                           "TIDEMARK_FAULT_HIT=11", fa.fd_env, NULL};
+    pid_t a = h_spawn_env(cfg_a, "a.log", env_a);
+    h_fault_pipe_spawned(&fa);
+    h_fault_wait(&fa, "before_begin", a, 1);
+    int64_t held = h_sqlf(db, "SELECT count(*) FROM t");
+    h_fault_pipe_open(&fb);
+    const char *env_b[] = {"TIDEMARK_FAULT=before_begin",
+                           "TIDEMARK_FAULT_ACTION=stop", fb.fd_env, NULL};
+    pid_t b = h_spawn_env(cfg_b, "b.log", env_b);
+    h_fault_pipe_spawned(&fb);
+    h_fault_wait(&fb, "before_begin", b, 1);
+    H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT A: %s", strerror(errno));
     wait_log("a.log", "Kafka consumer fatal error", 60000);
     int rc = h_stop(b, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "host B was not killed (exit %d)", rc);
     int64_t at = h_sqlf(db, "SELECT count(*) FROM t");
     H_CHECK(at < 200000, "inconclusive: all applied when A was fenced");
-    h_step("host A fenced by B's join (same group.instance.id) at %lld rows; "
+    h_step("host A held at %lld rows, fenced by B's join (same "
+           "group.instance.id, B held before its first batch) at %lld rows; "
            "B killed",
-           (long long)at);
+           (long long)held, (long long)at);
     wait_log("a.log", "consumer made again after a fatal error", 60000);
     for (int part = 0; part < 2; part++)
         h_produce_many(p, topic, part, part * 1000000 + 100000, 5000,
