@@ -60,17 +60,6 @@ static void check_exactly_once(const char *db, int64_t want) {
             (long long)n, (long long)distinct, (long long)ids);
 }
 
-static void wait_rows(const char *db, int64_t at_least, int timeout_ms,
-                      const char *what) {
-    int64_t t0 = h_now_ms();
-    while (rows(db) < at_least) {
-        H_CHECK(h_now_ms() - t0 < timeout_ms,
-                "%s: fewer than %lld rows after %d ms", what,
-                (long long)at_least, timeout_ms);
-        h_sleep_ms(20);
-    }
-}
-
 /* The member.id file of CONNECTOR under WORKDIR/STATE: its text, or ""
  * when there is none. */
 static const char *member_file(const char *state, const char *connector,
@@ -133,8 +122,17 @@ static void scenario_restart_backlog(void) {
     char db[4096]; /* h_path's buffers are reused */
     snprintf(db, sizeof db, "%s", h_path("rb.db"));
     const char *cfg = config("rb.json", name, topic, db, "state", NULL, NULL);
-    pid_t pid = h_spawn(cfg, "rb1.log");
-    wait_rows(db, 2000, 60000, "first host");
+    /* Killed while it holds itself after its 100th commit (after_commit,
+     * stop; batches of 20: at most 2 000 rows), mid-backlog whatever the
+     * machine's speed. */
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=after_commit",
+                         "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=100",
+                         fp.fd_env, NULL};
+    pid_t pid = h_spawn_env(cfg, "rb1.log", env);
+    h_fault_pipe_spawned(&fp);
+    h_fault_wait(&fp, "after_commit", pid, 1);
     int rc = h_stop(pid, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "the host was not SIGKILLed (exit %d)", rc);
     int64_t at_kill = rows(db);
