@@ -151,6 +151,8 @@ void ce_spawn_held(ce_held *h, const char *const *cfgs, const char *log,
 int ce_hit_for_rows(const crash_env *e, int64_t rows, int max_records);
 /* 1 once the held host stopped at its point (seen stopped). */
 int ce_held_stopped(const ce_held *h);
+/* Waits for the point's name (else inconclusive) and the stop. */
+void ce_wait_held(ce_held *h);
 /* Waits for the point's name (else inconclusive) and the stop, SIGKILLs
  * the host there; returns the raw rows committed then, guarded: 0 < rows <
  * total (else inconclusive). */

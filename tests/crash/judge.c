@@ -85,8 +85,12 @@ int ce_held_stopped(const ce_held *h) {
     return h_proc_state(h->pid) == 'T';
 }
 
-int64_t ce_kill_held(crash_env *e, ce_held *h, int64_t total) {
+void ce_wait_held(ce_held *h) {
     h_fault_wait(&h->fp, "after_commit", h->pid, 1);
+}
+
+int64_t ce_kill_held(crash_env *e, ce_held *h, int64_t total) {
+    ce_wait_held(h);
     ce_kill(h->pid);
     int64_t committed = ce_raw_rows(e);
     H_CHECK(committed > 0 && committed < total,
