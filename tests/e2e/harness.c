@@ -661,7 +661,13 @@ size_t h_read_offsets(const char *topic, int32_t partition, int64_t **out) {
     int64_t lo, hi;
     h_watermarks(topic, partition, &lo, &hi);
     rd_kafka_conf_t *c = rd_kafka_conf_new();
-    set(c, "group.id", h_name("offset-reader"));
+    /* Not h_name: its buffers rotate, and a scenario's own names held
+     * across calls of this function in a loop were overwritten by it (a
+     * compaction wait of more than 7 reads then read a topic named
+     * "offset-reader-...": "no end after 60 s (0 records)"). */
+    char group[64];
+    snprintf(group, sizeof group, "offset-reader-%s", run_id);
+    set(c, "group.id", group);
     set(c, "isolation.level", "read_committed");
     set(c, "enable.partition.eof", "true");
     set(c, "enable.auto.commit", "false");
@@ -800,6 +806,29 @@ int h_group_owners(const char *group, const char *topic, int partitions,
     rd_kafka_queue_destroy(q);
     rd_kafka_destroy(rk);
     return members;
+}
+
+void h_alter_topic_cfg(const char *topic, const char *const *cfg) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_ConfigResource_t *r =
+        rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    for (size_t i = 0; cfg[i] && cfg[i + 1]; i += 2)
+        if (rd_kafka_ConfigResource_set_config(r, cfg[i], cfg[i + 1]))
+            h_fail("AlterConfigs %s: cannot set %s", topic, cfg[i]);
+    rd_kafka_AlterConfigs(rk, &r, 1, NULL, q);
+    rd_kafka_event_t *ev = admin_wait(q, "AlterConfigs");
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **res =
+        rd_kafka_AlterConfigs_result_resources(
+            rd_kafka_event_AlterConfigs_result(ev), &n);
+    if (n != 1 || rd_kafka_ConfigResource_error(res[0]))
+        h_fail("AlterConfigs %s: %s", topic,
+               n ? rd_kafka_ConfigResource_error_string(res[0]) : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_ConfigResource_destroy(r);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
 }
 
 void h_delete_group(const char *group) {

@@ -133,6 +133,9 @@ pid_t h_spawn_many(const char *const *configs, const char *log_name,
 #define H_OWNER_MAX 160
 int h_group_owners(const char *group, const char *topic, int partitions,
                    char (*owners)[H_OWNER_MAX]);
+/* AlterConfigs of a topic: cfg is NULL-ended pairs, the topic's whole
+ * set of dynamic configs (a config left out returns to its default). */
+void h_alter_topic_cfg(const char *topic, const char *const *cfg);
 /* DeleteGroups: the group and all its committed offsets. */
 void h_delete_group(const char *group);
 /* AlterConsumerGroupOffsets for partitions 0..n-1 of topic. */
