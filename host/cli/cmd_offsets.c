@@ -516,6 +516,51 @@ static tm_status_writer *lock_connector(ctx *c) {
     return w;
 }
 
+/* After the group commit went through and the claim did not: the group's
+ * offsets are put back where they were, so that Kafka's lag tools do not
+ * show a lag (or its absence) the markers do not have; an idle partition
+ * would keep it, since no host commits there. What happened is written
+ * into WHAT. */
+static void put_group_back(ctx *c, char *what, size_t size) {
+    const char *group = c->sink.cfg->kafka.group_id;
+    size_t none = 0;
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new((int)(c->n ? c->n : 1));
+    for (size_t i = 0; l && i < c->n; i++) {
+        if (c->parts[i].target < 0)
+            continue;
+        if (c->group_known && c->parts[i].group_offset >= 0)
+            rd_kafka_topic_partition_list_add(l, c->parts[i].m.topic,
+                                              c->parts[i].m.partition)
+                ->offset = c->parts[i].group_offset;
+        else
+            none++;
+    }
+    char errstr[1024];
+    if (!l)
+        snprintf(what, size,
+                 "consumer group %s holds the new offsets (out of memory "
+                 "putting it back)",
+                 group);
+    else if (l->cnt > 0 &&
+             tm_kafka_group_alter_offsets(c->rk, group, l, KAFKA_TIMEOUT_MS,
+                                          errstr, sizeof errstr) != 0)
+        snprintf(what, size,
+                 "consumer group %s holds the new offsets: putting it back "
+                 "failed: %s",
+                 group, errstr);
+    else if (none > 0)
+        snprintf(what, size,
+                 "consumer group %s is back at its offsets, except %zu "
+                 "partition%s it had none for (or it could not be read), "
+                 "which keep%s the new one until a host commits there",
+                 group, none, none == 1 ? "" : "s", none == 1 ? "s" : "");
+    else
+        snprintf(what, size, "consumer group %s is back at its offsets", group);
+    if (l)
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
 /* The group commit, then the claim. The group commit goes first because
  * the broker refuses it while the group has a member: that refusal is the
  * one check no member can slip past (the describe before it is only for a
@@ -570,12 +615,13 @@ static int apply_reset(ctx *c) {
         rc == 0 ? api->claim(c->sink.inst.sink, m, k, TM_CLAIM_RESET, &err)
                 : TM_OK;
     if (rc == 0 && st != TM_OK) {
+        char back[1536];
+        put_group_back(c, back, sizeof back);
         fail(c,
              "the sink refused the reset (%s): %s; its markers are "
-             "unchanged and a host resumes from them, but consumer group "
-             "%s already holds the new offsets (lag tools will disagree "
-             "until the next run commits)%s",
-             tm_status_name(st), err.message, c->sink.cfg->kafka.group_id,
+             "unchanged (a host resumes from them, never from the group's "
+             "offsets); %s%s",
+             tm_status_name(st), err.message, back,
              st == TM_RETRY ? "; try again" : "");
         rc = 1;
     }

@@ -416,13 +416,13 @@ static int render(FILE *out, const options *o, const char *state_dir,
         return 1;
     }
     int64_t now = tm_clock_wall_ms();
-    int rc = tm_status_health(vs.v, vs.n);
+    int rc = tm_status_health(vs.v, vs.n, now);
     if (o->prometheus) {
         const char **dirs = calloc(vs.n ? vs.n : 1, sizeof *dirs);
         for (size_t i = 0; dirs && i < vs.n; i++)
             dirs[i] = state_dir;
         if (dirs)
-            tm_metrics_status_write(out, vs.v, vs.n, dirs);
+            tm_metrics_status_write(out, vs.v, vs.n, dirs, now);
         else
             fprintf(stderr, "tidemark status: out of memory\n");
         rc = dirs ? rc : 1;

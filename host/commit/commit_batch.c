@@ -9,6 +9,7 @@
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
+#include "commit/poll_budget.h"
 #include "kafka/consumer_ops.h"
 #include "kafka/dead_letter_producer.h"
 #include "metrics/metrics_registry.h"
@@ -222,8 +223,10 @@ static void grow_back(tm_connector *c, uint64_t took_ns) {
 }
 
 /* tm_dlq_send's context: its wait ends $.dead_letters.delivery_timeout_ms
- * after the send began, or at the stop's deadline, asked again at every slice
- * of the wait (a stop asked during it counts). */
+ * after the send began, or earlier when the commit after it would end too
+ * late for the consumer's next poll (commit/poll_budget.h), or at the
+ * stop's deadline, asked again at every slice of the wait (a stop asked
+ * during it counts). */
 typedef struct dlq_ctx {
     tm_connector *c;
     int64_t until;
@@ -257,14 +260,10 @@ static void dlq_mark_sent(tm_connector *c, const tm_batch *b) {
  * and the batch retried; the fourth in a row, each within a minute of the
  * last, ends in FAILED. 0, or -1 when FAILED. */
 static int dlq_renew(tm_connector *c, const char *fatal) {
-    int in_row = tm_restarts_count(&c->dlq_restarts, tm_now_ms());
-    if (in_row > TM_RESTARTS_MAX) {
-        tm_conn_error(c, 1,
-                      "the dead-letter producer failed fatally %d times in a "
-                      "row, each within a minute of the last; the last: %s",
-                      in_row, fatal);
+    int in_row = tm_restarts_admit(c, &c->dlq_restarts,
+                                   "the dead-letter producer", fatal);
+    if (in_row < 0)
         return -1;
-    }
     char why[512];
     if (tm_dlq_renew(c->dlq, why, sizeof why) != 0) {
         tm_conn_error(c, 1,
@@ -285,9 +284,16 @@ static int dlq_renew(tm_connector *c, const char *fatal) {
  * again). */
 static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     char why[512];
-    dlq_ctx ctx = {c, tm_now_ms() + c->cfg->dead_letters.delivery_timeout_ms};
-    if (tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx, why,
-                    sizeof why) == 0) {
+    dlq_ctx ctx = {c, tm_poll_budget_dlq_until(c, tm_now_ms())};
+    tm_conn_waiting(c,
+                    "the dead-letter topic %s to confirm the %zu dead "
+                    "letter(s) of batch %s",
+                    c->cfg->dead_letters.topic, built->ndead_letters,
+                    c->batch_id);
+    int rc = tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx,
+                         why, sizeof why);
+    tm_conn_waiting(c, NULL);
+    if (rc == 0) {
         dlq_mark_sent(c, built);
         return 0;
     }
@@ -336,6 +342,7 @@ void tm_commit_batch(tm_connector *c) {
     int paused = 0, applied = 0,
         dlq_sent = !c->dlq || built->ndead_letters == 0;
     tm_backoff_reset(&c->backoff);
+    tm_poll_budget_warn(c);
     for (;;) {
         tm_status st;
         tm_error err = tm_error_init();
@@ -350,12 +357,19 @@ void tm_commit_batch(tm_connector *c) {
         }
         if (dlq_sent) {
             /* Stopping cuts the deadline to the stop's grace: the sink
-             * gives up by itself instead of waiting out a lock. */
+             * gives up by itself instead of waiting out a lock. Never
+             * past the consumer's next poll (commit/poll_budget.h). */
             b.deadline_ms = tm_stop_bound_ms(
-                c, tm_now_ms() + c->cfg->batch.commit_timeout_ms);
+                c, tm_poll_budget_commit_until(c, tm_now_ms()));
+            tm_conn_waiting(c,
+                            "the sink's commit of batch %s (%zu records, "
+                            "%" PRId64 " ms at most)",
+                            c->batch_id, b.nrecords,
+                            b.deadline_ms - tm_now_ms());
             uint64_t t0 = tm_metrics_now_ns();
             st = c->sink.api->commit(c->sink.sink, &b, &err);
             uint64_t took_ns = tm_metrics_now_ns() - t0;
+            tm_conn_waiting(c, NULL);
             tm_metrics_commit_observe(c->metrics, took_ns);
             if (st == TM_OK || st == TM_ALREADY)
                 grow_back(c, took_ns);

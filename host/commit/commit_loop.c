@@ -239,6 +239,7 @@ void tm_commit_serve(tm_connector *c, int64_t ms) {
             return;
         tm_polled m;
         tm_kafka_poll(c->rk, (int)(left < POLL_MS ? left : POLL_MS), &m);
+        c->polled_ms = tm_now_ms();
         if (m.kind == TM_POLLED_RECORD) {
             tm_part *p = tm_conn_part(c, m.topic, m.partition);
             if (p)
@@ -310,6 +311,7 @@ void tm_commit_loop_run(tm_connector *c) {
         }
         tm_polled m;
         tm_kafka_poll(c->rk, timeout, &m);
+        c->polled_ms = tm_now_ms();
         on_message(c, &m);
         tm_kafka_polled_release(&m);
         if (c->state == TM_CONN_FAILED)

@@ -189,10 +189,8 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     const tm_connector *c = link ? link->c : NULL;
     if (link && atomic_load(&link->closing))
         c = NULL; /* on the close thread: the config may be gone */
-    tm_log(level <= 3   ? TM_LOG_ERROR
-           : level <= 4 ? TM_LOG_WARN
-                        : TM_LOG_DEBUG,
-           c ? c->cfg->name : NULL, "librdkafka %s: %s", fac, buf);
+    tm_log(tm_kafka_log_level(level, fac), c ? c->cfg->name : NULL,
+           "librdkafka %s: %s", fac, buf);
 }
 
 static void error_cb(rd_kafka_t *rk, int err, const char *reason,

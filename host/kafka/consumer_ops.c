@@ -172,14 +172,24 @@ int tm_kafka_commit_offsets(rd_kafka_t *rk, const tm_kafka_tp *tps, size_t n,
     return 0;
 }
 
-int64_t tm_kafka_consumer_session_ms(rd_kafka_t *rk) {
+/* The consumer's setting NAME in ms as librdkafka took it (the user's
+ * $.kafka.properties, else its default), DEF when it cannot be read. */
+static int64_t conf_ms(rd_kafka_t *rk, const char *name, int64_t def) {
     char v[32];
     size_t size = sizeof v;
     int64_t ms = 0;
-    if (rk && rd_kafka_conf_get(rd_kafka_conf(rk), "session.timeout.ms", v,
-                                &size) == RD_KAFKA_CONF_OK)
+    if (rk && rd_kafka_conf_get(rd_kafka_conf(rk), name, v, &size) ==
+                  RD_KAFKA_CONF_OK)
         ms = strtoll(v, NULL, 10);
-    return ms > 0 ? ms : 45000; /* librdkafka's default */
+    return ms > 0 ? ms : def;
+}
+
+int64_t tm_kafka_consumer_session_ms(rd_kafka_t *rk) {
+    return conf_ms(rk, "session.timeout.ms", 45000); /* librdkafka's default */
+}
+
+int64_t tm_kafka_consumer_max_poll_ms(rd_kafka_t *rk) {
+    return conf_ms(rk, "max.poll.interval.ms", 300000); /* its default */
 }
 
 static tm_poll_error error_of(rd_kafka_resp_err_t err) {

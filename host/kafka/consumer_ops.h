@@ -70,6 +70,11 @@ int tm_kafka_commit_offsets(rd_kafka_t *rk, const tm_kafka_tp *tps, size_t n,
  * it cannot be read. */
 int64_t tm_kafka_consumer_session_ms(rd_kafka_t *rk);
 
+/* The consumer's max.poll.interval.ms in effect: the user's
+ * $.kafka.properties, else librdkafka's default (300000). Past it without
+ * a poll, librdkafka takes the member out of its group. */
+int64_t tm_kafka_consumer_max_poll_ms(rd_kafka_t *rk);
+
 typedef enum tm_polled_kind {
     TM_POLLED_NOTHING, /* no message within the timeout (or one without a
                           partition and without an error) */

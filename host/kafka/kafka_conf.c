@@ -9,18 +9,19 @@
 #include "services/log.h"
 #include "services/redact.h"
 
-/* librdkafka's own lines into ours. One config serves every role, so the
- * consumer-only properties a user sets make librdkafka warn on the
- * producer and admin clients (CONFWARN): that is expected, not news. */
+tm_log_level tm_kafka_log_level(int level, const char *fac) {
+    /* One config serves every role, so the properties a user sets for one
+     * make librdkafka warn on the others (CONFWARN): expected, not news. */
+    if (strcmp(fac, "CONFWARN") == 0)
+        return TM_LOG_DEBUG;
+    return level <= 3 ? TM_LOG_ERROR : level <= 4 ? TM_LOG_WARN : TM_LOG_DEBUG;
+}
+
+/* librdkafka's own lines into ours. */
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
     (void)rk;
-    tm_log_level l = level <= 3   ? TM_LOG_ERROR
-                     : level <= 4 ? TM_LOG_WARN
-                                  : TM_LOG_DEBUG;
-    if (strcmp(fac, "CONFWARN") == 0)
-        l = TM_LOG_DEBUG;
-    tm_log(l, NULL, "librdkafka %s: %s", fac, buf);
+    tm_log(tm_kafka_log_level(level, fac), NULL, "librdkafka %s: %s", fac, buf);
 }
 
 /* librdkafka's error buffers: large enough for its messages about any

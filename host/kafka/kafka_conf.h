@@ -10,6 +10,13 @@
 #include <stddef.h>
 
 #include "config/connector_config.h"
+#include "services/log.h"
+
+/* The level of a line librdkafka logs (its syslog LEVEL, its facility FAC)
+ * in the host's log: errors and warnings as such, the rest debug, and a
+ * CONFWARN (a property set for another role) debug too. Every client's
+ * log callback maps through it. */
+tm_log_level tm_kafka_log_level(int level, const char *fac);
 
 /* Which client the configuration is for: the consumer gets the group and
  * the protocol's fixed settings (no auto commit or offset store,

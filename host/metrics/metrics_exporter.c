@@ -9,6 +9,7 @@
 #include "metrics/metrics_status.h"
 #include "metrics/metrics_targets.h"
 #include "metrics/metrics_textfile.h"
+#include "services/clock.h"
 #include "services/log.h"
 
 struct tm_metrics_exporter {
@@ -49,7 +50,7 @@ int tm_metrics_render(FILE *out, const tm_metrics_target *targets, size_t n) {
         }
         shown++;
     }
-    tm_metrics_status_write(out, views, shown, dirs);
+    tm_metrics_status_write(out, views, shown, dirs, tm_clock_wall_ms());
     for (size_t i = 0; i < shown; i++)
         tm_status_view_free(&views[i]);
     free(views);
@@ -93,9 +94,10 @@ static void *exporter_main(void *arg) {
     tm_metrics_exporter *e = arg;
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += e->interval_s;
+        /* Monotonic: a wall clock stepped back an hour must not leave the
+         * file unwritten for that hour (test_metrics_clock). */
+        struct timespec until =
+            tm_clock_mono_after((int64_t)e->interval_s * 1000);
         while (!e->stop &&
                pthread_cond_timedwait(&e->wake, &e->lock, &until) != ETIMEDOUT)
             ;
@@ -126,7 +128,7 @@ tm_metrics_exporter *tm_metrics_exporter_start(const char *path, int interval_s,
         free(e);
         return NULL;
     }
-    if (pthread_cond_init(&e->wake, NULL) != 0) {
+    if (tm_cond_init_mono(&e->wake) != 0) {
         snprintf(errstr, errsize, "cannot make a condition variable");
         pthread_mutex_destroy(&e->lock);
         free(e);

@@ -181,8 +181,24 @@ static void load_saved(const tm_status_view *views, size_t n,
     }
 }
 
+/* A live host's status file past TM_STATUS_STALE_MS: its state gauge
+ * still says what the file says, this says the file is no longer news. */
+static void stale_family(FILE *out, const tm_status_view *views, size_t n,
+                         int64_t now_ms) {
+    tm_prom_family(out, "tidemark_connector_status_stale", "gauge",
+                   "1 when a live host's status file is more than 10 s old "
+                   "(the host is hung or cannot write it), else 0.");
+    for (size_t i = 0; i < n; i++) {
+        if (!shown(&views[i]) || !views[i].running)
+            continue;
+        const char *l[] = {"connector", views[i].r.snap.connector};
+        tm_prom_sample(out, "tidemark_connector_status_stale", l, 1,
+                       tm_status_stale_ms(&views[i], now_ms) > 0);
+    }
+}
+
 void tm_metrics_status_write(FILE *out, const tm_status_view *views, size_t n,
-                             const char *const *state_dirs) {
+                             const char *const *state_dirs, int64_t now_ms) {
     size_t k = n ? n : 1;
     tm_metrics_values *vals = calloc(k, sizeof *vals);
     const tm_metrics_values **ptrs = calloc(k, sizeof *ptrs);
@@ -195,6 +211,7 @@ void tm_metrics_status_write(FILE *out, const tm_status_view *views, size_t n,
     }
     load_saved(views, n, state_dirs, vals, ptrs, names, bad);
     state_family(out, views, n, bad);
+    stale_family(out, views, n, now_ms);
     per_connector(out, views, n, "tidemark_connector_start_time_seconds",
                   "gauge", "When the host started the connector (Unix time).",
                   0);

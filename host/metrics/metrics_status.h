@@ -10,13 +10,15 @@
 #define TM_METRICS_STATUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "status/status_print.h"
 
-/* VIEWS[i]'s files are in STATE_DIRS[i]. */
+/* VIEWS[i]'s files are in STATE_DIRS[i]; NOW_MS (wall clock) judges which
+ * status files are stale (tm_status_stale_ms). */
 void tm_metrics_status_write(FILE *out, const tm_status_view *views, size_t n,
-                             const char *const *state_dirs);
+                             const char *const *state_dirs, int64_t now_ms);
 
 /* The resident set of process PID in bytes (from /proc/PID/statm), -1
  * when it cannot be read (gone, no /proc). */

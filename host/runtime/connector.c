@@ -27,6 +27,7 @@
 #include "services/log.h"
 #include "services/redact.h"
 #include "status/status_file.h"
+#include "status/status_pulse.h"
 
 int64_t tm_now_ms(void) {
     struct timespec ts;
@@ -269,14 +270,10 @@ static int restart_consumer(tm_connector *c) {
     c->nparts = 0;
     c->any_unclaimed = 0;
     c->markers_dirty = 1;
-    int in_row = tm_restarts_count(&c->consumer_restarts, tm_now_ms());
-    if (in_row > TM_RESTARTS_MAX) {
-        tm_conn_error(c, 1,
-                      "the Kafka consumer failed fatally %d times in a row, "
-                      "each within a minute of the last; the last: %s",
-                      in_row, c->last_error);
+    int in_row = tm_restarts_admit(c, &c->consumer_restarts,
+                                   "the Kafka consumer", c->last_error);
+    if (in_row < 0)
         return -1;
-    }
     c->consumer_fatal = 0;
     char why[1024];
     if (tm_consumer_start(c, why, sizeof why) != 0) {
@@ -515,6 +512,14 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
         free(c);
         return TM_RUN_REFUSED;
     }
+    /* Its own thread rewrites the file while this one waits in a commit. */
+    c->pulse = tm_status_pulse_start(c->status, TM_STATUS_PERIOD_MS, cfg->name);
+    if (!c->pulse) {
+        tm_log(TM_LOG_ERROR, cfg->name, "cannot start: out of memory");
+        tm_status_writer_close(c->status);
+        free(c);
+        return TM_RUN_REFUSED;
+    }
     tm_log(TM_LOG_INFO, cfg->name, "starting (instance %s, state in %s/%s)",
            c->instance_id, dir, cfg->name);
     /* The host lock is ours now: so is the control socket. */
@@ -587,6 +592,7 @@ failed:
         free(c->parts[i].topic);
     free(c->parts);
     tm_control_stop(control); /* before the lock goes with the writer */
+    tm_status_pulse_stop(c->pulse);
     tm_status_writer_close(c->status);
     tm_log(TM_LOG_INFO, cfg->name, "%s",
            result == TM_RUN_STOPPED ? "stopped" : "stopped after FAILED");

@@ -20,6 +20,7 @@
 
 struct tm_dead_letter_producer;
 struct tm_status_writer;
+struct tm_status_pulse;
 
 /* One assigned partition. */
 typedef struct tm_part {
@@ -146,6 +147,10 @@ typedef struct tm_connector {
     char batch_id[TM_BATCH_ID_MAX];
 
     tm_backoff backoff;
+    /* Monotonic ms of the consumer's last poll (commit/commit_loop.c): an
+     * attempt's waits end in time for the next (commit_batch.c). */
+    int64_t polled_ms;
+    int poll_cut_warned; /* those waits were cut: said once */
     int conflicts_in_row;
     /* Records a batch may hold after a commit ran out of its deadline
      * (commit_batch.c, "cut in half"); 0: $.batch.max_records. */
@@ -179,6 +184,9 @@ typedef struct tm_connector {
 
     struct tm_metrics_conn *metrics; /* metrics/metrics_registry.h */
     struct tm_status_writer *status;
+    /* Writes status.json for this thread, and again by itself while this
+     * thread waits in a step of a commit (status/status_pulse.h). */
+    struct tm_status_pulse *pulse;
     int64_t status_written_ms; /* monotonic */
     int markers_dirty;         /* re-read marker counts for the status */
 } tm_connector;
@@ -186,6 +194,10 @@ typedef struct tm_connector {
 /* How long the batch in flight may take to commit once a stop is asked
  * (docs/operations.md, Signals); past it the sink is interrupted. */
 #define TM_STOP_GRACE_MS 5000
+
+/* The status file is rewritten at least this often (docs/operations.md),
+ * by the status pulse while the connector's thread waits. */
+#define TM_STATUS_PERIOD_MS 1000
 
 /* Monotonic and wall clocks in milliseconds. */
 int64_t tm_now_ms(void);
@@ -209,6 +221,11 @@ void tm_conn_recovered(tm_connector *c, const char *what);
  * moved them (markers_dirty), adding what the sink counted to the totals
  * (runtime/connector_status.c). */
 void tm_conn_refresh_markers(tm_connector *c);
+
+/* This thread waits on what FMT says (NULL: no more), from now: the
+ * status file shows it, rewritten meanwhile (runtime/connector_status.c). */
+void tm_conn_waiting(tm_connector *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* A log line with the connector, its plugin and, when given (topic non-NULL,
  * batch_id non-NULL), the partition and the batch as fields. */

@@ -2,6 +2,7 @@
  * least every second, from the connector's own state and the sink's
  * markers (their counts are the sink's truth, re-read when they moved). */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,9 @@
 #include "runtime/connector_state.h"
 #include "services/error.h"
 #include "services/log.h"
+#include "services/redact.h"
 #include "status/status_file.h"
-
-#define STATUS_PERIOD_MS 1000
+#include "status/status_pulse.h"
 
 void tm_conn_refresh_markers(tm_connector *c) {
     if (!c->markers_dirty || !c->sink.sink || c->nparts == 0)
@@ -215,11 +216,29 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
     s->reason_since_ms = c->paused_ms;
 }
 
+void tm_conn_waiting(tm_connector *c, const char *fmt, ...) {
+    if (!c->pulse)
+        return;
+    if (!fmt) {
+        tm_status_pulse_waiting(c->pulse, NULL, 0);
+        return;
+    }
+    char raw[TM_STATUS_WAITING_MAX], on[TM_STATUS_WAITING_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    /* Names of topics and batches, maybe given as ${env:...} */
+    tm_redact_list((const char *const *)c->cfg->secrets, c->cfg->nsecrets, raw,
+                   TM_REDACT_MAYBE_CUT, on, sizeof on);
+    tm_status_pulse_waiting(c->pulse, on, tm_wall_ms());
+}
+
 void tm_conn_status_tick(tm_connector *c, int force) {
-    if (!c->status)
+    if (!c->pulse)
         return;
     int64_t now = tm_now_ms();
-    if (!force && now - c->status_written_ms < STATUS_PERIOD_MS)
+    if (!force && now - c->status_written_ms < TM_STATUS_PERIOD_MS)
         return;
     c->status_written_ms = now;
     tm_conn_refresh_markers(c);
@@ -287,7 +306,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     snprintf(s.last_error, sizeof s.last_error, "%s", c->last_error);
     s.last_error_ms = c->last_error_ms;
     char why[512];
-    if (tm_status_writer_write(c->status, &s, why, sizeof why) != 0 ||
+    if (tm_status_pulse_write(c->pulse, &s, why, sizeof why) != 0 ||
         tm_metrics_save(c->metrics, c->status, why, sizeof why) != 0)
         tm_log(TM_LOG_WARN, c->cfg->name, "status: %s", why);
     free(parts);

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+struct tm_connector;
+
 /* More restarts in a row than this end in FAILED: the fourth fatal error,
  * each within a minute of the last. */
 #define TM_RESTARTS_MAX 3
@@ -19,5 +21,11 @@ typedef struct tm_restarts {
  * last was less than a minute before, else the first of a new row. How
  * many in the row, this one included. */
 int tm_restarts_count(tm_restarts *r, int64_t now);
+
+/* Counts a restart of WHAT ("the Kafka consumer", "the dead-letter
+ * producer") now; one too many in a row, C goes FAILED saying so, with
+ * the last fatal error LAST. How many in the row, or -1 when FAILED. */
+int tm_restarts_admit(struct tm_connector *c, tm_restarts *r, const char *what,
+                      const char *last);
 
 #endif

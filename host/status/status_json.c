@@ -146,6 +146,24 @@ static json_t *reason_json(const tm_status_snapshot *s) {
     return o;
 }
 
+/* {"on": ..., "since_ms": ...} while the connector waits on a step of its
+ * commit, null otherwise. */
+static json_t *waiting_json(const tm_status_snapshot *s) {
+    if (!s->waiting_on[0])
+        return json_null();
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc = 0;
+    rc |= put(o, "on", redacted(s->waiting_on, sizeof s->waiting_on));
+    rc |= put(o, "since_ms", json_integer(s->waiting_since_ms));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *tm_status_to_json(const tm_status_snapshot *s) {
     json_t *o = json_object();
     json_t *parts = json_array();
@@ -172,6 +190,7 @@ json_t *tm_status_to_json(const tm_status_snapshot *s) {
     rc |= put(o, "totals", totals_json(s));
     rc |= put(o, "last_error", last_error_json(s));
     rc |= put(o, "reason", reason_json(s));
+    rc |= put(o, "waiting", waiting_json(s));
     rc |= put(o, "partitions", parts);
     if (rc) {
         json_decref(o);
@@ -275,6 +294,13 @@ static void read_optional(reader *r, const json_t *doc, tm_status_snapshot *s) {
         r->where = "reason.";
         get_str(r, why, "message", s->reason, sizeof s->reason);
         s->reason_since_ms = get_int(r, why, "since_ms");
+    }
+    /* Absent in the files of hosts older than the status pulse. */
+    const json_t *w = json_object_get(doc, "waiting");
+    if (w && json_is_object(w)) {
+        r->where = "waiting.";
+        get_str(r, w, "on", s->waiting_on, sizeof s->waiting_on);
+        s->waiting_since_ms = get_int(r, w, "since_ms");
     }
     r->where = "totals.";
     const json_t *t = field(r, doc, "totals", JSON_OBJECT);

@@ -23,6 +23,9 @@ typedef enum tm_conn_state {
 /* A partition paused longer than this makes its connector DEGRADED. */
 #define TM_PAUSED_DEGRADED_MS 60000
 
+/* The size of tm_status_snapshot.waiting_on. */
+#define TM_STATUS_WAITING_MAX 512
+
 /* One assigned partition as the host last saw it. */
 typedef struct tm_status_partition {
     char topic[256];
@@ -61,6 +64,13 @@ typedef struct tm_status_snapshot {
      * (wall ms); "" and 0 in the other states. Redacted by the caller. */
     char reason[1024];
     int64_t reason_since_ms;
+    /* What the connector's thread is waiting on (the dead-letter topic's
+     * confirmations, the sink's commit), and since when (wall ms); "" and
+     * 0 when it is not in such a wait. Written by the status pulse
+     * (status_pulse.h) while that thread cannot write. Redacted by the
+     * caller. */
+    char waiting_on[TM_STATUS_WAITING_MAX];
+    int64_t waiting_since_ms;
 } tm_status_snapshot;
 
 /* "STARTING", "RUNNING", "PAUSED", "FAILED", "STOPPED", "DEGRADED". */

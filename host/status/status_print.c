@@ -67,11 +67,27 @@ const char *tm_status_text(const char *text, char *out, size_t size) {
     return out;
 }
 
+/* How long ago THEN_MS was at NOW_MS; 0 for an unknown time (0 or less,
+ * or from a file anyone may have written: INT64_MIN must not overflow) or
+ * one in the future. */
+static int64_t since(int64_t now_ms, int64_t then_ms) {
+    return then_ms > 0 && then_ms < now_ms ? now_ms - then_ms : 0;
+}
+
 static const char *state_label(const tm_status_view *v) {
     return v->running ? tm_conn_state_name(v->r.snap.state) : "not running";
 }
 
-int tm_status_health(const tm_status_view *views, size_t n) {
+int64_t tm_status_stale_ms(const tm_status_view *v, int64_t now_ms) {
+    const tm_status_snapshot *s = &v->r.snap;
+    if (v->error[0] || !v->running || !v->r.live || !v->r.has_file ||
+        s->state == TM_CONN_STOPPED || s->state == TM_CONN_FAILED)
+        return 0;
+    int64_t age = since(now_ms, s->updated_ms);
+    return age > TM_STATUS_STALE_MS ? age : 0;
+}
+
+int tm_status_health(const tm_status_view *views, size_t n, int64_t now_ms) {
     for (size_t i = 0; i < n; i++)
         if (views[i].error[0])
             return TM_HEALTH_ERROR;
@@ -82,7 +98,8 @@ int tm_status_health(const tm_status_view *views, size_t n) {
         tm_conn_state st = views[i].r.snap.state;
         if (st == TM_CONN_FAILED || st == TM_CONN_STOPPED)
             return TM_HEALTH_DOWN;
-        degraded |= st == TM_CONN_DEGRADED;
+        degraded |=
+            st == TM_CONN_DEGRADED || tm_status_stale_ms(&views[i], now_ms) > 0;
     }
     return degraded ? TM_HEALTH_DEGRADED : TM_HEALTH_OK;
 }
@@ -117,13 +134,23 @@ static void print_state_line(FILE *out, const tm_status_view *v,
         else
             fprintf(out, " (pid %ld, last update %s)", s->pid, t);
     } else {
-        tm_status_format_duration(now_ms - s->started_ms, d, sizeof d);
+        tm_status_format_duration(since(now_ms, s->started_ms), d, sizeof d);
         if (s->started_ms > 0)
             fprintf(out, " (pid %ld, up %s)", s->pid, d);
         else
             fprintf(out, " (pid %ld)", s->pid);
     }
     fputs("\n", out);
+    int64_t stale = tm_status_stale_ms(v, now_ms);
+    if (stale > 0) {
+        tm_status_format_duration(stale, d, sizeof d);
+        fprintf(out,
+                "  stale       its status file is %s old (a running host "
+                "rewrites it every second): the host is hung or cannot "
+                "write its state directory; what it says below is from "
+                "then\n",
+                d);
+    }
 }
 
 /* The text of a status file is whatever its writer put there: every string
@@ -144,9 +171,19 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
      * as its file says). */
     if (s->reason[0]) {
         tm_status_format_time(s->reason_since_ms, t, sizeof t);
-        tm_status_format_duration(now_ms - s->reason_since_ms, d, sizeof d);
+        tm_status_format_duration(since(now_ms, s->reason_since_ms), d,
+                                  sizeof d);
         fprintf(out, "  reason      since %s (%s): %s\n", t, d,
                 SAFE(s->reason));
+    }
+    /* A step of the commit in progress (the status pulse rewrites the file
+     * meanwhile): what it waits on, for how long already; not for a host
+     * that is gone (it waits on nothing any more). */
+    if (s->waiting_on[0] && v->r.live) {
+        tm_status_format_time(s->waiting_since_ms, t, sizeof t);
+        tm_status_format_duration(now_ms - s->waiting_since_ms, d, sizeof d);
+        fprintf(out, "  waiting     since %s (%s): %s\n", t, d,
+                SAFE(s->waiting_on));
     }
     if (s->plugin[0])
         fprintf(out, "  plugin      %s ", SAFE(s->plugin));
@@ -155,7 +192,7 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
     if (!v->r.has_file)
         return;
     tm_status_format_time(s->updated_ms, t, sizeof t);
-    tm_status_format_duration(now_ms - s->updated_ms, d, sizeof d);
+    tm_status_format_duration(since(now_ms, s->updated_ms), d, sizeof d);
     fprintf(out, "  updated     %s (%s ago)\n", t, d);
     if (s->last_batch_id[0]) {
         tm_status_format_time(s->last_batch_ms, t, sizeof t);
@@ -291,9 +328,12 @@ static json_t *view_json(const tm_status_view *v, int64_t now_ms) {
                       : json_null());
     rc |= json_object_set_new(o, "live", json_boolean(v->r.live));
     int up = v->r.live && v->r.snap.started_ms > 0;
-    rc |= json_object_set_new(o, "uptime_ms",
-                              up ? json_integer(now_ms - v->r.snap.started_ms)
-                                 : json_null());
+    rc |= json_object_set_new(
+        o, "uptime_ms",
+        up ? json_integer(since(now_ms, v->r.snap.started_ms)) : json_null());
+    int64_t stale = tm_status_stale_ms(v, now_ms);
+    rc |= json_object_set_new(o, "stale_ms",
+                              stale > 0 ? json_integer(stale) : json_null());
     rc |= json_object_set_new(o, "partitions_from",
                               json_string(v->from_sink    ? "sink"
                                           : v->r.has_file ? "status_file"
@@ -328,8 +368,8 @@ json_t *tm_status_views_json(const char *state_dir, const tm_status_view *views,
         json_t *c = view_json(&views[i], now_ms);
         rc = c ? json_array_append_new(arr, c) : -1;
     }
-    rc |= json_object_set_new(doc, "healthy",
-                              json_boolean(tm_status_health(views, n) == 0));
+    rc |= json_object_set_new(
+        doc, "healthy", json_boolean(tm_status_health(views, n, now_ms) == 0));
     if (rc) {
         json_decref(doc);
         return NULL;

@@ -30,17 +30,30 @@ void tm_status_print_text(FILE *out, const tm_status_view *views, size_t n,
 json_t *tm_status_views_json(const char *state_dir, const tm_status_view *views,
                              size_t n, int64_t now_ms);
 
+/* A live host rewrites its status file at least every second; one whose
+ * file is older than this is hung (stopped, deadlocked, swapped out) or
+ * cannot write its state directory (a full disk): whatever the file says,
+ * nobody knows what the connector does now. */
+#define TM_STATUS_STALE_MS 10000
+
+/* How old V's status file is at NOW_MS (wall clock) when it is stale: a live
+ * host's file (not STOPPED, not FAILED) last written more than
+ * TM_STATUS_STALE_MS ago; else 0. A file written "in the future" (the wall
+ * clock stepped back since) is not stale. */
+int64_t tm_status_stale_ms(const tm_status_view *v, int64_t now_ms);
+
 /* The health, which is `tidemark status`'s exit status
  * (docs/operations.md): OK when every connector is STARTING, RUNNING or
  * PAUSED; ERROR when any could not be read (an error view); else DOWN when
- * any is FAILED, STOPPED or not running; else DEGRADED when any is. */
+ * any is FAILED, STOPPED or not running; else DEGRADED when any is, or when
+ * any live host's status file is stale (tm_status_stale_ms at NOW_MS). */
 enum {
     TM_HEALTH_OK = 0,
     TM_HEALTH_ERROR = 1,
     TM_HEALTH_DOWN = 2,
     TM_HEALTH_DEGRADED = 3
 };
-int tm_status_health(const tm_status_view *views, size_t n);
+int tm_status_health(const tm_status_view *views, size_t n, int64_t now_ms);
 
 /* TEXT made safe for a terminal into out (size bytes, always terminated):
  * control characters as \xNN (C1 ones, UTF-8 U+0080..U+009F, as \u00NN)

@@ -30,7 +30,7 @@ typedef struct ice_run {
     int64_t snapshot_id;
     ice_written w;
     int written;
-    int64_t written_ms; /* monotonic, before w's first file */
+    int64_t written_ms; /* ice_boot_ms, before w's first file */
     ice_own own;        /* manifest and manifest list of this attempt */
     char index[4096];   /* ... and its dead-letter index, "" when none */
 } ice_run;
@@ -200,11 +200,12 @@ static int should_stop(ice_run *x) {
 }
 
 /* Last before the link (docs/iceberg-lite.md, "Vacuum beside writers"):
- * the commit is not stopped nor past its deadline, its files were written
- * at most ICE_PUBLISH_MAX_MS ago, and every file the staged version TMP
- * names that this commit wrote is still there. TM_OK; *gone set when one
- * was deleted (another host's vacuum, after a stall past its age floor):
- * the batch is written again; else TM_RETRY with err set. */
+ * the commit is not stopped nor past its deadline (CLOCK_MONOTONIC, the
+ * host's), and every file the staged version TMP names that this commit
+ * wrote is still there and was written at most ICE_PUBLISH_MAX_MS ago
+ * (ice_publish_check). TM_OK; *gone set when one was deleted (another
+ * host's vacuum, after a stall past its age floor): the batch is written
+ * again; else TM_RETRY with err set. */
 static tm_status before_link(ice_run *x, const char *tmp, int *gone,
                              tm_error *err) {
     ice_sink *s = x->s;
@@ -215,30 +216,21 @@ static tm_status before_link(ice_run *x, const char *tmp, int *gone,
                            x->b->batch_id);
         return TM_RETRY;
     }
-    if (ice_publish_in_time(x->written_ms, ICE_PUBLISH_MAX_MS, why,
-                            sizeof why) != 0) {
-        s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
-        return TM_RETRY;
-    }
-    int rc = ice_datafiles_present(x->w.files, x->w.nfiles, why, sizeof why);
-    if (rc == 0 && x->w.dl_path[0])
-        rc = ice_file_present(x->w.dl_path, why, sizeof why);
-    if (rc == 0)
-        rc = ice_own_present(&x->own, why, sizeof why);
-    if (rc == 0 && x->index[0])
-        rc = ice_file_present(x->index, why, sizeof why);
-    if (rc == 0)
-        rc = ice_file_present(tmp, why, sizeof why);
-    if (rc < 0) {
-        s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
-        return TM_RETRY;
-    }
+    ice_pub_files f = {.data = x->w.files,
+                       .ndata = x->w.nfiles,
+                       .own = &x->own,
+                       .more = {x->w.dl_path, x->index, tmp}};
+    int rc = ice_publish_check(&f, x->written_ms, ICE_PUBLISH_MAX_MS, why,
+                               sizeof why);
     if (rc == 1) {
         s->host->log(s->config->host_ctx, TM_LOG_WARN,
                      "batch %s: %s: nothing published, the batch's files "
                      "are written again",
                      x->b->batch_id, why);
         *gone = 1;
+    } else if (rc != 0) {
+        s->host->set_error(err, "batch %s: %s", x->b->batch_id, why);
+        return TM_RETRY;
     }
     return TM_OK;
 }
@@ -273,7 +265,7 @@ static tm_status attempt(ice_run *x, int *lost, tm_error *err) {
     }
     if (!x->written) {
         x->snapshot_id = ice_new_snapshot_id(s->table.meta);
-        x->written_ms = ice_mono_ms();
+        x->written_ms = ice_boot_ms();
         if ((r = ice_write_effects(s, b, x->snapshot_id, &x->w, err)) != TM_OK)
             return r;
         x->written = 1;

@@ -61,15 +61,19 @@ void ice_own_free(ice_own *o); /* forgets them */
  * *next set, 1 nothing to do, -1 with why. */
 typedef int (*ice_build_fn)(ice_table *t, void *ctx, json_t **next, char *why,
                             size_t why_size);
-/* Right before the link (publish_check.c): the files the staged version
- * names that the operation wrote are all there, in time. 0, or -1 with
- * why (nothing published). */
-typedef int (*ice_check_fn)(void *ctx, char *why, size_t why_size);
-/* Loads the newest version, builds, stages, checks (check may be NULL;
- * the staged metadata file is checked in any case) and links, again after
- * each lost race (up to ICE_RACE_MAX). 0 published; 1 nothing to do; -1
- * failed (nothing published); -2 linked, but the directory fsync failed
- * (outcome unknown). */
+/* Right before the link (publish_check.c): the publish check
+ * (ice_publish_check) of the files the staged version names that the
+ * operation wrote and of STAGED, the staged metadata file itself: they
+ * are all there, in time. STAGED is judged like the others: the link
+ * fails if it is gone, but a catalog's swap publishes it by its name, and
+ * a vacuum takes it as an orphan once it looks old. 0, or -1 with why
+ * (nothing published). */
+typedef int (*ice_check_fn)(void *ctx, const char *staged, char *why,
+                            size_t why_size);
+/* Loads the newest version, builds, stages, checks (check is required)
+ * and links, again after each lost race (up to ICE_RACE_MAX). 0
+ * published; 1 nothing to do; -1 failed (nothing published); -2 linked,
+ * but the directory fsync failed (outcome unknown). */
 int ice_maint_commit(ice_table *t, ice_build_fn build, ice_check_fn check,
                      void *ctx, char *why, size_t why_size);
 /* The manifests of a new snapshot, shared by the sink's commit and the
@@ -105,17 +109,30 @@ int ice_sum_int(json_t *summary, const char *key, int64_t v);
  * real stall (a SIGSTOP, a swap's wait) without the test waiting. */
 #define ICE_FAULT_STALL_ENV    "TIDEMARK_FAULT_STALL_MS"
 #define ICE_FAULT_STALL_MAX_MS INT64_C(86400000)
-/* PATH (a file:// URI or a path) exists: 0; 1 it does not (why says it was
- * deleted); -1 stat failed otherwise (why). */
-int ice_file_present(const char *path, char *why, size_t why_size);
-/* The same over every path of O, or of the data files F[0..n). */
-int ice_own_present(const ice_own *o, char *why, size_t why_size);
-int ice_datafiles_present(const ice_datafile *f, size_t n, char *why,
-                          size_t why_size);
-/* 0 while the files written at WRITTEN_MS (ice_mono_ms, taken before the
- * first of them) are at most MAX_MS (ICE_PUBLISH_MAX_MS for a connector's
- * writes) old; 1 past it (why). Their age counts the test stall of
- * ICE_FAULT_STALL_ENV too (tests only: nothing else sets it). */
+/* The files a writer wrote for the version it is about to publish. */
+typedef struct ice_pub_files {
+    const ice_datafile *data; /* data[0..ndata) */
+    size_t ndata;
+    const ice_own *own; /* NULL: none */
+    /* Single files (a dead-letter file, an index, the staged metadata
+     * file): NULL or "" for none. */
+    const char *more[3];
+} ice_pub_files;
+/* The publish check, last before a writer's link or swap (every writer:
+ * the sink's commit and claim, compaction, expiry): every file of F is
+ * there (a stat each) and, when MAX_MS > 0, they were written at most
+ * MAX_MS ago (ICE_PUBLISH_MAX_MS for every writer beside a vacuum), by
+ * the larger of two ages: the time since WRITTEN_MS (ice_boot_ms, taken
+ * before the first of them), and the oldest file's mtime against this
+ * host's wall clock, as vacuum judges it; a mtime ahead of the wall
+ * clock is no age by the mtime (the boot clock's still counts); the test
+ * stall of ICE_FAULT_STALL_ENV is added. 0 publish; 1 a file is gone
+ * (why); 2 too late (why); -1 a stat failed (why). */
+int ice_publish_check(const ice_pub_files *f, int64_t written_ms,
+                      int64_t max_ms, char *why, size_t why_size);
+/* The first age alone (the stall counted), for a writer's own progress
+ * bound before it has files to judge: 0 while at most MAX_MS have passed
+ * since WRITTEN_MS (ice_boot_ms); 1 past it (why). */
 int ice_publish_in_time(int64_t written_ms, int64_t max_ms, char *why,
                         size_t why_size);
 
@@ -157,7 +174,7 @@ typedef struct ice_compact_opts {
     int (*stop)(void *ctx);
     void *stop_ctx;
     /* > 0: nothing published once the first new file is older than this
-     * (ice_publish_in_time with ICE_PUBLISH_MAX_MS, a connector's and
+     * (ice_publish_check with ICE_PUBLISH_MAX_MS, a connector's and
      * ice_compact's), and the rewrite stops at the first file read past
      * it; 0: no bound (only for a table no vacuum with an age floor runs
      * beside: the files are still checked to be there). */

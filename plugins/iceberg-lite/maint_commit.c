@@ -68,13 +68,10 @@ int ice_maint_commit(ice_table *t, ice_build_fn build, ice_check_fn check,
         }
         if (h && h->fault)
             h->fault(ICE_FAULT_MAINT_STAGED);
-        /* Last before the link: what it will name is still there (a
-         * stall past another writer's vacuum floor loses it). */
-        rc = ice_file_present(tmp, why, why_size) != 0 ||
-                     (check && check(ctx, why, why_size) != 0)
-                 ? -1
-                 : 0;
-        if (rc != 0) {
+        /* Last before the link: what it will name, the staged file
+         * included, is still there and young enough (a stall past another
+         * writer's vacuum floor loses it). */
+        if (check(ctx, tmp, why, why_size) != 0) {
             unlink(tmp); /* ENOENT when it was the one gone */
             json_decref(next);
             return -1;

@@ -32,7 +32,7 @@ typedef struct compact_ctx {
     int open;                  /* ... when 1 */
     const ice_datafile *group; /* the partition of the files being read */
     ice_own own;               /* this attempt's manifests */
-    int64_t written_ms;        /* monotonic, before the first new file */
+    int64_t written_ms;        /* ice_boot_ms, before the first new file */
     int more; /* stopped taking files at half the bound (rewrite) */
     char *why;
     size_t why_size;
@@ -90,7 +90,7 @@ static int put_row(void *ctx, const pq_cell *cells, size_t n) {
     return pq_size(c->out.pw) >= (size_t)c->target ? flush(c) : 0;
 }
 
-/* Half the bound has passed (by the publish check's own clock, the test
+/* Half the bound has passed (on the publish check's boot clock, the test
  * stall included): a run takes no more input files, so that what it
  * rewrote is published in time however large the table. */
 static int work_spent(const compact_ctx *c) {
@@ -221,16 +221,16 @@ static json_t *replace_summary(compact_ctx *c, json_t *meta,
     return sum;
 }
 
-/* The new data files and this attempt's manifests are there, written in
- * time for the link. */
-static int check(void *ctx, char *why, size_t why_size) {
+/* The new data files, this attempt's manifests and its staged metadata
+ * are there, written in time for the link. */
+static int check(void *ctx, const char *staged, char *why, size_t why_size) {
     compact_ctx *c = ctx;
-    return (c->o->max_age_ms > 0 &&
-            ice_publish_in_time(c->written_ms, c->o->max_age_ms, why,
-                                why_size) != 0) ||
-                   ice_datafiles_present(c->written, c->nwritten, why,
-                                         why_size) != 0 ||
-                   ice_own_present(&c->own, why, why_size) != 0
+    ice_pub_files f = {.data = c->written,
+                       .ndata = c->nwritten,
+                       .own = &c->own,
+                       .more = {staged}};
+    return ice_publish_check(&f, c->written_ms, c->o->max_age_ms, why,
+                             why_size) != 0
                ? -1
                : 0;
 }
@@ -416,7 +416,7 @@ int ice_compact_with(ice_table *t, const ice_compact_opts *o,
     }
     if (rc == 0)
         rc = ice_schema_columns(t->meta, &c.cols, &c.ncols, why, why_size);
-    c.written_ms = ice_mono_ms();
+    c.written_ms = ice_boot_ms();
     if (rc == 0)
         rc = rewrite(&c);
     if (rc == 0)

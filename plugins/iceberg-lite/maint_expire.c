@@ -21,7 +21,7 @@
 typedef struct expire_ctx {
     size_t keep, removed;
     ice_own own;        /* this attempt's index file */
-    int64_t written_ms; /* before this attempt wrote it (ice_mono_ms) */
+    int64_t written_ms; /* before this attempt wrote it (ice_boot_ms) */
 } expire_ctx;
 
 /* The snapshot ids expire keeps. */
@@ -230,7 +230,7 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
         snprintf(why, why_size, "out of memory (metadata)");
         return -1;
     }
-    c->written_ms = ice_mono_ms();
+    c->written_ms = ice_boot_ms();
     int rc = ice_expire_meta(t, m, c->keep, index, &c->removed, why, why_size);
     if (index[0] && ice_own_add(&c->own, index) != 0) {
         snprintf(why, why_size, "out of memory");
@@ -244,15 +244,17 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
     return 0;
 }
 
-/* The dead-letter index this attempt wrote, if any, is still there, and
- * this attempt's files were written in time for another writer's vacuum
- * (docs/iceberg-lite.md, "Vacuum beside writers"). */
-static int check(void *ctx, char *why, size_t why_size) {
+/* The dead-letter index this attempt wrote, if any, and its staged
+ * metadata (often its only file) are still there, written in time for
+ * another writer's vacuum (docs/iceberg-lite.md, "Vacuum beside
+ * writers"). */
+static int check(void *ctx, const char *staged, char *why, size_t why_size) {
     expire_ctx *c = ctx;
-    if (ice_publish_in_time(c->written_ms, ICE_PUBLISH_MAX_MS, why, why_size) !=
-        0)
-        return -1;
-    return ice_own_present(&c->own, why, why_size) != 0 ? -1 : 0;
+    ice_pub_files f = {.own = &c->own, .more = {staged}};
+    return ice_publish_check(&f, c->written_ms, ICE_PUBLISH_MAX_MS, why,
+                             why_size) != 0
+               ? -1
+               : 0;
 }
 
 int ice_expire(ice_table *t, size_t keep, size_t *removed, char *why,

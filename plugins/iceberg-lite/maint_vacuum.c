@@ -159,10 +159,20 @@ static int open_dir(const char *dir, char *why, size_t why_size) {
     return fd;
 }
 
-/* The unreferenced regular files of DIR (its descriptor dfd) older than
- * the cutoff; entries are fstatat'ed without following a symlink. */
-static int list_dir(const char *dir, int dfd, int64_t cutoff_ns, const refs *r,
-                    refs *out, char *why, size_t why_size) {
+/* A before B. Compared field by field, not as nanoseconds since 1970:
+ * those overflow 64 bits past 2262 (and before 1677), and a mtime is
+ * whatever the file system holds (a bad clock, `touch -d`): wrapped, a
+ * far-future file would look ancient and be deleted. */
+static int earlier(const struct timespec *a, const struct timespec *b) {
+    return a->tv_sec != b->tv_sec ? a->tv_sec < b->tv_sec
+                                  : a->tv_nsec < b->tv_nsec;
+}
+
+/* The unreferenced regular files of DIR (its descriptor dfd) changed
+ * before the cutoff; entries are fstatat'ed without following a
+ * symlink. */
+static int list_dir(const char *dir, int dfd, const struct timespec *cutoff,
+                    const refs *r, refs *out, char *why, size_t why_size) {
     int fd = dup(dfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
@@ -185,10 +195,7 @@ static int list_dir(const char *dir, int dfd, int64_t cutoff_ns, const refs *r,
                 continue; /* removed meanwhile */
             snprintf(why, why_size, "stat %s: %s", path, strerror(errno));
             rc = -1;
-        } else if (S_ISREG(st.st_mode) &&
-                   (int64_t)st.st_mtim.tv_sec * 1000000000 +
-                           st.st_mtim.tv_nsec <
-                       cutoff_ns &&
+        } else if (S_ISREG(st.st_mode) && earlier(&st.st_mtim, cutoff) &&
                    !bsearch(&key, r->p, r->n, sizeof *r->p, cmp) &&
                    add(out, path) != 0) {
             snprintf(why, why_size, "out of memory");
@@ -329,15 +336,15 @@ int ice_vacuum(ice_table *t, int64_t grace_seconds, ice_vacuum_fn fn, void *ctx,
         snprintf(why, why_size, "%s: no table metadata", t->meta_dir);
     if (rc == 0)
         rc = collect(t, &r, why, why_size);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    int64_t cutoff_ns =
-        ((int64_t)now.tv_sec - grace_seconds) * 1000000000 + now.tv_nsec;
+    /* grace_seconds is at most ICE_GRACE_MAX: no wrap. */
+    struct timespec cutoff;
+    clock_gettime(CLOCK_REALTIME, &cutoff);
+    cutoff.tv_sec -= (time_t)grace_seconds;
     if (rc == 0)
         qsort(r.p, r.n, sizeof *r.p, cmp);
     for (int k = 0; rc == 0 && k < 3; k++)
         if (dfd[k] >= 0)
-            rc = list_dir(dirs[k], dfd[k], cutoff_ns, &r, &cand, why, why_size);
+            rc = list_dir(dirs[k], dfd[k], &cutoff, &r, &cand, why, why_size);
     /* A version published while we listed keeps what it names. */
     if (rc == 0)
         rc = ice_table_refresh(t, why, why_size);

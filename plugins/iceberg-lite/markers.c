@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ice_sink.h"
+#include "maint.h"
 
 char *ice_marker_prefix(const ice_sink *s, const char *topic,
                         int32_t partition) {
@@ -309,9 +311,25 @@ static tm_status claim_once(ice_sink *s, tm_marker *markers, size_t n,
             return TM_RETRY;
         }
     }
+    int64_t staged_ms = ice_boot_ms();
     if (ice_meta_stage(&s->table, next, tmp, why, sizeof why) != 0) {
         json_decref(next);
         s->host->set_error(err, "claim: %s", why);
+        return TM_RETRY;
+    }
+    /* Last before the link or swap, as for every writer (docs/
+     * iceberg-lite.md, "Vacuum beside writers"): the staged file, the
+     * claim's only new file, is there and young. In a catalog the swap
+     * publishes it by its name, and a vacuum takes it as an orphan once
+     * it looks older than its floor: after a stall past it, unchecked,
+     * the row named a deleted file. */
+    char late[4400];
+    ice_pub_files mine = {.more = {tmp}};
+    if (ice_publish_check(&mine, staged_ms, ICE_PUBLISH_MAX_MS, late,
+                          sizeof late) != 0) {
+        unlink(tmp); /* ENOENT when it was the one gone */
+        json_decref(next);
+        s->host->set_error(err, "claim: %s", late);
         return TM_RETRY;
     }
     int rc = ice_meta_link(&s->table, next, tmp, why, sizeof why);

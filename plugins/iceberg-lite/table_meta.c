@@ -30,6 +30,12 @@ int64_t ice_mono_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t ice_boot_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int64_t ice_json_int(json_t *obj, const char *key, int64_t def) {
     json_t *v = json_object_get(obj, key);
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;

@@ -152,6 +152,10 @@ int64_t ice_json_int(json_t *obj, const char *key, int64_t def);
 int64_t ice_now_ms(void);
 /* CLOCK_MONOTONIC in ms: the clock of tm_batch.deadline_ms. */
 int64_t ice_mono_ms(void);
+/* CLOCK_BOOTTIME in ms: as monotonic, but counting time suspended. The
+ * clock of the writers' publish bound (ice_publish_check), which must
+ * see a suspend as vacuum's wall clock does; never of a deadline. */
+int64_t ice_boot_ms(void);
 
 /* Step one of publishing NEXT as version t->version + 1: written whole, as
  * compact JSON, to a temp file, then the commit's barrier (with fsync: one

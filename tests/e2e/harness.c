@@ -217,6 +217,17 @@ void h_create_topic(const char *topic, int partitions, const char *cfg_key,
     h_create_topic_cfg(topic, partitions, cfg_key ? cfg : NULL);
 }
 
+void h_dl_setup(const char *prefix, char *topic, char *dlq, char *name,
+                size_t size, const char *dlq_key, const char *dlq_value) {
+    char dlqp[200]; /* h_name's buffer takes it with the run id */
+    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
+    snprintf(topic, size, "%s", h_name(prefix));
+    snprintf(dlq, size, "%s", h_name(dlqp));
+    snprintf(name, size, "%s", h_name(prefix));
+    h_create_topic(topic, 1, NULL, NULL);
+    h_create_topic(dlq, 1, dlq_key, dlq_value);
+}
+
 /* CreateTopics answers once the controller has the topic; the broker's
  * metadata cache follows later. A producer that reads metadata in between sees
  * fewer partitions and fails a record to a missing one at once

@@ -47,6 +47,12 @@ const char *h_bootstrap(void);
 /* Kafka. */
 void h_create_topic(const char *topic, int partitions, const char *cfg_key,
                     const char *cfg_value);
+/* A connector reading a topic of its own, its dead letters to another:
+ * TOPIC and NAME get h_name(PREFIX), DLQ h_name(PREFIX "-dl"), SIZE bytes
+ * each; both topics are created with one partition, the dead-letter one
+ * with the config DLQ_KEY=DLQ_VALUE when DLQ_KEY is not NULL. */
+void h_dl_setup(const char *prefix, char *topic, char *dlq, char *name,
+                size_t size, const char *dlq_key, const char *dlq_value);
 rd_kafka_t *h_producer(const char *transactional_id, const char *max_bytes);
 /* Produces and waits for the delivery report; returns the offset. */
 int64_t h_produce(rd_kafka_t *p, const char *topic, int32_t partition,

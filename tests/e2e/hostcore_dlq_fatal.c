@@ -27,15 +27,9 @@ typedef struct fatal_dlq {
  * seen reaching it. */
 static pid_t fatal_dlq_start(fatal_dlq *s, const char *prefix,
                              const char *action) {
-    char dlqp[256];
-    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
-    snprintf(s->topic, sizeof s->topic, "%s", h_name(prefix));
-    snprintf(s->dlq, sizeof s->dlq, "%s", h_name(dlqp));
-    snprintf(s->name, sizeof s->name, "%s", h_name(prefix));
+    h_dl_setup(prefix, s->topic, s->dlq, s->name, sizeof s->topic, NULL, NULL);
     snprintf(s->db, sizeof s->db, "%s", h_path("fatal.db"));
     snprintf(s->log, sizeof s->log, "fatal.log");
-    h_create_topic(s->topic, 1, NULL, NULL);
-    h_create_topic(s->dlq, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     h_produce_many(p, s->topic, 0, 0, GOOD, "{\"id\": %d}");
     h_produce_many(p, s->topic, 0, GOOD, 2, "not json %d");
@@ -145,5 +139,19 @@ void scenario_dlq_fatal_failed(void) {
     H_CHECK(done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 1,
             "the host of a FAILED connector did not exit 1 by itself:\n%s",
             h_read_file(s.log));
+    /* The batch stops at the FAILED: no RETRY after it, and the reason its
+     * last status file keeps is still the FAILED's (a RETRY after it would
+     * have taken its place as the last error). */
+    const char *log = h_read_file(s.log);
+    const char *failed_at = strstr(log, "FAILED: ");
+    H_CHECK(failed_at && !strstr(failed_at, "RETRY"),
+            "a RETRY after the connector went FAILED:\n%s", log);
+    st = h_status_text(s.name);
+    H_CHECK(strstr(st, "\"state\": \"FAILED\"") &&
+                strstr(st, "dead-letter producer failed fatally") &&
+                !strstr(st, "RETRY"),
+            "the last status of the FAILED connector does not keep its "
+            "reason: %s",
+            st);
     h_step("FAILED, the reason naming the producer's fatal error");
 }

@@ -798,17 +798,27 @@ static void scenario_two_groups(void) {
     rd_kafka_destroy(p);
 }
 
-/* Milliseconds since the status file was last rewritten (its updated_ms),
- * or -1 when it has none. */
-static int64_t status_age_ms(const char *connector) {
+/* How long the status file says the connector has waited in the sink's
+ * commit (now less its waiting.since_ms), -1 when it waits on nothing of
+ * the kind. The file is rewritten meanwhile (the status pulse), at most
+ * STATUS_FRESH_MS old. */
+#define STATUS_FRESH_MS 2000
+static int64_t commit_waited_ms(const char *connector) {
     const char *st = h_status_text(connector);
     const char *at = strstr(st, "\"updated_ms\": ");
-    if (!at)
+    const char *on = strstr(st, "\"on\": \"the sink's commit of batch");
+    const char *since = on ? strstr(on, "\"since_ms\": ") : NULL;
+    if (!at || !since)
         return -1;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    return now - strtoll(at + strlen("\"updated_ms\": "), NULL, 10);
+    int64_t age = now - strtoll(at + strlen("\"updated_ms\": "), NULL, 10);
+    H_CHECK(age <= STATUS_FRESH_MS,
+            "the status file is %lld ms old while the commit waits "
+            "(expected at most %d): %s",
+            (long long)age, STATUS_FRESH_MS, st);
+    return now - strtoll(since + strlen("\"since_ms\": "), NULL, 10);
 }
 
 /* SIGTERM while a commit waits for a SQLite write lock the test holds
@@ -834,10 +844,9 @@ static void scenario_stop_blocked_commit(void) {
                     SQLITE_OK,
             "cannot take the write lock: %s", sqlite3_errmsg(lock));
     h_produce_many(p, topic, 0, 100, 20, "{\"id\": %d}");
-    /* The status file is rewritten every second by a host that is not
-     * inside a sink call: 3 s without a rewrite is a commit waiting. */
+    /* The status file, fresh, says the commit has waited 3 s. */
     int64_t t0 = h_now_ms();
-    while (status_age_ms(name) < 3000) {
+    while (commit_waited_ms(name) < 3000) {
         H_CHECK(h_now_ms() - t0 < 30000,
                 "inconclusive: the host never blocked in its commit");
         h_sleep_ms(100);
@@ -1177,6 +1186,9 @@ static const h_scenario SCENARIOS[] = {
     {"dlq_fatal_failed", scenario_dlq_fatal_failed},
     {"slow_dlq_commits", scenario_slow_dlq_commits},
     {"slow_dlq_commits_short", scenario_slow_dlq_commits_short},
+    {"status_fresh_during_slow_dlq", scenario_status_fresh_during_slow_dlq},
+    {"maxpoll_dlq_then_commit", scenario_maxpoll_dlq_then_commit},
+    {"given_up_dlq_not_left_queued", scenario_given_up_dlq_not_left_queued},
 };
 
 int main(int argc, char **argv) {

@@ -27,6 +27,17 @@ typedef struct dl_seen {
  * frees); hostcore_slow_dlq.c. */
 dl_seen *read_dead_letters(const char *topic, size_t *n);
 
+/* Partition 0 of TOPIC gets GOOD records {"id": N}, then DL records of
+ * DL_BYTES each that are not JSON (dead letters), then GOOD more;
+ * hostcore_slow_dlq.c. */
+void slow_dl_records(const char *topic, int good, int dl, size_t dl_bytes);
+
+/* hostcore_dlq_wait.c: the consumer polled in time and the status file
+ * fresh while a batch waits for the dead-letter topic and its commit. */
+void scenario_status_fresh_during_slow_dlq(void);
+void scenario_maxpoll_dlq_then_commit(void);
+void scenario_given_up_dlq_not_left_queued(void);
+
 /* hostcore_dlq_fatal.c: the dead-letter producer's fatal error. */
 void scenario_dlq_fatal_remade(void);
 void scenario_dlq_fatal_failed(void);

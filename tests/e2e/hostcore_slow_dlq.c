@@ -114,6 +114,22 @@ dl_seen *read_dead_letters(const char *topic, size_t *n) {
     return v;
 }
 
+void slow_dl_records(const char *topic, int good, int dl, size_t dl_bytes) {
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, good, "{\"id\": %d}");
+    char *big = malloc(dl_bytes);
+    H_CHECK(big && dl_bytes > 32, "out of memory");
+    memset(big, 'x', dl_bytes);
+    for (int i = 0; i < dl; i++) {
+        int n = snprintf(big, 32, "not json %d ", i);
+        big[n] = 'x';
+        h_produce(p, topic, 0, NULL, 0, big, dl_bytes, NULL, NULL);
+    }
+    free(big);
+    h_produce_many(p, topic, 0, good + dl, good, "{\"id\": %d}");
+    rd_kafka_destroy(p);
+}
+
 /* ---- the scenario's steps -------------------------------------------- */
 
 /* Waits until the topic has a dead letter past s->hi_base of a batch other
@@ -146,32 +162,13 @@ static void wait_delivering(slow_dlq *s, const char *not_batch) {
  * delivering its first batch's dead letters. */
 static pid_t slow_dlq_start(slow_dlq *s, const char *prefix, const char *props,
                             const char *dl_props) {
-    char dlqp[256];
-    snprintf(dlqp, sizeof dlqp, "%s-dl", prefix);
-    snprintf(s->topic, sizeof s->topic, "%s", h_name(prefix));
-    snprintf(s->dlq, sizeof s->dlq, "%s", h_name(dlqp));
-    snprintf(s->name, sizeof s->name, "%s", h_name(prefix));
+    h_dl_setup(prefix, s->topic, s->dlq, s->name, sizeof s->topic, NULL, NULL);
     snprintf(s->client, sizeof s->client, "tidemark-%s", s->name);
     snprintf(s->db, sizeof s->db, "%s", h_path("slow.db"));
     snprintf(s->log, sizeof s->log, "slow-1.log");
     s->hi_base = s->hi_at_stop = 0;
-    h_create_topic(s->topic, 1, NULL, NULL);
-    h_create_topic(s->dlq, 1, NULL, NULL);
     h_client_quota(s->client, SLOW_RATE);
-    rd_kafka_t *p = h_producer(NULL, NULL);
-    h_produce_many(p, s->topic, 0, 0, SLOW_GOOD, "{\"id\": %d}");
-    char *big = malloc(SLOW_DL_BYTES);
-    H_CHECK(big, "out of memory");
-    memset(big, 'x', SLOW_DL_BYTES);
-    for (int i = 0; i < SLOW_DL; i++) {
-        int n = snprintf(big, 32, "not json %d ", i);
-        big[n] = 'x';
-        h_produce(p, s->topic, 0, NULL, 0, big, SLOW_DL_BYTES, NULL, NULL);
-    }
-    free(big);
-    h_produce_many(p, s->topic, 0, SLOW_GOOD + SLOW_DL, SLOW_GOOD,
-                   "{\"id\": %d}");
-    rd_kafka_destroy(p);
+    slow_dl_records(s->topic, SLOW_GOOD, SLOW_DL, SLOW_DL_BYTES);
     char text[8192];
     snprintf(text, sizeof text,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "

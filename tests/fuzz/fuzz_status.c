@@ -1,7 +1,8 @@
 /* libFuzzer target: any bytes as a connector's status.json in a state
  * directory, read by tm_status_read (what `tidemark status` does; no host
  * holds the lock, so it is reported STOPPED), then shown both ways: the
- * text block with its partition table and the JSON document. */
+ * text block with its partition table and the JSON document; then both
+ * again as if a live host held the lock. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,7 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *doc = tm_status_views_json(dir, &v, 1, now);
     free(json_dumps(doc, 0));
     json_decref(doc);
-    (void)tm_status_health(&v, 1);
+    (void)tm_status_health(&v, 1, now);
+    /* Again as if its host held the lock: the live paths (uptime, the
+     * stale line) do arithmetic on the file's times too. */
+    v.r.live = 1;
+    tm_status_print_text(devnull, &v, 1, now);
+    doc = tm_status_views_json(dir, &v, 1, now);
+    free(json_dumps(doc, 0));
+    json_decref(doc);
+    (void)tm_status_health(&v, 1, now);
     tm_status_view_free(&v);
     return 0;
 }

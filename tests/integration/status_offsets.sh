@@ -232,6 +232,37 @@ want="0 5 2 0 5 0 5
 1 3 2 0 3 0 3"
 [ "$got" = "$want" ] || fail "offsets after the resets: got [$got], want [$want]"
 
+# 7b. The group commit went through, then the sink refuses the claim (RETRY:
+# another writer holds the SQLite file past the sink's busy timeout): the
+# markers are unchanged, and the group's offsets are put back as they were,
+# so that lag tools do not show a lag the connector does not have.
+python3 - "$db" >"$work/lock.out" 2>&1 <<'PY_LOCK' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(12)
+c.execute("COMMIT")
+PY_LOCK
+lock_pid=$!
+pids+=("$lock_pid")
+for _ in $(seq 100); do grep -qx locked "$work/lock.out" && break; sleep 0.1; done
+grep -qx locked "$work/lock.out" || fail "inconclusive: the SQLite lock was not taken: $(cat "$work/lock.out")"
+"$bin" offsets "$cfg" --reset-to "$topic:0=2" >/dev/null 2>"$work/r8.err"
+rc=$?
+kill "$lock_pid" 2>/dev/null; wait "$lock_pid" 2>/dev/null
+[ "$rc" -eq 1 ] || fail "reset while the sink is locked: exit $rc, expected 1"
+grep -q "the sink refused the reset (RETRY)" "$work/r8.err" ||
+    fail "inconclusive: the claim was not refused: $(cat "$work/r8.err")"
+grep -q "consumer group $group is back at its offsets" "$work/r8.err" ||
+    fail "claim refused after the group commit: $(cat "$work/r8.err")"
+got=$(markers)
+[ "$got" = "0 5 2
+1 3 2" ] || fail "a refused claim changed the marker table: [$got]"
+got=$(group_offsets)
+[ "$got" = "0 5
+1 3" ] || fail "a refused claim left the group's offsets moved: [$got], want [0 5 / 1 3]"
+
 # The group's members, from Kafka's own tool: how many it describes.
 group_members() {
     java -Xmx256m -XX:TieredStopAtLevel=1 \

@@ -13,6 +13,7 @@
 #include "convert/batch_builder.h"
 #include "convert/sha256.h"
 #include "check_main.h"
+#include "config_ok.h"
 
 #define COLS_ID_V                                                              \
     "{\"name\":\"id\",\"pointer\":\"/id\",\"type\":\"int\"},"                  \
@@ -26,13 +27,7 @@ static tm_connector_config *cfg_with(const char *mapping, const char *dedup) {
              "\"sink\":{\"plugin\":\"sqlite\"},\"mapping\":%s%s%s%s}",
              mapping, dedup ? ",\"dedup\":{\"key\":[" : "", dedup ? dedup : "",
              dedup ? "]}" : "");
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load_string(text, "t.json", &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "config: %s\n", errs.lines[i]);
-    tm_config_errors_free(&errs);
-    ck_assert_ptr_nonnull(cfg);
-    return cfg;
+    return tm_test_config_ok(text, "t.json");
 }
 
 static tm_connector_config *json_cfg(const char *columns, const char *dedup) {

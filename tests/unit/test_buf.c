@@ -2,6 +2,8 @@
  * growth from nothing and from a caller's room, the sticky out-of-memory
  * state, the array growth rule, and the clocks against time(). */
 #include <check.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,34 @@ START_TEST(clocks_read_the_right_clocks) {
 }
 END_TEST
 
+/* A deadline on the monotonic clock, its nanoseconds carried, and a
+ * condition variable of that clock that times out there, not an hour
+ * away nor at once. */
+START_TEST(monotonic_deadlines_and_waits) {
+    int64_t before = tm_clock_mono_ms();
+    struct timespec d = tm_clock_mono_after(1999);
+    ck_assert_int_ge(d.tv_nsec, 0);
+    ck_assert_int_lt(d.tv_nsec, 1000000000L);
+    int64_t at = (int64_t)d.tv_sec * 1000 + d.tv_nsec / 1000000;
+    ck_assert_int_ge(at, before + 1999);
+    ck_assert_int_le(at, tm_clock_mono_ms() + 1999);
+    pthread_cond_t cv;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    ck_assert_int_eq(tm_cond_init_mono(&cv), 0);
+    struct timespec until = tm_clock_mono_after(200);
+    int64_t t0 = tm_clock_mono_ms();
+    pthread_mutex_lock(&mu);
+    int rc = 0;
+    while (rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&cv, &mu, &until);
+    pthread_mutex_unlock(&mu);
+    int64_t waited = tm_clock_mono_ms() - t0;
+    ck_assert_int_ge(waited, 190);
+    ck_assert_int_lt(waited, 60000);
+    pthread_cond_destroy(&cv);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("buf");
     TCase *tc = tcase_create("buf");
@@ -104,6 +134,7 @@ int main(void) {
     tcase_add_test(tc, out_of_memory_sticks);
     tcase_add_test(tc, arrays_double_from_sixteen);
     tcase_add_test(tc, clocks_read_the_right_clocks);
+    tcase_add_test(tc, monotonic_deadlines_and_waits);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 0);
 }

@@ -16,6 +16,7 @@
 #include "runtime/connector_state.h"
 #include "status/status_file.h"
 #include "status/status_json.h"
+#include "status/status_pulse.h"
 
 #include "check_main.h"
 
@@ -33,6 +34,8 @@ static void setup(tm_connector *c) {
     char why[256];
     c->status = tm_status_writer_open(dir, cfg.name, why, sizeof why);
     ck_assert_msg(c->status != NULL, "%s", why);
+    c->pulse = tm_status_pulse_start(c->status, 1000, cfg.name);
+    ck_assert_ptr_nonnull(c->pulse);
     memset(&part, 0, sizeof part);
     part.topic = "orders";
     part.partition = 3;
@@ -59,6 +62,7 @@ static tm_status_snapshot tick(tm_connector *c) {
 }
 
 static void teardown(tm_connector *c) {
+    tm_status_pulse_stop(c->pulse);
     tm_status_writer_close(c->status);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

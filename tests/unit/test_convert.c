@@ -20,6 +20,7 @@
 #include "convert/json_pointer.h"
 #include "convert/timestamp.h"
 #include "check_main.h"
+#include "config_ok.h"
 
 /* A json-mode config with these columns (JSON array items), an optional
  * filter (already escaped for a JSON string) and optional dedup keys. */
@@ -37,25 +38,15 @@ static tm_connector_config *json_cfg(const char *columns, const char *filter,
              "\"sink\":{\"plugin\":\"sqlite\"},"
              "\"mapping\":{\"mode\":\"json\",\"columns\":[%s]%s}%s}",
              columns, f, d);
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load_string(text, "t.json", &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "config: %s\n", errs.lines[i]);
-    tm_config_errors_free(&errs);
-    ck_assert_ptr_nonnull(cfg);
-    return cfg;
+    return tm_test_config_ok(text, "t.json");
 }
 
 static tm_connector_config *raw_cfg(void) {
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load_string(
+    return tm_test_config_ok(
         "{\"name\":\"raw\","
         "\"kafka\":{\"bootstrap_servers\":\"k:9092\",\"topics\":[\"t\"]},"
         "\"sink\":{\"plugin\":\"sqlite\"},\"mapping\":{\"mode\":\"raw\"}}",
-        "r.json", &errs);
-    tm_config_errors_free(&errs);
-    ck_assert_ptr_nonnull(cfg);
-    return cfg;
+        "r.json");
 }
 
 /* One message converted alone in a fresh batch. */

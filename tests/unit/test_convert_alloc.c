@@ -12,6 +12,7 @@
 #include "convert/arena.h"
 #include "convert/record_convert.h"
 #include "check_main.h"
+#include "config_ok.h"
 
 #define NCOLS 40
 
@@ -41,13 +42,7 @@ static tm_connector_config *forty_columns(void) {
              "\"sink\":{\"plugin\":\"sqlite\"},"
              "\"mapping\":{\"mode\":\"json\",\"columns\":[%s]}}",
              cols);
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load_string(text, "t.json", &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "config: %s\n", errs.lines[i]);
-    tm_config_errors_free(&errs);
-    ck_assert_ptr_nonnull(cfg);
-    return cfg;
+    return tm_test_config_ok(text, "t.json");
 }
 
 START_TEST(forty_pointers_convert_without_malloc) {

@@ -12,6 +12,7 @@
 #include "kafka/fetch_sizing.h"
 #include "kafka/kafka_conf.h"
 #include "check_main.h"
+#include "config_ok.h"
 
 #define MIB (1024LL * 1024LL)
 
@@ -62,13 +63,7 @@ static tm_connector_config *connector(int max_records, const char *props) {
              "\"batch\":{\"max_records\":%d},"
              "\"sink\":{\"plugin\":\"sqlite\"},\"mapping\":{\"mode\":\"raw\"}}",
              props, max_records);
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load_string(text, "c.json", &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "  unexpected: %s\n", errs.lines[i]);
-    ck_assert_ptr_nonnull(cfg);
-    tm_config_errors_free(&errs);
-    return cfg;
+    return tm_test_config_ok(text, "c.json");
 }
 
 /* KEY of the consumer's configuration built for cfg, as librdkafka holds it. */

@@ -4,6 +4,8 @@
  * are docs/operations.md's table, written here by hand. */
 #include <check.h>
 #include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "status/status_json.h"
@@ -11,21 +13,25 @@
 
 #include "check_main.h"
 
+/* The reader's wall clock in these tests. */
+#define NOW INT64_C(1764770000000)
+
 static tm_status_view view(tm_conn_state st) {
     tm_status_view v;
     memset(&v, 0, sizeof v);
     v.running = 1;
+    v.r.live = 1;
     v.r.snap.state = st;
     return v;
 }
 
 START_TEST(test_health_degraded_exit_3) {
     tm_status_view v[2] = {view(TM_CONN_RUNNING), view(TM_CONN_DEGRADED)};
-    ck_assert_int_eq(tm_status_health(v, 2), 3);
+    ck_assert_int_eq(tm_status_health(v, 2, NOW), 3);
     v[1] = view(TM_CONN_PAUSED);
-    ck_assert_int_eq(tm_status_health(v, 2), 0);
+    ck_assert_int_eq(tm_status_health(v, 2, NOW), 0);
     v[1] = view(TM_CONN_STARTING);
-    ck_assert_int_eq(tm_status_health(v, 2), 0);
+    ck_assert_int_eq(tm_status_health(v, 2, NOW), 0);
 }
 END_TEST
 
@@ -33,14 +39,77 @@ END_TEST
 START_TEST(test_health_order) {
     tm_status_view v[3] = {view(TM_CONN_DEGRADED), view(TM_CONN_FAILED),
                            view(TM_CONN_RUNNING)};
-    ck_assert_int_eq(tm_status_health(v, 3), 2);
+    ck_assert_int_eq(tm_status_health(v, 3, NOW), 2);
     v[1] = view(TM_CONN_STOPPED);
-    ck_assert_int_eq(tm_status_health(v, 3), 2);
+    ck_assert_int_eq(tm_status_health(v, 3, NOW), 2);
     v[1] = view(TM_CONN_RUNNING);
     v[1].running = 0;
-    ck_assert_int_eq(tm_status_health(v, 3), 2);
+    ck_assert_int_eq(tm_status_health(v, 3, NOW), 2);
     strcpy(v[2].error, "cannot read");
-    ck_assert_int_eq(tm_status_health(v, 3), 1);
+    ck_assert_int_eq(tm_status_health(v, 3, NOW), 1);
+}
+END_TEST
+
+/* A live host's status file older than TM_STATUS_STALE_MS: the host is hung
+ * or cannot write it, so its RUNNING says nothing about now (DEGRADED's
+ * exit). A file of a host that is gone, FAILED or STOPPED is judged by
+ * that; one without a time, or from "the future" (the wall clock stepped
+ * back), is not stale. */
+START_TEST(test_health_stale_file) {
+    tm_status_view v[1] = {view(TM_CONN_RUNNING)};
+    v[0].r.has_file = 1;
+    v[0].r.snap.updated_ms = NOW - 10000; /* the documented 10 s */
+    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 0);
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
+    v[0].r.snap.updated_ms = NOW - 10001;
+    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 10001);
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 3);
+    v[0].r.snap.state = TM_CONN_PAUSED;
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 3);
+    v[0].r.snap.state = TM_CONN_FAILED;
+    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 0);
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 2);
+    v[0].r.snap.state = TM_CONN_RUNNING;
+    v[0].r.has_file = 0;
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
+    v[0].r.has_file = 1;
+    v[0].r.snap.updated_ms = NOW + 3600000;
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
+    v[0].r.snap.updated_ms = 0;
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
+    v[0].r.snap.updated_ms = NOW - 60000;
+    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 60000);
+    v[0].r.live = 0; /* its lock is free: gone, shown STOPPED instead */
+    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 0);
+    v[0].r.live = 1;
+    v[0].running = 0;
+    ck_assert_int_eq(tm_status_stale_ms(&v[0], NOW), 0);
+}
+END_TEST
+
+/* Times from a status file anyone may have written: INT64_MIN in every one
+ * of them is shown (text and JSON, of a live host) without an overflow (the
+ * ASan+UBSan build aborts on one) and is no age at all. */
+START_TEST(test_health_extreme_times) {
+    tm_status_view v = view(TM_CONN_DEGRADED);
+    v.r.has_file = 1;
+    v.r.snap.updated_ms = INT64_MIN;
+    v.r.snap.started_ms = INT64_MIN;
+    v.r.snap.reason_since_ms = INT64_MIN;
+    strcpy(v.r.snap.reason, "r");
+    FILE *devnull = fopen("/dev/null", "w");
+    ck_assert_ptr_nonnull(devnull);
+    tm_status_print_text(devnull, &v, 1, NOW);
+    fclose(devnull);
+    json_t *doc = tm_status_views_json("d", &v, 1, NOW);
+    ck_assert_ptr_nonnull(doc);
+    json_t *c = json_array_get(json_object_get(doc, "connectors"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "uptime_ms")), 0);
+    ck_assert(json_is_null(json_object_get(c, "stale_ms")));
+    json_decref(doc);
+    ck_assert_int_eq(tm_status_stale_ms(&v, NOW), 0);
+    v.r.snap.updated_ms = INT64_MAX;
+    ck_assert_int_eq(tm_status_stale_ms(&v, NOW), 0);
 }
 END_TEST
 
@@ -84,6 +153,8 @@ int main(void) {
     TCase *tc = tcase_create("health");
     tcase_add_test(tc, test_health_degraded_exit_3);
     tcase_add_test(tc, test_health_order);
+    tcase_add_test(tc, test_health_stale_file);
+    tcase_add_test(tc, test_health_extreme_times);
     tcase_add_test(tc, test_health_state_names);
     tcase_add_test(tc, test_health_reason_round_trip);
     suite_add_tcase(s, tc);

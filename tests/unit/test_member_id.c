@@ -14,6 +14,7 @@
 #include "kafka/member_id.h"
 #include "kafka/subscription.h"
 #include "check_main.h"
+#include "config_ok.h"
 
 #define CONFIG(kafka_extra, props)                                             \
     "{\"name\":\"orders\","                                                    \
@@ -25,13 +26,7 @@
     " \"mapping\":{\"mode\":\"raw\"}}"
 
 static tm_connector_config *load_ok(const char *text) {
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load_string(text, "t.json", &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "  unexpected: %s\n", errs.lines[i]);
-    ck_assert_ptr_nonnull(cfg);
-    tm_config_errors_free(&errs);
-    return cfg;
+    return tm_test_config_ok(text, "t.json");
 }
 
 static void load_refused(const char *text, const char *line) {

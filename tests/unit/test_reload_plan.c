@@ -10,6 +10,7 @@
 #include "runtime/reload_plan.h"
 
 #include "check_main.h"
+#include "config_ok.h"
 
 /* A config of NAME with the batch size and the table given; extra is
  * spliced in as more top-level members ("" none). */
@@ -25,12 +26,7 @@ static tm_connector_config *conf(const char *name, int max_records,
              "   \"settings\":{\"path\":\"/tmp/x.db\",\"table\":\"%s\"}},"
              " \"mapping\":{\"mode\":\"raw\"}}",
              extra, name, name, max_records, table);
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *c = tm_config_load_string(text, "t.json", &errs);
-    ck_assert_msg(c != NULL, "%s: %s", name,
-                  errs.count ? errs.lines[0] : "(no line)");
-    tm_config_errors_free(&errs);
-    return c;
+    return tm_test_config_ok(text, "t.json");
 }
 
 /* Key order and spacing are not a change; a value is. */

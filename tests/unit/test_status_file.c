@@ -11,10 +11,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "services/redact.h"
+#include "services/clock.h"
 #include "status/status_file.h"
+#include "status/status_pulse.h"
 #include "status/status_read.h"
 #include "check_main.h"
 
@@ -623,6 +626,61 @@ START_TEST(reader_refuses_symlinked_status) {
 }
 END_TEST
 
+/* The status pulse (status_pulse.h): a snapshot published once is
+ * rewritten by the pulse's own thread, its updated_ms renewed, while
+ * nothing else is published (the connector's thread inside a long commit),
+ * and the wait the connector declared comes with it, round trip through
+ * the file; declared over, it goes. */
+START_TEST(pulse_rewrites_while_nothing_is_published) {
+    make_dir();
+    char err[512] = "";
+    tm_status_writer *w = tm_status_writer_open(dir, "c", err, sizeof err);
+    ck_assert_msg(w != NULL, "%s", err);
+    tm_status_pulse *p = tm_status_pulse_start(w, 200, "c");
+    ck_assert_ptr_nonnull(p);
+    tm_status_snapshot s;
+    fill(&s, TM_CONN_RUNNING);
+    snprintf(s.connector, sizeof s.connector, "c");
+    tm_status_pulse_waiting(p, "the sink's commit of batch b-1", 1764680043000);
+    ck_assert_int_eq(tm_status_pulse_write(p, &s, err, sizeof err), 0);
+    tm_status_report r;
+    ck_assert_int_eq(tm_status_read(dir, "c", &r, err, sizeof err), 0);
+    ck_assert_int_eq(r.snap.updated_ms, 1764680042000);
+    ck_assert_str_eq(r.snap.waiting_on, "the sink's commit of batch b-1");
+    ck_assert_int_eq(r.snap.waiting_since_ms, 1764680043000);
+    tm_status_report_free(&r);
+    /* Rewritten by the pulse alone: a fresh updated_ms, the rest kept. */
+    int64_t t0 = tm_clock_mono_ms(), updated = 0;
+    while (tm_clock_mono_ms() - t0 < 10000) {
+        ck_assert_int_eq(tm_status_read(dir, "c", &r, err, sizeof err), 0);
+        updated = r.snap.updated_ms;
+        if (updated != 1764680042000)
+            break;
+        tm_status_report_free(&r);
+        struct timespec ts = {0, 20000000L};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(updated > 1764680042000,
+                  "the pulse did not rewrite the snapshot in 10 s");
+    ck_assert_int_ge(updated, tm_clock_wall_ms() - 5000);
+    ck_assert_str_eq(r.snap.waiting_on, "the sink's commit of batch b-1");
+    ck_assert_uint_eq(r.snap.totals.batches, 42);
+    ck_assert_uint_eq(r.snap.npartitions, 2);
+    ck_assert_int_eq(r.snap.partitions[0].next_offset, 120);
+    tm_status_report_free(&r);
+    /* The wait over: the next write has none. */
+    tm_status_pulse_waiting(p, NULL, 0);
+    ck_assert_int_eq(tm_status_pulse_write(p, &s, err, sizeof err), 0);
+    ck_assert_int_eq(tm_status_read(dir, "c", &r, err, sizeof err), 0);
+    ck_assert_str_eq(r.snap.waiting_on, "");
+    ck_assert_int_eq(r.snap.waiting_since_ms, 0);
+    tm_status_report_free(&r);
+    tm_status_pulse_stop(p);
+    tm_status_writer_close(w);
+    remove_dir();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("status_file");
     TCase *tc = tcase_create("core");
@@ -644,6 +702,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, foreign_state_dir_refused);
     tcase_add_test(tc, new_state_dir_private);
     tcase_add_test(tc, reader_refuses_symlinked_status);
+    tcase_add_test(tc, pulse_rewrites_while_nothing_is_published);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -439,6 +439,40 @@ START_TEST(vacuum_removes_old_orphans_only) {
 }
 END_TEST
 
+/* A file whose mtime is past 2262 (a bad clock, `touch -d`) is younger
+ * than any grace period, not wrapped into the distant past: vacuum keeps
+ * it, and neither overflows nor deletes it (nanoseconds since 1970 no
+ * longer fit 64 bits there). An ordinary old orphan beside it goes: vacuum
+ * ran and deleted. */
+START_TEST(vacuum_keeps_a_far_future_file) {
+    tm_marker m[2];
+    void *sink = fill(1, m);
+    ice_api->close(sink);
+    size_t data = count_files("data/*.parquet");
+    make_file("data/1-0-orphan-old.parquet", 7200);
+    make_file("data/1-0-orphan-2300.parquet", 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/data/1-0-orphan-2300.parquet", fx.table);
+    /* 2300-01-01T00:00:00Z */
+    struct timespec far[2] = {{INT64_C(10413792000), 5},
+                              {INT64_C(10413792000), 5}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, far, 0), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_msg(st.st_mtim.tv_sec == far[1].tv_sec,
+                  "inconclusive: the file system stored the mtime %lld, not "
+                  "one in 2300",
+                  (long long)st.st_mtim.tv_sec);
+    ck_assert_uint_eq(vacuum(0), 1);
+    ck_assert_uint_eq(count_files("data/1-0-orphan-old.parquet"), 0);
+    ck_assert_uint_eq(count_files("data/1-0-orphan-2300.parquet"), 1);
+    ck_assert_uint_eq(vacuum(ICE_GRACE_MAX), 0);
+    ck_assert_uint_eq(count_files("data/*.parquet"), data + 1);
+    int64_t end[2] = {5, 5};
+    assert_rows_once(end);
+}
+END_TEST
+
 /* ---- vacuum beside a writer whose cached version is stale -------------- */
 
 static tm_marker claim_one(void *sink, int32_t p) {
@@ -1182,6 +1216,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, expire_keeps_markers_and_dead_letters);
     tcase_add_test(tc, commits_expire_past_keep_snapshots);
     tcase_add_test(tc, vacuum_removes_old_orphans_only);
+    tcase_add_test(tc, vacuum_keeps_a_far_future_file);
     tcase_add_test(tc, vacuum_beside_stale_writer_reuses_no_version);
     tcase_add_test(tc, vacuum_beside_stale_writer_without_hint);
     tcase_add_test(tc, vacuum_during_a_commit_reuses_no_version);

@@ -125,5 +125,22 @@ if grep -q "[$esc$bel]" "$work/esc2.out" "$work/esc2.err"; then
 fi
 grep -qF 'evil\x1b[2J/status.json' "$work/esc2.err" || fail "escapes: error line: $(cat -v "$work/esc2.err")"
 
+# 5. A host gone in the middle of a wait: its file still says what it
+# waited on; `tidemark status` does not show it as waiting (nothing waits),
+# and --json keeps the file's "waiting".
+sd=$work/gone_waiting
+mkdir -p "$sd/w" && chmod -R go-w "$sd"
+status_json w null orders |
+    sed 's|"last_batch": null,|"last_batch": null, "waiting": {"on": "the sink'"'"'s commit of batch b-1", "since_ms": 1764680040000},|' \
+        >"$sd/w/status.json"
+"$bin" status --state-dir "$sd" >"$work/gone.out" 2>"$work/gone.err"
+grep -q '^  state       STOPPED' "$work/gone.out" ||
+    fail "gone while waiting: $(cat "$work/gone.out" "$work/gone.err")"
+grep -q '^  waiting' "$work/gone.out" &&
+    fail "gone while waiting: shown as waiting: $(cat "$work/gone.out")"
+"$bin" status --state-dir "$sd" --json >"$work/gone.json" 2>&1
+grep -qF "the sink's commit of batch b-1" "$work/gone.json" ||
+    fail "gone while waiting, --json: $(cat "$work/gone.json")"
+
 [ "$failed" -eq 0 ] && echo "status_cli: OK"
 exit "$failed"
