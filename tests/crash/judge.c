@@ -65,12 +65,8 @@ int64_t ce_raw_progress(const crash_env *e) {
 void ce_spawn_held(ce_held *h, const char *const *cfgs, const char *log,
                    int hit) {
     h_fault_pipe_open(&h->fp);
-    char hitenv[64];
-    snprintf(hitenv, sizeof hitenv, "TIDEMARK_FAULT_HIT=%d", hit);
-    const char *env[] = {"TIDEMARK_FAULT=after_commit",
-                         "TIDEMARK_FAULT_ACTION=stop", hitenv, h->fp.fd_env,
-                         NULL};
-    h->pid = ce_spawn_cfgs(cfgs, log, env);
+    h->pid =
+        ce_spawn_cfgs(cfgs, log, h_fault_hold_env(&h->fp, "after_commit", hit));
     /* The write end is the host's alone: hosts spawned later must not
      * hold it open (the test would wait for an end that never comes). */
     h_fault_pipe_spawned(&h->fp);

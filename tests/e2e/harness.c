@@ -939,6 +939,29 @@ void h_fault_pipe_close(h_fault_pipe *fp) {
     fp->wfd = fp->rfd = -1;
 }
 
+const char *const *h_fault_hold_env(h_fault_pipe *fp, const char *point,
+                                    int hit) {
+    snprintf(fp->point_env, sizeof fp->point_env, "TIDEMARK_FAULT=%s", point);
+    snprintf(fp->hit_env, sizeof fp->hit_env, "TIDEMARK_FAULT_HIT=%d", hit);
+    fp->env[0] = fp->point_env;
+    fp->env[1] = "TIDEMARK_FAULT_ACTION=stop";
+    fp->env[2] = fp->hit_env;
+    fp->env[3] = fp->fd_env;
+    fp->env[4] = NULL;
+    return fp->env;
+}
+
+pid_t h_spawn_held(const char *config_path, const char *log_name,
+                   const char *point, int hit) {
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    pid_t pid =
+        h_spawn_env(config_path, log_name, h_fault_hold_env(&fp, point, hit));
+    h_fault_pipe_spawned(&fp);
+    h_fault_wait(&fp, point, pid, 1);
+    return pid;
+}
+
 char h_proc_state(pid_t pid) {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);

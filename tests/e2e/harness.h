@@ -161,8 +161,21 @@ void h_flush(rd_kafka_t *p);
 typedef struct h_fault_pipe {
     int rfd, wfd;
     char fd_env[64]; /* "TIDEMARK_FAULT_FD=<wfd>" */
+    /* h_fault_hold_env's strings */
+    char point_env[96], hit_env[64];
+    const char *env[5];
 } h_fault_pipe;
 void h_fault_pipe_open(h_fault_pipe *fp);
+/* The environment (NULL-ended, kept in fp) of a host that holds itself
+ * still (TIDEMARK_FAULT_ACTION=stop) at the hit-th pass of fault point
+ * point and reports it on fp's pipe (fp opened first). */
+const char *const *h_fault_hold_env(h_fault_pipe *fp, const char *point,
+                                    int hit);
+/* `tidemark run CONFIG` held so at point's hit-th pass: returns once the
+ * host reported point and is seen stopped there (else the test fails as
+ * inconclusive, h_fault_wait). */
+pid_t h_spawn_held(const char *config_path, const char *log_name,
+                   const char *point, int hit);
 /* After the spawn of the host that writes to it: the parent's write end
  * closed and the read end kept from later children, so that only that
  * host holds the pipe open (its death ends h_fault_wait's read at once). */

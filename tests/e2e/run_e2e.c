@@ -220,14 +220,7 @@ static void scenario_sigterm_backlog(void) {
     const char *db = h_path("backlog.db");
     const char *cfg = sqlite_config("backlog.json", name, topic, db,
                                     "\"max_records\": 500", NULL, JSON_MAPPING);
-    h_fault_pipe fp;
-    h_fault_pipe_open(&fp);
-    const char *env[] = {"TIDEMARK_FAULT=after_commit",
-                         "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=10",
-                         fp.fd_env, NULL};
-    pid_t pid = h_spawn_env(cfg, "backlog.log", env);
-    h_fault_pipe_spawned(&fp);
-    h_fault_wait(&fp, "after_commit", pid, 1);
+    pid_t pid = h_spawn_held(cfg, "backlog.log", "after_commit", 10);
     H_CHECK(kill(pid, SIGTERM) == 0, "SIGTERM: %s", strerror(errno));
     int64_t took;
     int rc = h_stop(pid, SIGCONT, 10000, &took);
@@ -535,21 +528,9 @@ static void scenario_static_fenced(void) {
         "a.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
     const char *cfg_b = sqlite_config(
         "b.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
-    h_fault_pipe fa, fb;
-    h_fault_pipe_open(&fa);
-    const char *env_a[] = {"TIDEMARK_FAULT=before_begin",
-                           "TIDEMARK_FAULT_ACTION=stop",
-                           "TIDEMARK_FAULT_HIT=11", fa.fd_env, NULL};
-    pid_t a = h_spawn_env(cfg_a, "a.log", env_a);
-    h_fault_pipe_spawned(&fa);
-    h_fault_wait(&fa, "before_begin", a, 1);
+    pid_t a = h_spawn_held(cfg_a, "a.log", "before_begin", 11);
     int64_t held = h_sqlf(db, "SELECT count(*) FROM t");
-    h_fault_pipe_open(&fb);
-    const char *env_b[] = {"TIDEMARK_FAULT=before_begin",
-                           "TIDEMARK_FAULT_ACTION=stop", fb.fd_env, NULL};
-    pid_t b = h_spawn_env(cfg_b, "b.log", env_b);
-    h_fault_pipe_spawned(&fb);
-    h_fault_wait(&fb, "before_begin", b, 1);
+    pid_t b = h_spawn_held(cfg_b, "b.log", "before_begin", 1);
     H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT A: %s", strerror(errno));
     wait_log("a.log", "Kafka consumer fatal error", 60000);
     int rc = h_stop(b, SIGKILL, 5000, NULL);
@@ -1073,14 +1054,7 @@ static void scenario_postgres_sigkill(void) {
     /* Killed while it holds itself after its 6th commit (after_commit,
      * stop; at most 3 000 rows): mid-backlog whatever the machine's speed,
      * where a kill timed by polling the rows could come after the end. */
-    h_fault_pipe fp;
-    h_fault_pipe_open(&fp);
-    const char *env[] = {"TIDEMARK_FAULT=after_commit",
-                         "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=6",
-                         fp.fd_env, NULL};
-    pid_t pid = h_spawn_env(cfg, "pgk.log", env);
-    h_fault_pipe_spawned(&fp);
-    h_fault_wait(&fp, "after_commit", pid, 1);
+    pid_t pid = h_spawn_held(cfg, "pgk.log", "after_commit", 6);
     int rc = h_stop(pid, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "the host was not killed");
     int64_t rows = h_pg_int("SELECT count(*) FROM \"%s\"", table);

@@ -125,14 +125,7 @@ static void scenario_restart_backlog(void) {
     /* Killed while it holds itself after its 100th commit (after_commit,
      * stop; batches of 20: at most 2 000 rows), mid-backlog whatever the
      * machine's speed. */
-    h_fault_pipe fp;
-    h_fault_pipe_open(&fp);
-    const char *env[] = {"TIDEMARK_FAULT=after_commit",
-                         "TIDEMARK_FAULT_ACTION=stop", "TIDEMARK_FAULT_HIT=100",
-                         fp.fd_env, NULL};
-    pid_t pid = h_spawn_env(cfg, "rb1.log", env);
-    h_fault_pipe_spawned(&fp);
-    h_fault_wait(&fp, "after_commit", pid, 1);
+    pid_t pid = h_spawn_held(cfg, "rb1.log", "after_commit", 100);
     int rc = h_stop(pid, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "the host was not SIGKILLed (exit %d)", rc);
     int64_t at_kill = rows(db);
