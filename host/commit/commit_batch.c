@@ -285,14 +285,14 @@ static int dlq_renew(tm_connector *c, const char *fatal) {
 static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     char why[512];
     dlq_ctx ctx = {c, tm_poll_budget_dlq_until(c, tm_now_ms())};
-    tm_conn_waiting(c,
+    tm_conn_waiting(c, ctx.until,
                     "the dead-letter topic %s to confirm the %zu dead "
                     "letter(s) of batch %s",
                     c->cfg->dead_letters.topic, built->ndead_letters,
                     c->batch_id);
     int rc = tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx,
                          why, sizeof why);
-    tm_conn_waiting(c, NULL);
+    tm_conn_waiting(c, 0, NULL);
     if (rc == 0) {
         dlq_mark_sent(c, built);
         return 0;
@@ -361,7 +361,7 @@ void tm_commit_batch(tm_connector *c) {
              * past the consumer's next poll (commit/poll_budget.h). */
             b.deadline_ms = tm_stop_bound_ms(
                 c, tm_poll_budget_commit_until(c, tm_now_ms()));
-            tm_conn_waiting(c,
+            tm_conn_waiting(c, b.deadline_ms,
                             "the sink's commit of batch %s (%zu records, "
                             "%" PRId64 " ms at most)",
                             c->batch_id, b.nrecords,
@@ -369,7 +369,7 @@ void tm_commit_batch(tm_connector *c) {
             uint64_t t0 = tm_metrics_now_ns();
             st = c->sink.api->commit(c->sink.sink, &b, &err);
             uint64_t took_ns = tm_metrics_now_ns() - t0;
-            tm_conn_waiting(c, NULL);
+            tm_conn_waiting(c, 0, NULL);
             tm_metrics_commit_observe(c->metrics, took_ns);
             if (st == TM_OK || st == TM_ALREADY)
                 grow_back(c, took_ns);

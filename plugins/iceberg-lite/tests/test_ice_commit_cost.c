@@ -598,6 +598,21 @@ static void publish_by_hand(ice_table *t, json_t *meta) {
     ck_assert_int_eq(json_dump_file(meta, path, JSON_COMPACT), 0);
 }
 
+/* main set to snapshot ID in a version written by hand on top of the
+ * newest (as pyiceberg's rollback_to_snapshot does). */
+static void roll_main_back(ice_table *t, int64_t id) {
+    json_t *meta = json_deep_copy(newest_meta(t));
+    ck_assert_int_eq(
+        json_object_set_new(meta, "current-snapshot-id", json_integer(id)), 0);
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "main",
+                            json_pack("{s:I, s:s}", "snapshot-id",
+                                      (json_int_t)id, "type", "branch")),
+        0);
+    publish_by_hand(t, meta);
+    json_decref(meta);
+}
+
 /* A table written before the markers moved (every snapshot's summary
  * carrying every marker, no moved key) opens and appends: the markers
  * read back, the parent of the new snapshot gives its markers up, the
@@ -670,21 +685,12 @@ START_TEST(rolled_back_snapshot_refused) {
     ice_table t;
     char why[512];
     ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
-    json_t *meta = json_deep_copy(newest_meta(&t));
+    json_t *meta = newest_meta(&t);
     int64_t cur = ice_json_int(meta, "current-snapshot-id", -1);
     int64_t parent =
         ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
     ck_assert_int_gt(parent, 0);
-    ck_assert_int_eq(
-        json_object_set_new(meta, "current-snapshot-id", json_integer(parent)),
-        0);
-    ck_assert_int_eq(
-        json_object_set_new(json_object_get(meta, "refs"), "main",
-                            json_pack("{s:I, s:s}", "snapshot-id",
-                                      (json_int_t)parent, "type", "branch")),
-        0);
-    publish_by_hand(&t, meta);
-    json_decref(meta);
+    roll_main_back(&t, parent);
     char want[64];
     snprintf(want, sizeof want, "moved to snapshot %lld", (long long)cur);
     tm_marker got[1] = {
@@ -698,6 +704,56 @@ START_TEST(rolled_back_snapshot_refused) {
     void *again = NULL;
     ck_assert_int_eq(ice_fx_open(&fx, &again, &err), TM_INVALID);
     ck_assert_msg(strstr(err.message, want), "%s", err.message);
+    ice_table_free(&t);
+}
+END_TEST
+
+/* main rolled back past a compaction, to the compaction's parent (as
+ * pyiceberg's rollback_to_snapshot would, "undoing" the compaction):
+ * the rows of the batches after it leave the current table, and a claim
+ * made after them (every restart claims) records the marker past them.
+ * Were the parent still holding its markers, that claim's record (a
+ * higher sequence number) would win over them and the connector would
+ * go on after the rolled-back rows: a gap Kafka never delivers again. So
+ * the compaction takes its parent's markers as an append does, and the
+ * table is refused, naming the snapshot they moved to. */
+START_TEST(rolled_back_past_a_compaction_refused) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m[1];
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    commit_part(sink, m[0].epoch, 0, 0, 5);
+    commit_part(sink, m[0].epoch, 0, 5, 5);
+    ice_table t;
+    char why[512];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    ice_compact_result res;
+    ck_assert_msg(ice_compact(&t, 1 << 20, &res, why, sizeof why) == 0, "%s",
+                  why);
+    json_t *meta = newest_meta(&t);
+    int64_t parent =
+        ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
+    ck_assert_int_gt(parent, 0);
+    commit_part(sink, m[0].epoch, 0, 10, 10);
+    ice_api->close(sink);
+    sink = open_with("{\"path\": \"$T\"}");
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(m[0].next_offset, 20);
+    roll_main_back(&t, parent);
+    char want[64];
+    snprintf(want, sizeof want, "moved to snapshot %lld",
+             (long long)res.snapshot_id);
+    tm_marker got[1] = {
+        {.struct_size = sizeof got[0], .topic = "orders", .partition = 0}};
+    tm_status r = ice_api->read_markers(sink, got, 1, &err);
+    ck_assert_msg(r == TM_FATAL && strstr(err.message, want),
+                  "main rolled back to snapshot %lld (rows 0-9; 10-19 rolled "
+                  "back): read_markers %s, next offset %lld (%s)",
+                  (long long)parent, tm_status_name(r),
+                  (long long)got[0].next_offset, err.message);
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, want), "%s", err.message);
+    ice_api->close(sink);
     ice_table_free(&t);
 }
 END_TEST
@@ -718,6 +774,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, markers_only_in_the_current_snapshot);
     tcase_add_test(tc, table_with_markers_in_every_snapshot_appends);
     tcase_add_test(tc, rolled_back_snapshot_refused);
+    tcase_add_test(tc, rolled_back_past_a_compaction_refused);
     suite_add_tcase(s, tc);
     return s;
 }
