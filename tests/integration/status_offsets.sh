@@ -10,18 +10,12 @@
 # usage: status_offsets.sh TIDEMARK STATUS_HOLDER SOURCE_DIR WORK_DIR
 set -u
 bin=$1 holder=$2 src=$3 work=$4
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$src/tests/integration/lib.sh"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; }
 trap cleanup EXIT
 
-if [ -z "${TIDEMARK_KAFKA_BOOTSTRAP:-}" ]; then
-    echo "FAIL: TIDEMARK_KAFKA_BOOTSTRAP is not set (. scripts/env.sh)"
-    exit 1
-fi
-boot=$TIDEMARK_KAFKA_BOOTSTRAP
-command -v kcat >/dev/null || { echo "FAIL: kcat not found"; exit 1; }
+need_kafka
 command -v python3 >/dev/null || { echo "FAIL: python3 not found"; exit 1; }
 libs=$src/.cache/kafka/libs
 [ -d "$libs" ] || { echo "FAIL: no Kafka jars in $libs (scripts/kafka.sh start)"; exit 1; }
