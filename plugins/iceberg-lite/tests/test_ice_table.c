@@ -695,6 +695,42 @@ START_TEST(uri_chars_refused_when_created) {
 }
 END_TEST
 
+/* A tab, line feed or carriage return in the table's real path: URI
+ * parsers (pyiceberg's, Python's urllib) drop them from a file:// URI, so
+ * pyiceberg looked for the table's files elsewhere ("Failed to open local
+ * file"). Refused when the table would be created, as '#' is. */
+START_TEST(control_chars_refused_when_created) {
+    static const struct {
+        const char *json, *name;
+        char c;
+    } BAD[] = {{"\\t", "a tab", '\t'},
+               {"\\n", "a line feed", '\n'},
+               {"\\r", "a carriage return", '\r'}};
+    char json[1400], path[700];
+    tm_error verr = {sizeof verr, ""}, oerr = {sizeof oerr, ""};
+    void *sink;
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        snprintf(json, sizeof json, "{\"path\": \"%s/t%sx\"}", fx.dir,
+                 BAD[i].json);
+        snprintf(path, sizeof path, "%s/t%cx", fx.dir, BAD[i].c);
+        ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+        tm_status v = ice_api->validate(tm_host_services(), &fx.config, &verr);
+        tm_status o = ice_fx_open(&fx, &sink, &oerr);
+        if (o == TM_OK)
+            ice_api->close(sink);
+        ck_assert_msg(v == TM_INVALID, "validate %s: %s", BAD[i].name,
+                      tm_status_name(v));
+        ck_assert_msg(o == TM_INVALID, "open %s: %s", BAD[i].name,
+                      tm_status_name(o));
+        ck_assert_str_eq(verr.message, oerr.message);
+        ck_assert_msg(strstr(verr.message, "$.sink.settings.path") &&
+                          strstr(verr.message, BAD[i].name),
+                      "%s", verr.message);
+        ck_assert_msg(access(path, F_OK) == -1, "%s was made", BAD[i].name);
+    }
+}
+END_TEST
+
 /* Opens the table as connector NAME with its own config (the sink keeps
  * a pointer to it). */
 static tm_status open_as(const char *name, tm_sink_config *cfg, void **sink,
@@ -889,6 +925,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, long_table_path_refused_not_cut);
     tcase_add_test(tc, validate_refuses_missing_parent);
     tcase_add_test(tc, uri_chars_refused_when_created);
+    tcase_add_test(tc, control_chars_refused_when_created);
     tcase_add_test(tc, second_connector_refused);
     tcase_add_test(tc, no_fsync_still_commits);
     tcase_add_test(tc, two_writers_lose_nothing);
