@@ -12,6 +12,7 @@
  * not grow with the table's age, the walk (ice_dl_files) never needs an
  * expired snapshot and the metadata stays bounded. No file is deleted
  * here: vacuum removes what became unreachable (merged segments too). */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "fsio.h"
 #include "maint.h"
 #include "manifest.h"
+#include "snapshot_files.h"
 
 typedef struct expire_ctx {
     size_t keep, removed;
@@ -170,6 +172,37 @@ static int segments_load(json_t *meta, segments *g, char *why,
     return 0;
 }
 
+/* A table written before segments: its index (a bare path) listed a
+ * snapshot kept for a ref at once, while the walk could still reach it;
+ * LINES (a file each) keeps those that index does not hold, so the file
+ * is not listed twice. 0 or -1 with why. */
+static int drop_listed(const ice_table *t, const segments *g, ib_buf *lines,
+                       char *why, size_t why_size) {
+    for (size_t i = 0; i < g->n; i++) {
+        uint8_t *data;
+        size_t len, at = 0, out = 0;
+        if (g->bytes[i] >= 0)
+            continue;
+        if (ice_table_read(t, g->rel[i], &data, &len, why, why_size) != 0)
+            return -1;
+        while (at < lines->len) {
+            char *line = (char *)lines->p + at;
+            size_t n =
+                (size_t)((char *)memchr(line, '\n', lines->len - at) - line) +
+                1;
+            uint8_t *hit = memmem(data, len, line, n);
+            if (!hit || (hit != data && hit[-1] != '\n')) {
+                memmove(lines->p + out, line, n); /* not listed: kept */
+                out += n;
+            }
+            at += n;
+        }
+        lines->len = out;
+        free(data);
+    }
+    return 0;
+}
+
 /* The new segment's text: the segments merged into it (their lines as
  * they are), then LINES. 0 or -1 with why. */
 static int segment_text(const ice_table *t, const segments *g,
@@ -178,15 +211,9 @@ static int segment_text(const ice_table *t, const segments *g,
     for (size_t i = 0; i < g->n; i++) {
         if (!g->merge[i])
             continue;
-        char path[4096];
         uint8_t *data;
         size_t len;
-        if (ice_table_path(t, g->rel[i], path, sizeof path, why, why_size) != 0)
-            return -1;
-        int rc = fs_read_all(path, &data, &len, why, why_size);
-        if (rc == 1)
-            snprintf(why, why_size, "dead-letter index %s is missing", path);
-        if (rc != 0)
+        if (ice_table_read(t, g->rel[i], &data, &len, why, why_size) != 0)
             return -1;
         ib_buf_add(text, data, len);
         free(data);
@@ -257,6 +284,13 @@ static int index_update(const ice_table *t, json_t *meta, const id_set *kept,
         return rc;
     }
     rc = segments_load(meta, &g, why, why_size);
+    if (rc == 0)
+        rc = drop_listed(t, &g, &lines, why, why_size);
+    if (rc == 0 && lines.len == 0) {
+        segments_free(&g);
+        ib_buf_free(&lines);
+        return 0; /* every file already listed */
+    }
     if (rc == 0) {
         ice_tiers_to_merge(g.bytes, g.n, (int64_t)lines.len,
                            ICE_DL_SEGMENT_FROZEN, g.merge);

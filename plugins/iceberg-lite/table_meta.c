@@ -109,9 +109,21 @@ int ice_table_uri_safe(const char *path, char *why, size_t why_size) {
             snprintf(real + strlen(real), sizeof real - strlen(real), "/%s",
                      base);
     }
-    const char *bad = strpbrk(real, "#?%");
+    const char *bad = strpbrk(real, "#?%\t\n\r");
     if (!bad)
         return 0;
+    if (*bad == '\t' || *bad == '\n' || *bad == '\r') {
+        snprintf(why, why_size,
+                 "the table directory %s holds %s: the table's file:// "
+                 "locations are not percent-encoded, and URI parsers "
+                 "(pyiceberg's) drop it, so readers could not open the "
+                 "table; choose a path without tabs or line breaks",
+                 fs_path_shown(real, shown),
+                 *bad == '\t'   ? "a tab"
+                 : *bad == '\n' ? "a line feed"
+                                : "a carriage return");
+        return -1;
+    }
     snprintf(why, why_size,
              "the table directory %s holds '%c': the table's file:// "
              "locations are not percent-encoded, so readers (pyiceberg) "

@@ -410,6 +410,49 @@ static size_t segments_in(const char *prop) {
     return prop && *prop ? n + 1 : 0;
 }
 
+/* What a version before segments leaves: the lines of META's segments
+ * (then EXTRA, a line, when not NULL) in one file, named bare, published
+ * as the version after T's. Returns the lines written. */
+static size_t publish_older_index(const ice_table *t, json_t *meta,
+                                  const char *extra) {
+    char old[600];
+    snprintf(old, sizeof old, "%s/dead_letters/index-older.txt", fx.table);
+    FILE *out = fopen(old, "w");
+    ck_assert_ptr_nonnull(out);
+    const char *p = json_string_value(
+        json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
+    char rel[4096];
+    int64_t bytes;
+    size_t lines = 0;
+    while (p && ice_dl_index_next(&p, rel, sizeof rel, &bytes) == 1) {
+        char path[4500];
+        snprintf(path, sizeof path, "%s/%s", fx.table, rel);
+        FILE *in = fopen(path, "r");
+        ck_assert_ptr_nonnull(in);
+        int c;
+        while ((c = fgetc(in)) != EOF) {
+            lines += c == '\n';
+            fputc(c, out);
+        }
+        fclose(in);
+    }
+    if (extra) {
+        fprintf(out, "%s\n", extra);
+        lines++;
+    }
+    fclose(out);
+    ck_assert_int_eq(json_object_set_new(json_object_get(meta, "properties"),
+                                         ICE_DL_INDEX_KEY,
+                                         json_string("dead_letters/"
+                                                     "index-older.txt")),
+                     0);
+    char next[700];
+    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t->meta_dir,
+             (long long)t->version + 1);
+    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    return lines;
+}
+
 /* Segments merge: 16 snapshots with a dead letter each, keep_snapshots
  * 1, list fewer segments than expiries; a table whose index is a single
  * file named by a bare path (as written before segments) reads it, and
@@ -428,38 +471,8 @@ START_TEST(dead_letter_segments_merge_and_old_index_reads) {
     /* All the segments' lines in one file, named bare: an older index. */
     ice_table t;
     table_open(&t);
-    char old[600];
-    snprintf(old, sizeof old, "%s/dead_letters/index-older.txt", fx.table);
-    FILE *out = fopen(old, "w");
-    ck_assert_ptr_nonnull(out);
-    const char *p = prop;
-    char rel[4096];
-    int64_t bytes;
-    size_t lines = 0;
-    while (ice_dl_index_next(&p, rel, sizeof rel, &bytes) == 1) {
-        char path[4500];
-        snprintf(path, sizeof path, "%s/%s", fx.table, rel);
-        FILE *in = fopen(path, "r");
-        ck_assert_ptr_nonnull(in);
-        int c;
-        while ((c = fgetc(in)) != EOF) {
-            lines += c == '\n';
-            fputc(c, out);
-        }
-        fclose(in);
-    }
-    fclose(out);
-    ck_assert_uint_eq(lines, 15);
     json_t *meta = json_deep_copy(t.meta);
-    ck_assert_int_eq(json_object_set_new(json_object_get(meta, "properties"),
-                                         ICE_DL_INDEX_KEY,
-                                         json_string("dead_letters/"
-                                                     "index-older.txt")),
-                     0);
-    char next[700];
-    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t.meta_dir,
-             (long long)t.version + 1);
-    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    ck_assert_uint_eq(publish_older_index(&t, meta, NULL), 15);
     json_decref(meta);
     ice_table_free(&t);
     ck_assert_uint_eq(count_dead_letters(), 16);
@@ -481,9 +494,57 @@ START_TEST(dead_letter_segments_merge_and_old_index_reads) {
     vacuum(0);
     ck_assert_uint_eq(count_dead_letters(), 18);
     ck_assert_uint_eq(count_files("dead_letters/index-*.txt"), 3);
+    char old[600];
+    snprintf(old, sizeof old, "%s/dead_letters/index-older.txt", fx.table);
     ck_assert_int_eq(access(old, F_OK), 0);
     free(prop);
     free(now);
+}
+END_TEST
+
+/* A table an older version expired with a tag on the current snapshot's
+ * parent: that version listed the tagged snapshot's dead-letter file in
+ * its index (a bare path) at once, while the walk still reached the
+ * snapshot, and left it out when the snapshot left the walk. The expiry
+ * that takes the snapshot off the walk now must not list it again. */
+START_TEST(older_index_listing_a_tagged_snapshot_read_once) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 2"), 0);
+    tm_marker m[2];
+    void *sink = fill(2, m); /* 4 snapshots, 2 expired */
+    ice_api->close(sink);
+    ck_assert_uint_eq(count_dead_letters(), 4);
+    ice_table t;
+    table_open(&t);
+    json_t *meta = json_deep_copy(t.meta);
+    int64_t parent =
+        ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
+    const char *tagged = json_string_value(json_object_get(
+        json_object_get(ice_meta_snapshot(meta, parent), "summary"),
+        ICE_DL_FILE_KEY));
+    ck_assert_ptr_nonnull(tagged);
+    json_t *tag = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)parent,
+                            "type", "tag");
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "keep", tag), 0);
+    /* The older index: the segments' lines, then the tagged file. */
+    ck_assert_uint_eq(publish_older_index(&t, meta, tagged), 3);
+    json_decref(meta);
+    ice_table_free(&t);
+    /* As that version left it: the tagged file read by the walk too. */
+    ck_assert_uint_eq(count_dead_letters(), 5);
+    /* Two batches: the tagged snapshot leaves the walk (kept for its tag). */
+    sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++)
+        ck_assert_int_eq(commit_range(sink, q, m[q].epoch, 10, 15, &err),
+                         TM_OK);
+    ice_api->close(sink);
+    table_open(&t);
+    ck_assert_ptr_nonnull(ice_meta_snapshot(t.meta, parent));
+    ice_table_free(&t);
+    ck_assert_uint_eq(count_dead_letters(), 6);
 }
 END_TEST
 
@@ -1311,6 +1372,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, expire_keeps_markers_and_dead_letters);
     tcase_add_test(tc, commits_expire_past_keep_snapshots);
     tcase_add_test(tc, dead_letter_segments_merge_and_old_index_reads);
+    tcase_add_test(tc, older_index_listing_a_tagged_snapshot_read_once);
     tcase_add_test(tc, vacuum_removes_old_orphans_only);
     tcase_add_test(tc, vacuum_keeps_a_far_future_file);
     tcase_add_test(tc, vacuum_beside_stale_writer_reuses_no_version);
