@@ -131,9 +131,14 @@ static int leaving(json_t *meta, const id_set *kept, ib_buf *lines) {
     return rc == 0 && ib_buf_ok(lines) ? 0 : -1;
 }
 
+/* A segment's path relative to the table, as long as the readers take
+ * (ice_dl_files): another writer's or a hand-made name may be longer than
+ * ours, and an expiry that could not hold it would fail every commit. */
+#define SEGMENT_PATH_MAX 4096
+
 /* The index's segments as the property lists them. */
 typedef struct segments {
-    char (*rel)[256];
+    char (*rel)[SEGMENT_PATH_MAX];
     int64_t *bytes;
     unsigned char *merge;
     size_t n;
@@ -230,19 +235,20 @@ static int segment_text(const ice_table *t, const segments *g,
 static json_t *segments_value(const segments *g, const char *rel,
                               size_t bytes) {
     ib_buf v = {0};
-    char item[320];
+    char size[32];
     for (size_t i = 0; i < g->n; i++) {
         if (g->merge[i])
             continue;
-        if (g->bytes[i] < 0)
-            snprintf(item, sizeof item, "%s ", g->rel[i]);
-        else
-            snprintf(item, sizeof item, "%s:%lld ", g->rel[i],
-                     (long long)g->bytes[i]);
-        ib_buf_str(&v, item);
+        ib_buf_str(&v, g->rel[i]); /* a bare path: an older index */
+        if (g->bytes[i] >= 0) {
+            snprintf(size, sizeof size, ":%lld", (long long)g->bytes[i]);
+            ib_buf_str(&v, size);
+        }
+        ib_buf_byte(&v, ' ');
     }
-    snprintf(item, sizeof item, "%s:%zu", rel, bytes);
-    ib_buf_str(&v, item);
+    snprintf(size, sizeof size, ":%zu", bytes);
+    ib_buf_str(&v, rel);
+    ib_buf_str(&v, size);
     json_t *s = ib_buf_ok(&v) ? json_stringn((const char *)v.p, v.len) : NULL;
     ib_buf_free(&v);
     return s;
