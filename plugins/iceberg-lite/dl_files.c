@@ -99,21 +99,52 @@ int ice_dl_index_each(const char *root, json_t *meta, ice_dl_file_fn fn,
     return 0;
 }
 
+/* The walk's files (the current snapshot's and its ancestors'), and which
+ * of them the index lists too: main set back to a snapshot that expiry had
+ * taken off the walk (kept for a tag) finds its file in a segment and on
+ * the walk again. One file, handed on once. */
+typedef struct walk_files {
+    const char **rel;
+    unsigned char *indexed;
+    size_t n;
+    ice_dl_file_fn fn;
+    void *ctx;
+} walk_files;
+
+static int index_line(void *ctx, const char *rel) {
+    walk_files *w = ctx;
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->rel[i], rel) == 0)
+            w->indexed[i] = 1;
+    return w->fn(w->ctx, rel);
+}
+
 int ice_dl_files(const char *root, json_t *meta, ice_dl_file_fn fn, void *ctx,
                  char *why, size_t why_size) {
-    int rc = ice_dl_index_each(root, meta, fn, ctx, why, why_size);
-    if (rc != 0)
-        return rc;
-    json_t *snap = ice_meta_current_snapshot(meta);
     /* The guard stops a parent cycle in a corrupt file. */
     size_t guard = json_array_size(json_object_get(meta, "snapshots"));
+    walk_files w = {calloc(guard + 1, sizeof *w.rel), calloc(guard + 1, 1), 0,
+                    fn, ctx};
+    if (!w.rel || !w.indexed) {
+        free(w.rel);
+        free(w.indexed);
+        snprintf(why, why_size, "out of memory (dead-letter files)");
+        return -1;
+    }
+    json_t *snap = ice_meta_current_snapshot(meta);
     for (size_t k = 0; snap && k <= guard; k++) {
         const char *rel = json_string_value(
             json_object_get(json_object_get(snap, "summary"), ICE_DL_FILE_KEY));
-        if (rel && (rc = confined(root, rel, fn, ctx, why, why_size)) != 0)
-            return rc;
+        if (rel)
+            w.rel[w.n++] = rel;
         int64_t parent = ice_json_int(snap, "parent-snapshot-id", -1);
         snap = parent >= 0 ? ice_meta_snapshot(meta, parent) : NULL;
     }
-    return 0;
+    int rc = ice_dl_index_each(root, meta, index_line, &w, why, why_size);
+    for (size_t i = 0; rc == 0 && i < w.n; i++)
+        if (!w.indexed[i])
+            rc = confined(root, w.rel[i], fn, ctx, why, why_size);
+    free(w.rel);
+    free(w.indexed);
+    return rc;
 }

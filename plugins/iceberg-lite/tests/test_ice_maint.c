@@ -536,8 +536,9 @@ START_TEST(older_index_listing_a_tagged_snapshot_read_once) {
     ck_assert_uint_eq(publish_older_index(&t, meta, tagged), 3);
     json_decref(meta);
     ice_table_free(&t);
-    /* As that version left it: the tagged file read by the walk too. */
-    ck_assert_uint_eq(count_dead_letters(), 5);
+    /* As that version left it the tagged file is in the index and on the
+     * walk: one file, read once. */
+    ck_assert_uint_eq(count_dead_letters(), 4);
     /* Two batches: the tagged snapshot leaves the walk (kept for its tag). */
     sink = open_ok();
     tm_error err;
@@ -584,6 +585,82 @@ START_TEST(long_segment_path_expires) {
     }
     ice_api->close(sink);
     ck_assert_uint_eq(count_dead_letters(), 6);
+}
+END_TEST
+
+/* The dead-letter files ice_dl_files hands on, and how many of them came
+ * more than once. */
+typedef struct dl_walk {
+    char rel[64][200];
+    size_t n, twice;
+} dl_walk;
+
+static int on_dl_file(void *ctx, const char *rel) {
+    dl_walk *w = ctx;
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->rel[i], rel) == 0) {
+            w->twice++;
+            return 0;
+        }
+    ck_assert_uint_lt(w->n, 64);
+    snprintf(w->rel[w->n++], sizeof w->rel[0], "%s", rel);
+    return 0;
+}
+
+/* main set back to a tagged snapshot (pyiceberg's manage_snapshots, an
+ * operator undoing commits) that expiry had taken off the walk: its
+ * dead-letter file is in an index segment and on the walk again, and is
+ * one file, read once. */
+START_TEST(rolled_back_to_a_tag_reads_its_dead_letters_once) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 1"), 0);
+    tm_marker m[2];
+    void *sink = fill(1, m); /* A, B: a dead letter each */
+    ice_api->close(sink);
+    ice_table t;
+    table_open(&t);
+    json_t *meta = json_deep_copy(t.meta);
+    json_int_t tagged = ice_json_int(meta, "current-snapshot-id", -1);
+    json_t *tag = json_pack("{s:I, s:s}", "snapshot-id", tagged, "type", "tag");
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "keep", tag), 0);
+    char next[700];
+    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t.meta_dir,
+             (long long)t.version + 1);
+    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    json_decref(meta);
+    ice_table_free(&t);
+    /* C and D: B leaves the walk (kept for its tag, its file indexed). */
+    sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++) {
+        tm_status st = commit_range(sink, q, m[q].epoch, 5, 10, &err);
+        ck_assert_msg(st == TM_OK, "commit: %d %s", st, err.message);
+    }
+    ice_api->close(sink);
+    table_open(&t);
+    meta = json_deep_copy(t.meta);
+    ck_assert_ptr_nonnull(ice_meta_snapshot(meta, tagged));
+    ck_assert_int_eq(
+        json_object_set_new(meta, "current-snapshot-id", json_integer(tagged)),
+        0);
+    ck_assert_int_eq(json_object_set_new(
+                         json_object_get(json_object_get(meta, "refs"), "main"),
+                         "snapshot-id", json_integer(tagged)),
+                     0);
+    dl_walk w = {.n = 0};
+    char why[1024];
+    ck_assert_msg(ice_dl_files(t.root, meta, on_dl_file, &w, why, sizeof why) ==
+                      0,
+                  "%s", why);
+    json_decref(meta);
+    ice_table_free(&t);
+    ck_assert_msg(w.n >= 3, "inconclusive: %zu dead-letter files", w.n);
+    ck_assert_msg(w.twice == 0,
+                  "main rolled back to a tagged snapshot: %zu dead-letter "
+                  "file(s) handed on twice",
+                  w.twice);
 }
 END_TEST
 
@@ -1413,6 +1490,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, dead_letter_segments_merge_and_old_index_reads);
     tcase_add_test(tc, older_index_listing_a_tagged_snapshot_read_once);
     tcase_add_test(tc, long_segment_path_expires);
+    tcase_add_test(tc, rolled_back_to_a_tag_reads_its_dead_letters_once);
     tcase_add_test(tc, vacuum_removes_old_orphans_only);
     tcase_add_test(tc, vacuum_keeps_a_far_future_file);
     tcase_add_test(tc, vacuum_beside_stale_writer_reuses_no_version);
