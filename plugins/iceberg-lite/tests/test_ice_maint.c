@@ -95,6 +95,20 @@ static void *fill(int n, tm_marker *m) {
     return sink;
 }
 
+/* The table opened again, M's partitions claimed, [from, to) committed on
+ * each (OK, or the test fails with the sink's answer), closed. */
+static void commit_each_again(tm_marker *m, int64_t from, int64_t to) {
+    void *sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++) {
+        tm_status st = commit_range(sink, q, m[q].epoch, from, to, &err);
+        ck_assert_msg(st == TM_OK, "commit [%lld, %lld) on partition %d: %d %s",
+                      (long long)from, (long long)to, (int)q, st, err.message);
+    }
+    ice_api->close(sink);
+}
+
 static void table_open(ice_table *t) {
     char why[1024];
     ck_assert_int_eq(ice_table_init(t, fx.table, 0, 1, why, sizeof why), 0);
@@ -410,6 +424,23 @@ static size_t segments_in(const char *prop) {
     return prop && *prop ? n + 1 : 0;
 }
 
+/* META published as the version after T's, as another writer (an older
+ * version of the sink, pyiceberg) would. */
+static void publish_next(const ice_table *t, json_t *meta) {
+    char next[700];
+    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t->meta_dir,
+             (long long)t->version + 1);
+    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+}
+
+/* META's ref "keep": a tag on snapshot ID. */
+static void tag_keep(json_t *meta, int64_t id) {
+    json_t *tag =
+        json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)id, "type", "tag");
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "keep", tag), 0);
+}
+
 /* What a version before segments leaves: the lines of META's segments
  * (then EXTRA, a line, when not NULL) in one file dead_letters/NAME, named
  * bare, published as the version after T's. Returns the lines written. */
@@ -446,10 +477,7 @@ static size_t publish_index_as(const ice_table *t, json_t *meta,
                                          ICE_DL_INDEX_KEY,
                                          json_string(rel_old)),
                      0);
-    char next[700];
-    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t->meta_dir,
-             (long long)t->version + 1);
-    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    publish_next(t, meta);
     return lines;
 }
 
@@ -482,13 +510,7 @@ START_TEST(dead_letter_segments_merge_and_old_index_reads) {
     ice_table_free(&t);
     ck_assert_uint_eq(count_dead_letters(), 16);
     /* One more batch on each partition: two expiries. */
-    sink = open_ok();
-    tm_error err;
-    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
-    for (int32_t q = 0; q < 2; q++)
-        ck_assert_int_eq(commit_range(sink, q, m[q].epoch, 40, 45, &err),
-                         TM_OK);
-    ice_api->close(sink);
+    commit_each_again(m, 40, 45);
     char *now = index_property();
     ck_assert_msg(strncmp(now, "dead_letters/index-older.txt ", 29) == 0 &&
                       segments_in(now) == 3,
@@ -528,10 +550,7 @@ START_TEST(older_index_listing_a_tagged_snapshot_read_once) {
         json_object_get(ice_meta_snapshot(meta, parent), "summary"),
         ICE_DL_FILE_KEY));
     ck_assert_ptr_nonnull(tagged);
-    json_t *tag = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)parent,
-                            "type", "tag");
-    ck_assert_int_eq(
-        json_object_set_new(json_object_get(meta, "refs"), "keep", tag), 0);
+    tag_keep(meta, parent);
     /* The older index: the segments' lines, then the tagged file. */
     ck_assert_uint_eq(publish_older_index(&t, meta, tagged), 3);
     json_decref(meta);
@@ -540,13 +559,7 @@ START_TEST(older_index_listing_a_tagged_snapshot_read_once) {
      * walk: one file, read once. */
     ck_assert_uint_eq(count_dead_letters(), 4);
     /* Two batches: the tagged snapshot leaves the walk (kept for its tag). */
-    sink = open_ok();
-    tm_error err;
-    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
-    for (int32_t q = 0; q < 2; q++)
-        ck_assert_int_eq(commit_range(sink, q, m[q].epoch, 10, 15, &err),
-                         TM_OK);
-    ice_api->close(sink);
+    commit_each_again(m, 10, 15);
     table_open(&t);
     ck_assert_ptr_nonnull(ice_meta_snapshot(t.meta, parent));
     ice_table_free(&t);
@@ -575,15 +588,7 @@ START_TEST(long_segment_path_expires) {
     json_decref(meta);
     ice_table_free(&t);
     ck_assert_uint_eq(count_dead_letters(), 4);
-    sink = open_ok();
-    tm_error err;
-    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
-    for (int32_t q = 0; q < 2; q++) {
-        tm_status st = commit_range(sink, q, m[q].epoch, 10, 15, &err);
-        ck_assert_msg(st == TM_OK, "commit beside a long segment path: %d %s",
-                      st, err.message);
-    }
-    ice_api->close(sink);
+    commit_each_again(m, 10, 15); /* beside the long segment path */
     ck_assert_uint_eq(count_dead_letters(), 6);
 }
 END_TEST
@@ -621,24 +626,12 @@ START_TEST(rolled_back_to_a_tag_reads_its_dead_letters_once) {
     table_open(&t);
     json_t *meta = json_deep_copy(t.meta);
     json_int_t tagged = ice_json_int(meta, "current-snapshot-id", -1);
-    json_t *tag = json_pack("{s:I, s:s}", "snapshot-id", tagged, "type", "tag");
-    ck_assert_int_eq(
-        json_object_set_new(json_object_get(meta, "refs"), "keep", tag), 0);
-    char next[700];
-    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t.meta_dir,
-             (long long)t.version + 1);
-    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    tag_keep(meta, tagged);
+    publish_next(&t, meta);
     json_decref(meta);
     ice_table_free(&t);
     /* C and D: B leaves the walk (kept for its tag, its file indexed). */
-    sink = open_ok();
-    tm_error err;
-    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
-    for (int32_t q = 0; q < 2; q++) {
-        tm_status st = commit_range(sink, q, m[q].epoch, 5, 10, &err);
-        ck_assert_msg(st == TM_OK, "commit: %d %s", st, err.message);
-    }
-    ice_api->close(sink);
+    commit_each_again(m, 5, 10);
     table_open(&t);
     meta = json_deep_copy(t.meta);
     ck_assert_ptr_nonnull(ice_meta_snapshot(meta, tagged));
