@@ -124,8 +124,14 @@ typedef enum tm_machine_event_kind {
     /* Time passed (now_ms): batch age, retry and claim backoffs, fenced
      * bounds. */
     TM_EV_TIMER,
-    /* Stopping: the batch in flight gets stop_grace_ms from now_ms. */
-    TM_EV_STOP
+    /* Stopping: the batch in flight gets stop_grace_ms from now_ms; why
+     * names the stop for the reasons ("stopping", "pausing"; NULL:
+     * "stopping"). A batch waiting to retry is tried again at once. */
+    TM_EV_STOP,
+    /* The stop was a pause and is over: records are taken and claims
+     * retried again, and every running partition is read again from where
+     * its next batch starts (what was fetched meanwhile was not taken). */
+    TM_EV_GO_ON
 } tm_machine_event_kind;
 
 typedef struct tm_machine_tp {
@@ -262,6 +268,12 @@ int tm_machine_batch_range(const tm_machine *m, int which, size_t i,
                            tm_range *out);
 
 int tm_machine_failed(const tm_machine *m);
+
+/* The earliest now_ms at which a TIMER moves a batch (the one being built
+ * due by age, the next attempt after RETRY's backoff); INT64_MAX when
+ * none waits on time. Claims and fenced bounds are not counted: a TIMER
+ * now and then serves them. */
+int64_t tm_machine_due_ms(const tm_machine *m);
 
 const char *tm_machine_event_name(tm_machine_event_kind k);
 const char *tm_machine_action_name(tm_machine_action_kind k);

@@ -247,7 +247,9 @@ static void on_retry(tm_machine *m, int called) {
     /* Whatever was built behind it is read again after the answer. */
     tm_m_drop(m, &m->building, "the batch before it was not applied");
     if (m->stopping && m->now_ms >= m->give_up_ms) {
-        tm_m_drop(m, b, "giving up retries while stopping");
+        char why[64];
+        snprintf(why, sizeof why, "giving up retries while %s", m->stop_why);
+        tm_m_drop(m, b, why);
         tm_m_settle(m, 0);
         return;
     }
@@ -266,6 +268,9 @@ static void on_retry(tm_machine *m, int called) {
     }
     b->phase = TM_BATCH_RETRY_WAIT;
     b->retry_at = m->now_ms + tm_backoff_next(&m->retry_backoff);
+    /* Stopping: the wait ends with the grace, the last attempt there. */
+    if (m->stopping && b->retry_at > m->give_up_ms)
+        b->retry_at = m->give_up_ms;
 }
 
 void tm_m_answer(tm_machine *m, const tm_machine_event *ev) {

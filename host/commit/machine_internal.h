@@ -71,6 +71,7 @@ struct tm_machine {
     int failed;
     int stopping;
     int64_t give_up_ms; /* stopping: the batch out is given up past it */
+    char stop_why[32];  /* STOP's why: "stopping", "pausing" */
     int64_t now_ms;
     tm_backoff retry_backoff, claim_backoff;
     int64_t claim_retry_ms;
