@@ -229,6 +229,10 @@ static void on_stop(tm_machine *m, const tm_machine_event *ev) {
     if (!m->stopping) {
         m->stopping = 1;
         m->give_up_ms = m->now_ms + m->cfg.stop_grace_ms;
+        /* Seen before now (a sink's call it waited for): its grace counts
+         * from then. */
+        if (ev->offset > 0 && ev->offset < m->give_up_ms)
+            m->give_up_ms = ev->offset;
     }
     snprintf(m->stop_why, sizeof m->stop_why, "%s",
              ev->why ? ev->why : "stopping");
@@ -439,7 +443,9 @@ int64_t tm_machine_due_ms(const tm_machine *m) {
     int64_t due = INT64_MAX;
     if (m->failed)
         return due;
-    if (m->building.phase == TM_BATCH_BUILDING)
+    /* The batch being built is cut by age only once the sink is free. */
+    if (m->building.phase == TM_BATCH_BUILDING &&
+        m->at_sink.phase == TM_BATCH_NONE)
         due = m->building.opened_ms + m->cfg.max_wait_ms;
     if (m->at_sink.phase == TM_BATCH_RETRY_WAIT && m->at_sink.retry_at < due)
         due = m->at_sink.retry_at;

@@ -241,6 +241,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     if (!force && now - c->status_written_ms < TM_STATUS_PERIOD_MS)
         return;
     c->status_written_ms = now;
+    tm_commit_sync_parts(c);
     tm_conn_refresh_markers(c);
     refresh_watermarks(c, now);
 

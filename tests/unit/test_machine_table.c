@@ -9,6 +9,7 @@
  * The script: events separated by ';', partitions as TOPIC:PARTITION.
  *   assign|revoke|lost P...        claimed ok|retry|fatal [P eE nN [loL]
  * [hiH]]... rec P OFFSET [BYTES]           end P POSITION       due       stop
+ *   stop [WHY [@DEADLINE]]   goon
  *   dlq ok|fail                    answer STATUS [noread] [P eE nN]...
  *   read ok|retry|fatal [P eE nN]...   seekfail P    timer +MS
  * A record's TAKE is answered at once: TAKEN OK after rec, RECORD_STOP
@@ -253,6 +254,7 @@ static void run_event(driver *d, const char *text) {
     } else if (strcmp(w, "stop") == 0) {
         ev.kind = TM_EV_STOP;
         ev.why = n > 1 ? tok[1] : NULL;
+        ev.offset = n > 2 ? strtoll(tok[2] + 1, NULL, 10) : 0;
     } else if (strcmp(w, "goon") == 0) {
         ev.kind = TM_EV_GO_ON;
     } else if (strcmp(w, "timer") == 0) {
@@ -1005,6 +1007,8 @@ static const reason drops[] = {
      "giving up retries while stopping"},
     {SINK "; stop pausing; timer +1000", "answer RETRY",
      "giving up retries while pausing"},
+    {SINK "; timer +10; stop stopping @20; timer +15", "answer RETRY",
+     "giving up retries while stopping"},
     {RUN "; rec t:0 10; rec t:1 10", "stoprec t:0 11", "a partition stopped"},
 };
 
