@@ -81,14 +81,14 @@ static int dlq_renew(tm_connector *c, const char *fatal) {
 static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     char why[512];
     dlq_ctx ctx = {c, tm_poll_budget_dlq_until(c, tm_now_ms())};
-    tm_conn_waiting(c,
+    tm_conn_waiting(c, ctx.until,
                     "the dead-letter topic %s to confirm the %zu dead "
                     "letter(s) of batch %s",
                     c->cfg->dead_letters.topic, built->ndead_letters,
                     c->batch_id);
     int rc = tm_dlq_send(c->dlq, built, dlq_already_sent, dlq_left_ms, &ctx,
                          why, sizeof why);
-    tm_conn_waiting(c, NULL);
+    tm_conn_waiting(c, 0, NULL);
     if (rc == 0) {
         dlq_mark_sent(c, built);
         return 0;
@@ -309,7 +309,7 @@ void tm_sink_commit_exec(tm_connector *c, const tm_machine_action *act,
     int64_t until = tm_poll_budget_commit_until(c, tm_now_ms());
     b.deadline_ms =
         tm_stop_bound_ms(c, act->offset < until ? act->offset : until);
-    tm_conn_waiting(c,
+    tm_conn_waiting(c, b.deadline_ms,
                     "the sink's commit of batch %s (%zu records, %" PRId64
                     " ms at most)",
                     c->batch_id, b.nrecords, b.deadline_ms - tm_now_ms());
@@ -317,7 +317,7 @@ void tm_sink_commit_exec(tm_connector *c, const tm_machine_action *act,
     uint64_t t0 = tm_metrics_now_ns();
     tm_status st = c->sink.api->commit(c->sink.sink, &b, &err);
     tm_metrics_commit_observe(c->metrics, tm_metrics_now_ns() - t0);
-    tm_conn_waiting(c, NULL);
+    tm_conn_waiting(c, 0, NULL);
     out->ev.status = st;
     switch (st) {
     case TM_OK:

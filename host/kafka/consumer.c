@@ -13,6 +13,7 @@
 #include "kafka/kafka_conf.h"
 #include "kafka/member_id.h"
 #include "kafka/subscription.h"
+#include "services/clock.h"
 #include "services/fault.h"
 #include "services/log.h"
 #include "status/status_file.h"
@@ -429,7 +430,15 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
     struct tm_consumer_link *link = c->link;
     atomic_store(&link->closing, 1);
     c->link = NULL;
-    if (!j || pthread_mutex_init(&j->mu, NULL) != 0) {
+    int mu_ok = j && pthread_mutex_init(&j->mu, NULL) == 0;
+    /* The watchdog's wait runs on the monotonic clock: a step of the wall
+     * clock would abandon the close at once or hang the stop for the
+     * step's length. */
+    if (mu_ok && tm_cond_init_mono(&j->cv) != 0) {
+        pthread_mutex_destroy(&j->mu);
+        mu_ok = 0;
+    }
+    if (!mu_ok) {
         free(j);
         rd_kafka_consumer_close(c->rk); /* no watchdog: close inline */
         rd_kafka_destroy(c->rk);
@@ -437,7 +446,6 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
         c->rk = NULL;
         return;
     }
-    pthread_cond_init(&j->cv, NULL);
     j->rk = c->rk;
     j->link = link;
     c->rk = NULL;
@@ -451,14 +459,7 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
         return;
     }
     pthread_detach(th);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = tm_clock_mono_after(timeout_ms);
     pthread_mutex_lock(&j->mu);
     int rc = 0;
     while (!j->done && rc != ETIMEDOUT)

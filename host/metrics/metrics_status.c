@@ -181,19 +181,17 @@ static void load_saved(const tm_status_view *views, size_t n,
     }
 }
 
-/* A live host's status file past TM_STATUS_STALE_MS: its state gauge
- * still says what the file says, this says the file is no longer news. */
-static void stale_family(FILE *out, const tm_status_view *views, size_t n,
-                         int64_t now_ms) {
-    tm_prom_family(out, "tidemark_connector_status_stale", "gauge",
-                   "1 when a live host's status file is more than 10 s old "
-                   "(the host is hung or cannot write it), else 0.");
+/* A 0/1 gauge per running connector: 1 when FLAG (a time past a bound, in
+ * ms) is above 0 at NOW_MS. */
+static void flag_family(FILE *out, const char *name, const char *help,
+                        int64_t (*flag)(const tm_status_view *, int64_t),
+                        const tm_status_view *views, size_t n, int64_t now_ms) {
+    tm_prom_family(out, name, "gauge", help);
     for (size_t i = 0; i < n; i++) {
         if (!shown(&views[i]) || !views[i].running)
             continue;
         const char *l[] = {"connector", views[i].r.snap.connector};
-        tm_prom_sample(out, "tidemark_connector_status_stale", l, 1,
-                       tm_status_stale_ms(&views[i], now_ms) > 0);
+        tm_prom_sample(out, name, l, 1, flag(&views[i], now_ms) > 0);
     }
 }
 
@@ -211,7 +209,19 @@ void tm_metrics_status_write(FILE *out, const tm_status_view *views, size_t n,
     }
     load_saved(views, n, state_dirs, vals, ptrs, names, bad);
     state_family(out, views, n, bad);
-    stale_family(out, views, n, now_ms);
+    /* A live host's status file past TM_STATUS_STALE_MS: its state gauge
+     * still says what the file says, this says the file is no longer news. */
+    flag_family(out, "tidemark_connector_status_stale",
+                "1 when a live host's status file is more than 10 s old (the "
+                "host is hung or cannot write it), else 0.",
+                tm_status_stale_ms, views, n, now_ms);
+    /* A live host's wait past its end by more than TM_STATUS_STALE_MS: the
+     * file is fresh (the pulse), the connector stuck in a call. */
+    flag_family(out, "tidemark_connector_wait_overdue",
+                "1 when a live host's connector waits on a step of its commit "
+                "more than 10 s past the end it was given (a call that does "
+                "not return), else 0.",
+                tm_status_overdue_ms, views, n, now_ms);
     per_connector(out, views, n, "tidemark_connector_start_time_seconds",
                   "gauge", "When the host started the connector (Unix time).",
                   0);

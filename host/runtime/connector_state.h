@@ -218,10 +218,12 @@ void tm_conn_recovered(tm_connector *c, const char *what);
  * (runtime/connector_status.c). */
 void tm_conn_refresh_markers(tm_connector *c);
 
-/* This thread waits on what FMT says (NULL: no more), from now: the
- * status file shows it, rewritten meanwhile (runtime/connector_status.c). */
-void tm_conn_waiting(tm_connector *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* This thread waits on what FMT says (NULL: no more), from now until
+ * UNTIL_MS (monotonic, tm_now_ms; the end the host gave the wait) at the
+ * latest: the status file shows it, rewritten meanwhile, and a wait far
+ * past its end as overdue (runtime/connector_status.c). */
+void tm_conn_waiting(tm_connector *c, int64_t until_ms, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* A log line with the connector, its plugin and, when given (topic non-NULL,
  * batch_id non-NULL), the partition and the batch as fields. */

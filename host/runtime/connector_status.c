@@ -216,11 +216,11 @@ static void health(tm_connector *c, const tm_part *paused, int64_t now_wall,
     s->reason_since_ms = c->paused_ms;
 }
 
-void tm_conn_waiting(tm_connector *c, const char *fmt, ...) {
+void tm_conn_waiting(tm_connector *c, int64_t until_ms, const char *fmt, ...) {
     if (!c->pulse)
         return;
     if (!fmt) {
-        tm_status_pulse_waiting(c->pulse, NULL, 0);
+        tm_status_pulse_waiting(c->pulse, NULL, 0, 0);
         return;
     }
     char raw[TM_STATUS_WAITING_MAX], on[TM_STATUS_WAITING_MAX];
@@ -231,7 +231,10 @@ void tm_conn_waiting(tm_connector *c, const char *fmt, ...) {
     /* Names of topics and batches, maybe given as ${env:...} */
     tm_redact_list((const char *const *)c->cfg->secrets, c->cfg->nsecrets, raw,
                    TM_REDACT_MAYBE_CUT, on, sizeof on);
-    tm_status_pulse_waiting(c->pulse, on, tm_wall_ms());
+    /* The end on the wall clock, as the status file's other times. */
+    int64_t wall = tm_wall_ms();
+    tm_status_pulse_waiting(c->pulse, on, wall,
+                            wall + (until_ms - tm_now_ms()));
 }
 
 void tm_conn_status_tick(tm_connector *c, int force) {

@@ -106,6 +106,12 @@ void tm_fault(const char *point) {
         settle_signals(before);
         return; /* resumed by SIGCONT: the zombie goes on where it was */
     }
+    if (action && strcmp(action, "hang") == 0) {
+        /* A sink call that never returns (a plugin ignoring its deadline,
+         * a driver blocked for good): only this thread stops. */
+        for (;;)
+            pause();
+    }
     raise(SIGKILL);
     for (;;)
         pause(); /* SIGKILL is not deliverable late, but never return */

@@ -3,8 +3,11 @@
  *   TIDEMARK_FAULT=<point>        the point to fire at
  *   TIDEMARK_FAULT_FD=<fd>        where the point's name is written first,
  *                                 so a test can prove the point was reached
- *   TIDEMARK_FAULT_ACTION=kill|stop  SIGKILL (default) or SIGSTOP (zombie
- *                                 tests: the process resumes on SIGCONT)
+ *   TIDEMARK_FAULT_ACTION=kill|stop|hang  SIGKILL (default), SIGSTOP
+ *                                 (zombie tests: the process resumes on
+ *                                 SIGCONT), or the calling thread alone
+ *                                 blocks for ever (a call that never
+ *                                 returns: the rest of the process runs on)
  *   TIDEMARK_FAULT_HIT=<n>        fire on the n-th time the point is
  *                                 reached in this process (default 1)
  * Plugins never implement faults themselves.

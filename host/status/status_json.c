@@ -146,8 +146,9 @@ static json_t *reason_json(const tm_status_snapshot *s) {
     return o;
 }
 
-/* {"on": ..., "since_ms": ...} while the connector waits on a step of its
- * commit, null otherwise. */
+/* {"on": ..., "since_ms": ..., "until_ms": ...} while the connector waits
+ * on a step of its commit (until_ms null when the wait has no known end),
+ * null otherwise. */
 static json_t *waiting_json(const tm_status_snapshot *s) {
     if (!s->waiting_on[0])
         return json_null();
@@ -157,6 +158,9 @@ static json_t *waiting_json(const tm_status_snapshot *s) {
     int rc = 0;
     rc |= put(o, "on", redacted(s->waiting_on, sizeof s->waiting_on));
     rc |= put(o, "since_ms", json_integer(s->waiting_since_ms));
+    rc |= put(o, "until_ms",
+              s->waiting_until_ms > 0 ? json_integer(s->waiting_until_ms)
+                                      : json_null());
     if (rc) {
         json_decref(o);
         return NULL;
@@ -301,6 +305,10 @@ static void read_optional(reader *r, const json_t *doc, tm_status_snapshot *s) {
         r->where = "waiting.";
         get_str(r, w, "on", s->waiting_on, sizeof s->waiting_on);
         s->waiting_since_ms = get_int(r, w, "since_ms");
+        /* Absent or null: a wait with no known end (older hosts too). */
+        const json_t *u = json_object_get(w, "until_ms");
+        if (u && !json_is_null(u))
+            s->waiting_until_ms = get_int(r, w, "until_ms");
     }
     r->where = "totals.";
     const json_t *t = field(r, doc, "totals", JSON_OBJECT);

@@ -68,9 +68,12 @@ typedef struct tm_status_snapshot {
      * confirmations, the sink's commit), and since when (wall ms); "" and
      * 0 when it is not in such a wait. Written by the status pulse
      * (status_pulse.h) while that thread cannot write. Redacted by the
-     * caller. */
+     * caller. waiting_until_ms: when the wait should be over at the
+     * latest (wall ms; the deadline the host gave it), 0 when unknown: a
+     * wait far past it is a stuck call (tm_status_overdue_ms). */
     char waiting_on[TM_STATUS_WAITING_MAX];
     int64_t waiting_since_ms;
+    int64_t waiting_until_ms;
 } tm_status_snapshot;
 
 /* "STARTING", "RUNNING", "PAUSED", "FAILED", "STOPPED", "DEGRADED". */

@@ -87,6 +87,16 @@ int64_t tm_status_stale_ms(const tm_status_view *v, int64_t now_ms) {
     return age > TM_STATUS_STALE_MS ? age : 0;
 }
 
+int64_t tm_status_overdue_ms(const tm_status_view *v, int64_t now_ms) {
+    const tm_status_snapshot *s = &v->r.snap;
+    if (v->error[0] || !v->running || !v->r.live || !v->r.has_file ||
+        !s->waiting_on[0] || s->state == TM_CONN_STOPPED ||
+        s->state == TM_CONN_FAILED)
+        return 0;
+    int64_t past = since(now_ms, s->waiting_until_ms);
+    return past > TM_STATUS_STALE_MS ? past : 0;
+}
+
 int tm_status_health(const tm_status_view *views, size_t n, int64_t now_ms) {
     for (size_t i = 0; i < n; i++)
         if (views[i].error[0])
@@ -98,8 +108,9 @@ int tm_status_health(const tm_status_view *views, size_t n, int64_t now_ms) {
         tm_conn_state st = views[i].r.snap.state;
         if (st == TM_CONN_FAILED || st == TM_CONN_STOPPED)
             return TM_HEALTH_DOWN;
-        degraded |=
-            st == TM_CONN_DEGRADED || tm_status_stale_ms(&views[i], now_ms) > 0;
+        degraded |= st == TM_CONN_DEGRADED ||
+                    tm_status_stale_ms(&views[i], now_ms) > 0 ||
+                    tm_status_overdue_ms(&views[i], now_ms) > 0;
     }
     return degraded ? TM_HEALTH_DEGRADED : TM_HEALTH_OK;
 }
@@ -181,9 +192,20 @@ static void print_header(FILE *out, const tm_status_view *v, int64_t now_ms) {
      * that is gone (it waits on nothing any more). */
     if (s->waiting_on[0] && v->r.live) {
         tm_status_format_time(s->waiting_since_ms, t, sizeof t);
-        tm_status_format_duration(now_ms - s->waiting_since_ms, d, sizeof d);
+        tm_status_format_duration(since(now_ms, s->waiting_since_ms), d,
+                                  sizeof d);
         fprintf(out, "  waiting     since %s (%s): %s\n", t, d,
                 SAFE(s->waiting_on));
+        int64_t overdue = tm_status_overdue_ms(v, now_ms);
+        if (overdue > 0) {
+            tm_status_format_duration(overdue, d, sizeof d);
+            fprintf(out,
+                    "  overdue     the wait is %s past the end the host "
+                    "gave it: the call does not return (a sink that "
+                    "ignores its deadline, a driver blocked for good); the "
+                    "connector makes no progress until it does\n",
+                    d);
+        }
     }
     if (s->plugin[0])
         fprintf(out, "  plugin      %s ", SAFE(s->plugin));
@@ -334,6 +356,9 @@ static json_t *view_json(const tm_status_view *v, int64_t now_ms) {
     int64_t stale = tm_status_stale_ms(v, now_ms);
     rc |= json_object_set_new(o, "stale_ms",
                               stale > 0 ? json_integer(stale) : json_null());
+    int64_t overdue = tm_status_overdue_ms(v, now_ms);
+    rc |= json_object_set_new(
+        o, "overdue_ms", overdue > 0 ? json_integer(overdue) : json_null());
     rc |= json_object_set_new(o, "partitions_from",
                               json_string(v->from_sink    ? "sink"
                                           : v->r.has_file ? "status_file"

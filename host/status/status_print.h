@@ -42,11 +42,20 @@ json_t *tm_status_views_json(const char *state_dir, const tm_status_view *views,
  * clock stepped back since) is not stale. */
 int64_t tm_status_stale_ms(const tm_status_view *v, int64_t now_ms);
 
+/* How long V's wait is past its end at NOW_MS (wall clock) when that is
+ * more than TM_STATUS_STALE_MS: a live host (not STOPPED, not FAILED)
+ * whose file says its connector waits on a step of the commit
+ * (waiting_on) that should have ended at waiting_until_ms. The pulse keeps
+ * such a host's file fresh, so only this tells a call that never returns
+ * from a slow one. Else (no wait, no known end, within it) 0. */
+int64_t tm_status_overdue_ms(const tm_status_view *v, int64_t now_ms);
+
 /* The health, which is `tidemark status`'s exit status
  * (docs/operations.md): OK when every connector is STARTING, RUNNING or
  * PAUSED; ERROR when any could not be read (an error view); else DOWN when
  * any is FAILED, STOPPED or not running; else DEGRADED when any is, or when
- * any live host's status file is stale (tm_status_stale_ms at NOW_MS). */
+ * any live host's status file is stale (tm_status_stale_ms at NOW_MS) or
+ * its wait overdue (tm_status_overdue_ms). */
 enum {
     TM_HEALTH_OK = 0,
     TM_HEALTH_ERROR = 1,

@@ -23,7 +23,7 @@ struct tm_status_pulse {
     int have_last;
     int64_t written_ms; /* monotonic, the last write */
     char waiting_on[TM_STATUS_WAITING_MAX];
-    int64_t waiting_since_ms;
+    int64_t waiting_since_ms, waiting_until_ms;
     atomic_int done;
     pthread_t thread;
     int running;
@@ -34,6 +34,7 @@ static int write_locked(tm_status_pulse *p, char *errstr, size_t errsize) {
     snprintf(p->last.waiting_on, sizeof p->last.waiting_on, "%s",
              p->waiting_on);
     p->last.waiting_since_ms = p->waiting_on[0] ? p->waiting_since_ms : 0;
+    p->last.waiting_until_ms = p->waiting_on[0] ? p->waiting_until_ms : 0;
     p->written_ms = tm_clock_mono_ms();
     return tm_status_writer_write(p->w, &p->last, errstr, errsize);
 }
@@ -105,10 +106,11 @@ int tm_status_pulse_write(tm_status_pulse *p, const tm_status_snapshot *s,
 }
 
 void tm_status_pulse_waiting(tm_status_pulse *p, const char *on,
-                             int64_t wall_ms) {
+                             int64_t wall_ms, int64_t until_wall_ms) {
     pthread_mutex_lock(&p->mu);
     snprintf(p->waiting_on, sizeof p->waiting_on, "%s", on ? on : "");
     p->waiting_since_ms = wall_ms;
+    p->waiting_until_ms = until_wall_ms;
     pthread_mutex_unlock(&p->mu);
 }
 

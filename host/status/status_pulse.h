@@ -27,10 +27,11 @@ tm_status_pulse *tm_status_pulse_start(tm_status_writer *w, int64_t period_ms,
 int tm_status_pulse_write(tm_status_pulse *p, const tm_status_snapshot *s,
                           char *errstr, size_t errsize);
 
-/* The connector waits on ON (NULL or "": no more) since WALL_MS: shown by
- * every write from now on, the rewrites included. Any thread. */
+/* The connector waits on ON (NULL or "": no more) since WALL_MS, until
+ * UNTIL_WALL_MS at the latest (0: no known end): shown by every write from
+ * now on, the rewrites included. Any thread. */
 void tm_status_pulse_waiting(tm_status_pulse *p, const char *on,
-                             int64_t wall_ms);
+                             int64_t wall_ms, int64_t until_wall_ms);
 
 /* Stops the thread (the last snapshot was written) and frees P. NULL is
  * ignored. */

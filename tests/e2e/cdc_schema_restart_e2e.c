@@ -45,7 +45,7 @@ static void tombstone_first(int pg, const char *key_text) {
     char tombstone_key[256];
     snprintf(tombstone_key, sizeof tombstone_key, "%s", key_text);
     target t;
-    init_target_as(&t, pg, "rv17");
+    init_target_as(&t, pg, "restart");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     create_k(p, &t, env_key(1), ID_REQ, "{\"id\":1,\"name\":\"a\"}");
@@ -87,7 +87,7 @@ static void scenario_postgres_enveloped_tombstone_first(void) {
 
 static void scenario_postgres_case_rename_restart(void) {
     target t;
-    init_target_as(&t, 1, "rv17");
+    init_target_as(&t, 1, "restart");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     const char *old = F("id", "int32", "false") "," F("name", "string", "true");
@@ -119,7 +119,7 @@ static void scenario_postgres_case_rename_restart(void) {
  * the old column, which the running process refused as unsafe. */
 static void scenario_sqlite_case_rename_restart(void) {
     target t;
-    init_target_as(&t, 0, "rv17");
+    init_target_as(&t, 0, "restart");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     const char *old = F("id", "int32", "false") "," F("name", "string", "true");
@@ -141,7 +141,7 @@ static void scenario_sqlite_case_rename_restart(void) {
 
 static void scenario_sqlite_date_key_tombstone_first(void) {
     target t;
-    init_target_as(&t, 0, "rv17");
+    init_target_as(&t, 0, "restart");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
 #define DKEY                                                                   \
@@ -171,7 +171,7 @@ static void scenario_sqlite_date_key_tombstone_first(void) {
  * a process, its schema is learnt all the same. */
 static void scenario_sqlite_poison_schema(void) {
     target t;
-    init_target_as(&t, 0, "rv17");
+    init_target_as(&t, 0, "restart");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     /* a Date of 2^31-1 days: no timestamp holds it (a dead letter after

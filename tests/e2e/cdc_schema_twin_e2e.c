@@ -34,7 +34,7 @@ static const char *env_key(int id) {
 
 static void scenario_postgres_user_twin_column(void) {
     target t;
-    init_target_as(&t, 1, "rv17b");
+    init_target_as(&t, 1, "twin");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     const char *cols =
@@ -63,7 +63,7 @@ static void scenario_postgres_user_twin_column(void) {
 
 static void scenario_postgres_user_twin_one_process(void) {
     target t;
-    init_target_as(&t, 1, "rv17b1");
+    init_target_as(&t, 1, "twin1");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     const char *cols =
@@ -113,7 +113,7 @@ static void schema_delete(rd_kafka_t *p, const target *t, int id,
 
 static void scenario_postgres_deletes_only_relocks(void) {
     target t;
-    init_target_as(&t, 1, "rv17b2");
+    init_target_as(&t, 1, "twin2");
     h_create_topic(t.topic, PARTITIONS, NULL, NULL);
     rd_kafka_t *p = h_producer(NULL, NULL);
     const char *cols =

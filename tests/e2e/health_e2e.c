@@ -33,6 +33,9 @@
  * (a proxy's). */
 static char cfg_bootstrap[64];
 
+/* More members of the configs' "batch" section (", \"k\": v"), when set. */
+static char cfg_batch[128];
+
 /* A connector NAME reading TOPIC into FILE.db (table t), its status in
  * WORKDIR/STATE, with the Kafka properties props (JSON members); extra is
  * appended to the sink's settings. */
@@ -44,7 +47,7 @@ static const char *config_state(const char *file, const char *name,
              "{\"name\": \"%s\", \"kafka\": {\"bootstrap_servers\": \"%s\", "
              "\"topics\": [\"%s\"], \"start\": \"earliest\", "
              "\"properties\": {%s}}, "
-             "\"batch\": {\"max_wait_ms\": 100}, "
+             "\"batch\": {\"max_wait_ms\": 100%s}, "
              "\"sink\": {\"plugin\": \"sqlite\", \"settings\": {\"path\": "
              "\"%s/%s.db\", \"table\": \"t\"%s}}, "
              "\"state_dir\": \"%s/%s\", "
@@ -52,7 +55,8 @@ static const char *config_state(const char *file, const char *name,
              "{\"name\": \"id\", \"pointer\": \"/id\", \"type\": \"int\", "
              "\"required\": true}]}}",
              name, cfg_bootstrap[0] ? cfg_bootstrap : h_bootstrap(), topic,
-             props, h_workdir(), file, settings_extra, h_workdir(), state);
+             props, cfg_batch, h_workdir(), file, settings_extra, h_workdir(),
+             state);
     char fname[300];
     snprintf(fname, sizeof fname, "%s.json", file);
     return h_write_file(fname, text);
@@ -1518,6 +1522,71 @@ static void scenario_fail_stops_hosts(void) {
     h_step("the failed test's host is gone");
 }
 
+/* commit_overdue: a sink's commit that never returns (a plugin that
+ * ignores its deadline, a driver blocked for good; here the fault point
+ * before_begin inside the SQLite sink's commit, made to hang its thread
+ * alone). The status pulse keeps the status file fresh and says what the
+ * connector waits on, so the file is not stale; but the wait is past the
+ * end the host gave it (commit_timeout_ms) by more than TM_STATUS_STALE_MS,
+ * and `tidemark status` must say so and exit 3 (DEGRADED), not 0. Before
+ * the fix it printed RUNNING with "waiting since ..." and exited 0 for as
+ * long as the commit hung. */
+static void scenario_commit_overdue(void) {
+    const char *topic = h_name("health-overdue");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("health-overdue"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 5, "{\"id\": %d}");
+    snprintf(cfg_batch, sizeof cfg_batch, ", \"commit_timeout_ms\": 2000");
+    const char *cfg = config("overdue", name, topic, "");
+    cfg_batch[0] = '\0';
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=before_begin",
+                         "TIDEMARK_FAULT_ACTION=hang", fp.fd_env, NULL};
+    pid_t pid = h_spawn_env(cfg, "overdue.log", env);
+    h_fault_wait(&fp, "before_begin", pid, 0);
+    wait_status(pid, name, "\"waiting\"", "the sink's commit", 30000);
+    h_step("the sink's commit hangs; the status says it waits on it");
+    /* 2 s of commit_timeout_ms, then TM_STATUS_STALE_MS (10 s): overdue
+     * from 12 s into the wait; looked at for 60 s. */
+    int rc = 0;
+    int64_t t0 = h_now_ms();
+    while ((rc = status_exit(name)) == 0 && h_now_ms() - t0 < 60000)
+        h_sleep_ms(500);
+    H_CHECK(h_proc_state(pid) != '?' && h_proc_state(pid) != 'T',
+            "inconclusive: the host is gone or stopped (state %c)",
+            h_proc_state(pid));
+    const char *out = h_read_file("status.out");
+    H_CHECK(rc == 3,
+            "a commit hanging %lld s past its 2 s deadline: tidemark status "
+            "exit %d, expected 3; it printed: %s",
+            (long long)(h_now_ms() - t0) / 1000, rc, out);
+    H_CHECK(strstr(out, "\n  overdue     ") && strstr(out, "waiting"),
+            "status exit 3 but no overdue line under the wait: %s", out);
+    h_step("tidemark status: exit 3, the wait overdue");
+    const char *json_args[] = {"status",        "--json", "--state-dir",
+                               h_path("state"), name,     NULL};
+    h_tidemark("status.json.out", json_args);
+    H_CHECK(strstr(h_read_file("status.json.out"), "\"overdue_ms\": "),
+            "status --json names no overdue_ms: %s",
+            h_read_file("status.json.out"));
+    const char *prom_args[] = {"status", "--state-dir", h_path("state"),
+                               name,     "--format",    "prometheus",
+                               NULL};
+    rc = h_tidemark("status.prom", prom_args);
+    char sample[400];
+    snprintf(sample, sizeof sample,
+             "\ntidemark_connector_wait_overdue{connector=\"%s\"} 1\n", name);
+    H_CHECK(rc == 3 && strstr(h_read_file("status.prom"), sample),
+            "status --format prometheus: exit %d, expected 3 with %s: %s", rc,
+            sample, h_read_file("status.prom"));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    rd_kafka_destroy(p);
+}
+
 static const h_scenario SCENARIOS[] = {
     {"claim_locked", scenario_claim_locked},
     {"missing_topic", scenario_missing_topic},
@@ -1536,6 +1605,7 @@ static const h_scenario SCENARIOS[] = {
     {"validate_stats_interval", scenario_validate_stats_interval},
     {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
     {"fail_stops_hosts", scenario_fail_stops_hosts},
+    {"commit_overdue", scenario_commit_overdue},
 };
 
 int main(int argc, char **argv) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "config_ok.h"
 #include "config/connector_config.h"
 #include "kafka/dead_letter_producer.h"
 #include "services/clock.h"
@@ -43,13 +44,7 @@ static tm_connector_config *connector(int port) {
              "\"dead_letters\":{\"topic\":\"dlq\"},"
              "\"sink\":{\"plugin\":\"sqlite\"},\"mapping\":{\"mode\":\"raw\"}}",
              port);
-    tm_config_errors errs = TM_CONFIG_ERRORS_INIT;
-    tm_connector_config *cfg = tm_config_load_string(text, "c.json", &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "  unexpected: %s\n", errs.lines[i]);
-    tm_config_errors_free(&errs);
-    ck_assert_ptr_nonnull(cfg);
-    return cfg;
+    return tm_test_config_ok(text, "c.json");
 }
 
 /* A batch of one range [0, 3) whose three records are dead letters. */

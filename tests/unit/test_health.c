@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "status/status_json.h"
@@ -96,7 +97,10 @@ START_TEST(test_health_extreme_times) {
     v.r.snap.updated_ms = INT64_MIN;
     v.r.snap.started_ms = INT64_MIN;
     v.r.snap.reason_since_ms = INT64_MIN;
+    v.r.snap.waiting_since_ms = INT64_MIN;
+    v.r.snap.waiting_until_ms = INT64_MIN;
     strcpy(v.r.snap.reason, "r");
+    strcpy(v.r.snap.waiting_on, "w");
     FILE *devnull = fopen("/dev/null", "w");
     ck_assert_ptr_nonnull(devnull);
     tm_status_print_text(devnull, &v, 1, NOW);
@@ -106,10 +110,64 @@ START_TEST(test_health_extreme_times) {
     json_t *c = json_array_get(json_object_get(doc, "connectors"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(c, "uptime_ms")), 0);
     ck_assert(json_is_null(json_object_get(c, "stale_ms")));
+    ck_assert(json_is_null(json_object_get(c, "overdue_ms")));
     json_decref(doc);
     ck_assert_int_eq(tm_status_stale_ms(&v, NOW), 0);
+    ck_assert_int_eq(tm_status_overdue_ms(&v, NOW), 0);
     v.r.snap.updated_ms = INT64_MAX;
     ck_assert_int_eq(tm_status_stale_ms(&v, NOW), 0);
+}
+END_TEST
+
+/* A live host's connector waiting on a step of its commit more than
+ * TM_STATUS_STALE_MS past the end the host gave it: its file is fresh (the
+ * pulse), yet it is stuck in a call that does not return: DEGRADED's exit,
+ * with how long in the JSON. Within its end, or 10 s past it, or with no
+ * known end, or no wait, or a host gone, FAILED or STOPPED: not overdue. */
+START_TEST(test_health_overdue_wait) {
+    tm_status_view v[1] = {view(TM_CONN_RUNNING)};
+    v[0].r.has_file = 1;
+    v[0].r.snap.updated_ms = NOW - 500; /* fresh */
+    strcpy(v[0].r.snap.waiting_on, "the sink's commit of batch b-1");
+    v[0].r.snap.waiting_since_ms = NOW - 60000;
+    v[0].r.snap.waiting_until_ms = NOW + 1000;
+    ck_assert_int_eq(tm_status_overdue_ms(&v[0], NOW), 0);
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
+    v[0].r.snap.waiting_until_ms = NOW - 10000; /* the documented 10 s */
+    ck_assert_int_eq(tm_status_overdue_ms(&v[0], NOW), 0);
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
+    v[0].r.snap.waiting_until_ms = NOW - 10001;
+    ck_assert_int_eq(tm_status_overdue_ms(&v[0], NOW), 10001);
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 3);
+    json_t *doc = tm_status_views_json("d", v, 1, NOW);
+    ck_assert_ptr_nonnull(doc);
+    json_t *c = json_array_get(json_object_get(doc, "connectors"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "overdue_ms")),
+                     10001);
+    json_decref(doc);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(out);
+    tm_status_print_text(out, v, 1, NOW);
+    fclose(out);
+    ck_assert_msg(strstr(text, "\n  overdue     the wait is 10s past"),
+                  "no overdue line: %s", text);
+    free(text);
+    v[0].r.snap.state = TM_CONN_PAUSED; /* a pause waits for the commit */
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 3);
+    v[0].r.snap.state = TM_CONN_FAILED;
+    ck_assert_int_eq(tm_status_overdue_ms(&v[0], NOW), 0);
+    v[0].r.snap.state = TM_CONN_RUNNING;
+    v[0].r.live = 0; /* gone: it waits on nothing any more */
+    ck_assert_int_eq(tm_status_overdue_ms(&v[0], NOW), 0);
+    v[0].r.live = 1;
+    v[0].r.snap.waiting_until_ms = 0; /* no known end */
+    ck_assert_int_eq(tm_status_overdue_ms(&v[0], NOW), 0);
+    v[0].r.snap.waiting_until_ms = NOW - 60000;
+    v[0].r.snap.waiting_on[0] = '\0'; /* no wait */
+    ck_assert_int_eq(tm_status_overdue_ms(&v[0], NOW), 0);
+    ck_assert_int_eq(tm_status_health(v, 1, NOW), 0);
 }
 END_TEST
 
@@ -155,6 +213,7 @@ int main(void) {
     tcase_add_test(tc, test_health_order);
     tcase_add_test(tc, test_health_stale_file);
     tcase_add_test(tc, test_health_extreme_times);
+    tcase_add_test(tc, test_health_overdue_wait);
     tcase_add_test(tc, test_health_state_names);
     tcase_add_test(tc, test_health_reason_round_trip);
     suite_add_tcase(s, tc);

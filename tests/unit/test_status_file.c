@@ -641,13 +641,15 @@ START_TEST(pulse_rewrites_while_nothing_is_published) {
     tm_status_snapshot s;
     fill(&s, TM_CONN_RUNNING);
     snprintf(s.connector, sizeof s.connector, "c");
-    tm_status_pulse_waiting(p, "the sink's commit of batch b-1", 1764680043000);
+    tm_status_pulse_waiting(p, "the sink's commit of batch b-1", 1764680043000,
+                            1764680103000);
     ck_assert_int_eq(tm_status_pulse_write(p, &s, err, sizeof err), 0);
     tm_status_report r;
     ck_assert_int_eq(tm_status_read(dir, "c", &r, err, sizeof err), 0);
     ck_assert_int_eq(r.snap.updated_ms, 1764680042000);
     ck_assert_str_eq(r.snap.waiting_on, "the sink's commit of batch b-1");
     ck_assert_int_eq(r.snap.waiting_since_ms, 1764680043000);
+    ck_assert_int_eq(r.snap.waiting_until_ms, 1764680103000);
     tm_status_report_free(&r);
     /* Rewritten by the pulse alone: a fresh updated_ms, the rest kept. */
     int64_t t0 = tm_clock_mono_ms(), updated = 0;
@@ -664,16 +666,18 @@ START_TEST(pulse_rewrites_while_nothing_is_published) {
                   "the pulse did not rewrite the snapshot in 10 s");
     ck_assert_int_ge(updated, tm_clock_wall_ms() - 5000);
     ck_assert_str_eq(r.snap.waiting_on, "the sink's commit of batch b-1");
+    ck_assert_int_eq(r.snap.waiting_until_ms, 1764680103000);
     ck_assert_uint_eq(r.snap.totals.batches, 42);
     ck_assert_uint_eq(r.snap.npartitions, 2);
     ck_assert_int_eq(r.snap.partitions[0].next_offset, 120);
     tm_status_report_free(&r);
     /* The wait over: the next write has none. */
-    tm_status_pulse_waiting(p, NULL, 0);
+    tm_status_pulse_waiting(p, NULL, 0, 0);
     ck_assert_int_eq(tm_status_pulse_write(p, &s, err, sizeof err), 0);
     ck_assert_int_eq(tm_status_read(dir, "c", &r, err, sizeof err), 0);
     ck_assert_str_eq(r.snap.waiting_on, "");
     ck_assert_int_eq(r.snap.waiting_since_ms, 0);
+    ck_assert_int_eq(r.snap.waiting_until_ms, 0);
     tm_status_report_free(&r);
     tm_status_pulse_stop(p);
     tm_status_writer_close(w);

@@ -23,8 +23,8 @@ static PGconn *admin;
 
 static void setup(void) {
     api = pgt_plugin(TM_POSTGRES_PLUGIN);
-    snprintf(schema, sizeof schema, "rv19_scan_%d", (int)getpid());
-    snprintf(connector, sizeof connector, "rv19_scan_%d", (int)getpid());
+    snprintf(schema, sizeof schema, "scan_values_%d", (int)getpid());
+    snprintf(connector, sizeof connector, "scan_values_%d", (int)getpid());
     admin = pgt_connect(pgt_conninfo());
     char text[512];
     snprintf(text, sizeof text,

@@ -8,7 +8,7 @@
  *   every stored row (rows= in its report, checked against Kafka's own
  *   count of the records).
  *
- * usage: rv19c_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO CSV_NOVALUES_PLUGIN */
+ * usage: verify_novalues_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO CSV_NOVALUES_PLUGIN */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,9 +20,9 @@ static const char *plugin;
 #define RECORDS 30
 
 static void scenario_verify_asks_no_values(void) {
-    const char *topic = h_name("rv19c-nv");
+    const char *topic = h_name("verify-nv");
     char name[256], group[300], text[16384], out_dir[1024];
-    snprintf(name, sizeof name, "%s", h_name("rv19c-nv"));
+    snprintf(name, sizeof name, "%s", h_name("verify-nv"));
     snprintf(group, sizeof group, "tidemark-%s", name);
     snprintf(out_dir, sizeof out_dir, "%s/csv", h_workdir());
     h_create_topic(topic, 1, NULL, NULL);
@@ -85,10 +85,10 @@ static const h_scenario SCENARIOS[] = {
 /* argv[4]: the csv plugin built without scan values (CSV_NOVALUES_PLUGIN). */
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: rv19c_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO "
+        fprintf(stderr, "usage: verify_novalues_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO "
                         "CSV_NOVALUES_PLUGIN\n");
         return 2;
     }
     plugin = argv[4];
-    return h_main(4, argv, "rv19c_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
+    return h_main(4, argv, "verify_novalues_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
 }

@@ -1,5 +1,5 @@
 /* Stops, pauses and the control socket under stress, end to end against
- * the real broker and SQLite, each one ctest test e2e.rv18fix.<scenario>:
+ * the real broker and SQLite, each one ctest test e2e.stop_edges.<scenario>:
  *
  * - stop_before_join: a connector stopped after its subscription, before
  *   it joined its group (the consumer has no rebalance protocol yet),
@@ -15,7 +15,7 @@
  *   `tidemark validate DIR` with a message naming it, at once (opening it
  *   would wait forever for a writer).
  *
- * usage: rv18fix_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO */
+ * usage: stop_edges_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,7 +36,7 @@ typedef struct conn {
 
 static void conn_make(conn *c, const char *base, int partitions) {
     char b[64];
-    snprintf(b, sizeof b, "rv18fix-%s", base);
+    snprintf(b, sizeof b, "stop-edges-%s", base);
     snprintf(c->name, sizeof c->name, "%s", h_name(b));
     snprintf(c->topic, sizeof c->topic, "%s", h_name(b));
     snprintf(c->db, sizeof c->db, "%s/%s.db", h_workdir(), base);
@@ -253,6 +253,6 @@ static const h_scenario SCENARIOS[] = {
 int main(int argc, char **argv) {
     if (argc == 4)
         tidemark_bin = argv[1];
-    return h_main(argc, argv, "rv18fix_e2e", SCENARIOS,
+    return h_main(argc, argv, "stop_edges_e2e", SCENARIOS,
                   H_NSCENARIOS(SCENARIOS));
 }
