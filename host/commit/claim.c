@@ -15,6 +15,7 @@
 #include "kafka/consumer_ops.h"
 #include "kafka/member_id.h"
 #include "kafka/partitions.h"
+#include "runtime/sink_calls.h"
 #include "services/error.h"
 #include "services/fault.h"
 #include "services/log.h"
@@ -49,12 +50,14 @@ static tm_status claim_with_retries(tm_connector *c, tm_marker *markers,
     for (int attempt = 1;; attempt++) {
         *err = tm_error_init();
         /* A stop interrupts a claim at once (runtime/connector.c): it
-         * has committed nothing worth waiting for. */
+         * has committed nothing worth waiting for. Not a commit still at
+         * the sink: that one is waited for first. */
+        tm_sink_settle(c);
         atomic_store(&c->in_claim, 1);
         /* A test holds the host here (TIDEMARK_FAULT) to change the store
          * or deliver a signal before the sink's claim runs. */
         tm_fault("before_claim");
-        tm_status st = c->sink.api->claim(c->sink.sink, markers, n, 0, err);
+        tm_status st = tm_sink_claim(c, markers, n, err);
         atomic_store(&c->in_claim, 0);
         if (st == TM_RETRY)
             c->totals.retries++;
@@ -94,8 +97,7 @@ static int claimed_before(tm_connector *c, char *why, size_t whysize) {
         m[i].partition = all[i].partition;
     }
     tm_error err = tm_error_init();
-    tm_status st =
-        n ? c->sink.api->read_markers(c->sink.sink, m, n, &err) : TM_OK;
+    tm_status st = n ? tm_sink_read_markers(c, m, n, &err) : TM_OK;
     int rc = -1;
     if (st != TM_OK) {
         snprintf(why, whysize, "read_markers of %zu partition(s): %s: %s", n,
@@ -443,8 +445,7 @@ void tm_read_markers_exec(tm_connector *c, const tm_machine_action *const *acts,
             return;
     }
     tm_error err = tm_error_init();
-    tm_status st =
-        c->sink.api->read_markers(c->sink.sink, out->markers, n, &err);
+    tm_status st = tm_sink_read_markers(c, out->markers, n, &err);
     out->ev.status = st;
     out->ev.why = NULL;
     if (st != TM_OK) {

@@ -15,6 +15,7 @@
 #include "kafka/dead_letter_producer.h"
 #include "metrics/metrics_registry.h"
 #include "runtime/restarts.h"
+#include "runtime/sink_calls.h"
 #include "services/error.h"
 #include "services/log.h"
 
@@ -172,39 +173,81 @@ void tm_dlq_send_exec(tm_connector *c, const tm_machine_action *act,
     out->ev.why = out->why;
 }
 
-/* After FENCED or CONFLICT: the sink's markers, read without claiming,
- * one per range, for the machine to say which partitions are still ours
- * and where each goes on. */
-static void reread_markers(tm_connector *c, const tm_batch *b, tm_answer *out) {
-    if (tm_answer_markers(out, b->nranges, 0) != 0) {
+/* One commit at the sink: the batch handed over (a shallow copy with its
+ * own ranges), and what came back. Run on the sink's thread (the
+ * pipeline); the connector's thread reports it once it is done. */
+typedef struct commit_job {
+    tm_connector *c;
+    uint64_t batch;
+    tm_batch b;
+    void *ranges;
+    tm_status st;
+    tm_error err;
+    uint64_t took_ns;
+    /* After FENCED or CONFLICT: the sink's markers, read without
+     * claiming, one per range. */
+    tm_marker *markers;
+    tm_status read_st;
+    tm_error read_err;
+} commit_job;
+
+static void run_commit(void *arg) {
+    commit_job *j = arg;
+    const tm_sink_api *api = j->c->sink.api;
+    void *sink = j->c->sink.sink;
+    uint64_t t0 = tm_metrics_now_ns();
+    j->st = api->commit(sink, &j->b, &j->err);
+    j->took_ns = tm_metrics_now_ns() - t0;
+    if (j->st != TM_FENCED && j->st != TM_CONFLICT)
+        return;
+    size_t n = j->b.nranges;
+    j->markers = calloc(n ? n : 1, sizeof *j->markers);
+    if (!j->markers) {
+        j->read_st = TM_FATAL;
+        snprintf(j->read_err.message, sizeof j->read_err.message,
+                 "out of memory re-reading markers");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tm_range *r = TM_CELEM(tm_range, j->b.ranges, i);
+        j->markers[i].struct_size = sizeof j->markers[i];
+        j->markers[i].topic = r->topic;
+        j->markers[i].partition = r->partition;
+    }
+    j->read_st = api->read_markers(sink, j->markers, n, &j->read_err);
+}
+
+/* After FENCED or CONFLICT: the markers read again into the answer, for
+ * the machine to say which partitions are still ours and where each goes
+ * on. */
+static void reread_markers(tm_connector *c, const commit_job *j,
+                           tm_answer *out) {
+    if (j->read_st != TM_OK) {
+        /* Not knowing where to go on: start over from the last known
+         * commit; the next batch's check will say again. */
+        tm_log(TM_LOG_WARN, c->cfg->name, "read_markers: %s: %s",
+               tm_status_name(j->read_st), j->read_err.message);
+        return;
+    }
+    size_t n = j->b.nranges;
+    if (tm_answer_markers(out, n, 0) != 0) {
         tm_log(TM_LOG_WARN, c->cfg->name,
                "read_markers: out of memory re-reading markers");
         return;
     }
-    out->was_epoch =
-        calloc(b->nranges ? b->nranges : 1, sizeof *out->was_epoch);
-    for (size_t i = 0; i < b->nranges; i++) {
-        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
-        out->markers[i].topic = tm_answer_keep(out, r->topic);
-        out->markers[i].partition = r->partition;
+    out->was_epoch = calloc(n ? n : 1, sizeof *out->was_epoch);
+    for (size_t i = 0; i < n; i++) {
+        out->markers[i] = j->markers[i];
+        out->markers[i].topic = tm_answer_keep(out, j->markers[i].topic);
         if (!out->markers[i].topic) {
             out->ev.nmarkers = 0;
             return;
         }
         if (out->was_epoch) {
-            const tm_part *p = tm_conn_part(c, r->topic, r->partition);
+            const tm_part *p =
+                tm_conn_part(c, j->markers[i].topic, j->markers[i].partition);
             out->was_epoch[i] = p ? p->epoch : TM_NO_EPOCH;
         }
-    }
-    tm_error err = tm_error_init();
-    tm_status st =
-        c->sink.api->read_markers(c->sink.sink, out->markers, b->nranges, &err);
-    if (st != TM_OK) {
-        /* Not knowing where to go on: start over from the last known
-         * commit; the next batch's check will say again. */
-        tm_log(TM_LOG_WARN, c->cfg->name, "read_markers: %s: %s",
-               tm_status_name(st), err.message);
-        return;
     }
     out->ev.markers_read = 1;
 }
@@ -275,73 +318,106 @@ static void on_applied(tm_connector *c, tm_batch_builder *bb, const tm_batch *b,
                 n.duplicates);
 }
 
-void tm_sink_commit_exec(tm_connector *c, const tm_machine_action *act,
-                         tm_answer *out) {
+static void job_free(commit_job *j) {
+    free(j->ranges);
+    free(j->markers);
+    free(j);
+}
+
+void tm_sink_commit_answer(tm_connector *c, void *job, tm_answer *out) {
+    commit_job *j = job;
+    out->ev.batch = j->batch;
+    out->hook = answer_hook;
+    snprintf(c->batch_id, sizeof c->batch_id, "%s",
+             tm_commit_batch_name(c, j->batch));
+    tm_conn_waiting(c, 0, NULL);
+    tm_metrics_commit_observe(c->metrics, j->took_ns);
+    tm_status st = j->st;
+    out->ev.status = st;
+    /* A connector FAILED meanwhile says nothing more of it. */
+    if (c->state == TM_CONN_FAILED) {
+        job_free(j);
+        return;
+    }
+    switch (st) {
+    case TM_OK:
+    case TM_ALREADY:
+        on_applied(c, tm_commit_builder(c, j->batch, 0), &j->b, st);
+        break;
+    case TM_RETRY: report_retry(c, j->err.message); break;
+    case TM_FENCED:
+        c->totals.fenced++;
+        tm_conn_error(c, 0, "batch %s: FENCED: %s", c->batch_id,
+                      j->err.message);
+        reread_markers(c, j, out);
+        break;
+    case TM_CONFLICT:
+        c->totals.conflicts++;
+        tm_conn_error(c, 0, "batch %s: CONFLICT: %s", c->batch_id,
+                      j->err.message);
+        reread_markers(c, j, out);
+        break;
+    default:
+        /* The machine FAILS the connector with this reason. */
+        snprintf(out->why, sizeof out->why, "batch %s: %s: %s", c->batch_id,
+                 tm_status_name(st),
+                 j->err.message[0] ? j->err.message : "(no message)");
+        out->ev.why = out->why;
+        break;
+    }
+    job_free(j);
+}
+
+int tm_sink_commit_exec(tm_connector *c, const tm_machine_action *act,
+                        tm_answer *out) {
     const tm_batch *built = built_of(c, act, out, answer_hook);
     if (!built)
-        return;
+        return 1;
     /* A shallow copy: the attempt's own deadline, and dead letters stay
      * out of the sink when $.dead_letters.sink is false. The ranges with
      * the lineage each marker keeps: the last record the batch carries for
      * the partition, even when dead letters stay out of the sink (they
      * were delivered all the same). */
-    tm_batch b = *built;
+    commit_job *j = calloc(1, sizeof *j);
     size_t rsize = built->ranges->struct_size;
-    void *ranges = malloc(built->nranges * rsize);
+    void *ranges = j ? malloc(built->nranges * rsize) : NULL;
     if (!ranges) {
+        free(j);
         out->ev.status = TM_FATAL;
         snprintf(out->why, sizeof out->why, "batch %s: out of memory",
                  c->batch_id);
         out->ev.why = out->why;
-        return;
+        return 1;
     }
+    j->c = c;
+    j->batch = act->batch;
+    j->b = *built;
+    j->err = tm_error_init();
+    j->read_err = tm_error_init();
     memcpy(ranges, built->ranges, built->nranges * rsize);
     tm_lineage_fill_ranges(ranges, built);
-    b.ranges = ranges;
+    j->ranges = ranges;
+    j->b.ranges = ranges;
     if (!c->cfg->dead_letters.sink) {
-        b.dead_letters = NULL;
-        b.ndead_letters = 0;
+        j->b.dead_letters = NULL;
+        j->b.ndead_letters = 0;
     }
     tm_poll_budget_warn(c);
     /* The machine's deadline: the commit's, cut to the stop's grace once
      * stopping (the sink gives up by itself instead of waiting out a
      * lock); never past the consumer's next poll (commit/poll_budget.h). */
     int64_t until = tm_poll_budget_commit_until(c, tm_now_ms());
-    b.deadline_ms =
+    j->b.deadline_ms =
         tm_stop_bound_ms(c, act->offset < until ? act->offset : until);
-    tm_conn_waiting(c, b.deadline_ms,
+    tm_conn_waiting(c, j->b.deadline_ms,
                     "the sink's commit of batch %s (%zu records, %" PRId64
                     " ms at most)",
-                    c->batch_id, b.nrecords, b.deadline_ms - tm_now_ms());
-    tm_error err = tm_error_init();
-    uint64_t t0 = tm_metrics_now_ns();
-    tm_status st = c->sink.api->commit(c->sink.sink, &b, &err);
-    tm_metrics_commit_observe(c->metrics, tm_metrics_now_ns() - t0);
-    tm_conn_waiting(c, 0, NULL);
-    out->ev.status = st;
-    switch (st) {
-    case TM_OK:
-    case TM_ALREADY:
-        on_applied(c, tm_commit_builder(c, act->batch, 0), &b, st);
-        break;
-    case TM_RETRY: report_retry(c, err.message); break;
-    case TM_FENCED:
-        c->totals.fenced++;
-        tm_conn_error(c, 0, "batch %s: FENCED: %s", c->batch_id, err.message);
-        reread_markers(c, &b, out);
-        break;
-    case TM_CONFLICT:
-        c->totals.conflicts++;
-        tm_conn_error(c, 0, "batch %s: CONFLICT: %s", c->batch_id, err.message);
-        reread_markers(c, &b, out);
-        break;
-    default:
-        /* The machine FAILS the connector with this reason. */
-        snprintf(out->why, sizeof out->why, "batch %s: %s: %s", c->batch_id,
-                 tm_status_name(st),
-                 err.message[0] ? err.message : "(no message)");
-        out->ev.why = out->why;
-        break;
-    }
-    free(ranges);
+                    c->batch_id, j->b.nrecords, j->b.deadline_ms - tm_now_ms());
+    /* On the sink's thread while this one polls and converts the next
+     * batch; its answer is fed when it is done (commit_loop.c). */
+    if (tm_sink_commit_start(c, run_commit, j) == 0)
+        return 0;
+    run_commit(j);
+    tm_sink_commit_answer(c, j, out);
+    return 1;
 }

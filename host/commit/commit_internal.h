@@ -67,8 +67,12 @@ void tm_read_markers_exec(tm_connector *c, const tm_machine_action *const *acts,
                           size_t n, tm_answer *out);
 void tm_dlq_send_exec(tm_connector *c, const tm_machine_action *act,
                       tm_answer *out);
-void tm_sink_commit_exec(tm_connector *c, const tm_machine_action *act,
-                         tm_answer *out);
+/* 1 when answered (out), 0 when the commit was handed to the sink's
+ * thread: its answer comes with tm_sink_commit_answer once it is done
+ * (runtime/sink_calls.h, tm_sink_commit_done). */
+int tm_sink_commit_exec(tm_connector *c, const tm_machine_action *act,
+                        tm_answer *out);
+void tm_sink_commit_answer(tm_connector *c, void *job, tm_answer *out);
 
 /* What the commit loop was asked, for the log: "stopping", "pausing"
  * (`tidemark pause`) or "pausing, taken back since" (resumed before the

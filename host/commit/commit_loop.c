@@ -22,6 +22,7 @@
 #include "kafka/partitions.h"
 #include "metrics/metrics_registry.h"
 #include "runtime/connector.h"
+#include "runtime/sink_calls.h"
 #include "services/log.h"
 
 #define POLL_MS 100
@@ -500,8 +501,8 @@ static void execute(tm_connector *c, const tm_machine_action *acts, size_t n,
                                                        : TM_EV_SINK_ANSWER))) {
         if (out->kind == TM_ACT_DLQ_SEND)
             tm_dlq_send_exec(c, out, ans);
-        else
-            tm_sink_commit_exec(c, out, ans);
+        else if (!tm_sink_commit_exec(c, out, ans))
+            as->n--; /* at the sink: answered once done */
     }
 }
 
@@ -624,6 +625,19 @@ static void feed_simple(tm_connector *c, tm_machine_event_kind kind,
     tm_commit_feed(c, &ev, NULL, NULL);
 }
 
+/* The commit at the sink, once done (waiting at most ms for it): its
+ * answer fed. */
+static void collect(tm_connector *c, int64_t ms) {
+    void *job = tm_sink_commit_done(c, ms);
+    if (!job)
+        return;
+    tm_answer a;
+    tm_answer_init(&a, TM_EV_SINK_ANSWER);
+    tm_sink_commit_answer(c, job, &a);
+    tm_commit_feed(c, &a.ev, a.hook, &a);
+    tm_answer_free(&a);
+}
+
 static int idle(const tm_connector *c) {
     tm_machine_batch_view b, s;
     tm_machine_batch(c->m, 0, &b);
@@ -743,6 +757,18 @@ void tm_commit_loop_run(tm_connector *c) {
         }
         if (c->machine_stopped && idle(c))
             break;
+        if (tm_sink_commit_out(c)) {
+            /* The pipeline: batch N at the sink, N+1 built meanwhile. Once
+             * N+1 is due, nothing more is read: N's answer is waited for
+             * (as long as a commit lasts, within the poll rule). */
+            tm_machine_batch_view next;
+            tm_machine_batch(c->m, 0, &next);
+            if (next.due) {
+                collect(c, POLL_MS);
+                tm_conn_status_tick(c, 0);
+                continue;
+            }
+        }
         int64_t now = tm_now_ms(), due = tm_machine_due_ms(c->m);
         int timeout = POLL_MS;
         if (due != INT64_MAX)
@@ -757,6 +783,7 @@ void tm_commit_loop_run(tm_connector *c) {
         tm_kafka_polled_release(&m);
         if (c->state == TM_CONN_FAILED)
             break;
+        collect(c, 0);
         now = tm_now_ms();
         /* Batches due by age, retries after their backoff; claims and
          * fenced bounds now and then. */
@@ -766,6 +793,10 @@ void tm_commit_loop_run(tm_connector *c) {
         }
         tm_conn_status_tick(c, 0);
     }
+    /* FAILED, or the consumer failed: the commit at the sink answers
+     * first (nothing of the sink or its builder may outlive the loop). */
+    while (tm_sink_commit_out(c))
+        collect(c, 1000);
 }
 
 /* The revoke's step: said when it cost a batch. */

@@ -416,6 +416,7 @@ void tm_machine_batch(const tm_machine *m, int which,
     out->nranges = b->nranges;
     out->messages = b->messages;
     out->abandoned = b->abandoned;
+    out->due = !which && tm_m_due(m);
 }
 
 int tm_machine_batch_range(const tm_machine *m, int which, size_t i,

@@ -23,7 +23,9 @@
  *    assignment the rebalance callback hands librdkafka; PAUSE, RESUME,
  *    SEEK, COMMIT_OFFSETS through kafka/consumer_ops.h; RANGE, TAKE,
  *    EXTEND, DROP_BATCH into the batch's own builder (one per batch);
- *    DLQ_SEND, SINK_COMMIT in commit/commit_batch.c; WRITE_STATUS,
+ *    DLQ_SEND, SINK_COMMIT in commit/commit_batch.c (the commit on the
+ *    sink's thread, runtime/sink_calls.h, while the connector's thread
+ *    builds the next batch: the pipeline); WRITE_STATUS,
  *    DEGRADE, FAIL through the status and tm_conn_error.
  *  - what the sink answered is reported by the executor that sent
  *    SINK_ANSWER: RETRY, FENCED and CONFLICT with the sink's message
@@ -246,6 +248,7 @@ typedef struct tm_machine_batch_view {
     size_t nranges;
     int64_t messages;
     int abandoned; /* a partition of it was revoked or lost at the sink */
+    int due;       /* the one being built is due: cut once the sink is free */
 } tm_machine_batch_view;
 
 /* which 0: the batch being built; 1: the one at the sink. */

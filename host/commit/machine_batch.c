@@ -133,7 +133,7 @@ static void attempt(tm_machine *m) {
     emit_batch(m, TM_ACT_SINK_COMMIT, b, UINT32_MAX, b->deadline_ms, NULL);
 }
 
-static int due(const tm_machine *m) {
+int tm_m_due(const tm_machine *m) {
     const mbatch *b = &m->building;
     int64_t max_records = m->batch_cap ? m->batch_cap : m->cfg.max_records;
     return b->phase == TM_BATCH_BUILDING &&
@@ -149,7 +149,7 @@ void tm_m_cut(tm_machine *m, int forced) {
         return;
     if (forced)
         m->building.due_asked = 1; /* kept while the sink is busy */
-    if (!due(m))
+    if (!tm_m_due(m))
         return;
     if (m->at_sink.phase != TM_BATCH_NONE) {
         if (MACHINE_MUTANT != 3)

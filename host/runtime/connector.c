@@ -25,6 +25,7 @@
 #include "kafka/member_id.h"
 #include "metrics/metrics_registry.h"
 #include "runtime/connector_state.h"
+#include "runtime/sink_calls.h"
 #include "services/log.h"
 #include "services/redact.h"
 #include "status/status_file.h"
@@ -176,7 +177,7 @@ static int open_sink(tm_connector *c) {
     tm_backoff_init(&b, 500, 30000, (uint64_t)tm_now_ms());
     while (!atomic_load(&c->ctl->stop)) {
         char why[1024];
-        tm_status st = tm_sink_instance_open(&c->sink, why, sizeof why);
+        tm_status st = tm_sink_open(c, why, sizeof why);
         if (st == TM_OK)
             return 0;
         if (st != TM_RETRY) {
@@ -515,6 +516,7 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
         tm_conn_error(c, 1, "out of memory");
         goto failed;
     }
+    tm_sink_calls_start(c);
     if (open_sink(c) != 0)
         goto failed;
     tm_conn_recovered(c, "the sink is open");
@@ -560,7 +562,8 @@ failed:
         c->state = TM_CONN_STOPPED;
     tm_dlq_free(c->dlq);
     tm_conn_status_tick(c, 1);
-    tm_sink_instance_close(&c->sink);
+    tm_sink_close(c); /* on its thread, as every call */
+    tm_sink_calls_end(c);
     tm_bb_free(c->bb[0]);
     tm_bb_free(c->bb[1]);
     tm_commit_end(c);

@@ -54,6 +54,11 @@ typedef struct tm_part {
 typedef struct tm_connector {
     const tm_connector_config *cfg;
     tm_sink_instance sink;
+    /* The sink's own thread: every call of the instance is made there
+     * (runtime/sink_calls.h); a commit's job done while the connector's
+     * thread made another call, kept for the commit loop. */
+    struct tm_sink_worker *sink_worker;
+    void *sink_done;
     rd_kafka_t *rk;
     /* The opaque of c->rk's callbacks (kafka/consumer.c): one per consumer
      * made, so that a consumer being closed on the watchdog's thread while
