@@ -10,7 +10,8 @@
  *   3 a batch goes to the sink while another is there
  *   4 the sink commit is asked before the dead letters are on the topic
  *   5 a partition end carries the marker one offset past the position
- *   6 a stopped partition's range is carried one past its stop */
+ *   6 a stopped partition's range is carried one past its stop
+ *   7 (machine.c) going on after a pause reads nothing again */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,11 @@
 /* The state of one running connector, shared by the rooms that drive it:
  * runtime/ (thread, lifecycle, status), kafka/ (consumer, rebalance),
- * commit/ (claim, batches, outcomes). One thread owns it: the connector's
- * own. librdkafka calls the rebalance callback from inside
+ * commit/ (the connector core and its executors). One thread owns it: the
+ * connector's own. librdkafka calls the rebalance callback from inside
  * rd_kafka_consumer_poll() on that same thread, so nothing here is
- * shared across threads except `stop` and `ctl`. */
+ * shared across threads except `stop` and `ctl`, and what the sink's
+ * thread (runtime/sink_calls.h) reads for a call it was handed (`sink`,
+ * and `rk` to wake the poll after it): the handover's lock orders both. */
 #ifndef TM_CONNECTOR_STATE_H
 #define TM_CONNECTOR_STATE_H
 
