@@ -31,6 +31,11 @@ struct tm_consumer_link {
     tm_connector *c;
     atomic_int closing;
     int assigned; /* this consumer had its first assignment */
+    /* The connector's name, the link's own (allocated with it): librdkafka
+     * logs from its threads at any time, and a line begun before the close
+     * must not read a config freed since (a reload drops the connector's
+     * config once its consumer is stopped). */
+    char name[];
 };
 
 void tm_consumer_fatal(tm_connector *c) {
@@ -187,10 +192,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
     const struct tm_consumer_link *link = rd_kafka_opaque(rk);
-    const tm_connector *c = link ? link->c : NULL;
-    if (link && atomic_load(&link->closing))
-        c = NULL; /* on the close thread: the config may be gone */
-    tm_log(tm_kafka_log_level(level, fac), c ? c->cfg->name : NULL,
+    tm_log(tm_kafka_log_level(level, fac), link ? link->name : NULL,
            "librdkafka %s: %s", fac, buf);
 }
 
@@ -325,13 +327,15 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
         rd_kafka_conf_destroy(conf);
         return -1;
     }
-    struct tm_consumer_link *link = calloc(1, sizeof *link);
+    size_t name_len = strlen(cfg->name) + 1;
+    struct tm_consumer_link *link = calloc(1, sizeof *link + name_len);
     if (!link) {
         rd_kafka_conf_destroy(conf);
         snprintf(errstr, errsize, "out of memory");
         return -1;
     }
     link->c = c;
+    memcpy(link->name, cfg->name, name_len);
     c->foreign_held = 0; /* held by the consumer before this one */
     rd_kafka_conf_set_opaque(conf, link);
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);

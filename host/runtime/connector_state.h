@@ -17,6 +17,7 @@
 #include "convert/batch_builder.h"
 #include "runtime/restarts.h"
 #include "runtime/sink_instance.h"
+#include "services/log.h"
 #include "status/status_model.h"
 
 struct tm_dead_letter_producer;
@@ -186,6 +187,7 @@ typedef struct tm_connector {
     } totals;
 
     struct tm_metrics_conn *metrics; /* metrics/metrics_registry.h */
+    tm_warn_state metrics_warned;    /* the metrics file's write failures */
     struct tm_status_writer *status;
     /* Writes status.json for this thread, and again by itself while this
      * thread waits in a step of a commit (status/status_pulse.h). */

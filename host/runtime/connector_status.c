@@ -313,8 +313,11 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     snprintf(s.last_error, sizeof s.last_error, "%s", c->last_error);
     s.last_error_ms = c->last_error_ms;
     char why[512];
-    if (tm_status_pulse_write(c->pulse, &s, why, sizeof why) != 0 ||
-        tm_metrics_save(c->metrics, c->status, why, sizeof why) != 0)
-        tm_log(TM_LOG_WARN, c->cfg->name, "status: %s", why);
+    /* A failure of the status write is logged by the pulse. */
+    if (tm_status_pulse_write(c->pulse, &s, why, sizeof why) == 0) {
+        int failed = tm_metrics_save(c->metrics, c->status, why, sizeof why);
+        tm_warn_once(&c->metrics_warned, c->cfg->name, "metrics",
+                     failed ? why : NULL);
+    }
     free(parts);
 }

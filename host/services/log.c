@@ -322,3 +322,19 @@ void tm_log(tm_log_level level, const char *connector, const char *fmt, ...) {
     tm_log_v(level, connector, NULL, fmt, ap);
     va_end(ap);
 }
+
+void tm_warn_once(tm_warn_state *w, const char *connector, const char *prefix,
+                  const char *why) {
+    if (!why) {
+        if (w->last[0])
+            tm_log(TM_LOG_INFO, connector, "%s: ok again", prefix);
+        w->last[0] = '\0';
+        return;
+    }
+    char now[sizeof w->last];
+    snprintf(now, sizeof now, "%s", why);
+    if (strcmp(now, w->last) == 0)
+        return;
+    memcpy(w->last, now, sizeof now);
+    tm_log(TM_LOG_WARN, connector, "%s: %s", prefix, why);
+}

@@ -45,4 +45,16 @@ void tm_log_v(tm_log_level level, const char *connector, const char *plugin,
 void tm_log(tm_log_level level, const char *connector, const char *fmt, ...)
     TM_PRINTF(3, 4);
 
+/* A warning said once until it changes: a failure that comes back at every
+ * try (a full disk under the status file, tried every second) is one line,
+ * not one a try. One owner (no lock inside). */
+typedef struct tm_warn_state {
+    char last[512]; /* the message last said; "" when none is standing */
+} tm_warn_state;
+/* Logs "PREFIX: WHY" at WARN unless WHY is the message standing; with WHY
+ * NULL (the failure is over) logs "PREFIX: ok again" at INFO when one was
+ * standing, and forgets it. */
+void tm_warn_once(tm_warn_state *w, const char *connector, const char *prefix,
+                  const char *why);
+
 #endif

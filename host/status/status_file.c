@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "services/fault.h"
 #include "status/state_dir.h"
 #include "status/status_json.h"
 #include "status/status_lock.h"
@@ -155,6 +156,13 @@ int tm_status_writer_write(tm_status_writer *w, const tm_status_snapshot *s,
      * crash that loses the last update loses nothing a restart will not
      * rewrite within a second. rename() alone keeps readers from ever
      * seeing a torn file. */
+    /* A test makes every write fail here as a full disk would. */
+    if (tm_fault_fail("status.write")) {
+        free(text);
+        snprintf(errstr, errsize, "cannot write %s: %s", w->tmp,
+                 strerror(ENOSPC));
+        return -1;
+    }
     int fd = tm_state_file_openat(w->dir_fd, TM_STATUS_FILE ".tmp", w->tmp,
                                   O_WRONLY | O_CREAT | O_TRUNC, "create",
                                   errstr, errsize);

@@ -24,19 +24,24 @@ struct tm_status_pulse {
     int64_t written_ms; /* monotonic, the last write */
     char waiting_on[TM_STATUS_WAITING_MAX];
     int64_t waiting_since_ms, waiting_until_ms;
+    tm_warn_state warned; /* the writes' failures, under mu */
     atomic_int done;
     pthread_t thread;
     int running;
 };
 
-/* Under p->mu: the snapshot kept, with the wait, written now. */
+/* Under p->mu: the snapshot kept, with the wait, written now. A failure
+ * is logged here, once until it changes, whichever thread wrote. */
 static int write_locked(tm_status_pulse *p, char *errstr, size_t errsize) {
     snprintf(p->last.waiting_on, sizeof p->last.waiting_on, "%s",
              p->waiting_on);
     p->last.waiting_since_ms = p->waiting_on[0] ? p->waiting_since_ms : 0;
     p->last.waiting_until_ms = p->waiting_on[0] ? p->waiting_until_ms : 0;
     p->written_ms = tm_clock_mono_ms();
-    return tm_status_writer_write(p->w, &p->last, errstr, errsize);
+    int rc = tm_status_writer_write(p->w, &p->last, errstr, errsize);
+    tm_warn_once(&p->warned, p->last.connector, "status",
+                 rc != 0 ? errstr : NULL);
+    return rc;
 }
 
 static void sleep_look(void) {
@@ -46,7 +51,6 @@ static void sleep_look(void) {
 
 static void *pulse_main(void *arg) {
     tm_status_pulse *p = arg;
-    int warned = 0;
     while (!atomic_load(&p->done)) {
         sleep_look();
         pthread_mutex_lock(&p->mu);
@@ -55,8 +59,7 @@ static void *pulse_main(void *arg) {
             /* The connector's thread is busy: the same snapshot, fresh. */
             p->last.updated_ms = tm_clock_wall_ms();
             char why[512];
-            if (write_locked(p, why, sizeof why) != 0 && !warned++)
-                tm_log(TM_LOG_WARN, p->last.connector, "status: %s", why);
+            write_locked(p, why, sizeof why); /* a failure is logged */
         }
         pthread_mutex_unlock(&p->mu);
     }

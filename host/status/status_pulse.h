@@ -23,7 +23,8 @@ tm_status_pulse *tm_status_pulse_start(tm_status_writer *w, int64_t period_ms,
 
 /* Writes S at once (its waiting fields replaced by the pulse's) and keeps
  * a copy of it, partitions included, for the rewrites. 0, or -1 with
- * errstr. Any thread. */
+ * errstr. A failure of this write or of a rewrite is logged by the pulse,
+ * once until it changes (the caller does not log it again). Any thread. */
 int tm_status_pulse_write(tm_status_pulse *p, const tm_status_snapshot *s,
                           char *errstr, size_t errsize);
 

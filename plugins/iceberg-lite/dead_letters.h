@@ -15,8 +15,21 @@
 
 /* The snapshot summary key naming a snapshot's dead-letter file. */
 #define ICE_DL_FILE_KEY "tidemark.dead-letters-file"
-/* The table property naming the index of expired snapshots' files. */
+/* The table property naming the index of expired snapshots' files: its
+ * segments, oldest first, separated by a space, each "PATH:BYTES" (PATH
+ * relative to the table, BYTES its size); a bare PATH is the single index
+ * file of a table written before segments (its size not recorded). Each
+ * segment holds one dead-letter file path a line. */
 #define ICE_DL_INDEX_KEY "tidemark.dead-letters-index"
+/* Segments this big or bigger (or of unrecorded size) are never merged
+ * again (see ice_expire_meta). */
+#define ICE_DL_SEGMENT_FROZEN (INT64_C(1) << 20)
+
+/* The next segment of the index property's text at *P (advanced past it):
+ * its path into rel, its size into *bytes (-1 not recorded). 1, 0 at the
+ * end, -1 a path longer than rel_size. */
+int ice_dl_index_next(const char **p, char *rel, size_t rel_size,
+                      int64_t *bytes);
 
 /* DATA in standard base64 with padding, malloc'd; NULL on memory. */
 char *ice_base64(const void *data, size_t n);
@@ -33,6 +46,13 @@ int ice_dl_read(const char *path, ice_dl_fn fn, void *ctx, char *why,
  * already checked to lie inside it (ice_path_in): ROOT/rel is the file.
  * Non-zero stops the walk (and is returned). */
 typedef int (*ice_dl_file_fn)(void *ctx, const char *rel);
+/* ROOT NULL: fn(ctx, rel) for each segment of META's dead-letter index
+ * (not checked to lie in the table: ice_path_in). Else for each file the
+ * segments list (checked), ROOT the table directory. 0, fn's non-zero, or
+ * -1 with why (a path too long, a missing or bad segment, a file outside
+ * the table). */
+int ice_dl_index_each(const char *root, json_t *meta, ice_dl_file_fn fn,
+                      void *ctx, char *why, size_t why_size);
 /* The dead-letter files of META: the index's entries (oldest first), then
  * the current snapshot's and its ancestors'. ROOT is the table directory.
  * 0, fn's non-zero, or -1 with why (a missing or bad index, a file

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ice_sink.h"
 
@@ -37,6 +38,13 @@ static tm_status create_table(ice_sink *s, tm_error *err) {
 
 static tm_status open_table(ice_sink *s, tm_error *err) {
     char why[512];
+    /* A table to create (no metadata/ yet): refused before its
+     * directories are made. */
+    char meta_dir[4200];
+    snprintf(meta_dir, sizeof meta_dir, "%s/metadata", s->set.path);
+    if (s->set.create && access(meta_dir, F_OK) != 0 &&
+        ice_path_uri_check(s->host, s->set.path, err) != TM_OK)
+        return TM_INVALID;
     int rc = ice_table_init(&s->table, s->set.path, s->set.create, s->set.fsync,
                             why, sizeof why);
     if (rc != 0)
@@ -53,6 +61,8 @@ static tm_status open_table(ice_sink *s, tm_error *err) {
     }
     if (rc == 1 && !s->set.create)
         return ice_path_refused(s->host, &s->set, ICE_PATH_NO_TABLE, why, err);
+    if (rc == 1 && ice_path_uri_check(s->host, s->table.root, err) != TM_OK)
+        return TM_INVALID;
     r = rc == 1 ? create_table(s, err) : TM_OK;
     if (r == TM_OK)
         r = ice_schema_check(s, err);

@@ -110,6 +110,10 @@ tm_status ice_settings_load(const tm_host_api *host,
                             tm_error *err);
 tm_status ice_validate(const tm_host_api *host, const tm_sink_config *config,
                        tm_error *err);
+/* TM_OK, or TM_INVALID naming $.sink.settings.path and the character
+ * when a table created at PATH could not be read (ice_table_uri_safe). */
+tm_status ice_path_uri_check(const tm_host_api *host, const char *path,
+                             tm_error *err);
 /* The table path refused, one message for validate and open: rc
  * ICE_PATH_MISSING (1, from ice_table_check_path / ice_table_init),
  * ICE_PATH_NO_TABLE (no metadata and create false), or -1 with why.

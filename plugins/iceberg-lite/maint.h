@@ -195,13 +195,13 @@ int ice_expire(ice_table *t, size_t keep, size_t *removed, char *why,
                size_t why_size);
 /* The same on META, a next version being built (the sink's commit calls
  * it for its keep_snapshots setting, after adding its snapshot); the
- * snapshots refs other than main name are kept too. When a snapshot the
- * current one's kept ancestry no longer reaches (dropped, or kept only
- * for a ref) names a dead-letter file not yet indexed, a new index is
- * written
- * (durable) and its path put in index_path (4096 bytes, "" when none): the
- * caller removes it if META is not published. *removed: snapshots dropped
- * (0 when there are at most keep). 0 or -1 with why. */
+ * snapshots refs other than main name are kept too. When snapshots the
+ * dead-letter walk reaches no longer do (dropped, or kept only for a ref
+ * past a dropped one) and name dead-letter files, one new index segment
+ * holds them (with the segments it merges) and its path is put in
+ * index_path (4096 bytes, "" when none; durable at the caller's barrier):
+ * the caller removes it if META is not published. *removed: snapshots
+ * dropped (0 when there are at most keep). 0 or -1 with why. */
 int ice_expire_meta(const ice_table *t, json_t *meta, size_t keep,
                     char *index_path, size_t *removed, char *why,
                     size_t why_size);

@@ -273,6 +273,17 @@ static int build(ice_table *t, void *ctx, json_t **next, char *why,
             &c->own, list_uri, &total_files, &total_rows, why, why_size);
         json_t *m = rc == 0 ? ice_meta_next(t) : NULL;
         json_t *sum = m ? replace_summary(c, t->meta, files, n) : NULL;
+        /* The markers move here from the parent, as an append's do: a
+         * parent that kept them could be rolled back to, and a claim made
+         * since (a higher sequence number) would win over them, past rows
+         * the rollback removed. */
+        json_t *own =
+            sum && parent >= 0 ? ice_meta_own_snapshot(m, parent) : NULL;
+        if (sum && parent >= 0 &&
+            (!own || ice_markers_move(own, c->snapshot_id) != 0)) {
+            json_decref(sum);
+            sum = NULL;
+        }
         if (rc == 0 &&
             (!sum || ice_meta_add_snapshot(m, c->snapshot_id, parent, seq,
                                            list_uri, sum) != 0)) {

@@ -109,9 +109,8 @@ static int collect(ice_table *t, refs *r, char *why, size_t why_size) {
             return -1;
         oom |= dl && rc;
     }
-    const char *index = json_string_value(
-        json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
-    int rc = index ? add_rel(r, index) : 0;
+    /* The index's segments, then the files they and the snapshots name. */
+    int rc = ice_dl_index_each(NULL, meta, add_rel, r, why, why_size);
     if (rc < 0)
         return -1;
     oom |= rc;

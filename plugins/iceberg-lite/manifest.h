@@ -87,6 +87,12 @@ int ice_manifest_decode(const uint8_t *data, size_t len, const ice_mfile *mf,
 size_t ice_manifests_to_merge(const ice_mfile *mf, size_t n,
                               int64_t new_entries, unsigned char *merge);
 
+/* The same tiers over any sizes: marks in merge[0..n) the items of
+ * size[0..n) to merge into one forming of FORMING; items of FROZEN or more
+ * (or of a negative size) are never merged. Returns how many. */
+size_t ice_tiers_to_merge(const int64_t *size, size_t n, int64_t forming,
+                          int64_t frozen, unsigned char *merge);
+
 void ice_mfiles_free(ice_mfile *m, size_t n);
 void ice_datafiles_free(ice_datafile *f, size_t n);
 /* Frees what one entry owns (path, partition, metrics). */

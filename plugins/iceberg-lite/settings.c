@@ -226,6 +226,15 @@ tm_status ice_path_refused(const tm_host_api *h, const ice_settings *set,
     return TM_INVALID;
 }
 
+tm_status ice_path_uri_check(const tm_host_api *h, const char *path,
+                             tm_error *err) {
+    char why[512];
+    if (ice_table_uri_safe(path, why, sizeof why) == 0)
+        return TM_OK;
+    h->set_error(err, "$.sink.settings.path: %s", why);
+    return TM_INVALID;
+}
+
 /* What open checks of the table, changing nothing. */
 static tm_status validate_table(ice_sink *s, tm_error *err) {
     const tm_host_api *host = s->host;
@@ -234,8 +243,8 @@ static tm_status validate_table(ice_sink *s, tm_error *err) {
     int rc = ice_table_check_path(s->set.path, s->set.create, why, sizeof why);
     if (rc != 0)
         return ice_path_refused(host, &s->set, rc, why, err);
-    if (access(s->set.path, F_OK) != 0)
-        return TM_OK; /* open() creates the table */
+    if (access(s->set.path, F_OK) != 0) /* open() creates the table */
+        return ice_path_uri_check(host, s->set.path, err);
     rc = ice_table_init(&s->table, s->set.path, 0, s->set.fsync, why,
                         sizeof why);
     if (rc != 0)
@@ -251,6 +260,8 @@ static tm_status validate_table(ice_sink *s, tm_error *err) {
         r = ice_path_refused(host, &s->set, rc, why, err);
     } else if (rc == 1 && !s->set.create) {
         r = ice_path_refused(host, &s->set, ICE_PATH_NO_TABLE, why, err);
+    } else if (rc == 1) {
+        r = ice_path_uri_check(host, s->table.root, err);
     } else if (rc == 0) {
         r = ice_schema_check(s, err);
         if (r == TM_OK)

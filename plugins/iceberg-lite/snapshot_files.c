@@ -7,9 +7,8 @@
 #include "snapshot_files.h"
 #include "table_meta.h"
 
-/* A file the metadata names, confined to the table (ice_table_path). */
-static int load(const ice_table *t, const char *uri, uint8_t **data,
-                size_t *len, char *why, size_t why_size) {
+int ice_table_read(const ice_table *t, const char *uri, uint8_t **data,
+                   size_t *len, char *why, size_t why_size) {
     char path[4096];
     if (ice_table_path(t, uri, path, sizeof path, why, why_size) != 0)
         return -1;
@@ -33,7 +32,7 @@ int ice_snapshot_manifests(const ice_table *t, json_t *snapshot, ice_mfile **mf,
         snprintf(why, why_size, "a snapshot without a manifest list");
         return -1;
     }
-    if (load(t, list, &data, &len, why, why_size) != 0)
+    if (ice_table_read(t, list, &data, &len, why, why_size) != 0)
         return -1;
     int rc = ice_manifest_list_decode(data, len, mf, nmf);
     free(data);
@@ -51,7 +50,7 @@ int ice_manifests_files(const ice_table *t, const ice_mfile *mf, size_t n,
         uint8_t *data;
         size_t len, from = *nfiles;
         char path[4096];
-        if (load(t, mf[i].path, &data, &len, why, why_size) != 0)
+        if (ice_table_read(t, mf[i].path, &data, &len, why, why_size) != 0)
             return -1;
         int rc = ice_manifest_decode(data, len, &mf[i], files, nfiles, &cap);
         free(data);

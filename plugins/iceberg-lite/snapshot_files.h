@@ -12,6 +12,10 @@
 /* Every file named here is confined to table T (ice_table_path): a
  * manifest list, manifest or data file outside it is an error, never
  * read. */
+/* A file the metadata names (a URI or a path relative to T), malloc'd
+ * into *data / *len. 0, or -1 with why ("... is missing" when it is). */
+int ice_table_read(const ice_table *t, const char *uri, uint8_t **data,
+                   size_t *len, char *why, size_t why_size);
 /* The manifest list of SNAPSHOT (NULL: none, an empty list). 0, or -1
  * with why. */
 int ice_snapshot_manifests(const ice_table *t, json_t *snapshot, ice_mfile **mf,

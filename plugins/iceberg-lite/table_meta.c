@@ -96,6 +96,46 @@ static int root_fits(const char *real, char *why, size_t why_size) {
     return -1;
 }
 
+int ice_table_uri_safe(const char *path, char *why, size_t why_size) {
+    char real[PATH_MAX], dir[PATH_MAX], base[PATH_MAX], shown[48];
+    /* The real path the table would get: the directory's, or its
+     * parent's and the name open would create. */
+    if (!realpath(path, real)) {
+        if (split_path(path, dir, base, sizeof dir) != 0 ||
+            !realpath(dir, real) ||
+            strlen(real) + 1 + strlen(base) >= sizeof real)
+            snprintf(real, sizeof real, "%s", path);
+        else
+            snprintf(real + strlen(real), sizeof real - strlen(real), "/%s",
+                     base);
+    }
+    const char *bad = strpbrk(real, "#?%\t\n\r");
+    if (!bad)
+        return 0;
+    if (*bad == '\t' || *bad == '\n' || *bad == '\r') {
+        snprintf(why, why_size,
+                 "the table directory %s holds %s: the table's file:// "
+                 "locations are not percent-encoded, and URI parsers "
+                 "(pyiceberg's) drop it, so readers could not open the "
+                 "table; choose a path without tabs or line breaks",
+                 fs_path_shown(real, shown),
+                 *bad == '\t'   ? "a tab"
+                 : *bad == '\n' ? "a line feed"
+                                : "a carriage return");
+        return -1;
+    }
+    snprintf(why, why_size,
+             "the table directory %s holds '%c': the table's file:// "
+             "locations are not percent-encoded, so readers (pyiceberg) "
+             "would take it for %s and could not open the table; choose a "
+             "path without '#', '?' or '%%'",
+             fs_path_shown(real, shown), *bad,
+             *bad == '#'   ? "the start of a URI fragment"
+             : *bad == '?' ? "the start of a URI query"
+                           : "a percent-escape");
+    return -1;
+}
+
 int ice_table_check_path(const char *path, int create, char *why,
                          size_t why_size) {
     char real[PATH_MAX], dir[PATH_MAX], base[PATH_MAX];

@@ -93,6 +93,14 @@ typedef struct ice_table {
  * with why. */
 int ice_table_check_path(const char *path, int create, char *why,
                          size_t why_size);
+/* Whether a table can be CREATED at PATH with locations readers parse:
+ * the metadata names every file by a file:// URI built from the real
+ * path as it is (not percent-encoded), so a '#' (a fragment), '?' (a
+ * query), '%' (an escape to URI-decoding readers), a tab or a line break
+ * (dropped by URI parsers) in it makes a table pyiceberg cannot open. 0; -1
+ * with why naming the character (an existing table at such a path is not
+ * refused: the sink and CLI still work). */
+int ice_table_uri_safe(const char *path, char *why, size_t why_size);
 /* Sets up paths for the table at PATH (ice_table_check_path first). create:
  * make the directories (one level for the table itself). 0; 1 the table
  * directory does not exist (and !create); -1 with why. */

@@ -107,6 +107,8 @@ void ce_conflicts(crash_env *e, int64_t first, int n);
 /* The write-up's backlog: loops x sample events, loop 0 again, and the
  * violations. Sizes from TIDEMARK_CRASH_LOOPS / _SAMPLE / _VIOLATIONS. */
 void ce_writeup_backlog(crash_env *e);
+/* The messages ce_writeup_backlog produces. */
+int64_t ce_writeup_backlog_size(void);
 int64_t ce_env_int(const char *name, int64_t dflt);
 
 /* ---- the host and the judge (judge.c) ------------------------------- */
@@ -129,11 +131,35 @@ int64_t ce_raw_rows(const crash_env *e);
  * total-records (Iceberg's own summary field) instead of a scan. Never a
  * verdict: what was committed at a kill is counted with ce_raw_rows. */
 int64_t ce_raw_progress(const crash_env *e);
-/* Waits until raw rows reach at least lo, then SIGKILLs; fails as
- * inconclusive when the backlog was done first or rows went past hi.
- * Returns the raw rows committed after the kill, guarded: 0 < rows <
- * e->sent. */
-int64_t ce_kill_between(crash_env *e, pid_t pid, int64_t lo, int64_t hi);
+/* A host that holds itself still right after its hit-th commit (the
+ * fault point after_commit with TIDEMARK_FAULT_ACTION=stop; the hits
+ * counted over every connector of the process), so that a kill lands
+ * mid-backlog whatever the host's speed: a kill timed by polling the rows
+ * came after the last commit when the host drained the backlog between
+ * two polls of a test that did not get the CPU. */
+typedef struct ce_held {
+    pid_t pid;
+    h_fault_pipe fp;
+} ce_held;
+/* `tidemark run CFGS...` (empty strings skipped) armed so. */
+void ce_spawn_held(ce_held *h, const char *const *cfgs, const char *log,
+                   int hit);
+/* The hit at which a host of e's connectors (batches of at most
+ * max_records records) has committed about rows raw rows: the hits are
+ * shared by e->nconn connectors, so the raw rows at that hit are at most
+ * e->nconn * rows. At least 1. */
+int ce_hit_for_rows(const crash_env *e, int64_t rows, int max_records);
+/* 1 once the held host stopped at its point (seen stopped). */
+int ce_held_stopped(const ce_held *h);
+/* Waits for the point's name (else inconclusive) and the stop. */
+void ce_wait_held(ce_held *h);
+/* Waits for the point's name (else inconclusive) and the stop, SIGKILLs
+ * the host there; returns the raw rows committed then, guarded: 0 < rows <
+ * total (else inconclusive). */
+int64_t ce_kill_held(crash_env *e, ce_held *h, int64_t total);
+/* For a held host killed before its point: SIGKILL (proven) and the pipe
+ * closed. */
+void ce_kill_unheld(ce_held *h);
 /* Waits until both connectors' markers reach every high watermark. */
 void ce_wait_caught_up(crash_env *e, int timeout_ms);
 /* The verdict, from the sink's tables and Kafka's records: raw rows ==

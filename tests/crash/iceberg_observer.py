@@ -170,9 +170,14 @@ def markers_of(meta):
 
 def dead_letter_files(table_dir, meta):
     files = []
-    index = meta.get("properties", {}).get("tidemark.dead-letters-index")
-    if index:
-        with open(os.path.join(table_dir, index)) as f:
+    # The index's segments, oldest first: "PATH:BYTES" (a bare PATH is
+    # the single index file of a table written before segments).
+    index = meta.get("properties", {}).get("tidemark.dead-letters-index") or ""
+    for item in index.split():
+        path, colon, size = item.rpartition(":")
+        if not (colon and size.isdigit()):
+            path = item
+        with open(os.path.join(table_dir, path)) as f:
             files += [line.strip() for line in f if line.strip()]
     by_id = {s["snapshot-id"]: s for s in meta.get("snapshots", [])}
     snap = current_snapshot(meta)

@@ -3,7 +3,10 @@
  * rows pass a random point of its own slice of the first 80 %, and always
  * after fresh progress, then a random delay; seed printed,
  * TIDEMARK_CRASH_SEED sets it), restarted on the same state each time;
- * then the verdict of scenario 1. */
+ * then the verdict of scenario 1. Each host also holds itself still at its
+ * own commit before the end of the next slice could be passed (a test that
+ * does not get the CPU in time kills it there instead), so no kill can
+ * come after the backlog's end nor leave the next kill nothing to do. */
 #include "crash.h"
 
 #include <signal.h>
@@ -38,8 +41,9 @@ void scenario_kills(const char *sink) {
     int64_t total = e.sent, prev = 0;
     char at[1024] = "";
     size_t used = 0;
+    const char *cfgs[] = {e.raw_cfg, e.dedup_cfg, NULL};
+    int held_at = 0;
     for (int k = 0; k < kills; k++) {
-        pid_t pid = ce_spawn(&e, "run.log", NULL);
         /* A random point of this kill's slice, past fresh progress (a
          * kill before the restart committed anything proves nothing new),
          * then a random moment. */
@@ -48,17 +52,32 @@ void scenario_kills(const char *sink) {
         int64_t target = lo + rand() % (hi - lo > 0 ? hi - lo : 1);
         if (target <= prev)
             target = prev + 1;
+        /* The hold: at most the end of the next slice (< 90 % of the
+         * backlog) in raw rows, batches of at most 50 records, every
+         * connector's commit counted. prev is below this slice's end. */
+        int64_t bound = total * 8 / 10 * (k + 2) / kills;
+        int hit = (bound - prev) / 50 > 1 ? (int)((bound - prev) / 50) : 1;
+        ce_held held;
+        ce_spawn_held(&held, cfgs, "run.log", hit);
         int64_t t0 = h_now_ms();
-        while (ce_raw_progress(&e) < target) {
-            H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "the host exited");
+        int stopped = 0;
+        while (ce_raw_progress(&e) < target &&
+               !(stopped = ce_held_stopped(&held))) {
+            H_CHECK(waitpid(held.pid, NULL, WNOHANG) == 0, "the host exited");
             H_CHECK(h_now_ms() - t0 < 60000,
                     "kill %d: no progress to %lld raw rows in 60 s", k + 1,
                     (long long)target);
             h_sleep_ms(5);
         }
         int64_t delay = max_delay ? rand() % (max_delay + 1) : 0;
-        h_sleep_ms(delay);
-        ce_kill(pid);
+        if (!stopped)
+            h_sleep_ms(delay);
+        if (stopped || ce_held_stopped(&held)) {
+            /* held at its commit: killed there (its point read back) */
+            ce_kill_held(&e, &held, total);
+            held_at++;
+        } else
+            ce_kill_unheld(&held);
         int64_t rows = ce_raw_rows(&e);
         H_CHECK(rows > prev && rows < total,
                 "inconclusive: kill %d landed with %lld of %lld raw rows "
@@ -68,7 +87,9 @@ void scenario_kills(const char *sink) {
                                  k ? "," : "", (long long)rows);
         prev = rows;
     }
-    h_step("%d SIGKILLs, raw rows committed at each: %s", kills, at);
+    h_step("%d SIGKILLs, raw rows committed at each: %s (%d held at their "
+           "commit first)",
+           kills, at, held_at);
     pid_t pid = ce_spawn(&e, "run.log", NULL);
     ce_wait_caught_up(&e, 180000);
     crash_figures f;

@@ -9,7 +9,6 @@
  * high watermark: the holes are accounted for. */
 #include "crash.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,24 +170,16 @@ void scenario_txn_compact(const char *sink) {
     int64_t committed = produce_txns(&e, aborted, &naborted);
     int64_t kept = produce_compacted(&e, 12, 40);
     const char *raw_only[] = {e.raw_cfg, NULL};
-    /* The kill is the host's own fault point at its 7th commit (at most 7
-     * batches of 20 records of the 400 committed): a kill timed from
-     * outside came after the last commit once (CI: "400 of 400 rows at the
-     * kill"), the host having read the whole backlog between two polls. */
+    /* The kill is at the host's own fault point, its 7th commit (at most 7
+     * batches of 20 records of the 400 committed), where it holds itself:
+     * a kill timed from outside came after the last commit once (CI: "400
+     * of 400 rows at the kill"), the host having read the whole backlog
+     * between two polls. */
     int64_t total = committed + kept;
-    h_fault_pipe fp;
-    h_fault_pipe_open(&fp);
-    const char *env[] = {"TIDEMARK_FAULT=after_commit", "TIDEMARK_FAULT_HIT=7",
-                         fp.fd_env, NULL};
-    pid_t pid = ce_spawn_cfgs(raw_only, "run.log", env);
-    h_fault_wait(&fp, "after_commit", pid, 0);
-    int rc = h_stop(pid, 0, 10000, NULL);
-    H_CHECK(rc == 128 + SIGKILL, "the host exited %d, not by SIGKILL", rc);
-    int64_t rows = ce_raw_rows(&e);
-    H_CHECK(rows > 0 && rows < total,
-            "inconclusive: %lld of %lld rows at the kill", (long long)rows,
-            (long long)total);
-    pid = ce_spawn_cfgs(raw_only, "run.log", NULL);
+    ce_held held;
+    ce_spawn_held(&held, raw_only, "run.log", 7);
+    int64_t rows = ce_kill_held(&e, &held, total);
+    pid_t pid = ce_spawn_cfgs(raw_only, "run.log", NULL);
     wait_markers(&e, e.topic, 1);
     wait_markers(&e, e.topic2, 2);
     int64_t txn_holes, cmp_holes;

@@ -75,14 +75,16 @@ const char *cs_sink_json(const crash_sink *s, const char *table) {
         /* The catalog's table name is the folder's: the observer finds
          * each table's row by it. Partitioned (raw mode's columns), zstd
          * (the default codec) and maintained in the background, so the
-         * kills land among compactions and partitioned files too. */
+         * kills land among compactions and partitioned files too; few
+         * snapshots kept, so that expiries run among the kills as well. */
         snprintf(b, sizeof buf[0],
                  "{\"plugin\": \"iceberg_lite\", \"settings\": {\"path\": "
                  "\"%s/%s\", \"catalog_uri\": \"sqlite:///%s/catalog.db\", "
                  "\"catalog_name\": \"crash\", \"catalog_namespace\": "
                  "\"crash\", \"catalog_table\": \"%s\", \"partition\": "
                  "\"bucket[4](offset), day(timestamp)\", \"maintenance\": "
-                 "true, \"maintenance_min_files\": 4}}",
+                 "true, \"maintenance_min_files\": 4, \"keep_snapshots\": "
+                 "3}}",
                  s->db, table, s->db, table);
     else if (s->kind == CS_ICEBERG)
         snprintf(b, sizeof buf[0],

@@ -178,12 +178,24 @@ void ce_conflicts(crash_env *e, int64_t first, int n) {
     free(offs);
 }
 
+/* The backlog's sizes, from the environment. */
+static void backlog_sizes(int64_t *loops, int64_t *sample, int64_t *poison) {
+    *loops = ce_env_int("TIDEMARK_CRASH_LOOPS", 50);
+    *sample = ce_env_int("TIDEMARK_CRASH_SAMPLE", 400);
+    *poison = ce_env_int("TIDEMARK_CRASH_VIOLATIONS", 25);
+    H_CHECK(*loops >= 2 && *sample >= 1, "TIDEMARK_CRASH_LOOPS >= 2 and "
+                                         "TIDEMARK_CRASH_SAMPLE >= 1 please");
+}
+
+int64_t ce_writeup_backlog_size(void) {
+    int64_t loops, sample, poison;
+    backlog_sizes(&loops, &sample, &poison);
+    return (loops + 1) * sample + poison;
+}
+
 void ce_writeup_backlog(crash_env *e) {
-    int64_t loops = ce_env_int("TIDEMARK_CRASH_LOOPS", 50);
-    int64_t sample = ce_env_int("TIDEMARK_CRASH_SAMPLE", 400);
-    int64_t poison = ce_env_int("TIDEMARK_CRASH_VIOLATIONS", 25);
-    H_CHECK(loops >= 2 && sample >= 1, "TIDEMARK_CRASH_LOOPS >= 2 and "
-                                       "TIDEMARK_CRASH_SAMPLE >= 1 please");
+    int64_t loops, sample, poison;
+    backlog_sizes(&loops, &sample, &poison);
     int64_t base = e->next_id;
     for (int64_t l = 0; l < loops; l++)
         ce_events(e, base + l * sample, sample, (int)l, 0, NULL, NULL);

@@ -672,7 +672,13 @@ size_t h_read_offsets(const char *topic, int32_t partition, int64_t **out) {
     int64_t lo, hi;
     h_watermarks(topic, partition, &lo, &hi);
     rd_kafka_conf_t *c = rd_kafka_conf_new();
-    set(c, "group.id", h_name("offset-reader"));
+    /* Not h_name: its buffers rotate, and a scenario's own names held
+     * across calls of this function in a loop were overwritten by it (a
+     * compaction wait of more than 7 reads then read a topic named
+     * "offset-reader-...": "no end after 60 s (0 records)"). */
+    char group[64];
+    snprintf(group, sizeof group, "offset-reader-%s", run_id);
+    set(c, "group.id", group);
     set(c, "isolation.level", "read_committed");
     set(c, "enable.partition.eof", "true");
     set(c, "enable.auto.commit", "false");
@@ -813,6 +819,29 @@ int h_group_owners(const char *group, const char *topic, int partitions,
     return members;
 }
 
+void h_alter_topic_cfg(const char *topic, const char *const *cfg) {
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_ConfigResource_t *r =
+        rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    for (size_t i = 0; cfg[i] && cfg[i + 1]; i += 2)
+        if (rd_kafka_ConfigResource_set_config(r, cfg[i], cfg[i + 1]))
+            h_fail("AlterConfigs %s: cannot set %s", topic, cfg[i]);
+    rd_kafka_AlterConfigs(rk, &r, 1, NULL, q);
+    rd_kafka_event_t *ev = admin_wait(q, "AlterConfigs");
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **res =
+        rd_kafka_AlterConfigs_result_resources(
+            rd_kafka_event_AlterConfigs_result(ev), &n);
+    if (n != 1 || rd_kafka_ConfigResource_error(res[0]))
+        h_fail("AlterConfigs %s: %s", topic,
+               n ? rd_kafka_ConfigResource_error_string(res[0]) : "no result");
+    rd_kafka_event_destroy(ev);
+    rd_kafka_ConfigResource_destroy(r);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+}
+
 void h_delete_group(const char *group) {
     rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, rd_kafka_conf_new());
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
@@ -894,6 +923,45 @@ void h_fault_pipe_open(h_fault_pipe *fp) {
     snprintf(fp->fd_env, sizeof fp->fd_env, "TIDEMARK_FAULT_FD=%d", fds[1]);
 }
 
+void h_fault_pipe_spawned(h_fault_pipe *fp) {
+    if (fp->wfd >= 0)
+        close(fp->wfd);
+    fp->wfd = -1;
+    if (fcntl(fp->rfd, F_SETFD, FD_CLOEXEC) != 0)
+        h_fail("fcntl FD_CLOEXEC: %s", strerror(errno));
+}
+
+void h_fault_pipe_close(h_fault_pipe *fp) {
+    if (fp->wfd >= 0)
+        close(fp->wfd);
+    if (fp->rfd >= 0)
+        close(fp->rfd);
+    fp->wfd = fp->rfd = -1;
+}
+
+const char *const *h_fault_hold_env(h_fault_pipe *fp, const char *point,
+                                    int hit) {
+    snprintf(fp->point_env, sizeof fp->point_env, "TIDEMARK_FAULT=%s", point);
+    snprintf(fp->hit_env, sizeof fp->hit_env, "TIDEMARK_FAULT_HIT=%d", hit);
+    fp->env[0] = fp->point_env;
+    fp->env[1] = "TIDEMARK_FAULT_ACTION=stop";
+    fp->env[2] = fp->hit_env;
+    fp->env[3] = fp->fd_env;
+    fp->env[4] = NULL;
+    return fp->env;
+}
+
+pid_t h_spawn_held(const char *config_path, const char *log_name,
+                   const char *point, int hit) {
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    pid_t pid =
+        h_spawn_env(config_path, log_name, h_fault_hold_env(&fp, point, hit));
+    h_fault_pipe_spawned(&fp);
+    h_fault_wait(&fp, point, pid, 1);
+    return pid;
+}
+
 char h_proc_state(pid_t pid) {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -908,7 +976,9 @@ char h_proc_state(pid_t pid) {
 }
 
 void h_fault_wait(h_fault_pipe *fp, const char *point, pid_t pid, int stopped) {
-    close(fp->wfd);
+    if (fp->wfd >= 0)
+        close(fp->wfd);
+    fp->wfd = -1;
     char name[64] = "";
     ssize_t got = 0;
     struct pollfd pfd = {fp->rfd, POLLIN, 0};
@@ -922,6 +992,7 @@ void h_fault_wait(h_fault_pipe *fp, const char *point, pid_t pid, int stopped) {
         got += n;
     }
     close(fp->rfd);
+    fp->rfd = -1;
     size_t len = strlen(point);
     if (!(got > (ssize_t)len && strncmp(name, point, len) == 0 &&
           name[len] == '\n'))

@@ -139,6 +139,9 @@ pid_t h_spawn_many(const char *const *configs, const char *log_name,
 #define H_OWNER_MAX 160
 int h_group_owners(const char *group, const char *topic, int partitions,
                    char (*owners)[H_OWNER_MAX]);
+/* AlterConfigs of a topic: cfg is NULL-ended pairs, the topic's whole
+ * set of dynamic configs (a config left out returns to its default). */
+void h_alter_topic_cfg(const char *topic, const char *const *cfg);
 /* DeleteGroups: the group and all its committed offsets. */
 void h_delete_group(const char *group);
 /* AlterConsumerGroupOffsets for partitions 0..n-1 of topic. */
@@ -158,8 +161,27 @@ void h_flush(rd_kafka_t *p);
 typedef struct h_fault_pipe {
     int rfd, wfd;
     char fd_env[64]; /* "TIDEMARK_FAULT_FD=<wfd>" */
+    /* h_fault_hold_env's strings */
+    char point_env[96], hit_env[64];
+    const char *env[5];
 } h_fault_pipe;
 void h_fault_pipe_open(h_fault_pipe *fp);
+/* The environment (NULL-ended, kept in fp) of a host that holds itself
+ * still (TIDEMARK_FAULT_ACTION=stop) at the hit-th pass of fault point
+ * point and reports it on fp's pipe (fp opened first). */
+const char *const *h_fault_hold_env(h_fault_pipe *fp, const char *point,
+                                    int hit);
+/* `tidemark run CONFIG` held so at point's hit-th pass: returns once the
+ * host reported point and is seen stopped there (else the test fails as
+ * inconclusive, h_fault_wait). */
+pid_t h_spawn_held(const char *config_path, const char *log_name,
+                   const char *point, int hit);
+/* After the spawn of the host that writes to it: the parent's write end
+ * closed and the read end kept from later children, so that only that
+ * host holds the pipe open (its death ends h_fault_wait's read at once). */
+void h_fault_pipe_spawned(h_fault_pipe *fp);
+/* Both ends closed, for a host that was never waited for. */
+void h_fault_pipe_close(h_fault_pipe *fp);
 /* Closes the parent's write end, reads the name the host reported (up to
  * its newline, or the host's death; 60 s at most) and fails the test as
  * inconclusive unless it is point. With stopped (TIDEMARK_FAULT_ACTION=

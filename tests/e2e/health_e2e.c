@@ -1587,6 +1587,46 @@ static void scenario_commit_overdue(void) {
     rd_kafka_destroy(p);
 }
 
+/* status_write_fails_once: a host that cannot write its status file (a
+ * full disk under its state directory; here the failure point
+ * status.write, every write from the first on) says so once, not once a
+ * second for as long as it lasts (before: a WARN line a second, 86 400 a
+ * day), and goes on applying records. */
+static void scenario_status_write_fails_once(void) {
+    const char *topic = h_name("health-nowrite");
+    char name[256];
+    snprintf(name, sizeof name, "%s", h_name("health-nowrite"));
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 5, "{\"id\": %d}");
+    const char *cfg = config("nowrite", name, topic, "");
+    h_fault_pipe fp;
+    h_fault_pipe_open(&fp);
+    const char *env[] = {"TIDEMARK_FAULT=status.write",
+                         "TIDEMARK_FAULT_ACTION=fail-from", fp.fd_env, NULL};
+    pid_t pid = h_spawn_env(cfg, "nowrite.log", env);
+    h_fault_wait(&fp, "status.write", pid, 0);
+    h_wait_caught_up(h_path("nowrite.db"), name, topic, 1, 60000);
+    /* Five seconds more of failing writes: the tick writes every second,
+     * the pulse rewrites besides. */
+    h_sleep_ms(5000);
+    H_CHECK(waitpid(pid, NULL, WNOHANG) == 0, "the host exited: %s",
+            h_read_file("nowrite.log"));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    const char *log = h_read_file("nowrite.log");
+    int lines = 0;
+    for (const char *at = log; (at = strstr(at, "cannot write ")); at++)
+        lines++;
+    H_CHECK(lines >= 1, "inconclusive: no failed status write was logged: %s",
+            log);
+    H_CHECK(lines == 1,
+            "a status file that cannot be written for 5 s and more: %d log "
+            "lines saying so, expected 1: %s",
+            lines, log);
+    rd_kafka_destroy(p);
+}
+
 static const h_scenario SCENARIOS[] = {
     {"claim_locked", scenario_claim_locked},
     {"missing_topic", scenario_missing_topic},
@@ -1606,6 +1646,7 @@ static const h_scenario SCENARIOS[] = {
     {"fenced_reclaim_deferred", scenario_fenced_reclaim_deferred},
     {"fail_stops_hosts", scenario_fail_stops_hosts},
     {"commit_overdue", scenario_commit_overdue},
+    {"status_write_fails_once", scenario_status_write_fails_once},
 };
 
 int main(int argc, char **argv) {

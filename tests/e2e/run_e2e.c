@@ -2,6 +2,7 @@
  * sink: usage run_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO. Each scenario
  * states what it proves; every expected value is written here from what
  * the test produced, never read from the host's output. */
+#include <errno.h>
 #include <libpq-fe.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -201,7 +202,11 @@ static void scenario_bad_records(void) {
 }
 
 /* SIGTERM in the middle of a backlog: exit 0 within 10 s, and after a
- * restart every record is there exactly once. */
+ * restart every record is there exactly once. The SIGTERM is sent while
+ * the host holds itself after its 10th commit (after_commit, stop; at most
+ * 5 000 rows), then it is continued: mid-backlog whatever the machine's
+ * speed (a SIGTERM timed by polling the rows could come after the host
+ * drained the backlog). */
 static void scenario_sigterm_backlog(void) {
     const char *topic = h_name("backlog");
     char name[256];
@@ -215,15 +220,13 @@ static void scenario_sigterm_backlog(void) {
     const char *db = h_path("backlog.db");
     const char *cfg = sqlite_config("backlog.json", name, topic, db,
                                     "\"max_records\": 500", NULL, JSON_MAPPING);
-    pid_t pid = h_spawn(cfg, "backlog.log");
-    int64_t t0 = h_now_ms(), rows = 0;
-    while ((rows = h_sqlf(db, "SELECT count(*) FROM t")) < 5000) {
-        H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
-                (long long)rows);
-        h_sleep_ms(20);
-    }
-    h_stop_clean(pid);
-    rows = h_sqlf(db, "SELECT count(*) FROM t");
+    pid_t pid = h_spawn_held(cfg, "backlog.log", "after_commit", 10);
+    H_CHECK(kill(pid, SIGTERM) == 0, "SIGTERM: %s", strerror(errno));
+    int64_t took;
+    int rc = h_stop(pid, SIGCONT, 10000, &took);
+    H_CHECK(rc == 0, "tidemark exited %d after SIGTERM (expected 0)", rc);
+    h_step("SIGTERM at the 10th commit: exit 0 after %lld ms", (long long)took);
+    int64_t rows = h_sqlf(db, "SELECT count(*) FROM t");
     H_CHECK(rows < 120000,
             "inconclusive: the backlog was done (%lld rows) "
             "before SIGTERM",
@@ -497,9 +500,15 @@ static void wait_log(const char *log, const char *text, int timeout_ms) {
  * fences host A (librdkafka: "Static consumer fenced", a fatal error, the
  * consumer finished for good; seen after a broker restart too). B is
  * killed at once; A must make a new consumer, rejoin, claim again and
- * catch up alone: exactly once, against the database. */
-/* Sizes: the host drains ~100 000 records a second on a quiet broker; the
- * backlog must outlast B's join. */
+ * catch up alone: exactly once, against the database.
+ * Both hosts hold themselves at the fault point before_begin (stop; no
+ * lock held there), so that the fence meets A mid-backlog whatever the
+ * machine's speed: A at its 11th batch (at most 2 000 rows applied), B at
+ * its first, after its join and its claim; then A goes on and meets the
+ * fence. B's join used to race A's drain of the backlog: with B started
+ * 3 s late, 4 of 10 runs were inconclusive ("all applied when A was
+ * fenced", or A never fenced). The session timeout (30 s) outlasts A's
+ * hold, so that B's join, not the end of A's session, replaces A. */
 static void scenario_static_fenced(void) {
     const char *topic = h_name("static");
     char name[256];
@@ -513,22 +522,25 @@ static void scenario_static_fenced(void) {
     char props[512];
     snprintf(props, sizeof props,
              "\"group.instance.id\": \"%s-x\", \"session.timeout.ms\": "
-             "\"6000\", \"heartbeat.interval.ms\": \"500\"",
+             "\"30000\", \"heartbeat.interval.ms\": \"500\"",
              name);
     const char *cfg_a = sqlite_config(
         "a.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
     const char *cfg_b = sqlite_config(
         "b.json", name, topic, db, "\"max_records\": 200", props, JSON_MAPPING);
-    pid_t a = spawn_until_rows(cfg_a, "a.log", db, 2000);
-    pid_t b = h_spawn(cfg_b, "b.log");
+    pid_t a = h_spawn_held(cfg_a, "a.log", "before_begin", 11);
+    int64_t held = h_sqlf(db, "SELECT count(*) FROM t");
+    pid_t b = h_spawn_held(cfg_b, "b.log", "before_begin", 1);
+    H_CHECK(kill(a, SIGCONT) == 0, "SIGCONT A: %s", strerror(errno));
     wait_log("a.log", "Kafka consumer fatal error", 60000);
     int rc = h_stop(b, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "host B was not killed (exit %d)", rc);
     int64_t at = h_sqlf(db, "SELECT count(*) FROM t");
     H_CHECK(at < 200000, "inconclusive: all applied when A was fenced");
-    h_step("host A fenced by B's join (same group.instance.id) at %lld rows; "
+    h_step("host A held at %lld rows, fenced by B's join (same "
+           "group.instance.id, B held before its first batch) at %lld rows; "
            "B killed",
-           (long long)at);
+           (long long)held, (long long)at);
     wait_log("a.log", "consumer made again after a fatal error", 60000);
     for (int part = 0; part < 2; part++)
         h_produce_many(p, topic, part, part * 1000000 + 100000, 5000,
@@ -887,7 +899,19 @@ static void scenario_status_states(void) {
 
     pid_t pid = h_spawn(cfg, "st.log");
     h_wait_caught_up(db, name, topic, 1, 60000);
-    h_sleep_ms(1500); /* a status write after the last commit */
+    /* The status file is written every second: waited for until it names
+     * the partition (a fixed 1.5 s assumed the writer on time). */
+    char status_rel[1024];
+    snprintf(status_rel, sizeof status_rel, "state-st.json/%s/status.json",
+             name);
+    int64_t t_st = h_now_ms();
+    while (!strstr(h_read_file(status_rel), topic)) {
+        H_CHECK(h_now_ms() - t_st < 60000,
+                "the status file does not name %s 60 s after the catch-up: "
+                "%s",
+                topic, h_read_file(status_rel));
+        h_sleep_ms(100);
+    }
     int rc = h_tidemark("status-live.out", status_args);
     const char *out = h_read_file("status-live.out");
     H_CHECK(rc == 0, "status of a live host: exit %d, expected 0\n%s", rc, out);
@@ -1027,16 +1051,13 @@ static void scenario_postgres_sigkill(void) {
              "[\"id\"]}}",
              name, h_bootstrap(), topic, table, h_workdir(), JSON_MAPPING);
     const char *cfg = h_write_file("pgk.json", text);
-    pid_t pid = h_spawn(cfg, "pgk.log");
-    int64_t t0 = h_now_ms(), rows;
-    while ((rows = h_pg_int("SELECT count(*) FROM \"%s\"", table)) < 3000) {
-        H_CHECK(h_now_ms() - t0 < 60000, "no progress: %lld rows",
-                (long long)rows);
-        h_sleep_ms(20);
-    }
+    /* Killed while it holds itself after its 6th commit (after_commit,
+     * stop; at most 3 000 rows): mid-backlog whatever the machine's speed,
+     * where a kill timed by polling the rows could come after the end. */
+    pid_t pid = h_spawn_held(cfg, "pgk.log", "after_commit", 6);
     int rc = h_stop(pid, SIGKILL, 5000, NULL);
     H_CHECK(rc == 128 + SIGKILL, "the host was not killed");
-    rows = h_pg_int("SELECT count(*) FROM \"%s\"", table);
+    int64_t rows = h_pg_int("SELECT count(*) FROM \"%s\"", table);
     H_CHECK(rows > 0 && rows < 30000,
             "inconclusive: %lld rows at the kill (want 0 < rows < 30000)",
             (long long)rows);

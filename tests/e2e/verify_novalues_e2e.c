@@ -8,7 +8,8 @@
  *   every stored row (rows= in its report, checked against Kafka's own
  *   count of the records).
  *
- * usage: verify_novalues_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO CSV_NOVALUES_PLUGIN */
+ * usage: verify_novalues_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO
+ * CSV_NOVALUES_PLUGIN */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -85,10 +86,12 @@ static const h_scenario SCENARIOS[] = {
 /* argv[4]: the csv plugin built without scan values (CSV_NOVALUES_PLUGIN). */
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: verify_novalues_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO "
-                        "CSV_NOVALUES_PLUGIN\n");
+        fprintf(stderr,
+                "usage: verify_novalues_e2e TIDEMARK_BIN PLUGIN_DIR SCENARIO "
+                "CSV_NOVALUES_PLUGIN\n");
         return 2;
     }
     plugin = argv[4];
-    return h_main(4, argv, "verify_novalues_e2e", SCENARIOS, H_NSCENARIOS(SCENARIOS));
+    return h_main(4, argv, "verify_novalues_e2e", SCENARIOS,
+                  H_NSCENARIOS(SCENARIOS));
 }

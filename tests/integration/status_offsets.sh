@@ -10,18 +10,12 @@
 # usage: status_offsets.sh TIDEMARK STATUS_HOLDER SOURCE_DIR WORK_DIR
 set -u
 bin=$1 holder=$2 src=$3 work=$4
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$src/tests/integration/lib.sh"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; }
 trap cleanup EXIT
 
-if [ -z "${TIDEMARK_KAFKA_BOOTSTRAP:-}" ]; then
-    echo "FAIL: TIDEMARK_KAFKA_BOOTSTRAP is not set (. scripts/env.sh)"
-    exit 1
-fi
-boot=$TIDEMARK_KAFKA_BOOTSTRAP
-command -v kcat >/dev/null || { echo "FAIL: kcat not found"; exit 1; }
+need_kafka
 command -v python3 >/dev/null || { echo "FAIL: python3 not found"; exit 1; }
 libs=$src/.cache/kafka/libs
 [ -d "$libs" ] || { echo "FAIL: no Kafka jars in $libs (scripts/kafka.sh start)"; exit 1; }
@@ -74,16 +68,25 @@ group_offsets() {
         awk -v t="$topic" '$2 == t { print $3, $4 }' | sort -n
 }
 
-# Starts status_holder (a host stand-in holding the lock) and waits for it.
+# 1 while process $1 runs (a stopped one included), 0 once it exited.
+running() {
+    local st
+    st=$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)
+    [ -n "$st" ] && [ "$st" != Z ]
+}
+
+# Starts status_holder (a host stand-in holding the lock) and waits for it
+# to say so, however long a loaded machine takes (ctest's timeout bounds it).
 start_holder() { # STATE_DIR CONNECTOR STATE [ERROR]
     local out=$work/holder.$RANDOM
     "$holder" "$@" >"$out" 2>&1 &
     holder_pid=$!
     pids+=("$holder_pid")
-    for _ in $(seq 100); do
+    while running "$holder_pid"; do
         grep -q '^ready$' "$out" 2>/dev/null && return 0
         sleep 0.1
     done
+    grep -q '^ready$' "$out" 2>/dev/null && return 0
     fail "status_holder did not start: $(cat "$out")"
     return 1
 }
@@ -115,7 +118,9 @@ want="0 - - 5 - no
 [ "$got" = "$want" ] || fail "status --config before a claim: got [$got], want [$want]"
 
 # 3. A host holding the connector's lock here: the reset is refused and
-# nothing changes; status shows the host RUNNING (exit 0).
+# nothing changes; status shows the host RUNNING (exit 0), up 1h02m03s
+# (the holder's start, 3723 s back) plus the seconds since it started.
+t_start=$(date +%s)
 start_holder "$state" "$name" RUNNING
 "$bin" offsets "$cfg" --reset-to earliest >"$work/r1.out" 2>"$work/r1.err"
 rc=$?
@@ -125,25 +130,44 @@ grep -qF "tidemark offsets: refused: connector $name is running on this machine 
 [ -z "$(markers)" ] || fail "refused reset wrote markers: $(markers)"
 "$bin" status --state-dir "$state" >"$work/s2.out" 2>&1
 rc=$?
+t_end=$(date +%s)
 [ "$rc" -eq 0 ] || fail "status of a live RUNNING host: exit $rc, expected 0"
-grep -q "^  state       RUNNING (pid $holder_pid, up 1h02m0[3-9]s)\$" "$work/s2.out" ||
+up=$(sed -n "s/^  state       RUNNING (pid $holder_pid, up \([0-9]*\)h\([0-5][0-9]\)m\([0-5][0-9]\)s)\$/\1 \2 \3/p" \
+    "$work/s2.out")
+if [ -z "$up" ]; then
     fail "status live: $(grep state "$work/s2.out")"
+else
+    read -r uh um us <<<"$up"
+    up=$((uh * 3600 + 10#$um * 60 + 10#$us))
+    # whole seconds: the holder started at t_start or later, status ran by
+    # t_end + 1
+    [ "$up" -ge 3723 ] && [ "$up" -le $((3723 + t_end + 1 - t_start)) ] ||
+        fail "status live: up ${up}s, expected 3723 to $((3723 + t_end + 1 - t_start)): $(grep state "$work/s2.out")"
+fi
 stop_holder
 
 # ... and a lock held by any process (flock(1)) refuses too.
 mkdir -p "$state/$name"
-# (-o: flock itself holds the lock, not the sleep it runs, so killing it
-# frees the lock)
-flock -o "$state/$name/host.lock" sleep 10 &
+# (-o: flock itself holds the lock, not the command it runs, so killing it
+# frees the lock). The command runs once the lock is taken: its line is the
+# proof the reset below meets a held lock (a fixed pause raced flock's
+# start: a flock later than the pause would let the reset through).
+flock -o "$state/$name/host.lock" sh -c 'echo "held $$"; exec sleep 300' \
+    >"$work/flock.out" 2>&1 &
 flock_pid=$!
 pids+=("$flock_pid")
-sleep 0.3
+while running "$flock_pid" && ! grep -q '^held ' "$work/flock.out"; do
+    sleep 0.05
+done
+flock_child=$(sed -n 's/^held //p' "$work/flock.out")
+[ -n "$flock_child" ] || fail "flock(1) did not take the lock: $(cat "$work/flock.out")"
+pids+=("$flock_child")
 "$bin" offsets "$cfg" --reset-to earliest >/dev/null 2>"$work/r1b.err"
 rc=$?
 [ "$rc" -eq 1 ] || fail "reset under flock(1): exit $rc, expected 1"
 grep -qF "refused: connector $name is running on this machine" "$work/r1b.err" ||
     fail "reset under flock(1): $(cat "$work/r1b.err")"
-kill "$flock_pid"; wait "$flock_pid" 2>/dev/null
+kill "$flock_pid" $flock_child; wait "$flock_pid" 2>/dev/null
 
 # 4. An explicit reset: p0 to 2, p1 to 3 (its high watermark).
 "$bin" offsets "$cfg" --reset-to "$topic:0=2,$topic:1=3" >"$work/r2.out" 2>"$work/r2.err"
@@ -206,17 +230,21 @@ want="0 5 2 0 5 0 5
 # another writer holds the SQLite file past the sink's busy timeout): the
 # markers are unchanged, and the group's offsets are put back as they were,
 # so that lag tools do not show a lag the connector does not have.
+# The writer holds the file until the reset has ended, however late the
+# reset reaches its claim (a lock held for a fixed 12 s let a claim that
+# came after it through: "inconclusive: the claim was not refused"), and is
+# waited for until it says it holds it, however late it starts.
 python3 - "$db" >"$work/lock.out" 2>&1 <<'PY_LOCK' &
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN EXCLUSIVE")
 print("locked", flush=True)
-time.sleep(12)
-c.execute("COMMIT")
+while True:
+    time.sleep(60)
 PY_LOCK
 lock_pid=$!
 pids+=("$lock_pid")
-for _ in $(seq 100); do grep -qx locked "$work/lock.out" && break; sleep 0.1; done
+while running "$lock_pid" && ! grep -qx locked "$work/lock.out"; do sleep 0.1; done
 grep -qx locked "$work/lock.out" || fail "inconclusive: the SQLite lock was not taken: $(cat "$work/lock.out")"
 "$bin" offsets "$cfg" --reset-to "$topic:0=2" >/dev/null 2>"$work/r8.err"
 rc=$?
@@ -247,11 +275,11 @@ start_member() {
     kcat -b "$boot" -G "$group" -X enable.auto.commit=false -q "$topic" >/dev/null 2>&1 &
     kcat_pid=$!
     pids+=("$kcat_pid")
-    for _ in $(seq 60); do
+    while running "$kcat_pid"; do
         [ "$(group_members)" -ge 1 ] && return 0
         sleep 0.5
     done
-    fail "kcat never became a member of $group"
+    fail "kcat exited before it became a member of $group"
     return 1
 }
 
@@ -265,8 +293,11 @@ TIDEMARK_FAULT=offsets.group_checked TIDEMARK_FAULT_ACTION=stop TIDEMARK_FAULT_F
     "$bin" offsets "$cfg" --reset-to earliest >/dev/null 2>"$work/r7.err" 3>"$work/r7.fault" &
 reset_pid=$!
 pids+=("$reset_pid")
+# Waited for until it stops there or exits, however long a loaded machine
+# takes to get there (ctest's timeout bounds it): a fixed limit made a slow
+# start inconclusive.
 stopped=0
-for _ in $(seq 100); do
+while running "$reset_pid"; do
     if grep -qx offsets.group_checked "$work/r7.fault" 2>/dev/null &&
         [ "$(ps -o stat= -p "$reset_pid" | cut -c1)" = T ]; then
         stopped=1
@@ -370,10 +401,14 @@ p = c["partitions"]
 assert [(x["partition"], x["next_offset"], x["high_watermark"], x["lag"], x["paused"]) for x in p] \
     == [(0, 240, 250, 10, False), (1, -1, 12, None, True)], p
 PY
-# --watch redraws until SIGINT.
+# --watch redraws until SIGINT: interrupted once its second frame is out
+# (a fixed 2.5 s held two frames only if the command started within 1.5 s).
 "$bin" status --state-dir "$sd" orders --watch 1 >"$work/w.out" 2>&1 &
 watch_pid=$!
-sleep 2.5
+while running "$watch_pid" &&
+    [ "$(grep -c '^every 1s: tidemark status' "$work/w.out")" -lt 2 ]; do
+    sleep 0.1
+done
 kill -INT "$watch_pid"
 wait "$watch_pid"
 rc=$?

@@ -8,18 +8,12 @@
 # usage: status_stale.sh TIDEMARK SOURCE_DIR WORK_DIR
 set -u
 bin=$1 src=$2 work=$3
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+. "$src/tests/integration/lib.sh"
 host_pid=
 cleanup() { [ -n "$host_pid" ] && { kill -CONT "$host_pid"; kill -9 "$host_pid"; } 2>/dev/null; }
 trap cleanup EXIT
 
-if [ -z "${TIDEMARK_KAFKA_BOOTSTRAP:-}" ]; then
-    echo "FAIL: TIDEMARK_KAFKA_BOOTSTRAP is not set (. scripts/env.sh)"
-    exit 1
-fi
-boot=$TIDEMARK_KAFKA_BOOTSTRAP
-command -v kcat >/dev/null || { echo "FAIL: kcat not found"; exit 1; }
+need_kafka
 
 rm -rf "$work" && mkdir -p "$work" || exit 1
 topic=tm-status-stale-$$-$(date +%s)

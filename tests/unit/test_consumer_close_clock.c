@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -23,14 +24,16 @@
 #include "check_main.h"
 #include "config_ok.h"
 
-static int64_t wall_skew_s; /* added to CLOCK_REALTIME's reading */
+/* Added to CLOCK_REALTIME's reading; read by librdkafka's threads too (its
+ * log lines ask the time). */
+static atomic_llong wall_skew_s;
 
 int __real_clock_gettime(clockid_t clk, struct timespec *ts);
 int __wrap_clock_gettime(clockid_t clk, struct timespec *ts);
 int __wrap_clock_gettime(clockid_t clk, struct timespec *ts) {
     int rc = __real_clock_gettime(clk, ts);
     if (rc == 0 && clk == CLOCK_REALTIME)
-        ts->tv_sec += (time_t)wall_skew_s;
+        ts->tv_sec += (time_t)atomic_load(&wall_skew_s);
     return rc;
 }
 
@@ -98,7 +101,7 @@ static int64_t stop_with_skew(int64_t skew_s, int timeout_ms) {
     s.returned = 0;
     ck_assert_int_eq(pthread_mutex_init(&s.mu, NULL), 0);
     ck_assert_int_eq(tm_cond_init_mono(&s.cv), 0);
-    wall_skew_s = skew_s;
+    atomic_store(&wall_skew_s, skew_s);
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, stop_thread, &s), 0);
     struct timespec until = tm_clock_mono_after(5000);
@@ -109,7 +112,7 @@ static int64_t stop_with_skew(int64_t skew_s, int timeout_ms) {
     int returned = s.returned;
     int64_t took = s.took_ms;
     pthread_mutex_unlock(&s.mu);
-    wall_skew_s = 0;
+    atomic_store(&wall_skew_s, 0);
     pthread_mutex_lock(&hang_mu);
     int entered = closes_entered;
     pthread_mutex_unlock(&hang_mu);

@@ -65,6 +65,42 @@ START_TEST(logfmt_fields_and_quoting) {
 }
 END_TEST
 
+/* A failure said at every try: one line while it stands, a new line when
+ * it changes, "ok again" once when it is over, then said again if it comes
+ * back. */
+static void warn_once_sequence(void) {
+    tm_log_set_format(TM_LOG_LOGFMT);
+    tm_log_set_level(TM_LOG_INFO);
+    tm_warn_state w = {""};
+    tm_warn_once(&w, "c", "status", NULL); /* nothing standing: silent */
+    for (int i = 0; i < 5; i++)
+        tm_warn_once(&w, "c", "status", "cannot write s: No space left");
+    tm_warn_once(&w, "c", "status", "cannot rename s: Read-only");
+    tm_warn_once(&w, "c", "status", NULL);
+    tm_warn_once(&w, "c", "status", NULL);
+    tm_warn_once(&w, "c", "status", "cannot write s: No space left");
+}
+
+START_TEST(warn_once_until_it_changes) {
+    const char *text = capture_raw(warn_once_sequence);
+    const char *want[] = {
+        "level=warn connector=c msg=\"status: cannot write s: No space left\"",
+        "level=warn connector=c msg=\"status: cannot rename s: Read-only\"",
+        "level=info connector=c msg=\"status: ok again\"",
+        "level=warn connector=c msg=\"status: cannot write s: No space left\""};
+    const char *at = text;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *hit = strstr(at, want[i]);
+        ck_assert_msg(hit, "line %zu missing (%s) in: %s", i, want[i], text);
+        at = hit + strlen(want[i]);
+    }
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    ck_assert_msg(lines == 4, "%d lines, expected 4: %s", lines, text);
+}
+END_TEST
+
 static void one_json(void) {
     tm_log_set_format(TM_LOG_JSON);
     tm_log_set_level(TM_LOG_INFO);
@@ -445,6 +481,7 @@ static Suite *suite(void) {
     Suite *s = suite_create("log");
     TCase *t = tcase_create("format");
     tcase_add_test(t, logfmt_fields_and_quoting);
+    tcase_add_test(t, warn_once_until_it_changes);
     tcase_add_test(t, json_line);
     tcase_add_test(t, process_wide_line_has_no_connector);
     tcase_add_test(t, process_wide_json_line_has_no_connector);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "dead_letters.h"
 #include "fsio.h"
 #include "ice_fixture.h"
 #include "maint.h"
@@ -342,6 +343,20 @@ START_TEST(no_sync_calls_without_fsync) {
 }
 END_TEST
 
+/* The sink on a table without fsync keeping KEEP snapshots, partition 0
+ * claimed (*m), and T opened on the table beside it. */
+static void *open_claimed(int keep, tm_marker *m, ice_table *t) {
+    char settings[128], why[512];
+    tm_error err;
+    snprintf(settings, sizeof settings,
+             "{\"path\": \"$T\", \"fsync\": false, \"keep_snapshots\": %d}",
+             keep);
+    void *sink = open_with(settings);
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(ice_table_init(t, fx.table, 0, 0, why, sizeof why), 0);
+    return sink;
+}
+
 /* Manifests merge by size tiers: a commit rewrites at most the entries of
  * a bounded number of small manifests, not every live file. 600 commits
  * of one file each: the manifest each commit writes holds few entries on
@@ -349,14 +364,10 @@ END_TEST
  * short, and every row is still there. */
 #define MERGE_COMMITS 600
 START_TEST(manifest_merges_cost_bounded) {
-    void *sink = open_with("{\"path\": \"$T\", \"fsync\": false, "
-                           "\"keep_snapshots\": 20}");
     tm_marker m;
-    tm_error err;
-    ck_assert_int_eq(ice_fx_claim(sink, &m, 1, &err), TM_OK);
     ice_table t;
     char why[512];
-    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    void *sink = open_claimed(20, &m, &t);
     int64_t written = 0, most = 0;
     size_t longest = 0;
     for (int k = 0; k < MERGE_COMMITS; k++) {
@@ -399,6 +410,86 @@ START_TEST(manifest_merges_cost_bounded) {
     ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, &max), 0);
     ck_assert_uint_eq(rows, MERGE_COMMITS);
     ck_assert_int_eq(max, MERGE_COMMITS - 1);
+    ice_table_free(&t);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* The dead-letter index segments (dead_letters/index-*.txt) not in
+ * SEEN (names, *n of them) yet: added to it, and their bytes and lines
+ * added to *bytes and *lines. */
+static void new_index_files(char (*seen)[64], size_t *n, size_t cap,
+                            int64_t *bytes, int64_t *lines) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/dead_letters", fx.table);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "index-", 6) != 0)
+            continue;
+        size_t i = 0;
+        while (i < *n && strcmp(seen[i], e->d_name) != 0)
+            i++;
+        if (i < *n)
+            continue;
+        ck_assert_uint_lt(*n, cap);
+        snprintf(seen[(*n)++], 64, "%.63s", e->d_name);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        int c;
+        while ((c = fgetc(f)) != EOF) {
+            (*bytes)++;
+            *lines += c == '\n';
+        }
+        fclose(f);
+    }
+    closedir(d);
+}
+
+/* A dead letter in every batch, keep_snapshots 1: every commit's expiry
+ * moves the dropped snapshot's dead-letter file into the index. Segments
+ * merged by size tiers write each line about once per tier, however old
+ * the table is (rewriting the whole index each time would write
+ * DL_COMMITS^2/2 lines); the index names every dead-letter file once,
+ * and the property naming the segments stays short. */
+#define DL_COMMITS 600
+START_TEST(dead_letter_index_cost_bounded) {
+    tm_marker m;
+    ice_table t;
+    void *sink = open_claimed(1, &m, &t);
+    static char seen[DL_COMMITS + 1][64];
+    size_t nseen = 0;
+    int64_t bytes = 0, lines = 0, most = 0;
+    size_t longest = 0;
+    for (int k = 0; k < DL_COMMITS; k++) {
+        int64_t before = bytes;
+        commit_range(sink, m.epoch, 2 * k, 1, 1);
+        new_index_files(seen, &nseen, DL_COMMITS + 1, &bytes, &lines);
+        if (bytes - before > most)
+            most = bytes - before;
+        const char *index = json_string_value(json_object_get(
+            json_object_get(newest_meta(&t), "properties"), ICE_DL_INDEX_KEY));
+        size_t segs = 0;
+        for (const char *c = index; c && *c; c++)
+            segs += *c == ' ';
+        if (index && segs + 1 > longest)
+            longest = segs + 1;
+    }
+    /* Each commit but the first drops one snapshot with its file. */
+    ck_assert_int_ge(lines, DL_COMMITS - 1);
+    ck_assert_msg(lines <= 6 * DL_COMMITS,
+                  "%lld dead-letter index lines (%lld bytes, %lld in one "
+                  "commit at most) written in %d commits",
+                  (long long)lines, (long long)bytes, (long long)most,
+                  DL_COMMITS);
+    ck_assert_msg(longest <= 4 * 7 + 1, "an index of %zu segments", longest);
+    size_t rows = 0, dls = 0;
+    ck_assert_int_eq(ice_fx_scan_count(sink, 0, &rows, &dls, NULL), 0);
+    ck_assert_uint_eq(rows, DL_COMMITS);
+    ck_assert_uint_eq(dls, DL_COMMITS); /* each dead letter once */
     ice_table_free(&t);
     ice_api->close(sink);
 }
@@ -598,6 +689,21 @@ static void publish_by_hand(ice_table *t, json_t *meta) {
     ck_assert_int_eq(json_dump_file(meta, path, JSON_COMPACT), 0);
 }
 
+/* main set to snapshot ID in a version written by hand on top of the
+ * newest (as pyiceberg's rollback_to_snapshot does). */
+static void roll_main_back(ice_table *t, int64_t id) {
+    json_t *meta = json_deep_copy(newest_meta(t));
+    ck_assert_int_eq(
+        json_object_set_new(meta, "current-snapshot-id", json_integer(id)), 0);
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "main",
+                            json_pack("{s:I, s:s}", "snapshot-id",
+                                      (json_int_t)id, "type", "branch")),
+        0);
+    publish_by_hand(t, meta);
+    json_decref(meta);
+}
+
 /* A table written before the markers moved (every snapshot's summary
  * carrying every marker, no moved key) opens and appends: the markers
  * read back, the parent of the new snapshot gives its markers up, the
@@ -670,21 +776,12 @@ START_TEST(rolled_back_snapshot_refused) {
     ice_table t;
     char why[512];
     ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
-    json_t *meta = json_deep_copy(newest_meta(&t));
+    json_t *meta = newest_meta(&t);
     int64_t cur = ice_json_int(meta, "current-snapshot-id", -1);
     int64_t parent =
         ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
     ck_assert_int_gt(parent, 0);
-    ck_assert_int_eq(
-        json_object_set_new(meta, "current-snapshot-id", json_integer(parent)),
-        0);
-    ck_assert_int_eq(
-        json_object_set_new(json_object_get(meta, "refs"), "main",
-                            json_pack("{s:I, s:s}", "snapshot-id",
-                                      (json_int_t)parent, "type", "branch")),
-        0);
-    publish_by_hand(&t, meta);
-    json_decref(meta);
+    roll_main_back(&t, parent);
     char want[64];
     snprintf(want, sizeof want, "moved to snapshot %lld", (long long)cur);
     tm_marker got[1] = {
@@ -702,6 +799,56 @@ START_TEST(rolled_back_snapshot_refused) {
 }
 END_TEST
 
+/* main rolled back past a compaction, to the compaction's parent (as
+ * pyiceberg's rollback_to_snapshot would, "undoing" the compaction):
+ * the rows of the batches after it leave the current table, and a claim
+ * made after them (every restart claims) records the marker past them.
+ * Were the parent still holding its markers, that claim's record (a
+ * higher sequence number) would win over them and the connector would
+ * go on after the rolled-back rows: a gap Kafka never delivers again. So
+ * the compaction takes its parent's markers as an append does, and the
+ * table is refused, naming the snapshot they moved to. */
+START_TEST(rolled_back_past_a_compaction_refused) {
+    void *sink = open_with("{\"path\": \"$T\"}");
+    tm_marker m[1];
+    tm_error err = {sizeof err, ""};
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    commit_part(sink, m[0].epoch, 0, 0, 5);
+    commit_part(sink, m[0].epoch, 0, 5, 5);
+    ice_table t;
+    char why[512];
+    ck_assert_int_eq(ice_table_init(&t, fx.table, 0, 0, why, sizeof why), 0);
+    ice_compact_result res;
+    ck_assert_msg(ice_compact(&t, 1 << 20, &res, why, sizeof why) == 0, "%s",
+                  why);
+    json_t *meta = newest_meta(&t);
+    int64_t parent =
+        ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
+    ck_assert_int_gt(parent, 0);
+    commit_part(sink, m[0].epoch, 0, 10, 10);
+    ice_api->close(sink);
+    sink = open_with("{\"path\": \"$T\"}");
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_OK);
+    ck_assert_int_eq(m[0].next_offset, 20);
+    roll_main_back(&t, parent);
+    char want[64];
+    snprintf(want, sizeof want, "moved to snapshot %lld",
+             (long long)res.snapshot_id);
+    tm_marker got[1] = {
+        {.struct_size = sizeof got[0], .topic = "orders", .partition = 0}};
+    tm_status r = ice_api->read_markers(sink, got, 1, &err);
+    ck_assert_msg(r == TM_FATAL && strstr(err.message, want),
+                  "main rolled back to snapshot %lld (rows 0-9; 10-19 rolled "
+                  "back): read_markers %s, next offset %lld (%s)",
+                  (long long)parent, tm_status_name(r),
+                  (long long)got[0].next_offset, err.message);
+    ck_assert_int_eq(ice_fx_claim(sink, m, 1, &err), TM_FATAL);
+    ck_assert_msg(strstr(err.message, want), "%s", err.message);
+    ice_api->close(sink);
+    ice_table_free(&t);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_commit_cost");
     TCase *tc = tcase_create("commit_cost");
@@ -714,10 +861,12 @@ static Suite *suite(void) {
     tcase_add_test(tc, created_directories_are_durable_at_open);
     tcase_add_test(tc, directory_added_to_a_table_is_durable_at_open);
     tcase_add_test(tc, manifest_merges_cost_bounded);
+    tcase_add_test(tc, dead_letter_index_cost_bounded);
     tcase_add_test(tc, hint_reuses_two_inodes);
     tcase_add_test(tc, markers_only_in_the_current_snapshot);
     tcase_add_test(tc, table_with_markers_in_every_snapshot_appends);
     tcase_add_test(tc, rolled_back_snapshot_refused);
+    tcase_add_test(tc, rolled_back_past_a_compaction_refused);
     suite_add_tcase(s, tc);
     return s;
 }

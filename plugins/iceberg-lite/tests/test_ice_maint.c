@@ -392,6 +392,278 @@ static size_t vacuum(int64_t grace) {
     return removed;
 }
 
+/* The property naming the dead-letter index segments, copied. */
+static char *index_property(void) {
+    ice_table t;
+    table_open(&t);
+    const char *v = json_string_value(json_object_get(
+        json_object_get(t.meta, "properties"), ICE_DL_INDEX_KEY));
+    char *copy = v ? strdup(v) : NULL;
+    ice_table_free(&t);
+    return copy;
+}
+
+static size_t segments_in(const char *prop) {
+    size_t n = 0;
+    for (const char *c = prop; c && *c; c++)
+        n += *c == ' ';
+    return prop && *prop ? n + 1 : 0;
+}
+
+/* What a version before segments leaves: the lines of META's segments
+ * (then EXTRA, a line, when not NULL) in one file dead_letters/NAME, named
+ * bare, published as the version after T's. Returns the lines written. */
+static size_t publish_index_as(const ice_table *t, json_t *meta,
+                               const char *extra, const char *name) {
+    char old[4600], rel_old[4200];
+    snprintf(rel_old, sizeof rel_old, "dead_letters/%s", name);
+    snprintf(old, sizeof old, "%s/%s", fx.table, rel_old);
+    FILE *out = fopen(old, "w");
+    ck_assert_ptr_nonnull(out);
+    const char *p = json_string_value(
+        json_object_get(json_object_get(meta, "properties"), ICE_DL_INDEX_KEY));
+    char rel[4096];
+    int64_t bytes;
+    size_t lines = 0;
+    while (p && ice_dl_index_next(&p, rel, sizeof rel, &bytes) == 1) {
+        char path[4500];
+        snprintf(path, sizeof path, "%s/%s", fx.table, rel);
+        FILE *in = fopen(path, "r");
+        ck_assert_ptr_nonnull(in);
+        int c;
+        while ((c = fgetc(in)) != EOF) {
+            lines += c == '\n';
+            fputc(c, out);
+        }
+        fclose(in);
+    }
+    if (extra) {
+        fprintf(out, "%s\n", extra);
+        lines++;
+    }
+    fclose(out);
+    ck_assert_int_eq(json_object_set_new(json_object_get(meta, "properties"),
+                                         ICE_DL_INDEX_KEY,
+                                         json_string(rel_old)),
+                     0);
+    char next[700];
+    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t->meta_dir,
+             (long long)t->version + 1);
+    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    return lines;
+}
+
+static size_t publish_older_index(const ice_table *t, json_t *meta,
+                                  const char *extra) {
+    return publish_index_as(t, meta, extra, "index-older.txt");
+}
+
+/* Segments merge: 16 snapshots with a dead letter each, keep_snapshots
+ * 1, list fewer segments than expiries; a table whose index is a single
+ * file named by a bare path (as written before segments) reads it, and
+ * its next expiry adds a segment beside it; vacuum then removes the
+ * merged and replaced segments only, every dead letter read once. */
+START_TEST(dead_letter_segments_merge_and_old_index_reads) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 1"), 0);
+    tm_marker m[2];
+    void *sink = fill(8, m); /* 16 snapshots, 15 expiries */
+    ice_api->close(sink);
+    ck_assert_uint_eq(count_dead_letters(), 16);
+    char *prop = index_property();
+    ck_assert_ptr_nonnull(prop);
+    ck_assert_msg(segments_in(prop) < 15, "%s", prop);
+    /* All the segments' lines in one file, named bare: an older index. */
+    ice_table t;
+    table_open(&t);
+    json_t *meta = json_deep_copy(t.meta);
+    ck_assert_uint_eq(publish_older_index(&t, meta, NULL), 15);
+    json_decref(meta);
+    ice_table_free(&t);
+    ck_assert_uint_eq(count_dead_letters(), 16);
+    /* One more batch on each partition: two expiries. */
+    sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++)
+        ck_assert_int_eq(commit_range(sink, q, m[q].epoch, 40, 45, &err),
+                         TM_OK);
+    ice_api->close(sink);
+    char *now = index_property();
+    ck_assert_msg(strncmp(now, "dead_letters/index-older.txt ", 29) == 0 &&
+                      segments_in(now) == 3,
+                  "%s", now);
+    ck_assert_uint_eq(count_dead_letters(), 18);
+    /* The segments of before are unreferenced now: vacuum takes them. */
+    age_everything();
+    vacuum(0);
+    ck_assert_uint_eq(count_dead_letters(), 18);
+    ck_assert_uint_eq(count_files("dead_letters/index-*.txt"), 3);
+    char old[600];
+    snprintf(old, sizeof old, "%s/dead_letters/index-older.txt", fx.table);
+    ck_assert_int_eq(access(old, F_OK), 0);
+    free(prop);
+    free(now);
+}
+END_TEST
+
+/* A table an older version expired with a tag on the current snapshot's
+ * parent: that version listed the tagged snapshot's dead-letter file in
+ * its index (a bare path) at once, while the walk still reached the
+ * snapshot, and left it out when the snapshot left the walk. The expiry
+ * that takes the snapshot off the walk now must not list it again. */
+START_TEST(older_index_listing_a_tagged_snapshot_read_once) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 2"), 0);
+    tm_marker m[2];
+    void *sink = fill(2, m); /* 4 snapshots, 2 expired */
+    ice_api->close(sink);
+    ck_assert_uint_eq(count_dead_letters(), 4);
+    ice_table t;
+    table_open(&t);
+    json_t *meta = json_deep_copy(t.meta);
+    int64_t parent =
+        ice_json_int(ice_meta_current_snapshot(meta), "parent-snapshot-id", -1);
+    const char *tagged = json_string_value(json_object_get(
+        json_object_get(ice_meta_snapshot(meta, parent), "summary"),
+        ICE_DL_FILE_KEY));
+    ck_assert_ptr_nonnull(tagged);
+    json_t *tag = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)parent,
+                            "type", "tag");
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "keep", tag), 0);
+    /* The older index: the segments' lines, then the tagged file. */
+    ck_assert_uint_eq(publish_older_index(&t, meta, tagged), 3);
+    json_decref(meta);
+    ice_table_free(&t);
+    /* As that version left it the tagged file is in the index and on the
+     * walk: one file, read once. */
+    ck_assert_uint_eq(count_dead_letters(), 4);
+    /* Two batches: the tagged snapshot leaves the walk (kept for its tag). */
+    sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++)
+        ck_assert_int_eq(commit_range(sink, q, m[q].epoch, 10, 15, &err),
+                         TM_OK);
+    ice_api->close(sink);
+    table_open(&t);
+    ck_assert_ptr_nonnull(ice_meta_snapshot(t.meta, parent));
+    ice_table_free(&t);
+    ck_assert_uint_eq(count_dead_letters(), 6);
+}
+END_TEST
+
+/* A segment whose path is longer than 255 bytes (another writer's, or a
+ * hand-made name: the readers take up to 4095) is merged and listed like
+ * any other, instead of every expiry failing on it, each commit then
+ * answering RETRY for ever ("a path too long"). */
+START_TEST(long_segment_path_expires) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 1"), 0);
+    tm_marker m[2];
+    void *sink = fill(2, m); /* 4 snapshots, 3 expired */
+    ice_api->close(sink);
+    char name[300];
+    memset(name, 'L', sizeof name);
+    memcpy(name, "index-", 6);
+    snprintf(name + 245, sizeof name - 245, ".txt"); /* 249 bytes */
+    ice_table t;
+    table_open(&t);
+    json_t *meta = json_deep_copy(t.meta);
+    ck_assert_uint_eq(publish_index_as(&t, meta, NULL, name), 3);
+    json_decref(meta);
+    ice_table_free(&t);
+    ck_assert_uint_eq(count_dead_letters(), 4);
+    sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++) {
+        tm_status st = commit_range(sink, q, m[q].epoch, 10, 15, &err);
+        ck_assert_msg(st == TM_OK, "commit beside a long segment path: %d %s",
+                      st, err.message);
+    }
+    ice_api->close(sink);
+    ck_assert_uint_eq(count_dead_letters(), 6);
+}
+END_TEST
+
+/* The dead-letter files ice_dl_files hands on, and how many of them came
+ * more than once. */
+typedef struct dl_walk {
+    char rel[64][200];
+    size_t n, twice;
+} dl_walk;
+
+static int on_dl_file(void *ctx, const char *rel) {
+    dl_walk *w = ctx;
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->rel[i], rel) == 0) {
+            w->twice++;
+            return 0;
+        }
+    ck_assert_uint_lt(w->n, 64);
+    snprintf(w->rel[w->n++], sizeof w->rel[0], "%s", rel);
+    return 0;
+}
+
+/* main set back to a tagged snapshot (pyiceberg's manage_snapshots, an
+ * operator undoing commits) that expiry had taken off the walk: its
+ * dead-letter file is in an index segment and on the walk again, and is
+ * one file, read once. */
+START_TEST(rolled_back_to_a_tag_reads_its_dead_letters_once) {
+    ice_fx_done(&fx, 0);
+    ck_assert_int_eq(ice_fx_init(&fx, "\"keep_snapshots\": 1"), 0);
+    tm_marker m[2];
+    void *sink = fill(1, m); /* A, B: a dead letter each */
+    ice_api->close(sink);
+    ice_table t;
+    table_open(&t);
+    json_t *meta = json_deep_copy(t.meta);
+    json_int_t tagged = ice_json_int(meta, "current-snapshot-id", -1);
+    json_t *tag = json_pack("{s:I, s:s}", "snapshot-id", tagged, "type", "tag");
+    ck_assert_int_eq(
+        json_object_set_new(json_object_get(meta, "refs"), "keep", tag), 0);
+    char next[700];
+    snprintf(next, sizeof next, "%s/v%lld.metadata.json", t.meta_dir,
+             (long long)t.version + 1);
+    ck_assert_int_eq(json_dump_file(meta, next, JSON_COMPACT), 0);
+    json_decref(meta);
+    ice_table_free(&t);
+    /* C and D: B leaves the walk (kept for its tag, its file indexed). */
+    sink = open_ok();
+    tm_error err;
+    ck_assert_int_eq(ice_fx_claim(sink, m, 2, &err), TM_OK);
+    for (int32_t q = 0; q < 2; q++) {
+        tm_status st = commit_range(sink, q, m[q].epoch, 5, 10, &err);
+        ck_assert_msg(st == TM_OK, "commit: %d %s", st, err.message);
+    }
+    ice_api->close(sink);
+    table_open(&t);
+    meta = json_deep_copy(t.meta);
+    ck_assert_ptr_nonnull(ice_meta_snapshot(meta, tagged));
+    ck_assert_int_eq(
+        json_object_set_new(meta, "current-snapshot-id", json_integer(tagged)),
+        0);
+    ck_assert_int_eq(json_object_set_new(
+                         json_object_get(json_object_get(meta, "refs"), "main"),
+                         "snapshot-id", json_integer(tagged)),
+                     0);
+    dl_walk w = {.n = 0};
+    char why[1024];
+    ck_assert_msg(ice_dl_files(t.root, meta, on_dl_file, &w, why, sizeof why) ==
+                      0,
+                  "%s", why);
+    json_decref(meta);
+    ice_table_free(&t);
+    ck_assert_msg(w.n >= 3, "inconclusive: %zu dead-letter files", w.n);
+    ck_assert_msg(w.twice == 0,
+                  "main rolled back to a tagged snapshot: %zu dead-letter "
+                  "file(s) handed on twice",
+                  w.twice);
+}
+END_TEST
+
 START_TEST(vacuum_removes_old_orphans_only) {
     tm_marker m[2];
     void *sink = fill(3, m);
@@ -1215,6 +1487,10 @@ static Suite *suite(void) {
     tcase_add_test(tc, compact_keeps_rows_and_markers);
     tcase_add_test(tc, expire_keeps_markers_and_dead_letters);
     tcase_add_test(tc, commits_expire_past_keep_snapshots);
+    tcase_add_test(tc, dead_letter_segments_merge_and_old_index_reads);
+    tcase_add_test(tc, older_index_listing_a_tagged_snapshot_read_once);
+    tcase_add_test(tc, long_segment_path_expires);
+    tcase_add_test(tc, rolled_back_to_a_tag_reads_its_dead_letters_once);
     tcase_add_test(tc, vacuum_removes_old_orphans_only);
     tcase_add_test(tc, vacuum_keeps_a_far_future_file);
     tcase_add_test(tc, vacuum_beside_stale_writer_reuses_no_version);

@@ -384,10 +384,9 @@ static int names_missing(int64_t *version, char *what, size_t what_size) {
         missing = file_missing(files[i].path, what, what_size);
     ice_datafiles_free(files, n);
     dl_walk w = {t.root, what, what_size, 0};
-    const char *index = json_string_value(json_object_get(
-        json_object_get(t.meta, "properties"), ICE_DL_INDEX_KEY));
-    if (!missing && index)
-        missing = dl_file(&w, index);
+    if (!missing)
+        missing =
+            ice_dl_index_each(NULL, t.meta, dl_file, &w, why, sizeof why) != 0;
     if (!missing &&
         ice_dl_files(t.root, t.meta, dl_file, &w, why, sizeof why) != 0) {
         if (!w.missing)

@@ -618,6 +618,119 @@ START_TEST(validate_refuses_missing_parent) {
 }
 END_TEST
 
+/* The sink's file:// locations are not percent-encoded, so a table
+ * created where the real path holds '#', '?' or '%' is one readers cannot
+ * open: refused at validate and at open (before any directory is made),
+ * naming the setting's JSON path and the character, whether the directory
+ * is missing or there without a table. An existing table at such a path
+ * still opens (its writer is not locked out). */
+START_TEST(uri_chars_refused_when_created) {
+    static const char BAD[] = "#?%";
+    char json[1400], path[700], want[8];
+    tm_error verr = {sizeof verr, ""}, oerr = {sizeof oerr, ""};
+    void *sink;
+    for (int pass = 0; pass < 2; pass++) {
+        for (const char *c = BAD; *c; c++) {
+            snprintf(path, sizeof path, "%s/t%d%cx", fx.dir, pass, *c);
+            if (pass == 1) /* there, but holding no table */
+                ck_assert_int_eq(mkdir(path, 0755), 0);
+            snprintf(json, sizeof json, "{\"path\": \"%s\"}", path);
+            ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+            tm_status v =
+                ice_api->validate(tm_host_services(), &fx.config, &verr);
+            tm_status o = ice_fx_open(&fx, &sink, &oerr);
+            if (o == TM_OK)
+                ice_api->close(sink);
+            ck_assert_msg(v == TM_INVALID, "validate %s: %s", path,
+                          tm_status_name(v));
+            ck_assert_msg(o == TM_INVALID, "open %s: %s", path,
+                          tm_status_name(o));
+            ck_assert_str_eq(verr.message, oerr.message);
+            snprintf(want, sizeof want, "'%c'", *c);
+            ck_assert_msg(strstr(verr.message, "$.sink.settings.path") &&
+                              strstr(verr.message, want),
+                          "%s", verr.message);
+            char sub[800];
+            snprintf(sub, sizeof sub, "%s/metadata", path);
+            ck_assert_msg(access(pass ? sub : path, F_OK) == -1, "%s was made",
+                          pass ? sub : path);
+        }
+    }
+    /* In a catalog the table's location is the same URI: the same. */
+    snprintf(json, sizeof json,
+             "{\"path\": \"%s/c#t\", \"catalog_uri\": \"sqlite:///%s/c.db\", "
+             "\"catalog_name\": \"lake\", \"catalog_namespace\": \"ns\", "
+             "\"catalog_table\": \"t\"}",
+             fx.dir, fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &verr),
+                     TM_INVALID);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &oerr), TM_INVALID);
+    ck_assert_str_eq(verr.message, oerr.message);
+    ck_assert_msg(strstr(oerr.message, "$.sink.settings.path") &&
+                      strstr(oerr.message, "'#'"),
+                  "%s", oerr.message);
+    /* A space needs no escape pyiceberg does not do: accepted. */
+    snprintf(json, sizeof json, "{\"path\": \"%s/sp ace\"}", fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_api->validate(tm_host_services(), &fx.config, &verr),
+                     TM_OK);
+    /* A table made at a plain path, then its directory renamed to one
+     * with '#': it still opens. */
+    snprintf(json, sizeof json, "{\"path\": \"%s/plain\"}", fx.dir);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    ck_assert_int_eq(ice_fx_open(&fx, &sink, &oerr), TM_OK);
+    ice_api->close(sink);
+    char from[700];
+    snprintf(from, sizeof from, "%s/plain", fx.dir);
+    snprintf(path, sizeof path, "%s/old#t", fx.dir);
+    ck_assert_int_eq(rename(from, path), 0);
+    snprintf(json, sizeof json, "{\"path\": \"%s\"}", path);
+    ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+    tm_status v = ice_api->validate(tm_host_services(), &fx.config, &verr);
+    ck_assert_msg(v == TM_OK, "%s", verr.message);
+    tm_status o = ice_fx_open(&fx, &sink, &oerr);
+    ck_assert_msg(o == TM_OK, "%s", oerr.message);
+    ice_api->close(sink);
+}
+END_TEST
+
+/* A tab, line feed or carriage return in the table's real path: URI
+ * parsers (pyiceberg's, Python's urllib) drop them from a file:// URI, so
+ * pyiceberg looked for the table's files elsewhere ("Failed to open local
+ * file"). Refused when the table would be created, as '#' is. */
+START_TEST(control_chars_refused_when_created) {
+    static const struct {
+        const char *json, *name;
+        char c;
+    } BAD[] = {{"\\t", "a tab", '\t'},
+               {"\\n", "a line feed", '\n'},
+               {"\\r", "a carriage return", '\r'}};
+    char json[1400], path[700];
+    tm_error verr = {sizeof verr, ""}, oerr = {sizeof oerr, ""};
+    void *sink;
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        snprintf(json, sizeof json, "{\"path\": \"%s/t%sx\"}", fx.dir,
+                 BAD[i].json);
+        snprintf(path, sizeof path, "%s/t%cx", fx.dir, BAD[i].c);
+        ck_assert_int_eq(ice_fx_settings(&fx, json), 0);
+        tm_status v = ice_api->validate(tm_host_services(), &fx.config, &verr);
+        tm_status o = ice_fx_open(&fx, &sink, &oerr);
+        if (o == TM_OK)
+            ice_api->close(sink);
+        ck_assert_msg(v == TM_INVALID, "validate %s: %s", BAD[i].name,
+                      tm_status_name(v));
+        ck_assert_msg(o == TM_INVALID, "open %s: %s", BAD[i].name,
+                      tm_status_name(o));
+        ck_assert_str_eq(verr.message, oerr.message);
+        ck_assert_msg(strstr(verr.message, "$.sink.settings.path") &&
+                          strstr(verr.message, BAD[i].name),
+                      "%s", verr.message);
+        ck_assert_msg(access(path, F_OK) == -1, "%s was made", BAD[i].name);
+    }
+}
+END_TEST
+
 /* Opens the table as connector NAME with its own config (the sink keeps
  * a pointer to it). */
 static tm_status open_as(const char *name, tm_sink_config *cfg, void **sink,
@@ -727,6 +840,7 @@ END_TEST
 
 typedef struct writer_arg {
     int32_t partition;
+    int dead; /* the second offset of each batch a dead letter */
     int failed;
     char why[TM_ERROR_MAX + 32];
 } writer_arg;
@@ -754,7 +868,10 @@ static void *writer(void *p) {
         ice_fx_batch_init(&kb, id);
         uint32_t r = ice_fx_range(&kb, a->partition, 2 * i, 2 * i + 2, m.epoch);
         ice_fx_record(&kb, r, 2 * i);
-        ice_fx_record(&kb, r, 2 * i + 1);
+        if (a->dead)
+            ice_fx_dead_letter(&kb, r, 2 * i + 1);
+        else
+            ice_fx_record(&kb, r, 2 * i + 1);
         rc = commit(sink, &kb, &err);
         ice_fx_batch_free(&kb);
     }
@@ -767,17 +884,22 @@ static void *writer(void *p) {
     return NULL;
 }
 
-START_TEST(two_writers_lose_nothing) {
-    void *sink = open_ok(); /* creates the table before the race */
-    ice_api->close(sink);
+/* Both writers at once, each to its end. */
+static void run_writers(writer_arg a[2]) {
     pthread_t t[2];
-    writer_arg a[2] = {{.partition = 0}, {.partition = 1}};
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&t[i], NULL, writer, &a[i]), 0);
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(pthread_join(t[i], NULL), 0);
         ck_assert_msg(!a[i].failed, "writer %d: %s", i, a[i].why);
     }
+}
+
+START_TEST(two_writers_lose_nothing) {
+    void *sink = open_ok(); /* creates the table before the race */
+    ice_api->close(sink);
+    writer_arg a[2] = {{.partition = 0}, {.partition = 1}};
+    run_writers(a);
     sink = open_ok();
     for (int32_t p = 0; p < 2; p++) {
         tm_marker got;
@@ -796,6 +918,30 @@ START_TEST(two_writers_lose_nothing) {
 }
 END_TEST
 
+/* The same race with keep_snapshots 1 and a dead letter a batch: every
+ * commit expires, and the dead-letter index segment each writes (merging
+ * the smaller ones) is built again on the winner's version when it loses
+ * the race; every dead letter is read once. */
+START_TEST(two_writers_expiring_keep_every_dead_letter) {
+    ck_assert_int_eq(ice_fx_settings(&fx, "{\"path\": \"$T\", "
+                                          "\"keep_snapshots\": 1}"),
+                     0);
+    void *sink = open_ok();
+    ice_api->close(sink);
+    writer_arg a[2] = {{.partition = 0, .dead = 1},
+                       {.partition = 1, .dead = 1}};
+    run_writers(a);
+    sink = open_ok();
+    for (int32_t p = 0; p < 2; p++) {
+        size_t rows, dls;
+        ck_assert_int_eq(ice_fx_scan_count(sink, p, &rows, &dls, NULL), 0);
+        ck_assert_uint_eq(rows, WRITER_BATCHES);
+        ck_assert_uint_eq(dls, WRITER_BATCHES);
+    }
+    ice_api->close(sink);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("iceberg_lite_table");
     TCase *tc = tcase_create("table");
@@ -811,9 +957,12 @@ static Suite *suite(void) {
     tcase_add_test(tc, marker_keys_never_truncated);
     tcase_add_test(tc, long_table_path_refused_not_cut);
     tcase_add_test(tc, validate_refuses_missing_parent);
+    tcase_add_test(tc, uri_chars_refused_when_created);
+    tcase_add_test(tc, control_chars_refused_when_created);
     tcase_add_test(tc, second_connector_refused);
     tcase_add_test(tc, no_fsync_still_commits);
     tcase_add_test(tc, two_writers_lose_nothing);
+    tcase_add_test(tc, two_writers_expiring_keep_every_dead_letter);
     suite_add_tcase(s, tc);
     return s;
 }
