@@ -25,15 +25,14 @@ START_TEST(one_hash_per_range) {
     enum { NREC = 1000 };
     static tm_record recs[NREC];
     static char values[NREC][16];
-    tm_range r[2];
-    memset(r, 0, sizeof r);
-    for (int k = 0; k < 2; k++) {
-        r[k].struct_size = sizeof r[k];
-        r[k].topic = "t";
-        r[k].partition = k;
-        r[k].start_offset = 0;
-        r[k].end_offset = NREC;
-    }
+    tm_range r[2] = {{.struct_size = sizeof(tm_range),
+                      .topic = "t",
+                      .partition = 0,
+                      .end_offset = NREC},
+                     {.struct_size = sizeof(tm_range),
+                      .topic = "t",
+                      .partition = 1,
+                      .end_offset = NREC}};
     for (int i = 0; i < NREC; i++) {
         memset(&recs[i], 0, sizeof recs[i]);
         recs[i].struct_size = sizeof recs[i];
