@@ -1,226 +1,23 @@
-/* Step 4's call and step 6's outcomes: the one place that decides what a
- * sink's answer to commit() means for the partitions of the batch. */
+/* Step 4's calls, the executors of DLQ_SEND and SINK_COMMIT: the dead
+ * letters delivered to their topic, the sink's commit, and the report of
+ * what the sink answered (its message, the totals, the metrics). What an
+ * answer means for the partitions is the connector core's to say
+ * (commit/machine.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "commit/claim.h"
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
 #include "commit/lineage.h"
 #include "commit/poll_budget.h"
-#include "kafka/consumer_ops.h"
 #include "kafka/dead_letter_producer.h"
 #include "metrics/metrics_registry.h"
 #include "runtime/restarts.h"
+#include "runtime/sink_calls.h"
 #include "services/error.h"
 #include "services/log.h"
-
-/* CONFLICT after CONFLICT means the rebuild does not converge (something
- * else writes the markers): stop rather than spin. */
-#define MAX_CONFLICTS_IN_ROW 5
-
-void tm_commit_pause_all(tm_connector *c, int pause) {
-    tm_kafka_tp *v = calloc(c->nparts ? c->nparts : 1, sizeof *v);
-    if (!v)
-        return;
-    size_t n = 0;
-    for (size_t i = 0; i < c->nparts; i++) {
-        tm_part *p = &c->parts[i];
-        if (p->fenced || p->stop_held || p->paused == pause)
-            continue;
-        v[n].topic = p->topic;
-        v[n++].partition = p->partition;
-        p->paused = pause;
-        if (!pause)
-            p->needs_seek = 1; /* whatever was fetched before the pause */
-    }
-    char why[256];
-    if (tm_kafka_set_paused(c->rk, v, n, pause, why, sizeof why) != 0)
-        tm_log(TM_LOG_WARN, c->cfg->name, "%s: %s", pause ? "pause" : "resume",
-               why);
-    free(v);
-}
-
-void tm_commit_drop_batch(tm_connector *c, const char *why) {
-    if (!c->batch_open)
-        return;
-    const tm_batch *b = tm_bb_batch(c->bb);
-    for (size_t i = 0; b && i < b->nranges; i++) {
-        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
-        tm_part *p = tm_conn_part(c, r->topic, r->partition);
-        if (!p)
-            continue;
-        p->next_expected = p->committed;
-        p->needs_seek = 1;
-    }
-    /* A builder that failed (a record it refused: commit/part_stop.c)
-     * gives no ranges; a partition read past its commit had one. */
-    for (size_t i = 0; !b && i < c->nparts; i++) {
-        tm_part *p = &c->parts[i];
-        if (p->next_expected == p->committed)
-            continue;
-        p->next_expected = p->committed;
-        p->needs_seek = 1;
-    }
-    tm_conn_log(c, TM_LOG_INFO, NULL, -1, c->batch_id, "batch dropped (%s)",
-                why);
-    c->batch_open = 0;
-    c->batch_abandoned = 0;
-}
-
-/* After FENCED or CONFLICT: the sink's markers, read without claiming,
- * say which partitions are still ours and where each must go on. */
-static void reread_markers(tm_connector *c, const tm_batch *b) {
-    tm_marker *m = calloc(b->nranges ? b->nranges : 1, sizeof *m);
-    if (!m) {
-        tm_conn_error(c, 1, "out of memory re-reading markers");
-        return;
-    }
-    for (size_t i = 0; i < b->nranges; i++) {
-        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
-        m[i].struct_size = sizeof m[i];
-        m[i].topic = r->topic;
-        m[i].partition = r->partition;
-    }
-    tm_error err = tm_error_init();
-    tm_status st = c->sink.api->read_markers(c->sink.sink, m, b->nranges, &err);
-    if (st != TM_OK) {
-        /* Not knowing where to go on: start over from the last known
-         * commit; the next batch's check will say again. */
-        tm_log(TM_LOG_WARN, c->cfg->name, "read_markers: %s: %s",
-               tm_status_name(st), err.message);
-        free(m);
-        return;
-    }
-    for (size_t i = 0; i < b->nranges; i++) {
-        tm_part *p = tm_conn_part(c, m[i].topic, m[i].partition);
-        if (!p)
-            continue;
-        if (m[i].epoch == TM_NO_EPOCH) {
-            tm_claim_marker_lost(c, p->topic, p->partition);
-            break;
-        }
-        if (m[i].epoch != p->epoch) {
-            /* Another host claimed it: ours no more. Pause it and wait for
-             * the group to revoke it; claiming back here would start a
-             * fencing war. */
-            if (!p->fenced) {
-                tm_kafka_tp tp = {p->topic, p->partition, 0, NULL};
-                char why[256];
-                (void)tm_kafka_set_paused(c->rk, &tp, 1, 1, why, sizeof why);
-                tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
-                            "fenced: epoch %" PRId64 " is now %" PRId64
-                            " (another host claimed it); paused until "
-                            "revoked, or claimed again if no revoke "
-                            "comes within %" PRId64 " ms",
-                            p->epoch, m[i].epoch, tm_fenced_bound_ms(c));
-                p->fenced_ms = tm_now_ms();
-                p->fenced_marker = m[i];
-                p->fenced_marker.topic = p->topic;
-                c->any_fenced = 1;
-            }
-            p->fenced = 1;
-            continue;
-        }
-        p->committed = p->next_expected = m[i].next_offset;
-        p->needs_seek = 1;
-        p->marker = m[i];
-        p->marker.topic = p->topic;
-    }
-    free(m);
-}
-
-static void commit_group_offsets(tm_connector *c, const tm_batch *b) {
-    tm_kafka_tp *v = calloc(b->nranges ? b->nranges : 1, sizeof *v);
-    if (!v)
-        return;
-    size_t n = 0;
-    for (size_t i = 0; i < b->nranges; i++) {
-        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
-        if (tm_conn_part(c, r->topic, r->partition))
-            v[n++] = (tm_kafka_tp){r->topic, r->partition, r->end_offset, NULL};
-    }
-    /* Asynchronous and best effort: only lag tools read these. */
-    char why[256];
-    if (tm_kafka_commit_offsets(c->rk, v, n, why, sizeof why) != 0)
-        tm_log(TM_LOG_DEBUG, c->cfg->name, "group offset commit: %s", why);
-    free(v);
-}
-
-static void on_applied(tm_connector *c, const tm_batch *b, tm_status st) {
-    tm_bb_counts n;
-    tm_bb_counts(c->bb, &n);
-    uint64_t records = 0;
-    for (size_t i = 0; i < b->nranges; i++) {
-        const tm_range *r = TM_CELEM(tm_range, b->ranges, i);
-        tm_part *p = tm_conn_part(c, r->topic, r->partition);
-        if (p && r->end_offset > p->committed)
-            p->committed = r->end_offset;
-    }
-    records = n.rows + n.dead_letters + n.filtered + n.duplicates;
-    if (st == TM_ALREADY) {
-        tm_conn_log(c, TM_LOG_INFO, NULL, -1, c->batch_id,
-                    "batch %s was already applied (an earlier attempt's "
-                    "commit went through)",
-                    c->batch_id);
-    }
-    c->totals.batches++;
-    snprintf(c->last_batch_id, sizeof c->last_batch_id, "%s", c->batch_id);
-    c->last_batch_ms = tm_wall_ms();
-    c->last_batch_records = records;
-    c->conflicts_in_row = 0;
-    c->markers_dirty = 1;
-
-    /* The host's own counts: what the sink made of the records it was
-     * handed (rows, dead letters, duplicates) is in its markers. */
-    uint64_t deletes = 0;
-    for (size_t j = 0; j < b->nrecords; j++)
-        deletes +=
-            TM_RECORD_OP(TM_CELEM(tm_record, b->records, j)) == TM_OP_DELETE;
-    tm_conn_log(c, TM_LOG_DEBUG, NULL, -1, c->batch_id,
-                "committed: %zu range(s); handed to the sink %" PRIu64
-                " records (%" PRIu64 " deletes); by the host %" PRIu64
-                " dead letters, %" PRIu64 " filtered, %" PRIu64 " duplicates",
-                b->nranges, n.rows, deletes, n.dead_letters, n.filtered,
-                n.duplicates);
-    commit_group_offsets(c, b);
-}
-
-/* A commit that used up its whole deadline may need more time than any
- * deadline gives (a table that refuses many rows one at a time, a slow
- * trigger): sent again whole, it would run out again, for ever. So the
- * batch is dropped and rebuilt from the markers with half its records, down
- * to one; each committed batch doubles the cap back towards max_records.
- * A store that is merely locked costs smaller batches for a while, no more.
- * 1 when the batch was dropped. */
-static int cut_in_half(tm_connector *c, const tm_batch *b, int called) {
-    size_t records = tm_bb_messages(c->bb);
-    if (!called || tm_now_ms() < b->deadline_ms || records < 2)
-        return 0;
-    c->batch_cap = (int64_t)(records / 2);
-    char why[160];
-    snprintf(why, sizeof why,
-             "past its deadline with %zu records: rebuilt with at most "
-             "%" PRId64,
-             records, c->batch_cap);
-    tm_commit_drop_batch(c, why);
-    return 1;
-}
-
-/* After a cut, the cap doubles back towards max_records with each batch
- * that committed in under a third of the deadline (twice the records
- * would still fit); a slower one keeps it, so a cap near what fits does
- * not swing between passing and missing the deadline. */
-static void grow_back(tm_connector *c, uint64_t took_ns) {
-    if (!c->batch_cap ||
-        took_ns / 1000000 * 3 >= (uint64_t)c->cfg->batch.commit_timeout_ms)
-        return;
-    c->batch_cap *= 2;
-    if (c->batch_cap >= c->cfg->batch.max_records)
-        c->batch_cap = 0;
-}
 
 /* tm_dlq_send's context: its wait ends $.dead_letters.delivery_timeout_ms
  * after the send began, or earlier when the commit after it would end too
@@ -310,140 +107,317 @@ static int dlq_deliver(tm_connector *c, const tm_batch *built, tm_error *err) {
     return -1;
 }
 
-void tm_commit_batch(tm_connector *c) {
-    if (!c->batch_open)
-        return;
-    const tm_batch *built = tm_bb_batch(c->bb);
+/* The batch the action names, as built, its answer started (HOOK says
+ * what the machine made of it); NULL (the answer FATAL) when its builder
+ * has none. */
+static const tm_batch *built_of(tm_connector *c, const tm_machine_action *act,
+                                tm_answer *out, tm_answer_hook hook) {
+    out->ev.batch = act->batch;
+    out->hook = hook;
+    tm_batch_builder *bb = tm_commit_builder(c, act->batch, 0);
+    const tm_batch *built = bb ? tm_bb_batch(bb) : NULL;
+    snprintf(c->batch_id, sizeof c->batch_id, "%s",
+             tm_commit_batch_name(c, act->batch));
     if (!built || built->nranges == 0) {
-        c->batch_open = 0;
+        out->ev.status = TM_FATAL;
+        snprintf(out->why, sizeof out->why,
+                 "batch %s: its builder holds no batch", c->batch_id);
+        out->ev.why = out->why;
+        return NULL;
+    }
+    return built;
+}
+
+/* A batch settled (applied, or given up): what its dead letters left on
+ * their way goes. */
+static void settled_hook(tm_connector *c, const tm_answer *a,
+                         const tm_machine_action *acts, size_t n) {
+    (void)acts;
+    (void)n;
+    tm_machine_batch_view out;
+    tm_machine_batch(c->m, 1, &out);
+    if (c->dlq && (out.phase == TM_BATCH_NONE || out.id != a->ev.batch))
+        tm_dlq_forget(c->dlq);
+}
+
+/* RETRY, and dead letters not delivered: the batch is tried again. */
+static void report_retry(tm_connector *c, const char *message) {
+    c->totals.retries++;
+    tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id, message);
+}
+
+void tm_dlq_send_exec(tm_connector *c, const tm_machine_action *act,
+                      tm_answer *out) {
+    const tm_batch *built = built_of(c, act, out, settled_hook);
+    if (!built)
         return;
-    }
-    /* A shallow copy: each attempt gets its own deadline, and dead letters
-     * stay out of the sink when $.dead_letters.sink is false. */
-    tm_batch b = *built;
-    /* The ranges with the lineage each marker keeps: the last record the
-     * batch carries for the partition, even when dead letters stay out of
-     * the sink (they were delivered all the same). */
-    size_t rsize = built->ranges->struct_size;
-    void *ranges = malloc(built->nranges * rsize);
-    if (!ranges) {
-        tm_conn_error(c, 1, "batch %s: out of memory", c->batch_id);
-        tm_commit_drop_batch(c, "out of memory");
-        c->batch_open = 0;
+    out->ev.status = TM_OK;
+    /* Before the sink commit, confirmed: at-least-once into the topic,
+     * never lost when the sink commit then succeeds. */
+    if (!c->dlq || built->ndead_letters == 0)
         return;
-    }
-    memcpy(ranges, built->ranges, built->nranges * rsize);
-    tm_lineage_fill_ranges(ranges, built);
-    b.ranges = ranges;
-    if (!c->cfg->dead_letters.sink) {
-        b.dead_letters = NULL;
-        b.ndead_letters = 0;
-    }
-    int paused = 0, applied = 0,
-        dlq_sent = !c->dlq || built->ndead_letters == 0;
-    tm_backoff_reset(&c->backoff);
     tm_poll_budget_warn(c);
-    for (;;) {
-        tm_status st;
-        tm_error err = tm_error_init();
-        /* Before the sink commit, confirmed: at-least-once into the
-         * topic, never lost when the sink commit then succeeds. */
-        if (!dlq_sent)
-            dlq_sent = dlq_deliver(c, built, &err) == 0;
-        if (c->state == TM_CONN_FAILED) {
-            /* its producer could not be made again: the reason stays */
-            tm_commit_drop_batch(c, "failed");
-            break;
+    tm_error err = tm_error_init();
+    if (dlq_deliver(c, built, &err) == 0)
+        return;
+    if (c->state == TM_CONN_FAILED) {
+        /* Its producer could not be made again: the reason stays. */
+        out->ev.status = TM_FATAL;
+        snprintf(out->why, sizeof out->why, "%s", c->last_error);
+        out->ev.why = out->why;
+        return;
+    }
+    report_retry(c, err.message);
+    out->ev.status = TM_RETRY;
+    snprintf(out->why, sizeof out->why, "%s", err.message);
+    out->ev.why = out->why;
+}
+
+/* One commit at the sink: the batch handed over (a shallow copy with its
+ * own ranges), and what came back. Run on the sink's thread (the
+ * pipeline); the connector's thread reports it once it is done. */
+typedef struct commit_job {
+    tm_connector *c;
+    uint64_t batch;
+    tm_batch b;
+    void *ranges;
+    tm_status st;
+    tm_error err;
+    uint64_t took_ns;
+    /* After FENCED or CONFLICT: the sink's markers, read without
+     * claiming, one per range. */
+    tm_marker *markers;
+    tm_status read_st;
+    tm_error read_err;
+} commit_job;
+
+static void run_commit(void *arg) {
+    commit_job *j = arg;
+    const tm_sink_api *api = j->c->sink.api;
+    void *sink = j->c->sink.sink;
+    uint64_t t0 = tm_metrics_now_ns();
+    j->st = api->commit(sink, &j->b, &j->err);
+    j->took_ns = tm_metrics_now_ns() - t0;
+    if (j->st != TM_FENCED && j->st != TM_CONFLICT)
+        return;
+    size_t n = j->b.nranges;
+    j->markers = calloc(n ? n : 1, sizeof *j->markers);
+    if (!j->markers) {
+        j->read_st = TM_FATAL;
+        snprintf(j->read_err.message, sizeof j->read_err.message,
+                 "out of memory re-reading markers");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tm_range *r = TM_CELEM(tm_range, j->b.ranges, i);
+        j->markers[i].struct_size = sizeof j->markers[i];
+        j->markers[i].topic = r->topic;
+        j->markers[i].partition = r->partition;
+    }
+    j->read_st = api->read_markers(sink, j->markers, n, &j->read_err);
+}
+
+/* After FENCED or CONFLICT: the markers read again into the answer, for
+ * the machine to say which partitions are still ours and where each goes
+ * on. */
+static void reread_markers(tm_connector *c, const commit_job *j,
+                           tm_answer *out) {
+    if (j->read_st != TM_OK) {
+        /* Not knowing where to go on: start over from the last known
+         * commit; the next batch's check will say again. */
+        tm_log(TM_LOG_WARN, c->cfg->name, "read_markers: %s: %s",
+               tm_status_name(j->read_st), j->read_err.message);
+        return;
+    }
+    size_t n = j->b.nranges;
+    if (tm_answer_markers(out, n, 0) != 0) {
+        tm_log(TM_LOG_WARN, c->cfg->name,
+               "read_markers: out of memory re-reading markers");
+        return;
+    }
+    out->was_epoch = calloc(n ? n : 1, sizeof *out->was_epoch);
+    for (size_t i = 0; i < n; i++) {
+        out->markers[i] = j->markers[i];
+        out->markers[i].topic = tm_answer_keep(out, j->markers[i].topic);
+        if (!out->markers[i].topic) {
+            out->ev.nmarkers = 0;
+            return;
         }
-        if (dlq_sent) {
-            /* Stopping cuts the deadline to the stop's grace: the sink
-             * gives up by itself instead of waiting out a lock. Never
-             * past the consumer's next poll (commit/poll_budget.h). */
-            b.deadline_ms = tm_stop_bound_ms(
-                c, tm_poll_budget_commit_until(c, tm_now_ms()));
-            tm_conn_waiting(c, b.deadline_ms,
-                            "the sink's commit of batch %s (%zu records, "
-                            "%" PRId64 " ms at most)",
-                            c->batch_id, b.nrecords,
-                            b.deadline_ms - tm_now_ms());
-            uint64_t t0 = tm_metrics_now_ns();
-            st = c->sink.api->commit(c->sink.sink, &b, &err);
-            uint64_t took_ns = tm_metrics_now_ns() - t0;
-            tm_conn_waiting(c, 0, NULL);
-            tm_metrics_commit_observe(c->metrics, took_ns);
-            if (st == TM_OK || st == TM_ALREADY)
-                grow_back(c, took_ns);
-        } else {
-            st = TM_RETRY;
+        if (out->was_epoch) {
+            const tm_part *p =
+                tm_conn_part(c, j->markers[i].topic, j->markers[i].partition);
+            out->was_epoch[i] = p ? p->epoch : TM_NO_EPOCH;
         }
-        if (st == TM_OK || st == TM_ALREADY) {
-            on_applied(c, &b, st);
-            applied = 1;
-            break;
-        }
-        if (st == TM_RETRY) {
-            c->totals.retries++;
-            tm_conn_error(c, 0, "batch %s: RETRY: %s", c->batch_id,
-                          err.message);
-            c->degraded_by_sink = 1;
-            if (tm_stop_grace_over(c)) {
-                char why[64];
-                snprintf(why, sizeof why, "giving up retries while %s",
-                         tm_stop_kind(c));
-                tm_commit_drop_batch(c, why);
-                break;
-            }
-            if (cut_in_half(c, &b, dlq_sent))
-                break;
-            if (!paused) {
-                /* Backpressure: nothing more is fetched while we wait,
-                 * but the consumer is served so the group keeps us. */
-                tm_commit_pause_all(c, 1);
-                paused = 1;
-            }
-            /* The backoff ends at the stop's deadline, and when a stop is
-             * asked during it: the next attempt has the rest of the grace,
-             * then the batch goes. */
-            tm_commit_serve(c, tm_backoff_next(&c->backoff));
-            if (c->batch_abandoned || c->state == TM_CONN_FAILED) {
-                tm_commit_drop_batch(c, "partitions revoked during retries");
-                break;
-            }
+    }
+    out->ev.markers_read = 1;
+}
+
+/* The markers read again after FENCED or CONFLICT: each partition the
+ * machine fenced now is said, as is what the applied batch counted. */
+static void answer_hook(tm_connector *c, const tm_answer *a,
+                        const tm_machine_action *acts, size_t n) {
+    settled_hook(c, a, acts, n);
+    for (size_t i = 0; a->ev.markers_read && i < a->ev.nmarkers; i++) {
+        const tm_marker *mk = &a->ev.markers[i];
+        tm_part *p = tm_conn_part(c, mk->topic, mk->partition);
+        tm_machine_part_view v;
+        tm_machine_part(c->m, mk->topic, mk->partition, &v);
+        if (!p || v.state != TM_PART_FENCED || p->fenced)
             continue;
+        /* Another host claimed it: ours no more. Paused, waiting for the
+         * group to revoke it; claiming back here would start a fencing
+         * war. */
+        tm_conn_log(c, TM_LOG_WARN, p->topic, p->partition, c->batch_id,
+                    "fenced: epoch %" PRId64 " is now %" PRId64
+                    " (another host claimed it); paused until revoked, or "
+                    "claimed again if no revoke comes within %" PRId64 " ms",
+                    a->was_epoch ? a->was_epoch[i] : p->epoch, mk->epoch,
+                    tm_fenced_bound_ms(c));
+        p->fenced = 1;
+    }
+    for (size_t i = 0; a->ev.markers_read && i < a->ev.nmarkers; i++) {
+        tm_part *p =
+            tm_conn_part(c, a->ev.markers[i].topic, a->ev.markers[i].partition);
+        if (p && !p->fenced) {
+            p->marker = a->ev.markers[i];
+            p->marker.topic = p->topic;
         }
-        if (st == TM_FENCED) {
-            c->totals.fenced++;
-            tm_conn_error(c, 0, "batch %s: FENCED: %s", c->batch_id,
-                          err.message);
-            reread_markers(c, &b);
-            tm_commit_drop_batch(c, "fenced");
-            break;
-        }
-        if (st == TM_CONFLICT) {
-            c->totals.conflicts++;
-            c->conflicts_in_row++;
-            tm_conn_error(c, c->conflicts_in_row >= MAX_CONFLICTS_IN_ROW,
-                          "batch %s: CONFLICT (%d in a row): %s", c->batch_id,
-                          c->conflicts_in_row, err.message);
-            reread_markers(c, &b);
-            tm_commit_drop_batch(c, "conflict: rebuilding from the markers");
-            break;
-        }
-        tm_conn_error(c, 1, "batch %s: %s: %s", c->batch_id, tm_status_name(st),
-                      err.message[0] ? err.message : "(no message)");
-        tm_commit_drop_batch(c, "failed");
+    }
+}
+
+/* The host's counts of an applied batch: what the sink made of the
+ * records it was handed (rows, dead letters, duplicates) is in its
+ * markers. */
+static void on_applied(tm_connector *c, tm_batch_builder *bb, const tm_batch *b,
+                       tm_status st) {
+    tm_bb_counts n;
+    tm_bb_counts(bb, &n);
+    if (st == TM_ALREADY)
+        tm_conn_log(c, TM_LOG_INFO, NULL, -1, c->batch_id,
+                    "batch %s was already applied (an earlier attempt's "
+                    "commit went through)",
+                    c->batch_id);
+    c->totals.batches++;
+    snprintf(c->last_batch_id, sizeof c->last_batch_id, "%s", c->batch_id);
+    c->last_batch_ms = tm_wall_ms();
+    c->last_batch_records = n.rows + n.dead_letters + n.filtered + n.duplicates;
+    c->markers_dirty = 1;
+    /* The sign of recovery after RETRY (the status's health says it at
+     * its next write too): from now on records taken are one again (the
+     * machine's TAKE flows), which must not say it first. */
+    tm_conn_recovered(c, "a batch committed");
+    uint64_t deletes = 0;
+    for (size_t j = 0; j < b->nrecords; j++)
+        deletes +=
+            TM_RECORD_OP(TM_CELEM(tm_record, b->records, j)) == TM_OP_DELETE;
+    tm_conn_log(c, TM_LOG_DEBUG, NULL, -1, c->batch_id,
+                "committed: %zu range(s); handed to the sink %" PRIu64
+                " records (%" PRIu64 " deletes); by the host %" PRIu64
+                " dead letters, %" PRIu64 " filtered, %" PRIu64 " duplicates",
+                b->nranges, n.rows, deletes, n.dead_letters, n.filtered,
+                n.duplicates);
+}
+
+static void job_free(commit_job *j) {
+    free(j->ranges);
+    free(j->markers);
+    free(j);
+}
+
+void tm_sink_commit_answer(tm_connector *c, void *job, tm_answer *out) {
+    commit_job *j = job;
+    out->ev.batch = j->batch;
+    out->hook = answer_hook;
+    snprintf(c->batch_id, sizeof c->batch_id, "%s",
+             tm_commit_batch_name(c, j->batch));
+    tm_conn_waiting(c, 0, NULL);
+    tm_metrics_commit_observe(c->metrics, j->took_ns);
+    tm_status st = j->st;
+    out->ev.status = st;
+    /* A connector FAILED meanwhile says nothing more of it. */
+    if (c->state == TM_CONN_FAILED) {
+        job_free(j);
+        return;
+    }
+    switch (st) {
+    case TM_OK:
+    case TM_ALREADY:
+        on_applied(c, tm_commit_builder(c, j->batch, 0), &j->b, st);
+        break;
+    case TM_RETRY: report_retry(c, j->err.message); break;
+    case TM_FENCED:
+        c->totals.fenced++;
+        tm_conn_error(c, 0, "batch %s: FENCED: %s", c->batch_id,
+                      j->err.message);
+        reread_markers(c, j, out);
+        break;
+    case TM_CONFLICT:
+        c->totals.conflicts++;
+        tm_conn_error(c, 0, "batch %s: CONFLICT: %s", c->batch_id,
+                      j->err.message);
+        reread_markers(c, j, out);
+        break;
+    default:
+        /* The machine FAILS the connector with this reason. */
+        snprintf(out->why, sizeof out->why, "batch %s: %s: %s", c->batch_id,
+                 tm_status_name(st),
+                 j->err.message[0] ? j->err.message : "(no message)");
+        out->ev.why = out->why;
         break;
     }
-    free(ranges);
-    c->batch_open = 0;
-    if (c->dlq)
-        tm_dlq_forget(c->dlq); /* what a batch given up left on its way */
-    if (paused && c->state != TM_CONN_FAILED)
-        tm_commit_pause_all(c, 0);
-    /* An applied batch reaches the status file with the next periodic
-     * write (at least every second). Forced after every commit, the write
-     * re-read every marker from the sink first: ten round trips after a
-     * PostgreSQL commit of four, about half the throughput at 100 records
-     * a batch (docs/benchmarks.md). Anything else is written at once. */
-    tm_conn_status_tick(c, !applied);
+    job_free(j);
+}
+
+int tm_sink_commit_exec(tm_connector *c, const tm_machine_action *act,
+                        tm_answer *out) {
+    const tm_batch *built = built_of(c, act, out, answer_hook);
+    if (!built)
+        return 1;
+    /* A shallow copy: the attempt's own deadline, and dead letters stay
+     * out of the sink when $.dead_letters.sink is false. The ranges with
+     * the lineage each marker keeps: the last record the batch carries for
+     * the partition, even when dead letters stay out of the sink (they
+     * were delivered all the same). */
+    commit_job *j = calloc(1, sizeof *j);
+    size_t rsize = built->ranges->struct_size;
+    void *ranges = j ? malloc(built->nranges * rsize) : NULL;
+    if (!ranges) {
+        free(j);
+        out->ev.status = TM_FATAL;
+        snprintf(out->why, sizeof out->why, "batch %s: out of memory",
+                 c->batch_id);
+        out->ev.why = out->why;
+        return 1;
+    }
+    j->c = c;
+    j->batch = act->batch;
+    j->b = *built;
+    j->err = tm_error_init();
+    j->read_err = tm_error_init();
+    memcpy(ranges, built->ranges, built->nranges * rsize);
+    tm_lineage_fill_ranges(ranges, built);
+    j->ranges = ranges;
+    j->b.ranges = ranges;
+    if (!c->cfg->dead_letters.sink) {
+        j->b.dead_letters = NULL;
+        j->b.ndead_letters = 0;
+    }
+    tm_poll_budget_warn(c);
+    /* The machine's deadline: the commit's, cut to the stop's grace once
+     * stopping (the sink gives up by itself instead of waiting out a
+     * lock); never past the consumer's next poll (commit/poll_budget.h). */
+    int64_t until = tm_poll_budget_commit_until(c, tm_now_ms());
+    j->b.deadline_ms =
+        tm_stop_bound_ms(c, act->offset < until ? act->offset : until);
+    tm_conn_waiting(c, j->b.deadline_ms,
+                    "the sink's commit of batch %s (%zu records, %" PRId64
+                    " ms at most)",
+                    c->batch_id, j->b.nrecords, j->b.deadline_ms - tm_now_ms());
+    /* On the sink's thread while this one polls and converts the next
+     * batch; its answer is fed when it is done (commit_loop.c). */
+    if (tm_sink_commit_start(c, run_commit, j) == 0)
+        return 0;
+    run_commit(j);
+    tm_sink_commit_answer(c, j, out);
+    return 1;
 }

@@ -7,14 +7,27 @@
 #include "kafka/consumer_ops.h"
 #include "runtime/connector_state.h"
 
+/* Makes the connector core (commit/machine.h) with the connector's batch
+ * settings, once its consumer exists; tm_commit_end frees it. 0, or -1
+ * with errstr. */
+int tm_commit_start(tm_connector *c, char *errstr, size_t errsize);
+void tm_commit_end(tm_connector *c);
+
+/* The rebalance callback claims ASSIGNED (n of them): the machine's START
+ * actions set where each starts; NULL when it returns. */
+void tm_commit_assigning(tm_connector *c, tm_kafka_tp *assigned, size_t n);
+
+/* The machine's view of each partition into c->parts (the status reads
+ * it); a partition it no longer holds goes. No-op without a machine. */
+void tm_commit_sync_parts(tm_connector *c);
+
 /* Runs until *c->stop is set (then finishes or abandons the batch in
  * flight), the connector is FAILED, or the consumer failed fatally (the
  * batch in flight dropped; c->consumer_fatal set). */
 void tm_commit_loop_run(tm_connector *c);
 
-/* The rebalance callback's revoke: a batch never outlives the assignment
- * of its partitions. Drops the batch in flight when it holds a revoked
- * partition (every batch when lost), and forgets the revoked partitions. */
+/* The rebalance callback's revoke: REVOKED (or LOST) to the machine, for
+ * which a batch never outlives the assignment of its partitions. */
 void tm_commit_on_revoke(tm_connector *c, const tm_kafka_tp *revoked,
                          size_t nrevoked, int lost);
 

@@ -52,14 +52,13 @@ void tm_lineage_hash(const void *key, size_t key_len, const void *value,
     out[TM_RECORD_HASH_MAX - 1] = '\0';
 }
 
-/* The range's last record so far is at offset, keep it if it is later. */
-static void consider(tm_range *r, int64_t offset, int64_t ts, const void *key,
-                     size_t key_len, const void *value, size_t value_len) {
+/* The range's last record so far is at offset: it is kept (its hash made
+ * once the whole batch is walked) if it is later. */
+static void consider(tm_range *r, int64_t offset, int64_t ts) {
     if (r->last_offset != TM_NO_OFFSET && offset <= r->last_offset)
         return;
     r->last_offset = offset;
     r->last_timestamp_ms = ts;
-    tm_lineage_hash(key, key_len, value, value_len, r->last_record_hash);
 }
 
 void tm_lineage_fill_ranges(tm_range *ranges, const tm_batch *b) {
@@ -71,19 +70,36 @@ void tm_lineage_fill_ranges(tm_range *ranges, const tm_batch *b) {
         r->last_timestamp_ms = -1;
         r->last_record_hash[0] = '\0';
     }
+    /* The last record of each range first, then its hash alone: hashing
+     * every record that was the last so far hashed the whole batch. */
     for (size_t i = 0; i < b->nrecords; i++) {
         const tm_record *rec = TM_CELEM(tm_record, b->records, i);
         if (rec->range < b->nranges)
             consider(TM_ELEM(tm_range, ranges, rec->range), rec->offset,
-                     rec->timestamp_ms, rec->key, rec->key_len, rec->value,
-                     rec->value_len);
+                     rec->timestamp_ms);
     }
     for (size_t i = 0; i < b->ndead_letters; i++) {
         const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
         if (d->range < b->nranges)
             consider(TM_ELEM(tm_range, ranges, d->range), d->offset,
-                     d->timestamp_ms, d->key, d->key_len, d->value,
-                     d->value_len);
+                     d->timestamp_ms);
+    }
+    for (size_t i = 0; i < b->nrecords; i++) {
+        const tm_record *rec = TM_CELEM(tm_record, b->records, i);
+        tm_range *r = rec->range < b->nranges
+                          ? TM_ELEM(tm_range, ranges, rec->range)
+                          : NULL;
+        if (r && rec->offset == r->last_offset && !r->last_record_hash[0])
+            tm_lineage_hash(rec->key, rec->key_len, rec->value, rec->value_len,
+                            r->last_record_hash);
+    }
+    for (size_t i = 0; i < b->ndead_letters; i++) {
+        const tm_dead_letter *d = TM_CELEM(tm_dead_letter, b->dead_letters, i);
+        tm_range *r =
+            d->range < b->nranges ? TM_ELEM(tm_range, ranges, d->range) : NULL;
+        if (r && d->offset == r->last_offset && !r->last_record_hash[0])
+            tm_lineage_hash(d->key, d->key_len, d->value, d->value_len,
+                            r->last_record_hash);
     }
 }
 

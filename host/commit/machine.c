@@ -9,6 +9,11 @@
 
 #include "commit/machine_internal.h"
 
+/* MACHINE_MUTANT (tests only): machine_batch.c lists them; 7 here. */
+#ifndef MACHINE_MUTANT
+#define MACHINE_MUTANT 0
+#endif
+
 /* The values of today's host: $.batch's defaults (config/connector_config.c),
  * commit_batch.c's, connector.c's and commit_loop.c's (twice librdkafka's
  * default session timeout). */
@@ -225,12 +230,33 @@ static void on_timer(tm_machine *m) {
     tm_m_parts_timer(m);
 }
 
-static void on_stop(tm_machine *m) {
+static void on_stop(tm_machine *m, const tm_machine_event *ev) {
     if (!m->stopping) {
         m->stopping = 1;
         m->give_up_ms = m->now_ms + m->cfg.stop_grace_ms;
+        /* Seen before now (a sink's call it waited for): its grace counts
+         * from then. */
+        if (ev->offset > 0 && ev->offset < m->give_up_ms)
+            m->give_up_ms = ev->offset;
     }
+    snprintf(m->stop_why, sizeof m->stop_why, "%s",
+             ev->why ? ev->why : "stopping");
+    /* A batch waiting out RETRY's backoff is tried once more at once,
+     * within the grace; then it goes. */
+    if (m->at_sink.phase == TM_BATCH_RETRY_WAIT)
+        m->at_sink.retry_at = m->now_ms;
+    tm_m_batch_timer(m);
     tm_m_cut(m, 1);
+}
+
+/* A pause is over: what was fetched while stopping was not taken, so
+ * every running partition is read again from next_expected. */
+static void on_go_on(tm_machine *m) {
+    m->stopping = 0;
+    m->give_up_ms = 0;
+    for (size_t i = 0; i < m->nparts && MACHINE_MUTANT != 7; i++)
+        if (m->parts[i].state == TM_PART_RUNNING)
+            m->parts[i].needs_seek = 1;
 }
 
 /* ---- The step -------------------------------------------------------- */
@@ -290,7 +316,8 @@ static const char *malformed(const tm_machine *m, const tm_machine_event *ev) {
     case TM_EV_MARKERS_READ:
     case TM_EV_BATCH_DUE:
     case TM_EV_TIMER:
-    case TM_EV_STOP: return NULL;
+    case TM_EV_STOP:
+    case TM_EV_GO_ON: return NULL;
     }
     return "unknown event kind";
 }
@@ -333,7 +360,8 @@ int tm_machine_step(tm_machine *m, const tm_machine_event *ev,
         break;
     }
     case TM_EV_TIMER: on_timer(m); break;
-    case TM_EV_STOP: on_stop(m); break;
+    case TM_EV_STOP: on_stop(m, ev); break;
+    case TM_EV_GO_ON: on_go_on(m); break;
     }
     /* A batch is cut once its last TAKE is answered (converted). */
     if (!m->failed && !m->take_out && ev->kind != TM_EV_TIMER &&
@@ -393,6 +421,7 @@ void tm_machine_batch(const tm_machine *m, int which,
     out->nranges = b->nranges;
     out->messages = b->messages;
     out->abandoned = b->abandoned;
+    out->due = !which && tm_m_due(m);
 }
 
 int tm_machine_batch_range(const tm_machine *m, int which, size_t i,
@@ -416,11 +445,25 @@ int tm_machine_failed(const tm_machine *m) {
     return m->failed;
 }
 
+int64_t tm_machine_due_ms(const tm_machine *m) {
+    int64_t due = INT64_MAX;
+    if (m->failed)
+        return due;
+    /* The batch being built is cut by age only once the sink is free. */
+    if (m->building.phase == TM_BATCH_BUILDING &&
+        m->at_sink.phase == TM_BATCH_NONE)
+        due = m->building.opened_ms + m->cfg.max_wait_ms;
+    if (m->at_sink.phase == TM_BATCH_RETRY_WAIT && m->at_sink.retry_at < due)
+        due = m->at_sink.retry_at;
+    return due;
+}
+
 const char *tm_machine_event_name(tm_machine_event_kind k) {
     static const char *const names[] = {
-        "ASSIGNED", "REVOKED",       "LOST",        "CLAIMED", "MARKERS_READ",
-        "RECORD",   "PARTITION_END", "BATCH_DUE",   "TAKEN",   "RECORD_STOP",
-        "DLQ_SENT", "SINK_ANSWER",   "SEEK_FAILED", "TIMER",   "STOP"};
+        "ASSIGNED",     "REVOKED",     "LOST",          "CLAIMED",
+        "MARKERS_READ", "RECORD",      "PARTITION_END", "BATCH_DUE",
+        "TAKEN",        "RECORD_STOP", "DLQ_SENT",      "SINK_ANSWER",
+        "SEEK_FAILED",  "TIMER",       "STOP",          "GO_ON"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 

@@ -6,42 +6,31 @@
  * the dead-letter topic delivered before the sink commit, the sink commit,
  * group offsets after it, and what each answer of the sink means. It calls
  * nothing: no librdkafka, no sink, no clock (time comes in the events), no
- * log, no thread. NOT WIRED IN YET: today's code paths still run the host.
- *
- * What the wiring step has to do (with issue 15 part 3, the pipeline):
- *  - event sources:
- *    kafka/consumer.c rebalance_cb: ASSIGNED (after tm_claim_assigned's
- *      filter of foreign topics), REVOKED / LOST (rd_kafka_assignment_lost);
- *    commit/commit_loop.c on_message: RECORD (with the message's size),
- *      PARTITION_END (tm_kafka_poll's TM_POLLED_END position);
- *      batch_due and the poll timeout become TIMER; apply_seeks' failures
- *      SEEK_FAILED; a stop becomes STOP;
- *    commit/claim.c claim_list: CLAIMED with the markers, the log's
- *      bounds and the status (TM_RETRY for a deferred claim, after its
- *      patience; lineage is checked there before CLAIMED is sent);
- *    commit/claim.c reread_fenced: MARKERS_READ;
- *    the TAKE's executor: TAKEN (tm_bb_add converted it, or failed),
- *      RECORD_STOP (tm_bb_add's -2: the converter's STOP, tm_bb_stopped
- *      its words);
- *    commit/commit_batch.c: DLQ_SENT (tm_dlq_send), SINK_ANSWER (commit()'s
- *      status, and for FENCED / CONFLICT the markers read_markers returned).
- *  - action executors:
- *    CLAIM → claim_list (start policy, watermarks, sink claim, lineage);
- *    READ_MARKERS → read_markers; START → the offset of the partition in
- *    the assignment tm_claim_assigned fills (TM_KAFKA_OFFSET_END for
- *    TM_MACHINE_LOG_END); PAUSE / RESUME → tm_kafka_set_paused; SEEK →
- *    tm_kafka_seek (kafka/consumer_ops.h: commit/ calls no librdkafka);
- *    RANGE / TAKE / EXTEND → tm_bb_range / tm_bb_add / tm_bb_extend into
- *    the batch's own builder (two builders for the pipeline); DLQ_SEND →
- *    tm_dlq_send; SINK_COMMIT → tm_lineage_fill_ranges and commit();
- *    COMMIT_OFFSETS → tm_kafka_commit_offsets; DROP_BATCH → tm_bb_reset;
- *    WRITE_STATUS → tm_conn_status_tick(c, 1); DEGRADE / FAIL →
- *    tm_conn_error(c, 0 / 1, ...).
+ * log, no thread. The host runs it (docs/architecture.md, "The connector
+ * core as a state machine"):
+ *  - event sources: kafka/consumer.c's rebalance callback (ASSIGNED
+ *    through commit/claim.c's guard against foreign topics, REVOKED, LOST;
+ *    LOST too when the consumer is made again, runtime/connector.c);
+ *    commit/commit_loop.c (RECORD with the message's size, PARTITION_END,
+ *    TIMER when tm_machine_due_ms says and now and then, STOP with the
+ *    stop's deadline, GO_ON after a pause); the executors' answers
+ *    (CLAIMED, MARKERS_READ from commit/claim.c; TAKEN, RECORD_STOP,
+ *    SEEK_FAILED from commit/commit_loop.c; DLQ_SENT, SINK_ANSWER from
+ *    commit/commit_batch.c), each fed once every action of its step is
+ *    done, a TAKE's first.
+ *  - action executors: CLAIM, READ_MARKERS in commit/claim.c (start
+ *    policy, watermarks, the sink's claim, lineage); START into the
+ *    assignment the rebalance callback hands librdkafka; PAUSE, RESUME,
+ *    SEEK, COMMIT_OFFSETS through kafka/consumer_ops.h; RANGE, TAKE,
+ *    EXTEND, DROP_BATCH into the batch's own builder (one per batch);
+ *    DLQ_SEND, SINK_COMMIT in commit/commit_batch.c (the commit on the
+ *    sink's thread, runtime/sink_calls.h, while the connector's thread
+ *    builds the next batch: the pipeline); WRITE_STATUS,
+ *    DEGRADE, FAIL through the status and tm_conn_error.
  *  - what the sink answered is reported by the executor that sent
- *    SINK_ANSWER, as commit_batch.c does now: RETRY, FENCED and CONFLICT
- *    with the sink's message (DEGRADED), the totals and the metrics; the
- *    machine's own DEGRADE and FAIL carry its reasons only.
- *  - runtime/connector.c keeps the threads, the stop watch and the status.
+ *    SINK_ANSWER: RETRY, FENCED and CONFLICT with the sink's message
+ *    (DEGRADED), the totals and the metrics; the machine's own DEGRADE
+ *    and FAIL carry its reasons only.
  *  - the status facts the machine decides: a TAKE's flows (records read
  *    again after a RETRY are no sign of recovery: tm_conn_recovered only
  *    when set); a stopped partition's stop_at and held (tm_machine_part),
@@ -124,8 +113,16 @@ typedef enum tm_machine_event_kind {
     /* Time passed (now_ms): batch age, retry and claim backoffs, fenced
      * bounds. */
     TM_EV_TIMER,
-    /* Stopping: the batch in flight gets stop_grace_ms from now_ms. */
-    TM_EV_STOP
+    /* Stopping: the batch in flight gets stop_grace_ms from now_ms, or
+     * until offset when that is earlier (the stop's deadline, the stop
+     * seen before now; 0: none); why names the stop for the reasons
+     * ("stopping", "pausing"; NULL: "stopping"). A batch waiting to retry
+     * is tried again at once. */
+    TM_EV_STOP,
+    /* The stop was a pause and is over: records are taken and claims
+     * retried again, and every running partition is read again from where
+     * its next batch starts (what was fetched meanwhile was not taken). */
+    TM_EV_GO_ON
 } tm_machine_event_kind;
 
 typedef struct tm_machine_tp {
@@ -251,6 +248,7 @@ typedef struct tm_machine_batch_view {
     size_t nranges;
     int64_t messages;
     int abandoned; /* a partition of it was revoked or lost at the sink */
+    int due;       /* the one being built is due: cut once the sink is free */
 } tm_machine_batch_view;
 
 /* which 0: the batch being built; 1: the one at the sink. */
@@ -262,6 +260,13 @@ int tm_machine_batch_range(const tm_machine *m, int which, size_t i,
                            tm_range *out);
 
 int tm_machine_failed(const tm_machine *m);
+
+/* The earliest now_ms at which a TIMER moves a batch (the one being built
+ * due by age while the sink is free, the next attempt after RETRY's
+ * backoff); INT64_MAX when
+ * none waits on time. Claims and fenced bounds are not counted: a TIMER
+ * now and then serves them. */
+int64_t tm_machine_due_ms(const tm_machine *m);
 
 const char *tm_machine_event_name(tm_machine_event_kind k);
 const char *tm_machine_action_name(tm_machine_action_kind k);

@@ -10,7 +10,8 @@
  *   3 a batch goes to the sink while another is there
  *   4 the sink commit is asked before the dead letters are on the topic
  *   5 a partition end carries the marker one offset past the position
- *   6 a stopped partition's range is carried one past its stop */
+ *   6 a stopped partition's range is carried one past its stop
+ *   7 (machine.c) going on after a pause reads nothing again */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,7 +134,7 @@ static void attempt(tm_machine *m) {
     emit_batch(m, TM_ACT_SINK_COMMIT, b, UINT32_MAX, b->deadline_ms, NULL);
 }
 
-static int due(const tm_machine *m) {
+int tm_m_due(const tm_machine *m) {
     const mbatch *b = &m->building;
     int64_t max_records = m->batch_cap ? m->batch_cap : m->cfg.max_records;
     return b->phase == TM_BATCH_BUILDING &&
@@ -149,7 +150,7 @@ void tm_m_cut(tm_machine *m, int forced) {
         return;
     if (forced)
         m->building.due_asked = 1; /* kept while the sink is busy */
-    if (!due(m))
+    if (!tm_m_due(m))
         return;
     if (m->at_sink.phase != TM_BATCH_NONE) {
         if (MACHINE_MUTANT != 3)
@@ -247,7 +248,9 @@ static void on_retry(tm_machine *m, int called) {
     /* Whatever was built behind it is read again after the answer. */
     tm_m_drop(m, &m->building, "the batch before it was not applied");
     if (m->stopping && m->now_ms >= m->give_up_ms) {
-        tm_m_drop(m, b, "giving up retries while stopping");
+        char why[64];
+        snprintf(why, sizeof why, "giving up retries while %s", m->stop_why);
+        tm_m_drop(m, b, why);
         tm_m_settle(m, 0);
         return;
     }
@@ -266,6 +269,9 @@ static void on_retry(tm_machine *m, int called) {
     }
     b->phase = TM_BATCH_RETRY_WAIT;
     b->retry_at = m->now_ms + tm_backoff_next(&m->retry_backoff);
+    /* Stopping: the wait ends with the grace, the last attempt there. */
+    if (m->stopping && b->retry_at > m->give_up_ms)
+        b->retry_at = m->give_up_ms;
 }
 
 void tm_m_answer(tm_machine *m, const tm_machine_event *ev) {

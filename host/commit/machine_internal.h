@@ -71,6 +71,7 @@ struct tm_machine {
     int failed;
     int stopping;
     int64_t give_up_ms; /* stopping: the batch out is given up past it */
+    char stop_why[32];  /* STOP's why: "stopping", "pausing" */
     int64_t now_ms;
     tm_backoff retry_backoff, claim_backoff;
     int64_t claim_retry_ms;
@@ -106,6 +107,8 @@ void tm_m_drop(tm_machine *m, mbatch *b, const char *why);
 /* Hands the batch being built to the sink when it is due (forced: now) and
  * the sink is free. */
 void tm_m_cut(tm_machine *m, int forced);
+/* The batch being built is due (records, bytes, age, a stop, asked). */
+int tm_m_due(const tm_machine *m);
 /* The batch at the sink is settled, applied or not. */
 void tm_m_settle(tm_machine *m, int applied);
 void tm_m_record(tm_machine *m, const tm_machine_event *ev);

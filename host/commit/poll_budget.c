@@ -22,8 +22,7 @@ static int64_t poll_budget_ms(tm_connector *c) {
            POLL_SHARE_NUM;
 }
 
-/* The time the sink's commit gets within the budget. */
-static int64_t commit_share_ms(tm_connector *c) {
+int64_t tm_poll_budget_commit_ms(tm_connector *c) {
     int64_t budget = poll_budget_ms(c);
     return c->cfg->batch.commit_timeout_ms < budget
                ? c->cfg->batch.commit_timeout_ms
@@ -57,12 +56,14 @@ void tm_poll_budget_warn(tm_connector *c) {
                 " ms for the commit, so that the consumer is polled in time",
                 dlq, c->cfg->batch.commit_timeout_ms,
                 tm_kafka_consumer_max_poll_ms(c->rk),
-                budget - commit_share_ms(c), commit_share_ms(c));
+                budget - tm_poll_budget_commit_ms(c),
+                tm_poll_budget_commit_ms(c));
 }
 
 int64_t tm_poll_budget_dlq_until(tm_connector *c, int64_t now) {
     int64_t until = now + c->cfg->dead_letters.delivery_timeout_ms,
-            room = c->polled_ms + poll_budget_ms(c) - commit_share_ms(c);
+            room =
+                c->polled_ms + poll_budget_ms(c) - tm_poll_budget_commit_ms(c);
     return room < until ? room : until;
 }
 

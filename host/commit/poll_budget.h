@@ -21,6 +21,10 @@ int64_t tm_poll_budget_dlq_until(tm_connector *c, int64_t now);
  * bound): $.batch.commit_timeout_ms after NOW, or the budget's end. */
 int64_t tm_poll_budget_commit_until(tm_connector *c, int64_t now);
 
+/* The time one commit gets within the budget: $.batch.commit_timeout_ms,
+ * or the budget when that is shorter (the machine's commit deadline). */
+int64_t tm_poll_budget_commit_ms(tm_connector *c);
+
 /* Logs once per run that the configured waits do not fit the budget, and
  * what each gets. */
 void tm_poll_budget_warn(tm_connector *c);

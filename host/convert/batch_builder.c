@@ -343,7 +343,7 @@ static int store(tm_batch_builder *bb, const tm_msg_view *m, const char *topic,
     return 0;
 }
 
-static size_t message_bytes(const tm_msg_view *m) {
+size_t tm_bb_message_bytes(const tm_msg_view *m) {
     size_t n = (m->key ? m->key_len : 0) + (m->value ? m->value_len : 0);
     for (size_t i = 0; i < m->nheaders; i++)
         n += (m->headers[i].name ? strlen(m->headers[i].name) : 0) +
@@ -387,7 +387,7 @@ static int add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
         return -1;
     bb->ranges[range].end_offset = m->offset + 1;
     bb->messages++;
-    bb->bytes += message_bytes(m);
+    bb->bytes += tm_bb_message_bytes(m);
     return 0;
 }
 

@@ -89,6 +89,9 @@ size_t tm_bb_memory(const tm_batch_builder *bb);
 /* Key + value + header (name and value) bytes added since reset, for
  * batch.max_bytes. */
 size_t tm_bb_bytes(const tm_batch_builder *bb);
+/* What one message counts towards them: key, value, headers' names and
+ * values. */
+size_t tm_bb_message_bytes(const tm_msg_view *m);
 /* This batch's outcomes as the host knows them. The function is
  * tm_bb_get_counts because C has one name space for types and functions;
  * the macro lets callers write tm_bb_counts(bb, &c) next to a variable

@@ -238,3 +238,8 @@ void tm_kafka_polled_release(tm_polled *p) {
         rd_kafka_message_destroy(p->msg);
     memset(p, 0, sizeof *p);
 }
+
+void tm_kafka_wake(rd_kafka_t *rk) {
+    if (rk)
+        rd_kafka_yield(rk);
+}

@@ -117,4 +117,8 @@ void tm_kafka_polled_view(const tm_polled *p, tm_header_view *hv,
 
 void tm_kafka_polled_release(tm_polled *p);
 
+/* Wakes a tm_kafka_poll waiting on rk (it returns nothing at once); from
+ * any thread. rk NULL: nothing. */
+void tm_kafka_wake(rd_kafka_t *rk);
+
 #endif

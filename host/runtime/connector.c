@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commit/backoff.h"
 #include "commit/claim.h"
 #include "commit/commit_internal.h"
 #include "commit/commit_loop.h"
@@ -24,6 +25,7 @@
 #include "kafka/member_id.h"
 #include "metrics/metrics_registry.h"
 #include "runtime/connector_state.h"
+#include "runtime/sink_calls.h"
 #include "services/log.h"
 #include "services/redact.h"
 #include "status/status_file.h"
@@ -106,10 +108,8 @@ void tm_conn_error(tm_connector *c, int fail, const char *fmt, ...) {
     c->error_seq++;
     tm_metrics_error(c->metrics);
     if (!fail) {
-        if (!c->degraded_ms) {
+        if (!c->degraded_ms)
             c->degraded_ms = c->last_error_ms;
-            c->degraded_by_sink = 0; /* a new spell: the caller says */
-        }
         c->degraded_batches = c->totals.batches;
     }
     if (fail && c->state != TM_CONN_FAILED) {
@@ -143,7 +143,6 @@ void tm_conn_recovered(tm_connector *c, const char *what) {
            "recovered (%s) after %" PRId64 " s of retries; the last error: %s",
            what, (tm_wall_ms() - c->degraded_ms) / 1000, c->last_error);
     c->degraded_ms = 0;
-    c->degraded_by_sink = 0;
 }
 
 void tm_conn_log(const tm_connector *c, tm_log_level level, const char *topic,
@@ -178,7 +177,7 @@ static int open_sink(tm_connector *c) {
     tm_backoff_init(&b, 500, 30000, (uint64_t)tm_now_ms());
     while (!atomic_load(&c->ctl->stop)) {
         char why[1024];
-        tm_status st = tm_sink_instance_open(&c->sink, why, sizeof why);
+        tm_status st = tm_sink_open(c, why, sizeof why);
         if (st == TM_OK)
             return 0;
         if (st != TM_RETRY) {
@@ -265,10 +264,18 @@ static void wait_failed(tm_connector *c) {
  * with one group.instance.id, say). 0, or -1 when FAILED. */
 static int restart_consumer(tm_connector *c) {
     tm_consumer_stop(c, 5000);
+    /* Lost with the consumer: the machine forgets them (and any batch). */
+    tm_commit_sync_parts(c);
+    tm_kafka_tp *all = calloc(c->nparts ? c->nparts : 1, sizeof *all);
+    if (!all) {
+        tm_conn_error(c, 1, "out of memory");
+        return -1;
+    }
     for (size_t i = 0; i < c->nparts; i++)
-        free(c->parts[i].topic);
-    c->nparts = 0;
-    c->any_unclaimed = 0;
+        all[i] =
+            (tm_kafka_tp){c->parts[i].topic, c->parts[i].partition, 0, NULL};
+    tm_commit_on_revoke(c, all, c->nparts, 1);
+    free(all);
     c->markers_dirty = 1;
     int in_row = tm_restarts_admit(c, &c->consumer_restarts,
                                    "the Kafka consumer", c->last_error);
@@ -307,63 +314,34 @@ static void load_pause(tm_connector *c) {
     }
 }
 
-/* Claims the partitions of the assignment the host does not know: an
- * assignment whose claim the pause cut short (the claim gives up, as for
- * a stop, and the partitions stay assigned at the log's end, taken by
- * nobody). Claimed now, they seek to their markers when the commit loop
- * goes on. Partitions outside the subscription are not ours to claim. */
-static void claim_orphans(tm_connector *c, const tm_kafka_tp *assigned,
-                          size_t nassigned) {
-    size_t n = 0;
-    tm_kafka_tp *orphans = calloc(nassigned ? nassigned : 1, sizeof *orphans);
-    if (!orphans)
-        return;
-    for (size_t i = 0; i < nassigned; i++) {
-        const tm_kafka_tp *tp = &assigned[i];
-        char why[256];
-        if (!tm_conn_part(c, tp->topic, tp->partition) &&
-            tm_config_reads_topic(c->cfg, tp->topic, why, sizeof why) == 1)
-            orphans[n++] = (tm_kafka_tp){tp->topic, tp->partition, 0, NULL};
-    }
-    if (n > 0 && tm_claim_assigned(c, orphans, n) == 0)
-        for (size_t i = 0; i < n; i++) {
-            tm_part *p =
-                tm_conn_part(c, orphans[i].topic, orphans[i].partition);
-            if (p)
-                p->needs_seek = 1;
-        }
-    free(orphans);
-}
-
 /* Pauses every partition librdkafka assigned to this consumer (one
  * assigned during the pause included: the rebalance callback claims it,
- * nothing fetches it). */
+ * nothing fetches it; a claim a stop gave up is deferred, and the machine
+ * claims it once it goes on). */
 static void pause_assigned(tm_connector *c) {
     tm_kafka_tp *l = NULL;
     size_t n = 0;
     char why[256];
     if (tm_kafka_assignment(c->rk, &l, &n, why, sizeof why) != 0)
         return;
-    if (n > 0) {
-        claim_orphans(c, l, n);
+    if (n > 0)
         (void)tm_kafka_set_paused(c->rk, l, n, 1, why, sizeof why);
-    }
     tm_kafka_tps_free(l, n);
 }
 
-/* Resumes what the host itself does not hold paused (fenced, unclaimed,
- * backpressure: the commit loop resumes those when their time comes; a
- * stopped partition waits for the operator, commit/part_stop.h), and
- * has every partition seek back to its next expected offset: what was
- * fetched before the pause was dropped. */
+/* Resumes what the machine does not hold paused (fenced, unclaimed,
+ * backpressure: it resumes those when their time comes; a stopped
+ * partition waits for the operator, commit/part_stop.h). Every partition
+ * seeks back to where its next batch starts when the machine goes on
+ * (GO_ON): what was fetched before the pause was not taken. */
 static void resume_assigned(tm_connector *c) {
+    tm_commit_sync_parts(c);
     tm_kafka_tp *l = calloc(c->nparts + 1, sizeof *l);
     if (!l)
         return;
     size_t n = 0;
     for (size_t i = 0; i < c->nparts; i++) {
         tm_part *p = &c->parts[i];
-        p->needs_seek = 1;
         if (!p->fenced && !p->paused && !p->unclaimed && !p->stop_held)
             l[n++] = (tm_kafka_tp){p->topic, p->partition, 0, NULL};
     }
@@ -418,11 +396,9 @@ static void paused_wait(tm_connector *c) {
         /* Not stopping: a partition assigned now is claimed (the claim
          * would give it up as work a stop interrupts), then paused. */
         settle_loop_stop(c, 0);
-        /* Polled as while a commit waits: a record fetched before the
-         * pause took is read again after it, and a consumer error counts
-         * (health, FAILED, a fatal one) as when running. No batch is
-         * open while paused: nothing to abandon. */
-        c->batch_abandoned = 0;
+        /* Polled: a record fetched before the pause took is read again
+         * after it, and a consumer error counts (health, FAILED, a fatal
+         * one) as when running. */
         tm_commit_serve(c, 100);
         pause_assigned(c);
     }
@@ -430,7 +406,6 @@ static void paused_wait(tm_connector *c) {
     if (atomic_load(&c->ctl->stop) || c->state == TM_CONN_FAILED ||
         c->consumer_fatal)
         return;
-    pause_assigned(c); /* the last orphans claimed, before the resume */
     resume_assigned(c);
     tm_log(TM_LOG_INFO, c->cfg->name, "resumed");
     tm_conn_status_tick(c, 1);
@@ -496,10 +471,6 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     c->started_ms = tm_wall_ms();
     c->metrics = tm_metrics_conn_get(cfg->name); /* NULL: not counted */
     make_instance_id(c->instance_id, sizeof c->instance_id);
-    tm_backoff_init(&c->backoff, 100, 30000,
-                    (uint64_t)tm_now_ms() ^ (uint64_t)getpid());
-    tm_backoff_init(&c->claim_backoff, 500, 10000,
-                    (uint64_t)tm_now_ms() ^ ((uint64_t)getpid() << 16));
     atomic_init(&c->in_claim, 0);
     atomic_init(&c->stop_seen_ms, 0);
     stop_watch watch = {0};
@@ -540,11 +511,12 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
         tm_conn_error(c, 1, "%s", why);
         goto failed;
     }
-    c->bb = tm_bb_new(cfg);
-    if (!c->bb) {
+    c->bb[0] = tm_bb_new(cfg);
+    if (!c->bb[0]) {
         tm_conn_error(c, 1, "out of memory");
         goto failed;
     }
+    tm_sink_calls_start(c);
     if (open_sink(c) != 0)
         goto failed;
     tm_conn_recovered(c, "the sink is open");
@@ -558,6 +530,10 @@ tm_run_result tm_connector_run(const tm_connector_config *cfg,
     }
     if (tm_consumer_start(c, why, sizeof why) != 0) {
         tm_conn_error(c, 1, "%s", why);
+        goto failed;
+    }
+    if (tm_commit_start(c, why, sizeof why) != 0) {
+        tm_conn_error(c, 1, "connector core: %s", why);
         goto failed;
     }
     c->state = TM_CONN_RUNNING;
@@ -586,8 +562,11 @@ failed:
         c->state = TM_CONN_STOPPED;
     tm_dlq_free(c->dlq);
     tm_conn_status_tick(c, 1);
-    tm_sink_instance_close(&c->sink);
-    tm_bb_free(c->bb);
+    tm_sink_close(c); /* on its thread, as every call */
+    tm_sink_calls_end(c);
+    tm_bb_free(c->bb[0]);
+    tm_bb_free(c->bb[1]);
+    tm_commit_end(c);
     for (size_t i = 0; i < c->nparts; i++)
         free(c->parts[i].topic);
     free(c->parts);

@@ -1,9 +1,11 @@
 /* The state of one running connector, shared by the rooms that drive it:
  * runtime/ (thread, lifecycle, status), kafka/ (consumer, rebalance),
- * commit/ (claim, batches, outcomes). One thread owns it: the connector's
- * own. librdkafka calls the rebalance callback from inside
+ * commit/ (the connector core and its executors). One thread owns it: the
+ * connector's own. librdkafka calls the rebalance callback from inside
  * rd_kafka_consumer_poll() on that same thread, so nothing here is
- * shared across threads except `stop` and `ctl`. */
+ * shared across threads except `stop` and `ctl`, and what the sink's
+ * thread (runtime/sink_calls.h) reads for a call it was handed (`sink`,
+ * and `rk` to wake the poll after it): the handover's lock orders both. */
 #ifndef TM_CONNECTOR_STATE_H
 #define TM_CONNECTOR_STATE_H
 
@@ -11,7 +13,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "commit/backoff.h"
 #include "config/connector_config.h"
 #include "convert/batch_builder.h"
 #include "runtime/restarts.h"
@@ -23,44 +24,44 @@ struct tm_dead_letter_producer;
 struct tm_status_writer;
 struct tm_status_pulse;
 
-/* One assigned partition. */
+/* One partition the machine holds (commit/machine.h), as the host
+ * reports it: the machine decides, this is its view for the status
+ * (refreshed by tm_commit_sync_parts) and the host's own facts beside it
+ * (the marker's counts, the dead letters delivered, a stop's words). */
 typedef struct tm_part {
     char *topic;
     int32_t partition;
+    /* The machine's view, refreshed before each status write. */
     int64_t epoch;          /* ours, from the claim */
     int64_t committed;      /* the marker's next_offset as last stored */
-    int64_t next_expected;  /* the next offset a batch accepts: committed,
-                               or the open range's end */
     int64_t high_watermark; /* last known, -1 unknown */
-    int64_t dlq_sent_to;    /* the dead letters below it are in the
-                               dead-letter topic already (commit_batch.c) */
-    int needs_seek;         /* records were dropped (paused, abandoned batch):
-                               seek to next_expected before consuming on */
-    int paused;             /* paused by us (retry backpressure) */
+    int paused;             /* paused by the machine (retry backpressure) */
     int fenced;             /* another owner claimed it: paused until revoked,
-                               or claimed again past a bound (any_fenced) */
-    int64_t fenced_ms;      /* monotonic, when it was fenced */
-    int needs_resume;       /* claimed again: clear any pause librdkafka kept */
-    int unclaimed;          /* assigned, but the claim met a transient error
-                               (commit/claim.c): no record is taken until the
-                               commit loop's retry claims it */
-    tm_marker marker;       /* last read or claimed, for status counts */
-    /* The sink's marker when it was fenced (or last seen moving; fenced_ms
-     * is then that time): one that moves on while fenced has a live writer
-     * (commit/claim.c, tm_claim_fenced_again). */
-    tm_marker fenced_marker;
+                               or claimed again past a bound */
+    int unclaimed;          /* assigned, its claim not through yet (a
+                               transient error: retried by the machine) */
     /* Stopped at stop_at by a change it cannot apply safely
      * (commit/part_stop.h): nothing at or past stop_at is taken, and once
      * everything before it is, it is paused in librdkafka (stop_held). */
     int stopped, stop_held;
     int64_t stop_at;
-    int64_t stop_wall_ms; /* wall, since when */
+    /* The host's own facts. */
+    int64_t dlq_sent_to;  /* the dead letters below it are in the
+                             dead-letter topic already (commit_batch.c) */
+    tm_marker marker;     /* last read or claimed, for status counts */
+    int deferral_said;    /* its claim deferred, said (commit/claim.c) */
+    int64_t stop_wall_ms; /* wall, since when it is stopped */
     char stop_why[512];   /* the field and both types */
 } tm_part;
 
 typedef struct tm_connector {
     const tm_connector_config *cfg;
     tm_sink_instance sink;
+    /* The sink's own thread: every call of the instance is made there
+     * (runtime/sink_calls.h); a commit's job done while the connector's
+     * thread made another call, kept for the commit loop. */
+    struct tm_sink_worker *sink_worker;
+    void *sink_done;
     rd_kafka_t *rk;
     /* The opaque of c->rk's callbacks (kafka/consumer.c): one per consumer
      * made, so that a consumer being closed on the watchdog's thread while
@@ -133,29 +134,34 @@ typedef struct tm_connector {
     /* The sink has a marker of this connector: `start: latest` is spent
      * (commit/claim.c). Never reset: markers are not deleted by the host. */
     int claimed_before;
-    int any_fenced;         /* some part may be fenced: look for re-claims */
-    int any_unclaimed;      /* some part is unclaimed: retry its claim */
-    int64_t claim_retry_ms; /* monotonic, the next claim retry; 0 at once */
-    tm_backoff claim_backoff;
-    int64_t fenced_bound_ms; /* tm_fenced_bound_ms, 0 until asked */
+    int any_unclaimed; /* some part waits for its claim (the view) */
 
-    tm_batch_builder *bb;
-    int batch_open;
-    int batch_abandoned;     /* set by a revoke during a commit's retries */
-    int64_t batch_opened_ms; /* monotonic */
-    char instance_id[24];    /* random per process start */
-    uint64_t seq;
+    /* The connector core (commit/machine.h): events in, actions out; the
+     * commit loop (commit/commit_loop.c) feeds it and executes what it
+     * says. */
+    struct tm_machine *m;
+    /* A STOP was fed for the stop or pause the loop last saw: a pause
+     * ends with GO_ON when the loop runs again. */
+    int machine_stopped;
+    /* One builder per batch the machine has: the one being built and the
+     * one at the sink (bb_batch: its machine id, 0 free; bb_id: the id the
+     * sink sees). */
+    tm_batch_builder *bb[2];
+    uint64_t bb_batch[2];
+    char bb_id[2][TM_BATCH_ID_MAX];
+    char instance_id[24]; /* random per process start */
+    /* The batch last handed to the sink, for messages. */
     char batch_id[TM_BATCH_ID_MAX];
+    /* What the loop is in the middle of (commit/commit_loop.c): the
+     * record being fed (its TAKE converts it), and the assignment the
+     * rebalance callback claims (its START actions set where each
+     * partition starts; pauses and resumes wait for the loop). */
+    struct tm_commit_now *now;
 
-    tm_backoff backoff;
     /* Monotonic ms of the consumer's last poll (commit/commit_loop.c): an
      * attempt's waits end in time for the next (commit_batch.c). */
     int64_t polled_ms;
     int poll_cut_warned; /* those waits were cut: said once */
-    int conflicts_in_row;
-    /* Records a batch may hold after a commit ran out of its deadline
-     * (commit_batch.c, "cut in half"); 0: $.batch.max_records. */
-    int64_t batch_cap;
 
     tm_conn_state state;
     char last_error[1024];
@@ -164,14 +170,11 @@ typedef struct tm_connector {
     /* The health model (docs/operations.md, Health). Wall ms since the
      * connector has been retrying past transient errors (every error that
      * does not fail it), 0 while healthy: a claim, a committed batch or a
-     * record taken ends it (not a record after a RETRY: degraded_by_sink).
+     * record taken ends it (not a record after a RETRY: the machine's TAKE
+     * says which flow).
      * degraded_batches: totals.batches at the last such error. */
     int64_t degraded_ms;
     uint64_t degraded_batches;
-    /* The sink answered RETRY since it became degraded: records read
-     * again after a dropped batch are no sign of recovery, only a
-     * committed batch (or a claim) is. */
-    int degraded_by_sink;
     int64_t failed_ms; /* wall, when it went FAILED */
     int64_t paused_ms; /* wall, since some partition is paused; 0 none */
     int64_t started_ms;

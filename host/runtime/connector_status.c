@@ -14,6 +14,7 @@
 #include "kafka/partitions.h"
 #include "metrics/metrics_persist.h"
 #include "runtime/connector_state.h"
+#include "runtime/sink_calls.h"
 #include "services/error.h"
 #include "services/log.h"
 #include "services/redact.h"
@@ -21,7 +22,9 @@
 #include "status/status_pulse.h"
 
 void tm_conn_refresh_markers(tm_connector *c) {
-    if (!c->markers_dirty || !c->sink.sink || c->nparts == 0)
+    /* Not while a commit is at the sink: its answer moves them again. */
+    if (!c->markers_dirty || !c->sink.sink || c->nparts == 0 ||
+        tm_sink_commit_out(c))
         return;
     tm_marker *m = calloc(c->nparts, sizeof *m);
     if (!m)
@@ -32,7 +35,7 @@ void tm_conn_refresh_markers(tm_connector *c) {
         m[i].partition = c->parts[i].partition;
     }
     tm_error err = tm_error_init();
-    tm_status st = c->sink.api->read_markers(c->sink.sink, m, c->nparts, &err);
+    tm_status st = tm_sink_read_markers(c, m, c->nparts, &err);
     if (st == TM_OK) {
         for (size_t i = 0; i < c->nparts; i++) {
             /* Totals are what the sink counted since this host claimed:
@@ -244,6 +247,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     if (!force && now - c->status_written_ms < TM_STATUS_PERIOD_MS)
         return;
     c->status_written_ms = now;
+    tm_commit_sync_parts(c);
     tm_conn_refresh_markers(c);
     refresh_watermarks(c, now);
 

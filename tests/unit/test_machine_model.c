@@ -97,6 +97,7 @@ typedef struct world {
     int reads[MAXP], nreads;
     int seekfail[MAXP], nseekfail;
     int fail_ok; /* a FATAL or INVALID was injected */
+    int pausing; /* an operator's pause: STOP sent, GO_ON not yet */
     /* the converter: the record it answers STOP for (-1 none), until the
      * operator changes the table (settle_down); the TAKE it refused */
     int64_t poison[MAXP];
@@ -115,7 +116,7 @@ typedef struct world {
 static struct {
     long answers[TM_INVALID + 1];
     long caught_up, failed, revoked_out, fenced, reclaimed, pipelined, deferred,
-        holes_ended, stopped, held, split;
+        holes_ended, stopped, held, split, paused;
 } seen;
 
 static uint64_t rnd(world *w) {
@@ -686,6 +687,18 @@ static void timer(world *w, int64_t ms) {
     step(w, &ev);
 }
 
+/* An operator's pause: the batch out settles within the grace, nothing
+ * is taken; then it goes on, every running partition read again. */
+static void pause_or_go_on(world *w) {
+    tm_machine_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = w->pausing ? TM_EV_GO_ON : TM_EV_STOP;
+    ev.why = "pausing";
+    w->pausing = !w->pausing;
+    seen.paused += w->pausing;
+    step(w, &ev);
+}
+
 static void random_move(world *w) {
     int roll = (int)upto(w, 100);
     int p = (int)upto(w, w->np);
@@ -711,11 +724,13 @@ static void random_move(world *w) {
     } else if (roll < 95) {
         if (w->ours[p])
             other_host(w, p); /* a zombie's partition claimed elsewhere */
-    } else {
+    } else if (roll < 99) {
         tm_machine_event ev;
         memset(&ev, 0, sizeof ev);
         ev.kind = TM_EV_BATCH_DUE;
         step(w, &ev);
+    } else {
+        pause_or_go_on(w);
     }
     answer_claims(w);
 }
@@ -741,6 +756,8 @@ static int caught_up(world *w) {
 
 static void settle_down(world *w) {
     w->quiet = 1;
+    if (w->pausing)
+        pause_or_go_on(w);
     /* The operator changes the target table and restarts: the stopped
      * partitions are claimed again and convert. */
     for (int p = 0; p < w->np; p++) {
@@ -906,14 +923,14 @@ int main(int argc, char **argv) {
             "was out, %ld pauses after FENCED, %ld fenced markers read again, "
             "%ld claims deferred, %ld steps with two batches, %ld "
             "partitions stopped, %ld held at their stop, %ld "
-            "batches cut in half at their deadline\n",
+            "batches cut in half at their deadline, %ld pauses\n",
             count, seen.caught_up, seen.holes_ended, seen.failed,
             seen.answers[TM_OK], seen.answers[TM_ALREADY],
             seen.answers[TM_RETRY], seen.answers[TM_FENCED],
             seen.answers[TM_CONFLICT], seen.answers[TM_FATAL],
             seen.answers[TM_INVALID], seen.revoked_out, seen.fenced,
             seen.reclaimed, seen.deferred, seen.pipelined, seen.stopped,
-            seen.held, seen.split);
+            seen.held, seen.split, seen.paused);
     /* Not vacuous: with a few hundred sequences or more, every answer and
      * every situation the invariants are about must have happened. */
     if (count >= 500) {
@@ -933,7 +950,8 @@ int main(int argc, char **argv) {
                        seen.holes_ended,
                        seen.stopped,
                        seen.held,
-                       seen.split};
+                       seen.split,
+                       seen.paused};
         for (size_t i = 0; i < sizeof need / sizeof *need; i++)
             if (!need[i]) {
                 fprintf(stderr,

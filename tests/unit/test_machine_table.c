@@ -9,6 +9,7 @@
  * The script: events separated by ';', partitions as TOPIC:PARTITION.
  *   assign|revoke|lost P...        claimed ok|retry|fatal [P eE nN [loL]
  * [hiH]]... rec P OFFSET [BYTES]           end P POSITION       due       stop
+ *   stop [WHY [@DEADLINE]]   goon
  *   dlq ok|fail                    answer STATUS [noread] [P eE nN]...
  *   read ok|retry|fatal [P eE nN]...   seekfail P    timer +MS
  * A record's TAKE is answered at once: TAKEN OK after rec, RECORD_STOP
@@ -252,6 +253,10 @@ static void run_event(driver *d, const char *text) {
         ev.kind = TM_EV_BATCH_DUE;
     } else if (strcmp(w, "stop") == 0) {
         ev.kind = TM_EV_STOP;
+        ev.why = n > 1 ? tok[1] : NULL;
+        ev.offset = n > 2 ? strtoll(tok[2] + 1, NULL, 10) : 0;
+    } else if (strcmp(w, "goon") == 0) {
+        ev.kind = TM_EV_GO_ON;
     } else if (strcmp(w, "timer") == 0) {
         ev.kind = TM_EV_TIMER;
         d->now += strtoll(tok[1], NULL, 10);
@@ -705,6 +710,19 @@ static const row rows[] = {
 
     {"stopping: a deferred claim is not retried", 0, DEFER "; stop", "timer +1",
      "", "t:0 CLAIMING e0 c-1 n-1 deferred", "NONE NONE", 0},
+    {"stopping: a batch waiting to retry is tried again at once", 0,
+     SINK "; answer RETRY", "stop", "SINK_COMMIT #1 @50",
+     "t:0 RUNNING e3 c10 n12 paused", "NONE AT_SINK#1", 0},
+    {"going on after a pause: every running partition read again", 0,
+     SINK "; stop pausing; answer OK", "goon", "SEEK t:0 @12, SEEK t:1 @11",
+     "t:0 RUNNING e3 c12 n12; t:1 RUNNING e3 c11 n11", "NONE NONE", 0},
+    {"going on after a pause: records are taken again", 0,
+     SINK "; stop pausing; answer OK; goon", "rec t:0 12",
+     "RANGE t:0 #2 @12, TAKE t:0 #2 @12", "t:0 RUNNING e3 c12 n13",
+     "BUILDING#2 NONE", 0},
+    {"going on after a pause: a deferred claim is retried again", 0,
+     DEFER "; stop pausing; goon", "timer +1", "CLAIM t:0 @-1",
+     "t:0 CLAIMING e0 c-1 n-1 deferred", "NONE NONE", 0},
     {"stopping: the batch built behind goes after the answer, in the grace", 0,
      PSINK "; stop", "answer OK", A_APPLIED ", SINK_COMMIT #2 @50",
      "t:0 RUNNING e3 c12 n13", "NONE AT_SINK#2", 0},
@@ -986,6 +1004,10 @@ static const reason drops[] = {
     {SINK "; timer +1000", "answer RETRY",
      "past its deadline with 3 records: rebuilt with at most 1"},
     {SINK "; stop; timer +1000", "answer RETRY",
+     "giving up retries while stopping"},
+    {SINK "; stop pausing; timer +1000", "answer RETRY",
+     "giving up retries while pausing"},
+    {SINK "; timer +10; stop stopping @20; timer +15", "answer RETRY",
      "giving up retries while stopping"},
     {RUN "; rec t:0 10; rec t:1 10", "stoprec t:0 11", "a partition stopped"},
 };

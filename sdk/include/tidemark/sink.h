@@ -37,7 +37,8 @@
  * Threads: the entry function and the descriptor are pure. open() and close()
  * never run concurrently with anything on that instance. claim(),
  * read_markers(), scan() and commit() are serialised per instance by the host
- * (one connector thread). interrupt() may come from any thread. Different
+ * (one connector thread: tidemark run makes every call of an instance on its
+ * connector's sink thread). interrupt() may come from any thread. Different
  * instances may run on different threads at the same time.
  */
 #ifndef TIDEMARK_SINK_H
