@@ -484,6 +484,117 @@ static void scenario_two_hosts(void) {
     rd_kafka_destroy(p);
 }
 
+/* The pipeline under rebalances: two topics whose partitions share their
+ * numbers, small batches (so that a batch is nearly always at the sink while
+ * the next is built), the cooperative assignor (partitions revoked one by
+ * one while the others run on), host B joining and leaving again and again,
+ * and host A reloaded (its batch settings changed, SIGHUP) in between. At the
+ * end every record of every partition is in the table exactly once, in a
+ * gap-free prefix below each marker, and every marker is at the log's end. */
+static void scenario_rebalance_churn(void) {
+    char tx[128], ty[128], name[256], topics[300];
+    snprintf(tx, sizeof tx, "%s", h_name("churnx"));
+    snprintf(ty, sizeof ty, "%s", h_name("churny"));
+    snprintf(name, sizeof name, "%s", h_name("churn"));
+    /* Two names in the config's topics list. */
+    snprintf(topics, sizeof topics, "%s\", \"%s", tx, ty);
+    const int parts = 4, per = 80000;
+    h_create_topic(tx, parts, NULL, NULL);
+    h_create_topic(ty, parts, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < parts; part++) {
+        h_produce_many(p, tx, part, part * 1000000, per / 2,
+                       "{\"id\": %d, \"name\": \"x\"}");
+        h_produce_many(p, ty, part, 500000000 + part * 1000000, per / 2,
+                       "{\"id\": %d, \"name\": \"y\"}");
+    }
+    const char *db = h_path("churn.db");
+    const char *props =
+        "\"partition.assignment.strategy\": \"cooperative-sticky\", "
+        "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"300\"";
+    char cfg_b[4096];
+    snprintf(cfg_b, sizeof cfg_b, "%s",
+             sqlite_config("b.json", name, topics, db, "\"max_records\": 200",
+                           props, JSON_MAPPING));
+    char cfg_a_path[4096];
+    snprintf(cfg_a_path, sizeof cfg_a_path, "%s",
+             sqlite_config("a.json", name, topics, db, "\"max_records\": 150",
+                           props, JSON_MAPPING));
+    pid_t a = spawn_until_rows(cfg_a_path, "a.log", db, 2000);
+    int reloads = 0, joins = 0;
+    for (int round = 0; round < 4; round++) {
+        pid_t b = h_spawn(cfg_b, "b.log");
+        h_sleep_ms(1500 + 300 * round);
+        joins++;
+        /* A reloaded while B is in the group: its connector stops (the
+         * batch at the sink settled) and starts again with new settings. */
+        sqlite_config("a.json", name, topics, db,
+                      round % 2 ? "\"max_records\": 150"
+                                : "\"max_records\": 170",
+                      props, JSON_MAPPING);
+        H_CHECK(kill(a, SIGHUP) == 0, "kill: %s", strerror(errno));
+        reloads++;
+        for (int part = 0; part < parts; part++) {
+            h_produce_many(p, tx, part, part * 1000000 + per / 2 + round * 100,
+                           100, "{\"id\": %d, \"name\": \"x2\"}");
+            h_produce_many(p, ty, part,
+                           500000000 + part * 1000000 + per / 2 + round * 100,
+                           100, "{\"id\": %d, \"name\": \"y2\"}");
+        }
+        h_sleep_ms(700);
+        h_stop_clean(b);
+    }
+    h_step("%d joins and leaves of host B, %d reloads of host A", joins,
+           reloads);
+    for (int part = 0; part < parts; part++) {
+        h_produce_many(p, tx, part, part * 1000000 + per, 1000,
+                       "{\"id\": %d, \"name\": \"x3\"}");
+        h_produce_many(p, ty, part, 500000000 + part * 1000000 + per, 1000,
+                       "{\"id\": %d, \"name\": \"y3\"}");
+    }
+    h_wait_caught_up(db, name, tx, parts, 120000);
+    h_wait_caught_up(db, name, ty, parts, 120000);
+    const char *tps[2] = {tx, ty};
+    int64_t total = 0;
+    for (int k = 0; k < 2; k++)
+        for (int part = 0; part < parts; part++) {
+            int64_t *kafka = NULL;
+            size_t nk = h_read_offsets(tps[k], part, &kafka);
+            int64_t rows = h_sqlf(db,
+                                  "SELECT count(*) FROM t WHERE _tm_topic = "
+                                  "'%s' AND _tm_partition = %d",
+                                  tps[k], part);
+            int64_t distinct = h_sqlf(
+                db,
+                "SELECT count(*) FROM (SELECT DISTINCT _tm_offset FROM t "
+                "WHERE _tm_topic = '%s' AND _tm_partition = %d)",
+                tps[k], part);
+            int64_t lo = h_sqlf(db,
+                                "SELECT min(_tm_offset) FROM t WHERE "
+                                "_tm_topic = '%s' AND _tm_partition = %d",
+                                tps[k], part);
+            int64_t hi = h_sqlf(db,
+                                "SELECT max(_tm_offset) FROM t WHERE "
+                                "_tm_topic = '%s' AND _tm_partition = %d",
+                                tps[k], part);
+            H_CHECK(nk > 0, "%s [%d]: Kafka holds no record", tps[k], part);
+            H_CHECK(rows == (int64_t)nk && distinct == rows && lo == kafka[0] &&
+                        hi == kafka[nk - 1],
+                    "%s [%d]: %lld rows, %lld distinct offsets %lld..%lld; "
+                    "Kafka holds %zu records %lld..%lld (lost or duplicated "
+                    "records)",
+                    tps[k], part, (long long)rows, (long long)distinct,
+                    (long long)lo, (long long)hi, nk, (long long)kafka[0],
+                    (long long)kafka[nk - 1]);
+            total += rows;
+            free(kafka);
+        }
+    h_step("%lld rows, each record of %d partitions exactly once",
+           (long long)total, 2 * parts);
+    h_stop_clean(a);
+    rd_kafka_destroy(p);
+}
+
 /* Waits until the host's log holds text; fails naming what was awaited. */
 static void wait_log(const char *log, const char *text, int timeout_ms) {
     int64_t t0 = h_now_ms();
@@ -1281,6 +1392,7 @@ static const h_scenario SCENARIOS[] = {
     {"filter_dedup", scenario_filter_dedup},
     {"raw", scenario_raw},
     {"two_hosts", scenario_two_hosts},
+    {"rebalance_churn", scenario_rebalance_churn},
     {"static_fenced", scenario_static_fenced},
     {"dead_letter_topic", scenario_dead_letter_topic},
     {"latest_and_regex", scenario_latest_and_regex},
