@@ -251,6 +251,31 @@ static void scenario_sigterm_backlog(void) {
 /* A transactional producer with aborted transactions: no aborted record
  * lands, and the marker reaches the high watermark (past the control
  * records) so that lag is 0. */
+/* One transaction of 50 records to partition 0, aborted when t % 3 == 1
+ * (its records written to the log before the abort, so that they really
+ * sit between committed ones); returns the records it committed. */
+static int produce_txn(rd_kafka_t *p, const char *topic, int t) {
+    rd_kafka_error_t *e = rd_kafka_begin_transaction(p);
+    H_CHECK(!e, "begin_transaction: %s", rd_kafka_error_string(e));
+    char fmt[128];
+    snprintf(fmt, sizeof fmt, "{\"id\": %%d, \"name\": \"txn%d\"}", t);
+    for (int i = 0; i < 50; i++) {
+        char val[128];
+        snprintf(val, sizeof val, fmt, t * 100 + i);
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+            RD_KAFKA_V_VALUE(val, strlen(val)),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        H_CHECK(!err, "produce: %s", rd_kafka_err2str(err));
+    }
+    int abort = t % 3 == 1;
+    H_CHECK(rd_kafka_flush(p, 30000) == 0, "flush: not delivered");
+    e = abort ? rd_kafka_abort_transaction(p, 30000)
+              : rd_kafka_commit_transaction(p, 30000);
+    H_CHECK(!e, "%s: %s", abort ? "abort" : "commit", rd_kafka_error_string(e));
+    return abort ? 0 : 50;
+}
+
 static void scenario_transactions(void) {
     const char *topic = h_name("txn");
     char name[256];
@@ -258,30 +283,8 @@ static void scenario_transactions(void) {
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(h_name("txn-producer"), NULL);
     int committed = 0;
-    for (int t = 0; t < 9; t++) {
-        rd_kafka_error_t *e = rd_kafka_begin_transaction(p);
-        H_CHECK(!e, "begin_transaction: %s", rd_kafka_error_string(e));
-        char fmt[128];
-        snprintf(fmt, sizeof fmt, "{\"id\": %%d, \"name\": \"txn%d\"}", t);
-        for (int i = 0; i < 50; i++) {
-            char val[128];
-            snprintf(val, sizeof val, fmt, t * 100 + i);
-            rd_kafka_resp_err_t err = rd_kafka_producev(
-                p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
-                RD_KAFKA_V_VALUE(val, strlen(val)),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-            H_CHECK(!err, "produce: %s", rd_kafka_err2str(err));
-        }
-        int abort = t % 3 == 1;
-        /* Written to the log first, so that aborted records really sit
-         * between the committed ones. */
-        H_CHECK(rd_kafka_flush(p, 30000) == 0, "flush: not delivered");
-        e = abort ? rd_kafka_abort_transaction(p, 30000)
-                  : rd_kafka_commit_transaction(p, 30000);
-        H_CHECK(!e, "%s: %s", abort ? "abort" : "commit",
-                rd_kafka_error_string(e));
-        committed += abort ? 0 : 50;
-    }
+    for (int t = 0; t < 9; t++)
+        committed += produce_txn(p, topic, t);
     int64_t lo, hi;
     /* 450 records and 9 control records. The last transaction's marker is
      * written by the coordinator after commit_transaction returns, so the
@@ -308,6 +311,61 @@ static void scenario_transactions(void) {
             "records of aborted transactions landed");
     H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters") == 0,
             "unexpected dead letters");
+    h_stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* Transaction markers and aborted records at the ends of batches that are
+ * dropped and read again: each transaction is written while the test holds
+ * the database's write lock past the commit's deadline, so the batch at the
+ * sink answers RETRY (cut in half at its deadline) and the batch built
+ * behind it, which may end in the empty range that carries the marker over
+ * a transaction's control record, is dropped and read again after a seek.
+ * At the end the marker must still reach the high watermark (the control
+ * record carried again), with every committed record once and no aborted
+ * one. */
+static void scenario_transactions_reread(void) {
+    char topic[256], name[256];
+    snprintf(topic, sizeof topic, "%s", h_name("txnre"));
+    snprintf(name, sizeof name, "%s", topic);
+    const char *db = h_path("txnre.db");
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(h_name("txnre-producer"), NULL);
+    const char *cfg = sqlite_config(
+        "txnre.json", name, topic, db,
+        "\"max_records\": 20, \"commit_timeout_ms\": 1000", NULL, JSON_MAPPING);
+    pid_t pid = h_spawn(cfg, "txnre.log");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT count(*) FROM tidemark_markers") < 1) {
+        H_CHECK(h_now_ms() - t0 < 30000, "inconclusive: never claimed");
+        h_sleep_ms(50);
+    }
+    int committed = 0;
+    for (int t = 0; t < 9; t++) {
+        sqlite3 *lock = NULL;
+        H_CHECK(sqlite3_open(db, &lock) == SQLITE_OK &&
+                    sqlite3_busy_timeout(lock, 10000) == SQLITE_OK &&
+                    sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                        SQLITE_OK,
+                "cannot take the write lock: %s", sqlite3_errmsg(lock));
+        committed += produce_txn(p, topic, t);
+        h_sleep_ms(t % 2 ? 1300 : 2300);
+        sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close(lock);
+        h_sleep_ms(t % 3 ? 150 : 600);
+    }
+    const char *log = h_read_file("txnre.log");
+    H_CHECK(strstr(log, "RETRY") != NULL,
+            "inconclusive: no commit answered RETRY under the lock");
+    int64_t lo, hi;
+    h_watermarks(topic, 0, &lo, &hi);
+    h_step("high watermark %lld (450 records, 9 control records)",
+           (long long)hi);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    check_no_dup(db, committed);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE name IN ('txn1', 'txn4', "
+                       "'txn7')") == 0,
+            "records of aborted transactions landed");
     h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
@@ -1392,6 +1450,7 @@ static const h_scenario SCENARIOS[] = {
     {"filter_dedup", scenario_filter_dedup},
     {"raw", scenario_raw},
     {"two_hosts", scenario_two_hosts},
+    {"transactions_reread", scenario_transactions_reread},
     {"rebalance_churn", scenario_rebalance_churn},
     {"static_fenced", scenario_static_fenced},
     {"dead_letter_topic", scenario_dead_letter_topic},
