@@ -566,7 +566,9 @@ static void scenario_rebalance_churn(void) {
         h_produce_many(p, ty, part, 500000000 + part * 1000000, per / 2,
                        "{\"id\": %d, \"name\": \"y\"}");
     }
-    const char *db = h_path("churn.db");
+    char db[4096], state_a[4096];
+    snprintf(db, sizeof db, "%s", h_path("churn.db"));
+    snprintf(state_a, sizeof state_a, "%s", h_path("state-a.json"));
     const char *props =
         "\"partition.assignment.strategy\": \"cooperative-sticky\", "
         "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"300\"";
@@ -579,11 +581,23 @@ static void scenario_rebalance_churn(void) {
              sqlite_config("a.json", name, topics, db, "\"max_records\": 150",
                            props, JSON_MAPPING));
     pid_t a = spawn_until_rows(cfg_a_path, "a.log", db, 2000);
-    int reloads = 0, joins = 0;
+    int reloads = 0, joins = 0, pauses = 0;
     for (int round = 0; round < 4; round++) {
         pid_t b = h_spawn(cfg_b, "b.log");
         h_sleep_ms(1500 + 300 * round);
         joins++;
+        /* A paused by an operator and resumed while batches flow: the
+         * batch out settles, what was fetched meanwhile is read again. */
+        const char *pause[] = {"pause", "--state-dir", h_path("state-a.json"),
+                               name, NULL};
+        const char *resume[] = {"resume", "--state-dir", h_path("state-a.json"),
+                                name, NULL};
+        H_CHECK(h_tidemark("pause.out", pause) == 0, "tidemark pause: %s",
+                h_read_file("pause.out"));
+        h_sleep_ms(200 + 100 * round);
+        H_CHECK(h_tidemark("resume.out", resume) == 0, "tidemark resume: %s",
+                h_read_file("resume.out"));
+        pauses++;
         /* A reloaded while B is in the group: its connector stops (the
          * batch at the sink settled) and starts again with new settings. */
         sqlite_config("a.json", name, topics, db,
@@ -602,8 +616,8 @@ static void scenario_rebalance_churn(void) {
         h_sleep_ms(700);
         h_stop_clean(b);
     }
-    h_step("%d joins and leaves of host B, %d reloads of host A", joins,
-           reloads);
+    h_step("%d joins and leaves of host B, %d pauses and %d reloads of host A",
+           joins, pauses, reloads);
     for (int part = 0; part < parts; part++) {
         h_produce_many(p, tx, part, part * 1000000 + per, 1000,
                        "{\"id\": %d, \"name\": \"x3\"}");
