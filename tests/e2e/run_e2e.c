@@ -315,6 +315,17 @@ static void scenario_transactions(void) {
     rd_kafka_destroy(p);
 }
 
+/* `tidemark run CFG` once it claimed (a marker row in DB). */
+static pid_t spawn_claimed(const char *cfg, const char *log, const char *db) {
+    pid_t pid = h_spawn(cfg, log);
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT count(*) FROM tidemark_markers") < 1) {
+        H_CHECK(h_now_ms() - t0 < 30000, "inconclusive: never claimed");
+        h_sleep_ms(50);
+    }
+    return pid;
+}
+
 /* Transaction markers and aborted records at the ends of batches that are
  * dropped and read again: each transaction is written while the test holds
  * the database's write lock past the commit's deadline, so the batch at the
@@ -334,12 +345,7 @@ static void scenario_transactions_reread(void) {
     const char *cfg = sqlite_config(
         "txnre.json", name, topic, db,
         "\"max_records\": 20, \"commit_timeout_ms\": 1000", NULL, JSON_MAPPING);
-    pid_t pid = h_spawn(cfg, "txnre.log");
-    int64_t t0 = h_now_ms();
-    while (h_sqlf(db, "SELECT count(*) FROM tidemark_markers") < 1) {
-        H_CHECK(h_now_ms() - t0 < 30000, "inconclusive: never claimed");
-        h_sleep_ms(50);
-    }
+    pid_t pid = spawn_claimed(cfg, "txnre.log", db);
     int committed = 0;
     for (int t = 0; t < 9; t++) {
         sqlite3 *lock = NULL;
@@ -366,6 +372,70 @@ static void scenario_transactions_reread(void) {
     H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE name IN ('txn1', 'txn4', "
                        "'txn7')") == 0,
             "records of aborted transactions landed");
+    h_stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* A sink whose every commit takes most of the poll budget, and keeps to its
+ * deadline: max.poll.interval.ms 10 s (each commit's deadline at most 8 s
+ * from the consumer's last poll), and a trigger that costs each row about
+ * 0.1 s of the database's own work, which the SQLite sink gives up at the
+ * deadline. A batch of 50 takes about 5 s: it fits its deadline when its
+ * commit starts right after a poll. With the pipeline the next batch is due
+ * while one commits, the consumer is not polled from then on, and the next
+ * commit starts with what is left of the budget since that last poll.
+ * Counted: the commits given up at their deadline (RETRY), against the
+ * batches applied; none is expected of a sink that fits its deadline.
+ * Not among the ctest scenarios yet: it fails on this tree (4 RETRYs, 55 s
+ * for 400 rows; the host before the pipeline: none, 42 s). Run it by hand:
+ * run_e2e TIDEMARK_BIN PLUGIN_DIR slow_sink_deadline. */
+static void scenario_slow_sink_deadline(void) {
+    char topic[256], name[256], db[4096];
+    snprintf(topic, sizeof topic, "%s", h_name("slowdl"));
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(db, sizeof db, "%s", h_path("slowdl.db"));
+    h_create_topic(topic, 1, NULL, NULL);
+    const char *props = "\"session.timeout.ms\": \"6000\", "
+                        "\"heartbeat.interval.ms\": \"500\", "
+                        "\"max.poll.interval.ms\": \"10000\"";
+    const char *cfg = sqlite_config("slowdl.json", name, topic, db,
+                                    "\"max_records\": 50", props, JSON_MAPPING);
+    pid_t pid = spawn_claimed(cfg, "slowdl.log", db);
+    sqlite3 *h = NULL;
+    H_CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+                sqlite3_busy_timeout(h, 10000) == SQLITE_OK &&
+                sqlite3_exec(h,
+                             "CREATE TRIGGER slow AFTER INSERT ON t BEGIN "
+                             "SELECT count(*) FROM (WITH RECURSIVE c(x) AS "
+                             "(SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE "
+                             "x < 550000) SELECT x FROM c); END",
+                             NULL, NULL, NULL) == SQLITE_OK,
+            "inconclusive: the slow trigger: %s", sqlite3_errmsg(h));
+    sqlite3_close(h);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 400, "{\"id\": %d, \"name\": \"slow\"}");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT next_offset FROM tidemark_markers") < 400 &&
+           h_now_ms() - t0 < 120000)
+        h_sleep_ms(200);
+    int64_t took = h_now_ms() - t0;
+    const char *log = h_read_file("slowdl.log");
+    /* The reports themselves ("batch ID: RETRY: ..."), not the recovery
+     * lines that quote the last of them. */
+    int retries = 0;
+    for (const char *at = log; (at = strstr(at, "msg=\"batch ")); at++) {
+        const char *end = strchr(at, '\n'), *r = strstr(at, ": RETRY: ");
+        retries += r && (!end || r < end);
+    }
+    int64_t rows = h_sqlf(db, "SELECT count(*) FROM t");
+    h_step("%lld rows in %lld ms (batches of 50), %d commits answered RETRY",
+           (long long)rows, (long long)took, retries);
+    H_CHECK(rows == 400, "inconclusive: %lld rows in %lld ms", (long long)rows,
+            (long long)took);
+    H_CHECK(retries == 0,
+            "%d commits answered RETRY with a sink whose commits take about "
+            "5 s of an 8 s budget",
+            retries);
     h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
@@ -1464,6 +1534,7 @@ static const h_scenario SCENARIOS[] = {
     {"filter_dedup", scenario_filter_dedup},
     {"raw", scenario_raw},
     {"two_hosts", scenario_two_hosts},
+    {"slow_sink_deadline", scenario_slow_sink_deadline},
     {"transactions_reread", scenario_transactions_reread},
     {"rebalance_churn", scenario_rebalance_churn},
     {"static_fenced", scenario_static_fenced},
