@@ -222,14 +222,18 @@ static tm_answer *answer_add(tm_connector *c, answers *as,
                              tm_machine_event_kind kind) {
     if (as->n == as->cap) {
         size_t cap = as->cap * 2;
-        tm_answer *nv = as->heap ? realloc(as->v, cap * sizeof *nv)
-                                 : malloc(cap * sizeof *nv);
+        tm_answer *nv = malloc(cap * sizeof *nv);
         if (!nv) {
             tm_conn_error(c, 1, "connector core: out of memory");
             return NULL;
         }
-        if (!as->heap)
-            memcpy(nv, as->v, as->n * sizeof *nv);
+        memcpy(nv, as->v, as->n * sizeof *nv);
+        /* A reason kept in the answer's own buffer moves with it. */
+        for (size_t i = 0; i < as->n; i++)
+            if (as->v[i].ev.why == as->v[i].why)
+                nv[i].ev.why = nv[i].why;
+        if (as->heap)
+            free(as->v);
         as->heap = 1;
         as->v = nv;
         as->cap = cap;

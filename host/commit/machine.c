@@ -179,14 +179,12 @@ static void on_revoked(tm_machine *m, const tm_machine_event *ev) {
     /* At the sink (or its dead letters out): its answer is still to come,
      * and its revoked partitions wait for it. */
     int out = hit_out && b->phase != TM_BATCH_RETRY_WAIT;
+    /* Marked first, forgotten after the drops: a batch's ranges point at
+     * their partition's topic string. */
     for (size_t i = 0; i < ev->nparts; i++) {
         mpart *p = tm_m_part(m, ev->parts[i].topic, ev->parts[i].partition);
-        if (!p)
-            continue;
-        if (out && batch_has(b, &ev->parts[i]))
+        if (p)
             p->state = lost ? TM_PART_LOST : TM_PART_REVOKING;
-        else
-            tm_m_part_remove(m, p);
     }
     if (hit_building)
         tm_m_drop(m, &m->building,
@@ -196,6 +194,11 @@ static void on_revoked(tm_machine *m, const tm_machine_event *ev) {
     } else if (hit_out) {
         tm_m_drop(m, b, "partitions revoked during retries");
         tm_m_settle(m, 0);
+    }
+    for (size_t i = 0; i < ev->nparts; i++) {
+        mpart *p = tm_m_part(m, ev->parts[i].topic, ev->parts[i].partition);
+        if (p && !(out && batch_has(b, &ev->parts[i])))
+            tm_m_part_remove(m, p);
     }
 }
 

@@ -651,6 +651,19 @@ static const row rows[] = {
     {"revoke of a partition of the batch being built drops it", 0, BUILD,
      "revoke t:0", "DROP_BATCH #1, SEEK t:1 @10",
      "t:0 ABSENT; t:1 RUNNING e3 c10 n10", "NONE NONE", 0},
+    /* A batch's ranges name their partition by its topic string: a revoke
+     * that forgot a partition before dropping the batch read it freed
+     * (seen under the sanitizers with a same-numbered partition of another
+     * topic beside it). */
+    {"revoke drops the batch built before the partition goes (two topics)", 0,
+     "assign a:0 b:0; claimed ok a:0 e3 n10 b:0 e3 n10; rec a:0 10; rec b:0 10",
+     "revoke a:0", "DROP_BATCH #1, SEEK b:0 @10",
+     "a:0 ABSENT; b:0 RUNNING e3 c10 n10", "NONE NONE", 0},
+    {"revoke during retries drops before the partition goes (two topics)", 0,
+     "assign a:0 b:0; claimed ok a:0 e3 n10 b:0 e3 n10; rec a:0 10; "
+     "rec b:0 10; due; answer RETRY",
+     "revoke a:0", "DROP_BATCH #1, RESUME b:0, WRITE_STATUS, SEEK b:0 @10",
+     "a:0 ABSENT; b:0 RUNNING e3 c10 n10", "NONE NONE", 0},
     {"assigned again while revoking: claimed again", 0, RSINK, "assign t:0",
      "CLAIM t:0 @-1", "t:0 CLAIMING e3 c10 n12", "NONE AT_SINK#1!", 0},
 
