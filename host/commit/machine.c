@@ -320,7 +320,8 @@ static const char *malformed(const tm_machine *m, const tm_machine_event *ev) {
     case TM_EV_BATCH_DUE:
     case TM_EV_TIMER:
     case TM_EV_STOP:
-    case TM_EV_GO_ON: return NULL;
+    case TM_EV_GO_ON:
+    case TM_EV_HOLD_READS: return NULL;
     }
     return "unknown event kind";
 }
@@ -365,6 +366,7 @@ int tm_machine_step(tm_machine *m, const tm_machine_event *ev,
     case TM_EV_TIMER: on_timer(m); break;
     case TM_EV_STOP: on_stop(m, ev); break;
     case TM_EV_GO_ON: on_go_on(m); break;
+    case TM_EV_HOLD_READS: tm_m_hold_reads(m); break;
     }
     /* A batch is cut once its last TAKE is answered (converted). */
     if (!m->failed && !m->take_out && ev->kind != TM_EV_TIMER &&
@@ -425,6 +427,7 @@ void tm_machine_batch(const tm_machine *m, int which,
     out->messages = b->messages;
     out->abandoned = b->abandoned;
     out->due = !which && tm_m_due(m);
+    out->reads_paused = which && b->paused_parts;
 }
 
 int tm_machine_batch_range(const tm_machine *m, int which, size_t i,
@@ -463,10 +466,10 @@ int64_t tm_machine_due_ms(const tm_machine *m) {
 
 const char *tm_machine_event_name(tm_machine_event_kind k) {
     static const char *const names[] = {
-        "ASSIGNED",     "REVOKED",     "LOST",          "CLAIMED",
-        "MARKERS_READ", "RECORD",      "PARTITION_END", "BATCH_DUE",
-        "TAKEN",        "RECORD_STOP", "DLQ_SENT",      "SINK_ANSWER",
-        "SEEK_FAILED",  "TIMER",       "STOP",          "GO_ON"};
+        "ASSIGNED", "REVOKED",       "LOST",        "CLAIMED", "MARKERS_READ",
+        "RECORD",   "PARTITION_END", "BATCH_DUE",   "TAKEN",   "RECORD_STOP",
+        "DLQ_SENT", "SINK_ANSWER",   "SEEK_FAILED", "TIMER",   "STOP",
+        "GO_ON",    "HOLD_READS"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
