@@ -17,6 +17,7 @@
 #include "commit/machine.h"
 #include "commit/part_stop.h"
 #include "commit/poll_budget.h"
+#include "kafka/fetch_wake.h"
 #include "kafka/consumer.h"
 #include "kafka/consumer_ops.h"
 #include "kafka/partitions.h"
@@ -752,6 +753,8 @@ static void poll_one(tm_connector *c, int timeout) {
     tm_polled m;
     tm_kafka_poll(c->rk, timeout, &m);
     c->polled_ms = tm_now_ms();
+    if (m.kind == TM_POLLED_RECORD)
+        tm_fetch_wake_seen(c->fetch_wake, m.topic, m.partition);
     apply_held(c);
     on_message(c, &m);
     tm_kafka_polled_release(&m);

@@ -1,4 +1,5 @@
 #include "kafka/consumer.h"
+#include "kafka/fetch_wake.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -387,6 +388,9 @@ int tm_consumer_start(tm_connector *c, char *errstr, size_t errsize) {
         c->link = NULL;
         return -1;
     }
+    /* Without it the consumer runs as before: it only saves the fetcher's
+     * wait (kafka/fetch_wake.h). */
+    c->fetch_wake = tm_fetch_wake_new(c->rk);
     return 0;
 oom:
     if (subs)
@@ -429,6 +433,14 @@ static void *close_thread(void *arg) {
 void tm_consumer_stop(tm_connector *c, int timeout_ms) {
     if (!c->rk)
         return;
+    /* Its thread asks c->rk: joined before the close. */
+    if (tm_fetch_wake_count(c->fetch_wake) > 0)
+        tm_log(TM_LOG_INFO, c->cfg->name,
+               "consumer: the fetcher was woken %lld times after the queue "
+               "drained",
+               (long long)tm_fetch_wake_count(c->fetch_wake));
+    tm_fetch_wake_free(c->fetch_wake);
+    c->fetch_wake = NULL;
     close_job *j = calloc(1, sizeof *j);
     pthread_t th;
     struct tm_consumer_link *link = c->link;

@@ -67,6 +67,9 @@ typedef struct tm_connector {
      * made, so that a consumer being closed on the watchdog's thread while
      * the next one runs never touches the connector. */
     struct tm_consumer_link *link;
+    /* Wakes c->rk's fetcher once the queue drained (kafka/fetch_wake.h);
+     * NULL without one. Freed before c->rk is closed. */
+    struct tm_fetch_wake *fetch_wake;
     struct tm_dead_letter_producer *dlq; /* NULL without $.dead_letters.topic */
     /* What the commit loop watches: a stop, or a pause
      * (tm_run_ctl.loop_stop). */

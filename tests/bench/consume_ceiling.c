@@ -4,13 +4,21 @@
  * queue sizes for a 10 000-record batch). tidemark's end-to-end rate is
  * divided by this one.
  *
- * usage: consume_ceiling BOOTSTRAP TOPIC PARTITIONS TOTAL
- * prints: consume_ceiling: records=N seconds=S records_per_s=R */
+ * usage: consume_ceiling BOOTSTRAP TOPIC PARTITIONS TOTAL [--spin-ns N]
+ * [--wake] prints: consume_ceiling: records=N seconds=S records_per_s=R
+ *
+ * --spin-ns N spends N ns of CPU on each record (a consumer as slow as a
+ * connector's conversion and sink); --wake runs tidemark's fetcher waker
+ * (kafka/fetch_wake.h) beside the loop, as the host does. The two runs of
+ * one N, with and without --wake, show what librdkafka's fetcher stall
+ * costs a consumer slower than the fetcher (docs/benchmarks.md). */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "kafka/fetch_wake.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -27,9 +35,19 @@ static void set(rd_kafka_conf_t *c, const char *k, const char *v) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr,
-                "usage: consume_ceiling BOOTSTRAP TOPIC PARTITIONS TOTAL\n");
+    long spin_ns = 0;
+    int wake = 0, bad = argc < 5;
+    for (int i = 5; i < argc && !bad; i++) {
+        if (strcmp(argv[i], "--wake") == 0)
+            wake = 1;
+        else if (strcmp(argv[i], "--spin-ns") == 0 && i + 1 < argc)
+            spin_ns = atol(argv[++i]);
+        else
+            bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: consume_ceiling BOOTSTRAP TOPIC PARTITIONS "
+                        "TOTAL [--spin-ns N] [--wake]\n");
         return 2;
     }
     const char *topic = argv[2];
@@ -49,6 +67,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     rd_kafka_poll_set_consumer(rk);
+    tm_fetch_wake *waker = wake ? tm_fetch_wake_new(rk) : NULL;
+    if (wake && !waker) {
+        fprintf(stderr, "consume_ceiling: cannot make the waker\n");
+        return 2;
+    }
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new(parts);
     for (int p = 0; p < parts; p++)
@@ -78,13 +101,20 @@ int main(int argc, char **argv) {
                 t0 = now_s(); /* from the first record: no connect time */
             n++;
             bytes += m->len;
+            tm_fetch_wake_seen(waker, rd_kafka_topic_name(m->rkt),
+                               m->partition);
         }
         rd_kafka_message_destroy(m);
+        for (double until = spin_ns ? now_s() + (double)spin_ns / 1e9 : 0;
+             spin_ns && now_s() < until;)
+            ; /* the record's work */
     }
     double s = now_s() - t0;
     printf("consume_ceiling: records=%lld seconds=%.3f records_per_s=%.0f "
-           "mb_per_s=%.1f\n",
-           n, s, (double)n / s, (double)bytes / s / 1e6);
+           "mb_per_s=%.1f spin_ns=%ld wake=%d wakeups=%lld\n",
+           n, s, (double)n / s, (double)bytes / s / 1e6, spin_ns, wake,
+           (long long)tm_fetch_wake_count(waker));
+    tm_fetch_wake_free(waker);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     return 0;
