@@ -108,7 +108,20 @@ static const char HELPERS[] =
     "WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS " SQ_OWNERS " ("
     "table_name TEXT NOT NULL, connector TEXT NOT NULL, shared INTEGER NOT "
-    "NULL, PRIMARY KEY (table_name, connector));";
+    "NULL, PRIMARY KEY (table_name, connector));"
+    /* Business keys held in memory (keyset.c): a batch's new keys as one
+     * row of 24-byte digests; the row's age columns before the blob, so
+     * the retention's index and scans never read it. */
+    "CREATE TABLE IF NOT EXISTS " SQ_KEY_BATCHES " ("
+    "connector TEXT NOT NULL, generation INTEGER NOT NULL, applied_wall "
+    "INTEGER NOT NULL, newest_applied_at INTEGER NOT NULL, nkeys INTEGER "
+    "NOT NULL, keys BLOB NOT NULL, PRIMARY KEY (connector, generation)) "
+    "WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS " SQ_KEY_BATCHES "_by_age ON " SQ_KEY_BATCHES
+    " (connector, newest_applied_at);"
+    "CREATE TABLE IF NOT EXISTS " SQ_KEYSETS " ("
+    "connector TEXT NOT NULL PRIMARY KEY, seed BLOB NOT NULL, generation "
+    "INTEGER NOT NULL, pruned INTEGER NOT NULL);";
 
 /* The keys' age index serves only the retention's pruning, and every key
  * stored writes it: a connector with a retention makes it (the keys table
@@ -191,16 +204,18 @@ static void target_ddl(const sq_sink *s, sq_buf *b) {
  * needs no write lock (a restart beside a busy writer does not wait). */
 static int schema_complete(sq_sink *s) {
     static const char *const HELPER_NAMES[] = {
-        SQ_MARKERS, SQ_DEAD_LETTERS,   SQ_DEAD_LETTERS "_by_offset",
-        SQ_KEYS,    SQ_KEYS "_by_age", SQ_OWNERS};
-    enum { AGE = 4 };
+        SQ_MARKERS,     SQ_DEAD_LETTERS,          SQ_DEAD_LETTERS "_by_offset",
+        SQ_KEYS,        SQ_KEYS "_by_age",        SQ_OWNERS,
+        SQ_KEY_BATCHES, SQ_KEY_BATCHES "_by_age", SQ_KEYSETS};
+    enum { AGE = 4, TARGET = 10, TARGET_KEY = 11 };
     sq_buf key = {0};
     sq_buf_add(&key, s->set.table);
     sq_buf_add(&key, "_tm_key");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
                                 "SELECT count(*) FROM sqlite_schema WHERE name "
-                                "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                "?10, ?11)",
                                 -1, &st, NULL);
     const int nhelpers = (int)(sizeof HELPER_NAMES / sizeof HELPER_NAMES[0]);
     int want = 0;
@@ -212,12 +227,12 @@ static int schema_complete(sq_sink *s) {
         want++;
     }
     if (rc == SQLITE_OK && s->set.create && !s->schema_cols) {
-        rc = sqlite3_bind_text(st, 7, s->set.table, -1, SQLITE_STATIC);
+        rc = sqlite3_bind_text(st, TARGET, s->set.table, -1, SQLITE_STATIC);
         want++;
     }
     if (rc == SQLITE_OK && s->set.create && !s->schema_cols &&
         s->set.mode == SQ_UPSERT && !key.oom) {
-        rc = sqlite3_bind_text(st, 8, key.p, -1, SQLITE_STATIC);
+        rc = sqlite3_bind_text(st, TARGET_KEY, key.p, -1, SQLITE_STATIC);
         want++;
     }
     if (rc == SQLITE_OK)
@@ -707,6 +722,26 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
     /* Both clocks must say old (docs/sinks/sqlite.md, Dedup retention). */
     [SQ_KEY_PRUNE] = "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND "
                      "applied_at < ?2 AND applied_wall < ?3",
+    [SQ_KS_GET] = "SELECT seed, generation, pruned FROM " SQ_KEYSETS
+                  " WHERE connector = ?1",
+    [SQ_KS_PUT] = "INSERT INTO " SQ_KEYSETS
+                  " (connector, seed, generation, pruned) VALUES (?1, ?2, ?3, "
+                  "?4) ON CONFLICT (connector) DO UPDATE SET generation = "
+                  "excluded.generation, pruned = excluded.pruned",
+    [SQ_KB_INS] = "INSERT INTO " SQ_KEY_BATCHES
+                  " (connector, generation, applied_wall, newest_applied_at, "
+                  "nkeys, keys) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [SQ_KB_LOAD] = "SELECT keys FROM " SQ_KEY_BATCHES
+                   " WHERE connector = ?1 AND generation > ?2",
+    /* a batch row goes when its newest key is past both clocks */
+    [SQ_KB_PRUNE] = "DELETE FROM " SQ_KEY_BATCHES
+                    " WHERE connector = ?1 AND newest_applied_at < ?2 AND "
+                    "applied_wall < ?3 RETURNING keys",
+    [SQ_KEY_LOAD] =
+        "SELECT identity, payload_hash FROM " SQ_KEYS " WHERE connector = ?1",
+    [SQ_KEY_PRUNE_RET] =
+        "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND applied_at < ?2 AND "
+        "applied_wall < ?3 RETURNING identity, payload_hash",
 };
 
 static int is_target_stmt(int i) {
