@@ -123,7 +123,7 @@ static size_t slot_of(uint64_t b, size_t mask) {
 
 static int tab_grow(sq_keytab *t, size_t want) {
     size_t cap = t->mask ? t->mask + 1 : 1024;
-    while (want > cap / 2)
+    while (want > cap / 4 * 3)
         cap *= 2;
     if (t->slot && cap == t->mask + 1)
         return SQLITE_OK;
@@ -172,7 +172,7 @@ static sq_key *tab_find(const sq_keytab *t, uint64_t a, uint64_t b) {
  * slot on its probe path before which no slot was emptied since).
  * SQLITE_OK or SQLITE_NOMEM. */
 static int tab_put_from(sq_keytab *t, sq_key key, size_t from) {
-    if ((!t->slot || t->n + 1 > (t->mask + 1) / 2) &&
+    if ((!t->slot || t->n + 1 > (t->mask + 1) / 4 * 3) &&
         tab_grow(t, t->n + 1) != SQLITE_OK)
         return SQLITE_NOMEM;
     size_t j = from <= t->mask ? from : slot_of(key.b, t->mask);
@@ -312,6 +312,20 @@ static int load_batches(sq_sink *s, int64_t after) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* Sizes the empty set for the keys of the connector's batch rows at
+ * once: growing by doubling while loading would hold the old table and
+ * the new one together (1.5 times the end size) at each step. */
+static int presize(sq_sink *s) {
+    sqlite3_stmt *st = s->stmt[SQ_KB_COUNT];
+    int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t n = sqlite3_column_int64(st, 0);
+        rc = n > 0 ? tab_grow(&s->keys.set, (size_t)n) : SQLITE_OK;
+    }
+    sq_reuse(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* The connector's rows of tidemark_keys (older builds, or "rows"). */
 static int load_legacy(sq_sink *s) {
     sqlite3_stmt *st = s->stmt[SQ_KEY_LOAD];
@@ -401,7 +415,8 @@ int sq_keys_sync(sq_sink *s) {
         tab_clear(&k->set);
         k->loaded = 0;
         memcpy(k->seed, seed, 16);
-        if ((rc = load_legacy(s)) == SQLITE_OK)
+        if ((rc = presize(s)) == SQLITE_OK &&
+            (rc = load_legacy(s)) == SQLITE_OK)
             rc = load_batches(s, INT64_MIN);
         if (rc != SQLITE_OK) {
             tab_clear(&k->set);

@@ -76,6 +76,7 @@ typedef enum sq_stmt_id {
     SQ_KS_PUT,
     SQ_KB_INS, /* a batch's new keys, one row */
     SQ_KB_LOAD,
+    SQ_KB_COUNT,
     SQ_KB_PRUNE,
     SQ_KEY_LOAD, /* the connector's tidemark_keys rows, into the set */
     SQ_KEY_PRUNE_RET,
