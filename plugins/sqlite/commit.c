@@ -498,7 +498,7 @@ static tm_status apply(sq_run *x, tm_error *err) {
     if ((r = sq_evolve(s, b, err)) != TM_OK)
         return r;
     if ((rc = write_records(x)) != SQLITE_OK)
-        return sq_fail(s, rc, x->step, err);
+        return sq_keys_fail(s, rc, x->step, err);
     s->host->fault(TM_FAULT_AFTER_EFFECTS);
     x->step = "updating the markers";
     for (size_t i = 0; rc == SQLITE_OK && i < b->nranges; i++) {

@@ -4,9 +4,9 @@
  * tidemark_key_batches (one row of packed digests per batch that applied
  * new keys) and from the connector's tidemark_keys rows of older builds.
  * Inside each commit's BEGIN IMMEDIATE the set is brought up to the
- * connector's tidemark_keysets row (newer generations loaded, a removal by
- * another process reloads); the batch's own changes are staged and reach
- * the set only after COMMIT. */
+ * connector's newest batch row and tidemark_keysets row (newer generations
+ * loaded, a removal by another process reloads); the batch's own changes are
+ * staged and reach the set only after COMMIT. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,18 +312,26 @@ static int load_batches(sq_sink *s, int64_t after) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* The number of keys in the connector's batch rows into *n. */
+static int batch_keys(sq_sink *s, int64_t *n) {
+    sqlite3_stmt *st = s->stmt[SQ_KB_COUNT];
+    int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
+    *n = 0;
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *n = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sq_reuse(st);
+    return rc;
+}
+
 /* Sizes the empty set for the keys of the connector's batch rows at
  * once: growing by doubling while loading would hold the old table and
  * the new one together (1.5 times the end size) at each step. */
 static int presize(sq_sink *s) {
-    sqlite3_stmt *st = s->stmt[SQ_KB_COUNT];
-    int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t n = sqlite3_column_int64(st, 0);
-        rc = n > 0 ? tab_grow(&s->keys.set, (size_t)n) : SQLITE_OK;
-    }
-    sq_reuse(st);
-    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+    int64_t n;
+    int rc = batch_keys(s, &n);
+    return rc == SQLITE_OK && n > 0 ? tab_grow(&s->keys.set, (size_t)n) : rc;
 }
 
 /* The connector's rows of tidemark_keys (older builds, or "rows"). */
@@ -367,15 +375,13 @@ static int read_row(sq_sink *s, int *found, uint8_t seed[16], int64_t *gen,
     return rc;
 }
 
-static int write_row(sq_sink *s, int64_t gen, int64_t pruned) {
+static int write_row(sq_sink *s, int64_t pruned) {
     sqlite3_stmt *st = s->stmt[SQ_KS_PUT];
     int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_blob(st, 2, s->keys.seed, 16, SQLITE_STATIC);
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 3, gen);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 4, pruned);
+        rc = sqlite3_bind_int64(st, 3, pruned);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     sq_reuse(st);
@@ -391,6 +397,7 @@ int sq_keys_sync(sq_sink *s) {
     stage_reset(&k->del);
     k->newest_at = INT64_MIN;
     k->pruned_now = 0;
+    k->why = NULL;
     int rc = read_row(s, &found, seed, &gen, &pruned);
     if (rc != SQLITE_OK)
         return rc;
@@ -398,11 +405,22 @@ int sq_keys_sync(sq_sink *s) {
         /* The connector's first memory-mode transaction: a new seed. If
          * this transaction rolls back, the row goes with it (sq_keys_abort
          * forgets the set). */
+        int64_t n;
+        if ((rc = batch_keys(s, &n)) != SQLITE_OK)
+            return rc;
+        if (n > 0) { /* their seed is gone: the digests cannot be read */
+            k->why = "the connector's rows of " SQ_KEY_BATCHES
+                     " have no row in " SQ_KEYSETS
+                     " (deleted?), which holds the seed of their digests: "
+                     "they cannot be read, and without them a resend would "
+                     "be stored again";
+            return SQLITE_CORRUPT;
+        }
         sqlite3_randomness(16, k->seed);
         k->fresh_row = 1;
         tab_clear(&k->set);
         k->loaded = 0;
-        if ((rc = write_row(s, 0, 0)) != SQLITE_OK)
+        if ((rc = write_row(s, 0)) != SQLITE_OK)
             return rc;
         if ((rc = load_legacy(s)) != SQLITE_OK)
             return rc;
@@ -476,9 +494,14 @@ int sq_keys_prepare(sq_sink *s, const tm_batch *b) {
 static void touch_chunk(sq_keyset *k, size_t j, size_t n) {
     uint64_t sum = 0;
     size_t end = j + TOUCH_CHUNK < n ? j + TOUCH_CHUNK : n;
-    for (; k->set.slot && j < end; j++)
-        if (k->dig[j].a)
-            sum += k->set.slot[slot_of(k->dig[j].b, k->set.mask)].a;
+    for (; k->set.slot && j < end; j++) {
+        if (!k->dig[j].a)
+            continue;
+        /* the home slot and two after it: a probe's usual run, which
+         * crosses into the next cache line (24-byte slots) */
+        size_t home = slot_of(k->dig[j].b, k->set.mask);
+        sum += k->set.slot[home].a + k->set.slot[(home + 2) & k->set.mask].a;
+    }
     k->touched += sum; /* kept, so that the reads are not left out */
 }
 
@@ -549,8 +572,17 @@ int sq_keys_write(sq_sink *s, int64_t wall_ms) {
     sq_keyset *k = &s->keys;
     if (!k->add.n && !k->pruned_now)
         return SQLITE_OK;
-    int64_t gen = k->gen + (k->add.n > 0);
+    int64_t newest = k->gen;
     int rc = SQLITE_OK;
+    if (k->pruned_now) {
+        /* the newest generation after this batch's removals */
+        uint8_t seed[16];
+        int64_t pruned;
+        int found;
+        if ((rc = read_row(s, &found, seed, &newest, &pruned)) != SQLITE_OK)
+            return rc;
+    }
+    int64_t gen = newest + (k->add.n > 0);
     if (k->add.n) {
         size_t len = k->add.n * 24;
         uint8_t *blob = malloc(len);
@@ -580,8 +612,8 @@ int sq_keys_write(sq_sink *s, int64_t wall_ms) {
         if (rc == SQLITE_DONE)
             rc = SQLITE_OK;
     }
-    if (rc == SQLITE_OK)
-        rc = write_row(s, gen, k->pruned + k->pruned_now);
+    if (rc == SQLITE_OK && k->pruned_now)
+        rc = write_row(s, k->pruned + 1);
     if (rc == SQLITE_OK) {
         k->next_gen = gen;
         k->next_pruned = k->pruned + k->pruned_now;
@@ -641,6 +673,13 @@ void sq_keys_free(sq_sink *s) {
     free(s->keys.dig);
     stage_free(&s->keys.add);
     stage_free(&s->keys.del);
+}
+
+tm_status sq_keys_fail(sq_sink *s, int rc, const char *step, tm_error *err) {
+    if (!s->keys.why)
+        return sq_fail(s, rc, step, err);
+    s->host->set_error(err, "%s: %s (%s)", step, s->keys.why, s->set.path);
+    return TM_FATAL;
 }
 
 int sq_keys_rows_allowed(sq_sink *s, int *allowed) {

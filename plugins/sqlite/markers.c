@@ -138,7 +138,7 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
         rc = sq_keys_sync(s);
     }
     if (rc != SQLITE_OK) {
-        r = sq_fail(s, rc, step, err);
+        r = sq_keys_fail(s, rc, step, err);
         sq_rollback(s);
         sq_keys_abort(s);
         return r;

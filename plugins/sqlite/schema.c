@@ -117,11 +117,9 @@ static const char HELPERS[] =
     "INTEGER NOT NULL, newest_applied_at INTEGER NOT NULL, nkeys INTEGER "
     "NOT NULL, keys BLOB NOT NULL, PRIMARY KEY (connector, generation)) "
     "WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS " SQ_KEY_BATCHES "_by_age ON " SQ_KEY_BATCHES
-    " (connector, newest_applied_at);"
     "CREATE TABLE IF NOT EXISTS " SQ_KEYSETS " ("
-    "connector TEXT NOT NULL PRIMARY KEY, seed BLOB NOT NULL, generation "
-    "INTEGER NOT NULL, pruned INTEGER NOT NULL);";
+    "connector TEXT NOT NULL PRIMARY KEY, seed BLOB NOT NULL, pruned "
+    "INTEGER NOT NULL);";
 
 /* The keys' age index serves only the retention's pruning, and every key
  * stored writes it: a connector with a retention makes it (the keys table
@@ -129,7 +127,10 @@ static const char HELPERS[] =
  * every connector's keys); one without never reads it. */
 static const char AGE_INDEX[] =
     "CREATE INDEX IF NOT EXISTS " SQ_KEYS "_by_age ON " SQ_KEYS
-    " (connector, applied_at);";
+    " (connector, applied_at);"
+    /* the same for the keys held in memory: one entry per batch row */
+    "CREATE INDEX IF NOT EXISTS " SQ_KEY_BATCHES "_by_age ON " SQ_KEY_BATCHES
+    " (connector, newest_applied_at);";
 
 /* The marker's lineage (ABI 1.1), added to a markers table made before
  * it: SQLite has no ADD COLUMN IF NOT EXISTS, so lineage_columns() says
@@ -207,7 +208,7 @@ static int schema_complete(sq_sink *s) {
         SQ_MARKERS,     SQ_DEAD_LETTERS,          SQ_DEAD_LETTERS "_by_offset",
         SQ_KEYS,        SQ_KEYS "_by_age",        SQ_OWNERS,
         SQ_KEY_BATCHES, SQ_KEY_BATCHES "_by_age", SQ_KEYSETS};
-    enum { AGE = 4, TARGET = 10, TARGET_KEY = 11 };
+    enum { AGE = 4, BATCHES_AGE = 7, TARGET = 10, TARGET_KEY = 11 };
     sq_buf key = {0};
     sq_buf_add(&key, s->set.table);
     sq_buf_add(&key, "_tm_key");
@@ -221,7 +222,7 @@ static int schema_complete(sq_sink *s) {
     int want = 0;
     for (int i = 0; rc == SQLITE_OK && i < nhelpers; i++) {
         /* the age index only with a retention (AGE_INDEX) */
-        if (i == AGE && s->set.retention_s == 0)
+        if ((i == AGE || i == BATCHES_AGE) && s->set.retention_s == 0)
             continue;
         rc = sqlite3_bind_text(st, i + 1, HELPER_NAMES[i], -1, SQLITE_STATIC);
         want++;
@@ -722,12 +723,17 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
     /* Both clocks must say old (docs/sinks/sqlite.md, Dedup retention). */
     [SQ_KEY_PRUNE] = "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND "
                      "applied_at < ?2 AND applied_wall < ?3",
-    [SQ_KS_GET] = "SELECT seed, generation, pruned FROM " SQ_KEYSETS
-                  " WHERE connector = ?1",
+    /* the newest generation is the batch rows' own (no write of the
+     * connector's row per commit): a removal moves pruned, and every
+     * process reloads then, so a generation number freed by it and used
+     * again is never taken for one already loaded */
+    [SQ_KS_GET] =
+        "SELECT seed, (SELECT coalesce(max(generation), 0) FROM " SQ_KEY_BATCHES
+        " WHERE connector = ?1), pruned FROM " SQ_KEYSETS
+        " WHERE connector = ?1",
     [SQ_KS_PUT] = "INSERT INTO " SQ_KEYSETS
-                  " (connector, seed, generation, pruned) VALUES (?1, ?2, ?3, "
-                  "?4) ON CONFLICT (connector) DO UPDATE SET generation = "
-                  "excluded.generation, pruned = excluded.pruned",
+                  " (connector, seed, pruned) VALUES (?1, ?2, ?3) ON CONFLICT "
+                  "(connector) DO UPDATE SET pruned = excluded.pruned",
     [SQ_KB_INS] = "INSERT INTO " SQ_KEY_BATCHES
                   " (connector, generation, applied_wall, newest_applied_at, "
                   "nkeys, keys) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -117,6 +117,7 @@ typedef struct sq_keyset {
     sq_key *dig;      /* the batch's records' digests (a == 0: no key) */
     size_t last_pos;  /* the last sq_keys_decide's empty slot */
     uint64_t touched; /* sq_keys_prepare's reads, kept */
+    const char *why;  /* what sq_keys_sync refused, or NULL */
     size_t ndig;
 } sq_keyset;
 
@@ -283,9 +284,12 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
 void sq_siphash(const uint8_t key[16], const void *in, size_t len, int wide,
                 uint64_t out[2]);
 /* Inside a write transaction: brings the set up to the connector's
- * tidemark_keysets row (made, with a new seed, when missing), clears the
- * staged changes. SQLite result code. */
+ * tidemark_keysets row (made, with a new seed, when missing) and newest
+ * batch row, clears the staged changes. SQLite result code (CORRUPT:
+ * batch rows without the connector's row, whose seed they need). */
 int sq_keys_sync(sq_sink *s);
+/* sq_fail, or TM_FATAL with what sq_keys_sync refused. */
+tm_status sq_keys_fail(sq_sink *s, int rc, const char *step, tm_error *err);
 /* The digests of every keyed record of B (after sq_keys_sync). */
 int sq_keys_prepare(sq_sink *s, const tm_batch *b);
 /* Record J of the N prepared: 0 new, 1 duplicate, 2 conflict; *key its
@@ -297,7 +301,9 @@ int sq_keys_decide(sq_sink *s, size_t j, size_t n, sq_key *key,
 int sq_keys_stage(sq_sink *s, sq_key key, int32_t rec, int64_t applied_at);
 /* Removes the expired key batches (and old per-key rows): both clocks. */
 int sq_keys_prune(sq_sink *s, int64_t horizon, int64_t wall_horizon);
-/* Writes the batch's row of new keys and the connector's keysets row. */
+/* Writes the batch's row of new keys (generation: the newest after this
+ * batch's removals, plus one) and, after removals, the connector's
+ * keysets row (pruned + 1). */
 int sq_keys_write(sq_sink *s, int64_t wall_ms);
 /* After COMMIT returned SQLITE_OK: the staged changes into the set. */
 void sq_keys_committed(sq_sink *s);

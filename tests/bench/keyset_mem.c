@@ -94,7 +94,7 @@ static void fill(const char *path, size_t n) {
         die("insert", sqlite3_errmsg(db));
     unsigned char *blob = malloc(240000);
     uint64_t x = 88172645463325252ULL;
-    int64_t gen = 0;
+    int64_t gen = 0; /* the rows' generations 1, 2, ... */
     for (size_t done = 0; done < n; gen++) {
         size_t m = n - done < 10000 ? n - done : 10000;
         for (size_t i = 0; i < m * 24; i += 8) {
@@ -111,12 +111,6 @@ static void fill(const char *path, size_t n) {
         done += m;
     }
     sqlite3_finalize(st);
-    char text[128];
-    snprintf(text, sizeof text,
-             "UPDATE tidemark_keysets SET generation = %lld WHERE connector "
-             "= 'mem'",
-             (long long)gen);
-    sql(db, text);
     sql(db, "COMMIT");
     free(blob);
     sqlite3_close(db);

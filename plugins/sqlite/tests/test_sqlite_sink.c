@@ -1049,6 +1049,32 @@ START_TEST(memory_and_rows_keys_agree) {
 }
 END_TEST
 
+/* Batch rows whose connector's keysets row (their digests' seed) was
+ * deleted cannot be read: refused, not taken for no keys (a resend would
+ * be stored again). */
+START_TEST(keys_without_their_seed_are_refused) {
+    conf c;
+    batch b;
+    conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", 0);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r[] = {{0, 7, 1000, "x", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r, 1);
+    commit_ok(sink, &b);
+    api->close(sink);
+    exec_sql("DELETE FROM tidemark_keysets");
+    sink = open_ok(&c);
+    tm_error err;
+    tm_status rc = claim_as(sink, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "business keys") &&
+                      strstr(err.message, "no row in tidemark_keysets"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keysets"), 0);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* "rows" after "memory" would not see the keys held as batches: refused
  * at claim, naming the setting; "memory" after "rows" reads the rows. */
 START_TEST(rows_after_memory_is_refused) {
@@ -1756,6 +1782,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
     tcase_add_test(tc, memory_and_rows_keys_agree);
     tcase_add_test(tc, rows_after_memory_is_refused);
+    tcase_add_test(tc, keys_without_their_seed_are_refused);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
