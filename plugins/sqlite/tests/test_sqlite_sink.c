@@ -1049,21 +1049,27 @@ START_TEST(memory_and_rows_keys_agree) {
 }
 END_TEST
 
-/* Batch rows whose connector's keysets row (their digests' seed) was
- * deleted cannot be read: refused, not taken for no keys (a resend would
- * be stored again). */
-START_TEST(keys_without_their_seed_are_refused) {
-    conf c;
+/* One key stored by a sink of "dedup_keys": "memory" (settings C), closed
+ * again. */
+static void one_key_in_memory(conf *c) {
     batch b;
-    conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", 0);
-    void *sink = open_ok(&c);
+    conf_keys(c, "{\"path\": \"$DB\", \"table\": \"t\"", 0);
+    void *sink = open_ok(c);
     tm_marker m = claim1(sink);
     const rec r[] = {{0, 7, 1000, "x", "order-7", "h"}};
     batch_make(&b, 0, 1, m.epoch, r, 1);
     commit_ok(sink, &b);
     api->close(sink);
+}
+
+/* Batch rows whose connector's keysets row (their digests' seed) was
+ * deleted cannot be read: refused, not taken for no keys (a resend would
+ * be stored again). */
+START_TEST(keys_without_their_seed_are_refused) {
+    conf c;
+    one_key_in_memory(&c);
     exec_sql("DELETE FROM tidemark_keysets");
-    sink = open_ok(&c);
+    void *sink = open_ok(&c);
     tm_error err;
     tm_status rc = claim_as(sink, &err);
     ck_assert_msg(rc == TM_FATAL && strstr(err.message, "business keys") &&
@@ -1079,17 +1085,10 @@ END_TEST
  * at claim, naming the setting; "memory" after "rows" reads the rows. */
 START_TEST(rows_after_memory_is_refused) {
     conf c;
-    batch b;
-    conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", 0);
-    void *sink = open_ok(&c);
-    tm_marker m = claim1(sink);
-    const rec r[] = {{0, 7, 1000, "x", "order-7", "h"}};
-    batch_make(&b, 0, 1, m.epoch, r, 1);
-    commit_ok(sink, &b);
-    api->close(sink);
+    one_key_in_memory(&c);
     conf_done(&c);
     conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", 1);
-    sink = open_ok(&c);
+    void *sink = open_ok(&c);
     tm_error err;
     tm_status rc = claim_as(sink, &err);
     ck_assert_msg(rc == TM_FATAL && strstr(err.message, "\"dedup_keys\"") &&
