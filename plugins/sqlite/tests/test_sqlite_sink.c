@@ -1049,6 +1049,100 @@ START_TEST(memory_and_rows_keys_agree) {
 }
 END_TEST
 
+/* Many keys: the same pseudo-random batches of 300 records over 2500
+ * identities (a tenth of them with another payload, one in fifty refused
+ * by the table), A and B writing, every eighth batch all keys made
+ * older than the retention by the wall clock (the data's clock, a second
+ * a batch, then decides) through both modes: the set grows past its first
+ * sizes, lookups cross the chunks read ahead, and removals shift entries
+ * back. The sides must agree on every row, dead letter and marker. */
+enum { BIG_BATCH = 300, BIG_BATCHES = 40, BIG_KEYS = 2500 };
+
+static void big_run(keys_side *sd, const int64_t T, char *out, size_t size) {
+    static tm_record recs[BIG_BATCH];
+    static tm_value vals[BIG_BATCH][2];
+    static char ids[BIG_BATCH][24], hashes[BIG_BATCH][24];
+    int64_t next[2] = {0, 0};
+    uint32_t x = 12345;
+    for (int i = 0; i < BIG_BATCHES; i++) {
+        /* B every fourth: A removes keys batch after batch without a
+         * reload in between (B's removals make A reload) */
+        int on_b = i % 4 == 3;
+        for (int j = 0; j < BIG_BATCH; j++) {
+            x = x * 1103515245u + 12345u;
+            int k = (int)((x >> 8) % BIG_KEYS);
+            int other = (x >> 4) % 10 == 0;
+            int bad = (x >> 2) % 50 == 0;
+            snprintf(ids[j], sizeof ids[j], "order-%d", k);
+            snprintf(hashes[j], sizeof hashes[j], "%s%d", other ? "x" : "h", k);
+            vals[j][0] = (tm_value){.struct_size = sizeof(tm_value), .v.i = k};
+            vals[j][1] = (tm_value){.struct_size = sizeof(tm_value)};
+            vals[j][1].v.s.ptr = bad ? "bad" : "ok";
+            vals[j][1].v.s.len = bad ? 3 : 2;
+            recs[j] = (tm_record){.struct_size = sizeof(tm_record),
+                                  .offset = next[on_b] + j,
+                                  .timestamp_ms = T + i * 1000,
+                                  .value = "{}",
+                                  .value_len = 2,
+                                  .values = vals[j],
+                                  .identity = ids[j],
+                                  .identity_hash = hashes[j]};
+        }
+        batch bt;
+        use_db(sd);
+        batch_make(&bt, next[on_b], next[on_b] + BIG_BATCH,
+                   on_b ? sd->epoch_b : sd->epoch_a, NULL, 0);
+        bt.range.partition = on_b;
+        bt.b.records = recs;
+        bt.b.nrecords = BIG_BATCH;
+        tm_error err;
+        tm_status rc = commit(on_b ? sd->b : sd->a, &bt, &err);
+        ck_assert_msg(rc == TM_OK, "%s: batch %d: %s",
+                      sd->rows ? "rows" : "memory", i, err.message);
+        next[on_b] += BIG_BATCH;
+        if (i % 8 == 7)
+            side_age(sd, 20000);
+    }
+    char rows[128], dls[128], marks[256];
+    q_text("SELECT count(*) || ' ' || total(_tm_offset * 7919 + "
+           "_tm_partition * 104729 + id) FROM t",
+           rows, sizeof rows);
+    q_text("SELECT count(*) || ' ' || total(\"offset\" * 7919 + \"partition\" "
+           "* 104729 + length(reason)) FROM tidemark_dead_letters",
+           dls, sizeof dls);
+    q_text("SELECT group_concat(x, ' ') FROM (SELECT rows || '/' || "
+           "dead_letters || '/' || duplicates AS x FROM tidemark_markers "
+           "ORDER BY \"partition\")",
+           marks, sizeof marks);
+    snprintf(out, size, "rows %s, dead letters %s, markers %s", rows, dls,
+             marks);
+}
+
+START_TEST(memory_and_rows_keys_agree_on_many_keys) {
+    const int64_t T = 1700000000000;
+    keys_side sd[2];
+    char state[2][1024];
+    for (int i = 0; i < 2; i++) {
+        side_open(&sd[i], i ? "rows.db" : "memory.db", i);
+        big_run(&sd[i], T, state[i], sizeof state[i]);
+    }
+    ck_assert_msg(strcmp(state[0], state[1]) == 0, "memory: %s\nrows:   %s",
+                  state[0], state[1]);
+    /* the set grew past its first sizes and lost keys to the retention */
+    use_db(&sd[0]);
+    ck_assert_int_gt(q_int("SELECT count(*) FROM t"), 2 * 1024);
+    ck_assert_int_gt(q_int("SELECT sum(duplicates) FROM tidemark_markers"),
+                     1000);
+    ck_assert_int_lt(q_int("SELECT sum(nkeys) FROM tidemark_key_batches"),
+                     q_int("SELECT count(*) FROM t"));
+    for (int i = 0; i < 2; i++) {
+        api->close(sd[i].a);
+        api->close(sd[i].b);
+        conf_done(&sd[i].c);
+    }
+}
+END_TEST
+
 /* One key stored by a sink of "dedup_keys": "memory" (settings C), closed
  * again. */
 static void one_key_in_memory(conf *c) {
@@ -1780,6 +1874,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
     tcase_add_test(tc, memory_and_rows_keys_agree);
+    tcase_add_test(tc, memory_and_rows_keys_agree_on_many_keys);
     tcase_add_test(tc, rows_after_memory_is_refused);
     tcase_add_test(tc, keys_without_their_seed_are_refused);
     tcase_add_test(tc, validate_reports_both_shapes);
