@@ -342,7 +342,8 @@ static int load_legacy(sq_sink *s) {
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *id = (const char *)sqlite3_column_text(st, 0);
         const char *h = (const char *)sqlite3_column_text(st, 1);
-        if (!id)
+        rc = SQLITE_OK;
+        if (!id) /* NOT NULL in the table: a table made otherwise */
             continue;
         rc = tab_put(&s->keys.set, digest(&s->keys, id, h));
         s->keys.legacy++;
@@ -549,6 +550,7 @@ int sq_keys_prune(sq_sink *s, int64_t horizon, int64_t wall_horizon) {
             rc = sqlite3_bind_int64(st, 3, wall_horizon);
         while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
             k->pruned_now = 1;
+            rc = SQLITE_OK;
             if (!legacy) {
                 rc = blob_keys(k, sqlite3_column_blob(st, 0),
                                sqlite3_column_bytes(st, 0), 1);

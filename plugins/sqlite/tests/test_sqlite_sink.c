@@ -1143,6 +1143,57 @@ START_TEST(memory_and_rows_keys_agree_on_many_keys) {
 }
 END_TEST
 
+/* Keys of tidemark_keys (an older build's, or "rows") count in memory
+ * too, and go by the retention one by one as they did: the expired one is
+ * removed in the batch's transaction (its resend in that batch is new),
+ * the one applied lately by the wall clock stays a duplicate. The same in
+ * both modes. */
+START_TEST(old_keys_are_pruned_in_memory_too) {
+    conf c;
+    batch b1, b2;
+    const int64_t now = tm_clock_wall_ms();
+    char sql[512];
+    exec_sql("CREATE TABLE tidemark_keys (connector TEXT NOT NULL, identity "
+             "TEXT NOT NULL, payload_hash TEXT, first_topic TEXT NOT NULL, "
+             "first_partition INTEGER NOT NULL, first_offset INTEGER NOT "
+             "NULL, applied_at INTEGER NOT NULL, applied_wall INTEGER NOT "
+             "NULL, PRIMARY KEY (connector, identity)) WITHOUT ROWID");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO tidemark_keys VALUES ('unit', 'order-7', 'h', 't', "
+             "0, 0, %lld, %lld), ('unit', 'order-9', 'h', 't', 0, 1, %lld, "
+             "%lld)",
+             (long long)(now - 7200000), (long long)(now - 7200000),
+             (long long)(now - 7200000), (long long)now);
+    exec_sql(sql);
+    conf_keys(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "3600",
+              _i);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r1[] = {{0, 8, now, "y", "order-8", "h"},
+                      {1, 7, now - 7200000, "x", "order-7", "h"},
+                      {2, 9, now - 7200000, "z", "order-9", "h"}};
+    const rec r2[] = {{3, 7, now - 7200000, "x", "order-7", "h"}};
+    batch_make(&b1, 0, 3, m.epoch, r1, 3);
+    batch_make(&b2, 3, 4, m.epoch, r2, 1);
+    commit_ok(sink, &b1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys WHERE "
+                           "identity = 'order-7'"),
+                     _i ? 1 : 0); /* rows: stored again */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keys WHERE "
+                           "identity = 'order-9'"),
+                     1);
+    commit_ok(sink, &b2);
+    tm_marker now_m = read1(sink);
+    ck_assert_uint_eq(now_m.rows, 2);       /* order-8, order-7 again */
+    ck_assert_uint_eq(now_m.duplicates, 2); /* order-9, then order-7 */
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* One key stored by a sink of "dedup_keys": "memory" (settings C), closed
  * again. */
 static void one_key_in_memory(conf *c) {
@@ -1875,6 +1926,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
     tcase_add_test(tc, memory_and_rows_keys_agree);
     tcase_add_test(tc, memory_and_rows_keys_agree_on_many_keys);
+    tcase_add_loop_test(tc, old_keys_are_pruned_in_memory_too, 0, 2);
     tcase_add_test(tc, rows_after_memory_is_refused);
     tcase_add_test(tc, keys_without_their_seed_are_refused);
     tcase_add_test(tc, validate_reports_both_shapes);
