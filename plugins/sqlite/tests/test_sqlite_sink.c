@@ -1153,11 +1153,11 @@ START_TEST(old_keys_are_pruned_in_memory_too) {
     batch b1, b2;
     const int64_t now = tm_clock_wall_ms();
     char sql[512];
-    exec_sql("CREATE TABLE tidemark_keys (connector TEXT NOT NULL, identity "
-             "TEXT NOT NULL, payload_hash TEXT, first_topic TEXT NOT NULL, "
-             "first_partition INTEGER NOT NULL, first_offset INTEGER NOT "
-             "NULL, applied_at INTEGER NOT NULL, applied_wall INTEGER NOT "
-             "NULL, PRIMARY KEY (connector, identity)) WITHOUT ROWID");
+    conf_keys(&c,
+              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
+              "3600",
+              _i);
+    void *sink = open_ok(&c); /* makes the tables; claim loads the keys */
     snprintf(sql, sizeof sql,
              "INSERT INTO tidemark_keys VALUES ('unit', 'order-7', 'h', 't', "
              "0, 0, %lld, %lld), ('unit', 'order-9', 'h', 't', 0, 1, %lld, "
@@ -1165,11 +1165,6 @@ START_TEST(old_keys_are_pruned_in_memory_too) {
              (long long)(now - 7200000), (long long)(now - 7200000),
              (long long)(now - 7200000), (long long)now);
     exec_sql(sql);
-    conf_keys(&c,
-              "{\"path\": \"$DB\", \"table\": \"t\", \"dedup_retention_s\": "
-              "3600",
-              _i);
-    void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     const rec r1[] = {{0, 8, now, "y", "order-8", "h"},
                       {1, 7, now - 7200000, "x", "order-7", "h"},
