@@ -7,6 +7,7 @@
  * connector's newest batch row and tidemark_keysets row (newer generations
  * loaded, a removal by another process reloads); the batch's own changes are
  * staged and reach the set only after COMMIT. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -399,6 +400,7 @@ int sq_keys_sync(sq_sink *s) {
     k->newest_at = INT64_MIN;
     k->pruned_now = 0;
     k->why = NULL;
+    k->why_retry = 0;
     int rc = read_row(s, &found, seed, &gen, &pruned);
     if (rc != SQLITE_OK)
         return rc;
@@ -434,9 +436,26 @@ int sq_keys_sync(sq_sink *s) {
         tab_clear(&k->set);
         k->loaded = 0;
         memcpy(k->seed, seed, 16);
+        /* Committed rows: a whole load is kept whatever this call does,
+         * so it is not given up for the call's deadline (a retry would
+         * load again from nothing, and a set too big to load within one
+         * deadline would never be); interrupt() still stops it. */
+        int64_t deadline = s->deadline_ms;
+        s->deadline_ms = 0;
         if ((rc = presize(s)) == SQLITE_OK &&
             (rc = load_legacy(s)) == SQLITE_OK)
             rc = load_batches(s, INT64_MIN);
+        s->deadline_ms = deadline;
+        if (rc == SQLITE_NOMEM) {
+            k->why_retry = 1;
+            snprintf(k->why_buf, sizeof k->why_buf,
+                     "the connector's business keys do not fit in memory "
+                     "(%zu loaded, a set of %zu bytes; docs/sinks/sqlite.md, "
+                     "Business keys held in memory: \"dedup_keys\": \"rows\" "
+                     "keeps them on disk)",
+                     k->set.n, (k->set.mask + 1) * sizeof(sq_key));
+            k->why = k->why_buf;
+        }
         if (rc != SQLITE_OK) {
             tab_clear(&k->set);
             return rc;
@@ -681,7 +700,7 @@ tm_status sq_keys_fail(sq_sink *s, int rc, const char *step, tm_error *err) {
     if (!s->keys.why)
         return sq_fail(s, rc, step, err);
     s->host->set_error(err, "%s: %s (%s)", step, s->keys.why, s->set.path);
-    return TM_FATAL;
+    return s->keys.why_retry ? TM_RETRY : TM_FATAL;
 }
 
 int sq_keys_rows_allowed(sq_sink *s, int *allowed) {

@@ -118,6 +118,8 @@ typedef struct sq_keyset {
     size_t last_pos;  /* the last sq_keys_decide's empty slot */
     uint64_t touched; /* sq_keys_prepare's reads, kept */
     const char *why;  /* what sq_keys_sync refused, or NULL */
+    int why_retry;    /* ... and it may pass (TM_RETRY, not TM_FATAL) */
+    char why_buf[256];
     size_t ndig;
 } sq_keyset;
 
@@ -288,7 +290,8 @@ void sq_siphash(const uint8_t key[16], const void *in, size_t len, int wide,
  * batch row, clears the staged changes. SQLite result code (CORRUPT:
  * batch rows without the connector's row, whose seed they need). */
 int sq_keys_sync(sq_sink *s);
-/* sq_fail, or TM_FATAL with what sq_keys_sync refused. */
+/* sq_fail, or what sq_keys_sync refused: TM_FATAL (batch rows without
+ * their seed), TM_RETRY (the keys do not fit in memory). */
 tm_status sq_keys_fail(sq_sink *s, int rc, const char *step, tm_error *err);
 /* The digests of every keyed record of B (after sq_keys_sync). */
 int sq_keys_prepare(sq_sink *s, const tm_batch *b);

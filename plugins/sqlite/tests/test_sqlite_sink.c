@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1221,6 +1222,53 @@ START_TEST(keys_without_their_seed_are_refused) {
 }
 END_TEST
 
+/* The process's address space in bytes (VmSize). */
+static long long vm_size(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %lld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+/* Keys that do not fit in memory (a million of them, the process's
+ * address space held to 32 MB more than it uses): the claim is TM_RETRY
+ * naming it and the setting that keeps keys on disk; with the memory
+ * back, the next claim loads them. */
+START_TEST(keys_beyond_memory_are_retry_naming_it) {
+    conf c;
+    one_key_in_memory(&c);
+    exec_sql("INSERT INTO tidemark_key_batches VALUES ('unit', 2, 0, 0, "
+             "1000000, randomblob(24000000))");
+    void *sink = open_ok(&c);
+    struct rlimit was, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
+    low = was;
+    low.rlim_cur = (rlim_t)(vm_size() + (32LL << 20));
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &low), 0);
+    tm_error err;
+    tm_status rc = claim_as(sink, &err);
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
+    ck_assert_msg(rc == TM_RETRY &&
+                      strstr(err.message, "do not fit in memory") &&
+                      strstr(err.message, "\"dedup_keys\": \"rows\""),
+                  "%s: %s", tm_status_name(rc), err.message);
+    rc = claim_as(sink, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    batch b;
+    const rec r[] = {{1, 7, 1000, "x", "order-7", "h"}};
+    batch_make(&b, 1, 2, read1(sink).epoch, r, 1);
+    commit_ok(sink, &b);
+    ck_assert_uint_eq(read1(sink).duplicates, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* "rows" after "memory" would not see the keys held as batches: refused
  * at claim, naming the setting; "memory" after "rows" reads the rows. */
 START_TEST(rows_after_memory_is_refused) {
@@ -1924,6 +1972,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, old_keys_are_pruned_in_memory_too, 0, 2);
     tcase_add_test(tc, rows_after_memory_is_refused);
     tcase_add_test(tc, keys_without_their_seed_are_refused);
+    tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
