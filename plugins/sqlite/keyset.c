@@ -11,9 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "siphash.h"
 #include "sqlite_sink.h"
 
-/* ---- SipHash-2-4 (64- and 128-bit outputs) ----------------------------- */
+/* ---- digests ------------------------------------------------------------ */
 
 static uint64_t rd64(const uint8_t *p) {
     uint64_t v = 0;
@@ -27,92 +28,16 @@ static void wr64(uint8_t *p, uint64_t v) {
         p[i] = (uint8_t)v;
 }
 
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                               \
-    do {                                                                       \
-        v0 += v1;                                                              \
-        v1 = ROTL(v1, 13);                                                     \
-        v1 ^= v0;                                                              \
-        v0 = ROTL(v0, 32);                                                     \
-        v2 += v3;                                                              \
-        v3 = ROTL(v3, 16);                                                     \
-        v3 ^= v2;                                                              \
-        v0 += v3;                                                              \
-        v3 = ROTL(v3, 21);                                                     \
-        v3 ^= v0;                                                              \
-        v2 += v1;                                                              \
-        v1 = ROTL(v1, 17);                                                     \
-        v1 ^= v2;                                                              \
-        v2 = ROTL(v2, 32);                                                     \
-    } while (0)
-
-/* SipHash-2-4 of IN (LEN bytes, after the optional byte TAG when tag >= 0)
- * under the 16-byte KEY; out[0] the 64-bit result, out[1] too when wide
- * (the 128-bit variant). */
-static void siphash(const uint8_t key[16], int tag, const void *in, size_t len,
-                    int wide, uint64_t out[2]) {
-    uint64_t k0 = rd64(key), k1 = rd64(key + 8);
-    uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
-    uint64_t v1 = 0x646f72616e646f6dULL ^ k1;
-    uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
-    uint64_t v3 = 0x7465646279746573ULL ^ k1;
-    if (wide)
-        v1 ^= 0xee;
-    const uint8_t *p = in;
-    size_t total = len + (tag >= 0);
-    uint8_t block[8];
-    size_t fill = 0;
-    if (tag >= 0)
-        block[fill++] = (uint8_t)tag;
-    for (size_t i = 0; i < len; i++) {
-        block[fill++] = p[i];
-        if (fill == 8) {
-            uint64_t m = rd64(block);
-            v3 ^= m;
-            SIPROUND;
-            SIPROUND;
-            v0 ^= m;
-            fill = 0;
-        }
-    }
-    uint64_t b = (uint64_t)total << 56;
-    for (size_t i = 0; i < fill; i++)
-        b |= (uint64_t)block[i] << (8 * i);
-    v3 ^= b;
-    SIPROUND;
-    SIPROUND;
-    v0 ^= b;
-    v2 ^= wide ? 0xee : 0xff;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    out[0] = v0 ^ v1 ^ v2 ^ v3;
-    if (!wide)
-        return;
-    v1 ^= 0xdd;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    out[1] = v0 ^ v1 ^ v2 ^ v3;
-}
-
-void sq_siphash(const uint8_t key[16], const void *in, size_t len, int wide,
-                uint64_t out[2]) {
-    siphash(key, -1, in, len, wide, out);
-}
-
 /* The digests of a record's key: identity (128 bits, low bit forced to 1:
  * 0 marks an empty slot) and payload hash (tagged: NULL and "" differ). */
 static sq_key digest(const sq_keyset *k, const char *identity,
                      const char *hash) {
     uint64_t id[2], ph[2];
-    siphash(k->seed, -1, identity, strlen(identity), 1, id);
+    sq_siphash(k->seed, -1, identity, strlen(identity), 1, id);
     if (hash)
-        siphash(k->seed, 1, hash, strlen(hash), 0, ph);
+        sq_siphash(k->seed, 1, hash, strlen(hash), 0, ph);
     else
-        siphash(k->seed, 0, NULL, 0, 0, ph);
+        sq_siphash(k->seed, 0, NULL, 0, 0, ph);
     return (sq_key){id[0] | 1, id[1], ph[0]};
 }
 

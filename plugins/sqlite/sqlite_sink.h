@@ -10,6 +10,7 @@
  *   owners.c       which connectors write which table (shared_table)
  *   commit.c       one batch in one transaction
  *   keyset.c       business keys held in memory (dedup_keys "memory")
+ *   siphash.c      their digests
  *   scan.c         read-back of rows and dead letters
  *   validate.c     the read-only check of settings and table shape
  * Nothing here is exported: the plugin exports only tidemark_sink_entry. */
@@ -282,9 +283,6 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
                               tm_error *err);
 
 /* keyset.c (docs/sinks/sqlite.md, Business keys held in memory) */
-/* SipHash-2-4 of IN under KEY: out[0], and out[1] when wide (128 bits). */
-void sq_siphash(const uint8_t key[16], const void *in, size_t len, int wide,
-                uint64_t out[2]);
 /* Inside a write transaction: brings the set up to the connector's
  * tidemark_keysets row (made, with a new seed, when missing) and newest
  * batch row, clears the staged changes. SQLite result code (CORRUPT:
