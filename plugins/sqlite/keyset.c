@@ -315,6 +315,44 @@ static int write_row(sq_sink *s, int64_t pruned) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* The whole set from the connector's rows (its keysets row read: SEED,
+ * GEN, PRUNED), in a transaction of the caller's. */
+static int full_load(sq_sink *s, const uint8_t seed[16], int64_t gen,
+                     int64_t pruned) {
+    sq_keyset *k = &s->keys;
+    int rc;
+    tab_clear(&k->set);
+    k->loaded = 0;
+    memcpy(k->seed, seed, 16);
+    /* Committed rows: a whole load is kept whatever this call does,
+     * so it is not given up for the call's deadline (a retry would
+     * load again from nothing, and a set too big to load within one
+     * deadline would never be); interrupt() still stops it. */
+    int64_t deadline = s->deadline_ms;
+    s->deadline_ms = 0;
+    if ((rc = presize(s)) == SQLITE_OK && (rc = load_legacy(s)) == SQLITE_OK)
+        rc = load_batches(s, INT64_MIN);
+    s->deadline_ms = deadline;
+    if (rc == SQLITE_NOMEM) {
+        k->why_retry = 1;
+        snprintf(k->why_buf, sizeof k->why_buf,
+                 "the connector's business keys do not fit in memory "
+                 "(%zu loaded, a set of %zu bytes; docs/sinks/sqlite.md, "
+                 "Business keys held in memory: \"dedup_keys\": \"rows\" "
+                 "keeps them on disk)",
+                 k->set.n, (k->set.mask + 1) * sizeof(sq_key));
+        k->why = k->why_buf;
+    }
+    if (rc != SQLITE_OK) {
+        tab_clear(&k->set);
+        return rc;
+    }
+    k->gen = gen;
+    k->pruned = pruned;
+    k->loaded = 1;
+    return SQLITE_OK;
+}
+
 int sq_keys_sync(sq_sink *s) {
     sq_keyset *k = &s->keys;
     uint8_t seed[16];
@@ -357,39 +395,8 @@ int sq_keys_sync(sq_sink *s) {
         return SQLITE_OK;
     }
     if (!k->loaded || pruned != k->pruned || memcmp(seed, k->seed, 16) != 0 ||
-        gen < k->gen) {
-        tab_clear(&k->set);
-        k->loaded = 0;
-        memcpy(k->seed, seed, 16);
-        /* Committed rows: a whole load is kept whatever this call does,
-         * so it is not given up for the call's deadline (a retry would
-         * load again from nothing, and a set too big to load within one
-         * deadline would never be); interrupt() still stops it. */
-        int64_t deadline = s->deadline_ms;
-        s->deadline_ms = 0;
-        if ((rc = presize(s)) == SQLITE_OK &&
-            (rc = load_legacy(s)) == SQLITE_OK)
-            rc = load_batches(s, INT64_MIN);
-        s->deadline_ms = deadline;
-        if (rc == SQLITE_NOMEM) {
-            k->why_retry = 1;
-            snprintf(k->why_buf, sizeof k->why_buf,
-                     "the connector's business keys do not fit in memory "
-                     "(%zu loaded, a set of %zu bytes; docs/sinks/sqlite.md, "
-                     "Business keys held in memory: \"dedup_keys\": \"rows\" "
-                     "keeps them on disk)",
-                     k->set.n, (k->set.mask + 1) * sizeof(sq_key));
-            k->why = k->why_buf;
-        }
-        if (rc != SQLITE_OK) {
-            tab_clear(&k->set);
-            return rc;
-        }
-        k->gen = gen;
-        k->pruned = pruned;
-        k->loaded = 1;
-        return SQLITE_OK;
-    }
+        gen < k->gen)
+        return full_load(s, seed, gen, pruned);
     if (gen > k->gen) {
         /* another process of the connector committed batches: follow */
         if ((rc = load_batches(s, k->gen)) != SQLITE_OK) {
@@ -400,6 +407,27 @@ int sq_keys_sync(sq_sink *s) {
         k->gen = gen;
     }
     return SQLITE_OK;
+}
+
+int sq_keys_preload(sq_sink *s) {
+    sq_keyset *k = &s->keys;
+    if (k->loaded)
+        return SQLITE_OK; /* what came since: cheap under the write lock */
+    uint8_t seed[16];
+    int64_t gen = 0, pruned = 0;
+    int found = 0;
+    k->why = NULL;
+    k->why_retry = 0;
+    int rc = sq_exec(s, "BEGIN");
+    if (rc == SQLITE_OK)
+        rc = read_row(s, &found, seed, &gen, &pruned);
+    if (rc == SQLITE_OK && found)
+        rc = full_load(s, seed, gen, pruned);
+    if (rc == SQLITE_OK)
+        rc = sq_exec(s, "COMMIT");
+    if (rc != SQLITE_OK)
+        sq_rollback(s);
+    return rc;
 }
 
 /* ---- one batch --------------------------------------------------------- */

@@ -111,6 +111,9 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
     if (r != TM_OK)
         return r;
     sq_call_begin(s, 0);
+    int dedup = (s->config->flags & TM_CONFIG_DEDUP) != 0;
+    if (dedup && !s->set.keys_rows)
+        sq_keys_preload(s); /* outside the write lock; its failure: below */
     /* IMMEDIATE: the write lock first, so that two claimers take turns
      * and each sees the other's epoch. */
     int rc = sq_exec(s, "BEGIN IMMEDIATE");
@@ -131,7 +134,6 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
         tm_marker *m = TM_ELEM(tm_marker, markers, i);
         rc = sq_marker_get(s, m->topic, m->partition, m);
     }
-    int dedup = (s->config->flags & TM_CONFIG_DEDUP) != 0;
     if (rc == SQLITE_OK && dedup && !s->set.keys_rows) {
         /* the connector's keys into memory, as of this claim */
         step = "claim: reading the connector's business keys";

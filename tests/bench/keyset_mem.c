@@ -5,7 +5,9 @@
  * gives), then the sink opened and the partition claimed (which loads the
  * set), then one batch of 1000 new keys committed. Prints the process's
  * resident set (VmRSS, /proc/self/status) before the open and after the
- * claim, the bytes per key, the claim's and the commit's seconds. Not a
+ * claim, the bytes per key, the claim's and the commit's seconds, and the
+ * longest time another connection could not take the file's write lock
+ * during the claim (a thread taking and releasing it in a loop). Not a
  * ctest test: docs/benchmarks.md.
  *
  *   keyset_mem --keys N [--dir DIR] [--sqlite-plugin PATH]
@@ -13,7 +15,9 @@
  * DIR (default: the current directory) holds the database while it runs:
  * 24 bytes a key and the pages around them. */
 #include <jansson.h>
+#include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +123,36 @@ static void fill(const char *path, size_t n) {
     sqlite3_close(db);
 }
 
+/* Takes and releases the write lock in a loop (no busy wait: BUSY at
+ * once) until stop; the longest span in which it was refused. */
+typedef struct locker {
+    const char *path;
+    atomic_int stop;
+    double longest;
+} locker;
+
+static void *lock_loop(void *arg) {
+    locker *l = arg;
+    sqlite3 *db;
+    if (sqlite3_open(l->path, &db) != SQLITE_OK)
+        die(l->path, "cannot open");
+    double busy_since = -1;
+    while (!atomic_load(&l->stop)) {
+        int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        double now = bench_now_s();
+        if (rc == SQLITE_OK) {
+            sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+            if (busy_since >= 0 && now - busy_since > l->longest)
+                l->longest = now - busy_since;
+            busy_since = -1;
+        } else if (busy_since < 0) {
+            busy_since = now;
+        }
+    }
+    sqlite3_close(db);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     size_t n = 1000000;
     const char *dir = ".", *plugin_path = TM_SQLITE_PLUGIN;
@@ -148,8 +182,14 @@ int main(int argc, char **argv) {
     long before = rss_kib();
     double t0 = bench_now_s();
     sink_open(api, path, &k);
+    locker lk = {.path = path};
+    pthread_t th;
+    if (pthread_create(&th, NULL, lock_loop, &lk) != 0)
+        die("thread", "cannot start");
     int64_t epoch = claim(api, &k);
     double t_claim = bench_now_s() - t0;
+    atomic_store(&lk.stop, 1);
+    pthread_join(th, NULL);
     long after = rss_kib();
     /* one batch of 1000 new keys against the full set */
     enum { NB = 1000 };
@@ -185,9 +225,11 @@ int main(int argc, char **argv) {
     double t_commit = bench_now_s() - t0;
     sink_close(api, &k);
     printf("keys %zu: VmRSS %ld KiB before open, %ld KiB after claim: %.1f "
-           "bytes a key; claim %.2f s, a commit of 1000 new keys %.4f s\n",
+           "bytes a key; claim %.2f s (the write lock refused to another "
+           "connection for %.3f s at most), a commit of 1000 new keys "
+           "%.4f s\n",
            n, before, after, (double)(after - before) * 1024.0 / (double)n,
-           t_claim, t_commit);
+           t_claim, lk.longest, t_commit);
     const char *suffix[] = {"", "-wal", "-shm"};
     for (int i = 0; i < 3; i++) {
         char p[1100];
