@@ -222,14 +222,18 @@ static tm_answer *answer_add(tm_connector *c, answers *as,
                              tm_machine_event_kind kind) {
     if (as->n == as->cap) {
         size_t cap = as->cap * 2;
-        tm_answer *nv = as->heap ? realloc(as->v, cap * sizeof *nv)
-                                 : malloc(cap * sizeof *nv);
+        tm_answer *nv = malloc(cap * sizeof *nv);
         if (!nv) {
             tm_conn_error(c, 1, "connector core: out of memory");
             return NULL;
         }
-        if (!as->heap)
-            memcpy(nv, as->v, as->n * sizeof *nv);
+        memcpy(nv, as->v, as->n * sizeof *nv);
+        /* A reason kept in the answer's own buffer moves with it. */
+        for (size_t i = 0; i < as->n; i++)
+            if (as->v[i].ev.why == as->v[i].why)
+                nv[i].ev.why = nv[i].why;
+        if (as->heap)
+            free(as->v);
         as->heap = 1;
         as->v = nv;
         as->cap = cap;
@@ -743,6 +747,16 @@ void tm_commit_end(tm_connector *c) {
     }
 }
 
+/* One poll of the consumer, its message (or error) fed to the machine. */
+static void poll_one(tm_connector *c, int timeout) {
+    tm_polled m;
+    tm_kafka_poll(c->rk, timeout, &m);
+    c->polled_ms = tm_now_ms();
+    apply_held(c);
+    on_message(c, &m);
+    tm_kafka_polled_release(&m);
+}
+
 void tm_commit_loop_run(tm_connector *c) {
     /* A pause is over: the machine goes on. */
     if (c->machine_stopped && !atomic_load(c->stop)) {
@@ -761,9 +775,20 @@ void tm_commit_loop_run(tm_connector *c) {
             /* The pipeline: batch N at the sink, N+1 built meanwhile. Once
              * N+1 is due, nothing more is read: N's answer is waited for
              * (as long as a commit lasts, within the poll rule). */
-            tm_machine_batch_view next;
+            tm_machine_batch_view next, out;
             tm_machine_batch(c->m, 0, &next);
             if (next.due) {
+                /* ... and the consumer is still polled once the wait would
+                 * eat into the next batch's time (the poll rule): with
+                 * reads held, what a poll brings is not taken. */
+                tm_machine_batch(c->m, 1, &out);
+                if (!out.reads_paused && tm_now_ms() - c->polled_ms >=
+                                             tm_poll_budget_hold_after_ms(c)) {
+                    feed_simple(c, TM_EV_HOLD_READS, NULL);
+                    tm_machine_batch(c->m, 1, &out);
+                }
+                if (out.reads_paused)
+                    poll_one(c, 0);
                 collect(c, POLL_MS);
                 tm_conn_status_tick(c, 0);
                 continue;
@@ -775,12 +800,7 @@ void tm_commit_loop_run(tm_connector *c) {
             timeout = due <= now            ? 0
                       : due - now < POLL_MS ? (int)(due - now)
                                             : POLL_MS;
-        tm_polled m;
-        tm_kafka_poll(c->rk, timeout, &m);
-        c->polled_ms = tm_now_ms();
-        apply_held(c);
-        on_message(c, &m);
-        tm_kafka_polled_release(&m);
+        poll_one(c, timeout);
         if (c->state == TM_CONN_FAILED)
             break;
         collect(c, 0);

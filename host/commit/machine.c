@@ -179,14 +179,12 @@ static void on_revoked(tm_machine *m, const tm_machine_event *ev) {
     /* At the sink (or its dead letters out): its answer is still to come,
      * and its revoked partitions wait for it. */
     int out = hit_out && b->phase != TM_BATCH_RETRY_WAIT;
+    /* Marked first, forgotten after the drops: a batch's ranges point at
+     * their partition's topic string. */
     for (size_t i = 0; i < ev->nparts; i++) {
         mpart *p = tm_m_part(m, ev->parts[i].topic, ev->parts[i].partition);
-        if (!p)
-            continue;
-        if (out && batch_has(b, &ev->parts[i]))
+        if (p)
             p->state = lost ? TM_PART_LOST : TM_PART_REVOKING;
-        else
-            tm_m_part_remove(m, p);
     }
     if (hit_building)
         tm_m_drop(m, &m->building,
@@ -196,6 +194,11 @@ static void on_revoked(tm_machine *m, const tm_machine_event *ev) {
     } else if (hit_out) {
         tm_m_drop(m, b, "partitions revoked during retries");
         tm_m_settle(m, 0);
+    }
+    for (size_t i = 0; i < ev->nparts; i++) {
+        mpart *p = tm_m_part(m, ev->parts[i].topic, ev->parts[i].partition);
+        if (p && !(out && batch_has(b, &ev->parts[i])))
+            tm_m_part_remove(m, p);
     }
 }
 
@@ -317,7 +320,8 @@ static const char *malformed(const tm_machine *m, const tm_machine_event *ev) {
     case TM_EV_BATCH_DUE:
     case TM_EV_TIMER:
     case TM_EV_STOP:
-    case TM_EV_GO_ON: return NULL;
+    case TM_EV_GO_ON:
+    case TM_EV_HOLD_READS: return NULL;
     }
     return "unknown event kind";
 }
@@ -362,6 +366,7 @@ int tm_machine_step(tm_machine *m, const tm_machine_event *ev,
     case TM_EV_TIMER: on_timer(m); break;
     case TM_EV_STOP: on_stop(m, ev); break;
     case TM_EV_GO_ON: on_go_on(m); break;
+    case TM_EV_HOLD_READS: tm_m_hold_reads(m); break;
     }
     /* A batch is cut once its last TAKE is answered (converted). */
     if (!m->failed && !m->take_out && ev->kind != TM_EV_TIMER &&
@@ -422,6 +427,7 @@ void tm_machine_batch(const tm_machine *m, int which,
     out->messages = b->messages;
     out->abandoned = b->abandoned;
     out->due = !which && tm_m_due(m);
+    out->reads_paused = which && b->paused_parts;
 }
 
 int tm_machine_batch_range(const tm_machine *m, int which, size_t i,
@@ -460,10 +466,10 @@ int64_t tm_machine_due_ms(const tm_machine *m) {
 
 const char *tm_machine_event_name(tm_machine_event_kind k) {
     static const char *const names[] = {
-        "ASSIGNED",     "REVOKED",     "LOST",          "CLAIMED",
-        "MARKERS_READ", "RECORD",      "PARTITION_END", "BATCH_DUE",
-        "TAKEN",        "RECORD_STOP", "DLQ_SENT",      "SINK_ANSWER",
-        "SEEK_FAILED",  "TIMER",       "STOP",          "GO_ON"};
+        "ASSIGNED", "REVOKED",       "LOST",        "CLAIMED", "MARKERS_READ",
+        "RECORD",   "PARTITION_END", "BATCH_DUE",   "TAKEN",   "RECORD_STOP",
+        "DLQ_SENT", "SINK_ANSWER",   "SEEK_FAILED", "TIMER",   "STOP",
+        "GO_ON",    "HOLD_READS"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 

@@ -122,7 +122,13 @@ typedef enum tm_machine_event_kind {
     /* The stop was a pause and is over: records are taken and claims
      * retried again, and every running partition is read again from where
      * its next batch starts (what was fetched meanwhile was not taken). */
-    TM_EV_GO_ON
+    TM_EV_GO_ON,
+    /* The consumer must be polled while the next batch, due, waits for the
+     * one at the sink (the poll rule: the next one's commit must find its
+     * budget whole): every running partition is paused until the one at the
+     * sink settles, and read again from where the next batch ends (what was
+     * fetched meanwhile is not taken). Nothing without a batch at the sink. */
+    TM_EV_HOLD_READS
 } tm_machine_event_kind;
 
 typedef struct tm_machine_tp {
@@ -249,6 +255,7 @@ typedef struct tm_machine_batch_view {
     int64_t messages;
     int abandoned; /* a partition of it was revoked or lost at the sink */
     int due;       /* the one being built is due: cut once the sink is free */
+    int reads_paused; /* at the sink: every partition paused until it settles */
 } tm_machine_batch_view;
 
 /* which 0: the batch being built; 1: the one at the sink. */

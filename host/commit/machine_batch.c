@@ -182,6 +182,17 @@ void tm_m_settle(tm_machine *m, int applied) {
         tm_m_cut(m, 0);
 }
 
+/* HOLD_READS: nothing more is taken while the batch at the sink commits,
+ * so that the consumer can be polled meanwhile; tm_m_settle resumes (as
+ * after RETRY's backpressure, whose flag this is). */
+void tm_m_hold_reads(tm_machine *m) {
+    mbatch *b = &m->at_sink;
+    if (b->phase == TM_BATCH_NONE || b->paused_parts || m->failed)
+        return;
+    tm_m_parts_pause_all(m, 1);
+    b->paused_parts = MACHINE_MUTANT != 8;
+}
+
 /* After a cut, the cap doubles back towards max_records with each batch
  * that committed in under a third of the deadline (twice the records
  * would still fit); a slower one keeps it, so a cap near what fits does

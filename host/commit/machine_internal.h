@@ -111,6 +111,7 @@ void tm_m_cut(tm_machine *m, int forced);
 int tm_m_due(const tm_machine *m);
 /* The batch at the sink is settled, applied or not. */
 void tm_m_settle(tm_machine *m, int applied);
+void tm_m_hold_reads(tm_machine *m);
 void tm_m_record(tm_machine *m, const tm_machine_event *ev);
 void tm_m_partition_end(tm_machine *m, const tm_machine_event *ev);
 void tm_m_taken(tm_machine *m, const tm_machine_event *ev);

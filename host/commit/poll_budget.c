@@ -29,6 +29,17 @@ int64_t tm_poll_budget_commit_ms(tm_connector *c) {
                : budget;
 }
 
+/* The loop's own waits between two looks at the time (a collect of up to
+ * 100 ms, a status write) and the step that pauses. */
+#define HOLD_MARGIN_MS 1000
+
+int64_t tm_poll_budget_hold_after_ms(tm_connector *c) {
+    int64_t dlq = c->dlq ? c->cfg->dead_letters.delivery_timeout_ms : 0,
+            left = poll_budget_ms(c) - dlq - tm_poll_budget_commit_ms(c) -
+                   HOLD_MARGIN_MS;
+    return left > 0 ? left : 0;
+}
+
 /* Said once per run when the configured waits do not fit together (the
  * dead-letter wait only with a dead-letter topic). */
 void tm_poll_budget_warn(tm_connector *c) {

@@ -25,6 +25,13 @@ int64_t tm_poll_budget_commit_until(tm_connector *c, int64_t now);
  * or the budget when that is shorter (the machine's commit deadline). */
 int64_t tm_poll_budget_commit_ms(tm_connector *c);
 
+/* How long the consumer may go unpolled while the next batch, due, waits
+ * for the one at the sink (the pipeline), before reads are held so that it
+ * can be polled meanwhile: what leaves the next batch's attempt (its
+ * dead-letter wait, its commit) its whole time within the budget, less a
+ * second for the loop's own waits; 0 when nothing is left. */
+int64_t tm_poll_budget_hold_after_ms(tm_connector *c);
+
 /* Logs once per run that the configured waits do not fit the budget, and
  * what each gets. */
 void tm_poll_budget_warn(tm_connector *c);

@@ -251,6 +251,31 @@ static void scenario_sigterm_backlog(void) {
 /* A transactional producer with aborted transactions: no aborted record
  * lands, and the marker reaches the high watermark (past the control
  * records) so that lag is 0. */
+/* One transaction of 50 records to partition 0, aborted when t % 3 == 1
+ * (its records written to the log before the abort, so that they really
+ * sit between committed ones); returns the records it committed. */
+static int produce_txn(rd_kafka_t *p, const char *topic, int t) {
+    rd_kafka_error_t *e = rd_kafka_begin_transaction(p);
+    H_CHECK(!e, "begin_transaction: %s", rd_kafka_error_string(e));
+    char fmt[128];
+    snprintf(fmt, sizeof fmt, "{\"id\": %%d, \"name\": \"txn%d\"}", t);
+    for (int i = 0; i < 50; i++) {
+        char val[128];
+        snprintf(val, sizeof val, fmt, t * 100 + i);
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+            RD_KAFKA_V_VALUE(val, strlen(val)),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        H_CHECK(!err, "produce: %s", rd_kafka_err2str(err));
+    }
+    int abort = t % 3 == 1;
+    H_CHECK(rd_kafka_flush(p, 30000) == 0, "flush: not delivered");
+    e = abort ? rd_kafka_abort_transaction(p, 30000)
+              : rd_kafka_commit_transaction(p, 30000);
+    H_CHECK(!e, "%s: %s", abort ? "abort" : "commit", rd_kafka_error_string(e));
+    return abort ? 0 : 50;
+}
+
 static void scenario_transactions(void) {
     const char *topic = h_name("txn");
     char name[256];
@@ -258,30 +283,8 @@ static void scenario_transactions(void) {
     h_create_topic(topic, 1, NULL, NULL);
     rd_kafka_t *p = h_producer(h_name("txn-producer"), NULL);
     int committed = 0;
-    for (int t = 0; t < 9; t++) {
-        rd_kafka_error_t *e = rd_kafka_begin_transaction(p);
-        H_CHECK(!e, "begin_transaction: %s", rd_kafka_error_string(e));
-        char fmt[128];
-        snprintf(fmt, sizeof fmt, "{\"id\": %%d, \"name\": \"txn%d\"}", t);
-        for (int i = 0; i < 50; i++) {
-            char val[128];
-            snprintf(val, sizeof val, fmt, t * 100 + i);
-            rd_kafka_resp_err_t err = rd_kafka_producev(
-                p, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
-                RD_KAFKA_V_VALUE(val, strlen(val)),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-            H_CHECK(!err, "produce: %s", rd_kafka_err2str(err));
-        }
-        int abort = t % 3 == 1;
-        /* Written to the log first, so that aborted records really sit
-         * between the committed ones. */
-        H_CHECK(rd_kafka_flush(p, 30000) == 0, "flush: not delivered");
-        e = abort ? rd_kafka_abort_transaction(p, 30000)
-                  : rd_kafka_commit_transaction(p, 30000);
-        H_CHECK(!e, "%s: %s", abort ? "abort" : "commit",
-                rd_kafka_error_string(e));
-        committed += abort ? 0 : 50;
-    }
+    for (int t = 0; t < 9; t++)
+        committed += produce_txn(p, topic, t);
     int64_t lo, hi;
     /* 450 records and 9 control records. The last transaction's marker is
      * written by the coordinator after commit_transaction returns, so the
@@ -308,6 +311,130 @@ static void scenario_transactions(void) {
             "records of aborted transactions landed");
     H_CHECK(h_sqlf(db, "SELECT count(*) FROM tidemark_dead_letters") == 0,
             "unexpected dead letters");
+    h_stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* `tidemark run CFG` once it claimed (a marker row in DB). */
+static pid_t spawn_claimed(const char *cfg, const char *log, const char *db) {
+    pid_t pid = h_spawn(cfg, log);
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT count(*) FROM tidemark_markers") < 1) {
+        H_CHECK(h_now_ms() - t0 < 30000, "inconclusive: never claimed");
+        h_sleep_ms(50);
+    }
+    return pid;
+}
+
+/* Transaction markers and aborted records at the ends of batches that are
+ * dropped and read again: each transaction is written while the test holds
+ * the database's write lock past the commit's deadline, so the batch at the
+ * sink answers RETRY (cut in half at its deadline) and the batch built
+ * behind it, which may end in the empty range that carries the marker over
+ * a transaction's control record, is dropped and read again after a seek.
+ * At the end the marker must still reach the high watermark (the control
+ * record carried again), with every committed record once and no aborted
+ * one. */
+static void scenario_transactions_reread(void) {
+    char topic[256], name[256];
+    snprintf(topic, sizeof topic, "%s", h_name("txnre"));
+    snprintf(name, sizeof name, "%s", topic);
+    const char *db = h_path("txnre.db");
+    h_create_topic(topic, 1, NULL, NULL);
+    rd_kafka_t *p = h_producer(h_name("txnre-producer"), NULL);
+    const char *cfg = sqlite_config(
+        "txnre.json", name, topic, db,
+        "\"max_records\": 20, \"commit_timeout_ms\": 1000", NULL, JSON_MAPPING);
+    pid_t pid = spawn_claimed(cfg, "txnre.log", db);
+    int committed = 0;
+    for (int t = 0; t < 9; t++) {
+        sqlite3 *lock = NULL;
+        H_CHECK(sqlite3_open(db, &lock) == SQLITE_OK &&
+                    sqlite3_busy_timeout(lock, 10000) == SQLITE_OK &&
+                    sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                        SQLITE_OK,
+                "cannot take the write lock: %s", sqlite3_errmsg(lock));
+        committed += produce_txn(p, topic, t);
+        h_sleep_ms(t % 2 ? 1300 : 2300);
+        sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close(lock);
+        h_sleep_ms(t % 3 ? 150 : 600);
+    }
+    const char *log = h_read_file("txnre.log");
+    H_CHECK(strstr(log, "RETRY") != NULL,
+            "inconclusive: no commit answered RETRY under the lock");
+    int64_t lo, hi;
+    h_watermarks(topic, 0, &lo, &hi);
+    h_step("high watermark %lld (450 records, 9 control records)",
+           (long long)hi);
+    h_wait_caught_up(db, name, topic, 1, 60000);
+    check_no_dup(db, committed);
+    H_CHECK(h_sqlf(db, "SELECT count(*) FROM t WHERE name IN ('txn1', 'txn4', "
+                       "'txn7')") == 0,
+            "records of aborted transactions landed");
+    h_stop_clean(pid);
+    rd_kafka_destroy(p);
+}
+
+/* A sink whose every commit takes most of the poll budget, and keeps to its
+ * deadline: max.poll.interval.ms 10 s (each commit's deadline at most 8 s
+ * from the consumer's last poll), and a trigger that costs each row about
+ * 0.1 s of the database's own work, which the SQLite sink gives up at the
+ * deadline. A batch of 50 takes about 5 s: it fits its deadline when its
+ * commit starts right after a poll. With the pipeline the next batch is due
+ * while one commits, the consumer is not polled from then on, and the next
+ * commit starts with what is left of the budget since that last poll.
+ * Counted: the commits given up at their deadline (RETRY), against the
+ * batches applied; none is expected of a sink that fits its deadline.
+ * Before reads were held while the next batch waits (HOLD_READS): 4
+ * RETRYs, 55 s for 400 rows; the host before the pipeline: none, 42 s. */
+static void scenario_slow_sink_deadline(void) {
+    char topic[256], name[256], db[4096];
+    snprintf(topic, sizeof topic, "%s", h_name("slowdl"));
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(db, sizeof db, "%s", h_path("slowdl.db"));
+    h_create_topic(topic, 1, NULL, NULL);
+    const char *props = "\"session.timeout.ms\": \"6000\", "
+                        "\"heartbeat.interval.ms\": \"500\", "
+                        "\"max.poll.interval.ms\": \"10000\"";
+    const char *cfg = sqlite_config("slowdl.json", name, topic, db,
+                                    "\"max_records\": 50", props, JSON_MAPPING);
+    pid_t pid = spawn_claimed(cfg, "slowdl.log", db);
+    sqlite3 *h = NULL;
+    H_CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+                sqlite3_busy_timeout(h, 10000) == SQLITE_OK &&
+                sqlite3_exec(h,
+                             "CREATE TRIGGER slow AFTER INSERT ON t BEGIN "
+                             "SELECT count(*) FROM (WITH RECURSIVE c(x) AS "
+                             "(SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE "
+                             "x < 550000) SELECT x FROM c); END",
+                             NULL, NULL, NULL) == SQLITE_OK,
+            "inconclusive: the slow trigger: %s", sqlite3_errmsg(h));
+    sqlite3_close(h);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    h_produce_many(p, topic, 0, 0, 400, "{\"id\": %d, \"name\": \"slow\"}");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT next_offset FROM tidemark_markers") < 400 &&
+           h_now_ms() - t0 < 120000)
+        h_sleep_ms(200);
+    int64_t took = h_now_ms() - t0;
+    const char *log = h_read_file("slowdl.log");
+    /* The reports themselves ("batch ID: RETRY: ..."), not the recovery
+     * lines that quote the last of them. */
+    int retries = 0;
+    for (const char *at = log; (at = strstr(at, "msg=\"batch ")); at++) {
+        const char *end = strchr(at, '\n'), *r = strstr(at, ": RETRY: ");
+        retries += r && (!end || r < end);
+    }
+    int64_t rows = h_sqlf(db, "SELECT count(*) FROM t");
+    h_step("%lld rows in %lld ms (batches of 50), %d commits answered RETRY",
+           (long long)rows, (long long)took, retries);
+    H_CHECK(rows == 400, "inconclusive: %lld rows in %lld ms", (long long)rows,
+            (long long)took);
+    H_CHECK(retries == 0,
+            "%d commits answered RETRY with a sink whose commits take about "
+            "5 s of an 8 s budget",
+            retries);
     h_stop_clean(pid);
     rd_kafka_destroy(p);
 }
@@ -481,6 +608,131 @@ static void scenario_two_hosts(void) {
                 part, (long long)e, (long long)epoch_at_kill[part]);
     }
     h_stop_clean(b);
+    rd_kafka_destroy(p);
+}
+
+/* The pipeline under rebalances: two topics whose partitions share their
+ * numbers, small batches (so that a batch is nearly always at the sink while
+ * the next is built), the cooperative assignor (partitions revoked one by
+ * one while the others run on), host B joining and leaving again and again,
+ * and host A reloaded (its batch settings changed, SIGHUP) in between. At the
+ * end every record of every partition is in the table exactly once, in a
+ * gap-free prefix below each marker, and every marker is at the log's end. */
+static void scenario_rebalance_churn(void) {
+    char tx[128], ty[128], name[256], topics[300];
+    snprintf(tx, sizeof tx, "%s", h_name("churnx"));
+    snprintf(ty, sizeof ty, "%s", h_name("churny"));
+    snprintf(name, sizeof name, "%s", h_name("churn"));
+    /* Two names in the config's topics list. */
+    snprintf(topics, sizeof topics, "%s\", \"%s", tx, ty);
+    const int parts = 4, per = 80000;
+    h_create_topic(tx, parts, NULL, NULL);
+    h_create_topic(ty, parts, NULL, NULL);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < parts; part++) {
+        h_produce_many(p, tx, part, part * 1000000, per / 2,
+                       "{\"id\": %d, \"name\": \"x\"}");
+        h_produce_many(p, ty, part, 500000000 + part * 1000000, per / 2,
+                       "{\"id\": %d, \"name\": \"y\"}");
+    }
+    char db[4096], state_a[4096];
+    snprintf(db, sizeof db, "%s", h_path("churn.db"));
+    snprintf(state_a, sizeof state_a, "%s", h_path("state-a.json"));
+    const char *props =
+        "\"partition.assignment.strategy\": \"cooperative-sticky\", "
+        "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": \"300\"";
+    char cfg_b[4096];
+    snprintf(cfg_b, sizeof cfg_b, "%s",
+             sqlite_config("b.json", name, topics, db, "\"max_records\": 200",
+                           props, JSON_MAPPING));
+    char cfg_a_path[4096];
+    snprintf(cfg_a_path, sizeof cfg_a_path, "%s",
+             sqlite_config("a.json", name, topics, db, "\"max_records\": 150",
+                           props, JSON_MAPPING));
+    pid_t a = spawn_until_rows(cfg_a_path, "a.log", db, 2000);
+    int reloads = 0, joins = 0, pauses = 0;
+    for (int round = 0; round < 4; round++) {
+        pid_t b = h_spawn(cfg_b, "b.log");
+        h_sleep_ms(1500 + 300 * round);
+        joins++;
+        /* A paused by an operator and resumed while batches flow: the
+         * batch out settles, what was fetched meanwhile is read again. */
+        const char *pause[] = {"pause", "--state-dir", h_path("state-a.json"),
+                               name, NULL};
+        const char *resume[] = {"resume", "--state-dir", h_path("state-a.json"),
+                                name, NULL};
+        H_CHECK(h_tidemark("pause.out", pause) == 0, "tidemark pause: %s",
+                h_read_file("pause.out"));
+        h_sleep_ms(200 + 100 * round);
+        H_CHECK(h_tidemark("resume.out", resume) == 0, "tidemark resume: %s",
+                h_read_file("resume.out"));
+        pauses++;
+        /* A reloaded while B is in the group: its connector stops (the
+         * batch at the sink settled) and starts again with new settings. */
+        sqlite_config("a.json", name, topics, db,
+                      round % 2 ? "\"max_records\": 150"
+                                : "\"max_records\": 170",
+                      props, JSON_MAPPING);
+        H_CHECK(kill(a, SIGHUP) == 0, "kill: %s", strerror(errno));
+        reloads++;
+        for (int part = 0; part < parts; part++) {
+            h_produce_many(p, tx, part, part * 1000000 + per / 2 + round * 100,
+                           100, "{\"id\": %d, \"name\": \"x2\"}");
+            h_produce_many(p, ty, part,
+                           500000000 + part * 1000000 + per / 2 + round * 100,
+                           100, "{\"id\": %d, \"name\": \"y2\"}");
+        }
+        h_sleep_ms(700);
+        h_stop_clean(b);
+    }
+    h_step("%d joins and leaves of host B, %d pauses and %d reloads of host A",
+           joins, pauses, reloads);
+    for (int part = 0; part < parts; part++) {
+        h_produce_many(p, tx, part, part * 1000000 + per, 1000,
+                       "{\"id\": %d, \"name\": \"x3\"}");
+        h_produce_many(p, ty, part, 500000000 + part * 1000000 + per, 1000,
+                       "{\"id\": %d, \"name\": \"y3\"}");
+    }
+    h_wait_caught_up(db, name, tx, parts, 120000);
+    h_wait_caught_up(db, name, ty, parts, 120000);
+    const char *tps[2] = {tx, ty};
+    int64_t total = 0;
+    for (int k = 0; k < 2; k++)
+        for (int part = 0; part < parts; part++) {
+            int64_t *kafka = NULL;
+            size_t nk = h_read_offsets(tps[k], part, &kafka);
+            int64_t rows = h_sqlf(db,
+                                  "SELECT count(*) FROM t WHERE _tm_topic = "
+                                  "'%s' AND _tm_partition = %d",
+                                  tps[k], part);
+            int64_t distinct = h_sqlf(
+                db,
+                "SELECT count(*) FROM (SELECT DISTINCT _tm_offset FROM t "
+                "WHERE _tm_topic = '%s' AND _tm_partition = %d)",
+                tps[k], part);
+            int64_t lo = h_sqlf(db,
+                                "SELECT min(_tm_offset) FROM t WHERE "
+                                "_tm_topic = '%s' AND _tm_partition = %d",
+                                tps[k], part);
+            int64_t hi = h_sqlf(db,
+                                "SELECT max(_tm_offset) FROM t WHERE "
+                                "_tm_topic = '%s' AND _tm_partition = %d",
+                                tps[k], part);
+            H_CHECK(nk > 0, "%s [%d]: Kafka holds no record", tps[k], part);
+            H_CHECK(rows == (int64_t)nk && distinct == rows && lo == kafka[0] &&
+                        hi == kafka[nk - 1],
+                    "%s [%d]: %lld rows, %lld distinct offsets %lld..%lld; "
+                    "Kafka holds %zu records %lld..%lld (lost or duplicated "
+                    "records)",
+                    tps[k], part, (long long)rows, (long long)distinct,
+                    (long long)lo, (long long)hi, nk, (long long)kafka[0],
+                    (long long)kafka[nk - 1]);
+            total += rows;
+            free(kafka);
+        }
+    h_step("%lld rows, each record of %d partitions exactly once",
+           (long long)total, 2 * parts);
+    h_stop_clean(a);
     rd_kafka_destroy(p);
 }
 
@@ -1281,6 +1533,9 @@ static const h_scenario SCENARIOS[] = {
     {"filter_dedup", scenario_filter_dedup},
     {"raw", scenario_raw},
     {"two_hosts", scenario_two_hosts},
+    {"slow_sink_deadline", scenario_slow_sink_deadline},
+    {"transactions_reread", scenario_transactions_reread},
+    {"rebalance_churn", scenario_rebalance_churn},
     {"static_fenced", scenario_static_fenced},
     {"dead_letter_topic", scenario_dead_letter_topic},
     {"latest_and_regex", scenario_latest_and_regex},

@@ -116,7 +116,7 @@ typedef struct world {
 static struct {
     long answers[TM_INVALID + 1];
     long caught_up, failed, revoked_out, fenced, reclaimed, pipelined, deferred,
-        holes_ended, stopped, held, split, paused;
+        holes_ended, stopped, held, split, paused, reads_held;
 } seen;
 
 static uint64_t rnd(world *w) {
@@ -724,10 +724,17 @@ static void random_move(world *w) {
     } else if (roll < 95) {
         if (w->ours[p])
             other_host(w, p); /* a zombie's partition claimed elsewhere */
-    } else if (roll < 99) {
+    } else if (roll < 97) {
         tm_machine_event ev;
         memset(&ev, 0, sizeof ev);
         ev.kind = TM_EV_BATCH_DUE;
+        step(w, &ev);
+    } else if (roll < 99) {
+        /* The executor's poll rule: the next batch waits too long. */
+        tm_machine_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = TM_EV_HOLD_READS;
+        seen.reads_held += w->at_sink != 0;
         step(w, &ev);
     } else {
         pause_or_go_on(w);
@@ -923,14 +930,15 @@ int main(int argc, char **argv) {
             "was out, %ld pauses after FENCED, %ld fenced markers read again, "
             "%ld claims deferred, %ld steps with two batches, %ld "
             "partitions stopped, %ld held at their stop, %ld "
-            "batches cut in half at their deadline, %ld pauses\n",
+            "batches cut in half at their deadline, %ld pauses, %ld reads held "
+            "while a batch was out\n",
             count, seen.caught_up, seen.holes_ended, seen.failed,
             seen.answers[TM_OK], seen.answers[TM_ALREADY],
             seen.answers[TM_RETRY], seen.answers[TM_FENCED],
             seen.answers[TM_CONFLICT], seen.answers[TM_FATAL],
             seen.answers[TM_INVALID], seen.revoked_out, seen.fenced,
             seen.reclaimed, seen.deferred, seen.pipelined, seen.stopped,
-            seen.held, seen.split, seen.paused);
+            seen.held, seen.split, seen.paused, seen.reads_held);
     /* Not vacuous: with a few hundred sequences or more, every answer and
      * every situation the invariants are about must have happened. */
     if (count >= 500) {
@@ -951,7 +959,8 @@ int main(int argc, char **argv) {
                        seen.stopped,
                        seen.held,
                        seen.split,
-                       seen.paused};
+                       seen.paused,
+                       seen.reads_held};
         for (size_t i = 0; i < sizeof need / sizeof *need; i++)
             if (!need[i]) {
                 fprintf(stderr,

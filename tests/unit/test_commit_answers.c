@@ -1,0 +1,212 @@
+/* The commit loop's executors (host/commit/commit_loop.c) answer what they
+ * did, and the answers of one step are fed to the connector core once every
+ * action of it is done. An answer's reason may live in the answer itself
+ * (its why buffer): the answers of a step must keep it where it is while
+ * more are added, or the core reads a reason that moved.
+ *
+ * One step here answers five times: a TIMER that sends the batch waiting
+ * out its RETRY again, reads a fenced partition's marker (the sink refuses
+ * with FATAL) and seeks three partitions (asked inside the rebalance
+ * callback: each answers SEEK_FAILED). No broker, no plugin: the sink is a
+ * table of functions here, the machine is driven to that state directly. */
+#include <check.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check_main.h"
+#include "commit/commit_internal.h"
+#include "commit/commit_loop.h"
+#include "commit/machine.h"
+#include "runtime/connector_state.h"
+
+#define READ_REFUSED "the store refused the read (test)"
+
+static tm_status refuse_read(void *sink, tm_marker *markers, size_t n,
+                             tm_error *err) {
+    (void)sink;
+    (void)markers;
+    (void)n;
+    snprintf(err->message, sizeof err->message, "%s", READ_REFUSED);
+    return TM_FATAL;
+}
+
+/* One step of the machine alone; its TAKE answered at once. */
+static void step(tm_machine *m, tm_machine_event *ev) {
+    const tm_machine_action *a;
+    size_t n;
+    char err[256];
+    ev->now_ms = tm_now_ms();
+    ck_assert_msg(tm_machine_step(m, ev, &a, &n, err, sizeof err) == 0, "%s",
+                  err);
+    for (size_t i = 0; i < n; i++)
+        if (a[i].kind == TM_ACT_TAKE) {
+            tm_machine_event t = {0};
+            t.kind = TM_EV_TAKEN;
+            t.status = TM_OK;
+            t.batch = a[i].batch;
+            t.topic = ev->topic;
+            t.partition = ev->partition;
+            t.offset = ev->offset;
+            step(m, &t);
+            return;
+        }
+}
+
+static void group(tm_machine *m, tm_machine_event_kind kind, const char *topic,
+                  int32_t partition) {
+    tm_machine_tp tp = {topic, partition};
+    tm_machine_event ev = {0};
+    ev.kind = kind;
+    ev.parts = &tp;
+    ev.nparts = 1;
+    step(m, &ev);
+}
+
+static void claimed(tm_machine *m, const char *topic, int32_t partition) {
+    tm_marker mk = {0};
+    mk.struct_size = sizeof mk;
+    mk.topic = topic;
+    mk.partition = partition;
+    mk.epoch = 3;
+    mk.next_offset = 10;
+    int64_t low = 0, high = 100;
+    tm_machine_event ev = {0};
+    ev.kind = TM_EV_CLAIMED;
+    ev.status = TM_OK;
+    ev.markers = &mk;
+    ev.nmarkers = 1;
+    ev.low = &low;
+    ev.high = &high;
+    step(m, &ev);
+}
+
+static void running(tm_machine *m, const char *topic, int32_t partition) {
+    group(m, TM_EV_ASSIGNED, topic, partition);
+    claimed(m, topic, partition);
+}
+
+/* A record of topic:0 at 10, cut, then the sink's answer (one marker read
+ * again, of epoch `epoch`, for FENCED). */
+static void batch_answered(tm_machine *m, const char *topic, tm_status st,
+                           int64_t epoch) {
+    tm_machine_event ev = {0};
+    ev.kind = TM_EV_RECORD;
+    ev.topic = topic;
+    ev.offset = 10;
+    ev.bytes = 10;
+    step(m, &ev);
+    memset(&ev, 0, sizeof ev);
+    ev.kind = TM_EV_BATCH_DUE;
+    step(m, &ev);
+    tm_machine_batch_view out;
+    tm_machine_batch(m, 1, &out);
+    ck_assert_int_eq(out.phase, TM_BATCH_AT_SINK);
+    tm_marker mk = {0};
+    mk.struct_size = sizeof mk;
+    mk.topic = topic;
+    mk.epoch = epoch;
+    mk.next_offset = 10;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = TM_EV_SINK_ANSWER;
+    ev.batch = out.id;
+    ev.status = st;
+    ev.markers = &mk;
+    ev.nmarkers = st == TM_FENCED;
+    ev.markers_read = st == TM_FENCED;
+    step(m, &ev);
+}
+
+START_TEST(test_answer_reasons_survive_more_answers) {
+    static tm_connector_config cfg;
+    static tm_connector c;
+    static atomic_int stop;
+    static tm_sink_api api;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.name = "answers";
+    cfg.batch.max_records = 100;
+    cfg.batch.max_bytes = 1 << 20;
+    cfg.batch.max_wait_ms = 60000;
+    cfg.batch.commit_timeout_ms = 60000;
+    memset(&c, 0, sizeof c);
+    c.cfg = &cfg;
+    c.state = TM_CONN_RUNNING;
+    atomic_init(&stop, 0);
+    c.stop = &stop;
+    api.name = "answers-test";
+    api.read_markers = refuse_read;
+    c.sink.api = &api;
+    char err[256];
+    ck_assert_msg(tm_commit_start(&c, err, sizeof err) == 0, "%s", err);
+    /* The host's machine, but with no wait for a fenced partition's bound
+     * or a retry's backoff beyond a millisecond. */
+    tm_machine_config mc;
+    tm_machine_config_defaults(&mc);
+    mc.fenced_bound_ms = 0;
+    mc.retry_base_ms = 1;
+    mc.retry_max_ms = 1;
+    tm_machine_free(c.m);
+    c.m = tm_machine_new(&mc, err, sizeof err);
+    ck_assert_msg(c.m != NULL, "%s", err);
+    tm_machine *m = c.m;
+
+    /* f:0 fenced by its batch's answer; t:0's batch waits out a RETRY. */
+    running(m, "f", 0);
+    batch_answered(m, "f", TM_FENCED, 4);
+    running(m, "t", 0);
+    batch_answered(m, "t", TM_RETRY, 0);
+    /* a:0, b:0, c:0 claimed since, each with a seek asked again. */
+    static const char *const seeking[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++)
+        running(m, seeking[i], 0);
+    /* (in a row: any other step would ask them again) */
+    for (int i = 0; i < 3; i++) {
+        tm_machine_event ev = {0};
+        ev.kind = TM_EV_SEEK_FAILED;
+        ev.topic = seeking[i];
+        ev.offset = 10;
+        step(m, &ev);
+    }
+    tm_machine_part_view v;
+    tm_machine_part(m, "f", 0, &v);
+    ck_assert_int_eq(v.state, TM_PART_FENCED);
+    tm_machine_batch_view out;
+    tm_machine_batch(m, 1, &out);
+    ck_assert_int_eq(out.phase, TM_BATCH_RETRY_WAIT);
+    for (int i = 0; i < 3; i++) {
+        tm_machine_part(m, seeking[i], 0, &v);
+        ck_assert_msg(v.state == TM_PART_RUNNING && v.needs_seek && !v.paused,
+                      "inconclusive: %s:0 has no seek to ask", seeking[i]);
+    }
+    struct timespec backoff = {0, 20 * 1000000L}; /* the retry's */
+    nanosleep(&backoff, NULL);
+
+    /* The step: inside the rebalance callback, so that the seeks answer
+     * SEEK_FAILED without a consumer. */
+    tm_kafka_tp none;
+    tm_commit_assigning(&c, &none, 0);
+    tm_machine_event timer = {0};
+    timer.kind = TM_EV_TIMER;
+    tm_commit_feed(&c, &timer, NULL, NULL);
+    tm_commit_assigning(&c, NULL, 0);
+
+    /* The read's refusal is what FAILED the connector, word for word. */
+    ck_assert(tm_machine_failed(m));
+    ck_assert_int_eq(c.state, TM_CONN_FAILED);
+    ck_assert_msg(strstr(c.last_error, READ_REFUSED) != NULL,
+                  "inconclusive: the connector failed for another reason: %s",
+                  c.last_error);
+    tm_commit_end(&c);
+    free(c.parts);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("commit_answers");
+    TCase *tc = tcase_create("commit_answers");
+    tcase_add_test(tc, test_answer_reasons_survive_more_answers);
+    suite_add_tcase(s, tc);
+    return tm_check_run(s, 1);
+}
