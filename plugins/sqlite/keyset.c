@@ -315,6 +315,15 @@ static int write_row(sq_sink *s, int64_t pruned) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 1 when the set cannot follow the connector's row (SEED, newest
+ * generation GEN, removals counter PRUNED) by loading newer batches: not
+ * loaded, keys removed by another process, another seed, rows gone. */
+static int stale(const sq_keyset *k, const uint8_t seed[16], int64_t gen,
+                 int64_t pruned) {
+    return !k->loaded || pruned != k->pruned ||
+           memcmp(seed, k->seed, 16) != 0 || gen < k->gen;
+}
+
 /* The whole set from the connector's rows (its keysets row read: SEED,
  * GEN, PRUNED), in a transaction of the caller's. */
 static int full_load(sq_sink *s, const uint8_t seed[16], int64_t gen,
@@ -394,8 +403,7 @@ int sq_keys_sync(sq_sink *s) {
         k->loaded = 1;
         return SQLITE_OK;
     }
-    if (!k->loaded || pruned != k->pruned || memcmp(seed, k->seed, 16) != 0 ||
-        gen < k->gen)
+    if (stale(k, seed, gen, pruned))
         return full_load(s, seed, gen, pruned);
     if (gen > k->gen) {
         /* another process of the connector committed batches: follow */
@@ -411,8 +419,6 @@ int sq_keys_sync(sq_sink *s) {
 
 int sq_keys_preload(sq_sink *s) {
     sq_keyset *k = &s->keys;
-    if (k->loaded)
-        return SQLITE_OK; /* what came since: cheap under the write lock */
     uint8_t seed[16];
     int64_t gen = 0, pruned = 0;
     int found = 0;
@@ -421,7 +427,9 @@ int sq_keys_preload(sq_sink *s) {
     int rc = sq_exec(s, "BEGIN");
     if (rc == SQLITE_OK)
         rc = read_row(s, &found, seed, &gen, &pruned);
-    if (rc == SQLITE_OK && found)
+    /* what sq_keys_sync would load whole; newer batches alone are cheap
+     * under the write lock */
+    if (rc == SQLITE_OK && found && stale(k, seed, gen, pruned))
         rc = full_load(s, seed, gen, pruned);
     if (rc == SQLITE_OK)
         rc = sq_exec(s, "COMMIT");

@@ -288,10 +288,11 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
  * batch row, clears the staged changes. SQLite result code (CORRUPT:
  * batch rows without the connector's row, whose seed they need). */
 int sq_keys_sync(sq_sink *s);
-/* Before a claim's write lock: a set not loaded yet is loaded in a read
- * transaction (WAL: other writers go on meanwhile), so that the claim's
- * sq_keys_sync only follows what came since. SQLite result code (the
- * claim's sync tries again and reports). */
+/* Before a claim's write lock: a set not loaded yet (or that another
+ * process's removals made stale) is loaded in a read transaction (WAL:
+ * other writers go on meanwhile), so that the claim's sq_keys_sync only
+ * follows what came since. SQLite result code (the claim's sync tries
+ * again and reports). */
 int sq_keys_preload(sq_sink *s);
 /* sq_fail, or what sq_keys_sync refused: TM_FATAL (batch rows without
  * their seed), TM_RETRY (the keys do not fit in memory). */
