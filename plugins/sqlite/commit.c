@@ -261,6 +261,34 @@ static int key_outcome(sq_run *x, const tm_record *r, const tm_range *g,
     return out;
 }
 
+/* key_outcome against the keys held in memory (keyset.c). A conflict
+ * with a key first seen in this batch names that record; a stored key
+ * left no text behind (its digests only). */
+static int memory_outcome(sq_run *x, size_t j, const tm_record *r, sq_key *key,
+                          char *detail, size_t size) {
+    int32_t earlier;
+    int out = sq_keys_decide(x->s, j, x->b->nrecords, key, &earlier);
+    if (out != 2)
+        return out;
+    const char *now = r->identity_hash ? r->identity_hash : "(none)";
+    if (earlier >= 0) {
+        const tm_record *e = TM_CELEM(tm_record, x->b->records, earlier);
+        const tm_range *eg = TM_CELEM(tm_range, x->b->ranges, e->range);
+        snprintf(detail, size,
+                 "identity %.120s first applied from %.100s[%d]@%lld with "
+                 "payload hash %.80s, now %.80s",
+                 r->identity, eg->topic, eg->partition, (long long)e->offset,
+                 e->identity_hash ? e->identity_hash : "(none)", now);
+    } else {
+        snprintf(detail, size,
+                 "identity %.120s was applied before with another payload "
+                 "hash (the sink keeps 64-bit digests of them, not the "
+                 "text), now %.80s",
+                 r->identity, now);
+    }
+    return 2;
+}
+
 /* A key stored for a row the table then refused must go again. */
 static int forget_key(sq_run *x, const tm_record *r) {
     sqlite3_stmt *st = x->s->stmt[SQ_KEY_DEL];
@@ -283,7 +311,7 @@ static int forget_key(sq_run *x, const tm_record *r) {
  * not prune the keys applied within the retention of now; and a key whose
  * record is stamped long ago (a producer clock behind, a backfill) is
  * kept the retention from its application, not forgotten at once. */
-static int prune_keys(sq_run *x) {
+static int prune_keys(sq_run *x, int in_memory) {
     const tm_batch *b = x->b;
     int64_t newest = INT64_MIN;
     for (size_t j = 0; j < b->nrecords; j++) {
@@ -296,6 +324,9 @@ static int prune_keys(sq_run *x) {
     int64_t now = x->wall_ms;
     if (newest > now)
         newest = now;
+    if (in_memory)
+        return sq_keys_prune(x->s, newest - x->s->set.retention_s * 1000,
+                             now - x->s->set.retention_s * 1000);
     sqlite3_stmt *st = x->s->stmt[SQ_KEY_PRUNE];
     int rc =
         sqlite3_bind_text(st, 1, x->s->config->connector, -1, SQLITE_STATIC);
@@ -341,11 +372,18 @@ static int refused_row(sq_run *x, int rc, int stmt) {
 static int write_records(sq_run *x) {
     const tm_batch *b = x->b;
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
+    int in_memory = dedup && !x->s->set.keys_rows;
     int rc = SQLITE_OK;
     char detail[512];
+    if (in_memory) {
+        x->step = "reading the connector's business keys";
+        if ((rc = sq_keys_sync(x->s)) != SQLITE_OK ||
+            (rc = sq_keys_prepare(x->s, b)) != SQLITE_OK)
+            return rc;
+    }
     if (dedup && x->s->set.retention_s > 0) {
         x->step = "pruning expired business keys";
-        if ((rc = prune_keys(x)) != SQLITE_OK)
+        if ((rc = prune_keys(x, in_memory)) != SQLITE_OK)
             return rc;
     }
     x->step = "writing rows";
@@ -359,8 +397,12 @@ static int write_records(sq_run *x) {
             break;
         }
         int keyed = dedup && r->identity;
-        int outcome =
-            keyed ? key_outcome(x, r, g, detail, sizeof detail, &rc) : 0;
+        sq_key key;
+        int outcome = 0;
+        if (keyed && in_memory)
+            outcome = memory_outcome(x, j, r, &key, detail, sizeof detail);
+        else if (keyed)
+            outcome = key_outcome(x, r, g, detail, sizeof detail, &rc);
         if (rc != SQLITE_OK)
             break;
         if (outcome == 1) {
@@ -379,14 +421,21 @@ static int write_records(sq_run *x) {
             snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
         if (rc != SQLITE_OK &&
             refused_row(x, rc, del ? SQ_DEL_ROW : SQ_INS_ROW)) {
-            /* Only this statement was undone; the transaction goes on. */
-            rc = keyed ? forget_key(x, r) : SQLITE_OK;
+            /* Only this statement was undone; the transaction goes on.
+             * In memory the key was not staged yet: nothing to forget. */
+            rc = keyed && !in_memory ? forget_key(x, r) : SQLITE_OK;
             if (rc == SQLITE_OK)
                 rc = record_dead_letter(x, r, g, TM_DL_REJECTED, detail);
             continue;
         }
+        if (rc == SQLITE_OK && keyed && in_memory)
+            rc = sq_keys_stage(x->s, key, (int32_t)j, applied_at(x, r));
         if (rc == SQLITE_OK)
             x->rows[r->range]++;
+    }
+    if (rc == SQLITE_OK && in_memory) {
+        x->step = "writing the batch's business keys";
+        rc = sq_keys_write(x->s, x->wall_ms);
     }
     if (rc != SQLITE_OK)
         return rc;
@@ -400,6 +449,25 @@ static int write_records(sq_run *x) {
                                 d->headers_json);
     }
     return rc;
+}
+
+/* "dedup_keys": "rows" for a connector whose keys are held as batches
+ * would not see them: refused (FATAL, also at claim). */
+tm_status sq_keys_rows_check(sq_sink *s, tm_error *err) {
+    int allowed = 1;
+    int rc = sq_keys_rows_allowed(s, &allowed);
+    if (rc != SQLITE_OK)
+        return sq_fail(s, rc, "reading " SQ_KEYSETS, err);
+    if (allowed)
+        return TM_OK;
+    s->host->set_error(
+        err,
+        "setting \"dedup_keys\": \"rows\", but connector \"%s\" already holds "
+        "its business keys as batches in %s (" SQ_KEY_BATCHES
+        ", written with \"memory\"): one row per key would not see them; "
+        "keep \"memory\"",
+        s->config->connector, s->set.path);
+    return TM_FATAL;
 }
 
 /* Steps 1-3 inside the transaction; COMMIT is the caller's. */
@@ -422,12 +490,15 @@ static tm_status apply(sq_run *x, tm_error *err) {
     tm_status r = s->host->marker_check(b, x->stored, err);
     if (r != TM_OK)
         return r;
+    if ((s->config->flags & TM_CONFIG_DEDUP) && s->set.keys_rows &&
+        (r = sq_keys_rows_check(s, err)) != TM_OK)
+        return r;
     /* the table takes the batch's columns with its rows, or neither */
     x->step = "fitting the table to the batch's columns";
     if ((r = sq_evolve(s, b, err)) != TM_OK)
         return r;
     if ((rc = write_records(x)) != SQLITE_OK)
-        return sq_fail(s, rc, x->step, err);
+        return sq_keys_fail(s, rc, x->step, err);
     s->host->fault(TM_FAULT_AFTER_EFFECTS);
     x->step = "updating the markers";
     for (size_t i = 0; rc == SQLITE_OK && i < b->nranges; i++) {
@@ -494,6 +565,13 @@ tm_status sq_commit(void *sink, const tm_batch *b, tm_error *err) {
     }
     free(x.stored);
     free(x.rows);
+    if ((s->config->flags & TM_CONFIG_DEDUP) && !s->set.keys_rows) {
+        /* the batch's keys reach the set only once COMMIT returned OK */
+        if (r == TM_OK)
+            sq_keys_committed(s);
+        else
+            sq_keys_abort(s);
+    }
     if (r != TM_OK && s->schema_cols) {
         /* Rolled back, or not known committed: the table may lack the
          * columns this batch added. The next batch fits it again. */

@@ -111,6 +111,9 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
     if (r != TM_OK)
         return r;
     sq_call_begin(s, 0);
+    int dedup = (s->config->flags & TM_CONFIG_DEDUP) != 0;
+    if (dedup && !s->set.keys_rows)
+        sq_keys_preload(s); /* outside the write lock; its failure: below */
     /* IMMEDIATE: the write lock first, so that two claimers take turns
      * and each sees the other's epoch. */
     int rc = sq_exec(s, "BEGIN IMMEDIATE");
@@ -131,16 +134,26 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
         tm_marker *m = TM_ELEM(tm_marker, markers, i);
         rc = sq_marker_get(s, m->topic, m->partition, m);
     }
+    if (rc == SQLITE_OK && dedup && !s->set.keys_rows) {
+        /* the connector's keys into memory, as of this claim */
+        step = "claim: reading the connector's business keys";
+        rc = sq_keys_sync(s);
+    }
     if (rc != SQLITE_OK) {
-        r = sq_fail(s, rc, step, err);
+        r = sq_keys_fail(s, rc, step, err);
         sq_rollback(s);
+        sq_keys_abort(s);
         return r;
     }
-    if ((r = sq_db_same_file(s, err)) != TM_OK) {
+    if ((dedup && s->set.keys_rows &&
+         (r = sq_keys_rows_check(s, err)) != TM_OK) ||
+        (r = sq_db_same_file(s, err)) != TM_OK) {
         sq_rollback(s); /* no epoch raised in a file no one will find */
+        sq_keys_abort(s);
         return r;
     }
     if ((rc = sq_exec(s, "COMMIT")) != SQLITE_OK) {
+        sq_keys_abort(s);
         /* Outcome unknown: the host claims again, which raises the epoch
          * once more; harmless (an epoch only has to grow). */
         r = sq_fail(s, rc, "claim: COMMIT", err);
@@ -149,6 +162,7 @@ tm_status sq_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
         sq_db_reopen(s, &scratch);
         return TM_RETRY;
     }
+    sq_keys_committed(s);
     return TM_OK;
 }
 

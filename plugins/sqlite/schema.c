@@ -108,7 +108,18 @@ static const char HELPERS[] =
     "WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS " SQ_OWNERS " ("
     "table_name TEXT NOT NULL, connector TEXT NOT NULL, shared INTEGER NOT "
-    "NULL, PRIMARY KEY (table_name, connector));";
+    "NULL, PRIMARY KEY (table_name, connector));"
+    /* Business keys held in memory (keyset.c): a batch's new keys as one
+     * row of 24-byte digests; the row's age columns before the blob, so
+     * the retention's index and scans never read it. */
+    "CREATE TABLE IF NOT EXISTS " SQ_KEY_BATCHES " ("
+    "connector TEXT NOT NULL, generation INTEGER NOT NULL, applied_wall "
+    "INTEGER NOT NULL, newest_applied_at INTEGER NOT NULL, nkeys INTEGER "
+    "NOT NULL, keys BLOB NOT NULL, PRIMARY KEY (connector, generation)) "
+    "WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS " SQ_KEYSETS " ("
+    "connector TEXT NOT NULL PRIMARY KEY, seed BLOB NOT NULL, pruned "
+    "INTEGER NOT NULL);";
 
 /* The keys' age index serves only the retention's pruning, and every key
  * stored writes it: a connector with a retention makes it (the keys table
@@ -116,7 +127,10 @@ static const char HELPERS[] =
  * every connector's keys); one without never reads it. */
 static const char AGE_INDEX[] =
     "CREATE INDEX IF NOT EXISTS " SQ_KEYS "_by_age ON " SQ_KEYS
-    " (connector, applied_at);";
+    " (connector, applied_at);"
+    /* the same for the keys held in memory: one entry per batch row */
+    "CREATE INDEX IF NOT EXISTS " SQ_KEY_BATCHES "_by_age ON " SQ_KEY_BATCHES
+    " (connector, newest_applied_at);";
 
 /* The marker's lineage (ABI 1.1), added to a markers table made before
  * it: SQLite has no ADD COLUMN IF NOT EXISTS, so lineage_columns() says
@@ -191,33 +205,35 @@ static void target_ddl(const sq_sink *s, sq_buf *b) {
  * needs no write lock (a restart beside a busy writer does not wait). */
 static int schema_complete(sq_sink *s) {
     static const char *const HELPER_NAMES[] = {
-        SQ_MARKERS, SQ_DEAD_LETTERS,   SQ_DEAD_LETTERS "_by_offset",
-        SQ_KEYS,    SQ_KEYS "_by_age", SQ_OWNERS};
-    enum { AGE = 4 };
+        SQ_MARKERS,     SQ_DEAD_LETTERS,          SQ_DEAD_LETTERS "_by_offset",
+        SQ_KEYS,        SQ_KEYS "_by_age",        SQ_OWNERS,
+        SQ_KEY_BATCHES, SQ_KEY_BATCHES "_by_age", SQ_KEYSETS};
+    enum { AGE = 4, BATCHES_AGE = 7, TARGET = 10, TARGET_KEY = 11 };
     sq_buf key = {0};
     sq_buf_add(&key, s->set.table);
     sq_buf_add(&key, "_tm_key");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
                                 "SELECT count(*) FROM sqlite_schema WHERE name "
-                                "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                "IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                "?10, ?11)",
                                 -1, &st, NULL);
     const int nhelpers = (int)(sizeof HELPER_NAMES / sizeof HELPER_NAMES[0]);
     int want = 0;
     for (int i = 0; rc == SQLITE_OK && i < nhelpers; i++) {
         /* the age index only with a retention (AGE_INDEX) */
-        if (i == AGE && s->set.retention_s == 0)
+        if ((i == AGE || i == BATCHES_AGE) && s->set.retention_s == 0)
             continue;
         rc = sqlite3_bind_text(st, i + 1, HELPER_NAMES[i], -1, SQLITE_STATIC);
         want++;
     }
     if (rc == SQLITE_OK && s->set.create && !s->schema_cols) {
-        rc = sqlite3_bind_text(st, 7, s->set.table, -1, SQLITE_STATIC);
+        rc = sqlite3_bind_text(st, TARGET, s->set.table, -1, SQLITE_STATIC);
         want++;
     }
     if (rc == SQLITE_OK && s->set.create && !s->schema_cols &&
         s->set.mode == SQ_UPSERT && !key.oom) {
-        rc = sqlite3_bind_text(st, 8, key.p, -1, SQLITE_STATIC);
+        rc = sqlite3_bind_text(st, TARGET_KEY, key.p, -1, SQLITE_STATIC);
         want++;
     }
     if (rc == SQLITE_OK)
@@ -707,6 +723,33 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
     /* Both clocks must say old (docs/sinks/sqlite.md, Dedup retention). */
     [SQ_KEY_PRUNE] = "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND "
                      "applied_at < ?2 AND applied_wall < ?3",
+    /* the newest generation is the batch rows' own (no write of the
+     * connector's row per commit): a removal moves pruned, and every
+     * process reloads then, so a generation number freed by it and used
+     * again is never taken for one already loaded */
+    [SQ_KS_GET] =
+        "SELECT seed, (SELECT coalesce(max(generation), 0) FROM " SQ_KEY_BATCHES
+        " WHERE connector = ?1), pruned FROM " SQ_KEYSETS
+        " WHERE connector = ?1",
+    [SQ_KS_PUT] = "INSERT INTO " SQ_KEYSETS
+                  " (connector, seed, pruned) VALUES (?1, ?2, ?3) ON CONFLICT "
+                  "(connector) DO UPDATE SET pruned = excluded.pruned",
+    [SQ_KB_INS] = "INSERT INTO " SQ_KEY_BATCHES
+                  " (connector, generation, applied_wall, newest_applied_at, "
+                  "nkeys, keys) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [SQ_KB_COUNT] = "SELECT coalesce(sum(nkeys), 0) FROM " SQ_KEY_BATCHES
+                    " WHERE connector = ?1",
+    [SQ_KB_LOAD] = "SELECT keys FROM " SQ_KEY_BATCHES
+                   " WHERE connector = ?1 AND generation > ?2",
+    /* a batch row goes when its newest key is past both clocks */
+    [SQ_KB_PRUNE] = "DELETE FROM " SQ_KEY_BATCHES
+                    " WHERE connector = ?1 AND newest_applied_at < ?2 AND "
+                    "applied_wall < ?3 RETURNING keys",
+    [SQ_KEY_LOAD] =
+        "SELECT identity, payload_hash FROM " SQ_KEYS " WHERE connector = ?1",
+    [SQ_KEY_PRUNE_RET] =
+        "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND applied_at < ?2 AND "
+        "applied_wall < ?3 RETURNING identity, payload_hash",
 };
 
 static int is_target_stmt(int i) {

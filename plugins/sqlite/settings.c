@@ -13,6 +13,8 @@
 /* The order of MODES is sq_mode's. */
 static const char *const MODES[] = {"append", "upsert", NULL};
 static const char *const SYNCS[] = {"FULL", "NORMAL", "OFF", NULL};
+/* The order of KEY_STORES is sq_settings.keys_rows's. */
+static const char *const KEY_STORES[] = {"memory", "rows", NULL};
 
 const tm_setting SQ_SETTINGS[] = {
     TM_SETTING_STRING("path", sq_settings, path, TM_SETTING_REQUIRED, NULL, 1,
@@ -33,6 +35,9 @@ const tm_setting SQ_SETTINGS[] = {
                    TM_SETTING_NO_DEFAULT, 0, 1, INT64_MAX / 1000,
                    "forget business keys this long after their record "
                    "timestamp; absent: keep for ever"),
+    TM_SETTING_ENUM("dedup_keys", sq_settings, keys_rows, 0, KEY_STORES, 0,
+                    "business keys held in memory (one packed row of "
+                    "digests per batch), or one row per key"),
     TM_SETTING_BOOL("shared_table", sq_settings, shared_table, 0,
                     "other connectors write the table too (each of them must "
                     "say so)"),

@@ -70,6 +70,7 @@ static void sq_close(void *sink) {
         return;
     sq_db_close(s);
     sq_evolve_free(s);
+    sq_keys_free(s);
     free(s);
 }
 

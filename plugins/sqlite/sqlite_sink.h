@@ -9,6 +9,8 @@
  *   markers.c      claim and read_markers, marker rows
  *   owners.c       which connectors write which table (shared_table)
  *   commit.c       one batch in one transaction
+ *   keyset.c       business keys held in memory (dedup_keys "memory")
+ *   siphash.c      their digests
  *   scan.c         read-back of rows and dead letters
  *   validate.c     the read-only check of settings and table shape
  * Nothing here is exported: the plugin exports only tidemark_sink_entry. */
@@ -28,6 +30,8 @@
 #define SQ_DEAD_LETTERS "tidemark_dead_letters"
 #define SQ_KEYS         "tidemark_keys"
 #define SQ_OWNERS       "tidemark_table_owners"
+#define SQ_KEY_BATCHES  "tidemark_key_batches"
+#define SQ_KEYSETS      "tidemark_keysets"
 /* Hidden columns of the target table: where each row came from, so that
  * scan (and tidemark verify) read offsets back from the effects. */
 #define SQ_HIDDEN_PREFIX "_tm_"
@@ -53,6 +57,7 @@ typedef struct sq_settings {
     int64_t busy_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
     int shared_table;    /* other connectors may write the table too */
+    int keys_rows;       /* dedup_keys: 0 "memory" (keyset.c), 1 "rows" */
 } sq_settings;
 
 /* Prepared statements, made once per connection and reused. */
@@ -68,8 +73,56 @@ typedef enum sq_stmt_id {
     SQ_KEY_PRUNE,
     SQ_SCAN,
     SQ_DEL_ROW, /* change events' deletes: by the key columns */
+    SQ_KS_GET,  /* keyset.c: the connector's tidemark_keysets row */
+    SQ_KS_PUT,
+    SQ_KB_INS, /* a batch's new keys, one row */
+    SQ_KB_LOAD,
+    SQ_KB_COUNT,
+    SQ_KB_PRUNE,
+    SQ_KEY_LOAD, /* the connector's tidemark_keys rows, into the set */
+    SQ_KEY_PRUNE_RET,
     SQ_NSTMTS
 } sq_stmt_id;
+
+/* keyset.c: one key's digests, a set of them, and a batch's staged ones. */
+typedef struct sq_key {
+    uint64_t a, b; /* identity, 128 bits (a's low bit 1: 0 is empty) */
+    uint64_t ph;   /* payload hash, 64 bits */
+} sq_key;
+
+typedef struct sq_keytab {
+    sq_key *slot;
+    size_t mask, n; /* capacity - 1 (a power of two), entries */
+} sq_keytab;
+
+typedef struct sq_keystage {
+    sq_key *key;  /* in the order staged */
+    int32_t *rec; /* the record index that staged each (-1: none) */
+    size_t *pos;  /* where its lookup in the set ended (SIZE_MAX: none) */
+    int32_t *idx; /* open addressing into key; -1 empty */
+    size_t n, cap, mask;
+} sq_keystage;
+
+typedef struct sq_keyset {
+    sq_keytab set;
+    uint8_t seed[16]; /* SipHash key, from the connector's keysets row */
+    int loaded;       /* set reflects generation gen, counter pruned */
+    int fresh_row;    /* this transaction made the keysets row */
+    int64_t gen, pruned;
+    int64_t legacy;    /* tidemark_keys rows loaded (pruned per key) */
+    sq_keystage add;   /* this batch's new keys */
+    sq_keystage del;   /* keys this batch's retention removed */
+    int64_t newest_at; /* newest applied_at of add */
+    int pruned_now;    /* this batch removed keys */
+    int64_t next_gen, next_pruned;
+    sq_key *dig;      /* the batch's records' digests (a == 0: no key) */
+    size_t last_pos;  /* the last sq_keys_decide's empty slot */
+    uint64_t touched; /* sq_keys_prepare's reads, kept */
+    const char *why;  /* what sq_keys_sync refused, or NULL */
+    int why_retry;    /* ... and it may pass (TM_RETRY, not TM_FATAL) */
+    char why_buf[256];
+    size_t ndig;
+} sq_keyset;
 
 typedef struct sq_sink {
     const tm_host_api *host;
@@ -97,6 +150,7 @@ typedef struct sq_sink {
     int schema_cols;
     tm_sink_config own;
     tm_columns_follow follow;
+    sq_keyset keys; /* dedup_keys "memory" */
 } sq_sink;
 
 /* settings.c */
@@ -227,6 +281,48 @@ tm_status sq_owner_register(sq_sink *s, const tm_marker *markers, size_t n,
  * the rows do not say which connector wrote them). */
 tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
                               tm_error *err);
+
+/* keyset.c (docs/sinks/sqlite.md, Business keys held in memory) */
+/* Inside a write transaction: brings the set up to the connector's
+ * tidemark_keysets row (made, with a new seed, when missing) and newest
+ * batch row, clears the staged changes. SQLite result code (CORRUPT:
+ * batch rows without the connector's row, whose seed they need). */
+int sq_keys_sync(sq_sink *s);
+/* Before a claim's write lock: a set not loaded yet (or that another
+ * process's removals made stale) is loaded in a read transaction (WAL:
+ * other writers go on meanwhile), so that the claim's sq_keys_sync only
+ * follows what came since. SQLite result code (the claim's sync tries
+ * again and reports). */
+int sq_keys_preload(sq_sink *s);
+/* sq_fail, or what sq_keys_sync refused: TM_FATAL (batch rows without
+ * their seed), TM_RETRY (the keys do not fit in memory). */
+tm_status sq_keys_fail(sq_sink *s, int rc, const char *step, tm_error *err);
+/* The digests of every keyed record of B (after sq_keys_sync). */
+int sq_keys_prepare(sq_sink *s, const tm_batch *b);
+/* Record J of the N prepared: 0 new, 1 duplicate, 2 conflict; *key its
+ * digests, *earlier the record index of a key first staged in this batch
+ * (-1: a stored key). */
+int sq_keys_decide(sq_sink *s, size_t j, size_t n, sq_key *key,
+                   int32_t *earlier);
+/* A new key whose row was written. */
+int sq_keys_stage(sq_sink *s, sq_key key, int32_t rec, int64_t applied_at);
+/* Removes the expired key batches (and old per-key rows): both clocks. */
+int sq_keys_prune(sq_sink *s, int64_t horizon, int64_t wall_horizon);
+/* Writes the batch's row of new keys (generation: the newest after this
+ * batch's removals, plus one) and, after removals, the connector's
+ * keysets row (pruned + 1). */
+int sq_keys_write(sq_sink *s, int64_t wall_ms);
+/* After COMMIT returned SQLITE_OK: the staged changes into the set. */
+void sq_keys_committed(sq_sink *s);
+/* Rolled back or unknown: the set as it was. */
+void sq_keys_abort(sq_sink *s);
+void sq_keys_free(sq_sink *s);
+/* *allowed: 0 when the connector's keys are held as batches (a keysets
+ * row): "rows" would not see them. SQLite result code. */
+int sq_keys_rows_allowed(sq_sink *s, int *allowed);
+/* In a write transaction with "dedup_keys": "rows": TM_FATAL naming the
+ * setting when the connector's keys are held as batches. */
+tm_status sq_keys_rows_check(sq_sink *s, tm_error *err);
 
 /* commit.c */
 tm_status sq_commit(void *sink, const tm_batch *batch, tm_error *err);
