@@ -351,11 +351,16 @@ static int prune_keys(sq_run *x, int in_memory) {
  * compiles (an SQLITE_ERROR of a table dropped or changed under the sink
  * is the statement's: FATAL, never a dead letter per record). */
 static int refused_row(sq_run *x, int rc, int stmt) {
+    /* The transaction is gone (a trigger's RAISE(ROLLBACK), SQLite's own
+     * rollback on a full disk): the whole batch was undone, not this row;
+     * going on would write the rest and the marker outside any
+     * transaction (test trigger_rollback_is_not_a_refused_row). */
+    if (sqlite3_get_autocommit(x->s->db))
+        return 0;
     if (sq_refused_content(rc))
         return 1;
     int prim = rc & 0xff;
-    if ((prim != SQLITE_ERROR && prim != SQLITE_TOOBIG) ||
-        sqlite3_get_autocommit(x->s->db))
+    if (prim != SQLITE_ERROR && prim != SQLITE_TOOBIG)
         return 0;
     if (prim == SQLITE_TOOBIG)
         return 1;
