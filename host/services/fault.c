@@ -93,6 +93,15 @@ void tm_fault(const char *point) {
     const char *action = getenv("TIDEMARK_FAULT_ACTION");
     if (action && strncmp(action, "fail", 4) == 0)
         return; /* for tm_fault_fail's points only */
+    if (action && strcmp(action, "slow-from") == 0) {
+        if (!reached(point, 1))
+            return;
+        long ms = env_long("TIDEMARK_FAULT_SLEEP_MS", 1000);
+        struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&left, &left) != 0 && errno == EINTR)
+            ;
+        return;
+    }
     if (!reached(point, 0))
         return;
     if (action && strcmp(action, "stop") == 0) {

@@ -10,6 +10,11 @@
  *                                 returns: the rest of the process runs on)
  *   TIDEMARK_FAULT_HIT=<n>        fire on the n-th time the point is
  *                                 reached in this process (default 1)
+ *   TIDEMARK_FAULT_ACTION=slow-from  the calling thread sleeps
+ *                                 TIDEMARK_FAULT_SLEEP_MS (default 1000) at
+ *                                 the n-th time and every later one: a call
+ *                                 as slow on a loaded machine as on an idle
+ *                                 one
  * Plugins never implement faults themselves.
  * A failure point (tm_fault_fail) makes its caller fail instead, with
  *   TIDEMARK_FAULT_ACTION=fail       on the n-th time only
