@@ -424,6 +424,10 @@ int sq_keys_preload(sq_sink *s) {
     int found = 0;
     k->why = NULL;
     k->why_retry = 0;
+    /* A claim reads the whole set: rows of tidemark_keys that a host of an
+     * older build wrote meanwhile are seen no other way (no generation or
+     * counter of ours moves for them). */
+    k->loaded = 0;
     int rc = sq_exec(s, "BEGIN");
     if (rc == SQLITE_OK)
         rc = read_row(s, &found, seed, &gen, &pruned);

@@ -1287,6 +1287,33 @@ START_TEST(rows_after_memory_is_refused) {
 }
 END_TEST
 
+/* Rows of tidemark_keys written while a memory-mode sink holds the
+ * connector's keys (by a host of the connector running an older build,
+ * during a rolling upgrade) are read at the sink's next claim: a resend
+ * of such a key after it is a duplicate, not a second row. */
+START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
+    conf c;
+    batch b;
+    conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", 0);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r0[] = {{0, 7, 1000, "x", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r0, 1);
+    commit_ok(sink, &b);
+    /* the older build's host applies order-8 (another partition) */
+    exec_sql("INSERT INTO tidemark_keys VALUES ('unit', 'order-8', 'h', 't', "
+             "1, 0, 1000, 1000)");
+    m = claim1(sink);                                     /* a rebalance */
+    const rec r1[] = {{1, 8, 1000, "y", "order-8", "h"}}; /* a resend */
+    batch_make(&b, 1, 2, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 8"), 0);
+    ck_assert_uint_eq(read1(sink).duplicates, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* ---- validate ----------------------------------------------------------- */
 
 START_TEST(validate_reports_both_shapes) {
@@ -1973,6 +2000,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, rows_after_memory_is_refused);
     tcase_add_test(tc, keys_without_their_seed_are_refused);
     tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
+    tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
