@@ -49,8 +49,11 @@ static size_t slot_of(uint64_t b, size_t mask) {
 
 static int tab_grow(sq_keytab *t, size_t want) {
     size_t cap = t->mask ? t->mask + 1 : 1024;
-    while (want > cap / 4 * 3)
+    while (want > cap / 4 * 3) {
+        if (cap > SIZE_MAX / 2 / sizeof *t->slot)
+            return SQLITE_NOMEM; /* a damaged count: cap would wrap to 0 */
         cap *= 2;
+    }
     if (t->slot && cap == t->mask + 1)
         return SQLITE_OK;
     sq_key *n = calloc(cap, sizeof *n);

@@ -1314,6 +1314,22 @@ START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
 }
 END_TEST
 
+/* A batch row whose key count is damaged (beyond any memory) makes the
+ * claim an error that names memory, not a loop that never returns. */
+START_TEST(damaged_key_count_does_not_hang_the_claim) {
+    conf c;
+    one_key_in_memory(&c);
+    exec_sql("UPDATE tidemark_key_batches SET nkeys = 9000000000000000000");
+    void *sink = open_ok(&c);
+    tm_error err;
+    tm_status rc = claim_as(sink, &err);
+    ck_assert_msg(rc == TM_RETRY && strstr(err.message, "do not fit in memory"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* ---- validate ----------------------------------------------------------- */
 
 START_TEST(validate_reports_both_shapes) {
@@ -2001,6 +2017,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, keys_without_their_seed_are_refused);
     tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
     tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
+    tcase_add_test(tc, damaged_key_count_does_not_hang_the_claim);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
