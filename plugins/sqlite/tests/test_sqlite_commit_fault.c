@@ -218,17 +218,17 @@ static void with_keys(fx_batch *b, int64_t first_key) {
 }
 
 START_TEST(failed_commit_keys_in_memory_come_from_the_database) {
-    int v = _i ? 2 : 0;
-    const char *name = VARIANT[v].name;
+    int v = _i ? 2 : 0; /* not landed, landed */
     fx_conf c;
-    void *sink;
-    tm_marker m;
-    tm_error err;
-    fx_batch b1, b2, b3;
     ck_assert_msg(
         fx_conf_init(&c, "\"synchronous\": \"FULL\"", why, sizeof why) == 0,
         "%s", why);
     c.config.flags |= TM_CONFIG_DEDUP;
+    const char *name = VARIANT[v].name;
+    void *sink;
+    tm_marker m;
+    tm_error err;
+    fx_batch b1, b2, b3;
     ck_assert_msg(fx_open(&c, &sink, why, sizeof why) == TM_OK, "%s", why);
     ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
     int64_t epoch = m.epoch;
