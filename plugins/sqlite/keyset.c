@@ -49,8 +49,11 @@ static size_t slot_of(uint64_t b, size_t mask) {
 
 static int tab_grow(sq_keytab *t, size_t want) {
     size_t cap = t->mask ? t->mask + 1 : 1024;
-    while (want > cap / 4 * 3)
+    while (want > cap / 4 * 3) {
+        if (cap > SIZE_MAX / 2 / sizeof *t->slot)
+            return SQLITE_NOMEM; /* a damaged count: cap would wrap to 0 */
         cap *= 2;
+    }
     if (t->slot && cap == t->mask + 1)
         return SQLITE_OK;
     sq_key *n = calloc(cap, sizeof *n);
@@ -278,6 +281,18 @@ static int load_legacy(sq_sink *s) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 1 when the connector has rows in tidemark_keys, 0 when not, -1 when
+ * that could not be read. */
+static int any_legacy(sq_sink *s) {
+    sqlite3_stmt *st = s->stmt[SQ_KEY_ANY];
+    int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    int any = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sq_reuse(st);
+    return any;
+}
+
 /* Reads the connector's tidemark_keysets row: SQLITE_OK with *found. */
 static int read_row(sq_sink *s, int *found, uint8_t seed[16], int64_t *gen,
                     int64_t *pruned) {
@@ -427,6 +442,11 @@ int sq_keys_preload(sq_sink *s) {
     int rc = sq_exec(s, "BEGIN");
     if (rc == SQLITE_OK)
         rc = read_row(s, &found, seed, &gen, &pruned);
+    /* With rows in tidemark_keys, the whole set: those that a host of an
+     * older build wrote meanwhile move no generation or counter of ours,
+     * and are seen no other way. */
+    if (rc == SQLITE_OK && found && any_legacy(s) != 0)
+        k->loaded = 0; /* its error too: rather read whole than miss them */
     /* what sq_keys_sync would load whole; newer batches alone are cheap
      * under the write lock */
     if (rc == SQLITE_OK && found && stale(k, seed, gen, pruned))

@@ -750,6 +750,8 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
     [SQ_KEY_PRUNE_RET] =
         "DELETE FROM " SQ_KEYS " WHERE connector = ?1 AND applied_at < ?2 AND "
         "applied_wall < ?3 RETURNING identity, payload_hash",
+    [SQ_KEY_ANY] =
+        "SELECT EXISTS (SELECT 1 FROM " SQ_KEYS " WHERE connector = ?1)",
 };
 
 static int is_target_stmt(int i) {

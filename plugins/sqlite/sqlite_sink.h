@@ -81,6 +81,7 @@ typedef enum sq_stmt_id {
     SQ_KB_PRUNE,
     SQ_KEY_LOAD, /* the connector's tidemark_keys rows, into the set */
     SQ_KEY_PRUNE_RET,
+    SQ_KEY_ANY, /* whether the connector has tidemark_keys rows */
     SQ_NSTMTS
 } sq_stmt_id;
 

@@ -200,6 +200,73 @@ START_TEST(commit_failure_is_retry_then_settled) {
 }
 END_TEST
 
+/* Business keys held in memory across a COMMIT that fails (variants 0:
+ * it did not land, 2: it landed): the set takes the batch's keys only
+ * after COMMIT returned OK, so after the failure the keys of the batch
+ * must come from the database: a producer's resend of them in the next
+ * batch (new offsets, the same identities) is a duplicate whether the
+ * failed COMMIT had landed (the next commit reads the newer generation)
+ * or not (the resend of the batch applies them). */
+static void with_keys(fx_batch *b, int64_t first_key) {
+    static char ids[64][16];
+    for (size_t i = 0; i < b->b.nrecords; i++) {
+        int64_t k = first_key + (int64_t)i;
+        snprintf(ids[k % 64], sizeof ids[0], "k-%lld", (long long)k);
+        b->records[i].identity = ids[k % 64];
+        b->records[i].identity_hash = "h";
+    }
+}
+
+START_TEST(failed_commit_keys_in_memory_come_from_the_database) {
+    int v = _i ? 2 : 0; /* not landed, landed */
+    fx_conf c;
+    ck_assert_msg(
+        fx_conf_init(&c, "\"synchronous\": \"FULL\"", why, sizeof why) == 0,
+        "%s", why);
+    c.config.flags |= TM_CONFIG_DEDUP;
+    const char *name = VARIANT[v].name;
+    void *sink;
+    tm_marker m;
+    tm_error err;
+    fx_batch b1, b2, b3;
+    ck_assert_msg(fx_open(&c, &sink, why, sizeof why) == TM_OK, "%s", why);
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    int64_t epoch = m.epoch;
+    ck_assert_int_eq(fx_batch_make(&b1, "keys-1", 1, 0, 3, &epoch, "one"), 0);
+    with_keys(&b1, 0);
+    ck_assert_int_eq(fx_commit(sink, &b1, &err), TM_OK);
+    if (VARIANT[v].landed)
+        fv_persist_wal(1);
+    ck_assert_int_eq(fx_batch_make(&b2, "keys-2", 1, 3, 6, &epoch, "two"), 0);
+    with_keys(&b2, 3);
+    long fired = fv_get().fired;
+    fv_arm(VARIANT[v].fault);
+    tm_status r = fx_commit(sink, &b2, &err);
+    fv_disarm();
+    ck_assert_msg(fv_get().fired == fired + 1 &&
+                      strncmp(err.message, "COMMIT on ", 10) == 0,
+                  "inconclusive (%s): the failure was not injected into "
+                  "COMMIT: %s: %s",
+                  name, tm_status_name(r), err.message);
+    ck_assert_int_eq(r, TM_RETRY);
+    int landed = sql_int("SELECT count(*) FROM t WHERE _tm_offset >= 3") == 3;
+    ck_assert_msg(landed == VARIANT[v].landed, "inconclusive (%s)", name);
+    r = fx_commit(sink, &b2, &err);
+    ck_assert_msg(r == (landed ? TM_ALREADY : TM_OK), "%s: resend: %s: %s",
+                  name, tm_status_name(r), err.message);
+    /* the producer resends k-3 .. k-5 at offsets 6 .. 8 */
+    ck_assert_int_eq(fx_batch_make(&b3, "keys-3", 1, 6, 9, &epoch, "three"), 0);
+    with_keys(&b3, 3);
+    r = fx_commit(sink, &b3, &err);
+    ck_assert_msg(r == TM_OK, "%s: %s: %s", name, tm_status_name(r),
+                  err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 6);
+    ck_assert_int_eq(sql_int("SELECT duplicates FROM tidemark_markers"), 3);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+}
+END_TEST
+
 /* The optional variant: the first write of the main database file fails.
  * In WAL mode only a checkpoint writes it, and the plugin never
  * checkpoints itself: SQLite's automatic checkpoint runs after a COMMIT
@@ -289,6 +356,8 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, commit_failure_is_retry_then_settled, 0,
                         (int)(sizeof VARIANT / sizeof VARIANT[0]));
     tcase_add_test(tc, checkpoint_write_failure_loses_nothing);
+    tcase_add_loop_test(tc, failed_commit_keys_in_memory_come_from_the_database,
+                        0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

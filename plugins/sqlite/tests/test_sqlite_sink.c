@@ -1287,6 +1287,122 @@ START_TEST(rows_after_memory_is_refused) {
 }
 END_TEST
 
+/* Rows of tidemark_keys written while a memory-mode sink holds the
+ * connector's keys (by a host of the connector running an older build,
+ * during a rolling upgrade) are read at the sink's next claim: a resend
+ * of such a key after it is a duplicate, not a second row. */
+START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
+    conf c;
+    batch b;
+    conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", 0);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r0[] = {{0, 7, 1000, "x", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r0, 1);
+    commit_ok(sink, &b);
+    /* the older build's host applies order-8 (another partition) */
+    exec_sql("INSERT INTO tidemark_keys VALUES ('unit', 'order-8', 'h', 't', "
+             "1, 0, 1000, 1000)");
+    m = claim1(sink);                                     /* a rebalance */
+    const rec r1[] = {{1, 8, 1000, "y", "order-8", "h"}}; /* a resend */
+    batch_make(&b, 1, 2, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 8"), 0);
+    ck_assert_uint_eq(read1(sink).duplicates, 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A batch row whose key count is damaged (beyond any memory) makes the
+ * claim an error that names memory, not a loop that never returns. */
+START_TEST(damaged_key_count_does_not_hang_the_claim) {
+    conf c;
+    one_key_in_memory(&c);
+    exec_sql("UPDATE tidemark_key_batches SET nkeys = 9000000000000000000");
+    void *sink = open_ok(&c);
+    tm_error err;
+    tm_status rc = claim_as(sink, &err);
+    ck_assert_msg(rc == TM_RETRY && strstr(err.message, "do not fit in memory"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A removal frees the newest generation and the next batch row takes its
+ * number again (docs/sinks/sqlite.md: safe, every process reloads after
+ * a removal): A holds generations 1 and 2 (it followed B's); B's batch
+ * removes 2 (its key the older) and stores k3 as generation 2 again; A's next
+ * commit must see k3 (a duplicate), not k2 (removed: new again) and still k1.
+ */
+START_TEST(generation_reused_after_a_removal_is_reloaded) {
+    const int64_t T = 1700000000000;
+    keys_side sd;
+    side_open(&sd, "reuse.db", _i);
+    const rec a1[] = {{0, 1, T + 100000, "a", "k1", "h"}};
+    side_commit_ok(&sd, 0, 0, 1, a1, 1);
+    const rec b1[] = {{0, 2, T, "b", "k2", "h"}};
+    side_commit_ok(&sd, 1, 0, 1, b1, 1);
+    const rec a_dup[] = {{1, 2, T + 1, "b", "k2", "h"}}; /* A follows to 2 */
+    side_commit_ok(&sd, 0, 1, 2, a_dup, 1);
+    side_age(&sd, 20000);
+    const rec b2[] = {{1, 3, T + 20000, "c", "k3", "h"}};
+    side_commit_ok(&sd, 1, 1, 2, b2, 1);
+    use_db(&sd);
+    if (!_i)
+        ck_assert_msg(q_int("SELECT count(*) = 2 AND max(generation) = 2 "
+                            "FROM tidemark_key_batches") == 1,
+                      "inconclusive: generation 2 was not used again");
+    const rec a2[] = {{2, 3, T + 20001, "c", "k3", "h"},
+                      {3, 2, T + 20001, "b", "k2", "h"},
+                      {4, 1, T + 20001, "a", "k1", "h"}};
+    side_commit_ok(&sd, 0, 2, 5, a2, 3);
+    use_db(&sd);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 3"), 1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 2"), 2);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 1"), 1);
+    api->close(sd.a);
+    api->close(sd.b);
+    conf_done(&sd.c);
+}
+END_TEST
+
+/* The empty identity and a long one (1 MiB) are keys like any other, and
+ * identities that differ only in their last byte are two keys; the empty
+ * identity without a payload hash conflicts with it with one. */
+START_TEST(empty_and_long_identities_are_keys) {
+    conf c;
+    batch b;
+    static char big[1 << 20], big2[1 << 20];
+    memset(big, 'x', sizeof big - 1);
+    memcpy(big2, big, sizeof big);
+    big2[sizeof big2 - 2] = 'y';
+    conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", _i);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    const rec r0[] = {{0, 1, 1000, "a", "", "h"}, {1, 2, 1000, "b", big, "h"}};
+    batch_make(&b, 0, 2, m.epoch, r0, 2);
+    commit_ok(sink, &b);
+    const rec r1[] = {{2, 1, 1000, "a", "", "h"},
+                      {3, 2, 1000, "b", big, "h"},
+                      {4, 3, 1000, "c", big2, "h"},
+                      {5, 4, 1000, "d", "", NULL}};
+    batch_make(&b, 2, 6, m.epoch, r1, 4);
+    commit_ok(sink, &b);
+    /* rows 0, 1 and 4; offsets 2 and 3 duplicates; 5 a conflict */
+    ck_assert_int_eq(q_int("SELECT group_concat(_tm_offset) = '0,1,4' FROM "
+                           "(SELECT _tm_offset FROM t ORDER BY 1)"),
+                     1);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_dead_letters WHERE "
+                           "\"offset\" = 5 AND reason = 'identity_conflict'"),
+                     1);
+    ck_assert_uint_eq(read1(sink).duplicates, 2);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* ---- validate ----------------------------------------------------------- */
 
 START_TEST(validate_reports_both_shapes) {
@@ -1973,6 +2089,11 @@ static Suite *suite(void) {
     tcase_add_test(tc, rows_after_memory_is_refused);
     tcase_add_test(tc, keys_without_their_seed_are_refused);
     tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
+    tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
+    tcase_add_test(tc, damaged_key_count_does_not_hang_the_claim);
+    tcase_add_loop_test(tc, generation_reused_after_a_removal_is_reloaded, 0,
+                        2);
+    tcase_add_loop_test(tc, empty_and_long_identities_are_keys, 0, 2);
     tcase_add_test(tc, validate_reports_both_shapes);
     tcase_add_test(tc, validate_upsert_needs_keys_and_index);
     tcase_add_test(tc, validate_missing_database);
