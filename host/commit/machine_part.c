@@ -116,6 +116,12 @@ int tm_m_parts_claimed(tm_machine *m, const tm_machine_event *ev) {
         /* librdkafka keeps a pause across unassign and assign: one this
          * host paused when fenced would never be fetched again. */
         tm_m_emit(m, TM_ACT_RESUME, p, 0, NULL);
+        /* Reads held (HOLD_READS, RETRY's backpressure): this one too,
+         * until the batch at the sink settles (seeking to the marker). */
+        if (m->at_sink.phase != TM_BATCH_NONE && m->at_sink.paused_parts) {
+            tm_m_emit(m, TM_ACT_PAUSE, p, 0, NULL);
+            p->paused = 1;
+        }
     }
     if (retried)
         tm_backoff_reset(&m->claim_backoff); /* a deferred claim went in */

@@ -405,6 +405,9 @@ oom:
 
 typedef struct close_job {
     rd_kafka_t *rk;
+    /* Joined first: its request may wait on a silent broker up to
+     * socket.timeout.ms, whatever its own timeout (librdkafka 2.0.2). */
+    tm_fetch_wake *wake;
     struct tm_consumer_link *link; /* freed once rk is destroyed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -414,6 +417,7 @@ typedef struct close_job {
 
 static void *close_thread(void *arg) {
     close_job *j = arg;
+    tm_fetch_wake_free(j->wake);
     rd_kafka_consumer_close(j->rk);
     rd_kafka_destroy(j->rk);
     free(j->link); /* no callback comes after the destroy */
@@ -433,13 +437,14 @@ static void *close_thread(void *arg) {
 void tm_consumer_stop(tm_connector *c, int timeout_ms) {
     if (!c->rk)
         return;
-    /* Its thread asks c->rk: joined before the close. */
+    /* Its thread asks c->rk: joined before the close, within the
+     * watchdog's time (close_thread). */
     if (tm_fetch_wake_count(c->fetch_wake) > 0)
         tm_log(TM_LOG_INFO, c->cfg->name,
                "consumer: the fetcher was woken %lld times after the queue "
                "drained",
                (long long)tm_fetch_wake_count(c->fetch_wake));
-    tm_fetch_wake_free(c->fetch_wake);
+    tm_fetch_wake *wake = c->fetch_wake;
     c->fetch_wake = NULL;
     close_job *j = calloc(1, sizeof *j);
     pthread_t th;
@@ -456,6 +461,7 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
     }
     if (!mu_ok) {
         free(j);
+        tm_fetch_wake_free(wake);
         rd_kafka_consumer_close(c->rk); /* no watchdog: close inline */
         rd_kafka_destroy(c->rk);
         free(link);
@@ -463,9 +469,11 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
         return;
     }
     j->rk = c->rk;
+    j->wake = wake;
     j->link = link;
     c->rk = NULL;
     if (pthread_create(&th, NULL, close_thread, j) != 0) {
+        tm_fetch_wake_free(wake);
         rd_kafka_consumer_close(j->rk);
         rd_kafka_destroy(j->rk);
         free(link);

@@ -8,7 +8,8 @@
 /* The queue's length is looked at once in this many records: a lock of
  * librdkafka's, cheap, but not for every record. */
 #define LOOK_EVERY 256
-/* A watermark request waits at most this long (the waker's thread only). */
+/* The leader's lookup of a watermark request waits at most this long; the
+ * request itself up to socket.timeout.ms (fetch_wake.h). */
 #define REQUEST_TIMEOUT_MS 1000
 
 struct tm_fetch_wake {

@@ -47,8 +47,11 @@ void tm_fetch_wake_seen(tm_fetch_wake *w, const char *topic, int32_t partition);
 /* How many wake-ups were asked (for the log at the consumer's stop). */
 int64_t tm_fetch_wake_count(const tm_fetch_wake *w);
 
-/* Stops and joins the waker's thread (a request in flight ends within its
- * 1 s timeout) and frees it. W may be NULL. */
+/* Stops and joins the waker's thread and frees it. W may be NULL. A request
+ * in flight is waited for: librdkafka 2.0.2 bounds only the leader's lookup
+ * by the 1 s given, the request itself by socket.timeout.ms (a silent
+ * broker: up to a minute), so the consumer's stop frees it on the close
+ * watchdog's thread (kafka/consumer.c). */
 void tm_fetch_wake_free(tm_fetch_wake *w);
 
 #endif

@@ -316,14 +316,21 @@ static void scenario_transactions(void) {
 }
 
 /* `tidemark run CFG` once it claimed (a marker row in DB). */
-static pid_t spawn_claimed(const char *cfg, const char *log, const char *db) {
-    pid_t pid = h_spawn(cfg, log);
+/* The host (ENV added to its environment, NULL for none), once it claimed
+ * a partition. */
+static pid_t spawn_claimed_env(const char *cfg, const char *log, const char *db,
+                               const char *const *env) {
+    pid_t pid = h_spawn_env(cfg, log, env);
     int64_t t0 = h_now_ms();
     while (h_sqlf(db, "SELECT count(*) FROM tidemark_markers") < 1) {
         H_CHECK(h_now_ms() - t0 < 30000, "inconclusive: never claimed");
         h_sleep_ms(50);
     }
     return pid;
+}
+
+static pid_t spawn_claimed(const char *cfg, const char *log, const char *db) {
+    return spawn_claimed_env(cfg, log, db, NULL);
 }
 
 /* Transaction markers and aborted records at the ends of batches that are
@@ -609,6 +616,39 @@ static void scenario_two_hosts(void) {
     rd_kafka_destroy(p);
 }
 
+/* Every record Kafka holds in TOPIC [PART] is a row of t once, none
+ * other: the rows counted, against Kafka's own offsets. */
+static int64_t check_exactly_once(const char *db, const char *topic, int part) {
+    int64_t *kafka = NULL;
+    size_t nk = h_read_offsets(topic, part, &kafka);
+    int64_t rows = h_sqlf(db,
+                          "SELECT count(*) FROM t WHERE _tm_topic = '%s' AND "
+                          "_tm_partition = %d",
+                          topic, part);
+    int64_t distinct =
+        h_sqlf(db,
+               "SELECT count(*) FROM (SELECT DISTINCT _tm_offset FROM t "
+               "WHERE _tm_topic = '%s' AND _tm_partition = %d)",
+               topic, part);
+    int64_t lo = h_sqlf(db,
+                        "SELECT min(_tm_offset) FROM t WHERE _tm_topic = "
+                        "'%s' AND _tm_partition = %d",
+                        topic, part);
+    int64_t hi = h_sqlf(db,
+                        "SELECT max(_tm_offset) FROM t WHERE _tm_topic = "
+                        "'%s' AND _tm_partition = %d",
+                        topic, part);
+    H_CHECK(nk > 0, "%s [%d]: Kafka holds no record", topic, part);
+    H_CHECK(rows == (int64_t)nk && distinct == rows && lo == kafka[0] &&
+                hi == kafka[nk - 1],
+            "%s [%d]: %lld rows, %lld distinct offsets %lld..%lld; Kafka "
+            "holds %zu records %lld..%lld (lost or duplicated records)",
+            topic, part, (long long)rows, (long long)distinct, (long long)lo,
+            (long long)hi, nk, (long long)kafka[0], (long long)kafka[nk - 1]);
+    free(kafka);
+    return rows;
+}
+
 /* The pipeline under rebalances: two topics whose partitions share their
  * numbers, small batches (so that a batch is nearly always at the sink while
  * the next is built), the cooperative assignor (partitions revoked one by
@@ -696,40 +736,98 @@ static void scenario_rebalance_churn(void) {
     const char *tps[2] = {tx, ty};
     int64_t total = 0;
     for (int k = 0; k < 2; k++)
-        for (int part = 0; part < parts; part++) {
-            int64_t *kafka = NULL;
-            size_t nk = h_read_offsets(tps[k], part, &kafka);
-            int64_t rows = h_sqlf(db,
-                                  "SELECT count(*) FROM t WHERE _tm_topic = "
-                                  "'%s' AND _tm_partition = %d",
-                                  tps[k], part);
-            int64_t distinct = h_sqlf(
-                db,
-                "SELECT count(*) FROM (SELECT DISTINCT _tm_offset FROM t "
-                "WHERE _tm_topic = '%s' AND _tm_partition = %d)",
-                tps[k], part);
-            int64_t lo = h_sqlf(db,
-                                "SELECT min(_tm_offset) FROM t WHERE "
-                                "_tm_topic = '%s' AND _tm_partition = %d",
-                                tps[k], part);
-            int64_t hi = h_sqlf(db,
-                                "SELECT max(_tm_offset) FROM t WHERE "
-                                "_tm_topic = '%s' AND _tm_partition = %d",
-                                tps[k], part);
-            H_CHECK(nk > 0, "%s [%d]: Kafka holds no record", tps[k], part);
-            H_CHECK(rows == (int64_t)nk && distinct == rows && lo == kafka[0] &&
-                        hi == kafka[nk - 1],
-                    "%s [%d]: %lld rows, %lld distinct offsets %lld..%lld; "
-                    "Kafka holds %zu records %lld..%lld (lost or duplicated "
-                    "records)",
-                    tps[k], part, (long long)rows, (long long)distinct,
-                    (long long)lo, (long long)hi, nk, (long long)kafka[0],
-                    (long long)kafka[nk - 1]);
-            total += rows;
-            free(kafka);
-        }
+        for (int part = 0; part < parts; part++)
+            total += check_exactly_once(db, tps[k], part);
     h_step("%lld rows, each record of %d partitions exactly once",
            (long long)total, 2 * parts);
+    h_stop_clean(a);
+    rd_kafka_destroy(p);
+}
+
+/* Reads held while the next batch waits for a slow commit (HOLD_READS: a
+ * max.poll.interval.ms that leaves a commit no time to spare holds them
+ * whenever the next batch is due) meet what moves partitions and positions
+ * under them: a second host joining and leaving (partitions revoked and
+ * assigned while paused), an operator's pause and resume, and a reload.
+ * Every record of every partition must be a row once, against Kafka's
+ * own offsets. */
+static void scenario_held_reads_churn(void) {
+    char topic[256], name[256], db[4096], cfg_b[4096];
+    snprintf(topic, sizeof topic, "%s", h_name("holdchurn"));
+    snprintf(name, sizeof name, "%s", topic);
+    snprintf(db, sizeof db, "%s", h_path("holdchurn.db"));
+    const int parts = 4, per = 250;
+    h_create_topic(topic, parts, NULL, NULL);
+    const char *props =
+        "\"partition.assignment.strategy\": \"cooperative-sticky\", "
+        "\"session.timeout.ms\": \"6000\", \"heartbeat.interval.ms\": "
+        "\"300\", \"max.poll.interval.ms\": \"10000\"";
+    snprintf(cfg_b, sizeof cfg_b, "%s",
+             sqlite_config("hb.json", name, topic, db, "\"max_records\": 40",
+                           props, JSON_MAPPING));
+    /* A's librdkafka says each pause (HOLD_READS' evidence, below). */
+    char props_a[1024];
+    snprintf(props_a, sizeof props_a, "%s, \"debug\": \"topic\"", props);
+    const char *cfg_a =
+        sqlite_config("ha.json", name, topic, db, "\"max_records\": 50",
+                      props_a, JSON_MAPPING);
+    /* Each of A's commits held 600 ms before its transaction (a sleep: as
+     * long under a sanitizer or a loaded machine as on an idle one), so that
+     * the next batch is due while one commits and far from its deadline. */
+    const char *env_a[] = {
+        "TIDEMARK_LOG_LEVEL=debug", "TIDEMARK_FAULT=before_begin",
+        "TIDEMARK_FAULT_ACTION=slow-from", "TIDEMARK_FAULT_SLEEP_MS=600", NULL};
+    pid_t a = spawn_claimed_env(cfg_a, "ha.log", db, env_a);
+    rd_kafka_t *p = h_producer(NULL, NULL);
+    for (int part = 0; part < parts; part++)
+        h_produce_many(p, topic, part, part * 1000000, per,
+                       "{\"id\": %d, \"name\": \"h\"}");
+    int64_t t0 = h_now_ms();
+    while (h_sqlf(db, "SELECT count(*) FROM t") < 100) {
+        H_CHECK(h_now_ms() - t0 < 60000, "inconclusive: no rows");
+        h_sleep_ms(50);
+    }
+    const char *pause[] = {"pause", "--state-dir", h_path("state-ha.json"),
+                           name, NULL};
+    const char *resume[] = {"resume", "--state-dir", h_path("state-ha.json"),
+                            name, NULL};
+    for (int round = 0; round < 3; round++) {
+        pid_t b = h_spawn(cfg_b, "hb.log");
+        h_sleep_ms(1500 + 300 * round);
+        H_CHECK(h_tidemark("pause.out", pause) == 0, "tidemark pause: %s",
+                h_read_file("pause.out"));
+        h_sleep_ms(300);
+        H_CHECK(h_tidemark("resume.out", resume) == 0, "tidemark resume: %s",
+                h_read_file("resume.out"));
+        sqlite_config("ha.json", name, topic, db,
+                      round % 2 ? "\"max_records\": 50" : "\"max_records\": 45",
+                      props_a, JSON_MAPPING);
+        H_CHECK(kill(a, SIGHUP) == 0, "kill: %s", strerror(errno));
+        for (int part = 0; part < parts; part++)
+            h_produce_many(p, topic, part, part * 1000000 + per + round * 50,
+                           50, "{\"id\": %d, \"name\": \"h2\"}");
+        h_sleep_ms(1000);
+        h_stop_clean(b);
+    }
+    int64_t before = h_sqlf(db, "SELECT count(*) FROM t");
+    H_CHECK(before < parts * (per + 150),
+            "inconclusive: caught up before the churn ended (%lld rows)",
+            (long long)before);
+    h_wait_caught_up(db, name, topic, parts, 180000);
+    /* Paused with no RETRY (whose backpressure also pauses): held. */
+    const char *log = h_read_file("ha.log");
+    int pauses = 0;
+    for (const char *at = log; (at = strstr(at, "]: Pause ")); at++)
+        pauses++;
+    H_CHECK(pauses > 0 && !strstr(log, ": RETRY: "),
+            "inconclusive: %d partition pauses in host A's log, %s RETRY",
+            pauses, strstr(log, ": RETRY: ") ? "a" : "no");
+    int64_t total = 0;
+    for (int part = 0; part < parts; part++)
+        total += check_exactly_once(db, topic, part);
+    h_step("%lld rows (%lld when the churn ended, %d partition pauses), "
+           "each record of %d partitions exactly once",
+           (long long)total, (long long)before, pauses, parts);
     h_stop_clean(a);
     rd_kafka_destroy(p);
 }
@@ -1532,6 +1630,7 @@ static const h_scenario SCENARIOS[] = {
     {"raw", scenario_raw},
     {"two_hosts", scenario_two_hosts},
     {"slow_sink_deadline", scenario_slow_sink_deadline},
+    {"held_reads_churn", scenario_held_reads_churn},
     {"transactions_reread", scenario_transactions_reread},
     {"rebalance_churn", scenario_rebalance_churn},
     {"static_fenced", scenario_static_fenced},

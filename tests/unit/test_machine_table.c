@@ -886,6 +886,11 @@ static const row rows[] = {
     {"pipeline: held, RETRY discards the next, stays paused", 0,
      PSINK "; due; hold", "answer RETRY", "DROP_BATCH #2",
      "t:0 RUNNING e3 c10 n12 paused seek", "NONE RETRY_WAIT#1", 0},
+    {"pipeline: held, a partition claimed meanwhile is held too", 0,
+     PSINK "; due; hold; assign t:2; claimed ok t:2 e3 n10", "rec t:2 10", "",
+     "t:0 RUNNING e3 c10 n13 paused; t:1 RUNNING e3 c10 n11 paused; "
+     "t:2 RUNNING e3 c10 n10 paused seek",
+     "BUILDING#2 AT_SINK#1", 0},
     {"pipeline: a second hold changes nothing", 0, PSINK "; due; hold", "hold",
      "", "t:0 RUNNING e3 c10 n13 paused", "BUILDING#2 AT_SINK#1", 0},
     {"hold without a batch at the sink changes nothing", 0, BUILD, "hold", "",
