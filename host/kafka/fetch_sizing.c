@@ -24,23 +24,23 @@ tm_fetch_sizing tm_fetch_sizing_of(int64_t max_records, int64_t max_bytes,
     max_records = clamp(max_records, 1, 1LL << 40);
     max_bytes = clamp(max_bytes, 1, 1LL << 40);
     tm_fetch_sizing s;
-    /* Half a batch's bytes, 8 to 64 MiB: 8 MiB is what 8 partitions of
-     * 1 MiB fetched at once before (so up to 8 partitions nothing changes,
-     * throughput included); more partitions no longer add to a response.
-     * Never below message.max.bytes, which librdkafka would refuse. */
-    s.fetch_max_bytes = clamp(max_bytes / 2, 8 * MIB, 64 * MIB);
+    /* A quarter of a batch's bytes, 4 to 64 MiB: a response lands on top of
+     * the queue and stays allocated until its last record is consumed; the
+     * partition count no longer adds to it. Never below message.max.bytes,
+     * which librdkafka would refuse. */
+    s.fetch_max_bytes = clamp(max_bytes / 4, 4 * MIB, 64 * MIB);
     if (s.fetch_max_bytes < message_max_bytes)
         s.fetch_max_bytes = clamp(message_max_bytes, 1, 2147483135LL);
     s.max_partition_fetch_bytes = 1 * MIB; /* librdkafka's default */
-    /* Two batches of records, at least 100 000: at ~300-byte records about
-     * a second of a sink's fastest consumption. Less costs throughput as
-     * soon as the sink is fast (docs/benchmarks.md, "Memory: fetch and
-     * queue sizing"): 20 000 gave 45 000 records/s instead of 109 000, and
-     * 50 000 with 4 MiB responses (56-66 MiB instead of 92-150) drained at
-     * 0.42-0.6 of this sizing whenever this one passed 70 000 records/s. */
-    s.queued_min_messages = clamp(2 * max_records, 100000, 10000000);
-    /* Two batches' bytes, at least 16 MiB: the bound for large records,
-     * which reach it long before the count. */
-    s.queued_max_kbytes = clamp(2 * max_bytes / KIB, 16384, 2097151);
+    /* Two batches of records, at least 40 000. The queue only has to cover
+     * the fetcher's refill once it is woken (kafka/fetch_wake.h: at a
+     * quarter of this), not the second librdkafka 2.0.2 waited before: with
+     * the waker 40 000 records and 4 MiB responses drained 1M records as
+     * fast as 100 000 and 8 MiB did, in 62-64 MiB instead of 102-111
+     * (docs/benchmarks.md, "Memory: fetch and queue sizing"). */
+    s.queued_min_messages = clamp(2 * max_records, 40000, 10000000);
+    /* Three quarters of a batch's bytes, at least 12 MiB: the bound for
+     * large records, which reach it long before the count. */
+    s.queued_max_kbytes = clamp(3 * max_bytes / 4 / KIB, 12288, 2097151);
     return s;
 }

@@ -22,19 +22,19 @@ START_TEST(sizing_table) {
         tm_fetch_sizing want; /* fetch, partition, min messages, kbytes */
     } T[] = {
         /* the defaults: 10 000 records, 16 MiB */
-        {10000, 16 * MIB, 1000000, {8 * MIB, 1 * MIB, 100000, 32768}},
+        {10000, 16 * MIB, 1000000, {4 * MIB, 1 * MIB, 40000, 12288}},
         /* small batches: the floors */
-        {100, 64 * 1024, 1000000, {8 * MIB, 1 * MIB, 100000, 16384}},
-        {1, 1, 1000000, {8 * MIB, 1 * MIB, 100000, 16384}},
+        {100, 64 * 1024, 1000000, {4 * MIB, 1 * MIB, 40000, 12288}},
+        {1, 1, 1000000, {4 * MIB, 1 * MIB, 40000, 12288}},
         /* large batches: from them, up to the ceilings */
-        {100000, 64 * MIB, 1000000, {32 * MIB, 1 * MIB, 200000, 131072}},
-        {1000000, 1024 * MIB, 1000000, {64 * MIB, 1 * MIB, 2000000, 2097151}},
+        {100000, 64 * MIB, 1000000, {16 * MIB, 1 * MIB, 200000, 49152}},
+        {1000000, 1024 * MIB, 1000000, {64 * MIB, 1 * MIB, 2000000, 786432}},
         /* a message.max.bytes above the sized response raises it */
-        {10000, 16 * MIB, 10 * MIB, {10 * MIB, 1 * MIB, 100000, 32768}},
-        {10000, 16 * MIB, 3000000000LL, {2147483135LL, 1 * MIB, 100000, 32768}},
+        {10000, 16 * MIB, 10 * MIB, {10 * MIB, 1 * MIB, 40000, 12288}},
+        {10000, 16 * MIB, 3000000000LL, {2147483135LL, 1 * MIB, 40000, 12288}},
         /* nonsense inputs stay in librdkafka's ranges */
-        {0, 0, 0, {8 * MIB, 1 * MIB, 100000, 16384}},
-        {-5, -5, -5, {8 * MIB, 1 * MIB, 100000, 16384}},
+        {0, 0, 0, {4 * MIB, 1 * MIB, 40000, 12288}},
+        {-5, -5, -5, {4 * MIB, 1 * MIB, 40000, 12288}},
         {INT64_MAX, INT64_MAX, 1000000, {64 * MIB, 1 * MIB, 10000000, 2097151}},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {

@@ -54,9 +54,19 @@ sys.exit(0 if len(ps) == int(sys.argv[1]) else 1)' "$n" && return 0
 }
 # end_sum TOPIC: the sum of the topic's end offsets, as the broker answers them.
 end_sum() {
-  local t="$1" p args=()
+  local t="$1" p i out args=()
   for ((p = 0; p < PARTS_N; p++)); do args+=(-t "$t:$p:-1"); done
-  kcat -Q -b "$KB" "${args[@]}" | awk '{ s += $NF } END { print s + 0 }'
+  # Right after the topic is made the broker may still answer "Not leader
+  # for partition" for one whose leader the metadata already names (seen
+  # with 500 partitions, the bench then died): asked again, 30 s at most.
+  for ((i = 0; i < 100; i++)); do
+    if out="$(kcat -Q -b "$KB" "${args[@]}" 2>"$WORK/end_sum.err")"; then
+      awk '{ s += $NF } END { print s + 0 }' <<<"$out"
+      return 0
+    fi
+    sleep 0.3
+  done
+  die "topic $t: no end offsets in 30 s: $(tail -1 "$WORK/end_sum.err")"
 }
 delete_topics() {
   [ "${#TOPICS_MADE[@]}" -gt 0 ] || return 0
