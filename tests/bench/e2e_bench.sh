@@ -180,7 +180,7 @@ for k, v in rec.items():
 print(json.dumps({"mode": "json", "columns": cols}))')"
 
 T_ALL=$SECONDS
-for part in throughput freshness memory scaling restart dedup plot; do
+for part in throughput freshness memory scaling restart dedup; do
   if has_part "$part"; then
     t0=$SECONDS
     "part_$part"
@@ -191,6 +191,12 @@ done
 if [ "${BENCH_KEEP:-0}" != 1 ]; then delete_topics; fi
 if has_part peer && [[ ",$SINKS," == *,postgres,* ]] && [ -x tests/bench/connect_peer.sh ]; then
   part_peer
+fi
+# Last, so that the peer's bar stands beside PostgreSQL's when it ran.
+if has_part plot; then
+  t0=$SECONDS
+  part_plot
+  say "part plot took $((SECONDS - t0)) s"
 fi
 
 python3 tests/bench/bench_analyze.py report "$RESULTS/results.tsv" >"$RESULTS/report.md"

@@ -9,6 +9,7 @@ part_peer() {
   [ -n "$peer" ] || die "peer: connect_peer.sh printed no figure"
   say "$peer"
   prate="$(sed -n 's/.*records_per_s=\([0-9]*\).*/\1/p' <<<"$peer")"
+  printf '1000 %s\n' "$prate" >"$RESULTS/peer.tsv" # the plot's bar beside PostgreSQL
   ours="${TP_RATE["postgres 1000"]:-}"
   if [ -n "$ours" ]; then
     result peer "tidemark -> postgres, batches of 1000" "$ours" records/s \

@@ -8,6 +8,7 @@ part_plot() {
   bash scripts/python-venv.sh >/dev/null
   "${TIDEMARK_VENV:-$ROOT/.cache/venv}/bin/python" tests/bench/plot_throughput.py \
     "$RESULTS/throughput.tsv" "$RESULTS/bench-throughput.png" \
-    "tidemark end to end by sink and batch size ($RECORDS records, $(date -u +%F))"
+    "tidemark end to end by sink and batch size ($RECORDS records, $(date -u +%F))" \
+    $([ -s "$RESULTS/peer.tsv" ] && echo "$RESULTS/peer.tsv")
   say "[plot] $RESULTS/bench-throughput.png"
 }
