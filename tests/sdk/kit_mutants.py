@@ -11,7 +11,9 @@ no longer matches the source is reported: the mutant must be updated, and
 the test fails until it is. Every mutant gets one run of the kit: a case
 that catches its fault only in some runs is a defect of the kit (as
 concurrent_owners was, before its staged rounds: it let a sink without a
-lock pass in 37 of 40 runs).
+lock pass in 37 of 40 runs; and while a timer, not the second owner's
+state, let its held owner go: a lock given up before the marker passed in
+3 of 30 runs).
 
 usage: kit_mutants.py SOURCE_DIR KIT [CC]
 """
