@@ -13,11 +13,17 @@
  *   - staged: the first owner claims, commits, and is held inside its
  *     second commit, at host->fault(after_effects) (its effects written,
  *     its markers read) or, every other time, at after_marker (its marker
- *     written too), while the second claims; it is let go once that
- *     claim returned, or after a while (STAGE_WAIT_MS, below) if the
- *     claim waits (for the first owner's lock, as it should). A sink
- *     without a lock lets the claim through and the first owner then
- *     commits on its stale markers, whatever the scheduler does. */
+ *     written too), while the second claims. No step waits for a time:
+ *     the parent lets the first owner go only once the claim returned or
+ *     provably waits (the second process asleep in it: blocked on the
+ *     first owner's lock, or between the kit's retries of RETRY, as a
+ *     claim should be; see await_owner). A claim that got through while
+ *     the first owner was held (no lock, or one given up before the
+ *     marker) is followed the same way: the second owner's first commit
+ *     is held at the same point (or waits), then the first owner goes on
+ *     alone until it ends or waits, then the second. Each order is the
+ *     parent's, not the scheduler's: a sink whose lock does not cover the
+ *     commit shows it in every run. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include <errno.h>
@@ -38,13 +44,9 @@
 #define ROUNDS  12
 #define COMMITS 4
 #define RETRIES 200 /* TM_RETRY (a busy lock) is retried, 5 ms apart */
-/* How long a staged claim may take before the first owner is let go: 4
- * times the slowest claim of the rounds at once so far (a loaded machine
- * makes every claim slower, and a claim without a lock must get through
- * while the first owner is held), 250 ms at least. */
-#define STAGE_WAIT_MS     250
-#define STAGE_WAIT_FACTOR 4
-#define HOLD_MAX_MS       10000 /* a held commit is let go after this anyway */
+/* A held commit is let go after this anyway, and a staged step waited for
+ * no longer: a safety net for a sink that spins, not a schedule. */
+#define HOLD_MAX_MS 10000
 
 typedef struct cc_commit {
     int64_t start_seq; /* when the commit call began */
@@ -54,9 +56,9 @@ typedef struct cc_commit {
 
 typedef struct cc_child {
     atomic_int ready;
-    atomic_int claimed; /* the claim returned (staged rounds) */
-    int64_t claim_seq;  /* when the claim returned */
-    int64_t claim_ms;   /* how long the claim took, its retries included */
+    atomic_int claiming; /* the claim was called (staged rounds) */
+    atomic_int claimed;  /* the claim returned (staged rounds) */
+    int64_t claim_seq;   /* when the claim returned */
     int64_t epoch[KIT_NPARTS];
     int ncommits;
     cc_commit commits[COMMITS];
@@ -67,10 +69,11 @@ typedef struct cc_page {
     atomic_int staged;  /* this round's schedule: 0 at once, 1 staged */
     atomic_int hold_at; /* staged: the index in HOLD_POINTS */
     atomic_int go;
-    atomic_int second_go; /* staged: the second owner may claim */
-    atomic_int held;      /* staged: the first owner is held in a commit */
-    atomic_int release;   /* staged: let the first owner go on */
-    atomic_llong seq;     /* one clock for both processes */
+    atomic_int second_go;  /* staged: the second owner may claim */
+    atomic_int held[2];    /* staged: the owner is held in a commit */
+    atomic_int release[2]; /* staged: let the owner go on */
+    atomic_int resumed[2]; /* staged: the owner went on from its hold */
+    atomic_llong seq;      /* one clock for both processes */
     cc_child child[2];
 } cc_page;
 
@@ -87,9 +90,10 @@ static void pause_ms(long ms) {
 static const char *const HOLD_POINTS[] = {TM_FAULT_AFTER_EFFECTS,
                                           TM_FAULT_AFTER_MARKER};
 
-/* The first owner's fault hook in a staged round: holds the commit it is
- * armed for at the round's point until the parent lets it go. */
+/* The owners' fault hook in a staged round: holds the commit it is armed
+ * for at the round's point until the parent lets it go. */
 static cc_page *hold_page; /* the child's view of the shared page */
+static int hold_me;        /* the child's index */
 static int hold_armed;
 
 static void hold_at_point(const char *point) {
@@ -97,10 +101,12 @@ static void hold_at_point(const char *point) {
         strcmp(point, HOLD_POINTS[atomic_load(&hold_page->hold_at)]) != 0)
         return;
     hold_armed = 0;
-    atomic_store(&hold_page->held, 1);
+    atomic_store(&hold_page->held[hold_me], 1);
     for (int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
-         !atomic_load(&hold_page->release) && tm_clock_mono_ms() < end;)
+         !atomic_load(&hold_page->release[hold_me]) &&
+         tm_clock_mono_ms() < end;)
         pause_ms(1);
+    atomic_store(&hold_page->resumed[hold_me], 1);
 }
 
 /* Spins (no sleep: at once, both claims start within microseconds of the
@@ -119,15 +125,14 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     void *sink;
     int staged = atomic_load(&pg->staged);
     tm_host_api host = *tm_host_services();
-    hold_page = pg;
+    hold_page = pg, hold_me = me;
     host.fault = hold_at_point;
     /* Both owners open one store at the same moment: a sink may answer
      * RETRY for a lock the other's open holds (SQLite's switch to WAL),
      * which the host retries, and so does the kit. */
     tm_status rc = TM_RETRY;
     for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
-        if ((rc = kit_open(fx, staged && me == 0 ? &host : NULL, &sink,
-                           &err)) == TM_RETRY)
+        if ((rc = kit_open(fx, staged ? &host : NULL, &sink, &err)) == TM_RETRY)
             pause_ms(5);
     if (rc != TM_OK) {
         snprintf(c->error, sizeof c->error, "open: %s: %s", tm_status_name(rc),
@@ -137,11 +142,10 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     atomic_store(&c->ready, 1);
     wait_flag(staged && me == 1 ? &pg->second_go : &pg->go);
     rc = TM_RETRY;
-    int64_t t0 = tm_clock_mono_ms();
+    atomic_store(&c->claiming, 1);
     for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
         if ((rc = kit_claim(fx->run, sink, m, zero, 0, &err)) == TM_RETRY)
             pause_ms(5);
-    c->claim_ms = tm_clock_mono_ms() - t0;
     c->claim_seq = atomic_fetch_add(&pg->seq, 1);
     atomic_store(&c->claimed, 1);
     if (rc != TM_OK) {
@@ -160,7 +164,9 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
             snprintf(c->error, sizeof c->error, "out of memory");
             _exit(3);
         }
-        hold_armed = staged && me == 0 && k == 1;
+        /* the first owner's second commit; the second owner's first, held
+         * only when its claim got through while the first was held */
+        hold_armed = staged && k == 1 - me;
         cm->start_seq = atomic_fetch_add(&pg->seq, 1);
         rc = TM_RETRY;
         for (int t = 0; rc == TM_RETRY && t < RETRIES; t++)
@@ -178,41 +184,83 @@ static void child_run(const kit_fixture *fx, cc_page *pg, int me) {
     _exit(0);
 }
 
-/* The staged schedule from the parent: once the first owner is held in
- * its commit, the second claims; the first is let go when that claim
- * returned or after WAIT_MS. 0, or -1 with res set when the first owner
- * was never held (the round would have tested nothing). */
-static int stage(cc_page *pg, pid_t first, int round, int64_t wait_ms,
-                 kit_result *res) {
-    int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
-    for (;;) {
-        siginfo_t si = {0}; /* WNOWAIT: run_pair reaps it */
-        if (atomic_load(&pg->held) || tm_clock_mono_ms() >= end ||
-            waitid(P_PID, (id_t)first, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-            si.si_pid != 0)
-            break;
+/* Whether process PID has ended (not reaped yet: run_pair reaps it). */
+static int gone(pid_t pid) {
+    siginfo_t si = {0};
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+           si.si_pid != 0;
+}
+
+/* Whether process PID sleeps: state S in /proc/PID/stat, a wait for an
+ * event (a lock another process holds, in fcntl or flock; a server's
+ * answer; the kit's pause between retries of RETRY). Not a process that is
+ * runnable but not yet scheduled (R), nor one in disk I/O (D: an fsync).
+ * 0 when it cannot tell. */
+static int asleep(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *e = strrchr(buf, ')'); /* the name may hold ')' too */
+    return e && e[1] == ' ' && e[2] == 'S';
+}
+
+/* Waits until *FLAG is set (1), or until the owner of process PID has
+ * ended, or sleeps once *FROM is set (0: what it does next waits for
+ * something the other owner holds). FLAG may be NULL. A sleep counts only
+ * when FLAG is still unset after it was seen, so it is one from before
+ * FLAG, not the kit's own (a hold sets FLAG first). HOLD_MAX_MS at most. */
+static int await_owner(pid_t pid, atomic_int *flag, atomic_int *from) {
+    for (int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;;) {
+        int waits = atomic_load(from) && asleep(pid);
+        if (flag && atomic_load(flag))
+            return 1;
+        if (waits || gone(pid) || tm_clock_mono_ms() >= end)
+            return 0;
         pause_ms(1);
     }
-    int held = atomic_load(&pg->held);
-    atomic_store(&pg->second_go, 1);
-    for (end = tm_clock_mono_ms() + wait_ms;
-         held && !atomic_load(&pg->child[1].claimed) &&
+}
+
+/* The staged schedule from the parent: once the first owner is held in
+ * its commit, the second claims; the first is let go once that claim
+ * waits (blocked on the first owner's lock, as it should). A claim that
+ * returned instead got through the first owner's commit: the second
+ * owner's first commit goes up to the same point and is held there (or
+ * waits, or ends), then the first owner goes on alone until it ends or
+ * waits, and only then the second (run_pair lets it go). 0, or -1 with
+ * res set when the first owner was never held (the round would have
+ * tested nothing). */
+static int stage(cc_page *pg, const pid_t *pid, int round, kit_result *res) {
+    for (int64_t end = tm_clock_mono_ms() + HOLD_MAX_MS;
+         !atomic_load(&pg->held[0]) && !gone(pid[0]) &&
          tm_clock_mono_ms() < end;)
         pause_ms(1);
-    atomic_store(&pg->release, 1);
-    if (!held)
+    if (!atomic_load(&pg->held[0])) {
         kit_fail(res,
                  "round %d: inconclusive: the first owner's second commit "
                  "never reached host->fault(\"%s\"), where the staged "
                  "round holds it while the other owner claims (does commit "
                  "call host->fault?)",
                  round, HOLD_POINTS[atomic_load(&pg->hold_at)]);
-    return held ? 0 : -1;
+        return -1;
+    }
+    cc_child *second = &pg->child[1];
+    atomic_store(&pg->second_go, 1);
+    if (await_owner(pid[1], &second->claimed, &second->claiming)) {
+        await_owner(pid[1], &pg->held[1], &second->claimed);
+        atomic_store(&pg->release[0], 1);
+        await_owner(pid[0], NULL, &pg->resumed[0]);
+    }
+    return 0;
 }
 
 /* Runs both children to their end; 0, or -1 with res set. */
 static int run_pair(const kit_fixture *fx, cc_page *pg, int round, int staged,
-                    int hold_at, int64_t stage_wait_ms, kit_result *res) {
+                    int hold_at, kit_result *res) {
     pid_t pid[2] = {-1, -1};
     memset(pg, 0, sizeof *pg);
     atomic_store(&pg->staged, staged);
@@ -233,9 +281,10 @@ static int run_pair(const kit_fixture *fx, cc_page *pg, int round, int staged,
         pause_ms(1);
     atomic_store(&pg->go, 1);
     if (staged && pid[0] > 0 && pid[1] > 0)
-        stage(pg, pid[0], round, stage_wait_ms, res);
+        stage(pg, pid, round, res);
     atomic_store(&pg->second_go, 1); /* whatever happened: no child waits */
-    atomic_store(&pg->release, 1);
+    atomic_store(&pg->release[0], 1);
+    atomic_store(&pg->release[1], 1);
     for (int i = 0; i < 2; i++) {
         int status;
         pid_t w = -1;
@@ -328,20 +377,9 @@ void kit_case_concurrent_owners(const kit_run *run, kit_result *res) {
         return;
     }
     if (kit_fixture_init(&fx, run, "concurrent_owners", 0, res) == 0) {
-        int64_t slowest = 0; /* claim of the rounds at once so far */
-        for (int r = 1; r <= ROUNDS && !KIT_FAILED(res); r++) {
-            int staged = r % 2 == 0;
-            int64_t wait = STAGE_WAIT_FACTOR * slowest;
-            wait = wait < STAGE_WAIT_MS ? STAGE_WAIT_MS
-                   : wait > HOLD_MAX_MS ? HOLD_MAX_MS
-                                        : wait;
-            if (run_pair(&fx, pg, r, staged, r / 2 % 2, wait, res) != 0)
-                break;
-            for (int i = 0; i < 2 && !staged; i++)
-                if (pg->child[i].claim_ms > slowest)
-                    slowest = pg->child[i].claim_ms;
-            judge(&fx, pg, r, last, res);
-        }
+        for (int r = 1; r <= ROUNDS && !KIT_FAILED(res); r++)
+            if (run_pair(&fx, pg, r, r % 2 == 0, r / 2 % 2, res) == 0)
+                judge(&fx, pg, r, last, res);
         kit_fixture_done(&fx);
     }
     munmap(pg, sizeof *pg);
