@@ -208,7 +208,7 @@ END_TEST
  * failed COMMIT had landed (the next commit reads the newer generation)
  * or not (the resend of the batch applies them). */
 static void with_keys(fx_batch *b, int64_t first_key) {
-    static char ids[64][16];
+    static char ids[64][24]; /* "k-" and any int64 */
     for (size_t i = 0; i < b->b.nrecords; i++) {
         int64_t k = first_key + (int64_t)i;
         snprintf(ids[k % 64], sizeof ids[0], "k-%lld", (long long)k);
