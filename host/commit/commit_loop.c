@@ -188,8 +188,11 @@ tm_batch_builder *tm_commit_builder(tm_connector *c, uint64_t id, int open) {
     for (int i = 0; i < 2; i++) {
         if (c->bb_batch[i] && batch_in_use(c, c->bb_batch[i]))
             continue;
-        /* The second builder only once a batch is built behind another. */
-        if (!c->bb[i] && !(c->bb[i] = tm_bb_new(c->cfg)))
+        /* The second builder only once a batch is built behind another,
+         * converting with the first's converter: one set of columns
+         * learnt from the events (batch_builder.h). */
+        if (!c->bb[i] && !(c->bb[i] = c->bb[!i] ? tm_bb_new_beside(c->bb[!i])
+                                                : tm_bb_new(c->cfg)))
             return NULL;
         c->bb_batch[i] = id;
         /* A new id, unique across hosts (the random instance id) and

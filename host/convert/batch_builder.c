@@ -21,6 +21,7 @@
 struct tm_batch_builder {
     const tm_connector_config *cfg;
     tm_converter *cv;
+    int owns_cv; /* 0: a builder beside another, borrowing its converter */
     tm_arena arena;
     tm_dedup_index index;
     size_t *hash_cols; /* the columns the identity hash covers */
@@ -44,6 +45,14 @@ struct tm_batch_builder {
     struct row_room *rooms;
     size_t cap_rooms;
     const char *stop; /* why tm_bb_add stopped (arena), or NULL */
+    /* A mapping without a column list: how many of the converter's
+     * columns this batch's events knew (as of its last conversion: a
+     * builder beside it may teach the converter more while this batch is
+     * at the sink), and the batch's own copy of them, made once it is
+     * taken (the converter's grow by realloc). */
+    size_t ncolumns_known;
+    tm_column *columns;
+    size_t ncolumns;
     tm_batch batch;
 };
 
@@ -67,14 +76,16 @@ static int is_kafka_metadata(const tm_connector_config *cfg, size_t i) {
     return 0;
 }
 
-tm_batch_builder *tm_bb_new(const tm_connector_config *cfg) {
+static tm_batch_builder *builder_new(const tm_connector_config *cfg,
+                                     tm_converter *shared) {
     tm_batch_builder *bb = calloc(1, sizeof *bb);
     if (!bb)
         return NULL;
     bb->cfg = cfg;
     tm_arena_init(&bb->arena);
     tm_dedup_init(&bb->index);
-    if (!(bb->cv = tm_converter_new(cfg)))
+    bb->owns_cv = shared == NULL;
+    if (!(bb->cv = shared ? shared : tm_converter_new(cfg)))
         goto fail;
     size_t n = cfg->mapping.ncolumns;
     if (!(bb->hash_cols = calloc(n ? n : 1, sizeof *bb->hash_cols)))
@@ -91,10 +102,19 @@ fail:
     return NULL;
 }
 
+tm_batch_builder *tm_bb_new(const tm_connector_config *cfg) {
+    return builder_new(cfg, NULL);
+}
+
+tm_batch_builder *tm_bb_new_beside(tm_batch_builder *first) {
+    return builder_new(first->cfg, first->cv);
+}
+
 void tm_bb_free(tm_batch_builder *bb) {
     if (!bb)
         return;
-    tm_converter_free(bb->cv);
+    if (bb->owns_cv)
+        tm_converter_free(bb->cv);
     tm_arena_free(&bb->arena);
     tm_dedup_free(&bb->index);
     free(bb->hash_cols);
@@ -111,6 +131,11 @@ void tm_bb_reset(tm_batch_builder *bb, const char *batch_id,
     tm_dedup_clear(&bb->index);
     bb->nranges = bb->nrecords = bb->ndls = 0;
     bb->messages = bb->bytes = 0;
+    bb->nvalues = 0; /* widen sets it from the converter's columns */
+    bb->columns = NULL;
+    bb->ncolumns = 0;
+    if (bb->cfg->mapping.from_schema)
+        tm_converter_columns(bb->cv, &bb->ncolumns_known);
     bb->deadline_ms = deadline_ms;
     bb->batch_id = tm_arena_strdup(&bb->arena, batch_id ? batch_id : "");
     bb->broken = bb->batch_id == NULL;
@@ -361,6 +386,8 @@ static int add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
     tm_conv_result res;
     int rc = 0;
     tm_conv_outcome outcome = tm_convert(bb->cv, &bb->arena, &in, &res);
+    if (bb->cfg->mapping.from_schema)
+        tm_converter_columns(bb->cv, &bb->ncolumns_known);
     /* The columns grow with the schema of an event that converted to a
      * row (no other outcome changes them): the earlier records must have
      * them before a later one comes. */
@@ -402,6 +429,30 @@ const char *tm_bb_stopped(const tm_batch_builder *bb) {
     return bb->stop;
 }
 
+/* The batch's columns into its arena: the first ncolumns_known of the
+ * converter's (later ones are a batch's built after it). 0, -1 OOM. */
+static int copy_columns(tm_batch_builder *bb) {
+    if (bb->columns && bb->ncolumns == bb->ncolumns_known)
+        return 0;
+    size_t n;
+    const tm_column *all = tm_converter_columns(bb->cv, &n);
+    if (bb->ncolumns_known < n)
+        n = bb->ncolumns_known;
+    bb->ncolumns = 0;
+    if (n == 0)
+        return 0;
+    if (n > SIZE_MAX / sizeof *bb->columns ||
+        !(bb->columns = tm_arena_alloc(&bb->arena, n * sizeof *bb->columns)))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        bb->columns[i] = all[i];
+        if (!(bb->columns[i].name = tm_arena_strdup(&bb->arena, all[i].name)))
+            return -1;
+    }
+    bb->ncolumns = n;
+    return 0;
+}
+
 const tm_batch *tm_bb_batch(tm_batch_builder *bb) {
     if (bb->broken)
         return NULL;
@@ -417,8 +468,14 @@ const tm_batch *tm_bb_batch(tm_batch_builder *bb) {
     b->nrecords = bb->nrecords;
     b->dead_letters = bb->dls;
     b->ndead_letters = bb->ndls;
-    if (bb->cfg->mapping.from_schema)
-        b->columns = tm_converter_columns(bb->cv, &b->ncolumns);
+    if (bb->cfg->mapping.from_schema) {
+        if (copy_columns(bb) != 0) {
+            bb->broken = 1;
+            return NULL;
+        }
+        b->columns = bb->columns;
+        b->ncolumns = bb->ncolumns;
+    }
     return b;
 }
 

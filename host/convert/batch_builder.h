@@ -45,6 +45,14 @@ typedef struct tm_bb_counts {
 
 /* NULL on OOM; cfg outlives it. Starts as after tm_bb_reset(bb, "", 0). */
 tm_batch_builder *tm_bb_new(const tm_connector_config *cfg);
+/* A second builder for the same connector (the pipeline builds batch N+1
+ * while N is at the sink): it converts with first's converter, so that a
+ * mapping without a column list has one set of columns learnt from the
+ * events, whichever builder converted them (with a converter of its own
+ * the second would take its first event's schema for the table's, and
+ * miss a narrowed or changed type). Both builders convert on one thread;
+ * first outlives it. */
+tm_batch_builder *tm_bb_new_beside(tm_batch_builder *first);
 void tm_bb_free(tm_batch_builder *bb);
 
 /* Empties the batch (and the in-batch dedup index); copies batch_id. */

@@ -564,8 +564,8 @@ failed:
     tm_conn_status_tick(c, 1);
     tm_sink_close(c); /* on its thread, as every call */
     tm_sink_calls_end(c);
+    tm_bb_free(c->bb[1]); /* beside bb[0], whose converter it borrows */
     tm_bb_free(c->bb[0]);
-    tm_bb_free(c->bb[1]);
     tm_commit_end(c);
     for (size_t i = 0; i < c->nparts; i++)
         free(c->parts[i].topic);

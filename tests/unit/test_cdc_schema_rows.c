@@ -198,23 +198,25 @@ START_TEST(without_a_schema_a_dead_letter) {
 }
 END_TEST
 
+/* A create of row id with a field p of the Connect type ptype, value v. */
+static int add_p(tm_batch_builder *bb, int64_t offset, int id,
+                 const char *ptype, const char *v) {
+    char fields[256], row[128];
+    snprintf(fields, sizeof fields,
+             F("id", "int32", "false") "," F("p", "%s", "true"), ptype);
+    snprintf(row, sizeof row, "{\"id\":%d,\"p\":%s}", id, v);
+    return add(bb, offset, id, event("c", fields, row));
+}
+
 START_TEST(a_narrowed_type_stops) {
     tm_connector_config *c = schema_cfg();
     tm_batch_builder *bb = tm_bb_new(c);
     ck_assert_ptr_nonnull(bb);
     tm_bb_reset(bb, "b1", 0);
     ck_assert_int_eq(tm_bb_range(bb, "t", 0, 0, 1), 0);
-    ck_assert_int_eq(
-        add(bb, 0, 1,
-            event("c", F("id", "int32", "false") "," F("p", "double", "true"),
-                  "{\"id\":1,\"p\":1.5}")),
-        0);
+    ck_assert_int_eq(add_p(bb, 0, 1, "double", "1.5"), 0);
     ck_assert_ptr_null(tm_bb_stopped(bb));
-    ck_assert_int_eq(
-        add(bb, 1, 2,
-            event("c", F("id", "int32", "false") "," F("p", "int32", "true"),
-                  "{\"id\":2,\"p\":1}")),
-        -2);
+    ck_assert_int_eq(add_p(bb, 1, 2, "int32", "1"), -2);
     const char *why = tm_bb_stopped(bb);
     ck_assert_ptr_nonnull(why);
     ck_assert_msg(strstr(why, "field p changed type: the target column is "
@@ -227,12 +229,68 @@ START_TEST(a_narrowed_type_stops) {
     tm_bb_reset(bb, "b2", 0);
     ck_assert_ptr_null(tm_bb_stopped(bb));
     ck_assert_int_eq(tm_bb_range(bb, "t", 0, 1, 1), 0);
-    ck_assert_int_eq(
-        add(bb, 1, 2,
-            event("c", F("id", "int32", "false") "," F("p", "int32", "true"),
-                  "{\"id\":2,\"p\":1}")),
-        -2);
+    ck_assert_int_eq(add_p(bb, 1, 2, "int32", "1"), -2);
     tm_bb_free(bb);
+    tm_config_free(c);
+}
+END_TEST
+
+/* The pipeline's second builder converts with the first's converter: a
+ * narrowed type in the batch it builds stops as it would in the first
+ * (with a converter of its own it took that event's schema for the
+ * table's), and a batch taken from the first keeps its own columns while
+ * the second's events add more. */
+START_TEST(a_builder_beside_another_shares_its_columns) {
+    tm_connector_config *c = schema_cfg();
+    tm_batch_builder *first = tm_bb_new(c);
+    ck_assert_ptr_nonnull(first);
+    tm_batch_builder *second = tm_bb_new_beside(first);
+    ck_assert_ptr_nonnull(second);
+    tm_bb_reset(first, "b1", 0);
+    ck_assert_int_eq(tm_bb_range(first, "t", 0, 0, 1), 0);
+    ck_assert_int_eq(add_p(first, 0, 1, "double", "1.5"), 0);
+    const tm_batch *b1 = tm_bb_batch(first);
+    ck_assert_ptr_nonnull(b1);
+    ck_assert_uint_eq(b1->ncolumns, 2);
+
+    /* batch 2, built while batch 1 is at the sink, begins with the
+     * narrowed type: it stops */
+    tm_bb_reset(second, "b2", 0);
+    ck_assert_int_eq(tm_bb_range(second, "t", 0, 1, 1), 0);
+    ck_assert_int_eq(add_p(second, 1, 2, "int32", "1"), -2);
+    const char *why = tm_bb_stopped(second);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_msg(strstr(why, "field p changed type"), "%s", why);
+
+    /* batch 2 again, its events adding columns */
+    tm_bb_reset(second, "b2", 0);
+    ck_assert_int_eq(tm_bb_range(second, "t", 0, 1, 1), 0);
+    char fields[2048] = F("id", "int32", "false") "," F("p", "double", "true");
+    char row[1024] = "{\"id\":2,\"p\":2.5";
+    for (int k = 0; k < 20; k++) { /* enough to move the converter's array */
+        char f[128], v[64];
+        snprintf(f, sizeof f, "," F("c%d", "string", "true"), k);
+        snprintf(v, sizeof v, ",\"c%d\":\"x\"", k);
+        ck_assert_uint_lt(strlen(fields) + strlen(f), sizeof fields);
+        ck_assert_uint_lt(strlen(row) + strlen(v) + 1, sizeof row);
+        strcat(fields, f);
+        strcat(row, v);
+        char whole[1100];
+        snprintf(whole, sizeof whole, "%s}", row);
+        ck_assert_int_eq(add(second, 1 + k, 2, event("u", fields, whole)), 0);
+    }
+    const tm_batch *b2 = tm_bb_batch(second);
+    ck_assert_ptr_nonnull(b2);
+    ck_assert_uint_eq(b2->ncolumns, 22);
+    ck_assert_str_eq(b2->columns[21].name, "c19");
+    /* batch 1 still says what its events knew (its own copy: the
+     * converter's array moved) */
+    ck_assert_uint_eq(b1->ncolumns, 2);
+    ck_assert_str_eq(b1->columns[0].name, "id");
+    ck_assert_str_eq(b1->columns[1].name, "p");
+    ck_assert_int_eq(b1->columns[1].type, TM_TYPE_FLOAT);
+    tm_bb_free(second);
+    tm_bb_free(first);
     tm_config_free(c);
 }
 END_TEST
@@ -497,6 +555,7 @@ static Suite *suite(void) {
     tcase_add_test(t, columns_from_the_schema_and_added_mid_batch);
     tcase_add_test(t, without_a_schema_a_dead_letter);
     tcase_add_test(t, a_narrowed_type_stops);
+    tcase_add_test(t, a_builder_beside_another_shares_its_columns);
     tcase_add_test(t, a_bare_keys_tombstone_converts_by_the_learnt_schema);
     tcase_add_test(t, a_dead_letters_columns_are_not_learnt);
     tcase_add_test(t, a_dead_letter_read_first_leaves_no_columns);
