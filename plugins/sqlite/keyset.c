@@ -241,13 +241,15 @@ static int load_batches(sq_sink *s, int64_t after) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* The number of keys in the connector's batch rows into *n. */
-static int batch_keys(sq_sink *s, int64_t *n) {
+/* The connector's batch rows into *rows, the keys they say they hold
+ * into *keys. */
+static int batch_keys(sq_sink *s, int64_t *rows, int64_t *keys) {
     sqlite3_stmt *st = s->stmt[SQ_KB_COUNT];
     int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
-    *n = 0;
+    *rows = *keys = 0;
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *n = sqlite3_column_int64(st, 0);
+        *rows = sqlite3_column_int64(st, 0);
+        *keys = sqlite3_column_int64(st, 1);
         rc = SQLITE_OK;
     }
     sq_reuse(st);
@@ -258,8 +260,8 @@ static int batch_keys(sq_sink *s, int64_t *n) {
  * once: growing by doubling while loading would hold the old table and
  * the new one together (1.5 times the end size) at each step. */
 static int presize(sq_sink *s) {
-    int64_t n;
-    int rc = batch_keys(s, &n);
+    int64_t rows, n;
+    int rc = batch_keys(s, &rows, &n);
     return rc == SQLITE_OK && n > 0 ? tab_grow(&s->keys.set, (size_t)n) : rc;
 }
 
@@ -440,10 +442,12 @@ int sq_keys_sync(sq_sink *s) {
         /* The connector's first memory-mode transaction: a new seed. If
          * this transaction rolls back, the row goes with it (sq_keys_abort
          * forgets the set). */
-        int64_t n;
-        if ((rc = batch_keys(s, &n)) != SQLITE_OK)
+        int64_t rows, n;
+        if ((rc = batch_keys(s, &rows, &n)) != SQLITE_OK)
             return rc;
-        if (n > 0) /* their seed is gone: the digests cannot be read */
+        /* Rows, whatever keys they say they hold (a count is no proof):
+         * their seed is gone, the digests cannot be read. */
+        if (rows > 0)
             return refuse(s,
                           "its rows of " SQ_KEY_BATCHES
                           " have no row in " SQ_KEYSETS

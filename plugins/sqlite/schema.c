@@ -738,8 +738,9 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
     [SQ_KB_INS] = "INSERT INTO " SQ_KEY_BATCHES
                   " (connector, generation, applied_wall, newest_applied_at, "
                   "nkeys, keys) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [SQ_KB_COUNT] = "SELECT coalesce(sum(nkeys), 0) FROM " SQ_KEY_BATCHES
-                    " WHERE connector = ?1",
+    [SQ_KB_COUNT] =
+        "SELECT count(*), coalesce(sum(nkeys), 0) FROM " SQ_KEY_BATCHES
+        " WHERE connector = ?1",
     [SQ_KB_LOAD] = "SELECT keys FROM " SQ_KEY_BATCHES
                    " WHERE connector = ?1 AND generation > ?2",
     /* a batch row goes when its newest key is past both clocks */

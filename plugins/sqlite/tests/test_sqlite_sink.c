@@ -1276,6 +1276,27 @@ START_TEST(edited_seed_is_refused_naming_the_way_out) {
 }
 END_TEST
 
+/* The seed's row deleted and the batch rows' key counts zeroed too: the
+ * rows are still there, so the seed of their digests is still missing (a
+ * count of keys of 0 is no proof that no keys were written). */
+START_TEST(seedless_batch_rows_refused_whatever_their_key_counts) {
+    conf c;
+    tm_error err;
+    one_key_in_memory(&c);
+    exec_sql("DELETE FROM tidemark_keysets;"
+             "UPDATE tidemark_key_batches SET nkeys = 0");
+    ck_assert_int_gt(q_int("SELECT count(*) FROM tidemark_key_batches"), 0);
+    void *sink = open_ok(&c);
+    tm_status rc = claim_as(sink, &err);
+    ck_assert_msg(rc == TM_FATAL &&
+                      strstr(err.message, "no row in tidemark_keysets"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keysets"), 0);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* A file whose tidemark_keysets has no seed_check (made by an older
  * build; the table made here by its DDL, the rows the sink wrote copied
  * into it): the open adds the column and fills it, and the keys stay
@@ -2202,6 +2223,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(
         tc, edited_seed_is_refused_naming_the_way_out, 0,
         (int)(2 * sizeof KEYSET_EDITS / sizeof KEYSET_EDITS[0]));
+    tcase_add_test(tc, seedless_batch_rows_refused_whatever_their_key_counts);
     tcase_add_test(tc, keysets_without_a_check_column_are_upgraded);
     tcase_add_test(tc, copied_file_keeps_its_keys);
     tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
