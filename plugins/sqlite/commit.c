@@ -462,7 +462,7 @@ tm_status sq_keys_rows_check(sq_sink *s, tm_error *err) {
     int allowed = 1;
     int rc = sq_keys_rows_allowed(s, &allowed);
     if (rc != SQLITE_OK)
-        return sq_fail(s, rc, "reading " SQ_KEYSETS, err);
+        return sq_keys_fail(s, rc, "reading " SQ_KEYSETS, err);
     if (allowed)
         return TM_OK;
     s->host->set_error(

@@ -241,13 +241,15 @@ static int load_batches(sq_sink *s, int64_t after) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* The number of keys in the connector's batch rows into *n. */
-static int batch_keys(sq_sink *s, int64_t *n) {
+/* The connector's batch rows into *rows, the keys they say they hold
+ * into *keys. */
+static int batch_keys(sq_sink *s, int64_t *rows, int64_t *keys) {
     sqlite3_stmt *st = s->stmt[SQ_KB_COUNT];
     int rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
-    *n = 0;
+    *rows = *keys = 0;
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *n = sqlite3_column_int64(st, 0);
+        *rows = sqlite3_column_int64(st, 0);
+        *keys = sqlite3_column_int64(st, 1);
         rc = SQLITE_OK;
     }
     sq_reuse(st);
@@ -258,8 +260,8 @@ static int batch_keys(sq_sink *s, int64_t *n) {
  * once: growing by doubling while loading would hold the old table and
  * the new one together (1.5 times the end size) at each step. */
 static int presize(sq_sink *s) {
-    int64_t n;
-    int rc = batch_keys(s, &n);
+    int64_t rows, n;
+    int rc = batch_keys(s, &rows, &n);
     return rc == SQLITE_OK && n > 0 ? tab_grow(&s->keys.set, (size_t)n) : rc;
 }
 
@@ -293,6 +295,49 @@ static int any_legacy(sq_sink *s) {
     return any;
 }
 
+/* The check value stored beside a seed (seed_check): a digest of a fixed
+ * label under it, so that a seed changed under its batch rows is told
+ * from the one their digests were made with. */
+int64_t sq_keys_seed_check(const uint8_t seed[16]) {
+    static const char LABEL[] = "tidemark_keysets seed_check";
+    uint64_t out[2];
+    sq_siphash(seed, 2, LABEL, sizeof LABEL - 1, 0, out);
+    return (int64_t)out[0];
+}
+
+/* The connector's keys refused (TM_FATAL): WHAT is wrong with its rows,
+ * TABLES the rows to delete to start its keys afresh. SQLITE_CORRUPT. */
+static int refuse(sq_sink *s, const char *what, const char *tables) {
+    sq_keyset *k = &s->keys;
+    snprintf(k->why_buf, sizeof k->why_buf,
+             "connector \"%s\": %s, so a resend would be stored again; "
+             "restore its row of " SQ_KEYSETS " from a backup of this file, "
+             "or delete its rows of %s to start its keys afresh",
+             s->config->connector, what, tables);
+    k->why = k->why_buf;
+    k->why_retry = 0;
+    return SQLITE_CORRUPT;
+}
+
+/* The seed of a row read (column 0) checked against its seed_check
+ * (column 3): SQLITE_OK, or refused. */
+static int check_seed(sq_sink *s, sqlite3_stmt *st, const uint8_t seed[16]) {
+    static const char TABLES[] = SQ_KEYSETS " and " SQ_KEY_BATCHES;
+    if (sqlite3_column_type(st, 3) == SQLITE_NULL)
+        return refuse(s,
+                      "its row of " SQ_KEYSETS " has no seed_check (written "
+                      "by an older build, or edited): its seed may not be "
+                      "the one of the " SQ_KEY_BATCHES " digests",
+                      TABLES);
+    if (sqlite3_column_int64(st, 3) != sq_keys_seed_check(seed))
+        return refuse(s,
+                      "the seed in its row of " SQ_KEYSETS " does not match "
+                      "its seed_check (changed, or restored from elsewhere): "
+                      "the " SQ_KEY_BATCHES " digests cannot be read with it",
+                      TABLES);
+    return SQLITE_OK;
+}
+
 /* Reads the connector's tidemark_keysets row: SQLITE_OK with *found. */
 static int read_row(sq_sink *s, int *found, uint8_t seed[16], int64_t *gen,
                     int64_t *pruned) {
@@ -308,7 +353,7 @@ static int read_row(sq_sink *s, int *found, uint8_t seed[16], int64_t *gen,
             memcpy(seed, sqlite3_column_blob(st, 0), 16);
             *gen = sqlite3_column_int64(st, 1);
             *pruned = sqlite3_column_int64(st, 2);
-            rc = SQLITE_OK;
+            rc = check_seed(s, st, seed);
         }
     } else if (rc == SQLITE_DONE) {
         rc = SQLITE_OK;
@@ -324,6 +369,8 @@ static int write_row(sq_sink *s, int64_t pruned) {
         rc = sqlite3_bind_blob(st, 2, s->keys.seed, 16, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(st, 3, pruned);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, sq_keys_seed_check(s->keys.seed));
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     sq_reuse(st);
@@ -395,17 +442,18 @@ int sq_keys_sync(sq_sink *s) {
         /* The connector's first memory-mode transaction: a new seed. If
          * this transaction rolls back, the row goes with it (sq_keys_abort
          * forgets the set). */
-        int64_t n;
-        if ((rc = batch_keys(s, &n)) != SQLITE_OK)
+        int64_t rows, n;
+        if ((rc = batch_keys(s, &rows, &n)) != SQLITE_OK)
             return rc;
-        if (n > 0) { /* their seed is gone: the digests cannot be read */
-            k->why = "the connector's rows of " SQ_KEY_BATCHES
-                     " have no row in " SQ_KEYSETS
-                     " (deleted?), which holds the seed of their digests: "
-                     "they cannot be read, and without them a resend would "
-                     "be stored again";
-            return SQLITE_CORRUPT;
-        }
+        /* Rows, whatever keys they say they hold (a count is no proof):
+         * their seed is gone, the digests cannot be read. */
+        if (rows > 0)
+            return refuse(s,
+                          "its rows of " SQ_KEY_BATCHES
+                          " have no row in " SQ_KEYSETS
+                          " (deleted?), which holds the seed of their "
+                          "digests: they cannot be read",
+                          SQ_KEY_BATCHES);
         sqlite3_randomness(16, k->seed);
         k->fresh_row = 1;
         tab_clear(&k->set);
@@ -688,6 +736,7 @@ int sq_keys_rows_allowed(sq_sink *s, int *allowed) {
     uint8_t seed[16];
     int64_t gen, pruned;
     int found = 0;
+    s->keys.why = NULL;
     int rc = read_row(s, &found, seed, &gen, &pruned);
     *allowed = !found;
     return rc;

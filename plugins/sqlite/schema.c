@@ -119,7 +119,7 @@ static const char HELPERS[] =
     "WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS " SQ_KEYSETS " ("
     "connector TEXT NOT NULL PRIMARY KEY, seed BLOB NOT NULL, pruned "
-    "INTEGER NOT NULL);";
+    "INTEGER NOT NULL, seed_check INTEGER);";
 
 /* The keys' age index serves only the retention's pruning, and every key
  * stored writes it: a connector with a retention makes it (the keys table
@@ -729,16 +729,18 @@ static const char *const FIXED_SQL[SQ_NSTMTS] = {
      * again is never taken for one already loaded */
     [SQ_KS_GET] =
         "SELECT seed, (SELECT coalesce(max(generation), 0) FROM " SQ_KEY_BATCHES
-        " WHERE connector = ?1), pruned FROM " SQ_KEYSETS
+        " WHERE connector = ?1), pruned, seed_check FROM " SQ_KEYSETS
         " WHERE connector = ?1",
     [SQ_KS_PUT] = "INSERT INTO " SQ_KEYSETS
-                  " (connector, seed, pruned) VALUES (?1, ?2, ?3) ON CONFLICT "
-                  "(connector) DO UPDATE SET pruned = excluded.pruned",
+                  " (connector, seed, pruned, seed_check) VALUES (?1, ?2, ?3, "
+                  "?4) ON CONFLICT (connector) DO UPDATE SET pruned = "
+                  "excluded.pruned",
     [SQ_KB_INS] = "INSERT INTO " SQ_KEY_BATCHES
                   " (connector, generation, applied_wall, newest_applied_at, "
                   "nkeys, keys) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [SQ_KB_COUNT] = "SELECT coalesce(sum(nkeys), 0) FROM " SQ_KEY_BATCHES
-                    " WHERE connector = ?1",
+    [SQ_KB_COUNT] =
+        "SELECT count(*), coalesce(sum(nkeys), 0) FROM " SQ_KEY_BATCHES
+        " WHERE connector = ?1",
     [SQ_KB_LOAD] = "SELECT keys FROM " SQ_KEY_BATCHES
                    " WHERE connector = ?1 AND generation > ?2",
     /* a batch row goes when its newest key is past both clocks */

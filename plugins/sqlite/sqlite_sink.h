@@ -121,7 +121,7 @@ typedef struct sq_keyset {
     uint64_t touched; /* sq_keys_prepare's reads, kept */
     const char *why;  /* what sq_keys_sync refused, or NULL */
     int why_retry;    /* ... and it may pass (TM_RETRY, not TM_FATAL) */
-    char why_buf[256];
+    char why_buf[TM_ERROR_MAX];
     size_t ndig;
 } sq_keyset;
 
@@ -287,7 +287,8 @@ tm_status sq_owner_scan_check(sq_sink *s, const char *topic, int32_t partition,
 /* Inside a write transaction: brings the set up to the connector's
  * tidemark_keysets row (made, with a new seed, when missing) and newest
  * batch row, clears the staged changes. SQLite result code (CORRUPT:
- * batch rows without the connector's row, whose seed they need). */
+ * batch rows without the connector's row, whose seed they need, or a seed
+ * that fails its seed_check). */
 int sq_keys_sync(sq_sink *s);
 /* Before a claim's write lock: a set not loaded yet (or that another
  * process's removals made stale) is loaded in a read transaction (WAL:
@@ -296,7 +297,8 @@ int sq_keys_sync(sq_sink *s);
  * again and reports). */
 int sq_keys_preload(sq_sink *s);
 /* sq_fail, or what sq_keys_sync refused: TM_FATAL (batch rows without
- * their seed), TM_RETRY (the keys do not fit in memory). */
+ * their seed, a seed that fails its check), TM_RETRY (the keys do not fit
+ * in memory). */
 tm_status sq_keys_fail(sq_sink *s, int rc, const char *step, tm_error *err);
 /* The digests of every keyed record of B (after sq_keys_sync). */
 int sq_keys_prepare(sq_sink *s, const tm_batch *b);
@@ -321,6 +323,8 @@ void sq_keys_free(sq_sink *s);
 /* *allowed: 0 when the connector's keys are held as batches (a keysets
  * row): "rows" would not see them. SQLite result code. */
 int sq_keys_rows_allowed(sq_sink *s, int *allowed);
+/* The check value stored beside SEED in tidemark_keysets.seed_check. */
+int64_t sq_keys_seed_check(const uint8_t seed[16]);
 /* In a write transaction with "dedup_keys": "rows": TM_FATAL naming the
  * setting when the connector's keys are held as batches. */
 tm_status sq_keys_rows_check(sq_sink *s, tm_error *err);

@@ -1203,20 +1203,145 @@ static void one_key_in_memory(conf *c) {
     api->close(sink);
 }
 
-/* Batch rows whose connector's keysets row (their digests' seed) was
- * deleted cannot be read: refused, not taken for no keys (a resend would
- * be stored again). */
-START_TEST(keys_without_their_seed_are_refused) {
+/* The sink of one_key_in_memory's connector, given order-7 again at
+ * offset 1 after a claim: a duplicate, no second row. */
+static void resend_is_a_duplicate(void *sink) {
+    batch b;
+    tm_marker m = claim1(sink);
+    const rec r[] = {{1, 7, 1000, "x", "order-7", "h"}};
+    batch_make(&b, 1, 2, m.epoch, r, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 1);
+    ck_assert_uint_eq(read1(sink).duplicates, 1);
+}
+
+/* Every connector's seed, as text. */
+static const char SEEDS[] =
+    "SELECT coalesce(group_concat(hex(seed)), 'none') FROM tidemark_keysets";
+
+/* A connector's keysets row edited under its batch rows: the seed changed
+ * (restored from elsewhere), its check value gone, or the row deleted
+ * while batch rows remain. The digests cannot be read under another seed
+ * (or none): refused FATAL, naming the table, the connector and the way
+ * out, at the next claim and by the next commit of a sink holding the
+ * keys already, with the row left as it was and no second row of the key
+ * stored (a silent reload under a new seed would take the resend for a new
+ * key); with the row restored from a backup, the resend is a duplicate. */
+static const struct {
+    const char *sql, *want;
+} KEYSET_EDITS[] = {
+    {"UPDATE tidemark_keysets SET seed = randomblob(16)",
+     "does not match its seed_check"},
+    {"UPDATE tidemark_keysets SET seed_check = NULL", "has no seed_check"},
+    {"DELETE FROM tidemark_keysets", "no row in tidemark_keysets"},
+};
+
+START_TEST(edited_seed_is_refused_naming_the_way_out) {
+    const char *sql = KEYSET_EDITS[_i / 2].sql,
+               *want = KEYSET_EDITS[_i / 2].want;
+    const int by_commit = _i % 2;
     conf c;
-    one_key_in_memory(&c);
-    exec_sql("DELETE FROM tidemark_keysets");
-    void *sink = open_ok(&c);
+    batch b;
     tm_error err;
+    tm_status rc;
+    char before[128], after[128];
+    one_key_in_memory(&c);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink); /* the keys held */
+    exec_sql("CREATE TABLE keysets_backup AS SELECT * FROM tidemark_keysets");
+    exec_sql(sql);
+    q_text(SEEDS, before, sizeof before);
+    if (by_commit) {
+        const rec r1[] = {{1, 7, 1000, "x", "order-7", "h"}}; /* a resend */
+        batch_make(&b, 1, 2, m.epoch, r1, 1);
+        rc = commit(sink, &b, &err);
+    } else {
+        api->close(sink);
+        sink = open_ok(&c);
+        rc = claim_as(sink, &err);
+    }
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, want) &&
+                      strstr(err.message, "connector \"unit\"") &&
+                      strstr(err.message, "to start its keys afresh"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    q_text(SEEDS, after, sizeof after);
+    ck_assert_str_eq(after, before);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM t WHERE id = 7"), 1);
+    /* the way out it names: the row restored from a backup */
+    exec_sql("INSERT OR REPLACE INTO tidemark_keysets SELECT * FROM "
+             "keysets_backup");
+    resend_is_a_duplicate(sink);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* The seed's row deleted and the batch rows' key counts zeroed too: the
+ * rows are still there, so the seed of their digests is still missing (a
+ * count of keys of 0 is no proof that no keys were written). */
+START_TEST(seedless_batch_rows_refused_whatever_their_key_counts) {
+    conf c;
+    tm_error err;
+    one_key_in_memory(&c);
+    exec_sql("DELETE FROM tidemark_keysets;"
+             "UPDATE tidemark_key_batches SET nkeys = 0");
+    ck_assert_int_gt(q_int("SELECT count(*) FROM tidemark_key_batches"), 0);
+    void *sink = open_ok(&c);
     tm_status rc = claim_as(sink, &err);
-    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "business keys") &&
+    ck_assert_msg(rc == TM_FATAL &&
                       strstr(err.message, "no row in tidemark_keysets"),
                   "%s: %s", tm_status_name(rc), err.message);
     ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keysets"), 0);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A file whose tidemark_keysets has no seed_check (made by an older
+ * build; the table made here by its DDL, the rows the sink wrote copied
+ * into it): the open adds the column and fills it, and the keys stay
+ * readable (a resend is a duplicate, not a second row). */
+START_TEST(keysets_without_a_check_column_are_upgraded) {
+    conf c;
+    one_key_in_memory(&c);
+    exec_sql("CREATE TABLE old_keysets (connector TEXT NOT NULL PRIMARY KEY, "
+             "seed BLOB NOT NULL, pruned INTEGER NOT NULL);"
+             "INSERT INTO old_keysets SELECT connector, seed, pruned FROM "
+             "tidemark_keysets;"
+             "DROP TABLE tidemark_keysets;"
+             "ALTER TABLE old_keysets RENAME TO tidemark_keysets");
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keysets"), 1);
+    void *sink = open_ok(&c);
+    ck_assert_int_eq(q_int("SELECT count(*) FROM tidemark_keysets WHERE "
+                           "seed_check IS NOT NULL"),
+                     1);
+    resend_is_a_duplicate(sink);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* A copy of the file keeps its keys: the check value is the seed's, not
+ * the file's (a resend into the copy is a duplicate). */
+START_TEST(copied_file_keeps_its_keys) {
+    conf c;
+    char copy[512];
+    one_key_in_memory(&c);
+    snprintf(copy, sizeof copy, "%s/copy.db", dir);
+    FILE *in = fopen(db_path, "rb"), *out = fopen(copy, "wb");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+    conf_done(&c);
+    snprintf(db_path, sizeof db_path, "%s", copy);
+    conf_keys(&c, "{\"path\": \"$DB\", \"table\": \"t\"", 0);
+    void *sink = open_ok(&c);
+    resend_is_a_duplicate(sink);
     api->close(sink);
     conf_done(&c);
 }
@@ -2095,7 +2220,12 @@ static Suite *suite(void) {
     tcase_add_test(tc, memory_and_rows_keys_agree_on_many_keys);
     tcase_add_loop_test(tc, old_keys_are_pruned_in_memory_too, 0, 2);
     tcase_add_test(tc, rows_after_memory_is_refused);
-    tcase_add_test(tc, keys_without_their_seed_are_refused);
+    tcase_add_loop_test(
+        tc, edited_seed_is_refused_naming_the_way_out, 0,
+        (int)(2 * sizeof KEYSET_EDITS / sizeof KEYSET_EDITS[0]));
+    tcase_add_test(tc, seedless_batch_rows_refused_whatever_their_key_counts);
+    tcase_add_test(tc, keysets_without_a_check_column_are_upgraded);
+    tcase_add_test(tc, copied_file_keeps_its_keys);
     tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
     tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
     tcase_add_test(tc, damaged_key_count_does_not_hang_the_claim);
