@@ -322,8 +322,12 @@ static void exec_drop(tm_connector *c, const tm_machine_action *a) {
     tm_conn_log(c, TM_LOG_INFO, NULL, -1, tm_commit_batch_name(c, a->batch),
                 "batch dropped (%s)", a->why ? a->why : "?");
     for (int i = 0; i < 2; i++)
-        if (c->bb_batch[i] == a->batch)
+        if (c->bb_batch[i] == a->batch) {
+            /* Its events are read again: what they taught goes. */
+            if (c->bb[i])
+                tm_bb_unlearn(c->bb[i]);
             c->bb_batch[i] = 0; /* reset when it is opened again */
+        }
 }
 
 static void exec_start(tm_connector *c, const tm_machine_action *a) {

@@ -53,6 +53,7 @@ struct tm_batch_builder {
     size_t ncolumns_known;
     tm_column *columns;
     size_t ncolumns;
+    tm_converter_mark *learnt; /* what the converter knew at reset */
     tm_batch batch;
 };
 
@@ -122,6 +123,7 @@ void tm_bb_free(tm_batch_builder *bb) {
     free(bb->records);
     free(bb->dls);
     free(bb->rooms);
+    tm_converter_mark_free(bb->learnt);
     free(bb);
 }
 
@@ -134,11 +136,14 @@ void tm_bb_reset(tm_batch_builder *bb, const char *batch_id,
     bb->nvalues = 0; /* widen sets it from the converter's columns */
     bb->columns = NULL;
     bb->ncolumns = 0;
+    tm_converter_mark_free(bb->learnt);
+    bb->learnt = tm_converter_mark_take(bb->cv);
     if (bb->cfg->mapping.from_schema)
         tm_converter_columns(bb->cv, &bb->ncolumns_known);
     bb->deadline_ms = deadline_ms;
     bb->batch_id = tm_arena_strdup(&bb->arena, batch_id ? batch_id : "");
-    bb->broken = bb->batch_id == NULL;
+    bb->broken =
+        bb->batch_id == NULL || (bb->cfg->mapping.from_schema && !bb->learnt);
     bb->stop = NULL;
 }
 
@@ -423,6 +428,10 @@ int tm_bb_add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m) {
     if (rc != 0)
         bb->broken = 1;
     return rc;
+}
+
+void tm_bb_unlearn(tm_batch_builder *bb) {
+    tm_converter_unlearn(bb->cv, bb->learnt);
 }
 
 const char *tm_bb_stopped(const tm_batch_builder *bb) {

@@ -75,6 +75,14 @@ int tm_bb_range(tm_batch_builder *bb, const char *topic, int32_t partition,
  * unusable until reset: tm_bb_batch returns NULL. */
 int tm_bb_add(tm_batch_builder *bb, uint32_t range, const tm_msg_view *m);
 
+/* The batch is dropped, its events to be converted again: what they
+ * taught the converter (a mapping without a column list: columns, the
+ * required flag of columns added after deletes only) is forgotten, so
+ * that a batch before it built again converts as the first time and the
+ * columns come back with the events that bring them. Also forgets what a
+ * batch built beside it after it taught (dropped with it). */
+void tm_bb_unlearn(tm_batch_builder *bb);
+
 /* Why the last tm_bb_add returned -2 (until reset), else NULL. */
 const char *tm_bb_stopped(const tm_batch_builder *bb);
 

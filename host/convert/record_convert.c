@@ -47,6 +47,7 @@ typedef struct schema_state {
     size_t ncompiled;
     json_t *seen_schema, *seen_keys;
     int rows;
+    uint64_t taught; /* events converted, less those unlearnt */
 } schema_state;
 
 static void clear_compiled(const tm_converter *cv) {
@@ -550,11 +551,13 @@ static tm_conv_outcome schema_columns(const tm_converter *cv, tm_arena *a,
 typedef struct schema_mark {
     size_t ncolumns;
     json_t *seen_schema, *seen_keys; /* references of their own */
+    int rows;
+    uint64_t taught;
 } schema_mark;
 
 static schema_mark mark_take(const schema_state *ss) {
     schema_mark m = {ss->cols.ncolumns, json_incref(ss->seen_schema),
-                     json_incref(ss->seen_keys)};
+                     json_incref(ss->seen_keys), ss->rows, ss->taught};
     return m;
 }
 
@@ -562,6 +565,7 @@ static schema_mark mark_take(const schema_state *ss) {
 static void mark_commit(schema_state *ss, schema_mark *m, uint32_t op) {
     if (op != TM_OP_DELETE)
         ss->rows = 1;
+    ss->taught++;
     json_decref(m->seen_schema);
     json_decref(m->seen_keys);
 }
@@ -579,6 +583,36 @@ static void mark_rollback(const tm_converter *cv, schema_mark *m) {
     json_decref(ss->seen_keys);
     ss->seen_schema = m->seen_schema;
     ss->seen_keys = m->seen_keys;
+}
+
+struct tm_converter_mark {
+    schema_mark m;
+};
+
+tm_converter_mark *tm_converter_mark_take(const tm_converter *cv) {
+    tm_converter_mark *mk = cv->ss ? malloc(sizeof *mk) : NULL;
+    if (mk)
+        mk->m = mark_take(cv->ss);
+    return mk;
+}
+
+void tm_converter_unlearn(const tm_converter *cv, const tm_converter_mark *mk) {
+    if (!mk || mk->m.taught >= cv->ss->taught)
+        return;
+    /* references of its own, which mark_rollback takes */
+    schema_mark m = {mk->m.ncolumns, json_incref(mk->m.seen_schema),
+                     json_incref(mk->m.seen_keys), 0, 0};
+    mark_rollback(cv, &m);
+    cv->ss->rows = mk->m.rows;
+    cv->ss->taught = mk->m.taught;
+}
+
+void tm_converter_mark_free(tm_converter_mark *mk) {
+    if (!mk)
+        return;
+    json_decref(mk->m.seen_schema);
+    json_decref(mk->m.seen_keys);
+    free(mk);
 }
 
 const tm_column *tm_converter_columns(const tm_converter *cv, size_t *n) {
@@ -614,7 +648,7 @@ static tm_conv_outcome convert_cdc(const tm_converter *cv, tm_arena *a,
     json_t *keep = json_array();
     col_view cols = config_view(cv);
     int learns = u == 0 && cv->cfg->mapping.from_schema;
-    schema_mark mark = {0, NULL, NULL};
+    schema_mark mark = {0, NULL, NULL, 0, 0};
     if (learns) {
         mark = mark_take(cv->ss);
         rc = schema_columns(cv, a, &row, in, out);

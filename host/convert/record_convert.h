@@ -83,4 +83,15 @@ tm_conv_outcome tm_convert(const tm_converter *cv, tm_arena *a,
  * (valid until the next tm_convert; NULL before the first). */
 const tm_column *tm_converter_columns(const tm_converter *cv, size_t *n);
 
+/* A mapping without a column list: what the events taught the converter
+ * so far (the columns, whether a row converted, the schema last seen),
+ * for tm_converter_unlearn; NULL otherwise or on OOM (mark_free takes
+ * NULL). unlearn: back to the mark, when events converted since taught
+ * more (the batch they were in was dropped, to be converted again);
+ * nothing when the converter is there or before it already. */
+typedef struct tm_converter_mark tm_converter_mark;
+tm_converter_mark *tm_converter_mark_take(const tm_converter *cv);
+void tm_converter_unlearn(const tm_converter *cv, const tm_converter_mark *m);
+void tm_converter_mark_free(tm_converter_mark *m);
+
 #endif

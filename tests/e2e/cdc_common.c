@@ -75,7 +75,16 @@ void wait_caught_up(const target *t) {
  * MAX_RECORDS records, cut after MAX_WAIT_MS. */
 const char *config_file(const target *t, const char *mapping, const char *file,
                         int max_records, int max_wait_ms) {
-    char sink[2048], text[8192];
+    return config_file_timeout(t, mapping, file, max_records, max_wait_ms, 0);
+}
+
+const char *config_file_timeout(const target *t, const char *mapping,
+                                const char *file, int max_records,
+                                int max_wait_ms, int commit_timeout_ms) {
+    char sink[2048], text[8192], timeout[64] = "";
+    if (commit_timeout_ms > 0)
+        snprintf(timeout, sizeof timeout, ", \"commit_timeout_ms\": %d",
+                 commit_timeout_ms);
     if (t->pg)
         snprintf(sink, sizeof sink,
                  "{\"plugin\": \"postgres\", \"settings\": {\"conninfo\": "
@@ -93,13 +102,28 @@ const char *config_file(const target *t, const char *mapping, const char *file,
              "[\"%s\"], \"start\": \"earliest\", \"static_membership\": "
              "false, \"properties\": {\"session.timeout.ms\": \"6000\", "
              "\"heartbeat.interval.ms\": \"500\"}},\n"
-             " \"batch\": {\"max_records\": %d, \"max_wait_ms\": %d},\n"
+             " \"batch\": {\"max_records\": %d, \"max_wait_ms\": %d%s},\n"
              " \"sink\": %s,\n"
              " \"state_dir\": \"%s/state\",\n"
              " \"mapping\": %s}\n",
              t->connector, h_bootstrap(), t->topic, max_records, max_wait_ms,
-             sink, h_workdir(), mapping);
+             timeout, sink, h_workdir(), mapping);
     return h_write_file(file, text);
+}
+
+sqlite3 *sqlite_write_lock(const target *t) {
+    sqlite3 *lock = NULL;
+    H_CHECK(sqlite3_open(t->db, &lock) == SQLITE_OK &&
+                sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                    SQLITE_OK,
+            "inconclusive: cannot take the write lock: %s",
+            sqlite3_errmsg(lock));
+    return lock;
+}
+
+void sqlite_write_unlock(sqlite3 *lock) {
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
 }
 
 const char *config_with(const target *t, const char *mapping) {

@@ -10,6 +10,7 @@
 #define TM_E2E_CDC_COMMON_H
 
 #include <librdkafka/rdkafka.h>
+#include <sqlite3.h>
 #include <stdint.h>
 
 #include "harness.h"
@@ -71,7 +72,15 @@ int run_caught_up(const target *t, const char *cfg, const char *log);
  * records, 100 ms; config: that with DEBEZIUM_MAPPING. */
 const char *config_file(const target *t, const char *mapping, const char *file,
                         int max_records, int max_wait_ms);
+/* config_file with the batch's commit_timeout_ms (none when 0). */
+const char *config_file_timeout(const target *t, const char *mapping,
+                                const char *file, int max_records,
+                                int max_wait_ms, int commit_timeout_ms);
 const char *config_with(const target *t, const char *mapping);
+/* SQLite's write lock on the target's file (BEGIN IMMEDIATE), held until
+ * sqlite_write_unlock; inconclusive when it cannot be taken. */
+sqlite3 *sqlite_write_lock(const target *t);
+void sqlite_write_unlock(sqlite3 *lock);
 const char *config(const target *t);
 
 /* Runs SQL (statements without results) on PostgreSQL; any error fails

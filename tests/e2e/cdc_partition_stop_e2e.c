@@ -269,12 +269,7 @@ static void run_cut_rereads(void) {
              (int)(at - text), text, at + strlen(batch));
     const char *cfg = h_write_file("partcut.json", cfgtext);
     pid_t pid = first_run(&t, cfg);
-    sqlite3 *lock = NULL;
-    H_CHECK(sqlite3_open(t.db, &lock) == SQLITE_OK &&
-                sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
-                    SQLITE_OK,
-            "inconclusive: cannot take the write lock: %s",
-            sqlite3_errmsg(lock));
+    sqlite3 *lock = sqlite_write_lock(&t);
     narrow(&t);
     int64_t t0 = h_now_ms();
     while (!strstr(h_read_file("run.log"), "past its deadline with")) {
@@ -285,8 +280,7 @@ static void run_cut_rereads(void) {
     }
     H_CHECK(marker_of(&t, 0) == 2,
             "inconclusive: partition 0 moved under the lock");
-    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
-    sqlite3_close(lock);
+    sqlite_write_unlock(lock);
     h_step("a batch of partition 0 before the stop was cut in half under "
            "the lock");
     wait_marker(&t, 0, STOP_AT);

@@ -97,6 +97,17 @@ static int add(tm_batch_builder *bb, int64_t offset, int id,
     return tm_bb_add(bb, 0, &m);
 }
 
+/* A tombstone (no value) of the record key key, at offset. */
+static int add_tombstone(tm_batch_builder *bb, int64_t offset,
+                         const char *key) {
+    tm_msg_view m = {.topic = "t",
+                     .offset = offset,
+                     .timestamp_ms = -1,
+                     .key = key,
+                     .key_len = strlen(key)};
+    return tm_bb_add(bb, 0, &m);
+}
+
 static void text_is(const tm_value *v, const char *want) {
     if (!want) {
         ck_assert_uint_eq(v->is_null, 1);
@@ -235,17 +246,32 @@ START_TEST(a_narrowed_type_stops) {
 }
 END_TEST
 
+/* The pipeline's two builders: the second beside the first. */
+static void two_builders(tm_connector_config **c, tm_batch_builder **first,
+                         tm_batch_builder **second) {
+    *c = schema_cfg();
+    *first = tm_bb_new(*c);
+    ck_assert_ptr_nonnull(*first);
+    *second = tm_bb_new_beside(*first);
+    ck_assert_ptr_nonnull(*second);
+}
+
+static void two_builders_free(tm_connector_config *c, tm_batch_builder *first,
+                              tm_batch_builder *second) {
+    tm_bb_free(second);
+    tm_bb_free(first);
+    tm_config_free(c);
+}
+
 /* The pipeline's second builder converts with the first's converter: a
  * narrowed type in the batch it builds stops as it would in the first
  * (with a converter of its own it took that event's schema for the
  * table's), and a batch taken from the first keeps its own columns while
  * the second's events add more. */
 START_TEST(a_builder_beside_another_shares_its_columns) {
-    tm_connector_config *c = schema_cfg();
-    tm_batch_builder *first = tm_bb_new(c);
-    ck_assert_ptr_nonnull(first);
-    tm_batch_builder *second = tm_bb_new_beside(first);
-    ck_assert_ptr_nonnull(second);
+    tm_connector_config *c;
+    tm_batch_builder *first, *second;
+    two_builders(&c, &first, &second);
     tm_bb_reset(first, "b1", 0);
     ck_assert_int_eq(tm_bb_range(first, "t", 0, 0, 1), 0);
     ck_assert_int_eq(add_p(first, 0, 1, "double", "1.5"), 0);
@@ -289,9 +315,101 @@ START_TEST(a_builder_beside_another_shares_its_columns) {
     ck_assert_str_eq(b1->columns[0].name, "id");
     ck_assert_str_eq(b1->columns[1].name, "p");
     ck_assert_int_eq(b1->columns[1].type, TM_TYPE_FLOAT);
-    tm_bb_free(second);
-    tm_bb_free(first);
-    tm_config_free(c);
+    two_builders_free(c, first, second);
+}
+END_TEST
+
+/* A batch (in bb, reset) of one create at offset (row id = offset + 1),
+ * its row schema's fields rowfields, payload row. */
+static const tm_batch *one_event_batch(tm_batch_builder *bb, int64_t offset,
+                                       const char *rowfields, const char *row) {
+    tm_bb_reset(bb, "b", 0);
+    ck_assert_int_eq(tm_bb_range(bb, "t", 0, offset, 1), 0);
+    ck_assert_int_eq(
+        add(bb, offset, (int)offset + 1, event("c", rowfields, row)), 0);
+    const tm_batch *b = tm_bb_batch(bb);
+    ck_assert_ptr_nonnull(b);
+    return b;
+}
+
+/* The pipeline drops batch N+1 (built beside batch N while N was at the
+ * sink) when N's answer is neither OK nor ALREADY, and builds N again from
+ * its markers: the columns N+1's events taught were never committed, so
+ * the batch built again carries the columns its own events give, as the
+ * first time (the table gets a column in the batch that first carries it,
+ * with the rows that carry it). */
+START_TEST(a_batch_built_again_has_no_columns_of_a_dropped_later_batch) {
+    tm_connector_config *c;
+    tm_batch_builder *first, *second;
+    two_builders(&c, &first, &second);
+    static const char *const N = "{\"id\":1,\"name\":\"a\"}";
+    static const char *const N1 = "{\"id\":2,\"name\":\"b\",\"note\":\"n\"}";
+    const tm_batch *b = one_event_batch(first, 0, ROW2, N);
+    ck_assert_uint_eq(b->ncolumns, 2);
+    /* N+1, while N is at the sink: note added at the source */
+    ck_assert_uint_eq(one_event_batch(second, 1, ROW3, N1)->ncolumns, 3);
+    /* N answered CONFLICT: N+1 dropped, N built again from offset 0 */
+    tm_bb_unlearn(second); /* the machine drops N+1, then N */
+    tm_bb_unlearn(first);
+    b = one_event_batch(first, 0, ROW2, N);
+    ck_assert_msg(b->ncolumns == 2,
+                  "batch N built again carries %zu columns (the last %s), "
+                  "its events give 2",
+                  b->ncolumns, b->columns[b->ncolumns - 1].name);
+    /* and N+1 built again learns note again */
+    b = one_event_batch(second, 1, ROW3, N1);
+    ck_assert_uint_eq(b->ncolumns, 3);
+    ck_assert_str_eq(b->columns[2].name, "note");
+    text_is(&b->records[0].values[2], "n");
+    two_builders_free(c, first, second);
+}
+END_TEST
+
+/* Process start, a tombstone read first (only deletes converted: a column
+ * added is required as its schema says) and an event that is a dead
+ * letter (its schema not learnt); N+1 beside it brings a required column
+ * and is dropped. Built again, N's dead letter is a dead letter again,
+ * not a stop for a required column it never had. */
+START_TEST(a_batch_built_again_converts_as_the_first_time) {
+    tm_connector_config *c;
+    tm_batch_builder *first, *second;
+    two_builders(&c, &first, &second);
+    static const char BARE_KEY[] = "{\"id\":1}";
+    /* a Date of 2^31-1 days: a dead letter, its schema not learnt */
+    char dead[4096];
+    snprintf(dead, sizeof dead, "%s",
+             event("c",
+                   F("id", "int32", "false") ",{\"field\":\"p\",\"type\":"
+                                             "\"int32\",\"optional\":true,"
+                                             "\"name\":\"org.apache.kafka."
+                                             "connect.data.Date\"}",
+                   "{\"id\":2,\"p\":2147483647}"));
+    for (int pass = 0; pass < 2; pass++) {
+        tm_bb_reset(first, pass ? "n again" : "n", 0);
+        ck_assert_int_eq(tm_bb_range(first, "t", 0, 0, 1), 0);
+        ck_assert_int_eq(add_tombstone(first, 0, BARE_KEY), 0);
+        int rc = add(first, 1, 2, dead);
+        ck_assert_msg(rc == 0,
+                      "pass %d: the dead letter at offset 1 is %d (%s)", pass,
+                      rc, tm_bb_stopped(first) ? tm_bb_stopped(first) : "");
+        const tm_batch *b = tm_bb_batch(first);
+        ck_assert_ptr_nonnull(b);
+        ck_assert_uint_eq(b->ndead_letters, 1);
+        ck_assert_uint_eq(b->ncolumns, 1);
+        if (pass)
+            break;
+        /* N+1, while N is at the sink: name, required */
+        b = one_event_batch(
+            second, 2,
+            F("id", "int32", "false") "," F("name", "string", "false"),
+            "{\"id\":3,\"name\":\"c\"}");
+        ck_assert_uint_eq(b->ncolumns, 2);
+        ck_assert_uint_eq(b->columns[1].required, 1);
+        /* N answered CONFLICT: N+1 dropped, N built again */
+        tm_bb_unlearn(second); /* the machine drops N+1, then N */
+        tm_bb_unlearn(first);
+    }
+    two_builders_free(c, first, second);
 }
 END_TEST
 
@@ -436,12 +554,7 @@ static void tombstone_first_then_required(const char *tombstone_key) {
     ck_assert_ptr_nonnull(bb);
     tm_bb_reset(bb, "b1", 0);
     ck_assert_int_eq(tm_bb_range(bb, "t", 0, 0, 1), 0);
-    tm_msg_view m = {.topic = "t",
-                     .offset = 0,
-                     .timestamp_ms = -1,
-                     .key = tombstone_key,
-                     .key_len = strlen(tombstone_key)};
-    ck_assert_int_eq(tm_bb_add(bb, 0, &m), 0);
+    ck_assert_int_eq(add_tombstone(bb, 0, tombstone_key), 0);
     const tm_batch *b = tm_bb_batch(bb);
     ck_assert_ptr_nonnull(b);
     ck_assert_uint_eq(b->nrecords, 1);
@@ -556,6 +669,9 @@ static Suite *suite(void) {
     tcase_add_test(t, without_a_schema_a_dead_letter);
     tcase_add_test(t, a_narrowed_type_stops);
     tcase_add_test(t, a_builder_beside_another_shares_its_columns);
+    tcase_add_test(t,
+                   a_batch_built_again_has_no_columns_of_a_dropped_later_batch);
+    tcase_add_test(t, a_batch_built_again_converts_as_the_first_time);
     tcase_add_test(t, a_bare_keys_tombstone_converts_by_the_learnt_schema);
     tcase_add_test(t, a_dead_letters_columns_are_not_learnt);
     tcase_add_test(t, a_dead_letter_read_first_leaves_no_columns);

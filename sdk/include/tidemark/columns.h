@@ -136,16 +136,17 @@ static inline int tm_column_conflict(const tm_column *want, tm_type have,
     return 0;
 }
 
-/* 1 when batch B has records and every one is a delete (TM_OP_DELETE).
- * Such a batch writes no column but its key: its columns may be the key
- * columns alone (the host learnt no other, e.g. from a tombstone read
- * first after a restart), and a NOT NULL column of the table they lack
- * does not refuse it. A batch with any other record keeps that check. */
+/* 1 when every record of batch B is a delete (TM_OP_DELETE), or it has
+ * none (dead letters alone). Such a batch writes no column but its key:
+ * its columns may be the key columns alone (the host learnt no other,
+ * e.g. from a tombstone read first after a restart), and a NOT NULL
+ * column of the table they lack does not refuse it. A batch with any
+ * other record keeps that check. */
 static inline int tm_batch_deletes_only(const tm_batch *b) {
     for (size_t i = 0; i < b->nrecords; i++)
         if (TM_RECORD_OP(TM_CELEM(tm_record, b->records, i)) != TM_OP_DELETE)
             return 0;
-    return b->nrecords > 0;
+    return 1;
 }
 
 /* C's letter in lower case when it is an ASCII capital, else C: no
