@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "services/clock.h"
+#include "services/thread_name.h"
 
 struct tm_sink_worker {
     pthread_t thread;
@@ -20,6 +21,7 @@ struct tm_sink_worker {
 };
 
 static void *worker_main(void *p) {
+    tm_thread_name("tm:sink");
     tm_sink_worker *w = p;
     pthread_mutex_lock(&w->mu);
     for (;;) {
