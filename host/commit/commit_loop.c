@@ -532,6 +532,11 @@ static void see_stop(tm_connector *c, const tm_machine_event *ev) {
 
 void tm_commit_feed(tm_connector *c, tm_machine_event *ev, tm_answer_hook hook,
                     const tm_answer *a) {
+    /* FAILED by the host, not by the machine: the machine learns it before
+     * its next event, or the answer of the batch at the sink would hand
+     * the sink the batch due behind it. */
+    if (c->state == TM_CONN_FAILED && !tm_machine_failed(c->m))
+        tm_machine_host_failed(c->m);
     see_stop(c, ev);
     if (ev->now_ms == 0) /* not read by the caller just before */
         ev->now_ms = tm_now_ms();
