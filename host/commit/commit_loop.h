@@ -32,8 +32,11 @@ void tm_commit_on_revoke(tm_connector *c, const tm_kafka_tp *revoked,
                          size_t nrevoked, int lost);
 
 /* Writes the status file when a second has passed since the last write, or
- * at once with force (runtime/connector_status.c). */
-void tm_conn_status_tick(tm_connector *c, int force);
+ * at once with force (runtime/connector_status.c). 1 when it wrote. */
+int tm_conn_status_tick(tm_connector *c, int force);
+/* The same at now (monotonic ms), a time the caller read just before: the
+ * commit loop reads the clock once per record (docs/benchmarks.md). */
+int tm_conn_status_tick_at(tm_connector *c, int force, int64_t now);
 
 /* The stop's deadline (monotonic ms), 0 while the commit loop is not
  * asked to stop (*c->stop: a stop or a pause): TM_STOP_GRACE_MS from when

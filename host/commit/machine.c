@@ -451,6 +451,10 @@ int tm_machine_failed(const tm_machine *m) {
     return m->failed;
 }
 
+void tm_machine_host_failed(tm_machine *m) {
+    m->failed = 1;
+}
+
 int64_t tm_machine_due_ms(const tm_machine *m) {
     int64_t due = INT64_MAX;
     if (m->failed)

@@ -267,6 +267,10 @@ int tm_machine_batch_range(const tm_machine *m, int which, size_t i,
                            tm_range *out);
 
 int tm_machine_failed(const tm_machine *m);
+/* The host failed the connector itself (an executor, the consumer, the
+ * rebalance): the machine is FAILED from now on as after its own FAIL
+ * (nothing more happens but leaving the group), without an action. */
+void tm_machine_host_failed(tm_machine *m);
 
 /* The earliest now_ms at which a TIMER moves a batch (the one being built
  * due by age while the sink is free, the next attempt after RETRY's

@@ -17,6 +17,7 @@
 #include "control/pause_file.h"
 #include "services/clock.h"
 #include "services/log.h"
+#include "services/thread_name.h"
 
 struct tm_control_server {
     int dir_fd; /* the connector's directory (borrowed) */
@@ -193,6 +194,7 @@ int tm_control_serve(int dir_fd, const char *shown, const char *name,
 }
 
 static void *server_main(void *arg) {
+    tm_thread_name("tm:control");
     tm_control_server *s = arg;
     while (!atomic_load(&s->done)) {
         struct pollfd p[2] = {{s->fd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};

@@ -18,6 +18,7 @@
 #include "services/fault.h"
 #include "services/log.h"
 #include "status/status_file.h"
+#include "services/thread_name.h"
 
 /* How long the start waits for the metadata that fingerprints the
  * subscription; past it the subscription counts as changed. */
@@ -416,6 +417,7 @@ typedef struct close_job {
 } close_job;
 
 static void *close_thread(void *arg) {
+    tm_thread_name("tm:close");
     close_job *j = arg;
     tm_fetch_wake_free(j->wake);
     rd_kafka_consumer_close(j->rk);

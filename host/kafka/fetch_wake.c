@@ -1,4 +1,5 @@
 #include "kafka/fetch_wake.h"
+#include "services/thread_name.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,6 +43,7 @@ int tm_fetch_wake_due(int *armed, int64_t len, int64_t limit) {
 }
 
 static void *waker_main(void *arg) {
+    tm_thread_name("tm:fetch-wake");
     tm_fetch_wake *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {

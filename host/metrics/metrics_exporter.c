@@ -11,6 +11,7 @@
 #include "metrics/metrics_textfile.h"
 #include "services/clock.h"
 #include "services/log.h"
+#include "services/thread_name.h"
 
 struct tm_metrics_exporter {
     const char *path;
@@ -91,6 +92,7 @@ static void write_logged(tm_metrics_exporter *e) {
 }
 
 static void *exporter_main(void *arg) {
+    tm_thread_name("tm:exporter");
     tm_metrics_exporter *e = arg;
     pthread_mutex_lock(&e->lock);
     while (!e->stop) {

@@ -15,6 +15,7 @@
 
 #include "metrics/metrics_targets.h"
 #include "services/log.h"
+#include "services/thread_name.h"
 
 #define REQUEST_MAX  8192 /* a GET needs far less: more is refused */
 #define IO_TIMEOUT_S 2    /* per read or write of one connection */
@@ -133,6 +134,7 @@ static void serve(tm_metrics_http *h, int fd) {
 }
 
 static void *http_main(void *arg) {
+    tm_thread_name("tm:metrics");
     tm_metrics_http *h = arg;
     for (;;) {
         struct pollfd p[2] = {{h->fd, POLLIN, 0}, {h->wake[0], POLLIN, 0}};

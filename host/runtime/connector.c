@@ -30,6 +30,7 @@
 #include "services/redact.h"
 #include "status/status_file.h"
 #include "status/status_pulse.h"
+#include "services/thread_name.h"
 
 int64_t tm_now_ms(void) {
     struct timespec ts;
@@ -210,6 +211,7 @@ typedef struct stop_watch {
 } stop_watch;
 
 static void *stop_watch_main(void *arg) {
+    tm_thread_name("tm:stop-watch");
     stop_watch *w = arg;
     tm_connector *c = w->c;
     while (!atomic_load(&w->done)) {

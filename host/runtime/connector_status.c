@@ -240,12 +240,15 @@ void tm_conn_waiting(tm_connector *c, int64_t until_ms, const char *fmt, ...) {
                             wall + (until_ms - tm_now_ms()));
 }
 
-void tm_conn_status_tick(tm_connector *c, int force) {
+int tm_conn_status_tick(tm_connector *c, int force) {
+    return c->pulse ? tm_conn_status_tick_at(c, force, tm_now_ms()) : 0;
+}
+
+int tm_conn_status_tick_at(tm_connector *c, int force, int64_t now) {
     if (!c->pulse)
-        return;
-    int64_t now = tm_now_ms();
+        return 0;
     if (!force && now - c->status_written_ms < TM_STATUS_PERIOD_MS)
-        return;
+        return 0;
     c->status_written_ms = now;
     tm_commit_sync_parts(c);
     tm_conn_refresh_markers(c);
@@ -254,7 +257,7 @@ void tm_conn_status_tick(tm_connector *c, int force) {
     tm_status_partition *parts =
         c->nparts ? calloc(c->nparts, sizeof *parts) : NULL;
     if (c->nparts && !parts)
-        return;
+        return 1; /* it took the time of a try */
     const tm_part *paused = NULL;
     for (size_t i = 0; i < c->nparts; i++) {
         const tm_part *p = &c->parts[i];
@@ -320,4 +323,5 @@ void tm_conn_status_tick(tm_connector *c, int force) {
                      failed ? why : NULL);
     }
     free(parts);
+    return 1;
 }

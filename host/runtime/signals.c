@@ -7,6 +7,7 @@
 
 #include "services/fault.h"
 #include "services/log.h"
+#include "services/thread_name.h"
 
 static sigset_t waited;
 static atomic_int *stop_flag;
@@ -23,6 +24,7 @@ void tm_signals_on_stop(void (*fn)(void *ctx), void *ctx) {
 }
 
 static void *signal_thread(void *arg) {
+    tm_thread_name("tm:signals");
     (void)arg;
     atomic_int *stop = stop_flag;
     int signalled = 0;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "services/clock.h"
+#include "services/thread_name.h"
 
 struct tm_sink_worker {
     pthread_t thread;
@@ -20,6 +21,7 @@ struct tm_sink_worker {
 };
 
 static void *worker_main(void *p) {
+    tm_thread_name("tm:sink");
     tm_sink_worker *w = p;
     pthread_mutex_lock(&w->mu);
     for (;;) {
@@ -92,7 +94,11 @@ int tm_sink_worker_busy(tm_sink_worker *w) {
 }
 
 int tm_sink_worker_wait(tm_sink_worker *w, int64_t ms) {
-    struct timespec until = tm_clock_mono_after(ms > 0 ? ms : 0);
+    /* No clock read for a look (ms 0): the commit loop looks once per
+     * record. */
+    struct timespec until = {0, 0};
+    if (ms > 0)
+        until = tm_clock_mono_after(ms);
     pthread_mutex_lock(&w->mu);
     int rc = 0;
     while (w->out && !w->done && ms > 0 && rc == 0)

@@ -11,6 +11,7 @@
 #include "runtime/connector_state.h"
 #include "runtime/reload_plan.h"
 #include "services/log.h"
+#include "services/thread_name.h"
 
 /* One connector's thread. Heap-allocated and never moved: the thread holds
  * its address. */
@@ -49,6 +50,7 @@ static void sleep_ms(long ms) {
 }
 
 static void *job_main(void *arg) {
+    tm_thread_name("tm:connector");
     job *j = arg;
     j->result = tm_connector_run(j->cfg, j->opt, &j->ctl);
     atomic_store(&j->done, 1);

@@ -9,6 +9,7 @@
 
 #include "services/clock.h"
 #include "services/log.h"
+#include "services/thread_name.h"
 
 /* How often the thread looks at the age of the last write: a rewrite
  * comes at most this long after the period. */
@@ -50,6 +51,7 @@ static void sleep_look(void) {
 }
 
 static void *pulse_main(void *arg) {
+    tm_thread_name("tm:status");
     tm_status_pulse *p = arg;
     while (!atomic_load(&p->done)) {
         sleep_look();

@@ -217,10 +217,88 @@ START_TEST(test_answer_reasons_survive_more_answers) {
 }
 END_TEST
 
+/* The step's actions, checked before they are executed: a FAILED
+ * connector's machine asks nothing of the sink or the group. */
+static int steps_seen;
+static void nothing_asked(tm_connector *c, const tm_answer *a,
+                          const tm_machine_action *acts, size_t n) {
+    (void)c;
+    (void)a;
+    steps_seen++;
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(acts[i].kind != TM_ACT_SINK_COMMIT &&
+                          acts[i].kind != TM_ACT_COMMIT_OFFSETS,
+                      "a FAILED connector's batch answer asked %s",
+                      tm_machine_action_name(acts[i].kind));
+}
+
+/* A connector FAILED by the host itself (an executor, the consumer's
+ * error, the rebalance: not by the machine) while batch 1 is at the sink
+ * and batch 2 is due behind it: batch 1's answer hands nothing more to
+ * the sink. (The machine used to learn of the failure only from its own
+ * FAIL, and answered batch 1's OK with batch 2's SINK_COMMIT.) */
+START_TEST(test_failed_by_the_host_hands_nothing_more_to_the_sink) {
+    static tm_connector_config cfg;
+    static tm_connector c;
+    static atomic_int stop;
+    static tm_sink_api api;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.name = "failed";
+    cfg.batch.max_records = 100;
+    cfg.batch.max_bytes = 1 << 20;
+    cfg.batch.max_wait_ms = 60000;
+    cfg.batch.commit_timeout_ms = 60000;
+    memset(&c, 0, sizeof c);
+    c.cfg = &cfg;
+    c.state = TM_CONN_RUNNING;
+    atomic_init(&stop, 0);
+    c.stop = &stop;
+    api.name = "failed-test";
+    c.sink.api = &api;
+    char err[256];
+    ck_assert_msg(tm_commit_start(&c, err, sizeof err) == 0, "%s", err);
+    tm_machine *m = c.m;
+    running(m, "g", 0);
+    tm_machine_event ev = {0};
+    for (int64_t off = 10; off < 12; off++) { /* batch 1, then batch 2 */
+        memset(&ev, 0, sizeof ev);
+        ev.kind = TM_EV_RECORD;
+        ev.topic = "g";
+        ev.offset = off;
+        ev.bytes = 10;
+        step(m, &ev);
+        memset(&ev, 0, sizeof ev);
+        ev.kind = TM_EV_BATCH_DUE;
+        step(m, &ev);
+    }
+    tm_machine_batch_view out, next;
+    tm_machine_batch(m, 1, &out);
+    tm_machine_batch(m, 0, &next);
+    ck_assert_msg(out.phase == TM_BATCH_AT_SINK && next.due,
+                  "inconclusive: no batch at the sink with one due behind");
+
+    tm_conn_error(&c, 1, "the consumer's log moved (test)");
+    ck_assert_int_eq(c.state, TM_CONN_FAILED);
+    tm_answer a;
+    tm_answer_init(&a, TM_EV_SINK_ANSWER);
+    a.ev.batch = out.id;
+    a.ev.status = TM_OK;
+    steps_seen = 0;
+    tm_commit_feed(&c, &a.ev, nothing_asked, &a);
+    tm_answer_free(&a);
+    ck_assert_int_eq(steps_seen, 1);
+    ck_assert(tm_machine_failed(m));
+    ck_assert_msg(strstr(c.last_error, "(test)") != NULL, "%s", c.last_error);
+    tm_commit_end(&c);
+    free(c.parts);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("commit_answers");
     TCase *tc = tcase_create("commit_answers");
     tcase_add_test(tc, test_answer_reasons_survive_more_answers);
+    tcase_add_test(tc, test_failed_by_the_host_hands_nothing_more_to_the_sink);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }

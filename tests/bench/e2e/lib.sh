@@ -161,6 +161,16 @@ host_stop() {   # host_stop PID: SIGTERM, then wait (a stop takes up to ~10 s)
   wait "$1" 2>/dev/null || true
 }
 peak_rss_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+# thread_cpu PID: the CPU time of the process's threads by name (ms; schedstat's time on
+# CPU), largest first, a "NAME<TAB>MS" line each: tm:connector and tm:sink are ours,
+# rdk:* librdkafka's.
+thread_cpu() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s\t%s\n' "$(cat "$t/comm" 2>/dev/null)" "$(awk '{print $1}' "$t/schedstat" 2>/dev/null)"
+  done | awk -F'\t' '$2 != "" { ms[$1] += $2 / 1e6 } END { for (n in ms) printf "%s\t%.0f\n", n, ms[n] }' |
+    sort -t"$(printf '\t')" -k2,2nr
+}
 
 # wait_pid PID HOST_PID LOG WHAT: waits for PID (a sampler with --until-sum) to exit,
 # failing when the host dies first or after $TIMEOUT s.
@@ -218,6 +228,7 @@ drain() {
     wait_pid "${spids[$i]}" "$HOST_PID" "$WORK/$name.log" "$name"
   done
   DRAIN_RSS_KIB="$(peak_rss_kib "$HOST_PID")"
+  thread_cpu "$HOST_PID" >"$RESULTS/$name.threads.tsv"
   if [ -n "$perf_pid" ]; then
     kill -INT "$perf_pid" 2>/dev/null || true
     wait "$perf_pid" 2>/dev/null || true
@@ -236,6 +247,10 @@ drain() {
   DRAIN_START_TO_FIRST_MS=$((first - launch))
   DRAIN_RATE=$(awk -v r="$recs" -v ms="$((done_ms - first))" 'BEGIN { printf "%.0f\n", (ms > 0 ? r * 1000 / ms : 0) }')
   DRAIN_RES="$(sampler_resolution "${outs[0]}")"
+  # CPU per record of each busy thread (from launch: the join and the claim count too,
+  # a few ms against a drain of seconds).
+  say "[threads] $name: $(awk -F'\t' -v n="$total" -v k="$#" '$2 >= 10 {
+    printf "%s %s ms (%.2f us a record); ", $1, $2, $2 * 1000 / (n * k) }' "$RESULTS/$name.threads.tsv")"
 }
 
 # high_sum CONFIG: the sum of the high watermarks of the config's topic (through
