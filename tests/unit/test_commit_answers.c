@@ -120,13 +120,21 @@ static void batch_answered(tm_machine *m, const char *topic, tm_status st,
     step(m, &ev);
 }
 
-START_TEST(test_answer_reasons_survive_more_answers) {
-    static tm_connector_config cfg;
-    static tm_connector c;
-    static atomic_int stop;
-    static tm_sink_api api;
+/* A connector running with the commit loop's state and the host's
+ * machine; no consumer, no builder: its sink a table of functions. */
+static tm_connector_config cfg;
+static tm_connector c;
+static atomic_int stop;
+static tm_sink_api api;
+
+typedef tm_status (*read_fn)(void *sink, tm_marker *markers, size_t n,
+                             tm_error *err);
+
+static void connector_start(const char *name, read_fn read) {
+    static char named[32];
+    snprintf(named, sizeof named, "%s", name);
     memset(&cfg, 0, sizeof cfg);
-    cfg.name = "answers";
+    cfg.name = named;
     cfg.batch.max_records = 100;
     cfg.batch.max_bytes = 1 << 20;
     cfg.batch.max_wait_ms = 60000;
@@ -136,11 +144,17 @@ START_TEST(test_answer_reasons_survive_more_answers) {
     c.state = TM_CONN_RUNNING;
     atomic_init(&stop, 0);
     c.stop = &stop;
-    api.name = "answers-test";
-    api.read_markers = refuse_read;
+    memset(&api, 0, sizeof api);
+    api.name = name;
+    api.read_markers = read;
     c.sink.api = &api;
     char err[256];
     ck_assert_msg(tm_commit_start(&c, err, sizeof err) == 0, "%s", err);
+}
+
+START_TEST(test_answer_reasons_survive_more_answers) {
+    connector_start("answers", refuse_read);
+    char err[256];
     /* The host's machine, but with no wait for a fenced partition's bound
      * or a retry's backoff beyond a millisecond. */
     tm_machine_config mc;
@@ -220,9 +234,9 @@ END_TEST
 /* The step's actions, checked before they are executed: a FAILED
  * connector's machine asks nothing of the sink or the group. */
 static int steps_seen;
-static void nothing_asked(tm_connector *c, const tm_answer *a,
+static void nothing_asked(tm_connector *conn, const tm_answer *a,
                           const tm_machine_action *acts, size_t n) {
-    (void)c;
+    (void)conn;
     (void)a;
     steps_seen++;
     for (size_t i = 0; i < n; i++)
@@ -238,25 +252,7 @@ static void nothing_asked(tm_connector *c, const tm_answer *a,
  * the sink. (The machine used to learn of the failure only from its own
  * FAIL, and answered batch 1's OK with batch 2's SINK_COMMIT.) */
 START_TEST(test_failed_by_the_host_hands_nothing_more_to_the_sink) {
-    static tm_connector_config cfg;
-    static tm_connector c;
-    static atomic_int stop;
-    static tm_sink_api api;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.name = "failed";
-    cfg.batch.max_records = 100;
-    cfg.batch.max_bytes = 1 << 20;
-    cfg.batch.max_wait_ms = 60000;
-    cfg.batch.commit_timeout_ms = 60000;
-    memset(&c, 0, sizeof c);
-    c.cfg = &cfg;
-    c.state = TM_CONN_RUNNING;
-    atomic_init(&stop, 0);
-    c.stop = &stop;
-    api.name = "failed-test";
-    c.sink.api = &api;
-    char err[256];
-    ck_assert_msg(tm_commit_start(&c, err, sizeof err) == 0, "%s", err);
+    connector_start("failed", NULL);
     tm_machine *m = c.m;
     running(m, "g", 0);
     tm_machine_event ev = {0};
