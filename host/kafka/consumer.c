@@ -136,6 +136,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
          * the connector. The partitions stay listed for the last status. */
         int coop = cooperative_protocol(rk);
         int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+        if (assign)
+            link->assigned = 1; /* a SyncGroup answered (close_and_free) */
         rd_kafka_error_t *e = NULL;
         if (coop)
             e = assign ? rd_kafka_incremental_assign(rk, parts)
@@ -416,13 +418,42 @@ typedef struct close_job {
     int abandoned; /* the waiter gave up: the closing thread frees the job */
 } close_job;
 
+/* librdkafka 2.0.2 asserts in rd_kafka_destroy, aborting the process, when
+ * the cooperative-sticky assignor was chosen (a JoinGroup answered) but the
+ * consumer never had a SyncGroup answer, whose assignment makes the
+ * assignor's state (fixed in librdkafka 2.3.0). The protocol is read
+ * just before the close (after it librdkafka no longer says): a JoinGroup
+ * answered in the moment between the two is the one case left.
+ * protocol: NULL when it could not be read (taken as chosen). */
+static int destroy_would_abort(const char *protocol,
+                               const struct tm_consumer_link *link) {
+    return !link->assigned &&
+           (!protocol || strcmp(protocol, "COOPERATIVE") == 0);
+}
+
+/* Closes the consumer (leaving the group), then destroys it and frees its
+ * link, no callback coming after the destroy; a handle whose destroy would
+ * abort is left behind with its link instead, as a close past its
+ * watchdog is (its threads live on; the process does). */
+static void close_and_free(rd_kafka_t *rk, struct tm_consumer_link *link) {
+    const char *protocol = rd_kafka_rebalance_protocol(rk);
+    rd_kafka_consumer_close(rk);
+    if (destroy_would_abort(protocol, link)) {
+        tm_log(TM_LOG_WARN, link->name,
+               "consumer closed between its group join and its first "
+               "assignment: left behind, not destroyed (librdkafka before "
+               "2.3.0 aborts the process destroying it)");
+        return;
+    }
+    rd_kafka_destroy(rk);
+    free(link);
+}
+
 static void *close_thread(void *arg) {
     tm_thread_name("tm:close");
     close_job *j = arg;
     tm_fetch_wake_free(j->wake);
-    rd_kafka_consumer_close(j->rk);
-    rd_kafka_destroy(j->rk);
-    free(j->link); /* no callback comes after the destroy */
+    close_and_free(j->rk, j->link);
     pthread_mutex_lock(&j->mu);
     j->done = 1;
     int abandoned = j->abandoned;
@@ -464,9 +495,7 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
     if (!mu_ok) {
         free(j);
         tm_fetch_wake_free(wake);
-        rd_kafka_consumer_close(c->rk); /* no watchdog: close inline */
-        rd_kafka_destroy(c->rk);
-        free(link);
+        close_and_free(c->rk, link); /* no watchdog: close inline */
         c->rk = NULL;
         return;
     }
@@ -476,9 +505,7 @@ void tm_consumer_stop(tm_connector *c, int timeout_ms) {
     c->rk = NULL;
     if (pthread_create(&th, NULL, close_thread, j) != 0) {
         tm_fetch_wake_free(wake);
-        rd_kafka_consumer_close(j->rk);
-        rd_kafka_destroy(j->rk);
-        free(link);
+        close_and_free(j->rk, link);
         pthread_mutex_destroy(&j->mu);
         pthread_cond_destroy(&j->cv);
         free(j);
