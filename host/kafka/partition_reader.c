@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kafka/kafka_conf.h"
+#include "services/clock.h"
 
 /* How long a read may go without any progress before it gives up. */
 #define STALL_MS 15000
@@ -125,12 +125,6 @@ static rd_kafka_t *assigned_consumer(const tm_connector_config *cfg,
     return rk;
 }
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Best effort: a partition left fetching only costs messages skipped. */
 static void pause_one(rd_kafka_t *rk, const tm_read_at *w) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
@@ -168,9 +162,9 @@ int tm_kafka_read_each(const tm_connector_config *cfg, const tm_read_at *want,
     size_t left = n;
     int rc = -1;
     errstr[0] = '\0';
-    int64_t t0 = now_ms();
+    int64_t t0 = tm_clock_mono_ms();
     while (left > 0) {
-        int64_t waited = now_ms() - t0;
+        int64_t waited = tm_clock_mono_ms() - t0;
         if (stop && atomic_load(stop)) {
             rc = -2;
             snprintf(errstr, errsize, "stopping");

@@ -26,22 +26,20 @@
 #include "metrics/metrics_registry.h"
 #include "runtime/connector_state.h"
 #include "runtime/sink_calls.h"
+#include "services/clock.h"
 #include "services/log.h"
 #include "services/redact.h"
 #include "status/status_file.h"
 #include "status/status_pulse.h"
 #include "services/thread_name.h"
 
+/* The connector's names for the host's one clock (services/clock.h). */
 int64_t tm_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return tm_clock_mono_ms();
 }
 
 int64_t tm_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return tm_clock_wall_ms();
 }
 
 tm_part *tm_conn_part(tm_connector *c, const char *topic, int32_t partition) {
