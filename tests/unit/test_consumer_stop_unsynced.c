@@ -20,49 +20,27 @@
 #include "services/clock.h"
 
 #include "check_main.h"
-#include "config_ok.h"
+#include "mock_consumer.h"
 
 #define SYNC_GROUP_API 14    /* the Kafka protocol's SyncGroup ApiKey */
 #define SYNC_HELD_MS   20000 /* the SyncGroup answer's delay */
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 START_TEST(stop_between_join_and_sync_does_not_abort) {
-    char err[512];
-    rd_kafka_conf_t *pconf = rd_kafka_conf_new();
-    ck_assert_int_eq(
-        rd_kafka_conf_set(pconf, "log_level", "0", err, sizeof err),
-        RD_KAFKA_CONF_OK);
-    rd_kafka_t *prk = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, err, sizeof err);
-    ck_assert_msg(prk != NULL, "%s", err);
-    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(prk, 1);
-    ck_assert_ptr_nonnull(mc);
-    ck_assert_int_eq(rd_kafka_mock_topic_create(mc, "t", 1, 1), 0);
+    rd_kafka_t *prk;
+    rd_kafka_mock_cluster_t *mc = tm_test_mock_cluster(&prk);
     ck_assert_int_eq(
         rd_kafka_mock_broker_push_request_error_rtts(
             mc, 1, SYNC_GROUP_API, 1, RD_KAFKA_RESP_ERR_NO_ERROR, SYNC_HELD_MS),
         RD_KAFKA_RESP_ERR_NO_ERROR);
-    char json[1024];
-    snprintf(json, sizeof json,
-             "{\"name\":\"unsynced\","
-             "\"kafka\":{\"bootstrap_servers\":\"%s\",\"topics\":[\"t\"],"
-             "\"static_membership\":false},"
-             "\"sink\":{\"plugin\":\"sqlite\"},\"mapping\":{\"mode\":\"raw\"}}",
-             rd_kafka_mock_cluster_bootstraps(mc));
     static tm_connector c;
-    memset(&c, 0, sizeof c);
-    c.cfg = tm_test_config_ok(json, "c.json");
-    ck_assert_msg(tm_consumer_start(&c, err, sizeof err) == 0, "%s", err);
+    tm_test_mock_consumer(&c, mc, "unsynced");
     /* The JoinGroup answered (the assignor chosen), the SyncGroup not. */
     const char *proto = NULL;
     for (int i = 0; i < 1000; i++) {
         proto = rd_kafka_rebalance_protocol(c.rk);
         if (proto && strcmp(proto, "NONE") != 0)
             break;
-        sleep_ms(10);
+        tm_test_sleep_ms(10);
     }
     ck_assert_msg(proto && strcmp(proto, "COOPERATIVE") == 0,
                   "inconclusive: the join never chose an assignor (%s)",

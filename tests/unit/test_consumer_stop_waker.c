@@ -22,14 +22,9 @@
 #include "services/clock.h"
 
 #include "check_main.h"
-#include "config_ok.h"
+#include "mock_consumer.h"
 
 #define RTT_MS 10000
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* -1: the real length; otherwise what the waker is told. */
 static atomic_llong fake_len = -1;
@@ -65,27 +60,10 @@ __wrap_rd_kafka_query_watermark_offsets(rd_kafka_t *rk, const char *topic,
 }
 
 START_TEST(stop_bounded_while_a_wake_up_waits_on_the_broker) {
-    char err[512];
-    rd_kafka_conf_t *pconf = rd_kafka_conf_new();
-    ck_assert_int_eq(
-        rd_kafka_conf_set(pconf, "log_level", "0", err, sizeof err),
-        RD_KAFKA_CONF_OK);
-    rd_kafka_t *prk = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, err, sizeof err);
-    ck_assert_msg(prk != NULL, "%s", err);
-    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(prk, 1);
-    ck_assert_ptr_nonnull(mc);
-    ck_assert_int_eq(rd_kafka_mock_topic_create(mc, "t", 1, 1), 0);
-    char json[1024];
-    snprintf(json, sizeof json,
-             "{\"name\":\"stopwaker\","
-             "\"kafka\":{\"bootstrap_servers\":\"%s\",\"topics\":[\"t\"],"
-             "\"static_membership\":false},"
-             "\"sink\":{\"plugin\":\"sqlite\"},\"mapping\":{\"mode\":\"raw\"}}",
-             rd_kafka_mock_cluster_bootstraps(mc));
+    rd_kafka_t *prk;
+    rd_kafka_mock_cluster_t *mc = tm_test_mock_cluster(&prk);
     static tm_connector c; /* outlives a stop that never returns */
-    memset(&c, 0, sizeof c);
-    c.cfg = tm_test_config_ok(json, "c.json");
-    ck_assert_msg(tm_consumer_start(&c, err, sizeof err) == 0, "%s", err);
+    tm_test_mock_consumer(&c, mc, "stopwaker");
     ck_assert_msg(c.fetch_wake != NULL, "inconclusive: no waker made");
     /* The partition's leader known, so that the request is sent at once. */
     const struct rd_kafka_metadata *md = NULL;
@@ -102,10 +80,10 @@ START_TEST(stop_bounded_while_a_wake_up_waits_on_the_broker) {
         tm_fetch_wake_seen(c.fetch_wake, "t", 0);
     ck_assert_int_eq(tm_fetch_wake_count(c.fetch_wake), 1);
     for (int i = 0; i < 200 && atomic_load(&queries_begun) == 0; i++)
-        sleep_ms(10);
+        tm_test_sleep_ms(10);
     ck_assert_msg(atomic_load(&queries_begun) == 1,
                   "inconclusive: the waker asked nothing");
-    sleep_ms(300); /* the request on the wire */
+    tm_test_sleep_ms(300); /* the request on the wire */
     int64_t t0 = tm_clock_mono_ms();
     tm_consumer_stop(&c, 1500);
     int64_t took = tm_clock_mono_ms() - t0;
