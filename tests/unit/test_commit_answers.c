@@ -290,11 +290,44 @@ START_TEST(test_failed_by_the_host_hands_nothing_more_to_the_sink) {
 }
 END_TEST
 
+/* A record's event carries the time of the poll that brought it. A stop
+ * (SIGTERM, a pause) that comes after that poll is seen before the
+ * record's step, its STOP at the time it is seen: the record's step then
+ * must not go back in time, or the machine refuses it as malformed and
+ * the connector is FAILED by its own stop. */
+START_TEST(test_a_record_polled_before_the_stop_is_not_refused) {
+    connector_start("stopped", NULL);
+    tm_machine *m = c.m;
+    running(m, "g", 0);
+    int64_t polled = tm_now_ms(); /* the poll's clock read */
+    struct timespec ms2 = {0, 2 * 1000000L};
+    nanosleep(&ms2, NULL);
+    atomic_store(&stop, 1); /* the stop watch, meanwhile */
+    ck_assert_msg(tm_now_ms() > polled,
+                  "inconclusive: the clock did not move past the poll");
+    tm_machine_event ev = {0};
+    ev.kind = TM_EV_RECORD;
+    ev.topic = "g";
+    ev.offset = 10;
+    ev.bytes = 10;
+    ev.now_ms = polled;
+    tm_commit_feed(&c, &ev, NULL, NULL);
+    ck_assert_msg(c.machine_stopped,
+                  "inconclusive: the stop was not seen before the record");
+    ck_assert_msg(c.state != TM_CONN_FAILED && !tm_machine_failed(m),
+                  "a record polled before the stop FAILED the connector: %s",
+                  c.last_error);
+    tm_commit_end(&c);
+    free(c.parts);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("commit_answers");
     TCase *tc = tcase_create("commit_answers");
     tcase_add_test(tc, test_answer_reasons_survive_more_answers);
     tcase_add_test(tc, test_failed_by_the_host_hands_nothing_more_to_the_sink);
+    tcase_add_test(tc, test_a_record_polled_before_the_stop_is_not_refused);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
