@@ -56,6 +56,16 @@ static void step(tm_machine *m, tm_machine_event *ev) {
         }
 }
 
+/* A record of 10 bytes at OFFSET of TOPIC:0, at no time read yet. */
+static tm_machine_event record_at(const char *topic, int64_t offset) {
+    tm_machine_event ev = {0};
+    ev.kind = TM_EV_RECORD;
+    ev.topic = topic;
+    ev.offset = offset;
+    ev.bytes = 10;
+    return ev;
+}
+
 static void group(tm_machine *m, tm_machine_event_kind kind, const char *topic,
                   int32_t partition) {
     tm_machine_tp tp = {topic, partition};
@@ -178,11 +188,7 @@ START_TEST(test_answer_reasons_survive_more_answers) {
      * read's is among them (it was a batch waiting out a RETRY before
      * claims made while one waits were paused too). */
     running(m, "g", 0);
-    tm_machine_event rec = {0};
-    rec.kind = TM_EV_RECORD;
-    rec.topic = "g";
-    rec.offset = 10;
-    rec.bytes = 10;
+    tm_machine_event rec = record_at("g", 10);
     step(m, &rec);
     /* a:0, b:0, c:0 claimed since, each with a seek asked again. */
     static const char *const seeking[] = {"a", "b", "c"};
@@ -305,11 +311,7 @@ START_TEST(test_a_record_polled_before_the_stop_is_not_refused) {
     atomic_store(&stop, 1); /* the stop watch, meanwhile */
     ck_assert_msg(tm_now_ms() > polled,
                   "inconclusive: the clock did not move past the poll");
-    tm_machine_event ev = {0};
-    ev.kind = TM_EV_RECORD;
-    ev.topic = "g";
-    ev.offset = 10;
-    ev.bytes = 10;
+    tm_machine_event ev = record_at("g", 10);
     ev.now_ms = polled;
     tm_commit_feed(&c, &ev, NULL, NULL);
     ck_assert_msg(c.machine_stopped,
@@ -322,12 +324,48 @@ START_TEST(test_a_record_polled_before_the_stop_is_not_refused) {
 }
 END_TEST
 
+/* A connector FAILED by an executor of the step that TAKEs a record (a
+ * range's builder out of memory): the TAKE is answered all the same, and
+ * the machine, FAILED by the host before that answer, must not keep the
+ * TAKE out, or the revoke of the consumer's close is refused as malformed
+ * and its refusal replaces the reason the connector FAILED for. */
+static void fail_before_the_take(tm_connector *conn, const tm_answer *a,
+                                 const tm_machine_action *acts, size_t n) {
+    (void)a;
+    int takes = 0;
+    for (size_t i = 0; i < n; i++)
+        takes |= acts[i].kind == TM_ACT_TAKE;
+    ck_assert_msg(takes, "inconclusive: the record's step asked no TAKE");
+    tm_conn_error(conn, 1, "the builder ran out of memory (test)");
+}
+
+START_TEST(test_failed_during_a_take_keeps_its_reason_at_the_revoke) {
+    connector_start("taking", NULL);
+    tm_machine *m = c.m;
+    running(m, "g", 0);
+    tm_machine_event ev = record_at("g", 10);
+    tm_commit_feed(&c, &ev, fail_before_the_take, NULL);
+    ck_assert_msg(
+        c.state == TM_CONN_FAILED && strstr(c.last_error, "(test)") != NULL,
+        "inconclusive: not FAILED by the step's executor: %s", c.last_error);
+    tm_kafka_tp tp = {"g", 0, 0, NULL};
+    tm_commit_on_revoke(&c, &tp, 1, 1);
+    ck_assert_msg(strstr(c.last_error, "(test)") != NULL,
+                  "the revoke replaced the reason of a FAILED connector: %s",
+                  c.last_error);
+    tm_commit_end(&c);
+    free(c.parts);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("commit_answers");
     TCase *tc = tcase_create("commit_answers");
     tcase_add_test(tc, test_answer_reasons_survive_more_answers);
     tcase_add_test(tc, test_failed_by_the_host_hands_nothing_more_to_the_sink);
     tcase_add_test(tc, test_a_record_polled_before_the_stop_is_not_refused);
+    tcase_add_test(tc,
+                   test_failed_during_a_take_keeps_its_reason_at_the_revoke);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
