@@ -521,17 +521,18 @@ static void execute(tm_connector *c, const tm_machine_action *acts, size_t n,
 /* SIGTERM or a pause, seen by the machine before the next event: the
  * batch in flight is finished if it can be within the grace (counted from
  * when the stop was first seen), else abandoned (safe: the markers did not
- * move). Not between a TAKE and its answer. */
-static void see_stop(tm_connector *c, const tm_machine_event *ev) {
+ * move). Not between a TAKE and its answer. 1 when it fed the STOP. */
+static int see_stop(tm_connector *c, const tm_machine_event *ev) {
     if (c->machine_stopped || !atomic_load(c->stop) ||
         ev->kind == TM_EV_TAKEN || ev->kind == TM_EV_RECORD_STOP)
-        return;
+        return 0;
     c->machine_stopped = 1;
     tm_machine_event stop = {0};
     stop.kind = TM_EV_STOP;
     stop.why = tm_stop_kind(c);
     stop.offset = tm_stop_deadline_ms(c);
     tm_commit_feed(c, &stop, NULL, NULL);
+    return 1;
 }
 
 void tm_commit_feed(tm_connector *c, tm_machine_event *ev, tm_answer_hook hook,
@@ -541,8 +542,10 @@ void tm_commit_feed(tm_connector *c, tm_machine_event *ev, tm_answer_hook hook,
      * the sink the batch due behind it. */
     if (c->state == TM_CONN_FAILED && !tm_machine_failed(c->m))
         tm_machine_host_failed(c->m);
-    see_stop(c, ev);
-    if (ev->now_ms == 0) /* not read by the caller just before */
+    /* The time read by the caller just before (a record's poll), unless a
+     * STOP (and what it did) came after it: the machine's time never goes
+     * back. */
+    if (see_stop(c, ev) || ev->now_ms == 0)
         ev->now_ms = tm_now_ms();
     const tm_machine_action *acts;
     size_t n;

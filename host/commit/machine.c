@@ -335,6 +335,13 @@ int tm_machine_step(tm_machine *m, const tm_machine_event *ev,
     if (m->failed && ev->now_ms >= m->now_ms && ev->kind != TM_EV_REVOKED &&
         ev->kind != TM_EV_LOST) {
         m->now_ms = ev->now_ms;
+        /* A TAKE out when the host FAILED the connector is answered all
+         * the same: leaving the group must not find it out. */
+        if (ev->kind == TM_EV_TAKEN || ev->kind == TM_EV_RECORD_STOP)
+            m->take_out = 0;
+        /* ... and the batch the sink applied is applied, quietly. */
+        if (ev->kind == TM_EV_SINK_ANSWER)
+            tm_m_applied_failed(m, ev);
         return 0; /* FAILED: nothing more happens but leaving the group */
     }
     const char *bad = malformed(m, ev);

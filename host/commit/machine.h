@@ -269,7 +269,9 @@ int tm_machine_batch_range(const tm_machine *m, int which, size_t i,
 int tm_machine_failed(const tm_machine *m);
 /* The host failed the connector itself (an executor, the consumer, the
  * rebalance): the machine is FAILED from now on as after its own FAIL
- * (nothing more happens but leaving the group), without an action. */
+ * (nothing more happens but leaving the group), without an action; a
+ * TAKE out is still answered (TAKEN or RECORD_STOP), and the batch at the
+ * sink applied when its answer says so (no action either). */
 void tm_machine_host_failed(tm_machine *m);
 
 /* The earliest now_ms at which a TIMER moves a batch (the one being built

@@ -206,15 +206,14 @@ static void grow_back(tm_machine *m, const mbatch *b) {
         m->batch_cap = 0;
 }
 
-static void applied(tm_machine *m) {
-    mbatch *b = &m->at_sink;
-    grow_back(m, b);
-    m->sink_degraded = 0; /* a committed batch is a sign of recovery */
+/* The partitions of the batch applied at the sink (still ours) committed
+ * to its ends; with EMIT, their group offsets asked. */
+static void advance(tm_machine *m, const mbatch *b, int emit) {
     for (size_t i = 0; i < b->nranges; i++) {
         const mrange *r = &b->ranges[i];
         mpart *p = tm_m_part_of(m, r);
         if (!tm_m_part_owned(p)) {
-            if (MACHINE_MUTANT == 2 &&
+            if (emit && MACHINE_MUTANT == 2 &&
                 (p = tm_m_part(m, r->topic, r->partition)) != NULL)
                 tm_m_emit(m, TM_ACT_COMMIT_OFFSETS, p, r->end, NULL);
             continue; /* revoked or lost while at the sink */
@@ -222,8 +221,22 @@ static void applied(tm_machine *m) {
         if (r->end > p->committed && MACHINE_MUTANT != 1)
             p->committed = r->end;
         /* After the sink, for lag tools only. */
-        tm_m_emit(m, TM_ACT_COMMIT_OFFSETS, p, r->end, NULL);
+        if (emit)
+            tm_m_emit(m, TM_ACT_COMMIT_OFFSETS, p, r->end, NULL);
     }
+}
+
+void tm_m_applied_failed(tm_machine *m, const tm_machine_event *ev) {
+    if (m->at_sink.phase == TM_BATCH_AT_SINK && ev->batch == m->at_sink.id &&
+        (ev->status == TM_OK || ev->status == TM_ALREADY))
+        advance(m, &m->at_sink, 0);
+}
+
+static void applied(tm_machine *m) {
+    mbatch *b = &m->at_sink;
+    grow_back(m, b);
+    m->sink_degraded = 0; /* a committed batch is a sign of recovery */
+    advance(m, b, 1);
     m->conflicts_in_row = 0;
     tm_m_settle(m, 1);
 }

@@ -118,6 +118,9 @@ void tm_m_taken(tm_machine *m, const tm_machine_event *ev);
 void tm_m_record_stop(tm_machine *m, const tm_machine_event *ev);
 void tm_m_dlq_sent(tm_machine *m, const tm_machine_event *ev);
 void tm_m_answer(tm_machine *m, const tm_machine_event *ev);
+/* FAILED (by the host) with the batch at the sink, which applied it:
+ * its partitions committed to its ends, no action. */
+void tm_m_applied_failed(tm_machine *m, const tm_machine_event *ev);
 void tm_m_batch_timer(tm_machine *m);
 
 /* machine_part.c */

@@ -11,6 +11,7 @@
  * plugin: the sink is a table of functions here, the machine is driven to that
  * state directly. */
 #include <check.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,16 @@ static void step(tm_machine *m, tm_machine_event *ev) {
             step(m, &t);
             return;
         }
+}
+
+/* A record of 10 bytes at OFFSET of TOPIC:0, at no time read yet. */
+static tm_machine_event record_at(const char *topic, int64_t offset) {
+    tm_machine_event ev = {0};
+    ev.kind = TM_EV_RECORD;
+    ev.topic = topic;
+    ev.offset = offset;
+    ev.bytes = 10;
+    return ev;
 }
 
 static void group(tm_machine *m, tm_machine_event_kind kind, const char *topic,
@@ -178,11 +189,7 @@ START_TEST(test_answer_reasons_survive_more_answers) {
      * read's is among them (it was a batch waiting out a RETRY before
      * claims made while one waits were paused too). */
     running(m, "g", 0);
-    tm_machine_event rec = {0};
-    rec.kind = TM_EV_RECORD;
-    rec.topic = "g";
-    rec.offset = 10;
-    rec.bytes = 10;
+    tm_machine_event rec = record_at("g", 10);
     step(m, &rec);
     /* a:0, b:0, c:0 claimed since, each with a seek asked again. */
     static const char *const seeking[] = {"a", "b", "c"};
@@ -251,17 +258,15 @@ static void nothing_asked(tm_connector *conn, const tm_answer *a,
  * and batch 2 is due behind it: batch 1's answer hands nothing more to
  * the sink. (The machine used to learn of the failure only from its own
  * FAIL, and answered batch 1's OK with batch 2's SINK_COMMIT.) */
-START_TEST(test_failed_by_the_host_hands_nothing_more_to_the_sink) {
-    connector_start("failed", NULL);
+/* Connector NAME FAILED by the host (the consumer's error) while batch 1
+ * (g:0 at 10) is at the sink and batch 2 is due behind it: batch 1. */
+static tm_machine_batch_view failed_with_a_batch_at_the_sink(const char *name) {
+    connector_start(name, NULL);
     tm_machine *m = c.m;
     running(m, "g", 0);
     tm_machine_event ev = {0};
     for (int64_t off = 10; off < 12; off++) { /* batch 1, then batch 2 */
-        memset(&ev, 0, sizeof ev);
-        ev.kind = TM_EV_RECORD;
-        ev.topic = "g";
-        ev.offset = off;
-        ev.bytes = 10;
+        ev = record_at("g", off);
         step(m, &ev);
         memset(&ev, 0, sizeof ev);
         ev.kind = TM_EV_BATCH_DUE;
@@ -275,16 +280,112 @@ START_TEST(test_failed_by_the_host_hands_nothing_more_to_the_sink) {
 
     tm_conn_error(&c, 1, "the consumer's log moved (test)");
     ck_assert_int_eq(c.state, TM_CONN_FAILED);
+    return out;
+}
+
+/* The sink's answer of batch OUT, fed as the commit loop collects it. */
+static void sink_answered(const tm_machine_batch_view *out, tm_status st,
+                          tm_answer_hook hook) {
     tm_answer a;
     tm_answer_init(&a, TM_EV_SINK_ANSWER);
-    a.ev.batch = out.id;
-    a.ev.status = TM_OK;
-    steps_seen = 0;
-    tm_commit_feed(&c, &a.ev, nothing_asked, &a);
+    a.ev.batch = out->id;
+    a.ev.status = st;
+    tm_commit_feed(&c, &a.ev, hook, &a);
     tm_answer_free(&a);
+}
+
+START_TEST(test_failed_by_the_host_hands_nothing_more_to_the_sink) {
+    tm_machine_batch_view out = failed_with_a_batch_at_the_sink("failed");
+    steps_seen = 0;
+    sink_answered(&out, TM_OK, nothing_asked);
     ck_assert_int_eq(steps_seen, 1);
-    ck_assert(tm_machine_failed(m));
+    ck_assert(tm_machine_failed(c.m));
     ck_assert_msg(strstr(c.last_error, "(test)") != NULL, "%s", c.last_error);
+    tm_commit_end(&c);
+    free(c.parts);
+}
+END_TEST
+
+/* ... and the batch the sink applied all the same is applied in the
+ * machine's view, which the status shows as each partition's next_offset
+ * ("the sink's marker as last committed", docs/operations.md). */
+START_TEST(test_failed_by_the_host_shows_the_batch_the_sink_applied) {
+    tm_machine_batch_view out = failed_with_a_batch_at_the_sink("applied");
+    tm_range r;
+    ck_assert_int_eq(tm_machine_batch_range(c.m, 1, 0, &r), 0);
+    tm_machine_part_view v;
+    tm_machine_part(c.m, "g", 0, &v);
+    ck_assert_msg(v.committed < r.end_offset,
+                  "inconclusive: batch 1 moves nothing (%" PRId64 ")",
+                  v.committed);
+    sink_answered(&out, TM_OK, NULL);
+    tm_machine_part(c.m, "g", 0, &v);
+    ck_assert_msg(v.committed == r.end_offset,
+                  "the sink applied g:0 up to %" PRId64
+                  ", a FAILED connector shows %" PRId64,
+                  r.end_offset, v.committed);
+    tm_commit_end(&c);
+    free(c.parts);
+}
+END_TEST
+
+/* A record's event carries the time of the poll that brought it. A stop
+ * (SIGTERM, a pause) that comes after that poll is seen before the
+ * record's step, its STOP at the time it is seen: the record's step then
+ * must not go back in time, or the machine refuses it as malformed and
+ * the connector is FAILED by its own stop. */
+START_TEST(test_a_record_polled_before_the_stop_is_not_refused) {
+    connector_start("stopped", NULL);
+    tm_machine *m = c.m;
+    running(m, "g", 0);
+    int64_t polled = tm_now_ms(); /* the poll's clock read */
+    struct timespec ms2 = {0, 2 * 1000000L};
+    nanosleep(&ms2, NULL);
+    atomic_store(&stop, 1); /* the stop watch, meanwhile */
+    ck_assert_msg(tm_now_ms() > polled,
+                  "inconclusive: the clock did not move past the poll");
+    tm_machine_event ev = record_at("g", 10);
+    ev.now_ms = polled;
+    tm_commit_feed(&c, &ev, NULL, NULL);
+    ck_assert_msg(c.machine_stopped,
+                  "inconclusive: the stop was not seen before the record");
+    ck_assert_msg(c.state != TM_CONN_FAILED && !tm_machine_failed(m),
+                  "a record polled before the stop FAILED the connector: %s",
+                  c.last_error);
+    tm_commit_end(&c);
+    free(c.parts);
+}
+END_TEST
+
+/* A connector FAILED by an executor of the step that TAKEs a record (a
+ * range's builder out of memory): the TAKE is answered all the same, and
+ * the machine, FAILED by the host before that answer, must not keep the
+ * TAKE out, or the revoke of the consumer's close is refused as malformed
+ * and its refusal replaces the reason the connector FAILED for. */
+static void fail_before_the_take(tm_connector *conn, const tm_answer *a,
+                                 const tm_machine_action *acts, size_t n) {
+    (void)a;
+    int takes = 0;
+    for (size_t i = 0; i < n; i++)
+        takes |= acts[i].kind == TM_ACT_TAKE;
+    ck_assert_msg(takes, "inconclusive: the record's step asked no TAKE");
+    tm_conn_error(conn, 1, "the builder ran out of memory (test)");
+}
+
+START_TEST(test_failed_during_a_take_keeps_its_reason_at_the_revoke) {
+    connector_start("taking", NULL);
+    tm_machine *m = c.m;
+    running(m, "g", 0);
+    tm_machine_event ev = record_at("g", 10);
+    tm_commit_feed(&c, &ev, fail_before_the_take, NULL);
+    ck_assert_msg(
+        c.state == TM_CONN_FAILED && strstr(c.last_error, "(test)") != NULL,
+        "inconclusive: not FAILED by the step's executor: %s", c.last_error);
+    tm_kafka_tp tp = {"g", 0, 0, NULL};
+    tm_commit_on_revoke(&c, &tp, 1, 1);
+    ck_assert_msg(strstr(c.last_error, "(test)") != NULL,
+                  "the revoke replaced the reason of a FAILED connector: %s",
+                  c.last_error);
     tm_commit_end(&c);
     free(c.parts);
 }
@@ -295,6 +396,11 @@ int main(void) {
     TCase *tc = tcase_create("commit_answers");
     tcase_add_test(tc, test_answer_reasons_survive_more_answers);
     tcase_add_test(tc, test_failed_by_the_host_hands_nothing_more_to_the_sink);
+    tcase_add_test(tc,
+                   test_failed_by_the_host_shows_the_batch_the_sink_applied);
+    tcase_add_test(tc, test_a_record_polled_before_the_stop_is_not_refused);
+    tcase_add_test(tc,
+                   test_failed_during_a_take_keeps_its_reason_at_the_revoke);
     suite_add_tcase(s, tc);
     return tm_check_run(s, 1);
 }
