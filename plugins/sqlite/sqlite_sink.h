@@ -149,6 +149,11 @@ typedef struct sq_sink {
      * whether the table and the target statements fit them
      * (tidemark/columns.h, tm_columns_follow). */
     int schema_cols;
+    /* Upsert into a table keyed by its INTEGER PRIMARY KEY declared NOT
+     * NULL: SQLite's message refusing a null key, which the sink gives
+     * itself (the rowid would take the next number); "" otherwise
+     * (sq_shape_check). */
+    char null_key_detail[TM_ERROR_MAX];
     tm_sink_config own;
     tm_columns_follow follow;
     sq_keyset keys; /* dedup_keys "memory" */

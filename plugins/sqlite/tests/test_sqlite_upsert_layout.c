@@ -1,0 +1,302 @@
+/* Upsert's table layout: a table the sink makes for one required integer
+ * key column keys its rows by it (the column is the rowid: INTEGER
+ * PRIMARY KEY, no second index), and the same batches give the same rows,
+ * dead letters and markers as in a table of the layout made before (a
+ * rowid of its own and a unique index on the key), which keeps working.
+ * The database is read back with libsqlite3 directly. */
+#include <check.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "fixture.h"
+#include "services/host_services.h"
+
+static void setup(void) {
+    char why[FX_WHY_MAX];
+    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
+}
+
+static void teardown(void) {
+    fx_rmdir();
+}
+
+/* ---- the database, directly --------------------------------------------- */
+
+static void exec_on(const char *path, const char *sql) {
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* One integer from SQL on the database at PATH (which becomes the
+ * fixture's). */
+static int64_t int_on(const char *path, const char *sql) {
+    char why[FX_WHY_MAX];
+    int64_t v = 0;
+    if (path != fx_db_path)
+        snprintf(fx_db_path, sizeof fx_db_path, "%s", path);
+    ck_assert_msg(fx_sql_int(sql, &v, why, sizeof why) == SQLITE_OK, "%s: %s",
+                  sql, why);
+    return v;
+}
+
+/* Every row of SQL's result as text, columns '|'-separated, rows by '\n'
+ * (NULL reads "NULL"), into a buffer the caller frees. */
+static char *dump_on(const char *path, const char *sql) {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(db));
+    size_t cap = 4096, len = 0;
+    char *out = calloc(1, cap);
+    ck_assert_ptr_nonnull(out);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const char *v = (const char *)sqlite3_column_text(st, i);
+            size_t need = strlen(v ? v : "NULL") + 2;
+            if (len + need + 1 > cap) {
+                cap = 2 * (len + need + 1);
+                out = realloc(out, cap);
+                ck_assert_ptr_nonnull(out);
+            }
+            len +=
+                (size_t)snprintf(out + len, cap - len, "%s%s", v ? v : "NULL",
+                                 i + 1 < sqlite3_column_count(st) ? "|" : "\n");
+        }
+    }
+    ck_assert_int_eq(rc, SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+}
+
+/* ---- batches ------------------------------------------------------------ */
+
+#define NULL_ID INT64_MIN /* the record's id is null */
+
+typedef struct ev {
+    int64_t id;
+    const char *body; /* NULL: null */
+    uint32_t op;
+} ev;
+
+typedef struct batch {
+    tm_batch b;
+    tm_range range;
+    tm_record records[16];
+    tm_value values[16][2];
+    char id[32];
+} batch;
+
+/* Records at offsets start.. of partition 0 of topic "t". */
+static void batch_make(batch *bt, int64_t start, int64_t epoch, const ev *evs,
+                       size_t n) {
+    static int seq;
+    ck_assert_uint_le(n, 16);
+    memset(bt, 0, sizeof *bt);
+    snprintf(bt->id, sizeof bt->id, "layout-%d", ++seq);
+    bt->range = (tm_range){.struct_size = sizeof(tm_range),
+                           .topic = "t",
+                           .partition = 0,
+                           .start_offset = start,
+                           .end_offset = start + (int64_t)n,
+                           .epoch = epoch};
+    for (size_t i = 0; i < n; i++) {
+        bt->values[i][0] = (tm_value){.struct_size = sizeof(tm_value),
+                                      .is_null = evs[i].id == NULL_ID,
+                                      .v.i = evs[i].id};
+        bt->values[i][1] = (tm_value){.struct_size = sizeof(tm_value),
+                                      .is_null = !evs[i].body};
+        bt->values[i][1].v.s.ptr = evs[i].body;
+        bt->values[i][1].v.s.len = evs[i].body ? strlen(evs[i].body) : 0;
+        bt->records[i] = (tm_record){.struct_size = sizeof(tm_record),
+                                     .range = 0,
+                                     .offset = start + (int64_t)i,
+                                     .timestamp_ms = 1700000000000 + (int64_t)i,
+                                     .value = "{}",
+                                     .value_len = 2,
+                                     .values = bt->values[i],
+                                     .op = evs[i].op};
+    }
+    bt->b = (tm_batch){.struct_size = sizeof(tm_batch),
+                       .connector = "unit",
+                       .batch_id = bt->id,
+                       .ranges = &bt->range,
+                       .nranges = 1,
+                       .records = bt->records,
+                       .nrecords = n};
+}
+
+/* The table of the layout the sink made before: a rowid of its own and
+ * the unique index on the key. */
+static const char OLD_LAYOUT[] =
+    "CREATE TABLE t (\"id\" INTEGER NOT NULL, \"body\" TEXT, _tm_topic TEXT "
+    "NOT NULL, _tm_partition INTEGER NOT NULL, _tm_offset INTEGER NOT NULL, "
+    "_tm_identity TEXT); CREATE UNIQUE INDEX \"t_tm_key\" ON \"t\" (\"id\");";
+
+/* A row the table refuses for its content, in both layouts. */
+static const char REFUSE[] =
+    "CREATE TRIGGER t_refuse BEFORE INSERT ON t WHEN NEW.body = 'refuse' "
+    "BEGIN SELECT RAISE(ABORT, 'body refused'); END;";
+
+/* Commits BATCHES into a fresh sink on PATH (the table made by the sink,
+ * or before it with OLD_LAYOUT when old) in upsert mode, FLAGS its
+ * config's. */
+static void run_on(const char *path, int old, uint32_t flags,
+                   const ev *const *batches, const size_t *sizes, size_t n) {
+    char why[FX_WHY_MAX];
+    if (path != fx_db_path)
+        snprintf(fx_db_path, sizeof fx_db_path, "%s", path);
+    if (old)
+        exec_on(path, OLD_LAYOUT);
+    fx_conf c;
+    ck_assert_msg(fx_conf_init(&c, "\"mode\": \"upsert\"", why, sizeof why) ==
+                      0,
+                  "%s", why);
+    c.config.flags = flags;
+    void *sink = NULL;
+    ck_assert_msg(fx_open(&c, &sink, why, sizeof why) == TM_OK, "%s", why);
+    exec_on(path, REFUSE);
+    tm_marker m;
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    int64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        batch bt;
+        batch_make(&bt, at, m.epoch, batches[i], sizes[i]);
+        at += (int64_t)sizes[i];
+        tm_error err = {sizeof err, ""};
+        tm_status r = fx_api->commit(sink, &bt.b, &err);
+        ck_assert_msg(r == TM_OK, "commit %zu on %s: %s: %s", i, path,
+                      tm_status_name(r), err.message);
+    }
+    fx_api->close(sink);
+    fx_conf_done(&c);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+/* The table made for a required integer key keys its rows by it. */
+START_TEST(new_upsert_table_is_keyed_by_its_integer_key) {
+    static const ev b1[] = {{1, "a", 0}};
+    const ev *const bs[] = {b1};
+    const size_t ns[] = {1};
+    run_on(fx_db_path, 0, 0, bs, ns, 1);
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT count(*) FROM sqlite_schema "
+                                        "WHERE type = 'index' AND tbl_name = "
+                                        "'t'"),
+                     0);
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT pk FROM pragma_table_info('t') "
+                                        "WHERE name = 'id'"),
+                     1);
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT rowid FROM t WHERE id = 1"), 1);
+}
+END_TEST
+
+/* The same batches, _i 0 plain upsert, 1 change events (deletes, the key
+ * columns set too): the table the sink makes and the layout made before
+ * end with the same rows, dead letters and markers. */
+START_TEST(upsert_layouts_agree) {
+    const int cdc = _i;
+    const uint32_t D = cdc ? TM_OP_DELETE : TM_OP_UPSERT;
+    /* in-batch repeats, a refused row, a null key, a large and a negative
+     * key */
+    static const ev b1[] = {
+        {1, "a", 0},       {2, "b", 0},    {1, "a2", 0},
+        {3, "refuse", 0},  {4, "d", 0},    {INT64_MAX, "m", 0},
+        {NULL_ID, "n", 0}, {-5, "neg", 0}, {2, NULL, 0}};
+    /* updates, a delete and a re-insert of one key in one batch, a delete
+     * of a key never stored, a refused update */
+    const ev b2[] = {{2, "b2", 0},      {4, NULL, D}, {1, NULL, D},
+                     {1, "a3", 0},      {9, NULL, D}, {3, "c", 0},
+                     {-5, "refuse", 0}, {4, "d2", 0}, {4, NULL, D},
+                     {6, "f", 0},       {6, "f2", 0}};
+    /* a repeat after a delete in an earlier batch; the last event wins */
+    const ev b3[] = {{4, "d3", 0}, {1, "a4", 0}, {1, "a5", 0}};
+    const ev *const bs[] = {b1, b2, b3};
+    const size_t ns[] = {sizeof b1 / sizeof b1[0], sizeof b2 / sizeof b2[0],
+                         sizeof b3 / sizeof b3[0]};
+    char newp[600], oldp[600];
+    snprintf(newp, sizeof newp, "%s/new.db", fx_dir);
+    snprintf(oldp, sizeof oldp, "%s/old.db", fx_dir);
+    uint32_t flags = cdc ? TM_CONFIG_CDC : 0;
+    run_on(newp, 0, flags, bs, ns, 3);
+    run_on(oldp, 1, flags, bs, ns, 3);
+    static const char *const Q[] = {
+        "SELECT id, typeof(id), body, _tm_topic, _tm_partition, _tm_offset, "
+        "_tm_identity FROM t ORDER BY id",
+        "SELECT \"offset\", reason, detail FROM tidemark_dead_letters ORDER BY "
+        "\"offset\"",
+        "SELECT next_offset, rows, dead_letters, duplicates FROM "
+        "tidemark_markers"};
+    for (size_t q = 0; q < sizeof Q / sizeof Q[0]; q++) {
+        char *a = dump_on(newp, Q[q]), *b = dump_on(oldp, Q[q]);
+        ck_assert_msg(strcmp(a, b) == 0, "%s\nnew layout:\n%sold layout:\n%s",
+                      Q[q], a, b);
+        free(a);
+        free(b);
+    }
+    /* what the batches meant, read from the old layout */
+    ck_assert_int_eq(int_on(oldp, "SELECT count(*) FROM tidemark_dead_letters "
+                                  "WHERE reason = 'rejected'"),
+                     3);
+    ck_assert_int_eq(
+        int_on(oldp, "SELECT count(*) FROM t WHERE id = 1 AND body = 'a5'"), 1);
+    ck_assert_int_eq(int_on(oldp, "SELECT count(*) FROM t WHERE id = 4"), 1);
+    /* each kept its layout */
+    ck_assert_int_eq(int_on(oldp, "SELECT count(*) FROM sqlite_schema WHERE "
+                                  "name = 't_tm_key'"),
+                     1);
+    ck_assert_int_eq(int_on(newp, "SELECT count(*) FROM sqlite_schema WHERE "
+                                  "type = 'index' AND tbl_name = 't'"),
+                     0);
+}
+END_TEST
+
+/* A reopened sink finds the table it made complete: no unique index is
+ * added beside the key it already has. */
+START_TEST(reopen_adds_no_index_to_the_keyed_table) {
+    static const ev b1[] = {{1, "a", 0}};
+    const ev *const bs[] = {b1};
+    const size_t ns[] = {1};
+    char why[FX_WHY_MAX];
+    run_on(fx_db_path, 0, 0, bs, ns, 1);
+    fx_conf c;
+    ck_assert_msg(fx_conf_init(&c, "\"mode\": \"upsert\"", why, sizeof why) ==
+                      0,
+                  "%s", why);
+    void *sink = NULL;
+    ck_assert_msg(fx_open(&c, &sink, why, sizeof why) == TM_OK, "%s", why);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT count(*) FROM sqlite_schema "
+                                        "WHERE type = 'index' AND tbl_name = "
+                                        "'t'"),
+                     0);
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT count(*) FROM t"), 1);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("sqlite_upsert_layout");
+    TCase *tc = tcase_create("layout");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, new_upsert_table_is_keyed_by_its_integer_key);
+    tcase_add_loop_test(tc, upsert_layouts_agree, 0, 2);
+    tcase_add_test(tc, reopen_adds_no_index_to_the_keyed_table);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_check_run(suite(), 1);
+}
