@@ -452,9 +452,27 @@ static const found_col *find_col(const found_col *f, size_t n,
     return NULL;
 }
 
-/* The table's INTEGER PRIMARY KEY when it is the mapping's one key
- * column, or NULL. It has no index of its own (in a rowid table it is the
+/* The table's INTEGER PRIMARY KEY when it is one of the mapping's
+ * columns, or NULL. It has no index of its own (in a rowid table it is the
  * rowid). */
+static const found_col *integer_pk_mapped(const sq_sink *s, const found_col *f,
+                                          size_t n) {
+    size_t npk = 0;
+    const found_col *pk = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (f[i].pk)
+            npk++, pk = &f[i];
+    if (npk != 1 || strcasecmp(pk->decl, "INTEGER") != 0)
+        return NULL;
+    for (size_t i = 0; i < s->config->ncolumns; i++)
+        if (strcasecmp(TM_CELEM(tm_column, s->config->columns, i)->name,
+                       pk->name) == 0)
+            return pk;
+    return NULL;
+}
+
+/* The table's INTEGER PRIMARY KEY when it is the mapping's one key
+ * column, or NULL. */
 static const found_col *integer_pk_key(const sq_sink *s, const found_col *f,
                                        size_t n) {
     size_t nkeys = 0;
@@ -464,27 +482,26 @@ static const found_col *integer_pk_key(const sq_sink *s, const found_col *f,
         if (c->key)
             nkeys++, key = c;
     }
-    size_t npk = 0;
-    const found_col *pk = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (f[i].pk)
-            npk++, pk = &f[i];
-    return nkeys == 1 && npk == 1 && strcasecmp(pk->decl, "INTEGER") == 0 &&
-                   strcasecmp(key->name, pk->name) == 0
-               ? pk
-               : NULL;
+    const found_col *pk = integer_pk_mapped(s, f, n);
+    return nkeys == 1 && pk && strcasecmp(key->name, pk->name) == 0 ? pk : NULL;
 }
 
-/* 1 when the target table exists keyed by its INTEGER PRIMARY KEY on the
- * key column (integer_pk_key): it needs no unique index beside it. 0 when
- * not, or on any error (then the DDL's IF NOT EXISTS decides). */
+/* 1 when the target table exists keyed by its INTEGER PRIMARY KEY on a
+ * mapped column: no unique index is added beside it. On the key column
+ * (integer_pk_key) it needs none; on another (the table was made keyed by
+ * a column the mapping no longer keys by) the table keeps its key, as a
+ * table keeps its unique index, and sq_shape_check refuses the mapping: an
+ * index on the new key would make every record whose old key another row
+ * holds a dead letter. A table whose INTEGER PRIMARY KEY is not mapped (a
+ * rowid of its own, named) is given the index. 0 when not, or on any
+ * error (then the DDL's IF NOT EXISTS decides). */
 static int table_keyed_by_pk(sq_sink *s) {
     found_col *f;
     size_t n;
     sq_buf shape = {0};
     int rc = read_columns(s, &f, &n, &shape);
     int keyed = rc == SQLITE_OK && s->set.mode == SQ_UPSERT &&
-                integer_pk_key(s, f, n) != NULL;
+                integer_pk_mapped(s, f, n) != NULL;
     sq_buf_free(&shape);
     free_columns(f, n);
     return keyed;

@@ -82,7 +82,8 @@ static char *dump_on(const char *path, const char *sql) {
 
 /* ---- batches ------------------------------------------------------------ */
 
-#define NULL_ID INT64_MIN /* the record's id is null */
+/* in ev.op beside the record's op: its id is null (any id is a key) */
+#define NULL_ID 0x80000000u
 
 typedef struct ev {
     int64_t id;
@@ -113,7 +114,7 @@ static void batch_make(batch *bt, int64_t start, int64_t epoch, const ev *evs,
                            .epoch = epoch};
     for (size_t i = 0; i < n; i++) {
         bt->values[i][0] = (tm_value){.struct_size = sizeof(tm_value),
-                                      .is_null = evs[i].id == NULL_ID,
+                                      .is_null = (evs[i].op & NULL_ID) != 0,
                                       .v.i = evs[i].id};
         bt->values[i][1] = (tm_value){.struct_size = sizeof(tm_value),
                                       .is_null = !evs[i].body};
@@ -126,7 +127,7 @@ static void batch_make(batch *bt, int64_t start, int64_t epoch, const ev *evs,
                                      .value = "{}",
                                      .value_len = 2,
                                      .values = bt->values[i],
-                                     .op = evs[i].op};
+                                     .op = evs[i].op & ~NULL_ID};
     }
     bt->b = (tm_batch){.struct_size = sizeof(tm_batch),
                        .connector = "unit",
@@ -183,6 +184,32 @@ static void run_on(const char *path, int old, uint32_t flags,
     fx_conf_done(&c);
 }
 
+/* Commits the same BATCHES (FLAGS as run_on's) into NEWP, a table the
+ * sink makes, and OLDP, the layout made before (file names in fx_dir,
+ * the paths back in NEWP and OLDP), and checks that both end with the
+ * same rows, dead letters and markers. */
+static void run_both(char newp[600], char oldp[600], uint32_t flags,
+                     const ev *const *batches, const size_t *sizes, size_t n) {
+    snprintf(newp, 600, "%s/new.db", fx_dir);
+    snprintf(oldp, 600, "%s/old.db", fx_dir);
+    run_on(newp, 0, flags, batches, sizes, n);
+    run_on(oldp, 1, flags, batches, sizes, n);
+    static const char *const Q[] = {
+        "SELECT id, typeof(id), body, _tm_topic, _tm_partition, _tm_offset, "
+        "_tm_identity FROM t ORDER BY id",
+        "SELECT \"offset\", reason, detail FROM tidemark_dead_letters ORDER BY "
+        "\"offset\"",
+        "SELECT next_offset, rows, dead_letters, duplicates FROM "
+        "tidemark_markers"};
+    for (size_t q = 0; q < sizeof Q / sizeof Q[0]; q++) {
+        char *a = dump_on(newp, Q[q]), *b = dump_on(oldp, Q[q]);
+        ck_assert_msg(strcmp(a, b) == 0, "%s\nnew layout:\n%sold layout:\n%s",
+                      Q[q], a, b);
+        free(a);
+        free(b);
+    }
+}
+
 /* ---- tests -------------------------------------------------------------- */
 
 /* The table made for a required integer key keys its rows by it. */
@@ -213,7 +240,7 @@ START_TEST(upsert_layouts_agree) {
     static const ev b1[] = {
         {1, "a", 0},       {2, "b", 0},    {1, "a2", 0},
         {3, "refuse", 0},  {4, "d", 0},    {INT64_MAX, "m", 0},
-        {NULL_ID, "n", 0}, {-5, "neg", 0}, {2, NULL, 0}};
+        {0, "n", NULL_ID}, {-5, "neg", 0}, {2, NULL, 0}};
     /* updates, a delete and a re-insert of one key in one batch, a delete
      * of a key never stored, a refused update */
     const ev b2[] = {{2, "b2", 0},      {4, NULL, D}, {1, NULL, D},
@@ -226,25 +253,7 @@ START_TEST(upsert_layouts_agree) {
     const size_t ns[] = {sizeof b1 / sizeof b1[0], sizeof b2 / sizeof b2[0],
                          sizeof b3 / sizeof b3[0]};
     char newp[600], oldp[600];
-    snprintf(newp, sizeof newp, "%s/new.db", fx_dir);
-    snprintf(oldp, sizeof oldp, "%s/old.db", fx_dir);
-    uint32_t flags = cdc ? TM_CONFIG_CDC : 0;
-    run_on(newp, 0, flags, bs, ns, 3);
-    run_on(oldp, 1, flags, bs, ns, 3);
-    static const char *const Q[] = {
-        "SELECT id, typeof(id), body, _tm_topic, _tm_partition, _tm_offset, "
-        "_tm_identity FROM t ORDER BY id",
-        "SELECT \"offset\", reason, detail FROM tidemark_dead_letters ORDER BY "
-        "\"offset\"",
-        "SELECT next_offset, rows, dead_letters, duplicates FROM "
-        "tidemark_markers"};
-    for (size_t q = 0; q < sizeof Q / sizeof Q[0]; q++) {
-        char *a = dump_on(newp, Q[q]), *b = dump_on(oldp, Q[q]);
-        ck_assert_msg(strcmp(a, b) == 0, "%s\nnew layout:\n%sold layout:\n%s",
-                      Q[q], a, b);
-        free(a);
-        free(b);
-    }
+    run_both(newp, oldp, cdc ? TM_CONFIG_CDC : 0, bs, ns, 3);
     /* what the batches meant, read from the old layout */
     ck_assert_int_eq(int_on(oldp, "SELECT count(*) FROM tidemark_dead_letters "
                                   "WHERE reason = 'rejected'"),
@@ -286,6 +295,105 @@ START_TEST(reopen_adds_no_index_to_the_keyed_table) {
 }
 END_TEST
 
+/* The ends of the key's range and the keys around 0 (a rowid takes any
+ * 64-bit value), updated in a later batch, and a null key once the
+ * largest is stored (where the rowid would take a random free number):
+ * the same rows, dead letters and markers in either layout; _i as
+ * upsert_layouts_agree's. */
+START_TEST(extreme_keys_agree) {
+    const int cdc = _i;
+    const uint32_t D = cdc ? TM_OP_DELETE : TM_OP_UPSERT;
+    static const ev b1[] = {{INT64_MIN, "min", 0}, {INT64_MIN + 1, "min1", 0},
+                            {-1, "m1", 0},         {0, "zero", 0},
+                            {INT64_MAX, "max", 0}, {1, "one", 0}};
+    const ev b2[] = {{0, "n", NULL_ID},        {INT64_MIN, "min2", 0},
+                     {0, "zero2", 0},          {INT64_MAX, "max2", 0},
+                     {INT64_MIN + 1, NULL, D}, {-1, "m12", 0},
+                     {0, "n2", NULL_ID}};
+    const ev *const bs[] = {b1, b2};
+    const size_t ns[] = {sizeof b1 / sizeof b1[0], sizeof b2 / sizeof b2[0]};
+    char newp[600], oldp[600];
+    run_both(newp, oldp, cdc ? TM_CONFIG_CDC : 0, bs, ns, 2);
+    /* what the batches meant: each key once, its last body */
+    ck_assert_int_eq(
+        int_on(newp, "SELECT count(*) FROM t WHERE id = -9223372036854775807 "
+                     "- 1 AND body = 'min2'"),
+        1);
+    ck_assert_int_eq(int_on(newp, "SELECT count(*) FROM t WHERE id = "
+                                  "9223372036854775807 AND body = 'max2'"),
+                     1);
+    ck_assert_int_eq(int_on(newp, "SELECT count(*) FROM t"), cdc ? 5 : 6);
+    ck_assert_int_eq(int_on(newp, "SELECT count(*) FROM tidemark_dead_letters "
+                                  "WHERE reason = 'rejected'"),
+                     2);
+}
+END_TEST
+
+/* A table keyed by the key the mapping had keeps it: reopened with the
+ * key on another mapped column (a key change the host refused, then a
+ * restart with the new mapping), open is refused as it is for a table
+ * keeping its unique index, and no index is added on the new key
+ * (upserting by it would turn every record whose old key is taken into
+ * a dead letter). _i 0: the table the sink makes, 1: the layout made
+ * before. */
+START_TEST(key_change_is_refused_in_either_layout) {
+    static const ev b1[] = {{1, "a", 0}, {2, "b", 0}};
+    const ev *const bs[] = {b1};
+    const size_t ns[] = {2};
+    char why[FX_WHY_MAX];
+    run_on(fx_db_path, _i, 0, bs, ns, 1);
+    /* the same columns, keyed by body now */
+    static const tm_column BY_BODY[] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 1, 0},
+        {sizeof(tm_column), "body", TM_TYPE_TEXT, 1, 1},
+    };
+    fx_conf c;
+    ck_assert_msg(fx_conf_init(&c, "\"mode\": \"upsert\"", why, sizeof why) ==
+                      0,
+                  "%s", why);
+    c.config.columns = BY_BODY;
+    c.config.ncolumns = 2;
+    void *sink = NULL;
+    tm_status r = fx_open(&c, &sink, why, sizeof why);
+    if (sink)
+        fx_api->close(sink);
+    fx_conf_done(&c);
+    ck_assert_msg(r == TM_INVALID &&
+                      strstr(why, "needs a UNIQUE index on exactly the key "
+                                  "columns"),
+                  "open keyed by body: %s: %s", tm_status_name(r),
+                  r == TM_OK ? "opened" : why);
+    ck_assert_int_eq(
+        int_on(fx_db_path, "SELECT count(*) FROM pragma_index_list('t') AS il, "
+                           "pragma_index_info(il.name) AS ii WHERE ii.name = "
+                           "'body'"),
+        0);
+}
+END_TEST
+
+/* A table made by hand with a rowid of its own, named (an INTEGER PRIMARY
+ * KEY the mapping does not map), is given the unique index on the key at
+ * open, and upserts by it. */
+START_TEST(unmapped_integer_primary_key_gets_the_key_index) {
+    exec_on(fx_db_path,
+            "CREATE TABLE t (rid INTEGER PRIMARY KEY, \"id\" INTEGER NOT NULL, "
+            "\"body\" TEXT, _tm_topic TEXT NOT NULL, _tm_partition INTEGER "
+            "NOT NULL, _tm_offset INTEGER NOT NULL, _tm_identity TEXT);");
+    static const ev b1[] = {{7, "a", 0}, {7, "b", 0}, {8, "c", 0}};
+    const ev *const bs[] = {b1};
+    const size_t ns[] = {3};
+    run_on(fx_db_path, 0, 0, bs, ns, 1);
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT count(*) FROM sqlite_schema "
+                                        "WHERE name = 't_tm_key'"),
+                     1);
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT count(*) FROM t"), 2);
+    ck_assert_int_eq(
+        int_on(fx_db_path,
+               "SELECT count(*) FROM t WHERE id = 7 AND body = 'b'"),
+        1);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_upsert_layout");
     TCase *tc = tcase_create("layout");
@@ -293,6 +401,9 @@ static Suite *suite(void) {
     tcase_add_test(tc, new_upsert_table_is_keyed_by_its_integer_key);
     tcase_add_loop_test(tc, upsert_layouts_agree, 0, 2);
     tcase_add_test(tc, reopen_adds_no_index_to_the_keyed_table);
+    tcase_add_loop_test(tc, extreme_keys_agree, 0, 2);
+    tcase_add_loop_test(tc, key_change_is_refused_in_either_layout, 0, 2);
+    tcase_add_test(tc, unmapped_integer_primary_key_gets_the_key_index);
     suite_add_tcase(s, tc);
     return s;
 }
