@@ -176,16 +176,11 @@ static int delete_row(sq_run *x, const tm_record *r) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* 1 when record R has a null key where the table's key is its rowid
+/* 1 when record R has a null in the column that is the table's rowid
  * (s->null_key_detail): refused as a NOT NULL column refuses it. */
 static int null_key(const sq_sink *s, const tm_record *r) {
-    if (!s->null_key_detail[0])
-        return 0;
-    for (size_t k = 0; k < s->config->ncolumns; k++)
-        if (TM_CELEM(tm_column, s->config->columns, k)->key &&
-            TM_CELEM(tm_value, r->values, k)->is_null)
-            return 1;
-    return 0;
+    return s->null_key_detail[0] &&
+           TM_CELEM(tm_value, r->values, s->null_key_col)->is_null;
 }
 
 /* Binds one record's mapped values and coordinates, steps, resets. */

@@ -453,10 +453,10 @@ static const found_col *find_col(const found_col *f, size_t n,
 }
 
 /* The table's INTEGER PRIMARY KEY when it is one of the mapping's
- * columns, or NULL. It has no index of its own (in a rowid table it is the
- * rowid). */
+ * columns (its index in *COL, when COL), or NULL. It has no index of its
+ * own (in a rowid table it is the rowid). */
 static const found_col *integer_pk_mapped(const sq_sink *s, const found_col *f,
-                                          size_t n) {
+                                          size_t n, size_t *col) {
     size_t npk = 0;
     const found_col *pk = NULL;
     for (size_t i = 0; i < n; i++)
@@ -466,8 +466,11 @@ static const found_col *integer_pk_mapped(const sq_sink *s, const found_col *f,
         return NULL;
     for (size_t i = 0; i < s->config->ncolumns; i++)
         if (strcasecmp(TM_CELEM(tm_column, s->config->columns, i)->name,
-                       pk->name) == 0)
+                       pk->name) == 0) {
+            if (col)
+                *col = i;
             return pk;
+        }
     return NULL;
 }
 
@@ -482,7 +485,7 @@ static const found_col *integer_pk_key(const sq_sink *s, const found_col *f,
         if (c->key)
             nkeys++, key = c;
     }
-    const found_col *pk = integer_pk_mapped(s, f, n);
+    const found_col *pk = integer_pk_mapped(s, f, n, NULL);
     return nkeys == 1 && pk && strcasecmp(key->name, pk->name) == 0 ? pk : NULL;
 }
 
@@ -501,7 +504,7 @@ static int table_keyed_by_pk(sq_sink *s) {
     sq_buf shape = {0};
     int rc = read_columns(s, &f, &n, &shape);
     int keyed = rc == SQLITE_OK && s->set.mode == SQ_UPSERT &&
-                integer_pk_mapped(s, f, n) != NULL;
+                integer_pk_mapped(s, f, n, NULL) != NULL;
     sq_buf_free(&shape);
     free_columns(f, n);
     return keyed;
@@ -510,8 +513,8 @@ static int table_keyed_by_pk(sq_sink *s) {
 /* What SQLite says refusing a null in NOT NULL column COL of the target
  * (the table's name as stored), into s->null_key_detail: an INTEGER
  * PRIMARY KEY that is the rowid gives a null the next rowid instead, so
- * the sink refuses a null key itself, as a table keyed by a unique index
- * does. */
+ * the sink refuses a null there itself, as a table keyed by a unique
+ * index (its column NOT NULL) does, in upsert and in append. */
 static int null_key_detail(sq_sink *s, const found_col *col) {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
@@ -676,9 +679,11 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
                      "every insert would fail",
                      f[i].name);
     }
-    const found_col *pk = integer_pk_key(s, f, n);
+    /* in upsert the key (has_key_index refuses another); in append any
+     * mapped column, as where an upsert connector made the table */
+    const found_col *pk = integer_pk_mapped(s, f, n, &s->null_key_col);
     s->null_key_detail[0] = '\0';
-    if (!why[0] && s->set.mode == SQ_UPSERT && pk && pk->notnull &&
+    if (!why[0] && pk && pk->notnull &&
         (rc = null_key_detail(s, pk)) != SQLITE_OK) {
         r = sq_fail(s, rc, "reading the table's name", err);
         goto out;

@@ -394,6 +394,101 @@ START_TEST(unmapped_integer_primary_key_gets_the_key_index) {
 }
 END_TEST
 
+/* Tables made by hand keyed by id NOT NULL, whether or not SQLite makes
+ * the key the rowid (only the type name INTEGER alone does, and not with
+ * DESC on the column; a WITHOUT ROWID table has none): each is used as
+ * it is and refuses a null key with SQLite's message, as the table the
+ * sink makes; an INTEGER primary key is given no index beside it (an INT
+ * or BIGINT one is given t_tm_key, as by the builds before). */
+static const char *const HAND_KEYED[] = {
+    "\"id\" INTEGER PRIMARY KEY NOT NULL, \"body\" TEXT, ",
+    "\"id\" INTEGER NOT NULL, \"body\" TEXT, ",
+    "\"id\" INT PRIMARY KEY NOT NULL, \"body\" TEXT, ",
+    "\"id\" BIGINT PRIMARY KEY NOT NULL, \"body\" TEXT, ",
+    "\"id\" INTEGER PRIMARY KEY DESC NOT NULL, \"body\" TEXT, ",
+    "\"id\" integer NOT NULL, \"body\" TEXT, ",
+};
+static const char *const HAND_TAIL[] = {
+    ")", ", PRIMARY KEY (\"id\" DESC))",         ")", ")",
+    ")", ", PRIMARY KEY (\"id\")) WITHOUT ROWID"};
+
+START_TEST(hand_made_keys_refuse_a_null_key_alike) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE t (%s_tm_topic TEXT NOT NULL, _tm_partition INTEGER "
+             "NOT NULL, _tm_offset INTEGER NOT NULL, _tm_identity TEXT%s;",
+             HAND_KEYED[_i], HAND_TAIL[_i]);
+    exec_on(fx_db_path, sql);
+    static const ev b1[] = {{1, "a", 0},
+                            {0, "n", NULL_ID},
+                            {1, "b", 0},
+                            {INT64_MAX, "m", 0},
+                            {0, "n2", NULL_ID}};
+    const ev *const bs[] = {b1};
+    const size_t ns[] = {sizeof b1 / sizeof b1[0]};
+    run_on(fx_db_path, 0, 0, bs, ns, 1);
+    char *rows = dump_on(fx_db_path, "SELECT id, body FROM t ORDER BY id");
+    ck_assert_msg(strcmp(rows, "1|b\n9223372036854775807|m\n") == 0, "%s: %s",
+                  sql, rows);
+    free(rows);
+    char *dls = dump_on(fx_db_path, "SELECT \"offset\", reason, detail FROM "
+                                    "tidemark_dead_letters ORDER BY 1");
+    ck_assert_msg(strcmp(dls,
+                         "1|rejected|NOT NULL constraint failed: t.id\n"
+                         "4|rejected|NOT NULL constraint failed: t.id\n") == 0,
+                  "%s: %s", sql, dls);
+    free(dls);
+    int integer_pk = strstr(HAND_KEYED[_i], "INT ") == NULL &&
+                     strstr(HAND_KEYED[_i], "BIGINT") == NULL;
+    ck_assert_int_eq(int_on(fx_db_path, "SELECT count(*) FROM sqlite_schema "
+                                        "WHERE name = 't_tm_key'"),
+                     !integer_pk);
+}
+END_TEST
+
+/* The table of an upsert connector appended to (its mode changed, or a
+ * second connector on the same table) with the key column not required:
+ * a null id is refused by the column's NOT NULL in either layout, not
+ * given the next rowid as its key (which would then refuse the record
+ * that has that key). _i 0: the table the sink makes, 1: the layout made
+ * before. */
+START_TEST(append_into_upsert_table_refuses_a_null_key) {
+    static const ev b1[] = {{1, "a", 0}};
+    const ev *const bs[] = {b1};
+    const size_t ns[] = {1};
+    char why[FX_WHY_MAX];
+    run_on(fx_db_path, _i, 0, bs, ns, 1);
+    static const tm_column OPTIONAL_ID[] = {
+        {sizeof(tm_column), "id", TM_TYPE_INT, 0, 0},
+        {sizeof(tm_column), "body", TM_TYPE_TEXT, 0, 0},
+    };
+    fx_conf c;
+    ck_assert_msg(fx_conf_init(&c, NULL, why, sizeof why) == 0, "%s", why);
+    c.config.columns = OPTIONAL_ID;
+    void *sink = NULL;
+    ck_assert_msg(fx_open(&c, &sink, why, sizeof why) == TM_OK, "%s", why);
+    tm_marker m;
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    static const ev b2[] = {{0, "n", NULL_ID}, {2, "b", 0}};
+    batch bt;
+    batch_make(&bt, m.next_offset, m.epoch, b2, 2);
+    tm_error err = {sizeof err, ""};
+    tm_status r = fx_api->commit(sink, &bt.b, &err);
+    ck_assert_msg(r == TM_OK, "%s: %s", tm_status_name(r), err.message);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    char *rows = dump_on(fx_db_path, "SELECT id, body FROM t ORDER BY id");
+    char *dls = dump_on(fx_db_path, "SELECT \"offset\", reason, detail FROM "
+                                    "tidemark_dead_letters ORDER BY 1");
+    ck_assert_msg(strcmp(rows, "1|a\n2|b\n") == 0 &&
+                      strcmp(dls, "1|rejected|NOT NULL constraint failed: "
+                                  "t.id\n") == 0,
+                  "rows:\n%sdead letters:\n%s", rows, dls);
+    free(rows);
+    free(dls);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("sqlite_upsert_layout");
     TCase *tc = tcase_create("layout");
@@ -404,6 +499,9 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, extreme_keys_agree, 0, 2);
     tcase_add_loop_test(tc, key_change_is_refused_in_either_layout, 0, 2);
     tcase_add_test(tc, unmapped_integer_primary_key_gets_the_key_index);
+    tcase_add_loop_test(tc, append_into_upsert_table_refuses_a_null_key, 0, 2);
+    tcase_add_loop_test(tc, hand_made_keys_refuse_a_null_key_alike, 0,
+                        (int)(sizeof HAND_KEYED / sizeof HAND_KEYED[0]));
     suite_add_tcase(s, tc);
     return s;
 }
