@@ -176,6 +176,13 @@ static int delete_row(sq_run *x, const tm_record *r) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 1 when record R has a null in the column that is the table's rowid
+ * (s->null_key_detail): refused as a NOT NULL column refuses it. */
+static int null_key(const sq_sink *s, const tm_record *r) {
+    return s->null_key_detail[0] &&
+           TM_CELEM(tm_value, r->values, s->null_key_col)->is_null;
+}
+
 /* Binds one record's mapped values and coordinates, steps, resets. */
 static int insert_row(sq_run *x, const tm_record *r, const tm_range *g) {
     sqlite3_stmt *st = x->s->stmt[SQ_INS_ROW];
@@ -421,9 +428,14 @@ static int write_records(sq_run *x) {
         /* a delete is applied even when no row had its key: counted with
          * the rows (docs/exactly-once.md) */
         int del = TM_RECORD_OP(r) == TM_OP_DELETE;
-        rc = del ? delete_row(x, r) : insert_row(x, r, g);
-        if (rc != SQLITE_OK) /* before refused_row's prepare clears it */
-            snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
+        if (!del && null_key(x->s, r)) {
+            rc = SQLITE_CONSTRAINT_NOTNULL;
+            snprintf(detail, sizeof detail, "%s", x->s->null_key_detail);
+        } else {
+            rc = del ? delete_row(x, r) : insert_row(x, r, g);
+            if (rc != SQLITE_OK) /* before refused_row's prepare clears it */
+                snprintf(detail, sizeof detail, "%s", sqlite3_errmsg(x->s->db));
+        }
         if (rc != SQLITE_OK &&
             refused_row(x, rc, del ? SQ_DEL_ROW : SQ_INS_ROW)) {
             /* Only this statement was undone; the transaction goes on.

@@ -159,9 +159,37 @@ static int lineage_columns(sq_sink *s) {
     return there;
 }
 
-/* CREATE TABLE for the target, and its unique index for upsert. */
-static void target_ddl(const sq_sink *s, sq_buf *b) {
+/* The one key column of an upsert table the sink makes keyed by it (the
+ * rowid: INTEGER PRIMARY KEY), or NULL. Only a required integer key alone
+ * is the rowid: a null integer key would take the next rowid instead of
+ * being refused, and a rowid holds nothing but integers. Anything else
+ * is keyed by a unique index beside the table's own rowid. */
+static const tm_column *rowid_key_column(const sq_sink *s) {
     const tm_sink_config *c = s->config;
+    const tm_column *key = NULL;
+    if (s->set.mode != SQ_UPSERT)
+        return NULL;
+    for (size_t i = 0; i < c->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
+        if (!col->key)
+            continue;
+        if (key)
+            return NULL;
+        key = col;
+    }
+    return key && key->type == TM_TYPE_INT && key->required ? key : NULL;
+}
+
+/* CREATE TABLE for the target and, for upsert, its key: the table's rowid
+ * when the table is new (FRESH) and its key one required integer column
+ * (rowid_key_column: the rows are one B-tree keyed by it, as append's are
+ * by their rowid, and ON CONFLICT probes that B-tree), else a unique index
+ * on the key columns. An existing table keyed by its INTEGER PRIMARY KEY
+ * (KEYED_BY_ROWID) gets no second index. */
+static void target_ddl(const sq_sink *s, sq_buf *b, int fresh,
+                       int keyed_by_rowid) {
+    const tm_sink_config *c = s->config;
+    const tm_column *rowid = fresh ? rowid_key_column(s) : NULL;
     sq_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
     sq_buf_ident(b, s->set.table);
     sq_buf_add(b, " (");
@@ -176,9 +204,16 @@ static void target_ddl(const sq_sink *s, sq_buf *b) {
         sq_buf_add(b, HIDDEN[h][0]);
         sq_buf_add(b, " ");
         sq_buf_add(b, HIDDEN[h][1]);
-        sq_buf_add(b, h + 1 < SQ_NHIDDEN ? ", " : ");");
+        sq_buf_add(b, h + 1 < SQ_NHIDDEN ? ", " : "");
     }
-    if (s->set.mode != SQ_UPSERT)
+    if (rowid) {
+        /* "INTEGER" exactly (sq_type_sql): the column is the rowid */
+        sq_buf_add(b, ", PRIMARY KEY (");
+        sq_buf_ident(b, rowid->name);
+        sq_buf_add(b, ")");
+    }
+    sq_buf_add(b, ");");
+    if (s->set.mode != SQ_UPSERT || rowid || keyed_by_rowid)
         return;
     sq_buf b2 = {0};
     sq_buf_add(&b2, s->set.table);
@@ -200,6 +235,8 @@ static void target_ddl(const sq_sink *s, sq_buf *b) {
     }
     sq_buf_add(b, ");");
 }
+
+static int table_keyed_by_pk(sq_sink *s);
 
 /* 1 when every object the DDL would create is there already: then open
  * needs no write lock (a restart beside a busy writer does not wait). */
@@ -232,7 +269,7 @@ static int schema_complete(sq_sink *s) {
         want++;
     }
     if (rc == SQLITE_OK && s->set.create && !s->schema_cols &&
-        s->set.mode == SQ_UPSERT && !key.oom) {
+        s->set.mode == SQ_UPSERT && !key.oom && !table_keyed_by_pk(s)) {
         rc = sqlite3_bind_text(st, TARGET_KEY, key.p, -1, SQLITE_STATIC);
         want++;
     }
@@ -252,20 +289,33 @@ tm_status sq_schema_create(sq_sink *s, tm_error *err) {
     sq_buf_add(&b, HELPERS);
     if (s->set.retention_s > 0)
         sq_buf_add(&b, AGE_INDEX);
-    if (s->set.create && !s->schema_cols)
-        target_ddl(s, &b);
     if (b.oom) {
         sq_buf_free(&b);
         s->host->set_error(err, "out of memory");
         return TM_FATAL;
     }
     /* One write transaction: a host killed half-way leaves nothing, and
-     * two hosts opening at once create each table once. */
+     * two hosts opening at once create each table once. Whether the
+     * target is there is read inside it: a new table is keyed by its
+     * rowid where it can be, one there before keeps its layout. */
     int rc = sq_exec(s, "BEGIN IMMEDIATE");
     const char *step = "BEGIN IMMEDIATE (creating tables)";
     if (rc == SQLITE_OK) {
         rc = sq_exec(s, b.p);
         step = "creating the tables";
+    }
+    if (rc == SQLITE_OK && s->set.create && !s->schema_cols) {
+        tm_error scratch = {sizeof scratch, ""};
+        int exists = 0;
+        sq_buf t = {0};
+        if (sq_table_exists(s, &exists, &scratch) != TM_OK)
+            rc = sqlite3_errcode(s->db) != SQLITE_OK ? sqlite3_errcode(s->db)
+                                                     : SQLITE_ERROR;
+        else
+            target_ddl(s, &t, !exists, exists && table_keyed_by_pk(s));
+        if (rc == SQLITE_OK)
+            rc = t.oom ? SQLITE_NOMEM : sq_exec(s, t.p);
+        sq_buf_free(&t);
     }
     if (rc == SQLITE_OK && !lineage_columns(s)) {
         rc = sq_exec(s, LINEAGE_DDL);
@@ -402,24 +452,96 @@ static const found_col *find_col(const found_col *f, size_t n,
     return NULL;
 }
 
+/* The table's INTEGER PRIMARY KEY when it is one of the mapping's
+ * columns (its index in *COL, when COL), or NULL. It has no index of its
+ * own (in a rowid table it is the rowid). */
+static const found_col *integer_pk_mapped(const sq_sink *s, const found_col *f,
+                                          size_t n, size_t *col) {
+    size_t npk = 0;
+    const found_col *pk = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (f[i].pk)
+            npk++, pk = &f[i];
+    if (npk != 1 || strcasecmp(pk->decl, "INTEGER") != 0)
+        return NULL;
+    for (size_t i = 0; i < s->config->ncolumns; i++)
+        if (strcasecmp(TM_CELEM(tm_column, s->config->columns, i)->name,
+                       pk->name) == 0) {
+            if (col)
+                *col = i;
+            return pk;
+        }
+    return NULL;
+}
+
+/* The table's INTEGER PRIMARY KEY when it is the mapping's one key
+ * column, or NULL. */
+static const found_col *integer_pk_key(const sq_sink *s, const found_col *f,
+                                       size_t n) {
+    size_t nkeys = 0;
+    const tm_column *key = NULL;
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *c = TM_CELEM(tm_column, s->config->columns, i);
+        if (c->key)
+            nkeys++, key = c;
+    }
+    const found_col *pk = integer_pk_mapped(s, f, n, NULL);
+    return nkeys == 1 && pk && strcasecmp(key->name, pk->name) == 0 ? pk : NULL;
+}
+
+/* 1 when the target table exists keyed by its INTEGER PRIMARY KEY on a
+ * mapped column: no unique index is added beside it. On the key column
+ * (integer_pk_key) it needs none; on another (the table was made keyed by
+ * a column the mapping no longer keys by) the table keeps its key, as a
+ * table keeps its unique index, and sq_shape_check refuses the mapping: an
+ * index on the new key would make every record whose old key another row
+ * holds a dead letter. A table whose INTEGER PRIMARY KEY is not mapped (a
+ * rowid of its own, named) is given the index. 0 when not, or on any
+ * error (then the DDL's IF NOT EXISTS decides). */
+static int table_keyed_by_pk(sq_sink *s) {
+    found_col *f;
+    size_t n;
+    sq_buf shape = {0};
+    int rc = read_columns(s, &f, &n, &shape);
+    int keyed = rc == SQLITE_OK && s->set.mode == SQ_UPSERT &&
+                integer_pk_mapped(s, f, n, NULL) != NULL;
+    sq_buf_free(&shape);
+    free_columns(f, n);
+    return keyed;
+}
+
+/* What SQLite says refusing a null in NOT NULL column COL of the target
+ * (the table's name as stored), into s->null_key_detail: an INTEGER
+ * PRIMARY KEY that is the rowid gives a null the next rowid instead, so
+ * the sink refuses a null there itself, as a table keyed by a unique
+ * index (its column NOT NULL) does, in upsert and in append. */
+static int null_key_detail(sq_sink *s, const found_col *col) {
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT name FROM sqlite_schema WHERE type = "
+                                "'table' AND name = ?1 COLLATE NOCASE",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, s->set.table, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        snprintf(s->null_key_detail, sizeof s->null_key_detail,
+                 "NOT NULL constraint failed: %s.%s", name ? name : "",
+                 col->name);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* 1 when a unique index (or the primary key) covers exactly the key
  * columns, so that ON CONFLICT (keys) has a constraint to act on. */
 static int has_key_index(sq_sink *s, const found_col *f, size_t n, int *rc) {
     size_t nkeys = 0;
     for (size_t i = 0; i < s->config->ncolumns; i++)
         nkeys += TM_CELEM(tm_column, s->config->columns, i)->key != 0;
-    /* INTEGER PRIMARY KEY is the rowid: it has no index of its own. */
-    size_t npk = 0;
-    const found_col *pk = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (f[i].pk)
-            npk++, pk = &f[i];
-    if (nkeys == 1 && npk == 1 && strcasecmp(pk->decl, "INTEGER") == 0)
-        for (size_t i = 0; i < s->config->ncolumns; i++) {
-            const tm_column *c = TM_CELEM(tm_column, s->config->columns, i);
-            if (c->key && strcasecmp(c->name, pk->name) == 0)
-                return 1;
-        }
+    if (integer_pk_key(s, f, n))
+        return 1;
     sqlite3_stmt *st = NULL;
     *rc = sqlite3_prepare_v2(
         s->db,
@@ -556,6 +678,15 @@ tm_status sq_shape_check(sq_sink *s, tm_error *err) {
                      "column \"%s\" is NOT NULL but not in the mapping: "
                      "every insert would fail",
                      f[i].name);
+    }
+    /* in upsert the key (has_key_index refuses another); in append any
+     * mapped column, as where an upsert connector made the table */
+    const found_col *pk = integer_pk_mapped(s, f, n, &s->null_key_col);
+    s->null_key_detail[0] = '\0';
+    if (!why[0] && pk && pk->notnull &&
+        (rc = null_key_detail(s, pk)) != SQLITE_OK) {
+        r = sq_fail(s, rc, "reading the table's name", err);
+        goto out;
     }
     if (!why[0] && s->set.mode == SQ_UPSERT && !has_key_index(s, f, n, &rc)) {
         if (rc != SQLITE_OK) {
@@ -867,7 +998,7 @@ tm_status sq_schema_evolve(sq_sink *s, tm_error *err) {
          * otherwise (the host refused a key change, then was restarted)
          * is refused below, not given a second index. */
         if (!existed) {
-            target_ddl(s, &b);
+            target_ddl(s, &b, 1, 0);
             rc = b.oom ? SQLITE_NOMEM : sq_exec(s, b.p);
         }
         if (rc == SQLITE_OK) {

@@ -149,6 +149,13 @@ typedef struct sq_sink {
      * whether the table and the target statements fit them
      * (tidemark/columns.h, tm_columns_follow). */
     int schema_cols;
+    /* A table whose INTEGER PRIMARY KEY, declared NOT NULL, is mapped
+     * column null_key_col (the key in upsert; any column in append, as
+     * in the table of an upsert connector): SQLite's message refusing a
+     * null there, which the sink gives itself (the rowid would take the
+     * next number); "" otherwise (sq_shape_check). */
+    char null_key_detail[TM_ERROR_MAX];
+    size_t null_key_col;
     tm_sink_config own;
     tm_columns_follow follow;
     sq_keyset keys; /* dedup_keys "memory" */

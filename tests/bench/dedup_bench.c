@@ -11,11 +11,15 @@
  *
  *   dedup_bench [--rows N] [--reps N] [--sinks sqlite,postgres]
  *               [--batches 1000,10000] [--resent 0,10] [--dir DIR]
- *               [--modes append,dedup,upsert]
+ *               [--modes append,dedup,upsert] [--keys ascending|scattered]
  *               [--sqlite-plugin PATH] [--postgres-plugin PATH]
  *
  * --modes: the modes run (to profile one, e.g. under perf); a mode left
- * out, and a ratio it takes part in, prints as 0.
+ * out, and a ratio it takes part in, prints as 0. --keys: record i's
+ * key (id) is i (the default: each new key above every key stored), or
+ * i times an odd 64-bit constant (scattered: each new key lands anywhere
+ * among those stored, as keys do that do not grow with time; the same
+ * keys are resent).
  *
  * PostgreSQL: TIDEMARK_PG_CONNINFO (scripts/env.sh), schema
  * tm_dedup_bench_<pid>, dropped at the end. SQLite: DIR/tm-dedup-bench.db
@@ -55,7 +59,7 @@ static size_t source_of(size_t i, unsigned resent) {
 
 /* 96 bytes of text a record: its name, identity and payload hash. */
 static void make_data(bench_data *d, size_t nrows, size_t batch,
-                      unsigned resent) {
+                      unsigned resent, int scattered) {
     bench_data_alloc(d, "dedup_bench", nrows, batch, NCOLS, 96);
     for (size_t i = 0; i < nrows; i++) {
         size_t src = source_of(i, resent);
@@ -66,7 +70,9 @@ static void make_data(bench_data *d, size_t nrows, size_t batch,
         /* about a payload hash's size (30 hex digits) */
         snprintf(hash, 32, "%016zx%014zx", src * 2654435761u,
                  src & 0xffffffffffffff);
-        v[0].v.i = (int64_t)src;
+        /* odd multiplier: one key per source record, in no order */
+        v[0].v.i =
+            scattered ? (int64_t)(src * 0x9E3779B97F4A7C15u) : (int64_t)src;
         v[1].v.s.ptr = name;
         v[1].v.s.len = (size_t)nl;
         v[2].v.f = (double)(src % 10000) / 100.0;
@@ -163,7 +169,7 @@ int main(int argc, char **argv) {
     size_t rows = 100000, reps = 3, batches[8], resents[8];
     size_t nb = list("1000,10000", batches, 8), nr = list("0,10", resents, 8);
     const char *sinks = "sqlite,postgres", *dir = "/tmp";
-    const char *modes = "append,dedup,upsert";
+    const char *modes = "append,dedup,upsert", *keys = "ascending";
     const char *plugins[2] = {TM_SQLITE_PLUGIN, TM_POSTGRES_PLUGIN};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--rows"))
@@ -180,6 +186,8 @@ int main(int argc, char **argv) {
             dir = argv[i + 1];
         else if (!strcmp(argv[i], "--modes"))
             modes = argv[i + 1];
+        else if (!strcmp(argv[i], "--keys"))
+            keys = argv[i + 1];
         else if (!strcmp(argv[i], "--sqlite-plugin"))
             plugins[0] = argv[i + 1];
         else if (!strcmp(argv[i], "--postgres-plugin"))
@@ -187,6 +195,8 @@ int main(int argc, char **argv) {
         else
             die("bad argument", argv[i]);
     }
+    if (strcmp(keys, "ascending") != 0 && strcmp(keys, "scattered") != 0)
+        die("--keys", "ascending or scattered");
     if (!rows || !reps || reps > 100)
         die("arguments", "--rows and --reps must be > 0 (reps <= 100)");
     for (size_t i = 0; i < nb; i++)
@@ -197,7 +207,8 @@ int main(int argc, char **argv) {
             die("--resent", "a percentage: 0 to 100");
     snprintf(schema, sizeof schema, "tm_dedup_bench_%d", (int)getpid());
     snprintf(sqlite_path, sizeof sqlite_path, "%s/tm-dedup-bench.db", dir);
-    printf("# dedup_bench: %zu rows, %zu reps, sinks %s\n", rows, reps, sinks);
+    printf("# dedup_bench: %zu rows, %zu reps, sinks %s, keys %s\n", rows, reps,
+           sinks, keys);
     printf("%-8s %6s %6s %12s %12s %12s %8s %8s\n", "sink", "batch", "resent",
            "append/s", "dedup/s", "upsert/s", "dedup/a", "upsert/a");
     for (int postgres = 0; postgres < 2; postgres++) {
@@ -212,7 +223,8 @@ int main(int argc, char **argv) {
         for (size_t bi = 0; bi < nb; bi++)
             for (size_t ri = 0; ri < nr; ri++) {
                 bench_data d;
-                make_data(&d, rows, batches[bi], (unsigned)resents[ri]);
+                make_data(&d, rows, batches[bi], (unsigned)resents[ri],
+                          keys[0] == 's');
                 double t[NMODES][100], med[NMODES];
                 for (size_t r = 0; r < reps; r++) /* alternated */
                     for (int m = 0; m < NMODES; m++)

@@ -111,6 +111,29 @@ static tm_status commit(void *sink, sbatch *s, tm_error *err) {
     return fx_api->commit(sink, &s->b, err);
 }
 
+/* A fresh database and a sink on it with partition 0 claimed. */
+static void fresh_sink(fx_conf *c, void **sink, tm_marker *m) {
+    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
+    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
+    open_schema_sink(c, sink);
+    ck_assert_msg(fx_claim(*sink, m, 1, why, sizeof why) == TM_OK, "%s", why);
+}
+
+/* A fresh database with the rows of offsets 0 and 1 (id, name), committed
+ * by a sink closed again. */
+static void two_rows_committed(void) {
+    fx_conf c;
+    void *sink = NULL;
+    tm_marker m;
+    fresh_sink(&c, &sink, &m);
+    sbatch b1;
+    tm_error err;
+    make(&b1, "b1", m.epoch, 0, 2, 2, 0);
+    ck_assert_msg(commit(sink, &b1, &err) == TM_OK, "%s", err.message);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+}
+
 #define HAS_NOTE "SELECT count(*) FROM pragma_table_info('t') WHERE name='note'"
 
 START_TEST(created_at_the_first_batch_and_added_with_its_rows) {
@@ -196,20 +219,13 @@ START_TEST(created_at_the_first_batch_and_added_with_its_rows) {
 END_TEST
 
 START_TEST(a_changed_type_is_fatal_until_the_table_is_changed) {
-    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
+    two_rows_committed();
+    /* a process started later: name comes as an integer */
     fx_conf c;
     void *sink = NULL;
-    open_schema_sink(&c, &sink);
     tm_marker m;
-    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
-    sbatch b1, b2;
+    sbatch b2;
     tm_error err;
-    make(&b1, "b1", m.epoch, 0, 2, 2, 0);
-    ck_assert_msg(commit(sink, &b1, &err) == TM_OK, "%s", err.message);
-    /* a process started later: name comes as an integer */
-    fx_api->close(sink);
-    fx_conf_done(&c);
     open_schema_sink(&c, &sink);
     ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
     make(&b2, "b2", m.epoch, 2, 4, 2, 1);
@@ -241,13 +257,10 @@ END_TEST
 /* A column without a name in a batch like the last one is FATAL naming
  * it, not a crash comparing it with the columns kept. */
 START_TEST(a_column_without_a_name_is_fatal) {
-    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
     fx_conf c;
     void *sink = NULL;
-    open_schema_sink(&c, &sink);
     tm_marker m;
-    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    fresh_sink(&c, &sink, &m);
     sbatch b1, b2;
     tm_error err;
     make(&b1, "b1", m.epoch, 0, 2, 2, 0);
@@ -269,13 +282,10 @@ END_TEST
  * no other column, so a NOT NULL column it lacks does not refuse it. A
  * batch with a row and those columns is still refused. */
 START_TEST(a_deletes_only_batch_needs_no_required_column) {
-    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
     fx_conf c;
     void *sink = NULL;
-    open_schema_sink(&c, &sink);
     tm_marker m;
-    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    fresh_sink(&c, &sink, &m);
     sbatch b1, b2, b3;
     tm_error err;
     make(&b1, "b1", m.epoch, 0, 2, 2, 0);
@@ -311,18 +321,71 @@ START_TEST(a_deletes_only_batch_needs_no_required_column) {
 }
 END_TEST
 
+/* The table made keyed by id (its INTEGER PRIMARY KEY), then a process
+ * whose batches key by name (a key change the host refused, then a
+ * restart) or by a renamed key column: TM_FATAL, nothing stored and no
+ * index added on the new key, as for a table keyed by its unique index;
+ * a later batch keyed by id again goes in. */
+START_TEST(a_key_on_another_column_is_fatal) {
+    two_rows_committed();
+    ck_assert_int_eq(sql_int("SELECT pk FROM pragma_table_info('t') WHERE "
+                             "name = 'id'"),
+                     1);
+    fx_conf c;
+    void *sink = NULL;
+    tm_marker m;
+    sbatch b2;
+    tm_error err;
+    for (int renamed = 0; renamed < 2; renamed++) {
+        open_schema_sink(&c, &sink);
+        ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s",
+                      why);
+        make(&b2, "b2", m.epoch, 2, 4, 2, 0);
+        if (renamed) {
+            b2.cols[0].name = "id2";
+        } else {
+            b2.cols[0].key = 0;
+            b2.cols[1].key = b2.cols[1].required = 1;
+        }
+        ck_assert_int_eq(commit(sink, &b2, &err), TM_FATAL);
+        ck_assert_msg(strstr(err.message, renamed ? "column \"id\" is NOT "
+                                                    "NULL but not in the "
+                                                    "mapping"
+                                                  : "needs a UNIQUE index on "
+                                                    "exactly the key columns"),
+                      "%s", err.message);
+        ck_assert_int_eq(sql_int("SELECT count(*) FROM sqlite_schema WHERE "
+                                 "type = 'index' AND tbl_name = 't'"),
+                         0);
+        ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 2);
+        ck_assert_int_eq(sql_int("SELECT count(*) FROM pragma_table_info('t') "
+                                 "WHERE name = 'id2'"),
+                         0);
+        ck_assert_int_eq(sql_int("SELECT next_offset FROM tidemark_markers"),
+                         2);
+        fx_api->close(sink);
+        fx_conf_done(&c);
+    }
+    open_schema_sink(&c, &sink);
+    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    make(&b2, "b2", m.epoch, 2, 4, 2, 0);
+    ck_assert_msg(commit(sink, &b2, &err) == TM_OK, "%s", err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM t"), 4);
+    fx_api->close(sink);
+    fx_conf_done(&c);
+    fx_rmdir();
+}
+END_TEST
+
 /* A field renamed in case only ("name" -> "Name"), learnt by a process
  * started after it: SQLite would take "Name" for "name" and write the new
  * values into the old column. TM_FATAL naming both spellings, nothing
  * stored. */
 START_TEST(a_column_renamed_in_case_only_is_fatal) {
-    ck_assert_msg(fx_load_plugin(why, sizeof why) == 0, "%s", why);
-    ck_assert_msg(fx_tmpdir(why, sizeof why) == 0, "%s", why);
     fx_conf c;
     void *sink = NULL;
-    open_schema_sink(&c, &sink);
     tm_marker m;
-    ck_assert_msg(fx_claim(sink, &m, 1, why, sizeof why) == TM_OK, "%s", why);
+    fresh_sink(&c, &sink, &m);
     sbatch b1, b2;
     tm_error err;
     make(&b1, "b1", m.epoch, 0, 2, 2, 0);
@@ -399,6 +462,7 @@ static Suite *suite(void) {
     tcase_add_test(t, a_deletes_only_batch_needs_no_required_column);
     tcase_add_test(t, a_column_renamed_in_case_only_is_fatal);
     tcase_add_test(t, an_older_builds_declaration_is_named_as_such);
+    tcase_add_test(t, a_key_on_another_column_is_fatal);
     suite_add_tcase(s, t);
     return s;
 }
