@@ -116,6 +116,20 @@ void tk_tab_del(tk_tab *t, uint64_t a, uint64_t b) {
     t->n--;
 }
 
+uint64_t tk_touch(const tk_tab *t, const tk_key *dig, size_t j, size_t n) {
+    uint64_t sum = 0;
+    size_t end = j + TK_TOUCH_CHUNK < n ? j + TK_TOUCH_CHUNK : n;
+    for (; t->slot && j < end; j++) {
+        if (!dig[j].a)
+            continue;
+        /* the home slot and two after it: a probe's usual run, which
+         * crosses into the next cache line (24-byte slots) */
+        size_t home = tk_slot_of(dig[j].b, t->mask);
+        sum += t->slot[home].a + t->slot[(home + 2) & t->mask].a;
+    }
+    return sum;
+}
+
 void tk_tab_clear(tk_tab *t) {
     free(t->slot);
     *t = (tk_tab){0};
@@ -196,15 +210,19 @@ int tk_stage_add(tk_stage *st, tk_key key, int32_t rec, size_t pos) {
  */
 
 uint8_t *tk_pack(const tk_stage *st, size_t *len) {
-    *len = st->n * TK_KEY_BYTES;
-    uint8_t *blob = malloc(*len ? *len : 1);
+    uint8_t *blob = malloc(st->n ? st->n * TK_KEY_BYTES : 1);
     if (!blob)
         return NULL;
+    uint8_t *p = blob;
     for (size_t i = 0; i < st->n; i++) {
-        wr64(blob + TK_KEY_BYTES * i, st->key[i].a);
-        wr64(blob + TK_KEY_BYTES * i + 8, st->key[i].b);
-        wr64(blob + TK_KEY_BYTES * i + 16, st->key[i].ph);
+        if (st->rec[i] == TK_DROPPED)
+            continue;
+        wr64(p, st->key[i].a);
+        wr64(p + 8, st->key[i].b);
+        wr64(p + 16, st->key[i].ph);
+        p += TK_KEY_BYTES;
     }
+    *len = (size_t)(p - blob);
     return blob;
 }
 

@@ -32,6 +32,10 @@ typedef struct tk_tab {
     size_t mask, n; /* capacity - 1 (a power of two), entries */
 } tk_tab;
 
+/* A staged key's rec once it is given up (its row refused): kept in the
+ * stage, left out of the packed row. */
+#define TK_DROPPED (-2)
+
 /* Keys staged by a batch, kept in insertion order (its row's blob). */
 typedef struct tk_stage {
     tk_key *key;  /* in the order staged */
@@ -59,6 +63,15 @@ int tk_tab_grow(tk_tab *t, size_t want);
  * of its probe (where it would be inserted; SIZE_MAX for an empty table). */
 tk_key *tk_tab_probe(const tk_tab *t, uint64_t a, uint64_t b, size_t *empty);
 tk_key *tk_tab_find(const tk_tab *t, uint64_t a, uint64_t b);
+/* Reads the home slots (and two after each) of the keys DIG[j, j +
+ * TK_TOUCH_CHUNK) that are set (a != 0), N the number of keys, in a tight
+ * loop: the set's slots are spread over all of its memory, and the misses
+ * overlap there, where spread over a sink's work between two lookups each
+ * costs its full latency (a prefetch alone did not do it: it may be
+ * dropped on a TLB miss). The answer is only to be kept, so that the reads
+ * are not left out. */
+#define TK_TOUCH_CHUNK 256
+uint64_t tk_touch(const tk_tab *t, const tk_key *dig, size_t j, size_t n);
 /* Adds or replaces KEY, probing from slot FROM (SIZE_MAX: its home; else a
  * slot on its probe path before which no slot was emptied since the probe
  * that gave it). TK_OK or TK_NOMEM. */
@@ -75,8 +88,9 @@ int32_t tk_stage_find(const tk_stage *st, uint64_t a, uint64_t b);
 /* Appends KEY with its record REC and probe end POS. TK_OK or TK_NOMEM. */
 int tk_stage_add(tk_stage *st, tk_key key, int32_t rec, size_t pos);
 
-/* The stage's keys packed as a batch row's blob (N * TK_KEY_BYTES bytes,
- * malloc'd, *LEN its size); NULL when out of memory. */
+/* The stage's keys packed as a batch row's blob (TK_KEY_BYTES a key, those
+ * with rec TK_DROPPED left out; malloc'd, *LEN its size); NULL when out of
+ * memory. */
 uint8_t *tk_pack(const tk_stage *st, size_t *len);
 /* The keys of a batch row's blob (LEN bytes) put into SET, or when SET is
  * NULL staged into DEL (removals). TK_OK, TK_NOMEM or TK_CORRUPT (a length

@@ -229,8 +229,10 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
         s->q_dls = qualified(s, PG_DEAD_LETTERS);
         s->q_keys = qualified(s, PG_KEYS);
         s->q_owners = qualified(s, PG_OWNERS);
+        s->q_keysets = qualified(s, PG_KEYSETS);
+        s->q_key_batches = qualified(s, PG_KEY_BATCHES);
         if (b.oom || !s->q_table || !s->q_markers || !s->q_dls || !s->q_keys ||
-            !s->q_owners) {
+            !s->q_owners || !s->q_keysets || !s->q_key_batches) {
             s->host->set_error(err, "out of memory (escaping identifiers)");
             pg_disconnect(s);
             return TM_FATAL;
@@ -370,9 +372,10 @@ static PGresult *query_result(pg_sink *s, PGresult *res, int want_tuples,
     return NULL;
 }
 
-PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
-                   const int *lens, const int *formats, int want_tuples,
-                   const char *step, tm_status *r, tm_error *err) {
+static PGresult *query(pg_sink *s, const char *sql, int n,
+                       const char *const *vals, const int *lens,
+                       const int *formats, int want_tuples, int binary,
+                       const char *step, tm_status *r, tm_error *err) {
     if (!s->conn) {
         s->host->set_error(err, "%s: no connection", step);
         *r = TM_RETRY;
@@ -385,8 +388,21 @@ PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
     PGresult *res =
         n == 0 && !want_tuples
             ? PQexec(s->conn, sql)
-            : PQexecParams(s->conn, sql, n, NULL, vals, lens, formats, 0);
+            : PQexecParams(s->conn, sql, n, NULL, vals, lens, formats, binary);
     return query_result(s, res, want_tuples, step, r, err);
+}
+
+PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
+                   const int *lens, const int *formats, int want_tuples,
+                   const char *step, tm_status *r, tm_error *err) {
+    return query(s, sql, n, vals, lens, formats, want_tuples, 0, step, r, err);
+}
+
+PGresult *pg_query_binary(pg_sink *s, const char *sql, int n,
+                          const char *const *vals, const int *lens,
+                          const int *formats, const char *step, tm_status *r,
+                          tm_error *err) {
+    return query(s, sql, n, vals, lens, formats, 1, 1, step, r, err);
 }
 
 PGresult *pg_query_prepared(pg_sink *s, const char *name, int n,

@@ -10,7 +10,10 @@
  *   copy.c      rows with COPY (text format), upsert through staging
  *   jsonb_text.c  JSON text jsonb can hold (a NUL byte in a string)
  *   binarray.c  PostgreSQL's binary formats: arrays, COPY rows (keys.c)
- *   keys.c      the business keys of dedup, decided as a set
+ *   keys.c      the business keys of dedup, decided as a set (one row a
+ *               key: "dedup_keys": "rows")
+ *   keyset.c    the business keys held in memory ("dedup_keys": "memory",
+ *               on the shared set and digests of plugins/keyset)
  *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
  *   validate.c  the read-only check of settings, connection and table
@@ -27,12 +30,16 @@
 #include <tidemark/columns.h>
 #include <tidemark/sink.h>
 
+#include "keyset.h"
+
 /* Helper tables beside the target (same names as the SQLite sink), in the
  * configured schema. */
 #define PG_MARKERS       "tidemark_markers"
 #define PG_DEAD_LETTERS  "tidemark_dead_letters"
 #define PG_KEYS          "tidemark_keys"
 #define PG_OWNERS        "tidemark_table_owners"
+#define PG_KEYSETS       "tidemark_keysets"
+#define PG_KEY_BATCHES   "tidemark_key_batches"
 #define PG_HIDDEN_PREFIX "_tm_"
 #define PG_NHIDDEN       4
 /* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1) and cuts longer
@@ -54,6 +61,7 @@ typedef struct pg_settings {
     int64_t statement_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
     int shared_table;    /* other connectors may write the table too */
+    int keys_rows; /* "dedup_keys": 0 "memory", 1 "rows" (one row a key) */
 } pg_settings;
 
 typedef struct pg_buf {
@@ -61,6 +69,27 @@ typedef struct pg_buf {
     size_t len, cap;
     int oom;
 } pg_buf;
+
+/* keyset.c: the connector's business keys held in memory. */
+typedef struct pg_keyset {
+    tk_tab set;
+    uint8_t seed[16]; /* SipHash key, from the connector's keysets row */
+    int loaded;       /* set holds generation gen after pruned removals */
+    int64_t gen, pruned;
+    int64_t legacy; /* tidemark_keys rows loaded (pruned per key) */
+    /* this transaction: */
+    int locked;        /* holds the connector's keysets row */
+    int fresh_row;     /* made the keysets row */
+    tk_stage add;      /* the batch's new keys (rec: record, TK_DROPPED) */
+    tk_stage del;      /* keys the batch's retention removed */
+    int64_t newest_at; /* newest applied_at of add */
+    int pruned_now;    /* the batch removed keys */
+    int64_t next_gen, next_pruned;
+    tk_key *dig; /* the batch's records' digests (a == 0: no key) */
+    size_t ndig;
+    const tk_key *decided_slot; /* the set's slots when the batch decided */
+    uint64_t touched;           /* the decisions' reads ahead, kept */
+} pg_keyset;
 
 typedef struct pg_sink {
     const tm_host_api *host;
@@ -74,6 +103,7 @@ typedef struct pg_sink {
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     /* Escaped names, made at connect (PQescapeIdentifier needs a conn). */
     char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
+    char *q_keysets, *q_key_batches;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
     int prepared;       /* the marker statements are prepared on conn */
     int keys_prepared;  /* the business keys' probe (keys.c) too */
@@ -86,6 +116,7 @@ typedef struct pg_sink {
     int schema_cols;
     tm_sink_config own;
     tm_columns_follow follow;
+    pg_keyset ks; /* dedup_keys "memory" */
 } pg_sink;
 
 /* settings.c */
@@ -157,6 +188,12 @@ tm_status pg_exec(pg_sink *s, const char *sql, const char *step, tm_error *err);
 PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
                    const int *lens, const int *formats, int want_tuples,
                    const char *step, tm_status *r, tm_error *err);
+/* pg_query of a statement that returns tuples, its results in PostgreSQL's
+ * binary format (a bytea's bytes as they are). */
+PGresult *pg_query_binary(pg_sink *s, const char *sql, int n,
+                          const char *const *vals, const int *lens,
+                          const int *formats, const char *step, tm_status *r,
+                          tm_error *err);
 /* ROLLBACK if a transaction is open; never fails loudly. */
 void pg_rollback(pg_sink *s);
 
@@ -280,6 +317,52 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
                          pg_key_set *out, tm_error *err);
 /* Frees OUT's details and outcome. */
 void pg_key_set_free(pg_key_set *out, size_t nrecords);
+/* Records OUTCOME (1 or 2) of record J in OUT, with DETAIL for a conflict
+ * (2). TM_OK, or TM_RETRY when out of memory. */
+tm_status pg_key_put(pg_sink *s, const tm_batch *b, size_t j, int outcome,
+                     const char *detail, pg_key_set *out, tm_error *err);
+/* The detail of an identity_conflict against a first occurrence. */
+void pg_key_conflict_detail(char *detail, size_t size, const char *identity,
+                            const char *topic, const char *partition,
+                            const char *offset, const char *was,
+                            const char *now);
+
+/* keyset.c: the business keys held in memory ("dedup_keys": "memory",
+ * docs/sinks/postgres.md, "Business keys held in memory"). */
+/* 1 when the sink holds its keys in memory (dedup on, "memory"). */
+int pg_keyset_on(const pg_sink *s);
+/* At claim, after its transaction: the connector's keysets row made when
+ * missing, the set loaded when it is not current (its own read-only
+ * snapshot). With "rows": TM_FATAL when the connector has a keysets row. */
+tm_status pg_keyset_claim(pg_sink *s, tm_error *err);
+/* In the commit's transaction, first: the connector's row locked and the
+ * set brought up to it (LOCK_FIRST, or the set not loaded); else nothing. */
+tm_status pg_keyset_begin(pg_sink *s, int lock_first, tm_error *err);
+/* The retention's removals: the connector's batch rows (and old per-key
+ * rows) applied before both horizons deleted, their keys staged as removed
+ * for this batch's decisions. */
+tm_status pg_keyset_prune(pg_sink *s, int64_t horizon, int64_t wall_horizon,
+                          tm_error *err);
+/* The keyed records' outcomes (KEYED[j]), as pg_keys_decide gives them,
+ * from the set, the batch's removals and its earlier records; new keys
+ * staged. */
+tm_status pg_keyset_decide(pg_sink *s, const tm_batch *b,
+                           const unsigned char *keyed, int64_t wall_ms,
+                           pg_key_set *out, tm_error *err);
+/* A staged key whose row the table refused: not stored. */
+void pg_keyset_drop(pg_sink *s, const tm_record *r);
+/* Last in the transaction's effects: the connector's row locked if it was
+ * not (the decisions checked against what other hosts committed since the
+ * set was current: *REDO set, TM_RETRY, when they must be made again with
+ * the row locked first), the batch's row of new keys written and the
+ * connector's row moved. */
+tm_status pg_keyset_finish(pg_sink *s, const tm_batch *b, int64_t wall_ms,
+                           int *redo, tm_error *err);
+/* After COMMIT succeeded: the batch's changes into the set. */
+void pg_keyset_committed(pg_sink *s);
+/* After a rollback (or an unknown outcome): the set as it was. */
+void pg_keyset_abort(pg_sink *s);
+void pg_keyset_free(pg_sink *s);
 
 /* commit.c */
 tm_status pg_commit(void *sink, const tm_batch *batch, tm_error *err);

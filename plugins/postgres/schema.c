@@ -33,7 +33,9 @@ enum {
     PG_MISS_WALL = 1u << 7,     /* applied_wall of the keys */
     PG_MISS_OWNERS = 1u << 8,
     PG_MISS_TABLE = 1u << 9, /* only with "create" */
-    PG_NMISS = 10
+    PG_MISS_KEYSETS = 1u << 10,
+    PG_MISS_KEY_BATCHES = 1u << 11,
+    PG_NMISS = 12
 };
 
 /* *missing: the PG_MISS_* bits of the objects not there (a missing table
@@ -48,7 +50,7 @@ static tm_status missing_objects(pg_sink *s, unsigned *missing, tm_error *err) {
     if (bk.oom || bd.oom) {
         s->host->set_error(err, "out of memory");
     } else {
-        const char *v[10] = {s->q_schema,
+        const char *v[12] = {s->q_schema,
                              s->q_markers,
                              s->q_dls,
                              bd.p,
@@ -57,7 +59,9 @@ static tm_status missing_objects(pg_sink *s, unsigned *missing, tm_error *err) {
                              s->q_owners,
                              s->q_table,
                              s->set.retention_s > 0 ? "t" : "f",
-                             s->set.create ? "t" : "f"};
+                             s->set.create ? "t" : "f",
+                             s->q_keysets,
+                             s->q_key_batches};
         /* Columns in the order of the PG_MISS_* bits. */
         PGresult *res = pg_query(
             s,
@@ -70,8 +74,9 @@ static tm_status missing_objects(pg_sink *s, unsigned *missing, tm_error *err) {
             "NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = "
             "to_regclass($5) AND attname = 'applied_wall' AND NOT "
             "attisdropped), to_regclass($7) IS NULL, $10::bool AND "
-            "to_regclass($8) IS NULL",
-            10, v, NULL, NULL, 1, "checking the tables", &r, err);
+            "to_regclass($8) IS NULL, to_regclass($11) IS NULL, "
+            "to_regclass($12) IS NULL",
+            12, v, NULL, NULL, 1, "checking the tables", &r, err);
         if (res && (PQntuples(res) != 1 || PQnfields(res) != PG_NMISS)) {
             s->host->set_error(err, "checking the tables: unexpected answer");
             r = TM_RETRY;
@@ -159,6 +164,26 @@ static void helpers_ddl(pg_sink *s, unsigned missing, pg_buf *b) {
         pg_buf_add(b, s->q_keys);
         pg_buf_add(b, " ADD COLUMN IF NOT EXISTS applied_wall bigint NOT NULL "
                       "DEFAULT (extract(epoch FROM now()) * 1000)::bigint; ");
+    }
+    /* The business keys held in memory (keyset.c): the connector's row,
+     * and one row of packed digests a batch, stored uncompressed out of
+     * line (EXTERNAL: digests do not compress, and trying costs CPU). */
+    if (missing & PG_MISS_KEYSETS) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_keysets);
+        pg_buf_add(b, " (connector text PRIMARY KEY, seed bytea NOT NULL, "
+                      "generation bigint NOT NULL, pruned_generation bigint "
+                      "NOT NULL); ");
+    }
+    if (missing & PG_MISS_KEY_BATCHES) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_key_batches);
+        pg_buf_add(b, " (connector text NOT NULL, generation bigint NOT NULL, "
+                      "applied_wall bigint NOT NULL, newest_applied_at bigint "
+                      "NOT NULL, nkeys bigint NOT NULL, keys bytea NOT NULL, "
+                      "PRIMARY KEY (connector, generation)); ALTER TABLE ");
+        pg_buf_add(b, s->q_key_batches);
+        pg_buf_add(b, " ALTER keys SET STORAGE EXTERNAL; ");
     }
     if (missing & PG_MISS_OWNERS) {
         pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");

@@ -346,31 +346,13 @@ int sq_keys_prepare(sq_sink *s, const tm_batch *b) {
     return SQLITE_OK;
 }
 
-/* Reads the home slot of records [j, j + TOUCH_CHUNK) in a tight loop:
- * the misses overlap there, where spread over the record loop (SQLite's
- * work between two lookups) each costs its full latency; a prefetch alone
- * did not do it (it may be dropped on a TLB miss). */
-#define TOUCH_CHUNK 256
-
-static void touch_chunk(sq_keyset *k, size_t j, size_t n) {
-    uint64_t sum = 0;
-    size_t end = j + TOUCH_CHUNK < n ? j + TOUCH_CHUNK : n;
-    for (; k->set.slot && j < end; j++) {
-        if (!k->dig[j].a)
-            continue;
-        /* the home slot and two after it: a probe's usual run, which
-         * crosses into the next cache line (24-byte slots) */
-        size_t home = tk_slot_of(k->dig[j].b, k->set.mask);
-        sum += k->set.slot[home].a + k->set.slot[(home + 2) & k->set.mask].a;
-    }
-    k->touched += sum; /* kept, so that the reads are not left out */
-}
-
 int sq_keys_decide(sq_sink *s, size_t j, size_t n, sq_key *key,
                    int32_t *earlier) {
     sq_keyset *k = &s->keys;
-    if (j % TOUCH_CHUNK == 0)
-        touch_chunk(k, j, n);
+    /* the home slots of the next records read ahead (tk_touch), kept so
+     * that the reads are not left out */
+    if (j % TK_TOUCH_CHUNK == 0)
+        k->touched += tk_touch(&k->set, k->dig, j, n);
     *key = k->dig[j];
     *earlier = -1;
     int32_t i = tk_stage_find(&k->add, key->a, key->b);

@@ -12,6 +12,17 @@
  * between batches that resend, and more batches than PostgreSQL plans a
  * prepared statement for before it may keep a generic plan. Both schemas must
  * then hold the same rows, dead letters, keys and markers, offset for offset.
+ *
+ * Then the business keys held in memory ("dedup_keys": "memory", keyset.c)
+ * against the per-key rows ("rows") on the same batches: the first schema
+ * in memory, written by two sink instances of one connector (two hosts:
+ * partition 0 and partition 1, each its own session and set), the second
+ * by one sink in rows; with and without a retention (keys expired: whole
+ * batches in memory, the same keys row by row). A commit in memory that
+ * fails after its keys were written (a trigger on tidemark_keysets, 40001)
+ * is rolled back and sent again: the set must be as it was. After every
+ * batch both schemas must hold the same rows, dead letters (partition,
+ * offset, reason) and markers.
  */
 #include <check.h>
 #include <jansson.h>
@@ -95,6 +106,7 @@ static long long sql2_int(const char *fmt) {
 typedef struct paths {
     int refusals; /* the set failed: one record at a time */
     int probes;   /* the COPY of every key met a key stored: the probe */
+    int again;    /* in memory: decided again, the connector's row locked */
 } paths;
 
 static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
@@ -103,6 +115,14 @@ static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
         p->refusals++;
     if (level == TM_LOG_DEBUG && strstr(fmt, "was stored before; probing"))
         p->probes++;
+    if (level == TM_LOG_DEBUG && strcmp(fmt, "%s") == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        const char *m = va_arg(ap, const char *);
+        va_end(ap);
+        if (strstr(m, "deciding again"))
+            p->again++;
+    }
 }
 
 static unsigned lcg(unsigned *x) {
@@ -118,13 +138,15 @@ typedef struct gen_batch {
     char ident[BATCH][48], hash[BATCH][24], id[32];
 } gen_batch;
 
-/* Batch K of the sequence (offsets K * BATCH on). */
-static void gen(gen_batch *g, int k, int64_t epoch, unsigned *seed) {
+/* Batch K of the sequence, of partition P from offset START, its records
+ * stamped TS. */
+static void gen(gen_batch *g, int k, int32_t p, int64_t start, int64_t epoch,
+                int64_t ts, unsigned *seed) {
     memset(g, 0, sizeof *g);
     snprintf(g->id, sizeof g->id, "keys-%d", k);
-    int64_t start = (int64_t)k * BATCH;
     g->range = (tm_range){.struct_size = sizeof(tm_range),
                           .topic = "t",
+                          .partition = p,
                           .start_offset = start,
                           .end_offset = start + BATCH,
                           .epoch = epoch};
@@ -163,7 +185,7 @@ static void gen(gen_batch *g, int k, int64_t epoch, unsigned *seed) {
         g->val[i][1].v.s.len = strlen(body);
         g->rec[i] = (tm_record){.struct_size = sizeof(tm_record),
                                 .offset = start + i,
-                                .timestamp_ms = 1000,
+                                .timestamp_ms = ts,
                                 .value = "{}",
                                 .value_len = 2,
                                 .values = g->val[i],
@@ -196,19 +218,13 @@ static void same_in_both(const char *what, const char *query, int batch) {
              a, b, b, a);
     sql2(q, v, sizeof v);
     ck_assert_msg(strncmp(v, "0 ", 2) == 0,
-                  "batch %d: %s differ between the set and the per-record "
-                  "path: %s",
-                  batch, what, v);
+                  "batch %d: %s differ between the two schemas: %s", batch,
+                  what, v);
 }
 
-START_TEST(set_and_per_record_paths_agree) {
+/* Both schemas with the target table, which refuses the body "bad". */
+static void make_schemas(void) {
     char q[1024];
-    paths seen[2] = {{0, 0}, {0, 0}};
-    tm_host_api host[2];
-    tm_settings *settings[2];
-    tm_sink_config config[2];
-    void *sink[2];
-    tm_marker mk[2];
     for (int i = 0; i < 2; i++) {
         snprintf(q, sizeof q,
                  "CREATE SCHEMA \"%s\"; CREATE TABLE \"%s\".t (id bigint NOT "
@@ -217,11 +233,25 @@ START_TEST(set_and_per_record_paths_agree) {
                  "NULL, _tm_identity text)",
                  schema[i], schema[i]);
         PQclear(pgt_sql(admin, q));
+    }
+}
+
+START_TEST(set_and_per_record_paths_agree) {
+    char q[1024];
+    paths seen[2] = {{0, 0, 0}, {0, 0, 0}};
+    tm_host_api host[2];
+    tm_settings *settings[2];
+    tm_sink_config config[2];
+    void *sink[2];
+    tm_marker mk[2];
+    make_schemas();
+    for (int i = 0; i < 2; i++) {
         host[i] = *tm_host_services();
         host[i].log = counting_log;
-        json_t *obj = json_pack("{s:s, s:s, s:s, s:i}", "conninfo",
-                                pgt_conninfo(), "schema", schema[i], "table",
-                                "t", "dedup_retention_s", 3600);
+        json_t *obj =
+            json_pack("{s:s, s:s, s:s, s:i, s:s}", "conninfo", pgt_conninfo(),
+                      "schema", schema[i], "table", "t", "dedup_retention_s",
+                      3600, "dedup_keys", "rows");
         ck_assert_ptr_nonnull(obj);
         settings[i] = tm_settings_new(obj, "$.sink.settings");
         json_decref(obj);
@@ -267,7 +297,7 @@ START_TEST(set_and_per_record_paths_agree) {
         }
         for (int i = 0; i < 2; i++) {
             unsigned seed = 20261204u + (unsigned)k;
-            gen(&g, k, mk[i].epoch, &seed);
+            gen(&g, k, 0, (int64_t)k * BATCH, mk[i].epoch, 1000, &seed);
             tm_error err = {sizeof err, ""};
             tm_status rc = api->commit(sink[i], &g.b, &err);
             ck_assert_msg(rc == TM_OK, "batch %d, schema %s: %s: %s", k,
@@ -336,8 +366,9 @@ START_TEST(new_session_prepares_the_keys_statement_again) {
              "NULL, _tm_offset bigint NOT NULL, _tm_identity text)",
              schema[0], schema[0]);
     PQclear(pgt_sql(admin, q));
-    json_t *obj = json_pack("{s:s, s:s, s:s}", "conninfo", pgt_conninfo(),
-                            "schema", schema[0], "table", "t");
+    json_t *obj =
+        json_pack("{s:s, s:s, s:s, s:s}", "conninfo", pgt_conninfo(), "schema",
+                  schema[0], "table", "t", "dedup_keys", "rows");
     ck_assert_ptr_nonnull(obj);
     tm_settings *settings = tm_settings_new(obj, "$.sink.settings");
     json_decref(obj);
@@ -352,7 +383,7 @@ START_TEST(new_session_prepares_the_keys_statement_again) {
     tm_marker mk = pgt_claim1(api, sink);
     static gen_batch g;
     unsigned seed = 7;
-    gen(&g, 0, mk.epoch, &seed);
+    gen(&g, 0, 0, 0, mk.epoch, 1000, &seed);
     tm_error err = {sizeof err, ""};
     tm_status rc = api->commit(sink, &g.b, &err);
     ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
@@ -364,7 +395,7 @@ START_TEST(new_session_prepares_the_keys_statement_again) {
     sql2(q, v, sizeof v);
     ck_assert_msg(strcmp(v, "1") == 0,
                   "inconclusive: %s sessions of the sink ended, want 1", v);
-    gen(&g, 1, mk.epoch, &seed);
+    gen(&g, 1, 0, BATCH, mk.epoch, 1000, &seed);
     rc = api->commit(sink, &g.b, &err); /* finds the session gone */
     ck_assert_msg(rc == TM_RETRY, "%s: %s", tm_status_name(rc), err.message);
     rc = api->commit(sink, &g.b, &err);
@@ -376,6 +407,177 @@ START_TEST(new_session_prepares_the_keys_statement_again) {
 }
 END_TEST
 
+/* ---- keys held in memory against keys as rows -------------------------- */
+
+/* The batch whose first commit in memory fails after its keys; with a
+ * retention, the batch before which batches 0 and 1 expire. */
+#define FAIL_AT    7
+#define EXPIRE_MEM 6
+
+static void *open_sink(int i, int retention, tm_host_api *host,
+                       tm_settings **settings, tm_sink_config *config,
+                       paths *ctx) {
+    json_t *obj =
+        json_pack("{s:s, s:s, s:s, s:s}", "conninfo", pgt_conninfo(), "schema",
+                  schema[i], "table", "t", "dedup_keys", i ? "rows" : "memory");
+    ck_assert_ptr_nonnull(obj);
+    if (retention)
+        json_object_set_new(obj, "dedup_retention_s", json_integer(3600));
+    *settings = tm_settings_new(obj, "$.sink.settings");
+    json_decref(obj);
+    ck_assert_ptr_nonnull(*settings);
+    *host = *tm_host_services();
+    host->log = counting_log;
+    *config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
+                               .connector = connector,
+                               .settings = *settings,
+                               .columns = COLS,
+                               .ncolumns = 2,
+                               .flags = TM_CONFIG_DEDUP,
+                               .host_ctx = ctx};
+    return pgt_open(api, host, config);
+}
+
+static tm_marker claim(void *sink, int32_t p) {
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = p};
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->claim(sink, &m, 1, 0, &err);
+    ck_assert_msg(rc == TM_OK, "claim: %s", err.message);
+    return m;
+}
+
+static void commit_ok(void *sink, gen_batch *g, const char *who, int k) {
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->commit(sink, &g->b, &err);
+    ck_assert_msg(rc == TM_OK, "batch %d, %s: %s: %s", k, who,
+                  tm_status_name(rc), err.message);
+}
+
+static void differential(int retention) {
+    char q[1024];
+    make_schemas();
+    /* A: two hosts of the connector (partition 0, partition 1); B: one */
+    paths seen[3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    tm_host_api host[3];
+    tm_settings *settings[3];
+    tm_sink_config config[3];
+    void *sink[3];
+    for (int i = 0; i < 3; i++)
+        sink[i] = open_sink(i == 2, retention, &host[i], &settings[i],
+                            &config[i], &seen[i]);
+    tm_marker ma[2] = {claim(sink[0], 0), claim(sink[1], 1)};
+    tm_marker mb[2] = {claim(sink[2], 0), claim(sink[2], 1)};
+    snprintf(q, sizeof q,
+             "CREATE TABLE \"%s\".fail_once (n int); CREATE FUNCTION "
+             "\"%s\".fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF "
+             "EXISTS (SELECT 1 FROM \"%s\".fail_once) THEN RAISE EXCEPTION "
+             "'test fails the commit' USING ERRCODE = '40001'; END IF; "
+             "RETURN NEW; END $$; CREATE TRIGGER fail BEFORE UPDATE ON "
+             "\"%s\".tidemark_keysets FOR EACH ROW EXECUTE FUNCTION "
+             "\"%s\".fail()",
+             schema[0], schema[0], schema[0], schema[0], schema[0]);
+    PQclear(pgt_sql(admin, q));
+    static gen_batch g;
+    int64_t next[2] = {0, 0};
+    int failed = 0;
+    long long expired = 0;
+    for (int k = 0; k < NBATCHES; k++) {
+        /* every third batch to partition 1: the other host */
+        int32_t p = k % 3 == 2;
+        if (retention && k == EXPIRE_MEM) {
+            /* expired by both clocks: the keys first applied by batches 0
+             * and 1 (offsets below 2 * BATCH of partition 0), whole batch
+             * rows in A, key rows in B */
+            long long na = sql2_int(
+                "WITH u AS (UPDATE $A.tidemark_key_batches SET "
+                "newest_applied_at = -9000000000000, applied_wall = 0 WHERE "
+                "generation <= 2 RETURNING nkeys) SELECT coalesce(sum(nkeys), "
+                "0) FROM u");
+            snprintf(q, sizeof q,
+                     "WITH u AS (UPDATE $B.tidemark_keys SET applied_at = "
+                     "-9000000000000, applied_wall = 0 WHERE first_partition "
+                     "= 0 AND first_offset < %d RETURNING 1) SELECT count(*) "
+                     "FROM u",
+                     2 * BATCH);
+            long long nb = sql2_int(q);
+            ck_assert_msg(na > 0 && na == nb,
+                          "inconclusive: %lld and %lld keys expired", na, nb);
+            expired = na;
+        }
+        int64_t ts = 1000 + k;
+        unsigned seed = 20261205u + (unsigned)k;
+        gen(&g, k, p, next[p], ma[p].epoch, ts, &seed);
+        if (k == FAIL_AT) {
+            snprintf(q, sizeof q, "INSERT INTO \"%s\".fail_once VALUES (1)",
+                     schema[0]);
+            PQclear(pgt_sql(admin, q));
+            tm_error err = {sizeof err, ""};
+            tm_status rc = api->commit(sink[p], &g.b, &err);
+            ck_assert_msg(rc == TM_RETRY && strstr(err.message, "test fails"),
+                          "inconclusive: the failing commit gave %s: %s",
+                          tm_status_name(rc), err.message);
+            snprintf(q, sizeof q, "DELETE FROM \"%s\".fail_once", schema[0]);
+            PQclear(pgt_sql(admin, q));
+            failed = 1;
+        }
+        commit_ok(sink[p], &g, "memory", k);
+        seed = 20261205u + (unsigned)k;
+        gen(&g, k, p, next[p], mb[p].epoch, ts, &seed);
+        commit_ok(sink[2], &g, "rows", k);
+        next[p] += BATCH;
+        same_in_both("rows",
+                     "SELECT _tm_partition, _tm_offset, id, body, "
+                     "_tm_identity FROM $S.t",
+                     k);
+        same_in_both("dead letters",
+                     "SELECT \"partition\", \"offset\", reason FROM "
+                     "$S.tidemark_dead_letters",
+                     k);
+        same_in_both("markers",
+                     "SELECT \"partition\", next_offset, \"rows\", "
+                     "dead_letters, duplicates FROM $S.tidemark_markers",
+                     k);
+    }
+    ck_assert_msg(failed, "inconclusive: no commit failed");
+    /* what the batches held: every outcome, and keys of each host's
+     * batches resent by the other's, decided again under the lock */
+    char v[256];
+    sql2("SELECT (SELECT sum(duplicates) FROM $A.tidemark_markers) || '/' || "
+         "(SELECT count(*) FILTER (WHERE reason = 'identity_conflict') || '/' "
+         "|| count(*) FILTER (WHERE reason = 'rejected') FROM "
+         "$A.tidemark_dead_letters) || '/' || (SELECT count(*) FROM $A.t t "
+         "JOIN $A.t u ON u._tm_identity = t._tm_identity AND (u._tm_partition, "
+         "u._tm_offset) < (t._tm_partition, t._tm_offset))",
+         v, sizeof v);
+    long long dups, conflicts, rejected, twice;
+    ck_assert_int_eq(
+        sscanf(v, "%lld/%lld/%lld/%lld", &dups, &conflicts, &rejected, &twice),
+        4);
+    ck_assert_msg(dups > 0 && conflicts > 0 && rejected > 0 &&
+                      (retention ? twice > 0 && expired > 0 : twice == 0),
+                  "inconclusive: duplicates/conflicts/rejected/rows stored "
+                  "twice %s",
+                  v);
+    if (!retention)
+        ck_assert_msg(seen[0].again + seen[1].again > 0,
+                      "inconclusive: no host decided its keys again after "
+                      "the other's batch");
+    for (int i = 0; i < 3; i++) {
+        api->close(sink[i]);
+        tm_settings_free(settings[i]);
+    }
+}
+
+START_TEST(memory_and_rows_agree) {
+    differential(0);
+}
+END_TEST
+
+START_TEST(memory_and_rows_agree_with_a_retention) {
+    differential(1);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_keys");
     TCase *tc = tcase_create("paths");
@@ -384,6 +586,12 @@ static Suite *suite(void) {
     tcase_add_test(tc, set_and_per_record_paths_agree);
     tcase_add_test(tc, new_session_prepares_the_keys_statement_again);
     suite_add_tcase(s, tc);
+    TCase *mem = tcase_create("memory");
+    tcase_add_checked_fixture(mem, setup, teardown);
+    tcase_set_timeout(mem, 240);
+    tcase_add_test(mem, memory_and_rows_agree);
+    tcase_add_test(mem, memory_and_rows_agree_with_a_retention);
+    suite_add_tcase(s, mem);
     return s;
 }
 

@@ -372,7 +372,9 @@ END_TEST
  * so a resend of a key applied a moment ago is still a duplicate. */
 START_TEST(retention_ignores_a_future_timestamp) {
     conf c;
-    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    conf_init(&c,
+              BASIC ", \"dedup_keys\": \"rows\", \"dedup_retention_s\": 3600}",
+              TM_CONFIG_DEDUP, 2);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     int64_t now = tm_clock_wall_ms();
@@ -513,7 +515,7 @@ static int64_t age_index(void) {
 
 START_TEST(keys_age_index_only_with_a_retention) {
     conf c;
-    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    conf_init(&c, BASIC ", \"dedup_keys\": \"rows\"}", TM_CONFIG_DEDUP, 2);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     batch b;
@@ -523,7 +525,9 @@ START_TEST(keys_age_index_only_with_a_retention) {
     ck_assert_int_eq(age_index(), 0);
     api->close(sink);
     conf_done(&c);
-    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    conf_init(&c,
+              BASIC ", \"dedup_keys\": \"rows\", \"dedup_retention_s\": 3600}",
+              TM_CONFIG_DEDUP, 2);
     sink = open_ok(&c);
     ck_assert_int_eq(age_index(), 1);
     m = claim1(sink);
@@ -533,7 +537,7 @@ START_TEST(keys_age_index_only_with_a_retention) {
     api->close(sink);
     conf_done(&c);
     /* without a retention again: the index made is kept and used */
-    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    conf_init(&c, BASIC ", \"dedup_keys\": \"rows\"}", TM_CONFIG_DEDUP, 2);
     sink = open_ok(&c);
     m = claim1(sink);
     rec r3[] = {{4, 2, "b", "k2", "h2"}, {5, 3, "c", "k3", "h3"}};
@@ -1105,7 +1109,9 @@ START_TEST(keys_as_a_set_match_the_per_record_outcomes) {
     host.log = counting_log;
     set_refusals = 0;
     conf c;
-    conf_init(&c, BASIC ", \"dedup_retention_s\": 3600}", TM_CONFIG_DEDUP, 2);
+    conf_init(&c,
+              BASIC ", \"dedup_keys\": \"rows\", \"dedup_retention_s\": 3600}",
+              TM_CONFIG_DEDUP, 2);
     void *sink = open_with(&c, &host);
     tm_marker mk = claim1(sink);
     model m = {0};
@@ -1245,7 +1251,7 @@ END_TEST
  * that fails again at the same record after every restart. */
 START_TEST(refused_business_key_is_a_dead_letter) {
     conf c;
-    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    conf_init(&c, BASIC ", \"dedup_keys\": \"rows\"}", TM_CONFIG_DEDUP, 2);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     static char huge[12001];
@@ -1736,7 +1742,7 @@ START_TEST(key_stored_concurrently_is_decided_again) {
     host.log = counting_log;
     set_refusals = probes_after_copy = 0;
     conf c;
-    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    conf_init(&c, BASIC ", \"dedup_keys\": \"rows\"}", TM_CONFIG_DEDUP, 2);
     void *sink = open_with(&c, &host);
     tm_marker m = claim1(sink);
     batch b;

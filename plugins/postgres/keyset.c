@@ -1,0 +1,677 @@
+/* Business keys held in memory (docs/sinks/postgres.md, "Business keys held
+ * in memory"): per connector a hash set of 24-byte digests (the shared part,
+ * plugins/keyset), filled from tidemark_key_batches (one row of packed
+ * digests per batch that applied new keys) and from the connector's
+ * tidemark_keys rows (older builds, or "dedup_keys": "rows"). The
+ * connector's tidemark_keysets row (seed, generation, pruned_generation)
+ * serialises the commits that change its keys: each takes it FOR UPDATE,
+ * after its rows (so that two hosts' commits of one connector overlap but
+ * for their tails), and checks that what it decided from the set still
+ * holds: batches committed by others since are loaded, and a key of theirs
+ * among this batch's new ones, or a removal by another host, makes the
+ * transaction run again with the row locked first. The batch's own changes
+ * reach the set only after COMMIT. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "pg_sink.h"
+
+int pg_keyset_on(const pg_sink *s) {
+    return (s->config->flags & TM_CONFIG_DEDUP) && !s->set.keys_rows;
+}
+
+/* SQL on the connector's tables: "%K" the keysets table, "%B" the batch
+ * rows, "%L" the per-key rows (tidemark_keys). NULL when out of memory
+ * (free it). */
+static char *sql_of(const pg_sink *s, const char *fmt) {
+    pg_buf b = {0};
+    for (const char *p = fmt; *p; p++) {
+        if (p[0] == '%' && (p[1] == 'K' || p[1] == 'B' || p[1] == 'L')) {
+            pg_buf_add(&b, p[1] == 'K'   ? s->q_keysets
+                           : p[1] == 'B' ? s->q_key_batches
+                                         : s->q_keys);
+            p++;
+        } else {
+            pg_buf_addn(&b, p, 1);
+        }
+    }
+    if (b.oom) {
+        pg_buf_free(&b);
+        return NULL;
+    }
+    return b.p;
+}
+
+static PGresult *run(pg_sink *s, const char *fmt, int n, const char **v,
+                     const int *lens, const int *fmts, int tuples, int binary,
+                     const char *step, tm_status *r, tm_error *err) {
+    char *sql = sql_of(s, fmt);
+    if (!sql) {
+        s->host->set_error(err, "%s: out of memory", step);
+        *r = TM_RETRY;
+        return NULL;
+    }
+    PGresult *res =
+        binary ? pg_query_binary(s, sql, n, v, lens, fmts, step, r, err)
+               : pg_query(s, sql, n, v, lens, fmts, tuples, step, r, err);
+    free(sql);
+    return res;
+}
+
+static tm_status nomem(pg_sink *s, const char *step, tm_error *err) {
+    s->host->set_error(err, "%s: out of memory", step);
+    return TM_RETRY;
+}
+
+/* The keyset's failure: a set too big for memory (TM_RETRY naming it), a
+ * batch row that is no list of keys (TM_FATAL). */
+static tm_status load_failed(pg_sink *s, int rc, tm_error *err) {
+    pg_keyset *k = &s->ks;
+    if (rc == TK_NOMEM) {
+        s->host->set_error(
+            err,
+            "the connector's business keys do not fit in memory (%zu "
+            "loaded, a set of %zu bytes; docs/sinks/postgres.md, Business "
+            "keys held in memory: \"dedup_keys\": \"rows\" keeps them on "
+            "disk)",
+            k->set.n, (k->set.mask + 1) * sizeof(tk_key));
+        return TM_RETRY;
+    }
+    s->host->set_error(err,
+                       "a row of %s of connector %s is not a list of keys "
+                       "(its length is no multiple of %d bytes)",
+                       s->q_key_batches, s->config->connector, TK_KEY_BYTES);
+    return TM_FATAL;
+}
+
+static void forget_set(pg_keyset *k) {
+    tk_tab_clear(&k->set);
+    k->loaded = 0;
+}
+
+/* ---- the connector's row ------------------------------------------------ */
+
+typedef struct ks_row {
+    int found;
+    uint8_t seed[16];
+    int64_t gen, pruned;
+} ks_row;
+
+static int unhex(const char *h, uint8_t *out, size_t n) {
+    if (h[0] != '\\' || h[1] != 'x' || strlen(h) != 2 + 2 * n)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(h + 2 + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (uint8_t)v;
+    }
+    return 0;
+}
+
+/* The connector's keysets row (FOR UPDATE when LOCK). */
+static tm_status read_row(pg_sink *s, int lock, ks_row *row, tm_error *err) {
+    const char *v[1] = {s->config->connector};
+    tm_status r;
+    PGresult *res = run(s,
+                        lock ? "SELECT seed, generation, pruned_generation "
+                               "FROM %K WHERE connector = $1 FOR UPDATE"
+                             : "SELECT seed, generation, pruned_generation "
+                               "FROM %K WHERE connector = $1",
+                        1, v, NULL, NULL, 1, 0,
+                        lock ? "locking the connector's business keys"
+                             : "reading the connector's business keys",
+                        &r, err);
+    if (!res)
+        return r;
+    row->found = PQntuples(res) == 1;
+    if (row->found) {
+        if (unhex(PQgetvalue(res, 0, 0), row->seed, 16) != 0) {
+            s->host->set_error(err,
+                               "%s: the seed of connector %s is not 16 "
+                               "bytes",
+                               s->q_keysets, s->config->connector);
+            PQclear(res);
+            return TM_FATAL;
+        }
+        row->gen = atoll(PQgetvalue(res, 0, 1));
+        row->pruned = atoll(PQgetvalue(res, 0, 2));
+    }
+    PQclear(res);
+    return TM_OK;
+}
+
+/* Whether the connector has batch rows (*any). */
+static tm_status any_batches(pg_sink *s, int *any, tm_error *err) {
+    const char *v[1] = {s->config->connector};
+    tm_status r;
+    PGresult *res =
+        run(s,
+            "SELECT EXISTS (SELECT 1 FROM %B WHERE connector = "
+            "$1), EXISTS (SELECT 1 FROM %L WHERE connector = $1)",
+            1, v, NULL, NULL, 1, 0, "reading business keys", &r, err);
+    if (!res)
+        return r;
+    any[0] = *PQgetvalue(res, 0, 0) == 't';
+    any[1] = *PQgetvalue(res, 0, 1) == 't';
+    PQclear(res);
+    return TM_OK;
+}
+
+/* The connector's row with a new random seed, unless one is there
+ * (*made: this statement made it). */
+static tm_status make_row(pg_sink *s, int *made, tm_error *err) {
+    uint8_t seed[16];
+    if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        s->host->set_error(err, "no random bytes for the keys' seed");
+        return TM_RETRY;
+    }
+    const char *v[2] = {s->config->connector, (const char *)seed};
+    const int lens[2] = {0, 16}, fmts[2] = {0, 1};
+    tm_status r;
+    PGresult *res = run(s,
+                        "INSERT INTO %K (connector, seed, generation, "
+                        "pruned_generation) VALUES ($1, $2::bytea, 0, 0) ON "
+                        "CONFLICT DO NOTHING",
+                        2, v, lens, fmts, 0, 0,
+                        "making the connector's business keys' row", &r, err);
+    if (res)
+        *made = strcmp(PQcmdTuples(res), "1") == 0;
+    PQclear(res);
+    return r;
+}
+
+static tm_status orphan_batches(pg_sink *s, tm_error *err) {
+    s->host->set_error(err,
+                       "the connector's rows of %s have no row in %s "
+                       "(deleted?), which holds the seed of their digests: "
+                       "they cannot be read, and without them a resend "
+                       "would be stored again",
+                       s->q_key_batches, s->q_keysets);
+    return TM_FATAL;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+/* The keys of every batch row past generation AFTER into the set. */
+static tm_status load_batches(pg_sink *s, int64_t after, tm_error *err) {
+    char a[32];
+    snprintf(a, sizeof a, "%lld", (long long)after);
+    const char *v[2] = {s->config->connector, a};
+    tm_status r;
+    PGresult *res =
+        run(s,
+            "SELECT keys FROM %B WHERE connector = $1 AND "
+            "generation > $2::bigint",
+            2, v, NULL, NULL, 1, 1, "loading business keys", &r, err);
+    if (!res)
+        return r;
+    int rc = TK_OK;
+    for (int i = 0; rc == TK_OK && i < PQntuples(res); i++)
+        rc = tk_unpack(PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0),
+                       &s->ks.set, NULL);
+    PQclear(res);
+    return rc == TK_OK ? TM_OK : load_failed(s, rc, err);
+}
+
+/* The connector's rows of tidemark_keys (older builds, or "rows"). */
+static tm_status load_legacy(pg_sink *s, tm_error *err) {
+    const char *v[1] = {s->config->connector};
+    tm_status r;
+    PGresult *res =
+        run(s,
+            "SELECT identity, payload_hash FROM %L WHERE "
+            "connector = $1",
+            1, v, NULL, NULL, 1, 0, "loading business keys", &r, err);
+    if (!res)
+        return r;
+    int rc = TK_OK;
+    s->ks.legacy = PQntuples(res);
+    for (int i = 0; rc == TK_OK && i < PQntuples(res); i++)
+        rc = tk_tab_put(
+            &s->ks.set,
+            tk_digest(s->ks.seed, PQgetvalue(res, i, 0),
+                      PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1)));
+    PQclear(res);
+    return rc == TK_OK ? TM_OK : load_failed(s, rc, err);
+}
+
+/* The set sized once for the connector's keys: growing by doubling while
+ * loading would hold the old table and the new one together. */
+static tm_status presize(pg_sink *s, tm_error *err) {
+    const char *v[1] = {s->config->connector};
+    tm_status r;
+    PGresult *res =
+        run(s,
+            "SELECT coalesce(sum(nkeys), 0) + (SELECT count(*) "
+            "FROM %L WHERE connector = $1) FROM %B WHERE "
+            "connector = $1",
+            1, v, NULL, NULL, 1, 0, "counting business keys", &r, err);
+    if (!res)
+        return r;
+    long long n = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    int rc = n > 0 ? tk_tab_grow(&s->ks.set, (size_t)n) : TK_OK;
+    return rc == TK_OK ? TM_OK : load_failed(s, rc, err);
+}
+
+/* The whole set for ROW, in the caller's transaction. */
+static tm_status full_load(pg_sink *s, const ks_row *row, tm_error *err) {
+    pg_keyset *k = &s->ks;
+    forget_set(k);
+    memcpy(k->seed, row->seed, 16);
+    tm_status r = presize(s, err);
+    if (r == TM_OK)
+        r = load_legacy(s, err);
+    if (r == TM_OK)
+        r = load_batches(s, INT64_MIN, err);
+    if (r != TM_OK) {
+        forget_set(k);
+        return r;
+    }
+    k->gen = row->gen;
+    k->pruned = row->pruned;
+    k->loaded = 1;
+    return TM_OK;
+}
+
+/* 1 when the set cannot follow ROW by loading newer batches: not loaded,
+ * keys removed by another host, another seed, generations gone back. */
+static int stale(const pg_keyset *k, const ks_row *row) {
+    return !k->loaded || row->pruned != k->pruned ||
+           memcmp(row->seed, k->seed, 16) != 0 || row->gen < k->gen;
+}
+
+tm_status pg_keyset_claim(pg_sink *s, tm_error *err) {
+    if (!(s->config->flags & TM_CONFIG_DEDUP))
+        return TM_OK;
+    ks_row row = {0};
+    tm_status r = read_row(s, 0, &row, err);
+    if (r != TM_OK)
+        return r;
+    if (s->set.keys_rows) {
+        if (!row.found)
+            return TM_OK;
+        s->host->set_error(err,
+                           "setting \"dedup_keys\": \"rows\", but connector "
+                           "%s holds its business keys as batches in %s "
+                           "(\"memory\"), which \"rows\" would not see; keep "
+                           "\"memory\"",
+                           s->config->connector, s->q_key_batches);
+        return TM_FATAL;
+    }
+    int any[2] = {0, 0};
+    if ((r = any_batches(s, any, err)) != TM_OK)
+        return r;
+    if (!row.found) {
+        int made = 0;
+        if (any[0])
+            return orphan_batches(s, err);
+        if ((r = make_row(s, &made, err)) != TM_OK)
+            return r;
+    }
+    /* One snapshot for the row and the keys it counts. With rows in
+     * tidemark_keys, the whole set: those an older build wrote meanwhile
+     * move no generation or counter. */
+    if (any[1])
+        s->ks.loaded = 0;
+    r = pg_exec(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                "claim: reading business keys", err);
+    if (r == TM_OK)
+        r = read_row(s, 0, &row, err);
+    if (r == TM_OK && !row.found)
+        r = orphan_batches(s, err); /* deleted since it was made */
+    if (r == TM_OK && stale(&s->ks, &row))
+        r = full_load(s, &row, err);
+    else if (r == TM_OK && row.gen > s->ks.gen) {
+        if ((r = load_batches(s, s->ks.gen, err)) == TM_OK)
+            s->ks.gen = row.gen;
+        else
+            forget_set(&s->ks);
+    }
+    if (r == TM_OK)
+        r = pg_exec(s, "COMMIT", "claim: reading business keys", err);
+    if (r != TM_OK)
+        pg_rollback(s);
+    return r;
+}
+
+/* ---- one batch ----------------------------------------------------------- */
+
+static void stage_reset_all(pg_keyset *k) {
+    tk_stage_reset(&k->add);
+    tk_stage_reset(&k->del);
+    k->newest_at = INT64_MIN;
+    k->pruned_now = 0;
+    k->locked = 0;
+    k->fresh_row = 0;
+}
+
+/* The connector's row locked, the set brought up to it. */
+static tm_status lock_and_sync(pg_sink *s, tm_error *err) {
+    pg_keyset *k = &s->ks;
+    ks_row row = {0};
+    tm_status r = read_row(s, 1, &row, err);
+    if (r == TM_OK && !row.found) {
+        int any[2] = {0, 0}, made = 0;
+        if ((r = any_batches(s, any, err)) != TM_OK)
+            return r;
+        if (any[0])
+            return orphan_batches(s, err);
+        if ((r = make_row(s, &made, err)) != TM_OK ||
+            (r = read_row(s, 1, &row, err)) != TM_OK)
+            return r;
+        if (!row.found)
+            return orphan_batches(s, err);
+        k->fresh_row = made;
+        forget_set(k);
+    }
+    if (r != TM_OK)
+        return r;
+    k->locked = 1;
+    if (stale(k, &row))
+        return full_load(s, &row, err);
+    if (row.gen > k->gen) {
+        /* others committed batches: committed rows, the set takes them */
+        if ((r = load_batches(s, k->gen, err)) != TM_OK) {
+            forget_set(k);
+            return r;
+        }
+        k->gen = row.gen;
+    }
+    return TM_OK;
+}
+
+tm_status pg_keyset_begin(pg_sink *s, int lock_first, tm_error *err) {
+    stage_reset_all(&s->ks);
+    if (!lock_first && s->ks.loaded)
+        return TM_OK;
+    return lock_and_sync(s, err);
+}
+
+tm_status pg_keyset_prune(pg_sink *s, int64_t horizon, int64_t wall_horizon,
+                          tm_error *err) {
+    pg_keyset *k = &s->ks;
+    char h[32], w[32];
+    snprintf(h, sizeof h, "%lld", (long long)horizon);
+    snprintf(w, sizeof w, "%lld", (long long)wall_horizon);
+    const char *v[3] = {s->config->connector, h, w};
+    tm_status r;
+    PGresult *res =
+        run(s,
+            "DELETE FROM %B WHERE connector = $1 AND "
+            "newest_applied_at < $2::bigint AND applied_wall < "
+            "$3::bigint RETURNING keys",
+            3, v, NULL, NULL, 1, 1, "pruning expired business keys", &r, err);
+    if (!res)
+        return r;
+    int rc = TK_OK;
+    for (int i = 0; rc == TK_OK && i < PQntuples(res); i++) {
+        k->pruned_now = 1;
+        rc = tk_unpack(PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0),
+                       NULL, &k->del);
+    }
+    PQclear(res);
+    if (rc != TK_OK)
+        return load_failed(s, rc, err);
+    if (k->legacy == 0)
+        return TM_OK;
+    res = run(s,
+              "DELETE FROM %L WHERE connector = $1 AND applied_at < $2::bigint "
+              "AND applied_wall < $3::bigint RETURNING identity, payload_hash",
+              3, v, NULL, NULL, 1, 0, "pruning expired business keys", &r, err);
+    if (!res)
+        return r;
+    for (int i = 0; rc == TK_OK && i < PQntuples(res); i++) {
+        k->pruned_now = 1;
+        rc = tk_stage_add(
+            &k->del,
+            tk_digest(k->seed, PQgetvalue(res, i, 0),
+                      PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1)),
+            -1, SIZE_MAX);
+    }
+    PQclear(res);
+    return rc == TK_OK ? TM_OK : nomem(s, "pruning business keys", err);
+}
+
+/* The detail of a conflict with a key seen before: the first occurrence
+ * in this batch (EARLIER >= 0), or a stored key (only digests are kept). */
+static void detail_of(const tm_batch *b, const tm_record *r, int32_t earlier,
+                      char *detail, size_t size) {
+    const char *now = r->identity_hash ? r->identity_hash : "(none)";
+    if (earlier >= 0) {
+        const tm_record *e = TM_CELEM(tm_record, b->records, earlier);
+        const tm_range *g = TM_CELEM(tm_range, b->ranges, e->range);
+        char part[16], off[32];
+        snprintf(part, sizeof part, "%d", (int)g->partition);
+        snprintf(off, sizeof off, "%lld", (long long)e->offset);
+        pg_key_conflict_detail(detail, size, r->identity, g->topic, part, off,
+                               e->identity_hash, r->identity_hash);
+        return;
+    }
+    snprintf(detail, size,
+             "identity %.*s was applied before with another payload hash "
+             "(the sink keeps 64-bit digests of them, not the text), now %.*s",
+             (int)pg_utf8_prefix(r->identity, 120), r->identity,
+             (int)pg_utf8_prefix(now, 80), now);
+}
+
+tm_status pg_keyset_decide(pg_sink *s, const tm_batch *b,
+                           const unsigned char *keyed, int64_t wall_ms,
+                           pg_key_set *out, tm_error *err) {
+    pg_keyset *k = &s->ks;
+    size_t n = b->nrecords;
+    if (n > k->ndig) {
+        tk_key *d = realloc(k->dig, n * sizeof *d);
+        if (!d)
+            return nomem(s, "deciding business keys", err);
+        k->dig = d;
+        k->ndig = n;
+    }
+    for (size_t j = 0; j < n; j++) {
+        const tm_record *r = TM_CELEM(tm_record, b->records, j);
+        k->dig[j] = keyed[j] ? tk_digest(k->seed, r->identity, r->identity_hash)
+                             : (tk_key){0, 0, 0};
+    }
+    char detail[512];
+    uint64_t touched = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (j % TK_TOUCH_CHUNK == 0) /* the next home slots read ahead */
+            touched += tk_touch(&k->set, k->dig, j, n);
+        if (!keyed[j])
+            continue;
+        const tm_record *r = TM_CELEM(tm_record, b->records, j);
+        tk_key key = k->dig[j];
+        int outcome = 0;
+        int32_t earlier = -1;
+        size_t pos = SIZE_MAX;
+        int32_t i = tk_stage_find(&k->add, key.a, key.b);
+        if (i >= 0) {
+            earlier = k->add.rec[i];
+            outcome = k->add.key[i].ph == key.ph ? 1 : 2;
+        } else {
+            const tk_key *e = tk_tab_probe(&k->set, key.a, key.b, &pos);
+            if (e && tk_stage_find(&k->del, key.a, key.b) < 0)
+                outcome = e->ph == key.ph ? 1 : 2;
+            else if (e)
+                pos = SIZE_MAX; /* its slot is taken until the removal */
+        }
+        if (outcome == 0) {
+            int64_t at = pg_applied_at(r, wall_ms);
+            if (at > k->newest_at)
+                k->newest_at = at;
+            if (tk_stage_add(&k->add, key, (int32_t)j, pos) != TK_OK)
+                return nomem(s, "deciding business keys", err);
+            continue;
+        }
+        if (outcome == 2)
+            detail_of(b, r, earlier, detail, sizeof detail);
+        tm_status st = pg_key_put(s, b, j, outcome, detail, out, err);
+        if (st != TM_OK)
+            return st;
+    }
+    k->touched += touched; /* kept, so that the reads are not left out */
+    k->decided_slot = k->set.slot;
+    return TM_OK;
+}
+
+void pg_keyset_drop(pg_sink *s, const tm_record *r) {
+    pg_keyset *k = &s->ks;
+    tk_key key = tk_digest(k->seed, r->identity, r->identity_hash);
+    int32_t i = tk_stage_find(&k->add, key.a, key.b);
+    if (i >= 0)
+        k->add.rec[i] = TK_DROPPED;
+}
+
+/* The batch's row of new keys (generation GEN). */
+static tm_status write_batch(pg_sink *s, int64_t gen, int64_t wall_ms,
+                             tm_error *err) {
+    pg_keyset *k = &s->ks;
+    size_t len, nkeys;
+    uint8_t *blob = tk_pack(&k->add, &len);
+    if (!blob)
+        return nomem(s, "storing business keys", err);
+    nkeys = len / TK_KEY_BYTES;
+    if (nkeys == 0) {
+        free(blob);
+        return TM_OK;
+    }
+    char g[32], w[32], at[32], nk[32];
+    snprintf(g, sizeof g, "%lld", (long long)gen);
+    snprintf(w, sizeof w, "%lld", (long long)wall_ms);
+    snprintf(at, sizeof at, "%lld", (long long)k->newest_at);
+    snprintf(nk, sizeof nk, "%zu", nkeys);
+    const char *v[6] = {s->config->connector, g, w, at, nk, (const char *)blob};
+    const int lens[6] = {0, 0, 0, 0, 0, (int)len};
+    const int fmts[6] = {0, 0, 0, 0, 0, 1};
+    tm_status r = TM_OK;
+    PGresult *res =
+        len > INT32_MAX
+            ? NULL
+            : run(s,
+                  "INSERT INTO %B (connector, generation, applied_wall, "
+                  "newest_applied_at, nkeys, keys) VALUES ($1, $2::bigint, "
+                  "$3::bigint, $4::bigint, $5::bigint, $6::bytea)",
+                  6, v, lens, fmts, 0, 0, "storing business keys", &r, err);
+    if (len > INT32_MAX)
+        r = nomem(s, "storing business keys", err);
+    PQclear(res);
+    free(blob);
+    return r;
+}
+
+/* 1 when a key staged by this batch is in the set: a batch another host
+ * committed since the decisions holds it. */
+static int staged_in_set(const pg_keyset *k) {
+    for (size_t i = 0; i < k->add.n; i++)
+        if (k->add.rec[i] != TK_DROPPED &&
+            tk_tab_find(&k->set, k->add.key[i].a, k->add.key[i].b))
+            return 1;
+    return 0;
+}
+
+tm_status pg_keyset_finish(pg_sink *s, const tm_batch *b, int64_t wall_ms,
+                           int *redo, tm_error *err) {
+    pg_keyset *k = &s->ks;
+    tm_status r = TM_OK;
+    if (!k->locked) {
+        ks_row row = {0};
+        if ((r = read_row(s, 1, &row, err)) != TM_OK)
+            return r;
+        k->locked = 1;
+        if (!row.found || stale(k, &row)) {
+            *redo = 1;
+            s->host->set_error(err,
+                               "batch %s: the connector's business keys "
+                               "changed under the decisions (removed by "
+                               "another host); deciding again",
+                               b->batch_id);
+            return TM_RETRY;
+        }
+        if (row.gen > k->gen) {
+            if ((r = load_batches(s, k->gen, err)) != TM_OK) {
+                forget_set(k);
+                return r;
+            }
+            k->gen = row.gen;
+            if (staged_in_set(k)) {
+                *redo = 1;
+                s->host->set_error(err,
+                                   "batch %s: a key of this batch was "
+                                   "committed by another host since it was "
+                                   "decided; deciding again",
+                                   b->batch_id);
+                return TM_RETRY;
+            }
+        }
+    }
+    size_t live = 0;
+    for (size_t i = 0; i < k->add.n; i++)
+        live += k->add.rec[i] != TK_DROPPED;
+    int64_t gen = k->gen + (live > 0);
+    if (live > 0 && (r = write_batch(s, gen, wall_ms, err)) != TM_OK)
+        return r;
+    if (live > 0 || k->pruned_now) {
+        char g[32], p[32];
+        snprintf(g, sizeof g, "%lld", (long long)gen);
+        snprintf(p, sizeof p, "%lld", (long long)(k->pruned + k->pruned_now));
+        const char *v[3] = {s->config->connector, g, p};
+        PGresult *res = run(s,
+                            "UPDATE %K SET generation = $2::bigint, "
+                            "pruned_generation = $3::bigint WHERE connector "
+                            "= $1",
+                            3, v, NULL, NULL, 0, 0,
+                            "moving the connector's business keys", &r, err);
+        PQclear(res);
+        if (r != TM_OK)
+            return r;
+    }
+    k->next_gen = gen;
+    k->next_pruned = k->pruned + k->pruned_now;
+    return TM_OK;
+}
+
+void pg_keyset_committed(pg_sink *s) {
+    pg_keyset *k = &s->ks;
+    if (!k->locked) { /* no keyed record: nothing changed */
+        stage_reset_all(k);
+        return;
+    }
+    for (size_t i = 0; i < k->del.n; i++)
+        tk_tab_del(&k->set, k->del.key[i].a, k->del.key[i].b);
+    if (tk_tab_grow(&k->set, k->set.n + k->add.n) != TK_OK)
+        forget_set(k);
+    /* Where each new key's lookup ended is where it goes, as long as no
+     * slot was emptied and the set not rebuilt since the decisions (keys
+     * loaded after them only fill empty slots: the probe goes on from
+     * there). */
+    int hints = !k->del.n && k->set.slot == k->decided_slot;
+    for (size_t i = 0; k->loaded && i < k->add.n; i++) {
+        if (k->add.rec[i] == TK_DROPPED)
+            continue;
+        if (tk_tab_put_from(&k->set, k->add.key[i],
+                            hints ? k->add.pos[i] : SIZE_MAX) != TK_OK) {
+            forget_set(k); /* out of memory: the next commit reloads */
+            break;
+        }
+    }
+    k->gen = k->next_gen;
+    k->pruned = k->next_pruned;
+    stage_reset_all(k);
+}
+
+void pg_keyset_abort(pg_sink *s) {
+    pg_keyset *k = &s->ks;
+    if (k->fresh_row)
+        forget_set(k); /* its seed's row went back with the transaction */
+    stage_reset_all(k);
+}
+
+void pg_keyset_free(pg_sink *s) {
+    tk_tab_clear(&s->ks.set);
+    free(s->ks.dig);
+    tk_stage_free(&s->ks.add);
+    tk_stage_free(&s->ks.del);
+}
