@@ -752,6 +752,50 @@ START_TEST(identity_conflict_is_a_dead_letter) {
 }
 END_TEST
 
+/* Keys held in memory: "rows" would not see the connector's batch rows,
+ * so a claim with it is refused once the connector has its keysets row;
+ * and batch rows whose keysets row (their digests' seed) is gone cannot be
+ * read: a claim refuses them rather than store resends again. */
+static tm_status claim_status(void *sink, tm_error *err) {
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    *err = (tm_error){sizeof *err, ""};
+    return api->claim(sink, &m, 1, 0, err);
+}
+
+START_TEST(rows_after_memory_and_orphan_key_batches_are_refused) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 1, "a", "k1", "h1"}, {1, 2, "b", "k2", "h2"}};
+    batch_make(&b, 0, 2, m.epoch, r1, 2);
+    commit_ok(sink, &b);
+    api->close(sink);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_key_batches"),
+                     1);
+    conf rows;
+    conf_init(&rows, BASIC ", \"dedup_keys\": \"rows\"}", TM_CONFIG_DEDUP, 2);
+    sink = open_ok(&rows);
+    tm_error err;
+    tm_status rc = claim_status(sink, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "dedup_keys") &&
+                      strstr(err.message, "tidemark_key_batches"),
+                  "%s: %s", tm_status_name(rc), err.message);
+    api->close(sink);
+    conf_done(&rows);
+    ck_assert_int_eq(sql_int("WITH u AS (DELETE FROM $S.tidemark_keysets "
+                             "RETURNING 1) SELECT count(*) FROM u"),
+                     1);
+    sink = open_ok(&c);
+    rc = claim_status(sink, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "seed"), "%s: %s",
+                  tm_status_name(rc), err.message);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* After `offsets --reset-to` an earlier offset on a dedup connector, a
  * replayed offset that was a dead letter got a second one (verify: "stored
  * 2 times"). With dedup the same dead letter stored for the offset is not
@@ -1893,6 +1937,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, every_type_through_copy);
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
+    tcase_add_test(tc, rows_after_memory_and_orphan_key_batches_are_refused);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
