@@ -552,30 +552,33 @@ static tm_status begin_and_lock(pg_run *x, tm_error *err) {
     return r;
 }
 
-/* One round trip: every marker UPDATE, then COMMIT, in one pipeline. The
- * UPDATEs are put on the wire before the after_marker crash point, so that
- * it falls where its name says: markers sent, no COMMIT yet. */
+/* One round trip: the keys' writes (keys held in memory: the batch's row
+ * of keys, the connector's row moved), every marker UPDATE, then COMMIT,
+ * in one pipeline. The UPDATEs are put on the wire before the after_marker
+ * crash point, so that it falls where its name says: markers sent, no
+ * COMMIT yet. */
 static tm_status update_and_commit(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
     const tm_batch *b = x->b;
-    size_t n = b->nranges;
-    pg_stmt *st = calloc(n + 1, sizeof *st);
-    pg_marker_params *p = calloc(n ? n : 1, sizeof *p);
+    /* first the keys' writes (keys held in memory), then the markers */
+    pg_stmt *st = calloc(b->nranges + 3, sizeof *st);
+    pg_marker_params *p = calloc(b->nranges ? b->nranges : 1, sizeof *p);
+    size_t k = st ? pg_keyset_stmts(s, st) : 0, n = k + b->nranges;
     tm_status r = TM_OK;
     if (!st || !p) {
         s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
         r = TM_RETRY;
     }
     if (r == TM_OK) {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < b->nranges; i++) {
             s->host->marker_advance(&x->stored[i], b, i, x->rows[i], x->dls[i],
                                     x->dups[i]);
             pg_marker_params_of(s, &x->stored[i], &p[i]);
-            st[i] = (pg_stmt){.name = PG_STMT_UPDATE,
-                              .n = PG_MARKER_NPARAMS,
-                              .vals = p[i].v,
-                              .want_tuples = 1,
-                              .step = "updating the markers"};
+            st[k + i] = (pg_stmt){.name = PG_STMT_UPDATE,
+                                  .n = PG_MARKER_NPARAMS,
+                                  .vals = p[i].v,
+                                  .want_tuples = 1,
+                                  .step = "updating the markers"};
         }
         st[n] = (pg_stmt){.sql = "COMMIT", .step = "COMMIT"};
         r = pg_pipe_begin(s, "updating the markers", err);

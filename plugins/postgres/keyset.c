@@ -340,7 +340,10 @@ tm_status pg_keyset_claim(pg_sink *s, tm_error *err) {
 
 /* ---- one batch ----------------------------------------------------------- */
 
+static void stmts_free(pg_keyset *k);
+
 static void stage_reset_all(pg_keyset *k) {
+    stmts_free(k);
     tk_stage_reset(&k->add);
     tk_stage_reset(&k->del);
     k->newest_at = INT64_MIN;
@@ -525,41 +528,72 @@ void pg_keyset_drop(pg_sink *s, const tm_record *r) {
         k->add.rec[i] = TK_DROPPED;
 }
 
-/* The batch's row of new keys (generation GEN). */
-static tm_status write_batch(pg_sink *s, int64_t gen, int64_t wall_ms,
-                             tm_error *err) {
+/* The queued statements' memory (pg_keyset_stmts), after the pipeline. */
+static void stmts_free(pg_keyset *k) {
+    free(k->sql[0]);
+    free(k->sql[1]);
+    free(k->blob);
+    k->sql[0] = k->sql[1] = NULL;
+    k->blob = NULL;
+    k->nstmts = 0;
+}
+
+/* The batch's row of new keys (generation GEN, its NKEYS keys packed in
+ * k->blob, LEN bytes) and the connector's row moved to GEN and PRUNED,
+ * ready for pg_keyset_stmts. */
+static tm_status ready_writes(pg_sink *s, int64_t gen, int64_t pruned,
+                              int64_t wall_ms, size_t len, tm_error *err) {
     pg_keyset *k = &s->ks;
-    size_t len, nkeys;
-    uint8_t *blob = tk_pack(&k->add, &len);
-    if (!blob)
-        return nomem(s, "storing business keys", err);
-    nkeys = len / TK_KEY_BYTES;
-    if (nkeys == 0) {
-        free(blob);
-        return TM_OK;
+    snprintf(k->par[0], sizeof k->par[0], "%lld", (long long)gen);
+    snprintf(k->par[1], sizeof k->par[1], "%lld", (long long)wall_ms);
+    snprintf(k->par[2], sizeof k->par[2], "%lld", (long long)k->newest_at);
+    snprintf(k->par[3], sizeof k->par[3], "%zu", len / TK_KEY_BYTES);
+    snprintf(k->par[4], sizeof k->par[4], "%lld", (long long)pruned);
+    const char *c = s->config->connector;
+    k->vals[0][0] = c;
+    for (int i = 0; i < 4; i++)
+        k->vals[0][i + 1] = k->par[i];
+    k->vals[0][5] = (const char *)k->blob;
+    for (int i = 0; i < 6; i++) {
+        k->lens[i] = i == 5 ? (int)len : 0;
+        k->fmts[i] = i == 5;
     }
-    char g[32], w[32], at[32], nk[32];
-    snprintf(g, sizeof g, "%lld", (long long)gen);
-    snprintf(w, sizeof w, "%lld", (long long)wall_ms);
-    snprintf(at, sizeof at, "%lld", (long long)k->newest_at);
-    snprintf(nk, sizeof nk, "%zu", nkeys);
-    const char *v[6] = {s->config->connector, g, w, at, nk, (const char *)blob};
-    const int lens[6] = {0, 0, 0, 0, 0, (int)len};
-    const int fmts[6] = {0, 0, 0, 0, 0, 1};
-    tm_status r = TM_OK;
-    PGresult *res =
-        len > INT32_MAX
-            ? NULL
-            : run(s,
-                  "INSERT INTO %B (connector, generation, applied_wall, "
-                  "newest_applied_at, nkeys, keys) VALUES ($1, $2::bigint, "
-                  "$3::bigint, $4::bigint, $5::bigint, $6::bytea)",
-                  6, v, lens, fmts, 0, 0, "storing business keys", &r, err);
-    if (len > INT32_MAX)
-        r = nomem(s, "storing business keys", err);
-    PQclear(res);
-    free(blob);
-    return r;
+    k->vals[1][0] = c;
+    k->vals[1][1] = k->par[0];
+    k->vals[1][2] = k->par[4];
+    k->sql[0] = len ? sql_of(s, "INSERT INTO %B (connector, generation, "
+                                "applied_wall, newest_applied_at, nkeys, "
+                                "keys) VALUES ($1, $2::bigint, $3::bigint, "
+                                "$4::bigint, $5::bigint, $6::bytea)")
+                    : NULL;
+    k->sql[1] = sql_of(s, "UPDATE %K SET generation = $2::bigint, "
+                          "pruned_generation = $3::bigint WHERE connector = "
+                          "$1");
+    if ((len && !k->sql[0]) || !k->sql[1] || len > INT32_MAX) {
+        stmts_free(k);
+        return nomem(s, "storing business keys", err);
+    }
+    k->nstmts = 2;
+    return TM_OK;
+}
+
+size_t pg_keyset_stmts(pg_sink *s, pg_stmt *out) {
+    pg_keyset *k = &s->ks;
+    size_t n = 0;
+    if (!k->nstmts)
+        return 0;
+    if (k->sql[0])
+        out[n++] = (pg_stmt){.sql = k->sql[0],
+                             .n = 6,
+                             .vals = k->vals[0],
+                             .lens = k->lens,
+                             .formats = k->fmts,
+                             .step = "storing business keys"};
+    out[n++] = (pg_stmt){.sql = k->sql[1],
+                         .n = 3,
+                         .vals = k->vals[1],
+                         .step = "moving the connector's business keys"};
+    return n;
 }
 
 /* 1 when a key staged by this batch is in the set: a batch another host
@@ -607,27 +641,15 @@ tm_status pg_keyset_finish(pg_sink *s, const tm_batch *b, int64_t wall_ms,
             }
         }
     }
-    size_t live = 0;
-    for (size_t i = 0; i < k->add.n; i++)
-        live += k->add.rec[i] != TK_DROPPED;
-    int64_t gen = k->gen + (live > 0);
-    if (live > 0 && (r = write_batch(s, gen, wall_ms, err)) != TM_OK)
+    stmts_free(k);
+    size_t len;
+    if (!(k->blob = tk_pack(&k->add, &len)))
+        return nomem(s, "storing business keys", err);
+    int64_t gen = k->gen + (len > 0);
+    if ((len > 0 || k->pruned_now) &&
+        (r = ready_writes(s, gen, k->pruned + k->pruned_now, wall_ms, len,
+                          err)) != TM_OK)
         return r;
-    if (live > 0 || k->pruned_now) {
-        char g[32], p[32];
-        snprintf(g, sizeof g, "%lld", (long long)gen);
-        snprintf(p, sizeof p, "%lld", (long long)(k->pruned + k->pruned_now));
-        const char *v[3] = {s->config->connector, g, p};
-        PGresult *res = run(s,
-                            "UPDATE %K SET generation = $2::bigint, "
-                            "pruned_generation = $3::bigint WHERE connector "
-                            "= $1",
-                            3, v, NULL, NULL, 0, 0,
-                            "moving the connector's business keys", &r, err);
-        PQclear(res);
-        if (r != TM_OK)
-            return r;
-    }
     k->next_gen = gen;
     k->next_pruned = k->pruned + k->pruned_now;
     return TM_OK;
@@ -670,6 +692,7 @@ void pg_keyset_abort(pg_sink *s) {
 }
 
 void pg_keyset_free(pg_sink *s) {
+    stmts_free(&s->ks);
     tk_tab_clear(&s->ks.set);
     free(s->ks.dig);
     tk_stage_free(&s->ks.add);

@@ -88,7 +88,15 @@ typedef struct pg_keyset {
     tk_key *dig; /* the batch's records' digests (a == 0: no key) */
     size_t ndig;
     const tk_key *decided_slot; /* the set's slots when the batch decided */
-    uint64_t touched;           /* the decisions' reads ahead, kept */
+    /* the batch's writes of its keys, queued with the marker updates
+     * (pg_keyset_stmts): their SQL and parameters live until the end */
+    char *sql[2];
+    uint8_t *blob;
+    char par[5][32];
+    const char *vals[2][6];
+    int lens[6], fmts[6];
+    size_t nstmts;
+    uint64_t touched; /* the decisions' reads ahead, kept */
 } pg_keyset;
 
 typedef struct pg_sink {
@@ -202,8 +210,9 @@ void pg_rollback(pg_sink *s);
 typedef struct pg_stmt {
     const char *name; /* a prepared statement, or NULL: sql */
     const char *sql;
-    int n;                   /* parameters, */
-    const char *const *vals; /* as text (NULL: SQL null) */
+    int n;                     /* parameters, */
+    const char *const *vals;   /* as text (NULL: SQL null) */
+    const int *lens, *formats; /* NULL: every parameter text */
     int want_tuples;
     const char *step; /* names the statement in errors */
     PGresult *res;    /* set by pg_pipe_end on TM_OK; PQclear it */
@@ -354,10 +363,13 @@ void pg_keyset_drop(pg_sink *s, const tm_record *r);
 /* Last in the transaction's effects: the connector's row locked if it was
  * not (the decisions checked against what other hosts committed since the
  * set was current: *REDO set, TM_RETRY, when they must be made again with
- * the row locked first), the batch's row of new keys written and the
- * connector's row moved. */
+ * the row locked first), and the statements that write the batch's row of
+ * new keys and move the connector's row made ready. */
 tm_status pg_keyset_finish(pg_sink *s, const tm_batch *b, int64_t wall_ms,
                            int *redo, tm_error *err);
+/* Those statements (0 to 2, into OUT), sent in the pipeline of the marker
+ * updates and COMMIT: no round trip of their own. */
+size_t pg_keyset_stmts(pg_sink *s, pg_stmt *out);
 /* After COMMIT succeeded: the batch's changes into the set. */
 void pg_keyset_committed(pg_sink *s);
 /* After a rollback (or an unknown outcome): the set as it was. */

@@ -44,10 +44,11 @@ tm_status pg_pipe_begin(pg_sink *s, const char *step, tm_error *err) {
 }
 
 tm_status pg_pipe_send(pg_sink *s, const pg_stmt *st, tm_error *err) {
-    int sent = st->name ? PQsendQueryPrepared(s->conn, st->name, st->n,
-                                              st->vals, NULL, NULL, 0)
-                        : PQsendQueryParams(s->conn, st->sql, st->n, NULL,
-                                            st->vals, NULL, NULL, 0);
+    int sent = st->name
+                   ? PQsendQueryPrepared(s->conn, st->name, st->n, st->vals,
+                                         st->lens, st->formats, 0)
+                   : PQsendQueryParams(s->conn, st->sql, st->n, NULL, st->vals,
+                                       st->lens, st->formats, 0);
     if (sent != 1)
         return pg_fail(s, NULL, st->step, err);
     return TM_OK;
