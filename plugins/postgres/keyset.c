@@ -70,13 +70,16 @@ static tm_status nomem(pg_sink *s, const char *step, tm_error *err) {
 static tm_status load_failed(pg_sink *s, int rc, tm_error *err) {
     pg_keyset *k = &s->ks;
     if (rc == TK_NOMEM) {
+        size_t want = k->want > k->set.n ? k->want : k->set.n + 1, cap;
+        for (cap = 1024; want > cap / 4 * 3 && cap < SIZE_MAX / 64; cap *= 2)
+            ;
         s->host->set_error(
             err,
-            "the connector's business keys do not fit in memory (%zu "
-            "loaded, a set of %zu bytes; docs/sinks/postgres.md, Business "
-            "keys held in memory: \"dedup_keys\": \"rows\" keeps them on "
-            "disk)",
-            k->set.n, (k->set.mask + 1) * sizeof(tk_key));
+            "the connector's business keys do not fit in memory (%zu keys "
+            "to hold, %zu loaded, a set of %zu bytes; docs/sinks/postgres.md, "
+            "Business keys held in memory: \"dedup_keys\": \"rows\" keeps "
+            "them on disk)",
+            want, k->set.n, cap * sizeof(tk_key));
         return TM_RETRY;
     }
     s->host->set_error(err,
@@ -253,6 +256,7 @@ static tm_status presize(pg_sink *s, tm_error *err) {
         return r;
     long long n = atoll(PQgetvalue(res, 0, 0));
     PQclear(res);
+    s->ks.want = n > 0 ? (size_t)n : 0;
     int rc = n > 0 ? tk_tab_grow(&s->ks.set, (size_t)n) : TK_OK;
     return rc == TK_OK ? TM_OK : load_failed(s, rc, err);
 }

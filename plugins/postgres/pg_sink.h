@@ -77,6 +77,7 @@ typedef struct pg_keyset {
     int loaded;       /* set holds generation gen after pruned removals */
     int64_t gen, pruned;
     int64_t legacy; /* tidemark_keys rows loaded (pruned per key) */
+    size_t want;    /* the keys a whole load means to hold (its message) */
     /* this transaction: */
     int locked;        /* holds the connector's keysets row */
     int fresh_row;     /* made the keysets row */

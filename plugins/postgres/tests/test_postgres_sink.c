@@ -15,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check_main.h"
+#include "vm_size.h"
 #include "pg_test_common.h"
 #include "config/settings.h"
 #include "plugin/loader.h"
@@ -791,6 +793,61 @@ START_TEST(rows_after_memory_and_orphan_key_batches_are_refused) {
     rc = claim_status(sink, &err);
     ck_assert_msg(rc == TM_FATAL && strstr(err.message, "seed"), "%s: %s",
                   tm_status_name(rc), err.message);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* Keys that do not fit in memory (a million of them, the process's
+ * address space held to 32 MB more than it uses): the claim is TM_RETRY
+ * naming it and the setting that keeps keys on disk; with the memory back,
+ * the next claim loads them and a resend is a duplicate. */
+START_TEST(keys_beyond_memory_are_retry_naming_it) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 7, "a", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    api->close(sink);
+    /* a million more keys, as another host's batch row would hold them
+     * (digests that look random: md5 of the key's number) */
+    ck_assert_int_eq(
+        sql_int("WITH i AS (INSERT INTO $S.tidemark_key_batches SELECT "
+                "connector, 2, 0, 0, 1000000, (SELECT string_agg(decode(md5("
+                "n::text) || left(md5((-n)::text), 16), 'hex'), ''::bytea) "
+                "FROM generate_series(1, 1000000) n) FROM "
+                "$S.tidemark_keysets RETURNING 1), u AS (UPDATE "
+                "$S.tidemark_keysets SET generation = 2 RETURNING 1) SELECT "
+                "(SELECT count(*) FROM i) + (SELECT count(*) FROM u)"),
+        2);
+    sink = open_ok(&c);
+    tm_error err;
+    tm_status rc;
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* Not under AddressSanitizer or ThreadSanitizer, whose allocators
+     * abort once RLIMIT_AS is reached: the release build's run checks it. */
+    struct rlimit was, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
+    low = was;
+    low.rlim_cur = (rlim_t)(tm_test_vm_size() + (32LL << 20));
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &low), 0);
+    rc = claim_status(sink, &err);
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
+    ck_assert_msg(rc == TM_RETRY &&
+                      strstr(err.message, "do not fit in memory") &&
+                      strstr(err.message, "\"dedup_keys\": \"rows\""),
+                  "%s: %s", tm_status_name(rc), err.message);
+#endif
+    rc = claim_status(sink, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+    rec r2[] = {{1, 7, "a", "order-7", "h"}};
+    batch_make(&b, 1, 2, sql_int("SELECT epoch FROM $S.tidemark_markers"), r2,
+               1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 1);
     api->close(sink);
     conf_done(&c);
 }
@@ -1938,6 +1995,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, rows_after_memory_and_orphan_key_batches_are_refused);
+    tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
