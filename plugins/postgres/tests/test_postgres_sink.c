@@ -853,6 +853,37 @@ START_TEST(keys_beyond_memory_are_retry_naming_it) {
 }
 END_TEST
 
+/* Rows of tidemark_keys written while a memory-mode sink holds the
+ * connector's keys (by a host of the connector running an older build,
+ * during a rolling upgrade) are read at the sink's next claim: a resend of
+ * such a key after it is a duplicate, not a second row. */
+START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 7, "a", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    /* the older build's host applies order-8 (another partition) */
+    char q[512];
+    snprintf(q, sizeof q,
+             "INSERT INTO \"%s\".tidemark_keys VALUES ('%s', 'order-8', 'h', "
+             "'t', 1, 0, 1000, 1000)",
+             schema, connector);
+    PQclear(sql(q));
+    m = claim1(sink); /* a rebalance */
+    rec r2[] = {{1, 8, "b", "order-8", "h"}};
+    batch_make(&b, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* After `offsets --reset-to` an earlier offset on a dedup connector, a
  * replayed offset that was a dead letter got a second one (verify: "stored
  * 2 times"). With dedup the same dead letter stored for the offset is not
@@ -1996,6 +2027,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, rows_after_memory_and_orphan_key_batches_are_refused);
     tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
+    tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
     tcase_add_test(tc, keys_from_before_the_wall_column_are_kept);
