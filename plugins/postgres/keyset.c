@@ -200,22 +200,48 @@ static tm_status orphan_batches(pg_sink *s, tm_error *err) {
 
 /* The keys of every batch row past generation AFTER into the set. */
 static tm_status load_batches(pg_sink *s, int64_t after, tm_error *err) {
+    const char *step = "loading business keys";
     char a[32];
     snprintf(a, sizeof a, "%lld", (long long)after);
     const char *v[2] = {s->config->connector, a};
-    tm_status r;
-    PGresult *res =
-        run(s,
-            "SELECT keys FROM %B WHERE connector = $1 AND "
-            "generation > $2::bigint",
-            2, v, NULL, NULL, 1, 1, "loading business keys", &r, err);
-    if (!res)
+    if (!s->conn) {
+        s->host->set_error(err, "%s: no connection", step);
+        return TM_RETRY;
+    }
+    tm_status r = pg_if_interrupted(s, step, err);
+    char *sql = r == TM_OK ? sql_of(s, "SELECT keys FROM %B WHERE connector "
+                                       "= $1 AND generation > $2::bigint")
+                           : NULL;
+    if (r != TM_OK)
         return r;
+    if (!sql)
+        return nomem(s, step, err);
+    int sent = PQsendQueryParams(s->conn, sql, 2, NULL, v, NULL, NULL, 1);
+    free(sql);
+    if (sent != 1)
+        return pg_fail(s, NULL, step, err);
+    /* Row by row: the set and one row of keys in memory at a time, not the
+     * set and every row (a million keys: 24 MB more at the peak). Without
+     * single-row mode the rows come in one result, which works too. */
+    (void)PQsetSingleRowMode(s->conn);
     int rc = TK_OK;
-    for (int i = 0; rc == TK_OK && i < PQntuples(res); i++)
-        rc = tk_unpack(PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0),
-                       &s->ks.set, NULL);
-    PQclear(res);
+    PGresult *res;
+    while (s->conn && (res = PQgetResult(s->conn)) != NULL) {
+        ExecStatusType t = PQresultStatus(res);
+        if (t != PGRES_SINGLE_TUPLE && t != PGRES_TUPLES_OK) {
+            if (r == TM_OK)
+                r = pg_fail(s, res, step, err); /* clears res */
+            else
+                PQclear(res);
+            continue;
+        }
+        for (int i = 0; rc == TK_OK && i < PQntuples(res); i++)
+            rc = tk_unpack(PQgetvalue(res, i, 0),
+                           (size_t)PQgetlength(res, i, 0), &s->ks.set, NULL);
+        PQclear(res);
+    }
+    if (r != TM_OK)
+        return r;
     return rc == TK_OK ? TM_OK : load_failed(s, rc, err);
 }
 
