@@ -182,6 +182,39 @@ START_TEST(upsert_needs_update) {
 }
 END_TEST
 
+/* With dedup, the keys held in memory: the connector's keysets row is
+ * updated and its batch rows pruned. */
+static tm_status validate_dedup_as_role(tm_error *err) {
+    conf c;
+    conf_init(&c, role, NULL);
+    c.config.flags = TM_CONFIG_DEDUP;
+    err->message[0] = '\0';
+    tm_status rc = api->validate(tm_host_services(), &c.config, err);
+    tm_settings_free(c.settings);
+    return rc;
+}
+
+START_TEST(dedup_needs_the_keys_tables) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL);
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA $S TO $R");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_markers TO $R");
+    sql(admin, "GRANT DELETE ON $S.tidemark_keys TO $R");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_table_owners TO $R");
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "no dedup: %s",
+                  err.message);
+    ck_assert_int_eq(validate_dedup_as_role(&err), TM_INVALID);
+    assert_mentions(err.message, "lacks UPDATE", "tidemark_keysets");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_keysets TO $R");
+    ck_assert_int_eq(validate_dedup_as_role(&err), TM_INVALID);
+    assert_mentions(err.message, "lacks DELETE", "tidemark_key_batches");
+    sql(admin, "GRANT DELETE ON $S.tidemark_key_batches TO $R");
+    ck_assert_msg(validate_dedup_as_role(&err) == TM_OK, "dedup: %s",
+                  err.message);
+}
+END_TEST
+
 START_TEST(schema_usage_and_create) {
     tm_error err = {sizeof err, ""};
     make_tables(NULL);
@@ -372,6 +405,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, missing_insert_is_refused_naming_it);
     tcase_add_test(tc, upsert_needs_update);
+    tcase_add_test(tc, dedup_needs_the_keys_tables);
     tcase_add_test(tc, schema_usage_and_create);
     tcase_add_test(tc, not_the_owner_of_an_older_helper_table_is_refused);
     tcase_add_test(tc, not_the_owner_of_keys_without_the_age_index_is_refused);
