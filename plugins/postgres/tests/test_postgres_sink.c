@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -829,11 +828,8 @@ START_TEST(keys_beyond_memory_are_retry_naming_it) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     /* Not under AddressSanitizer or ThreadSanitizer, whose allocators
      * abort once RLIMIT_AS is reached: the release build's run checks it. */
-    struct rlimit was, low;
-    ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
-    low = was;
-    low.rlim_cur = (rlim_t)(tm_test_vm_size() + (32LL << 20));
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &low), 0);
+    struct rlimit was;
+    ck_assert_int_eq(tm_test_hold_as(32LL << 20, &was), 0);
     rc = claim_status(sink, &err);
     ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
     ck_assert_msg(rc == TM_RETRY &&
