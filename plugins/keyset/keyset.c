@@ -32,6 +32,13 @@ tk_key tk_digest(const uint8_t seed[16], const char *identity,
     return (tk_key){id[0] | 1, id[1], ph[0]};
 }
 
+int64_t tk_seed_check(const uint8_t seed[16]) {
+    static const char LABEL[] = "tidemark_keysets seed_check";
+    uint64_t out[2];
+    tk_siphash(seed, 2, LABEL, sizeof LABEL - 1, 0, out);
+    return (int64_t)out[0];
+}
+
 /* ---- the set ------------------------------------------------------------ */
 
 int tk_tab_grow(tk_tab *t, size_t want) {

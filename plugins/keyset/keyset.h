@@ -51,6 +51,12 @@ typedef struct tk_stage {
 tk_key tk_digest(const uint8_t seed[16], const char *identity,
                  const char *hash);
 
+/* The check value stored beside a connector's seed (seed_check): a 64-bit
+ * digest of a fixed label under it, so that a seed changed under its batch
+ * rows is told from the one their digests were made with (nothing of the
+ * database in it: a copy keeps its keys). */
+int64_t tk_seed_check(const uint8_t seed[16]);
+
 /* The home slot of a key whose b is B in a table of MASK + 1 slots. */
 static inline size_t tk_slot_of(uint64_t b, size_t mask) {
     return (size_t)(b ^ (b >> 29)) & mask;

@@ -114,15 +114,30 @@ static int unhex(const char *h, uint8_t *out, size_t n) {
     return 0;
 }
 
+/* The connector's keys refused (TM_FATAL): WHAT is wrong with its rows,
+ * TABLES the rows to delete to start its keys afresh. */
+static tm_status refuse(pg_sink *s, const char *what, const char *tables,
+                        tm_error *err) {
+    s->host->set_error(err,
+                       "connector \"%s\": %s, so a resend would be stored "
+                       "again; restore its row of %s from a backup, or "
+                       "delete its rows of %s (schema %s) to start its keys "
+                       "afresh",
+                       s->config->connector, what, s->q_keysets, tables,
+                       s->q_schema);
+    return TM_FATAL;
+}
+
 /* The connector's keysets row (FOR UPDATE when LOCK). */
 static tm_status read_row(pg_sink *s, int lock, ks_row *row, tm_error *err) {
     const char *v[1] = {s->config->connector};
     tm_status r;
     PGresult *res = run(s,
-                        lock ? "SELECT seed, generation, pruned_generation "
-                               "FROM %K WHERE connector = $1 FOR UPDATE"
-                             : "SELECT seed, generation, pruned_generation "
-                               "FROM %K WHERE connector = $1",
+                        lock ? "SELECT seed, generation, pruned_generation, "
+                               "seed_check FROM %K WHERE connector = $1 FOR "
+                               "UPDATE"
+                             : "SELECT seed, generation, pruned_generation, "
+                               "seed_check FROM %K WHERE connector = $1",
                         1, v, NULL, NULL, 1, 0,
                         lock ? "locking the connector's business keys"
                              : "reading the connector's business keys",
@@ -141,6 +156,15 @@ static tm_status read_row(pg_sink *s, int lock, ks_row *row, tm_error *err) {
         }
         row->gen = atoll(PQgetvalue(res, 0, 1));
         row->pruned = atoll(PQgetvalue(res, 0, 2));
+        if (atoll(PQgetvalue(res, 0, 3)) != tk_seed_check(row->seed)) {
+            PQclear(res);
+            return refuse(s,
+                          "the seed in its row of " PG_KEYSETS " does not "
+                          "match its seed_check (changed, or restored from "
+                          "elsewhere): the " PG_KEY_BATCHES " digests cannot "
+                          "be read with it",
+                          PG_KEYSETS " and " PG_KEY_BATCHES, err);
+        }
     }
     PQclear(res);
     return TM_OK;
@@ -171,14 +195,16 @@ static tm_status make_row(pg_sink *s, int *made, tm_error *err) {
         s->host->set_error(err, "no random bytes for the keys' seed");
         return TM_RETRY;
     }
-    const char *v[2] = {s->config->connector, (const char *)seed};
-    const int lens[2] = {0, 16}, fmts[2] = {0, 1};
+    char check[32];
+    snprintf(check, sizeof check, "%lld", (long long)tk_seed_check(seed));
+    const char *v[3] = {s->config->connector, (const char *)seed, check};
+    const int lens[3] = {0, 16, 0}, fmts[3] = {0, 1, 0};
     tm_status r;
     PGresult *res = run(s,
-                        "INSERT INTO %K (connector, seed, generation, "
-                        "pruned_generation) VALUES ($1, $2::bytea, 0, 0) ON "
-                        "CONFLICT DO NOTHING",
-                        2, v, lens, fmts, 0, 0,
+                        "INSERT INTO %K (connector, seed, seed_check, "
+                        "generation, pruned_generation) VALUES ($1, "
+                        "$2::bytea, $3::bigint, 0, 0) ON CONFLICT DO NOTHING",
+                        3, v, lens, fmts, 0, 0,
                         "making the connector's business keys' row", &r, err);
     if (res)
         *made = strcmp(PQcmdTuples(res), "1") == 0;
@@ -187,13 +213,11 @@ static tm_status make_row(pg_sink *s, int *made, tm_error *err) {
 }
 
 static tm_status orphan_batches(pg_sink *s, tm_error *err) {
-    s->host->set_error(err,
-                       "the connector's rows of %s have no row in %s "
-                       "(deleted?), which holds the seed of their digests: "
-                       "they cannot be read, and without them a resend "
-                       "would be stored again",
-                       s->q_key_batches, s->q_keysets);
-    return TM_FATAL;
+    return refuse(s,
+                  "its rows of " PG_KEY_BATCHES " have no row in " PG_KEYSETS
+                  " (deleted?), which holds the seed of their digests: they "
+                  "cannot be read",
+                  PG_KEY_BATCHES, err);
 }
 
 /* ---- loading ------------------------------------------------------------- */

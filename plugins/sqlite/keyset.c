@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "siphash.h"
 #include "sqlite_sink.h"
 
 /* The shared part's answers (keyset.h) as SQLite's codes. */
@@ -107,14 +106,10 @@ static int any_legacy(sq_sink *s) {
     return any;
 }
 
-/* The check value stored beside a seed (seed_check): a digest of a fixed
- * label under it, so that a seed changed under its batch rows is told
- * from the one their digests were made with. */
+/* The check value stored beside a seed (seed_check; the shared part's,
+ * keyset.h, so that both sinks store the same). */
 int64_t sq_keys_seed_check(const uint8_t seed[16]) {
-    static const char LABEL[] = "tidemark_keysets seed_check";
-    uint64_t out[2];
-    tk_siphash(seed, 2, LABEL, sizeof LABEL - 1, 0, out);
-    return (int64_t)out[0];
+    return tk_seed_check(seed);
 }
 
 /* The connector's keys refused (TM_FATAL): WHAT is wrong with its rows,

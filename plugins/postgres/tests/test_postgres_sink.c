@@ -797,6 +797,58 @@ START_TEST(rows_after_memory_and_orphan_key_batches_are_refused) {
 }
 END_TEST
 
+/* The digests in tidemark_key_batches can be read only under the seed
+ * they were made with: a seed changed in tidemark_keysets (by hand, or a
+ * row taken from elsewhere) is refused, naming the way out, by a claim and
+ * by the next commit of a sink that holds the keys, never a silent reload
+ * that takes every stored key for new; with the row restored, a resend is
+ * a duplicate again. */
+START_TEST(edited_seed_is_refused_naming_the_way_out) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 7, "a", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    char seed[64];
+    sql_text("SELECT encode(seed, 'hex') FROM $S.tidemark_keysets", seed,
+             sizeof seed);
+    ck_assert_int_eq(sql_int("WITH u AS (UPDATE $S.tidemark_keysets SET seed "
+                             "= '\\x000102030405060708090a0b0c0d0e0f' "
+                             "RETURNING 1) SELECT count(*) FROM u"),
+                     1);
+    /* the sink holding the keys: its next commit */
+    rec r2[] = {{1, 7, "a", "order-7", "h"}};
+    batch_make(&b, 1, 2, m.epoch, r2, 1);
+    tm_error err;
+    tm_status rc = commit(sink, &b, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "seed_check") &&
+                      strstr(err.message, "restore its row"),
+                  "commit: %s: %s", tm_status_name(rc), err.message);
+    api->close(sink);
+    /* a claim after reopening */
+    sink = open_ok(&c);
+    rc = claim_status(sink, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "seed_check"),
+                  "claim: %s: %s", tm_status_name(rc), err.message);
+    char q[256];
+    snprintf(q, sizeof q,
+             "WITH u AS (UPDATE $S.tidemark_keysets SET seed = "
+             "decode('%s', 'hex') RETURNING 1) SELECT count(*) FROM u",
+             seed);
+    ck_assert_int_eq(sql_int(q), 1); /* restored */
+    m = claim1(sink);
+    batch_make(&b, 1, 2, m.epoch, r2, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* Keys that do not fit in memory (a million of them, the process's
  * address space held to 32 MB more than it uses): the claim is TM_RETRY
  * naming it and the setting that keeps keys on disk; with the memory back,
@@ -2022,6 +2074,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_updates_by_key);
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, rows_after_memory_and_orphan_key_batches_are_refused);
+    tcase_add_test(tc, edited_seed_is_refused_naming_the_way_out);
     tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
     tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
