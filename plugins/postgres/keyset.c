@@ -329,6 +329,32 @@ static tm_status full_load(pg_sink *s, const ks_row *row, tm_error *err) {
     return TM_OK;
 }
 
+/* full_load in a commit's transaction with statement_timeout lifted for
+ * it alone (restored after): the whole set is read in a time that grows
+ * with the connector's keys, and a load cut by the timeout would be cut
+ * again at every try. Its statements wait for no lock (the connector's row
+ * is held already). */
+static tm_status full_load_untimed(pg_sink *s, const ks_row *row,
+                                   tm_error *err) {
+    char ms[32];
+    snprintf(ms, sizeof ms, "%lld", (long long)s->set.statement_timeout_ms);
+    const char *v[1] = {ms};
+    tm_status r = pg_exec(s, "SET LOCAL statement_timeout = 0",
+                          "loading business keys", err);
+    if (r == TM_OK)
+        r = full_load(s, row, err);
+    PGresult *res = r == TM_OK ? run(s,
+                                     "SELECT set_config('statement_timeout', "
+                                     "$1, true)",
+                                     1, v, NULL, NULL, 1, 0,
+                                     "loading business keys", &r, err)
+                               : NULL;
+    PQclear(res);
+    if (r != TM_OK)
+        forget_set(&s->ks);
+    return r;
+}
+
 /* 1 when the set cannot follow ROW by loading newer batches: not loaded,
  * keys removed by another host, another seed, generations gone back. */
 static int stale(const pg_keyset *k, const ks_row *row) {
@@ -369,7 +395,10 @@ tm_status pg_keyset_claim(pg_sink *s, tm_error *err) {
      * move no generation or counter. */
     if (any[1])
         s->ks.loaded = 0;
-    r = pg_exec(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    /* statement_timeout lifted for the loads (full_load_untimed) */
+    r = pg_exec(s,
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL "
+                "statement_timeout = 0",
                 "claim: reading business keys", err);
     if (r == TM_OK)
         r = read_row(s, 0, &row, err);
@@ -427,7 +456,7 @@ static tm_status lock_and_sync(pg_sink *s, tm_error *err) {
         return r;
     k->locked = 1;
     if (stale(k, &row))
-        return full_load(s, &row, err);
+        return full_load_untimed(s, &row, err);
     if (row.gen > k->gen) {
         /* others committed batches: committed rows, the set takes them */
         if ((r = load_batches(s, k->gen, err)) != TM_OK) {

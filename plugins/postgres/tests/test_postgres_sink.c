@@ -849,6 +849,32 @@ START_TEST(edited_seed_is_refused_naming_the_way_out) {
 }
 END_TEST
 
+/* The connector's key order-7 committed (C, dedup), then a million more
+ * keys in ROWS batch rows (generations 2 to ROWS + 1), as other hosts'
+ * commits would store them (digests that look random: md5 of the key's
+ * number); the sink closed. */
+static void order_7_then_a_million_keys(conf *c, int rows) {
+    void *sink = open_ok(c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 7, "a", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    api->close(sink);
+    char q[1024];
+    snprintf(q, sizeof q,
+             "WITH i AS (INSERT INTO $S.tidemark_key_batches SELECT "
+             "connector, g, 0, 0, %d, (SELECT string_agg(decode(md5(((g - 2) "
+             "* %d + n)::text) || left(md5((-((g - 2) * %d + n))::text), 16), "
+             "'hex'), ''::bytea) FROM generate_series(1, %d) n) FROM "
+             "$S.tidemark_keysets, generate_series(2, %d) g RETURNING 1), u "
+             "AS (UPDATE $S.tidemark_keysets SET generation = %d RETURNING 1) "
+             "SELECT (SELECT count(*) FROM i) + (SELECT count(*) FROM u)",
+             1000000 / rows, 1000000 / rows, 1000000 / rows, 1000000 / rows,
+             rows + 1, rows + 1);
+    ck_assert_int_eq(sql_int(q), rows + 1);
+}
+
 /* Keys that do not fit in memory (a million of them, the process's
  * address space held to 32 MB more than it uses): the claim is TM_RETRY
  * naming it and the setting that keeps keys on disk; with the memory back,
@@ -856,25 +882,9 @@ END_TEST
 START_TEST(keys_beyond_memory_are_retry_naming_it) {
     conf c;
     conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    order_7_then_a_million_keys(&c, 1);
     void *sink = open_ok(&c);
-    tm_marker m = claim1(sink);
     batch b;
-    rec r1[] = {{0, 7, "a", "order-7", "h"}};
-    batch_make(&b, 0, 1, m.epoch, r1, 1);
-    commit_ok(sink, &b);
-    api->close(sink);
-    /* a million more keys, as another host's batch row would hold them
-     * (digests that look random: md5 of the key's number) */
-    ck_assert_int_eq(
-        sql_int("WITH i AS (INSERT INTO $S.tidemark_key_batches SELECT "
-                "connector, 2, 0, 0, 1000000, (SELECT string_agg(decode(md5("
-                "n::text) || left(md5((-n)::text), 16), 'hex'), ''::bytea) "
-                "FROM generate_series(1, 1000000) n) FROM "
-                "$S.tidemark_keysets RETURNING 1), u AS (UPDATE "
-                "$S.tidemark_keysets SET generation = 2 RETURNING 1) SELECT "
-                "(SELECT count(*) FROM i) + (SELECT count(*) FROM u)"),
-        2);
-    sink = open_ok(&c);
     tm_error err;
     tm_status rc;
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -927,6 +937,64 @@ START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
     commit_ok(sink, &b);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
     ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* Loading the keys held in memory is not cut by statement_timeout_ms: a
+ * connector's set grows with its keys, and a load that outlasts the
+ * timeout would fail the same way at every claim (and at every commit that
+ * must reload the set whole), for ever. A million keys in 200 batch rows,
+ * as hosts' commits write them, read under a 100 ms statement_timeout_ms:
+ * the claim loads them, and after another host's removal (its counter
+ * moved) the commit reloads them; a resend is then a duplicate. Each load
+ * must take longer than the timeout, or the test proves nothing
+ * (inconclusive). */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+START_TEST(keys_load_outlasts_statement_timeout) {
+    conf c;
+    conf_init(&c, BASIC ", \"statement_timeout_ms\": 100}", TM_CONFIG_DEDUP, 2);
+    order_7_then_a_million_keys(&c, 200);
+    void *sink = open_ok(&c);
+    batch b;
+    tm_error err;
+    double t0 = now_s();
+    tm_status rc = claim_status(sink, &err);
+    double claim_s = now_s() - t0;
+    ck_assert_msg(rc == TM_OK, "claim: %s: %s (%.3f s)", tm_status_name(rc),
+                  err.message, claim_s);
+    if (claim_s < 0.2)
+        ck_abort_msg("inconclusive: the claim took %.3f s, not past the "
+                     "timeout",
+                     claim_s);
+    int64_t epoch = sql_int("SELECT epoch FROM $S.tidemark_markers");
+    rec r2[] = {{1, 7, "a", "order-7", "h"}};
+    batch_make(&b, 1, 2, epoch, r2, 1);
+    commit_ok(sink, &b);
+    /* another host's removal: the set must be reloaded whole in the commit */
+    ck_assert_int_eq(sql_int("WITH u AS (UPDATE $S.tidemark_keysets SET "
+                             "pruned_generation = pruned_generation + 1 "
+                             "RETURNING 1) SELECT count(*) FROM u"),
+                     1);
+    rec r3[] = {{2, 7, "a", "order-7", "h"}};
+    batch_make(&b, 2, 3, epoch, r3, 1);
+    t0 = now_s();
+    rc = commit(sink, &b, &err);
+    double commit_s = now_s() - t0;
+    ck_assert_msg(rc == TM_OK, "commit after a removal: %s: %s (%.3f s)",
+                  tm_status_name(rc), err.message, commit_s);
+    if (commit_s < 0.2)
+        ck_abort_msg("inconclusive: the commit took %.3f s, not past the "
+                     "timeout",
+                     commit_s);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 2);
     api->close(sink);
     conf_done(&c);
 }
@@ -2075,7 +2143,6 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, rows_after_memory_and_orphan_key_batches_are_refused);
     tcase_add_test(tc, edited_seed_is_refused_naming_the_way_out);
-    tcase_add_test(tc, keys_beyond_memory_are_retry_naming_it);
     tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
@@ -2104,6 +2171,13 @@ static Suite *suite(void) {
     tcase_add_test(tc, statement_timeout_is_retry);
     tcase_add_test(tc, past_deadline_is_retry_with_nothing_written);
     suite_add_tcase(s, tc);
+    /* the keys held in memory under load limits */
+    TCase *keys = tcase_create("keys");
+    tcase_add_checked_fixture(keys, setup, teardown);
+    tcase_set_timeout(keys, 120);
+    tcase_add_test(keys, keys_load_outlasts_statement_timeout);
+    tcase_add_test(keys, keys_beyond_memory_are_retry_naming_it);
+    suite_add_tcase(s, keys);
     return s;
 }
 
