@@ -1,0 +1,270 @@
+/* pg_keys_two_hosts: what a retention costs the PostgreSQL sink's business
+ * keys held in memory when two hosts of one connector commit in turn
+ * (docs/sinks/postgres.md, "Business keys held in memory"). N keys stored
+ * (rows of 10 000 digests, or --per-row, applied far in the future: never
+ * expired), then HOSTS sink instances of connector "two" (partitions 0 and 1)
+ * claim, and commit in turn, COMMITS batches of one new key each, a little more
+ * than the retention apart, so that each commit's pruning removes the batch row
+ * of a commit before it (as continuous traffic does). A removal moves the
+ * connector's pruned_generation, and the other host's set, which cannot
+ * follow a removal, is reloaded whole in its next commit.
+ *
+ * Prints each host's median and worst commit time and, from the server's
+ * own statistics (pg_stat_user_tables, read after the sinks closed), how
+ * many rows of tidemark_key_batches were read from the claims on (each
+ * claim reads the N / 10 000 rows twice: counted and loaded; each pruning
+ * scans the connector's rows once; a whole reload reads them twice more).
+ * Not a ctest test.
+ *
+ *   pg_keys_two_hosts [--keys N] [--per-row M] [--commits C] [--hosts 1|2]
+ *                     [--retention S] (0: none) [--postgres-plugin PATH]
+ *
+ * --per-row M (default 10 000): keys per stored batch row; small batches
+ * make many rows, which each commit's pruning reads (no age index).
+ *
+ * The keys go into a schema tm_two_hosts_<pid> of the server
+ * TIDEMARK_PG_CONNINFO names (scripts/env.sh), dropped at the end. */
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "config/settings.h"
+#include "plugin/loader.h"
+#include "services/host_services.h"
+
+static const tm_column COLS[] = {{sizeof(tm_column), "id", TM_TYPE_INT, 1, 1}};
+
+static void die(const char *what, const char *why) {
+    fprintf(stderr, "pg_keys_two_hosts: %s: %s\n", what, why);
+    exit(1);
+}
+
+typedef struct host {
+    tm_settings *set;
+    tm_sink_config config;
+    void *s;
+    int32_t partition;
+    int64_t epoch, next;
+    double t[1000];
+    size_t nt;
+} host;
+
+static void host_open(const tm_sink_api *api, const char *schema,
+                      long retention, host *h) {
+    json_t *obj =
+        json_pack("{s:s,s:s,s:s}", "conninfo", getenv("TIDEMARK_PG_CONNINFO"),
+                  "schema", schema, "table", "t");
+    if (retention > 0)
+        json_object_set_new(obj, "dedup_retention_s", json_integer(retention));
+    h->set = tm_settings_new(obj, "$.sink.settings");
+    json_decref(obj);
+    h->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
+                                 .connector = "two",
+                                 .settings = h->set,
+                                 .columns = COLS,
+                                 .ncolumns = 1,
+                                 .flags = TM_CONFIG_DEDUP};
+    tm_error err = {sizeof err, ""};
+    if (api->open(tm_host_services(), &h->config, &h->s, &err) != TM_OK)
+        die("open", err.message);
+    tm_marker m = {
+        .struct_size = sizeof m, .topic = "t", .partition = h->partition};
+    if (api->claim(h->s, &m, 1, 0, &err) != TM_OK)
+        die("claim", err.message);
+    h->epoch = m.epoch;
+    h->next = m.next_offset > 0 ? m.next_offset : 0;
+}
+
+static void host_close(const tm_sink_api *api, host *h) {
+    api->close(h->s);
+    tm_settings_free(h->set);
+}
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One batch of one new key (stamped now) at the host's next offset. */
+static void host_commit(const tm_sink_api *api, host *h, int seq) {
+    char id[64], bid[64];
+    snprintf(id, sizeof id, "key-%d", seq);
+    snprintf(bid, sizeof bid, "two-%d", seq);
+    tm_value v = {.struct_size = sizeof v, .v.i = seq};
+    tm_record r = {.struct_size = sizeof r,
+                   .offset = h->next,
+                   .timestamp_ms = wall_ms(),
+                   .values = &v,
+                   .identity = id,
+                   .identity_hash = "h"};
+    tm_range g = {.struct_size = sizeof g,
+                  .topic = "t",
+                  .partition = h->partition,
+                  .start_offset = h->next,
+                  .end_offset = h->next + 1,
+                  .epoch = h->epoch};
+    tm_batch b = {.struct_size = sizeof b,
+                  .connector = "two",
+                  .batch_id = bid,
+                  .ranges = &g,
+                  .nranges = 1,
+                  .records = &r,
+                  .nrecords = 1};
+    tm_error err = {sizeof err, ""};
+    double t0 = bench_now_s();
+    tm_status rc = api->commit(h->s, &b, &err);
+    if (rc != TM_OK)
+        die("commit", err.message);
+    if (h->nt < sizeof h->t / sizeof h->t[0])
+        h->t[h->nt++] = bench_now_s() - t0;
+    h->next++;
+}
+
+static PGresult *must(PGconn *c, PGresult *res, const char *what) {
+    if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+        PQresultStatus(res) != PGRES_TUPLES_OK)
+        die(what, PQerrorMessage(c));
+    return res;
+}
+
+/* N random digests in rows of 10 000, never expired, and the connector's
+ * generation moved past them. Returns the rows written. */
+static long fill(PGconn *c, const char *schema, size_t n, size_t per) {
+    char q[512];
+    snprintf(q, sizeof q,
+             "INSERT INTO \"%s\".tidemark_key_batches VALUES ('two', "
+             "$1::bigint, 4000000000000000, 4000000000000000, $2::bigint, "
+             "$3::bytea)",
+             schema);
+    PQclear(must(c, PQexec(c, "BEGIN"), "BEGIN"));
+    unsigned char *blob = malloc(240000);
+    uint64_t x = 88172645463325252ULL;
+    long gen = 0;
+    for (size_t done = 0; done < n; gen++) {
+        size_t m = n - done < per ? n - done : per;
+        for (size_t i = 0; i < m * 24; i += 8) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t v = i % 24 == 0 ? x | 1 : x;
+            memcpy(blob + i, &v, 8); /* little-endian hosts only */
+        }
+        char g[32], nk[32];
+        snprintf(g, sizeof g, "%ld", gen + 1);
+        snprintf(nk, sizeof nk, "%zu", m);
+        const char *v[3] = {g, nk, (const char *)blob};
+        const int lens[3] = {0, 0, (int)(m * 24)}, fmts[3] = {0, 0, 1};
+        PQclear(
+            must(c, PQexecParams(c, q, 3, NULL, v, lens, fmts, 0), "insert"));
+        done += m;
+    }
+    snprintf(q, sizeof q,
+             "UPDATE \"%s\".tidemark_keysets SET generation = %ld WHERE "
+             "connector = 'two'",
+             schema, gen);
+    PQclear(must(c, PQexec(c, q), "update"));
+    PQclear(must(c, PQexec(c, "COMMIT"), "COMMIT"));
+    free(blob);
+    return gen;
+}
+
+/* Rows of tidemark_key_batches the server has read (by index or scan). */
+static long long rows_read(PGconn *c, const char *schema) {
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT pg_stat_clear_snapshot(); SELECT coalesce(seq_tup_read, "
+             "0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE "
+             "schemaname = '%s' AND relname = 'tidemark_key_batches'",
+             schema);
+    PGresult *res = must(c, PQexec(c, q), "pg_stat_user_tables");
+    long long n = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return n;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    size_t n = 1000000, per = 10000;
+    int commits = 10, hosts = 2;
+    long retention = 1;
+    const char *plugin_path = TM_POSTGRES_PLUGIN;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--keys"))
+            n = strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--per-row"))
+            per = strtoul(argv[i + 1], NULL, 10)
+                      ? strtoul(argv[i + 1], NULL, 10)
+                      : 1;
+        else if (!strcmp(argv[i], "--commits"))
+            commits = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--hosts"))
+            hosts = atoi(argv[i + 1]) == 1 ? 1 : 2;
+        else if (!strcmp(argv[i], "--retention"))
+            retention = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--postgres-plugin"))
+            plugin_path = argv[i + 1];
+        else
+            die("bad argument", argv[i]);
+    }
+    if (!getenv("TIDEMARK_PG_CONNINFO"))
+        die("TIDEMARK_PG_CONNINFO", "not set (scripts/env.sh)");
+    char schema[64];
+    snprintf(schema, sizeof schema, "tm_two_hosts_%d", (int)getpid());
+    tm_plugin plugin;
+    char errstr[512];
+    if (tm_plugin_load(plugin_path, NULL, 0, &plugin, errstr, sizeof errstr))
+        die("load", errstr);
+    const tm_sink_api *api = plugin.api;
+    PGconn *c = PQconnectdb(getenv("TIDEMARK_PG_CONNINFO"));
+    if (PQstatus(c) != CONNECTION_OK)
+        die("connect", PQerrorMessage(c));
+    host h[2] = {{.partition = 0}, {.partition = 1}};
+    /* made by the sink: its tables and the connector's keysets row */
+    host_open(api, schema, retention, &h[0]);
+    host_close(api, &h[0]);
+    long stored = fill(c, schema, n, per);
+    /* from before the claims: a backend's statistics may reach the server
+     * only as it exits */
+    long long before = rows_read(c, schema);
+    for (int i = 0; i < hosts; i++)
+        host_open(api, schema, retention, &h[i]);
+    for (int k = 0; k < commits; k++) {
+        /* past the retention since the commit before: each commit's
+         * pruning removes an earlier commit's batch row */
+        if (retention > 0)
+            nanosleep(
+                &(struct timespec){.tv_sec = retention, .tv_nsec = 100000000},
+                NULL);
+        host_commit(api, &h[k % hosts], k);
+    }
+    for (int i = 0; i < hosts; i++)
+        host_close(api, &h[i]);
+    sleep(1); /* the backends' statistics flushed as they exit */
+    long long read = rows_read(c, schema) - before;
+    printf("keys %zu in %ld rows, %d host(s), retention %ld s, %d commits:\n",
+           n, stored, hosts, retention, commits);
+    for (int i = 0; i < hosts; i++) {
+        qsort(h[i].t, h[i].nt, sizeof h[i].t[0], by_value);
+        printf("  host %d: %zu commits, median %.4f s, worst %.4f s\n", i,
+               h[i].nt, h[i].t[h[i].nt / 2], h[i].t[h[i].nt - 1]);
+    }
+    printf("  rows of tidemark_key_batches read by the server from the "
+           "claims on: %lld (%.1f a commit)\n",
+           read, (double)read / commits);
+    char q[256];
+    snprintf(q, sizeof q,
+             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS "
+             "\"%s\" CASCADE",
+             schema);
+    PQclear(PQexec(c, q));
+    PQfinish(c);
+    return 0;
+}
