@@ -18,6 +18,12 @@
  *
  *   pg_keys_two_hosts [--keys N] [--per-row M] [--commits C] [--hosts 1|2]
  *                     [--retention S] (0: none) [--postgres-plugin PATH]
+ *   pg_keys_two_hosts --stall
+ *
+ * --stall (no stored keys, no retention, statement_timeout_ms 5000): host
+ * 0 stops inside a commit once its marker updates are sent, before its
+ * COMMIT, and host 1 commits another key on its own partition meanwhile;
+ * with "dedup_keys": "rows" and then "memory".
  *
  * --per-row M (default 10 000): keys per stored batch row; small batches
  * make many rows, which each commit's pruning reads (no age index).
@@ -54,6 +60,11 @@ typedef struct host {
     size_t nt;
 } host;
 
+/* "dedup_keys" of the --stall runs (NULL: the default) */
+static const char *keys_mode;
+/* the host API of host 0 (NULL: the host's services) */
+static const tm_host_api *host0_api;
+
 static void host_open(const tm_sink_api *api, const char *schema,
                       long retention, host *h) {
     json_t *obj =
@@ -61,6 +72,10 @@ static void host_open(const tm_sink_api *api, const char *schema,
                   "schema", schema, "table", "t");
     if (retention > 0)
         json_object_set_new(obj, "dedup_retention_s", json_integer(retention));
+    if (keys_mode) {
+        json_object_set_new(obj, "dedup_keys", json_string(keys_mode));
+        json_object_set_new(obj, "statement_timeout_ms", json_integer(5000));
+    }
     h->set = tm_settings_new(obj, "$.sink.settings");
     json_decref(obj);
     h->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
@@ -70,7 +85,9 @@ static void host_open(const tm_sink_api *api, const char *schema,
                                  .ncolumns = 1,
                                  .flags = TM_CONFIG_DEDUP};
     tm_error err = {sizeof err, ""};
-    if (api->open(tm_host_services(), &h->config, &h->s, &err) != TM_OK)
+    const tm_host_api *services =
+        h->partition == 0 && host0_api ? host0_api : tm_host_services();
+    if (api->open(services, &h->config, &h->s, &err) != TM_OK)
         die("open", err.message);
     tm_marker m = {
         .struct_size = sizeof m, .topic = "t", .partition = h->partition};
@@ -91,8 +108,10 @@ static int64_t wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One batch of one new key (stamped now) at the host's next offset. */
-static void host_commit(const tm_sink_api *api, host *h, int seq) {
+/* One batch of one new key (stamped now) at the host's next offset: its
+ * status, ERR its message (dies on anything but OK unless MAY_FAIL). */
+static tm_status host_try(const tm_sink_api *api, host *h, int seq,
+                          int may_fail, tm_error *err) {
     char id[64], bid[64];
     snprintf(id, sizeof id, "key-%d", seq);
     snprintf(bid, sizeof bid, "two-%d", seq);
@@ -116,14 +135,71 @@ static void host_commit(const tm_sink_api *api, host *h, int seq) {
                   .nranges = 1,
                   .records = &r,
                   .nrecords = 1};
-    tm_error err = {sizeof err, ""};
+    *err = (tm_error){sizeof *err, ""};
     double t0 = bench_now_s();
-    tm_status rc = api->commit(h->s, &b, &err);
-    if (rc != TM_OK)
-        die("commit", err.message);
+    tm_status rc = api->commit(h->s, &b, err);
+    if (rc != TM_OK && !may_fail)
+        die("commit", err->message);
     if (h->nt < sizeof h->t / sizeof h->t[0])
         h->t[h->nt++] = bench_now_s() - t0;
-    h->next++;
+    if (rc == TM_OK)
+        h->next++;
+    return rc;
+}
+
+static void host_commit(const tm_sink_api *api, host *h, int seq) {
+    tm_error err;
+    (void)host_try(api, h, seq, 0, &err);
+}
+
+/* --stall: host 0 pauses inside its commit once its markers' updates (and
+ * its keys' writes) are sent, before COMMIT (the after_marker fault point:
+ * a process stopped, a VM paused, a network cut whose backend the server
+ * has not noticed yet), and host 1 commits a batch of another key on
+ * another partition meanwhile. Prints host 1's status and time. */
+static const tm_sink_api *stall_api;
+static host *stall_other;
+static int stall_fired;
+static tm_status stall_rc;
+static double stall_s;
+static char stall_msg[TM_ERROR_MAX];
+
+static void stall_fault(const char *point) {
+    if (stall_fired || !stall_other || strcmp(point, TM_FAULT_AFTER_MARKER))
+        return;
+    stall_fired = 1;
+    tm_error err;
+    double t0 = bench_now_s();
+    stall_rc = host_try(stall_api, stall_other, 1000, 1, &err);
+    stall_s = bench_now_s() - t0;
+    snprintf(stall_msg, sizeof stall_msg, "%s", err.message);
+}
+
+static void stall_run(const tm_sink_api *api, const char *schema,
+                      const char *mode) {
+    static tm_host_api with_fault;
+    with_fault = *tm_host_services();
+    with_fault.fault = stall_fault;
+    host0_api = &with_fault;
+    keys_mode = mode;
+    stall_api = api;
+    host h[2] = {{.partition = 0}, {.partition = 1}};
+    for (int i = 0; i < 2; i++)
+        host_open(api, schema, 0, &h[i]);
+    host_commit(api, &h[0], 1); /* each host's first commit, unstalled */
+    host_commit(api, &h[1], 2);
+    stall_other = &h[1];
+    stall_fired = 0;
+    host_commit(api, &h[0], 3);
+    stall_other = NULL;
+    if (!stall_fired)
+        die("--stall", "inconclusive: the after_marker point never came");
+    printf("dedup_keys %s: while host 0 stood before its COMMIT, host 1's "
+           "commit (another partition, another key) was %s after %.3f s%s%s\n",
+           mode, tm_status_name(stall_rc), stall_s,
+           stall_rc == TM_OK ? "" : ": ", stall_rc == TM_OK ? "" : stall_msg);
+    for (int i = 0; i < 2; i++)
+        host_close(api, &h[i]);
 }
 
 static PGresult *must(PGconn *c, PGresult *res, const char *what) {
@@ -193,11 +269,16 @@ static int by_value(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     size_t n = 1000000, per = 10000;
-    int commits = 10, hosts = 2;
+    int commits = 10, hosts = 2, stall = 0;
     long retention = 1;
     const char *plugin_path = TM_POSTGRES_PLUGIN;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--keys"))
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--stall")) {
+            stall = 1;
+            i--;
+        } else if (i + 1 >= argc)
+            die("bad argument", argv[i]);
+        else if (!strcmp(argv[i], "--keys"))
             n = strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--per-row"))
             per = strtoul(argv[i + 1], NULL, 10)
@@ -226,6 +307,20 @@ int main(int argc, char **argv) {
     PGconn *c = PQconnectdb(getenv("TIDEMARK_PG_CONNINFO"));
     if (PQstatus(c) != CONNECTION_OK)
         die("connect", PQerrorMessage(c));
+    char q[256];
+    snprintf(q, sizeof q,
+             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS "
+             "\"%s\" CASCADE",
+             schema);
+    if (stall) {
+        const char *modes[2] = {"rows", "memory"};
+        for (int i = 0; i < 2; i++) {
+            stall_run(api, schema, modes[i]);
+            PQclear(PQexec(c, q));
+        }
+        PQfinish(c);
+        return 0;
+    }
     host h[2] = {{.partition = 0}, {.partition = 1}};
     /* made by the sink: its tables and the connector's keysets row */
     host_open(api, schema, retention, &h[0]);
@@ -259,11 +354,6 @@ int main(int argc, char **argv) {
     printf("  rows of tidemark_key_batches read by the server from the "
            "claims on: %lld (%.1f a commit)\n",
            read, (double)read / commits);
-    char q[256];
-    snprintf(q, sizeof q,
-             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS "
-             "\"%s\" CASCADE",
-             schema);
     PQclear(PQexec(c, q));
     PQfinish(c);
     return 0;
