@@ -19,6 +19,7 @@
  *   pg_keys_two_hosts [--keys N] [--per-row M] [--commits C] [--hosts 1|2]
  *                     [--retention S] (0: none) [--postgres-plugin PATH]
  *   pg_keys_two_hosts --stall
+ *   pg_keys_two_hosts --upgrade OLD_PLUGIN
  *
  * --stall (no stored keys, no retention, statement_timeout_ms 5000): host
  * 0 stops inside a commit once its marker updates are sent, before its
@@ -27,6 +28,12 @@
  *
  * --per-row M (default 10 000): keys per stored batch row; small batches
  * make many rows, which each commit's pruning reads (no age index).
+ *
+ * --upgrade OLD_PLUGIN: host 0 this build (--postgres-plugin), host 1 the
+ * PostgreSQL plugin OLD_PLUGIN, of a build from before the keys held in
+ * memory (a rolling upgrade); each applies a key, then gets the other's
+ * key again on its own partition; prints the rows each key has in the
+ * table. Both plugins the same: the control. Plugin paths are absolute.
  *
  * The keys go into a schema tm_two_hosts_<pid> of the server
  * TIDEMARK_PG_CONNINFO names (scripts/env.sh), dropped at the end. */
@@ -114,7 +121,8 @@ static tm_status host_try(const tm_sink_api *api, host *h, int seq,
                           int may_fail, tm_error *err) {
     char id[64], bid[64];
     snprintf(id, sizeof id, "key-%d", seq);
-    snprintf(bid, sizeof bid, "two-%d", seq);
+    snprintf(bid, sizeof bid, "two-%d-%lld", (int)h->partition,
+             (long long)h->next);
     tm_value v = {.struct_size = sizeof v, .v.i = seq};
     tm_record r = {.struct_size = sizeof r,
                    .offset = h->next,
@@ -267,11 +275,43 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* --upgrade OLD: host 0 runs this build (keys held in memory), host 1 the
+ * plugin OLD (a build from before them, one per-key row in tidemark_keys),
+ * as in a rolling upgrade. Each applies a key of its own, then each gets
+ * the other's key again (a resend on its own partition: dedup is across
+ * the connector's partitions). Prints how many rows each key has in the
+ * table: 1 is a duplicate caught. */
+static void upgrade_run(const tm_sink_api *api, const tm_sink_api *old,
+                        PGconn *c, const char *schema) {
+    host h[2] = {{.partition = 0}, {.partition = 1}};
+    host_open(api, schema, 0, &h[0]);
+    host_open(old, schema, 0, &h[1]);
+    host_commit(api, &h[0], 1); /* key-1, by the new build */
+    host_commit(old, &h[1], 2); /* key-2, by the old build */
+    host_commit(api, &h[0], 2); /* key-2 again, to the new build */
+    host_commit(old, &h[1], 1); /* key-1 again, to the old build */
+    host_close(api, &h[0]);
+    host_close(old, &h[1]);
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT _tm_identity, count(*) FROM \"%s\".t GROUP BY 1 ORDER "
+             "BY 1",
+             schema);
+    PGresult *res = must(c, PQexec(c, q), "counting rows");
+    for (int i = 0; i < PQntuples(res); i++)
+        printf("%s: %s row(s) in the table (applied by host %d, sent again "
+               "to host %d)\n",
+               PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+               strcmp(PQgetvalue(res, i, 0), "key-1") ? 1 : 0,
+               strcmp(PQgetvalue(res, i, 0), "key-1") ? 0 : 1);
+    PQclear(res);
+}
+
 int main(int argc, char **argv) {
     size_t n = 1000000, per = 10000;
     int commits = 10, hosts = 2, stall = 0;
     long retention = 1;
-    const char *plugin_path = TM_POSTGRES_PLUGIN;
+    const char *plugin_path = TM_POSTGRES_PLUGIN, *old_path = NULL;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--stall")) {
             stall = 1;
@@ -292,6 +332,8 @@ int main(int argc, char **argv) {
             retention = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--postgres-plugin"))
             plugin_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--upgrade"))
+            old_path = argv[i + 1];
         else
             die("bad argument", argv[i]);
     }
@@ -312,6 +354,15 @@ int main(int argc, char **argv) {
              "SET client_min_messages = warning; DROP SCHEMA IF EXISTS "
              "\"%s\" CASCADE",
              schema);
+    if (old_path) {
+        tm_plugin oldp;
+        if (tm_plugin_load(old_path, NULL, 0, &oldp, errstr, sizeof errstr))
+            die("load", errstr);
+        upgrade_run(api, oldp.api, c, schema);
+        PQclear(PQexec(c, q));
+        PQfinish(c);
+        return 0;
+    }
     if (stall) {
         const char *modes[2] = {"rows", "memory"};
         for (int i = 0; i < 2; i++) {
