@@ -911,6 +911,50 @@ START_TEST(keys_beyond_memory_are_retry_naming_it) {
 }
 END_TEST
 
+/* SIZE - 1 printable characters from SEED, incompressible enough, and a
+ * NUL. */
+static void random_text(char *out, size_t size, unsigned seed) {
+    for (size_t i = 0; i + 1 < size; i++) {
+        seed = seed * 1103515245u + 12345u;
+        out[i] = (char)('!' + (seed >> 16) % 90);
+    }
+    out[size - 1] = '\0';
+}
+
+/* Keys held in memory take any identity: an empty one and one of 100 kB
+ * (which "rows" refuses, too large for its index: a dead letter there) are
+ * applied once, and each resend, in the same batch and in the next one,
+ * is a duplicate; the table holds each identity once. */
+START_TEST(empty_and_huge_identities_in_memory) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    static char huge[100001];
+    random_text(huge, sizeof huge, 4321);
+    batch b;
+    rec r1[] = {{0, 1, "a", "", "h"},
+                {1, 2, "b", huge, "h"},
+                {2, 3, "c", "", "h"},
+                {3, 4, "d", huge, "h"}};
+    batch_make(&b, 0, 4, m.epoch, r1, 4);
+    commit_ok(sink, &b);
+    rec r2[] = {{4, 5, "e", huge, "h"}, {5, 6, "f", "", "h"}};
+    batch_make(&b, 4, 6, m.epoch, r2, 2);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 2);
+    ck_assert_int_eq(sql_int("SELECT count(DISTINCT _tm_identity) FROM $S.t "
+                             "WHERE _tm_identity = '' OR length(_tm_identity) "
+                             "= 100000"),
+                     2);
+    ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 4);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     0);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* Rows of tidemark_keys written while a memory-mode sink holds the
  * connector's keys (by a host of the connector running an older build,
  * during a rolling upgrade) are read at the sink's next claim: a resend of
@@ -1503,11 +1547,7 @@ START_TEST(refused_business_key_is_a_dead_letter) {
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     static char huge[12001];
-    unsigned x = 12345;
-    for (size_t i = 0; i + 1 < sizeof huge; i++) {
-        x = x * 1103515245u + 12345u; /* incompressible enough */
-        huge[i] = (char)('!' + (x >> 16) % 90);
-    }
+    random_text(huge, sizeof huge, 12345);
     batch b;
     rec r[] = {{0, 1, "a", "k0", "h0"},
                {1, 2, "b", huge, "h1"},
@@ -2177,6 +2217,7 @@ static Suite *suite(void) {
     tcase_set_timeout(keys, 120);
     tcase_add_test(keys, keys_load_outlasts_statement_timeout);
     tcase_add_test(keys, keys_beyond_memory_are_retry_naming_it);
+    tcase_add_test(keys, empty_and_huge_identities_in_memory);
     suite_add_tcase(s, keys);
     return s;
 }
