@@ -19,6 +19,7 @@
  *   pg_keys_two_hosts [--keys N] [--per-row M] [--commits C] [--hosts 1|2]
  *                     [--retention S] (0: none) [--postgres-plugin PATH]
  *   pg_keys_two_hosts --stall
+ *   pg_keys_two_hosts --deadlock
  *   pg_keys_two_hosts --upgrade OLD_PLUGIN
  *
  * --stall (no stored keys, no retention, statement_timeout_ms 5000): host
@@ -39,6 +40,7 @@
  * TIDEMARK_PG_CONNINFO names (scripts/env.sh), dropped at the end. */
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,8 @@ typedef struct host {
 
 /* "dedup_keys" of the --stall runs (NULL: the default) */
 static const char *keys_mode;
+/* --deadlock: "mode": "upsert", and every record's id column this value */
+static int upsert_id = -1;
 /* the host API of host 0 (NULL: the host's services) */
 static const tm_host_api *host0_api;
 
@@ -83,6 +87,8 @@ static void host_open(const tm_sink_api *api, const char *schema,
         json_object_set_new(obj, "dedup_keys", json_string(keys_mode));
         json_object_set_new(obj, "statement_timeout_ms", json_integer(5000));
     }
+    if (upsert_id >= 0)
+        json_object_set_new(obj, "mode", json_string("upsert"));
     h->set = tm_settings_new(obj, "$.sink.settings");
     json_decref(obj);
     h->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
@@ -123,7 +129,8 @@ static tm_status host_try(const tm_sink_api *api, host *h, int seq,
     snprintf(id, sizeof id, "key-%d", seq);
     snprintf(bid, sizeof bid, "two-%d-%lld", (int)h->partition,
              (long long)h->next);
-    tm_value v = {.struct_size = sizeof v, .v.i = seq};
+    tm_value v = {.struct_size = sizeof v,
+                  .v.i = upsert_id >= 0 ? upsert_id : seq};
     tm_record r = {.struct_size = sizeof r,
                    .offset = h->next,
                    .timestamp_ms = wall_ms(),
@@ -307,14 +314,92 @@ static void upgrade_run(const tm_sink_api *api, const tm_sink_api *old,
     PQclear(res);
 }
 
+/* --deadlock: two hosts of one connector in upsert mode write the same
+ * row key (id 1) from partitions 0 and 1, under different business keys.
+ * Host 0 decides again with the connector's row locked first (its set
+ * made stale: another host's removal, pruned_generation moved), and a
+ * trigger holds its row's INSERT 1.5 s (partition 0 only); host 1, whose
+ * set is current, commits from a thread meanwhile: it writes the row first
+ * and then waits for the connector's row. Prints both outcomes: a cycle
+ * (host 0 holding the connector's row and waiting for the table's row,
+ * host 1 the other way round) ends with one of them aborted by the
+ * server's deadlock detector. */
+typedef struct dl_call {
+    const tm_sink_api *api;
+    host *h;
+    int seq;
+    tm_status rc;
+    double s;
+    char msg[TM_ERROR_MAX];
+} dl_call;
+
+static void *dl_commit(void *arg) {
+    dl_call *c = arg;
+    tm_error err;
+    double t0 = bench_now_s();
+    c->rc = host_try(c->api, c->h, c->seq, 1, &err);
+    c->s = bench_now_s() - t0;
+    snprintf(c->msg, sizeof c->msg, "%s", err.message);
+    return NULL;
+}
+
+static void deadlock_run(const tm_sink_api *api, PGconn *c,
+                         const char *schema) {
+    upsert_id = 1;
+    host h[2] = {{.partition = 0}, {.partition = 1}};
+    for (int i = 0; i < 2; i++)
+        host_open(api, schema, 0, &h[i]);
+    host_commit(api, &h[0], 1);
+    host_commit(api, &h[1], 2);
+    char q[1024];
+    snprintf(q, sizeof q,
+             "CREATE FUNCTION \"%s\".slow() RETURNS trigger LANGUAGE plpgsql "
+             "AS $$BEGIN IF NEW._tm_partition = 0 THEN PERFORM "
+             "pg_sleep(1.5); END IF; RETURN NEW; END$$; CREATE TRIGGER slow "
+             "BEFORE INSERT ON \"%s\".t FOR EACH ROW EXECUTE FUNCTION "
+             "\"%s\".slow(); UPDATE \"%s\".tidemark_keysets SET "
+             "pruned_generation = pruned_generation + 1",
+             schema, schema, schema, schema);
+    PQclear(must(c, PQexec(c, q), "trigger"));
+    /* host 1 claims again: its set current, host 0's stale */
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 1};
+    tm_error err = {sizeof err, ""};
+    if (api->claim(h[1].s, &m, 1, 0, &err) != TM_OK)
+        die("claim", err.message);
+    h[1].epoch = m.epoch;
+    dl_call a = {.api = api, .h = &h[0], .seq = 3},
+            b = {.api = api, .h = &h[1], .seq = 4};
+    pthread_t ta, tb;
+    if (pthread_create(&ta, NULL, dl_commit, &a) != 0)
+        die("thread", "cannot start");
+    /* host 0: its first run's row (1.5 s), then the connector's row and
+     * its second run's row (1.5 s more): host 1 comes into that */
+    nanosleep(&(struct timespec){.tv_sec = 2, .tv_nsec = 200000000}, NULL);
+    if (pthread_create(&tb, NULL, dl_commit, &b) != 0)
+        die("thread", "cannot start");
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    dl_call *calls[2] = {&a, &b};
+    for (int i = 0; i < 2; i++)
+        printf("host %d: %s after %.3f s%s%s\n", i,
+               tm_status_name(calls[i]->rc), calls[i]->s,
+               calls[i]->rc == TM_OK ? "" : ": ",
+               calls[i]->rc == TM_OK ? "" : calls[i]->msg);
+    for (int i = 0; i < 2; i++)
+        host_close(api, &h[i]);
+}
+
 int main(int argc, char **argv) {
     size_t n = 1000000, per = 10000;
-    int commits = 10, hosts = 2, stall = 0;
+    int commits = 10, hosts = 2, stall = 0, deadlock = 0;
     long retention = 1;
     const char *plugin_path = TM_POSTGRES_PLUGIN, *old_path = NULL;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--stall")) {
             stall = 1;
+            i--;
+        } else if (!strcmp(argv[i], "--deadlock")) {
+            deadlock = 1;
             i--;
         } else if (i + 1 >= argc)
             die("bad argument", argv[i]);
@@ -359,6 +444,12 @@ int main(int argc, char **argv) {
         if (tm_plugin_load(old_path, NULL, 0, &oldp, errstr, sizeof errstr))
             die("load", errstr);
         upgrade_run(api, oldp.api, c, schema);
+        PQclear(PQexec(c, q));
+        PQfinish(c);
+        return 0;
+    }
+    if (deadlock) {
+        deadlock_run(api, c, schema);
         PQclear(PQexec(c, q));
         PQfinish(c);
         return 0;
