@@ -222,71 +222,87 @@ static tm_status orphan_batches(pg_sink *s, tm_error *err) {
 
 /* ---- loading ------------------------------------------------------------- */
 
-/* The keys of every batch row past generation AFTER into the set. */
-static tm_status load_batches(pg_sink *s, int64_t after, tm_error *err) {
-    /* In pages of LOAD_PAGE rows by generation (the primary key): at most
-     * a page of keys beside the set (a million keys read as one result
-     * were 24 MB more at the peak). Plain statements: libpq's single-row
-     * mode did it too, but after it the next pipeline's first statement
-     * (a marker update, in a commit with no new keys) came back as no
-     * result the pipeline expected, and the commit failed with an empty
-     * message (duplicates_only_after_another_hosts_batch). */
-    enum { LOAD_PAGE = 32 };
+/* Each row of the query FMT given to ROW, in pages of PAGE rows (FMT ends
+ * in "LIMIT <PAGE>"): at most a page beside the set, not the set and every
+ * row (a million keys read as one result: 24 MB of batch rows, 87 MB of
+ * tidemark_keys rows more at the peak, and an address space short of it
+ * made the claim TM_FATAL, out of memory for query result, instead of
+ * TM_RETRY). $1 is the connector, $2 the cursor in binary form: AFTER
+ * (LEN bytes; NULL for none) at first, then the first column of the last
+ * row read, FMT's order. Results are binary. Plain statements: libpq's
+ * single-row mode did it too, but after it the next pipeline's first
+ * statement (a marker update, in a commit with no new keys) came back as
+ * no result the pipeline expected, and the commit failed with an empty
+ * message (duplicates_only_after_another_hosts_batch). ROW answers TK_OK
+ * or stops the rows with its TK_ code. */
+static tm_status each_page(pg_sink *s, const char *fmt, int page,
+                           const char *after, int len,
+                           int (*row)(pg_sink *, PGresult *, int),
+                           tm_error *err) {
+    char *cur = NULL;
     int rc = TK_OK;
     for (;;) {
-        char a[32];
-        snprintf(a, sizeof a, "%lld", (long long)after);
-        const char *v[2] = {s->config->connector, a};
+        const char *v[2] = {s->config->connector, cur ? cur : after};
+        int lens[2] = {0, len}, fmts[2] = {0, 1};
         tm_status r;
-        PGresult *res =
-            run(s,
-                "SELECT generation, keys FROM %B WHERE connector = $1 AND "
-                "generation > $2::bigint ORDER BY generation LIMIT 32",
-                2, v, NULL, NULL, 1, 1, "loading business keys", &r, err);
+        PGresult *res = run(s, fmt, 2, v, lens, fmts, 1, 1,
+                            "loading business keys", &r, err);
+        free(cur);
+        cur = NULL;
         if (!res)
             return r;
         int n = PQntuples(res);
-        for (int i = 0; rc == TK_OK && i < n; i++) {
-            const uint8_t *g = (const uint8_t *)PQgetvalue(res, i, 0);
-            if (PQgetlength(res, i, 0) != 8) {
-                rc = TK_CORRUPT;
-                break;
-            }
-            uint64_t gen = 0;
-            for (int b = 0; b < 8; b++)
-                gen = gen << 8 | g[b]; /* int8's binary form: big-endian */
-            after = (int64_t)gen;
-            rc = tk_unpack(PQgetvalue(res, i, 1),
-                           (size_t)PQgetlength(res, i, 1), &s->ks.set, NULL);
+        for (int i = 0; rc == TK_OK && i < n; i++)
+            rc = row(s, res, i);
+        if (rc == TK_OK && n == page) {
+            len = PQgetlength(res, n - 1, 0);
+            if (!(cur = malloc((size_t)len + 1)))
+                rc = TK_NOMEM;
+            else
+                memcpy(cur, PQgetvalue(res, n - 1, 0), (size_t)len);
         }
         PQclear(res);
         if (rc != TK_OK)
             return load_failed(s, rc, err);
-        if (n < LOAD_PAGE)
+        if (n < page)
             return TM_OK;
     }
 }
 
-/* The connector's rows of tidemark_keys (older builds, or "rows"). */
+static int batch_row(pg_sink *s, PGresult *res, int i) {
+    return tk_unpack(PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1),
+                     &s->ks.set, NULL);
+}
+
+/* The keys of every batch row past generation AFTER into the set, in pages
+ * of 32 rows by generation (the primary key). */
+static tm_status load_batches(pg_sink *s, int64_t after, tm_error *err) {
+    char a[8];
+    for (int b = 0; b < 8; b++) /* int8's binary form: big-endian */
+        a[b] = (char)(uint8_t)((uint64_t)after >> (56 - 8 * b));
+    return each_page(s,
+                     "SELECT generation, keys FROM %B WHERE connector = $1 "
+                     "AND generation > $2::bigint ORDER BY generation LIMIT 32",
+                     32, a, 8, batch_row, err);
+}
+
+static int legacy_row(pg_sink *s, PGresult *res, int i) {
+    s->ks.legacy++;
+    return tk_tab_put(
+        &s->ks.set,
+        tk_digest(s->ks.seed, PQgetvalue(res, i, 0),
+                  PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1)));
+}
+
+/* The connector's rows of tidemark_keys (older builds, or "rows"), in
+ * pages of 4096 by identity (the primary key's order). */
 static tm_status load_legacy(pg_sink *s, tm_error *err) {
-    const char *v[1] = {s->config->connector};
-    tm_status r;
-    PGresult *res =
-        run(s,
-            "SELECT identity, payload_hash FROM %L WHERE "
-            "connector = $1",
-            1, v, NULL, NULL, 1, 0, "loading business keys", &r, err);
-    if (!res)
-        return r;
-    int rc = TK_OK;
-    s->ks.legacy = PQntuples(res);
-    for (int i = 0; rc == TK_OK && i < PQntuples(res); i++)
-        rc = tk_tab_put(
-            &s->ks.set,
-            tk_digest(s->ks.seed, PQgetvalue(res, i, 0),
-                      PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1)));
-    PQclear(res);
-    return rc == TK_OK ? TM_OK : load_failed(s, rc, err);
+    s->ks.legacy = 0;
+    return each_page(s,
+                     "SELECT identity, payload_hash FROM %L WHERE connector "
+                     "= $1 AND ($2::text IS NULL OR identity > $2) ORDER BY "
+                     "identity LIMIT 4096",
+                     4096, NULL, 0, legacy_row, err);
 }
 
 /* The set sized once for the connector's keys: growing by doubling while

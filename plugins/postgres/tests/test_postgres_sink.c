@@ -955,6 +955,65 @@ START_TEST(empty_and_huge_identities_in_memory) {
 }
 END_TEST
 
+/* A connector's rows of tidemark_keys (from "dedup_keys": "rows" or an
+ * older build: a million of them) are read into the set a page at a time,
+ * as the batch rows are: with the address space held to the set's size
+ * and 24 MB more above what the process uses, the claim loads them (the
+ * rows as one result, about 90 MB, do not fit), and one of their keys
+ * sent again with another payload hash is an identity_conflict.
+ * Inconclusive unless the limit is below the set and such a result
+ * together. */
+START_TEST(old_key_rows_load_one_at_a_time) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    claim1(sink);
+    api->close(sink);
+    char q[512];
+    snprintf(q, sizeof q,
+             "INSERT INTO \"%s\".tidemark_keys SELECT '%s', 'order-' || n, "
+             "md5(n::text), 't', 0, n, 1000, 1000 FROM generate_series(1, "
+             "1000000) n",
+             schema, connector);
+    PQclear(sql(q));
+    sink = open_ok(&c);
+    tm_error err;
+    tm_status rc;
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* the set: 2^21 slots of 24 bytes for a million keys */
+    const long long set = (1LL << 21) * 24, result = 90LL << 20;
+    struct rlimit was, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
+    low = was;
+    low.rlim_cur = (rlim_t)(tm_test_vm_size() + set + (24LL << 20));
+    if ((long long)low.rlim_cur - tm_test_vm_size() >= set + result)
+        ck_abort_msg("inconclusive: the limit holds the set and the rows");
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &low), 0);
+    rc = claim_status(sink, &err);
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
+    ck_assert_msg(rc == TM_OK, "claim under %lld MB more: %s: %s",
+                  (long long)(low.rlim_cur - (rlim_t)tm_test_vm_size()) >> 20,
+                  tm_status_name(rc), err.message);
+#else
+    rc = claim_status(sink, &err);
+    ck_assert_msg(rc == TM_OK, "%s: %s", tm_status_name(rc), err.message);
+#endif
+    rec r[] = {{0, 1, "a", "order-77", "h"}};
+    batch b;
+    batch_make(&b, 0, 1, sql_int("SELECT epoch FROM $S.tidemark_markers"), r,
+               1);
+    /* order-77's stored payload hash is md5('77'): another hash, so the
+     * resend is an identity conflict if the key was loaded */
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 0);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'identity_conflict'"),
+                     1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
 /* Rows of tidemark_keys written while a memory-mode sink holds the
  * connector's keys (by a host of the connector running an older build,
  * during a rolling upgrade) are read at the sink's next claim: a resend of
@@ -1021,7 +1080,8 @@ START_TEST(keys_load_outlasts_statement_timeout) {
     rec r2[] = {{1, 7, "a", "order-7", "h"}};
     batch_make(&b, 1, 2, epoch, r2, 1);
     commit_ok(sink, &b);
-    /* another host's removal: the set must be reloaded whole in the commit */
+    /* another host's removal: the set must be reloaded whole in the commit
+     */
     ck_assert_int_eq(sql_int("WITH u AS (UPDATE $S.tidemark_keysets SET "
                              "pruned_generation = pruned_generation + 1 "
                              "RETURNING 1) SELECT count(*) FROM u"),
@@ -1049,7 +1109,8 @@ END_TEST
  * 2 times"). With dedup the same dead letter stored for the offset is not
  * stored again; the marker counts it as a duplicate (like a replayed record
  * whose key is stored), so its dead_letters stay the stored ones. Both
- * kinds: the host's (parse_error) and the sink's own (identity_conflict). */
+ * kinds: the host's (parse_error) and the sink's own (identity_conflict).
+ */
 START_TEST(replayed_dead_letter_is_stored_once) {
     conf c;
     conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
@@ -1208,7 +1269,8 @@ START_TEST(refused_rows_are_dead_letters) {
 }
 END_TEST
 
-/* ---- business keys decided as a set ------------------------------------- */
+/* ---- business keys decided as a set -------------------------------------
+ */
 
 /* What the per-record path decided, offset for offset, computed here on
  * its own from the records: a key stored before (or earlier in the batch)
@@ -1246,7 +1308,8 @@ static void add_item(char *list, size_t size, const char *sep,
     snprintf(list + n, size - n, "%s%s", n ? sep : "", item);
 }
 
-/* The huge identity (refused by the key index) is a dead letter rejected. */
+/* The huge identity (refused by the key index) is a dead letter rejected.
+ */
 static const char *HUGE_ID;
 
 static void model_batch(model *m, const rec *r, size_t n) {
@@ -1462,7 +1525,8 @@ START_TEST(keys_as_a_set_match_the_per_record_outcomes) {
 }
 END_TEST
 
-/* ---- error classes by SQLSTATE ------------------------------------------ */
+/* ---- error classes by SQLSTATE ------------------------------------------
+ */
 
 /* A trigger on the target raises the SQLSTATE a record's body names
  * ("raise:<code>"), so every class goes through the sink's real paths. */
@@ -1682,7 +1746,8 @@ START_TEST(identifiers_are_escaped) {
 }
 END_TEST
 
-/* ---- failures ----------------------------------------------------------- */
+/* ---- failures -----------------------------------------------------------
+ */
 
 static void terminate_sink_backend(void) {
     char q[256];
@@ -2150,7 +2215,8 @@ START_TEST(old_markers_table_gets_the_lineage) {
              schema, schema, schema, connector);
     PQclear(sql(text));
     const char *count =
-        "SELECT count(*) FROM information_schema.columns WHERE table_schema "
+        "SELECT count(*) FROM information_schema.columns WHERE "
+        "table_schema "
         "= '%s' AND table_name = 'tidemark_markers' AND column_name IN "
         "('last_offset', 'last_timestamp_ms', 'last_record_hash')";
     snprintf(text, sizeof text, count, schema);
@@ -2218,6 +2284,7 @@ static Suite *suite(void) {
     tcase_add_test(keys, keys_load_outlasts_statement_timeout);
     tcase_add_test(keys, keys_beyond_memory_are_retry_naming_it);
     tcase_add_test(keys, empty_and_huge_identities_in_memory);
+    tcase_add_test(keys, old_key_rows_load_one_at_a_time);
     suite_add_tcase(s, keys);
     return s;
 }
