@@ -584,8 +584,14 @@ static tm_status update_and_commit(pg_run *x, tm_error *err) {
         r = pg_pipe_begin(s, "updating the markers", err);
         for (size_t i = 0; r == TM_OK && i < n; i++)
             r = pg_pipe_send(s, &st[i], err);
-        if (r == TM_OK)
-            r = pg_pipe_flush(s, "updating the markers", err);
+        /* synced, not only flushed: a host stopped at the fault point
+         * below leaves its session idle in transaction, which the server
+         * ends (conn.c, pg_idle_timeout_ms); the COMMIT after an error
+         * before it answers ROLLBACK (below) */
+        if (r == TM_OK && n) {
+            st[n - 1].sync_after = 1;
+            r = pg_pipe_sync(s, "updating the markers", err);
+        }
         if (r == TM_OK) {
             s->host->fault(TM_FAULT_AFTER_MARKER);
             /* A batch whose COMMIT is on its way is not given up. */

@@ -172,6 +172,23 @@ static int user_sets(const PQconninfoOption *opts, const char *key) {
     return 0;
 }
 
+/* The session's idle_in_transaction_session_timeout: statement_timeout_ms,
+ * at least PG_IDLE_MIN_MS (also when it is 0, none). A host stopped
+ * inside a transaction (a stopped or swapped-out process, a cut
+ * connection) holds its locks, among them the connector's tidemark_keysets
+ * row that every host's keyed commit takes: the server ends such a session
+ * once it has waited this long for its next statement, and the others'
+ * lock waits end with it. It cannot fire on a healthy host: between two
+ * statements of its transactions the sink waits for nothing but its own
+ * CPU on one batch (encoding the next statement, deciding keys already in
+ * memory: milliseconds for 10 000 records), never for the host, a lock or
+ * another service; scan, whose reader paces its FETCHes, lifts it. */
+int64_t pg_idle_timeout_ms(const pg_sink *s) {
+    return s->set.statement_timeout_ms > PG_IDLE_MIN_MS
+               ? s->set.statement_timeout_ms
+               : PG_IDLE_MIN_MS;
+}
+
 tm_status pg_connect(pg_sink *s, tm_error *err) {
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%lld",
@@ -208,15 +225,17 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
     s->conn = c;
     /* prepared statements live in a session */
     s->prepared = s->keys_prepared = 0;
-    char st[32];
+    char st[32], idle[32];
     snprintf(st, sizeof st, "%lld", (long long)s->set.statement_timeout_ms);
-    const char *p[1] = {st};
+    snprintf(idle, sizeof idle, "%lld", (long long)pg_idle_timeout_ms(s));
+    const char *p[2] = {st, idle};
     tm_status r = TM_OK;
     PGresult *res =
         pg_query(s,
-                 "SELECT set_config('statement_timeout', $1, "
+                 "SELECT set_config('statement_timeout', $1, false), "
+                 "set_config('idle_in_transaction_session_timeout', $2, "
                  "false), set_config('TimeZone', 'UTC', false)",
-                 1, p, NULL, NULL, 1, "setting statement_timeout", &r, err);
+                 2, p, NULL, NULL, 1, "setting statement_timeout", &r, err);
     if (!res)
         return r;
     PQclear(res);

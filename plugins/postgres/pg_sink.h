@@ -154,6 +154,10 @@ void pg_buf_ident(pg_sink *s, pg_buf *b, const char *name);
 /* Connects (application_name = connector, timeouts), makes the cancel
  * object and the escaped names. TM_OK, TM_RETRY (unreachable). */
 tm_status pg_connect(pg_sink *s, tm_error *err);
+/* The session's idle_in_transaction_session_timeout (conn.c):
+ * statement_timeout_ms, at least PG_IDLE_MIN_MS. */
+#define PG_IDLE_MIN_MS 10000
+int64_t pg_idle_timeout_ms(const pg_sink *s);
 void pg_disconnect(pg_sink *s);
 /* A connection that works, reconnecting after a loss. */
 tm_status pg_ready(pg_sink *s, tm_error *err);
@@ -217,10 +221,16 @@ typedef struct pg_stmt {
     int want_tuples;
     const char *step; /* names the statement in errors */
     PGresult *res;    /* set by pg_pipe_end on TM_OK; PQclear it */
+    int sync_after;   /* pg_pipe_sync was called after it */
 } pg_stmt;
 tm_status pg_pipe_begin(pg_sink *s, const char *step, tm_error *err);
 tm_status pg_pipe_send(pg_sink *s, const pg_stmt *st, tm_error *err);
-tm_status pg_pipe_flush(pg_sink *s, const char *step, tm_error *err);
+/* A Sync after the statements sent so far, without waiting for their
+ * results: the server runs them and then waits as "idle in transaction",
+ * so that idle_in_transaction_session_timeout ends a session stopped
+ * there (without it, mid-pipeline, it waits for the next message for
+ * ever). Mark the last statement sent sync_after. */
+tm_status pg_pipe_sync(pg_sink *s, const char *step, tm_error *err);
 /* TM_OK with every st[i].res set; else pg_fail's answer for the first
  * statement that failed (the server skipped those after it) and no res.
  * A connection that cannot be brought back to idle is dropped (RETRY). */

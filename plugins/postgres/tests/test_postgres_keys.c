@@ -29,9 +29,11 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -415,6 +417,9 @@ END_TEST
 #define FAIL_AT    7
 #define EXPIRE_MEM 6
 
+/* statement_timeout_ms of the sinks open_sink opens (0: the default) */
+static long long statement_timeout_ms;
+
 static void *open_sink(int i, int retention, tm_host_api *host,
                        tm_settings **settings, tm_sink_config *config,
                        paths *ctx) {
@@ -424,6 +429,9 @@ static void *open_sink(int i, int retention, tm_host_api *host,
     ck_assert_ptr_nonnull(obj);
     if (retention)
         json_object_set_new(obj, "dedup_retention_s", json_integer(3600));
+    if (statement_timeout_ms)
+        json_object_set_new(obj, "statement_timeout_ms",
+                            json_integer(statement_timeout_ms));
     *settings = tm_settings_new(obj, "$.sink.settings");
     json_decref(obj);
     ck_assert_ptr_nonnull(*settings);
@@ -723,6 +731,129 @@ START_TEST(two_hosts_at_once_store_each_key_once) {
 }
 END_TEST
 
+/* One stalled host does not stop the others for longer than the session's
+ * idle_in_transaction_session_timeout (statement_timeout_ms, at least 10
+ * s). Host 0 stops inside a commit once its rows are written and the
+ * connector's tidemark_keysets row is locked (its fault hook blocks at
+ * after_effects, or at after_marker, its marker updates sent: a stopped or
+ * swapped-out process);
+ * host 1, a second later, commits a key of its own on partition 1 within
+ * its statement timeout (10 s), its lock wait ended by the server ending
+ * host 0's session. Host 0's commit then fails, nothing of it stored, and
+ * its resend stores its key once. Inconclusive unless host 0's session
+ * was in its transaction at the fault point. */
+static atomic_int stall_armed, stalled, stall_released;
+static const char *const STALL_AT[] = {TM_FAULT_AFTER_EFFECTS,
+                                       TM_FAULT_AFTER_MARKER};
+static const char *stall_at;
+
+static void stalling_fault(const char *point) {
+    if (!atomic_load(&stall_armed) || strcmp(point, stall_at))
+        return;
+    atomic_store(&stall_armed, 0);
+    atomic_store(&stalled, 1);
+    for (int i = 0; i < 6000 && !atomic_load(&stall_released); i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *stalled_commit(void *arg) {
+    host_run *h = arg;
+    gen_batch *g = malloc(sizeof *g);
+    h->last = TM_FATAL;
+    if (g) {
+        one_key(g, 0, 0, h->epoch, "k-stalled");
+        tm_error err = {sizeof err, ""};
+        h->last = api->commit(h->sink, &g->b, &err);
+        snprintf(h->why, sizeof h->why, "%s", err.message);
+        free(g);
+    }
+    return NULL;
+}
+
+START_TEST(stalled_host_is_ended_and_the_other_commits) {
+    make_schemas();
+    statement_timeout_ms = 10000;
+    paths seen[2] = {{0, 0, 0}, {0, 0, 0}};
+    tm_host_api host[2];
+    tm_settings *settings[2];
+    tm_sink_config config[2];
+    host_run run[2];
+    for (int i = 0; i < 2; i++) {
+        run[i] = (host_run){.p = i};
+        run[i].sink =
+            open_sink(0, 0, &host[i], &settings[i], &config[i], &seen[i]);
+        run[i].epoch = claim(run[i].sink, i).epoch;
+    }
+    statement_timeout_ms = 0;
+    /* host 0's session, stalled at its fault point */
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name "
+             "= '%s' AND xact_start IS NOT NULL",
+             connector);
+    stall_at = STALL_AT[_i];
+    host[0].fault = stalling_fault;
+    atomic_store(&stalled, 0);
+    atomic_store(&stall_released, 0);
+    atomic_store(&stall_armed, 1);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, stalled_commit, &run[0]), 0);
+    for (int i = 0; i < 1000 && !atomic_load(&stalled); i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    long long idle = atomic_load(&stalled) ? sql2_int(q) : -1;
+    if (idle != 1) {
+        atomic_store(&stall_released, 1);
+        pthread_join(th, NULL);
+        ck_abort_msg("inconclusive: host 0 %s (%lld sessions idle in "
+                     "transaction)",
+                     atomic_load(&stalled) ? "stalled" : "never stalled", idle);
+    }
+    sleep(1);
+    static gen_batch g;
+    one_key(&g, 1, 0, run[1].epoch, "k-other");
+    tm_error err = {sizeof err, ""};
+    double t0 = mono_s();
+    tm_status rc = api->commit(run[1].sink, &g.b, &err);
+    double took = mono_s() - t0;
+    long long idle_after = sql2_int(q);
+    atomic_store(&stall_released, 1);
+    pthread_join(th, NULL);
+    ck_assert_msg(rc == TM_OK,
+                  "host 1's commit while host 0 stalled at %s: %s after %.3f "
+                  "s: %s",
+                  stall_at, tm_status_name(rc), took, err.message);
+    ck_assert_msg(idle_after == 0, "host 0's session still in its "
+                                   "transaction");
+    ck_assert_msg(run[0].last != TM_OK,
+                  "host 0's commit, its session ended: %s",
+                  tm_status_name(run[0].last));
+    ck_assert_int_eq(
+        sql2_int("SELECT count(*) FROM $A.t WHERE _tm_identity = 'k-other'"),
+        1);
+    ck_assert_int_eq(
+        sql2_int("SELECT count(*) FROM $A.t WHERE _tm_partition = 0"), 0);
+    one_key(&g, 0, 0, run[0].epoch, "k-stalled");
+    commit_ok(run[0].sink, &g, "host 0 again", 1);
+    ck_assert_int_eq(sql2_int("SELECT count(*) FROM $A.t WHERE _tm_identity "
+                              "= 'k-stalled'"),
+                     1);
+    for (int i = 0; i < 2; i++) {
+        api->close(run[i].sink);
+        tm_settings_free(settings[i]);
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_keys");
     TCase *tc = tcase_create("paths");
@@ -739,6 +870,12 @@ static Suite *suite(void) {
     tcase_add_test(mem, duplicates_only_after_another_hosts_batch);
     tcase_add_test(mem, two_hosts_at_once_store_each_key_once);
     suite_add_tcase(s, mem);
+    TCase *hosts = tcase_create("hosts");
+    tcase_add_checked_fixture(hosts, setup, teardown);
+    tcase_set_timeout(hosts, 120);
+    tcase_add_loop_test(hosts, stalled_host_is_ended_and_the_other_commits, 0,
+                        2);
+    suite_add_tcase(s, hosts);
     return s;
 }
 
