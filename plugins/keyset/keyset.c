@@ -51,8 +51,12 @@ int tk_tab_grow(tk_tab *t, size_t want) {
     if (t->slot && cap == t->mask + 1)
         return TK_OK;
     tk_key *n = calloc(cap, sizeof *n);
-    if (!n)
+    uint32_t *g = t->gens ? calloc(cap, sizeof *g) : NULL;
+    if (!n || (t->gens && !g)) {
+        free(n);
+        free(g);
         return TK_NOMEM;
+    }
     size_t mask = cap - 1;
     for (size_t i = 0; t->slot && i <= t->mask; i++) {
         if (!t->slot[i].a)
@@ -61,9 +65,13 @@ int tk_tab_grow(tk_tab *t, size_t want) {
         while (n[j].a)
             j = (j + 1) & mask;
         n[j] = t->slot[i];
+        if (g)
+            g[j] = t->gen[i];
     }
     free(t->slot);
+    free(t->gen);
     t->slot = n;
+    t->gen = g;
     t->mask = mask;
     return TK_OK;
 }
@@ -98,6 +106,8 @@ int tk_tab_put_from(tk_tab *t, tk_key key, size_t from) {
     if (!t->slot[j].a)
         t->n++;
     t->slot[j] = key;
+    if (t->gen)
+        t->gen[j] = t->put_gen;
     return TK_OK;
 }
 
@@ -105,22 +115,47 @@ int tk_tab_put(tk_tab *t, tk_key key) {
     return tk_tab_put_from(t, key, SIZE_MAX);
 }
 
-void tk_tab_del(tk_tab *t, uint64_t a, uint64_t b) {
-    tk_key *e = tk_tab_find(t, a, b);
-    if (!e)
-        return;
-    size_t i = (size_t)(e - t->slot);
+/* Removes the key in slot I. */
+static void del_at(tk_tab *t, size_t i) {
     /* shift back the entries of the run that follows into the hole */
     for (size_t j = (i + 1) & t->mask; t->slot[j].a; j = (j + 1) & t->mask) {
         size_t home = tk_slot_of(t->slot[j].b, t->mask);
         /* j's entry may move to i when its home is not in (i, j] */
         if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
             t->slot[i] = t->slot[j];
+            if (t->gen)
+                t->gen[i] = t->gen[j];
             i = j;
         }
     }
     t->slot[i] = (tk_key){0, 0, 0};
     t->n--;
+}
+
+void tk_tab_del(tk_tab *t, uint64_t a, uint64_t b) {
+    tk_key *e = tk_tab_find(t, a, b);
+    if (e)
+        del_at(t, (size_t)(e - t->slot));
+}
+
+size_t tk_tab_drop_gens(tk_tab *t, uint32_t after, uint32_t upto) {
+    size_t dropped = 0;
+    uint32_t span = upto - after;
+    /* A removal shifts entries of the run after I back, into I among
+     * them: I is looked at again. Entries move only backwards along their
+     * run, so none not yet looked at lands before I (one that wraps past
+     * the end was looked at, and is again). */
+    /* the generations first: 4 bytes a slot read in order, the slots
+     * only for those in the span (an empty slot's is of no key) */
+    for (size_t i = 0; t->gen && i <= t->mask;) {
+        if (t->gen[i] - after - 1 < span && t->slot[i].a) {
+            del_at(t, i);
+            dropped++;
+        } else {
+            i++;
+        }
+    }
+    return dropped;
 }
 
 uint64_t tk_touch(const tk_tab *t, const tk_key *dig, size_t j, size_t n) {
@@ -139,7 +174,8 @@ uint64_t tk_touch(const tk_tab *t, const tk_key *dig, size_t j, size_t n) {
 
 void tk_tab_clear(tk_tab *t) {
     free(t->slot);
-    *t = (tk_tab){0};
+    free(t->gen);
+    *t = (tk_tab){.gens = t->gens};
 }
 
 /* ---- staged keys ----------------------------------------------------------

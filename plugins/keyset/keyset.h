@@ -26,10 +26,16 @@ typedef struct tk_key {
 /* Bytes of one key in a batch row (a, b, ph: 8 bytes each, little-endian). */
 #define TK_KEY_BYTES 24
 
-/* The set: linear probing, at most 3/4 full, doubled as it grows. */
+/* The set: linear probing, at most 3/4 full, doubled as it grows. With
+ * GENS set (before its first key), each slot also holds the generation of
+ * its key (gen[slot]: put_gen when it was put), so that the keys of a
+ * span of generations can be dropped (tk_tab_drop_gens): 4 bytes a slot. */
 typedef struct tk_tab {
     tk_key *slot;
     size_t mask, n; /* capacity - 1 (a power of two), entries */
+    uint32_t *gen;  /* GENS: beside slot */
+    uint32_t put_gen;
+    int gens;
 } tk_tab;
 
 /* A staged key's rec once it is given up (its row refused): kept in the
@@ -85,7 +91,12 @@ int tk_tab_put_from(tk_tab *t, tk_key key, size_t from);
 int tk_tab_put(tk_tab *t, tk_key key);
 /* Removes key (A, B) if held (backward-shift deletion). */
 void tk_tab_del(tk_tab *t, uint64_t a, uint64_t b);
+/* Empties T (GENS kept). */
 void tk_tab_clear(tk_tab *t);
+/* GENS: removes every key whose generation G is in (AFTER, UPTO], counted
+ * modulo 2^32 from AFTER (so a span below 2^31 generations); the number
+ * removed. */
+size_t tk_tab_drop_gens(tk_tab *t, uint32_t after, uint32_t upto);
 
 void tk_stage_reset(tk_stage *st);
 void tk_stage_free(tk_stage *st);

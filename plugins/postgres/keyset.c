@@ -99,7 +99,7 @@ static void forget_set(pg_keyset *k) {
 typedef struct ks_row {
     int found;
     uint8_t seed[16];
-    int64_t gen, pruned;
+    int64_t gen, pruned, legacy_pruned;
 } ks_row;
 
 static int unhex(const char *h, uint8_t *out, size_t n) {
@@ -134,10 +134,11 @@ static tm_status read_row(pg_sink *s, int lock, ks_row *row, tm_error *err) {
     tm_status r;
     PGresult *res = run(s,
                         lock ? "SELECT seed, generation, pruned_generation, "
-                               "seed_check FROM %K WHERE connector = $1 FOR "
-                               "UPDATE"
+                               "seed_check, legacy_pruned FROM %K WHERE "
+                               "connector = $1 FOR UPDATE"
                              : "SELECT seed, generation, pruned_generation, "
-                               "seed_check FROM %K WHERE connector = $1",
+                               "seed_check, legacy_pruned FROM %K WHERE "
+                               "connector = $1",
                         1, v, NULL, NULL, 1, 0,
                         lock ? "locking the connector's business keys"
                              : "reading the connector's business keys",
@@ -156,6 +157,7 @@ static tm_status read_row(pg_sink *s, int lock, ks_row *row, tm_error *err) {
         }
         row->gen = atoll(PQgetvalue(res, 0, 1));
         row->pruned = atoll(PQgetvalue(res, 0, 2));
+        row->legacy_pruned = atoll(PQgetvalue(res, 0, 4));
         if (atoll(PQgetvalue(res, 0, 3)) != tk_seed_check(row->seed)) {
             PQclear(res);
             return refuse(s,
@@ -270,6 +272,13 @@ static tm_status each_page(pg_sink *s, const char *fmt, int page,
 }
 
 static int batch_row(pg_sink *s, PGresult *res, int i) {
+    const uint8_t *g = (const uint8_t *)PQgetvalue(res, i, 0);
+    if (PQgetlength(res, i, 0) != 8)
+        return TK_CORRUPT;
+    uint64_t gen = 0;
+    for (int b = 0; b < 8; b++)
+        gen = gen << 8 | g[b]; /* int8's binary form: big-endian */
+    s->ks.set.put_gen = (uint32_t)gen;
     return tk_unpack(PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1),
                      &s->ks.set, NULL);
 }
@@ -330,6 +339,12 @@ static tm_status full_load(pg_sink *s, const ks_row *row, tm_error *err) {
     pg_keyset *k = &s->ks;
     forget_set(k);
     memcpy(k->seed, row->seed, 16);
+    s->host->log(s->config->host_ctx, TM_LOG_DEBUG, "%s",
+                 "loading the connector's business keys whole");
+    /* the tidemark_keys rows' keys are no batch's: a generation no
+     * removal of batch rows from here reaches (tk_tab_drop_gens) */
+    k->set.gens = 1;
+    k->set.put_gen = (uint32_t)row->pruned;
     tm_status r = presize(s, err);
     if (r == TM_OK)
         r = load_legacy(s, err);
@@ -341,6 +356,7 @@ static tm_status full_load(pg_sink *s, const ks_row *row, tm_error *err) {
     }
     k->gen = row->gen;
     k->pruned = row->pruned;
+    k->legacy_pruned = row->legacy_pruned;
     k->loaded = 1;
     return TM_OK;
 }
@@ -371,11 +387,34 @@ static tm_status full_load_untimed(pg_sink *s, const ks_row *row,
     return r;
 }
 
-/* 1 when the set cannot follow ROW by loading newer batches: not loaded,
- * keys removed by another host, another seed, generations gone back. */
+/* 1 when the set cannot follow ROW by removing the keys of the batch rows
+ * another host removed and loading newer batches: not loaded, another
+ * seed, generations gone back, tidemark_keys rows removed by another host
+ * (one at a time by their age, not by generation). */
 static int stale(const pg_keyset *k, const ks_row *row) {
-    return !k->loaded || row->pruned != k->pruned ||
+    return !k->loaded || row->pruned < k->pruned ||
+           row->legacy_pruned != k->legacy_pruned ||
            memcmp(row->seed, k->seed, 16) != 0 || row->gen < k->gen;
+}
+
+/* The set brought up to ROW (not stale): the keys of the batch rows
+ * another host removed (generations up to row->pruned) dropped, those of
+ * the batch rows committed since loaded. */
+static tm_status follow(pg_sink *s, const ks_row *row, tm_error *err) {
+    pg_keyset *k = &s->ks;
+    if (row->pruned > k->pruned) {
+        tk_tab_drop_gens(&k->set, (uint32_t)k->pruned, (uint32_t)row->pruned);
+        k->pruned = row->pruned;
+    }
+    if (row->gen > k->gen) {
+        tm_status r = load_batches(s, k->gen, err);
+        if (r != TM_OK) {
+            forget_set(k);
+            return r;
+        }
+        k->gen = row->gen;
+    }
+    return TM_OK;
 }
 
 tm_status pg_keyset_claim(pg_sink *s, tm_error *err) {
@@ -422,12 +461,8 @@ tm_status pg_keyset_claim(pg_sink *s, tm_error *err) {
         r = orphan_batches(s, err); /* deleted since it was made */
     if (r == TM_OK && stale(&s->ks, &row))
         r = full_load(s, &row, err);
-    else if (r == TM_OK && row.gen > s->ks.gen) {
-        if ((r = load_batches(s, s->ks.gen, err)) == TM_OK)
-            s->ks.gen = row.gen;
-        else
-            forget_set(&s->ks);
-    }
+    else if (r == TM_OK)
+        r = follow(s, &row, err);
     if (r == TM_OK)
         r = pg_exec(s, "COMMIT", "claim: reading business keys", err);
     if (r != TM_OK)
@@ -444,7 +479,8 @@ static void stage_reset_all(pg_keyset *k) {
     tk_stage_reset(&k->add);
     tk_stage_reset(&k->del);
     k->newest_at = INT64_MIN;
-    k->pruned_now = 0;
+    k->prune_to = 0;
+    k->legacy_now = 0;
     k->locked = 0;
     k->fresh_row = 0;
 }
@@ -473,15 +509,8 @@ static tm_status lock_and_sync(pg_sink *s, tm_error *err) {
     k->locked = 1;
     if (stale(k, &row))
         return full_load_untimed(s, &row, err);
-    if (row.gen > k->gen) {
-        /* others committed batches: committed rows, the set takes them */
-        if ((r = load_batches(s, k->gen, err)) != TM_OK) {
-            forget_set(k);
-            return r;
-        }
-        k->gen = row.gen;
-    }
-    return TM_OK;
+    /* others removed and committed batches: the set follows */
+    return follow(s, &row, err);
 }
 
 tm_status pg_keyset_begin(pg_sink *s, int lock_first, tm_error *err) {
@@ -494,23 +523,36 @@ tm_status pg_keyset_begin(pg_sink *s, int lock_first, tm_error *err) {
 tm_status pg_keyset_prune(pg_sink *s, int64_t horizon, int64_t wall_horizon,
                           tm_error *err) {
     pg_keyset *k = &s->ks;
-    char h[32], w[32];
+    char h[32], w[32], g[32];
     snprintf(h, sizeof h, "%lld", (long long)horizon);
     snprintf(w, sizeof w, "%lld", (long long)wall_horizon);
-    const char *v[3] = {s->config->connector, h, w};
+    snprintf(g, sizeof g, "%lld", (long long)k->gen);
+    const char *v[4] = {s->config->connector, h, w, g};
     tm_status r;
+    /* Whole batch rows in generation order, up to the first one not
+     * expired: what another host can follow (it drops the keys of the
+     * generations up to the one recorded, tk_tab_drop_gens) without
+     * reading the rows again. A row expired after one that is not is kept
+     * until that one expires (kept longer, never forgotten early). Both
+     * scans walk the primary key (connector, generation) from the
+     * connector's first row: the rows removed and the first one kept, not
+     * the connector's rows. */
     PGresult *res =
         run(s,
-            "DELETE FROM %B WHERE connector = $1 AND "
-            "newest_applied_at < $2::bigint AND applied_wall < "
-            "$3::bigint RETURNING keys",
-            3, v, NULL, NULL, 1, 1, "pruning expired business keys", &r, err);
+            "DELETE FROM %B WHERE connector = $1 AND generation <= "
+            "coalesce((SELECT generation - 1 FROM %B WHERE connector = $1 "
+            "AND (newest_applied_at >= $2::bigint OR applied_wall >= "
+            "$3::bigint) ORDER BY generation LIMIT 1), $4::bigint) RETURNING "
+            "generation::text, keys",
+            4, v, NULL, NULL, 1, 1, "pruning expired business keys", &r, err);
     if (!res)
         return r;
     int rc = TK_OK;
     for (int i = 0; rc == TK_OK && i < PQntuples(res); i++) {
-        k->pruned_now = 1;
-        rc = tk_unpack(PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0),
+        int64_t gen = atoll(PQgetvalue(res, i, 0));
+        if (gen > k->prune_to)
+            k->prune_to = gen;
+        rc = tk_unpack(PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1),
                        NULL, &k->del);
     }
     PQclear(res);
@@ -525,7 +567,7 @@ tm_status pg_keyset_prune(pg_sink *s, int64_t horizon, int64_t wall_horizon,
     if (!res)
         return r;
     for (int i = 0; rc == TK_OK && i < PQntuples(res); i++) {
-        k->pruned_now = 1;
+        k->legacy_now = 1;
         rc = tk_stage_add(
             &k->del,
             tk_digest(k->seed, PQgetvalue(res, i, 0),
@@ -639,13 +681,15 @@ static void stmts_free(pg_keyset *k) {
  * k->blob, LEN bytes) and the connector's row moved to GEN and PRUNED,
  * ready for pg_keyset_stmts. */
 static tm_status ready_writes(pg_sink *s, int64_t gen, int64_t pruned,
-                              int64_t wall_ms, size_t len, tm_error *err) {
+                              int64_t legacy, int64_t wall_ms, size_t len,
+                              tm_error *err) {
     pg_keyset *k = &s->ks;
     snprintf(k->par[0], sizeof k->par[0], "%lld", (long long)gen);
     snprintf(k->par[1], sizeof k->par[1], "%lld", (long long)wall_ms);
     snprintf(k->par[2], sizeof k->par[2], "%lld", (long long)k->newest_at);
     snprintf(k->par[3], sizeof k->par[3], "%zu", len / TK_KEY_BYTES);
     snprintf(k->par[4], sizeof k->par[4], "%lld", (long long)pruned);
+    snprintf(k->par[5], sizeof k->par[5], "%lld", (long long)legacy);
     const char *c = s->config->connector;
     k->vals[0][0] = c;
     for (int i = 0; i < 4; i++)
@@ -658,14 +702,15 @@ static tm_status ready_writes(pg_sink *s, int64_t gen, int64_t pruned,
     k->vals[1][0] = c;
     k->vals[1][1] = k->par[0];
     k->vals[1][2] = k->par[4];
+    k->vals[1][3] = k->par[5];
     k->sql[0] = len ? sql_of(s, "INSERT INTO %B (connector, generation, "
                                 "applied_wall, newest_applied_at, nkeys, "
                                 "keys) VALUES ($1, $2::bigint, $3::bigint, "
                                 "$4::bigint, $5::bigint, $6::bytea)")
                     : NULL;
     k->sql[1] = sql_of(s, "UPDATE %K SET generation = $2::bigint, "
-                          "pruned_generation = $3::bigint WHERE connector = "
-                          "$1");
+                          "pruned_generation = $3::bigint, legacy_pruned = "
+                          "$4::bigint WHERE connector = $1");
     if ((len && !k->sql[0]) || !k->sql[1] || len > INT32_MAX) {
         stmts_free(k);
         return nomem(s, "storing business keys", err);
@@ -687,7 +732,7 @@ size_t pg_keyset_stmts(pg_sink *s, pg_stmt *out) {
                              .formats = k->fmts,
                              .step = "storing business keys"};
     out[n++] = (pg_stmt){.sql = k->sql[1],
-                         .n = 3,
+                         .n = 4,
                          .vals = k->vals[1],
                          .step = "moving the connector's business keys"};
     return n;
@@ -712,7 +757,7 @@ tm_status pg_keyset_finish(pg_sink *s, const tm_batch *b, int64_t wall_ms,
         if ((r = read_row(s, 1, &row, err)) != TM_OK)
             return r;
         k->locked = 1;
-        if (!row.found || stale(k, &row)) {
+        if (!row.found || stale(k, &row) || row.pruned != k->pruned) {
             *redo = 1;
             s->host->set_error(err,
                                "batch %s: the connector's business keys "
@@ -743,12 +788,14 @@ tm_status pg_keyset_finish(pg_sink *s, const tm_batch *b, int64_t wall_ms,
     if (!(k->blob = tk_pack(&k->add, &len)))
         return nomem(s, "storing business keys", err);
     int64_t gen = k->gen + (len > 0);
-    if ((len > 0 || k->pruned_now) &&
-        (r = ready_writes(s, gen, k->pruned + k->pruned_now, wall_ms, len,
-                          err)) != TM_OK)
+    int64_t pruned = k->prune_to > k->pruned ? k->prune_to : k->pruned;
+    int64_t legacy = k->legacy_pruned + k->legacy_now;
+    if ((len > 0 || pruned != k->pruned || k->legacy_now) &&
+        (r = ready_writes(s, gen, pruned, legacy, wall_ms, len, err)) != TM_OK)
         return r;
     k->next_gen = gen;
-    k->next_pruned = k->pruned + k->pruned_now;
+    k->next_pruned = pruned;
+    k->next_legacy = legacy;
     return TM_OK;
 }
 
@@ -767,6 +814,7 @@ void pg_keyset_committed(pg_sink *s) {
      * loaded after them only fill empty slots: the probe goes on from
      * there). */
     int hints = !k->del.n && k->set.slot == k->decided_slot;
+    k->set.put_gen = (uint32_t)k->next_gen;
     for (size_t i = 0; k->loaded && i < k->add.n; i++) {
         if (k->add.rec[i] == TK_DROPPED)
             continue;
@@ -778,6 +826,7 @@ void pg_keyset_committed(pg_sink *s) {
     }
     k->gen = k->next_gen;
     k->pruned = k->next_pruned;
+    k->legacy_pruned = k->next_legacy;
     stage_reset_all(k);
 }
 

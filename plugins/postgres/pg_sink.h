@@ -73,19 +73,21 @@ typedef struct pg_buf {
 /* keyset.c: the connector's business keys held in memory. */
 typedef struct pg_keyset {
     tk_tab set;
-    uint8_t seed[16]; /* SipHash key, from the connector's keysets row */
-    int loaded;       /* set holds generation gen after pruned removals */
-    int64_t gen, pruned;
-    int64_t legacy; /* tidemark_keys rows loaded (pruned per key) */
-    size_t want;    /* the keys a whole load means to hold (its message) */
+    uint8_t seed[16];      /* SipHash key, from the connector's keysets row */
+    int loaded;            /* set holds generation gen after pruned removals */
+    int64_t gen, pruned;   /* pruned: every batch row up to it removed */
+    int64_t legacy_pruned; /* removals of tidemark_keys rows (a counter) */
+    int64_t legacy;        /* tidemark_keys rows loaded (pruned per key) */
+    size_t want; /* the keys a whole load means to hold (its message) */
     /* this transaction: */
     int locked;        /* holds the connector's keysets row */
     int fresh_row;     /* made the keysets row */
     tk_stage add;      /* the batch's new keys (rec: record, TK_DROPPED) */
     tk_stage del;      /* keys the batch's retention removed */
     int64_t newest_at; /* newest applied_at of add */
-    int pruned_now;    /* the batch removed keys */
-    int64_t next_gen, next_pruned;
+    int64_t prune_to;  /* the batch removed batch rows up to it (else 0) */
+    int legacy_now;    /* the batch removed tidemark_keys rows */
+    int64_t next_gen, next_pruned, next_legacy;
     tk_key *dig; /* the batch's records' digests (a == 0: no key) */
     size_t ndig;
     const tk_key *decided_slot; /* the set's slots when the batch decided */
@@ -93,7 +95,7 @@ typedef struct pg_keyset {
      * (pg_keyset_stmts): their SQL and parameters live until the end */
     char *sql[2];
     uint8_t *blob;
-    char par[5][32];
+    char par[6][32];
     const char *vals[2][6];
     int lens[6], fmts[6];
     size_t nstmts;

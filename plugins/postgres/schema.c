@@ -173,7 +173,8 @@ static void helpers_ddl(pg_sink *s, unsigned missing, pg_buf *b) {
         pg_buf_add(b, s->q_keysets);
         pg_buf_add(b, " (connector text PRIMARY KEY, seed bytea NOT NULL, "
                       "seed_check bigint NOT NULL, generation bigint NOT "
-                      "NULL, pruned_generation bigint NOT NULL); ");
+                      "NULL, pruned_generation bigint NOT NULL, "
+                      "legacy_pruned bigint NOT NULL DEFAULT 0); ");
     }
     if (missing & PG_MISS_KEY_BATCHES) {
         pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");

@@ -1,19 +1,21 @@
 /* pg_keys_two_hosts: what a retention costs the PostgreSQL sink's business
  * keys held in memory when two hosts of one connector commit in turn
  * (docs/sinks/postgres.md, "Business keys held in memory"). N keys stored
- * (rows of 10 000 digests, or --per-row, applied far in the future: never
- * expired), then HOSTS sink instances of connector "two" (partitions 0 and 1)
- * claim, and commit in turn, COMMITS batches of one new key each, a little more
- * than the retention apart, so that each commit's pruning removes the batch row
- * of a commit before it (as continuous traffic does). A removal moves the
- * connector's pruned_generation, and the other host's set, which cannot
- * follow a removal, is reloaded whole in its next commit.
+ * (rows of 10 000 digests, or --per-row; with a retention, the oldest row
+ * expiring at each commit, else never), then HOSTS sink instances of
+ * connector "two" (partitions 0 and 1) claim, and commit in turn, COMMITS
+ * batches of one new key each, a little more than the retention apart, so
+ * that each commit's pruning removes about one batch row (as continuous
+ * traffic does). A removal moves the connector's pruned_generation, which
+ * the other host's set follows (before, it was reloaded whole in its next
+ * commit).
  *
  * Prints each host's median and worst commit time and, from the server's
  * own statistics (pg_stat_user_tables, read after the sinks closed), how
  * many rows of tidemark_key_batches were read from the claims on (each
  * claim reads the N / 10 000 rows twice: counted and loaded; each pruning
- * scans the connector's rows once; a whole reload reads them twice more).
+ * reads the rows it removes and the first one it keeps (before, the
+ * connector's rows); a whole reload reads them twice more).
  * Not a ctest test.
  *
  *   pg_keys_two_hosts [--keys N] [--per-row M] [--commits C] [--hosts 1|2]
@@ -224,15 +226,22 @@ static PGresult *must(PGconn *c, PGresult *res, const char *what) {
     return res;
 }
 
-/* N random digests in rows of 10 000, never expired, and the connector's
- * generation moved past them. Returns the rows written. */
-static long fill(PGconn *c, const char *schema, size_t n, size_t per) {
+/* N random digests in rows of PER, and the connector's generation moved
+ * past them. Without a retention they never expire; with one (RETENTION
+ * s), row g expires a little before the g-th commit (commits come
+ * RETENTION s and 0.1 s apart), so that each commit's pruning removes about
+ * one row, the oldest, and the set stays about N keys. Returns the rows
+ * written. */
+static long fill(PGconn *c, const char *schema, size_t n, size_t per,
+                 long retention) {
     char q[512];
     snprintf(q, sizeof q,
              "INSERT INTO \"%s\".tidemark_key_batches VALUES ('two', "
-             "$1::bigint, 4000000000000000, 4000000000000000, $2::bigint, "
-             "$3::bytea)",
+             "$1::bigint, $4::bigint, $4::bigint, $2::bigint, $3::bytea)",
              schema);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     PQclear(must(c, PQexec(c, "BEGIN"), "BEGIN"));
     unsigned char *blob = malloc(240000);
     uint64_t x = 88172645463325252ULL;
@@ -244,13 +253,17 @@ static long fill(PGconn *c, const char *schema, size_t n, size_t per) {
             uint64_t v = i % 24 == 0 ? x | 1 : x;
             memcpy(blob + i, &v, 8); /* little-endian hosts only */
         }
-        char g[32], nk[32];
+        char g[32], nk[32], at[32];
         snprintf(g, sizeof g, "%ld", gen + 1);
         snprintf(nk, sizeof nk, "%zu", m);
-        const char *v[3] = {g, nk, (const char *)blob};
-        const int lens[3] = {0, 0, (int)(m * 24)}, fmts[3] = {0, 0, 1};
+        snprintf(at, sizeof at, "%lld",
+                 retention > 0 ? now_ms + gen * (retention * 1000 + 100) -
+                                     retention * 1000 + 50
+                               : 4000000000000000LL);
+        const char *v[4] = {g, nk, (const char *)blob, at};
+        const int lens[4] = {0, 0, (int)(m * 24), 0}, fmts[4] = {0, 0, 1, 0};
         PQclear(
-            must(c, PQexecParams(c, q, 3, NULL, v, lens, fmts, 0), "insert"));
+            must(c, PQexecParams(c, q, 4, NULL, v, lens, fmts, 0), "insert"));
         done += m;
     }
     snprintf(q, sizeof q,
@@ -317,7 +330,8 @@ static void upgrade_run(const tm_sink_api *api, const tm_sink_api *old,
 /* --deadlock: two hosts of one connector in upsert mode write the same
  * row key (id 1) from partitions 0 and 1, under different business keys.
  * Host 0 decides again with the connector's row locked first (its set
- * made stale: another host's removal, pruned_generation moved), and a
+ * made stale: another host's removal of tidemark_keys rows, legacy_pruned
+ * moved), and a
  * trigger holds its row's INSERT 1.5 s (partition 0 only); host 1, whose
  * set is current, commits from a thread meanwhile: it writes the row first
  * and then waits for the connector's row. Prints both outcomes: a cycle
@@ -358,7 +372,7 @@ static void deadlock_run(const tm_sink_api *api, PGconn *c,
              "pg_sleep(1.5); END IF; RETURN NEW; END$$; CREATE TRIGGER slow "
              "BEFORE INSERT ON \"%s\".t FOR EACH ROW EXECUTE FUNCTION "
              "\"%s\".slow(); UPDATE \"%s\".tidemark_keysets SET "
-             "pruned_generation = pruned_generation + 1",
+             "legacy_pruned = legacy_pruned + 1",
              schema, schema, schema, schema);
     PQclear(must(c, PQexec(c, q), "trigger"));
     /* host 1 claims again: its set current, host 0's stale */
@@ -467,7 +481,7 @@ int main(int argc, char **argv) {
     /* made by the sink: its tables and the connector's keysets row */
     host_open(api, schema, retention, &h[0]);
     host_close(api, &h[0]);
-    long stored = fill(c, schema, n, per);
+    long stored = fill(c, schema, n, per, retention);
     /* from before the claims: a backend's statistics may reach the server
      * only as it exits */
     long long before = rows_read(c, schema);

@@ -110,6 +110,7 @@ typedef struct paths {
     int refusals; /* the set failed: one record at a time */
     int probes;   /* the COPY of every key met a key stored: the probe */
     int again;    /* in memory: decided again, the connector's row locked */
+    int loads;    /* in memory: the connector's keys loaded whole */
 } paths;
 
 static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
@@ -125,6 +126,8 @@ static void counting_log(void *ctx, tm_log_level level, const char *fmt, ...) {
         va_end(ap);
         if (strstr(m, "deciding again"))
             p->again++;
+        if (strstr(m, "business keys whole"))
+            p->loads++;
     }
 }
 
@@ -241,7 +244,7 @@ static void make_schemas(void) {
 
 START_TEST(set_and_per_record_paths_agree) {
     char q[1024];
-    paths seen[2] = {{0, 0, 0}, {0, 0, 0}};
+    paths seen[2] = {{0}, {0}};
     tm_host_api host[2];
     tm_settings *settings[2];
     tm_sink_config config[2];
@@ -417,8 +420,9 @@ END_TEST
 #define FAIL_AT    7
 #define EXPIRE_MEM 6
 
-/* statement_timeout_ms of the sinks open_sink opens (0: the default) */
-static long long statement_timeout_ms;
+/* statement_timeout_ms of the sinks open_sink opens (0: the default), and
+ * their dedup_retention_s when open_sink is asked for a retention */
+static long long statement_timeout_ms, retention_s = 3600;
 
 static void *open_sink(int i, int retention, tm_host_api *host,
                        tm_settings **settings, tm_sink_config *config,
@@ -428,7 +432,8 @@ static void *open_sink(int i, int retention, tm_host_api *host,
                   schema[i], "table", "t", "dedup_keys", i ? "rows" : "memory");
     ck_assert_ptr_nonnull(obj);
     if (retention)
-        json_object_set_new(obj, "dedup_retention_s", json_integer(3600));
+        json_object_set_new(obj, "dedup_retention_s",
+                            json_integer(retention_s));
     if (statement_timeout_ms)
         json_object_set_new(obj, "statement_timeout_ms",
                             json_integer(statement_timeout_ms));
@@ -466,7 +471,7 @@ static void differential(int retention) {
     char q[1024];
     make_schemas();
     /* A: two hosts of the connector (partition 0, partition 1); B: one */
-    paths seen[3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    paths seen[3] = {{0}, {0}, {0}};
     tm_host_api host[3];
     tm_settings *settings[3];
     tm_sink_config config[3];
@@ -625,7 +630,7 @@ static void one_key(gen_batch *g, int32_t p, int64_t offset, int64_t epoch,
  * lock. */
 START_TEST(duplicates_only_after_another_hosts_batch) {
     make_schemas();
-    paths seen[2] = {{0, 0, 0}, {0, 0, 0}};
+    paths seen[2] = {{0}, {0}};
     tm_host_api host[2];
     tm_settings *settings[2];
     tm_sink_config config[2];
@@ -645,6 +650,106 @@ START_TEST(duplicates_only_after_another_hosts_batch) {
     ck_assert_int_eq(
         sql2_int("SELECT sum(duplicates) FROM $A.tidemark_markers"), 1);
     for (int i = 0; i < 2; i++) {
+        api->close(sink[i]);
+        tm_settings_free(settings[i]);
+    }
+}
+END_TEST
+
+/* A batch of N records of partition P from OFFSET, keys IDENTS, stamped
+ * TS. */
+static void keys_batch(gen_batch *g, int32_t p, int64_t offset, int64_t epoch,
+                       const char *const *idents, int n, int64_t ts) {
+    one_key(g, p, offset, epoch, idents[0]);
+    g->range.end_offset = offset + n;
+    for (int i = 0; i < n; i++) {
+        snprintf(g->ident[i], sizeof g->ident[i], "%s", idents[i]);
+        g->val[i][0] = g->val[0][0];
+        g->val[i][1] = g->val[0][1];
+        g->rec[i] = g->rec[0];
+        g->rec[i].offset = offset + i;
+        g->rec[i].timestamp_ms = ts;
+        g->rec[i].values = g->val[i];
+        g->rec[i].identity = g->ident[i];
+    }
+    g->b.nrecords = (size_t)n;
+}
+
+static int64_t wall_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Two hosts of one connector with a retention (1 s): host 0's commit
+ * removes the expired batch rows of both (its own and host 1's), and host
+ * 1's next commit follows that removal without loading the connector's
+ * keys again (a reload a commit made two hosts with a retention 100 times
+ * slower than one), deciding as one sink with per-key rows does on the same
+ * batches (schema B): a resend of a removed key stored again, one of a key
+ * stored after the removal a duplicate. */
+START_TEST(two_hosts_follow_a_removal_without_a_reload) {
+    make_schemas();
+    retention_s = 1;
+    paths seen[3] = {{0}, {0}, {0}};
+    tm_host_api host[3];
+    tm_settings *settings[3];
+    tm_sink_config config[3];
+    void *sink[3];
+    for (int i = 0; i < 3; i++)
+        sink[i] =
+            open_sink(i == 2, 1, &host[i], &settings[i], &config[i], &seen[i]);
+    retention_s = 3600;
+    tm_marker ma[2] = {claim(sink[0], 0), claim(sink[1], 1)};
+    tm_marker mb[2] = {claim(sink[2], 0), claim(sink[2], 1)};
+    /* the claim's load is seen, or the count proves nothing */
+    ck_assert_msg(seen[1].loads == 1,
+                  "inconclusive: host 1's claim logged "
+                  "%d loads",
+                  seen[1].loads);
+    static gen_batch g;
+    static const char *const b1[] = {"k1", "k2", "k3"}, *const b2[] = {"k4"},
+                             *const b3[] = {"k5", "k4"},
+                             *const b4[] = {"k1", "k5", "k6", "k2"};
+    const struct {
+        int32_t p;
+        const char *const *idents;
+        int n;
+        int sleep_before;
+    } step[] = {{0, b1, 3, 0}, {1, b2, 1, 0}, {0, b3, 2, 1}, {1, b4, 4, 0}};
+    int64_t next[2] = {0, 0};
+    int loads_before = 0;
+    for (int k = 0; k < 4; k++) {
+        if (step[k].sleep_before) /* past the retention, both clocks */
+            nanosleep(&(struct timespec){1, 300 * 1000000L}, NULL);
+        int32_t p = step[k].p;
+        if (k == 3)
+            loads_before = seen[1].loads;
+        int64_t ts = wall_now_ms();
+        keys_batch(&g, p, next[p], ma[p].epoch, step[k].idents, step[k].n, ts);
+        commit_ok(sink[p], &g, "memory", k);
+        keys_batch(&g, p, next[p], mb[p].epoch, step[k].idents, step[k].n, ts);
+        commit_ok(sink[2], &g, "rows", k);
+        next[p] += step[k].n;
+        same_in_both("rows",
+                     "SELECT _tm_partition, _tm_offset, _tm_identity FROM $S.t",
+                     k);
+        same_in_both("markers",
+                     "SELECT \"partition\", next_offset, \"rows\", "
+                     "dead_letters, duplicates FROM $S.tidemark_markers",
+                     k);
+    }
+    /* host 0's batch removed both hosts' batch rows (inconclusive else) */
+    ck_assert_msg(sql2_int("SELECT count(*) FROM $A.tidemark_key_batches "
+                           "WHERE generation <= 2") == 0 &&
+                      sql2_int("SELECT count(*) FROM $A.t WHERE "
+                               "_tm_identity = 'k1'") == 2,
+                  "inconclusive: the first keys were not removed");
+    ck_assert_msg(seen[1].loads == loads_before,
+                  "host 1 loaded the connector's keys whole %d time(s) "
+                  "after host 0's removal",
+                  seen[1].loads - loads_before);
+    for (int i = 0; i < 3; i++) {
         api->close(sink[i]);
         tm_settings_free(settings[i]);
     }
@@ -686,7 +791,7 @@ static void *commit_loop(void *arg) {
 
 START_TEST(two_hosts_at_once_store_each_key_once) {
     make_schemas();
-    paths seen[2] = {{0, 0, 0}, {0, 0, 0}};
+    paths seen[2] = {{0}, {0}};
     tm_host_api host[2];
     tm_settings *settings[2];
     tm_sink_config config[2];
@@ -781,7 +886,7 @@ static void *stalled_commit(void *arg) {
 START_TEST(stalled_host_is_ended_and_the_other_commits) {
     make_schemas();
     statement_timeout_ms = 10000;
-    paths seen[2] = {{0, 0, 0}, {0, 0, 0}};
+    paths seen[2] = {{0}, {0}};
     tm_host_api host[2];
     tm_settings *settings[2];
     tm_sink_config config[2];
@@ -869,6 +974,7 @@ static Suite *suite(void) {
     tcase_add_test(mem, memory_and_rows_agree_with_a_retention);
     tcase_add_test(mem, duplicates_only_after_another_hosts_batch);
     tcase_add_test(mem, two_hosts_at_once_store_each_key_once);
+    tcase_add_test(mem, two_hosts_follow_a_removal_without_a_reload);
     suite_add_tcase(s, mem);
     TCase *hosts = tcase_create("hosts");
     tcase_add_checked_fixture(hosts, setup, teardown);

@@ -1080,11 +1080,11 @@ START_TEST(keys_load_outlasts_statement_timeout) {
     rec r2[] = {{1, 7, "a", "order-7", "h"}};
     batch_make(&b, 1, 2, epoch, r2, 1);
     commit_ok(sink, &b);
-    /* another host's removal: the set must be reloaded whole in the commit
-     */
+    /* another host's removal of tidemark_keys rows: the set must be
+     * reloaded whole in the commit */
     ck_assert_int_eq(sql_int("WITH u AS (UPDATE $S.tidemark_keysets SET "
-                             "pruned_generation = pruned_generation + 1 "
-                             "RETURNING 1) SELECT count(*) FROM u"),
+                             "legacy_pruned = legacy_pruned + 1 RETURNING "
+                             "1) SELECT count(*) FROM u"),
                      1);
     rec r3[] = {{2, 7, "a", "order-7", "h"}};
     batch_make(&b, 2, 3, epoch, r3, 1);
