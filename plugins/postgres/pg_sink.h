@@ -34,14 +34,18 @@
 
 /* Helper tables beside the target (same names as the SQLite sink), in the
  * configured schema. */
-#define PG_MARKERS       "tidemark_markers"
-#define PG_DEAD_LETTERS  "tidemark_dead_letters"
-#define PG_KEYS          "tidemark_keys"
-#define PG_OWNERS        "tidemark_table_owners"
-#define PG_KEYSETS       "tidemark_keysets"
-#define PG_KEY_BATCHES   "tidemark_key_batches"
-#define PG_HIDDEN_PREFIX "_tm_"
-#define PG_NHIDDEN       4
+#define PG_MARKERS      "tidemark_markers"
+#define PG_DEAD_LETTERS "tidemark_dead_letters"
+#define PG_KEYS         "tidemark_keys"
+#define PG_OWNERS       "tidemark_table_owners"
+#define PG_KEYSETS      "tidemark_keysets"
+#define PG_KEY_BATCHES  "tidemark_key_batches"
+/* The trigger on tidemark_keys (and its function) refusing a connector's
+ * keys there while they are held in memory (schema.c), and its SQLSTATE. */
+#define PG_KEYS_GUARD      "tidemark_keys_held_in_memory"
+#define PG_KEYS_GUARD_CODE "TMK01"
+#define PG_HIDDEN_PREFIX   "_tm_"
+#define PG_NHIDDEN         4
 /* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1) and cuts longer
  * ones silently. */
 #define PG_NAME_MAX 63

@@ -107,6 +107,39 @@ static tm_status table_privileges(pg_sink *s, const char *role,
     return TM_OK;
 }
 
+/* An existing tidemark_keys without the trigger refusing keys held in
+ * memory there gets it at the open of a connector holding them (schema.c):
+ * CREATE TRIGGER needs TRIGGER on the table, its function CREATE on the
+ * schema. */
+static tm_status guard_privileges(pg_sink *s, const char *role, tm_error *err) {
+    static const char *const TRIGGER[] = {"TRIGGER", NULL};
+    const char *v[3] = {s->q_keys, PG_KEYS_GUARD, s->q_schema};
+    tm_status r;
+    PGresult *res = pg_query(
+        s,
+        "SELECT to_regclass($1) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+        "pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2), "
+        "has_schema_privilege(current_user, to_regnamespace($3), 'CREATE')",
+        3, v, NULL, NULL, 1, "validate: reading privileges", &r, err);
+    if (!res)
+        return r;
+    int missing = *PQgetvalue(res, 0, 0) == 't';
+    int create = priv_answer(res, 1);
+    PQclear(res);
+    if (!missing)
+        return TM_OK;
+    r = table_privileges(s, role, s->q_keys, TRIGGER,
+                         ", needed to make its trigger " PG_KEYS_GUARD
+                         " (keys held in memory are refused there)",
+                         err);
+    if (r == TM_OK && create == 0)
+        r = refuse(s, role, "CREATE", "schema", s->q_schema,
+                   ", needed to make the function of the trigger " PG_KEYS_GUARD
+                   " on " PG_KEYS,
+                   err);
+    return r;
+}
+
 /* What the sink does with each table (commit.c, markers.c, scan.c). */
 static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     static const char *const APPEND[] = {"INSERT", "SELECT", NULL};
@@ -142,6 +175,8 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     if (r == TM_OK && pg_keyset_on(s))
         r = table_privileges(s, role, s->q_key_batches, KEYS,
                              " (the sink's business keys held in memory)", err);
+    if (r == TM_OK && pg_keyset_on(s))
+        r = guard_privileges(s, role, err);
     if (r != TM_OK || s->set.mode != PG_UPSERT)
         return r;
     /* Upsert stages rows in a temporary table. */

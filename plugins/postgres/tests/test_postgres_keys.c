@@ -421,15 +421,19 @@ END_TEST
 #define EXPIRE_MEM 6
 
 /* statement_timeout_ms of the sinks open_sink opens (0: the default), and
- * their dedup_retention_s when open_sink is asked for a retention */
+ * their dedup_retention_s when open_sink is asked for a retention; the
+ * "dedup_keys" of a sink of the first schema (NULL: "memory") */
 static long long statement_timeout_ms, retention_s = 3600;
+static const char *keys_in_a;
 
 static void *open_sink(int i, int retention, tm_host_api *host,
                        tm_settings **settings, tm_sink_config *config,
                        paths *ctx) {
-    json_t *obj =
-        json_pack("{s:s, s:s, s:s, s:s}", "conninfo", pgt_conninfo(), "schema",
-                  schema[i], "table", "t", "dedup_keys", i ? "rows" : "memory");
+    json_t *obj = json_pack("{s:s, s:s, s:s, s:s}", "conninfo", pgt_conninfo(),
+                            "schema", schema[i], "table", "t", "dedup_keys",
+                            i           ? "rows"
+                            : keys_in_a ? keys_in_a
+                                        : "memory");
     ck_assert_ptr_nonnull(obj);
     if (retention)
         json_object_set_new(obj, "dedup_retention_s",
@@ -756,6 +760,48 @@ START_TEST(two_hosts_follow_a_removal_without_a_reload) {
 }
 END_TEST
 
+/* A host configured "dedup_keys": "rows" beside one holding the
+ * connector's keys in memory (it claimed before the connector had its
+ * keysets row; after, its claim is refused): its commit of a key the other
+ * applied is refused by the keys table's trigger (TM_FATAL naming the
+ * connector and the way out) instead of storing the key a second time. */
+START_TEST(rows_host_beside_memory_is_refused_not_stored_twice) {
+    make_schemas();
+    paths seen[2] = {{0}, {0}};
+    tm_host_api host[2];
+    tm_settings *settings[2];
+    tm_sink_config config[2];
+    void *sink[2];
+    keys_in_a = "rows";
+    sink[1] = open_sink(0, 0, &host[1], &settings[1], &config[1], &seen[1]);
+    keys_in_a = NULL;
+    int64_t epoch1 = claim(sink[1], 1).epoch; /* no keysets row yet */
+    sink[0] = open_sink(0, 0, &host[0], &settings[0], &config[0], &seen[0]);
+    int64_t epoch0 = claim(sink[0], 0).epoch;
+    ck_assert_msg(sql2_int("SELECT count(*) FROM $A.tidemark_keysets") == 1,
+                  "inconclusive: no keysets row");
+    static gen_batch g;
+    one_key(&g, 0, 0, epoch0, "k1");
+    commit_ok(sink[0], &g, "memory host", 0);
+    one_key(&g, 1, 0, epoch1, "k1"); /* k1 again, to the rows host */
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->commit(sink[1], &g.b, &err);
+    long long twice =
+        sql2_int("SELECT count(*) FROM $A.t WHERE _tm_identity = 'k1'");
+    ck_assert_msg(
+        rc == TM_FATAL &&
+            strstr(err.message, "holds its business keys in memory") &&
+            strstr(err.message, connector) && twice == 1,
+        "the rows host's commit of a key held in memory: %s: %s "
+        "(k1 stored %lld times)",
+        tm_status_name(rc), err.message, twice);
+    for (int i = 0; i < 2; i++) {
+        api->close(sink[i]);
+        tm_settings_free(settings[i]);
+    }
+}
+END_TEST
+
 /* Two hosts of one connector committing at the same time (threads, each
  * its own sink instance, session and set, partitions 0 and 1), their
  * batches resending each other's keys: every key is stored once (at most
@@ -975,6 +1021,7 @@ static Suite *suite(void) {
     tcase_add_test(mem, duplicates_only_after_another_hosts_batch);
     tcase_add_test(mem, two_hosts_at_once_store_each_key_once);
     tcase_add_test(mem, two_hosts_follow_a_removal_without_a_reload);
+    tcase_add_test(mem, rows_host_beside_memory_is_refused_not_stored_twice);
     suite_add_tcase(s, mem);
     TCase *hosts = tcase_create("hosts");
     tcase_add_checked_fixture(hosts, setup, teardown);

@@ -966,8 +966,7 @@ END_TEST
 START_TEST(old_key_rows_load_one_at_a_time) {
     conf c;
     conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
-    void *sink = open_ok(&c);
-    claim1(sink);
+    void *sink = open_ok(&c); /* the tables; the rows before any claim */
     api->close(sink);
     char q[512];
     snprintf(q, sizeof q,
@@ -1014,10 +1013,13 @@ START_TEST(old_key_rows_load_one_at_a_time) {
 }
 END_TEST
 
-/* Rows of tidemark_keys written while a memory-mode sink holds the
- * connector's keys (by a host of the connector running an older build,
- * during a rolling upgrade) are read at the sink's next claim: a resend of
- * such a key after it is a duplicate, not a second row. */
+/* A row of tidemark_keys for a connector whose keys are held in memory (a
+ * host of the connector running an older build, during a rolling upgrade)
+ * is refused by the trigger the sink's schema setup made, naming the
+ * connector and the way out: that host's commit fails instead of storing
+ * a resent key twice. One written all the same (the trigger disabled by
+ * the owner) is read at the sink's next claim: a resend of such a key after
+ * it is a duplicate, not a second row. */
 START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
     conf c;
     conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
@@ -1033,7 +1035,27 @@ START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
              "INSERT INTO \"%s\".tidemark_keys VALUES ('%s', 'order-8', 'h', "
              "'t', 1, 0, 1000, 1000)",
              schema, connector);
-    PQclear(sql(q));
+    PGresult *res = PQexec(admin, q);
+    const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    ck_assert_msg(PQresultStatus(res) == PGRES_FATAL_ERROR && code &&
+                      strcmp(code, "TMK01") == 0 &&
+                      strstr(PQresultErrorMessage(res),
+                             "holds its business keys in memory") &&
+                      strstr(PQresultErrorMessage(res), connector),
+                  "an older build's key row for a connector held in memory: "
+                  "%s %s",
+                  PQresStatus(PQresultStatus(res)), PQresultErrorMessage(res));
+    PQclear(res);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_keys"), 0);
+    /* written all the same */
+    char q2[1400];
+    snprintf(q2, sizeof q2,
+             "BEGIN; ALTER TABLE \"%s\".tidemark_keys DISABLE TRIGGER "
+             "tidemark_keys_held_in_memory; %s; ALTER TABLE \"%s\"."
+             "tidemark_keys ENABLE TRIGGER tidemark_keys_held_in_memory; "
+             "COMMIT",
+             schema, q, schema);
+    PQclear(sql(q2));
     m = claim1(sink); /* a rebalance */
     rec r2[] = {{1, 8, "b", "order-8", "h"}};
     batch_make(&b, 1, 2, m.epoch, r2, 1);
