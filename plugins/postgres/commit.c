@@ -467,17 +467,19 @@ static int any_identity(const tm_batch *b) {
 
 /* With dedup: expired keys pruned (a retention), the keys decided; then
  * every record's effect. Keys held in memory: the connector's keysets row
- * locked first when the set must be brought up to it, or with a retention
+ * locked first when the set must be brought up to it, with a retention
  * (its pruning deletes batch rows that another host pruning them too
- * would hold while waiting for that lock); else the decisions are checked
- * under it after the rows (pg_keyset_finish). */
+ * would hold while waiting for that lock), and in upsert mode (two hosts'
+ * rows of one key wait for each other: locked after the rows by one host
+ * and before them by another, a run again, they deadlocked); else the
+ * decisions are checked under it after the rows (pg_keyset_finish). */
 static tm_status write_effects(pg_run *x, tm_error *err) {
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
     int memory = pg_keyset_on(x->s) && any_identity(x->b);
+    int lock_first = x->keys_lock_first || x->s->set.retention_s > 0 ||
+                     x->s->set.mode == PG_UPSERT;
     tm_status r = TM_OK;
-    if (memory && (r = pg_keyset_begin(
-                       x->s, x->keys_lock_first || x->s->set.retention_s > 0,
-                       err)) != TM_OK)
+    if (memory && (r = pg_keyset_begin(x->s, lock_first, err)) != TM_OK)
         return r;
     if (dedup && x->s->set.retention_s > 0 && (r = prune_keys(x, err)) != TM_OK)
         return r;

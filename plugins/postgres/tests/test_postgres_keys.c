@@ -424,7 +424,7 @@ END_TEST
  * their dedup_retention_s when open_sink is asked for a retention; the
  * "dedup_keys" of a sink of the first schema (NULL: "memory") */
 static long long statement_timeout_ms, retention_s = 3600;
-static const char *keys_in_a;
+static const char *keys_in_a, *mode_in_a; /* mode_in_a: NULL "append" */
 
 static void *open_sink(int i, int retention, tm_host_api *host,
                        tm_settings **settings, tm_sink_config *config,
@@ -441,6 +441,8 @@ static void *open_sink(int i, int retention, tm_host_api *host,
     if (statement_timeout_ms)
         json_object_set_new(obj, "statement_timeout_ms",
                             json_integer(statement_timeout_ms));
+    if (mode_in_a && i == 0)
+        json_object_set_new(obj, "mode", json_string(mode_in_a));
     *settings = tm_settings_new(obj, "$.sink.settings");
     json_decref(obj);
     ck_assert_ptr_nonnull(*settings);
@@ -802,6 +804,87 @@ START_TEST(rows_host_beside_memory_is_refused_not_stored_twice) {
 }
 END_TEST
 
+/* Two hosts of one connector in upsert mode writing one row key (id 1)
+ * under different business keys take the connector's keysets row and the
+ * table's row in one order: host 0, its set made stale (another host's
+ * removal of tidemark_keys rows), loads it whole with the keysets row
+ * locked, while a trigger holds its row's INSERT 1.5 s; host 1, its set
+ * current, commits meanwhile. Both commits are OK: no cycle for the
+ * server's deadlock detector to end (it ended one, 40P01, when host 1 took
+ * the table's row first and the keysets row after). Inconclusive unless
+ * host 0 loaded its set under the keysets row. */
+typedef struct upsert_call {
+    void *sink;
+    gen_batch *g;
+    tm_status rc;
+    char why[TM_ERROR_MAX];
+} upsert_call;
+
+static void *upsert_commit(void *arg) {
+    upsert_call *c = arg;
+    tm_error err = {sizeof err, ""};
+    c->rc = api->commit(c->sink, &c->g->b, &err);
+    snprintf(c->why, sizeof c->why, "%s", err.message);
+    return NULL;
+}
+
+START_TEST(upsert_hosts_take_the_keys_row_and_a_table_row_in_one_order) {
+    paths seen[2] = {{0}, {0}};
+    tm_host_api host[2];
+    tm_settings *settings[2];
+    tm_sink_config config[2];
+    void *sink[2];
+    mode_in_a = "upsert";
+    for (int i = 0; i < 2; i++)
+        sink[i] = open_sink(0, 0, &host[i], &settings[i], &config[i], &seen[i]);
+    mode_in_a = NULL;
+    int64_t epoch[2] = {claim(sink[0], 0).epoch, claim(sink[1], 1).epoch};
+    static gen_batch g[2];
+    one_key(&g[0], 0, 0, epoch[0], "k1");
+    commit_ok(sink[0], &g[0], "host 0", 0);
+    one_key(&g[1], 1, 0, epoch[1], "k2");
+    commit_ok(sink[1], &g[1], "host 1", 1);
+    char q[1024];
+    snprintf(q, sizeof q,
+             "CREATE FUNCTION \"%s\".slow() RETURNS trigger LANGUAGE plpgsql "
+             "AS $$BEGIN IF NEW._tm_partition = 0 THEN PERFORM "
+             "pg_sleep(1.5); END IF; RETURN NEW; END$$; CREATE TRIGGER slow "
+             "BEFORE INSERT ON \"%s\".t FOR EACH ROW EXECUTE FUNCTION "
+             "\"%s\".slow(); UPDATE \"%s\".tidemark_keysets SET "
+             "legacy_pruned = legacy_pruned + 1",
+             schema[0], schema[0], schema[0], schema[0]);
+    PQclear(pgt_sql(admin, q));
+    epoch[1] = claim(sink[1], 1).epoch; /* host 1's set current again */
+    int loads0 = seen[0].loads;
+    one_key(&g[0], 0, 1, epoch[0], "k3");
+    one_key(&g[1], 1, 1, epoch[1], "k4");
+    upsert_call call[2] = {{.sink = sink[0], .g = &g[0]},
+                           {.sink = sink[1], .g = &g[1]}};
+    pthread_t th[2];
+    ck_assert_int_eq(pthread_create(&th[0], NULL, upsert_commit, &call[0]), 0);
+    /* host 0: its first run's row (1.5 s), then the keysets row and its
+     * second run's row (1.5 s more): host 1 comes into that */
+    nanosleep(&(struct timespec){2, 200 * 1000000L}, NULL);
+    ck_assert_int_eq(pthread_create(&th[1], NULL, upsert_commit, &call[1]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_msg(seen[0].loads > loads0,
+                  "inconclusive: host 0's set was not brought up under the "
+                  "keysets row (no load)");
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(call[i].rc == TM_OK, "host %d: %s: %s", i,
+                      tm_status_name(call[i].rc), call[i].why);
+    ck_assert_int_eq(
+        sql2_int("SELECT count(*) FROM $A.t WHERE _tm_identity IN ('k3', "
+                 "'k4')"),
+        1);
+    for (int i = 0; i < 2; i++) {
+        api->close(sink[i]);
+        tm_settings_free(settings[i]);
+    }
+}
+END_TEST
+
 /* Two hosts of one connector committing at the same time (threads, each
  * its own sink instance, session and set, partitions 0 and 1), their
  * batches resending each other's keys: every key is stored once (at most
@@ -1028,6 +1111,8 @@ static Suite *suite(void) {
     tcase_set_timeout(hosts, 120);
     tcase_add_loop_test(hosts, stalled_host_is_ended_and_the_other_commits, 0,
                         2);
+    tcase_add_test(hosts,
+                   upsert_hosts_take_the_keys_row_and_a_table_row_in_one_order);
     suite_add_tcase(s, hosts);
     return s;
 }
