@@ -65,10 +65,23 @@ static tm_status nomem(pg_sink *s, const char *step, tm_error *err) {
     return TM_RETRY;
 }
 
+/* A batch row whose seed_check is not its keysets row's (batch_row). */
+#define PG_OTHER_SEED (-10)
+
+static tm_status refuse(pg_sink *s, const char *what, const char *tables,
+                        tm_error *err);
+
 /* The keyset's failure: a set too big for memory (TM_RETRY naming it), a
- * batch row that is no list of keys (TM_FATAL). */
+ * batch row that is no list of keys or of another seed (TM_FATAL). */
 static tm_status load_failed(pg_sink *s, int rc, tm_error *err) {
     pg_keyset *k = &s->ks;
+    if (rc == PG_OTHER_SEED)
+        return refuse(s,
+                      "a row of " PG_KEY_BATCHES " was made under another "
+                      "seed than its row of " PG_KEYSETS " holds (that row "
+                      "replaced, by another connector's?): its digests "
+                      "cannot be read with it",
+                      PG_KEYSETS " and " PG_KEY_BATCHES, err);
     if (rc == TK_NOMEM) {
         size_t want = k->want > k->set.n ? k->want : k->set.n + 1, cap;
         for (cap = 1024; want > cap / 4 * 3 && cap < SIZE_MAX / 64; cap *= 2)
@@ -279,6 +292,15 @@ static int batch_row(pg_sink *s, PGresult *res, int i) {
     for (int b = 0; b < 8; b++)
         gen = gen << 8 | g[b]; /* int8's binary form: big-endian */
     s->ks.set.put_gen = (uint32_t)gen;
+    /* made under this seed (its seed_check), or none of its keys is */
+    const uint8_t *c = (const uint8_t *)PQgetvalue(res, i, 2);
+    uint64_t check = 0;
+    if (PQgetlength(res, i, 2) != 8)
+        return TK_CORRUPT;
+    for (int b = 0; b < 8; b++)
+        check = check << 8 | c[b];
+    if ((int64_t)check != tk_seed_check(s->ks.seed))
+        return PG_OTHER_SEED;
     return tk_unpack(PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1),
                      &s->ks.set, NULL);
 }
@@ -290,8 +312,9 @@ static tm_status load_batches(pg_sink *s, int64_t after, tm_error *err) {
     for (int b = 0; b < 8; b++) /* int8's binary form: big-endian */
         a[b] = (char)(uint8_t)((uint64_t)after >> (56 - 8 * b));
     return each_page(s,
-                     "SELECT generation, keys FROM %B WHERE connector = $1 "
-                     "AND generation > $2::bigint ORDER BY generation LIMIT 32",
+                     "SELECT generation, keys, seed_check FROM %B WHERE "
+                     "connector = $1 AND generation > $2::bigint ORDER BY "
+                     "generation LIMIT 32",
                      32, a, 8, batch_row, err);
 }
 
@@ -690,12 +713,15 @@ static tm_status ready_writes(pg_sink *s, int64_t gen, int64_t pruned,
     snprintf(k->par[3], sizeof k->par[3], "%zu", len / TK_KEY_BYTES);
     snprintf(k->par[4], sizeof k->par[4], "%lld", (long long)pruned);
     snprintf(k->par[5], sizeof k->par[5], "%lld", (long long)legacy);
+    snprintf(k->par[6], sizeof k->par[6], "%lld",
+             (long long)tk_seed_check(k->seed));
     const char *c = s->config->connector;
     k->vals[0][0] = c;
     for (int i = 0; i < 4; i++)
         k->vals[0][i + 1] = k->par[i];
     k->vals[0][5] = (const char *)k->blob;
-    for (int i = 0; i < 6; i++) {
+    k->vals[0][6] = k->par[6];
+    for (int i = 0; i < 7; i++) {
         k->lens[i] = i == 5 ? (int)len : 0;
         k->fmts[i] = i == 5;
     }
@@ -705,8 +731,9 @@ static tm_status ready_writes(pg_sink *s, int64_t gen, int64_t pruned,
     k->vals[1][3] = k->par[5];
     k->sql[0] = len ? sql_of(s, "INSERT INTO %B (connector, generation, "
                                 "applied_wall, newest_applied_at, nkeys, "
-                                "keys) VALUES ($1, $2::bigint, $3::bigint, "
-                                "$4::bigint, $5::bigint, $6::bytea)")
+                                "keys, seed_check) VALUES ($1, $2::bigint, "
+                                "$3::bigint, $4::bigint, $5::bigint, "
+                                "$6::bytea, $7::bigint)")
                     : NULL;
     k->sql[1] = sql_of(s, "UPDATE %K SET generation = $2::bigint, "
                           "pruned_generation = $3::bigint, legacy_pruned = "
@@ -726,7 +753,7 @@ size_t pg_keyset_stmts(pg_sink *s, pg_stmt *out) {
         return 0;
     if (k->sql[0])
         out[n++] = (pg_stmt){.sql = k->sql[0],
-                             .n = 6,
+                             .n = 7,
                              .vals = k->vals[0],
                              .lens = k->lens,
                              .formats = k->fmts,

@@ -99,9 +99,9 @@ typedef struct pg_keyset {
      * (pg_keyset_stmts): their SQL and parameters live until the end */
     char *sql[2];
     uint8_t *blob;
-    char par[6][32];
-    const char *vals[2][6];
-    int lens[6], fmts[6];
+    char par[7][32];
+    const char *vals[2][7];
+    int lens[7], fmts[7];
     size_t nstmts;
     uint64_t touched; /* the decisions' reads ahead, kept */
 } pg_keyset;

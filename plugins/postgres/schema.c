@@ -186,7 +186,8 @@ static void helpers_ddl(pg_sink *s, unsigned missing, pg_buf *b) {
         pg_buf_add(b, " (connector text NOT NULL, generation bigint NOT NULL, "
                       "applied_wall bigint NOT NULL, newest_applied_at bigint "
                       "NOT NULL, nkeys bigint NOT NULL, keys bytea NOT NULL, "
-                      "PRIMARY KEY (connector, generation)); ALTER TABLE ");
+                      "seed_check bigint NOT NULL, PRIMARY KEY (connector, "
+                      "generation)); ALTER TABLE ");
         pg_buf_add(b, s->q_key_batches);
         pg_buf_add(b, " ALTER keys SET STORAGE EXTERNAL; ");
     }

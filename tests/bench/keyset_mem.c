@@ -121,11 +121,12 @@ static void fill_pg(const char *schema, size_t n) {
     PGconn *c = PQconnectdb(getenv("TIDEMARK_PG_CONNINFO"));
     if (PQstatus(c) != CONNECTION_OK)
         die("connect", PQerrorMessage(c));
-    char q[1300];
+    char q[2600];
     snprintf(q, sizeof q,
-             "INSERT INTO \"%s\".tidemark_key_batches VALUES ('mem', "
-             "$1::bigint, 0, 0, $2::bigint, $3::bytea)",
-             schema);
+             "INSERT INTO \"%s\".tidemark_key_batches SELECT 'mem', "
+             "$1::bigint, 0, 0, $2::bigint, $3::bytea, seed_check FROM "
+             "\"%s\".tidemark_keysets WHERE connector = 'mem'",
+             schema, schema);
     pg_ok(c, PQexec(c, "BEGIN"), "BEGIN");
     unsigned char *blob = malloc(240000);
     uint64_t x = 88172645463325252ULL;

@@ -236,9 +236,11 @@ static long fill(PGconn *c, const char *schema, size_t n, size_t per,
                  long retention) {
     char q[512];
     snprintf(q, sizeof q,
-             "INSERT INTO \"%s\".tidemark_key_batches VALUES ('two', "
-             "$1::bigint, $4::bigint, $4::bigint, $2::bigint, $3::bytea)",
-             schema);
+             "INSERT INTO \"%s\".tidemark_key_batches SELECT 'two', "
+             "$1::bigint, $4::bigint, $4::bigint, $2::bigint, $3::bytea, "
+             "seed_check FROM \"%s\".tidemark_keysets WHERE connector = "
+             "'two'",
+             schema, schema);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     long long now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;

@@ -849,6 +849,48 @@ START_TEST(edited_seed_is_refused_naming_the_way_out) {
 }
 END_TEST
 
+/* The connector's tidemark_keysets row replaced whole by another
+ * connector's (its seed and a seed_check that matches it): the batch rows
+ * carry the seed_check of the seed their digests were made under, so a
+ * claim refuses them naming the way out, never a load that takes every
+ * stored key for new. */
+START_TEST(keysets_row_of_another_connector_is_refused) {
+    conf c, o;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    conf_init(&o,
+              "{\"conninfo\": \"$C\", \"schema\": \"$S\", \"table\": "
+              "\"t2\"}",
+              TM_CONFIG_DEDUP, 2);
+    o.config.connector = "another-connector";
+    void *sink = open_ok(&c);
+    tm_marker m = claim1(sink);
+    batch b;
+    rec r1[] = {{0, 7, "a", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    api->close(sink);
+    void *other = open_ok(&o);
+    claim1(other);
+    api->close(other);
+    ck_assert_int_eq(
+        sql_int("WITH u AS (UPDATE $S.tidemark_keysets k SET seed = x.seed, "
+                "seed_check = x.seed_check FROM $S.tidemark_keysets x WHERE "
+                "x.connector = 'another-connector' AND k.connector <> "
+                "x.connector RETURNING 1) SELECT count(*) FROM u"),
+        1);
+    sink = open_ok(&c);
+    tm_error err;
+    tm_status rc = claim_status(sink, &err);
+    ck_assert_msg(rc == TM_FATAL && strstr(err.message, "another seed") &&
+                      strstr(err.message, "tidemark_key_batches"),
+                  "claim: %s: %s", tm_status_name(rc), err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    api->close(sink);
+    conf_done(&c);
+    conf_done(&o);
+}
+END_TEST
+
 /* The connector's key order-7 committed (C, dedup), then a million more
  * keys in ROWS batch rows (generations 2 to ROWS + 1), as other hosts'
  * commits would store them (digests that look random: md5 of the key's
@@ -866,8 +908,9 @@ static void order_7_then_a_million_keys(conf *c, int rows) {
              "WITH i AS (INSERT INTO $S.tidemark_key_batches SELECT "
              "connector, g, 0, 0, %d, (SELECT string_agg(decode(md5(((g - 2) "
              "* %d + n)::text) || left(md5((-((g - 2) * %d + n))::text), 16), "
-             "'hex'), ''::bytea) FROM generate_series(1, %d) n) FROM "
-             "$S.tidemark_keysets, generate_series(2, %d) g RETURNING 1), u "
+             "'hex'), ''::bytea) FROM generate_series(1, %d) n), seed_check "
+             "FROM $S.tidemark_keysets, generate_series(2, %d) g RETURNING "
+             "1), u "
              "AS (UPDATE $S.tidemark_keysets SET generation = %d RETURNING 1) "
              "SELECT (SELECT count(*) FROM i) + (SELECT count(*) FROM u)",
              1000000 / rows, 1000000 / rows, 1000000 / rows, 1000000 / rows,
@@ -2271,6 +2314,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_null_key_is_a_dead_letter);
     tcase_add_test(tc, rows_after_memory_and_orphan_key_batches_are_refused);
     tcase_add_test(tc, edited_seed_is_refused_naming_the_way_out);
+    tcase_add_test(tc, keysets_row_of_another_connector_is_refused);
     tcase_add_test(tc, old_keys_written_meanwhile_are_read_at_the_next_claim);
     tcase_add_test(tc, retention_ignores_a_future_timestamp);
     tcase_add_test(tc, past_timestamp_key_is_kept_for_the_retention);
