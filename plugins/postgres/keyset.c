@@ -115,12 +115,14 @@ typedef struct ks_row {
     int64_t gen, pruned, legacy_pruned;
 } ks_row;
 
+/* The seed as encode(seed, 'hex') gives it: the same whatever the
+ * session's bytea_output ('escape' gives no '\\x' hex in text results). */
 static int unhex(const char *h, uint8_t *out, size_t n) {
-    if (h[0] != '\\' || h[1] != 'x' || strlen(h) != 2 + 2 * n)
+    if (strlen(h) != 2 * n)
         return -1;
     for (size_t i = 0; i < n; i++) {
         unsigned v;
-        if (sscanf(h + 2 + 2 * i, "%2x", &v) != 1)
+        if (sscanf(h + 2 * i, "%2x", &v) != 1)
             return -1;
         out[i] = (uint8_t)v;
     }
@@ -141,16 +143,30 @@ static tm_status refuse(pg_sink *s, const char *what, const char *tables,
     return TM_FATAL;
 }
 
+/* The connector's generation: its row's, or its newest batch row's when
+ * that is past it (the row restored from a backup older than the batch
+ * rows, as the refusals advise): the next batch row then goes past every
+ * other instead of failing on their primary key for ever, and the rows
+ * past the row's generation are loaded. Taken FOR UPDATE after a wait, the
+ * row is its newest version and the subquery sees the statement's older
+ * snapshot, whose newest batch row is never past that version's
+ * generation: the maximum counts only for a row behind its batch rows. */
+#define GEN_SQL                                                                \
+    "greatest(generation, (SELECT max(generation) FROM %B WHERE connector "    \
+    "= $1))"
+
 /* The connector's keysets row (FOR UPDATE when LOCK). */
 static tm_status read_row(pg_sink *s, int lock, ks_row *row, tm_error *err) {
     const char *v[1] = {s->config->connector};
     tm_status r;
     PGresult *res = run(s,
-                        lock ? "SELECT seed, generation, pruned_generation, "
-                               "seed_check, legacy_pruned FROM %K WHERE "
+                        lock ? "SELECT encode(seed, 'hex'), " GEN_SQL
+                               ", pruned_generation, seed_check, "
+                               "legacy_pruned FROM %K WHERE "
                                "connector = $1 FOR UPDATE"
-                             : "SELECT seed, generation, pruned_generation, "
-                               "seed_check, legacy_pruned FROM %K WHERE "
+                             : "SELECT encode(seed, 'hex'), " GEN_SQL
+                               ", pruned_generation, seed_check, "
+                               "legacy_pruned FROM %K WHERE "
                                "connector = $1",
                         1, v, NULL, NULL, 1, 0,
                         lock ? "locking the connector's business keys"

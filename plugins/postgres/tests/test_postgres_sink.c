@@ -954,6 +954,17 @@ START_TEST(keys_beyond_memory_are_retry_naming_it) {
 }
 END_TEST
 
+/* The table's one row's key RESENT (offset 1 of partition 0) after a
+ * claim (a rebalance, or a sink opened again): a duplicate, no second row. */
+static void claim_and_resend_is_a_duplicate(void *sink, rec resent) {
+    tm_marker m = claim1(sink);
+    batch b;
+    batch_make(&b, 1, 2, m.epoch, &resent, 1);
+    commit_ok(sink, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
+    ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 1);
+}
+
 /* SIZE - 1 printable characters from SEED, incompressible enough, and a
  * NUL. */
 static void random_text(char *out, size_t size, unsigned seed) {
@@ -1105,6 +1116,110 @@ START_TEST(old_keys_written_meanwhile_are_read_at_the_next_claim) {
     commit_ok(sink, &b);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 1);
     ck_assert_int_eq(sql_int("SELECT duplicates FROM $S.tidemark_markers"), 1);
+    api->close(sink);
+    conf_done(&c);
+}
+END_TEST
+
+/* The refusal of a changed seed says to restore the connector's row of
+ * tidemark_keysets from a backup; a backup's row is older than the batch
+ * rows written since: its generation is behind theirs. Host A holds the
+ * keys up to the backup's generation, host B stored order-2 after it; with
+ * the older row restored, A's next commit (order-2 resent, order-3 new)
+ * must read B's batch row (order-2 a duplicate) and store order-3 in a
+ * batch row past every other, not retry for ever on the batch rows'
+ * primary key. */
+START_TEST(keysets_row_behind_its_batch_rows_is_caught_up) {
+    conf c;
+    conf_init(&c, BASIC "}", TM_CONFIG_DEDUP, 2);
+    void *a = open_ok(&c), *b2 = open_ok(&c);
+    tm_marker ma = pgt_claim_p(api, a, 0), mb = pgt_claim_p(api, b2, 1);
+    batch b;
+    rec r1[] = {{0, 1, "a", "order-1", "h"}};
+    batch_make(&b, 0, 1, ma.epoch, r1, 1);
+    commit_ok(a, &b);
+    char backup[256];
+    sql_text("SELECT generation || '/' || pruned_generation FROM "
+             "$S.tidemark_keysets",
+             backup, sizeof backup);
+    rec r2[] = {{0, 2, "b", "order-2", "h"}};
+    batch_make(&b, 0, 1, mb.epoch, r2, 1);
+    b.range.partition = 1;
+    commit_ok(b2, &b);
+    /* the backup's row restored: the generation A holds, B's row past it */
+    ck_assert_int_eq(sql_int("WITH u AS (UPDATE $S.tidemark_keysets SET "
+                             "generation = generation - 1 RETURNING 1) "
+                             "SELECT count(*) FROM u"),
+                     1);
+    char now[256];
+    sql_text("SELECT generation || '/' || pruned_generation FROM "
+             "$S.tidemark_keysets",
+             now, sizeof now);
+    ck_assert_msg(strcmp(now, backup) == 0 &&
+                      sql_int("SELECT max(generation) FROM "
+                              "$S.tidemark_key_batches") == 2,
+                  "inconclusive: the row is %s, the backup %s", now, backup);
+    rec r3[] = {{1, 2, "b", "order-2", "h"}, {2, 3, "c", "order-3", "h"}};
+    batch_make(&b, 1, 3, ma.epoch, r3, 2);
+    tm_error err;
+    tm_status rc = commit(a, &b, &err);
+    ck_assert_msg(rc == TM_OK, "commit after the restore: %s: %s",
+                  tm_status_name(rc), err.message);
+    char v[256];
+    sql_text("SELECT (SELECT string_agg(_tm_identity, ',' ORDER BY "
+             "_tm_identity) FROM $S.t) || ' ' || (SELECT duplicates FROM "
+             "$S.tidemark_markers WHERE \"partition\" = 0) || ' ' || (SELECT "
+             "generation FROM $S.tidemark_keysets) || ' ' || (SELECT "
+             "max(generation) FROM $S.tidemark_key_batches)",
+             v, sizeof v);
+    ck_assert_str_eq(v, "order-1,order-2,order-3 1 3 3");
+    /* a host claiming afresh reads every batch row: order-3 a duplicate */
+    api->close(b2);
+    b2 = open_ok(&c);
+    mb = pgt_claim_p(api, b2, 1);
+    rec r4[] = {{1, 3, "c", "order-3", "h"}};
+    batch_make(&b, 1, 2, mb.epoch, r4, 1);
+    b.range.partition = 1;
+    commit_ok(b2, &b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 3);
+    api->close(a);
+    api->close(b2);
+    conf_done(&c);
+}
+END_TEST
+
+/* A server, database or role with bytea_output = 'escape' (kept for old
+ * clients) gives bytea in text results as escapes, not '\x' hex: the keys'
+ * seed must still be read, so a connector with dedup claims, stores its
+ * keys and finds a resend a duplicate after reopening. */
+START_TEST(keys_in_memory_under_bytea_output_escape) {
+    char info[1024];
+    snprintf(info, sizeof info, "%s options='-c bytea_output=escape'",
+             pgt_conninfo());
+    PGconn *probe = pgt_connect(info);
+    PGresult *res = pgt_sql(probe, "SHOW bytea_output");
+    ck_assert_msg(strcmp(PQgetvalue(res, 0, 0), "escape") == 0,
+                  "inconclusive: bytea_output is %s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    PQfinish(probe);
+    conf c;
+    conf_init(&c,
+              "{\"conninfo\": \"$C options='-c bytea_output=escape'\", "
+              "\"schema\": \"$S\", \"table\": \"t\"}",
+              TM_CONFIG_DEDUP, 2);
+    void *sink = open_ok(&c);
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->claim(sink, &m, 1, 0, &err);
+    ck_assert_msg(rc == TM_OK, "claim: %s: %s", tm_status_name(rc),
+                  err.message);
+    batch b;
+    rec r1[] = {{0, 7, "a", "order-7", "h"}};
+    batch_make(&b, 0, 1, m.epoch, r1, 1);
+    commit_ok(sink, &b);
+    api->close(sink);
+    sink = open_ok(&c);
+    claim_and_resend_is_a_duplicate(sink, (rec){1, 7, "a", "order-7", "h"});
     api->close(sink);
     conf_done(&c);
 }
@@ -2352,6 +2467,14 @@ static Suite *suite(void) {
     tcase_add_test(keys, empty_and_huge_identities_in_memory);
     tcase_add_test(keys, old_key_rows_load_one_at_a_time);
     suite_add_tcase(s, keys);
+    /* the keys held in memory against their rows' edge cases (alone:
+     * CK_RUN_CASE=memory_keys) */
+    TCase *mk = tcase_create("memory_keys");
+    tcase_add_checked_fixture(mk, setup, teardown);
+    tcase_set_timeout(mk, 60);
+    tcase_add_test(mk, keysets_row_behind_its_batch_rows_is_caught_up);
+    tcase_add_test(mk, keys_in_memory_under_bytea_output_escape);
+    suite_add_tcase(s, mk);
     return s;
 }
 
