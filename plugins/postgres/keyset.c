@@ -695,6 +695,7 @@ tm_status pg_keyset_decide(pg_sink *s, const tm_batch *b,
     }
     k->touched += touched; /* kept, so that the reads are not left out */
     k->decided_slot = k->set.slot;
+    k->decided_mask = k->set.mask;
     return TM_OK;
 }
 
@@ -855,8 +856,13 @@ void pg_keyset_committed(pg_sink *s) {
     /* Where each new key's lookup ended is where it goes, as long as no
      * slot was emptied and the set not rebuilt since the decisions (keys
      * loaded after them only fill empty slots: the probe goes on from
-     * there). */
-    int hints = !k->del.n && k->set.slot == k->decided_slot;
+     * there). A rebuild is told by the size, which it always grows: the
+     * load under the lock and the room made here may rebuild it twice,
+     * the second table at the first one's address (a resend of the keys
+     * was then stored again, test_postgres_keyset_alloc.c); a set cleared
+     * meanwhile is not loaded, and takes no key here. */
+    int hints = !k->del.n && k->set.slot == k->decided_slot &&
+                k->set.mask == k->decided_mask;
     k->set.put_gen = (uint32_t)k->next_gen;
     for (size_t i = 0; k->loaded && i < k->add.n; i++) {
         if (k->add.rec[i] == TK_DROPPED)

@@ -94,7 +94,11 @@ typedef struct pg_keyset {
     int64_t next_gen, next_pruned, next_legacy;
     tk_key *dig; /* the batch's records' digests (a == 0: no key) */
     size_t ndig;
-    const tk_key *decided_slot; /* the set's slots when the batch decided */
+    /* the set's slots and size when the batch decided: a rebuild always
+     * grows the size, where the slots of two rebuilds may share an address
+     * (the first table's block handed back for the second) */
+    const tk_key *decided_slot;
+    size_t decided_mask;
     /* the batch's writes of its keys, queued with the marker updates
      * (pg_keyset_stmts): their SQL and parameters live until the end */
     char *sql[2];
