@@ -1088,6 +1088,131 @@ START_TEST(stalled_host_is_ended_and_the_other_commits) {
 }
 END_TEST
 
+/* Two hosts of one connector, keys in memory: sink I holds partition I. */
+typedef struct two_hosts {
+    paths seen[2]; /* each sink's host_ctx */
+    tm_host_api host[2];
+    tm_settings *settings[2];
+    tm_sink_config config[2];
+    void *sink[2];
+    int64_t epoch[2];
+} two_hosts;
+
+static void two_hosts_open(two_hosts *h) {
+    make_schemas();
+    memset(h, 0, sizeof *h);
+    for (int i = 0; i < 2; i++) {
+        h->sink[i] = open_sink(0, 0, &h->host[i], &h->settings[i],
+                               &h->config[i], &h->seen[i]);
+        h->epoch[i] = claim(h->sink[i], i).epoch;
+    }
+}
+
+static void two_hosts_close(two_hosts *h) {
+    for (int i = 0; i < 2; i++) {
+        api->close(h->sink[i]);
+        tm_settings_free(h->settings[i]);
+    }
+}
+
+/* Keys decided from the set before the connector's row is locked, the
+ * two hosts' commits interleaved for certain: another session holds the
+ * connector's row, both hosts (threads, partitions 0 and 1) decide the
+ * same two keys as new, write their rows and wait for that row (seen
+ * waiting); released, the first commits, and the second finds the first's
+ * batch row under the lock and decides again: dup-key resent with the
+ * same payload is a duplicate, conflict-key with another payload an
+ * identity_conflict, each key stored once. */
+typedef struct one_commit {
+    void *sink;
+    gen_batch *g;
+    tm_status rc;
+    char why[TM_ERROR_MAX];
+} one_commit;
+
+static void *commit_once(void *arg) {
+    one_commit *c = arg;
+    tm_error err = {sizeof err, ""};
+    c->rc = api->commit(c->sink, &c->g->b, &err);
+    snprintf(c->why, sizeof c->why, "%s", err.message);
+    return NULL;
+}
+
+START_TEST(keys_decided_before_the_lock_by_two_hosts_are_decided_again) {
+    static two_hosts h;
+    two_hosts_open(&h);
+    static gen_batch g[2];
+    one_commit c[2];
+    for (int i = 0; i < 2; i++) {
+        one_key(&g[i], i, 0, h.epoch[i], "dup-key");
+        g[i].rec[1] = g[i].rec[0];
+        g[i].rec[1].offset = 1;
+        snprintf(g[i].ident[1], sizeof g[i].ident[1], "conflict-key");
+        snprintf(g[i].hash[1], sizeof g[i].hash[1], "h%d", i);
+        g[i].rec[1].identity = g[i].ident[1];
+        g[i].rec[1].identity_hash = g[i].hash[1];
+        g[i].range.end_offset = 2;
+        g[i].b.nrecords = 2;
+        c[i] = (one_commit){.sink = h.sink[i], .g = &g[i]};
+    }
+    PGconn *holder = pgt_connect(pgt_conninfo());
+    char q[512];
+    snprintf(q, sizeof q,
+             "BEGIN; SELECT 1 FROM \"%s\".tidemark_keysets WHERE connector = "
+             "'%s' FOR UPDATE",
+             schema[0], connector);
+    PGresult *res = pgt_sql(holder, q);
+    ck_assert_msg(PQntuples(res) == 1, "inconclusive: no connector row");
+    PQclear(res);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, commit_once, &c[i]), 0);
+    /* both hosts' rows written, both waiting for the connector's row */
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+             "'%s' AND wait_event_type = 'Lock' AND query LIKE "
+             "'%%tidemark_keysets%%FOR UPDATE'",
+             connector);
+    long long waiting = 0;
+    for (int t = 0; t < 2000 && waiting < 2; t++) {
+        waiting = sql2_int(q);
+        if (waiting < 2)
+            nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    ck_assert_msg(waiting == 2,
+                  "inconclusive: %lld hosts seen waiting for the connector's "
+                  "row",
+                  waiting);
+    ck_assert_int_eq(sql2_int("SELECT count(*) FROM $A.t"), 0);
+    PQclear(pgt_sql(holder, "COMMIT"));
+    PQfinish(holder);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(c[i].rc == TM_OK, "host %d: %s: %s", i,
+                      tm_status_name(c[i].rc), c[i].why);
+    }
+    char v[512];
+    sql2("SELECT concat_ws(' ', (SELECT string_agg(_tm_identity || '@' || "
+         "_tm_partition, ',' ORDER BY _tm_identity, _tm_partition) FROM "
+         "$A.t), (SELECT sum(duplicates) FROM $A.tidemark_markers), (SELECT "
+         "coalesce(string_agg(reason, ','), 'none') FROM "
+         "$A.tidemark_dead_letters), (SELECT sum(nkeys) FROM "
+         "$A.tidemark_key_batches))",
+         v, sizeof v);
+    /* whichever host committed first stored both keys */
+    char want[2][128];
+    for (int i = 0; i < 2; i++)
+        snprintf(want[i], sizeof want[i],
+                 "conflict-key@%d,dup-key@%d 1 identity_conflict 2", i, i);
+    ck_assert_msg(strcmp(v, want[0]) == 0 || strcmp(v, want[1]) == 0,
+                  "rows, duplicates, dead letters, keys stored: %s", v);
+    ck_assert_msg(h.seen[0].again + h.seen[1].again == 1,
+                  "inconclusive: %d and %d commits decided again",
+                  h.seen[0].again, h.seen[1].again);
+    two_hosts_close(&h);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_keys");
     TCase *tc = tcase_create("paths");
@@ -1103,6 +1228,8 @@ static Suite *suite(void) {
     tcase_add_test(mem, memory_and_rows_agree_with_a_retention);
     tcase_add_test(mem, duplicates_only_after_another_hosts_batch);
     tcase_add_test(mem, two_hosts_at_once_store_each_key_once);
+    tcase_add_test(mem,
+                   keys_decided_before_the_lock_by_two_hosts_are_decided_again);
     tcase_add_test(mem, two_hosts_follow_a_removal_without_a_reload);
     tcase_add_test(mem, rows_host_beside_memory_is_refused_not_stored_twice);
     suite_add_tcase(s, mem);
