@@ -396,6 +396,7 @@ static tm_status full_load(pg_sink *s, const ks_row *row, tm_error *err) {
     k->gen = row->gen;
     k->pruned = row->pruned;
     k->legacy_pruned = row->legacy_pruned;
+    k->gen_floor = row->pruned;
     k->loaded = 1;
     return TM_OK;
 }
@@ -426,14 +427,23 @@ static tm_status full_load_untimed(pg_sink *s, const ks_row *row,
     return r;
 }
 
+/* The span of generations the set's 32-bit ones tell apart: the keys of
+ * generations up to ROW's, from the lowest one put in the set on, must
+ * span less (with room to spare), or a removal followed by
+ * tk_tab_drop_gens would drop the keys of a generation 2^32 later too
+ * (removal_followed_across_two_to_the_32_generations). */
+#define GEN_SPAN_MAX ((int64_t)1 << 31)
+
 /* 1 when the set cannot follow ROW by removing the keys of the batch rows
  * another host removed and loading newer batches: not loaded, another
  * seed, generations gone back, tidemark_keys rows removed by another host
- * (one at a time by their age, not by generation). */
+ * (one at a time by their age, not by generation), or more generations
+ * than the set's 32-bit ones tell apart since its lowest. */
 static int stale(const pg_keyset *k, const ks_row *row) {
     return !k->loaded || row->pruned < k->pruned ||
            row->legacy_pruned != k->legacy_pruned ||
-           memcmp(row->seed, k->seed, 16) != 0 || row->gen < k->gen;
+           memcmp(row->seed, k->seed, 16) != 0 || row->gen < k->gen ||
+           row->gen - k->gen_floor >= GEN_SPAN_MAX;
 }
 
 /* The set brought up to ROW (not stale): the keys of the batch rows

@@ -82,6 +82,7 @@ typedef struct pg_keyset {
     int64_t gen, pruned;   /* pruned: every batch row up to it removed */
     int64_t legacy_pruned; /* removals of tidemark_keys rows (a counter) */
     int64_t legacy;        /* tidemark_keys rows loaded (pruned per key) */
+    int64_t gen_floor;     /* the lowest generation a key was put with */
     size_t want; /* the keys a whole load means to hold (its message) */
     /* this transaction: */
     int locked;        /* holds the connector's keysets row */
