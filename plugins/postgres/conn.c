@@ -360,7 +360,15 @@ tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
             : res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
             : s->conn                           ? PQerrorMessage(s->conn)
                                                 : "no connection");
-    int lost = !s->conn || PQstatus(s->conn) != CONNECTION_OK;
+    /* An error of severity FATAL ends the session (the server closes it
+     * after sending it, e.g. idle_in_transaction_session_timeout, 25P03,
+     * ending a host paused inside a commit), whether or not libpq has seen
+     * the close yet: lost, RETRY, the next call connects afresh. */
+    const char *sev =
+        res ? PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED) : NULL;
+    int lost =
+        !s->conn || PQstatus(s->conn) != CONNECTION_OK ||
+        (sev && (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0));
     if (state && strcmp(state, "57014") == 0 && atomic_load(&s->interrupted))
         s->host->set_error(err, "%s: given up (interrupted)", step);
     else

@@ -1125,9 +1125,9 @@ START_TEST(stalled_host_is_ended_and_the_other_commits) {
                   stall_at, tm_status_name(rc), took, err.message);
     ck_assert_msg(idle_after == 0, "host 0's session still in its "
                                    "transaction");
-    ck_assert_msg(run[0].last != TM_OK,
-                  "host 0's commit, its session ended: %s",
-                  tm_status_name(run[0].last));
+    ck_assert_msg(run[0].last == TM_RETRY,
+                  "host 0's commit, its session ended: %s: %s",
+                  tm_status_name(run[0].last), run[0].why);
     ck_assert_int_eq(
         sql2_int("SELECT count(*) FROM $A.t WHERE _tm_identity = 'k-other'"),
         1);
@@ -1142,6 +1142,59 @@ START_TEST(stalled_host_is_ended_and_the_other_commits) {
         api->close(run[i].sink);
         tm_settings_free(settings[i]);
     }
+}
+END_TEST
+
+/* A host paused inside a commit before the connector's keys row is locked
+ * (its marker check held past the session's idle timeout, 10 s: a stopped
+ * or swapped-out process) has its session ended by the server: the commit
+ * is TM_RETRY, nothing of it stored, and the resend stores its key once.
+ * Inconclusive unless the session was ended while paused. */
+static atomic_int pause_armed;
+static tm_status (*real_marker_check)(const tm_batch *, const tm_marker *,
+                                      tm_error *);
+
+static tm_status pausing_marker_check(const tm_batch *b, const tm_marker *m,
+                                      tm_error *err) {
+    if (atomic_exchange(&pause_armed, 0))
+        sleep(12);
+    return real_marker_check(b, m, err);
+}
+
+START_TEST(host_paused_inside_a_commit_is_retry) {
+    make_schemas();
+    statement_timeout_ms = 10000;
+    paths seen = {0};
+    tm_host_api host;
+    tm_settings *settings;
+    tm_sink_config config;
+    void *sink = open_sink(0, 0, &host, &settings, &config, &seen);
+    statement_timeout_ms = 0;
+    int64_t epoch = claim(sink, 0).epoch;
+    static gen_batch g;
+    one_key(&g, 0, 0, epoch, "k0");
+    commit_ok(sink, &g, "first", 0);
+    real_marker_check = host.marker_check;
+    host.marker_check = pausing_marker_check;
+    atomic_store(&pause_armed, 1);
+    one_key(&g, 0, 1, epoch, "k-paused");
+    tm_error err = {sizeof err, ""};
+    tm_status rc = api->commit(sink, &g.b, &err);
+    ck_assert_msg(strstr(err.message, "25P03") ||
+                      strstr(err.message, "idle-in-transaction") || rc == TM_OK,
+                  "inconclusive: the paused commit failed otherwise: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_msg(rc == TM_RETRY, "the paused commit: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(
+        sql2_int("SELECT count(*) FROM $A.t WHERE _tm_identity = 'k-paused'"),
+        0);
+    commit_ok(sink, &g, "resend", 1);
+    ck_assert_int_eq(
+        sql2_int("SELECT count(*) FROM $A.t WHERE _tm_identity = 'k-paused'"),
+        1);
+    api->close(sink);
+    tm_settings_free(settings);
 }
 END_TEST
 
@@ -1302,6 +1355,7 @@ static Suite *suite(void) {
                         2);
     tcase_add_test(hosts,
                    upsert_hosts_take_the_keys_row_and_a_table_row_in_one_order);
+    tcase_add_test(hosts, host_paused_inside_a_commit_is_retry);
     suite_add_tcase(s, hosts);
     return s;
 }
