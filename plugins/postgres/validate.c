@@ -177,6 +177,16 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
                              " (the sink's business keys held in memory)", err);
     if (r == TM_OK && pg_keyset_on(s))
         r = guard_privileges(s, role, err);
+    /* "dedup_keys": "rows" reads the connector's keysets row too: its claim
+     * refuses a connector whose keys are held in memory, and the trigger
+     * on tidemark_keys its key rows fire reads the table */
+    static const char *const READ[] = {"SELECT", NULL};
+    if (r == TM_OK && (s->config->flags & TM_CONFIG_DEDUP) && !pg_keyset_on(s))
+        r = table_privileges(s, role, s->q_keysets, READ,
+                             " (read for the sink's business keys kept as "
+                             "rows: a connector holding them in memory is "
+                             "refused)",
+                             err);
     if (r != TM_OK || s->set.mode != PG_UPSERT)
         return r;
     /* Upsert stages rows in a temporary table. */
