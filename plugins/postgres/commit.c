@@ -31,6 +31,10 @@ typedef struct pg_run {
      * content: the run again decides them one record at a time, which
      * finds the record (refuse_key). */
     int one_by_one;
+    /* Keys held in memory (keyset.c): the connector's keysets row is
+     * locked before the decisions (a run again after the decisions made
+     * without it no longer held), else only after the rows. */
+    int keys_lock_first;
     int64_t wall_ms; /* the wall clock as the commit started */
 } pg_run;
 
@@ -141,6 +145,9 @@ static tm_status prune_keys(pg_run *x, tm_error *err) {
     int64_t now = x->wall_ms;
     if (newest > now)
         newest = now;
+    if (pg_keyset_on(x->s))
+        return pg_keyset_prune(x->s, newest - x->s->set.retention_s * 1000,
+                               now - x->s->set.retention_s * 1000, err);
     char h[32], w[32];
     snprintf(h, sizeof h, "%lld",
              (long long)(newest - x->s->set.retention_s * 1000));
@@ -226,8 +233,10 @@ static tm_status reject_row(pg_run *x, size_t j, const char *detail,
     x->write[j] = 0;
     x->nwrite--;
     x->rows[rec->range]--;
-    if ((x->s->config->flags & TM_CONFIG_DEDUP) && rec->identity &&
-        (r = forget_key(x, rec, err)) != TM_OK)
+    if (pg_keyset_on(x->s) && rec->identity)
+        pg_keyset_drop(x->s, rec); /* staged only: nothing stored yet */
+    else if ((x->s->config->flags & TM_CONFIG_DEDUP) && rec->identity &&
+             (r = forget_key(x, rec, err)) != TM_OK)
         return r;
     return record_dead_letter(x, rec, g, tm_dl_reason_name(TM_DL_REJECTED),
                               detail, err);
@@ -356,9 +365,11 @@ static tm_status decide_keys(pg_run *x, pg_key_set *keys, tm_error *err) {
     }
     for (size_t j = 0; j < b->nrecords; j++)
         want[j] = (unsigned char)keyed(x, j);
-    tm_status r = pg_keys_decide(x->s, b, want, x->wall_ms, keys, err);
+    tm_status r = pg_keyset_on(x->s)
+                      ? pg_keyset_decide(x->s, b, want, x->wall_ms, keys, err)
+                      : pg_keys_decide(x->s, b, want, x->wall_ms, keys, err);
     free(want);
-    if (r != TM_OK && x->s->conn && rejectable(x->s)) {
+    if (r != TM_OK && !pg_keyset_on(x->s) && x->s->conn && rejectable(x->s)) {
         x->s->host->log(x->s->config->host_ctx, TM_LOG_WARN,
                         "batch %s: the set of business keys failed (%s); "
                         "deciding them one record at a time",
@@ -446,11 +457,30 @@ static tm_status write_each(pg_run *x, const pg_key_set *keys, tm_error *err) {
     return TM_OK;
 }
 
+/* 1 when a record of the batch has a business key. */
+static int any_identity(const tm_batch *b) {
+    for (size_t j = 0; j < b->nrecords; j++)
+        if (TM_CELEM(tm_record, b->records, j)->identity)
+            return 1;
+    return 0;
+}
+
 /* With dedup: expired keys pruned (a retention), the keys decided; then
- * every record's effect. */
+ * every record's effect. Keys held in memory: the connector's keysets row
+ * locked first when the set must be brought up to it, with a retention
+ * (its pruning deletes batch rows that another host pruning them too
+ * would hold while waiting for that lock), and in upsert mode (two hosts'
+ * rows of one key wait for each other: locked after the rows by one host
+ * and before them by another, a run again, they deadlocked); else the
+ * decisions are checked under it after the rows (pg_keyset_finish). */
 static tm_status write_effects(pg_run *x, tm_error *err) {
     int dedup = (x->s->config->flags & TM_CONFIG_DEDUP) != 0;
+    int memory = pg_keyset_on(x->s) && any_identity(x->b);
+    int lock_first = x->keys_lock_first || x->s->set.retention_s > 0 ||
+                     x->s->set.mode == PG_UPSERT;
     tm_status r = TM_OK;
+    if (memory && (r = pg_keyset_begin(x->s, lock_first, err)) != TM_OK)
+        return r;
     if (dedup && x->s->set.retention_s > 0 && (r = prune_keys(x, err)) != TM_OK)
         return r;
     pg_key_set keys = {0};
@@ -459,6 +489,16 @@ static tm_status write_effects(pg_run *x, tm_error *err) {
     if (r == TM_OK)
         r = write_each(x, &keys, err);
     pg_key_set_free(&keys, x->b->nrecords);
+    if (r == TM_OK && memory) {
+        int redo = 0;
+        r = pg_keyset_finish(x->s, x->b, x->wall_ms, &redo, err);
+        if (redo) {
+            x->s->host->log(x->s->config->host_ctx, TM_LOG_DEBUG, "%s",
+                            err->message);
+            x->keys_lock_first = 1;
+            x->redo = 1;
+        }
+    }
     return r;
 }
 
@@ -514,37 +554,46 @@ static tm_status begin_and_lock(pg_run *x, tm_error *err) {
     return r;
 }
 
-/* One round trip: every marker UPDATE, then COMMIT, in one pipeline. The
- * UPDATEs are put on the wire before the after_marker crash point, so that
- * it falls where its name says: markers sent, no COMMIT yet. */
+/* One round trip: the keys' writes (keys held in memory: the batch's row
+ * of keys, the connector's row moved), every marker UPDATE, then COMMIT,
+ * in one pipeline. The UPDATEs are put on the wire before the after_marker
+ * crash point, so that it falls where its name says: markers sent, no
+ * COMMIT yet. */
 static tm_status update_and_commit(pg_run *x, tm_error *err) {
     pg_sink *s = x->s;
     const tm_batch *b = x->b;
-    size_t n = b->nranges;
-    pg_stmt *st = calloc(n + 1, sizeof *st);
-    pg_marker_params *p = calloc(n ? n : 1, sizeof *p);
+    /* first the keys' writes (keys held in memory), then the markers */
+    pg_stmt *st = calloc(b->nranges + 3, sizeof *st);
+    pg_marker_params *p = calloc(b->nranges ? b->nranges : 1, sizeof *p);
+    size_t k = st ? pg_keyset_stmts(s, st) : 0, n = k + b->nranges;
     tm_status r = TM_OK;
     if (!st || !p) {
         s->host->set_error(err, "out of memory (batch %s)", b->batch_id);
         r = TM_RETRY;
     }
     if (r == TM_OK) {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < b->nranges; i++) {
             s->host->marker_advance(&x->stored[i], b, i, x->rows[i], x->dls[i],
                                     x->dups[i]);
             pg_marker_params_of(s, &x->stored[i], &p[i]);
-            st[i] = (pg_stmt){.name = PG_STMT_UPDATE,
-                              .n = PG_MARKER_NPARAMS,
-                              .vals = p[i].v,
-                              .want_tuples = 1,
-                              .step = "updating the markers"};
+            st[k + i] = (pg_stmt){.name = PG_STMT_UPDATE,
+                                  .n = PG_MARKER_NPARAMS,
+                                  .vals = p[i].v,
+                                  .want_tuples = 1,
+                                  .step = "updating the markers"};
         }
         st[n] = (pg_stmt){.sql = "COMMIT", .step = "COMMIT"};
         r = pg_pipe_begin(s, "updating the markers", err);
         for (size_t i = 0; r == TM_OK && i < n; i++)
             r = pg_pipe_send(s, &st[i], err);
-        if (r == TM_OK)
-            r = pg_pipe_flush(s, "updating the markers", err);
+        /* synced, not only flushed: a host stopped at the fault point
+         * below leaves its session idle in transaction, which the server
+         * ends (conn.c, pg_idle_timeout_ms); the COMMIT after an error
+         * before it answers ROLLBACK (below) */
+        if (r == TM_OK && n) {
+            st[n - 1].sync_after = 1;
+            r = pg_pipe_sync(s, "updating the markers", err);
+        }
         if (r == TM_OK) {
             s->host->fault(TM_FAULT_AFTER_MARKER);
             /* A batch whose COMMIT is on its way is not given up. */
@@ -631,8 +680,11 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     x.dups = x.rows + 2 * n;
     r = lock_check_write(&x, err);
     while (r != TM_OK && x.redo) {
-        /* a record's key refused: again, that record a dead letter */
+        /* a record's key refused: again, that record a dead letter; or the
+         * keys held in memory decided again, the connector's row locked
+         * first */
         pg_rollback(s);
+        pg_keyset_abort(s);
         s->follow.ready = 0; /* the DDL went back too */
         x.redo = 0;
         x.nwrite = 0;
@@ -643,6 +695,7 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
     if (r != TM_OK) {
         pg_rollback(s);
         s->follow.ready = 0; /* the DDL went back too */
+        pg_keyset_abort(s);
     } else if ((r = update_and_commit(&x, err)) != TM_OK) {
         /* An error the server answered means no COMMIT happened (it skips
          * the rest of a pipeline after an error); a lost connection leaves
@@ -652,6 +705,11 @@ tm_status pg_commit(void *sink, const tm_batch *b, tm_error *err) {
             r = TM_RETRY;
         pg_rollback(s);
         s->follow.ready = 0; /* the DDL went back too */
+        /* the set as it was: a batch that landed is loaded by the next
+         * commit as another host's would be */
+        pg_keyset_abort(s);
+    } else {
+        pg_keyset_committed(s);
     }
     free(x.stored);
     free(x.present);

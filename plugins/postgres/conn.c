@@ -172,6 +172,23 @@ static int user_sets(const PQconninfoOption *opts, const char *key) {
     return 0;
 }
 
+/* The session's idle_in_transaction_session_timeout: statement_timeout_ms,
+ * at least PG_IDLE_MIN_MS (also when it is 0, none). A host stopped
+ * inside a transaction (a stopped or swapped-out process, a cut
+ * connection) holds its locks, among them the connector's tidemark_keysets
+ * row that every host's keyed commit takes: the server ends such a session
+ * once it has waited this long for its next statement, and the others'
+ * lock waits end with it. It cannot fire on a healthy host: between two
+ * statements of its transactions the sink waits for nothing but its own
+ * CPU on one batch (encoding the next statement, deciding keys already in
+ * memory: milliseconds for 10 000 records), never for the host, a lock or
+ * another service; scan, whose reader paces its FETCHes, lifts it. */
+int64_t pg_idle_timeout_ms(const pg_sink *s) {
+    return s->set.statement_timeout_ms > PG_IDLE_MIN_MS
+               ? s->set.statement_timeout_ms
+               : PG_IDLE_MIN_MS;
+}
+
 tm_status pg_connect(pg_sink *s, tm_error *err) {
     char timeout[32];
     snprintf(timeout, sizeof timeout, "%lld",
@@ -208,15 +225,17 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
     s->conn = c;
     /* prepared statements live in a session */
     s->prepared = s->keys_prepared = 0;
-    char st[32];
+    char st[32], idle[32];
     snprintf(st, sizeof st, "%lld", (long long)s->set.statement_timeout_ms);
-    const char *p[1] = {st};
+    snprintf(idle, sizeof idle, "%lld", (long long)pg_idle_timeout_ms(s));
+    const char *p[2] = {st, idle};
     tm_status r = TM_OK;
     PGresult *res =
         pg_query(s,
-                 "SELECT set_config('statement_timeout', $1, "
+                 "SELECT set_config('statement_timeout', $1, false), "
+                 "set_config('idle_in_transaction_session_timeout', $2, "
                  "false), set_config('TimeZone', 'UTC', false)",
-                 1, p, NULL, NULL, 1, "setting statement_timeout", &r, err);
+                 2, p, NULL, NULL, 1, "setting statement_timeout", &r, err);
     if (!res)
         return r;
     PQclear(res);
@@ -229,8 +248,10 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
         s->q_dls = qualified(s, PG_DEAD_LETTERS);
         s->q_keys = qualified(s, PG_KEYS);
         s->q_owners = qualified(s, PG_OWNERS);
+        s->q_keysets = qualified(s, PG_KEYSETS);
+        s->q_key_batches = qualified(s, PG_KEY_BATCHES);
         if (b.oom || !s->q_table || !s->q_markers || !s->q_dls || !s->q_keys ||
-            !s->q_owners) {
+            !s->q_owners || !s->q_keysets || !s->q_key_batches) {
             s->host->set_error(err, "out of memory (escaping identifiers)");
             pg_disconnect(s);
             return TM_FATAL;
@@ -339,7 +360,15 @@ tm_status pg_fail(pg_sink *s, PGresult *res, const char *step, tm_error *err) {
             : res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
             : s->conn                           ? PQerrorMessage(s->conn)
                                                 : "no connection");
-    int lost = !s->conn || PQstatus(s->conn) != CONNECTION_OK;
+    /* An error of severity FATAL ends the session (the server closes it
+     * after sending it, e.g. idle_in_transaction_session_timeout, 25P03,
+     * ending a host paused inside a commit), whether or not libpq has seen
+     * the close yet: lost, RETRY, the next call connects afresh. */
+    const char *sev =
+        res ? PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED) : NULL;
+    int lost =
+        !s->conn || PQstatus(s->conn) != CONNECTION_OK ||
+        (sev && (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0));
     if (state && strcmp(state, "57014") == 0 && atomic_load(&s->interrupted))
         s->host->set_error(err, "%s: given up (interrupted)", step);
     else
@@ -370,9 +399,10 @@ static PGresult *query_result(pg_sink *s, PGresult *res, int want_tuples,
     return NULL;
 }
 
-PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
-                   const int *lens, const int *formats, int want_tuples,
-                   const char *step, tm_status *r, tm_error *err) {
+static PGresult *query(pg_sink *s, const char *sql, int n,
+                       const char *const *vals, const int *lens,
+                       const int *formats, int want_tuples, int binary,
+                       const char *step, tm_status *r, tm_error *err) {
     if (!s->conn) {
         s->host->set_error(err, "%s: no connection", step);
         *r = TM_RETRY;
@@ -385,8 +415,21 @@ PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
     PGresult *res =
         n == 0 && !want_tuples
             ? PQexec(s->conn, sql)
-            : PQexecParams(s->conn, sql, n, NULL, vals, lens, formats, 0);
+            : PQexecParams(s->conn, sql, n, NULL, vals, lens, formats, binary);
     return query_result(s, res, want_tuples, step, r, err);
+}
+
+PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
+                   const int *lens, const int *formats, int want_tuples,
+                   const char *step, tm_status *r, tm_error *err) {
+    return query(s, sql, n, vals, lens, formats, want_tuples, 0, step, r, err);
+}
+
+PGresult *pg_query_binary(pg_sink *s, const char *sql, int n,
+                          const char *const *vals, const int *lens,
+                          const int *formats, const char *step, tm_status *r,
+                          tm_error *err) {
+    return query(s, sql, n, vals, lens, formats, 1, 1, step, r, err);
 }
 
 PGresult *pg_query_prepared(pg_sink *s, const char *name, int n,

@@ -30,7 +30,7 @@ static int same_hash(const char *stored, const char *now) {
     return (!stored && !now) || (stored && now && strcmp(stored, now) == 0);
 }
 
-static void conflict_detail(char *detail, size_t size, const char *identity,
+void pg_key_conflict_detail(char *detail, size_t size, const char *identity,
                             const char *topic, const char *partition,
                             const char *offset, const char *was,
                             const char *now) {
@@ -106,9 +106,9 @@ int pg_key_one(pg_sink *s, const tm_record *r, const tm_range *g,
     const char *h = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
     int same = same_hash(h, r->identity_hash);
     if (!same)
-        conflict_detail(detail, size, r->identity, PQgetvalue(res, 0, 1),
-                        PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), h,
-                        r->identity_hash);
+        pg_key_conflict_detail(detail, size, r->identity, PQgetvalue(res, 0, 1),
+                               PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3), h,
+                               r->identity_hash);
     PQclear(res);
     return same ? 1 : 2;
 }
@@ -225,8 +225,7 @@ static int by_identity(const void *a, const void *b) {
     return c ? c : (x->j > y->j) - (x->j < y->j);
 }
 
-/* Records OUTCOME (1 or 2) of record J, with DETAIL for a conflict. */
-static tm_status put(pg_sink *s, const tm_batch *b, size_t j, int outcome,
+tm_status pg_key_put(pg_sink *s, const tm_batch *b, size_t j, int outcome,
                      const char *detail, pg_key_set *out, tm_error *err) {
     out->outcome[j] = (unsigned char)outcome;
     if (outcome != 2)
@@ -270,9 +269,9 @@ static tm_status decide_run(pg_sink *s, const tm_batch *b, const key_ref *k,
         const tm_record *rec = TM_CELEM(tm_record, b->records, k[i].j);
         int same = same_hash(was, rec->identity_hash);
         if (!same)
-            conflict_detail(detail, sizeof detail, rec->identity, topic, p, o,
-                            was, rec->identity_hash);
-        r = put(s, b, k[i].j, same ? 1 : 2, detail, out, err);
+            pg_key_conflict_detail(detail, sizeof detail, rec->identity, topic,
+                                   p, o, was, rec->identity_hash);
+        r = pg_key_put(s, b, k[i].j, same ? 1 : 2, detail, out, err);
     }
     return r;
 }

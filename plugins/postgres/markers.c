@@ -224,6 +224,10 @@ tm_status pg_claim(void *sink, tm_marker *markers, size_t n, uint32_t flags,
         if (r != TM_OK)
             r = TM_RETRY;
     }
+    /* The business keys held in memory, read before the first commit (in
+     * a snapshot of their own: no lock held while loading). */
+    if (r == TM_OK)
+        r = pg_keyset_claim(s, err);
     if (r != TM_OK) {
         if (b.oom)
             s->host->set_error(err, "claim: out of memory");

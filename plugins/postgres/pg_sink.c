@@ -16,8 +16,10 @@ static void free_names(pg_sink *s) {
     free(s->q_dls);
     free(s->q_keys);
     free(s->q_owners);
+    free(s->q_keysets);
+    free(s->q_key_batches);
     s->q_schema = s->q_table = s->q_markers = s->q_dls = s->q_keys = NULL;
-    s->q_owners = NULL;
+    s->q_owners = s->q_keysets = s->q_key_batches = NULL;
 }
 
 static tm_status pg_open(const tm_host_api *host, const tm_sink_config *config,
@@ -77,6 +79,7 @@ static void pg_close(void *sink) {
         return;
     pg_disconnect(s);
     pg_evolve_free(s);
+    pg_keyset_free(s);
     free_names(s);
     free(s);
 }

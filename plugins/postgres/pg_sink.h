@@ -10,7 +10,10 @@
  *   copy.c      rows with COPY (text format), upsert through staging
  *   jsonb_text.c  JSON text jsonb can hold (a NUL byte in a string)
  *   binarray.c  PostgreSQL's binary formats: arrays, COPY rows (keys.c)
- *   keys.c      the business keys of dedup, decided as a set
+ *   keys.c      the business keys of dedup, decided as a set (one row a
+ *               key: "dedup_keys": "rows")
+ *   keyset.c    the business keys held in memory ("dedup_keys": "memory",
+ *               on the shared set and digests of plugins/keyset)
  *   commit.c    one batch in one transaction
  *   scan.c      read-back of rows and dead letters
  *   validate.c  the read-only check of settings, connection and table
@@ -27,14 +30,22 @@
 #include <tidemark/columns.h>
 #include <tidemark/sink.h>
 
+#include "keyset.h"
+
 /* Helper tables beside the target (same names as the SQLite sink), in the
  * configured schema. */
-#define PG_MARKERS       "tidemark_markers"
-#define PG_DEAD_LETTERS  "tidemark_dead_letters"
-#define PG_KEYS          "tidemark_keys"
-#define PG_OWNERS        "tidemark_table_owners"
-#define PG_HIDDEN_PREFIX "_tm_"
-#define PG_NHIDDEN       4
+#define PG_MARKERS      "tidemark_markers"
+#define PG_DEAD_LETTERS "tidemark_dead_letters"
+#define PG_KEYS         "tidemark_keys"
+#define PG_OWNERS       "tidemark_table_owners"
+#define PG_KEYSETS      "tidemark_keysets"
+#define PG_KEY_BATCHES  "tidemark_key_batches"
+/* The trigger on tidemark_keys (and its function) refusing a connector's
+ * keys there while they are held in memory (schema.c), and its SQLSTATE. */
+#define PG_KEYS_GUARD      "tidemark_keys_held_in_memory"
+#define PG_KEYS_GUARD_CODE "TMK01"
+#define PG_HIDDEN_PREFIX   "_tm_"
+#define PG_NHIDDEN         4
 /* PostgreSQL keeps 63 bytes of a name (NAMEDATALEN - 1) and cuts longer
  * ones silently. */
 #define PG_NAME_MAX 63
@@ -54,6 +65,7 @@ typedef struct pg_settings {
     int64_t statement_timeout_ms;
     int64_t retention_s; /* 0: keys are kept for ever */
     int shared_table;    /* other connectors may write the table too */
+    int keys_rows; /* "dedup_keys": 0 "memory", 1 "rows" (one row a key) */
 } pg_settings;
 
 typedef struct pg_buf {
@@ -61,6 +73,43 @@ typedef struct pg_buf {
     size_t len, cap;
     int oom;
 } pg_buf;
+
+/* keyset.c: the connector's business keys held in memory. */
+typedef struct pg_keyset {
+    tk_tab set;
+    uint8_t seed[16];      /* SipHash key, from the connector's keysets row */
+    int loaded;            /* set holds generation gen after pruned removals */
+    int64_t gen, pruned;   /* pruned: every batch row up to it removed */
+    int64_t legacy_pruned; /* removals of tidemark_keys rows (a counter) */
+    int64_t legacy;        /* tidemark_keys rows loaded (pruned per key) */
+    int64_t gen_floor;     /* the lowest generation a key was put with */
+    size_t want; /* the keys a whole load means to hold (its message) */
+    /* this transaction: */
+    int locked;        /* holds the connector's keysets row */
+    int fresh_row;     /* made the keysets row */
+    tk_stage add;      /* the batch's new keys (rec: record, TK_DROPPED) */
+    tk_stage del;      /* keys the batch's retention removed */
+    int64_t newest_at; /* newest applied_at of add */
+    int64_t prune_to;  /* the batch removed batch rows up to it (else 0) */
+    int legacy_now;    /* the batch removed tidemark_keys rows */
+    int64_t next_gen, next_pruned, next_legacy;
+    tk_key *dig; /* the batch's records' digests (a == 0: no key) */
+    size_t ndig;
+    /* the set's slots and size when the batch decided: a rebuild always
+     * grows the size, where the slots of two rebuilds may share an address
+     * (the first table's block handed back for the second) */
+    const tk_key *decided_slot;
+    size_t decided_mask;
+    /* the batch's writes of its keys, queued with the marker updates
+     * (pg_keyset_stmts): their SQL and parameters live until the end */
+    char *sql[2];
+    uint8_t *blob;
+    char par[7][32];
+    const char *vals[2][7];
+    int lens[7], fmts[7];
+    size_t nstmts;
+    uint64_t touched; /* the decisions' reads ahead, kept */
+} pg_keyset;
 
 typedef struct pg_sink {
     const tm_host_api *host;
@@ -74,6 +123,7 @@ typedef struct pg_sink {
     int64_t deadline_ms;     /* of the call in progress, 0: none */
     /* Escaped names, made at connect (PQescapeIdentifier needs a conn). */
     char *q_schema, *q_table, *q_markers, *q_dls, *q_keys, *q_owners;
+    char *q_keysets, *q_key_batches;
     char last_state[6]; /* SQLSTATE of the last pg_fail, "" if none */
     int prepared;       /* the marker statements are prepared on conn */
     int keys_prepared;  /* the business keys' probe (keys.c) too */
@@ -86,6 +136,7 @@ typedef struct pg_sink {
     int schema_cols;
     tm_sink_config own;
     tm_columns_follow follow;
+    pg_keyset ks; /* dedup_keys "memory" */
 } pg_sink;
 
 /* settings.c */
@@ -114,6 +165,10 @@ void pg_buf_ident(pg_sink *s, pg_buf *b, const char *name);
 /* Connects (application_name = connector, timeouts), makes the cancel
  * object and the escaped names. TM_OK, TM_RETRY (unreachable). */
 tm_status pg_connect(pg_sink *s, tm_error *err);
+/* The session's idle_in_transaction_session_timeout (conn.c):
+ * statement_timeout_ms, at least PG_IDLE_MIN_MS. */
+#define PG_IDLE_MIN_MS 10000
+int64_t pg_idle_timeout_ms(const pg_sink *s);
 void pg_disconnect(pg_sink *s);
 /* A connection that works, reconnecting after a loss. */
 tm_status pg_ready(pg_sink *s, tm_error *err);
@@ -157,6 +212,12 @@ tm_status pg_exec(pg_sink *s, const char *sql, const char *step, tm_error *err);
 PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
                    const int *lens, const int *formats, int want_tuples,
                    const char *step, tm_status *r, tm_error *err);
+/* pg_query of a statement that returns tuples, its results in PostgreSQL's
+ * binary format (a bytea's bytes as they are). */
+PGresult *pg_query_binary(pg_sink *s, const char *sql, int n,
+                          const char *const *vals, const int *lens,
+                          const int *formats, const char *step, tm_status *r,
+                          tm_error *err);
 /* ROLLBACK if a transaction is open; never fails loudly. */
 void pg_rollback(pg_sink *s);
 
@@ -165,15 +226,22 @@ void pg_rollback(pg_sink *s);
 typedef struct pg_stmt {
     const char *name; /* a prepared statement, or NULL: sql */
     const char *sql;
-    int n;                   /* parameters, */
-    const char *const *vals; /* as text (NULL: SQL null) */
+    int n;                     /* parameters, */
+    const char *const *vals;   /* as text (NULL: SQL null) */
+    const int *lens, *formats; /* NULL: every parameter text */
     int want_tuples;
     const char *step; /* names the statement in errors */
     PGresult *res;    /* set by pg_pipe_end on TM_OK; PQclear it */
+    int sync_after;   /* pg_pipe_sync was called after it */
 } pg_stmt;
 tm_status pg_pipe_begin(pg_sink *s, const char *step, tm_error *err);
 tm_status pg_pipe_send(pg_sink *s, const pg_stmt *st, tm_error *err);
-tm_status pg_pipe_flush(pg_sink *s, const char *step, tm_error *err);
+/* A Sync after the statements sent so far, without waiting for their
+ * results: the server runs them and then waits as "idle in transaction",
+ * so that idle_in_transaction_session_timeout ends a session stopped
+ * there (without it, mid-pipeline, it waits for the next message for
+ * ever). Mark the last statement sent sync_after. */
+tm_status pg_pipe_sync(pg_sink *s, const char *step, tm_error *err);
 /* TM_OK with every st[i].res set; else pg_fail's answer for the first
  * statement that failed (the server skipped those after it) and no res.
  * A connection that cannot be brought back to idle is dropped (RETRY). */
@@ -280,6 +348,55 @@ tm_status pg_keys_decide(pg_sink *s, const tm_batch *b,
                          pg_key_set *out, tm_error *err);
 /* Frees OUT's details and outcome. */
 void pg_key_set_free(pg_key_set *out, size_t nrecords);
+/* Records OUTCOME (1 or 2) of record J in OUT, with DETAIL for a conflict
+ * (2). TM_OK, or TM_RETRY when out of memory. */
+tm_status pg_key_put(pg_sink *s, const tm_batch *b, size_t j, int outcome,
+                     const char *detail, pg_key_set *out, tm_error *err);
+/* The detail of an identity_conflict against a first occurrence. */
+void pg_key_conflict_detail(char *detail, size_t size, const char *identity,
+                            const char *topic, const char *partition,
+                            const char *offset, const char *was,
+                            const char *now);
+
+/* keyset.c: the business keys held in memory ("dedup_keys": "memory",
+ * docs/sinks/postgres.md, "Business keys held in memory"). */
+/* 1 when the sink holds its keys in memory (dedup on, "memory"). */
+int pg_keyset_on(const pg_sink *s);
+/* At claim, after its transaction: the connector's keysets row made when
+ * missing, the set loaded when it is not current (its own read-only
+ * snapshot). With "rows": TM_FATAL when the connector has a keysets row. */
+tm_status pg_keyset_claim(pg_sink *s, tm_error *err);
+/* In the commit's transaction, first: the connector's row locked and the
+ * set brought up to it (LOCK_FIRST, or the set not loaded); else nothing. */
+tm_status pg_keyset_begin(pg_sink *s, int lock_first, tm_error *err);
+/* The retention's removals: the connector's batch rows (and old per-key
+ * rows) applied before both horizons deleted, their keys staged as removed
+ * for this batch's decisions. */
+tm_status pg_keyset_prune(pg_sink *s, int64_t horizon, int64_t wall_horizon,
+                          tm_error *err);
+/* The keyed records' outcomes (KEYED[j]), as pg_keys_decide gives them,
+ * from the set, the batch's removals and its earlier records; new keys
+ * staged. */
+tm_status pg_keyset_decide(pg_sink *s, const tm_batch *b,
+                           const unsigned char *keyed, int64_t wall_ms,
+                           pg_key_set *out, tm_error *err);
+/* A staged key whose row the table refused: not stored. */
+void pg_keyset_drop(pg_sink *s, const tm_record *r);
+/* Last in the transaction's effects: the connector's row locked if it was
+ * not (the decisions checked against what other hosts committed since the
+ * set was current: *REDO set, TM_RETRY, when they must be made again with
+ * the row locked first), and the statements that write the batch's row of
+ * new keys and move the connector's row made ready. */
+tm_status pg_keyset_finish(pg_sink *s, const tm_batch *b, int64_t wall_ms,
+                           int *redo, tm_error *err);
+/* Those statements (0 to 2, into OUT), sent in the pipeline of the marker
+ * updates and COMMIT: no round trip of their own. */
+size_t pg_keyset_stmts(pg_sink *s, pg_stmt *out);
+/* After COMMIT succeeded: the batch's changes into the set. */
+void pg_keyset_committed(pg_sink *s);
+/* After a rollback (or an unknown outcome): the set as it was. */
+void pg_keyset_abort(pg_sink *s);
+void pg_keyset_free(pg_sink *s);
 
 /* commit.c */
 tm_status pg_commit(void *sink, const tm_batch *batch, tm_error *err);

@@ -4,7 +4,9 @@
  * what dominates small batches. Statements go out as the extended protocol
  * (parameters, never spliced values) with one Sync at the end; the server
  * skips everything after the first error up to that Sync, so a statement
- * that fails stops the ones queued behind it (a COMMIT among them). */
+ * that fails stops the ones queued behind it (a COMMIT among them). A
+ * Sync in the middle (pg_pipe_sync) ends that skipping, but not the
+ * transaction: after an error there, a COMMIT answers ROLLBACK. */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,17 +46,18 @@ tm_status pg_pipe_begin(pg_sink *s, const char *step, tm_error *err) {
 }
 
 tm_status pg_pipe_send(pg_sink *s, const pg_stmt *st, tm_error *err) {
-    int sent = st->name ? PQsendQueryPrepared(s->conn, st->name, st->n,
-                                              st->vals, NULL, NULL, 0)
-                        : PQsendQueryParams(s->conn, st->sql, st->n, NULL,
-                                            st->vals, NULL, NULL, 0);
+    int sent = st->name
+                   ? PQsendQueryPrepared(s->conn, st->name, st->n, st->vals,
+                                         st->lens, st->formats, 0)
+                   : PQsendQueryParams(s->conn, st->sql, st->n, NULL, st->vals,
+                                       st->lens, st->formats, 0);
     if (sent != 1)
         return pg_fail(s, NULL, st->step, err);
     return TM_OK;
 }
 
-tm_status pg_pipe_flush(pg_sink *s, const char *step, tm_error *err) {
-    if (PQflush(s->conn) != 0)
+tm_status pg_pipe_sync(pg_sink *s, const char *step, tm_error *err) {
+    if (PQpipelineSync(s->conn) != 1) /* sends it: flushes */
         return pg_fail(s, NULL, step, err);
     return TM_OK;
 }
@@ -100,6 +103,16 @@ tm_status pg_pipe_end(pg_sink *s, pg_stmt *st, size_t n, tm_error *err) {
             PQclear(res);
             if (PQstatus(s->conn) != CONNECTION_OK)
                 break;
+        }
+        if (st[i].sync_after && PQstatus(s->conn) == CONNECTION_OK) {
+            res = PQgetResult(s->conn); /* pg_pipe_sync's */
+            int synced = res && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+            PQclear(res);
+            if (!synced) {
+                if (!first_error)
+                    r = pg_fail(s, NULL, st[i].step, err);
+                break;
+            }
         }
     }
     if (r == TM_OK && first_error)

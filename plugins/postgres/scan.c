@@ -265,7 +265,12 @@ tm_status pg_scan(void *sink, const char *topic, int32_t partition,
     int wants = TM_HOST_SCAN_WANTS_VALUES(s->host, emit_ctx);
     /* One transaction, so one snapshot for the whole cursor; read-only,
      * and ended (committed: it wrote nothing) whatever happened. */
-    if ((r = pg_exec(s, "BEGIN READ ONLY", "scan", err)) != TM_OK) {
+    /* the reader paces the FETCHes: no idle_in_transaction_session_timeout
+     * (conn.c); a read-only snapshot holds no lock a writer waits for */
+    if ((r = pg_exec(s,
+                     "BEGIN READ ONLY; SET LOCAL "
+                     "idle_in_transaction_session_timeout = 0",
+                     "scan", err)) != TM_OK) {
         pg_rollback(s);
         return r == TM_RETRY ? r : TM_FATAL;
     }

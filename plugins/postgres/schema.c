@@ -33,7 +33,10 @@ enum {
     PG_MISS_WALL = 1u << 7,     /* applied_wall of the keys */
     PG_MISS_OWNERS = 1u << 8,
     PG_MISS_TABLE = 1u << 9, /* only with "create" */
-    PG_NMISS = 10
+    PG_MISS_KEYSETS = 1u << 10,
+    PG_MISS_KEY_BATCHES = 1u << 11,
+    PG_MISS_KEYS_GUARD = 1u << 12, /* only for keys held in memory */
+    PG_NMISS = 13
 };
 
 /* *missing: the PG_MISS_* bits of the objects not there (a missing table
@@ -48,7 +51,7 @@ static tm_status missing_objects(pg_sink *s, unsigned *missing, tm_error *err) {
     if (bk.oom || bd.oom) {
         s->host->set_error(err, "out of memory");
     } else {
-        const char *v[10] = {s->q_schema,
+        const char *v[13] = {s->q_schema,
                              s->q_markers,
                              s->q_dls,
                              bd.p,
@@ -57,7 +60,10 @@ static tm_status missing_objects(pg_sink *s, unsigned *missing, tm_error *err) {
                              s->q_owners,
                              s->q_table,
                              s->set.retention_s > 0 ? "t" : "f",
-                             s->set.create ? "t" : "f"};
+                             s->set.create ? "t" : "f",
+                             s->q_keysets,
+                             s->q_key_batches,
+                             pg_keyset_on(s) ? "t" : "f"};
         /* Columns in the order of the PG_MISS_* bits. */
         PGresult *res = pg_query(
             s,
@@ -70,8 +76,11 @@ static tm_status missing_objects(pg_sink *s, unsigned *missing, tm_error *err) {
             "NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = "
             "to_regclass($5) AND attname = 'applied_wall' AND NOT "
             "attisdropped), to_regclass($7) IS NULL, $10::bool AND "
-            "to_regclass($8) IS NULL",
-            10, v, NULL, NULL, 1, "checking the tables", &r, err);
+            "to_regclass($8) IS NULL, to_regclass($11) IS NULL, "
+            "to_regclass($12) IS NULL, $13::bool AND NOT EXISTS (SELECT 1 "
+            "FROM pg_trigger WHERE tgrelid = to_regclass($5) AND tgname = "
+            "'" PG_KEYS_GUARD "')",
+            13, v, NULL, NULL, 1, "checking the tables", &r, err);
         if (res && (PQntuples(res) != 1 || PQnfields(res) != PG_NMISS)) {
             s->host->set_error(err, "checking the tables: unexpected answer");
             r = TM_RETRY;
@@ -159,6 +168,60 @@ static void helpers_ddl(pg_sink *s, unsigned missing, pg_buf *b) {
         pg_buf_add(b, s->q_keys);
         pg_buf_add(b, " ADD COLUMN IF NOT EXISTS applied_wall bigint NOT NULL "
                       "DEFAULT (extract(epoch FROM now()) * 1000)::bigint; ");
+    }
+    /* The business keys held in memory (keyset.c): the connector's row,
+     * and one row of packed digests a batch, stored uncompressed out of
+     * line (EXTERNAL: digests do not compress, and trying costs CPU). */
+    if (missing & PG_MISS_KEYSETS) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_keysets);
+        pg_buf_add(b, " (connector text PRIMARY KEY, seed bytea NOT NULL, "
+                      "seed_check bigint NOT NULL, generation bigint NOT "
+                      "NULL, pruned_generation bigint NOT NULL, "
+                      "legacy_pruned bigint NOT NULL DEFAULT 0); ");
+    }
+    if (missing & PG_MISS_KEY_BATCHES) {
+        pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");
+        pg_buf_add(b, s->q_key_batches);
+        pg_buf_add(b, " (connector text NOT NULL, generation bigint NOT NULL, "
+                      "applied_wall bigint NOT NULL, newest_applied_at bigint "
+                      "NOT NULL, nkeys bigint NOT NULL, keys bytea NOT NULL, "
+                      "seed_check bigint NOT NULL, PRIMARY KEY (connector, "
+                      "generation)); ALTER TABLE ");
+        pg_buf_add(b, s->q_key_batches);
+        pg_buf_add(b, " ALTER keys SET STORAGE EXTERNAL; ");
+    }
+    /* Keys held in memory are not read from tidemark_keys by the hosts
+     * holding them (only at a claim): a host storing a connector's keys
+     * there meanwhile (an older build in a rolling upgrade, or "dedup_keys":
+     * "rows") would have its keys stored twice. Its INSERT is refused for a
+     * connector with a keysets row, failing its commit (TM_FATAL: a code
+     * of no class the sinks take for a record's), once per statement (the
+     * rows it inserted, a transition table). The body names no schema:
+     * the keysets table beside the keys table (TG_TABLE_SCHEMA). */
+    if (missing & PG_MISS_KEYS_GUARD) {
+        pg_buf_add(b, "CREATE OR REPLACE FUNCTION ");
+        pg_buf_add(b, s->q_schema);
+        pg_buf_add(
+            b,
+            "." PG_KEYS_GUARD "() RETURNS trigger LANGUAGE plpgsql AS "
+            "$body$ DECLARE c text; BEGIN EXECUTE format('SELECT "
+            "min(a.connector) FROM added a JOIN %I." PG_KEYSETS " k ON "
+            "k.connector = a.connector', TG_TABLE_SCHEMA) INTO c; IF c IS "
+            "NOT NULL THEN RAISE EXCEPTION USING ERRCODE = '" PG_KEYS_GUARD_CODE
+            "', MESSAGE = format('connector %s holds its business keys in "
+            "memory (its row in %I." PG_KEYSETS "), which its hosts do not "
+            "read from " PG_KEYS ": a host storing them there (a build from "
+            "before the keys held in memory, or \"dedup_keys\": \"rows\") "
+            "would store a resent key twice. Upgrade every host of the "
+            "connector (docs/sinks/postgres.md, A rolling upgrade)', c, "
+            "TG_TABLE_SCHEMA); END IF; RETURN NULL; END $body$; ");
+        pg_buf_add(b, "CREATE TRIGGER " PG_KEYS_GUARD " AFTER INSERT ON ");
+        pg_buf_add(b, s->q_keys);
+        pg_buf_add(b, " REFERENCING NEW TABLE AS added FOR EACH STATEMENT "
+                      "EXECUTE FUNCTION ");
+        pg_buf_add(b, s->q_schema);
+        pg_buf_add(b, "." PG_KEYS_GUARD "(); ");
     }
     if (missing & PG_MISS_OWNERS) {
         pg_buf_add(b, "CREATE TABLE IF NOT EXISTS ");

@@ -11,6 +11,8 @@
 
 /* The order of MODES is pg_mode's. */
 static const char *const MODES[] = {"append", "upsert", NULL};
+/* The order of KEY_STORES is pg_settings.keys_rows's. */
+static const char *const KEY_STORES[] = {"memory", "rows", NULL};
 
 /* Names longer than PG_NAME_MAX bytes would be cut by the server, so two
  * settings could name one table while the owners registry, keyed by the
@@ -36,6 +38,9 @@ const tm_setting PG_SETTINGS[] = {
                    TM_SETTING_NO_DEFAULT, 0, 1, INT64_MAX / 1000,
                    "forget business keys this long after their record "
                    "timestamp; absent: keep for ever"),
+    TM_SETTING_ENUM("dedup_keys", pg_settings, keys_rows, 0, KEY_STORES, 0,
+                    "business keys held in memory (one packed row of "
+                    "digests per batch), or one row per key"),
     TM_SETTING_BOOL("shared_table", pg_settings, shared_table, 0,
                     "other connectors write the table too (each of them must "
                     "say so)"),

@@ -32,8 +32,9 @@ static tm_status refuse(pg_sink *s, const char *role, const char *priv,
  * the database. *target_exists: whether the target table exists. */
 static tm_status schema_privileges(pg_sink *s, char *role, size_t role_size,
                                    int *target_exists, tm_error *err) {
-    const char *v[6] = {s->q_schema, s->q_table, s->q_markers,
-                        s->q_dls,    s->q_keys,  s->q_owners};
+    const char *v[8] = {s->q_schema,  s->q_table,      s->q_markers,
+                        s->q_dls,     s->q_keys,       s->q_owners,
+                        s->q_keysets, s->q_key_batches};
     tm_status r;
     /* Each to_regclass only with USAGE: without it the lookup fails. */
     PGresult *res = pg_query(
@@ -47,9 +48,10 @@ static tm_status schema_privileges(pg_sink *s, char *role, size_t role_size,
         "to_regclass($2) IS NOT NULL END, "
         "CASE WHEN has_schema_privilege(current_user, n.oid, 'USAGE') THEN "
         "to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND "
-        "to_regclass($5) IS NOT NULL AND to_regclass($6) IS NOT NULL END "
+        "to_regclass($5) IS NOT NULL AND to_regclass($6) IS NOT NULL AND "
+        "to_regclass($7) IS NOT NULL AND to_regclass($8) IS NOT NULL END "
         "FROM (SELECT to_regnamespace($1) AS oid) n",
-        6, v, NULL, NULL, 1, "validate: reading privileges", &r, err);
+        8, v, NULL, NULL, 1, "validate: reading privileges", &r, err);
     if (!res)
         return r;
     snprintf(role, role_size, "%s", PQgetvalue(res, 0, 0));
@@ -105,6 +107,39 @@ static tm_status table_privileges(pg_sink *s, const char *role,
     return TM_OK;
 }
 
+/* An existing tidemark_keys without the trigger refusing keys held in
+ * memory there gets it at the open of a connector holding them (schema.c):
+ * CREATE TRIGGER needs TRIGGER on the table, its function CREATE on the
+ * schema. */
+static tm_status guard_privileges(pg_sink *s, const char *role, tm_error *err) {
+    static const char *const TRIGGER[] = {"TRIGGER", NULL};
+    const char *v[3] = {s->q_keys, PG_KEYS_GUARD, s->q_schema};
+    tm_status r;
+    PGresult *res = pg_query(
+        s,
+        "SELECT to_regclass($1) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+        "pg_trigger WHERE tgrelid = to_regclass($1) AND tgname = $2), "
+        "has_schema_privilege(current_user, to_regnamespace($3), 'CREATE')",
+        3, v, NULL, NULL, 1, "validate: reading privileges", &r, err);
+    if (!res)
+        return r;
+    int missing = *PQgetvalue(res, 0, 0) == 't';
+    int create = priv_answer(res, 1);
+    PQclear(res);
+    if (!missing)
+        return TM_OK;
+    r = table_privileges(s, role, s->q_keys, TRIGGER,
+                         ", needed to make its trigger " PG_KEYS_GUARD
+                         " (keys held in memory are refused there)",
+                         err);
+    if (r == TM_OK && create == 0)
+        r = refuse(s, role, "CREATE", "schema", s->q_schema,
+                   ", needed to make the function of the trigger " PG_KEYS_GUARD
+                   " on " PG_KEYS,
+                   err);
+    return r;
+}
+
 /* What the sink does with each table (commit.c, markers.c, scan.c). */
 static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     static const char *const APPEND[] = {"INSERT", "SELECT", NULL};
@@ -113,6 +148,7 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
                                       NULL};
     static const char *const MARKERS[] = {"INSERT", "UPDATE", "SELECT", NULL};
     static const char *const KEYS[] = {"INSERT", "SELECT", "DELETE", NULL};
+    static const char *const KEYSETS[] = {"INSERT", "UPDATE", "SELECT", NULL};
     static const char *const DLS[] = {"INSERT", "SELECT", NULL};
     static const char *const OWNERS[] = {"INSERT", "UPDATE", "SELECT", NULL};
     tm_status r = table_privileges(s, role, s->q_table,
@@ -132,6 +168,25 @@ static tm_status privileges(pg_sink *s, const char *role, tm_error *err) {
     if (r == TM_OK)
         r = table_privileges(s, role, s->q_owners, OWNERS,
                              " (the sink's table owners)", err);
+    /* the keys held in memory: only a connector with dedup uses them */
+    if (r == TM_OK && pg_keyset_on(s))
+        r = table_privileges(s, role, s->q_keysets, KEYSETS,
+                             " (the sink's business keys held in memory)", err);
+    if (r == TM_OK && pg_keyset_on(s))
+        r = table_privileges(s, role, s->q_key_batches, KEYS,
+                             " (the sink's business keys held in memory)", err);
+    if (r == TM_OK && pg_keyset_on(s))
+        r = guard_privileges(s, role, err);
+    /* "dedup_keys": "rows" reads the connector's keysets row too: its claim
+     * refuses a connector whose keys are held in memory, and the trigger
+     * on tidemark_keys its key rows fire reads the table */
+    static const char *const READ[] = {"SELECT", NULL};
+    if (r == TM_OK && (s->config->flags & TM_CONFIG_DEDUP) && !pg_keyset_on(s))
+        r = table_privileges(s, role, s->q_keysets, READ,
+                             " (read for the sink's business keys kept as "
+                             "rows: a connector holding them in memory is "
+                             "refused)",
+                             err);
     if (r != TM_OK || s->set.mode != PG_UPSERT)
         return r;
     /* Upsert stages rows in a temporary table. */
@@ -287,5 +342,7 @@ tm_status pg_validate(const tm_host_api *host, const tm_sink_config *config,
     free(s.q_dls);
     free(s.q_keys);
     free(s.q_owners);
+    free(s.q_keysets);
+    free(s.q_key_batches);
     return r == TM_FATAL ? TM_INVALID : r;
 }

@@ -6,226 +6,35 @@
  * Inside each commit's BEGIN IMMEDIATE the set is brought up to the
  * connector's newest batch row and tidemark_keysets row (newer generations
  * loaded, a removal by another process reloads); the batch's own changes are
- * staged and reach the set only after COMMIT. */
+ * staged and reach the set only after COMMIT. The digests, the set, the
+ * staged keys and the packed row are the shared part (plugins/keyset,
+ * keyset.h); the tables, statements and locking here are SQLite's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "siphash.h"
 #include "sqlite_sink.h"
 
-/* ---- digests ------------------------------------------------------------ */
-
-static uint64_t rd64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
+/* The shared part's answers (keyset.h) as SQLite's codes. */
+static int tk_rc(int rc) {
+    return rc == TK_OK      ? SQLITE_OK
+           : rc == TK_NOMEM ? SQLITE_NOMEM
+                            : SQLITE_CORRUPT;
 }
 
-static void wr64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-/* The digests of a record's key: identity (128 bits, low bit forced to 1:
- * 0 marks an empty slot) and payload hash (tagged: NULL and "" differ). */
 static sq_key digest(const sq_keyset *k, const char *identity,
                      const char *hash) {
-    uint64_t id[2], ph[2];
-    sq_siphash(k->seed, -1, identity, strlen(identity), 1, id);
-    if (hash)
-        sq_siphash(k->seed, 1, hash, strlen(hash), 0, ph);
-    else
-        sq_siphash(k->seed, 0, NULL, 0, 0, ph);
-    return (sq_key){id[0] | 1, id[1], ph[0]};
-}
-
-/* ---- the set: linear probing, backward-shift deletion ------------------ */
-
-static size_t slot_of(uint64_t b, size_t mask) {
-    return (size_t)(b ^ (b >> 29)) & mask;
-}
-
-static int tab_grow(sq_keytab *t, size_t want) {
-    size_t cap = t->mask ? t->mask + 1 : 1024;
-    while (want > cap / 4 * 3) {
-        if (cap > SIZE_MAX / 2 / sizeof *t->slot)
-            return SQLITE_NOMEM; /* a damaged count: cap would wrap to 0 */
-        cap *= 2;
-    }
-    if (t->slot && cap == t->mask + 1)
-        return SQLITE_OK;
-    sq_key *n = calloc(cap, sizeof *n);
-    if (!n)
-        return SQLITE_NOMEM;
-    size_t mask = cap - 1;
-    for (size_t i = 0; t->slot && i <= t->mask; i++) {
-        if (!t->slot[i].a)
-            continue;
-        size_t j = slot_of(t->slot[i].b, mask);
-        while (n[j].a)
-            j = (j + 1) & mask;
-        n[j] = t->slot[i];
-    }
-    free(t->slot);
-    t->slot = n;
-    t->mask = mask;
-    return SQLITE_OK;
-}
-
-/* The slot holding key (a, b), or NULL and in *empty the first empty
- * slot of its probe (where it would be inserted). */
-static sq_key *tab_probe(const sq_keytab *t, uint64_t a, uint64_t b,
-                         size_t *empty) {
-    *empty = SIZE_MAX;
-    if (!t->slot)
-        return NULL;
-    for (size_t j = slot_of(b, t->mask);; j = (j + 1) & t->mask) {
-        sq_key *e = &t->slot[j];
-        if (!e->a) {
-            *empty = j;
-            return NULL;
-        }
-        if (e->a == a && e->b == b)
-            return e;
-    }
-}
-
-static sq_key *tab_find(const sq_keytab *t, uint64_t a, uint64_t b) {
-    size_t empty;
-    return tab_probe(t, a, b, &empty);
-}
-
-/* Adds or replaces KEY, probing from slot FROM (SIZE_MAX: its home; a
- * slot on its probe path before which no slot was emptied since).
- * SQLITE_OK or SQLITE_NOMEM. */
-static int tab_put_from(sq_keytab *t, sq_key key, size_t from) {
-    if ((!t->slot || t->n + 1 > (t->mask + 1) / 4 * 3) &&
-        tab_grow(t, t->n + 1) != SQLITE_OK)
-        return SQLITE_NOMEM;
-    size_t j = from <= t->mask ? from : slot_of(key.b, t->mask);
-    while (t->slot[j].a && !(t->slot[j].a == key.a && t->slot[j].b == key.b))
-        j = (j + 1) & t->mask;
-    if (!t->slot[j].a)
-        t->n++;
-    t->slot[j] = key;
-    return SQLITE_OK;
-}
-
-static int tab_put(sq_keytab *t, sq_key key) {
-    return tab_put_from(t, key, SIZE_MAX);
-}
-
-static void tab_del(sq_keytab *t, uint64_t a, uint64_t b) {
-    sq_key *e = tab_find(t, a, b);
-    if (!e)
-        return;
-    size_t i = (size_t)(e - t->slot);
-    /* shift back the entries of the run that follows into the hole */
-    for (size_t j = (i + 1) & t->mask; t->slot[j].a; j = (j + 1) & t->mask) {
-        size_t home = slot_of(t->slot[j].b, t->mask);
-        /* j's entry may move to i when its home is not in (i, j] */
-        if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
-            t->slot[i] = t->slot[j];
-            i = j;
-        }
-    }
-    t->slot[i] = (sq_key){0, 0, 0};
-    t->n--;
-}
-
-static void tab_clear(sq_keytab *t) {
-    free(t->slot);
-    *t = (sq_keytab){0};
-}
-
-/* ---- staged keys: insertion order kept (the batch row's blob) ---------- */
-
-static void stage_reset(sq_keystage *st) {
-    st->n = 0;
-    if (st->idx)
-        memset(st->idx, 0xff, (st->mask + 1) * sizeof *st->idx);
-}
-
-static void stage_free(sq_keystage *st) {
-    free(st->key);
-    free(st->rec);
-    free(st->pos);
-    free(st->idx);
-    *st = (sq_keystage){0};
-}
-
-static int32_t stage_find(const sq_keystage *st, uint64_t a, uint64_t b) {
-    if (!st->n)
-        return -1;
-    for (size_t j = slot_of(b, st->mask);; j = (j + 1) & st->mask) {
-        int32_t i = st->idx[j];
-        if (i < 0 || (st->key[i].a == a && st->key[i].b == b))
-            return i;
-    }
-}
-
-static int stage_add(sq_keystage *st, sq_key key, int32_t rec, size_t pos) {
-    if (st->n == st->cap) {
-        size_t cap = st->cap ? st->cap * 2 : 256;
-        sq_key *k = realloc(st->key, cap * sizeof *k);
-        if (!k)
-            return SQLITE_NOMEM;
-        st->key = k;
-        int32_t *r = realloc(st->rec, cap * sizeof *r);
-        if (!r)
-            return SQLITE_NOMEM;
-        st->rec = r;
-        size_t *p = realloc(st->pos, cap * sizeof *p);
-        if (!p)
-            return SQLITE_NOMEM;
-        st->pos = p;
-        st->cap = cap;
-    }
-    if (!st->idx || st->n + 1 > (st->mask + 1) / 2) {
-        size_t cap = st->idx ? (st->mask + 1) * 2 : 512;
-        int32_t *idx = malloc(cap * sizeof *idx);
-        if (!idx)
-            return SQLITE_NOMEM;
-        memset(idx, 0xff, cap * sizeof *idx);
-        free(st->idx);
-        st->idx = idx;
-        st->mask = cap - 1;
-        for (size_t i = 0; i < st->n; i++) {
-            size_t j = slot_of(st->key[i].b, st->mask);
-            while (idx[j] >= 0)
-                j = (j + 1) & st->mask;
-            idx[j] = (int32_t)i;
-        }
-    }
-    size_t j = slot_of(key.b, st->mask);
-    while (st->idx[j] >= 0)
-        j = (j + 1) & st->mask;
-    st->idx[j] = (int32_t)st->n;
-    st->key[st->n] = key;
-    st->rec[st->n] = rec;
-    st->pos[st->n] = pos;
-    st->n++;
-    return SQLITE_OK;
+    return tk_digest(k->seed, identity, hash);
 }
 
 /* ---- loading ----------------------------------------------------------- */
 
 /* The keys of one batch row's blob into the set (add) or the removals. */
 static int blob_keys(sq_keyset *k, const void *blob, int len, int into_del) {
-    const uint8_t *p = blob;
-    int rc = SQLITE_OK;
-    if (len % 24 != 0)
+    if (len < 0)
         return SQLITE_CORRUPT;
-    for (int off = 0; rc == SQLITE_OK && off < len; off += 24) {
-        sq_key key = {rd64(p + off), rd64(p + off + 8), rd64(p + off + 16)};
-        if (!key.a)
-            return SQLITE_CORRUPT;
-        rc = into_del ? stage_add(&k->del, key, -1, SIZE_MAX)
-                      : tab_put(&k->set, key);
-    }
-    return rc;
+    return tk_rc(
+        tk_unpack(blob, (size_t)len, into_del ? NULL : &k->set, &k->del));
 }
 
 /* Rows of tidemark_key_batches past generation AFTER into the set. */
@@ -262,7 +71,9 @@ static int batch_keys(sq_sink *s, int64_t *rows, int64_t *keys) {
 static int presize(sq_sink *s) {
     int64_t rows, n;
     int rc = batch_keys(s, &rows, &n);
-    return rc == SQLITE_OK && n > 0 ? tab_grow(&s->keys.set, (size_t)n) : rc;
+    return rc == SQLITE_OK && n > 0
+               ? tk_rc(tk_tab_grow(&s->keys.set, (size_t)n))
+               : rc;
 }
 
 /* The connector's rows of tidemark_keys (older builds, or "rows"). */
@@ -276,7 +87,7 @@ static int load_legacy(sq_sink *s) {
         rc = SQLITE_OK;
         if (!id) /* NOT NULL in the table: a table made otherwise */
             continue;
-        rc = tab_put(&s->keys.set, digest(&s->keys, id, h));
+        rc = tk_rc(tk_tab_put(&s->keys.set, digest(&s->keys, id, h)));
         s->keys.legacy++;
     }
     sq_reuse(st);
@@ -295,14 +106,10 @@ static int any_legacy(sq_sink *s) {
     return any;
 }
 
-/* The check value stored beside a seed (seed_check): a digest of a fixed
- * label under it, so that a seed changed under its batch rows is told
- * from the one their digests were made with. */
+/* The check value stored beside a seed (seed_check; the shared part's,
+ * keyset.h, so that both sinks store the same). */
 int64_t sq_keys_seed_check(const uint8_t seed[16]) {
-    static const char LABEL[] = "tidemark_keysets seed_check";
-    uint64_t out[2];
-    sq_siphash(seed, 2, LABEL, sizeof LABEL - 1, 0, out);
-    return (int64_t)out[0];
+    return tk_seed_check(seed);
 }
 
 /* The connector's keys refused (TM_FATAL): WHAT is wrong with its rows,
@@ -392,7 +199,7 @@ static int full_load(sq_sink *s, const uint8_t seed[16], int64_t gen,
                      int64_t pruned) {
     sq_keyset *k = &s->keys;
     int rc;
-    tab_clear(&k->set);
+    tk_tab_clear(&k->set);
     k->loaded = 0;
     memcpy(k->seed, seed, 16);
     /* Committed rows: a whole load is kept whatever this call does,
@@ -415,7 +222,7 @@ static int full_load(sq_sink *s, const uint8_t seed[16], int64_t gen,
         k->why = k->why_buf;
     }
     if (rc != SQLITE_OK) {
-        tab_clear(&k->set);
+        tk_tab_clear(&k->set);
         return rc;
     }
     k->gen = gen;
@@ -429,8 +236,8 @@ int sq_keys_sync(sq_sink *s) {
     uint8_t seed[16];
     int64_t gen = 0, pruned = 0;
     int found = 0;
-    stage_reset(&k->add);
-    stage_reset(&k->del);
+    tk_stage_reset(&k->add);
+    tk_stage_reset(&k->del);
     k->newest_at = INT64_MIN;
     k->pruned_now = 0;
     k->why = NULL;
@@ -456,7 +263,7 @@ int sq_keys_sync(sq_sink *s) {
                           SQ_KEY_BATCHES);
         sqlite3_randomness(16, k->seed);
         k->fresh_row = 1;
-        tab_clear(&k->set);
+        tk_tab_clear(&k->set);
         k->loaded = 0;
         if ((rc = write_row(s, 0)) != SQLITE_OK)
             return rc;
@@ -471,7 +278,7 @@ int sq_keys_sync(sq_sink *s) {
     if (gen > k->gen) {
         /* another process of the connector committed batches: follow */
         if ((rc = load_batches(s, k->gen)) != SQLITE_OK) {
-            tab_clear(&k->set);
+            tk_tab_clear(&k->set);
             k->loaded = 0;
             return rc;
         }
@@ -514,7 +321,7 @@ int sq_keys_preload(sq_sink *s) {
 
 static void prefetch_slot(const sq_keytab *t, const sq_key *key) {
     if (t->slot && key->a)
-        __builtin_prefetch(&t->slot[slot_of(key->b, t->mask)]);
+        __builtin_prefetch(&t->slot[tk_slot_of(key->b, t->mask)]);
 }
 
 int sq_keys_prepare(sq_sink *s, const tm_batch *b) {
@@ -534,42 +341,24 @@ int sq_keys_prepare(sq_sink *s, const tm_batch *b) {
     return SQLITE_OK;
 }
 
-/* Reads the home slot of records [j, j + TOUCH_CHUNK) in a tight loop:
- * the misses overlap there, where spread over the record loop (SQLite's
- * work between two lookups) each costs its full latency; a prefetch alone
- * did not do it (it may be dropped on a TLB miss). */
-#define TOUCH_CHUNK 256
-
-static void touch_chunk(sq_keyset *k, size_t j, size_t n) {
-    uint64_t sum = 0;
-    size_t end = j + TOUCH_CHUNK < n ? j + TOUCH_CHUNK : n;
-    for (; k->set.slot && j < end; j++) {
-        if (!k->dig[j].a)
-            continue;
-        /* the home slot and two after it: a probe's usual run, which
-         * crosses into the next cache line (24-byte slots) */
-        size_t home = slot_of(k->dig[j].b, k->set.mask);
-        sum += k->set.slot[home].a + k->set.slot[(home + 2) & k->set.mask].a;
-    }
-    k->touched += sum; /* kept, so that the reads are not left out */
-}
-
 int sq_keys_decide(sq_sink *s, size_t j, size_t n, sq_key *key,
                    int32_t *earlier) {
     sq_keyset *k = &s->keys;
-    if (j % TOUCH_CHUNK == 0)
-        touch_chunk(k, j, n);
+    /* the home slots of the next records read ahead (tk_touch), kept so
+     * that the reads are not left out */
+    if (j % TK_TOUCH_CHUNK == 0)
+        k->touched += tk_touch(&k->set, k->dig, j, n);
     *key = k->dig[j];
     *earlier = -1;
-    int32_t i = stage_find(&k->add, key->a, key->b);
+    int32_t i = tk_stage_find(&k->add, key->a, key->b);
     if (i >= 0) {
         *earlier = k->add.rec[i];
         return k->add.key[i].ph == key->ph ? 1 : 2;
     }
-    const sq_key *e = tab_probe(&k->set, key->a, key->b, &k->last_pos);
+    const sq_key *e = tk_tab_probe(&k->set, key->a, key->b, &k->last_pos);
     if (!e)
         return 0;
-    if (stage_find(&k->del, key->a, key->b) >= 0) {
+    if (tk_stage_find(&k->del, key->a, key->b) >= 0) {
         k->last_pos = SIZE_MAX; /* its slot is taken until the removal */
         return 0;
     }
@@ -579,7 +368,7 @@ int sq_keys_decide(sq_sink *s, size_t j, size_t n, sq_key *key,
 int sq_keys_stage(sq_sink *s, sq_key key, int32_t rec, int64_t applied_at) {
     if (applied_at > s->keys.newest_at)
         s->keys.newest_at = applied_at;
-    return stage_add(&s->keys.add, key, rec, s->keys.last_pos);
+    return tk_rc(tk_stage_add(&s->keys.add, key, rec, s->keys.last_pos));
 }
 
 /* DELETE ... RETURNING of expired key batches (and old per-key rows):
@@ -606,10 +395,10 @@ int sq_keys_prune(sq_sink *s, int64_t horizon, int64_t wall_horizon) {
             }
             const char *id = (const char *)sqlite3_column_text(st, 0);
             if (id)
-                rc = stage_add(
+                rc = tk_rc(tk_stage_add(
                     &k->del,
                     digest(k, id, (const char *)sqlite3_column_text(st, 1)), -1,
-                    SIZE_MAX);
+                    SIZE_MAX));
         }
         sq_reuse(st);
         if (rc == SQLITE_DONE)
@@ -634,15 +423,10 @@ int sq_keys_write(sq_sink *s, int64_t wall_ms) {
     }
     int64_t gen = newest + (k->add.n > 0);
     if (k->add.n) {
-        size_t len = k->add.n * 24;
-        uint8_t *blob = malloc(len);
+        size_t len;
+        uint8_t *blob = tk_pack(&k->add, &len);
         if (!blob)
             return SQLITE_NOMEM;
-        for (size_t i = 0; i < k->add.n; i++) {
-            wr64(blob + 24 * i, k->add.key[i].a);
-            wr64(blob + 24 * i + 8, k->add.key[i].b);
-            wr64(blob + 24 * i + 16, k->add.key[i].ph);
-        }
         sqlite3_stmt *st = s->stmt[SQ_KB_INS];
         rc = sqlite3_bind_text(st, 1, s->config->connector, -1, SQLITE_STATIC);
         if (rc == SQLITE_OK)
@@ -678,9 +462,9 @@ void sq_keys_committed(sq_sink *s) {
         return;
     const sq_key *slot0 = k->set.slot;
     for (size_t i = 0; i < k->del.n; i++)
-        tab_del(&k->set, k->del.key[i].a, k->del.key[i].b);
-    if (tab_grow(&k->set, k->set.n + k->add.n) != SQLITE_OK) {
-        tab_clear(&k->set);
+        tk_tab_del(&k->set, k->del.key[i].a, k->del.key[i].b);
+    if (tk_tab_grow(&k->set, k->set.n + k->add.n) != TK_OK) {
+        tk_tab_clear(&k->set);
         k->loaded = 0;
     }
     /* Where each new key's lookup ended is where it goes, as long as no
@@ -690,18 +474,18 @@ void sq_keys_committed(sq_sink *s) {
     for (size_t i = 0; k->loaded && i < k->add.n; i++) {
         if (!hints && i + PREFETCH_AHEAD < k->add.n)
             prefetch_slot(&k->set, &k->add.key[i + PREFETCH_AHEAD]);
-        if (tab_put_from(&k->set, k->add.key[i],
-                         hints ? k->add.pos[i] : SIZE_MAX) != SQLITE_OK) {
+        if (tk_tab_put_from(&k->set, k->add.key[i],
+                            hints ? k->add.pos[i] : SIZE_MAX) != TK_OK) {
             /* out of memory: the next commit reloads from the table */
-            tab_clear(&k->set);
+            tk_tab_clear(&k->set);
             k->loaded = 0;
             break;
         }
     }
     k->gen = k->next_gen;
     k->pruned = k->next_pruned;
-    stage_reset(&k->add);
-    stage_reset(&k->del);
+    tk_stage_reset(&k->add);
+    tk_stage_reset(&k->del);
     k->pruned_now = 0;
 }
 
@@ -709,20 +493,20 @@ void sq_keys_abort(sq_sink *s) {
     sq_keyset *k = &s->keys;
     if (k->fresh_row) {
         /* the seed's row was rolled back with the transaction */
-        tab_clear(&k->set);
+        tk_tab_clear(&k->set);
         k->loaded = 0;
         k->fresh_row = 0;
     }
-    stage_reset(&k->add);
-    stage_reset(&k->del);
+    tk_stage_reset(&k->add);
+    tk_stage_reset(&k->del);
     k->pruned_now = 0;
 }
 
 void sq_keys_free(sq_sink *s) {
-    tab_clear(&s->keys.set);
+    tk_tab_clear(&s->keys.set);
     free(s->keys.dig);
-    stage_free(&s->keys.add);
-    stage_free(&s->keys.del);
+    tk_stage_free(&s->keys.add);
+    tk_stage_free(&s->keys.del);
 }
 
 tm_status sq_keys_fail(sq_sink *s, int rc, const char *step, tm_error *err) {

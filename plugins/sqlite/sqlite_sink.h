@@ -9,8 +9,8 @@
  *   markers.c      claim and read_markers, marker rows
  *   owners.c       which connectors write which table (shared_table)
  *   commit.c       one batch in one transaction
- *   keyset.c       business keys held in memory (dedup_keys "memory")
- *   siphash.c      their digests
+ *   keyset.c       business keys held in memory (dedup_keys "memory"),
+ *                  on the shared set and digests of plugins/keyset
  *   scan.c         read-back of rows and dead letters
  *   validate.c     the read-only check of settings and table shape
  * Nothing here is exported: the plugin exports only tidemark_sink_entry. */
@@ -24,6 +24,8 @@
 #include <sys/types.h>
 #include <tidemark/columns.h>
 #include <tidemark/sink.h>
+
+#include "keyset.h"
 
 /* Helper tables beside the target, all named with this prefix. */
 #define SQ_MARKERS      "tidemark_markers"
@@ -85,24 +87,11 @@ typedef enum sq_stmt_id {
     SQ_NSTMTS
 } sq_stmt_id;
 
-/* keyset.c: one key's digests, a set of them, and a batch's staged ones. */
-typedef struct sq_key {
-    uint64_t a, b; /* identity, 128 bits (a's low bit 1: 0 is empty) */
-    uint64_t ph;   /* payload hash, 64 bits */
-} sq_key;
-
-typedef struct sq_keytab {
-    sq_key *slot;
-    size_t mask, n; /* capacity - 1 (a power of two), entries */
-} sq_keytab;
-
-typedef struct sq_keystage {
-    sq_key *key;  /* in the order staged */
-    int32_t *rec; /* the record index that staged each (-1: none) */
-    size_t *pos;  /* where its lookup in the set ended (SIZE_MAX: none) */
-    int32_t *idx; /* open addressing into key; -1 empty */
-    size_t n, cap, mask;
-} sq_keystage;
+/* keyset.c: one key's digests, a set of them, and a batch's staged ones
+ * (the shared part, plugins/keyset/keyset.h). */
+typedef tk_key sq_key;
+typedef tk_tab sq_keytab;
+typedef tk_stage sq_keystage;
 
 typedef struct sq_keyset {
     sq_keytab set;

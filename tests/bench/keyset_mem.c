@@ -1,5 +1,6 @@
-/* keyset_mem: what the SQLite sink's business keys held in memory
- * ("dedup_keys": "memory", docs/sinks/sqlite.md) cost at claim: a
+/* keyset_mem: what a sink's business keys held in memory ("dedup_keys":
+ * "memory", docs/sinks/sqlite.md and docs/sinks/postgres.md) cost at
+ * claim: a
  * connector with N keys stored (rows of tidemark_key_batches of 10 000
  * digests each, written here directly: random 24-byte digests, as SipHash
  * gives), then the sink opened and the partition claimed (which loads the
@@ -11,10 +12,15 @@
  * ctest test: docs/benchmarks.md.
  *
  *   keyset_mem --keys N [--dir DIR] [--sqlite-plugin PATH]
+ *   keyset_mem --sink postgres --keys N [--postgres-plugin PATH]
  *
  * DIR (default: the current directory) holds the database while it runs:
- * 24 bytes a key and the pages around them. */
+ * 24 bytes a key and the pages around them. With --sink postgres the keys
+ * go into a schema tm_keyset_mem_<pid> of the server TIDEMARK_PG_CONNINFO
+ * names (scripts/env.sh), dropped at the end; no lock thread (a claim
+ * there takes no lock). */
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -53,9 +59,15 @@ typedef struct sink {
     void *s;
 } sink;
 
+/* PostgreSQL: PATH is the schema. */
+static int on_pg;
+
 static void sink_open(const tm_sink_api *api, const char *path, sink *k) {
-    json_t *obj = json_pack("{s:s,s:s,s:s}", "path", path, "table", "t",
-                            "synchronous", "NORMAL");
+    json_t *obj = on_pg ? json_pack("{s:s,s:s,s:s}", "conninfo",
+                                    getenv("TIDEMARK_PG_CONNINFO"), "schema",
+                                    path, "table", "t")
+                        : json_pack("{s:s,s:s,s:s}", "path", path, "table", "t",
+                                    "synchronous", "NORMAL");
     k->set = tm_settings_new(obj, "$.sink.settings");
     json_decref(obj);
     k->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
@@ -87,6 +99,71 @@ static void sql(sqlite3 *db, const char *text) {
         die(text, sqlite3_errmsg(db));
 }
 
+/* N random digests (xorshift64, a's low bit set) into BLOB, 24 a key. */
+static void random_keys(unsigned char *blob, size_t m, uint64_t *x) {
+    for (size_t i = 0; i < m * 24; i += 8) {
+        *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+        uint64_t v = i % 24 == 0 ? *x | 1 : *x;
+        memcpy(blob + i, &v, 8); /* little-endian hosts only */
+    }
+}
+
+static void pg_ok(PGconn *c, PGresult *res, const char *what) {
+    if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+        PQresultStatus(res) != PGRES_TUPLES_OK)
+        die(what, PQerrorMessage(c));
+    PQclear(res);
+}
+
+/* The same in PostgreSQL (schema SCHEMA), and the connector's generation
+ * moved past them, as the sink's commits would have. */
+static void fill_pg(const char *schema, size_t n) {
+    PGconn *c = PQconnectdb(getenv("TIDEMARK_PG_CONNINFO"));
+    if (PQstatus(c) != CONNECTION_OK)
+        die("connect", PQerrorMessage(c));
+    char q[2600];
+    snprintf(q, sizeof q,
+             "INSERT INTO \"%s\".tidemark_key_batches SELECT 'mem', "
+             "$1::bigint, 0, 0, $2::bigint, $3::bytea, seed_check FROM "
+             "\"%s\".tidemark_keysets WHERE connector = 'mem'",
+             schema, schema);
+    pg_ok(c, PQexec(c, "BEGIN"), "BEGIN");
+    unsigned char *blob = malloc(240000);
+    uint64_t x = 88172645463325252ULL;
+    int64_t gen = 0;
+    for (size_t done = 0; done < n; gen++) {
+        size_t m = n - done < 10000 ? n - done : 10000;
+        random_keys(blob, m, &x);
+        char g[32], nk[32];
+        snprintf(g, sizeof g, "%lld", (long long)gen + 1);
+        snprintf(nk, sizeof nk, "%zu", m);
+        const char *v[3] = {g, nk, (const char *)blob};
+        const int lens[3] = {0, 0, (int)(m * 24)}, fmts[3] = {0, 0, 1};
+        pg_ok(c, PQexecParams(c, q, 3, NULL, v, lens, fmts, 0), "insert");
+        done += m;
+    }
+    snprintf(q, sizeof q,
+             "UPDATE \"%s\".tidemark_keysets SET generation = %lld WHERE "
+             "connector = 'mem'",
+             schema, (long long)gen);
+    pg_ok(c, PQexec(c, q), "update");
+    pg_ok(c, PQexec(c, "COMMIT"), "COMMIT");
+    free(blob);
+    PQfinish(c);
+}
+
+static void drop_pg(const char *schema) {
+    PGconn *c = PQconnectdb(getenv("TIDEMARK_PG_CONNINFO"));
+    char q[1100];
+    snprintf(q, sizeof q,
+             "SET client_min_messages = warning; DROP SCHEMA IF EXISTS "
+             "\"%s\" CASCADE",
+             schema);
+    if (PQstatus(c) == CONNECTION_OK)
+        PQclear(PQexec(c, q));
+    PQfinish(c);
+}
+
 /* N random digests into tidemark_key_batches, rows of 10 000. */
 static void fill(const char *path, size_t n) {
     sqlite3 *db;
@@ -104,11 +181,7 @@ static void fill(const char *path, size_t n) {
     int64_t gen = 0; /* the rows' generations 1, 2, ... */
     for (size_t done = 0; done < n; gen++) {
         size_t m = n - done < 10000 ? n - done : 10000;
-        for (size_t i = 0; i < m * 24; i += 8) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
-            uint64_t v = i % 24 == 0 ? x | 1 : x;
-            memcpy(blob + i, &v, 8); /* little-endian hosts only */
-        }
+        random_keys(blob, m, &x);
         sqlite3_bind_int64(st, 1, gen + 1);
         sqlite3_bind_int64(st, 2, (int64_t)m);
         sqlite3_bind_blob(st, 3, blob, (int)(m * 24), SQLITE_STATIC);
@@ -156,6 +229,7 @@ static void *lock_loop(void *arg) {
 int main(int argc, char **argv) {
     size_t n = 1000000;
     const char *dir = ".", *plugin_path = TM_SQLITE_PLUGIN;
+    const char *pg_plugin = TM_POSTGRES_PLUGIN;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--keys"))
             n = strtoul(argv[i + 1], NULL, 10);
@@ -163,11 +237,23 @@ int main(int argc, char **argv) {
             dir = argv[i + 1];
         else if (!strcmp(argv[i], "--sqlite-plugin"))
             plugin_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--postgres-plugin"))
+            pg_plugin = argv[i + 1];
+        else if (!strcmp(argv[i], "--sink"))
+            on_pg = !strcmp(argv[i + 1], "postgres");
         else
             die("bad argument", argv[i]);
     }
     char path[1024];
-    snprintf(path, sizeof path, "%s/tm-keyset-mem-%d.db", dir, (int)getpid());
+    if (on_pg && !getenv("TIDEMARK_PG_CONNINFO"))
+        die("--sink postgres", "TIDEMARK_PG_CONNINFO is not set");
+    if (on_pg)
+        snprintf(path, sizeof path, "tm_keyset_mem_%d", (int)getpid());
+    else
+        snprintf(path, sizeof path, "%s/tm-keyset-mem-%d.db", dir,
+                 (int)getpid());
+    if (on_pg)
+        plugin_path = pg_plugin;
     tm_plugin plugin;
     char errstr[512];
     if (tm_plugin_load(plugin_path, NULL, 0, &plugin, errstr, sizeof errstr))
@@ -178,18 +264,22 @@ int main(int argc, char **argv) {
     sink_open(api, path, &k);
     claim(api, &k);
     sink_close(api, &k);
-    fill(path, n);
+    if (on_pg)
+        fill_pg(path, n);
+    else
+        fill(path, n);
     long before = rss_kib();
     double t0 = bench_now_s();
     sink_open(api, path, &k);
     locker lk = {.path = path};
     pthread_t th;
-    if (pthread_create(&th, NULL, lock_loop, &lk) != 0)
+    if (!on_pg && pthread_create(&th, NULL, lock_loop, &lk) != 0)
         die("thread", "cannot start");
     int64_t epoch = claim(api, &k);
     double t_claim = bench_now_s() - t0;
     atomic_store(&lk.stop, 1);
-    pthread_join(th, NULL);
+    if (!on_pg)
+        pthread_join(th, NULL);
     long after = rss_kib();
     /* one batch of 1000 new keys against the full set */
     enum { NB = 1000 };
@@ -230,6 +320,10 @@ int main(int argc, char **argv) {
            "%.4f s\n",
            n, before, after, (double)(after - before) * 1024.0 / (double)n,
            t_claim, lk.longest, t_commit);
+    if (on_pg) {
+        drop_pg(path);
+        return 0;
+    }
     const char *suffix[] = {"", "-wal", "-shm"};
     for (int i = 0; i < 3; i++) {
         char p[1100];

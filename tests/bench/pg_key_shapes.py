@@ -181,6 +181,30 @@ def packed_min_store(cur, t, lo, hi):
                                    for n in ns))]]))
 
 
+def keyset24_store(cur, t, lo, hi):
+    """the keys held in memory (docs/sinks/postgres.md): the connector's
+    tidemark_keysets row locked FOR UPDATE, the batch's new keys as one row
+    of 24 bytes a key (128-bit identity digest, 64-bit payload digest, in
+    batch order: STORAGE EXTERNAL, they do not compress), the generation
+    moved in the connector's row."""
+    cur.execute(f"SELECT generation FROM {t}_sets WHERE connector = %s "
+                "FOR UPDATE", (CONNECTOR,))
+    row = cur.fetchone()
+    gen = row[0] + 1 if row else 1
+    if not row:
+        cur.execute(f"INSERT INTO {t}_sets VALUES (%s, %s, 0, 0)",
+                    (CONNECTOR, psycopg2.Binary(bytes(16))))
+    cur.copy_expert(
+        f"COPY {t} (connector, generation, applied_at, keys) FROM STDIN "
+        "(FORMAT binary)",
+        bincopy([[b_text(CONNECTOR), b_int8(gen), b_int8(lo),
+                  b_bytes(b"".join(digest128(n) + struct.pack(
+                      ">q", n * 2654435761 & (2**63 - 1))
+                      for n in range(lo, hi)))]]))
+    cur.execute(f"UPDATE {t}_sets SET generation = %s WHERE connector = %s",
+                (gen, CONNECTOR))
+
+
 def compact_store(digest):
     """a small key row: the identity (after its digest, if DIGEST), the
     payload hash as a 64-bit digest, the first occurrence's offset."""
@@ -281,6 +305,13 @@ SHAPES = {
                    "NOT NULL, digests bytea NOT NULL, PRIMARY KEY (connector, "
                    "batch)); ALTER TABLE {t} ALTER digests SET STORAGE "
                    "EXTERNAL", packed_min_store),
+    "keyset24": ("CREATE TABLE {t}_sets (connector text PRIMARY KEY, seed "
+                 "bytea NOT NULL, generation bigint NOT NULL, "
+                 "pruned_generation bigint NOT NULL); CREATE TABLE {t} "
+                 "(connector text NOT NULL, generation bigint NOT NULL, "
+                 "applied_at bigint NOT NULL, keys bytea NOT NULL, PRIMARY "
+                 "KEY (connector, generation)); ALTER TABLE {t} ALTER keys "
+                 "SET STORAGE EXTERNAL", keyset24_store),
 }
 
 

@@ -72,7 +72,11 @@ void *pgt_open(const tm_sink_api *api, const tm_host_api *host,
 }
 
 tm_marker pgt_claim1(const tm_sink_api *api, void *sink) {
-    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+    return pgt_claim_p(api, sink, 0);
+}
+
+tm_marker pgt_claim_p(const tm_sink_api *api, void *sink, int32_t p) {
+    tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = p};
     tm_error err = {sizeof err, ""};
     tm_status rc = api->claim(sink, &m, 1, 0, &err);
     ck_assert_msg(rc == TM_OK, "claim: %s", err.message);

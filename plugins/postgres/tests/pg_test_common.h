@@ -27,5 +27,7 @@ void *pgt_open(const tm_sink_api *api, const tm_host_api *host,
                const tm_sink_config *config);
 /* Claims partition t[0] at offset 0. */
 tm_marker pgt_claim1(const tm_sink_api *api, void *sink);
+/* The same for partition P. */
+tm_marker pgt_claim_p(const tm_sink_api *api, void *sink, int32_t p);
 
 #endif

@@ -182,6 +182,135 @@ START_TEST(upsert_needs_update) {
 }
 END_TEST
 
+/* With dedup, the keys held in memory: the connector's keysets row is
+ * updated and its batch rows pruned. */
+static tm_status validate_dedup_as_role(tm_error *err) {
+    conf c;
+    conf_init(&c, role, NULL);
+    c.config.flags = TM_CONFIG_DEDUP;
+    err->message[0] = '\0';
+    tm_status rc = api->validate(tm_host_services(), &c.config, err);
+    tm_settings_free(c.settings);
+    return rc;
+}
+
+/* The sink opened by USER (NULL: the tests' usual user) for a connector
+ * with dedup (keys held in memory). */
+static tm_status open_dedup(const char *user, tm_error *err) {
+    conf c;
+    void *sink = NULL;
+    conf_init(&c, user, NULL);
+    c.config.flags = TM_CONFIG_DEDUP;
+    err->message[0] = '\0';
+    tm_status rc = api->open(tm_host_services(), &c.config, &sink, err);
+    if (sink)
+        api->close(sink);
+    tm_settings_free(c.settings);
+    return rc;
+}
+
+START_TEST(dedup_needs_the_keys_tables) {
+    tm_error err = {sizeof err, ""};
+    ck_assert_msg(open_dedup(NULL, &err) == TM_OK, "%s", err.message);
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA $S TO $R");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_markers TO $R");
+    sql(admin, "GRANT DELETE ON $S.tidemark_keys TO $R");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_table_owners TO $R");
+    ck_assert_msg(validate_as_role(NULL, &err) == TM_OK, "no dedup: %s",
+                  err.message);
+    ck_assert_int_eq(validate_dedup_as_role(&err), TM_INVALID);
+    assert_mentions(err.message, "lacks UPDATE", "tidemark_keysets");
+    sql(admin, "GRANT UPDATE ON $S.tidemark_keysets TO $R");
+    ck_assert_int_eq(validate_dedup_as_role(&err), TM_INVALID);
+    assert_mentions(err.message, "lacks DELETE", "tidemark_key_batches");
+    sql(admin, "GRANT DELETE ON $S.tidemark_key_batches TO $R");
+    ck_assert_msg(validate_dedup_as_role(&err) == TM_OK, "dedup: %s",
+                  err.message);
+}
+END_TEST
+
+/* The trigger on tidemark_keys refusing a connector's keys there while
+ * they are held in memory is made by the first open of a connector with
+ * dedup ("dedup_keys": "memory", the default) when missing: that open
+ * needs TRIGGER on the table and CREATE on the schema (its function), and
+ * validate names each. */
+START_TEST(dedup_needs_trigger_privilege_to_make_the_guard) {
+    tm_error err = {sizeof err, ""};
+    make_tables(NULL); /* no dedup: no trigger */
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+               "$S TO $R");
+    tm_status rc = open_dedup(role, &err);
+    ck_assert_msg(rc != TM_OK && strstr(err.message, "42501"),
+                  "inconclusive: open with dedup without TRIGGER: %s: %s",
+                  tm_status_name(rc), err.message);
+    ck_assert_int_eq(validate_dedup_as_role(&err), TM_INVALID);
+    assert_mentions(err.message, "lacks TRIGGER", "tidemark_keys");
+    sql(admin, "GRANT TRIGGER ON $S.tidemark_keys TO $R");
+    ck_assert_int_eq(validate_dedup_as_role(&err), TM_INVALID);
+    assert_mentions(err.message, "lacks CREATE",
+                    "tidemark_keys_held_in_memory");
+    sql(admin, "GRANT CREATE ON SCHEMA $S TO $R");
+    ck_assert_msg(validate_dedup_as_role(&err) == TM_OK, "after: %s",
+                  err.message);
+    ck_assert_msg(open_dedup(role, &err) == TM_OK, "%s", err.message);
+}
+END_TEST
+
+/* A connector with dedup and "dedup_keys": "rows" reads tidemark_keysets
+ * too: its claim (a connector whose keys are held in memory is refused
+ * "rows") and the trigger on tidemark_keys its key rows fire. A role that
+ * may not read it passed validate, then its claim failed, TM_FATAL
+ * (42501); validate names it. Inconclusive unless that claim fails so. */
+static tm_status open_claim_rows_as_role(tm_error *err) {
+    conf c;
+    void *sink = NULL;
+    conf_init(&c, role, "\"dedup_keys\": \"rows\"");
+    c.config.flags = TM_CONFIG_DEDUP;
+    err->message[0] = '\0';
+    tm_status rc = api->open(tm_host_services(), &c.config, &sink, err);
+    if (rc == TM_OK) {
+        tm_marker m = {.struct_size = sizeof m, .topic = "t", .partition = 0};
+        rc = api->claim(sink, &m, 1, 0, err);
+    }
+    if (sink)
+        api->close(sink);
+    tm_settings_free(c.settings);
+    return rc;
+}
+
+START_TEST(rows_dedup_needs_select_on_keysets) {
+    tm_error err = {sizeof err, ""};
+    /* another connector's keys held in memory made every helper table */
+    ck_assert_msg(open_dedup(NULL, &err) == TM_OK, "%s", err.message);
+    sql(admin, "GRANT USAGE ON SCHEMA $S TO $R");
+    sql(admin, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+               "$S TO $R");
+    sql(admin, "REVOKE ALL ON $S.tidemark_keysets FROM $R");
+    tm_status rc = open_claim_rows_as_role(&err);
+    ck_assert_msg(rc != TM_OK && strstr(err.message, "42501") &&
+                      strstr(err.message, "tidemark_keysets"),
+                  "inconclusive: the rows connector's claim without SELECT "
+                  "on tidemark_keysets: %s: %s",
+                  tm_status_name(rc), err.message);
+    conf c;
+    conf_init(&c, role, "\"dedup_keys\": \"rows\"");
+    c.config.flags = TM_CONFIG_DEDUP;
+    err.message[0] = '\0';
+    rc = api->validate(tm_host_services(), &c.config, &err);
+    tm_settings_free(c.settings);
+    ck_assert_msg(rc == TM_INVALID,
+                  "validate of a \"rows\" connector whose claim fails "
+                  "(42501 on tidemark_keysets): %s: %s",
+                  tm_status_name(rc), err.message);
+    assert_mentions(err.message, "lacks SELECT", "tidemark_keysets");
+    sql(admin, "GRANT SELECT ON $S.tidemark_keysets TO $R");
+    ck_assert_msg(open_claim_rows_as_role(&err) == TM_OK, "after: %s",
+                  err.message);
+}
+END_TEST
+
 START_TEST(schema_usage_and_create) {
     tm_error err = {sizeof err, ""};
     make_tables(NULL);
@@ -372,10 +501,13 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, missing_insert_is_refused_naming_it);
     tcase_add_test(tc, upsert_needs_update);
+    tcase_add_test(tc, dedup_needs_the_keys_tables);
     tcase_add_test(tc, schema_usage_and_create);
     tcase_add_test(tc, not_the_owner_of_an_older_helper_table_is_refused);
     tcase_add_test(tc, not_the_owner_of_keys_without_the_age_index_is_refused);
     tcase_add_test(tc, non_owner_opens_with_a_new_target_table);
+    tcase_add_test(tc, dedup_needs_trigger_privilege_to_make_the_guard);
+    tcase_add_test(tc, rows_dedup_needs_select_on_keysets);
     tcase_add_test(tc,
                    not_the_owner_of_dead_letters_without_the_index_is_refused);
     suite_add_tcase(s, tc);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "vm_size.h"
 #include "config/settings.h"
 #include "plugin/loader.h"
 #include "services/clock.h"
@@ -1347,21 +1348,6 @@ START_TEST(copied_file_keeps_its_keys) {
 }
 END_TEST
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-/* The process's address space in bytes (VmSize). */
-static long long vm_size(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %lld kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-#endif
-
 /* Keys that do not fit in memory (a million of them, the process's
  * address space held to 32 MB more than it uses): the claim is TM_RETRY
  * naming it and the setting that keeps keys on disk; with the memory
@@ -1378,11 +1364,8 @@ START_TEST(keys_beyond_memory_are_retry_naming_it) {
     /* Not under AddressSanitizer or ThreadSanitizer, whose allocators
      * abort (ASan told to return NULL fails inside SQLite's read first)
      * once RLIMIT_AS is reached: the release build's run checks it. */
-    struct rlimit was, low;
-    ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
-    low = was;
-    low.rlim_cur = (rlim_t)(vm_size() + (32LL << 20));
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &low), 0);
+    struct rlimit was;
+    ck_assert_int_eq(tm_test_hold_as(32LL << 20, &was), 0);
     rc = claim_as(sink, &err);
     ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
     ck_assert_msg(rc == TM_RETRY &&

@@ -34,7 +34,7 @@ static uint64_t rd64(const uint8_t *p) {
 /* SipHash-2-4 of IN (LEN bytes, after the optional byte TAG when tag >= 0)
  * under the 16-byte KEY; out[0] the 64-bit result, out[1] too when wide
  * (the 128-bit variant). */
-void sq_siphash(const uint8_t key[16], int tag, const void *in, size_t len,
+void tk_siphash(const uint8_t key[16], int tag, const void *in, size_t len,
                 int wide, uint64_t out[2]) {
     uint64_t k0 = rd64(key), k1 = rd64(key + 8);
     uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
