@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "binarray.h"
 #include "pg_sink.h"
 
 /* ---- COPY text format ---------------------------------------------------- */
@@ -31,12 +32,13 @@ static void copy_text(pg_buf *b, const char *p, size_t n) {
     pg_buf_addn(b, p + from, n - from);
 }
 
-/* bytea in hex form; its leading backslash escaped for COPY. */
-static void copy_bytes(pg_buf *b, const unsigned char *p, size_t n) {
+/* bytea in hex form; its leading backslash escaped for COPY (ESC) or as
+ * the type's input function reads it. */
+static void copy_bytes(pg_buf *b, const unsigned char *p, size_t n, int esc) {
     static const char HEX[] = "0123456789abcdef";
     char chunk[128];
     size_t k = 0;
-    pg_buf_add(b, "\\\\x");
+    pg_buf_add(b, esc ? "\\\\x" : "\\x");
     for (size_t i = 0; i < n; i++) {
         chunk[k++] = HEX[p[i] >> 4];
         chunk[k++] = HEX[p[i] & 15];
@@ -71,18 +73,25 @@ static void copy_timestamp(pg_buf *b, int64_t us) {
 }
 
 /* JSON text; a string with a NUL byte as {"base64": ...} (jsonb_text.c). */
-static void copy_json(pg_buf *b, const char *p, size_t n) {
+static void copy_json(pg_buf *b, const char *p, size_t n, int esc) {
     pg_buf fixed = {0};
-    if (pg_jsonb_text(p, n, &fixed))
-        copy_text(b, fixed.p ? fixed.p : "", fixed.len);
-    else
+    if (pg_jsonb_text(p, n, &fixed)) {
+        p = fixed.p ? fixed.p : "";
+        n = fixed.len;
+    }
+    if (esc)
         copy_text(b, p, n);
+    else
+        pg_buf_addn(b, p, n);
     if (fixed.oom)
         b->oom = 1;
     pg_buf_free(&fixed);
 }
 
-static void copy_value(pg_buf *b, const tm_column *col, const tm_value *v) {
+/* A value in its type's text form, escaped for COPY's text format (ESC)
+ * or as it is (an array element sent in binary). */
+static void copy_value(pg_buf *b, const tm_column *col, const tm_value *v,
+                       int esc) {
     char num[64];
     if (v->is_null) {
         pg_buf_add(b, "\\N");
@@ -106,14 +115,17 @@ static void copy_value(pg_buf *b, const tm_column *col, const tm_value *v) {
         break;
     case TM_TYPE_TIMESTAMP: copy_timestamp(b, v->v.i); break;
     case TM_TYPE_TEXT:
-        copy_text(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
+        if (esc)
+            copy_text(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
+        else
+            pg_buf_addn(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
         break;
     case TM_TYPE_JSON:
-        copy_json(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len);
+        copy_json(b, v->v.s.ptr ? v->v.s.ptr : "", v->v.s.len, esc);
         break;
     case TM_TYPE_BYTES:
         copy_bytes(b, (const unsigned char *)(v->v.s.ptr ? v->v.s.ptr : ""),
-                   v->v.s.len);
+                   v->v.s.len, esc);
         break;
     }
 }
@@ -128,7 +140,7 @@ static void copy_line(const pg_sink *s, const tm_batch *bt, pg_buf *b, size_t j,
     char num[64];
     for (size_t k = 0; k < c->ncolumns; k++) {
         copy_value(b, TM_CELEM(tm_column, c->columns, k),
-                   TM_CELEM(tm_value, r->values, k));
+                   TM_CELEM(tm_value, r->values, k), 1);
         pg_buf_add(b, "\t");
     }
     copy_text(b, g->topic, strlen(g->topic));
@@ -325,8 +337,8 @@ static void delete_staged(pg_sink *s, pg_buf *b, const char *keys) {
  * swapped between keys, a foreign key within the table) makes the table
  * refuse the write, and the caller's halving (commit.c) applies smaller
  * runs, down to single events, which are exact. */
-tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
-                         tm_error *err) {
+static tm_status stage_upsert(pg_sink *s, const pg_rows *x, const char *lead,
+                              tm_error *err) {
     const tm_sink_config *c = s->config;
     pg_buf b = {0}, keys = {0};
     if (lead) {
@@ -397,6 +409,296 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
         s->host->set_error(err, "out of memory");
     pg_buf_free(&b);
     pg_buf_free(&keys);
+    return r;
+}
+
+/* ---- upsert, the keys decided by the sink ---------------------------- */
+
+/* A record to write and its key: the key columns' values as their types'
+ * text, each length-prefixed (so "a","bc" and "ab","c" differ). */
+typedef struct up_key {
+    const char *p;
+    size_t len, j;
+} up_key;
+
+static int up_key_cmp(const void *a, const void *b) {
+    const up_key *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->p, y->p, n);
+    if (c == 0 && x->len != y->len)
+        c = x->len < y->len ? -1 : 1;
+    if (c == 0)
+        c = x->j < y->j ? -1 : x->j > y->j;
+    return c;
+}
+
+/* The batch's keys and, per key column, an array of its values' text. */
+typedef struct up_plan {
+    up_key *keys; /* the last record of each key, sorted by key */
+    size_t nkeys;
+    pg_buf text;           /* the keys' bytes */
+    unsigned char *stored; /* by j: the key is stored already */
+    pg_binarray *cols;     /* one array a key column */
+    size_t ncols;
+} up_plan;
+
+static void up_plan_free(up_plan *p) {
+    free(p->keys);
+    free(p->stored);
+    pg_buf_free(&p->text);
+    for (size_t i = 0; i < p->ncols; i++)
+        pg_binarray_free(&p->cols[i]);
+    free(p->cols);
+}
+
+/* The records of X to write, their in-write repeats resolved last-wins in
+ * offset order by the key's bytes (a key equal to another for the
+ * database only, under a case-insensitive collation, say, is not merged
+ * here: the COPY then meets the unique index and the write is staged),
+ * and the probe's arrays. 0, or -1 when out of memory or too big. */
+static int up_plan_make(pg_sink *s, const pg_rows *x, up_plan *p) {
+    const tm_sink_config *c = s->config;
+    size_t n = 0;
+    for (size_t j = x->from; j < x->to; j++)
+        n += x->write[j] != 0;
+    if (!(p->keys = calloc(n ? n : 1, sizeof *p->keys)) ||
+        !(p->stored = calloc(x->to ? x->to : 1, 1)))
+        return -1;
+    size_t *at = calloc(n ? n : 1, sizeof *at);
+    if (!at)
+        return -1;
+    pg_buf one = {0};
+    for (size_t j = x->from, i = 0; j < x->to; j++) {
+        if (!x->write[j])
+            continue;
+        const tm_record *r = TM_CELEM(tm_record, x->b->records, j);
+        at[i] = p->text.len;
+        for (size_t k = 0; k < c->ncolumns; k++) {
+            const tm_column *col = TM_CELEM(tm_column, c->columns, k);
+            if (!col->key)
+                continue;
+            one.len = 0;
+            copy_value(&one, col, TM_CELEM(tm_value, r->values, k), 0);
+            uint64_t len = one.len;
+            pg_buf_addn(&p->text, (const char *)&len, sizeof len);
+            pg_buf_addn(&p->text, one.p ? one.p : "", one.len);
+        }
+        p->keys[i].len = p->text.len - at[i];
+        p->keys[i++].j = j;
+    }
+    pg_buf_free(&one);
+    if (p->text.oom) {
+        free(at);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        p->keys[i].p = p->text.p + at[i];
+    free(at);
+    qsort(p->keys, n, sizeof *p->keys, up_key_cmp);
+    /* the last of each run of equal keys */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 < n && p->keys[i].len == p->keys[i + 1].len &&
+            memcmp(p->keys[i].p, p->keys[i + 1].p, p->keys[i].len) == 0)
+            continue;
+        p->keys[m++] = p->keys[i];
+    }
+    p->nkeys = m;
+    size_t nkeycols = 0;
+    for (size_t k = 0; k < c->ncolumns; k++)
+        nkeycols += TM_CELEM(tm_column, c->columns, k)->key != 0;
+    if (!(p->cols = calloc(nkeycols ? nkeycols : 1, sizeof *p->cols)))
+        return -1;
+    for (; p->ncols < nkeycols; p->ncols++)
+        pg_binarray_start(&p->cols[p->ncols], PG_OID_TEXT);
+    for (size_t i = 0; i < m; i++) {
+        const char *q = p->keys[i].p;
+        for (size_t k = 0; k < p->ncols; k++) {
+            uint64_t len;
+            memcpy(&len, q, sizeof len);
+            pg_binarray_textn(&p->cols[k], q + sizeof len, (size_t)len);
+            q += sizeof len + len;
+        }
+    }
+    for (size_t k = 0; k < p->ncols; k++)
+        if (pg_binarray_finish(&p->cols[k]) != 0)
+            return -1;
+    return 0;
+}
+
+/* One round trip: which of the plan's keys the table holds (an index
+ * probe each, by the key columns' own equality: the values' text cast
+ * to the mapping's types, compared under the columns' collations), marked
+ * in p->stored. */
+static tm_status up_probe(pg_sink *s, up_plan *p, size_t *nstored,
+                          tm_error *err) {
+    const tm_sink_config *c = s->config;
+    pg_buf q = {0};
+    char num[32];
+    pg_buf_add(&q, "SELECT k.i FROM unnest(");
+    size_t n = 0;
+    for (size_t k = 0; k < c->ncolumns; k++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, k);
+        if (!col->key)
+            continue;
+        snprintf(num, sizeof num, "%s$%zu::text[]::", n ? ", " : "", n + 1);
+        pg_buf_add(&q, num);
+        pg_buf_add(&q, pg_type_sql(col->type));
+        pg_buf_add(&q, "[]");
+        n++;
+    }
+    pg_buf_add(&q, ") WITH ORDINALITY AS k(");
+    for (size_t i = 0; i < n; i++) {
+        snprintf(num, sizeof num, "k%zu, ", i + 1);
+        pg_buf_add(&q, num);
+    }
+    /* LATERAL ... LIMIT 1: an index probe a key, never a hash of the
+     * whole table (the plan EXISTS takes once the batch is large) */
+    pg_buf_add(&q, "i), LATERAL (SELECT 1 FROM ");
+    pg_buf_add(&q, s->q_table);
+    pg_buf_add(&q, " AS t WHERE ");
+    n = 0;
+    for (size_t k = 0; k < c->ncolumns; k++) {
+        const tm_column *col = TM_CELEM(tm_column, c->columns, k);
+        if (!col->key)
+            continue;
+        pg_buf_add(&q, n ? " AND t." : "t.");
+        pg_buf_ident(s, &q, col->name);
+        snprintf(num, sizeof num, " = k.k%zu", ++n);
+        pg_buf_add(&q, num);
+    }
+    pg_buf_add(&q, " LIMIT 1) AS stored");
+    const char **v = calloc(p->ncols + 1, sizeof *v);
+    int *lens = calloc(p->ncols + 1, sizeof *lens),
+        *fmts = calloc(p->ncols + 1, sizeof *fmts);
+    for (size_t i = 0; v && lens && fmts && i < p->ncols; i++) {
+        v[i] = p->cols[i].b.p;
+        lens[i] = (int)p->cols[i].b.len;
+        fmts[i] = 1;
+    }
+    tm_status r = TM_RETRY;
+    PGresult *res = NULL;
+    if (q.oom || !v || !lens || !fmts)
+        s->host->set_error(err, "out of memory");
+    else
+        res = pg_query(s, q.p, (int)p->ncols, v, lens, fmts, 1,
+                       "probing the batch's keys", &r, err);
+    pg_buf_free(&q);
+    free(v);
+    free(lens);
+    free(fmts);
+    if (!res)
+        return r;
+    *nstored = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        long long at = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        if (at < 1 || (size_t)at > p->nkeys)
+            continue;
+        p->stored[p->keys[at - 1].j] = 1;
+        (*nstored)++;
+    }
+    PQclear(res);
+    return TM_OK;
+}
+
+/* The stored keys' records (STORED 1) or the new ones (0) of the plan. */
+static void up_mask(const up_plan *p, int stored, unsigned char *mask,
+                    size_t n) {
+    memset(mask, 0, n);
+    for (size_t i = 0; i < p->nkeys; i++)
+        if (!p->stored[p->keys[i].j] == !stored)
+            mask[p->keys[i].j] = 1;
+}
+
+/* The whole write staged again after the direct write failed for a row
+ * (the savepoint tm_upsert rolled back to first). */
+static tm_status up_staged(pg_sink *s, const pg_rows *x, const char *why,
+                           tm_error *err) {
+    s->host->log(s->config->host_ctx, TM_LOG_DEBUG,
+                 "batch %s: the direct write of its keys refused (%s); staged",
+                 x->b->batch_id, why);
+    tm_status r = pg_exec(s, "ROLLBACK TO SAVEPOINT tm_upsert",
+                          "upsert: ROLLBACK TO", err);
+    return r == TM_OK ? stage_upsert(s, x, NULL, err) : r;
+}
+
+static int up_row_error(pg_sink *s) {
+    return s->conn && pg_state_class(s->last_state, 1) == PG_ERR_ROW;
+}
+
+/* Upsert without a second write of the new keys' rows (docs/sinks/
+ * postgres.md step 4). The sink resolves the write's repeats of a key (by
+ * its bytes) last-wins in offset order. When the last write met no stored
+ * key, the rows are COPYed straight into the table; otherwise, or when
+ * that COPY meets the unique index, one round trip asks which keys are
+ * stored (up_probe): those go through the staging table (stage_upsert,
+ * the same INSERT ... ON CONFLICT as before), then the new ones are COPYed
+ * into the table, a bulk insert. All under the savepoint tm_upsert: a key
+ * the probe did not see (another writer's row committed since, or a key
+ * equal to another for the database only, under a case-insensitive
+ * collation, say) makes the COPY meet the unique index, and the whole
+ * write is rolled back to the savepoint and staged as before, which gives
+ * the same rows; so does a write the table refuses for a row's content,
+ * refused there as before (the caller halves it). Which keys the probe
+ * finds only chooses the path, never the result. Change events keep the
+ * staged write (the order of deletes and inserts). */
+tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
+                         tm_error *err) {
+    if (s->config->flags & TM_CONFIG_CDC)
+        return stage_upsert(s, x, lead, err);
+    up_plan p = {0};
+    unsigned char *mask = NULL;
+    if (up_plan_make(s, x, &p) != 0 || !(mask = malloc(x->to ? x->to : 1))) {
+        up_plan_free(&p);
+        free(mask);
+        s->host->set_error(err, "out of memory (batch %s)", x->b->batch_id);
+        return TM_RETRY;
+    }
+    pg_buf b = {0};
+    if (lead) {
+        pg_buf_add(&b, lead);
+        pg_buf_add(&b, "; ");
+    }
+    pg_buf_add(&b, "SAVEPOINT tm_upsert");
+    tm_status r = TM_RETRY;
+    pg_rows part = *x;
+    part.write = mask;
+    int probe = s->upsert_probe;
+    if (b.oom) {
+        s->host->set_error(err, "out of memory");
+    } else if (!probe) {
+        up_mask(&p, 0, mask, x->to); /* every key, none marked stored */
+        r = copy_rows(s, &part, s->q_table, 0, b.p, err);
+        if (r != TM_OK && up_row_error(s) &&
+            strcmp(s->last_state, "23505") == 0) {
+            /* a key stored: probe, as below */
+            probe = s->upsert_probe = 1;
+            r = pg_exec(s, "ROLLBACK TO SAVEPOINT tm_upsert",
+                        "upsert: ROLLBACK TO", err);
+        } else if (r != TM_OK && up_row_error(s)) {
+            r = up_staged(s, x, err->message, err);
+        }
+    } else {
+        r = pg_exec(s, b.p, "upsert: savepoint", err);
+    }
+    pg_buf_free(&b);
+    size_t nstored = 0;
+    if (probe && r == TM_OK) {
+        if ((r = up_probe(s, &p, &nstored, err)) == TM_OK)
+            s->upsert_probe = nstored > 0;
+        if (r == TM_OK && nstored > 0) {
+            up_mask(&p, 1, mask, x->to);
+            r = stage_upsert(s, &part, NULL, err);
+        }
+        if (r == TM_OK && nstored < p.nkeys) {
+            up_mask(&p, 0, mask, x->to);
+            r = copy_rows(s, &part, s->q_table, 0, NULL, err);
+        }
+        if (r != TM_OK && up_row_error(s))
+            r = up_staged(s, x, err->message, err);
+    }
+    up_plan_free(&p);
+    free(mask);
     return r;
 }
 
