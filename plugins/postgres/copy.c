@@ -282,6 +282,40 @@ static tm_status copy_rows(pg_sink *s, const pg_rows *x, const char *target,
     return r;
 }
 
+/* "k1, k2": the key columns. */
+static void key_list(pg_sink *s, pg_buf *b) {
+    const char *sep = "";
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        if (!col->key)
+            continue;
+        pg_buf_add(b, sep);
+        pg_buf_ident(s, b, col->name);
+        sep = ", ";
+    }
+}
+
+/* ON CONFLICT (KEYS) DO UPDATE of every mapped and hidden column (the key
+ * columns too with change events: a row is its last event's image). */
+static void on_conflict_update(pg_sink *s, pg_buf *b, const char *keys,
+                               int cdc) {
+    pg_buf_add(b, " ON CONFLICT (");
+    pg_buf_add(b, keys);
+    pg_buf_add(b, ") DO UPDATE SET ");
+    for (size_t i = 0; i < s->config->ncolumns; i++) {
+        const tm_column *col = TM_CELEM(tm_column, s->config->columns, i);
+        if (col->key && !cdc)
+            continue;
+        pg_buf_ident(s, b, col->name);
+        pg_buf_add(b, " = EXCLUDED.");
+        pg_buf_ident(s, b, col->name);
+        pg_buf_add(b, ", ");
+    }
+    pg_buf_add(b, "_tm_topic = EXCLUDED._tm_topic, _tm_partition = "
+                  "EXCLUDED._tm_partition, _tm_offset = EXCLUDED._tm_offset, "
+                  "_tm_identity = EXCLUDED._tm_identity");
+}
+
 /* The staged records, the last of each key (KEYS) only. */
 static void last_of_each_key(pg_buf *b, const char *keys) {
     pg_buf_add(b, "(SELECT DISTINCT ON (");
@@ -364,15 +398,7 @@ static tm_status stage_upsert(pg_sink *s, const pg_rows *x, const char *lead,
     pg_buf_free(&b);
     if (r != TM_OK)
         return r;
-    const char *sep = "";
-    for (size_t i = 0; i < c->ncolumns; i++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (!col->key)
-            continue;
-        pg_buf_add(&keys, sep);
-        pg_buf_ident(s, &keys, col->name);
-        sep = ", ";
-    }
+    key_list(s, &keys);
     int cdc = (c->flags & TM_CONFIG_CDC) != 0;
     if (cdc)
         delete_staged(s, &b, keys.p ? keys.p : "");
@@ -386,21 +412,7 @@ static tm_status stage_upsert(pg_sink *s, const pg_rows *x, const char *lead,
     last_of_each_key(&b, keys.p ? keys.p : "");
     if (cdc)
         pg_buf_add(&b, " WHERE staged._tm_op = 0 ORDER BY staged._tm_seq");
-    pg_buf_add(&b, " ON CONFLICT (");
-    pg_buf_add(&b, keys.p ? keys.p : "");
-    pg_buf_add(&b, ") DO UPDATE SET ");
-    for (size_t i = 0; i < c->ncolumns; i++) {
-        const tm_column *col = TM_CELEM(tm_column, c->columns, i);
-        if (col->key && !cdc)
-            continue;
-        pg_buf_ident(s, &b, col->name);
-        pg_buf_add(&b, " = EXCLUDED.");
-        pg_buf_ident(s, &b, col->name);
-        pg_buf_add(&b, ", ");
-    }
-    pg_buf_add(&b, "_tm_topic = EXCLUDED._tm_topic, _tm_partition = "
-                   "EXCLUDED._tm_partition, _tm_offset = EXCLUDED._tm_offset, "
-                   "_tm_identity = EXCLUDED._tm_identity");
+    on_conflict_update(s, &b, keys.p ? keys.p : "", cdc);
     /* Emptied in the same round trip: one-by-one retries stage again. */
     pg_buf_add(&b, "; DELETE FROM pg_temp.tm_stage");
     r = b.oom || keys.oom ? TM_RETRY
@@ -419,7 +431,84 @@ static tm_status stage_upsert(pg_sink *s, const pg_rows *x, const char *lead,
 typedef struct up_key {
     const char *p;
     size_t len, j;
+    uint64_t digest; /* of the bytes, never 0 (up_seen) */
+    int hinted;      /* in upsert_seen before this write */
 } up_key;
+
+/* FNV-1a over the key's bytes, finished by splitmix64's mixer (every bit
+ * of the digest depends on every byte: its low bits index up_seen). */
+static uint64_t up_digest(const char *p, size_t n) {
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h ? h : 1;
+}
+
+/* ---- the keys this sink wrote: a hint ---------------------------------- */
+
+/* An open-addressing set of key digests (0: an empty slot). A digest in
+ * it says the key was probably stored by this sink; a wrong answer either
+ * way costs a path, never a row (pg_upsert_rows). Bounded: past
+ * UP_SEEN_MAX slots half full, it starts again empty. */
+enum { UP_SEEN_MIN = 1 << 12, UP_SEEN_MAX = 1 << 21 };
+
+static int up_seen_has(const pg_sink *s, uint64_t d) {
+    if (!s->upsert_seen_cap)
+        return 0;
+    size_t mask = s->upsert_seen_cap - 1;
+    for (size_t i = (size_t)d & mask;; i = (i + 1) & mask) {
+        if (s->upsert_seen[i] == d)
+            return 1;
+        if (s->upsert_seen[i] == 0)
+            return 0;
+    }
+}
+
+/* 1 when D was in T already, else puts it. */
+static int up_seen_put(uint64_t *t, size_t cap, uint64_t d, size_t *n) {
+    size_t mask = cap - 1;
+    for (size_t i = (size_t)d & mask;; i = (i + 1) & mask) {
+        if (t[i] == d)
+            return 1;
+        if (t[i] == 0) {
+            t[i] = d;
+            (*n)++;
+            return 0;
+        }
+    }
+}
+
+/* Adds D: 1 when it was there already. Out of memory only forgets (it is
+ * a hint). */
+static int up_seen_add(pg_sink *s, uint64_t d) {
+    if ((s->upsert_seen_n + 1) * 2 > s->upsert_seen_cap) {
+        size_t cap = s->upsert_seen_cap ? s->upsert_seen_cap * 2 : UP_SEEN_MIN;
+        if (cap > UP_SEEN_MAX) {
+            memset(s->upsert_seen, 0,
+                   s->upsert_seen_cap * sizeof *s->upsert_seen);
+            s->upsert_seen_n = 0;
+        } else {
+            uint64_t *t = calloc(cap, sizeof *t);
+            if (!t)
+                return up_seen_has(s, d);
+            size_t n = 0;
+            for (size_t i = 0; i < s->upsert_seen_cap; i++)
+                if (s->upsert_seen[i])
+                    up_seen_put(t, cap, s->upsert_seen[i], &n);
+            free(s->upsert_seen);
+            s->upsert_seen = t;
+            s->upsert_seen_cap = cap;
+            s->upsert_seen_n = n;
+        }
+    }
+    return up_seen_put(s->upsert_seen, s->upsert_seen_cap, d,
+                       &s->upsert_seen_n);
+}
 
 static int up_key_cmp(const void *a, const void *b) {
     const up_key *x = a, *y = b;
@@ -491,8 +580,10 @@ static int up_plan_make(pg_sink *s, const pg_rows *x, up_plan *p) {
         free(at);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         p->keys[i].p = p->text.p + at[i];
+        p->keys[i].digest = up_digest(p->keys[i].p, p->keys[i].len);
+    }
     free(at);
     qsort(p->keys, n, sizeof *p->keys, up_key_cmp);
     /* the last of each run of equal keys */
@@ -531,7 +622,7 @@ static int up_plan_make(pg_sink *s, const pg_rows *x, up_plan *p) {
  * to the mapping's types, compared under the columns' collations), marked
  * in p->stored. */
 static tm_status up_probe(pg_sink *s, up_plan *p, size_t *nstored,
-                          tm_error *err) {
+                          size_t *unforeseen, tm_error *err) {
     const tm_sink_config *c = s->config;
     pg_buf q = {0};
     char num[32];
@@ -589,13 +680,16 @@ static tm_status up_probe(pg_sink *s, up_plan *p, size_t *nstored,
     free(fmts);
     if (!res)
         return r;
-    *nstored = 0;
+    *nstored = *unforeseen = 0;
+    for (size_t i = 0; i < p->nkeys; i++)
+        p->stored[p->keys[i].j] = 0;
     for (int i = 0; i < PQntuples(res); i++) {
         long long at = strtoll(PQgetvalue(res, i, 0), NULL, 10);
-        if (at < 1 || (size_t)at > p->nkeys)
+        if (at < 1 || (size_t)at > p->nkeys || p->stored[p->keys[at - 1].j])
             continue;
         p->stored[p->keys[at - 1].j] = 1;
         (*nstored)++;
+        *unforeseen += !p->keys[at - 1].hinted;
     }
     PQclear(res);
     return TM_OK;
@@ -622,26 +716,145 @@ static tm_status up_staged(pg_sink *s, const pg_rows *x, const char *why,
     return r == TM_OK ? stage_upsert(s, x, NULL, err) : r;
 }
 
-static int up_row_error(pg_sink *s) {
-    return s->conn && pg_state_class(s->last_state, 1) == PG_ERR_ROW;
+/* A failed direct write that can be staged instead: the connection is
+ * up (the transaction rolls back to tm_upsert) and the call goes on. */
+static int up_can_stage(pg_sink *s) {
+    return s->conn && PQstatus(s->conn) == CONNECTION_OK && !pg_should_stop(s);
+}
+
+/* The records of X (one a stored key) in one INSERT ... SELECT FROM
+ * unnest(...) ON CONFLICT (keys) DO UPDATE, a binary text array a column
+ * cast to the mapping's types (to the table's by assignment): for a few
+ * keys, no staging table (its COPY, its DELETE, its truncation at every
+ * commit). Any failure is staged again by the caller. */
+static tm_status up_update_stored(pg_sink *s, const pg_rows *x, tm_error *err) {
+    static const char *const HIDDEN_TYPES[4] = {"text", "integer", "bigint",
+                                                "text"};
+    const tm_sink_config *c = s->config;
+    size_t nc = c->ncolumns, n = nc + 4;
+    pg_binarray *a = calloc(n, sizeof *a);
+    const char **v = calloc(n, sizeof *v);
+    int *lens = calloc(n, sizeof *lens), *fmts = calloc(n, sizeof *fmts);
+    pg_buf one = {0}, q = {0}, keys = {0};
+    int bad = !a || !v || !lens || !fmts;
+    for (size_t k = 0; !bad && k < n; k++)
+        pg_binarray_start(&a[k], PG_OID_TEXT);
+    for (size_t j = x->from; !bad && j < x->to; j++) {
+        if (!x->write[j])
+            continue;
+        const tm_record *r = TM_CELEM(tm_record, x->b->records, j);
+        const tm_range *g = TM_CELEM(tm_range, x->b->ranges, r->range);
+        char num[32];
+        for (size_t k = 0; k < nc; k++) {
+            const tm_value *val = TM_CELEM(tm_value, r->values, k);
+            if (val->is_null) {
+                pg_binarray_text(&a[k], NULL);
+                continue;
+            }
+            one.len = 0;
+            copy_value(&one, TM_CELEM(tm_column, c->columns, k), val, 0);
+            pg_binarray_textn(&a[k], one.p ? one.p : "", one.len);
+        }
+        pg_binarray_text(&a[nc], g->topic);
+        snprintf(num, sizeof num, "%d", (int)g->partition);
+        pg_binarray_text(&a[nc + 1], num);
+        snprintf(num, sizeof num, "%lld", (long long)r->offset);
+        pg_binarray_text(&a[nc + 2], num);
+        pg_binarray_text(&a[nc + 3], r->identity);
+        bad = one.oom;
+    }
+    pg_buf_add(&q, "INSERT INTO ");
+    pg_buf_add(&q, s->q_table);
+    pg_buf_add(&q, " AS t (");
+    column_list(s, &q, 0);
+    pg_buf_add(&q, ") SELECT * FROM unnest(");
+    for (size_t k = 0; !bad && k < n; k++) {
+        char num[32];
+        snprintf(num, sizeof num, "%s$%zu::text[]::", k ? ", " : "", k + 1);
+        pg_buf_add(&q, num);
+        pg_buf_add(
+            &q, k < nc ? pg_type_sql(TM_CELEM(tm_column, c->columns, k)->type)
+                       : HIDDEN_TYPES[k - nc]);
+        pg_buf_add(&q, "[]");
+        bad = pg_binarray_finish(&a[k]) != 0;
+        v[k] = a[k].b.p;
+        lens[k] = (int)a[k].b.len;
+        fmts[k] = 1;
+    }
+    pg_buf_add(&q, ") AS v");
+    key_list(s, &keys);
+    on_conflict_update(s, &q, keys.p ? keys.p : "", 0);
+    tm_status r = TM_FATAL;
+    PGresult *res = NULL;
+    if (bad || q.oom || keys.oom)
+        s->host->set_error(err,
+                           "batch %s: the stored keys' rows: out of "
+                           "memory (or a timestamp out of range)",
+                           x->b->batch_id);
+    else
+        res = pg_query(s, q.p, (int)n, v, lens, fmts, 0,
+                       "upserting the stored keys' rows", &r, err);
+    if (res) {
+        PQclear(res);
+        r = TM_OK;
+    }
+    for (size_t k = 0; a && k < n; k++)
+        pg_binarray_free(&a[k]);
+    free(a);
+    free(v);
+    free(lens);
+    free(fmts);
+    pg_buf_free(&one);
+    pg_buf_free(&q);
+    pg_buf_free(&keys);
+    return r;
+}
+
+/* The keys marked stored first (up_update_stored), then the others COPYed
+ * straight into the table; LEAD goes first. Stored first: a key written
+ * by the COPY that the update would meet (a key equal to another for the
+ * database only) makes the COPY fail, never a row updated out of order. */
+static tm_status up_write(pg_sink *s, const up_plan *p, pg_rows *part,
+                          unsigned char *mask, const char *lead,
+                          tm_error *err) {
+    size_t nstored = 0;
+    for (size_t i = 0; i < p->nkeys; i++)
+        nstored += p->stored[p->keys[i].j] != 0;
+    tm_status r = TM_OK;
+    if (nstored > 0) {
+        if (lead)
+            r = pg_exec(s, lead, "upsert: savepoint", err);
+        lead = NULL;
+        up_mask(p, 1, mask, part->to);
+        if (r == TM_OK)
+            r = up_update_stored(s, part, err);
+    }
+    if (r == TM_OK && nstored < p->nkeys) {
+        up_mask(p, 0, mask, part->to);
+        r = copy_rows(s, part, s->q_table, 0, lead, err);
+    }
+    return r;
 }
 
 /* Upsert without a second write of the new keys' rows (docs/sinks/
  * postgres.md step 4). The sink resolves the write's repeats of a key (by
- * its bytes) last-wins in offset order. When the last write met no stored
- * key, the rows are COPYed straight into the table; otherwise, or when
- * that COPY meets the unique index, one round trip asks which keys are
- * stored (up_probe): those go through the staging table (stage_upsert,
- * the same INSERT ... ON CONFLICT as before), then the new ones are COPYed
- * into the table, a bulk insert. All under the savepoint tm_upsert: a key
- * the probe did not see (another writer's row committed since, or a key
- * equal to another for the database only, under a case-insensitive
- * collation, say) makes the COPY meet the unique index, and the whole
- * write is rolled back to the savepoint and staged as before, which gives
- * the same rows; so does a write the table refuses for a row's content,
- * refused there as before (the caller halves it). Which keys the probe
- * finds only chooses the path, never the result. Change events keep the
- * staged write (the order of deletes and inserts). */
+ * its bytes) last-wins in offset order, then writes the keys it takes for
+ * stored through the staging table (stage_upsert, the same INSERT ... ON
+ * CONFLICT as before) and COPYs the others straight into the table, a
+ * bulk insert. Which keys it takes for stored: those it wrote itself
+ * before (the digests of upsert_seen); after a COPY met a stored key it
+ * had not written, those the table holds, asked in one round trip
+ * (up_probe), until a probe finds no stored key but the ones it wrote.
+ * All under the savepoint tm_upsert: a key taken for new that the table
+ * holds (another writer's; a key equal to another for the database only,
+ * under a case-insensitive collation, say) makes the COPY meet the unique
+ * index: the write is rolled back to the savepoint and probed, and if the
+ * COPY after the probe meets one too (a row committed since), the whole
+ * write is staged as before, which gives the same rows; so is a write the
+ * table refuses for a row's content, refused there as before (the caller
+ * halves it). A key taken for stored that is not is inserted by ON
+ * CONFLICT. Which path a key takes never decides its row. Change events
+ * keep the staged write (the order of deletes and inserts). */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
                          tm_error *err) {
     if (s->config->flags & TM_CONFIG_CDC)
@@ -667,36 +880,40 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     if (b.oom) {
         s->host->set_error(err, "out of memory");
     } else if (!probe) {
-        up_mask(&p, 0, mask, x->to); /* every key, none marked stored */
-        r = copy_rows(s, &part, s->q_table, 0, b.p, err);
-        if (r != TM_OK && up_row_error(s) &&
+        /* added now, one look-up a key: a key of a write that fails is
+         * a wrong hint, which costs a path, never a row */
+        for (size_t i = 0; i < p.nkeys; i++)
+            p.stored[p.keys[i].j] =
+                (unsigned char)(p.keys[i].hinted =
+                                    up_seen_add(s, p.keys[i].digest));
+        r = up_write(s, &p, &part, mask, b.p, err);
+        if (r != TM_OK && up_can_stage(s) &&
             strcmp(s->last_state, "23505") == 0) {
-            /* a key stored: probe, as below */
+            /* a key stored that this sink did not write: probe */
             probe = s->upsert_probe = 1;
             r = pg_exec(s, "ROLLBACK TO SAVEPOINT tm_upsert",
                         "upsert: ROLLBACK TO", err);
-        } else if (r != TM_OK && up_row_error(s)) {
+        } else if (r != TM_OK && up_can_stage(s)) {
             r = up_staged(s, x, err->message, err);
         }
     } else {
+        for (size_t i = 0; i < p.nkeys; i++)
+            p.keys[i].hinted = up_seen_has(s, p.keys[i].digest);
         r = pg_exec(s, b.p, "upsert: savepoint", err);
     }
     pg_buf_free(&b);
-    size_t nstored = 0;
     if (probe && r == TM_OK) {
-        if ((r = up_probe(s, &p, &nstored, err)) == TM_OK)
-            s->upsert_probe = nstored > 0;
-        if (r == TM_OK && nstored > 0) {
-            up_mask(&p, 1, mask, x->to);
-            r = stage_upsert(s, &part, NULL, err);
-        }
-        if (r == TM_OK && nstored < p.nkeys) {
-            up_mask(&p, 0, mask, x->to);
-            r = copy_rows(s, &part, s->q_table, 0, NULL, err);
-        }
-        if (r != TM_OK && up_row_error(s))
+        size_t nstored = 0, unforeseen = 0;
+        if ((r = up_probe(s, &p, &nstored, &unforeseen, err)) == TM_OK)
+            s->upsert_probe = unforeseen > 0;
+        if (r == TM_OK)
+            r = up_write(s, &p, &part, mask, NULL, err);
+        if (r != TM_OK && up_can_stage(s))
             r = up_staged(s, x, err->message, err);
     }
+    if (r == TM_OK && probe)
+        for (size_t i = 0; i < p.nkeys; i++)
+            up_seen_add(s, p.keys[i].digest);
     up_plan_free(&p);
     free(mask);
     return r;

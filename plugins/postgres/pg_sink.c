@@ -78,6 +78,7 @@ static void pg_close(void *sink) {
     pg_disconnect(s);
     pg_evolve_free(s);
     free_names(s);
+    free(s->upsert_seen);
     free(s);
 }
 

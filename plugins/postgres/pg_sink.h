@@ -78,7 +78,12 @@ typedef struct pg_sink {
     int prepared;       /* the marker statements are prepared on conn */
     int keys_prepared;  /* the business keys' probe (keys.c) too */
     int keys_resent;    /* the last batch's probe found keys stored before */
-    int upsert_probe;   /* the last upsert write met stored keys (copy.c) */
+    /* Upsert (copy.c): probe the keys first (a direct COPY met a stored
+     * key the sink had not written); the digests of the keys this sink
+     * wrote, a hint which keys are stored (never what decides a row). */
+    int upsert_probe;
+    uint64_t *upsert_seen;
+    size_t upsert_seen_n, upsert_seen_cap;
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
      * host's config with the columns of the last batch; follow owns them
      * (names copied: the batch is the host's for one call) and says

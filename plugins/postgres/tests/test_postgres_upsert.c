@@ -7,8 +7,10 @@
  * reference refused. The batches have repeats of a key within a batch,
  * updates of stored keys, keys whose text needs escaping, refused records
  * (a CHECK) and, with a change-data-capture mapping, deletes and
- * re-inserts of one key in a batch. A second libpq session inserts a key
- * after the sink asked which keys are stored and before its COPY. */
+ * re-inserts of one key in a batch; between them, rows the sink wrote are
+ * deleted and another writer stores keys the next batch has. A second libpq
+ * session inserts a key after the sink asked which keys are stored and before
+ * its COPY. */
 #include <check.h>
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -329,6 +331,18 @@ static void differential(uint32_t flags) {
         char when[32];
         snprintf(when, sizeof when, "after batch %d", nb);
         assert_same(dead, ndead, when);
+        if (nb == 1) /* keys the sink wrote, gone: it takes them for stored */
+            run(admin, "DELETE FROM $S.t WHERE id % 7 = 0; DELETE FROM "
+                       "$S.ref WHERE id % 7 = 0");
+        if (nb == 2) /* keys another writer stored: the sink's COPY meets
+                        them, and it probes its next writes */
+            for (int k = 0; k < 2; k++)
+                run(admin, k ? "INSERT INTO $S.ref SELECT * FROM $S.t "
+                               "WHERE body = 'other'"
+                             : "INSERT INTO $S.t (id, tag, body, _tm_topic, "
+                               "_tm_partition, _tm_offset) SELECT g, '', "
+                               "'other', 'x', 0, -1 FROM generate_series(0, "
+                               "79) g ON CONFLICT DO NOTHING");
     }
     /* the batches did what they are for */
     ck_assert_int_ge(ndead, NBATCHES);
@@ -388,12 +402,15 @@ START_TEST(key_inserted_between_probe_and_copy_is_updated) {
         snprintf(rs[i].body, sizeof rs[i].body, "first");
     }
     batch b;
-    /* batch 1 stores keys 0-9; batch 2 repeats key 0, so that the sink
-     * probes its next writes first */
+    /* batch 1 stores keys 0-9; batch 2 has key 10, stored by another
+     * writer: the sink's COPY meets it, so that it probes its next writes
+     * first */
     batch_make(&b, rs, 0, 10, m.epoch);
     commit_ok(sink, &b);
     batch_free(&b);
-    batch_make(&b, rs, 10, 1, m.epoch);
+    run(admin, "INSERT INTO $S.t (id, tag, body, _tm_topic, _tm_partition, "
+               "_tm_offset) VALUES (10, 'a', 'other', 'x', 0, 0)");
+    batch_make(&b, rs + 10, 10, 1, m.epoch);
     commit_ok(sink, &b);
     batch_free(&b);
     /* another writer's key 42, not committed */
@@ -432,7 +449,7 @@ START_TEST(key_inserted_between_probe_and_copy_is_updated) {
                   query);
     ck_assert_msg(cm.rc == TM_OK, "commit: %s: %s", tm_status_name(cm.rc),
                   cm.err.message);
-    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 40);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 41);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 42 AND "
                              "body = 'second' AND _tm_offset = 33"),
                      1);
