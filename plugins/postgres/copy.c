@@ -722,6 +722,18 @@ static int up_can_stage(pg_sink *s) {
     return s->conn && PQstatus(s->conn) == CONNECTION_OK && !pg_should_stop(s);
 }
 
+/* A failed direct write that was not staged (the call is past its
+ * deadline, interrupted, or the connection is gone): its error is no
+ * verdict on a record (a COPY meets the unique index for a key another
+ * writer stored; a pair of keys equal for the database only), so it must
+ * not reach the caller's halving as a refused row (commit.c makes a single
+ * record a dead letter "rejected"): TM_RETRY, and the staged write decides
+ * at the next attempt. */
+static tm_status up_unstaged(pg_sink *s, tm_status r) {
+    s->last_state[0] = '\0';
+    return r == TM_FATAL ? r : TM_RETRY;
+}
+
 /* The records of X (one a stored key) in one INSERT ... SELECT FROM
  * unnest(...) ON CONFLICT (keys) DO UPDATE, a binary text array a column
  * cast to the mapping's types (to the table's by assignment): for a few
@@ -876,7 +888,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     tm_status r = TM_RETRY;
     pg_rows part = *x;
     part.write = mask;
-    int probe = s->upsert_probe;
+    int probe = s->upsert_probe, staged = 0;
     if (b.oom) {
         s->host->set_error(err, "out of memory");
     } else if (!probe) {
@@ -895,6 +907,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
                         "upsert: ROLLBACK TO", err);
         } else if (r != TM_OK && up_can_stage(s)) {
             r = up_staged(s, x, err->message, err);
+            staged = 1;
         }
     } else {
         for (size_t i = 0; i < p.nkeys; i++)
@@ -908,9 +921,13 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
             s->upsert_probe = unforeseen > 0;
         if (r == TM_OK)
             r = up_write(s, &p, &part, mask, NULL, err);
-        if (r != TM_OK && up_can_stage(s))
+        if (r != TM_OK && up_can_stage(s)) {
             r = up_staged(s, x, err->message, err);
+            staged = 1;
+        }
     }
+    if (r != TM_OK && !staged)
+        r = up_unstaged(s, r);
     if (r == TM_OK && probe)
         for (size_t i = 0; i < p.nkeys; i++)
             up_seen_add(s, p.keys[i].digest);

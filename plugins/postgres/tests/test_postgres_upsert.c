@@ -380,6 +380,43 @@ static void *commit_thread(void *arg) {
     return NULL;
 }
 
+/* Up to 10 s for the sink's backend to wait on a lock: the statement it
+ * waits in (its first 200 bytes) in QUERY, or "" when it never did. */
+static void wait_on_lock(char *query, size_t size) {
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT left(query, 200) FROM pg_stat_activity WHERE "
+             "application_name = '%s' AND wait_event_type = 'Lock'",
+             connector);
+    query[0] = '\0';
+    for (int i = 0; i < 200 && !query[0]; i++) {
+        PGresult *res = pgt_sql(admin, q);
+        if (PQntuples(res) > 0)
+            snprintf(query, size, "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+        if (!query[0])
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+}
+
+/* CM's commit in a thread while OTHER holds a lock it meets: OTHER
+ * commits (and is closed) once the sink waits on it (QUERY: the statement
+ * it waits in, "" when it never did; wait_on_lock) and the monotonic clock
+ * is past AFTER_MS; the time of that COMMIT. */
+static int64_t commit_while_locked(committer *cm, PGconn *other,
+                                   int64_t after_ms, char *query, size_t size) {
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, commit_thread, cm), 0);
+    wait_on_lock(query, size);
+    while (tm_clock_mono_ms() <= after_ms)
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    int64_t at = tm_clock_mono_ms();
+    run(other, "COMMIT");
+    PQfinish(other);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    return at;
+}
+
 /* The sink's write meets a key another session inserted after the sink's
  * probe of the batch's keys (its transaction open then, committed while
  * the sink's COPY waits on it): the COPY fails on the unique index and the
@@ -422,24 +459,8 @@ START_TEST(key_inserted_between_probe_and_copy_is_updated) {
         snprintf(rs[i].body, sizeof rs[i].body, "second");
     batch_make(&b, rs + 20, 11, 30, m.epoch); /* keys 20-49 */
     committer cm = {.sink = sink, .b = &b};
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, commit_thread, &cm), 0);
-    char q[512], query[256] = "";
-    snprintf(q, sizeof q,
-             "SELECT left(query, 200) FROM pg_stat_activity WHERE "
-             "application_name = '%s' AND wait_event_type = 'Lock'",
-             connector);
-    for (int i = 0; i < 200 && !query[0]; i++) {
-        PGresult *res = pgt_sql(admin, q);
-        if (PQntuples(res) > 0)
-            snprintf(query, sizeof query, "%s", PQgetvalue(res, 0, 0));
-        PQclear(res);
-        if (!query[0])
-            nanosleep(&(struct timespec){0, 50000000}, NULL);
-    }
-    run(other, "COMMIT");
-    PQfinish(other);
-    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    char query[256];
+    commit_while_locked(&cm, other, 0, query, sizeof query);
     batch_free(&b);
     ck_assert_msg(query[0], "inconclusive: the sink never waited on the other "
                             "writer's key");
@@ -461,6 +482,66 @@ START_TEST(key_inserted_between_probe_and_copy_is_updated) {
 }
 END_TEST
 
+/* ---- a stored key's COPY failing past the batch's deadline ------------- */
+
+/* A batch of one record whose key another session inserted and holds
+ * uncommitted: the sink's COPY straight into the table (a key it never
+ * wrote) waits on it; the deadline passes during the wait and the other
+ * session commits, so the COPY fails on the unique index when the write
+ * can no longer be staged. That failure says nothing about the record's
+ * content: the commit must update the row or give up (TM_RETRY), never
+ * make the record a dead letter "rejected" and commit. The test checks
+ * that the sink waited in its COPY and that the deadline had passed
+ * before the other session committed, or fails as inconclusive. */
+START_TEST(stored_key_copy_failing_past_deadline_is_no_dead_letter) {
+    conf c;
+    conf_init(&c, 0);
+    void *sink = open_ok(&c);
+    tm_marker m = pgt_claim1(api, sink);
+    PGconn *other = pgt_connect(pgt_conninfo());
+    run(other, "BEGIN; INSERT INTO $S.t (id, tag, body, _tm_topic, "
+               "_tm_partition, _tm_offset) VALUES (5, 'a', 'other', 'x', 0, "
+               "0)");
+    rec rs[1];
+    memset(rs, 0, sizeof rs);
+    rs[0].id = 5;
+    rs[0].tag = "a";
+    snprintf(rs[0].body, sizeof rs[0].body, "mine");
+    batch b;
+    batch_make(&b, rs, 0, 1, m.epoch);
+    b.b.deadline_ms = tm_clock_mono_ms() + 1000;
+    committer cm = {.sink = sink, .b = &b};
+    char query[256];
+    int64_t committed_at = commit_while_locked(
+        &cm, other, b.b.deadline_ms + 200, query, sizeof query);
+    batch_free(&b);
+    ck_assert_msg(query[0], "inconclusive: the sink never waited on the other "
+                            "writer's key");
+    ck_assert_msg(strstr(query, "COPY ") && !strstr(query, "tm_stage"),
+                  "inconclusive: the sink waited on the other writer's key "
+                  "in \"%s\", not in its COPY into the table",
+                  query);
+    ck_assert_msg(committed_at > b.b.deadline_ms,
+                  "inconclusive: the other session committed before the "
+                  "deadline");
+    long long dead = sql_int("SELECT count(*) FROM $S.tidemark_dead_letters");
+    long long mine = sql_int("SELECT count(*) FROM $S.t WHERE id = 5 AND "
+                             "body = 'mine' AND _tm_offset = 0");
+    if (cm.rc == TM_OK)
+        ck_assert_msg(dead == 0 && mine == 1,
+                      "commit TM_OK with %lld dead letters and the row %s "
+                      "the record's: the key stored by another writer made "
+                      "the record a dead letter",
+                      dead, mine ? "is" : "is not");
+    else
+        ck_assert_msg(cm.rc == TM_RETRY && dead == 0,
+                      "commit %s (%s) with %lld dead letters",
+                      tm_status_name(cm.rc), cm.err.message, dead);
+    api->close(sink);
+    tm_settings_free(c.settings);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_upsert");
     TCase *tc = tcase_create("upsert");
@@ -468,6 +549,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, upsert_matches_records_applied_one_at_a_time);
     tcase_add_test(tc, cdc_upsert_matches_events_applied_one_at_a_time);
     tcase_add_test(tc, key_inserted_between_probe_and_copy_is_updated);
+    tcase_add_test(tc, stored_key_copy_failing_past_deadline_is_no_dead_letter);
     suite_add_tcase(s, tc);
     return s;
 }
