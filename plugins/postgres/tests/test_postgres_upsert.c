@@ -542,6 +542,48 @@ START_TEST(stored_key_copy_failing_past_deadline_is_no_dead_letter) {
 }
 END_TEST
 
+/* ---- a value handed from a stored key to a new one ---------------------- */
+
+/* body is UNIQUE too. Key (2,a) is stored with body "x"; the next batch
+ * has first a new key (1,a) with body "x", then (2,a) with body "y".
+ * One record at a time, the first is refused (its body is still (2,a)'s)
+ * and the second updates (2,a): the first record is a dead letter. The
+ * sink's write must end the same way, whatever order it writes keys in. */
+START_TEST(new_key_taking_a_stored_keys_unique_value_later_is_refused) {
+    conf c;
+    conf_init(&c, 0);
+    void *sink = open_ok(&c);
+    tm_marker m = pgt_claim1(api, sink);
+    run(admin, "ALTER TABLE $S.t ADD UNIQUE (body)");
+    rec rs[2];
+    memset(rs, 0, sizeof rs);
+    rs[0] = (rec){.id = 2, .tag = "a", .body = "x"};
+    batch b;
+    batch_make(&b, rs, 0, 1, m.epoch);
+    commit_ok(sink, &b);
+    batch_free(&b);
+    rs[0] = (rec){.id = 1, .tag = "a", .body = "x"};
+    rs[1] = (rec){.id = 2, .tag = "a", .body = "y"};
+    batch_make(&b, rs, 1, 2, m.epoch);
+    commit_ok(sink, &b);
+    batch_free(&b);
+    long long dead = sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'rejected' AND \"offset\" = 1"),
+              rows = sql_int("SELECT count(*) FROM $S.t"),
+              first = sql_int("SELECT count(*) FROM $S.t WHERE id = 1");
+    ck_assert_msg(dead == 1 && rows == 1 && first == 0,
+                  "offset 1 (a body still held by a stored key when it "
+                  "comes): %s a dead letter, %s a row (%lld rows): "
+                  "written after a later record of another key",
+                  dead ? "is" : "is not", first ? "is" : "is not", rows);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 2 AND "
+                             "body = 'y' AND _tm_offset = 2"),
+                     1);
+    api->close(sink);
+    tm_settings_free(c.settings);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_upsert");
     TCase *tc = tcase_create("upsert");
@@ -550,6 +592,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, cdc_upsert_matches_events_applied_one_at_a_time);
     tcase_add_test(tc, key_inserted_between_probe_and_copy_is_updated);
     tcase_add_test(tc, stored_key_copy_failing_past_deadline_is_no_dead_letter);
+    tcase_add_test(tc,
+                   new_key_taking_a_stored_keys_unique_value_later_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
