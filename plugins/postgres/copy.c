@@ -717,9 +717,15 @@ static tm_status up_staged(pg_sink *s, const pg_rows *x, const char *why,
 }
 
 /* A failed direct write that can be staged instead: the connection is
- * up (the transaction rolls back to tm_upsert) and the call goes on. */
+ * up (the transaction rolls back to tm_upsert), the call goes on, and the
+ * failure is not one that gives TM_RETRY whatever the statement (a lock
+ * wait cancelled by statement_timeout, a deadlock, a serialization
+ * failure: the staged write would wait for the same lock again, past the
+ * batch's deadline by another timeout). */
 static int up_can_stage(pg_sink *s) {
-    return s->conn && PQstatus(s->conn) == CONNECTION_OK && !pg_should_stop(s);
+    return s->conn && PQstatus(s->conn) == CONNECTION_OK &&
+           !pg_should_stop(s) &&
+           pg_state_class(s->last_state, 1) != PG_ERR_RETRY;
 }
 
 /* A failed direct write that was not staged (the call is past its

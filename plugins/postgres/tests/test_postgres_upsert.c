@@ -72,12 +72,13 @@ typedef struct conf {
     tm_sink_config config;
 } conf;
 
-static void conf_init(conf *c, uint32_t flags) {
+/* EXTRA: more settings (", \"key\": value"), or "". */
+static void conf_init_with(conf *c, uint32_t flags, const char *extra) {
     char text[1024];
     snprintf(text, sizeof text,
              "{\"conninfo\": \"%s\", \"schema\": \"%s\", \"table\": \"t\", "
-             "\"mode\": \"upsert\"}",
-             pgt_conninfo(), schema);
+             "\"mode\": \"upsert\"%s}",
+             pgt_conninfo(), schema, extra);
     c->settings = pgt_settings(text);
     c->config = (tm_sink_config){.struct_size = sizeof(tm_sink_config),
                                  .connector = connector,
@@ -85,6 +86,10 @@ static void conf_init(conf *c, uint32_t flags) {
                                  .columns = COLS,
                                  .ncolumns = NCOLS,
                                  .flags = flags};
+}
+
+static void conf_init(conf *c, uint32_t flags) {
+    conf_init_with(c, flags, "");
 }
 
 static void *open_ok(conf *c) {
@@ -372,11 +377,13 @@ typedef struct committer {
     batch *b;
     tm_status rc;
     tm_error err;
+    _Atomic int done;
 } committer;
 
 static void *commit_thread(void *arg) {
     committer *c = arg;
     c->rc = pgt_commit(api, c->sink, &c->b->b, &c->err);
+    c->done = 1;
     return NULL;
 }
 
@@ -584,6 +591,67 @@ START_TEST(new_key_taking_a_stored_keys_unique_value_later_is_refused) {
 }
 END_TEST
 
+/* ---- a lock wait cancelled by statement_timeout ------------------------- */
+
+/* A record whose key another session holds uncommitted for good: the
+ * sink's COPY straight into the table waits on it until statement_timeout
+ * cancels it (57014), which gives TM_RETRY (docs/sinks/postgres.md,
+ * statement_timeout_ms) after one wait, as the INSERT ... ON CONFLICT
+ * gave it: staging the write again after such a failure only waits for
+ * the same lock once more, the commit past its deadline by another
+ * timeout. The test watches which statements of the sink's backend wait
+ * on a lock until the commit returns; none at all: inconclusive. */
+START_TEST(copy_cancelled_by_statement_timeout_is_not_staged_again) {
+    conf c;
+    conf_init_with(&c, 0, ", \"statement_timeout_ms\": 1000");
+    void *sink = open_ok(&c);
+    tm_marker m = pgt_claim1(api, sink);
+    PGconn *other = pgt_connect(pgt_conninfo());
+    run(other, "BEGIN; INSERT INTO $S.t (id, tag, body, _tm_topic, "
+               "_tm_partition, _tm_offset) VALUES (5, 'a', 'other', 'x', 0, "
+               "0)");
+    rec rs[1] = {{.id = 5, .tag = "a", .body = "mine"}};
+    batch b;
+    batch_make(&b, rs, 0, 1, m.epoch);
+    committer cm = {.sink = sink, .b = &b};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, commit_thread, &cm), 0);
+    char q[512], waits[4][64];
+    size_t nwaits = 0;
+    snprintf(q, sizeof q,
+             "SELECT left(query, 60) FROM pg_stat_activity WHERE "
+             "application_name = '%s' AND wait_event_type = 'Lock'",
+             connector);
+    while (!cm.done) {
+        PGresult *res = pgt_sql(admin, q);
+        if (PQntuples(res) > 0 &&
+            (nwaits == 0 ||
+             strcmp(waits[nwaits - 1], PQgetvalue(res, 0, 0)) != 0) &&
+            nwaits < 4)
+            snprintf(waits[nwaits++], sizeof waits[0], "%s",
+                     PQgetvalue(res, 0, 0));
+        PQclear(res);
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    }
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    run(other, "ROLLBACK");
+    PQfinish(other);
+    batch_free(&b);
+    ck_assert_msg(nwaits > 0, "inconclusive: the sink never waited on the "
+                              "other session's key");
+    ck_assert_msg(cm.rc == TM_RETRY, "commit %s (%s), not TM_RETRY",
+                  tm_status_name(cm.rc), cm.err.message);
+    ck_assert_msg(nwaits == 1,
+                  "the sink waited on the same lock in %zu statements "
+                  "(\"%s\", then \"%s\"): a cancelled wait was staged again",
+                  nwaits, waits[0], waits[1]);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     0);
+    api->close(sink);
+    tm_settings_free(c.settings);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_upsert");
     TCase *tc = tcase_create("upsert");
@@ -594,6 +662,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, stored_key_copy_failing_past_deadline_is_no_dead_letter);
     tcase_add_test(tc,
                    new_key_taking_a_stored_keys_unique_value_later_is_refused);
+    tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     suite_add_tcase(s, tc);
     return s;
 }
