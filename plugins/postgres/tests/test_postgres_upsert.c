@@ -489,6 +489,28 @@ START_TEST(key_inserted_between_probe_and_copy_is_updated) {
 }
 END_TEST
 
+/* A sink of conf_init_with(C, 0, EXTRA), open and claimed (M). */
+static void *open_claimed(conf *c, const char *extra, tm_marker *m) {
+    conf_init_with(c, 0, extra);
+    void *sink = open_ok(c);
+    *m = pgt_claim1(api, sink);
+    return sink;
+}
+
+static void close_sink(void *sink, conf *c) {
+    api->close(sink);
+    tm_settings_free(c->settings);
+}
+
+/* Another session, its transaction open, holding an inserted key (5,a). */
+static PGconn *other_holds_key_5(void) {
+    PGconn *other = pgt_connect(pgt_conninfo());
+    run(other, "BEGIN; INSERT INTO $S.t (id, tag, body, _tm_topic, "
+               "_tm_partition, _tm_offset) VALUES (5, 'a', 'other', 'x', 0, "
+               "0)");
+    return other;
+}
+
 /* ---- a stored key's COPY failing past the batch's deadline ------------- */
 
 /* A batch of one record whose key another session inserted and holds
@@ -502,13 +524,9 @@ END_TEST
  * before the other session committed, or fails as inconclusive. */
 START_TEST(stored_key_copy_failing_past_deadline_is_no_dead_letter) {
     conf c;
-    conf_init(&c, 0);
-    void *sink = open_ok(&c);
-    tm_marker m = pgt_claim1(api, sink);
-    PGconn *other = pgt_connect(pgt_conninfo());
-    run(other, "BEGIN; INSERT INTO $S.t (id, tag, body, _tm_topic, "
-               "_tm_partition, _tm_offset) VALUES (5, 'a', 'other', 'x', 0, "
-               "0)");
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    PGconn *other = other_holds_key_5();
     rec rs[1];
     memset(rs, 0, sizeof rs);
     rs[0].id = 5;
@@ -544,8 +562,7 @@ START_TEST(stored_key_copy_failing_past_deadline_is_no_dead_letter) {
         ck_assert_msg(cm.rc == TM_RETRY && dead == 0,
                       "commit %s (%s) with %lld dead letters",
                       tm_status_name(cm.rc), cm.err.message, dead);
-    api->close(sink);
-    tm_settings_free(c.settings);
+    close_sink(sink, &c);
 }
 END_TEST
 
@@ -558,9 +575,8 @@ END_TEST
  * sink's write must end the same way, whatever order it writes keys in. */
 START_TEST(new_key_taking_a_stored_keys_unique_value_later_is_refused) {
     conf c;
-    conf_init(&c, 0);
-    void *sink = open_ok(&c);
-    tm_marker m = pgt_claim1(api, sink);
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
     run(admin, "ALTER TABLE $S.t ADD UNIQUE (body)");
     rec rs[2];
     memset(rs, 0, sizeof rs);
@@ -586,8 +602,7 @@ START_TEST(new_key_taking_a_stored_keys_unique_value_later_is_refused) {
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 2 AND "
                              "body = 'y' AND _tm_offset = 2"),
                      1);
-    api->close(sink);
-    tm_settings_free(c.settings);
+    close_sink(sink, &c);
 }
 END_TEST
 
@@ -603,13 +618,9 @@ END_TEST
  * on a lock until the commit returns; none at all: inconclusive. */
 START_TEST(copy_cancelled_by_statement_timeout_is_not_staged_again) {
     conf c;
-    conf_init_with(&c, 0, ", \"statement_timeout_ms\": 1000");
-    void *sink = open_ok(&c);
-    tm_marker m = pgt_claim1(api, sink);
-    PGconn *other = pgt_connect(pgt_conninfo());
-    run(other, "BEGIN; INSERT INTO $S.t (id, tag, body, _tm_topic, "
-               "_tm_partition, _tm_offset) VALUES (5, 'a', 'other', 'x', 0, "
-               "0)");
+    tm_marker m;
+    void *sink = open_claimed(&c, ", \"statement_timeout_ms\": 1000", &m);
+    PGconn *other = other_holds_key_5();
     rec rs[1] = {{.id = 5, .tag = "a", .body = "mine"}};
     batch b;
     batch_make(&b, rs, 0, 1, m.epoch);
@@ -647,8 +658,7 @@ START_TEST(copy_cancelled_by_statement_timeout_is_not_staged_again) {
                   nwaits, waits[0], waits[1]);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
                      0);
-    api->close(sink);
-    tm_settings_free(c.settings);
+    close_sink(sink, &c);
 }
 END_TEST
 
