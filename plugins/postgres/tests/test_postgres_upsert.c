@@ -662,6 +662,53 @@ START_TEST(copy_cancelled_by_statement_timeout_is_not_staged_again) {
 }
 END_TEST
 
+/* ---- keys equal under a case-insensitive collation ---------------------- */
+
+/* tag under a nondeterministic (case-insensitive) collation: keys that
+ * differ in their bytes are one key for the table. The stored keys (1,A)
+ * and (2,B), then a batch repeating each in both spellings, in both
+ * orders, and a new key (3) in both spellings: each key's row is its
+ * last record (body, offset); a stored key keeps its spelling, as one
+ * record at a time leaves it. */
+START_TEST(keys_equal_under_case_insensitive_collation_last_wins) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    run(admin, "CREATE COLLATION $S.ci (provider = icu, locale = "
+               "'und-u-ks-level2', deterministic = false); ALTER TABLE $S.t "
+               "ALTER COLUMN tag TYPE text COLLATE $S.ci");
+    rec rs[6] = {{.id = 1, .tag = "A", .body = "v0"},
+                 {.id = 2, .tag = "B", .body = "v1"}};
+    batch b;
+    batch_make(&b, rs, 0, 2, m.epoch);
+    commit_ok(sink, &b);
+    batch_free(&b);
+    static const char *const TAG[6] = {"a", "A", "B", "b", "C", "c"};
+    for (int i = 0; i < 6; i++) {
+        rs[i] = (rec){.id = 1 + i / 2, .tag = TAG[i]};
+        snprintf(rs[i].body, sizeof rs[i].body, "v%d", i + 2);
+    }
+    batch_make(&b, rs, 2, 6, m.epoch);
+    commit_ok(sink, &b);
+    batch_free(&b);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 3);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 1 AND "
+                             "tag::bytea = 'A'::bytea AND body = 'v3' AND "
+                             "_tm_offset = 3"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 2 AND "
+                             "tag::bytea = 'B'::bytea AND body = 'v5' AND "
+                             "_tm_offset = 5"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 3 AND "
+                             "body = 'v7' AND _tm_offset = 7"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     0);
+    close_sink(sink, &c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_upsert");
     TCase *tc = tcase_create("upsert");
@@ -673,6 +720,7 @@ static Suite *suite(void) {
     tcase_add_test(tc,
                    new_key_taking_a_stored_keys_unique_value_later_is_refused);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
+    tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
     suite_add_tcase(s, tc);
     return s;
 }
