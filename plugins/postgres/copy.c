@@ -718,14 +718,16 @@ static tm_status up_staged(pg_sink *s, const pg_rows *x, const char *why,
 
 /* A failed direct write that can be staged instead: the connection is
  * up (the transaction rolls back to tm_upsert), the call goes on, and the
- * failure is not one that gives TM_RETRY whatever the statement (a lock
- * wait cancelled by statement_timeout, a deadlock, a serialization
- * failure: the staged write would wait for the same lock again, past the
- * batch's deadline by another timeout). */
+ * failure is not a wait given up (a lock wait cancelled by
+ * statement_timeout, lock_timeout, a deadlock, a serialization failure:
+ * TM_RETRY in any statement, and the staged write would wait for the same
+ * lock again, past the batch's deadline by another timeout). */
 static int up_can_stage(pg_sink *s) {
-    return s->conn && PQstatus(s->conn) == CONNECTION_OK &&
-           !pg_should_stop(s) &&
-           pg_state_class(s->last_state, 1) != PG_ERR_RETRY;
+    static const char *const WAITS[] = {"57014", "55P03", "40P01", "40001"};
+    for (size_t i = 0; i < sizeof WAITS / sizeof WAITS[0]; i++)
+        if (strcmp(s->last_state, WAITS[i]) == 0)
+            return 0;
+    return s->conn && PQstatus(s->conn) == CONNECTION_OK && !pg_should_stop(s);
 }
 
 /* A failed direct write that was not staged (the call is past its
