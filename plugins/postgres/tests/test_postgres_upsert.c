@@ -184,12 +184,14 @@ static int ref_apply(const rec *r, int64_t off) {
         const char *v[2] = {id, r->tag};
         res = PQexecParams(admin, text, 2, NULL, v, NULL, NULL, 0);
     } else {
-        with_schema("INSERT INTO $S.ref (id, tag, body, amount, _tm_topic, "
-                    "_tm_partition, _tm_offset) VALUES ($1::bigint, $2, $3, "
-                    "$4::float8, 't', 0, $5::bigint) ON CONFLICT (id, tag) DO "
-                    "UPDATE SET body = EXCLUDED.body, amount = "
-                    "EXCLUDED.amount, _tm_offset = EXCLUDED._tm_offset",
-                    text, sizeof text);
+        with_schema(
+            "INSERT INTO $S.ref (id, tag, body, amount, _tm_topic, "
+            "_tm_partition, _tm_offset) VALUES ($1::bigint, $2, $3, "
+            "$4::float8, 't', 0, $5::bigint) ON CONFLICT (id, tag) DO "
+            "UPDATE SET body = EXCLUDED.body, amount = "
+            "EXCLUDED.amount, _tm_topic = EXCLUDED._tm_topic, _tm_partition "
+            "= EXCLUDED._tm_partition, _tm_offset = EXCLUDED._tm_offset",
+            text, sizeof text);
         const char *v[5] = {id, r->tag, r->body, amount, offset};
         res = PQexecParams(admin, text, 5, NULL, v, NULL, NULL, 0);
     }
@@ -207,18 +209,28 @@ static int ref_apply(const rec *r, int64_t off) {
 /* The sink's table and the reference hold the same rows; the sink's dead
  * letters are the offsets in DEAD (NDEAD of them). */
 static void assert_same(const int64_t *dead, size_t ndead, const char *when) {
+#define ROWS_OF(a, b)                                                          \
+    "(SELECT id, tag, body, amount, _tm_topic, _tm_partition, _tm_offset, "    \
+    "_tm_identity FROM $S." a " EXCEPT SELECT id, tag, body, amount, "         \
+    "_tm_topic, _tm_partition, _tm_offset, _tm_identity FROM $S." b ") d"
     static const char *const DIFF[2] = {
-        "SELECT count(*) FROM (SELECT id, tag, body, amount, _tm_offset FROM "
-        "$S.t EXCEPT SELECT id, tag, body, amount, _tm_offset FROM $S.ref) d",
-        "SELECT count(*) FROM (SELECT id, tag, body, amount, _tm_offset FROM "
-        "$S.ref EXCEPT SELECT id, tag, body, amount, _tm_offset FROM $S.t) d"};
+        "SELECT count(*) FROM " ROWS_OF("t", "ref"),
+        "SELECT count(*) FROM " ROWS_OF("ref", "t")};
     long long only_sink = sql_int(DIFF[0]), only_ref = sql_int(DIFF[1]);
+    char first[2][256] = {"", ""};
+    if (only_sink || only_ref) /* the first row of each side, to tell why */
+        for (int i = 0; i < 2; i++)
+            pgt_sql_text(admin, schema,
+                         i ? "SELECT min(d::text) FROM " ROWS_OF("ref", "t")
+                           : "SELECT min(d::text) FROM " ROWS_OF("t", "ref"),
+                         first[i], sizeof first[i]);
+#undef ROWS_OF
     ck_assert_msg(only_sink == 0 && only_ref == 0,
                   "%s: %lld rows only in the sink's table, %lld only in the "
-                  "reference (of %lld and %lld)",
+                  "reference (of %lld and %lld; first %s and %s)",
                   when, only_sink, only_ref,
                   sql_int("SELECT count(*) FROM $S.t"),
-                  sql_int("SELECT count(*) FROM $S.ref"));
+                  sql_int("SELECT count(*) FROM $S.ref"), first[0], first[1]);
     ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"),
                      sql_int("SELECT count(*) FROM $S.ref"));
     char q[512];
@@ -534,7 +546,7 @@ START_TEST(stored_key_copy_failing_past_deadline_is_no_dead_letter) {
     snprintf(rs[0].body, sizeof rs[0].body, "mine");
     batch b;
     batch_make(&b, rs, 0, 1, m.epoch);
-    b.b.deadline_ms = tm_clock_mono_ms() + 1000;
+    b.b.deadline_ms = tm_clock_mono_ms() + 3000;
     committer cm = {.sink = sink, .b = &b};
     char query[256];
     int64_t committed_at = commit_while_locked(
