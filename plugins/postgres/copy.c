@@ -733,13 +733,14 @@ static int up_can_stage(pg_sink *s) {
 /* A failed direct write that was not staged (the call is past its
  * deadline, interrupted, or the connection is gone): its error is no
  * verdict on a record (a COPY meets the unique index for a key another
- * writer stored; a pair of keys equal for the database only), so it must
- * not reach the caller's halving as a refused row (commit.c makes a single
- * record a dead letter "rejected"): TM_RETRY, and the staged write decides
- * at the next attempt. */
-static tm_status up_unstaged(pg_sink *s, tm_status r) {
+ * writer stored; a pair of keys equal for the database only updates one
+ * row twice, 21000), so it must neither reach the caller's halving as a
+ * refused row (commit.c makes a single record a dead letter "rejected")
+ * nor stop the connector (TM_FATAL): TM_RETRY, and the staged write
+ * decides at the next attempt. */
+static tm_status up_unstaged(pg_sink *s) {
     s->last_state[0] = '\0';
-    return r == TM_FATAL ? r : TM_RETRY;
+    return TM_RETRY;
 }
 
 /* The records of X (one a stored key) in one INSERT ... SELECT FROM
@@ -935,7 +936,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
         }
     }
     if (r != TM_OK && !staged)
-        r = up_unstaged(s, r);
+        r = up_unstaged(s);
     if (r == TM_OK && probe)
         for (size_t i = 0; i < p.nkeys; i++)
             up_seen_add(s, p.keys[i].digest);

@@ -523,6 +523,13 @@ static PGconn *other_holds_key_5(void) {
     return other;
 }
 
+/* The table's tag under a nondeterministic, case-insensitive collation. */
+static void tag_case_insensitive(void) {
+    run(admin, "CREATE COLLATION $S.ci (provider = icu, locale = "
+               "'und-u-ks-level2', deterministic = false); ALTER TABLE $S.t "
+               "ALTER COLUMN tag TYPE text COLLATE $S.ci");
+}
+
 /* ---- a stored key's COPY failing past the batch's deadline ------------- */
 
 /* A batch of one record whose key another session inserted and holds
@@ -686,9 +693,7 @@ START_TEST(keys_equal_under_case_insensitive_collation_last_wins) {
     conf c;
     tm_marker m;
     void *sink = open_claimed(&c, "", &m);
-    run(admin, "CREATE COLLATION $S.ci (provider = icu, locale = "
-               "'und-u-ks-level2', deterministic = false); ALTER TABLE $S.t "
-               "ALTER COLUMN tag TYPE text COLLATE $S.ci");
+    tag_case_insensitive();
     rec rs[6] = {{.id = 1, .tag = "A", .body = "v0"},
                  {.id = 2, .tag = "B", .body = "v1"}};
     batch b;
@@ -721,6 +726,69 @@ START_TEST(keys_equal_under_case_insensitive_collation_last_wins) {
 }
 END_TEST
 
+/* ---- a stored keys' write failing past the deadline, not for a row ----- */
+
+/* tag case-insensitive; the sink wrote (1,A), then (1,a) (the same key
+ * for the table, so the sink probes its next writes). The third batch has
+ * both spellings: both are stored, so the INSERT ... ON CONFLICT of the
+ * stored keys would update one row twice (21000), which the staged write
+ * resolves. Another session holds that row locked until the batch's
+ * deadline has passed, so the failure comes when the write can no longer
+ * be staged: TM_RETRY (the next attempt stages it), never TM_FATAL, which
+ * would stop the connector for a batch the table takes. The test checks
+ * the sink waited in the stored keys' INSERT and the deadline had passed
+ * before the other session committed, or fails as inconclusive. */
+START_TEST(stored_keys_write_failing_past_deadline_is_retried) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    tag_case_insensitive();
+    rec rs[2] = {{.id = 1, .tag = "A", .body = "v0"}};
+    batch b;
+    for (int64_t off = 0; off < 2; off++) {
+        rs[0].tag = off ? "a" : "A";
+        batch_make(&b, rs, off, 1, m.epoch);
+        commit_ok(sink, &b);
+        batch_free(&b);
+    }
+    PGconn *other = pgt_connect(pgt_conninfo());
+    run(other, "BEGIN; UPDATE $S.t SET amount = 1 WHERE id = 1");
+    rs[0] = (rec){.id = 1, .tag = "A", .body = "v2"};
+    rs[1] = (rec){.id = 1, .tag = "a", .body = "v3"};
+    batch_make(&b, rs, 2, 2, m.epoch);
+    b.b.deadline_ms = tm_clock_mono_ms() + 3000;
+    committer cm = {.sink = sink, .b = &b};
+    char query[256];
+    int64_t committed_at = commit_while_locked(
+        &cm, other, b.b.deadline_ms + 200, query, sizeof query);
+    int64_t deadline = b.b.deadline_ms;
+    if (cm.rc == TM_RETRY) { /* the resend, without a deadline */
+        b.b.deadline_ms = 0;
+        commit_ok(sink, &b);
+    }
+    batch_free(&b);
+    ck_assert_msg(query[0], "inconclusive: the sink never waited on the other "
+                            "session's row lock");
+    ck_assert_msg(strncmp(query, "INSERT INTO ", 12) == 0 &&
+                      !strstr(query, "tm_stage"),
+                  "inconclusive: the sink waited on the row lock in \"%s\", "
+                  "not in its stored keys' INSERT",
+                  query);
+    ck_assert_msg(committed_at > deadline, "inconclusive: the other session "
+                                           "committed before the deadline");
+    ck_assert_msg(cm.rc == TM_RETRY || cm.rc == TM_OK,
+                  "commit %s (%s): a write the staged path takes given up "
+                  "for good",
+                  tm_status_name(cm.rc), cm.err.message);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     0);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 1 AND "
+                             "body = 'v3' AND _tm_offset = 3"),
+                     1);
+    close_sink(sink, &c);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("postgres_upsert");
     TCase *tc = tcase_create("upsert");
@@ -733,6 +801,7 @@ static Suite *suite(void) {
                    new_key_taking_a_stored_keys_unique_value_later_is_refused);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
+    tcase_add_test(tc, stored_keys_write_failing_past_deadline_is_retried);
     suite_add_tcase(s, tc);
     return s;
 }
