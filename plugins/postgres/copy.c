@@ -832,29 +832,59 @@ static tm_status up_update_stored(pg_sink *s, const pg_rows *x, tm_error *err) {
 }
 
 /* The keys marked stored first (up_update_stored), then the others COPYed
- * straight into the table; LEAD goes first. Stored first: a key written
+ * straight into the table. Stored first: a key written
  * by the COPY that the update would meet (a key equal to another for the
  * database only) makes the COPY fail, never a row updated out of order. */
 static tm_status up_write(pg_sink *s, const up_plan *p, pg_rows *part,
-                          unsigned char *mask, const char *lead,
-                          tm_error *err) {
+                          unsigned char *mask, tm_error *err) {
     size_t nstored = 0;
     for (size_t i = 0; i < p->nkeys; i++)
         nstored += p->stored[p->keys[i].j] != 0;
     tm_status r = TM_OK;
     if (nstored > 0) {
-        if (lead)
-            r = pg_exec(s, lead, "upsert: savepoint", err);
-        lead = NULL;
         up_mask(p, 1, mask, part->to);
-        if (r == TM_OK)
-            r = up_update_stored(s, part, err);
+        r = up_update_stored(s, part, err);
     }
     if (r == TM_OK && nstored < p->nkeys) {
         up_mask(p, 0, mask, part->to);
-        r = copy_rows(s, part, s->q_table, 0, lead, err);
+        r = copy_rows(s, part, s->q_table, 0, NULL, err);
     }
     return r;
+}
+
+/* Whether the table may take the direct write (*ok): an ordinary table
+ * whose only unique or exclusion index is the key's, with no trigger or
+ * rule of its own. Such an index, constraint, trigger or rule sees the
+ * rows in the order they are written, and the direct write's order (the
+ * stored keys' updates, then the new keys' COPY) is not the staged
+ * write's: a record the staged write refuses could be accepted (a new key
+ * taking a value of another UNIQUE column that a later record of a
+ * stored key gives up). Read under the table's ROW EXCLUSIVE lock, taken
+ * before: the DDL that adds any of them waits for this transaction, so
+ * what is read holds until its commit. */
+static tm_status up_direct_allowed(pg_sink *s, int *ok, tm_error *err) {
+    pg_buf names = {0};
+    char n[16];
+    pg_key_names(s, &names, n);
+    const char *v[3] = {s->q_table, names.oom ? "" : names.p, n};
+    tm_status r;
+    PGresult *res = pg_query(
+        s,
+        "SELECT (SELECT relkind FROM pg_class WHERE oid = to_regclass($1)) "
+        "= 'r' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
+        "to_regclass($1) AND (i.indisunique OR i.indisexclusion) AND "
+        "NOT " PG_KEY_INDEX_SQL
+        ") AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE "
+        "t.tgrelid = to_regclass($1) AND NOT t.tgisinternal) AND NOT EXISTS "
+        "(SELECT 1 FROM pg_rewrite w WHERE w.ev_class = to_regclass($1))",
+        3, v, NULL, NULL, 1, "upsert: reading the table's constraints", &r,
+        err);
+    pg_buf_free(&names);
+    if (!res)
+        return r;
+    *ok = PQntuples(res) == 1 && *PQgetvalue(res, 0, 0) == 't';
+    PQclear(res);
+    return TM_OK;
 }
 
 /* Upsert without a second write of the new keys' rows (docs/sinks/
@@ -875,7 +905,10 @@ static tm_status up_write(pg_sink *s, const up_plan *p, pg_rows *part,
  * table refuses for a row's content, refused there as before (the caller
  * halves it). A key taken for stored that is not is inserted by ON
  * CONFLICT. Which path a key takes never decides its row. Change events
- * keep the staged write (the order of deletes and inserts). */
+ * keep the staged write (the order of deletes and inserts), and so does a
+ * table whose other unique or exclusion indexes, triggers or rules could
+ * tell the direct write's order from the staged one's
+ * (up_direct_allowed). */
 tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
                          tm_error *err) {
     if (s->config->flags & TM_CONFIG_CDC)
@@ -893,13 +926,25 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
         pg_buf_add(&b, lead);
         pg_buf_add(&b, "; ");
     }
-    pg_buf_add(&b, "SAVEPOINT tm_upsert");
+    /* The lock before the savepoint: one taken inside it would go with a
+     * rollback to it, and up_direct_allowed reads under it. */
+    pg_buf_add(&b, "LOCK TABLE ");
+    pg_buf_add(&b, s->q_table);
+    pg_buf_add(&b, " IN ROW EXCLUSIVE MODE; SAVEPOINT tm_upsert");
     tm_status r = TM_RETRY;
     pg_rows part = *x;
     part.write = mask;
-    int probe = s->upsert_probe, staged = 0;
+    /* staged: r is the answer as it is (the staged write's, or a failure
+     * before any row was written, classified as any statement's) */
+    int probe = s->upsert_probe, staged = 0, direct = 0;
     if (b.oom) {
         s->host->set_error(err, "out of memory");
+    } else if ((r = pg_exec(s, b.p, "upsert: savepoint", err)) != TM_OK ||
+               (r = up_direct_allowed(s, &direct, err)) != TM_OK) {
+        staged = 1;
+    } else if (!direct) {
+        r = stage_upsert(s, x, NULL, err);
+        staged = 1;
     } else if (!probe) {
         /* added now, one look-up a key: a key of a write that fails is
          * a wrong hint, which costs a path, never a row */
@@ -907,7 +952,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
             p.stored[p.keys[i].j] =
                 (unsigned char)(p.keys[i].hinted =
                                     up_seen_add(s, p.keys[i].digest));
-        r = up_write(s, &p, &part, mask, b.p, err);
+        r = up_write(s, &p, &part, mask, err);
         if (r != TM_OK && up_can_stage(s) &&
             strcmp(s->last_state, "23505") == 0) {
             /* a key stored that this sink did not write: probe */
@@ -921,15 +966,14 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     } else {
         for (size_t i = 0; i < p.nkeys; i++)
             p.keys[i].hinted = up_seen_has(s, p.keys[i].digest);
-        r = pg_exec(s, b.p, "upsert: savepoint", err);
     }
     pg_buf_free(&b);
-    if (probe && r == TM_OK) {
+    if (probe && direct && r == TM_OK) {
         size_t nstored = 0, unforeseen = 0;
         if ((r = up_probe(s, &p, &nstored, &unforeseen, err)) == TM_OK)
             s->upsert_probe = unforeseen > 0;
         if (r == TM_OK)
-            r = up_write(s, &p, &part, mask, NULL, err);
+            r = up_write(s, &p, &part, mask, err);
         if (r != TM_OK && up_can_stage(s)) {
             r = up_staged(s, x, err->message, err);
             staged = 1;
@@ -937,7 +981,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     }
     if (r != TM_OK && !staged)
         r = up_unstaged(s);
-    if (r == TM_OK && probe)
+    if (r == TM_OK && probe && direct)
         for (size_t i = 0; i < p.nkeys; i++)
             up_seen_add(s, p.keys[i].digest);
     up_plan_free(&p);

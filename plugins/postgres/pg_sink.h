@@ -163,6 +163,19 @@ tm_status pg_exec(pg_sink *s, const char *sql, const char *step, tm_error *err);
 PGresult *pg_query(pg_sink *s, const char *sql, int n, const char *const *vals,
                    const int *lens, const int *formats, int want_tuples,
                    const char *step, tm_status *r, tm_error *err);
+/* SQL: pg_index row I is a unique, non-partial index on exactly the key
+ * columns ($2: their names joined by chr(1), $3: how many), the index
+ * ON CONFLICT (keys) infers. Shared by open's check (schema.c) and
+ * upsert's direct write (copy.c), which must agree on which index it is. */
+#define PG_KEY_INDEX_SQL                                                       \
+    "(i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL AND "         \
+    "i.indnkeyatts = $3::int AND (SELECT count(*) FROM pg_attribute a "        \
+    "WHERE a.attrelid = i.indrelid AND a.attnum = ANY "                        \
+    "((i.indkey::int2[])[0:i.indnkeyatts - 1]) AND a.attname = ANY "           \
+    "(string_to_array($2, chr(1)))) = $3::int)"
+/* The key columns' names joined by chr(1) into NAMES (pg_buf_free it), the
+ * count into N: the parameters $2 and $3 of PG_KEY_INDEX_SQL. */
+void pg_key_names(const pg_sink *s, pg_buf *names, char n[16]);
 /* ROLLBACK if a transaction is open; never fails loudly. */
 void pg_rollback(pg_sink *s);
 
