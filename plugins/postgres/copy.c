@@ -832,22 +832,27 @@ static tm_status up_update_stored(pg_sink *s, const pg_rows *x, tm_error *err) {
 }
 
 /* The keys marked stored first (up_update_stored), then the others COPYed
- * straight into the table. Stored first: a key written
+ * straight into the table; LEAD goes first. Stored first: a key written
  * by the COPY that the update would meet (a key equal to another for the
  * database only) makes the COPY fail, never a row updated out of order. */
 static tm_status up_write(pg_sink *s, const up_plan *p, pg_rows *part,
-                          unsigned char *mask, tm_error *err) {
+                          unsigned char *mask, const char *lead,
+                          tm_error *err) {
     size_t nstored = 0;
     for (size_t i = 0; i < p->nkeys; i++)
         nstored += p->stored[p->keys[i].j] != 0;
     tm_status r = TM_OK;
     if (nstored > 0) {
+        if (lead)
+            r = pg_exec(s, lead, "upsert: savepoint", err);
+        lead = NULL;
         up_mask(p, 1, mask, part->to);
-        r = up_update_stored(s, part, err);
+        if (r == TM_OK)
+            r = up_update_stored(s, part, err);
     }
     if (r == TM_OK && nstored < p->nkeys) {
         up_mask(p, 0, mask, part->to);
-        r = copy_rows(s, part, s->q_table, 0, NULL, err);
+        r = copy_rows(s, part, s->q_table, 0, lead, err);
     }
     return r;
 }
@@ -859,9 +864,7 @@ static tm_status up_write(pg_sink *s, const up_plan *p, pg_rows *part,
  * stored keys' updates, then the new keys' COPY) is not the staged
  * write's: a record the staged write refuses could be accepted (a new key
  * taking a value of another UNIQUE column that a later record of a
- * stored key gives up). Read under the table's ROW EXCLUSIVE lock, taken
- * before: the DDL that adds any of them waits for this transaction, so
- * what is read holds until its commit. */
+ * stored key gives up). */
 static tm_status up_direct_allowed(pg_sink *s, int *ok, tm_error *err) {
     pg_buf names = {0};
     char n[16];
@@ -926,24 +929,19 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
         pg_buf_add(&b, lead);
         pg_buf_add(&b, "; ");
     }
-    /* The lock before the savepoint: one taken inside it would go with a
-     * rollback to it, and up_direct_allowed reads under it. */
-    pg_buf_add(&b, "LOCK TABLE ");
-    pg_buf_add(&b, s->q_table);
-    pg_buf_add(&b, " IN ROW EXCLUSIVE MODE; SAVEPOINT tm_upsert");
+    pg_buf_add(&b, "SAVEPOINT tm_upsert");
     tm_status r = TM_RETRY;
     pg_rows part = *x;
     part.write = mask;
-    /* staged: r is the answer as it is (the staged write's, or a failure
-     * before any row was written, classified as any statement's) */
-    int probe = s->upsert_probe, staged = 0, direct = 0;
+    /* staged: r is the answer as it is (the staged write's, or the
+     * catalogs' read, classified as any statement's) */
+    int probe = s->upsert_probe, staged = 0;
     if (b.oom) {
         s->host->set_error(err, "out of memory");
-    } else if ((r = pg_exec(s, b.p, "upsert: savepoint", err)) != TM_OK ||
-               (r = up_direct_allowed(s, &direct, err)) != TM_OK) {
-        staged = 1;
-    } else if (!direct) {
-        r = stage_upsert(s, x, NULL, err);
+    } else if (s->upsert_staged_only) {
+        r = pg_exec(s, b.p, "upsert: savepoint", err);
+        if (r == TM_OK)
+            r = stage_upsert(s, x, NULL, err);
         staged = 1;
     } else if (!probe) {
         /* added now, one look-up a key: a key of a write that fails is
@@ -952,7 +950,7 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
             p.stored[p.keys[i].j] =
                 (unsigned char)(p.keys[i].hinted =
                                     up_seen_add(s, p.keys[i].digest));
-        r = up_write(s, &p, &part, mask, err);
+        r = up_write(s, &p, &part, mask, b.p, err);
         if (r != TM_OK && up_can_stage(s) &&
             strcmp(s->last_state, "23505") == 0) {
             /* a key stored that this sink did not write: probe */
@@ -966,22 +964,40 @@ tm_status pg_upsert_rows(pg_sink *s, const pg_rows *x, const char *lead,
     } else {
         for (size_t i = 0; i < p.nkeys; i++)
             p.keys[i].hinted = up_seen_has(s, p.keys[i].digest);
+        r = pg_exec(s, b.p, "upsert: savepoint", err);
     }
     pg_buf_free(&b);
-    if (probe && direct && r == TM_OK) {
+    if (probe && !staged && r == TM_OK) {
         size_t nstored = 0, unforeseen = 0;
         if ((r = up_probe(s, &p, &nstored, &unforeseen, err)) == TM_OK)
             s->upsert_probe = unforeseen > 0;
         if (r == TM_OK)
-            r = up_write(s, &p, &part, mask, err);
+            r = up_write(s, &p, &part, mask, NULL, err);
         if (r != TM_OK && up_can_stage(s)) {
             r = up_staged(s, x, err->message, err);
             staged = 1;
         }
     }
+    if (r == TM_OK && !staged && p.nkeys > 0) {
+        /* Read after the direct write: its statements hold the table's
+         * ROW EXCLUSIVE lock, so the DDL that adds an index, constraint,
+         * trigger or rule either committed before them (and is read
+         * here) or waits for this commit. */
+        int direct = 0;
+        if ((r = up_direct_allowed(s, &direct, err)) != TM_OK) {
+            staged = 1;
+        } else if (!direct) {
+            s->upsert_staged_only = 1;
+            r = up_staged(s, x,
+                          "the table has other unique indexes, "
+                          "triggers or rules",
+                          err);
+            staged = 1;
+        }
+    }
     if (r != TM_OK && !staged)
         r = up_unstaged(s);
-    if (r == TM_OK && probe && direct)
+    if (r == TM_OK && probe && !staged)
         for (size_t i = 0; i < p.nkeys; i++)
             up_seen_add(s, p.keys[i].digest);
     up_plan_free(&p);

@@ -82,6 +82,9 @@ typedef struct pg_sink {
      * key the sink had not written); the digests of the keys this sink
      * wrote, a hint which keys are stored (never what decides a row). */
     int upsert_probe;
+    /* upsert: the table was found with other unique indexes, triggers or
+     * rules (copy.c up_direct_allowed): every write staged from then on */
+    int upsert_staged_only;
     uint64_t *upsert_seen;
     size_t upsert_seen_n, upsert_seen_cap;
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
