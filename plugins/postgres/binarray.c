@@ -38,7 +38,10 @@ void pg_bin_text(pg_buf *b, const char *v, int *toobig) {
         add32(b, (uint32_t)-1);
         return;
     }
-    size_t n = strlen(v);
+    pg_bin_textn(b, v, strlen(v), toobig);
+}
+
+void pg_bin_textn(pg_buf *b, const char *v, size_t n, int *toobig) {
     if (n > INT32_MAX) {
         *toobig = 1;
         return;
@@ -82,6 +85,11 @@ void pg_binarray_text(pg_binarray *a, const char *v) {
         a->hasnull |= v == NULL;
         pg_bin_text(&a->b, v, &a->toobig);
     }
+}
+
+void pg_binarray_textn(pg_binarray *a, const char *v, size_t n) {
+    if (element(a) == 0)
+        pg_bin_textn(&a->b, v, n, &a->toobig);
 }
 
 void pg_binarray_int4(pg_binarray *a, int32_t v) {

@@ -21,6 +21,8 @@
  * its length (-1: NULL) and its bytes. toobig is set when a length does
  * not fit the format's int32. */
 void pg_bin_text(pg_buf *b, const char *v, int *toobig);
+/* N bytes of V (embedded NULs included), never NULL. */
+void pg_bin_textn(pg_buf *b, const char *v, size_t n, int *toobig);
 void pg_bin_int4(pg_buf *b, int32_t v);
 void pg_bin_int8(pg_buf *b, int64_t v);
 
@@ -35,6 +37,7 @@ typedef struct pg_binarray {
 void pg_binarray_start(pg_binarray *a, uint32_t elem_oid);
 /* Appends one element; V NULL: SQL null. */
 void pg_binarray_text(pg_binarray *a, const char *v);
+void pg_binarray_textn(pg_binarray *a, const char *v, size_t n);
 void pg_binarray_int4(pg_binarray *a, int32_t v);
 void pg_binarray_int8(pg_binarray *a, int64_t v);
 /* Completes the header; 0, or -1 when out of memory or too big (the

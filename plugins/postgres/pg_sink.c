@@ -81,6 +81,7 @@ static void pg_close(void *sink) {
     pg_evolve_free(s);
     pg_keyset_free(s);
     free_names(s);
+    free(s->upsert_seen);
     free(s);
 }
 

@@ -128,6 +128,15 @@ typedef struct pg_sink {
     int prepared;       /* the marker statements are prepared on conn */
     int keys_prepared;  /* the business keys' probe (keys.c) too */
     int keys_resent;    /* the last batch's probe found keys stored before */
+    /* Upsert (copy.c): probe the keys first (a direct COPY met a stored
+     * key the sink had not written); the digests of the keys this sink
+     * wrote, a hint which keys are stored (never what decides a row). */
+    int upsert_probe;
+    /* upsert: the table was found with other unique indexes, triggers or
+     * rules (copy.c up_direct_allowed): every write staged from then on */
+    int upsert_staged_only;
+    uint64_t *upsert_seen;
+    size_t upsert_seen_n, upsert_seen_cap;
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
      * host's config with the columns of the last batch; follow owns them
      * (names copied: the batch is the host's for one call) and says
@@ -218,6 +227,19 @@ PGresult *pg_query_binary(pg_sink *s, const char *sql, int n,
                           const char *const *vals, const int *lens,
                           const int *formats, const char *step, tm_status *r,
                           tm_error *err);
+/* SQL: pg_index row I is a unique, non-partial index on exactly the key
+ * columns ($2: their names joined by chr(1), $3: how many), the index
+ * ON CONFLICT (keys) infers. Shared by open's check (schema.c) and
+ * upsert's direct write (copy.c), which must agree on which index it is. */
+#define PG_KEY_INDEX_SQL                                                       \
+    "(i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL AND "         \
+    "i.indnkeyatts = $3::int AND (SELECT count(*) FROM pg_attribute a "        \
+    "WHERE a.attrelid = i.indrelid AND a.attnum = ANY "                        \
+    "((i.indkey::int2[])[0:i.indnkeyatts - 1]) AND a.attname = ANY "           \
+    "(string_to_array($2, chr(1)))) = $3::int)"
+/* The key columns' names joined by chr(1) into NAMES (pg_buf_free it), the
+ * count into N: the parameters $2 and $3 of PG_KEY_INDEX_SQL. */
+void pg_key_names(const pg_sink *s, pg_buf *names, char n[16]);
 /* ROLLBACK if a transaction is open; never fails loudly. */
 void pg_rollback(pg_sink *s);
 

@@ -588,32 +588,32 @@ static int find_col(PGresult *res, const char *name) {
     return -1;
 }
 
-/* 1 when a unique, non-partial index covers exactly the key columns, so
- * that ON CONFLICT (keys) has a constraint to infer. */
-static tm_status has_key_index(pg_sink *s, int *found, tm_error *err) {
-    pg_buf names = {0};
+void pg_key_names(const pg_sink *s, pg_buf *names, char n[16]) {
     int nkeys = 0;
     for (size_t i = 0; i < s->config->ncolumns; i++) {
         const tm_column *c = TM_CELEM(tm_column, s->config->columns, i);
         if (!c->key)
             continue;
         if (nkeys++)
-            pg_buf_add(&names, "\x01");
-        pg_buf_add(&names, c->name);
+            pg_buf_add(names, "\x01");
+        pg_buf_add(names, c->name);
     }
+    snprintf(n, 16, "%d", nkeys);
+}
+
+/* 1 when a unique, non-partial index covers exactly the key columns, so
+ * that ON CONFLICT (keys) has a constraint to infer. */
+static tm_status has_key_index(pg_sink *s, int *found, tm_error *err) {
+    pg_buf names = {0};
     char n[16];
-    snprintf(n, sizeof n, "%d", nkeys);
+    pg_key_names(s, &names, n);
     const char *v[3] = {s->q_table, names.oom ? "" : names.p, n};
     tm_status r;
-    PGresult *res = pg_query(
-        s,
-        "SELECT 1 FROM pg_index i WHERE i.indrelid = to_regclass($1) AND "
-        "i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL AND "
-        "i.indnkeyatts = $3::int AND (SELECT count(*) FROM pg_attribute a "
-        "WHERE a.attrelid = i.indrelid AND a.attnum = ANY "
-        "((i.indkey::int2[])[0:i.indnkeyatts - 1]) AND a.attname = ANY "
-        "(string_to_array($2, chr(1)))) = $3::int LIMIT 1",
-        3, v, NULL, NULL, 1, "reading the table's indexes", &r, err);
+    PGresult *res =
+        pg_query(s,
+                 "SELECT 1 FROM pg_index i WHERE i.indrelid = to_regclass($1) "
+                 "AND " PG_KEY_INDEX_SQL " LIMIT 1",
+                 3, v, NULL, NULL, 1, "reading the table's indexes", &r, err);
     pg_buf_free(&names);
     if (!res)
         return r;

@@ -18,6 +18,25 @@ const char *pgt_conninfo(void);
 PGconn *pgt_connect(const char *conninfo);
 /* Runs text, asserting it succeeded; the caller PQclear()s. */
 PGresult *pgt_sql(PGconn *c, const char *text);
+/* FMT with every "$S" replaced by the quoted SCHEMA. */
+void pgt_with_schema(const char *schema, const char *fmt, char *out,
+                     size_t size);
+/* Runs FMT ("$S": SCHEMA), asserting it succeeded. */
+void pgt_run(PGconn *c, const char *schema, const char *fmt);
+/* The one value of FMT ("$S": SCHEMA) as an integer. */
+long long pgt_sql_int(PGconn *c, const char *schema, const char *fmt);
+/* Names a test's schema and connector PREFIX_<pid>_<n> (PREFIX_c_...), drops
+ * a schema of that name a failed run left; the test's own connection. */
+PGconn *pgt_fresh_schema(const char *prefix, char *schema, size_t ssize,
+                         char *connector, size_t csize);
+/* Drops SCHEMA (never failing) and closes C. */
+void pgt_drop_schema(PGconn *c, const char *schema);
+/* Settings ($.sink.settings) from JSON text, asserted valid. */
+tm_settings *pgt_settings(const char *json_text);
+/* commit() with ERR reset; pgt_commit_ok asserts TM_OK. */
+tm_status pgt_commit(const tm_sink_api *api, void *sink, const tm_batch *b,
+                     tm_error *err);
+void pgt_commit_ok(const tm_sink_api *api, void *sink, const tm_batch *b);
 /* One value of fmt (with "$S" replaced by the quoted schema), as text. */
 void pgt_sql_text(PGconn *c, const char *schema, const char *fmt, char *out,
                   size_t size);

@@ -85,11 +85,13 @@ typedef struct conf {
     tm_sink_config config;
 } conf;
 
-static void conf_init(conf *c, const char *conn, int64_t statement_timeout) {
-    json_t *obj =
-        json_pack("{s:s, s:s, s:s, s:I, s:I}", "conninfo", conn, "schema",
-                  schema, "table", "t", "connect_timeout_s", (json_int_t)2,
-                  "statement_timeout_ms", (json_int_t)statement_timeout);
+/* mode: "append" or "upsert" (the key id). */
+static void conf_init_mode(conf *c, const char *conn, int64_t statement_timeout,
+                           const char *mode) {
+    json_t *obj = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "conninfo", conn,
+                            "schema", schema, "table", "t", "connect_timeout_s",
+                            (json_int_t)2, "statement_timeout_ms",
+                            (json_int_t)statement_timeout, "mode", mode);
     ck_assert_ptr_nonnull(obj);
     c->settings = tm_settings_new(obj, "$.sink.settings");
     json_decref(obj);
@@ -100,6 +102,10 @@ static void conf_init(conf *c, const char *conn, int64_t statement_timeout) {
                                  .columns = COLS,
                                  .ncolumns = NCOLS,
                                  .flags = 0};
+}
+
+static void conf_init(conf *c, const char *conn, int64_t statement_timeout) {
+    conf_init_mode(c, conn, statement_timeout, "append");
 }
 
 static void conf_done(conf *c) {
@@ -285,18 +291,18 @@ static void assert_cut_where_intended(pgp_proxy *x, pgp_cut cut,
     }
 }
 
-/* _i indexes CUTS. Batch 1 commits through the proxy; batch 2 is cut at
- * the step; the database itself then shows batch 1 only (cut after COMMIT:
- * batch 2 too), the resend through the disarmed proxy is OK (ALREADY),
- * there is exactly one row per offset, and the next batch commits. */
-START_TEST(commit_cut_by_proxy) {
-    const pgp_cut cut = CUTS[_i];
+/* Batch 1 commits through the proxy; batch 2 is cut at the step CUT; the
+ * database itself then shows batch 1 only (cut after COMMIT: batch 2 too),
+ * the resend through the disarmed proxy is OK (ALREADY), there is exactly
+ * one row per offset, and the next batch commits. MODE: the sink's mode
+ * (upsert: batch 2's keys are new, COPYed straight into the table). */
+static void cut_by_proxy(pgp_cut cut, const char *mode) {
     const int after_commit = cut == PGP_CUT_AFTER_COMMIT;
     pgp_proxy x;
     char conn[1024];
     pgp_start(&x, conn, sizeof conn);
     conf c;
-    conf_init(&c, conn, 30000);
+    conf_init_mode(&c, conn, 30000, mode);
     void *sink = open_ok(&c);
     tm_marker m = claim1(sink);
     ck_assert_msg(atomic_load(&x.accepted) >= 1,
@@ -344,6 +350,16 @@ START_TEST(commit_cut_by_proxy) {
     api->close(sink);
     conf_done(&c);
     pgp_stop(&x);
+}
+
+/* _i indexes CUTS. */
+START_TEST(commit_cut_by_proxy) {
+    cut_by_proxy(CUTS[_i], "append");
+}
+END_TEST
+
+START_TEST(upsert_commit_cut_by_proxy) {
+    cut_by_proxy(CUTS[_i], "upsert");
 }
 END_TEST
 
@@ -513,6 +529,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "proxy") == 0) {
         TCase *tc = tcase("proxy");
         tcase_add_loop_test(tc, commit_cut_by_proxy, 0, NCUTS);
+        tcase_add_loop_test(tc, upsert_commit_cut_by_proxy, 0, NCUTS);
         suite_add_tcase(s, tc);
     }
     if (!only || strcmp(only, "lock") == 0) {
