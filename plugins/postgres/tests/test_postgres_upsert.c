@@ -587,6 +587,38 @@ END_TEST
 
 /* ---- a value handed from a stored key to a new one ---------------------- */
 
+/* (2,a) with the body "x" committed at offset 0, then into B: (1,a)
+ * with "x" and (2,a) with "y" at offsets 1 and 2 (batch_free it). */
+static void handover_batch(void *sink, const tm_marker *m, batch *b) {
+    static rec rs[2];
+    memset(rs, 0, sizeof rs);
+    rs[0] = (rec){.id = 2, .tag = "a", .body = "x"};
+    batch_make(b, rs, 0, 1, m->epoch);
+    commit_ok(sink, b);
+    batch_free(b);
+    rs[0] = (rec){.id = 1, .tag = "a", .body = "x"};
+    rs[1] = (rec){.id = 2, .tag = "a", .body = "y"};
+    batch_make(b, rs, 1, 2, m->epoch);
+}
+
+/* Offset 1, the new key (1,a) with the body "x" that (2,a) held until
+ * offset 2, is a dead letter and no row; (2,a) is offset 2's. HOW tells
+ * the case in the message. */
+static void assert_new_key_refused(const char *how) {
+    long long dead = sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'rejected' AND \"offset\" = 1"),
+              rows = sql_int("SELECT count(*) FROM $S.t"),
+              first = sql_int("SELECT count(*) FROM $S.t WHERE id = 1");
+    ck_assert_msg(dead == 1 && rows == 1 && first == 0,
+                  "offset 1 (a body still held by a stored key when it "
+                  "comes%s): %s a dead letter, %s a row (%lld rows): "
+                  "written after a later record of another key",
+                  how, dead ? "is" : "is not", first ? "is" : "is not", rows);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 2 AND "
+                             "body = 'y' AND _tm_offset = 2"),
+                     1);
+}
+
 /* body is UNIQUE too. Key (2,a) is stored with body "x"; the next batch
  * has first a new key (1,a) with body "x", then (2,a) with body "y".
  * One record at a time, the first is refused (its body is still (2,a)'s)
@@ -597,30 +629,57 @@ START_TEST(new_key_taking_a_stored_keys_unique_value_later_is_refused) {
     tm_marker m;
     void *sink = open_claimed(&c, "", &m);
     run(admin, "ALTER TABLE $S.t ADD UNIQUE (body)");
-    rec rs[2];
-    memset(rs, 0, sizeof rs);
-    rs[0] = (rec){.id = 2, .tag = "a", .body = "x"};
     batch b;
-    batch_make(&b, rs, 0, 1, m.epoch);
+    handover_batch(sink, &m, &b);
     commit_ok(sink, &b);
     batch_free(&b);
-    rs[0] = (rec){.id = 1, .tag = "a", .body = "x"};
-    rs[1] = (rec){.id = 2, .tag = "a", .body = "y"};
-    batch_make(&b, rs, 1, 2, m.epoch);
-    commit_ok(sink, &b);
+    assert_new_key_refused("");
+    close_sink(sink, &c);
+}
+END_TEST
+
+/* ---- the constraints read under a snapshot older than the write -------- */
+
+/* The previous case, with the index added while the sink's transaction
+ * has begun: the sink's sessions default to REPEATABLE READ (PGOPTIONS,
+ * as a role's or a database's default_transaction_isolation makes them).
+ * Another session holds the partition's marker row, so the sink's commit
+ * waits in its markers' SELECT ... FOR UPDATE, its snapshot taken; that
+ * session adds UNIQUE (body) and commits, and the sink's write then meets
+ * the new index. The catalogs read after the write must see it too:
+ * offset 1 a dead letter, as one record at a time. The test checks the
+ * sink waited on the marker row, or fails as inconclusive. */
+START_TEST(unique_index_added_after_the_transaction_began_is_read) {
+    conf c;
+    tm_marker m;
+    ck_assert_int_eq(
+        setenv("PGOPTIONS",
+               "-c default_transaction_isolation=repeatable\\ read", 1),
+        0);
+    void *sink = open_claimed(&c, "", &m);
+    unsetenv("PGOPTIONS");
+    batch b;
+    handover_batch(sink, &m, &b);
+    PGconn *other = pgt_connect(pgt_conninfo());
+    run(other, "BEGIN; SELECT 1 FROM $S.tidemark_markers FOR UPDATE");
+    committer cm = {.sink = sink, .b = &b};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, commit_thread, &cm), 0);
+    char query[256];
+    wait_on_lock(query, sizeof query);
+    run(other, "ALTER TABLE $S.t ADD UNIQUE (body); COMMIT");
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    PQfinish(other);
+    if (cm.rc == TM_RETRY) /* the resend */
+        commit_ok(sink, &b);
     batch_free(&b);
-    long long dead = sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
-                             "WHERE reason = 'rejected' AND \"offset\" = 1"),
-              rows = sql_int("SELECT count(*) FROM $S.t"),
-              first = sql_int("SELECT count(*) FROM $S.t WHERE id = 1");
-    ck_assert_msg(dead == 1 && rows == 1 && first == 0,
-                  "offset 1 (a body still held by a stored key when it "
-                  "comes): %s a dead letter, %s a row (%lld rows): "
-                  "written after a later record of another key",
-                  dead ? "is" : "is not", first ? "is" : "is not", rows);
-    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 2 AND "
-                             "body = 'y' AND _tm_offset = 2"),
-                     1);
+    ck_assert_msg(strstr(query, "tidemark_markers"),
+                  "inconclusive: the sink did not wait on the marker row "
+                  "(\"%s\")",
+                  query);
+    ck_assert_msg(cm.rc == TM_OK || cm.rc == TM_RETRY, "commit %s (%s)",
+                  tm_status_name(cm.rc), cm.err.message);
+    assert_new_key_refused(", the index added after the transaction began");
     close_sink(sink, &c);
 }
 END_TEST
@@ -799,6 +858,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, stored_key_copy_failing_past_deadline_is_no_dead_letter);
     tcase_add_test(tc,
                    new_key_taking_a_stored_keys_unique_value_later_is_refused);
+    tcase_add_test(tc, unique_index_added_after_the_transaction_began_is_read);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
     tcase_add_test(tc, stored_keys_write_failing_past_deadline_is_retried);
