@@ -684,6 +684,48 @@ START_TEST(unique_index_added_after_the_transaction_began_is_read) {
 }
 END_TEST
 
+/* ---- a DEFERRABLE key index ---------------------------------------------- */
+
+/* The key's index made DEFERRABLE after open: INSERT ... ON CONFLICT
+ * refuses it as an arbiter (55000), so the staged write, and one record
+ * at a time, write no row at all. The direct write COPYs a new key with no
+ * ON CONFLICT, which the deferred check (made immediate by SET
+ * CONSTRAINTS) lets through: it must be staged instead, and the commit
+ * refused with no row, as before the direct write. */
+START_TEST(new_key_into_a_deferrable_key_index_is_not_written_directly) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    char drop[1024];
+    pgt_sql_text(admin, schema,
+                 "SELECT string_agg(format('DROP INDEX %s', "
+                 "indexrelid::regclass), '; ') FROM pg_index WHERE "
+                 "indrelid = '$S.t'::regclass",
+                 drop, sizeof drop);
+    PQclear(pgt_sql(admin, drop));
+    run(admin, "ALTER TABLE $S.t ADD PRIMARY KEY (id, tag) DEFERRABLE");
+    ck_assert_msg(sql_int("SELECT count(*) FROM pg_index WHERE indrelid = "
+                          "'$S.t'::regclass AND indisunique") == 1 &&
+                      sql_int("SELECT count(*) FROM pg_index WHERE "
+                              "indrelid = '$S.t'::regclass AND NOT "
+                              "indimmediate") == 1,
+                  "inconclusive: the table's one unique index is not the "
+                  "deferrable key");
+    rec rs[1] = {{.id = 1, .tag = "a", .body = "x"}};
+    batch b;
+    batch_make(&b, rs, 0, 1, m.epoch);
+    tm_error err = {sizeof err, ""};
+    tm_status rc = pgt_commit(api, sink, &b.b, &err);
+    batch_free(&b);
+    long long rows = sql_int("SELECT count(*) FROM $S.t");
+    ck_assert_msg(rc != TM_OK && rows == 0,
+                  "commit %s (%s) with %lld rows: a key written into a table "
+                  "whose DEFERRABLE key index the staged write refuses",
+                  tm_status_name(rc), err.message, rows);
+    close_sink(sink, &c);
+}
+END_TEST
+
 /* ---- a lock wait cancelled by statement_timeout ------------------------- */
 
 /* A record whose key another session holds uncommitted for good: the
@@ -859,6 +901,8 @@ static Suite *suite(void) {
     tcase_add_test(tc,
                    new_key_taking_a_stored_keys_unique_value_later_is_refused);
     tcase_add_test(tc, unique_index_added_after_the_transaction_began_is_read);
+    tcase_add_test(tc,
+                   new_key_into_a_deferrable_key_index_is_not_written_directly);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
     tcase_add_test(tc, stored_keys_write_failing_past_deadline_is_retried);
