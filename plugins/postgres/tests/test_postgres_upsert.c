@@ -726,6 +726,65 @@ START_TEST(new_key_into_a_deferrable_key_index_is_not_written_directly) {
 }
 END_TEST
 
+/* ---- dedup with upsert ----------------------------------------------------
+ */
+
+/* Dedup (keys held in memory) over upsert's direct write: the identity an
+ * event id, the row key (id, tag) apart from it. Two batches: an event
+ * repeated in its batch and resent in the next is a duplicate (no row, no
+ * dead letter), an event id again with another payload a dead letter
+ * identity_conflict, and each row key's row the last new event's, offset
+ * for offset, whether the row key is new (the COPY) or stored (its
+ * update). */
+START_TEST(dedup_over_the_direct_write_decides_offset_for_offset) {
+    conf c;
+    conf_init(&c, TM_CONFIG_DEDUP);
+    void *sink = open_ok(&c);
+    tm_marker m = pgt_claim1(api, sink);
+    static const struct {
+        int64_t id;
+        const char *body, *event;
+    } EV[10] = {{1, "v0", "e0"}, {2, "v1", "e1"}, {1, "v0", "e0"},
+                {1, "v3", "e3"}, {1, "vz", "e0"}, /* batch 1: 0-4 */
+                {2, "v1", "e1"}, {2, "vq", "e1"}, {1, "v7", "e7"},
+                {3, "v8", "e8"}, {3, "v8", "e8"}}; /* batch 2: 5-9 */
+    rec rs[10];
+    memset(rs, 0, sizeof rs);
+    for (int i = 0; i < 10; i++) {
+        rs[i] = (rec){.id = EV[i].id, .tag = "a"};
+        snprintf(rs[i].body, sizeof rs[i].body, "%s", EV[i].body);
+    }
+    for (int64_t from = 0; from < 10; from += 5) {
+        batch b;
+        batch_make(&b, rs + from, from, 5, m.epoch);
+        for (size_t i = 0; i < 5; i++) {
+            b.recs[i].identity = EV[from + (int64_t)i].event;
+            b.recs[i].identity_hash = EV[from + (int64_t)i].body;
+        }
+        commit_ok(sink, &b);
+        batch_free(&b);
+    }
+    static const char *const ROWS[3] = {
+        "id = 1 AND body = 'v7' AND _tm_offset = 7",
+        "id = 2 AND body = 'v1' AND _tm_offset = 1",
+        "id = 3 AND body = 'v8' AND _tm_offset = 8"};
+    char q[256];
+    for (int i = 0; i < 3; i++) {
+        snprintf(q, sizeof q, "SELECT count(*) FROM $S.t WHERE %s", ROWS[i]);
+        ck_assert_msg(sql_int(q) == 1, "no row %s", ROWS[i]);
+    }
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 3);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'identity_conflict' AND "
+                             "\"offset\" IN (4, 6)"),
+                     2);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     2);
+    api->close(sink);
+    tm_settings_free(c.settings);
+}
+END_TEST
+
 /* ---- a lock wait cancelled by statement_timeout ------------------------- */
 
 /* A record whose key another session holds uncommitted for good: the
@@ -903,6 +962,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, unique_index_added_after_the_transaction_began_is_read);
     tcase_add_test(tc,
                    new_key_into_a_deferrable_key_index_is_not_written_directly);
+    tcase_add_test(tc, dedup_over_the_direct_write_decides_offset_for_offset);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
     tcase_add_test(tc, stored_keys_write_failing_past_deadline_is_retried);
