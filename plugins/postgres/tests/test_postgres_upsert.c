@@ -684,6 +684,59 @@ START_TEST(unique_index_added_after_the_transaction_began_is_read) {
 }
 END_TEST
 
+/* ---- the key's index gone ----------------------------------------------- */
+
+/* Drops every index of t (open made the key's). */
+static void drop_indexes(void) {
+    char drop[1024];
+    pgt_sql_text(admin, schema,
+                 "SELECT string_agg(format('DROP INDEX %s', "
+                 "indexrelid::regclass), '; ') FROM pg_index WHERE "
+                 "indrelid = '$S.t'::regclass",
+                 drop, sizeof drop);
+    PQclear(pgt_sql(admin, drop));
+    ck_assert_msg(sql_int("SELECT count(*) FROM pg_index WHERE indrelid = "
+                          "'$S.t'::regclass") == 0,
+                  "inconclusive: t still has an index");
+}
+
+/* A batch of one record of the key (ID,a) at offset 0: the commit must
+ * not be TM_OK, and the table hold ROWS rows of that key; WHAT says why. */
+static void commit_refused(void *sink, const tm_marker *m, int64_t id,
+                           long long rows, const char *what) {
+    rec rs[1] = {{.id = id, .tag = "a", .body = "mine"}};
+    batch b;
+    batch_make(&b, rs, 0, 1, m->epoch);
+    tm_error err = {sizeof err, ""};
+    tm_status rc = pgt_commit(api, sink, &b.b, &err);
+    batch_free(&b);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT count(*) FROM $S.t WHERE id = %lld",
+             (long long)id);
+    long long got = sql_int(q);
+    ck_assert_msg(rc != TM_OK && got == rows,
+                  "commit %s (%s) with %lld rows of the key (%lld,a): %s",
+                  tm_status_name(rc), err.message, got, (long long)id, what);
+}
+
+/* Another writer stored (2,a); the key's index is then dropped while the
+ * sink is open (a DBA rebuilding it, say). INSERT ... ON CONFLICT finds no
+ * index to infer (42P10), so the staged write, and one record at a time,
+ * store nothing. The direct write's COPY of (2,a), a key the sink did not
+ * write, meets no index: it must not be kept, or the key has two rows. */
+START_TEST(key_index_dropped_while_open_is_no_second_row_of_a_key) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    run(admin, "INSERT INTO $S.t (id, tag, body, _tm_topic, _tm_partition, "
+               "_tm_offset) VALUES (2, 'a', 'other', 'x', 0, -1)");
+    drop_indexes();
+    commit_refused(sink, &m, 2, 1,
+                   "a key COPYed into a table without its unique index");
+    close_sink(sink, &c);
+}
+END_TEST
+
 /* ---- a DEFERRABLE key index ---------------------------------------------- */
 
 /* The key's index made DEFERRABLE after open: INSERT ... ON CONFLICT
@@ -696,13 +749,7 @@ START_TEST(new_key_into_a_deferrable_key_index_is_not_written_directly) {
     conf c;
     tm_marker m;
     void *sink = open_claimed(&c, "", &m);
-    char drop[1024];
-    pgt_sql_text(admin, schema,
-                 "SELECT string_agg(format('DROP INDEX %s', "
-                 "indexrelid::regclass), '; ') FROM pg_index WHERE "
-                 "indrelid = '$S.t'::regclass",
-                 drop, sizeof drop);
-    PQclear(pgt_sql(admin, drop));
+    drop_indexes();
     run(admin, "ALTER TABLE $S.t ADD PRIMARY KEY (id, tag) DEFERRABLE");
     ck_assert_msg(sql_int("SELECT count(*) FROM pg_index WHERE indrelid = "
                           "'$S.t'::regclass AND indisunique") == 1 &&
@@ -711,17 +758,9 @@ START_TEST(new_key_into_a_deferrable_key_index_is_not_written_directly) {
                               "indimmediate") == 1,
                   "inconclusive: the table's one unique index is not the "
                   "deferrable key");
-    rec rs[1] = {{.id = 1, .tag = "a", .body = "x"}};
-    batch b;
-    batch_make(&b, rs, 0, 1, m.epoch);
-    tm_error err = {sizeof err, ""};
-    tm_status rc = pgt_commit(api, sink, &b.b, &err);
-    batch_free(&b);
-    long long rows = sql_int("SELECT count(*) FROM $S.t");
-    ck_assert_msg(rc != TM_OK && rows == 0,
-                  "commit %s (%s) with %lld rows: a key written into a table "
-                  "whose DEFERRABLE key index the staged write refuses",
-                  tm_status_name(rc), err.message, rows);
+    commit_refused(sink, &m, 1, 0,
+                   "a key written into a table whose DEFERRABLE key index "
+                   "the staged write refuses");
     close_sink(sink, &c);
 }
 END_TEST
@@ -962,6 +1001,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, unique_index_added_after_the_transaction_began_is_read);
     tcase_add_test(tc,
                    new_key_into_a_deferrable_key_index_is_not_written_directly);
+    tcase_add_test(tc, key_index_dropped_while_open_is_no_second_row_of_a_key);
     tcase_add_test(tc, dedup_over_the_direct_write_decides_offset_for_offset);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
