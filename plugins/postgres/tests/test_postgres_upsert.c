@@ -700,6 +700,13 @@ static void drop_indexes(void) {
                   "inconclusive: t still has an index");
 }
 
+/* Another writer's row of (2,a), then t without its indexes. */
+static void other_key_and_no_index(void) {
+    run(admin, "INSERT INTO $S.t (id, tag, body, _tm_topic, _tm_partition, "
+               "_tm_offset) VALUES (2, 'a', 'other', 'x', 0, -1)");
+    drop_indexes();
+}
+
 /* A batch of one record of the key (ID,a) at offset 0: the commit must
  * not be TM_OK, and the table hold ROWS rows of that key; WHAT says why. */
 static void commit_refused(void *sink, const tm_marker *m, int64_t id,
@@ -728,11 +735,48 @@ START_TEST(key_index_dropped_while_open_is_no_second_row_of_a_key) {
     conf c;
     tm_marker m;
     void *sink = open_claimed(&c, "", &m);
-    run(admin, "INSERT INTO $S.t (id, tag, body, _tm_topic, _tm_partition, "
-               "_tm_offset) VALUES (2, 'a', 'other', 'x', 0, -1)");
-    drop_indexes();
+    other_key_and_no_index();
     commit_refused(sink, &m, 2, 1,
                    "a key COPYed into a table without its unique index");
+    close_sink(sink, &c);
+}
+END_TEST
+
+/* The same while the key's index is built again CONCURRENTLY: its
+ * catalog row is committed first, not ready, and the build waits for a
+ * session holding the table (ROW EXCLUSIVE, as a writer's transaction
+ * does). An index not ready checks no COPY: the direct write must not take
+ * it for the key's. The test checks the index was there, not ready, when
+ * the sink wrote, or fails as inconclusive. */
+START_TEST(key_index_built_concurrently_is_no_second_row_of_a_key) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    other_key_and_no_index();
+    PGconn *holder = pgt_connect(pgt_conninfo()),
+           *builder = pgt_connect(pgt_conninfo());
+    run(holder, "BEGIN; LOCK TABLE $S.t IN ROW EXCLUSIVE MODE");
+    char q[512];
+    with_schema("CREATE UNIQUE INDEX CONCURRENTLY t_key_again ON $S.t (id, "
+                "tag)",
+                q, sizeof q);
+    ck_assert_int_eq(PQsendQuery(builder, q), 1);
+    long long unready = 0;
+    for (int i = 0; i < 200 && !unready; i++) {
+        unready = sql_int("SELECT count(*) FROM pg_index WHERE indrelid = "
+                          "'$S.t'::regclass AND NOT indisready");
+        if (!unready)
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+    ck_assert_msg(unready == 1, "inconclusive: no index not ready on t");
+    commit_refused(sink, &m, 2, 1,
+                   "a key COPYed while its unique index was not ready");
+    run(holder, "ROLLBACK");
+    PGresult *res;
+    while ((res = PQgetResult(builder)))
+        PQclear(res);
+    PQfinish(holder);
+    PQfinish(builder);
     close_sink(sink, &c);
 }
 END_TEST
@@ -1002,6 +1046,7 @@ static Suite *suite(void) {
     tcase_add_test(tc,
                    new_key_into_a_deferrable_key_index_is_not_written_directly);
     tcase_add_test(tc, key_index_dropped_while_open_is_no_second_row_of_a_key);
+    tcase_add_test(tc, key_index_built_concurrently_is_no_second_row_of_a_key);
     tcase_add_test(tc, dedup_over_the_direct_write_decides_offset_for_offset);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
