@@ -234,7 +234,9 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
         pg_query(s,
                  "SELECT set_config('statement_timeout', $1, false), "
                  "set_config('idle_in_transaction_session_timeout', $2, "
-                 "false), set_config('TimeZone', 'UTC', false)",
+                 "false), set_config('TimeZone', 'UTC', false), "
+                 "set_config('default_transaction_isolation', "
+                 "'read committed', false)",
                  2, p, NULL, NULL, 1, "setting statement_timeout", &r, err);
     if (!res)
         return r;

@@ -858,10 +858,16 @@ static tm_status up_write(pg_sink *s, const up_plan *p, pg_rows *part,
 }
 
 /* Whether the table may take the direct write (*ok): an ordinary table
- * whose only unique or exclusion index is the key's, with no trigger or
- * rule of its own. Such an index, constraint, trigger or rule sees the
- * rows in the order they are written, and the direct write's order (the
- * stored keys' updates, then the new keys' COPY) is not the staged
+ * with the key's unique index, valid and not DEFERRABLE, and no other
+ * unique or exclusion index, trigger or rule of its own. Without that
+ * index (dropped while the sink is open, or being built again
+ * CONCURRENTLY) the COPY meets nothing, and a key another writer stored
+ * would get a second row, where ON CONFLICT refuses the write (42P10). A
+ * DEFERRABLE key index ON CONFLICT refuses as an arbiter (55000), so the staged
+ * write refuses every record, and the COPY, without ON CONFLICT, must not take
+ * the new keys' records instead. Such an index, constraint, trigger or rule
+ * sees the rows in the order they are written, and the direct write's order
+ * (the stored keys' updates, then the new keys' COPY) is not the staged
  * write's: a record the staged write refuses could be accepted (a new key
  * taking a value of another UNIQUE column that a later record of a
  * stored key gives up). */
@@ -874,9 +880,12 @@ static tm_status up_direct_allowed(pg_sink *s, int *ok, tm_error *err) {
     PGresult *res = pg_query(
         s,
         "SELECT (SELECT relkind FROM pg_class WHERE oid = to_regclass($1)) "
-        "= 'r' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
+        "= 'r' AND EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
+        "to_regclass($1) AND i.indimmediate AND i.indisvalid "
+        "AND " PG_KEY_INDEX_SQL
+        ") AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
         "to_regclass($1) AND (i.indisunique OR i.indisexclusion) AND "
-        "NOT " PG_KEY_INDEX_SQL
+        "NOT (i.indimmediate AND " PG_KEY_INDEX_SQL ")"
         ") AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE "
         "t.tgrelid = to_regclass($1) AND NOT t.tgisinternal) AND NOT EXISTS "
         "(SELECT 1 FROM pg_rewrite w WHERE w.ev_class = to_regclass($1))",

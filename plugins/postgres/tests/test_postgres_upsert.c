@@ -587,6 +587,38 @@ END_TEST
 
 /* ---- a value handed from a stored key to a new one ---------------------- */
 
+/* (2,a) with the body "x" committed at offset 0, then into B: (1,a)
+ * with "x" and (2,a) with "y" at offsets 1 and 2 (batch_free it). */
+static void handover_batch(void *sink, const tm_marker *m, batch *b) {
+    static rec rs[2];
+    memset(rs, 0, sizeof rs);
+    rs[0] = (rec){.id = 2, .tag = "a", .body = "x"};
+    batch_make(b, rs, 0, 1, m->epoch);
+    commit_ok(sink, b);
+    batch_free(b);
+    rs[0] = (rec){.id = 1, .tag = "a", .body = "x"};
+    rs[1] = (rec){.id = 2, .tag = "a", .body = "y"};
+    batch_make(b, rs, 1, 2, m->epoch);
+}
+
+/* Offset 1, the new key (1,a) with the body "x" that (2,a) held until
+ * offset 2, is a dead letter and no row; (2,a) is offset 2's. HOW tells
+ * the case in the message. */
+static void assert_new_key_refused(const char *how) {
+    long long dead = sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'rejected' AND \"offset\" = 1"),
+              rows = sql_int("SELECT count(*) FROM $S.t"),
+              first = sql_int("SELECT count(*) FROM $S.t WHERE id = 1");
+    ck_assert_msg(dead == 1 && rows == 1 && first == 0,
+                  "offset 1 (a body still held by a stored key when it "
+                  "comes%s): %s a dead letter, %s a row (%lld rows): "
+                  "written after a later record of another key",
+                  how, dead ? "is" : "is not", first ? "is" : "is not", rows);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 2 AND "
+                             "body = 'y' AND _tm_offset = 2"),
+                     1);
+}
+
 /* body is UNIQUE too. Key (2,a) is stored with body "x"; the next batch
  * has first a new key (1,a) with body "x", then (2,a) with body "y".
  * One record at a time, the first is refused (its body is still (2,a)'s)
@@ -597,31 +629,242 @@ START_TEST(new_key_taking_a_stored_keys_unique_value_later_is_refused) {
     tm_marker m;
     void *sink = open_claimed(&c, "", &m);
     run(admin, "ALTER TABLE $S.t ADD UNIQUE (body)");
-    rec rs[2];
-    memset(rs, 0, sizeof rs);
-    rs[0] = (rec){.id = 2, .tag = "a", .body = "x"};
     batch b;
-    batch_make(&b, rs, 0, 1, m.epoch);
+    handover_batch(sink, &m, &b);
     commit_ok(sink, &b);
     batch_free(&b);
-    rs[0] = (rec){.id = 1, .tag = "a", .body = "x"};
-    rs[1] = (rec){.id = 2, .tag = "a", .body = "y"};
-    batch_make(&b, rs, 1, 2, m.epoch);
-    commit_ok(sink, &b);
-    batch_free(&b);
-    long long dead = sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
-                             "WHERE reason = 'rejected' AND \"offset\" = 1"),
-              rows = sql_int("SELECT count(*) FROM $S.t"),
-              first = sql_int("SELECT count(*) FROM $S.t WHERE id = 1");
-    ck_assert_msg(dead == 1 && rows == 1 && first == 0,
-                  "offset 1 (a body still held by a stored key when it "
-                  "comes): %s a dead letter, %s a row (%lld rows): "
-                  "written after a later record of another key",
-                  dead ? "is" : "is not", first ? "is" : "is not", rows);
-    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t WHERE id = 2 AND "
-                             "body = 'y' AND _tm_offset = 2"),
-                     1);
+    assert_new_key_refused("");
     close_sink(sink, &c);
+}
+END_TEST
+
+/* ---- the constraints read under a snapshot older than the write -------- */
+
+/* The previous case, with the index added while the sink's transaction
+ * has begun: the sink's sessions default to REPEATABLE READ (PGOPTIONS,
+ * as a role's or a database's default_transaction_isolation makes them).
+ * Another session holds the partition's marker row, so the sink's commit
+ * waits in its markers' SELECT ... FOR UPDATE, its snapshot taken; that
+ * session adds UNIQUE (body) and commits, and the sink's write then meets
+ * the new index. The catalogs read after the write must see it too:
+ * offset 1 a dead letter, as one record at a time. The test checks the
+ * sink waited on the marker row, or fails as inconclusive. */
+START_TEST(unique_index_added_after_the_transaction_began_is_read) {
+    conf c;
+    tm_marker m;
+    ck_assert_int_eq(
+        setenv("PGOPTIONS",
+               "-c default_transaction_isolation=repeatable\\ read", 1),
+        0);
+    void *sink = open_claimed(&c, "", &m);
+    unsetenv("PGOPTIONS");
+    batch b;
+    handover_batch(sink, &m, &b);
+    PGconn *other = pgt_connect(pgt_conninfo());
+    run(other, "BEGIN; SELECT 1 FROM $S.tidemark_markers FOR UPDATE");
+    committer cm = {.sink = sink, .b = &b};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, commit_thread, &cm), 0);
+    char query[256];
+    wait_on_lock(query, sizeof query);
+    run(other, "ALTER TABLE $S.t ADD UNIQUE (body); COMMIT");
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    PQfinish(other);
+    if (cm.rc == TM_RETRY) /* the resend */
+        commit_ok(sink, &b);
+    batch_free(&b);
+    ck_assert_msg(strstr(query, "tidemark_markers"),
+                  "inconclusive: the sink did not wait on the marker row "
+                  "(\"%s\")",
+                  query);
+    ck_assert_msg(cm.rc == TM_OK || cm.rc == TM_RETRY, "commit %s (%s)",
+                  tm_status_name(cm.rc), cm.err.message);
+    assert_new_key_refused(", the index added after the transaction began");
+    close_sink(sink, &c);
+}
+END_TEST
+
+/* ---- the key's index gone ----------------------------------------------- */
+
+/* Drops every index of t (open made the key's). */
+static void drop_indexes(void) {
+    char drop[1024];
+    pgt_sql_text(admin, schema,
+                 "SELECT string_agg(format('DROP INDEX %s', "
+                 "indexrelid::regclass), '; ') FROM pg_index WHERE "
+                 "indrelid = '$S.t'::regclass",
+                 drop, sizeof drop);
+    PQclear(pgt_sql(admin, drop));
+    ck_assert_msg(sql_int("SELECT count(*) FROM pg_index WHERE indrelid = "
+                          "'$S.t'::regclass") == 0,
+                  "inconclusive: t still has an index");
+}
+
+/* Another writer's row of (2,a), then t without its indexes. */
+static void other_key_and_no_index(void) {
+    run(admin, "INSERT INTO $S.t (id, tag, body, _tm_topic, _tm_partition, "
+               "_tm_offset) VALUES (2, 'a', 'other', 'x', 0, -1)");
+    drop_indexes();
+}
+
+/* A batch of one record of the key (ID,a) at offset 0: the commit must
+ * not be TM_OK, and the table hold ROWS rows of that key; WHAT says why. */
+static void commit_refused(void *sink, const tm_marker *m, int64_t id,
+                           long long rows, const char *what) {
+    rec rs[1] = {{.id = id, .tag = "a", .body = "mine"}};
+    batch b;
+    batch_make(&b, rs, 0, 1, m->epoch);
+    tm_error err = {sizeof err, ""};
+    tm_status rc = pgt_commit(api, sink, &b.b, &err);
+    batch_free(&b);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT count(*) FROM $S.t WHERE id = %lld",
+             (long long)id);
+    long long got = sql_int(q);
+    ck_assert_msg(rc != TM_OK && got == rows,
+                  "commit %s (%s) with %lld rows of the key (%lld,a): %s",
+                  tm_status_name(rc), err.message, got, (long long)id, what);
+}
+
+/* Another writer stored (2,a); the key's index is then dropped while the
+ * sink is open (a DBA rebuilding it, say). INSERT ... ON CONFLICT finds no
+ * index to infer (42P10), so the staged write, and one record at a time,
+ * store nothing. The direct write's COPY of (2,a), a key the sink did not
+ * write, meets no index: it must not be kept, or the key has two rows. */
+START_TEST(key_index_dropped_while_open_is_no_second_row_of_a_key) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    other_key_and_no_index();
+    commit_refused(sink, &m, 2, 1,
+                   "a key COPYed into a table without its unique index");
+    close_sink(sink, &c);
+}
+END_TEST
+
+/* The same while the key's index is built again CONCURRENTLY: its
+ * catalog row is committed first, not ready, and the build waits for a
+ * session holding the table (ROW EXCLUSIVE, as a writer's transaction
+ * does). An index not ready checks no COPY: the direct write must not take
+ * it for the key's. The test checks the index was there, not ready, when
+ * the sink wrote, or fails as inconclusive. */
+START_TEST(key_index_built_concurrently_is_no_second_row_of_a_key) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    other_key_and_no_index();
+    PGconn *holder = pgt_connect(pgt_conninfo()),
+           *builder = pgt_connect(pgt_conninfo());
+    run(holder, "BEGIN; LOCK TABLE $S.t IN ROW EXCLUSIVE MODE");
+    char q[512];
+    with_schema("CREATE UNIQUE INDEX CONCURRENTLY t_key_again ON $S.t (id, "
+                "tag)",
+                q, sizeof q);
+    ck_assert_int_eq(PQsendQuery(builder, q), 1);
+    long long unready = 0;
+    for (int i = 0; i < 200 && !unready; i++) {
+        unready = sql_int("SELECT count(*) FROM pg_index WHERE indrelid = "
+                          "'$S.t'::regclass AND NOT indisready");
+        if (!unready)
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+    ck_assert_msg(unready == 1, "inconclusive: no index not ready on t");
+    commit_refused(sink, &m, 2, 1,
+                   "a key COPYed while its unique index was not ready");
+    run(holder, "ROLLBACK");
+    PGresult *res;
+    while ((res = PQgetResult(builder)))
+        PQclear(res);
+    PQfinish(holder);
+    PQfinish(builder);
+    close_sink(sink, &c);
+}
+END_TEST
+
+/* ---- a DEFERRABLE key index ---------------------------------------------- */
+
+/* The key's index made DEFERRABLE after open: INSERT ... ON CONFLICT
+ * refuses it as an arbiter (55000), so the staged write, and one record
+ * at a time, write no row at all. The direct write COPYs a new key with no
+ * ON CONFLICT, which the deferred check (made immediate by SET
+ * CONSTRAINTS) lets through: it must be staged instead, and the commit
+ * refused with no row, as before the direct write. */
+START_TEST(new_key_into_a_deferrable_key_index_is_not_written_directly) {
+    conf c;
+    tm_marker m;
+    void *sink = open_claimed(&c, "", &m);
+    drop_indexes();
+    run(admin, "ALTER TABLE $S.t ADD PRIMARY KEY (id, tag) DEFERRABLE");
+    ck_assert_msg(sql_int("SELECT count(*) FROM pg_index WHERE indrelid = "
+                          "'$S.t'::regclass AND indisunique") == 1 &&
+                      sql_int("SELECT count(*) FROM pg_index WHERE "
+                              "indrelid = '$S.t'::regclass AND NOT "
+                              "indimmediate") == 1,
+                  "inconclusive: the table's one unique index is not the "
+                  "deferrable key");
+    commit_refused(sink, &m, 1, 0,
+                   "a key written into a table whose DEFERRABLE key index "
+                   "the staged write refuses");
+    close_sink(sink, &c);
+}
+END_TEST
+
+/* ---- dedup with upsert ----------------------------------------------------
+ */
+
+/* Dedup (keys held in memory) over upsert's direct write: the identity an
+ * event id, the row key (id, tag) apart from it. Two batches: an event
+ * repeated in its batch and resent in the next is a duplicate (no row, no
+ * dead letter), an event id again with another payload a dead letter
+ * identity_conflict, and each row key's row the last new event's, offset
+ * for offset, whether the row key is new (the COPY) or stored (its
+ * update). */
+START_TEST(dedup_over_the_direct_write_decides_offset_for_offset) {
+    conf c;
+    conf_init(&c, TM_CONFIG_DEDUP);
+    void *sink = open_ok(&c);
+    tm_marker m = pgt_claim1(api, sink);
+    static const struct {
+        int64_t id;
+        const char *body, *event;
+    } EV[10] = {{1, "v0", "e0"}, {2, "v1", "e1"}, {1, "v0", "e0"},
+                {1, "v3", "e3"}, {1, "vz", "e0"}, /* batch 1: 0-4 */
+                {2, "v1", "e1"}, {2, "vq", "e1"}, {1, "v7", "e7"},
+                {3, "v8", "e8"}, {3, "v8", "e8"}}; /* batch 2: 5-9 */
+    rec rs[10];
+    memset(rs, 0, sizeof rs);
+    for (int i = 0; i < 10; i++) {
+        rs[i] = (rec){.id = EV[i].id, .tag = "a"};
+        snprintf(rs[i].body, sizeof rs[i].body, "%s", EV[i].body);
+    }
+    for (int64_t from = 0; from < 10; from += 5) {
+        batch b;
+        batch_make(&b, rs + from, from, 5, m.epoch);
+        for (size_t i = 0; i < 5; i++) {
+            b.recs[i].identity = EV[from + (int64_t)i].event;
+            b.recs[i].identity_hash = EV[from + (int64_t)i].body;
+        }
+        commit_ok(sink, &b);
+        batch_free(&b);
+    }
+    static const char *const ROWS[3] = {
+        "id = 1 AND body = 'v7' AND _tm_offset = 7",
+        "id = 2 AND body = 'v1' AND _tm_offset = 1",
+        "id = 3 AND body = 'v8' AND _tm_offset = 8"};
+    char q[256];
+    for (int i = 0; i < 3; i++) {
+        snprintf(q, sizeof q, "SELECT count(*) FROM $S.t WHERE %s", ROWS[i]);
+        ck_assert_msg(sql_int(q) == 1, "no row %s", ROWS[i]);
+    }
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.t"), 3);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters "
+                             "WHERE reason = 'identity_conflict' AND "
+                             "\"offset\" IN (4, 6)"),
+                     2);
+    ck_assert_int_eq(sql_int("SELECT count(*) FROM $S.tidemark_dead_letters"),
+                     2);
+    api->close(sink);
+    tm_settings_free(c.settings);
 }
 END_TEST
 
@@ -799,6 +1042,12 @@ static Suite *suite(void) {
     tcase_add_test(tc, stored_key_copy_failing_past_deadline_is_no_dead_letter);
     tcase_add_test(tc,
                    new_key_taking_a_stored_keys_unique_value_later_is_refused);
+    tcase_add_test(tc, unique_index_added_after_the_transaction_began_is_read);
+    tcase_add_test(tc,
+                   new_key_into_a_deferrable_key_index_is_not_written_directly);
+    tcase_add_test(tc, key_index_dropped_while_open_is_no_second_row_of_a_key);
+    tcase_add_test(tc, key_index_built_concurrently_is_no_second_row_of_a_key);
+    tcase_add_test(tc, dedup_over_the_direct_write_decides_offset_for_offset);
     tcase_add_test(tc, copy_cancelled_by_statement_timeout_is_not_staged_again);
     tcase_add_test(tc, keys_equal_under_case_insensitive_collation_last_wins);
     tcase_add_test(tc, stored_keys_write_failing_past_deadline_is_retried);
