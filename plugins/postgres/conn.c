@@ -224,7 +224,7 @@ tm_status pg_connect(pg_sink *s, tm_error *err) {
     PQsetNoticeProcessor(c, quiet_notices, NULL);
     s->conn = c;
     /* prepared statements live in a session */
-    s->prepared = s->keys_prepared = 0;
+    s->prepared = s->keys_prepared = s->upsert_prepared = 0;
     char st[32], idle[32];
     snprintf(st, sizeof st, "%lld", (long long)s->set.statement_timeout_ms);
     snprintf(idle, sizeof idle, "%lld", (long long)pg_idle_timeout_ms(s));

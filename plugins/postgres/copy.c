@@ -872,25 +872,34 @@ static tm_status up_write(pg_sink *s, const up_plan *p, pg_rows *part,
  * taking a value of another UNIQUE column that a later record of a
  * stored key gives up). */
 static tm_status up_direct_allowed(pg_sink *s, int *ok, tm_error *err) {
+    tm_status r = TM_OK;
+    /* prepared once a session: planning it took longer than running it
+     * (0.4 against 0.06 ms), a tenth of a write of 1000 records */
+    if (!s->upsert_prepared)
+        r = pg_prepare(
+            s, PG_STMT_UPSERT_DIRECT,
+            "SELECT (SELECT relkind FROM pg_class WHERE oid = to_regclass($1)) "
+            "= 'r' AND EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
+            "to_regclass($1) AND i.indimmediate AND i.indisvalid "
+            "AND " PG_KEY_INDEX_SQL
+            ") AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
+            "to_regclass($1) AND (i.indisunique OR i.indisexclusion) AND "
+            "NOT (i.indimmediate AND " PG_KEY_INDEX_SQL ")"
+            ") AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE "
+            "t.tgrelid = to_regclass($1) AND NOT t.tgisinternal) AND NOT "
+            "EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = "
+            "to_regclass($1))",
+            3, "upsert: preparing the read of the table's constraints", err);
+    if (r != TM_OK)
+        return r;
+    s->upsert_prepared = 1;
     pg_buf names = {0};
     char n[16];
     pg_key_names(s, &names, n);
     const char *v[3] = {s->q_table, names.oom ? "" : names.p, n};
-    tm_status r;
-    PGresult *res = pg_query(
-        s,
-        "SELECT (SELECT relkind FROM pg_class WHERE oid = to_regclass($1)) "
-        "= 'r' AND EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
-        "to_regclass($1) AND i.indimmediate AND i.indisvalid "
-        "AND " PG_KEY_INDEX_SQL
-        ") AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
-        "to_regclass($1) AND (i.indisunique OR i.indisexclusion) AND "
-        "NOT (i.indimmediate AND " PG_KEY_INDEX_SQL ")"
-        ") AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE "
-        "t.tgrelid = to_regclass($1) AND NOT t.tgisinternal) AND NOT EXISTS "
-        "(SELECT 1 FROM pg_rewrite w WHERE w.ev_class = to_regclass($1))",
-        3, v, NULL, NULL, 1, "upsert: reading the table's constraints", &r,
-        err);
+    PGresult *res =
+        pg_query_prepared(s, PG_STMT_UPSERT_DIRECT, 3, v, NULL, NULL, 1,
+                          "upsert: reading the table's constraints", &r, err);
     pg_buf_free(&names);
     if (!res)
         return r;

@@ -135,6 +135,7 @@ typedef struct pg_sink {
     /* upsert: the table was found with other unique indexes, triggers or
      * rules (copy.c up_direct_allowed): every write staged from then on */
     int upsert_staged_only;
+    int upsert_prepared; /* PG_STMT_UPSERT_DIRECT on this session */
     uint64_t *upsert_seen;
     size_t upsert_seen_n, upsert_seen_cap;
     /* TM_CONFIG_SCHEMA_COLUMNS: config points to own, a copy of the
@@ -304,6 +305,8 @@ const char *pg_marker_select_sql(pg_sink *s, pg_buf *b, int for_update);
  * batch costs about as much as the round trips the pipelines save. */
 #define PG_STMT_LOCK   "tm_marker_lock"
 #define PG_STMT_UPDATE "tm_marker_update"
+/* upsert: whether the table may take the direct write (copy.c) */
+#define PG_STMT_UPSERT_DIRECT "tm_upsert_direct"
 tm_status pg_marker_prepare(pg_sink *s, tm_error *err);
 void pg_marker_params_of(pg_sink *s, const tm_marker *m, pg_marker_params *p);
 /* Fills *m from a marker SELECT's result; 0 (absent) when it has no row. */
