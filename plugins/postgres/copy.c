@@ -625,7 +625,7 @@ static tm_status up_probe(pg_sink *s, up_plan *p, size_t *nstored,
                           size_t *unforeseen, tm_error *err) {
     const tm_sink_config *c = s->config;
     pg_buf q = {0};
-    char num[32];
+    char num[64];
     pg_buf_add(&q, "SELECT k.i FROM unnest(");
     size_t n = 0;
     for (size_t k = 0; k < c->ncolumns; k++) {
@@ -765,7 +765,7 @@ static tm_status up_update_stored(pg_sink *s, const pg_rows *x, tm_error *err) {
             continue;
         const tm_record *r = TM_CELEM(tm_record, x->b->records, j);
         const tm_range *g = TM_CELEM(tm_range, x->b->ranges, r->range);
-        char num[32];
+        char num[64];
         for (size_t k = 0; k < nc; k++) {
             const tm_value *val = TM_CELEM(tm_value, r->values, k);
             if (val->is_null) {
@@ -790,7 +790,7 @@ static tm_status up_update_stored(pg_sink *s, const pg_rows *x, tm_error *err) {
     column_list(s, &q, 0);
     pg_buf_add(&q, ") SELECT * FROM unnest(");
     for (size_t k = 0; !bad && k < n; k++) {
-        char num[32];
+        char num[64];
         snprintf(num, sizeof num, "%s$%zu::text[]::", k ? ", " : "", k + 1);
         pg_buf_add(&q, num);
         pg_buf_add(
